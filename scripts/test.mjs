@@ -1,0 +1,60 @@
+// `npm test`: starts a throwaway PostgreSQL cluster, runs every test file on SQLite and
+// PostgreSQL (node:test, explicit file list: Node 20 does not expand globs), stops the cluster.
+// ORRERY_TEST_DIALECTS=sqlite skips PostgreSQL; arguments narrow the files (`npm test -- test/runs`).
+import { spawn } from 'node:child_process';
+import { readdirSync, statSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { startCluster } from './postgres-cluster.mjs';
+
+const root = new URL('..', import.meta.url).pathname;
+const walk = (dir) =>
+  readdirSync(dir).flatMap((name) => {
+    const full = join(dir, name);
+    return statSync(full).isDirectory() ? walk(full) : full.endsWith('.test.ts') ? [full] : [];
+  });
+
+const wanted = process.argv.slice(2);
+const files = (wanted.length ? wanted.flatMap((w) => (statSync(w).isDirectory() ? walk(w) : [w])) : walk(join(root, 'test')))
+  .map((f) => relative(root, f))
+  .sort();
+if (!files.length) {
+  console.error('no test files found');
+  process.exit(1);
+}
+
+const dialects = (process.env.ORRERY_TEST_DIALECTS ?? 'sqlite,postgres').split(',').map((d) => d.trim()).filter(Boolean);
+let cluster;
+if (dialects.includes('postgres') && !process.env.ORRERY_TEST_PG_URL) {
+  cluster = await startCluster();
+  console.log(`PostgreSQL test cluster at ${cluster.url}`);
+}
+
+const stopCluster = () => {
+  try {
+    cluster?.stop();
+  } catch (err) {
+    console.error(`could not stop the PostgreSQL cluster: ${err.message}`);
+  }
+  cluster = undefined;
+};
+process.on('SIGINT', () => { stopCluster(); process.exit(130); });
+process.on('SIGTERM', () => { stopCluster(); process.exit(143); });
+
+const args = [
+  '--import', 'tsx', '--test', `--test-concurrency=${process.env.ORRERY_TEST_CONCURRENCY ?? 3}`,
+  '--test-reporter=spec', '--test-reporter-destination=stdout',
+  '--test-reporter=./scripts/plain-reporter.mjs', '--test-reporter-destination=stdout',
+  ...files,
+];
+const child = spawn(process.execPath, args, {
+  cwd: root,
+  stdio: 'inherit',
+  env: {
+    ...process.env,
+    ORRERY_TEST_DIALECTS: dialects.join(','),
+    ...(cluster ? { ORRERY_TEST_PG_URL: cluster.url } : {}),
+  },
+});
+const code = await new Promise((resolve) => child.on('exit', (c, signal) => resolve(c ?? (signal ? 1 : 0))));
+stopCluster();
+process.exit(code);

@@ -1,0 +1,66 @@
+/**
+ * JWTs issued at POST /token/issue. HS256 with a key derived from the server secret. The payload
+ * carries what `VertesiaClient.fromAuthToken` and the CLI read: account, project, `endpoints`.
+ */
+import { SignJWT, jwtVerify, errors as joseErrors } from 'jose';
+import type { Principal, KeyRole, Ref } from './principal.ts';
+
+export const JWT_ISSUER = 'orrery';
+export const JWT_AUDIENCE = 'orrery';
+
+export interface IssuedClaims {
+  sub: string;
+  type: 'apikey';
+  key_id: string;
+  role: KeyRole;
+  account: Ref;
+  project: Ref & { account: string };
+  account_roles: string[];
+  accounts: Ref[];
+  project_roles: string[];
+  apps: string[];
+  name: string;
+  endpoints: { studio: string; store: string; token: string };
+}
+
+export async function signToken(key: Uint8Array, p: Principal, publicUrl: string, ttlSeconds: number): Promise<string> {
+  const claims: IssuedClaims = {
+    sub: `apikey:${p.keyId}`,
+    type: 'apikey',
+    key_id: p.keyId,
+    role: p.role,
+    name: `API key ${p.keyId}`,
+    account: p.account,
+    project: { ...p.project, account: p.account.id },
+    account_roles: p.role === 'admin' ? ['account_owner'] : ['account_member'],
+    accounts: [p.account],
+    project_roles: p.role === 'admin' ? ['project_admin'] : ['developer'],
+    apps: [],
+    endpoints: { studio: publicUrl, store: publicUrl, token: `${publicUrl}/api/v1` },
+  };
+  return new SignJWT({ ...claims })
+    .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
+    .setIssuer(JWT_ISSUER)
+    .setAudience(JWT_AUDIENCE)
+    .setIssuedAt()
+    .setExpirationTime(Math.floor(Date.now() / 1000) + ttlSeconds)
+    .sign(key);
+}
+
+export type VerifyOutcome = { ok: true; claims: IssuedClaims } | { ok: false; reason: string };
+
+export async function verifyToken(key: Uint8Array, token: string): Promise<VerifyOutcome> {
+  try {
+    const { payload } = await jwtVerify(token, key, { issuer: JWT_ISSUER, audience: JWT_AUDIENCE, algorithms: ['HS256'] });
+    const claims = payload as unknown as IssuedClaims;
+    if (typeof claims.key_id !== 'string' || !claims.project?.id || !claims.account?.id) {
+      return { ok: false, reason: 'token is missing its key, account or project' };
+    }
+    return { ok: true, claims };
+  } catch (err) {
+    if (err instanceof joseErrors.JWTExpired) return { ok: false, reason: 'token has expired; exchange the API key again at /api/v1/token/issue' };
+    return { ok: false, reason: 'token is not a valid Orrery token' };
+  }
+}
+
+export const looksLikeJwt = (token: string): boolean => /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/.test(token);

@@ -1,0 +1,28 @@
+/** Who is calling, resolved from the bearer token by the auth hook. */
+export const KEY_ROLES = ['admin', 'member'] as const;
+export type KeyRole = (typeof KEY_ROLES)[number];
+
+export interface Ref {
+  id: string;
+  name: string;
+}
+
+export interface Principal {
+  account: Ref;
+  project: Ref;
+  keyId: string;
+  role: KeyRole;
+  /** How the caller authenticated: the key itself or a JWT issued for it. */
+  via: 'apikey' | 'jwt';
+}
+
+/** The owner scope every query of project data starts from (style D5). */
+export interface Scope {
+  account: string;
+  project: string;
+}
+
+export const scopeOf = (p: Principal): Scope => ({ account: p.account.id, project: p.project.id });
+
+/** `created_by` / `updated_by` value of the interface: `apikey:<id>`. */
+export const actorOf = (p: Principal): string => `apikey:${p.keyId}`;

@@ -1,0 +1,47 @@
+/** /token/issue, /projects, /apikeys: parse, call the auth service, answer. */
+import { Type } from '@sinclair/typebox';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { AuthService } from './service.ts';
+import { principalOf } from '../http/auth-hook.ts';
+import { errorResponses, IdParams } from '../http/schemas.ts';
+import { ApiKeyCreateBody, ApiKeySchema, ProjectCreateBody, ProjectSchema, TokenIssueBody, TokenSchema } from './schemas.ts';
+
+export const authRoutes: FastifyPluginAsyncTypebox<{ auth: AuthService }> = async (app, { auth }) => {
+  app.post('/token/issue', {
+    schema: {
+      tags: ['auth'],
+      summary: 'Exchange the bearer API key for a JWT (what the official client does with sk- keys)',
+      body: TokenIssueBody,
+      response: { 200: TokenSchema, ...errorResponses(400, 401) },
+    },
+  }, (req) => auth.issueToken(principalOf(req), req.body?.key));
+
+  app.post('/projects', {
+    schema: { tags: ['projects'], summary: 'Create a project (admin keys only)', body: ProjectCreateBody, response: { 200: ProjectSchema, ...errorResponses(400, 401, 403) } },
+  }, (req) => auth.createProject(principalOf(req), req.body));
+
+  app.get('/projects', {
+    schema: { tags: ['projects'], summary: "List the account's projects visible to the caller", response: { 200: Type.Array(ProjectSchema), ...errorResponses(401) } },
+  }, (req) => auth.listProjects(principalOf(req)));
+
+  app.get('/projects/:id', {
+    schema: { tags: ['projects'], summary: 'Retrieve a project', params: IdParams, response: { 200: ProjectSchema, ...errorResponses(401, 404) } },
+  }, (req) => auth.getProject(principalOf(req), req.params.id));
+
+  app.post('/apikeys', {
+    schema: {
+      tags: ['apikeys'],
+      summary: 'Create an API key; the answer is the only one that carries its secret `value`',
+      body: ApiKeyCreateBody,
+      response: { 200: ApiKeySchema, ...errorResponses(400, 401, 403, 404) },
+    },
+  }, (req) => auth.createKey(principalOf(req), req.body));
+
+  app.get('/apikeys', {
+    schema: { tags: ['apikeys'], summary: 'List API keys (never their secret)', response: { 200: Type.Array(Type.Omit(ApiKeySchema, ['value'])), ...errorResponses(401) } },
+  }, (req) => auth.listKeys(principalOf(req)));
+
+  app.delete('/apikeys/:id', {
+    schema: { tags: ['apikeys'], summary: 'Delete (revoke) an API key', params: IdParams, response: { 200: Type.Object({ id: Type.String() }), ...errorResponses(401, 403, 404) } },
+  }, (req) => auth.deleteKey(principalOf(req), req.params.id));
+};

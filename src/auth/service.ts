@@ -1,0 +1,235 @@
+/**
+ * Accounts, projects, API keys and tokens: the rules. Keys are bound to a project and carry a
+ * role (decisions.md): `admin` manages every project and key of its account, `member` only its
+ * own project. Another project's data is a 404, never a 403.
+ */
+import type { Config } from '../config.ts';
+import { newId, nowIso } from '../db/ids.ts';
+import { BadRequest, Forbidden, NotFound, Unauthorized } from '../http/errors.ts';
+import { generateApiKey, hashApiKey, keyHint, looksLikeApiKey } from './keys.ts';
+import { looksLikeJwt, signToken, verifyToken } from './jwt.ts';
+import type { KeyRole, Principal } from './principal.ts';
+import * as store from './store.ts';
+import type { Db, KeyWithScope } from './store.ts';
+import type { ProjectTable } from '../db/schema.ts';
+import type { OrreryDialect } from '../db/dialect.ts';
+
+export interface ProjectDto {
+  id: string;
+  name: string;
+  namespace: string;
+  description?: string;
+  account: string;
+  settings: Record<string, unknown>;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface ApiKeyDto {
+  id: string;
+  name: string;
+  role: KeyRole;
+  project: { id: string; name: string };
+  account: string;
+  hint: string;
+  expires_at: string | null;
+  created_by: string;
+  created_at: string;
+  /** The secret: only in the answer of the call that created the key. */
+  value?: string;
+}
+
+export interface BootstrapResult {
+  created: boolean;
+  account: { id: string; name: string };
+  project: { id: string; name: string };
+  /** The admin key, when this start created it (or it came from ORRERY_ADMIN_KEY). */
+  key?: string;
+}
+
+/** Authenticated principals are cached briefly: a key lookup on every request costs a query. */
+const CACHE_MS = 10_000;
+
+export class AuthService {
+  private readonly cache = new Map<string, { principal: Principal; until: number; keyExpires: number }>();
+
+  constructor(
+    private readonly db: Db,
+    private readonly dialect: OrreryDialect,
+    private readonly config: Config,
+    private readonly jwtKey: Uint8Array,
+  ) {}
+
+  /** First start: a default account, project and admin key. Safe when replicas start together. */
+  async bootstrap(): Promise<BootstrapResult> {
+    return this.db.transaction().execute(async (trx) => {
+      const claimed = await trx
+        .insertInto('settings')
+        .values({ key: 'bootstrapped', value: nowIso() })
+        .onConflict((oc) => oc.column('key').doNothing())
+        .executeTakeFirst();
+      const created = Number(claimed.numInsertedOrUpdatedRows ?? 0) > 0;
+      if (created) {
+        const now = nowIso();
+        const account = { id: newId(), name: 'Default account', created_at: now };
+        await store.insertAccount(trx, account);
+        const project: ProjectTable = {
+          id: newId(), account_id: account.id, name: 'Default project', namespace: 'default', description: null,
+          settings: {}, created_at: now, updated_at: now,
+        };
+        await store.insertProject(trx, { ...project, settings: this.dialect.toJson(project.settings) });
+        const secret = this.config.adminKey ?? generateApiKey();
+        await store.insertKey(trx, this.keyRow(secret, 'Admin key', 'admin', account.id, project.id, 'system', null));
+        return { created, account: { id: account.id, name: account.name }, project: { id: project.id, name: project.name }, key: secret };
+      }
+      const account = await store.firstAccount(trx);
+      if (!account) throw new Error('the database is marked bootstrapped but holds no account');
+      const [project] = await store.listProjects(trx, account.id);
+      const result: BootstrapResult = { created, account: { id: account.id, name: account.name }, project: { id: project.id, name: project.name } };
+      // A newly configured ORRERY_ADMIN_KEY is honoured on a later start too.
+      if (this.config.adminKey && !(await store.findKeyByHash(trx, hashApiKey(this.config.adminKey)))) {
+        await store.insertKey(trx, this.keyRow(this.config.adminKey, 'Admin key (ORRERY_ADMIN_KEY)', 'admin', account.id, project.id, 'system', null));
+        result.key = this.config.adminKey;
+      }
+      return result;
+    });
+  }
+
+  async authenticate(token: string | undefined): Promise<Principal> {
+    if (!token) throw new Unauthorized('missing bearer token: send "Authorization: Bearer <API key or token>"');
+    const cached = this.cache.get(token);
+    const now = Date.now();
+    if (cached && cached.until > now && cached.keyExpires > now) return cached.principal;
+
+    let found: KeyWithScope | undefined;
+    let via: Principal['via'];
+    let tokenExpires = Infinity;
+    if (looksLikeApiKey(token)) {
+      found = await store.findKeyByHash(this.db, hashApiKey(token));
+      if (!found) throw new Unauthorized('unknown API key');
+      via = 'apikey';
+    } else if (looksLikeJwt(token)) {
+      const verified = await verifyToken(this.jwtKey, token);
+      if (!verified.ok) throw new Unauthorized(verified.reason);
+      found = await store.findKeyById(this.db, verified.claims.key_id);
+      if (!found) throw new Unauthorized('the API key this token was issued for has been deleted');
+      via = 'jwt';
+      const exp = (verified.claims as unknown as { exp?: number }).exp;
+      if (exp) tokenExpires = exp * 1000;
+    } else {
+      throw new Unauthorized('bearer token is neither an API key (sk-…) nor a token issued by /api/v1/token/issue');
+    }
+    const keyExpires = Math.min(found.key.expires_at ? Date.parse(found.key.expires_at) : Infinity, tokenExpires);
+    if (keyExpires <= now) throw new Unauthorized('API key has expired');
+    const principal: Principal = { account: found.account, project: found.project, keyId: found.key.id, role: found.key.role as KeyRole, via };
+    if (this.cache.size > 10_000) this.cache.clear();
+    this.cache.set(token, { principal, until: now + CACHE_MS, keyExpires });
+    return principal;
+  }
+
+  async issueToken(p: Principal, bodyKey?: string): Promise<{ token: string; token_type: 'Bearer'; expires_in: number }> {
+    // The Python client sends {type:'apikey', key}; the key in the body must be the caller's own.
+    if (bodyKey !== undefined) {
+      const other = await this.authenticate(bodyKey);
+      if (other.keyId !== p.keyId) throw new BadRequest('body "key" differs from the bearer API key; send one key');
+    }
+    const ttl = this.config.jwtTtlSeconds;
+    return { token: await signToken(this.jwtKey, p, this.config.publicUrl, ttl), token_type: 'Bearer', expires_in: ttl };
+  }
+
+  async createProject(p: Principal, input: { name: string; namespace?: string; description?: string }): Promise<ProjectDto> {
+    if (p.role !== 'admin') throw new Forbidden('only an admin key may create projects');
+    const namespace = input.namespace ?? slug(input.name);
+    if (!/^[a-z0-9][a-z0-9_-]{0,62}$/.test(namespace)) {
+      throw new BadRequest('namespace must be 1-63 lower-case letters, digits, "-" or "_", starting with a letter or digit');
+    }
+    const existing = await store.listProjects(this.db, p.account.id);
+    if (existing.some((x) => x.namespace === namespace)) {
+      throw new BadRequest(`a project with namespace "${namespace}" already exists in this account; choose another namespace`);
+    }
+    const now = nowIso();
+    const row: ProjectTable = {
+      id: newId(), account_id: p.account.id, name: input.name, namespace, description: input.description ?? null,
+      settings: {}, created_at: now, updated_at: now,
+    };
+    await store.insertProject(this.db, { ...row, settings: this.dialect.toJson(row.settings) });
+    return this.toProject(row);
+  }
+
+  async listProjects(p: Principal): Promise<ProjectDto[]> {
+    const rows = await store.listProjects(this.db, p.account.id);
+    return rows.filter((r) => p.role === 'admin' || r.id === p.project.id).map((r) => this.toProject(this.decodeProject(r)));
+  }
+
+  async getProject(p: Principal, id: string): Promise<ProjectDto> {
+    return this.toProject(this.decodeProject(await this.visibleProject(p, id)));
+  }
+
+  async createKey(p: Principal, input: { name: string; role?: KeyRole; project?: string; expires_at?: string }): Promise<ApiKeyDto> {
+    const role = input.role ?? 'member';
+    if (role === 'admin' && p.role !== 'admin') throw new Forbidden('only an admin key may create admin keys');
+    const project = input.project ? await this.visibleProject(p, input.project) : await this.visibleProject(p, p.project.id);
+    let expires: string | null = null;
+    if (input.expires_at !== undefined) {
+      const t = Date.parse(input.expires_at);
+      if (Number.isNaN(t)) throw new BadRequest('expires_at must be an ISO 8601 date-time');
+      if (t <= Date.now()) throw new BadRequest('expires_at must be in the future');
+      expires = new Date(t).toISOString();
+    }
+    const secret = generateApiKey();
+    const row = this.keyRow(secret, input.name, role, p.account.id, project.id, `apikey:${p.keyId}`, expires);
+    await store.insertKey(this.db, row);
+    return { ...this.toKey({ key: row, account: p.account, project: { id: project.id, name: project.name } }), value: secret };
+  }
+
+  async listKeys(p: Principal): Promise<ApiKeyDto[]> {
+    const rows = await store.listKeys(this.db, p.account.id, p.role === 'admin' ? undefined : p.project.id);
+    return rows.map((r) => this.toKey(r));
+  }
+
+  async deleteKey(p: Principal, id: string): Promise<{ id: string }> {
+    const found = await store.findKeyById(this.db, id);
+    const visible = found && found.key.account_id === p.account.id && (p.role === 'admin' || found.key.project_id === p.project.id);
+    if (!visible) throw new NotFound('API key', id);
+    if (found.key.role === 'admin' && p.role !== 'admin') throw new Forbidden('only an admin key may delete admin keys');
+    await store.deleteKey(this.db, p.account.id, id);
+    for (const [token, entry] of this.cache) if (entry.principal.keyId === id) this.cache.delete(token);
+    return { id };
+  }
+
+  /** A project the caller may see: its own, or any of the account for an admin. */
+  private async visibleProject(p: Principal, id: string): Promise<ProjectTable> {
+    const row = await store.getProject(this.db, p.account.id, id);
+    if (!row || (p.role !== 'admin' && row.id !== p.project.id)) throw new NotFound('project', id);
+    return row;
+  }
+
+  private keyRow(secret: string, name: string, role: KeyRole, account: string, project: string, createdBy: string, expires: string | null) {
+    return {
+      id: newId(), account_id: account, project_id: project, name, role, key_hash: hashApiKey(secret),
+      key_hint: keyHint(secret), expires_at: expires, created_by: createdBy, created_at: nowIso(),
+    };
+  }
+
+  private decodeProject(r: ProjectTable): ProjectTable {
+    return { ...r, settings: this.dialect.fromJson(r.settings) };
+  }
+
+  private toProject(r: ProjectTable): ProjectDto {
+    return {
+      id: r.id, name: r.name, namespace: r.namespace, ...(r.description ? { description: r.description } : {}),
+      account: r.account_id, settings: (r.settings as Record<string, unknown> | null) ?? {},
+      created_at: r.created_at, updated_at: r.updated_at,
+    };
+  }
+
+  private toKey(k: KeyWithScope): ApiKeyDto {
+    return {
+      id: k.key.id, name: k.key.name, role: k.key.role as KeyRole, project: k.project, account: k.account.id,
+      hint: k.key.key_hint, expires_at: k.key.expires_at, created_by: k.key.created_by, created_at: k.key.created_at,
+    };
+  }
+}
+
+export const slug = (name: string): string =>
+  name.normalize('NFKD').replace(/[\u0300-\u036f]/g, '').toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-+|-+$/g, '').slice(0, 63) || 'project';

@@ -1,0 +1,73 @@
+/** SQL for accounts, projects and API keys. No rules here: the auth service holds them. */
+import type { Kysely } from 'kysely';
+import type { Database, ApiKeyTable, ProjectTable } from '../db/schema.ts';
+
+export type Db = Kysely<Database>;
+
+export interface KeyWithScope {
+  key: ApiKeyTable;
+  account: { id: string; name: string };
+  project: { id: string; name: string };
+}
+
+const keyWithScope = (db: Db) =>
+  db
+    .selectFrom('api_keys as k')
+    .innerJoin('accounts as a', 'a.id', 'k.account_id')
+    .innerJoin('projects as p', 'p.id', 'k.project_id')
+    .select([
+      'k.id', 'k.account_id', 'k.project_id', 'k.name', 'k.role', 'k.key_hash', 'k.key_hint', 'k.expires_at',
+      'k.created_by', 'k.created_at', 'a.name as account_name', 'p.name as project_name',
+    ]);
+
+type KeyRow = Awaited<ReturnType<ReturnType<typeof keyWithScope>['executeTakeFirstOrThrow']>>;
+
+const toKeyWithScope = (r: KeyRow): KeyWithScope => ({
+  key: {
+    id: r.id, account_id: r.account_id, project_id: r.project_id, name: r.name, role: r.role, key_hash: r.key_hash,
+    key_hint: r.key_hint, expires_at: r.expires_at, created_by: r.created_by, created_at: r.created_at,
+  },
+  account: { id: r.account_id, name: r.account_name },
+  project: { id: r.project_id, name: r.project_name },
+});
+
+export async function findKeyByHash(db: Db, hash: string): Promise<KeyWithScope | undefined> {
+  const r = await keyWithScope(db).where('k.key_hash', '=', hash).executeTakeFirst();
+  return r && toKeyWithScope(r);
+}
+
+export async function findKeyById(db: Db, id: string): Promise<KeyWithScope | undefined> {
+  const r = await keyWithScope(db).where('k.id', '=', id).executeTakeFirst();
+  return r && toKeyWithScope(r);
+}
+
+export async function listKeys(db: Db, account: string, project?: string): Promise<KeyWithScope[]> {
+  let q = keyWithScope(db).where('k.account_id', '=', account);
+  if (project) q = q.where('k.project_id', '=', project);
+  const rows = await q.orderBy('k.created_at', 'desc').orderBy('k.id', 'desc').execute();
+  return rows.map(toKeyWithScope);
+}
+
+export const insertKey = (db: Db, key: ApiKeyTable) => db.insertInto('api_keys').values(key).execute();
+
+export const deleteKey = async (db: Db, account: string, id: string): Promise<number> => {
+  const r = await db.deleteFrom('api_keys').where('account_id', '=', account).where('id', '=', id).executeTakeFirst();
+  return Number(r.numDeletedRows);
+};
+
+export const insertAccount = (db: Db, row: Database['accounts']) => db.insertInto('accounts').values(row).execute();
+
+export const insertProject = (db: Db, row: ProjectTable) => db.insertInto('projects').values(row).execute();
+
+export const getProject = (db: Db, account: string, id: string) =>
+  db.selectFrom('projects').selectAll().where('account_id', '=', account).where('id', '=', id).executeTakeFirst();
+
+export const listProjects = (db: Db, account: string) =>
+  db.selectFrom('projects').selectAll().where('account_id', '=', account).orderBy('created_at').orderBy('id').execute();
+
+export const getAccount = (db: Db, id: string) => db.selectFrom('accounts').selectAll().where('id', '=', id).executeTakeFirst();
+
+export const firstAccount = (db: Db) => db.selectFrom('accounts').selectAll().orderBy('created_at').orderBy('id').limit(1).executeTakeFirst();
+
+export const updateProjectRow = (db: Db, account: string, id: string, patch: Partial<ProjectTable>) =>
+  db.updateTable('projects').set(patch).where('account_id', '=', account).where('id', '=', id).execute();

@@ -1,0 +1,137 @@
+/**
+ * `orrery serve | migrate | keys create | keys list | keys delete | projects create | projects list`.
+ * Management commands work on the database directly, as the account admin, with no server running.
+ */
+import { parseArgs } from 'node:util';
+import { loadConfig, type Config } from './config.ts';
+import { buildServer } from './server.ts';
+import { openDatabase } from './db/open.ts';
+import { deriveKeys, resolveSecret } from './auth/secret.ts';
+import { AuthService } from './auth/service.ts';
+import { KEY_ROLES, type KeyRole, type Principal } from './auth/principal.ts';
+import { OrreryError } from './http/errors.ts';
+
+const USAGE = `Usage: orrery <command> [options]
+
+Commands:
+  serve                         start the server (default)
+  migrate                       create or upgrade the database, then exit
+  keys create --name N [--role admin|member] [--project ID] [--expires-at ISO]
+                                create an API key and print it with the variables for the vertesia CLI
+  keys list                     list API keys (never their secret)
+  keys delete ID                revoke an API key
+  projects create --name N [--namespace NS]
+  projects list
+
+Options (override the ORRERY_* environment variables):
+  --port N  --host H  --data-dir DIR  --public-url URL  --database-url URL
+`;
+
+async function main(argv: string[]): Promise<void> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      port: { type: 'string' }, host: { type: 'string' }, 'data-dir': { type: 'string' }, 'public-url': { type: 'string' },
+      'database-url': { type: 'string' }, name: { type: 'string' }, role: { type: 'string' }, project: { type: 'string' },
+      'expires-at': { type: 'string' }, namespace: { type: 'string' }, help: { type: 'boolean', short: 'h' },
+    },
+  });
+  if (values.help) return void process.stdout.write(USAGE);
+  const config = loadConfig(process.env, {
+    ...(values.port !== undefined ? { port: Number(values.port) } : {}),
+    ...(values.host ? { host: values.host } : {}),
+    ...(values['data-dir'] ? { dataDir: values['data-dir'] } : {}),
+    ...(values['public-url'] ? { publicUrl: values['public-url'] } : {}),
+    ...(values['database-url'] ? { databaseUrl: values['database-url'] } : {}),
+  });
+  const [command = 'serve', sub, arg] = positionals;
+  if (command === 'serve') return serve(config, values['public-url'] !== undefined || !!process.env.ORRERY_PUBLIC_URL);
+  if (command === 'migrate') return withAdmin(config, async () => console.log('database is up to date'));
+  if (command === 'keys' && sub === 'create') {
+    return withAdmin(config, async (auth, admin) => {
+      if (!values.name) throw new Error('keys create needs --name');
+      const role = (values.role ?? 'member') as KeyRole;
+      if (!KEY_ROLES.includes(role)) throw new Error(`--role must be one of ${KEY_ROLES.join(', ')}`);
+      const key = await auth.createKey(admin, { name: values.name, role, project: values.project, expires_at: values['expires-at'] });
+      const token = await auth.issueToken({ ...admin, keyId: key.id, role, project: key.project });
+      console.log(`API key ${key.id} (${role}) for project "${key.project.name}":\n\n  ${key.value}\n`);
+      console.log('For the official vertesia CLI (it cannot exchange sk- keys with a self-hosted server), export:\n');
+      console.log(`export VERTESIA_SERVER_URL=${config.publicUrl}`);
+      console.log(`export VERTESIA_STORE_URL=${config.publicUrl}`);
+      console.log(`export VERTESIA_TOKEN_SERVER_URL=${config.publicUrl}/api/v1`);
+      console.log(`export VERTESIA_TOKEN=${token.token}   # expires in ${token.expires_in} s`);
+    });
+  }
+  if (command === 'keys' && sub === 'list') return withAdmin(config, async (auth, admin) => printTable(await auth.listKeys(admin), ['id', 'name', 'role', 'hint', 'expires_at'], (k) => ({ ...k, project: k.project.name })));
+  if (command === 'keys' && sub === 'delete') {
+    return withAdmin(config, async (auth, admin) => {
+      if (!arg) throw new Error('keys delete needs the key id');
+      await auth.deleteKey(admin, arg);
+      console.log(`deleted ${arg}`);
+    });
+  }
+  if (command === 'projects' && sub === 'create') {
+    return withAdmin(config, async (auth, admin) => {
+      if (!values.name) throw new Error('projects create needs --name');
+      const project = await auth.createProject(admin, { name: values.name, namespace: values.namespace });
+      console.log(`project ${project.id} "${project.name}" (namespace ${project.namespace})`);
+    });
+  }
+  if (command === 'projects' && sub === 'list') return withAdmin(config, async (auth, admin) => printTable(await auth.listProjects(admin), ['id', 'name', 'namespace', 'created_at']));
+  process.stderr.write(USAGE);
+  process.exitCode = 2;
+}
+
+async function serve(config: Config, publicUrlGiven: boolean): Promise<void> {
+  const orrery = await buildServer(config);
+  const address = await orrery.app.listen({ port: config.port, host: config.host });
+  if (!publicUrlGiven && config.port === 0) config.publicUrl = address.replace('0.0.0.0', '127.0.0.1');
+  const { bootstrap } = orrery;
+  const lines = [`Orrery listening on ${address} (public URL ${config.publicUrl}, database ${orrery.database.describe})`];
+  if (bootstrap.key) {
+    lines.push(
+      bootstrap.created ? `Created account "${bootstrap.account.name}" and project "${bootstrap.project.name}".` : 'Added the admin key from ORRERY_ADMIN_KEY.',
+      `Admin API key (shown once${config.adminKey ? ', from ORRERY_ADMIN_KEY' : ''}): ${bootstrap.key}`,
+      `Try: curl -H "Authorization: Bearer ${bootstrap.key}" ${config.publicUrl}/api/v1/projects`,
+    );
+  }
+  console.log(lines.join('\n'));
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    orrery.app.log.info(`${signal}: shutting down`);
+    await orrery.app.close();
+    process.exit(0);
+  };
+  process.on('SIGINT', () => void stop('SIGINT'));
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+}
+
+/** Runs a management command as the account admin of the default project. */
+async function withAdmin(config: Config, fn: (auth: AuthService, admin: Principal) => Promise<void>): Promise<void> {
+  const { db, dialect } = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
+  try {
+    const keys = deriveKeys(await resolveSecret(config, db, dialect));
+    const auth = new AuthService(db, dialect, config, keys.jwt);
+    const boot = await auth.bootstrap();
+    if (boot.created && boot.key) console.log(`Created the default account and project; admin API key (shown once): ${boot.key}\n`);
+    await fn(auth, { account: boot.account, project: boot.project, keyId: 'cli', role: 'admin', via: 'apikey' });
+  } finally {
+    await db.destroy();
+  }
+}
+
+function printTable<T extends object>(rows: T[], columns: string[], map: (r: T) => Record<string, unknown> = (r) => r as Record<string, unknown>): void {
+  if (!rows.length) return void console.log('(none)');
+  const cells = rows.map((r) => columns.map((c) => String(map(r)[c] ?? '')));
+  const widths = columns.map((c, i) => Math.max(c.length, ...cells.map((row) => row[i].length)));
+  console.log(columns.map((c, i) => c.padEnd(widths[i])).join('  '));
+  for (const row of cells) console.log(row.map((v, i) => v.padEnd(widths[i])).join('  '));
+}
+
+main(process.argv.slice(2)).catch((err) => {
+  console.error(`orrery: ${err instanceof OrreryError || err instanceof Error ? err.message : String(err)}`);
+  process.exit(1);
+});

@@ -1,0 +1,71 @@
+/**
+ * Opens the database named by the config: SQLite under the data folder by default, PostgreSQL
+ * when ORRERY_DATABASE_URL is set. Runs the migrations (under Kysely's migration lock, which is an
+ * advisory lock on PostgreSQL, so replicas starting together are safe).
+ */
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import SQLite from 'better-sqlite3';
+import pg from 'pg';
+import { Kysely, Migrator, PostgresDialect, SqliteDialect } from 'kysely';
+import type { Database } from './schema.ts';
+import { postgresDialect, sqliteDialect, type OrreryDialect } from './dialect.ts';
+import { OrreryMigrations } from './migrations.ts';
+
+export interface OpenedDatabase {
+  db: Kysely<Database>;
+  dialect: OrreryDialect;
+  /** A label for logs that never contains a password. */
+  describe: string;
+}
+
+// pg returns int8 (count(*), bigint) as strings; our counts fit in a double.
+pg.types.setTypeParser(20, (v) => Number(v));
+
+export async function openDatabase(opts: { databaseUrl?: string; dataDir: string }): Promise<OpenedDatabase> {
+  const opened = opts.databaseUrl ? openPostgres(opts.databaseUrl) : openSqlite(opts.dataDir);
+  try {
+    await migrate(opened);
+  } catch (err) {
+    await opened.db.destroy().catch(() => {});
+    throw err;
+  }
+  return opened;
+}
+
+function openSqlite(dataDir: string): OpenedDatabase {
+  mkdirSync(dataDir, { recursive: true });
+  const file = join(dataDir, 'orrery.db');
+  const sqlite = new SQLite(file);
+  sqlite.pragma('journal_mode = WAL');
+  sqlite.pragma('synchronous = NORMAL');
+  sqlite.pragma('busy_timeout = 5000');
+  sqlite.pragma('foreign_keys = ON');
+  return {
+    db: new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) }),
+    dialect: sqliteDialect,
+    describe: `sqlite:${file}`,
+  };
+}
+
+function openPostgres(url: string): OpenedDatabase {
+  const pool = new pg.Pool({ connectionString: url, max: 10 });
+  // An idle client that errors (server restart) must not crash the process.
+  pool.on('error', () => {});
+  const safe = new URL(url);
+  safe.password = safe.password ? '***' : '';
+  return {
+    db: new Kysely<Database>({ dialect: new PostgresDialect({ pool }) }),
+    dialect: postgresDialect,
+    describe: safe.toString(),
+  };
+}
+
+async function migrate({ db, dialect }: OpenedDatabase): Promise<void> {
+  const migrator = new Migrator({ db, provider: new OrreryMigrations(dialect.name) });
+  const { error, results } = await migrator.migrateToLatest();
+  if (error) {
+    const failed = results?.find((r) => r.status === 'Error');
+    throw new Error(`database migration ${failed?.migrationName ?? ''} failed: ${(error as Error).message ?? error}`);
+  }
+}

@@ -1,0 +1,63 @@
+/**
+ * One error handler (style F4): deliberate errors keep their status and message, validation errors
+ * become a 400 that says which field is wrong, everything else is logged behind a generic 500.
+ * Every answer has the one wire shape `{error, status, message, details?}`.
+ */
+import type { FastifyError, FastifyInstance } from 'fastify';
+import { OrreryError, wireError } from './errors.ts';
+
+const FASTIFY_CODES: Record<string, string> = {
+  FST_ERR_CTP_BODY_TOO_LARGE: 'payload_too_large',
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: 'unsupported_media_type',
+  FST_ERR_CTP_EMPTY_JSON_BODY: 'bad_request',
+  FST_ERR_CTP_INVALID_JSON_BODY: 'bad_request',
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: 'bad_request',
+};
+
+export function installErrorHandling(app: FastifyInstance): void {
+  app.setErrorHandler((err: FastifyError, req, reply) => {
+    if (err instanceof OrreryError) {
+      return reply.code(err.status).send(wireError(err.code, err.status, err.message, err.details, err.extra));
+    }
+    if (err.validation) {
+      const where = err.validationContext ?? 'request';
+      const first = err.validation[0];
+      const path = first?.instancePath ? first.instancePath.replace(/^\//, '').replace(/\//g, '.') : '';
+      let what = `${where}${path ? `.${path}` : ''} ${first?.message ?? 'is invalid'}`;
+      if (first?.keyword === 'required') what = `${where} must have property "${(first.params as { missingProperty?: string }).missingProperty}"`;
+      if (first?.keyword === 'enum') what += `: ${((first.params as { allowedValues?: unknown[] }).allowedValues ?? []).join(', ')}`;
+      return reply.code(400).send(wireError('bad_request', 400, what, err.validation.map((v) => ({ path: v.instancePath, message: v.message }))));
+    }
+    const status = err.statusCode ?? 500;
+    if (status >= 400 && status < 500) {
+      const code = FASTIFY_CODES[err.code] ?? 'bad_request';
+      return reply.code(status).send(wireError(code, status, err.message));
+    }
+    req.log.error({ err }, 'unhandled error');
+    return reply.code(500).send(wireError('internal', 500, 'Internal server error'));
+  });
+
+  app.setNotFoundHandler((req, reply) => {
+    reply.code(404).send(wireError('not_found', 404, `no route for ${req.method} ${req.url.split('?')[0]}`));
+  });
+}
+
+/**
+ * JSON bodies: an empty body, or none at all, is an empty object (the official client posts
+ * `/token/issue` so); required fields then fail validation with a message that names them.
+ */
+export function installJsonParser(app: FastifyInstance): void {
+  app.addHook('preValidation', async (req) => {
+    if (req.body === undefined && (req.method === 'POST' || req.method === 'PUT' || req.method === 'PATCH')) req.body = {};
+  });
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => {
+    const text = typeof body === 'string' ? body : body.toString('utf8');
+    if (text.trim() === '') return done(null, {});
+    try {
+      done(null, JSON.parse(text));
+    } catch (err) {
+      done(new OrreryError('bad_request', 400, `malformed JSON body: ${(err as Error).message}`), undefined);
+    }
+  });
+}

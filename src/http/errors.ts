@@ -1,0 +1,57 @@
+/**
+ * The error catalogue. Services throw these; the HTTP error handler turns them into the one wire
+ * shape `{error, status, message, details?}`. Nothing here imports fastify, so any layer may throw.
+ */
+export class OrreryError extends Error {
+  constructor(
+    readonly code: string,
+    readonly status: number,
+    message: string,
+    readonly details?: unknown,
+    /** Extra top-level fields for the wire body (e.g. a failed run's `id`). */
+    readonly extra?: Record<string, unknown>,
+  ) {
+    super(message);
+    this.name = 'OrreryError';
+  }
+}
+
+const define = (code: string, status: number) =>
+  class extends OrreryError {
+    constructor(message: string, details?: unknown, extra?: Record<string, unknown>) {
+      super(code, status, message, details, extra);
+    }
+  };
+
+export const BadRequest = define('bad_request', 400);
+export const Unauthorized = define('unauthorized', 401);
+export const Forbidden = define('forbidden', 403);
+export const Conflict = define('conflict', 409);
+export const PreconditionFailed = define('precondition_failed', 412);
+export const PayloadTooLarge = define('payload_too_large', 413);
+export const UnprocessableEntity = define('unprocessable_entity', 422);
+/** The model provider failed or could not be reached: the upstream's fault, not ours. */
+export const ProviderFailure = define('provider_error', 502);
+export const ServiceUnavailable = define('service_unavailable', 503);
+
+export class NotFound extends OrreryError {
+  constructor(kind: string, id: string) {
+    super('not_found', 404, `${kind} ${JSON.stringify(id)} was not found in this project`);
+  }
+}
+
+export interface WireError {
+  error: string;
+  status: number;
+  message: string;
+  details?: unknown;
+  [extra: string]: unknown;
+}
+
+export const wireError = (code: string, status: number, message: string, details?: unknown, extra?: Record<string, unknown>): WireError => ({
+  ...extra,
+  error: code,
+  status,
+  message,
+  ...(details === undefined ? {} : { details }),
+});

@@ -1,0 +1,33 @@
+/** Schemas shared by every feature: the error shape, refs, paging. */
+import { Type, type TProperties, type TSchema } from '@sinclair/typebox';
+
+export const ErrorSchema = Type.Object(
+  {
+    error: Type.String({ description: 'Machine-readable code, e.g. not_found, bad_request' }),
+    status: Type.Integer(),
+    message: Type.String({ description: 'What went wrong and what to fix' }),
+    details: Type.Optional(Type.Unknown()),
+  },
+  { $id: 'Error', additionalProperties: true, description: 'The one error shape of every failed request' },
+);
+
+export const errorResponses = (...codes: number[]) =>
+  Object.fromEntries(codes.map((c) => [c, Type.Ref('Error')])) as Record<number, TSchema>;
+
+export const RefSchema = Type.Object({ id: Type.String(), name: Type.String() }, { additionalProperties: true });
+
+export const IdParams = Type.Object({ id: Type.String({ minLength: 1 }) });
+
+/** limit/offset as the interface says: numbers in the query string. */
+export const PageQuery = {
+  limit: Type.Optional(Type.Integer({ minimum: 0, description: 'Page size, default 100, at most 1,000 (larger values are clamped)' })),
+  offset: Type.Optional(Type.Integer({ minimum: 0, description: 'Items to skip, default 0' })),
+};
+
+/** A string that may arrive repeated (?a=1&a=2) or comma-joined (?a=1,2). */
+export const ListParam = (description: string) =>
+  Type.Optional(Type.Union([Type.String(), Type.Array(Type.String())], { description }));
+
+/** An open JSON object (extra fields allowed and kept). */
+export const OpenObject = <T extends TProperties>(props: T, options: Record<string, unknown> = {}) =>
+  Type.Object(props, { additionalProperties: true, ...options });

@@ -1,0 +1,186 @@
+/**
+ * Execution environments: a provider, an endpoint URL, a default model and an API key that is
+ * encrypted at rest and never returned (only a hint of it).
+ */
+import type { Kysely, Selectable } from 'kysely';
+import type { Database, EnvironmentTable } from '../db/schema.ts';
+import type { OrreryDialect } from '../db/dialect.ts';
+import { ScopedTable } from '../db/scoped.ts';
+import { newId, nowIso } from '../db/ids.ts';
+import { actorOf, scopeOf, type Principal } from '../auth/principal.ts';
+import { decrypt, encrypt } from '../auth/secret.ts';
+import { BadRequest, NotFound } from '../http/errors.ts';
+import { getDriver, isImplemented, PROVIDERS, SUPPORTED_PROVIDER_IDS } from '../providers/registry.ts';
+import type { ModelInfo, ProviderConnection } from '../providers/driver.ts';
+
+export interface EnvironmentInput {
+  name?: string;
+  provider?: string;
+  description?: string | null;
+  endpoint_url?: string | null;
+  default_model?: string | null;
+  enabled_models?: unknown[] | null;
+  apiKey?: string | null;
+  api_key?: string | null;
+  config?: Record<string, unknown> | null;
+}
+
+export interface EnvironmentDto {
+  id: string;
+  name: string;
+  provider: string;
+  description?: string;
+  endpoint_url?: string;
+  default_model?: string;
+  enabled_models: unknown[];
+  apikey_hint?: string;
+  has_api_key: boolean;
+  config: Record<string, unknown>;
+  account: string;
+  project: string;
+  created_by: string;
+  updated_by: string;
+  created_at: string;
+  updated_at: string;
+}
+
+/** What the run service needs to call a provider. */
+export interface ResolvedEnvironment {
+  dto: EnvironmentDto;
+  connection: ProviderConnection;
+}
+
+type Row = Selectable<EnvironmentTable>;
+
+export class EnvironmentService {
+  private readonly table: ScopedTable<'environments'>;
+
+  constructor(
+    db: Kysely<Database>,
+    dialect: OrreryDialect,
+    private readonly encryptionKey: Buffer,
+  ) {
+    this.table = new ScopedTable(db, dialect, 'environments', ['enabled_models', 'config']);
+  }
+
+  providers() {
+    return [...PROVIDERS];
+  }
+
+  async create(p: Principal, input: EnvironmentInput): Promise<EnvironmentDto> {
+    if (!input.name?.trim()) throw new BadRequest('body must have property "name"');
+    if (!input.provider) throw new BadRequest('body must have property "provider"');
+    this.checkProvider(input.provider);
+    const now = nowIso();
+    const key = input.apiKey ?? input.api_key ?? null;
+    const row: Row = {
+      id: newId(), account_id: p.account.id, project_id: p.project.id, name: input.name.trim(), provider: input.provider,
+      description: input.description ?? null, endpoint_url: this.checkUrl(input.endpoint_url ?? null),
+      default_model: input.default_model ?? null, enabled_models: input.enabled_models ?? [],
+      api_key_enc: key ? encrypt(this.encryptionKey, key) : null, apikey_hint: key ? hint(key) : null,
+      config: input.config ?? {}, created_by: actorOf(p), updated_by: actorOf(p), created_at: now, updated_at: now,
+    };
+    await this.table.insert(row);
+    return this.toDto(row);
+  }
+
+  async list(p: Principal): Promise<EnvironmentDto[]> {
+    const rows = await this.table.select(scopeOf(p), (q) => q.orderBy('updated_at', 'desc').orderBy('id', 'desc'));
+    return rows.map((r) => this.toDto(r));
+  }
+
+  async get(p: Principal, id: string): Promise<EnvironmentDto> {
+    return this.toDto(await this.row(p, id));
+  }
+
+  async update(p: Principal, id: string, input: EnvironmentInput): Promise<EnvironmentDto> {
+    const current = await this.row(p, id);
+    if (input.provider !== undefined) this.checkProvider(input.provider);
+    if (input.name !== undefined && !input.name.trim()) throw new BadRequest('name must not be empty');
+    const key = input.apiKey !== undefined ? input.apiKey : input.api_key;
+    const patch: Partial<Row> = { updated_at: nowIso(), updated_by: actorOf(p) };
+    if (input.name !== undefined) patch.name = input.name.trim();
+    if (input.provider !== undefined) patch.provider = input.provider;
+    if (input.description !== undefined) patch.description = input.description;
+    if (input.endpoint_url !== undefined) patch.endpoint_url = this.checkUrl(input.endpoint_url);
+    if (input.default_model !== undefined) patch.default_model = input.default_model;
+    if (input.enabled_models !== undefined) patch.enabled_models = input.enabled_models ?? [];
+    if (input.config !== undefined) patch.config = input.config ?? {};
+    if (key !== undefined) {
+      patch.api_key_enc = key ? encrypt(this.encryptionKey, key) : null;
+      patch.apikey_hint = key ? hint(key) : null;
+    }
+    await this.table.update(scopeOf(p), id, patch);
+    return this.toDto({ ...current, ...patch });
+  }
+
+  async delete(p: Principal, id: string): Promise<{ id: string }> {
+    if (!(await this.table.delete(scopeOf(p), [id]))) throw new NotFound('environment', id);
+    return { id };
+  }
+
+  async models(p: Principal, id: string): Promise<ModelInfo[]> {
+    const env = await this.resolve(p, id);
+    const enabled = env.dto.enabled_models
+      .map((m) => (typeof m === 'string' ? { id: m, name: m } : (m as ModelInfo)))
+      .filter((m) => m && typeof m.id === 'string');
+    if (enabled.length) return enabled;
+    const driver = isImplemented(env.dto.provider) ? getDriver(env.dto.provider) : undefined;
+    if (driver?.listModels) return driver.listModels(env.connection);
+    return env.dto.default_model ? [{ id: env.dto.default_model, name: env.dto.default_model }] : [];
+  }
+
+  /** The environment with its decrypted key, for execution. */
+  async resolve(p: Principal, id: string): Promise<ResolvedEnvironment> {
+    const row = await this.row(p, id);
+    const dto = this.toDto(row);
+    return {
+      dto,
+      connection: {
+        endpoint_url: row.endpoint_url ?? undefined,
+        api_key: row.api_key_enc ? decrypt(this.encryptionKey, row.api_key_enc) : undefined,
+        config: dto.config,
+      },
+    };
+  }
+
+  private async row(p: Principal, id: string): Promise<Row> {
+    const row = await this.table.get(scopeOf(p), id);
+    if (!row) throw new NotFound('environment', id);
+    return row;
+  }
+
+  private checkProvider(provider: string) {
+    if (!(SUPPORTED_PROVIDER_IDS as readonly string[]).includes(provider)) {
+      throw new BadRequest(`unknown provider "${provider}"; supported providers: ${SUPPORTED_PROVIDER_IDS.join(', ')}`);
+    }
+  }
+
+  private checkUrl(url: string | null): string | null {
+    if (url === null || url === '') return null;
+    try {
+      const u = new URL(url);
+      if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error('protocol');
+    } catch {
+      throw new BadRequest(`endpoint_url must be an absolute http(s) URL, got ${JSON.stringify(url)}`);
+    }
+    return url;
+  }
+
+  private toDto(r: Row): EnvironmentDto {
+    return {
+      id: r.id, name: r.name, provider: r.provider,
+      ...(r.description ? { description: r.description } : {}),
+      ...(r.endpoint_url ? { endpoint_url: r.endpoint_url } : {}),
+      ...(r.default_model ? { default_model: r.default_model } : {}),
+      enabled_models: (r.enabled_models as unknown[] | null) ?? [],
+      ...(r.apikey_hint ? { apikey_hint: r.apikey_hint } : {}),
+      has_api_key: r.api_key_enc !== null,
+      config: (r.config as Record<string, unknown> | null) ?? {},
+      account: r.account_id, project: r.project_id,
+      created_by: r.created_by, updated_by: r.updated_by, created_at: r.created_at, updated_at: r.updated_at,
+    };
+  }
+}
+
+const hint = (key: string) => (key.length > 8 ? `…${key.slice(-4)}` : '…');

@@ -1,0 +1,360 @@
+/**
+ * Interactions: prompt segments (references to prompt templates, or inline templates), an
+ * optional input schema and result schema, a default environment and model. Publishing freezes a
+ * copy (templates inlined) as version N; `Name@draft`, `Name@N`, `Name@tag` and `Name` select one.
+ */
+import type { Kysely, Selectable } from 'kysely';
+import type { Database, InteractionTable } from '../db/schema.ts';
+import type { OrreryDialect } from '../db/dialect.ts';
+import { ScopedTable } from '../db/scoped.ts';
+import { newId, nowIso } from '../db/ids.ts';
+import { actorOf, scopeOf, type Principal } from '../auth/principal.ts';
+import { BadRequest, Conflict, NotFound } from '../http/errors.ts';
+import { CONTENT_TYPES, PROMPT_ROLES, checkSyntax, type ContentType, type PromptRole, type PromptService } from './prompts.ts';
+import { compileSchema } from './json-schema.ts';
+
+export const INTERACTION_STATUSES = ['draft', 'published', 'archived'] as const;
+
+export interface InlineTemplate {
+  id?: string;
+  name?: string;
+  role: PromptRole;
+  content: string;
+  content_type: ContentType;
+}
+
+export interface SegmentInput {
+  type?: 'template' | 'chat';
+  template?: string | InlineTemplate;
+  configuration?: unknown;
+}
+
+interface StoredSegment {
+  id: string;
+  type: 'template' | 'chat';
+  template_id?: string;
+  inline?: InlineTemplate & { name: string };
+  configuration?: unknown;
+}
+
+export interface InteractionInput {
+  name?: string;
+  endpoint?: string;
+  description?: string | null;
+  status?: string;
+  prompts?: SegmentInput[];
+  environment?: string | null;
+  model?: string | null;
+  model_options?: Record<string, unknown> | null;
+  result_schema?: Record<string, unknown> | null;
+  interaction_schema?: Record<string, unknown> | null;
+  test_data?: unknown;
+  tags?: string[];
+  visibility?: 'public' | 'private';
+  expected_edit_revision?: number;
+}
+
+export interface SegmentTemplateDto {
+  id: string;
+  name: string;
+  role: PromptRole;
+  content: string;
+  content_type: ContentType;
+}
+
+export interface SegmentDto {
+  id: string;
+  type: 'template' | 'chat';
+  template?: SegmentTemplateDto;
+  configuration?: unknown;
+}
+
+export interface InteractionDto {
+  id: string;
+  name: string;
+  endpoint: string;
+  description?: string;
+  status: string;
+  version: number;
+  edit_revision: number;
+  visibility: string;
+  tags: string[];
+  prompts: SegmentDto[];
+  environment?: string;
+  model?: string;
+  model_options?: Record<string, unknown>;
+  result_schema?: Record<string, unknown>;
+  interaction_schema?: Record<string, unknown>;
+  test_data?: unknown;
+  parent?: string;
+  project: string;
+  account: string;
+  created_by: string;
+  updated_by: string;
+  created_at: string;
+  updated_at: string;
+}
+
+export type InteractionRefDto = Pick<InteractionDto, 'id' | 'name' | 'endpoint' | 'status' | 'version' | 'tags' | 'updated_at' | 'parent' | 'model' | 'description' | 'visibility'>;
+
+type Row = Selectable<InteractionTable>;
+
+export class InteractionService {
+  private readonly table: ScopedTable<'interactions'>;
+
+  constructor(
+    db: Kysely<Database>,
+    dialect: OrreryDialect,
+    private readonly prompts: PromptService,
+    private readonly environmentExists: (p: Principal, id: string) => Promise<unknown>,
+  ) {
+    this.table = new ScopedTable(db, dialect, 'interactions', ['prompts', 'model_options', 'result_schema', 'interaction_schema', 'test_data', 'tags']);
+  }
+
+  async create(p: Principal, input: InteractionInput): Promise<InteractionDto> {
+    if (!input.name?.trim()) throw new BadRequest('body must have property "name"');
+    const status = input.status ?? 'draft';
+    if (status !== 'draft') throw new BadRequest('a new interaction is a "draft"; publish it with POST /interactions/:id/publish');
+    const segments = await this.segments(p, input.prompts ?? []);
+    await this.checkRefs(p, input);
+    const now = nowIso();
+    const row: Row = {
+      id: newId(), account_id: p.account.id, project_id: p.project.id, name: input.name.trim(),
+      endpoint: await this.freeEndpoint(p, input.endpoint ?? endpointOf(input.name), undefined),
+      description: input.description ?? null, status, version: 0, edit_revision: 1, parent_id: null,
+      prompts: segments, environment_id: input.environment ?? null, model: input.model ?? null,
+      model_options: input.model_options ?? null, result_schema: input.result_schema ?? null,
+      interaction_schema: input.interaction_schema ?? null, test_data: input.test_data ?? null,
+      tags: input.tags ?? [], visibility: input.visibility ?? 'private',
+      created_by: actorOf(p), updated_by: actorOf(p), created_at: now, updated_at: now,
+    };
+    await this.table.insert(row);
+    return this.expand(p, row);
+  }
+
+  async list(p: Principal, q: { name?: string; status?: string; tag?: string[]; limit: number; offset: number }): Promise<InteractionRefDto[]> {
+    const rows = await this.table.select(scopeOf(p), (query) => {
+      // Published versions are listed through /interactions/:id/versions, not here.
+      query = q.status === 'published' ? query.where('status', '=', 'published') : query.where('parent_id', 'is', null);
+      if (q.status && q.status !== 'published') query = query.where('status', '=', q.status);
+      if (q.name) query = query.where('name', '=', q.name);
+      return query.orderBy('updated_at', 'desc').orderBy('id', 'desc');
+    });
+    const tagged = q.tag?.length ? rows.filter((r) => this.tags(r).some((t) => q.tag!.includes(t))) : rows;
+    return tagged.slice(q.offset, q.offset + q.limit).map((r) => this.ref(r));
+  }
+
+  async get(p: Principal, id: string): Promise<InteractionDto> {
+    return this.expand(p, await this.row(p, id));
+  }
+
+  async update(p: Principal, id: string, input: InteractionInput): Promise<InteractionDto> {
+    const current = await this.row(p, id);
+    if (current.status === 'published') throw new BadRequest('a published version cannot be changed; update the draft and publish again');
+    if (input.expected_edit_revision !== undefined && input.expected_edit_revision !== current.edit_revision) {
+      throw new Conflict(`interaction ${id} is at edit_revision ${current.edit_revision}, not ${input.expected_edit_revision}; reload it and retry`);
+    }
+    if (input.status !== undefined && input.status !== current.status && input.status !== 'archived' && input.status !== 'draft') {
+      throw new BadRequest('status may be set to "draft" or "archived"; publish with POST /interactions/:id/publish');
+    }
+    await this.checkRefs(p, input);
+    const patch: Partial<Row> = { updated_at: nowIso(), updated_by: actorOf(p), edit_revision: current.edit_revision + 1 };
+    if (input.name !== undefined) {
+      if (!input.name.trim()) throw new BadRequest('name must not be empty');
+      patch.name = input.name.trim();
+    }
+    if (input.endpoint !== undefined) patch.endpoint = await this.freeEndpoint(p, input.endpoint, id);
+    if (input.description !== undefined) patch.description = input.description;
+    if (input.status !== undefined) patch.status = input.status;
+    if (input.prompts !== undefined) patch.prompts = await this.segments(p, input.prompts);
+    if (input.environment !== undefined) patch.environment_id = input.environment;
+    if (input.model !== undefined) patch.model = input.model;
+    if (input.model_options !== undefined) patch.model_options = input.model_options;
+    if (input.result_schema !== undefined) patch.result_schema = input.result_schema;
+    if (input.interaction_schema !== undefined) patch.interaction_schema = input.interaction_schema;
+    if (input.test_data !== undefined) patch.test_data = input.test_data;
+    if (input.tags !== undefined) patch.tags = input.tags;
+    if (input.visibility !== undefined) patch.visibility = input.visibility;
+    const ok = await this.table.update(scopeOf(p), id, patch, { column: 'edit_revision', value: current.edit_revision });
+    if (!ok) throw new Conflict(`interaction ${id} was changed concurrently; reload it and retry`);
+    return this.expand(p, { ...current, ...patch });
+  }
+
+  /** Deleting a draft also deletes its published versions (`cascade` is implied). */
+  async delete(p: Principal, id: string): Promise<{ id: string }> {
+    const row = await this.row(p, id);
+    const versions = row.parent_id ? [] : await this.versionRows(p, id);
+    await this.table.delete(scopeOf(p), [id, ...versions.map((v) => v.id)]);
+    return { id };
+  }
+
+  async publish(p: Principal, id: string, input: { visibility?: 'public' | 'private'; tags?: string[] }): Promise<InteractionDto> {
+    const draft = await this.row(p, id);
+    if (draft.parent_id) throw new BadRequest(`interaction ${id} is already a published version; publish its draft ${draft.parent_id}`);
+    const versions = await this.versionRows(p, id);
+    const version = versions.reduce((m, v) => Math.max(m, v.version), 0) + 1;
+    const tags = input.tags ?? this.tags(draft);
+    // A tag names one version: move it off older versions.
+    for (const v of versions) {
+      const kept = this.tags(v).filter((t) => !tags.includes(t));
+      if (kept.length !== this.tags(v).length) await this.table.update(scopeOf(p), v.id, { tags: kept });
+    }
+    const expanded = await this.expand(p, draft);
+    const frozen: StoredSegment[] = expanded.prompts.map((s) => ({
+      id: s.id, type: s.type, configuration: s.configuration,
+      ...(s.template ? { inline: { ...s.template } } : {}),
+    }));
+    const now = nowIso();
+    const row: Row = {
+      ...draft, id: newId(), status: 'published', version, edit_revision: 1, parent_id: draft.id,
+      prompts: frozen, tags: tags, visibility: input.visibility ?? draft.visibility,
+      created_by: actorOf(p), updated_by: actorOf(p), created_at: now, updated_at: now,
+    };
+    await this.table.insert(row);
+    return this.expand(p, row);
+  }
+
+  async versions(p: Principal, id: string): Promise<InteractionRefDto[]> {
+    const row = await this.row(p, id);
+    const draftId = row.parent_id ?? row.id;
+    const versions = await this.versionRows(p, draftId);
+    return versions.sort((a, b) => b.version - a.version).map((r) => this.ref(r));
+  }
+
+  /**
+   * Endpoint selectors of the CLI's `run` and POST /execute: `Name@draft` is the draft, `Name@3`
+   * version 3, `Name@tag` the version with that tag, bare `Name` the latest published version or
+   * the draft when none is published. `Name` matches the endpoint, then the name; an id works too.
+   */
+  async resolveSelector(p: Principal, selector: string): Promise<InteractionDto> {
+    const at = selector.lastIndexOf('@');
+    const base = at > 0 ? selector.slice(0, at) : selector;
+    const which = at > 0 ? selector.slice(at + 1) : '';
+    const scope = scopeOf(p);
+    const drafts = await this.table.select(scope, (q) => q.where('parent_id', 'is', null)
+      .where((eb: any) => eb.or([eb('endpoint', '=', base), eb('name', '=', base), eb('id', '=', base)])));
+    const draft = drafts.find((d) => d.id === base) ?? drafts.find((d) => d.endpoint === base) ?? drafts[0];
+    if (!draft) throw new NotFound('interaction', selector);
+    if (which === 'draft') return this.expand(p, draft);
+    const versions = (await this.versionRows(p, draft.id)).sort((a, b) => b.version - a.version);
+    let chosen: Row | undefined;
+    if (which === '') chosen = versions[0] ?? draft;
+    else if (/^\d+$/.test(which)) chosen = versions.find((v) => v.version === Number(which));
+    else chosen = versions.find((v) => this.tags(v).includes(which));
+    if (!chosen) throw new NotFound('interaction', selector);
+    return this.expand(p, chosen);
+  }
+
+  private versionRows(p: Principal, draftId: string): Promise<Row[]> {
+    return this.table.select(scopeOf(p), (q) => q.where('parent_id', '=', draftId));
+  }
+
+  private async row(p: Principal, id: string): Promise<Row> {
+    const row = await this.table.get(scopeOf(p), id);
+    if (!row) throw new NotFound('interaction', id);
+    return row;
+  }
+
+  private async checkRefs(p: Principal, input: InteractionInput) {
+    if (input.environment) await this.environmentExists(p, input.environment);
+    for (const [field, schema] of [['result_schema', input.result_schema], ['interaction_schema', input.interaction_schema]] as const) {
+      if (schema) {
+        try {
+          compileSchema(schema);
+        } catch (err) {
+          throw new BadRequest(`${field} is not a valid JSON Schema: ${(err as Error).message}`);
+        }
+      }
+    }
+  }
+
+  private async freeEndpoint(p: Principal, endpoint: string, self: string | undefined): Promise<string> {
+    if (!/^[A-Za-z0-9_.:-]{1,128}$/.test(endpoint)) {
+      throw new BadRequest('endpoint must be 1-128 letters, digits, "_", "-", "." or ":" (no "@", which selects a version)');
+    }
+    const clash = await this.table.select(scopeOf(p), (q) => q.where('endpoint', '=', endpoint).where('parent_id', 'is', null));
+    if (clash.some((r) => r.id !== self)) throw new Conflict(`another interaction of this project already has endpoint "${endpoint}"; choose another`);
+    return endpoint;
+  }
+
+  private async segments(p: Principal, input: SegmentInput[]): Promise<StoredSegment[]> {
+    if (!Array.isArray(input)) throw new BadRequest('prompts must be an array of {type, template}');
+    const ids = input.map((s) => s.template).filter((t): t is string => typeof t === 'string');
+    const found = new Set((await this.prompts.table.getMany(scopeOf(p), [...new Set(ids)])).map((r) => r.id));
+    return input.map((s, i) => {
+      const type = s.type ?? 'template';
+      if (type !== 'template' && type !== 'chat') throw new BadRequest(`prompts[${i}].type must be "template" or "chat"`);
+      const seg: StoredSegment = { id: newId(), type, ...(s.configuration !== undefined ? { configuration: s.configuration } : {}) };
+      if (typeof s.template === 'string') {
+        if (!found.has(s.template)) throw new NotFound('prompt', s.template);
+        seg.template_id = s.template;
+      } else if (s.template && typeof s.template === 'object') {
+        const t = s.template;
+        if (t.id && !t.content) {
+          if (!found.has(t.id) && !ids.includes(t.id)) return this.refById(seg, t.id, found);
+          seg.template_id = t.id;
+        } else {
+          if (!PROMPT_ROLES.includes(t.role)) throw new BadRequest(`prompts[${i}].template.role must be one of ${PROMPT_ROLES.join(', ')}`);
+          if (!CONTENT_TYPES.includes(t.content_type)) throw new BadRequest(`prompts[${i}].template.content_type must be one of ${CONTENT_TYPES.join(', ')}`);
+          if (typeof t.content !== 'string') throw new BadRequest(`prompts[${i}].template.content must be a string`);
+          const name = t.name ?? `segment ${i + 1}`;
+          checkSyntax(name, t.content_type, t.content);
+          seg.inline = { name, role: t.role, content: t.content, content_type: t.content_type };
+        }
+      } else if (type === 'template') {
+        throw new BadRequest(`prompts[${i}].template must be a prompt id or an inline template {role, content, content_type}`);
+      }
+      return seg;
+    });
+  }
+
+  private refById(seg: StoredSegment, id: string, found: Set<string>): StoredSegment {
+    if (!found.has(id)) throw new NotFound('prompt', id);
+    return { ...seg, template_id: id };
+  }
+
+  private async expand(p: Principal, r: Row): Promise<InteractionDto> {
+    const stored = (r.prompts as StoredSegment[] | null) ?? [];
+    const refs = [...new Set(stored.map((s) => s.template_id).filter((x): x is string => !!x))];
+    const templates = new Map((await this.prompts.table.getMany(scopeOf(p), refs)).map((t) => [t.id, t]));
+    const prompts: SegmentDto[] = stored.map((s) => {
+      const t = s.template_id ? templates.get(s.template_id) : undefined;
+      const template: SegmentTemplateDto | undefined = t
+        ? { id: t.id, name: t.name, role: t.role as PromptRole, content: t.content, content_type: t.content_type as ContentType }
+        : s.inline
+          ? { id: s.inline.id ?? s.id, name: s.inline.name, role: s.inline.role, content: s.inline.content, content_type: s.inline.content_type }
+          : undefined;
+      return { id: s.id, type: s.type, ...(template ? { template } : {}), ...(s.configuration !== undefined ? { configuration: s.configuration } : {}) };
+    });
+    const j = <T>(v: unknown) => (v ?? null) as T | null;
+    const modelOptions = j<Record<string, unknown>>(r.model_options);
+    const resultSchema = j<Record<string, unknown>>(r.result_schema);
+    const inputSchema = j<Record<string, unknown>>(r.interaction_schema);
+    const testData = j(r.test_data);
+    return {
+      id: r.id, name: r.name, endpoint: r.endpoint, ...(r.description ? { description: r.description } : {}),
+      status: r.status, version: r.version, edit_revision: r.edit_revision, visibility: r.visibility, tags: this.tags(r), prompts,
+      ...(r.environment_id ? { environment: r.environment_id } : {}), ...(r.model ? { model: r.model } : {}),
+      ...(modelOptions ? { model_options: modelOptions } : {}), ...(resultSchema ? { result_schema: resultSchema } : {}),
+      ...(inputSchema ? { interaction_schema: inputSchema } : {}), ...(testData !== null ? { test_data: testData } : {}),
+      ...(r.parent_id ? { parent: r.parent_id } : {}), project: r.project_id, account: r.account_id,
+      created_by: r.created_by, updated_by: r.updated_by, created_at: r.created_at, updated_at: r.updated_at,
+    };
+  }
+
+  private ref(r: Row): InteractionRefDto {
+    return {
+      id: r.id, name: r.name, endpoint: r.endpoint, status: r.status, version: r.version, tags: this.tags(r), updated_at: r.updated_at,
+      ...(r.parent_id ? { parent: r.parent_id } : {}), ...(r.model ? { model: r.model } : {}),
+      ...(r.description ? { description: r.description } : {}), visibility: r.visibility,
+    };
+  }
+
+  private tags(r: Row): string[] {
+    return (r.tags as string[] | null) ?? [];
+  }
+}
+
+/** Default endpoint: the name without spaces or characters a selector cannot carry. */
+export const endpointOf = (name: string): string =>
+  name.trim().split(/\s+/).map((w) => w.charAt(0).toUpperCase() + w.slice(1)).join('').replace(/[^A-Za-z0-9_.:-]/g, '').slice(0, 128) || 'Interaction';

@@ -1,0 +1,143 @@
+/** Prompt templates: handlebars, jst or text, each with a role. Syntax is checked on write. */
+import type { Kysely, Selectable } from 'kysely';
+import type { Database, PromptTable } from '../db/schema.ts';
+import type { OrreryDialect } from '../db/dialect.ts';
+import { ScopedTable } from '../db/scoped.ts';
+import { newId, nowIso } from '../db/ids.ts';
+import { actorOf, scopeOf, type Principal } from '../auth/principal.ts';
+import { BadRequest, Conflict, NotFound } from '../http/errors.ts';
+import { TemplateError, validateTemplateSyntax } from '../templates/render.ts';
+
+export const PROMPT_ROLES = ['safety', 'system', 'user', 'assistant', 'negative', 'mask', 'tool'] as const;
+export const CONTENT_TYPES = ['jst', 'handlebars', 'text'] as const;
+export type PromptRole = (typeof PROMPT_ROLES)[number];
+export type ContentType = (typeof CONTENT_TYPES)[number];
+
+export interface PromptInput {
+  name?: string;
+  role?: PromptRole;
+  content?: string;
+  content_type?: ContentType;
+  description?: string | null;
+  inputSchema?: Record<string, unknown> | null;
+  tags?: string[];
+  test_data?: unknown;
+  expected_edit_revision?: number;
+}
+
+export interface PromptDto {
+  id: string;
+  name: string;
+  role: PromptRole;
+  content: string;
+  content_type: ContentType;
+  description?: string;
+  inputSchema?: Record<string, unknown>;
+  tags: string[];
+  test_data?: unknown;
+  status: string;
+  version: number;
+  edit_revision: number;
+  project: string;
+  account: string;
+  created_by: string;
+  updated_by: string;
+  created_at: string;
+  updated_at: string;
+}
+
+type Row = Selectable<PromptTable>;
+
+export class PromptService {
+  readonly table: ScopedTable<'prompts'>;
+
+  constructor(
+    db: Kysely<Database>,
+    dialect: OrreryDialect,
+  ) {
+    this.table = new ScopedTable(db, dialect, 'prompts', ['input_schema', 'tags', 'test_data']);
+  }
+
+  async create(p: Principal, input: PromptInput): Promise<PromptDto> {
+    for (const f of ['name', 'role', 'content', 'content_type'] as const) {
+      if (input[f] === undefined || input[f] === null) throw new BadRequest(`body must have property "${f}"`);
+    }
+    checkSyntax(input.name!, input.content_type!, input.content!);
+    const now = nowIso();
+    const row: Row = {
+      id: newId(), account_id: p.account.id, project_id: p.project.id, name: input.name!, role: input.role!,
+      content: input.content!, content_type: input.content_type!, description: input.description ?? null,
+      input_schema: input.inputSchema ?? null, tags: input.tags ?? [],
+      test_data: input.test_data ?? null, status: 'draft', version: 1, edit_revision: 1,
+      created_by: actorOf(p), updated_by: actorOf(p), created_at: now, updated_at: now,
+    };
+    await this.table.insert(row);
+    return this.toDto(row);
+  }
+
+  async list(p: Principal, q: { name?: string; limit: number; offset: number }): Promise<PromptDto[]> {
+    const rows = await this.table.select(scopeOf(p), (query) =>
+      (q.name ? query.where('name', '=', q.name) : query).orderBy('updated_at', 'desc').orderBy('id', 'desc').limit(q.limit).offset(q.offset));
+    return rows.map((r) => this.toDto(r));
+  }
+
+  async get(p: Principal, id: string): Promise<PromptDto> {
+    return this.toDto(await this.row(p, id));
+  }
+
+  async update(p: Principal, id: string, input: PromptInput): Promise<PromptDto> {
+    const current = await this.row(p, id);
+    if (input.expected_edit_revision !== undefined && input.expected_edit_revision !== current.edit_revision) {
+      throw new Conflict(`prompt ${id} is at edit_revision ${current.edit_revision}, not ${input.expected_edit_revision}; reload it and retry`);
+    }
+    const patch: Partial<Row> = { updated_at: nowIso(), updated_by: actorOf(p), edit_revision: current.edit_revision + 1 };
+    if (input.name !== undefined) patch.name = input.name;
+    if (input.role !== undefined) patch.role = input.role;
+    if (input.content !== undefined) patch.content = input.content;
+    if (input.content_type !== undefined) patch.content_type = input.content_type;
+    if (input.description !== undefined) patch.description = input.description;
+    if (input.inputSchema !== undefined) patch.input_schema = input.inputSchema;
+    if (input.tags !== undefined) patch.tags = input.tags;
+    if (input.test_data !== undefined) patch.test_data = input.test_data;
+    const next = { ...current, ...patch };
+    checkSyntax(next.name, next.content_type as ContentType, next.content);
+    const ok = await this.table.update(scopeOf(p), id, patch, { column: 'edit_revision', value: current.edit_revision });
+    if (!ok) throw new Conflict(`prompt ${id} was changed concurrently; reload it and retry`);
+    return this.toDto(next);
+  }
+
+  async delete(p: Principal, id: string): Promise<{ id: string }> {
+    if (!(await this.table.delete(scopeOf(p), [id]))) throw new NotFound('prompt', id);
+    return { id };
+  }
+
+  private async row(p: Principal, id: string): Promise<Row> {
+    const row = await this.table.get(scopeOf(p), id);
+    if (!row) throw new NotFound('prompt', id);
+    return row;
+  }
+
+  toDto(r: Row): PromptDto {
+    const inputSchema = r.input_schema as Record<string, unknown> | null;
+    const testData = r.test_data ?? null;
+    return {
+      id: r.id, name: r.name, role: r.role as PromptRole, content: r.content, content_type: r.content_type as ContentType,
+      ...(r.description ? { description: r.description } : {}),
+      ...(inputSchema ? { inputSchema } : {}),
+      tags: (r.tags as string[] | null) ?? [],
+      ...(testData !== null ? { test_data: testData } : {}),
+      status: r.status, version: r.version, edit_revision: r.edit_revision, project: r.project_id, account: r.account_id,
+      created_by: r.created_by, updated_by: r.updated_by, created_at: r.created_at, updated_at: r.updated_at,
+    };
+  }
+}
+
+/** A broken template is refused when it is written, not when a run first uses it. */
+export function checkSyntax(name: string, contentType: ContentType, content: string): void {
+  try {
+    validateTemplateSyntax({ name, content_type: contentType, content });
+  } catch (err) {
+    if (err instanceof TemplateError) throw new BadRequest(err.message);
+    throw err;
+  }
+}

@@ -1,0 +1,212 @@
+/**
+ * Anthropic Messages API (`POST {base}/v1/messages`, anthropic-version 2023-06-01).
+ */
+import {
+  ProviderError,
+  type ChatMessage,
+  type Completion,
+  type CompletionChunk,
+  type CompletionRequest,
+  type ModelDriver,
+  type ProviderConnection,
+  type TokenUsage,
+} from './driver.ts';
+import { isRetryableStatus, postToProvider, providerMessage, timeoutOf, trimSlashes } from './provider-http.ts';
+
+export const ANTHROPIC_DEFAULT_BASE_URL = 'https://api.anthropic.com';
+export const ANTHROPIC_VERSION = '2023-06-01';
+/** Anthropic requires max_tokens; this is what Orrery asks for when the run did not say. */
+export const ANTHROPIC_DEFAULT_MAX_TOKENS = 4096;
+
+/**
+ * Base URL rule: like the official SDK's `baseURL`, the endpoint_url is the origin (plus any proxy
+ * path) and `/v1/messages` is appended; a trailing `/v1` is dropped first so both
+ * `https://proxy/anthropic` and `https://proxy/anthropic/v1` reach `…/v1/messages`.
+ */
+export function anthropicBaseUrl(endpointUrl: string | undefined): string {
+  const given = endpointUrl?.trim();
+  if (!given) return ANTHROPIC_DEFAULT_BASE_URL;
+  try {
+    new URL(given);
+  } catch {
+    throw new ProviderError('provider_bad_request', `the endpoint URL ${JSON.stringify(endpointUrl)} is not a valid URL`);
+  }
+  return trimSlashes(given).replace(/\/v1$/, '');
+}
+
+/** Anthropic's stop reasons in the vocabulary every other driver uses (OpenAI's). */
+const FINISH: Record<string, string> = { end_turn: 'stop', stop_sequence: 'stop', max_tokens: 'length' };
+const toFinish = (stop: string) => FINISH[stop] ?? stop;
+
+/** Anthropic error types → codes, for `event: error` in a stream (no HTTP status to go by). */
+const ERROR_TYPES: Record<string, { code: ProviderError['code']; status: number }> = {
+  invalid_request_error: { code: 'provider_bad_request', status: 400 },
+  authentication_error: { code: 'provider_auth', status: 401 },
+  permission_error: { code: 'provider_auth', status: 403 },
+  not_found_error: { code: 'provider_bad_request', status: 404 },
+  request_too_large: { code: 'provider_bad_request', status: 413 },
+  rate_limit_error: { code: 'provider_rate_limited', status: 429 },
+  api_error: { code: 'provider_error', status: 500 },
+  overloaded_error: { code: 'provider_error', status: 529 },
+};
+
+export class AnthropicMessagesDriver implements ModelDriver {
+  readonly provider = 'anthropic';
+
+  async complete(conn: ProviderConnection, req: CompletionRequest, signal?: AbortSignal): Promise<Completion> {
+    const res = await this.post(conn, req, false, signal);
+    const answer = (await res.json()) as AnthropicMessage;
+    if (!answer || typeof answer !== 'object' || !Array.isArray(answer.content)) {
+      throw new ProviderError('provider_error', `${this.label(conn)} answered without content to read`, res.status);
+    }
+    const text = answer.content
+      .filter((b) => b && b.type === 'text' && typeof b.text === 'string')
+      .map((b) => b.text)
+      .join('');
+    const out: Completion = { text };
+    if (answer.stop_reason) out.finish_reason = toFinish(answer.stop_reason);
+    const usage = toTokenUsage(answer.usage, undefined);
+    if (usage) out.token_use = usage;
+    return out;
+  }
+
+  async *stream(conn: ProviderConnection, req: CompletionRequest, signal?: AbortSignal): AsyncGenerator<CompletionChunk> {
+    const label = this.label(conn);
+    const res = await this.post(conn, req, true, signal);
+    let startUsage: AnthropicUsage | undefined;
+    let deltaUsage: AnthropicUsage | undefined;
+    let stop: string | undefined;
+    let stopped = false;
+    for await (const ev of res.events()) {
+      let data: StreamEvent;
+      try {
+        data = JSON.parse(ev.data) as StreamEvent;
+      } catch {
+        throw new ProviderError('provider_error', `${label} sent a stream event that is not JSON: ${ev.data.slice(0, 200)}`);
+      }
+      const type = typeof data?.type === 'string' ? data.type : ev.event;
+      if (type === 'error') throw streamError(label, data);
+      if (type === 'message_start') startUsage = data.message?.usage ?? undefined;
+      else if (type === 'content_block_delta') {
+        const d = data.delta;
+        if (d?.type === 'text_delta' && typeof d.text === 'string' && d.text !== '') yield { text: d.text };
+      } else if (type === 'message_delta') {
+        if (data.delta?.stop_reason) stop = data.delta.stop_reason;
+        if (data.usage) deltaUsage = data.usage;
+      } else if (type === 'message_stop') {
+        stopped = true;
+        break;
+      }
+      // ping, content_block_start/stop and unknown future events carry nothing for a text answer
+    }
+    if (!stopped) throw new ProviderError('provider_error', `${label} ended the stream before message_stop`);
+    const last: CompletionChunk = {};
+    if (stop) last.finish_reason = toFinish(stop);
+    const usage = toTokenUsage(startUsage, deltaUsage);
+    if (usage) last.token_use = usage;
+    if (last.finish_reason || last.token_use) yield last;
+  }
+
+  private label(conn: ProviderConnection): string {
+    return conn.endpoint_url?.trim() ? `Anthropic at ${anthropicBaseUrl(conn.endpoint_url)}` : 'Anthropic';
+  }
+
+  private post(conn: ProviderConnection, req: CompletionRequest, stream: boolean, signal: AbortSignal | undefined) {
+    const label = this.label(conn);
+    if (!conn.api_key) throw new ProviderError('provider_auth', `${label} needs an API key; the environment has none`);
+    return postToProvider({
+      label,
+      url: `${anthropicBaseUrl(conn.endpoint_url)}/v1/messages`,
+      headers: { 'x-api-key': conn.api_key, 'anthropic-version': ANTHROPIC_VERSION },
+      body: requestBody(req, stream),
+      signal,
+      timeoutMs: timeoutOf(conn),
+    });
+  }
+}
+
+/** The Messages request: system text goes top-level, turns stay in order. */
+export function requestBody(req: CompletionRequest, stream: boolean): Record<string, unknown> {
+  const system = req.messages.filter((m) => m.role === 'system').map((m) => m.content);
+  if (req.result_schema) system.push(schemaInstruction(req.result_schema));
+  const body: Record<string, unknown> = {
+    model: req.model,
+    max_tokens: req.max_tokens ?? ANTHROPIC_DEFAULT_MAX_TOKENS,
+    messages: mergeTurns(req.messages.filter((m) => m.role !== 'system')),
+  };
+  if (system.length > 0) body.system = system.join('\n\n');
+  if (req.temperature !== undefined) body.temperature = req.temperature;
+  if (req.top_p !== undefined) body.top_p = req.top_p;
+  if (req.stop && req.stop.length > 0) body.stop_sequences = req.stop;
+  if (stream) body.stream = true;
+  return body;
+}
+
+/** 2023-06-01 has no response_format, so the schema travels as an instruction. */
+export function schemaInstruction(schema: Record<string, unknown>): string {
+  return (
+    'Answer only with a JSON value that conforms to the following JSON Schema. ' +
+    'Do not add any other text, explanation or Markdown code fences.\n' +
+    JSON.stringify(schema)
+  );
+}
+
+/** Consecutive turns of one role become one turn: templates often render several user segments. */
+function mergeTurns(messages: ChatMessage[]): { role: 'user' | 'assistant'; content: string }[] {
+  const out: { role: 'user' | 'assistant'; content: string }[] = [];
+  for (const m of messages) {
+    const role = m.role === 'assistant' ? 'assistant' : 'user';
+    const prev = out[out.length - 1];
+    if (prev && prev.role === role) prev.content = `${prev.content}\n\n${m.content}`;
+    else out.push({ role, content: m.content });
+  }
+  return out;
+}
+
+/**
+ * `input_tokens` excludes cached prompt tokens, so prompt = input + cache writes + cache reads.
+ * In a stream, message_start holds the input side and message_delta the cumulative output.
+ */
+function toTokenUsage(start: AnthropicUsage | undefined, delta: AnthropicUsage | undefined): TokenUsage | undefined {
+  const pick = (k: keyof AnthropicUsage) => {
+    const d = delta?.[k];
+    if (typeof d === 'number') return d;
+    const s = start?.[k];
+    return typeof s === 'number' ? s : undefined;
+  };
+  const input = pick('input_tokens');
+  const output = pick('output_tokens');
+  const out: TokenUsage = {};
+  if (input !== undefined) out.prompt = input + (pick('cache_creation_input_tokens') ?? 0) + (pick('cache_read_input_tokens') ?? 0);
+  if (output !== undefined) out.result = output;
+  if (out.prompt !== undefined && out.result !== undefined) out.total = out.prompt + out.result;
+  return Object.keys(out).length > 0 ? out : undefined;
+}
+
+function streamError(label: string, data: StreamEvent): ProviderError {
+  const type = typeof data.error?.type === 'string' ? data.error.type : 'api_error';
+  const known = ERROR_TYPES[type] ?? ERROR_TYPES.api_error;
+  const said = providerMessage(data) ?? type;
+  return new ProviderError(known.code, `${label} failed mid-stream: ${said}`, undefined, isRetryableStatus(known.status));
+}
+
+interface AnthropicUsage {
+  input_tokens?: number | null;
+  output_tokens?: number | null;
+  cache_creation_input_tokens?: number | null;
+  cache_read_input_tokens?: number | null;
+}
+
+interface AnthropicMessage {
+  content?: { type?: string; text?: string }[];
+  stop_reason?: string | null;
+  usage?: AnthropicUsage;
+}
+
+interface StreamEvent {
+  type?: string;
+  message?: { usage?: AnthropicUsage | null };
+  delta?: { type?: string; text?: string; stop_reason?: string | null };
+  usage?: AnthropicUsage;
+  error?: { type?: string; message?: string };
+}

@@ -1,0 +1,103 @@
+/**
+ * What Orrery needs from a model provider. Every provider (openai, openai_compatible, anthropic,
+ * test, …) implements this; the run service never sees a provider SDK.
+ */
+export type ChatRole = 'system' | 'user' | 'assistant';
+
+export interface ChatMessage {
+  role: ChatRole;
+  content: string;
+}
+
+export interface CompletionRequest {
+  model: string;
+  messages: ChatMessage[];
+  /** Sampling temperature; the run service always passes one (default 0.7). */
+  temperature?: number;
+  max_tokens?: number;
+  top_p?: number;
+  stop?: string[];
+  /** When set, the model must answer a JSON value that conforms to this JSON Schema. */
+  result_schema?: Record<string, unknown>;
+}
+
+export interface TokenUsage {
+  prompt?: number;
+  result?: number;
+  total?: number;
+}
+
+export interface Completion {
+  /** The whole text answered by the model (for result_schema: the JSON text). */
+  text: string;
+  finish_reason?: string;
+  token_use?: TokenUsage;
+}
+
+/** One piece of a streamed completion; the final piece may carry only usage and finish_reason. */
+export interface CompletionChunk {
+  text?: string;
+  finish_reason?: string;
+  token_use?: TokenUsage;
+}
+
+/** Where and how to reach the provider: from the execution environment. */
+export interface ProviderConnection {
+  endpoint_url?: string;
+  /** Decrypted provider API key, if the environment has one. */
+  api_key?: string;
+  config?: Record<string, unknown>;
+}
+
+export interface ModelInfo {
+  id: string;
+  name: string;
+  description?: string;
+}
+
+export interface ModelDriver {
+  readonly provider: string;
+  complete(conn: ProviderConnection, req: CompletionRequest, signal?: AbortSignal): Promise<Completion>;
+  stream(conn: ProviderConnection, req: CompletionRequest, signal?: AbortSignal): AsyncIterable<CompletionChunk>;
+  /** Models the driver knows without a network call (the test provider lists its models here). */
+  listModels?(conn: ProviderConnection): Promise<ModelInfo[]>;
+}
+
+export interface ProviderInfo {
+  id: string;
+  name: string;
+  description: string;
+  /** True for the offline `test` provider, so listings can label it. */
+  test: boolean;
+  requires_endpoint_url: boolean;
+  requires_api_key: boolean;
+}
+
+/**
+ * A provider call that failed. Drivers translate SDK/network errors into this, so the run
+ * service can record `error: {code, message}` and answer a clear status.
+ *  - `provider_unreachable`: connection refused, DNS, timeout.
+ *  - `provider_auth`: the provider refused the credentials (401/403).
+ *  - `provider_bad_request`: the provider refused the request (400/404/422, e.g. unknown model).
+ *  - `provider_rate_limited`: 429.
+ *  - `provider_error`: anything else the provider answered (5xx, malformed answer).
+ */
+export type ProviderErrorCode =
+  | 'provider_unreachable'
+  | 'provider_auth'
+  | 'provider_bad_request'
+  | 'provider_rate_limited'
+  | 'provider_error';
+
+export class ProviderError extends Error {
+  constructor(
+    readonly code: ProviderErrorCode,
+    message: string,
+    /** HTTP status the provider answered, when it answered. */
+    readonly upstreamStatus?: number,
+    readonly retryable = false,
+  ) {
+    super(message);
+    this.name = 'ProviderError';
+  }
+}

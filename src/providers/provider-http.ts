@@ -1,0 +1,214 @@
+/**
+ * The HTTP edge shared by the network drivers: one POST with a timeout and the caller's abort
+ * signal, and the translation of every failure (network, HTTP status, body) into a ProviderError.
+ * Drivers use plain fetch rather than an SDK so statuses, provider messages, finish reasons and
+ * mid-stream errors reach Orrery exactly as the provider sent them.
+ */
+import { ProviderError, type ProviderConnection, type ProviderErrorCode } from './driver.ts';
+import { readSse, type SseEvent } from './sse.ts';
+
+export const DEFAULT_TIMEOUT_MS = 10 * 60 * 1000;
+
+export interface ProviderPost {
+  /** Who we are talking to, for messages: "OpenAI", "Anthropic", "openai_compatible at http://…". */
+  label: string;
+  url: string;
+  headers: Record<string, string>;
+  body: unknown;
+  signal?: AbortSignal;
+  /**
+   * Blocking: the whole call must finish within it. Streaming: the answer must start within it and
+   * no gap between two pieces may exceed it (a long, live stream is fine; a stalled one is not).
+   */
+  timeoutMs: number;
+}
+
+/** `conn.config.timeout_ms` when it is a positive number, else the default. */
+export function timeoutOf(conn: ProviderConnection): number {
+  const t = conn.config?.timeout_ms;
+  return typeof t === 'number' && Number.isFinite(t) && t > 0 ? t : DEFAULT_TIMEOUT_MS;
+}
+
+/** Status → code, as documented on ProviderErrorCode. */
+export function codeForStatus(status: number): ProviderErrorCode {
+  if (status === 401 || status === 403) return 'provider_auth';
+  if (status === 429) return 'provider_rate_limited';
+  if (status >= 400 && status < 500 && status !== 408) return 'provider_bad_request';
+  return 'provider_error';
+}
+
+/** Worth trying again later: rate limits, timeouts, overload, gateway trouble. */
+export const isRetryableStatus = (status: number) =>
+  status === 408 || status === 429 || status === 500 || status === 502 || status === 503 || status === 504 || status === 529;
+
+/**
+ * The provider's own words from an error body. OpenAI: `{error:{message}}`; Anthropic:
+ * `{type:'error', error:{type, message}}`; Ollama: `{error:"…"}`; vLLM: `{message}`; FastAPI: `{detail}`.
+ */
+export function providerMessage(body: unknown): string | undefined {
+  if (typeof body === 'string') return body.trim() || undefined;
+  if (!body || typeof body !== 'object') return undefined;
+  const b = body as Record<string, unknown>;
+  const err = b.error;
+  if (typeof err === 'string' && err) return err;
+  if (err && typeof err === 'object' && typeof (err as Record<string, unknown>).message === 'string') {
+    return (err as Record<string, unknown>).message as string;
+  }
+  if (typeof b.message === 'string' && b.message) return b.message;
+  if (typeof b.detail === 'string' && b.detail) return b.detail;
+  return undefined;
+}
+
+/** A sent request: read it as one JSON document or as server-sent events. */
+export interface ProviderResponse {
+  status: number;
+  json(): Promise<unknown>;
+  events(): AsyncGenerator<SseEvent>;
+}
+
+/** POST JSON; resolves once a 2xx answer has started, throws a ProviderError for anything else. */
+export async function postToProvider(req: ProviderPost): Promise<ProviderResponse> {
+  const call = new Call(req);
+  let res: Response;
+  try {
+    call.arm();
+    res = await fetch(req.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...req.headers },
+      body: JSON.stringify(req.body),
+      signal: call.controller.signal,
+    });
+  } catch (err) {
+    call.end();
+    throw call.translate(err, 'connect');
+  }
+  if (!res.ok) {
+    let text = '';
+    try {
+      text = await res.text();
+    } catch (err) {
+      call.end();
+      throw call.translate(err, 'body');
+    }
+    call.end();
+    throw httpError(req.label, res.status, text);
+  }
+  return {
+    status: res.status,
+    json: async () => {
+      let text: string;
+      try {
+        text = await res.text();
+      } catch (err) {
+        throw call.translate(err, 'body');
+      } finally {
+        call.end();
+      }
+      try {
+        return JSON.parse(text) as unknown;
+      } catch {
+        throw new ProviderError('provider_error', `${req.label} answered something that is not JSON: ${clip(text)}`, res.status);
+      }
+    },
+    events: () => call.events(res),
+  };
+}
+
+/** A ProviderError for a non-2xx answer, with the provider's message when it sent one. */
+export function httpError(label: string, status: number, bodyText: string): ProviderError {
+  let parsed: unknown = bodyText;
+  try {
+    parsed = JSON.parse(bodyText);
+  } catch {
+    // not JSON: an HTML error page from a proxy, say; use the text
+  }
+  const said = providerMessage(parsed);
+  const message = `${label} answered HTTP ${status}${said ? `: ${clip(said)}` : ''}`;
+  return new ProviderError(codeForStatus(status), message, status, isRetryableStatus(status));
+}
+
+/** One request's timer, abort wiring and error translation. */
+class Call {
+  readonly controller = new AbortController();
+  private timer: NodeJS.Timeout | undefined;
+  private timedOut = false;
+  private readonly onAbort = () => this.controller.abort(this.req.signal?.reason);
+
+  constructor(private readonly req: ProviderPost) {}
+
+  arm(): void {
+    if (this.req.signal?.aborted) throw this.req.signal.reason;
+    this.req.signal?.addEventListener('abort', this.onAbort, { once: true });
+    this.restartTimer();
+  }
+
+  restartTimer(): void {
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => {
+      this.timedOut = true;
+      this.controller.abort(new Error('timeout'));
+    }, this.req.timeoutMs);
+  }
+
+  end(): void {
+    clearTimeout(this.timer);
+    this.req.signal?.removeEventListener('abort', this.onAbort);
+  }
+
+  async *events(res: Response): AsyncGenerator<SseEvent> {
+    if (!res.body) {
+      this.end();
+      throw new ProviderError('provider_error', `${this.req.label} answered a stream with no body`, res.status);
+    }
+    const body = res.body as unknown as AsyncIterable<Uint8Array>;
+    try {
+      for await (const event of readSse(this.touching(body))) yield event;
+    } catch (err) {
+      throw this.translate(err, 'body');
+    } finally {
+      this.end();
+      // Stops the download when the consumer leaves early (break, throw, abort).
+      if (!this.controller.signal.aborted) this.controller.abort(new Error('stream consumer finished'));
+    }
+  }
+
+  /** Each piece of bytes restarts the idle timer. */
+  private async *touching(body: AsyncIterable<Uint8Array>): AsyncGenerator<Uint8Array> {
+    this.restartTimer();
+    for await (const bytes of body) {
+      this.restartTimer();
+      yield bytes;
+    }
+  }
+
+  translate(err: unknown, phase: 'connect' | 'body'): unknown {
+    if (err instanceof ProviderError) return err;
+    // The caller's abort is not the provider's failure: hand back the caller's own reason.
+    if (this.req.signal?.aborted) return this.req.signal.reason;
+    const { label, url, timeoutMs } = this.req;
+    if (this.timedOut) {
+      const what = phase === 'connect' ? 'did not answer' : 'stopped sending';
+      return new ProviderError('provider_unreachable', `${label} ${what} within ${timeoutMs} ms (${url})`, undefined, true);
+    }
+    const cause = describeCause(err);
+    if (phase === 'connect') {
+      return new ProviderError('provider_unreachable', `${label} is unreachable: ${cause} (${url})`, undefined, true);
+    }
+    return new ProviderError('provider_error', `${label} broke off its answer: ${cause}`, undefined, true);
+  }
+}
+
+/** undici wraps the socket error: "fetch failed" with cause {code:'ECONNREFUSED'}. */
+function describeCause(err: unknown): string {
+  const e = err as { message?: string; cause?: { code?: string; message?: string } } | undefined;
+  const c = e?.cause;
+  if (c?.code && c.message) return c.message.includes(c.code) ? c.message : `${c.code} ${c.message}`;
+  if (c?.message) return c.message;
+  if (c?.code) return c.code;
+  return e?.message ?? String(err);
+}
+
+const clip = (s: string, n = 500) => (s.length > n ? `${s.slice(0, n)}…` : s);
+
+/** Base URL without trailing slashes, so joining paths never doubles them. */
+export const trimSlashes = (url: string) => url.replace(/\/+$/, '');

@@ -1,0 +1,154 @@
+/**
+ * Which providers exist. Environments may name any Vertesia provider id (so configurations move
+ * between Vertesia and Orrery), but only the implemented ones can run; the others fail with a
+ * message that says so.
+ */
+import { AnthropicMessagesDriver } from './anthropic-messages.ts';
+import type { ModelDriver, ProviderInfo } from './driver.ts';
+import { OpenAIChatDriver, type OpenAIChatOptions } from './openai-chat.ts';
+import { TestProviderDriver } from './test-provider.ts';
+
+/** Every provider id Vertesia knows; an environment with any of these is valid. */
+export const SUPPORTED_PROVIDER_IDS = [
+  'openai',
+  'openai_compatible',
+  'azure_openai',
+  'azure_foundry',
+  'huggingface_ie',
+  'replicate',
+  'bedrock',
+  'bedrock_mantle',
+  'vertexai',
+  'togetherai',
+  'mistralai',
+  'groq',
+  'watsonx',
+  'xai',
+  'anthropic',
+  'virtual_lb',
+  'virtual_mediator',
+  'test',
+] as const;
+export type SupportedProviderId = (typeof SUPPORTED_PROVIDER_IDS)[number];
+
+interface Entry {
+  info: ProviderInfo;
+  driver: ModelDriver;
+}
+
+/** Hosted services that speak Chat Completions: one driver, their base URL, their name. */
+const hosted = (o: Omit<OpenAIChatOptions, 'requiresApiKey' | 'maxTokensField' | 'streamUsage'> & Partial<OpenAIChatOptions>) =>
+  new OpenAIChatDriver({ requiresApiKey: true, maxTokensField: 'max_tokens', streamUsage: true, ...o });
+
+const ENTRIES: Entry[] = [
+  {
+    info: {
+      id: 'openai',
+      name: 'OpenAI',
+      description: 'OpenAI Chat Completions API (api.openai.com).',
+      test: false,
+      requires_endpoint_url: false,
+      requires_api_key: true,
+    },
+    driver: hosted({
+      provider: 'openai',
+      name: 'OpenAI',
+      defaultBaseUrl: 'https://api.openai.com/v1',
+      maxTokensField: 'max_completion_tokens',
+    }),
+  },
+  {
+    info: {
+      id: 'openai_compatible',
+      name: 'OpenAI-compatible',
+      description:
+        'Any server that speaks the OpenAI Chat Completions API: Ollama, vLLM, llama.cpp, LM Studio, OpenRouter, … ' +
+        'The endpoint URL is the base URL as the official SDKs take it (e.g. http://localhost:11434/v1).',
+      test: false,
+      requires_endpoint_url: true,
+      requires_api_key: false,
+    },
+    driver: new OpenAIChatDriver({
+      provider: 'openai_compatible',
+      name: 'OpenAI-compatible server',
+      requiresApiKey: false,
+      maxTokensField: 'max_tokens',
+      streamUsage: true,
+    }),
+  },
+  {
+    info: {
+      id: 'anthropic',
+      name: 'Anthropic',
+      description: 'Anthropic Messages API (api.anthropic.com).',
+      test: false,
+      requires_endpoint_url: false,
+      requires_api_key: true,
+    },
+    driver: new AnthropicMessagesDriver(),
+  },
+  {
+    info: hostedInfo('groq', 'Groq'),
+    driver: hosted({ provider: 'groq', name: 'Groq', defaultBaseUrl: 'https://api.groq.com/openai/v1' }),
+  },
+  {
+    info: hostedInfo('togetherai', 'Together AI'),
+    driver: hosted({ provider: 'togetherai', name: 'Together AI', defaultBaseUrl: 'https://api.together.xyz/v1' }),
+  },
+  {
+    info: hostedInfo('mistralai', 'Mistral AI'),
+    // Mistral validates request fields strictly and sends usage in its last chunk unasked.
+    driver: hosted({ provider: 'mistralai', name: 'Mistral AI', defaultBaseUrl: 'https://api.mistral.ai/v1', streamUsage: false }),
+  },
+  {
+    info: hostedInfo('xai', 'xAI'),
+    driver: hosted({ provider: 'xai', name: 'xAI', defaultBaseUrl: 'https://api.x.ai/v1' }),
+  },
+  {
+    info: {
+      id: 'test',
+      name: 'Test (offline, deterministic)',
+      description: 'Offline test models (echo, json, error) that need no network and no API key. Not a real LLM.',
+      test: true,
+      requires_endpoint_url: false,
+      requires_api_key: false,
+    },
+    driver: new TestProviderDriver(),
+  },
+];
+
+function hostedInfo(id: SupportedProviderId, name: string): ProviderInfo {
+  return {
+    id,
+    name,
+    description: `${name} through its OpenAI-compatible Chat Completions API; the endpoint URL is optional and overrides the default.`,
+    test: false,
+    requires_endpoint_url: false,
+    requires_api_key: true,
+  };
+}
+
+const BY_ID = new Map(ENTRIES.map((e) => [e.info.id, e]));
+
+/** The providers Orrery can run, for listings. */
+export const PROVIDERS: readonly ProviderInfo[] = ENTRIES.map((e) => e.info);
+
+export const isSupported = (id: string): id is SupportedProviderId => (SUPPORTED_PROVIDER_IDS as readonly string[]).includes(id);
+
+/** True when Orrery has a driver for the provider, so runs on it can execute. */
+export const isImplemented = (id: string): boolean => BY_ID.has(id);
+
+export const getProviderInfo = (id: string): ProviderInfo | undefined => BY_ID.get(id)?.info;
+
+/** The driver for a provider; a plain Error (a bug or a stale row, not a provider failure) otherwise. */
+export function getDriver(providerId: string): ModelDriver {
+  const entry = BY_ID.get(providerId);
+  if (entry) return entry.driver;
+  const implemented = ENTRIES.map((e) => e.info.id).join(', ');
+  if (isSupported(providerId)) {
+    throw new Error(
+      `provider "${providerId}" is accepted in environments but Orrery has no driver for it yet; the implemented providers are ${implemented}`,
+    );
+  }
+  throw new Error(`unknown provider "${providerId}"; the implemented providers are ${implemented}`);
+}

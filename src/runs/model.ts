@@ -1,0 +1,147 @@
+/** The run as the interface and the official client see it, and its mapping from a row. */
+import type { Selectable } from 'kysely';
+import type { RunTable } from '../db/schema.ts';
+import type { Ref } from '../auth/principal.ts';
+
+export const RUN_STATUSES = ['created', 'processing', 'completed', 'failed'] as const;
+export type RunStatus = (typeof RUN_STATUSES)[number];
+
+export type ResultPart = { type: 'text'; value: string } | { type: 'json'; value: unknown };
+
+export interface TokenUse {
+  prompt?: number;
+  result?: number;
+  total?: number;
+}
+
+export interface RunSource {
+  type: string;
+  label: string;
+  principal_type: string;
+  principal_id: string;
+  client_ip: string;
+}
+
+export interface RunError {
+  code: string;
+  message: string;
+  data?: unknown;
+}
+
+/** The part of a run kept in the `doc` JSON column (the rest are real columns). */
+export interface RunDoc {
+  result: ResultPart[];
+  parameters: unknown;
+  prompt: Array<{ role: string; content: string }>;
+  config: Record<string, unknown>;
+  error?: RunError;
+  source: RunSource;
+  ttl: number;
+  stream: boolean;
+  interaction: { id: string; name: string; endpoint?: string; version?: number };
+  environment: { id: string; name: string; provider: string } | null;
+  result_schema?: Record<string, unknown>;
+  account: Ref;
+  project: Ref;
+  created_by: string;
+  chunks?: number;
+}
+
+export interface Run {
+  id: string;
+  status: RunStatus;
+  result: ResultPart[];
+  parameters: unknown;
+  interaction: unknown;
+  environment: unknown;
+  modelId: string | null;
+  model: string | null;
+  ttl: number;
+  token_use: TokenUse;
+  execution_time?: number;
+  finish_reason?: string;
+  created_at: string;
+  updated_at: string;
+  account: unknown;
+  project: unknown;
+  config: Record<string, unknown>;
+  error?: RunError;
+  tags: string[];
+  source: RunSource;
+  prompt: Array<{ role: string; content: string }>;
+  parent?: string;
+  result_schema?: Record<string, unknown>;
+  created_by: string;
+  updated_by: string;
+  chunks?: number;
+}
+
+export type RunRow = Selectable<RunTable>;
+
+/** Rows reach the service decoded (runs/store.ts), so `doc` and `tags` are plain values. */
+export const docOf = (row: RunRow): RunDoc => row.doc as RunDoc;
+const tagsOf = (row: RunRow): string[] => (row.tags as string[] | null) ?? [];
+
+const tokenUse = (r: RunRow): TokenUse => ({
+  ...(r.token_prompt !== null ? { prompt: r.token_prompt } : {}),
+  ...(r.token_result !== null ? { result: r.token_result } : {}),
+  ...(r.token_total !== null ? { total: r.token_total } : {}),
+});
+
+/** The full run, with refs as stored; callers expand or flatten interaction/environment. */
+export function toRun(r: RunRow): Run {
+  const d = docOf(r);
+  return {
+    id: r.id,
+    status: r.status as RunStatus,
+    result: d.result,
+    parameters: d.parameters,
+    interaction: d.interaction,
+    environment: d.environment,
+    modelId: r.model_id,
+    model: r.model_id,
+    ttl: d.ttl,
+    token_use: tokenUse(r),
+    ...(r.execution_time !== null ? { execution_time: r.execution_time } : {}),
+    ...(r.finish_reason !== null ? { finish_reason: r.finish_reason } : {}),
+    created_at: r.created_at,
+    updated_at: r.updated_at,
+    account: d.account,
+    project: d.project,
+    config: d.config,
+    ...(d.error ? { error: d.error } : {}),
+    tags: tagsOf(r),
+    source: d.source,
+    prompt: d.prompt,
+    ...(r.parent_id ? { parent: r.parent_id } : {}),
+    ...(d.result_schema ? { result_schema: d.result_schema } : {}),
+    created_by: d.created_by,
+    updated_by: d.created_by,
+    ...(d.chunks !== undefined ? { chunks: d.chunks } : {}),
+  };
+}
+
+/** A run reference (list and search items): no result, parameters or prompt (decisions.md). */
+export function toRunRef(r: RunRow) {
+  const d = docOf(r);
+  return {
+    id: r.id,
+    status: r.status as RunStatus,
+    interaction: { id: d.interaction.id, name: d.interaction.name },
+    environment: d.environment ? { id: d.environment.id, name: d.environment.name } : null,
+    modelId: r.model_id,
+    model: r.model_id,
+    tags: tagsOf(r),
+    parent: r.parent_id ?? undefined,
+    finish_reason: r.finish_reason ?? undefined,
+    token_use: tokenUse(r),
+    execution_time: r.execution_time ?? undefined,
+    source: d.source,
+    account: d.account,
+    project: d.project,
+    created_at: r.created_at,
+    updated_at: r.updated_at,
+  };
+}
+
+export type RunRef = ReturnType<typeof toRunRef>;

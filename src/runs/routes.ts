@@ -1,0 +1,105 @@
+/** Runs: execute (blocking and streamed), list, retrieve, stream. */
+import { Type } from '@sinclair/typebox';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { principalOf } from '../http/auth-hook.ts';
+import { BadRequest } from '../http/errors.ts';
+import { errorResponses, IdParams } from '../http/schemas.ts';
+import { listParam, pageOf } from '../http/query.ts';
+import { openSse } from '../http/sse.ts';
+import type { RunService } from './service.ts';
+import { RunCreateBody, RunListQuery, RunRefSchema, RunSchema, StreamQuery } from './schemas.ts';
+import { RUN_STATUSES } from './model.ts';
+
+const POLL_MS = 500;
+
+export const runRoutes: FastifyPluginAsyncTypebox<{ runs: RunService }> = async (app, { runs }) => {
+  const caller = (req: { ip: string; headers: Record<string, unknown> }) => ({ ip: req.ip, userAgent: req.headers['user-agent'] as string | undefined });
+
+  app.post('/runs', {
+    schema: {
+      tags: ['runs'],
+      summary: 'Execute an interaction: blocking (answers the completed run) or stream: true (answers at once with status created)',
+      body: RunCreateBody,
+      response: { 200: Type.Ref('Run'), ...errorResponses(400, 401, 404, 502) },
+    },
+  }, (req) => runs.create(principalOf(req), req.body as never, caller(req)));
+
+  app.post('/execute', {
+    schema: {
+      tags: ['runs'],
+      summary: 'Execute an interaction by endpoint selector: Name (latest published, else draft), Name@draft, Name@<version>, Name@<tag>',
+      body: RunCreateBody,
+      response: { 200: Type.Ref('Run'), ...errorResponses(400, 401, 404, 502) },
+    },
+  }, (req) => runs.executeByName(principalOf(req), req.body as never, caller(req)));
+
+  app.get('/runs', {
+    schema: { tags: ['runs'], summary: 'List runs of the project, newest updated_at first', querystring: RunListQuery, response: { 200: Type.Array(Type.Ref('RunRef')), ...errorResponses(400, 401) } },
+  }, (req) => {
+    const q = req.query;
+    const status = listParam(q.status);
+    const bad = status?.find((s) => !(RUN_STATUSES as readonly string[]).includes(s));
+    if (bad) throw new BadRequest(`status must be one of ${RUN_STATUSES.join(', ')}, got "${bad}"`);
+    let anchorDate: string | undefined;
+    if (q.anchorDate) {
+      const t = Date.parse(q.anchorDate);
+      if (Number.isNaN(t)) throw new BadRequest(`anchorDate must be an ISO 8601 date, got "${q.anchorDate}"`);
+      anchorDate = new Date(t).toISOString();
+    }
+    const parent = listParam(q.parent);
+    return runs.list(principalOf(req), {
+      ...pageOf(q),
+      interaction: listParam(q.interaction),
+      model: listParam(q.model),
+      environment: listParam(q.environment),
+      status,
+      tag: listParam(q.tag),
+      anchorDate,
+      anchorDateDirection: q.anchorDateDirection,
+      parent: parent?.length === 1 && parent[0] === 'false' ? false : parent,
+    });
+  });
+
+  app.get('/runs/:id', {
+    schema: { tags: ['runs'], summary: 'Retrieve a run, with interaction and environment expanded', params: IdParams, response: { 200: Type.Ref('Run'), ...errorResponses(401, 404) } },
+  }, (req) => runs.get(principalOf(req), req.params.id));
+
+  app.get('/runs/:id/stream', {
+    config: { queryToken: true },
+    schema: {
+      tags: ['runs'],
+      summary: 'Server-Sent Events of a run: message events (data: a JSON string chunk), then event close (data: the final run). Accepts ?access_token= and Last-Event-ID.',
+      params: IdParams,
+      querystring: StreamQuery,
+      produces: ['text/event-stream'],
+      response: { 200: Type.String({ description: 'text/event-stream' }), ...errorResponses(401, 404) },
+    },
+  }, async (req, reply) => {
+    const p = principalOf(req);
+    const lastEventId = Number(req.headers['last-event-id'] ?? req.query.lastEventId ?? 0) || 0;
+    const followed = await runs.follow(p, req.params.id);
+    const sse = openSse(reply);
+    const close = async (run: unknown) => {
+      const final = run ?? (await runs.get(p, req.params.id).catch(() => ({ id: req.params.id, status: 'failed' })));
+      sse.send({ event: 'close', data: JSON.stringify(final) });
+      sse.end();
+    };
+    if (followed.finished) return close(followed.finished);
+    if (followed.live) {
+      const unsubscribe = followed.live.subscribe(lastEventId, (e) => {
+        if (e.kind === 'chunk') sse.send({ id: e.seq, data: JSON.stringify(e.text) });
+        else void close(e.run);
+      });
+      sse.onClose(unsubscribe);
+      return;
+    }
+    const timer = setInterval(async () => {
+      const done = await followed.poll!().catch(() => undefined);
+      if (done) {
+        clearInterval(timer);
+        void close(done);
+      }
+    }, POLL_MS);
+    sse.onClose(() => clearInterval(timer));
+  });
+};

@@ -1,0 +1,348 @@
+/**
+ * Executes interactions and records every execution as a run. A run row exists (`processing` for
+ * blocking, `created` for streaming) before any provider call, and every failure ends as a
+ * `failed` run with an `error` (DESIGN, principle 3).
+ */
+import type { OrreryDialect } from '../db/dialect.ts';
+import { newId, nowIso } from '../db/ids.ts';
+import { actorOf, scopeOf, type Principal } from '../auth/principal.ts';
+import { BadRequest, NotFound, OrreryError } from '../http/errors.ts';
+import { getDriver, isImplemented } from '../providers/registry.ts';
+import { ProviderError, type CompletionRequest, type ModelDriver, type ProviderConnection, type TokenUsage } from '../providers/driver.ts';
+import type { EnvironmentService } from '../interactions/environments.ts';
+import type { InteractionDto, InteractionService } from '../interactions/interactions.ts';
+import { compileSchema, describeErrors } from '../interactions/json-schema.ts';
+import { buildMessages, validateInput } from './prompt-builder.ts';
+import { toRun, toRunRef, docOf, type Run, type RunDoc, type RunError, type RunRow, type ResultPart, type RunSource } from './model.ts';
+import * as store from './store.ts';
+import type { StreamHub, LiveRun } from './stream-hub.ts';
+import { listRuns, type RunListFilters } from './list.ts';
+
+export interface RunCreateInput {
+  interaction: string;
+  stream?: boolean;
+  data?: unknown;
+  tags?: string | string[];
+  config?: Record<string, unknown>;
+  result_schema?: Record<string, unknown> | null;
+  parent?: string;
+  ttl?: number;
+}
+
+export interface CallerInfo {
+  ip: string;
+  userAgent?: string;
+}
+
+/** Everything needed to call the provider, fixed when the run is created. */
+interface Plan {
+  driver: ModelDriver;
+  connection: ProviderConnection;
+  request: CompletionRequest;
+}
+
+const DEFAULT_TEMPERATURE = 0.7;
+
+export class RunService {
+  /** Plans of streamed runs that this process created, kept until their stream starts. */
+  private readonly pending = new Map<string, Plan>();
+
+  constructor(
+    private readonly db: store.Db,
+    private readonly dialect: OrreryDialect,
+    private readonly interactions: InteractionService,
+    private readonly environments: EnvironmentService,
+    private readonly hub: StreamHub,
+    private readonly streamTimeoutSeconds: number,
+  ) {}
+
+  /** POST /runs: `interaction` is an id. */
+  create(p: Principal, input: RunCreateInput, caller: CallerInfo): Promise<Run> {
+    return this.start(p, input, caller, () => this.interactions.get(p, input.interaction));
+  }
+
+  /** POST /execute: `interaction` is an endpoint selector (`Name`, `Name@draft`, `Name@3`, `Name@tag`). */
+  executeByName(p: Principal, input: RunCreateInput, caller: CallerInfo): Promise<Run> {
+    return this.start(p, input, caller, () => this.interactions.resolveSelector(p, input.interaction));
+  }
+
+  private async start(p: Principal, input: RunCreateInput, caller: CallerInfo, load: () => Promise<InteractionDto>): Promise<Run> {
+    if (typeof input.interaction !== 'string' || !input.interaction) throw new BadRequest('body must have property "interaction"');
+    const interaction = await load();
+    const config = { ...(input.config ?? {}) };
+    const envId = (config.environment as string | undefined) ?? interaction.environment;
+    if (!envId) throw new BadRequest(`interaction "${interaction.name}" has no default environment; pass config.environment`);
+    const env = await this.environments.resolve(p, envId);
+    if (!isImplemented(env.dto.provider)) {
+      throw new BadRequest(`environment "${env.dto.name}" uses provider "${env.dto.provider}", which Orrery cannot execute yet; use openai, openai_compatible, anthropic or test`);
+    }
+    const model = (config.model as string | undefined) ?? interaction.model ?? env.dto.default_model;
+    if (!model) throw new BadRequest(`no model: pass config.model, or set a model on interaction "${interaction.name}" or a default_model on environment "${env.dto.name}"`);
+    const options = modelOptions(interaction, config);
+    validateInput(interaction, input.data);
+    const messages = buildMessages(interaction, input.data);
+    const resultSchema = input.result_schema ?? interaction.result_schema ?? undefined;
+    if (input.result_schema) {
+      try {
+        compileSchema(input.result_schema);
+      } catch (err) {
+        throw new BadRequest(`result_schema is not a valid JSON Schema: ${(err as Error).message}`);
+      }
+    }
+    if (input.parent !== undefined && !(await store.getRun(this.db, this.dialect, scopeOf(p), input.parent))) throw new NotFound('run', input.parent);
+    const ttl = input.ttl ?? 0;
+    if (!Number.isFinite(ttl) || ttl < 0) throw new BadRequest('ttl must be a number of seconds, 0 or more');
+
+    const stream = input.stream === true;
+    const now = nowIso();
+    const tags = normaliseTags(input.tags);
+    const source: RunSource = {
+      type: /vertesia[-/ ]?cli/i.test(caller.userAgent ?? '') ? 'cli' : 'api',
+      label: `apikey:${p.keyId}`,
+      principal_type: 'apikey',
+      principal_id: p.keyId,
+      client_ip: caller.ip,
+    };
+    const doc: RunDoc = {
+      result: [],
+      parameters: input.data ?? {},
+      prompt: messages,
+      config: { ...config, environment: env.dto.id, model, temperature: options.temperature, ...(options.max_tokens !== undefined ? { max_tokens: options.max_tokens } : {}) },
+      source,
+      ttl,
+      stream,
+      interaction: { id: interaction.id, name: interaction.name, endpoint: interaction.endpoint, version: interaction.version },
+      environment: { id: env.dto.id, name: env.dto.name, provider: env.dto.provider },
+      ...(resultSchema ? { result_schema: resultSchema } : {}),
+      account: p.account,
+      project: p.project,
+      created_by: actorOf(p),
+    };
+    const row: RunRow = {
+      id: newId(), account_id: p.account.id, project_id: p.project.id, interaction_id: interaction.id, environment_id: env.dto.id,
+      model_id: model, status: stream ? 'created' : 'processing', parent_id: input.parent ?? null, finish_reason: null,
+      execution_time: null, token_prompt: null, token_result: null, token_total: null, tags,
+      created_at: now, updated_at: now, doc,
+    };
+    await store.insertRun(this.db, this.dialect, row, tags);
+
+    const plan: Plan = {
+      driver: getDriver(env.dto.provider),
+      connection: env.connection,
+      request: { model, messages, ...options, ...(resultSchema ? { result_schema: resultSchema } : {}) },
+    };
+    if (stream) {
+      this.pending.set(row.id, plan);
+      return this.forCreation(row);
+    }
+    const final = await this.execute(row, doc, plan, undefined);
+    if (final.status === 'failed') {
+      const err = docOf(final).error!;
+      throw new OrreryError(err.code, 502, `run ${final.id} failed: ${err.message}`, err.data, { id: final.id, run: this.forCreation(final) });
+    }
+    return this.forCreation(final);
+  }
+
+  /** GET /runs/:id: interaction and environment expanded as objects. */
+  async get(p: Principal, id: string): Promise<Run> {
+    const row = await this.row(p, id);
+    return this.expand(p, row);
+  }
+
+  async list(p: Principal, filters: RunListFilters) {
+    const rows = await listRuns(this.db, this.dialect, scopeOf(p), filters);
+    return rows.map((r) => toRunRef(r));
+  }
+
+  /**
+   * Opens the stream of a run: a `created` run starts executing (once, whoever asks first); a run
+   * executing here is followed live after a replay; a finished run just closes.
+   */
+  async follow(p: Principal, id: string): Promise<{ live?: LiveRun; finished?: Run; poll?: () => Promise<Run | undefined> }> {
+    const row = await this.row(p, id);
+    if (row.status === 'completed' || row.status === 'failed') return { finished: await this.expand(p, row) };
+    const live = this.hub.get(id);
+    if (live) return { live };
+    if (row.status === 'created') {
+      const plan = this.pending.get(id) ?? (await this.replan(p, row));
+      const claimed = await store.updateRun(this.db, this.dialect, id, { status: 'processing', updated_at: nowIso() }, 'created');
+      if (claimed) {
+        this.pending.delete(id);
+        const started = this.hub.open(id);
+        const doc = docOf(row);
+        void this.execute({ ...row, status: 'processing' }, doc, plan, started).then(
+          async (final) => this.hub.close(id, await this.expand(p, final).catch(() => this.forCreation(final))),
+          () => this.hub.close(id, undefined),
+        );
+        return { live: started };
+      }
+      const raced = this.hub.get(id);
+      if (raced) return { live: raced };
+    }
+    // Executing elsewhere (another process): follow the stored run until it ends.
+    return {
+      poll: async () => {
+        const r = await store.getRun(this.db, this.dialect, scopeOf(p), id);
+        return r && (r.status === 'completed' || r.status === 'failed') ? this.expand(p, r) : undefined;
+      },
+    };
+  }
+
+  /** Fails streamed runs that nobody streamed in time (`stream_not_consumed`). */
+  async sweepUnconsumed(): Promise<number> {
+    const before = new Date(Date.now() - this.streamTimeoutSeconds * 1000).toISOString();
+    const stale = await store.staleCreatedRuns(this.db, this.dialect, before);
+    let failed = 0;
+    for (const row of stale) {
+      const doc = docOf(row);
+      const error: RunError = { code: 'stream_not_consumed', message: `the run was created with stream: true and not streamed within ${this.streamTimeoutSeconds} s` };
+      const ok = await store.updateRun(this.db, this.dialect, row.id, { status: 'failed', updated_at: nowIso(), doc: { ...doc, error } }, 'created');
+      if (ok) {
+        failed++;
+        this.pending.delete(row.id);
+      }
+    }
+    return failed;
+  }
+
+  /** Calls the provider and stores the outcome; never throws for a provider or result failure. */
+  private async execute(row: RunRow, doc: RunDoc, plan: Plan, live: LiveRun | undefined): Promise<RunRow> {
+    const started = performance.now();
+    let text = '';
+    let usage: TokenUsage | undefined;
+    let finishReason: string | undefined;
+    let chunks = 0;
+    let error: RunError | undefined;
+    let result: ResultPart[] = [];
+    try {
+      if (live) {
+        for await (const chunk of plan.driver.stream(plan.connection, plan.request)) {
+          if (chunk.text) {
+            text += chunk.text;
+            chunks++;
+            live.push(chunk.text);
+          }
+          if (chunk.token_use) usage = chunk.token_use;
+          if (chunk.finish_reason) finishReason = chunk.finish_reason;
+        }
+      } else {
+        const completion = await plan.driver.complete(plan.connection, plan.request);
+        text = completion.text;
+        usage = completion.token_use;
+        finishReason = completion.finish_reason;
+      }
+      result = plan.request.result_schema ? [{ type: 'json', value: parseResult(text, plan.request.result_schema) }] : [{ type: 'text', value: text }];
+    } catch (err) {
+      error = toRunError(err);
+      if (text) result = [{ type: 'text', value: text }];
+    }
+    const executionTime = Math.round(performance.now() - started);
+    const finalDoc: RunDoc = { ...doc, result, ...(error ? { error } : {}), ...(live ? { chunks } : {}) };
+    const patch = {
+      status: error ? 'failed' : 'completed',
+      updated_at: nowIso(),
+      finish_reason: finishReason ?? null,
+      execution_time: executionTime,
+      token_prompt: usage?.prompt ?? null,
+      token_result: usage?.result ?? null,
+      token_total: usage?.total ?? (usage?.prompt !== undefined && usage?.result !== undefined ? usage.prompt + usage.result : null),
+      doc: finalDoc,
+    };
+    await store.updateRun(this.db, this.dialect, row.id, patch);
+    return { ...row, ...patch };
+  }
+
+  /** A streamed run created by another process (or before a restart): rebuild its plan. */
+  private async replan(p: Principal, row: RunRow): Promise<Plan> {
+    const doc = docOf(row);
+    const env = await this.environments.resolve(p, doc.environment?.id ?? '');
+    const c = doc.config;
+    return {
+      driver: getDriver(env.dto.provider),
+      connection: env.connection,
+      request: {
+        model: row.model_id ?? '',
+        messages: doc.prompt.map((m) => ({ role: m.role as 'system' | 'user' | 'assistant', content: m.content })),
+        temperature: c.temperature as number | undefined,
+        ...(c.max_tokens !== undefined ? { max_tokens: c.max_tokens as number } : {}),
+        ...(doc.result_schema ? { result_schema: doc.result_schema } : {}),
+      },
+    };
+  }
+
+  private async row(p: Principal, id: string): Promise<RunRow> {
+    const row = await store.getRun(this.db, this.dialect, scopeOf(p), id);
+    if (!row) throw new NotFound('run', id);
+    return row;
+  }
+
+  /** The POST /runs answer: account, project and interaction as id strings (the client's InteractionExecutionResult). */
+  private forCreation(row: RunRow): Run {
+    const run = toRun(row);
+    const doc = docOf(row);
+    return { ...run, account: doc.account.id, project: doc.project.id, interaction: doc.interaction.id, environment: doc.environment ? { id: doc.environment.id, name: doc.environment.name } : null };
+  }
+
+  private async expand(p: Principal, row: RunRow): Promise<Run> {
+    const run = toRun(row);
+    const doc = docOf(row);
+    const interaction = await this.interactions.get(p, doc.interaction.id).catch(() => doc.interaction);
+    const environment = doc.environment ? await this.environments.get(p, doc.environment.id).catch(() => doc.environment) : null;
+    return { ...run, interaction, environment };
+  }
+}
+
+/** Options from the interaction, then config, then config.model_options (which wins: decisions.md). */
+function modelOptions(interaction: InteractionDto, config: Record<string, unknown>): Pick<CompletionRequest, 'temperature' | 'max_tokens' | 'top_p' | 'stop'> {
+  const fromModelOptions = (config.model_options ?? {}) as Record<string, unknown>;
+  const merged: Record<string, unknown> = { ...(interaction.model_options ?? {}) };
+  for (const k of ['temperature', 'max_tokens', 'top_p', 'stop']) if (config[k] !== undefined) merged[k] = config[k];
+  Object.assign(merged, fromModelOptions);
+  const temperature = merged.temperature ?? DEFAULT_TEMPERATURE;
+  if (typeof temperature !== 'number' || !(temperature >= 0 && temperature <= 2)) throw new BadRequest('temperature must be a number from 0 to 2');
+  const out: Pick<CompletionRequest, 'temperature' | 'max_tokens' | 'top_p' | 'stop'> = { temperature };
+  if (merged.max_tokens !== undefined && merged.max_tokens !== null) {
+    if (!Number.isInteger(merged.max_tokens) || (merged.max_tokens as number) < 1) throw new BadRequest('max_tokens must be a positive integer');
+    out.max_tokens = merged.max_tokens as number;
+  }
+  if (merged.top_p !== undefined && merged.top_p !== null) {
+    if (typeof merged.top_p !== 'number' || merged.top_p < 0 || merged.top_p > 1) throw new BadRequest('top_p must be a number from 0 to 1');
+    out.top_p = merged.top_p;
+  }
+  if (merged.stop !== undefined && merged.stop !== null) {
+    const stop = Array.isArray(merged.stop) ? merged.stop : [merged.stop];
+    if (!stop.every((s) => typeof s === 'string')) throw new BadRequest('stop must be a string or an array of strings');
+    out.stop = stop as string[];
+  }
+  return out;
+}
+
+/** Tags: a comma-separated string or an array whose items may hold commas (`-T a,b`). */
+export function normaliseTags(tags: unknown): string[] {
+  if (tags === undefined || tags === null) return [];
+  const items = Array.isArray(tags) ? tags : [tags];
+  if (!items.every((t) => typeof t === 'string')) throw new BadRequest('tags must be a string or an array of strings');
+  return [...new Set((items as string[]).flatMap((t) => t.split(',')).map((t) => t.trim()).filter(Boolean))];
+}
+
+/** A JSON answer: tolerate a Markdown code fence around it, then validate against the schema. */
+function parseResult(text: string, schema: Record<string, unknown>): unknown {
+  const fenced = /^\s*```(?:json)?\s*([\s\S]*?)\s*```\s*$/.exec(text);
+  let value: unknown;
+  try {
+    value = JSON.parse(fenced ? fenced[1] : text);
+  } catch {
+    throw new ResultError(`the model's answer is not JSON: ${text.slice(0, 200)}`);
+  }
+  const validate = compileSchema(schema);
+  if (!validate(value)) throw new ResultError(`the model's answer does not match result_schema: ${describeErrors('result', validate.errors)}`);
+  return value;
+}
+
+class ResultError extends Error {}
+
+function toRunError(err: unknown): RunError {
+  if (err instanceof ProviderError) return { code: err.code, message: err.message, ...(err.upstreamStatus ? { data: { upstream_status: err.upstreamStatus } } : {}) };
+  if (err instanceof ResultError) return { code: 'invalid_result', message: err.message };
+  return { code: 'execution_error', message: (err as Error)?.message ?? String(err) };
+}

@@ -1,0 +1,72 @@
+/**
+ * Live streamed runs of this process. Chunks are kept while the run executes so that a late or
+ * reconnecting subscriber gets them all (replay after Last-Event-ID, then live); the entry goes
+ * once the run ends, after which the stream answers from the stored run.
+ */
+export type StreamEvent = { kind: 'chunk'; seq: number; text: string } | { kind: 'close'; run: unknown };
+
+type Listener = (e: StreamEvent) => void;
+
+export class LiveRun {
+  readonly chunks: string[] = [];
+  private readonly listeners = new Set<Listener>();
+  private final: unknown;
+  private done = false;
+
+  push(text: string): void {
+    if (this.done || text === '') return;
+    this.chunks.push(text);
+    const e: StreamEvent = { kind: 'chunk', seq: this.chunks.length, text };
+    for (const l of this.listeners) l(e);
+  }
+
+  finish(run: unknown): void {
+    if (this.done) return;
+    this.done = true;
+    this.final = run;
+    for (const l of this.listeners) l({ kind: 'close', run });
+    this.listeners.clear();
+  }
+
+  /** Replays chunks after `afterSeq`, then follows live; returns the unsubscribe function. */
+  subscribe(afterSeq: number, listener: Listener): () => void {
+    for (let i = Math.max(afterSeq, 0); i < this.chunks.length; i++) listener({ kind: 'chunk', seq: i + 1, text: this.chunks[i] });
+    if (this.done) {
+      listener({ kind: 'close', run: this.final });
+      return () => {};
+    }
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  get subscriberCount(): number {
+    return this.listeners.size;
+  }
+}
+
+export class StreamHub {
+  private readonly live = new Map<string, LiveRun>();
+
+  open(runId: string): LiveRun {
+    const existing = this.live.get(runId);
+    if (existing) return existing;
+    const run = new LiveRun();
+    this.live.set(runId, run);
+    return run;
+  }
+
+  get(runId: string): LiveRun | undefined {
+    return this.live.get(runId);
+  }
+
+  close(runId: string, finalRun: unknown): void {
+    const run = this.live.get(runId);
+    if (!run) return;
+    run.finish(finalRun);
+    this.live.delete(runId);
+  }
+
+  get size(): number {
+    return this.live.size;
+  }
+}

@@ -1,0 +1,53 @@
+/**
+ * The one error a template can raise. The run service maps it to an HTTP 400, so every message
+ * says what to change: which template, which data path, where in the template.
+ */
+export type TemplateErrorKind = 'syntax' | 'missing_data' | 'evaluation';
+
+export interface TemplatePosition {
+  /** 1-based line in the template content. */
+  readonly line: number;
+  /** 1-based column in that line. */
+  readonly column: number;
+}
+
+export class TemplateError extends Error {
+  constructor(
+    message: string,
+    readonly kind: TemplateErrorKind,
+    /** The data path involved (e.g. `user.address.city`), when there is one. */
+    readonly path?: string,
+    readonly position?: TemplatePosition,
+  ) {
+    super(message);
+    this.name = 'TemplateError';
+  }
+}
+
+/** 1-based line and column of a character offset, counting `\n` as the line break. */
+export function positionAt(text: string, offset: number): TemplatePosition {
+  let line = 1;
+  let lineStart = 0;
+  const end = Math.min(Math.max(offset, 0), text.length);
+  for (let i = text.indexOf('\n'); i !== -1 && i < end; i = text.indexOf('\n', i + 1)) {
+    line++;
+    lineStart = i + 1;
+  }
+  return { line, column: end - lineStart + 1 };
+}
+
+/** Prefixes an error raised while compiling or rendering with the template's name. */
+export function inTemplate(name: string | undefined, err: TemplateError): TemplateError {
+  const label = name ? `template ${JSON.stringify(name)}` : 'template';
+  return new TemplateError(`${label}: ${err.message}`, err.kind, err.path, err.position);
+}
+
+/** A syntax error located at a character offset of the template content. */
+export function syntaxErrorAt(content: string, offset: number, message: string): TemplateError {
+  const position = positionAt(content, offset);
+  return syntaxErrorAtPosition(position, message);
+}
+
+export function syntaxErrorAtPosition(position: TemplatePosition, message: string): TemplateError {
+  return new TemplateError(`syntax error at line ${position.line}, column ${position.column}: ${message}`, 'syntax', undefined, position);
+}

@@ -1,0 +1,110 @@
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { decodeJwt } from 'jose';
+import { TEST_DIALECTS, startTestServer, seedEcho, type TestServer } from '../support/server.ts';
+
+for (const dialect of TEST_DIALECTS) {
+  describe(`${dialect}: authentication, projects and API keys`, () => {
+    let srv: TestServer;
+    before(async () => {
+      srv = await startTestServer(dialect);
+    });
+    after(() => srv.close());
+
+    it('answers /health without a token', async () => {
+      const r = await srv.api('GET', '/health', undefined, null);
+      assert.equal(r.status, 200);
+      assert.equal(r.body.status, 'ok');
+    });
+
+    it('refuses a missing, malformed or unknown token with 401 and the error shape', async () => {
+      for (const [token, headers] of [[null, {}], ['sk-unknownunknownunknown1234', {}], ['not-a-token', {}], [null, { authorization: 'Basic abc' }]] as const) {
+        const r = await srv.api('GET', '/api/v1/projects', undefined, token, headers as Record<string, string>);
+        assert.equal(r.status, 401);
+        assert.equal(r.body.error, 'unauthorized');
+        assert.equal(r.body.status, 401);
+        assert.match(r.body.message, /token|key|Authorization/i);
+      }
+    });
+
+    it('issues a real JWT for an API key, with an empty JSON body, and accepts it', async () => {
+      const r = await srv.api('POST', '/api/v1/token/issue', '', srv.adminKey, { 'content-type': 'application/json' });
+      assert.equal(r.status, 200, JSON.stringify(r.body));
+      assert.equal(r.body.token_type, 'Bearer');
+      assert.ok(r.body.expires_in > 0);
+      const claims = decodeJwt(r.body.token);
+      assert.ok(claims.exp! > Date.now() / 1000);
+      assert.equal((claims.endpoints as any).studio, srv.url);
+      assert.equal((claims.endpoints as any).token, `${srv.url}/api/v1`);
+      assert.ok((claims.project as any).id);
+      const me = await srv.api('GET', '/api/v1/projects', undefined, r.body.token);
+      assert.equal(me.status, 200);
+      // The Python client's body form.
+      const py = await srv.api('POST', '/api/v1/token/issue', { type: 'apikey', key: srv.adminKey });
+      assert.equal(py.status, 200);
+      const tampered = r.body.token.slice(0, -3) + (r.body.token.endsWith('AAA') ? 'BBB' : 'AAA');
+      assert.equal((await srv.api('GET', '/api/v1/projects', undefined, tampered)).status, 401);
+    });
+
+    it('creates projects and keys; a member key sees only its project; others are 404', async () => {
+      const proj = await srv.api('POST', '/api/v1/projects', { name: 'Second Project' });
+      assert.equal(proj.status, 200, JSON.stringify(proj.body));
+      assert.equal(proj.body.namespace, 'second-project');
+      const dup = await srv.api('POST', '/api/v1/projects', { name: 'Second Project' });
+      assert.equal(dup.status, 400);
+
+      const key = await srv.api('POST', '/api/v1/apikeys', { name: 'second member', project: proj.body.id });
+      assert.equal(key.status, 200, JSON.stringify(key.body));
+      assert.match(key.body.value, /^sk-/);
+      assert.equal(key.body.role, 'member');
+      assert.deepEqual(key.body.project, { id: proj.body.id, name: 'Second Project' });
+
+      const listed = await srv.api('GET', '/api/v1/apikeys');
+      assert.equal(listed.status, 200);
+      assert.ok(listed.body.some((k: any) => k.id === key.body.id));
+      assert.ok(listed.body.every((k: any) => k.value === undefined), 'GET /apikeys never shows the secret');
+
+      const member = key.body.value;
+      const visible = await srv.api('GET', '/api/v1/projects', undefined, member);
+      assert.deepEqual(visible.body.map((p: any) => p.id), [proj.body.id]);
+      assert.equal((await srv.api('POST', '/api/v1/projects', { name: 'x' }, member)).status, 403);
+      assert.equal((await srv.api('POST', '/api/v1/apikeys', { name: 'x', role: 'admin' }, member)).status, 403);
+
+      // Data of the default project is invisible to the member of the second one.
+      const seeded = await seedEcho(srv);
+      const other = await srv.api('GET', `/api/v1/interactions/${seeded.interaction.id}`, undefined, member);
+      assert.equal(other.status, 404);
+      assert.equal(other.body.error, 'not_found');
+      assert.equal((await srv.api('GET', `/api/v1/environments/${seeded.env.id}`, undefined, member)).status, 404);
+      assert.equal((await srv.api('GET', `/api/v1/projects/${srv.orrery.bootstrap.project.id}`, undefined, member)).status, 404);
+      const run = await srv.api('POST', '/api/v1/runs', { interaction: seeded.interaction.id, data: { text: 'hi' } });
+      assert.equal((await srv.api('GET', `/api/v1/runs/${run.body.id}`, undefined, member)).status, 404);
+      const runs = await srv.api('GET', '/api/v1/runs', undefined, member);
+      assert.deepEqual(runs.body, []);
+
+      // Revoking the key stops it at once, and the JWTs issued for it too.
+      const jwt = (await srv.api('POST', '/api/v1/token/issue', undefined, member)).body.token;
+      assert.equal((await srv.api('DELETE', `/api/v1/apikeys/${key.body.id}`)).status, 200);
+      assert.equal((await srv.api('GET', '/api/v1/projects', undefined, member)).status, 401);
+      assert.equal((await srv.api('GET', '/api/v1/projects', undefined, jwt)).status, 401);
+      assert.equal((await srv.api('DELETE', `/api/v1/apikeys/${key.body.id}`)).status, 404);
+    });
+
+    it('validates key creation', async () => {
+      assert.equal((await srv.api('POST', '/api/v1/apikeys', {})).status, 400);
+      assert.equal((await srv.api('POST', '/api/v1/apikeys', { name: 'x', role: 'owner' })).status, 400);
+      assert.equal((await srv.api('POST', '/api/v1/apikeys', { name: 'x', project: 'nope' })).status, 404);
+      const past = await srv.api('POST', '/api/v1/apikeys', { name: 'x', expires_at: '2001-01-01T00:00:00Z' });
+      assert.equal(past.status, 400);
+      assert.match(past.body.message, /future/);
+    });
+
+    it('exchanges an sk- key through the official client', async () => {
+      const client = srv.client();
+      const envs = await client.environments.list();
+      assert.ok(Array.isArray(envs));
+      const project = await client.getProject();
+      assert.equal(project?.id, srv.orrery.bootstrap.project.id);
+    });
+  });
+}

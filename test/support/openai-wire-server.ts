@@ -1,0 +1,275 @@
+/**
+ * A local server that speaks the OpenAI REST wire as documented (API reference: Chat Completions,
+ * Embeddings, Errors): request validation, 401 on a wrong key, `{error:{message,type,param,code}}`
+ * bodies, SSE chunks with `choices[0].delta.content`, a final usage chunk with empty `choices`
+ * when `stream_options.include_usage`, then `data: [DONE]`. Knobs script the answer and failures.
+ */
+import { createHash } from 'node:crypto';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export interface OpenAIWireOptions {
+  /** The accepted key (`Authorization: Bearer …`); null accepts any request, with or without one. Default 'sk-test'. */
+  apiKey?: string | null;
+  /** Answer text; a function sees the request body. Default: "Hello from the wire server." */
+  text?: string | ((body: Record<string, unknown>) => string);
+  /** Exact stream pieces; default: the text split after each space. */
+  chunks?: string[];
+  /** Usage to report; default: counts of words. */
+  usage?: { prompt_tokens: number; completion_tokens: number; total_tokens: number };
+  finishReason?: string;
+  /** Models that exist; others get 404 model_not_found. Default: any model. */
+  models?: string[];
+  /** Answer this status with an OpenAI error body instead of a completion. */
+  fail?: { status: number; message?: string; type?: string; code?: string | null; rawBody?: string };
+  /** Send this error object as a data line after `afterChunks` content chunks, then close. */
+  midStreamError?: { afterChunks: number; message: string; type?: string; code?: string | null };
+  /** Wait before answering (headers included). */
+  delayMs?: number;
+  /** Wait between stream chunks. */
+  chunkDelayMs?: number;
+  /** Never answer (the socket stays open until the client gives up or close()). */
+  hang?: boolean;
+  /** Stream only: hang after this many content chunks. */
+  hangAfterChunks?: number;
+}
+
+export interface RecordedRequest {
+  method: string;
+  path: string;
+  headers: Record<string, string | string[] | undefined>;
+  /** Parsed JSON body, or the raw text when it was not JSON. */
+  body: any;
+}
+
+export interface WireServer {
+  /** Base URL as the OpenAI SDKs take it: `http://127.0.0.1:PORT/v1`. */
+  url: string;
+  origin: string;
+  requests: RecordedRequest[];
+  /** Change knobs between requests. */
+  options: OpenAIWireOptions;
+  close(): Promise<void>;
+}
+
+const DEFAULT_TEXT = 'Hello from the wire server.';
+const EMBEDDING_DIMENSIONS: Record<string, number> = {
+  'text-embedding-3-small': 1536,
+  'text-embedding-3-large': 3072,
+  'text-embedding-ada-002': 1536,
+};
+
+export async function startOpenAIWireServer(options: OpenAIWireOptions = {}): Promise<WireServer> {
+  const requests: RecordedRequest[] = [];
+  const state: WireServer = { url: '', origin: '', requests, options, close: async () => {} };
+
+  const server = createServer((req, res) => {
+    void handle(req, res, state).catch((err) => {
+      if (!res.headersSent) sendJson(res, 500, errorBody(`wire server bug: ${String(err)}`, 'server_error', null));
+      else res.destroy();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  state.origin = `http://127.0.0.1:${port}`;
+  state.url = `${state.origin}/v1`;
+  state.close = () =>
+    new Promise<void>((resolve) => {
+      server.closeAllConnections();
+      server.close(() => resolve());
+    });
+  return state;
+}
+
+async function handle(req: IncomingMessage, res: ServerResponse, state: WireServer): Promise<void> {
+  const raw = await readBody(req);
+  let body: any = raw;
+  let parsed = false;
+  try {
+    body = raw === '' ? undefined : JSON.parse(raw);
+    parsed = true;
+  } catch {
+    // recorded as text; answered below as a parse error
+  }
+  const path = (req.url ?? '/').split('?')[0];
+  state.requests.push({ method: req.method ?? '', path, headers: { ...req.headers }, body });
+  const o = state.options;
+
+  if (o.hang) return; // never answer
+  if (o.delayMs) await sleep(o.delayMs);
+
+  const route = `${req.method} ${path}`;
+  if (route !== 'POST /v1/chat/completions' && route !== 'POST /v1/embeddings') {
+    return sendJson(res, 404, errorBody(`Invalid URL (${req.method} ${path})`, 'invalid_request_error', null));
+  }
+  const authError = checkAuth(req, o.apiKey === undefined ? 'sk-test' : o.apiKey);
+  if (authError) return sendJson(res, 401, authError);
+  if (!parsed || typeof body !== 'object' || body === null || Array.isArray(body)) {
+    return sendJson(
+      res,
+      400,
+      errorBody(
+        "We could not parse the JSON body of your request. (HINT: This likely means you aren't using your HTTP library correctly. The OpenAI API expects a JSON payload, but what was sent was not valid JSON.",
+        'invalid_request_error',
+        null,
+      ),
+    );
+  }
+  if (o.fail) {
+    if (o.fail.rawBody !== undefined) {
+      res.writeHead(o.fail.status, { 'content-type': 'text/html' });
+      return void res.end(o.fail.rawBody);
+    }
+    const type = o.fail.type ?? (o.fail.status >= 500 ? 'server_error' : 'invalid_request_error');
+    return sendJson(res, o.fail.status, errorBody(o.fail.message ?? 'The server had an error while processing your request.', type, o.fail.code ?? null));
+  }
+  if (typeof body.model !== 'string' || body.model === '') {
+    return sendJson(res, 400, errorBody('you must provide a model parameter', 'invalid_request_error', null));
+  }
+  if (o.models && !o.models.includes(body.model)) {
+    return sendJson(
+      res,
+      404,
+      errorBody(`The model \`${body.model}\` does not exist or you do not have access to it.`, 'invalid_request_error', 'model_not_found'),
+    );
+  }
+  if (path === '/v1/embeddings') return embeddings(res, body);
+  return chatCompletions(res, body, o);
+}
+
+function checkAuth(req: IncomingMessage, key: string | null): object | undefined {
+  if (key === null) return undefined;
+  const header = req.headers.authorization;
+  if (!header) {
+    return errorBody(
+      "You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY), or as the password field (with blank username) if you're accessing the API from your browser and are prompted for a username and password. You can obtain an API key from https://platform.openai.com/account/api-keys.",
+      'invalid_request_error',
+      null,
+    );
+  }
+  const given = header.replace(/^Bearer\s+/i, '');
+  if (!/^Bearer\s/i.test(header) || given !== key) {
+    const shown = given.length > 8 ? `${given.slice(0, 4)}*****${given.slice(-4)}` : '*****';
+    return errorBody(
+      `Incorrect API key provided: ${shown}. You can find your API key at https://platform.openai.com/account/api-keys.`,
+      'invalid_request_error',
+      'invalid_api_key',
+    );
+  }
+  return undefined;
+}
+
+async function chatCompletions(res: ServerResponse, body: any, o: OpenAIWireOptions): Promise<void> {
+  if (!Array.isArray(body.messages)) {
+    return sendJson(res, 400, { error: { message: "Missing required parameter: 'messages'.", type: 'invalid_request_error', param: 'messages', code: 'missing_required_parameter' } });
+  }
+  if (body.messages.length === 0) {
+    return sendJson(res, 400, { error: { message: "Invalid 'messages': empty array. Expected an array with minimum length 1, but got an empty array instead.", type: 'invalid_request_error', param: 'messages', code: 'empty_array' } });
+  }
+  if (body.stream_options !== undefined && body.stream !== true) {
+    return sendJson(res, 400, { error: { message: 'The stream_options parameter is only allowed when stream is enabled.', type: 'invalid_request_error', param: 'stream_options', code: null } });
+  }
+  const text = typeof o.text === 'function' ? o.text(body) : (o.text ?? DEFAULT_TEXT);
+  const promptWords = body.messages.reduce((n: number, m: any) => n + words(typeof m?.content === 'string' ? m.content : ''), 0);
+  const usage = o.usage ?? { prompt_tokens: promptWords, completion_tokens: words(text), total_tokens: promptWords + words(text) };
+  const finish = o.finishReason ?? 'stop';
+  const id = `chatcmpl-${createHash('sha1').update(JSON.stringify(body)).digest('hex').slice(0, 24)}`;
+  const created = Math.floor(Date.now() / 1000);
+  const base = { id, created, model: body.model, system_fingerprint: 'fp_wire' };
+
+  if (body.stream !== true) {
+    return sendJson(res, 200, {
+      ...base,
+      object: 'chat.completion',
+      choices: [{ index: 0, message: { role: 'assistant', content: text, refusal: null, annotations: [] }, logprobs: null, finish_reason: finish }],
+      usage: { ...usage, prompt_tokens_details: { cached_tokens: 0, audio_tokens: 0 }, completion_tokens_details: { reasoning_tokens: 0, audio_tokens: 0, accepted_prediction_tokens: 0, rejected_prediction_tokens: 0 } },
+      service_tier: 'default',
+    });
+  }
+
+  const includeUsage = body.stream_options?.include_usage === true;
+  // With include_usage every chunk carries `usage: null` except the last.
+  const chunk = (choices: unknown[], extra: Record<string, unknown> = {}) =>
+    JSON.stringify({ ...base, object: 'chat.completion.chunk', choices, ...(includeUsage ? { usage: null } : {}), ...extra });
+  res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', connection: 'keep-alive', 'x-request-id': `req_${id.slice(9)}` });
+  const send = (data: string) => res.write(`data: ${data}\n\n`);
+
+  send(chunk([{ index: 0, delta: { role: 'assistant', content: '', refusal: null }, logprobs: null, finish_reason: null }]));
+  const pieces = o.chunks ?? text.split(/(?<= )/).filter((p) => p !== '');
+  for (const [i, piece] of pieces.entries()) {
+    if (o.midStreamError && i === o.midStreamError.afterChunks) return endWithError(res, o.midStreamError);
+    if (o.hangAfterChunks !== undefined && i === o.hangAfterChunks) return;
+    if (o.chunkDelayMs && i > 0) await sleep(o.chunkDelayMs);
+    if (res.destroyed) return;
+    send(chunk([{ index: 0, delta: { content: piece }, logprobs: null, finish_reason: null }]));
+  }
+  if (o.midStreamError && o.midStreamError.afterChunks >= pieces.length) return endWithError(res, o.midStreamError);
+  if (o.hangAfterChunks !== undefined && o.hangAfterChunks >= pieces.length) return;
+  send(chunk([{ index: 0, delta: {}, logprobs: null, finish_reason: finish }]));
+  if (includeUsage) send(chunk([], { usage }));
+  send('[DONE]');
+  res.end();
+}
+
+function endWithError(res: ServerResponse, e: NonNullable<OpenAIWireOptions['midStreamError']>): void {
+  res.write(`data: ${JSON.stringify(errorBody(e.message, e.type ?? 'server_error', e.code ?? null))}\n\n`);
+  res.end();
+}
+
+/** Unit vectors from a hash of the text: the same text always gets the same vector. */
+export function wireEmbedding(text: string, dimensions: number): number[] {
+  const out: number[] = [];
+  let block = Buffer.alloc(0);
+  for (let i = 0; out.length < dimensions; i++) {
+    if (block.length < 4) block = createHash('sha256').update(`${i}\u0000${text}`).digest();
+    out.push(block.readUInt32BE(0) / 0xffffffff - 0.5);
+    block = block.subarray(4);
+  }
+  const norm = Math.hypot(...out) || 1;
+  return out.map((x) => x / norm);
+}
+
+function embeddings(res: ServerResponse, body: any): void {
+  const input = body.input;
+  const inputs: unknown[] = typeof input === 'string' ? [input] : Array.isArray(input) ? input : [];
+  if (input === undefined) {
+    return sendJson(res, 400, { error: { message: "Missing required parameter: 'input'.", type: 'invalid_request_error', param: 'input', code: 'missing_required_parameter' } });
+  }
+  if (inputs.length === 0 || inputs.some((x) => typeof x !== 'string' || x === '')) {
+    return sendJson(res, 400, { error: { message: "'$.input' is invalid. Please check the API reference: https://platform.openai.com/docs/api-reference.", type: 'invalid_request_error', param: null, code: null } });
+  }
+  const full = EMBEDDING_DIMENSIONS[body.model] ?? 1536;
+  if (body.dimensions !== undefined && (!Number.isInteger(body.dimensions) || body.dimensions < 1 || body.dimensions > full)) {
+    return sendJson(res, 400, { error: { message: `Invalid value for 'dimensions' = ${body.dimensions}. Must be between 1 and ${full}.`, type: 'invalid_request_error', param: 'dimensions', code: null } });
+  }
+  const dims = body.dimensions ?? full;
+  const base64 = body.encoding_format === 'base64';
+  const data = (inputs as string[]).map((text, index) => {
+    const vector = wireEmbedding(text, dims);
+    // The official openai SDK asks for base64 (little-endian float32) by default.
+    const embedding = base64 ? Buffer.from(new Float32Array(vector).buffer).toString('base64') : vector;
+    return { object: 'embedding', index, embedding };
+  });
+  const tokens = (inputs as string[]).reduce((n, t) => n + words(t), 0);
+  sendJson(res, 200, { object: 'list', data, model: body.model, usage: { prompt_tokens: tokens, total_tokens: tokens } });
+}
+
+const errorBody = (message: string, type: string, code: string | null) => ({ error: { message, type, param: null, code } });
+
+function sendJson(res: ServerResponse, status: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), 'x-request-id': 'req_wire' });
+  res.end(text);
+}
+
+const words = (s: string) => s.split(/\s+/).filter(Boolean).length;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+function readBody(req: IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const parts: Buffer[] = [];
+    req.on('data', (b: Buffer) => parts.push(b));
+    req.on('end', () => resolve(Buffer.concat(parts).toString('utf8')));
+    req.on('error', reject);
+  });
+}

@@ -1,0 +1,118 @@
+/**
+ * Starts a real Orrery on a free loopback port, on SQLite (a temporary data folder) or on a fresh
+ * database of the test PostgreSQL cluster. Every test file runs its cases on each of TEST_DIALECTS.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { VertesiaClient } from '@vertesia/client';
+import { loadConfig, type Config } from '../../src/config.ts';
+import { buildServer, type Orrery } from '../../src/server.ts';
+
+export type TestDialect = 'sqlite' | 'postgres';
+
+export const TEST_DIALECTS: TestDialect[] = (process.env.ORRERY_TEST_DIALECTS ?? 'sqlite')
+  .split(',')
+  .map((d) => d.trim())
+  .filter((d): d is TestDialect => d === 'sqlite' || d === 'postgres');
+
+export interface ApiResponse<T = any> {
+  status: number;
+  body: T;
+  headers: Headers;
+}
+
+export interface TestServer {
+  url: string;
+  dialect: TestDialect;
+  adminKey: string;
+  orrery: Orrery;
+  dataDir: string;
+  databaseUrl?: string;
+  api<T = any>(method: string, path: string, body?: unknown, token?: string | null, headers?: Record<string, string>): Promise<ApiResponse<T>>;
+  /** The official client with an sk- key (exchanged at our /token/issue). */
+  client(key?: string): VertesiaClient;
+  close(): Promise<void>;
+}
+
+export async function createPgDatabase(): Promise<{ url: string; drop: () => Promise<void> }> {
+  const admin = process.env.ORRERY_TEST_PG_URL;
+  if (!admin) throw new Error('ORRERY_TEST_PG_URL is not set: run the tests with `npm test`, which starts PostgreSQL');
+  const name = `orrery_${Date.now().toString(36)}_${Math.random().toString(36).slice(2, 8)}`;
+  const client = new pg.Client({ connectionString: admin });
+  await client.connect();
+  await client.query(`CREATE DATABASE ${name}`);
+  await client.end();
+  const url = new URL(admin);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    drop: async () => {
+      const c = new pg.Client({ connectionString: admin });
+      await c.connect();
+      await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await c.end();
+    },
+  };
+}
+
+export async function startTestServer(dialect: TestDialect, overrides: Partial<Config> = {}): Promise<TestServer> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'orrery-test-'));
+  const pgdb = dialect === 'postgres' ? await createPgDatabase() : undefined;
+  const config = loadConfig({}, { port: 0, host: '127.0.0.1', dataDir, databaseUrl: pgdb?.url, logLevel: 'silent', ...overrides });
+  const orrery = await buildServer(config, { logger: false });
+  const address = await orrery.app.listen({ port: 0, host: '127.0.0.1' });
+  if (!overrides.publicUrl) config.publicUrl = address;
+  const adminKey = orrery.bootstrap.key!;
+  const url = address;
+  const api = async (method: string, path: string, body?: unknown, token: string | null = adminKey, headers: Record<string, string> = {}) => {
+    const res = await fetch(url + path, {
+      method,
+      headers: {
+        ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+        ...(token ? { authorization: `Bearer ${token}` } : {}),
+        ...headers,
+      },
+      body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
+    });
+    const text = await res.text();
+    let parsed: unknown = text;
+    try {
+      parsed = text ? JSON.parse(text) : undefined;
+    } catch {
+      /* not JSON: keep the text */
+    }
+    return { status: res.status, body: parsed as any, headers: res.headers };
+  };
+  return {
+    url,
+    dialect,
+    adminKey,
+    orrery,
+    dataDir,
+    databaseUrl: pgdb?.url,
+    api,
+    client: (key = adminKey) => new VertesiaClient({ serverUrl: url, storeUrl: url, tokenServerUrl: `${url}/api/v1`, apikey: key }),
+    close: async () => {
+      await orrery.app.close();
+      await pgdb?.drop();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** An environment on the offline test provider, a prompt and an interaction that echoes `{{text}}`. */
+export async function seedEcho(srv: TestServer, opts: { token?: string; name?: string; config?: Record<string, unknown> } = {}) {
+  const token = opts.token ?? srv.adminKey;
+  const env = await srv.api('POST', '/api/v1/environments', { name: 'Test env', provider: 'test', default_model: 'echo', config: opts.config }, token);
+  const prompt = await srv.api('POST', '/api/v1/prompts', { name: 'echo prompt', role: 'user', content: 'Say: {{text}}', content_type: 'handlebars' }, token);
+  const interaction = await srv.api('POST', '/api/v1/interactions', {
+    name: opts.name ?? 'Echo', status: 'draft', environment: env.body.id,
+    prompts: [{ type: 'template', template: prompt.body.id }],
+  }, token);
+  if (env.status !== 200 || prompt.status !== 200 || interaction.status !== 200) {
+    throw new Error(`seeding failed: ${JSON.stringify([env.body, prompt.body, interaction.body])}`);
+  }
+  return { env: env.body, prompt: prompt.body, interaction: interaction.body };
+}
