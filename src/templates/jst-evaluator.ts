@@ -7,6 +7,8 @@
  *
  * Errors are TemplateErrors without a position; jst-template.ts adds where the `${…}` is.
  */
+import { FORBIDDEN_NAMES, forbidden, NOT_FOUND, readOwn, readProperty } from './jst-access.ts';
+import { describe, isPath } from './jst-describe.ts';
 import { JST_GLOBALS, NAMESPACE_NAMES } from './jst-globals.ts';
 import { ARRAY_METHODS, NUMBER_METHODS, STRING_METHODS, truthy, type JstMethod } from './jst-methods.ts';
 import type { JstNode } from './jst-parser.ts';
@@ -17,12 +19,8 @@ import type { RenderLimits } from './render-limits.ts';
 import { TemplateError } from './template-error.ts';
 import { valueToText } from './value-text.ts';
 
-/** Names that lead to prototypes and constructors: refused wherever they appear. */
-const FORBIDDEN_NAMES = new Set(['__proto__', 'prototype', 'constructor']);
-
 /** An optional chain (`a?.b`) met null or undefined: the rest of the chain is skipped. */
 const SHORT_CIRCUIT = Symbol('short-circuit');
-const NOT_FOUND = Symbol('not-found');
 
 const MAX_RENDER_DEPTH = 100;
 
@@ -235,7 +233,7 @@ export class JstEvaluator implements JstRuntime {
     let name: string | undefined;
     let fn: unknown;
     if (callee.type === 'MemberExpression') {
-      receiver = this.#chainObject(callee.object as JstNode, scope, callee, callee.optional === true);
+      receiver = this.#chainObject(callee.object as JstNode, scope, callee.object as JstNode, callee.optional === true);
       if (receiver === SHORT_CIRCUIT) return SHORT_CIRCUIT;
       if (receiver === null || receiver === undefined) {
         if (callee.optional) return SHORT_CIRCUIT;
@@ -367,61 +365,3 @@ export class JstEvaluator implements JstRuntime {
 }
 
 const isObject = (v: unknown): boolean => v !== null && typeof v === 'object';
-
-const forbidden = (name: string) => evaluationError(`property "${name}" is not accessible in templates`);
-
-/** An own data property, or NOT_FOUND. Getters are never run. */
-function readOwn(target: object, key: string): unknown {
-  const d = Object.getOwnPropertyDescriptor(target, key);
-  if (!d) return NOT_FOUND;
-  if (!('value' in d)) throw evaluationError(`property "${key}" is not a plain data property`);
-  return d.value;
-}
-
-/** `target[key]` for plain data: own properties of objects and arrays, length and characters of strings. */
-function readProperty(target: unknown, key: string): unknown {
-  if (FORBIDDEN_NAMES.has(key)) throw forbidden(key);
-  if (typeof target === 'string') {
-    if (key === 'length') return target.length;
-    if (/^(0|[1-9]\d*)$/.test(key)) return target[Number(key)];
-    throw evaluationError(`strings have no property "${key}"${STRING_METHODS.has(key) ? ` (call it: .${key}(…))` : ''}`);
-  }
-  if (typeof target !== 'object' || target === null) throw evaluationError(`${kindOf(target)} has no property "${key}"`);
-  if (isCallable(target)) throw evaluationError(`functions have no readable properties ("${key}")`);
-  const v = readOwn(target, key);
-  if (v !== NOT_FOUND) return v;
-  // Absent from the data: undefined, as in JavaScript. Inherited (toString, map …): refused.
-  if (key in target) {
-    const hint = Array.isArray(target) && ARRAY_METHODS.has(key) ? ` (call it: .${key}(…))` : '';
-    throw evaluationError(`property "${key}" is not an own data property${hint}`);
-  }
-  return undefined;
-}
-
-/** Whether a node reads data by name: `a`, `a.b`, `a[0].c`. */
-function isPath(node: JstNode): boolean {
-  if (node.type === 'Identifier') return true;
-  return node.type === 'MemberExpression' && isPath(node.object as JstNode);
-}
-
-/** Short source-like text for a node, for error messages. */
-export function describe(node: JstNode): string {
-  switch (node.type) {
-    case 'Identifier':
-      return node.name as string;
-    case 'Literal':
-      return node.raw as string;
-    case 'ThisExpression':
-      return 'this';
-    case 'MemberExpression': {
-      const object = describe(node.object as JstNode);
-      const dot = node.optional ? '?.' : '';
-      const property = node.property as JstNode;
-      return node.computed ? `${object}${dot}[${describe(property)}]` : `${object}${dot || '.'}${property.name as string}`;
-    }
-    case 'CallExpression':
-      return `${describe(node.callee as JstNode)}${node.optional ? '?.' : ''}(…)`;
-    default:
-      return '…';
-  }
-}

@@ -35,9 +35,8 @@ export interface CompiledTemplate {
 }
 
 const CACHE_CAPACITY = 500;
-// One cache per content type, keyed by the content itself: a prompt's content string usually
-// comes from the same stored object on every run, and V8 keeps a string's hash on the string,
-// so a lookup does not rehash the whole template as a concatenated key would.
+// One cache per content type, keyed by the content itself: no concatenated key to build (and
+// hash) on every render.
 const caches = new Map<string, LruCache<string, CompiledTemplate>>(
   TEMPLATE_CONTENT_TYPES.map((type) => [type, new LruCache<string, CompiledTemplate>(CACHE_CAPACITY)]),
 );

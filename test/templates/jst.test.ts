@@ -135,6 +135,10 @@ describe('jst missing data', () => {
     assert.equal(failure('${user.address.city}', { user: { address: null } }).message,
       'template "x": data has no "user.address.city": "user.address" is null (used at line 1, column 1)');
     assert.equal(failure('${user.name}').path, 'user.name');
+    const call = failure('${user.name.toUpperCase()}', { user: {} });
+    assert.equal(call.path, 'user.name');
+    assert.match(call.message, /data has no "user\.name": cannot call user\.name\.toUpperCase\(\) on undefined/);
+    assert.equal(failure('${user.name.toUpperCase()}').message, 'template "x": data has no "user.name": "user" is not defined (used at line 1, column 1)');
   });
 
   it('names a missing value inside a callback', () => {

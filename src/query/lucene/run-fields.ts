@@ -1,0 +1,79 @@
+/**
+ * The searchable fields of a run and how each one matches (see evaluate.ts for the semantics of
+ * each kind). One list, so the parser's allow-list, the error message, the evaluator and the SQL
+ * compiler cannot drift (style K4).
+ */
+
+export const FIELD_KINDS = ['keyword', 'text', 'number', 'date', 'ref'] as const;
+/**
+ * - keyword: exact, case-sensitive values (`*`/`?` globs); JSON numbers and booleans compare as such.
+ * - text: words (case-insensitive tokens), phrases, one-token globs.
+ * - number: like keyword; the values are JSON numbers.
+ * - date: ISO 8601 instants; a term covers its precision (`2024-03` = the month, UTC).
+ * - ref: `{id, name}` or a bare id string; matches like keyword on the id or the name.
+ */
+export type FieldKind = (typeof FIELD_KINDS)[number];
+
+/** Fixed fields: name → kind. The name is also the path into the run document. */
+export const RUN_FIELDS = Object.freeze({
+  id: 'keyword',
+  status: 'keyword',
+  modelId: 'keyword',
+  model: 'keyword',
+  tags: 'keyword',
+  finish_reason: 'keyword',
+  parent: 'keyword',
+  interaction: 'ref',
+  environment: 'ref',
+  result: 'text',
+  prompt: 'text',
+  'token_use.prompt': 'number',
+  'token_use.result': 'number',
+  'token_use.total': 'number',
+  execution_time: 'number',
+  created_at: 'date',
+  updated_at: 'date',
+} as const satisfies Record<string, FieldKind>);
+
+/**
+ * Open-ended families: `<root>` and `<root>.<path>` for any path. String values match by the kind
+ * given here; numbers and booleans as keyword values. `parameters` holds free text (prompt inputs),
+ * `config` and `source` hold identifiers.
+ */
+export const RUN_FIELD_FAMILIES = Object.freeze({
+  parameters: 'text',
+  config: 'keyword',
+  source: 'keyword',
+} as const satisfies Record<string, FieldKind>);
+
+/** One path segment under a family: letters, digits, `_` and `-` (safe to bind as a JSON path key). */
+const SEGMENT = /^[\p{L}\p{N}_-]+$/u;
+
+export interface FieldSpec {
+  readonly name: string;
+  readonly kind: FieldKind;
+  /** Keys from the run document's root. */
+  readonly path: readonly string[];
+  /** Whether the field is one of the families (`parameters.…`, `config.…`, `source.…`). */
+  readonly family: boolean;
+}
+
+/** The spec of a searchable field, or null when the name is not searchable. */
+export const runField = (name: string): FieldSpec | null => {
+  if (Object.hasOwn(RUN_FIELDS, name)) {
+    return { name, kind: RUN_FIELDS[name as keyof typeof RUN_FIELDS], path: name.split('.'), family: false };
+  }
+  const path = name.split('.');
+  const root = path[0];
+  if (!Object.hasOwn(RUN_FIELD_FAMILIES, root)) return null;
+  if (!path.slice(1).every((s) => SEGMENT.test(s))) return null;
+  return { name, kind: RUN_FIELD_FAMILIES[root as keyof typeof RUN_FIELD_FAMILIES], path, family: true };
+};
+
+export const isRunField = (name: string): boolean => runField(name) !== null;
+
+/** For "unknown field" messages. */
+export const RUN_FIELD_LIST: readonly string[] = Object.freeze([
+  ...Object.keys(RUN_FIELDS),
+  ...Object.keys(RUN_FIELD_FAMILIES).map((f) => `${f}.<path>`),
+]);
