@@ -17,6 +17,7 @@ import { ErrorSchema } from './http/schemas.ts';
 import { EnvironmentService } from './interactions/environments.ts';
 import { PromptService } from './interactions/prompts.ts';
 import { InteractionService } from './interactions/interactions.ts';
+import { ChangeClock } from './interactions/change-clock.ts';
 import { interactionRoutes } from './interactions/routes.ts';
 import { RunService } from './runs/service.ts';
 import { StreamHub } from './runs/stream-hub.ts';
@@ -43,11 +44,12 @@ export async function buildServer(config: Config, opts: { logger?: boolean | obj
     const keys = deriveKeys(await resolveSecret(config, db, dialect));
     const auth = new AuthService(db, dialect, config, keys.jwt);
     const bootstrap = await auth.bootstrap();
-    const environments = new EnvironmentService(db, dialect, keys.encryption);
-    const prompts = new PromptService(db, dialect);
-    const interactions = new InteractionService(db, dialect, prompts, (p, id) => environments.get(p, id));
+    const changes = new ChangeClock();
+    const environments = new EnvironmentService(db, dialect, keys.encryption, changes);
+    const prompts = new PromptService(db, dialect, changes);
+    const interactions = new InteractionService(db, dialect, prompts, (p, id) => environments.get(p, id), changes);
     const hub = new StreamHub();
-    const runs = new RunService(db, dialect, interactions, environments, hub, config.streamTimeoutSeconds);
+    const runs = new RunService(db, dialect, interactions, environments, hub, changes, config.streamTimeoutSeconds);
 
     const app = Fastify({
       logger: opts.logger ?? { level: config.logLevel },
@@ -103,6 +105,7 @@ export async function buildServer(config: Config, opts: { logger?: boolean | obj
     sweeper.unref();
     app.addHook('onClose', async () => {
       clearInterval(sweeper);
+      await runs.close();
       await db.destroy();
     });
     await app.ready();

@@ -12,6 +12,7 @@ import { decrypt, encrypt } from '../auth/secret.ts';
 import { BadRequest, NotFound } from '../http/errors.ts';
 import { getDriver, isImplemented, PROVIDERS, SUPPORTED_PROVIDER_IDS } from '../providers/registry.ts';
 import type { ModelInfo, ProviderConnection } from '../providers/driver.ts';
+import type { ChangeClock } from './change-clock.ts';
 
 export interface EnvironmentInput {
   name?: string;
@@ -59,6 +60,7 @@ export class EnvironmentService {
     db: Kysely<Database>,
     dialect: OrreryDialect,
     private readonly encryptionKey: Buffer,
+    private readonly changes: ChangeClock,
   ) {
     this.table = new ScopedTable(db, dialect, 'environments', ['enabled_models', 'config']);
   }
@@ -81,6 +83,7 @@ export class EnvironmentService {
       config: input.config ?? {}, created_by: actorOf(p), updated_by: actorOf(p), created_at: now, updated_at: now,
     };
     await this.table.insert(row);
+    this.changes.bump(p.project.id);
     return this.toDto(row);
   }
 
@@ -111,11 +114,13 @@ export class EnvironmentService {
       patch.apikey_hint = key ? hint(key) : null;
     }
     await this.table.update(scopeOf(p), id, patch);
+    this.changes.bump(p.project.id);
     return this.toDto({ ...current, ...patch });
   }
 
   async delete(p: Principal, id: string): Promise<{ id: string }> {
     if (!(await this.table.delete(scopeOf(p), [id]))) throw new NotFound('environment', id);
+    this.changes.bump(p.project.id);
     return { id };
   }
 

@@ -12,6 +12,7 @@ import { actorOf, scopeOf, type Principal } from '../auth/principal.ts';
 import { BadRequest, Conflict, NotFound } from '../http/errors.ts';
 import { CONTENT_TYPES, PROMPT_ROLES, checkSyntax, type ContentType, type PromptRole, type PromptService } from './prompts.ts';
 import { compileSchema } from './json-schema.ts';
+import type { ChangeClock } from './change-clock.ts';
 
 export const INTERACTION_STATUSES = ['draft', 'published', 'archived'] as const;
 
@@ -107,6 +108,7 @@ export class InteractionService {
     dialect: OrreryDialect,
     private readonly prompts: PromptService,
     private readonly environmentExists: (p: Principal, id: string) => Promise<unknown>,
+    private readonly changes: ChangeClock,
   ) {
     this.table = new ScopedTable(db, dialect, 'interactions', ['prompts', 'model_options', 'result_schema', 'interaction_schema', 'test_data', 'tags']);
   }
@@ -177,6 +179,7 @@ export class InteractionService {
     if (input.visibility !== undefined) patch.visibility = input.visibility;
     const ok = await this.table.update(scopeOf(p), id, patch, { column: 'edit_revision', value: current.edit_revision });
     if (!ok) throw new Conflict(`interaction ${id} was changed concurrently; reload it and retry`);
+    this.changes.bump(p.project.id);
     return this.expand(p, { ...current, ...patch });
   }
 
@@ -185,6 +188,7 @@ export class InteractionService {
     const row = await this.row(p, id);
     const versions = row.parent_id ? [] : await this.versionRows(p, id);
     await this.table.delete(scopeOf(p), [id, ...versions.map((v) => v.id)]);
+    this.changes.bump(p.project.id);
     return { id };
   }
 
@@ -211,6 +215,7 @@ export class InteractionService {
       created_by: actorOf(p), updated_by: actorOf(p), created_at: now, updated_at: now,
     };
     await this.table.insert(row);
+    this.changes.bump(p.project.id);
     return this.expand(p, row);
   }
 

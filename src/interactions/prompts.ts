@@ -7,6 +7,7 @@ import { newId, nowIso } from '../db/ids.ts';
 import { actorOf, scopeOf, type Principal } from '../auth/principal.ts';
 import { BadRequest, Conflict, NotFound } from '../http/errors.ts';
 import { TemplateError, validateTemplateSyntax } from '../templates/render.ts';
+import type { ChangeClock } from './change-clock.ts';
 
 export const PROMPT_ROLES = ['safety', 'system', 'user', 'assistant', 'negative', 'mask', 'tool'] as const;
 export const CONTENT_TYPES = ['jst', 'handlebars', 'text'] as const;
@@ -54,6 +55,7 @@ export class PromptService {
   constructor(
     db: Kysely<Database>,
     dialect: OrreryDialect,
+    private readonly changes: ChangeClock,
   ) {
     this.table = new ScopedTable(db, dialect, 'prompts', ['input_schema', 'tags', 'test_data']);
   }
@@ -103,11 +105,13 @@ export class PromptService {
     checkSyntax(next.name, next.content_type as ContentType, next.content);
     const ok = await this.table.update(scopeOf(p), id, patch, { column: 'edit_revision', value: current.edit_revision });
     if (!ok) throw new Conflict(`prompt ${id} was changed concurrently; reload it and retry`);
+    this.changes.bump(p.project.id);
     return this.toDto(next);
   }
 
   async delete(p: Principal, id: string): Promise<{ id: string }> {
     if (!(await this.table.delete(scopeOf(p), [id]))) throw new NotFound('prompt', id);
+    this.changes.bump(p.project.id);
     return { id };
   }
 

@@ -17,6 +17,9 @@ import { toRun, toRunRef, docOf, type Run, type RunDoc, type RunError, type RunR
 import * as store from './store.ts';
 import type { StreamHub, LiveRun } from './stream-hub.ts';
 import { listRuns, type RunListFilters } from './list.ts';
+import { RunWriter } from './run-writer.ts';
+import type { ChangeClock } from '../interactions/change-clock.ts';
+import type { ResolvedEnvironment } from '../interactions/environments.ts';
 
 export interface RunCreateInput {
   interaction: string;
@@ -42,10 +45,20 @@ interface Plan {
 }
 
 const DEFAULT_TEMPERATURE = 0.7;
+/** How long a resolved interaction and environment may serve runs before they are read again. */
+const CONTEXT_TTL_MS = 1000;
+
+interface ExecutionContext {
+  interaction: InteractionDto;
+  env: ResolvedEnvironment;
+}
 
 export class RunService {
   /** Plans of streamed runs that this process created, kept until their stream starts. */
   private readonly pending = new Map<string, Plan>();
+  private readonly writer: RunWriter;
+  /** Resolved interaction + environment by project, interaction and environment override. */
+  private readonly contexts = new Map<string, { ctx: ExecutionContext; version: number; until: number }>();
 
   constructor(
     private readonly db: store.Db,
@@ -53,12 +66,15 @@ export class RunService {
     private readonly interactions: InteractionService,
     private readonly environments: EnvironmentService,
     private readonly hub: StreamHub,
+    private readonly changes: ChangeClock,
     private readonly streamTimeoutSeconds: number,
-  ) {}
+  ) {
+    this.writer = new RunWriter(db, dialect);
+  }
 
   /** POST /runs: `interaction` is an id. */
   create(p: Principal, input: RunCreateInput, caller: CallerInfo): Promise<Run> {
-    return this.start(p, input, caller, () => this.interactions.get(p, input.interaction));
+    return this.start(p, input, caller, () => this.interactions.get(p, input.interaction), `id:${input.interaction}`);
   }
 
   /** POST /execute: `interaction` is an endpoint selector (`Name`, `Name@draft`, `Name@3`, `Name@tag`). */
@@ -66,13 +82,10 @@ export class RunService {
     return this.start(p, input, caller, () => this.interactions.resolveSelector(p, input.interaction));
   }
 
-  private async start(p: Principal, input: RunCreateInput, caller: CallerInfo, load: () => Promise<InteractionDto>): Promise<Run> {
+  private async start(p: Principal, input: RunCreateInput, caller: CallerInfo, load: () => Promise<InteractionDto>, cacheKey?: string): Promise<Run> {
     if (typeof input.interaction !== 'string' || !input.interaction) throw new BadRequest('body must have property "interaction"');
-    const interaction = await load();
     const config = { ...(input.config ?? {}) };
-    const envId = (config.environment as string | undefined) ?? interaction.environment;
-    if (!envId) throw new BadRequest(`interaction "${interaction.name}" has no default environment; pass config.environment`);
-    const env = await this.environments.resolve(p, envId);
+    const { interaction, env } = await this.context(p, config.environment as string | undefined, load, cacheKey);
     if (!isImplemented(env.dto.provider)) {
       throw new BadRequest(`environment "${env.dto.name}" uses provider "${env.dto.provider}", which Orrery cannot execute yet; use openai, openai_compatible, anthropic or test`);
     }
@@ -124,7 +137,7 @@ export class RunService {
       execution_time: null, token_prompt: null, token_result: null, token_total: null, tags,
       created_at: now, updated_at: now, doc,
     };
-    await store.insertRun(this.db, this.dialect, row, tags);
+    await this.writer.insert(row, tags);
 
     const plan: Plan = {
       driver: getDriver(env.dto.provider),
@@ -141,6 +154,24 @@ export class RunService {
       throw new OrreryError(err.code, 502, `run ${final.id} failed: ${err.message}`, err.data, { id: final.id, run: this.forCreation(final) });
     }
     return this.forCreation(final);
+  }
+
+  /** The interaction and environment of a run, from the cache while nothing changed. */
+  private async context(p: Principal, envOverride: string | undefined, load: () => Promise<InteractionDto>, cacheKey?: string): Promise<ExecutionContext> {
+    const key = cacheKey && `${p.project.id}|${cacheKey}|${envOverride ?? ''}`;
+    const version = this.changes.version(p.project.id);
+    const now = Date.now();
+    const hit = key ? this.contexts.get(key) : undefined;
+    if (hit && hit.version === version && hit.until > now) return hit.ctx;
+    const interaction = await load();
+    const envId = envOverride ?? interaction.environment;
+    if (!envId) throw new BadRequest(`interaction "${interaction.name}" has no default environment; pass config.environment`);
+    const ctx = { interaction, env: await this.environments.resolve(p, envId) };
+    if (key) {
+      if (this.contexts.size > 10_000) this.contexts.clear();
+      this.contexts.set(key, { ctx, version, until: now + CONTEXT_TTL_MS });
+    }
+    return ctx;
   }
 
   /** GET /runs/:id: interaction and environment expanded as objects. */
@@ -165,7 +196,7 @@ export class RunService {
     if (live) return { live };
     if (row.status === 'created') {
       const plan = this.pending.get(id) ?? (await this.replan(p, row));
-      const claimed = await store.updateRun(this.db, this.dialect, id, { status: 'processing', updated_at: nowIso() }, 'created');
+      const claimed = await this.writer.update(id, { status: 'processing', updated_at: nowIso() }, 'created');
       if (claimed) {
         this.pending.delete(id);
         const started = this.hub.open(id);
@@ -186,6 +217,11 @@ export class RunService {
         return r && (r.status === 'completed' || r.status === 'failed') ? this.expand(p, r) : undefined;
       },
     };
+  }
+
+  /** Waits for queued run writes (shutdown). */
+  close(): Promise<void> {
+    return this.writer.drain();
   }
 
   /** Fails streamed runs that nobody streamed in time (`stream_not_consumed`). */
@@ -248,7 +284,7 @@ export class RunService {
       token_total: usage?.total ?? (usage?.prompt !== undefined && usage?.result !== undefined ? usage.prompt + usage.result : null),
       doc: finalDoc,
     };
-    await store.updateRun(this.db, this.dialect, row.id, patch);
+    await this.writer.update(row.id, patch);
     return { ...row, ...patch };
   }
 

@@ -19,11 +19,14 @@ export const decodeRun = (d: OrreryDialect, row: RunRow): RunRow => ({ ...row, t
 export const runsIn = (db: Db, s: Scope) =>
   db.selectFrom('runs').where('runs.account_id', '=', s.account).where('runs.project_id', '=', s.project);
 
+/** Inserts a run and its tags; inside the caller's transaction when `db` is one (the run writer's batch). */
 export async function insertRun(db: Db, d: OrreryDialect, row: RunRow, tags: readonly string[]): Promise<void> {
-  await db.transaction().execute(async (trx) => {
+  const write = async (trx: Db) => {
     await trx.insertInto('runs').values(encodeRun(d, row)).execute();
     if (tags.length) await trx.insertInto('run_tags').values(tags.map((tag) => ({ run_id: row.id, tag }))).execute();
-  });
+  };
+  if (db.isTransaction) await write(db);
+  else await db.transaction().execute(write);
 }
 
 export async function getRun(db: Db, d: OrreryDialect, s: Scope, id: string): Promise<RunRow | undefined> {

@@ -1,5 +1,5 @@
 /** 0001: accounts, projects, keys, settings, environments, prompts, interactions, runs. Frozen. */
-import type { Kysely } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import type { DialectName } from '../dialect.ts';
 
 export const json = (d: DialectName) => (d === 'postgres' ? 'jsonb' : 'text');
@@ -143,9 +143,13 @@ export async function up(db: Kysely<any>, d: DialectName): Promise<void> {
   await db.schema.createIndex('runs_recent').on('runs').columns(['project_id', 'updated_at desc', 'id desc']).execute();
   await db.schema.createIndex('runs_status').on('runs').columns(['project_id', 'status', 'updated_at desc']).execute();
   await db.schema.createIndex('runs_interaction').on('runs').columns(['project_id', 'interaction_id', 'updated_at desc']).execute();
-  await db.schema.createIndex('runs_parent').on('runs').columns(['project_id', 'parent_id', 'updated_at desc']).execute();
+  // Partial indexes: most runs have no parent and are not waiting for a stream, so these stay
+  // small and cost nothing on the write path of an ordinary run.
+  await db.schema.createIndex('runs_parent').on('runs').columns(['project_id', 'parent_id', 'updated_at desc'])
+    .where(sql<boolean>`parent_id IS NOT NULL`).execute();
   // The sweeper of never-streamed runs looks for old `created` runs across projects.
-  await db.schema.createIndex('runs_created_sweep').on('runs').columns(['status', 'created_at']).execute();
+  await db.schema.createIndex('runs_created_sweep').on('runs').columns(['created_at'])
+    .where(sql<boolean>`status = 'created'`).execute();
 
   await db.schema
     .createTable('run_tags')

@@ -1,0 +1,94 @@
+/** Benchmark plumbing: servers run as child processes so the load generator never shares their CPU time. */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+export const ROOT = new URL('../..', import.meta.url).pathname;
+
+export const freePort = () =>
+  new Promise<number>((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as { port: number };
+      srv.close(() => resolve(port));
+    });
+  });
+
+export interface Child {
+  url: string;
+  proc: ChildProcess;
+  /** Peak resident set size of the child so far, in bytes (from /proc). */
+  peakRss(): number;
+  stop(): Promise<void>;
+}
+
+async function waitFor(url: string, ms = 60_000) {
+  const until = Date.now() + ms;
+  for (;;) {
+    try {
+      const r = await fetch(url);
+      if (r.ok || r.status === 404) return;
+    } catch {
+      /* not up yet */
+    }
+    if (Date.now() > until) throw new Error(`${url} did not come up`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+export async function startChild(args: string[], env: Record<string, string>, healthPath: string): Promise<Child> {
+  const port = await freePort();
+  const proc = spawn(process.execPath, ['--import', 'tsx', ...args], {
+    cwd: ROOT,
+    env: { ...process.env, ...env, ORRERY_PORT: String(port), BARE_PORT: String(port) },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  let out = '';
+  proc.stdout!.on('data', (d) => (out += d));
+  const url = `http://127.0.0.1:${port}`;
+  await waitFor(url + healthPath);
+  return {
+    url,
+    proc,
+    peakRss: () => {
+      const status = readFileSync(`/proc/${proc.pid}/status`, 'utf8');
+      return Number(/VmHWM:\s+(\d+) kB/.exec(status)![1]) * 1024;
+    },
+    stop: () =>
+      new Promise((resolve) => {
+        proc.once('exit', () => resolve());
+        proc.kill('SIGTERM');
+        setTimeout(() => proc.kill('SIGKILL'), 5000).unref();
+      }),
+  };
+}
+
+/** An Orrery server on a fresh temporary data folder (SQLite) or the given database URL. */
+export async function startOrrery(extraEnv: Record<string, string> = {}): Promise<Child & { adminKey: string; dataDir: string }> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'orrery-bench-'));
+  const adminKey = 'sk-bench-admin-key-0123456789abcdef';
+  const child = await startChild(['src/cli.ts', 'serve'], { ORRERY_DATA_DIR: dataDir, ORRERY_ADMIN_KEY: adminKey, ORRERY_LOG_LEVEL: 'warn', ...extraEnv }, '/health');
+  return {
+    ...child,
+    adminKey,
+    dataDir,
+    stop: async () => {
+      await child.stop();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+export const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+
+export const machine = () => {
+  const cpu = /model name\s*:\s*(.*)/.exec(readFileSync('/proc/cpuinfo', 'utf8'))?.[1] ?? 'unknown CPU';
+  return `${cpu}, ${(process.env.NPROC ?? '').trim() || require_nproc()} cores, Node ${process.version}`;
+};
+
+function require_nproc(): number {
+  return readFileSync('/proc/cpuinfo', 'utf8').split('\n').filter((l) => l.startsWith('processor')).length;
+}

@@ -1,0 +1,15 @@
+/** `npm run bench -- <name>`: runs one benchmark (or all, in order, with no name). */
+const BENCHES: Record<string, string> = {
+  runs: './runs-throughput.ts',
+};
+const wanted = process.argv.slice(2);
+const names = wanted.length ? wanted : Object.keys(BENCHES);
+for (const name of names) {
+  const file = BENCHES[name];
+  if (!file) {
+    console.error(`unknown benchmark "${name}"; known: ${Object.keys(BENCHES).join(', ')}`);
+    process.exit(2);
+  }
+  console.log(`\n=== ${name} ===`);
+  await import(file);
+}

@@ -1,0 +1,88 @@
+/**
+ * Group commit for run writes (DESIGN principle 4: batch what can be batched). Concurrent requests
+ * queue their inserts and updates; one transaction per event-loop turn applies them all, so a
+ * commit (and its WAL write or fsync) is shared by every run in flight instead of paid by each.
+ * A caller's promise settles only once its write is committed: a run row still exists before any
+ * provider call. If a batch fails, its writes are retried one by one so an error reaches only the
+ * request that caused it.
+ */
+import type { Updateable } from 'kysely';
+import type { RunTable } from '../db/schema.ts';
+import type { OrreryDialect } from '../db/dialect.ts';
+import type { RunRow } from './model.ts';
+import { insertRun, updateRun, type Db } from './store.ts';
+
+type Op = (trx: Db) => Promise<boolean>;
+
+interface Pending {
+  op: Op;
+  resolve: (v: boolean) => void;
+  reject: (e: unknown) => void;
+}
+
+/** At most this many writes share a transaction, so one commit never grows without bound. */
+const MAX_BATCH = 256;
+
+export class RunWriter {
+  private queue: Pending[] = [];
+  private scheduled = false;
+  private flushing: Promise<void> = Promise.resolve();
+
+  constructor(
+    private readonly db: Db,
+    private readonly dialect: OrreryDialect,
+  ) {}
+
+  insert(row: RunRow, tags: readonly string[]): Promise<void> {
+    return this.enqueue(async (trx) => {
+      await insertRun(trx, this.dialect, row, tags);
+      return true;
+    }).then(() => undefined);
+  }
+
+  /** Resolves to false when `fromStatus` is given and the run was no longer in it. */
+  update(id: string, patch: Updateable<RunTable>, fromStatus?: string): Promise<boolean> {
+    return this.enqueue((trx) => updateRun(trx, this.dialect, id, patch, fromStatus));
+  }
+
+  /** Waits for every queued write (shutdown). */
+  async drain(): Promise<void> {
+    while (this.queue.length || this.scheduled) await this.flushing.then(() => new Promise((r) => setImmediate(r)));
+    await this.flushing;
+  }
+
+  private enqueue(op: Op): Promise<boolean> {
+    return new Promise<boolean>((resolve, reject) => {
+      this.queue.push({ op, resolve, reject });
+      if (!this.scheduled) {
+        this.scheduled = true;
+        setImmediate(() => {
+          this.flushing = this.flushing.then(() => this.flush());
+        });
+      }
+    });
+  }
+
+  private async flush(): Promise<void> {
+    this.scheduled = false;
+    while (this.queue.length) {
+      const batch = this.queue.splice(0, MAX_BATCH);
+      try {
+        const results = await this.db.transaction().execute(async (trx) => {
+          const out: boolean[] = [];
+          for (const p of batch) out.push(await p.op(trx));
+          return out;
+        });
+        batch.forEach((p, i) => p.resolve(results[i]));
+      } catch {
+        for (const p of batch) {
+          try {
+            p.resolve(await this.db.transaction().execute((trx) => p.op(trx)));
+          } catch (err) {
+            p.reject(err);
+          }
+        }
+      }
+    }
+  }
+}
