@@ -1,6 +1,9 @@
 /** `npm run bench -- <name>`: runs one benchmark (or all, in order, with no name). */
 const BENCHES: Record<string, string> = {
   runs: './runs-throughput.ts',
+  embeddings: './embeddings.ts',
+  'runs-embeddings': './runs-embeddings-ab.ts',
+  content: './content.ts',
 };
 const wanted = process.argv.slice(2);
 const names = wanted.length ? wanted : Object.keys(BENCHES);

@@ -20,7 +20,42 @@ export interface Config {
   jwtTtlSeconds: number;
   /** A run created with stream:true and never streamed fails after this many seconds. */
   streamTimeoutSeconds: number;
+  /** Largest accepted upload through a signed URL, in bytes (413 past it). */
+  maxUploadBytes: number;
+  /** Flush each upload to disk before publishing it (local blob folder); off trades power-loss safety for speed. */
+  blobFsync: boolean;
   logLevel: string;
+  /** When set, GET /metrics requires `Authorization: Bearer <this token>`. */
+  metricsToken?: string;
+  /** Graceful shutdown waits this long for streams, runs and jobs before it exits anyway. */
+  shutdownTimeoutSeconds: number;
+  /** A replica silent this long is dead and the runs it was executing are failed. */
+  replicaTimeoutSeconds: number;
+  /** Content processing (src/content): jobs at once per process, and one worker thread each. */
+  contentWorkers: number;
+  /** Pages of a PDF (slides of a presentation) processed at most; more fails the object. */
+  contentMaxPages: number;
+  /** Uncompressed size of a zip-based file (DOCX, XLSX, PPTX, ODF) at most, in bytes. */
+  contentMaxDecompressedBytes: number;
+  /** Pixels (width × height) of an image or rendered page at most. */
+  contentMaxPixels: number;
+  /** Bytes of content read for processing at most. */
+  contentMaxInputBytes: number;
+  /** Wall-clock limit of one processing step, in milliseconds. */
+  contentStepTimeoutMs: number;
+  /** JS heap limit of one content worker thread, in MB. */
+  contentWorkerMemoryMb: number;
+  /** Visibility timeout of a running job: a job not heard of this long is taken again, in milliseconds. */
+  jobLeaseMs: number;
+  /** Attempts of a job before it is given up (transient failures, lost processes). */
+  jobMaxAttempts: number;
+  /** Longest wait of GET …/renditions/:format?block_on_generation=true, in milliseconds. */
+  renditionWaitMs: number;
+  /**
+   * Similarity search: an index partition (project, type, model) with fewer vectors than this is
+   * searched exactly (brute force), and so is a filtered candidate set this small; from it on, HNSW.
+   */
+  vectorExactThreshold: number;
 }
 
 type Env = Record<string, string | undefined>;
@@ -33,6 +68,38 @@ function int(env: Env, name: string, fallback: number, min = 0, max = Number.MAX
     throw new Error(`${name} must be an integer between ${min} and ${max}, got ${JSON.stringify(raw)}`);
   }
   return n;
+}
+
+const UNITS: Record<string, number> = { '': 1, b: 1, k: 1e3, kb: 1e3, kib: 1024, m: 1e6, mb: 1e6, mib: 1024 ** 2, g: 1e9, gb: 1e9, gib: 1024 ** 3, t: 1e12, tb: 1e12, tib: 1024 ** 4 };
+
+function flag(env: Env, name: string, fallback: boolean): boolean {
+  const raw = env[name]?.trim().toLowerCase();
+  if (raw === undefined || raw === '') return fallback;
+  if (['1', 'true', 'yes', 'on'].includes(raw)) return true;
+  if (['0', 'false', 'no', 'off'].includes(raw)) return false;
+  throw new Error(`${name} must be true or false, got ${JSON.stringify(env[name])}`);
+}
+
+/** A size in bytes, with an optional unit: `1073741824`, `512MB`, `1GiB` (KB/MB/GB are powers of 1000). */
+function byteSize(env: Env, name: string, fallback: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw.trim() === '') return fallback;
+  const m = /^\s*(\d+(?:\.\d+)?)\s*([a-z]*)\s*$/i.exec(raw);
+  const unit = m ? UNITS[m[2].toLowerCase()] : undefined;
+  const n = m && unit ? Math.floor(Number(m[1]) * unit) : NaN;
+  if (!Number.isSafeInteger(n) || n < 1) {
+    throw new Error(`${name} must be a size such as 1073741824, 512MB or 1GiB, got ${JSON.stringify(raw)}`);
+  }
+  return n;
+}
+
+/** A duration given in seconds (decimals allowed), answered in milliseconds. */
+function seconds(env: Env, name: string, fallbackSeconds: number, min = 0.001, max = 86_400): number {
+  const raw = env[name];
+  if (raw === undefined || raw.trim() === '') return Math.round(fallbackSeconds * 1000);
+  const n = Number(raw);
+  if (!Number.isFinite(n) || n < min || n > max) throw new Error(`${name} must be a number of seconds between ${min} and ${max}, got ${JSON.stringify(raw)}`);
+  return Math.round(n * 1000);
 }
 
 function nonEmpty(env: Env, name: string): string | undefined {
@@ -59,7 +126,23 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     databaseUrl: overrides.databaseUrl ?? nonEmpty(env, 'ORRERY_DATABASE_URL'),
     jwtTtlSeconds: overrides.jwtTtlSeconds ?? int(env, 'ORRERY_JWT_TTL', 3600, 60, 30 * 24 * 3600),
     streamTimeoutSeconds: overrides.streamTimeoutSeconds ?? int(env, 'ORRERY_STREAM_TIMEOUT', 3600, 1),
+    maxUploadBytes: overrides.maxUploadBytes ?? byteSize(env, 'ORRERY_MAX_UPLOAD_SIZE', 1024 ** 3),
+    blobFsync: overrides.blobFsync ?? flag(env, 'ORRERY_BLOB_FSYNC', true),
     logLevel: overrides.logLevel ?? nonEmpty(env, 'ORRERY_LOG_LEVEL') ?? 'info',
+    metricsToken: overrides.metricsToken ?? nonEmpty(env, 'ORRERY_METRICS_TOKEN'),
+    shutdownTimeoutSeconds: overrides.shutdownTimeoutSeconds ?? int(env, 'ORRERY_SHUTDOWN_TIMEOUT', 30, 0, 3600),
+    replicaTimeoutSeconds: overrides.replicaTimeoutSeconds ?? int(env, 'ORRERY_REPLICA_TIMEOUT', 30, 2, 3600),
+    contentWorkers: overrides.contentWorkers ?? int(env, 'ORRERY_CONTENT_WORKERS', 2, 1, 64),
+    contentMaxPages: overrides.contentMaxPages ?? int(env, 'ORRERY_CONTENT_MAX_PAGES', 2000, 1),
+    contentMaxDecompressedBytes: overrides.contentMaxDecompressedBytes ?? byteSize(env, 'ORRERY_CONTENT_MAX_DECOMPRESSED', 512 * 1024 ** 2),
+    contentMaxPixels: overrides.contentMaxPixels ?? int(env, 'ORRERY_CONTENT_MAX_PIXELS', 100_000_000, 1),
+    contentMaxInputBytes: overrides.contentMaxInputBytes ?? byteSize(env, 'ORRERY_CONTENT_MAX_INPUT', 256 * 1024 ** 2),
+    contentStepTimeoutMs: overrides.contentStepTimeoutMs ?? seconds(env, 'ORRERY_CONTENT_STEP_TIMEOUT', 120),
+    contentWorkerMemoryMb: overrides.contentWorkerMemoryMb ?? int(env, 'ORRERY_CONTENT_WORKER_MEMORY', 1024, 64, 65536),
+    jobLeaseMs: overrides.jobLeaseMs ?? seconds(env, 'ORRERY_JOB_LEASE', 60, 0.1),
+    jobMaxAttempts: overrides.jobMaxAttempts ?? int(env, 'ORRERY_JOB_ATTEMPTS', 5, 1, 100),
+    renditionWaitMs: overrides.renditionWaitMs ?? seconds(env, 'ORRERY_RENDITION_WAIT', 30, 0, 600),
+    vectorExactThreshold: overrides.vectorExactThreshold ?? int(env, 'ORRERY_VECTOR_EXACT_THRESHOLD', 10_000, 1, 1_000_000),
   };
   if (config.secret !== undefined && config.secret.length < 16) {
     throw new Error('ORRERY_SECRET must be at least 16 characters long');

@@ -14,6 +14,7 @@ import { authenticate, installPrincipal } from './http/auth-hook.ts';
 import { installErrorHandling, installJsonParser } from './http/error-handler.ts';
 import { installValidation } from './http/validation.ts';
 import { ErrorSchema } from './http/schemas.ts';
+import { wireError } from './http/errors.ts';
 import { EnvironmentService } from './interactions/environments.ts';
 import { PromptService } from './interactions/prompts.ts';
 import { InteractionService } from './interactions/interactions.ts';
@@ -23,19 +24,50 @@ import { RunService } from './runs/service.ts';
 import { StreamHub } from './runs/stream-hub.ts';
 import { runRoutes } from './runs/routes.ts';
 import { RunRefSchema, RunSchema } from './runs/schemas.ts';
+import { join } from 'node:path';
+import { LocalBlobStore } from './blobs/local-store.ts';
+import { UrlSigner } from './blobs/url-signer.ts';
+import { BlobService } from './blobs/blob-service.ts';
+import { blobRoutes } from './blobs/routes.ts';
+import { fileRoutes } from './blobs/file-routes.ts';
+import { ObjectService } from './objects/service.ts';
+import { ObjectListing } from './objects/listing.ts';
+import { ObjectExporter } from './objects/export.ts';
+import { ObjectTypeService } from './objects/types-service.ts';
+import { objectRoutes } from './objects/routes.ts';
+import { ObjectRecordSchema, ObjectTypeSchema } from './objects/schemas.ts';
+import { ReplicaRegistry } from './cluster/replicas.ts';
+import { openNotifier } from './db/notify.ts';
+import { Metrics } from './http/metrics.ts';
+import { JobQueue } from './jobs/queue.ts';
+import { WorkerPool } from './content/worker/pool.ts';
+import { ContentPipeline } from './content/pipeline.ts';
+import { RenditionService } from './content/renditions.ts';
+import { contentRoutes } from './content/routes.ts';
+import { sql } from 'kysely';
+import { EmbeddingService } from './embeddings/service.ts';
+import { EmbeddingSettingsStore, parseStored } from './embeddings/settings.ts';
+import { VectorIndexes } from './embeddings/index-registry.ts';
+import { ObjectSimilarity } from './embeddings/object-search.ts';
+import { embeddingsStep } from './embeddings/pipeline-step.ts';
+import { embeddingRoutes } from './embeddings/routes.ts';
+import { DEFAULT_STEPS } from './content/steps.ts';
 
 export interface Orrery {
   app: FastifyInstance;
   config: Config;
   database: OpenedDatabase;
   bootstrap: BootstrapResult;
-  services: { auth: AuthService; runs: RunService };
+  services: { auth: AuthService; runs: RunService; jobs: JobQueue; content: ContentPipeline; embeddings: EmbeddingService };
+  replica: ReplicaRegistry;
+  metrics: Metrics;
+  /** Checks of GET /ready (features add theirs). */
+  readiness: Array<() => Promise<unknown>>;
   /** Every API route as `METHOD /path`, for the OpenAPI coverage test. */
   routes: string[];
 }
 
 const VERSION = '0.1.0';
-const SWEEP_MS = 60_000;
 
 export async function buildServer(config: Config, opts: { logger?: boolean | object } = {}): Promise<Orrery> {
   const database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
@@ -49,7 +81,58 @@ export async function buildServer(config: Config, opts: { logger?: boolean | obj
     const prompts = new PromptService(db, dialect, changes);
     const interactions = new InteractionService(db, dialect, prompts, (p, id) => environments.get(p, id), changes);
     const hub = new StreamHub();
-    const runs = new RunService(db, dialect, interactions, environments, hub, changes, config.streamTimeoutSeconds);
+    const metrics = new Metrics();
+    const replica = new ReplicaRegistry(db, config.replicaTimeoutSeconds * 1000);
+    await replica.start();
+    const notifier = openNotifier(database, config.databaseUrl);
+    // Run embeddings: the hook reaches the embedding service built below, once requests arrive.
+    const runs = new RunService(db, dialect, interactions, environments, hub, changes, replica, notifier, metrics, config.streamTimeoutSeconds, { embedRun: (s, r) => embeddings.embedRun(s, r) });
+    const blobs = new BlobService(db, dialect, new LocalBlobStore(join(config.dataDir, 'blobs'), { durable: config.blobFsync }), new UrlSigner(keys.urls), {
+      publicUrl: () => config.publicUrl,
+      maxUploadBytes: config.maxUploadBytes,
+    });
+    // Content processing: a durable job queue, worker threads for parsing, the steps (src/content).
+    const jobs = new JobQueue(db, dialect, {
+      concurrency: config.contentWorkers, leaseMs: config.jobLeaseMs, maxAttempts: config.jobMaxAttempts, owner: replica.id, metrics,
+      onError: (err, what) => app.log.error({ err }, `jobs: could not ${what}`),
+    });
+    // Embeddings and similarity (src/embeddings): the project's embedder, the vectors, the in-memory indexes.
+    const vectorIndexes = new VectorIndexes(db, notifier, {
+      exactBelow: config.vectorExactThreshold, replicaId: replica.id,
+      onError: (err, what) => app.log.error({ err }, `embeddings: could not ${what}`),
+    });
+    const embeddings = new EmbeddingService({
+      db, dialect, settings: new EmbeddingSettingsStore(db, dialect, environments), indexes: vectorIndexes, queue: jobs,
+      onError: (err, what) => app.log.error({ err }, `embeddings: could not ${what}`),
+    });
+    auth.useSetting('embeddings', {
+      current: (_s, stored) => parseStored(stored),
+      prepare: (s, value) => embeddings.prepareSettings(s, value),
+      changed: (s, before, after) => embeddings.settingsChanged(s, before, after),
+    });
+    const contentPool = new WorkerPool({ size: config.contentWorkers, memoryMb: config.contentWorkerMemoryMb });
+    const content = new ContentPipeline({
+      db, dialect, blobs, queue: jobs, pool: contentPool, steps: [...DEFAULT_STEPS, embeddingsStep(embeddings)],
+      limits: {
+        maxPages: config.contentMaxPages, maxDecompressedBytes: config.contentMaxDecompressedBytes, maxImagePixels: config.contentMaxPixels,
+        maxInputBytes: config.contentMaxInputBytes, stepTimeoutMs: config.contentStepTimeoutMs, workerMemoryMb: config.contentWorkerMemoryMb,
+      },
+      onError: (err, what) => app.log.error({ err }, `content: could not ${what}`),
+    });
+    const renditions = new RenditionService({ db, dialect, blobs, pipeline: content, waitMs: config.renditionWaitMs });
+    const objectTypes = new ObjectTypeService(db, dialect);
+    const listing = new ObjectListing(db, dialect, objectTypes);
+    const exporter = new ObjectExporter(db, dialect, objectTypes, listing);
+    const objects = new ObjectService({
+      db, dialect, blobs, types: objectTypes, processing: content, renditions,
+      runExists: (p, id) => runs.get(p, id).then(() => true, (err: { status?: number }) => (err?.status === 404 ? false : Promise.reject(err))),
+      onBackgroundError: (err, what) => app.log.error({ err }, `objects: could not ${what}`),
+      embeddings,
+    });
+    const similarity = new ObjectSimilarity(db, listing, embeddings, config.vectorExactThreshold);
+    /** Checks behind GET /ready; features with an external dependency (blob storage) add theirs. */
+    const readiness: Array<() => Promise<unknown>> = [() => sql`SELECT 1`.execute(db)];
+    let draining = false;
 
     const app = Fastify({
       logger: opts.logger ?? { level: config.logLevel },
@@ -66,11 +149,14 @@ export async function buildServer(config: Config, opts: { logger?: boolean | obj
     });
     installJsonParser(app);
     installValidation(app);
+    metrics.install(app);
     installErrorHandling(app);
     installPrincipal(app);
     app.addSchema(ErrorSchema);
     app.addSchema(RunSchema);
     app.addSchema(RunRefSchema);
+    app.addSchema(ObjectRecordSchema);
+    app.addSchema(ObjectTypeSchema);
 
     await app.register(swagger, {
       openapi: {
@@ -88,6 +174,21 @@ export async function buildServer(config: Config, opts: { logger?: boolean | obj
     });
 
     app.get('/health', { schema: { hide: true } }, async () => ({ status: 'ok', version: VERSION }));
+    app.get('/ready', { schema: { hide: true } }, async (_req, reply) => {
+      if (draining) return reply.code(503).send(wireError('not_ready', 503, 'shutting down'));
+      const failures: string[] = [];
+      await Promise.all(readiness.map((check) => check().catch((err: Error) => failures.push(err.message || String(err)))));
+      if (failures.length) return reply.code(503).send(wireError('not_ready', 503, `not ready: ${failures.join('; ')}`));
+      return { status: 'ready', replica: replica.id };
+    });
+    app.get('/metrics', { schema: { hide: true } }, async (req, reply) => {
+      if (config.metricsToken && req.headers.authorization !== `Bearer ${config.metricsToken}`) {
+        return reply.code(401).send(wireError('unauthorized', 401, 'GET /metrics needs "Authorization: Bearer <ORRERY_METRICS_TOKEN>"'));
+      }
+      metrics.executing.set(runs.executing);
+      await jobs.refreshMetrics().catch((err) => app.log.warn({ err }, 'jobs: could not count queued jobs'));
+      return reply.type(metrics.registry.contentType).send(await metrics.registry.metrics());
+    });
 
     await app.register(async (api) => {
       api.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
@@ -95,21 +196,48 @@ export async function buildServer(config: Config, opts: { logger?: boolean | obj
         authed.addHook('onRequest', authenticate(auth));
         await authed.register(authRoutes, { auth });
         await authed.register(interactionRoutes, { environments, prompts, interactions });
-        await authed.register(runRoutes, { runs });
+        await authed.register(runRoutes, { runs, metrics });
+        await authed.register(objectRoutes, { objects, listing, exporter, types: objectTypes, blobs, similarity });
+        await authed.register(embeddingRoutes, { embeddings });
+        await authed.register(fileRoutes, { blobs });
+        await authed.register(contentRoutes, { renditions });
       });
     }, { prefix: '/api/v1' });
+    // Public context (style F1): the signature in a blob URL is its credential.
+    await app.register(blobRoutes, { blobs });
 
-    const sweeper = setInterval(() => {
+    const sweep = () => {
       runs.sweepUnconsumed().catch((err) => app.log.error({ err }, 'stream sweeper failed'));
-    }, SWEEP_MS);
+      runs.sweepLost().catch((err) => app.log.error({ err }, 'lost-run sweeper failed'));
+      runs.sweepChunks().catch((err) => app.log.error({ err }, 'chunk sweeper failed'));
+    };
+    const sweeper = setInterval(sweep, Math.min(15_000, (config.replicaTimeoutSeconds * 1000) / 2));
     sweeper.unref();
+    setImmediate(sweep);
+    // Graceful shutdown: fail readiness at once, stop accepting, let streams and runs finish
+    // (bounded by ORRERY_SHUTDOWN_TIMEOUT), then release the database.
+    app.addHook('preClose', async () => {
+      draining = true;
+    });
     app.addHook('onClose', async () => {
       clearInterval(sweeper);
+      const deadline = Date.now() + config.shutdownTimeoutSeconds * 1000;
+      while (runs.executing > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
       await runs.close();
+      // Running jobs go back to the queue at once (not after their lease), for this or another process.
+      content.stopRecovery();
+      await jobs.stop(Math.min(5000, config.shutdownTimeoutSeconds * 1000));
+      await contentPool.close();
+      await embeddings.drain();
+      vectorIndexes.close();
+      await replica.stop();
+      await notifier.close();
       await db.destroy();
     });
     await app.ready();
-    return { app, config, database, bootstrap, services: { auth, runs }, routes };
+    jobs.start();
+    content.startRecovery();
+    return { app, config, database, bootstrap, services: { auth, runs, jobs, content, embeddings }, routes, replica, metrics, readiness } as Orrery;
   } catch (err) {
     await db.destroy().catch(() => {});
     throw err;

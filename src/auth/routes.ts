@@ -4,7 +4,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { AuthService } from './service.ts';
 import { principalOf } from '../http/auth-hook.ts';
 import { errorResponses, IdParams } from '../http/schemas.ts';
-import { ApiKeyCreateBody, ApiKeySchema, ProjectCreateBody, ProjectSchema, TokenIssueBody, TokenSchema } from './schemas.ts';
+import { ApiKeyCreateBody, ApiKeySchema, ProjectCreateBody, ProjectSchema, ProjectUpdateBody, TokenIssueBody, TokenSchema } from './schemas.ts';
 
 export const authRoutes: FastifyPluginAsyncTypebox<{ auth: AuthService }> = async (app, { auth }) => {
   app.post('/token/issue', {
@@ -27,6 +27,10 @@ export const authRoutes: FastifyPluginAsyncTypebox<{ auth: AuthService }> = asyn
   app.get('/projects/:id', {
     schema: { tags: ['projects'], summary: 'Retrieve a project', params: IdParams, response: { 200: ProjectSchema, ...errorResponses(401, 404) } },
   }, (req) => auth.getProject(principalOf(req), req.params.id));
+
+  app.put('/projects/:id', {
+    schema: { tags: ['projects'], summary: 'Update a project: name, description, embeddings {environment, model, runs}', params: IdParams, body: ProjectUpdateBody, response: { 200: ProjectSchema, ...errorResponses(400, 401, 404, 502) } },
+  }, (req) => auth.updateProject(principalOf(req), req.params.id, req.body));
 
   app.post('/apikeys', {
     schema: {

@@ -19,6 +19,16 @@ export const ProjectCreateBody = Type.Object({
   description: Type.Optional(Type.String()),
 });
 
+export const ProjectUpdateBody = Type.Object({
+  name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+  description: Type.Optional(Type.Union([Type.String(), Type.Null()])),
+  embeddings: Type.Optional(Type.Union([Type.Object({
+    environment: Type.Optional(Type.Union([Type.String(), Type.Null()], { description: 'An openai or openai_compatible environment id; null for the built-in orrery-hashed-ngrams-384 embedder' })),
+    model: Type.Optional(Type.String({ description: 'The embedding model (required with an environment)' })),
+    runs: Type.Optional(Type.Boolean({ description: 'Compute input_embedding / result_embedding of runs (default true)' })),
+  }, { additionalProperties: true }), Type.Null()], { description: "The project's embedding provider; null resets to the built-in embedder" })),
+}, { additionalProperties: true });
+
 export const ProjectSchema = Type.Object({
   id: Type.String(),
   name: Type.String(),

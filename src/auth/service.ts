@@ -8,7 +8,7 @@ import { newId, nowIso } from '../db/ids.ts';
 import { BadRequest, Forbidden, NotFound, Unauthorized } from '../http/errors.ts';
 import { generateApiKey, hashApiKey, keyHint, looksLikeApiKey } from './keys.ts';
 import { looksLikeJwt, signToken, verifyToken } from './jwt.ts';
-import type { KeyRole, Principal } from './principal.ts';
+import type { KeyRole, Principal, Scope } from './principal.ts';
 import * as store from './store.ts';
 import type { Db, KeyWithScope } from './store.ts';
 import type { ProjectTable } from '../db/schema.ts';
@@ -47,11 +47,23 @@ export interface BootstrapResult {
   key?: string;
 }
 
+/**
+ * A feature's key in a project's `settings` (e.g. `embeddings`), set by `PUT /projects/:id`. The
+ * feature validates the value (and may call out to check it) and hears of the change once stored.
+ */
+export interface ProjectSettingHandler<T = unknown> {
+  prepare(scope: Scope, value: unknown): Promise<T>;
+  /** The value in force when none was stored. */
+  current(scope: Scope, stored: unknown): T;
+  changed?(scope: Scope, before: T, after: T): Promise<void>;
+}
+
 /** Authenticated principals are cached briefly: a key lookup on every request costs a query. */
 const CACHE_MS = 10_000;
 
 export class AuthService {
   private readonly cache = new Map<string, { principal: Principal; until: number; keyExpires: number }>();
+  private readonly settingHandlers = new Map<string, ProjectSettingHandler<any>>();
 
   constructor(
     private readonly db: Db,
@@ -159,6 +171,42 @@ export class AuthService {
   async listProjects(p: Principal): Promise<ProjectDto[]> {
     const rows = await store.listProjects(this.db, p.account.id);
     return rows.filter((r) => p.role === 'admin' || r.id === p.project.id).map((r) => this.toProject(this.decodeProject(r)));
+  }
+
+  /** Lets a feature own one key of project settings (server.ts wires them). */
+  useSetting<T>(key: string, handler: ProjectSettingHandler<T>): void {
+    this.settingHandlers.set(key, handler);
+  }
+
+  /** `PUT /projects/:id`: name, description, and the settings keys features own. */
+  async updateProject(p: Principal, id: string, input: Record<string, unknown>): Promise<ProjectDto> {
+    const row = this.decodeProject(await this.visibleProject(p, id));
+    const scope: Scope = { account: row.account_id, project: row.id };
+    const settings = { ...((row.settings as Record<string, unknown> | null) ?? {}) };
+    const patch: Partial<ProjectTable> = {};
+    const changes: Array<() => Promise<void>> = [];
+    for (const [key, value] of Object.entries(input)) {
+      if (key === 'name') {
+        if (typeof value !== 'string' || !value.trim() || value.length > 200) throw new BadRequest('name must be a non-empty string of at most 200 characters');
+        patch.name = value.trim();
+      } else if (key === 'description') {
+        if (value !== null && typeof value !== 'string') throw new BadRequest('description must be a string or null');
+        patch.description = (value as string | null) || null;
+      } else if (this.settingHandlers.has(key)) {
+        const handler = this.settingHandlers.get(key)!;
+        const before = handler.current(scope, settings[key]);
+        const after = await handler.prepare(scope, value);
+        settings[key] = after;
+        if (handler.changed) changes.push(() => handler.changed!(scope, before, after));
+      } else if (!['id', 'account', 'namespace', 'created_at', 'updated_at', 'settings'].includes(key)) {
+        throw new BadRequest(`${key} cannot be changed; a project takes name, description${[...this.settingHandlers.keys()].map((k) => `, ${k}`).join('')}`);
+      }
+    }
+    patch.settings = this.dialect.toJson(settings);
+    patch.updated_at = nowIso();
+    await store.updateProjectRow(this.db, row.account_id, row.id, patch);
+    for (const change of changes) await change();
+    return this.toProject({ ...row, ...patch, settings });
   }
 
   async getProject(p: Principal, id: string): Promise<ProjectDto> {

@@ -3,12 +3,12 @@
  * Paths are arrays of keys; values are always bound parameters, never spliced into SQL text.
  * Feature code (query compilers, stores) calls these and never branches on the dialect itself.
  */
-import { sql, type Expression, type RawBuilder } from 'kysely';
+import { sql, type Expression, type RawBuilder, type SqlBool } from 'kysely';
 import type { DialectName } from './dialect.ts';
 
 /** SQLite JSON path literal `$."a"."b"[0]`: keys quoted so dots and spaces inside a key are safe. */
 const sqlitePath = (path: readonly (string | number)[]) =>
-  '$' + path.map((k) => (typeof k === 'number' ? `[${k}]` : `."${k.replace(/"/g, '\\"')}"`)).join('');
+  '$' + path.map((k) => (typeof k === 'number' ? `[${k}]` : `."${k.replace(/[\\"]/g, (c) => `\\${c}`)}"`)).join('');
 
 /** PostgreSQL text[] path for `#>` / `#>>`. */
 const pgPath = (path: readonly (string | number)[]) => path.map(String);
@@ -83,3 +83,290 @@ export const jsonSql = (dialect: DialectName): JsonSql => (dialect === 'postgres
 
 /** Escape `%`, `_` and `\` of a literal for use inside a LIKE pattern with ESCAPE '\'. */
 export const escapeLike = (literal: string): string => literal.replace(/[\\%_]/g, (c) => `\\${c}`);
+
+/**
+ * Every scalar value (string, number, boolean) inside a JSON document, at any depth, joined by
+ * spaces; keys are left out. What a full-text match over property values looks at.
+ */
+export const jsonScalarsText = (dialect: DialectName, col: Expression<unknown>): RawBuilder<string | null> =>
+  dialect === 'postgres'
+    ? sql<string | null>`(SELECT string_agg(v #>> '{}', ' ') FROM jsonb_path_query(${col}, 'strict $.**') AS v WHERE jsonb_typeof(v) IN ('string', 'number', 'boolean'))`
+    : sql<string | null>`(SELECT group_concat(jt.atom, ' ') FROM json_tree(${col}) AS jt WHERE jt.atom IS NOT NULL)`;
+
+// ─── Mongo-style find (src/query/find): path traversal and value tests, both dialects ───────────
+//
+// A *node* is one JSON value as an SQL expression: JSON text on SQLite, jsonb on PostgreSQL, and
+// SQL NULL when missing. `findNodes` lists the nodes a dotted path reaches, walking arrays of
+// objects the Mongo way; `findItems` adds the elements of the array nodes (Mongo compares a field
+// with its array's elements too). Both are FROM items with a caller-chosen alias, read with
+// `findNode(alias)` / `findItem(alias)`. Names starting with `_f` are reserved inside them, and a
+// `root` must be a qualified column or an outer alias (json_each has columns named id, key, value…).
+
+/** The JSON kinds, as find sees them. */
+export type JsonKind = 'string' | 'number' | 'boolean' | 'null' | 'array' | 'object';
+export type JsonTextComparison = '=' | '<' | '<=' | '>' | '>=';
+
+/** One JSON value: a row of `findItems`/`findElements`, or a node read with `findItemOf`. */
+export interface JsonFindItem {
+  /** Whether the value is of that kind (false, never NULL, for a row; NULL for a missing node). */
+  is(kind: JsonKind): RawBuilder<boolean>;
+  isBoolean(value: boolean): RawBuilder<boolean>;
+  /** The string; meaningful only where `is('string')`. */
+  readonly text: RawBuilder<string | null>;
+  /** The number as a double; NULL unless `is('number')`. */
+  readonly number: RawBuilder<number | null>;
+  /** The value as a node (for arrays and objects: a root for `findNodes` / `findElements`). */
+  readonly node: RawBuilder<unknown>;
+  /** Deep equality with an array of scalars and arrays (numbers numerically, strings exactly). */
+  equalsArray(value: readonly unknown[]): RawBuilder<boolean>;
+}
+
+export interface JsonFindSql {
+  readonly dialect: DialectName;
+  /**
+   * FROM item `(…) AS alias`, one row per node at `path` under `root` (never NULL). A step from an
+   * object takes its member; from an array, the member of each element that is an object, and also
+   * the element at that index when the key is an index (`0`…`999999999`); other values stop.
+   */
+  findNodes(root: Expression<unknown>, path: readonly string[], alias: string): RawBuilder<unknown>;
+  /** The node of a `findNodes` row. */
+  findNode(alias: string): RawBuilder<unknown>;
+  /** FROM item `(…) AS alias`, one row per item: each node, and each element of each array node. */
+  findItems(root: Expression<unknown>, path: readonly string[], alias: string): RawBuilder<unknown>;
+  /** FROM item `(…) AS alias`, one row per element of `node` when it is an array (else none). */
+  findElements(node: Expression<unknown>, alias: string): RawBuilder<unknown>;
+  /** The item of a `findItems` / `findElements` row. */
+  findItem(alias: string): JsonFindItem;
+  /** A node read as an item (`is` is NULL when the node is missing). */
+  findItemOf(node: Expression<unknown>): JsonFindItem;
+  /** The node at a fixed path, without walking arrays of objects (keys, or indexes into arrays). */
+  findAt(root: Expression<unknown>, path: readonly string[]): RawBuilder<unknown>;
+  /** Text in code-point order (SQLite BINARY, PostgreSQL COLLATE "C"), e.g. for ORDER BY. */
+  byteOrder(text: Expression<unknown>): RawBuilder<string | null>;
+  /** `text op value` in code-point order, whatever the column's collation. */
+  compareText(text: Expression<unknown>, op: JsonTextComparison, value: string): RawBuilder<boolean>;
+  /** `text IN (values)` in code-point order, with one bound JSON array (no bind-parameter limit). */
+  textIn(text: Expression<unknown>, values: readonly string[]): RawBuilder<boolean>;
+  /** `number IN (values)`, with one bound JSON array. */
+  numberIn(num: Expression<unknown>, values: readonly number[]): RawBuilder<boolean>;
+  /**
+   * SQLite GLOB semantics on both dialects: `*` any run, `?` one character (newlines too), `[…]` a
+   * class (`[^…]` negated, `a-z` ranges, `]` first is literal), anything else literal, anchored,
+   * case-sensitive by code point. `lowerAscii` folds A-Z in the text first (the pattern must then
+   * be lower-case).
+   */
+  glob(text: Expression<unknown>, pattern: string, lowerAscii: boolean): RawBuilder<boolean>;
+}
+
+/** A key that is also an array index on a find path. */
+const findIndex = (key: string): number | null => (/^(0|[1-9][0-9]{0,8})$/.test(key) ? Number(key) : null);
+
+/** SQLite JSON path of one object member; `\` and `"` escaped (the quoted label decodes escapes). */
+const sqliteMember = (key: string) => `$."${key.replace(/[\\"]/g, (c) => `\\${c}`)}"`;
+
+const sqliteItem = (t: RawBuilder<unknown>, x: RawBuilder<unknown>): JsonFindItem => ({
+  is: (kind) =>
+    kind === 'string' ? sql<boolean>`(${t} = 'text')`
+    : kind === 'number' ? sql<boolean>`(${t} IN ('integer', 'real'))`
+    : kind === 'boolean' ? sql<boolean>`(${t} IN ('true', 'false'))`
+    : sql<boolean>`(${t} = ${sql.lit(kind)})`,
+  isBoolean: (value) => sql<boolean>`(${t} = ${sql.lit(value ? 'true' : 'false')})`,
+  text: sql<string | null>`${x}`,
+  number: sql<number | null>`(CASE WHEN ${t} IN ('integer', 'real') THEN ${x} END)`,
+  node: sql`(CASE ${t} WHEN 'array' THEN ${x} WHEN 'object' THEN ${x} WHEN 'null' THEN 'null' WHEN 'true' THEN 'true' WHEN 'false' THEN 'false' ELSE json_quote(${x}) END)`,
+  equalsArray: (value) => sqliteEqualsJson(x, '$', value),
+});
+
+/** Deep equality of the value at `path` in the JSON text `doc` with `value`, element by element. */
+function sqliteEqualsJson(doc: Expression<unknown>, path: string, value: unknown): RawBuilder<boolean> {
+  if (value === null) return sql<boolean>`(json_type(${doc}, ${path}) = 'null')`;
+  if (typeof value === 'boolean') return sql<boolean>`(json_type(${doc}, ${path}) = ${sql.lit(value ? 'true' : 'false')})`;
+  if (typeof value === 'number') return sql<boolean>`(json_type(${doc}, ${path}) IN ('integer', 'real') AND json_extract(${doc}, ${path}) = ${value})`;
+  if (typeof value === 'string') return sql<boolean>`(json_type(${doc}, ${path}) = 'text' AND json_extract(${doc}, ${path}) = ${value})`;
+  if (Array.isArray(value)) {
+    const parts = value.map((v, i) => sqliteEqualsJson(doc, `${path}[${i}]`, v));
+    return sql<boolean>`(json_type(${doc}, ${path}) = 'array' AND json_array_length(${doc}, ${path}) = ${value.length}${sql.join(parts.map((p) => sql` AND ${p}`), sql``)})`;
+  }
+  throw new TypeError('equalsArray: arrays of scalars and arrays only');
+}
+
+const sqliteFind: JsonFindSql = {
+  dialect: 'sqlite',
+  findNodes: (root, path, alias) => sql`(SELECT _fp.v AS v FROM ${sqliteLevels(root, path)} AS _fp WHERE _fp.v IS NOT NULL) AS ${sql.id(alias)}`,
+  findNode: (alias) => sql`${sql.ref(`${alias}.v`)}`,
+  findItems: (root, path, alias) => sql`(SELECT _fc.type AS t, _fc.value AS x FROM ${sqliteLevels(root, path)} AS _fp,
+    json_each(CASE WHEN json_type(_fp.v) = 'array' THEN json_insert(_fp.v, '$[#]', json(_fp.v)) ELSE json_array(json(_fp.v)) END) AS _fc
+    WHERE _fp.v IS NOT NULL) AS ${sql.id(alias)}`,
+  findElements: (node, alias) => sql`(SELECT _fe.type AS t, _fe.value AS x FROM json_each(CASE WHEN json_type(${node}) = 'array' THEN ${node} ELSE '[]' END) AS _fe) AS ${sql.id(alias)}`,
+  findItem: (alias) => sqliteItem(sql.ref(`${alias}.t`), sql.ref(`${alias}.x`)),
+  findItemOf: (node) => sqliteItem(sql`json_type(${node})`, sql`(${node} ->> '$')`),
+  findAt: (root, path) => {
+    let node = sql`${root}`;
+    for (const key of path) {
+      const index = findIndex(key);
+      node = index === null
+        ? sql`(${node} -> ${sqliteMember(key)})`
+        : sql`(SELECT CASE WHEN json_type(_fs.v) = 'array' THEN _fs.v -> ${`$[${index}]`} ELSE _fs.v -> ${sqliteMember(key)} END FROM (SELECT ${node} AS v) AS _fs)`;
+    }
+    return node;
+  },
+  byteOrder: (text) => sql<string | null>`(${text} COLLATE BINARY)`,
+  compareText: (text, op, value) => sql<boolean>`(${text} COLLATE BINARY ${sql.raw(textOp(op))} ${value})`,
+  textIn: (text, values) => sql<boolean>`(${text} COLLATE BINARY IN (SELECT value FROM json_each(${JSON.stringify(values)})))`,
+  numberIn: (num, values) => sql<boolean>`(${num} IN (SELECT value FROM json_each(${JSON.stringify(values)})))`,
+  glob: (text, pattern, lowerAscii) => sql<boolean>`(${lowerAscii ? sql`lower(${text})` : text} GLOB ${pattern})`,
+};
+
+/** The nested derived tables of one path walk (SQLite); each level's column `v` may be NULL. */
+function sqliteLevels(root: Expression<unknown>, path: readonly string[]): RawBuilder<unknown> {
+  let level = sql`(SELECT ${root} AS v)`;
+  for (const key of path) {
+    const index = findIndex(key);
+    const list = index === null ? sql`_fp.v` : sql`json_insert(_fp.v, '$[#]', json(_fp.v))`;
+    const byIndex = index === null ? sql`` : sql` WHEN json_type(_fp.v) = 'array' THEN CASE WHEN _fa.key = json_array_length(_fp.v) THEN _fa.value -> ${`$[${index}]`} END`;
+    level = sql`(SELECT CASE WHEN _fa.type = 'object' THEN _fa.value -> ${sqliteMember(key)}${byIndex} END AS v
+      FROM ${level} AS _fp, json_each(CASE WHEN json_type(_fp.v) = 'array' THEN ${list} ELSE json_array(json(_fp.v)) END) AS _fa)`;
+  }
+  return level;
+}
+
+const postgresItem = (x: RawBuilder<unknown>): JsonFindItem => ({
+  is: (kind) => sql<boolean>`(jsonb_typeof(${x}) = ${sql.lit(kind)})`,
+  isBoolean: (value) => sql<boolean>`(${x} = ${sql.lit(value ? 'true' : 'false')}::jsonb)`,
+  text: sql<string | null>`(${x} #>> '{}')`,
+  number: sql<number | null>`(CASE WHEN jsonb_typeof(${x}) = 'number' THEN (${x})::double precision END)`,
+  node: sql`${x}`,
+  equalsArray: (value) => sql<boolean>`(${x} = ${JSON.stringify(value)}::jsonb)`,
+});
+
+const postgresFind: JsonFindSql = {
+  dialect: 'postgres',
+  findNodes: (root, path, alias) => sql`(SELECT _fp.v AS v FROM ${postgresLevels(root, path)} AS _fp WHERE _fp.v IS NOT NULL) AS ${sql.id(alias)}`,
+  findNode: (alias) => sql`${sql.ref(`${alias}.v`)}`,
+  findItems: (root, path, alias) => sql`(SELECT _fc.x AS x FROM ${postgresLevels(root, path)} AS _fp,
+    jsonb_array_elements(CASE WHEN jsonb_typeof(_fp.v) = 'array' THEN _fp.v || jsonb_build_array(_fp.v) ELSE jsonb_build_array(_fp.v) END) AS _fc(x)
+    WHERE _fp.v IS NOT NULL) AS ${sql.id(alias)}`,
+  findElements: (node, alias) => sql`(SELECT _fe.x AS x FROM jsonb_array_elements(CASE WHEN jsonb_typeof(${node}) = 'array' THEN ${node} ELSE '[]'::jsonb END) AS _fe(x)) AS ${sql.id(alias)}`,
+  findItem: (alias) => postgresItem(sql.ref(`${alias}.x`)),
+  findItemOf: (node) => postgresItem(sql`${node}`),
+  // Step by step: `#>` alone would also take `-1` and `01` as array indexes.
+  findAt: (root, path) =>
+    path.reduce<RawBuilder<unknown>>(
+      (node, key) => (findIndex(key) === null ? sql`(${node} -> ${key}::text)` : sql`(${node} #> ${[key]}::text[])`),
+      sql`${root}`,
+    ),
+  byteOrder: (text) => sql<string | null>`(${text} COLLATE "C")`,
+  compareText: (text, op, value) => sql<boolean>`((${text}) COLLATE "C" ${sql.raw(textOp(op))} ${value})`,
+  textIn: (text, values) => sql<boolean>`((${text}) COLLATE "C" IN (SELECT jsonb_array_elements_text(${JSON.stringify(values)}::jsonb)))`,
+  numberIn: (num, values) => sql<boolean>`(${num} IN (SELECT (_fn.x)::double precision FROM jsonb_array_elements(${JSON.stringify(values)}::jsonb) AS _fn(x)))`,
+  glob: (text, pattern, lowerAscii) =>
+    sql<boolean>`(${lowerAscii ? sql`lower((${text}) COLLATE "C")` : sql`(${text})`} COLLATE "C" ~ ${globToPosixRegex(pattern)})`,
+};
+
+/** The nested derived tables of one path walk (PostgreSQL); each level's column `v` may be NULL. */
+function postgresLevels(root: Expression<unknown>, path: readonly string[]): RawBuilder<unknown> {
+  let level = sql`(SELECT (${root})::jsonb AS v)`;
+  for (const key of path) {
+    const index = findIndex(key);
+    const list = index === null ? sql`_fp.v` : sql`_fp.v || jsonb_build_array(_fp.v)`;
+    // Nested CASE: PostgreSQL does not promise AND order, and jsonb_array_length fails on non-arrays.
+    const byIndex = index === null ? sql`` : sql` WHEN jsonb_typeof(_fp.v) = 'array' THEN CASE WHEN _fa.i > jsonb_array_length(_fp.v) THEN _fa.x -> ${index}::int END`;
+    level = sql`(SELECT CASE WHEN jsonb_typeof(_fa.x) = 'object' THEN _fa.x -> ${key}::text${byIndex} END AS v
+      FROM ${level} AS _fp, jsonb_array_elements(CASE WHEN jsonb_typeof(_fp.v) = 'array' THEN ${list} ELSE jsonb_build_array(_fp.v) END) WITH ORDINALITY AS _fa(x, i))`;
+  }
+  return level;
+}
+
+const textOp = (op: JsonTextComparison): string => {
+  if (op !== '=' && op !== '<' && op !== '<=' && op !== '>' && op !== '>=') throw new TypeError(`compareText: bad operator ${String(op)}`);
+  return op;
+};
+
+/** A GLOB pattern (SQLite's rules, see `glob`) as an anchored POSIX regex whose literals are all escaped. */
+export function globToPosixRegex(pattern: string): string {
+  const cps = Array.from(pattern);
+  const lit = (c: string) => (/^[A-Za-z0-9]$/.test(c) ? c : `\\U${c.codePointAt(0)!.toString(16).padStart(8, '0')}`);
+  let out = '^';
+  for (let i = 0; i < cps.length; i++) {
+    const c = cps[i];
+    if (c === '*') out += '.*';
+    else if (c === '?') out += '.';
+    else if (c === '[') {
+      // SQLite: `^` first negates, `]` first is literal, `-` between two members is a range.
+      let j = i + 1;
+      let negated = false;
+      if (cps[j] === '^') { negated = true; j++; }
+      let body = '';
+      if (cps[j] === ']') { body += lit(']'); j++; }
+      let prior = '';
+      for (; j < cps.length && cps[j] !== ']'; j++) {
+        if (cps[j] === '-' && prior && j + 1 < cps.length && cps[j + 1] !== ']') {
+          body += `-${lit(cps[++j])}`;
+          prior = '';
+        } else {
+          body += lit(cps[j]);
+          prior = cps[j];
+        }
+      }
+      if (j >= cps.length) throw new TypeError('glob: unterminated [ class');
+      out += body ? `[${negated ? '^' : ''}${body}]` : '[^\\s\\S]';
+      i = j;
+    } else out += lit(c);
+  }
+  return `${out}$`;
+}
+
+/** Find helpers for the dialect of `json` (or of a dialect name). */
+export const jsonFindSql = (dialect: DialectName | JsonSql): JsonFindSql =>
+  (typeof dialect === 'string' ? dialect : dialect.dialect) === 'postgres' ? postgresFind : sqliteFind;
+
+/** One element of a JSON array, as SQL over the element (see `jsonSomeElement`). */
+export interface JsonElementSql {
+  /** 'string' | 'number' | 'boolean' | 'object' | 'array' | 'null'. */
+  readonly kind: RawBuilder<string>;
+  /** Strings as they are, numbers as their JSON text, booleans as 'true' / 'false'; else NULL. */
+  readonly text: RawBuilder<string | null>;
+  /** The number when the element is a JSON number, else NULL. */
+  readonly num: RawBuilder<number | null>;
+}
+
+/**
+ * Whether some element of the JSON array at `path` satisfies `test` (never NULL: false when the
+ * path is absent or not an array). `test` gets the element as SQL; its own bound values stay bound.
+ */
+export const jsonSomeElement = (
+  dialect: DialectName,
+  col: Expression<unknown>,
+  path: readonly (string | number)[],
+  test: (el: JsonElementSql) => Expression<SqlBool>,
+): RawBuilder<SqlBool> => {
+  if (dialect === 'postgres') {
+    const v = sql.ref('je.v');
+    const el: JsonElementSql = {
+      kind: sql<string>`jsonb_typeof(${v})`,
+      text: sql<string | null>`(CASE WHEN jsonb_typeof(${v}) IN ('string', 'number', 'boolean') THEN ${v} #>> '{}' END)`,
+      num: sql<number | null>`(CASE WHEN jsonb_typeof(${v}) = 'number' THEN (${v} #>> '{}')::double precision END)`,
+    };
+    return sql<SqlBool>`EXISTS (SELECT 1 FROM jsonb_array_elements(CASE WHEN jsonb_typeof(${col} #> ${pgPath(path)}) = 'array'
+      THEN ${col} #> ${pgPath(path)} ELSE '[]'::jsonb END) AS je(v) WHERE ${test(el)})`;
+  }
+  const t = sql.ref('je.type');
+  const v = sql.ref('je.value');
+  const el: JsonElementSql = {
+    kind: sql<string>`(CASE ${t} WHEN 'integer' THEN 'number' WHEN 'real' THEN 'number' WHEN 'text' THEN 'string'
+      WHEN 'true' THEN 'boolean' WHEN 'false' THEN 'boolean' ELSE ${t} END)`,
+    text: sql<string | null>`(CASE WHEN ${t} = 'text' THEN ${v} WHEN ${t} IN ('integer', 'real') THEN CAST(${v} AS TEXT)
+      WHEN ${t} = 'true' THEN 'true' WHEN ${t} = 'false' THEN 'false' END)`,
+    num: sql<number | null>`(CASE WHEN ${t} IN ('integer', 'real') THEN ${v} END)`,
+  };
+  // LIMIT 1: SQLite 3.53 turns a plain EXISTS over json_each into a join, and then miscounts
+  // OFFSET (it skips joined rows, not outer rows). With a LIMIT the subquery stays a subquery.
+  return sql<SqlBool>`EXISTS (SELECT 1 FROM json_each(${col}, ${sqlitePath(path)}) AS je
+    WHERE json_type(${col}, ${sqlitePath(path)}) = 'array' AND (${test(el)}) LIMIT 1)`;
+};
+
+/** The value at `path` when it is a JSON string, else NULL. */
+export const jsonString = (dialect: DialectName, col: Expression<unknown>, path: readonly (string | number)[]): RawBuilder<string | null> => {
+  const j = jsonSql(dialect);
+  return sql<string | null>`(CASE WHEN ${j.type(col, path)} = 'string' THEN ${j.text(col, path)} END)`;
+};

@@ -6,11 +6,21 @@
 import type { Kysely, Migration, MigrationProvider } from 'kysely';
 import type { DialectName } from './dialect.ts';
 import * as m0001 from './migrations/0001-initial.ts';
+import * as m0002 from './migrations/0002-objects.ts';
+import * as m0003 from './migrations/0003-runs-search.ts';
+import * as m0004 from './migrations/0004-cluster.ts';
+import * as m0005 from './migrations/0005-jobs.ts';
+import * as m0006 from './migrations/0006-embeddings.ts';
 
 type Step = { up: (db: Kysely<any>, dialect: DialectName) => Promise<void> };
 
 const steps: Record<string, Step> = {
   '0001_initial': m0001,
+  '0002_objects': m0002,
+  '0003_runs_search': m0003,
+  '0004_cluster': m0004,
+  '0005_jobs': m0005,
+  '0006_embeddings': m0006,
 };
 
 export class OrreryMigrations implements MigrationProvider {

@@ -127,11 +127,162 @@ export interface RunTable {
   updated_at: string;
   /** Everything else of the run: result, parameters, prompt, config, error, source, ttl, … */
   doc: unknown;
+  /**
+   * Search data (0003), derived from `doc` and written with it by runs/store.ts; never part of a
+   * run as answered. `search_fields`: the `parameters.*`, `config.*`, `source.*` values by path.
+   * SQLite: `search_rowid` keys the `runs_fts` row. PostgreSQL: `search_tsv` is the tsvector.
+   */
+  search_fields?: unknown;
+  search_rowid?: number;
+  search_tsv?: unknown;
+  /** `doc.interaction.name` and `doc.environment.name` (0003), so `interaction:X` stays in an index. */
+  interaction_name?: string | null;
+  environment_name?: string | null;
+  /** The replica executing the run (0004), to detect a run whose executor died. */
+  executor?: string | null;
+}
+
+export interface ReplicaTable {
+  id: string;
+  host: string;
+  started_at: string;
+  heartbeat_at: string;
+}
+
+export interface RunChunkTable {
+  run_id: string;
+  seq: number;
+  text: string;
 }
 
 export interface RunTagTable {
   run_id: string;
   tag: string;
+  /** SQLite (0003): the run's `search_rowid`, so a tag's runs are counted from indexes alone. */
+  search_rowid?: number | null;
+}
+
+export interface BlobTable {
+  project_id: string;
+  /** The object key inside the project's bucket (the storage URI's path). */
+  key: string;
+  account_id: string;
+  size: number;
+  etag: string;
+  content_type: string;
+  /** The file name given when the upload URL was asked for. */
+  name: string;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface ObjectTypeTable {
+  id: string;
+  account_id: string;
+  project_id: string;
+  name: string;
+  description: string | null;
+  edit_revision: number;
+  /** tags, object_schema, table_layout, is_chunkable, strict_mode, status, … */
+  doc: unknown;
+  created_by: string;
+  updated_by: string;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface ObjectTable {
+  id: string;
+  account_id: string;
+  project_id: string;
+  name: string;
+  description: string | null;
+  status: string;
+  type_id: string | null;
+  parent_id: string | null;
+  location: string;
+  external_id: string | null;
+  /** `content.source` (a storage URI), as a column: filtered on, and counted on blob deletes. */
+  content_source: string | null;
+  run_id: string | null;
+  content: unknown;
+  tags: unknown;
+  properties: unknown;
+  metadata: unknown;
+  tokens: unknown;
+  text: string | null;
+  text_etag: string | null;
+  embeddings: unknown;
+  parts: unknown;
+  transcript: unknown;
+  /** Why content processing failed (0005): `{code, message, step}`, null otherwise. */
+  error: unknown;
+  etag: string;
+  created_by: string;
+  updated_by: string;
+  created_at: string;
+  updated_at: string;
+}
+
+/** The durable job queue (0005); see src/jobs/queue.ts. */
+export interface JobTable {
+  id: string;
+  kind: string;
+  account_id: string;
+  project_id: string;
+  subject: string;
+  payload: unknown;
+  /** 'queued' or 'running'; a finished job is deleted. */
+  state: string;
+  attempts: number;
+  max_attempts: number;
+  run_after: string;
+  lease_until: string | null;
+  lease_owner: string | null;
+  lease_token: string | null;
+  last_error: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+/** Image renditions of objects (0005); bytes in blob storage, see src/content/renditions.ts. */
+export interface ObjectRenditionTable {
+  object_id: string;
+  name: string;
+  account_id: string;
+  project_id: string;
+  id: string;
+  format: string;
+  max_hw: number;
+  status: string;
+  error: string | null;
+  blob_key: string | null;
+  content_type: string | null;
+  width: number | null;
+  height: number | null;
+  size: number | null;
+  etag: string | null;
+  source_etag: string;
+  created_at: string;
+}
+
+/** Embeddings of objects and runs (0006); see src/embeddings/store.ts. */
+export interface VectorTable {
+  account_id: string;
+  project_id: string;
+  /** 'object' or 'run'. */
+  owner_kind: string;
+  owner_id: string;
+  /** text, image, properties (objects); input, result (runs). */
+  type: string;
+  model: string;
+  dimensions: number;
+  /** Hash of the source the vector was computed from. */
+  etag: string;
+  /** Little-endian float32, L2-normalised. */
+  vector: Uint8Array;
+  created_at: string;
+  updated_at: string;
 }
 
 export interface Database {
@@ -144,6 +295,14 @@ export interface Database {
   interactions: InteractionTable;
   runs: RunTable;
   run_tags: RunTagTable;
+  replicas: ReplicaTable;
+  run_chunks: RunChunkTable;
+  blobs: BlobTable;
+  object_types: ObjectTypeTable;
+  objects: ObjectTable;
+  jobs: JobTable;
+  object_renditions: ObjectRenditionTable;
+  vectors: VectorTable;
 }
 
 export type { Generated };

@@ -76,7 +76,9 @@ export interface Run {
   chunks?: number;
 }
 
-export type RunRow = Selectable<RunTable>;
+/** The search columns (0003) are derived by the store and never read back as part of a run. */
+export type SearchColumn = 'search_fields' | 'search_rowid' | 'search_tsv' | 'interaction_name' | 'environment_name';
+export type RunRow = Omit<Selectable<RunTable>, SearchColumn>;
 
 /** Rows reach the service decoded (runs/store.ts), so `doc` and `tags` are plain values. */
 export const docOf = (row: RunRow): RunDoc => row.doc as RunDoc;

@@ -2,17 +2,15 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { principalOf } from '../http/auth-hook.ts';
-import { BadRequest } from '../http/errors.ts';
 import { errorResponses, IdParams } from '../http/schemas.ts';
-import { listParam, pageOf } from '../http/query.ts';
 import { openSse } from '../http/sse.ts';
 import type { RunService } from './service.ts';
-import { RunCreateBody, RunListQuery, RunRefSchema, RunSchema, StreamQuery } from './schemas.ts';
-import { RUN_STATUSES } from './model.ts';
+import { RunCreateBody, RunFacetsAnswer, RunFacetsBody, RunListQuery, RunRefSchema, RunSchema, RunSearchAnswer, RunSearchBody, StreamQuery } from './schemas.ts';
+import type { Metrics } from '../http/metrics.ts';
 
 const POLL_MS = 500;
 
-export const runRoutes: FastifyPluginAsyncTypebox<{ runs: RunService }> = async (app, { runs }) => {
+export const runRoutes: FastifyPluginAsyncTypebox<{ runs: RunService; metrics: Metrics }> = async (app, { runs, metrics }) => {
   const caller = (req: { ip: string; headers: Record<string, unknown> }) => ({ ip: req.ip, userAgent: req.headers['user-agent'] as string | undefined });
 
   app.post('/runs', {
@@ -34,31 +32,26 @@ export const runRoutes: FastifyPluginAsyncTypebox<{ runs: RunService }> = async 
   }, (req) => runs.executeByName(principalOf(req), req.body as never, caller(req)));
 
   app.get('/runs', {
-    schema: { tags: ['runs'], summary: 'List runs of the project, newest updated_at first', querystring: RunListQuery, response: { 200: Type.Array(Type.Ref('RunRef')), ...errorResponses(400, 401) } },
-  }, (req) => {
-    const q = req.query;
-    const status = listParam(q.status);
-    const bad = status?.find((s) => !(RUN_STATUSES as readonly string[]).includes(s));
-    if (bad) throw new BadRequest(`status must be one of ${RUN_STATUSES.join(', ')}, got "${bad}"`);
-    let anchorDate: string | undefined;
-    if (q.anchorDate) {
-      const t = Date.parse(q.anchorDate);
-      if (Number.isNaN(t)) throw new BadRequest(`anchorDate must be an ISO 8601 date, got "${q.anchorDate}"`);
-      anchorDate = new Date(t).toISOString();
-    }
-    const parent = listParam(q.parent);
-    return runs.list(principalOf(req), {
-      ...pageOf(q),
-      interaction: listParam(q.interaction),
-      model: listParam(q.model),
-      environment: listParam(q.environment),
-      status,
-      tag: listParam(q.tag),
-      anchorDate,
-      anchorDateDirection: q.anchorDateDirection,
-      parent: parent?.length === 1 && parent[0] === 'false' ? false : parent,
-    });
-  });
+    schema: { tags: ['runs'], summary: 'List runs of the project, newest updated_at first (ties by id), with the filters of the interface', querystring: RunListQuery, response: { 200: Type.Array(Type.Ref('RunRef')), ...errorResponses(400, 401) } },
+  }, (req) => runs.list(principalOf(req), req.query));
+
+  app.post('/runs/search', {
+    schema: {
+      tags: ['runs'],
+      summary: 'Search runs: a Lucene query, filters and facets. Without facets: an array of run references; with facets: {count, facet} (onlyMeta) or {results, count, facet}',
+      body: RunSearchBody,
+      response: { 200: RunSearchAnswer, ...errorResponses(400, 401) },
+    },
+  }, (req) => runs.search(principalOf(req), req.body as Record<string, unknown>));
+
+  app.post('/runs/facets', {
+    schema: {
+      tags: ['runs'],
+      summary: "Facets of runs (the official client's computeFacets): {<name>: [{_id, count}], total}",
+      body: RunFacetsBody,
+      response: { 200: RunFacetsAnswer, ...errorResponses(400, 401) },
+    },
+  }, (req) => runs.facets(principalOf(req), req.body as Record<string, unknown>));
 
   app.get('/runs/:id', {
     schema: { tags: ['runs'], summary: 'Retrieve a run, with interaction and environment expanded', params: IdParams, response: { 200: Type.Ref('Run'), ...errorResponses(401, 404) } },
@@ -79,6 +72,8 @@ export const runRoutes: FastifyPluginAsyncTypebox<{ runs: RunService }> = async 
     const lastEventId = Number(req.headers['last-event-id'] ?? req.query.lastEventId ?? 0) || 0;
     const followed = await runs.follow(p, req.params.id);
     const sse = openSse(reply);
+    metrics.openStreams.inc();
+    sse.onClose(() => metrics.openStreams.dec());
     const close = async (run: unknown) => {
       const final = run ?? (await runs.get(p, req.params.id).catch(() => ({ id: req.params.id, status: 'failed' })));
       sse.send({ event: 'close', data: JSON.stringify(final) });

@@ -45,6 +45,11 @@ export class RunWriter {
     return this.enqueue((trx) => updateRun(trx, this.dialect, id, patch, fromStatus));
   }
 
+  /** Any other write, applied in the next batch; resolves to what `op` returns. */
+  run(op: Op): Promise<boolean> {
+    return this.enqueue(op);
+  }
+
   /** Waits for every queued write (shutdown). */
   async drain(): Promise<void> {
     while (this.queue.length || this.scheduled) await this.flushing.then(() => new Promise((r) => setImmediate(r)));

@@ -51,6 +51,8 @@ export const RunSchema = OpenObject({
   source: Type.Record(Type.String(), Type.String()),
   prompt: Type.Unknown(),
   parent: Type.Optional(Type.String()),
+  input_embedding: Type.Optional(Type.Array(Type.Number(), { description: "Vector of the prompt (the project's embedding model); only in the answer of the run's creation and its stream's close" })),
+  result_embedding: Type.Optional(Type.Array(Type.Number(), { description: 'Vector of the result; only in the answer of the run\'s creation and its stream\'s close' })),
 }, { $id: 'Run' });
 
 export const RunRefSchema = OpenObject({
@@ -82,9 +84,75 @@ export const RunListQuery = Type.Object({
   anchorDate: Type.Optional(Type.String({ description: 'ISO date: anchor of the updated_at filter' })),
   anchorDateDirection: Type.Optional(Type.Union([Type.Literal('before'), Type.Literal('after')], { description: 'after (default): updated_at >= anchorDate; before: updated_at < anchorDate' })),
   parent: ListParam('A parent run id (its children), or false (top-level runs only)'),
+  is_root: Type.Optional(Type.Boolean({ description: 'true: top-level runs only (the official client)' })),
+  workflow_run_ids: ListParam('Workflow run ids: Orrery runs belong to no workflow, so any value matches nothing'),
+  workflow_ids: ListParam('Workflow ids: as workflow_run_ids'),
 }, { additionalProperties: true });
 
 export const StreamQuery = Type.Object({
   access_token: Type.Optional(Type.String({ description: 'The bearer token (EventSource cannot send headers)' })),
   lastEventId: Type.Optional(Type.String()),
 }, { additionalProperties: true });
+
+// ---- search and facets (issue 4) ------------------------------------------------------------
+
+const FACET_FIELD_NOTE = 'modelId, status, tags, environment, interaction, finish_reason (string); updated_at (date); execution_time (number)';
+
+const SearchFilters = OpenObject({
+  interaction: Type.Optional(Type.Unknown({ description: 'Interaction id (or a list: any of them)' })),
+  environemnt: Type.Optional(Type.Unknown({ description: 'Environment id; the key is spelled so in the interface' })),
+  environment: Type.Optional(Type.Unknown({ description: 'Environment id (the correct spelling is accepted too)' })),
+  parent: Type.Optional(Type.Unknown({ description: 'A parent run id (its children), or false (top-level runs only)' })),
+  status: Type.Optional(Type.Unknown({ description: 'created, processing, completed or failed (or a list)' })),
+  tags: Type.Optional(Type.Unknown({ description: 'Tags: a run must carry ALL of them' })),
+  modelId: Type.Optional(Type.Unknown({ description: 'Model id (or a list)' })),
+  finish_reason: Type.Optional(Type.Unknown({ description: 'Finish reason (or a list)' })),
+  updated_at: Type.Optional(Type.Unknown({ description: '{lt, lte, gt, gte}: ISO 8601 bounds on updated_at' })),
+  created_at: Type.Optional(Type.Unknown({ description: '{lt, lte, gt, gte}: ISO 8601 bounds on created_at' })),
+}, { description: 'Filters ANDed with the query; an unknown key is a 400 that lists these' });
+
+export const RunSearchBody = OpenObject({
+  query: Type.Optional(Type.Union([
+    Type.String({ description: 'A Lucene query over the runs (see the README, "Search syntax")' }),
+    OpenObject({}, { description: "The official client's RunSearchQuery: {query, default_query_path, status, interaction, environment, model, tags (all), exclude_tags, parent, is_root, start, end (on created_at), finish_reason, run_ids, name, created_by}" }),
+  ])),
+  defaultQueryPath: Type.Optional(Type.String({ description: 'The field a bare term searches; default: the run text (prompt, result, parameter strings)' })),
+  filters: Type.Optional(SearchFilters),
+  facets: Type.Optional(Type.Unknown({
+    description: `Map of name to {type: string|number|date, path, numBuckets?, boundaries?, default?}; paths: ${FACET_FIELD_NOTE}. ` +
+      'With facets the answer is {count, facet} (onlyMeta) or {results, count, facet}. An array (the client form) is ignored here: use POST /runs/facets.',
+  })),
+  onlyMeta: Type.Optional(Type.Boolean({ description: 'With facets: answer only {count, facet}' })),
+  limit: Type.Optional(Type.Number({ description: 'Page size, default 100, at most 1,000' })),
+  offset: Type.Optional(Type.Number({ description: 'Runs to skip, default 0' })),
+}, { description: "The interface's shape ({query: string, …}) or the official client's ({query: {…}, limit, offset})" });
+
+const Bucket = Type.Object({
+  _id: Type.Union([Type.String(), Type.Number(), Type.Null()], { description: 'The value; for number and date facets the lower boundary of the bucket, or the default bucket name' }),
+  count: Type.Integer(),
+  name: Type.Optional(Type.String({ description: 'interaction and environment buckets: the name' })),
+});
+
+const SearchMeta = {
+  count: Type.Object({ total: Type.Integer({ description: 'Runs matching the query and filters' }) }),
+  facet: Type.Record(Type.String(), Type.Object({ buckets: Type.Array(Bucket) })),
+};
+
+export const RunSearchAnswer = Type.Union([
+  Type.Array(Type.Ref('RunRef'), { description: 'Without facets: the page of run references, newest updated_at first' }),
+  Type.Object({ results: Type.Array(Type.Ref('RunRef')), ...SearchMeta }, { description: 'With facets' }),
+  Type.Object(SearchMeta, { description: 'With facets and onlyMeta: true' }),
+]);
+
+export const RunFacetsBody = OpenObject({
+  facets: Type.Array(OpenObject({
+    name: Type.String({ description: 'The key the buckets are answered under ("total" is reserved)' }),
+    field: Type.String({ description: FACET_FIELD_NOTE }),
+  }), { description: 'Up to 25 facets' }),
+  query: Type.Optional(OpenObject({}, { description: "The official client's RunSearchQuery (as in POST /runs/search)" })),
+});
+
+export const RunFacetsAnswer = Type.Object(
+  { total: Type.Integer({ description: 'Runs matching the query' }) },
+  { additionalProperties: Type.Array(Bucket), description: '{<name>: [{_id, count, name?}], total}: values most frequent first; runs without a value are the _id null bucket' },
+);

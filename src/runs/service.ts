@@ -13,13 +13,18 @@ import type { EnvironmentService } from '../interactions/environments.ts';
 import type { InteractionDto, InteractionService } from '../interactions/interactions.ts';
 import { compileSchema, describeErrors } from '../interactions/json-schema.ts';
 import { buildMessages, validateInput } from './prompt-builder.ts';
-import { toRun, toRunRef, docOf, type Run, type RunDoc, type RunError, type RunRow, type ResultPart, type RunSource } from './model.ts';
+import { toRun, docOf, type Run, type RunDoc, type RunError, type RunRow, type ResultPart, type RunSource } from './model.ts';
 import * as store from './store.ts';
 import type { StreamHub, LiveRun } from './stream-hub.ts';
-import { listRuns, type RunListFilters } from './list.ts';
+import { RunSearch, type FacetsAnswer, type SearchAnswer } from './search.ts';
 import { RunWriter } from './run-writer.ts';
 import type { ChangeClock } from '../interactions/change-clock.ts';
 import type { ResolvedEnvironment } from '../interactions/environments.ts';
+import type { ReplicaRegistry } from '../cluster/replicas.ts';
+import { RUN_CHANNEL, type Notifier } from '../db/notify.ts';
+import { RunMirrors, type RunSignal } from './run-mirrors.ts';
+import type { Metrics } from '../http/metrics.ts';
+import type { RunEmbeddingHook } from '../embeddings/run-embeddings.ts';
 
 export interface RunCreateInput {
   interaction: string;
@@ -47,6 +52,8 @@ interface Plan {
 const DEFAULT_TEMPERATURE = 0.7;
 /** How long a resolved interaction and environment may serve runs before they are read again. */
 const CONTEXT_TTL_MS = 1000;
+/** Chunks of an ended streamed run stay this long for followers on other replicas. */
+const CHUNK_KEEP_MS = 5 * 60_000;
 
 interface ExecutionContext {
   interaction: InteractionDto;
@@ -59,6 +66,9 @@ export class RunService {
   private readonly writer: RunWriter;
   /** Resolved interaction + environment by project, interaction and environment override. */
   private readonly contexts = new Map<string, { ctx: ExecutionContext; version: number; until: number }>();
+  private readonly mirrors: RunMirrors;
+
+  private readonly searcher: RunSearch;
 
   constructor(
     private readonly db: store.Db,
@@ -67,9 +77,17 @@ export class RunService {
     private readonly environments: EnvironmentService,
     private readonly hub: StreamHub,
     private readonly changes: ChangeClock,
+    private readonly replica: ReplicaRegistry,
+    private readonly notifier: Notifier,
+    private readonly metrics: Metrics,
     private readonly streamTimeoutSeconds: number,
+    /** input_embedding / result_embedding of new runs (src/embeddings); absent: none. */
+    private readonly embeddings?: RunEmbeddingHook,
   ) {
     this.writer = new RunWriter(db, dialect);
+    this.searcher = new RunSearch(db, dialect);
+    this.mirrors = new RunMirrors(notifier);
+    if (notifier.crossProcess) this.mirrors.start();
   }
 
   /** POST /runs: `interaction` is an id. */
@@ -135,7 +153,7 @@ export class RunService {
       id: newId(), account_id: p.account.id, project_id: p.project.id, interaction_id: interaction.id, environment_id: env.dto.id,
       model_id: model, status: stream ? 'created' : 'processing', parent_id: input.parent ?? null, finish_reason: null,
       execution_time: null, token_prompt: null, token_result: null, token_total: null, tags,
-      created_at: now, updated_at: now, doc,
+      created_at: now, updated_at: now, doc, executor: stream ? null : this.replica.id,
     };
     await this.writer.insert(row, tags);
 
@@ -153,7 +171,7 @@ export class RunService {
       const err = docOf(final).error!;
       throw new OrreryError(err.code, 502, `run ${final.id} failed: ${err.message}`, err.data, { id: final.id, run: this.forCreation(final) });
     }
-    return this.forCreation(final);
+    return this.withEmbeddings(final, this.forCreation(final));
   }
 
   /** The interaction and environment of a run, from the cache while nothing changed. */
@@ -180,9 +198,19 @@ export class RunService {
     return this.expand(p, row);
   }
 
-  async list(p: Principal, filters: RunListFilters) {
-    const rows = await listRuns(this.db, this.dialect, scopeOf(p), filters);
-    return rows.map((r) => toRunRef(r));
+  /** GET /runs: the query parameters as they came (runs/search.ts reads them). */
+  list(p: Principal, query: Record<string, unknown>) {
+    return this.searcher.list(scopeOf(p), query);
+  }
+
+  /** POST /runs/search, in the interface's shape or the official client's. */
+  search(p: Principal, body: Record<string, unknown>): Promise<SearchAnswer> {
+    return this.searcher.search(scopeOf(p), body);
+  }
+
+  /** POST /runs/facets (the official client's computeFacets). */
+  facets(p: Principal, body: Record<string, unknown>): Promise<FacetsAnswer> {
+    return this.searcher.facets(scopeOf(p), body);
   }
 
   /**
@@ -196,13 +224,13 @@ export class RunService {
     if (live) return { live };
     if (row.status === 'created') {
       const plan = this.pending.get(id) ?? (await this.replan(p, row));
-      const claimed = await this.writer.update(id, { status: 'processing', updated_at: nowIso() }, 'created');
+      const claimed = await this.writer.update(id, { status: 'processing', updated_at: nowIso(), executor: this.replica.id }, 'created');
       if (claimed) {
         this.pending.delete(id);
         const started = this.hub.open(id);
         const doc = docOf(row);
         void this.execute({ ...row, status: 'processing' }, doc, plan, started).then(
-          async (final) => this.hub.close(id, await this.expand(p, final).catch(() => this.forCreation(final))),
+          async (final) => this.hub.close(id, await this.withEmbeddings(final, await this.expand(p, final).catch(() => this.forCreation(final)))),
           () => this.hub.close(id, undefined),
         );
         return { live: started };
@@ -210,7 +238,19 @@ export class RunService {
       const raced = this.hub.get(id);
       if (raced) return { live: raced };
     }
-    // Executing elsewhere (another process): follow the stored run until it ends.
+    // Executing on another replica: mirror its stored and signalled chunks.
+    if (this.notifier.crossProcess) {
+      return {
+        live: this.mirrors.follow(id, {
+          chunksAfter: (runId, seq) => store.chunksAfter(this.db, runId, seq),
+          finalRun: async (runId) => {
+            const r = await store.getRun(this.db, this.dialect, scopeOf(p), runId);
+            return r && (r.status === 'completed' || r.status === 'failed') ? this.expand(p, r) : undefined;
+          },
+        }),
+      };
+    }
+    // A single process (SQLite) that did not create the run (e.g. after a restart): poll until it ends.
     return {
       poll: async () => {
         const r = await store.getRun(this.db, this.dialect, scopeOf(p), id);
@@ -219,9 +259,20 @@ export class RunService {
     };
   }
 
+  /** Runs executing in this process (shutdown waits for them). */
+  get executing(): number {
+    return this.hub.size;
+  }
+
   /** Waits for queued run writes (shutdown). */
-  close(): Promise<void> {
-    return this.writer.drain();
+  async close(): Promise<void> {
+    this.mirrors.close();
+    await this.writer.drain();
+  }
+
+  /** Drops the stored chunks of runs that ended a while ago (their result holds the text). */
+  async sweepChunks(): Promise<void> {
+    if (this.notifier.crossProcess) await store.deleteEndedChunks(this.db, new Date(Date.now() - CHUNK_KEEP_MS).toISOString());
   }
 
   /** Fails streamed runs that nobody streamed in time (`stream_not_consumed`). */
@@ -257,6 +308,7 @@ export class RunService {
             text += chunk.text;
             chunks++;
             live.push(chunk.text);
+            if (this.notifier.crossProcess) void this.writer.run(this.storeChunk(row.id, chunks, chunk.text)).catch(() => {});
           }
           if (chunk.token_use) usage = chunk.token_use;
           if (chunk.finish_reason) finishReason = chunk.finish_reason;
@@ -273,6 +325,9 @@ export class RunService {
       if (text) result = [{ type: 'text', value: text }];
     }
     const executionTime = Math.round(performance.now() - started);
+    const provider = doc.environment?.provider ?? 'unknown';
+    this.metrics.providerLatency.observe({ provider, outcome: error ? 'error' : 'ok' }, executionTime / 1000);
+    this.metrics.runs.inc({ status: error ? 'failed' : 'completed', provider, mode: live ? 'stream' : 'blocking' });
     const finalDoc: RunDoc = { ...doc, result, ...(error ? { error } : {}), ...(live ? { chunks } : {}) };
     const patch = {
       status: error ? 'failed' : 'completed',
@@ -283,9 +338,48 @@ export class RunService {
       token_result: usage?.result ?? null,
       token_total: usage?.total ?? (usage?.prompt !== undefined && usage?.result !== undefined ? usage.prompt + usage.result : null),
       doc: finalDoc,
+      executor: null,
     };
-    await this.writer.update(row.id, patch);
+    if (live && this.notifier.crossProcess) {
+      // The end of a streamed run: stored and signalled; its chunks stay a while for late followers.
+      await this.writer.run(async (trx) => {
+        const ok = await store.updateRun(trx, this.dialect, row.id, patch);
+        await this.notifier.publish(RUN_CHANNEL, JSON.stringify({ r: row.id, d: 1 } satisfies RunSignal), trx);
+        return ok;
+      });
+    } else {
+      await this.writer.update(row.id, patch);
+    }
     return { ...row, ...patch };
+  }
+
+  /** A chunk for followers on other replicas: stored, then signalled when committed. */
+  private storeChunk(runId: string, seq: number, text: string) {
+    return async (trx: store.Db) => {
+      await store.insertChunk(trx, runId, seq, text);
+      await this.notifier.publish(RUN_CHANNEL, JSON.stringify({ r: runId, s: seq } satisfies RunSignal), trx);
+      return true;
+    };
+  }
+
+  /** Fails `processing` runs whose executing replica stopped beating (`executor_lost`). */
+  async sweepLost(): Promise<number> {
+    const alive = await this.replica.alive();
+    const orphans = await store.runsExecutedBy(this.db, this.dialect, alive);
+    let failed = 0;
+    for (const row of orphans) {
+      const doc = docOf(row);
+      const error: RunError = { code: 'executor_lost', message: 'the server process executing this run stopped before it ended; run it again' };
+      const ok = await this.writer.run(async (trx) => {
+        const updated = await store.updateRun(trx, this.dialect, row.id, { status: 'failed', updated_at: nowIso(), executor: null, doc: { ...doc, error } }, 'processing');
+        if (updated) {
+          await this.notifier.publish(RUN_CHANNEL, JSON.stringify({ r: row.id, d: 1 } satisfies RunSignal), trx);
+        }
+        return updated;
+      });
+      if (ok) failed++;
+    }
+    return failed;
   }
 
   /** A streamed run created by another process (or before a restart): rebuild its plan. */
@@ -310,6 +404,14 @@ export class RunService {
     const row = await store.getRun(this.db, this.dialect, scopeOf(p), id);
     if (!row) throw new NotFound('run', id);
     return row;
+  }
+
+  /** The run as answered at its creation (and on the stream's close): with its prompt's and result's vectors. */
+  private async withEmbeddings(row: RunRow, run: Run): Promise<Run> {
+    if (!this.embeddings || row.status !== 'completed') return run;
+    const doc = docOf(row);
+    const vectors = await this.embeddings.embedRun({ account: row.account_id, project: row.project_id }, { id: row.id, prompt: doc.prompt, result: doc.result });
+    return vectors ? { ...run, ...vectors } : run;
   }
 
   /** The POST /runs answer: account, project and interaction as id strings (the client's InteractionExecutionResult). */

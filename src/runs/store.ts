@@ -4,6 +4,7 @@ import type { Database, RunTable } from '../db/schema.ts';
 import type { OrreryDialect } from '../db/dialect.ts';
 import type { Scope } from '../auth/principal.ts';
 import type { RunRow } from './model.ts';
+import { insertRuns, updateRunAndIndex } from './search-index.ts';
 
 export type Db = Kysely<Database>;
 
@@ -19,14 +20,12 @@ export const decodeRun = (d: OrreryDialect, row: RunRow): RunRow => ({ ...row, t
 export const runsIn = (db: Db, s: Scope) =>
   db.selectFrom('runs').where('runs.account_id', '=', s.account).where('runs.project_id', '=', s.project);
 
-/** Inserts a run and its tags; inside the caller's transaction when `db` is one (the run writer's batch). */
+/**
+ * Inserts a run, its tags and its search data (runs/search-index.ts); inside the caller's
+ * transaction when `db` is one (the run writer's batch).
+ */
 export async function insertRun(db: Db, d: OrreryDialect, row: RunRow, tags: readonly string[]): Promise<void> {
-  const write = async (trx: Db) => {
-    await trx.insertInto('runs').values(encodeRun(d, row)).execute();
-    if (tags.length) await trx.insertInto('run_tags').values(tags.map((tag) => ({ run_id: row.id, tag }))).execute();
-  };
-  if (db.isTransaction) await write(db);
-  else await db.transaction().execute(write);
+  await insertRuns(db, d, [{ row, tags }], (r) => encodeRun(d, r));
 }
 
 export async function getRun(db: Db, d: OrreryDialect, s: Scope, id: string): Promise<RunRow | undefined> {
@@ -36,6 +35,8 @@ export async function getRun(db: Db, d: OrreryDialect, s: Scope, id: string): Pr
 
 /** Update a run; with `fromStatus`, only if it is still in that status (a claim). */
 export async function updateRun(db: Db, d: OrreryDialect, id: string, patch: Updateable<RunTable>, fromStatus?: string): Promise<boolean> {
+  // A new document means new search data, written in the same transaction.
+  if (patch.doc !== undefined) return updateRunAndIndex(db, d, id, encodeRun(d, patch as Partial<RunRow>), patch.doc, fromStatus);
   let q = db.updateTable('runs').set(encodeRun(d, patch as Partial<RunRow>)).where('id', '=', id);
   if (fromStatus) q = q.where('status', '=', fromStatus);
   const r = await q.executeTakeFirst();
@@ -47,3 +48,23 @@ export async function staleCreatedRuns(db: Db, d: OrreryDialect, before: string,
   const rows = await db.selectFrom('runs').selectAll().where('status', '=', 'created').where('created_at', '<', before).limit(limit).execute();
   return rows.map((r) => decodeRun(d, r));
 }
+
+/** `processing` runs whose executor is not among the live replicas (any project). */
+export async function runsExecutedBy(db: Db, d: OrreryDialect, alive: Set<string>, limit = 500): Promise<RunRow[]> {
+  let q = db.selectFrom('runs').selectAll().where('status', '=', 'processing');
+  if (alive.size) q = q.where((eb) => eb.or([eb('executor', 'is', null), eb('executor', 'not in', [...alive])]));
+  const rows = await q.limit(limit).execute();
+  return rows.map((r) => decodeRun(d, r));
+}
+
+export const insertChunk = (db: Db, runId: string, seq: number, text: string) =>
+  db.insertInto('run_chunks').values({ run_id: runId, seq, text }).execute();
+
+/** Chunks of runs that ended before `before`. */
+export const deleteEndedChunks = (db: Db, before: string) =>
+  db.deleteFrom('run_chunks')
+    .where('run_id', 'in', (eb) => eb.selectFrom('runs').select('id').where('status', 'in', ['completed', 'failed']).where('updated_at', '<', before))
+    .execute();
+
+export const chunksAfter = (db: Db, runId: string, seq: number) =>
+  db.selectFrom('run_chunks').select(['seq', 'text']).where('run_id', '=', runId).where('seq', '>', seq).orderBy('seq').execute();

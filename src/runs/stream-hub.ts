@@ -28,15 +28,18 @@ export class LiveRun {
     this.listeners.clear();
   }
 
-  /** Replays chunks after `afterSeq`, then follows live; returns the unsubscribe function. */
+  /** Replays chunks after `afterSeq`, then follows live (still skipping those up to `afterSeq`). */
   subscribe(afterSeq: number, listener: Listener): () => void {
     for (let i = Math.max(afterSeq, 0); i < this.chunks.length; i++) listener({ kind: 'chunk', seq: i + 1, text: this.chunks[i] });
     if (this.done) {
       listener({ kind: 'close', run: this.final });
       return () => {};
     }
-    this.listeners.add(listener);
-    return () => this.listeners.delete(listener);
+    const filtered: Listener = (e) => {
+      if (e.kind === 'close' || e.seq > afterSeq) listener(e);
+    };
+    this.listeners.add(filtered);
+    return () => this.listeners.delete(filtered);
   }
 
   get subscriberCount(): number {

@@ -49,6 +49,9 @@ export const RUN_FIELD_FAMILIES = Object.freeze({
 /** One path segment under a family: letters, digits, `_` and `-` (safe to bind as a JSON path key). */
 const SEGMENT = /^[\p{L}\p{N}_-]+$/u;
 
+/** Whether `key` can be one segment of a family path (so a query can ever reach it). */
+export const isPathSegment = (key: string): boolean => SEGMENT.test(key);
+
 export interface FieldSpec {
   readonly name: string;
   readonly kind: FieldKind;

@@ -1,0 +1,185 @@
+/**
+ * Issue 7 benchmark: similarity search over 100,000 vectors of 384 and of 1,536 dimensions, on
+ * SQLite and on PostgreSQL (a throwaway cluster). For each: writing the vectors to the `vectors`
+ * table, loading them into the in-process index, building the usearch HNSW graph (in its worker
+ * thread, as the server does), then 200 top-10 queries: latency p50/p95 of the index alone and of
+ * the server's search path (index + the SQL check that the owners exist, filtered-search.ts), and
+ * recall@10 against exact search (a scan of the same vectors). Also the exact scan's own latency.
+ *
+ *   npm run bench -- embeddings       (N=100000 DIMS=384,1536 BACKENDS=sqlite,postgres QUERIES=200)
+ *
+ * Data: clustered like real embeddings (500 Gaussian centroids plus noise, normalised), from a
+ * seeded generator so every run measures the same vectors; queries are fresh points near stored ones.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { availableParallelism, cpus, totalmem, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { openDatabase, type OpenedDatabase } from '../src/db/open.ts';
+import { openNotifier } from '../src/db/notify.ts';
+import { VectorIndexes } from '../src/embeddings/index-registry.ts';
+import { upsertVectors, type PartitionKey, type VectorRow } from '../src/embeddings/store.ts';
+import { filteredSearch } from '../src/embeddings/filtered-search.ts';
+import { normalise } from '../src/embeddings/vectors.ts';
+
+const N = Number(process.env.N ?? 100_000);
+const DIMS = (process.env.DIMS ?? '384,1536').split(',').map(Number);
+const BACKENDS = (process.env.BACKENDS ?? 'sqlite,postgres').split(',') as Array<'sqlite' | 'postgres'>;
+const QUERIES = Number(process.env.QUERIES ?? 200);
+const K = 10;
+const CENTROIDS = 500;
+
+/** mulberry32: a small seeded generator; Box–Muller for normals. */
+function rng(seed: number) {
+  let a = seed >>> 0;
+  const next = () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+  const normal = () => Math.sqrt(-2 * Math.log(next() || 1e-12)) * Math.cos(2 * Math.PI * next());
+  return { next, normal };
+}
+
+function dataset(dims: number, n: number, seed: number): Float32Array[] {
+  const r = rng(seed);
+  const centroids = Array.from({ length: CENTROIDS }, () => Float32Array.from({ length: dims }, () => r.normal()));
+  return Array.from({ length: n }, () => {
+    const c = centroids[Math.floor(r.next() * CENTROIDS)];
+    const v = Float32Array.from(c, (x) => x + 0.6 * r.normal());
+    normalise(v);
+    return v;
+  });
+}
+
+const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))];
+const ms = (t0: number) => performance.now() - t0;
+const ownerId = (i: number) => `o${String(i).padStart(7, '0')}`;
+
+interface Result {
+  backend: string;
+  dims: number;
+  n: number;
+  insertS: number;
+  loadS: number;
+  buildS: number;
+  indexP50: number;
+  indexP95: number;
+  searchP50: number;
+  searchP95: number;
+  exactP95: number;
+  recall: number;
+  rssMb: number;
+}
+
+async function openBackend(backend: 'sqlite' | 'postgres', pgAdmin?: string): Promise<{ opened: OpenedDatabase; url?: string; cleanup: () => Promise<void> }> {
+  if (backend === 'sqlite') {
+    const dir = mkdtempSync(join(tmpdir(), 'orrery-bench-emb-'));
+    const opened = await openDatabase({ dataDir: dir });
+    return { opened, cleanup: async () => { await opened.db.destroy(); rmSync(dir, { recursive: true, force: true }); } };
+  }
+  const name = `bench_${Date.now().toString(36)}`;
+  const admin = new pg.Client({ connectionString: pgAdmin });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${name}`);
+  await admin.end();
+  const url = new URL(pgAdmin!);
+  url.pathname = `/${name}`;
+  const opened = await openDatabase({ dataDir: tmpdir(), databaseUrl: url.toString() });
+  return { opened, url: url.toString(), cleanup: async () => { await opened.db.destroy(); } };
+}
+
+async function measure(backend: 'sqlite' | 'postgres', dims: number, data: Float32Array[], queries: Float32Array[], pgAdmin?: string): Promise<Result> {
+  const { opened, url, cleanup } = await openBackend(backend, pgAdmin);
+  const scope = { account: 'bench', project: 'bench' };
+  const key: PartitionKey = { scope, kind: 'object', type: 'text', model: `bench-${dims}` };
+  const notifier = openNotifier(opened, url);
+  const indexes = new VectorIndexes(opened.db, notifier, { exactBelow: 10_000, replicaId: 'bench', onError: (err) => console.error(err) });
+  try {
+    let t0 = performance.now();
+    const BATCH = 1000;
+    for (let i = 0; i < data.length; i += BATCH) {
+      const rows: VectorRow[] = data.slice(i, i + BATCH).map((vector, j) => ({ ownerKind: 'object', ownerId: ownerId(i + j), type: 'text', model: key.model, etag: 'e', vector }));
+      await opened.db.transaction().execute((trx) => upsertVectors(trx, scope, rows));
+    }
+    const insertS = ms(t0) / 1000;
+    console.log(`  ${backend} ${dims}d: ${data.length} vectors written in ${insertS.toFixed(1)} s`);
+
+    t0 = performance.now();
+    const index = (await indexes.get(key, dims))!;
+    const loadS = ms(t0) / 1000;
+    t0 = performance.now();
+    await index.ready();
+    const buildS = ms(t0) / 1000;
+    if (index.mode !== 'hnsw') throw new Error('the HNSW graph was not built');
+    console.log(`  ${backend} ${dims}d: loaded in ${loadS.toFixed(1)} s, HNSW built in ${buildS.toFixed(1)} s`);
+
+    const accept = async (ids: string[]) => {
+      const rows = await opened.db.selectFrom('vectors').select('owner_id').where('project_id', '=', 'bench').where('owner_kind', '=', 'object')
+        .where('type', '=', 'text').where('model', '=', key.model).where('owner_id', 'in', ids.length ? ids : ['']).execute();
+      return new Set(rows.map((r) => r.owner_id));
+    };
+    // Warm-up (JIT, SQLite pages, PostgreSQL plans).
+    for (const q of queries.slice(0, 20)) {
+      index.nearest(q, K);
+      await filteredSearch({ index, query: q, k: K, filter: { accept }, exactLimit: 10_000 });
+    }
+    const indexTimes: number[] = [];
+    const searchTimes: number[] = [];
+    const exactTimes: number[] = [];
+    let hits = 0;
+    for (const q of queries) {
+      let t = performance.now();
+      const approx = index.nearest(q, K);
+      indexTimes.push(ms(t));
+      t = performance.now();
+      const served = await filteredSearch({ index, query: q, k: K, filter: { accept }, exactLimit: 10_000 });
+      searchTimes.push(ms(t));
+      t = performance.now();
+      const exact = index.scan(q, K);
+      exactTimes.push(ms(t));
+      const truth = new Set(exact.map((h) => h.ownerId));
+      hits += approx.filter((h) => truth.has(h.ownerId)).length;
+      if (served.hits.length !== K) throw new Error(`the search path answered ${served.hits.length} hits`);
+    }
+    const r: Result = {
+      backend, dims, n: data.length, insertS, loadS, buildS,
+      indexP50: pct(indexTimes, 50), indexP95: pct(indexTimes, 95),
+      searchP50: pct(searchTimes, 50), searchP95: pct(searchTimes, 95),
+      exactP95: pct(exactTimes, 95), recall: hits / (queries.length * K),
+      rssMb: Math.round(process.memoryUsage().rss / 1e6),
+    };
+    console.log(`  ${backend} ${dims}d: top-${K} index p50 ${r.indexP50.toFixed(2)} ms p95 ${r.indexP95.toFixed(2)} ms; search path p50 ${r.searchP50.toFixed(2)} ms p95 ${r.searchP95.toFixed(2)} ms; exact scan p95 ${r.exactP95.toFixed(1)} ms; recall@${K} ${r.recall.toFixed(4)}; RSS ${r.rssMb} MB`);
+    return r;
+  } finally {
+    indexes.close();
+    await notifier.close();
+    await cleanup();
+  }
+}
+
+// The test harness's throwaway cluster (plain JavaScript, so typed here).
+const { startCluster } = (await import('../scripts/postgres-cluster.mjs' as string)) as { startCluster(): Promise<{ url: string; stop(): void }> };
+const cluster = BACKENDS.includes('postgres') ? await startCluster() : undefined;
+try {
+  console.log(`machine: ${cpus()[0]?.model ?? 'unknown CPU'}, ${availableParallelism()} cores, ${Math.round(totalmem() / 1e9)} GB; N=${N}, queries ${QUERIES}, k=${K}`);
+  const results: Result[] = [];
+  for (const dims of DIMS) {
+    const t0 = performance.now();
+    const all = dataset(dims, N + QUERIES, dims);
+    const data = all.slice(0, N);
+    const queries = all.slice(N);
+    console.log(`${dims} dimensions: ${N} vectors generated in ${(ms(t0) / 1000).toFixed(1)} s`);
+    for (const backend of BACKENDS) results.push(await measure(backend, dims, data, queries, cluster?.url));
+  }
+  console.log('\n| backend | dims | vectors | write | load | HNSW build | index p50 / p95 | search path p50 / p95 | exact scan p95 | recall@10 |');
+  console.log('|---|---|---|---|---|---|---|---|---|---|');
+  for (const r of results) {
+    console.log(`| ${r.backend} | ${r.dims} | ${r.n} | ${r.insertS.toFixed(1)} s | ${r.loadS.toFixed(1)} s | ${r.buildS.toFixed(1)} s | ${r.indexP50.toFixed(2)} / ${r.indexP95.toFixed(2)} ms | ${r.searchP50.toFixed(2)} / ${r.searchP95.toFixed(2)} ms | ${r.exactP95.toFixed(1)} ms | ${r.recall.toFixed(3)} |`);
+  }
+  console.log(JSON.stringify({ date: new Date().toISOString(), results }));
+} finally {
+  cluster?.stop();
+}

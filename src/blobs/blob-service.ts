@@ -1,0 +1,369 @@
+/**
+ * Uploaded content: signed upload and download URLs, the storage URIs that name blobs
+ * (`local://<project id>/<key>`), the `blobs` table that tracks what was uploaded, and the
+ * public side that receives and serves the bytes. A URI names a blob of one project only: the
+ * bucket is the project id, and every lookup is scoped by it.
+ */
+import { Readable } from 'node:stream';
+import type { Kysely } from 'kysely';
+import type { Database } from '../db/schema.ts';
+import type { OrreryDialect } from '../db/dialect.ts';
+import { nowIso } from '../db/ids.ts';
+import { scopeOf, type Principal, type Scope } from '../auth/principal.ts';
+import { BadRequest, Conflict, NotFound, PayloadTooLarge } from '../http/errors.ts';
+import { BlobKeyConflict, BlobMissing, BlobTooLarge, canPresign, type BlobStore } from './blob-store.ts';
+import { DERIVED_PREFIX, formatStorageUri, generatedKey, keyBaseName, keyProblem, parseStorageUri } from './blob-keys.ts';
+import { bareType, mimeOf, OCTET_STREAM } from './mime.ts';
+import { parseRange } from './range.ts';
+import type { SignedMethod, UrlSigner } from './url-signer.ts';
+import { deleteBlobRow, getBlobRow, lockBlobRow, upsertBlobRow, type BlobRow } from './store.ts';
+
+export const DEFAULT_URL_TTL = 3600;
+export const MAX_URL_TTL = 7 * 24 * 3600;
+/** Path prefix of the public routes that receive and serve blobs. */
+export const BLOB_ROUTE_PREFIX = '/blobs';
+
+export interface BlobServiceOptions {
+  /** Read at each call: the test harness learns its port after the server is built. */
+  publicUrl: () => string;
+  maxUploadBytes: number;
+}
+
+export interface UploadUrlInput {
+  name?: string;
+  id?: string;
+  mime_type?: string;
+  ttl?: number;
+}
+
+export interface DownloadUrlInput {
+  file?: string;
+  name?: string;
+  disposition?: 'inline' | 'attachment';
+  ttl?: number;
+}
+
+/** `GetFileUrlResponse` of the official client. */
+export interface FileUrl {
+  url: string;
+  /** The storage URI. */
+  id: string;
+  /** The key inside the bucket. */
+  path: string;
+  mime_type?: string;
+}
+
+export interface FileMetadata {
+  name: string;
+  size: number;
+  contentType: string;
+  etag: string;
+}
+
+export interface ReceivedBlob {
+  source: string;
+  path: string;
+  etag: string;
+  size: number;
+  type: string;
+}
+
+export interface BlobDownload {
+  status: 200 | 206 | 304 | 416;
+  headers: Record<string, string>;
+  body?: Readable;
+}
+
+/** Where a public blob request points: decoded from `/blobs/<project>/<key…>`. */
+export interface BlobAddress {
+  project: string;
+  key: string;
+}
+
+/** Content types a browser would run; served with a sandboxing CSP so they cannot act as Orrery. */
+const ACTIVE_TYPES = /^(text\/html|application\/xhtml\+xml|image\/svg\+xml|text\/xml|application\/xml|text\/javascript|application\/javascript)$/;
+
+export class BlobService {
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly dialect: OrreryDialect,
+    readonly store: BlobStore,
+    private readonly signer: UrlSigner,
+    private readonly opts: BlobServiceOptions,
+  ) {}
+
+  get maxUploadBytes(): number {
+    return this.opts.maxUploadBytes;
+  }
+
+  uriOf(s: Scope, key: string): string {
+    return formatStorageUri({ scheme: this.store.scheme, bucket: s.project, key });
+  }
+
+  /**
+   * The key named by `ref`: a storage URI of the caller's project, or a bare key (the files API
+   * passes paths relative to the project). Another project's URI, or another scheme, names
+   * nothing here: `notFound`. A malformed key is a 400.
+   */
+  keyOf(s: Scope, ref: string, field = 'file', notFound: () => Error = () => new NotFound('file', ref)): string {
+    const uri = parseStorageUri(ref);
+    let key: string;
+    if (uri) {
+      if (uri.scheme !== this.store.scheme || uri.bucket !== s.project) throw notFound();
+      key = uri.key;
+    } else {
+      key = ref.replace(/^\/+/, '');
+    }
+    const problem = keyProblem(key);
+    if (problem) throw new BadRequest(`${field} ${JSON.stringify(ref)} is not a valid storage URI or key: the key ${problem}`);
+    return key;
+  }
+
+  async uploadUrl(p: Principal, input: UploadUrlInput): Promise<FileUrl> {
+    const s = scopeOf(p);
+    const name = input.name?.trim();
+    if (!name) throw new BadRequest('body must have property "name" (the file name)');
+    const key = input.id?.trim() ? this.keyOf(s, input.id.trim(), 'id') : generatedKey(name);
+    if (key.startsWith(DERIVED_PREFIX)) throw new BadRequest(`id: keys under ${JSON.stringify(DERIVED_PREFIX)} are kept for files the server makes (renditions)`);
+    const mimeType = input.mime_type?.trim() || mimeOf(name) || OCTET_STREAM;
+    const ttl = ttlOf(input.ttl);
+    if (canPresign(this.store)) {
+      const url = await this.store.presign(this.physicalKey(s, key), { method: 'PUT', expiresInSeconds: ttl, contentType: mimeType, maxBytes: this.opts.maxUploadBytes });
+      return { url, id: this.uriOf(s, key), path: key, mime_type: mimeType };
+    }
+    const url = this.signedUrl('PUT', { project: s.project, key }, ttl, {
+      a: s.account,
+      max: String(this.opts.maxUploadBytes),
+      name,
+      type: mimeType,
+    });
+    return { url, id: this.uriOf(s, key), path: key, mime_type: mimeType };
+  }
+
+  async downloadUrl(p: Principal, input: DownloadUrlInput): Promise<FileUrl> {
+    const s = scopeOf(p);
+    const file = input.file?.trim();
+    if (!file) throw new BadRequest('body must have property "file" (the storage URI from content.source)');
+    const key = this.keyOf(s, file);
+    const row = await this.row(s, key);
+    if (!row) throw new NotFound('file', file);
+    const ttl = ttlOf(input.ttl);
+    const params: Record<string, string> = {};
+    if (input.disposition || input.name) {
+      params.disposition = input.disposition ?? 'attachment';
+      params.filename = input.name?.trim() || row.name;
+    }
+    const url = canPresign(this.store)
+      ? await this.store.presign(this.physicalKey(s, key), { method: 'GET', expiresInSeconds: ttl, disposition: params.disposition && contentDisposition(params.disposition, params.filename) })
+      : this.signedUrl('GET', { project: s.project, key }, ttl, params);
+    return { url, id: this.uriOf(s, key), path: key, mime_type: row.content_type };
+  }
+
+  async metadata(p: Principal, file: string | undefined): Promise<FileMetadata> {
+    const s = scopeOf(p);
+    if (!file?.trim()) throw new BadRequest('query must have property "file" (a storage URI)');
+    const key = this.keyOf(s, file.trim());
+    const row = await this.row(s, key);
+    if (!row) throw new NotFound('file', file);
+    return { name: row.name, size: row.size, contentType: row.content_type, etag: row.etag };
+  }
+
+  /** The tracked blob of the caller's project named by `ref`, or undefined. */
+  async find(s: Scope, ref: string, field = 'file'): Promise<{ uri: string; key: string; row: BlobRow } | undefined> {
+    const key = this.keyOf(s, ref, field, () => new BadRequest(`${field} ${JSON.stringify(ref)} is not an uploaded file of this project`));
+    const row = await this.row(s, key);
+    return row && { uri: this.uriOf(s, key), key, row };
+  }
+
+  /**
+   * Locks the blob row (PostgreSQL) inside the caller's transaction and answers it: used both
+   * to point an object at a blob and to decide that nobody points at it any more.
+   */
+  async lock(db: Kysely<Database>, s: Scope, uri: string): Promise<BlobRow | undefined> {
+    const parsed = parseStorageUri(uri);
+    if (!parsed || parsed.scheme !== this.store.scheme || parsed.bucket !== s.project || keyProblem(parsed.key)) return undefined;
+    return lockBlobRow(db, this.dialect, s, parsed.key);
+  }
+
+  /** Removes the row inside the caller's transaction; the bytes go after commit (`purge`). */
+  async forget(db: Kysely<Database>, s: Scope, uri: string): Promise<string | undefined> {
+    const parsed = parseStorageUri(uri);
+    if (!parsed || parsed.bucket !== s.project || keyProblem(parsed.key)) return undefined;
+    return (await deleteBlobRow(db, s, parsed.key)) ? parsed.key : undefined;
+  }
+
+  /** Deletes the bytes of a forgotten blob, unless it was uploaded again meanwhile. */
+  async purge(s: Scope, key: string): Promise<void> {
+    if (await this.row(s, key)) return;
+    await this.store.delete(this.physicalKey(s, key));
+  }
+
+  /** The bytes of a tracked key of the project (content processing reads uploads this way). */
+  async read(s: Scope, key: string): Promise<Readable> {
+    return this.store.get(this.physicalKey(s, key));
+  }
+
+  /**
+   * Stores bytes the server made from an object (a rendition) under a key below DERIVED_PREFIX
+   * and tracks them like an upload, so that storage URIs, download URLs and signed GETs work.
+   */
+  async putDerived(s: Scope, key: string, bytes: Buffer, contentType: string, name: string): Promise<{ uri: string; etag: string; size: number }> {
+    if (!key.startsWith(DERIVED_PREFIX) || keyProblem(key)) throw new Error(`not a derived blob key: ${JSON.stringify(key)}`);
+    const put = await this.store.put(this.physicalKey(s, key), Readable.from([bytes]), { contentType });
+    const now = nowIso();
+    await upsertBlobRow(this.db, {
+      project_id: s.project, key, account_id: s.account, size: put.size, etag: put.etag, content_type: contentType, name, created_at: now, updated_at: now,
+    });
+    return { uri: this.uriOf(s, key), etag: put.etag, size: put.size };
+  }
+
+  /** Forgets and deletes derived blobs: the given keys, or every key under a derived prefix. */
+  async deleteDerived(s: Scope, what: { keys: readonly string[] } | { prefix: string }): Promise<void> {
+    let keys: string[];
+    if ('prefix' in what) {
+      if (!what.prefix.startsWith(DERIVED_PREFIX) || /[%_\\]/.test(what.prefix)) throw new Error(`not a derived blob prefix: ${JSON.stringify(what.prefix)}`);
+      const rows = await this.db.selectFrom('blobs').select('key').where('project_id', '=', s.project).where('account_id', '=', s.account)
+        .where('key', 'like', `${what.prefix}%`).execute();
+      keys = rows.map((r) => r.key);
+    } else {
+      keys = what.keys.filter((k) => k.startsWith(DERIVED_PREFIX));
+    }
+    for (const key of keys) {
+      await deleteBlobRow(this.db, s, key);
+      await this.store.delete(this.physicalKey(s, key));
+    }
+  }
+
+  // ---- the public side: the signature in the URL is the credential ----
+
+  /** `PUT <signed upload URL>`: stream the body in, record the blob, answer its ETag. */
+  async receive(at: BlobAddress, query: Record<string, unknown>, req: { contentType?: string; contentLength?: string }, body: Readable): Promise<ReceivedBlob> {
+    const params = this.signer.verify('PUT', canonicalPath(at), query);
+    this.checkKey(at);
+    const signedMax = Number(params.max);
+    const limit = Math.min(Number.isFinite(signedMax) && signedMax >= 0 ? signedMax : this.opts.maxUploadBytes, this.opts.maxUploadBytes);
+    if (req.contentLength !== undefined && Number(req.contentLength) > limit) throw tooLarge(limit);
+    const account = params.a;
+    if (!account) throw new BadRequest('this upload URL does not name its account');
+    const s: Scope = { account, project: at.project };
+    // The PUT's own Content-Type wins, unless it is the generic one and upload-url knew better.
+    const sent = req.contentType?.trim();
+    const contentType = (sent && !(bareType(sent) === OCTET_STREAM && params.type) ? sent : undefined) || params.type || mimeOf(at.key) || OCTET_STREAM;
+    let put;
+    try {
+      put = await this.store.put(this.physicalKey(s, at.key), body, { contentType, maxBytes: limit });
+    } catch (err) {
+      if (err instanceof BlobTooLarge) throw tooLarge(limit);
+      if (err instanceof BlobKeyConflict) throw new Conflict(`key ${JSON.stringify(at.key)} collides with a folder of other keys (or is inside a file key); choose another id`);
+      throw err;
+    }
+    const now = nowIso();
+    await upsertBlobRow(this.db, {
+      project_id: s.project, key: at.key, account_id: s.account, size: put.size, etag: put.etag, content_type: contentType,
+      name: params.name || keyBaseName(at.key), created_at: now, updated_at: now,
+    });
+    return { source: this.uriOf(s, at.key), path: at.key, etag: put.etag, size: put.size, type: contentType };
+  }
+
+  /** `GET`/`HEAD <signed download URL>`: headers and the bytes (or the asked range of them). */
+  async open(at: BlobAddress, query: Record<string, unknown>, method: 'GET' | 'HEAD', req: { range?: string; ifNoneMatch?: string; ifRange?: string }): Promise<BlobDownload> {
+    const params = this.signer.verify('GET', canonicalPath(at), query);
+    this.checkKey(at);
+    const row = await getBlobRow(this.db, at.project, at.key);
+    if (!row) throw new NotFound('file', at.key);
+    const etag = `"${row.etag}"`;
+    const headers: Record<string, string> = {
+      etag,
+      'last-modified': new Date(row.updated_at).toUTCString(),
+      'accept-ranges': 'bytes',
+      'cache-control': 'private, no-cache',
+      'x-content-type-options': 'nosniff',
+    };
+    if (req.ifNoneMatch && etagListMatches(req.ifNoneMatch, row.etag)) return { status: 304, headers };
+    headers['content-type'] = row.content_type;
+    if (ACTIVE_TYPES.test(bareType(row.content_type))) headers['content-security-policy'] = 'sandbox';
+    if (params.disposition === 'inline' || params.disposition === 'attachment') {
+      headers['content-disposition'] = contentDisposition(params.disposition, params.filename || row.name);
+    }
+    const useRange = !req.ifRange || req.ifRange.trim() === etag;
+    const answer = useRange ? parseRange(req.range, row.size) : { kind: 'full' as const };
+    if (answer.kind === 'unsatisfiable') return { status: 416, headers: { ...headers, 'content-range': `bytes */${row.size}` } };
+    const range = answer.kind === 'partial' ? answer.range : undefined;
+    if (range) headers['content-range'] = `bytes ${range.start}-${range.end}/${row.size}`;
+    headers['content-length'] = String(range ? range.end - range.start + 1 : row.size);
+    if (method === 'HEAD') return { status: range ? 206 : 200, headers };
+    let body: Readable;
+    try {
+      // A bounded read (the whole file is 0..size-1) ends with its last byte, not one read later:
+      // the response is complete as soon as the client has its Content-Length.
+      const bounds = range ?? (row.size > 0 ? { start: 0, end: row.size - 1 } : undefined);
+      body = await this.store.get(this.physicalKey({ account: row.account_id, project: at.project }, at.key), bounds);
+    } catch (err) {
+      if (err instanceof BlobMissing) throw new NotFound('file', at.key);
+      throw err;
+    }
+    return { status: range ? 206 : 200, headers, body };
+  }
+
+  private checkKey(at: BlobAddress): void {
+    if (keyProblem(at.key) || !at.project) throw new NotFound('file', at.key);
+  }
+
+  private row(s: Scope, key: string): Promise<BlobRow | undefined> {
+    return getBlobRow(this.db, s.project, key).then((r) => (r && r.account_id === s.account ? r : undefined));
+  }
+
+  /** Where the bytes of a project's key live in the store: one folder (prefix) per project. */
+  private physicalKey(s: Scope, key: string): string {
+    return `${s.project}/${key}`;
+  }
+
+  private signedUrl(method: SignedMethod, at: BlobAddress, ttl: number, params: Record<string, string>): string {
+    const expiresAt = Math.floor(Date.now() / 1000) + ttl;
+    return `${this.opts.publicUrl()}${blobUrlPath(at)}?${this.signer.sign(method, canonicalPath(at), expiresAt, params)}`;
+  }
+}
+
+const canonicalPath = (at: BlobAddress) => `${BLOB_ROUTE_PREFIX}/${at.project}/${at.key}`;
+
+export const blobUrlPath = (at: BlobAddress): string =>
+  `${BLOB_ROUTE_PREFIX}/${encodeURIComponent(at.project)}/${at.key.split('/').map(encodeURIComponent).join('/')}`;
+
+/** `/blobs/<project>/<key…>?…` → its address, or null when the path is not one. */
+export function parseBlobUrl(rawUrl: string): BlobAddress | null {
+  const path = rawUrl.split('?', 1)[0];
+  if (!path.startsWith(`${BLOB_ROUTE_PREFIX}/`)) return null;
+  const segments = path.slice(BLOB_ROUTE_PREFIX.length + 1).split('/');
+  if (segments.length < 2) return null;
+  try {
+    const [project, ...key] = segments.map((s) => decodeURIComponent(s));
+    return { project, key: key.join('/') };
+  } catch {
+    return null;
+  }
+}
+
+function ttlOf(ttl: number | undefined): number {
+  if (ttl === undefined || ttl === null) return DEFAULT_URL_TTL;
+  if (!Number.isInteger(ttl) || ttl < 1 || ttl > MAX_URL_TTL) {
+    throw new BadRequest(`ttl must be a whole number of seconds from 1 to ${MAX_URL_TTL} (7 days), got ${JSON.stringify(ttl)}`);
+  }
+  return ttl;
+}
+
+const tooLarge = (limit: number) =>
+  new PayloadTooLarge(`the upload is larger than the limit of ${limit} bytes (ORRERY_MAX_UPLOAD_SIZE)`, { limit });
+
+/** RFC 6266: a plain ASCII fallback and the UTF-8 name. */
+export function contentDisposition(kind: string, filename: string): string {
+  const ascii = filename.replace(/[^\x20-\x7e]/g, '_').replace(/["\\]/g, '_');
+  const utf8 = encodeURIComponent(filename).replace(/['()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+  return `${kind}; filename="${ascii}"; filename*=UTF-8''${utf8}`;
+}
+
+/** `If-None-Match: "a", W/"b"` or `*`. */
+function etagListMatches(header: string, etag: string): boolean {
+  if (header.trim() === '*') return true;
+  return header.split(',').some((t) => t.trim().replace(/^W\//, '').replace(/^"(.*)"$/, '$1') === etag);
+}
+

@@ -1,0 +1,345 @@
+/**
+ * Embeddings of objects and runs: computing them with the project's embedder, storing them, and
+ * keeping the in-memory indexes in sync.
+ *
+ * - Objects: an `embed-object` job (durable, retried, one at a time per object with the content
+ *   job) follows every write of an object's text, name, description or properties; content
+ *   processing computes the text embedding of extracted text in its `embeddings` step. A vector
+ *   is recomputed only when its source's ETag or the project's model changed.
+ * - Runs: `embedRun` answers the prompt's and the result's vectors for the run's creation and
+ *   queues them for a batched write (vector-writer.ts).
+ * - Changing a project's model queues an `embed-project` job that re-embeds its objects (and runs,
+ *   when run embeddings are on) a page at a time; objects not yet re-embedded are left out of
+ *   similarity results until they are (vectors of two models are never compared).
+ */
+import type { Kysely } from 'kysely';
+import type { Database } from '../db/schema.ts';
+import type { OrreryDialect } from '../db/dialect.ts';
+import type { Scope } from '../auth/principal.ts';
+import type { JobQueue } from '../jobs/queue.ts';
+import { BadRequest, NotFound } from '../http/errors.ts';
+import { embedLong } from './chunking.ts';
+import type { EmbeddingType, ObjectEmbeddingType } from './embedder.ts';
+import type { VectorIndexes } from './index-registry.ts';
+import type { RunEmbeddingHook, RunEmbeddingInput, RunVectors } from './run-embeddings.ts';
+import { providerFailure, type EmbeddingSettings, type EmbeddingSettingsStore, type ResolvedEmbedder } from './settings.ts';
+import { objectSources, sourceEtag, type SourceFields } from './sources.ts';
+import { countPartition, deleteVectors, getVector, modelsOf, upsertVectors, vectorStamps, type PartitionKey, type VectorRow } from './store.ts';
+import { toWire } from './vectors.ts';
+import { detectVectorExtension, type VectorExtension } from '../db/vector-extension.ts';
+import type { PartitionIndex } from './vector-index.ts';
+import { VectorWriter } from './vector-writer.ts';
+
+export const EMBED_OBJECT_JOB = 'embed-object';
+export const EMBED_PROJECT_JOB = 'embed-project';
+
+export interface EmbeddingServiceDeps {
+  db: Kysely<Database>;
+  dialect: OrreryDialect;
+  settings: EmbeddingSettingsStore;
+  indexes: VectorIndexes;
+  queue: JobQueue;
+  onError?: (err: unknown, what: string) => void;
+}
+
+/** An object as embeddings read it. */
+export interface EmbeddableObject extends SourceFields {
+  id: string;
+  status?: string;
+  content_source?: string | null;
+}
+
+const OBJECT_COLUMNS = ['id', 'name', 'description', 'text', 'properties', 'status', 'content_source'] as const;
+const PAGE = 100;
+
+export class EmbeddingService implements RunEmbeddingHook {
+  private readonly writer: VectorWriter;
+  private pgvector: Promise<VectorExtension> | undefined;
+
+  constructor(private readonly deps: EmbeddingServiceDeps) {
+    this.writer = new VectorWriter(deps.db, (s, rows) => this.indexWritten(s, rows), (err) => this.report(err, 'store run embeddings'));
+    deps.queue.register<null>(EMBED_OBJECT_JOB, { run: (job, signal) => this.embedObjectById(job.scope, job.subject, signal) });
+    deps.queue.register<{ model: string }>(EMBED_PROJECT_JOB, { run: (job, signal) => this.reembedProject(job.scope, job.payload?.model, signal) });
+  }
+
+  get settings(): EmbeddingSettingsStore {
+    return this.deps.settings;
+  }
+
+  resolve(s: Scope): Promise<ResolvedEmbedder> {
+    return this.deps.settings.resolve(s);
+  }
+
+  // ---- objects ----
+
+  /** After an object's write committed (text, name, description or properties may have changed). */
+  async objectWritten(s: Scope, objectId: string): Promise<void> {
+    await this.deps.queue.enqueue({ kind: EMBED_OBJECT_JOB, scope: s, subject: objectId, payload: null });
+  }
+
+  /** After an object's deletion committed. */
+  async objectDeleted(s: Scope, objectId: string): Promise<void> {
+    await deleteVectors(this.deps.db, s, 'object', objectId);
+    this.deps.indexes.removed(s, 'object', [objectId]);
+  }
+
+  private async embedObjectById(s: Scope, id: string, signal: AbortSignal): Promise<void> {
+    const row = await this.objectRow(s, id);
+    if (!row) return;
+    // Content being processed: its `embeddings` step embeds the extracted text; do the rest now.
+    const processing = !!row.content_source && (row.status === 'created' || row.status === 'processing');
+    await this.embedObject(s, row, { signal, skip: processing ? ['text'] : [] });
+  }
+
+  /**
+   * Computes and stores the object's text and properties vectors whose source or model changed,
+   * and drops those whose source is now empty. `text` overrides the stored text (content
+   * processing passes the text it just extracted).
+   */
+  async embedObject(s: Scope, o: EmbeddableObject, opts: { signal?: AbortSignal; skip?: ObjectEmbeddingType[]; resolved?: ResolvedEmbedder } = {}): Promise<void> {
+    const { embedder } = opts.resolved ?? (await this.resolve(s));
+    const sources = objectSources(o);
+    const stamps = await vectorStamps(this.deps.db, s, 'object', o.id);
+    const todo: Array<{ type: ObjectEmbeddingType; source: string; etag: string }> = [];
+    const drop: string[] = [];
+    for (const type of ['text', 'properties'] as const) {
+      if (opts.skip?.includes(type)) continue;
+      const source = sources[type];
+      const stamp = stamps.find((x) => x.type === type);
+      if (!source) {
+        if (stamp) drop.push(type);
+        continue;
+      }
+      const etag = sourceEtag(source);
+      if (!stamp || stamp.model !== embedder.model || stamp.etag !== etag) todo.push({ type, source, etag });
+    }
+    if (drop.length) {
+      await deleteVectors(this.deps.db, s, 'object', o.id, drop);
+      this.deps.indexes.removed(s, 'object', [o.id], drop);
+    }
+    if (!todo.length) return;
+    const vectors = await embedLong(embedder, todo.map((t) => t.source), opts.signal);
+    const rows: VectorRow[] = [];
+    todo.forEach((t, i) => {
+      const vector = vectors[i];
+      if (vector) rows.push({ ownerKind: 'object', ownerId: o.id, type: t.type, model: embedder.model, etag: t.etag, vector });
+    });
+    await upsertVectors(this.deps.db, s, rows);
+    this.indexWritten(s, rows);
+  }
+
+  /** The query vector of an object for a type: its stored one, or computed now from its sources. */
+  async objectVector(s: Scope, objectId: string, type: ObjectEmbeddingType, resolved: ResolvedEmbedder): Promise<Float32Array | null> {
+    const stored = await getVector(this.deps.db, s, 'object', objectId, type);
+    if (stored && stored.model === resolved.settings.model) return stored.vector;
+    const row = await this.objectRow(s, objectId);
+    if (!row) throw new NotFound('object', objectId);
+    const source = objectSources(row)[type as 'text' | 'properties'];
+    if (!source) return null;
+    try {
+      return (await embedLong(resolved.embedder, [source]))[0];
+    } catch (err) {
+      throw providerFailure(err, 'embed the object to compare', false);
+    }
+  }
+
+  async objectExists(s: Scope, objectId: string): Promise<boolean> {
+    return !!(await this.objectRow(s, objectId));
+  }
+
+  /** A text query's vector (chunked and combined like an object's text). */
+  async textVector(s: Scope, text: string, resolved: ResolvedEmbedder): Promise<Float32Array | null> {
+    try {
+      return (await embedLong(resolved.embedder, [text]))[0];
+    } catch (err) {
+      throw providerFailure(err, 'embed the query text', false);
+    }
+  }
+
+  /** The index of a project's vectors of one kind and type, for its current model (null: none yet). */
+  async index(s: Scope, kind: 'object' | 'run', type: EmbeddingType, settings: EmbeddingSettings): Promise<PartitionIndex | null> {
+    return this.deps.indexes.get({ scope: s, kind, type, model: settings.model }, settings.dimensions);
+  }
+
+  private async objectRow(s: Scope, id: string): Promise<EmbeddableObject | undefined> {
+    const row = await this.deps.db.selectFrom('objects').select([...OBJECT_COLUMNS])
+      .where('account_id', '=', s.account).where('project_id', '=', s.project).where('id', '=', id).executeTakeFirst();
+    return row && { ...row, properties: this.deps.dialect.fromJson(row.properties) };
+  }
+
+  // ---- runs ----
+
+  async embedRun(s: Scope, run: RunEmbeddingInput): Promise<RunVectors | null> {
+    try {
+      const resolved = await (this.deps.settings.peek(s) ?? this.deps.settings.resolve(s));
+      if (!resolved.settings.runs) return null;
+      const [input, result] = await this.runVectors(resolved, run);
+      const rows: VectorRow[] = [];
+      const out: RunVectors = {};
+      const model = resolved.embedder.model;
+      if (input) {
+        rows.push({ ownerKind: 'run', ownerId: run.id, type: 'input', model, etag: input.etag, vector: input.vector });
+        out.input_embedding = toWire(input.vector);
+      }
+      if (result) {
+        rows.push({ ownerKind: 'run', ownerId: run.id, type: 'result', model, etag: result.etag, vector: result.vector });
+        out.result_embedding = toWire(result.vector);
+      }
+      if (rows.length) this.writer.push(s, rows);
+      return out;
+    } catch (err) {
+      this.report(err, `embed run ${run.id}`);
+      return null;
+    }
+  }
+
+  private async runVectors(resolved: ResolvedEmbedder, run: RunEmbeddingInput): Promise<Array<{ vector: Float32Array; etag: string } | null>> {
+    const texts = [promptText(run.prompt), resultText(run.result)];
+    const { embedder } = resolved;
+    let vectors: (Float32Array | null)[];
+    if (embedder.embedNow) {
+      // The built-in embedder: microseconds, no I/O, on the request path.
+      vectors = texts.map((t) => {
+        if (!t) return null;
+        const v = embedder.embedNow!(t);
+        return v.some((x) => x !== 0) ? v : null;
+      });
+    } else {
+      vectors = await embedLong(embedder, texts);
+    }
+    return vectors.map((v, i) => (v ? { vector: v, etag: sourceEtag(texts[i]) } : null));
+  }
+
+  /** Waits for queued run vectors (shutdown, tests). */
+  drain(): Promise<void> {
+    return this.writer.drain();
+  }
+
+  // ---- settings ----
+
+  /** `PUT /projects/:id {embeddings}`: the settings to store (validated against the provider). */
+  async prepareSettings(s: Scope, input: unknown): Promise<EmbeddingSettings> {
+    return this.deps.settings.prepare(s, input, await this.deps.settings.settings(s));
+  }
+
+  /** After the settings were stored: a new model re-embeds the project in the background. */
+  async settingsChanged(s: Scope, before: EmbeddingSettings, after: EmbeddingSettings): Promise<void> {
+    this.deps.settings.forget(s.project);
+    // Only a new model re-embeds; runs made while run embeddings were off stay without vectors.
+    if (before.model !== after.model || before.environment !== after.environment) {
+      await this.deps.queue.enqueue({ kind: EMBED_PROJECT_JOB, scope: s, subject: `embeddings:${s.project}`, payload: { model: after.model } });
+    }
+  }
+
+  private async reembedProject(s: Scope, model: string | undefined, signal: AbortSignal): Promise<void> {
+    this.deps.settings.forget(s.project);
+    const resolved = await this.resolve(s);
+    const stillCurrent = async () => {
+      const now = await this.deps.settings.settings(s);
+      return !model || now.model === model;
+    };
+    let after: string | null = null;
+    for (;;) {
+      signal.throwIfAborted();
+      if (!(await stillCurrent())) return; // a newer change queued its own job
+      let q = this.deps.db.selectFrom('objects').select([...OBJECT_COLUMNS]).where('account_id', '=', s.account).where('project_id', '=', s.project);
+      if (after !== null) q = q.where('id', '>', after);
+      const rows = await q.orderBy('id').limit(PAGE).execute();
+      for (const row of rows) await this.embedObject(s, { ...row, properties: this.deps.dialect.fromJson(row.properties) }, { signal, resolved });
+      await yieldToRequests();
+      if (rows.length < PAGE) break;
+      after = rows[rows.length - 1].id;
+    }
+    if (!resolved.settings.runs) return;
+    after = null;
+    for (;;) {
+      signal.throwIfAborted();
+      if (!(await stillCurrent())) return;
+      let q = this.deps.db.selectFrom('runs').select(['id', 'doc']).where('account_id', '=', s.account).where('project_id', '=', s.project).where('status', '=', 'completed');
+      if (after !== null) q = q.where('id', '>', after);
+      const rows = await q.orderBy('id').limit(PAGE).execute();
+      const done = new Set((await this.deps.db.selectFrom('vectors').select('owner_id').where('project_id', '=', s.project).where('owner_kind', '=', 'run')
+        .where('model', '=', resolved.settings.model).where('owner_id', 'in', rows.length ? rows.map((r) => r.id) : ['']).execute()).map((r) => r.owner_id));
+      const vectorRows: VectorRow[] = [];
+      for (const row of rows) {
+        if (done.has(row.id)) continue;
+        const doc = this.deps.dialect.fromJson<{ prompt?: RunEmbeddingInput['prompt']; result?: RunEmbeddingInput['result'] }>(row.doc) ?? {};
+        const [input, result] = await this.runVectors(resolved, { id: row.id, prompt: doc.prompt ?? [], result: doc.result ?? [] });
+        if (input) vectorRows.push({ ownerKind: 'run', ownerId: row.id, type: 'input', model: resolved.settings.model, etag: input.etag, vector: input.vector });
+        if (result) vectorRows.push({ ownerKind: 'run', ownerId: row.id, type: 'result', model: resolved.settings.model, etag: result.etag, vector: result.vector });
+      }
+      await upsertVectors(this.deps.db, s, vectorRows);
+      this.indexWritten(s, vectorRows);
+      await yieldToRequests();
+      if (rows.length < PAGE) break;
+      after = rows[rows.length - 1].id;
+    }
+  }
+
+  // ---- status ----
+
+  /** `GET /embeddings/:type/status` (the official client's `embeddings.status`). */
+  async status(s: Scope, type: string): Promise<Record<string, unknown>> {
+    if (!['text', 'image', 'properties'].includes(type)) throw new BadRequest(`embedding type must be text, image or properties, got ${JSON.stringify(type)}`);
+    const { settings, embedder } = await this.resolve(s);
+    const key: PartitionKey = { scope: s, kind: 'object', type: type as EmbeddingType, model: settings.model };
+    const [jobs, objects, withVectors, models] = await Promise.all([
+      this.deps.db.selectFrom('jobs').select((eb) => eb.fn.countAll<number>().as('n'))
+        .where('account_id', '=', s.account).where('project_id', '=', s.project)
+        .where('kind', 'in', [EMBED_OBJECT_JOB, EMBED_PROJECT_JOB, 'content']).executeTakeFirstOrThrow(),
+      this.deps.db.selectFrom('objects').select((eb) => eb.fn.countAll<number>().as('n'))
+        .where('account_id', '=', s.account).where('project_id', '=', s.project).executeTakeFirstOrThrow(),
+      countPartition(this.deps.db, key),
+      modelsOf(this.deps.db, s, 'object', type),
+    ]);
+    const inProgress = Number(jobs.n);
+    const index = await this.deps.indexes.get(key, settings.dimensions);
+    return {
+      status: type === 'image' && !embedder.supportsImages ? 'disabled' : inProgress ? 'processing' : 'ready',
+      embeddingRunsInProgress: inProgress,
+      totalIndexableObjects: Number(objects.n),
+      embeddingsModels: models.length ? models : [settings.model],
+      objectsWithEmbeddings: withVectors,
+      model: settings.model,
+      dimensions: settings.dimensions,
+      environment: settings.environment,
+      runs: settings.runs,
+      vectorIndex: {
+        status: index?.size ? (index.mode === 'hnsw' || index.size < index.exactBelow ? 'READY' : 'PENDING') : 'ABSENT',
+        name: `${s.project}/${type}/${settings.model}`,
+        type: index?.mode === 'hnsw' ? 'usearch-hnsw' : 'exact',
+        // pgvector: reported, not used (the in-process index serves both databases).
+        pgvector: await (this.pgvector ??= detectVectorExtension(this.deps.db, this.deps.dialect).catch(() => 'absent' as const)),
+      },
+    };
+  }
+
+  // ---- internals ----
+
+  private indexWritten(s: Scope, rows: readonly VectorRow[]): void {
+    const groups = new Map<string, { key: PartitionKey; vectors: Array<{ ownerId: string; vector: Float32Array }> }>();
+    for (const r of rows) {
+      const id = `${r.ownerKind}|${r.type}|${r.model}`;
+      let g = groups.get(id);
+      if (!g) groups.set(id, (g = { key: { scope: s, kind: r.ownerKind, type: r.type, model: r.model }, vectors: [] }));
+      g.vectors.push({ ownerId: r.ownerId, vector: r.vector });
+    }
+    for (const g of groups.values()) this.deps.indexes.written(g.key, g.vectors);
+  }
+
+  private report(err: unknown, what: string): void {
+    this.deps.onError?.(err, what);
+  }
+}
+
+/** Background re-embedding leaves room between pages for requests (SQLite has one connection). */
+const yieldToRequests = () => new Promise((r) => setTimeout(r, 10));
+
+function promptText(prompt: RunEmbeddingInput['prompt']): string {
+  return prompt.map((m) => (typeof m?.content === 'string' ? m.content : '')).filter(Boolean).join('\n\n');
+}
+
+function resultText(result: RunEmbeddingInput['result']): string {
+  return result.map((p) => (typeof p.value === 'string' ? p.value : p.value === undefined ? '' : JSON.stringify(p.value))).filter(Boolean).join('\n\n');
+}
+

@@ -1,0 +1,53 @@
+/**
+ * The one row mapper of content objects (style I3/K7): storage columns never reach the wire
+ * except through here. A full record (retrieve, create, update, find) has `root` and `parent`
+ * as an id; a list or search item has `parent` as `{id, name}`, a `score` and no `root`.
+ */
+import type { HiddenField, ObjectRecord, ObjectRow, TypeRef } from './model.ts';
+
+export interface RecordRefs {
+  types: Map<string, TypeRef>;
+  /** Parent names, for items. */
+  parents?: Map<string, string>;
+}
+
+export function toRecord(row: ObjectRow, refs: RecordRefs, hidden: ReadonlySet<HiddenField>, item?: { score: number }): ObjectRecord {
+  const type = row.type_id ? refs.types.get(row.type_id) : undefined;
+  const rec: ObjectRecord = {
+    id: row.id,
+    name: row.name,
+    description: row.description,
+    tags: (row.tags as string[] | null) ?? [],
+    status: row.status,
+    location: row.location,
+    ...(row.parent_id
+      ? { parent: item ? { id: row.parent_id, name: refs.parents?.get(row.parent_id) ?? '' } : row.parent_id }
+      : {}),
+    ...(item ? {} : { root: row.id }),
+    ...(type ? { type } : {}),
+    ...(row.content ? { content: row.content as ObjectRecord['content'] } : {}),
+    external_id: row.external_id,
+    properties: (row.properties as Record<string, unknown> | null) ?? {},
+    ...(row.metadata ? { metadata: row.metadata as Record<string, unknown> } : {}),
+    tokens: (row.tokens as ObjectRecord['tokens']) ?? null,
+    run: row.run_id,
+    ...(row.error ? { error: row.error as ObjectRecord['error'] } : {}),
+    revision: { root: row.id, head: true },
+    ...(item ? { score: item.score } : {}),
+    created_by: row.created_by,
+    updated_by: row.updated_by,
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+  };
+  if (hidden.has('text')) {
+    if (row.text !== null && row.text !== undefined) rec.text = row.text;
+    if (row.text_etag) rec.text_etag = row.text_etag;
+  }
+  if (hidden.has('embeddings')) rec.embeddings = (row.embeddings as Record<string, unknown> | null) ?? {};
+  if (hidden.has('parts') && row.parts) rec.parts = row.parts as string[];
+  if (hidden.has('transcript') && row.transcript) rec.transcript = row.transcript as Record<string, unknown>;
+  return rec;
+}
+
+/** The record's ETag header value. */
+export const recordEtag = (row: Pick<ObjectRow, 'etag'>): string => `"${row.etag}"`;

@@ -1,0 +1,243 @@
+/**
+ * Reading many objects: `GET /objects`, `POST /objects/find` and `/count`, and
+ * `POST /objects/search` with facets. Everything is one SQL query per page (plus one for the
+ * type and parent names of the page), scoped to the caller's project and filtered in SQL.
+ */
+import { expressionBuilder, sql, type Expression, type Kysely, type RawBuilder, type SqlBool } from 'kysely';
+import type { Database } from '../db/schema.ts';
+import { jsonFindSql, jsonSql, type JsonFindSql, type JsonSql } from '../db/json-sql.ts';
+import type { OrreryDialect } from '../db/dialect.ts';
+import { scopeOf, type Principal, type Scope } from '../auth/principal.ts';
+import { BadRequest } from '../http/errors.ts';
+import type { ObjectTypeService } from './types-service.ts';
+import { columnsFor, decodeObject, objectNames, objectsIn } from './store.ts';
+import { toRecord } from './dto.ts';
+import { parseSelect, project, type Projection } from './projection.ts';
+import { filterCondition, fullTextScore, isoDate, type FilterContext, type ObjectFilters } from './filters.ts';
+import { resolveObjectField } from './find-fields.ts';
+import type { ObjectRecord, ObjectRow } from './model.ts';
+
+export interface Page {
+  limit: number;
+  offset: number;
+}
+
+export interface SortSpec {
+  field: string;
+  order?: 'asc' | 'desc';
+}
+
+export interface FacetSpec {
+  name: string;
+  field: string;
+}
+
+export interface SearchInput extends ObjectFilters, Page {
+  select?: string;
+  sort?: SortSpec[];
+  facets?: FacetSpec[];
+}
+
+export interface FacetBucket {
+  _id: string | number | boolean | null;
+  count: number;
+  name?: string;
+}
+
+export interface SearchOutput {
+  results: Partial<ObjectRecord>[];
+  facets: Record<string, FacetBucket[] | number>;
+}
+
+const MAX_FACET_BUCKETS = 100;
+const MAX_FACETS = 10;
+
+type Eb = ReturnType<typeof expressionBuilder<Database, 'objects'>>;
+
+export class ObjectListing {
+  private readonly json: JsonSql;
+  private readonly order: JsonFindSql;
+
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly dialect: OrreryDialect,
+    private readonly types: ObjectTypeService,
+  ) {
+    this.json = jsonSql(dialect.name);
+    this.order = jsonFindSql(dialect.name);
+  }
+
+  context(s: Scope): FilterContext {
+    return { scope: s, json: this.json };
+  }
+
+  /** `GET /objects`: items newest `updated_at` first, ties by id. */
+  async list(p: Principal, f: ObjectFilters & Page & { select?: string }): Promise<Partial<ObjectRecord>[]> {
+    const s = scopeOf(p);
+    const projection = parseSelect(f.select);
+    const rows = await objectsIn(this.db, s)
+      .select(columnsFor(projection.hidden))
+      .where((eb) => filterCondition(eb, f, this.context(s)))
+      .orderBy('objects.updated_at', 'desc').orderBy('objects.id', 'desc')
+      .limit(f.limit).offset(f.offset)
+      .execute();
+    return this.items(s, rows.map((r) => ({ row: decodeObject(this.dialect, r), score: 1 })), projection);
+  }
+
+  /** `POST /objects/find`: full records (projected), newest first. */
+  async find(p: Principal, q: { query: Record<string, unknown> } & Page & { select?: string }): Promise<Partial<ObjectRecord>[]> {
+    const s = scopeOf(p);
+    const projection = parseSelect(q.select);
+    const rows = await objectsIn(this.db, s)
+      .select(columnsFor(projection.hidden))
+      .where((eb) => filterCondition(eb, { match: queryOf(q.query) }, this.context(s)))
+      .orderBy('objects.updated_at', 'desc').orderBy('objects.id', 'desc')
+      .limit(q.limit).offset(q.offset)
+      .execute();
+    const decoded = rows.map((r) => decodeObject(this.dialect, r));
+    const types = await this.types.refs(s, typeIds(decoded));
+    return decoded.map((row) => project(toRecord(row, { types }, projection.hidden) as unknown as Record<string, unknown>, projection) as Partial<ObjectRecord>);
+  }
+
+  async count(p: Principal, q: { query: Record<string, unknown> }): Promise<{ count: number }> {
+    const s = scopeOf(p);
+    const r = await objectsIn(this.db, s)
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .where((eb) => filterCondition(eb, { match: queryOf(q.query) }, this.context(s)))
+      .executeTakeFirstOrThrow();
+    return { count: Number(r.n) };
+  }
+
+  /** `POST /objects/search`: `{results, facets}`, with a relevance `score` when full_text is given. */
+  async search(p: Principal, q: SearchInput): Promise<SearchOutput> {
+    const s = scopeOf(p);
+    const ctx = this.context(s);
+    const projection = parseSelect(q.select);
+    if ((q.facets?.length ?? 0) > MAX_FACETS) throw new BadRequest(`at most ${MAX_FACETS} facets per search`);
+    for (const f of q.facets ?? []) if (f.name === 'total') throw new BadRequest('facet name "total" is reserved for the match count');
+    let query = objectsIn(this.db, s)
+      .select(columnsFor(projection.hidden))
+      .select((eb) => fullTextScore(eb, q.fullText, ctx).as('score'))
+      .where((eb) => filterCondition(eb, q, ctx));
+    const sort = q.sort?.length ? q.sort : q.fullText?.trim() ? [{ field: 'score', order: 'desc' as const }] : [];
+    for (const spec of sort) {
+      const dir = spec.order === 'asc' ? 'asc' : 'desc';
+      for (const expr of this.sortExpressions(spec.field)) query = query.orderBy(expr, (ob) => (dir === 'asc' ? ob.asc() : ob.desc()).nullsLast());
+    }
+    query = query.orderBy('objects.updated_at', 'desc').orderBy('objects.id', 'desc').limit(q.limit).offset(q.offset);
+    const rows = await query.execute();
+    const results = await this.items(s, rows.map((r) => ({ row: decodeObject(this.dialect, r), score: Number((r as unknown as { score: unknown }).score) })), projection);
+    const facets: SearchOutput['facets'] = {};
+    for (const spec of q.facets ?? []) facets[spec.name] = await this.facet(s, q, spec);
+    facets.total = await this.total(s, q);
+    return { results, facets };
+  }
+
+  private async total(s: Scope, f: ObjectFilters): Promise<number> {
+    const r = await objectsIn(this.db, s)
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .where((eb) => filterCondition(eb, f, this.context(s)))
+      .executeTakeFirstOrThrow();
+    return Number(r.n);
+  }
+
+  /** Buckets `{_id, count}` of one field over the matching objects, largest first. */
+  private async facet(s: Scope, f: ObjectFilters, spec: FacetSpec): Promise<FacetBucket[]> {
+    const eb = expressionBuilder<Database, 'objects'>();
+    const where = sql<SqlBool>`objects.account_id = ${s.account} AND objects.project_id = ${s.project} AND ${filterCondition(eb, f, this.context(s))}`;
+    let rows: { _id: unknown; count: unknown }[];
+    if (spec.field === 'tags') {
+      const elements = this.dialect.name === 'postgres'
+        ? sql`jsonb_array_elements_text(CASE WHEN jsonb_typeof(objects.tags) = 'array' THEN objects.tags ELSE '[]'::jsonb END) AS facet(value)`
+        : sql`json_each(CASE WHEN json_type(objects.tags) = 'array' THEN objects.tags ELSE '[]' END) AS facet`;
+      rows = await this.buckets(sql`SELECT facet.value AS _id, count(*) AS count FROM objects, ${elements} WHERE ${where} GROUP BY facet.value`);
+    } else {
+      const value = this.facetExpression(eb, spec.field);
+      rows = await this.buckets(sql`SELECT ${value} AS _id, count(*) AS count FROM objects WHERE ${where} GROUP BY 1`);
+    }
+    // Largest first, ties by value in code-point order, null last: the same on both databases.
+    const buckets: FacetBucket[] = rows
+      .map((r) => ({ _id: (r._id ?? null) as FacetBucket['_id'], count: Number(r.count) }))
+      .sort((a, b) => b.count - a.count || (a._id === null ? 1 : b._id === null ? -1 : String(a._id) < String(b._id) ? -1 : String(a._id) > String(b._id) ? 1 : 0));
+    if (spec.field === 'type' || spec.field === 'type.id') {
+      const names = await this.types.refs(s, buckets.map((b) => b._id).filter((x): x is string => typeof x === 'string'));
+      for (const b of buckets) if (typeof b._id === 'string') b.name = names.get(b._id)?.name;
+    }
+    return buckets;
+  }
+
+  /** The largest groups of a `SELECT _id, count … GROUP BY` query. */
+  private async buckets(grouped: RawBuilder<unknown>): Promise<{ _id: unknown; count: unknown }[]> {
+    const q = sql<{ _id: unknown; count: unknown }>`SELECT g._id AS _id, g.count AS count FROM (${grouped}) AS g
+      ORDER BY g.count DESC, ${this.order.byteOrder(sql`g._id`)} NULLS LAST LIMIT ${MAX_FACET_BUCKETS}`;
+    return (await q.execute(this.db)).rows;
+  }
+
+  private facetExpression(eb: Eb, field: string): Expression<unknown> {
+    const ref = resolveObjectField(field.split('.'));
+    if (!ref || field === 'text' || (ref.kind === 'column' && ref.type === 'json')) {
+      throw new BadRequest(`cannot compute a facet on ${JSON.stringify(field)}: use a record field (status, type, location, parent, tags, …) or a path under properties, metadata or content`);
+    }
+    if (ref.kind === 'column') return eb.ref(ref.column as never);
+    return this.json.text(eb.ref(ref.column as never), ref.path);
+  }
+
+  private sortExpressions(field: string): Expression<unknown>[] {
+    const eb = expressionBuilder<Database, 'objects'>();
+    if (field === 'score') return [sql.ref('score')];
+    const ref = resolveObjectField(field.split('.'));
+    if (!ref || field === 'text' || (ref.kind === 'column' && ref.type === 'json')) {
+      throw new BadRequest(`cannot sort on ${JSON.stringify(field)}: use a record field or a path under properties, metadata or content`);
+    }
+    // Text in code-point order on both databases (PostgreSQL's collation would differ).
+    if (ref.kind === 'column') return [this.order.byteOrder(eb.ref(ref.column as never))];
+    // JSON values: numbers in numeric order, then the rest as text.
+    const col = eb.ref(ref.column as never);
+    return [this.json.number(col, ref.path), this.order.byteOrder(this.json.text(col, ref.path))];
+  }
+
+  /** List and search items: `parent` as `{id, name}`, a score, projected. */
+  private async items(s: Scope, rows: { row: ObjectRow; score: number }[], projection: Projection): Promise<Partial<ObjectRecord>[]> {
+    const decoded = rows.map((r) => r.row);
+    const [types, parents] = await Promise.all([
+      this.types.refs(s, typeIds(decoded)),
+      objectNames(this.db, s, [...new Set(decoded.map((r) => r.parent_id).filter((x): x is string => !!x))]),
+    ]);
+    return rows.map(({ row, score }) =>
+      project(toRecord(row, { types, parents }, projection.hidden, { score }) as unknown as Record<string, unknown>, projection) as Partial<ObjectRecord>);
+  }
+}
+
+const typeIds = (rows: ObjectRow[]) => rows.map((r) => r.type_id).filter((x): x is string => !!x);
+
+function queryOf(query: unknown): Record<string, unknown> {
+  if (query === undefined || query === null) return {};
+  if (typeof query !== 'object' || Array.isArray(query)) throw new BadRequest('query must be an object of {path: condition}');
+  return query as Record<string, unknown>;
+}
+
+/** `ComplexSearchQuery` (and the list query) → filters. */
+export function filtersOf(q: Record<string, unknown> | undefined): ObjectFilters {
+  if (!q) return {};
+  const list = (v: unknown): string[] | undefined => {
+    if (v === undefined || v === null || v === '') return undefined;
+    const items = (Array.isArray(v) ? v : [v]).flatMap((x) => String(x).split(',')).map((x) => x.trim()).filter(Boolean);
+    return items.length ? [...new Set(items)] : undefined;
+  };
+  const str = (v: unknown): string | undefined => (typeof v === 'string' && v !== '' ? v : v === undefined || v === null || v === '' ? undefined : String(v));
+  const ids = [...(list(q.ids) ?? []), ...(list(q.id) ?? [])];
+  const types = [...(list(q.types) ?? []), ...(list(q.type) ?? [])];
+  const f: ObjectFilters = {
+    ids: ids.length ? ids : undefined,
+    status: list(q.status),
+    types: types.length ? types : undefined,
+    parent: str(q.parent),
+    location: str(q.location),
+    name: str(q.name),
+    createdFrom: str(q.createdFrom), createdTo: str(q.createdTo), updatedFrom: str(q.updatedFrom), updatedTo: str(q.updatedTo),
+    fullText: str(q.full_text),
+  };
+  for (const k of ['createdFrom', 'createdTo', 'updatedFrom', 'updatedTo'] as const) if (f[k]) isoDate(k, f[k]);
+  if (q.match !== undefined && q.match !== null) f.match = queryOf(q.match);
+  return f;
+}

@@ -1,0 +1,276 @@
+/**
+ * Content objects: create (or replace), retrieve with projection, update with if-match, delete
+ * (and the blob when nothing points at it any more), text and content source. Listing,
+ * querying and export are in `listing.ts` and `export.ts`.
+ *
+ * Writes follow "bytes first, row after, old bytes last": a record only points at a blob that
+ * is tracked (its row is locked while the record is written), and a blob is deleted only after
+ * the transaction that removed its last reference has committed.
+ */
+import { randomBytes } from 'node:crypto';
+import type { Kysely } from 'kysely';
+import type { Database } from '../db/schema.ts';
+import type { OrreryDialect } from '../db/dialect.ts';
+import { newId, nowIso } from '../db/ids.ts';
+import { actorOf, scopeOf, type Principal, type Scope } from '../auth/principal.ts';
+import { BadRequest, NotFound, PreconditionFailed } from '../http/errors.ts';
+import type { BlobService } from '../blobs/blob-service.ts';
+import type { ObjectTypeService } from './types-service.ts';
+import { noProcessing, type ContentChange, type ObjectProcessingHook } from './processing-hook.ts';
+import { patchOf, type InputContext, type ObjectPatch } from './input.ts';
+import { toRecord } from './dto.ts';
+import { parseSelect, project } from './projection.ts';
+import { countBySource, deleteObject, getObject, getWholeObject, insertObject, objectExists, updateObject } from './store.ts';
+import type { ContentSource, ObjectInput, ObjectRecord, ObjectRow } from './model.ts';
+
+export interface ObjectServiceDeps {
+  db: Kysely<Database>;
+  dialect: OrreryDialect;
+  blobs: BlobService;
+  types: ObjectTypeService;
+  /** Whether a run of the caller's project exists (for `run`); unchecked when absent. */
+  runExists?: (p: Principal, id: string) => Promise<boolean>;
+  processing?: ObjectProcessingHook;
+  /** The renditions content processing made of an object (records whose parent is the object). */
+  renditions?: { list(p: Principal, id: string): Promise<ObjectRecord[]> };
+  /** Where failures after commit (blob cleanup, the processing hook) are reported. */
+  onBackgroundError?: (err: unknown, what: string) => void;
+  /** Embeddings (src/embeddings): told after an object's write or deletion committed. */
+  embeddings?: { objectWritten(s: Scope, objectId: string): Promise<void>; objectDeleted(s: Scope, objectId: string): Promise<void> };
+}
+
+export interface WrittenObject {
+  record: ObjectRecord;
+  /** The record's ETag header value. */
+  etag: string;
+}
+
+const MAX_CAS_RETRIES = 5;
+
+const newEtag = () => randomBytes(12).toString('base64url');
+
+export class ObjectService {
+  private readonly processing: ObjectProcessingHook;
+
+  constructor(private readonly deps: ObjectServiceDeps) {
+    this.processing = deps.processing ?? noProcessing;
+  }
+
+  private get db() {
+    return this.deps.db;
+  }
+
+  async create(p: Principal, input: ObjectInput): Promise<WrittenObject> {
+    if (input.id !== undefined && input.id !== null && input.id !== '') return this.replace(p, String(input.id), input);
+    const s = scopeOf(p);
+    const patch = await patchOf(input, this.inputContext(p), 'create');
+    const name = patch.name ?? (patch.content as ContentSource | null | undefined)?.name;
+    if (!name) throw new BadRequest('body must have property "name" (or content with a name)');
+    const now = nowIso();
+    const row: ObjectRow = {
+      ...emptyRow(),
+      ...patch,
+      id: newId(), account_id: s.account, project_id: s.project, name, status: 'created',
+      etag: newEtag(), created_by: actorOf(p), updated_by: actorOf(p), created_at: now, updated_at: now,
+    };
+    await this.db.transaction().execute(async (trx) => {
+      await this.holdBlob(trx, s, row.content_source);
+      await insertObject(trx, this.deps.dialect, row);
+    });
+    if (row.content) this.afterCommit(s, { objectId: row.id, content: row.content as ContentSource, previous: null, reason: 'created' });
+    this.embed(s, row.id);
+    return this.written(s, row);
+  }
+
+  /** `POST /objects` with the id of an existing object: a new record in its place (same id and creation). */
+  private async replace(p: Principal, id: string, input: ObjectInput): Promise<WrittenObject> {
+    const s = scopeOf(p);
+    const patch = await patchOf(input, { ...this.inputContext(p), selfId: id }, 'create');
+    for (let attempt = 0; ; attempt++) {
+      const current = await getWholeObject(this.db, this.deps.dialect, s, id);
+      if (!current) throw new NotFound('object', id);
+      const name = patch.name ?? (patch.content as ContentSource | null | undefined)?.name;
+      if (!name) throw new BadRequest('body must have property "name" (or content with a name)');
+      const next: ObjectRow = {
+        ...emptyRow(), ...patch,
+        id, account_id: s.account, project_id: s.project, name, status: 'created', etag: newEtag(),
+        created_by: current.created_by, created_at: current.created_at, updated_by: actorOf(p), updated_at: nowIso(),
+      };
+      const { id: _i, account_id: _a, project_id: _p, created_by: _cb, created_at: _ca, ...columns } = next;
+      const result = await this.writeCas(s, current, columns);
+      if (result === 'changed' && attempt < MAX_CAS_RETRIES) continue;
+      if (result === 'changed') throw new PreconditionFailed(`object ${id} kept changing while it was being replaced: retry`);
+      this.contentMoved(s, id, current.content as ContentSource | null, next.content as ContentSource | null, 'replaced', result.purge);
+      // A replaced record starts over (status created, no text): process it even when its content is the same.
+      if (next.content && JSON.stringify(current.content) === JSON.stringify(next.content)) {
+        this.afterCommit(s, { objectId: id, content: next.content as ContentSource, previous: current.content as ContentSource | null, reason: 'replaced' });
+      }
+      this.embed(s, id);
+      return this.written(s, next);
+    }
+  }
+
+  async get(p: Principal, id: string, select?: string): Promise<{ record: Partial<ObjectRecord>; etag: string }> {
+    const s = scopeOf(p);
+    const projection = parseSelect(select);
+    const row = await getObject(this.db, this.deps.dialect, s, id, projection.hidden);
+    if (!row) throw new NotFound('object', id);
+    const types = await this.deps.types.refs(s, row.type_id ? [row.type_id] : []);
+    return { record: project(toRecord(row, { types }, projection.hidden) as unknown as Record<string, unknown>, projection) as Partial<ObjectRecord>, etag: `"${row.etag}"` };
+  }
+
+  /**
+   * Changes the given fields only. `ifMatch` (the `if-match` header) must name the record's
+   * current ETag (as GET sends it) or, as upstream clients use it, its content's ETag; `*`
+   * matches any existing record. A stale value is a 412 and nothing is written.
+   */
+  async update(p: Principal, id: string, input: ObjectInput, ifMatch?: string): Promise<WrittenObject> {
+    const s = scopeOf(p);
+    const patch = await patchOf(input, { ...this.inputContext(p), selfId: id }, 'update');
+    for (let attempt = 0; ; attempt++) {
+      const current = await getWholeObject(this.db, this.deps.dialect, s, id);
+      if (!current) throw new NotFound('object', id);
+      if (ifMatch !== undefined && !ifMatchAccepts(ifMatch, current)) {
+        throw new PreconditionFailed(`if-match ${ifMatch} does not match the current ETag "${current.etag}" of object ${id}: it was changed since you read it`, { etag: `"${current.etag}"` });
+      }
+      const columns: ObjectPatch & Pick<ObjectRow, 'etag' | 'updated_by' | 'updated_at'> = {
+        ...patch, etag: newEtag(), updated_by: actorOf(p), updated_at: nowIso(),
+      };
+      // New content is processed again: the object is `created` until the pipeline takes it.
+      if ('content' in patch && !('status' in patch) && JSON.stringify(current.content ?? null) !== JSON.stringify(patch.content ?? null) && patch.content) {
+        Object.assign(columns, { status: 'created', error: null });
+      }
+      const result = await this.writeCas(s, current, columns);
+      if (result === 'changed') {
+        // With if-match the caller asked for exactly the version it read: a concurrent write wins.
+        if (ifMatch !== undefined) throw new PreconditionFailed(`object ${id} was changed while this update was being written`);
+        if (attempt < MAX_CAS_RETRIES) continue;
+        throw new PreconditionFailed(`object ${id} kept changing while it was being updated: retry`);
+      }
+      const next: ObjectRow = { ...current, ...columns } as ObjectRow;
+      if ('content' in patch) this.contentMoved(s, id, current.content as ContentSource | null, next.content as ContentSource | null, 'updated', result.purge);
+      if (['text', 'name', 'description', 'properties', 'content'].some((k) => k in patch)) this.embed(s, id);
+      return this.written(s, next);
+    }
+  }
+
+  async delete(p: Principal, id: string): Promise<{ id: string; count: number }> {
+    const s = scopeOf(p);
+    const purge = await this.db.transaction().execute(async (trx) => {
+      const row = await getObject(trx, this.deps.dialect, s, id);
+      if (!row) throw new NotFound('object', id);
+      await deleteObject(trx, s, id);
+      return row.content_source ? this.releaseBlob(trx, s, row.content_source) : undefined;
+    });
+    if (purge) this.background(this.deps.blobs.purge(s, purge), 'delete an unreferenced blob');
+    if (this.processing.objectDeleted) this.background(this.processing.objectDeleted(s, id), 'delete the renditions of a deleted object');
+    if (this.deps.embeddings) this.background(this.deps.embeddings.objectDeleted(s, id), 'delete the embeddings of a deleted object');
+    return { id, count: 1 };
+  }
+
+  async text(p: Principal, id: string): Promise<{ text?: string }> {
+    const row = await getObject(this.db, this.deps.dialect, scopeOf(p), id, new Set(['text']));
+    if (!row) throw new NotFound('object', id);
+    return row.text === null || row.text === undefined ? {} : { text: row.text };
+  }
+
+  async contentSource(p: Principal, id: string): Promise<ContentSource> {
+    const row = await getObject(this.db, this.deps.dialect, scopeOf(p), id);
+    if (!row) throw new NotFound('object', id);
+    const content = row.content as ContentSource | null;
+    if (!content?.source) throw new NotFound('content of object', id);
+    return content;
+  }
+
+  /** Renditions made by content processing (src/content), as records. */
+  async renditions(p: Principal, id: string): Promise<ObjectRecord[]> {
+    if (!(await objectExists(this.db, scopeOf(p), id))) throw new NotFound('object', id);
+    return this.deps.renditions ? this.deps.renditions.list(p, id) : [];
+  }
+
+  // ---- internals ----
+
+  private inputContext(p: Principal): InputContext {
+    const s = scopeOf(p);
+    return {
+      scope: s,
+      blobs: this.deps.blobs,
+      resolveType: (ref) => this.deps.types.resolve(s, ref),
+      parentExists: (id) => objectExists(this.db, s, id),
+      runExists: this.deps.runExists && ((id) => this.deps.runExists!(p, id)),
+    };
+  }
+
+  /**
+   * Compare-and-set of the record against the version read, in one transaction with the blob
+   * bookkeeping: the new blob must still be tracked, and the old one is forgotten when this
+   * was its last reference. Answers the key to purge after commit, or 'changed'.
+   */
+  private async writeCas(s: Scope, current: ObjectRow, columns: ObjectPatch & { etag: string }): Promise<{ purge?: string } | 'changed'> {
+    return this.db.transaction().execute(async (trx) => {
+      const newSource = 'content_source' in columns ? columns.content_source ?? null : current.content_source;
+      if (newSource && newSource !== current.content_source) await this.holdBlob(trx, s, newSource);
+      const ok = await updateObject(trx, this.deps.dialect, s, current.id, current.etag, columns);
+      if (!ok) return 'changed' as const;
+      const old = current.content_source;
+      const purge = old && old !== newSource ? await this.releaseBlob(trx, s, old) : undefined;
+      return { purge };
+    });
+  }
+
+  /** Locks the blob a record is about to point at; it must still be tracked. */
+  private async holdBlob(trx: Kysely<Database>, s: Scope, source: string | null): Promise<void> {
+    if (!source) return;
+    if (!(await this.deps.blobs.lock(trx, s, source))) {
+      throw new BadRequest(`content.source ${JSON.stringify(source)} is not an uploaded file of this project (it was deleted meanwhile)`);
+    }
+  }
+
+  /** Forgets the blob when no object of the project points at it any more; answers its key. */
+  private async releaseBlob(trx: Kysely<Database>, s: Scope, source: string): Promise<string | undefined> {
+    if (!(await this.deps.blobs.lock(trx, s, source))) return undefined;
+    if ((await countBySource(trx, s, source)) > 0) return undefined;
+    return this.deps.blobs.forget(trx, s, source);
+  }
+
+  private contentMoved(s: Scope, objectId: string, previous: ContentSource | null, content: ContentSource | null, reason: ContentChange['reason'], purge?: string): void {
+    if (purge) this.background(this.deps.blobs.purge(s, purge), 'delete an unreferenced blob');
+    if (JSON.stringify(previous) !== JSON.stringify(content) && (content || previous)) {
+      this.afterCommit(s, { objectId, content, previous, reason });
+    }
+  }
+
+  private afterCommit(s: Scope, change: ContentChange): void {
+    this.background(this.processing.contentChanged(s, change), 'start content processing');
+  }
+
+  /** Text, name, description or properties may have changed: embeddings follow (a queued job). */
+  private embed(s: Scope, objectId: string): void {
+    if (this.deps.embeddings) this.background(this.deps.embeddings.objectWritten(s, objectId), 'queue the embeddings of an object');
+  }
+
+  private background(work: Promise<unknown>, what: string): void {
+    work.catch((err) => this.deps.onBackgroundError?.(err, what));
+  }
+
+  private async written(s: Scope, row: ObjectRow): Promise<WrittenObject> {
+    const types = await this.deps.types.refs(s, row.type_id ? [row.type_id] : []);
+    return { record: toRecord(row, { types }, new Set()), etag: `"${row.etag}"` };
+  }
+}
+
+function emptyRow(): Omit<ObjectRow, 'id' | 'account_id' | 'project_id' | 'name' | 'status' | 'etag' | 'created_by' | 'updated_by' | 'created_at' | 'updated_at'> {
+  return {
+    description: null, type_id: null, parent_id: null, location: '/', external_id: null, content_source: null, run_id: null,
+    content: null, tags: [], properties: {}, metadata: null, tokens: null, text: null, text_etag: null, embeddings: null,
+    parts: null, transcript: null, error: null,
+  };
+}
+
+/** RFC 9110 If-Match: `*`, or a list of (possibly weak) entity tags; quotes optional. */
+function ifMatchAccepts(header: string, row: ObjectRow): boolean {
+  const h = header.trim();
+  if (h === '*') return true;
+  const contentEtag = (row.content as ContentSource | null)?.etag;
+  return h.split(',').map((t) => t.trim().replace(/^W\//, '').replace(/^"(.*)"$/, '$1')).some((t) => t === row.etag || (!!contentEtag && t === contentEtag));
+}

@@ -1,0 +1,100 @@
+/**
+ * SQL for content objects. Every query starts from the caller's project (style D5); JSON
+ * columns are encoded and decoded here and nowhere else, so services hold plain values.
+ * Hidden fields (text, embeddings, parts, transcript) are read only when asked for.
+ */
+import type { Kysely, SelectExpression, Updateable } from 'kysely';
+import type { Database, ObjectTable } from '../db/schema.ts';
+import type { OrreryDialect } from '../db/dialect.ts';
+import type { Scope } from '../auth/principal.ts';
+import { HIDDEN_COLUMNS, OBJECT_JSON_COLUMNS, type HiddenField, type ObjectRow } from './model.ts';
+
+export type Db = Kysely<Database>;
+
+/** Every column except the hidden ones. */
+export const VISIBLE_COLUMNS = [
+  'id', 'account_id', 'project_id', 'name', 'description', 'status', 'type_id', 'parent_id', 'location', 'external_id',
+  'content_source', 'run_id', 'content', 'tags', 'properties', 'metadata', 'tokens', 'error', 'etag', 'created_by', 'updated_by',
+  'created_at', 'updated_at',
+] as const satisfies readonly (keyof ObjectTable)[];
+
+export const columnsFor = (hidden: ReadonlySet<HiddenField>): SelectExpression<Database, 'objects'>[] => [
+  ...VISIBLE_COLUMNS.map((c) => `objects.${c}` as const),
+  ...[...hidden].flatMap((h) => HIDDEN_COLUMNS[h]).map((c) => `objects.${c}` as const),
+];
+
+export const objectsIn = (db: Db, s: Scope) =>
+  db.selectFrom('objects').where('objects.account_id', '=', s.account).where('objects.project_id', '=', s.project);
+
+export function encodeObject<T extends Partial<ObjectRow>>(d: OrreryDialect, row: T): T {
+  const out = { ...row } as Record<string, unknown>;
+  for (const c of OBJECT_JSON_COLUMNS) if (c in out) out[c] = d.toJson(out[c]);
+  return out as T;
+}
+
+export function decodeObject(d: OrreryDialect, row: Record<string, unknown>): ObjectRow {
+  const out = { ...row };
+  for (const c of OBJECT_JSON_COLUMNS) if (c in out) out[c] = d.fromJson(out[c]);
+  return out as unknown as ObjectRow;
+}
+
+export async function getObject(db: Db, d: OrreryDialect, s: Scope, id: string, hidden: ReadonlySet<HiddenField> = new Set()): Promise<ObjectRow | undefined> {
+  const row = await objectsIn(db, s).select(columnsFor(hidden)).where('objects.id', '=', id).executeTakeFirst();
+  return row && decodeObject(d, row);
+}
+
+/** The row with every column (for a replace or an update, which rewrite hidden fields too). */
+export async function getWholeObject(db: Db, d: OrreryDialect, s: Scope, id: string): Promise<ObjectRow | undefined> {
+  const row = await objectsIn(db, s).selectAll().where('objects.id', '=', id).executeTakeFirst();
+  return row && decodeObject(d, row);
+}
+
+export async function insertObject(db: Db, d: OrreryDialect, row: ObjectRow): Promise<void> {
+  await db.insertInto('objects').values(encodeObject(d, row)).execute();
+}
+
+/** Writes `patch` if the record still has `etag` (a compare-and-set): false when it changed or is gone. */
+export async function updateObject(db: Db, d: OrreryDialect, s: Scope, id: string, etag: string, patch: Updateable<ObjectTable>): Promise<boolean> {
+  const r = await db
+    .updateTable('objects')
+    .set(encodeObject(d, patch as Partial<ObjectRow>))
+    .where('account_id', '=', s.account)
+    .where('project_id', '=', s.project)
+    .where('id', '=', id)
+    .where('etag', '=', etag)
+    .executeTakeFirst();
+  return Number(r.numUpdatedRows) > 0;
+}
+
+export async function deleteObject(db: Db, s: Scope, id: string): Promise<number> {
+  const r = await db.deleteFrom('objects').where('account_id', '=', s.account).where('project_id', '=', s.project).where('id', '=', id).executeTakeFirst();
+  return Number(r.numDeletedRows);
+}
+
+/** How many objects of the project point at the storage URI `source`. */
+export async function countBySource(db: Db, s: Scope, source: string): Promise<number> {
+  const r = await objectsIn(db, s).select((eb) => eb.fn.countAll<number>().as('n')).where('objects.content_source', '=', source).executeTakeFirstOrThrow();
+  return Number(r.n);
+}
+
+export async function objectExists(db: Db, s: Scope, id: string): Promise<boolean> {
+  return (await objectsIn(db, s).select('objects.id').where('objects.id', '=', id).executeTakeFirst()) !== undefined;
+}
+
+/** Names of the given objects (for `parent: {id, name}` in list items). */
+export async function objectNames(db: Db, s: Scope, ids: readonly string[]): Promise<Map<string, string>> {
+  const out = new Map<string, string>();
+  for (let i = 0; i < ids.length; i += CHUNK) {
+    const rows = await objectsIn(db, s).select(['objects.id', 'objects.name']).where('objects.id', 'in', ids.slice(i, i + CHUNK)).execute();
+    for (const r of rows) out.set(r.id, r.name);
+  }
+  return out;
+}
+
+export async function countByType(db: Db, s: Scope, typeId: string): Promise<number> {
+  const r = await objectsIn(db, s).select((eb) => eb.fn.countAll<number>().as('n')).where('objects.type_id', '=', typeId).executeTakeFirstOrThrow();
+  return Number(r.n);
+}
+
+/** Bound parameters per IN list: far below SQLite's 32,766 and PostgreSQL's 65,535 (style I2). */
+export const CHUNK = 500;

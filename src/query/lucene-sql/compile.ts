@@ -1,0 +1,284 @@
+/**
+ * Lucene AST (query/lucene) → one SQL condition over the `runs` table, with the meaning of
+ * query/lucene/evaluate.ts (THE spec): same values per field, same word rules, same two-valued
+ * NOT. Every value is a bound parameter. Where each field lives:
+ *
+ * - real columns: id, status, modelId/model, finish_reason, parent, token_use.*, execution_time,
+ *   created_at, updated_at; `interaction` / `environment` match the id column or the name column;
+ * - `tags`: run_tags (SQLite) or the jsonb `tags` column with its GIN index (PostgreSQL);
+ * - text (`result`, `prompt`, the default text): the full-text index of the run (FTS5 columns
+ *   body/prompt/result; tsvector weights). A term's words must appear consecutively (a phrase
+ *   query). A wildcard is one word: a trailing `*` is an index prefix query (`hel*`); any other
+ *   glob (`h?llo`, `*llo`) is matched exactly against the index's word list (SQLite: the FTS5
+ *   vocabulary; PostgreSQL: the tsvector's words), prefiltered by the leading literal when there
+ *   is one; without one it reads every run's index entry (slow on large projects).
+ *   Ranges and `_exists_` on `result`/`prompt` read the run document (rare, not indexed);
+ * - families `parameters.*`, `config.*`, `source.*`: `search_fields` (values by path, arrays
+ *   flattened at write time); parameter words are first narrowed through the full-text index.
+ */
+import { sql, type Expression, type SqlBool } from 'kysely';
+import type { DialectName } from '../../db/dialect.ts';
+import { jsonSomeElement, jsonSql, type JsonElementSql } from '../../db/json-sql.ts';
+import {
+  RUN_FIELD_LIST, UnknownFieldError, globParts, instantToIso, parseDateInterval, parseInstant, parseNumber, runField, tokenize, visit,
+  type FieldSpec, type GlobPart, type QueryNode, type RangeNode, type TermNode,
+} from '../lucene/index.ts';
+import { WORDS_KEY, wordString } from './search-doc.ts';
+import { FALSE, TRUE, isWordText, leadingLiteral, searchSql, type CmpOp, type Cond, type SearchPlan, type SearchSql, type TextColumn } from './search-sql.ts';
+
+export interface CompileOptions {
+  readonly dialect: DialectName;
+  /** The field a bare term searches (`defaultQueryPath`); absent = the run's text. */
+  readonly defaultPath?: string;
+  /** How the condition will be used (search-sql.ts `SearchPlan`); only the SQL's shape changes. */
+  readonly plan?: SearchPlan;
+}
+
+type ColumnKind = 'keyword' | 'number' | 'date';
+interface ColumnField {
+  readonly column: string;
+  readonly kind: ColumnKind;
+  readonly nullable: boolean;
+}
+
+/** Fields stored in a real column of `runs`. */
+const COLUMNS: Readonly<Record<string, ColumnField>> = {
+  id: { column: 'id', kind: 'keyword', nullable: false },
+  status: { column: 'status', kind: 'keyword', nullable: false },
+  modelId: { column: 'model_id', kind: 'keyword', nullable: true },
+  model: { column: 'model_id', kind: 'keyword', nullable: true },
+  finish_reason: { column: 'finish_reason', kind: 'keyword', nullable: true },
+  parent: { column: 'parent_id', kind: 'keyword', nullable: true },
+  'token_use.prompt': { column: 'token_prompt', kind: 'number', nullable: true },
+  'token_use.result': { column: 'token_result', kind: 'number', nullable: true },
+  'token_use.total': { column: 'token_total', kind: 'number', nullable: true },
+  execution_time: { column: 'execution_time', kind: 'number', nullable: true },
+  created_at: { column: 'created_at', kind: 'date', nullable: false },
+  updated_at: { column: 'updated_at', kind: 'date', nullable: false },
+};
+
+/** `interaction` / `environment`: a run's ref is `{id, name}`; the id and the name are its values. */
+const REFS: Readonly<Record<string, { id: string; name: string; nullable: boolean }>> = {
+  interaction: { id: 'interaction_id', name: 'interaction_name', nullable: false },
+  environment: { id: 'environment_id', name: 'environment_name', nullable: true },
+};
+
+const col = (name: string) => sql.ref(`runs.${name}`);
+const fields = sql.ref('runs.search_fields');
+
+const and = (parts: Cond[]): Cond => (parts.length === 0 ? TRUE : parts.length === 1 ? parts[0] : sql<SqlBool>`(${sql.join(parts, sql` AND `)})`);
+const or = (parts: Cond[]): Cond => (parts.length === 0 ? FALSE : parts.length === 1 ? parts[0] : sql<SqlBool>`(${sql.join(parts, sql` OR `)})`);
+/** A condition over a nullable column: false, never NULL, when the column is NULL. */
+const present = (c: Expression<unknown>, cond: Cond, nullable: boolean): Cond => (nullable ? sql<SqlBool>`(${c} IS NOT NULL AND ${cond})` : cond);
+
+/** The lower / upper comparisons of a range, in a value domain. */
+const bounds = <T>(r: RangeNode, lo: T | null, hi: T | null, cmp: (op: CmpOp, v: T) => Cond): Cond[] => [
+  ...(lo === null ? [] : [cmp(r.includeLower ? '>=' : '>', lo)]),
+  ...(hi === null ? [] : [cmp(r.includeUpper ? '<=' : '<', hi)]),
+];
+
+/** Merges runs of `*` (they mean the same as one). */
+const normaliseGlob = (parts: GlobPart[]): GlobPart[] => parts.filter((p, i) => !(p.kind === 'any' && parts[i - 1]?.kind === 'any'));
+
+/**
+ * A bound for comparing stored timestamps (`toISOString`, years 0000–9999, so text order is time
+ * order): an instant outside that span becomes '' (below every value) or '~' (above every value).
+ */
+const MIN_ISO_MS = Date.parse('0000-01-01T00:00:00.000Z');
+const MAX_ISO_MS = Date.parse('9999-12-31T23:59:59.999Z');
+export const isoBound = (ms: number): string => (ms < MIN_ISO_MS ? '' : ms > MAX_ISO_MS ? '~' : instantToIso(ms));
+
+class Compiler {
+  private readonly s: SearchSql;
+  private readonly j;
+
+  constructor(private readonly dialect: DialectName, private readonly defaultPath: string | undefined, plan: SearchPlan) {
+    this.s = searchSql(dialect, plan);
+    this.j = jsonSql(dialect);
+  }
+
+  compile(node: QueryNode): Cond {
+    return visit<Cond>(node, {
+      term: (t) => this.term(t),
+      range: (r) => this.range(r),
+      exists: (e) => this.exists(this.spec(e.field)),
+      and: (n) => and(n.nodes.map((x) => this.compile(x))),
+      or: (n) => or(n.nodes.map((x) => this.compile(x))),
+      not: (n) => sql<SqlBool>`(NOT ${this.compile(n.node)})`,
+      all: () => TRUE,
+    });
+  }
+
+  private spec(field: string): FieldSpec {
+    const spec = runField(field);
+    if (spec === null) throw new UnknownFieldError(field, RUN_FIELD_LIST);
+    return spec;
+  }
+
+  // ---- terms --------------------------------------------------------------------------------
+
+  private term(t: TermNode): Cond {
+    const field = t.field ?? this.defaultPath ?? null;
+    if (field === null) return this.textTerm('body', t);
+    const spec = this.spec(field);
+    if (spec.name === 'result' || spec.name === 'prompt') return this.textTerm(spec.name, t);
+    if (spec.family) return spec.kind === 'text' ? this.familyTextTerm(spec, t) : this.familyKeywordTerm(spec, t);
+    if (spec.name === 'tags') return t.wildcard ? this.s.someTag((tag) => this.s.glob(tag, globParts(t.value))) : this.s.hasTag(t.value);
+    const ref = REFS[spec.name];
+    if (ref) {
+      const test = (c: string, nullable: boolean) =>
+        present(col(c), t.wildcard ? this.s.glob(col(c), globParts(t.value)) : sql<SqlBool>`${col(c)} = ${t.value}`, nullable);
+      return or([test(ref.id, ref.nullable), test(ref.name, true)]);
+    }
+    const c = COLUMNS[spec.name];
+    if (c.kind === 'number') {
+      const n = parseNumber(t.value);
+      return t.wildcard || n === null ? FALSE : present(col(c.column), this.s.compareNumber(col(c.column), '=', n), c.nullable);
+    }
+    if (c.kind === 'date' && !t.wildcard) {
+      const span = parseDateInterval(t.value);
+      if (span === null) return FALSE;
+      return and([sql<SqlBool>`${col(c.column)} >= ${isoBound(span.from)}`, sql<SqlBool>`${col(c.column)} < ${isoBound(span.to)}`]);
+    }
+    // keyword (and a wildcard on a date: a glob over the stored ISO string)
+    return present(col(c.column), t.wildcard ? this.s.glob(col(c.column), globParts(t.value)) : sql<SqlBool>`${col(c.column)} = ${t.value}`, c.nullable);
+  }
+
+  /** Words of a text: a phrase, or one word matching a glob. */
+  private textTerm(column: TextColumn, t: TermNode): Cond {
+    if (t.wildcard) {
+      const parts = this.wordGlob(t);
+      if (parts === null) return FALSE;
+      if (parts.length === 2 && parts[0].kind === 'literal' && parts[1].kind === 'any') return this.s.prefix(column, parts[0].text);
+      return this.s.wordGlob(column, parts);
+    }
+    const words = tokenize(t.value);
+    return words.length ? this.s.phrase(column, words) : FALSE;
+  }
+
+  /** The lower-cased glob of a wildcard term on text, or null when no single word can match it. */
+  private wordGlob(t: TermNode): GlobPart[] | null {
+    const parts = normaliseGlob(globParts(t.value.toLowerCase()));
+    return parts.every((p) => p.kind !== 'literal' || isWordText(p.text)) ? parts : null;
+  }
+
+  /** `parameters.*`: strings by their words, numbers and booleans as keyword values. */
+  private familyTextTerm(spec: FieldSpec, t: TermNode): Cond {
+    const words = [WORDS_KEY + spec.name];
+    if (t.wildcard) {
+      const parts = this.wordGlob(t);
+      if (parts === null) return FALSE;
+      const lead = leadingLiteral(parts);
+      const exact = jsonSomeElement(this.dialect, fields, words, (el) => this.s.wordsGlob(el.text, parts));
+      return lead ? and([this.s.prefix('body', lead), exact]) : exact;
+    }
+    const branches: Cond[] = [];
+    const needle = tokenize(t.value);
+    if (needle.length) {
+      // Every parameter string is part of the run's text, so the index narrows first.
+      branches.push(and([this.s.phrase('body', needle), jsonSomeElement(this.dialect, fields, words, (el) => this.s.wordsContain(el.text, wordString(needle)))]));
+    }
+    const scalar = this.scalarEquals(t.value, false);
+    if (scalar) branches.push(jsonSomeElement(this.dialect, fields, [spec.name], scalar));
+    return or(branches);
+  }
+
+  /** `config.*`, `source.*`: exact strings (or a case-sensitive glob), numbers, booleans. */
+  private familyKeywordTerm(spec: FieldSpec, t: TermNode): Cond {
+    if (t.wildcard) {
+      const parts = globParts(t.value);
+      return jsonSomeElement(this.dialect, fields, [spec.name], (el) => sql<SqlBool>`(${el.kind} = 'string' AND ${this.s.glob(el.text, parts)})`);
+    }
+    return jsonSomeElement(this.dialect, fields, [spec.name], this.scalarEquals(t.value, true)!);
+  }
+
+  /** A JSON element equal to a term's value as keyword (strings only when `strings`), or null when nothing can be. */
+  private scalarEquals(value: string, strings: boolean): ((el: JsonElementSql) => Cond) | null {
+    const n = parseNumber(value);
+    const bool = value === 'true' || value === 'false';
+    if (!strings && n === null && !bool) return null;
+    return (el) => or([
+      ...(strings ? [sql<SqlBool>`(${el.kind} = 'string' AND ${el.text} = ${value})`] : []),
+      ...(n !== null ? [sql<SqlBool>`(${el.kind} = 'number' AND ${this.s.compareNumber(el.num, '=', n)})`] : []),
+      ...(bool ? [sql<SqlBool>`(${el.kind} = 'boolean' AND ${el.text} = ${value})`] : []),
+    ]);
+  }
+
+  // ---- ranges -------------------------------------------------------------------------------
+
+  private range(r: RangeNode): Cond {
+    const spec = this.spec(r.field);
+    if (spec.kind === 'date') {
+      const lo = r.lower === null ? null : parseInstant(r.lower);
+      const hi = r.upper === null ? null : parseInstant(r.upper);
+      if ((r.lower !== null && lo === null) || (r.upper !== null && hi === null)) return FALSE;
+      const c = col(COLUMNS[spec.name].column);
+      return and(bounds(r, lo, hi, (op, v) => sql<SqlBool>`${c} ${sql.raw(op)} ${isoBound(v)}`));
+    }
+    const numeric = this.numericBounds(r);
+    const text = (value: Expression<unknown>) => and(bounds(r, r.lower, r.upper, (op, v) => this.s.compare(value, op, v)));
+    const number = (value: Expression<unknown>) => (numeric ? and(bounds(r, numeric.lo, numeric.hi, (op, v) => this.s.compareNumber(value, op, v))) : FALSE);
+    if (spec.name === 'result' || spec.name === 'prompt') return and([this.s.docHas(spec.name), text(this.s.partsText(spec.name))]);
+    if (spec.family) {
+      return jsonSomeElement(this.dialect, fields, [spec.name], (el) =>
+        or([sql<SqlBool>`(${el.kind} = 'string' AND ${text(el.text)})`, ...(numeric ? [sql<SqlBool>`(${el.kind} = 'number' AND ${number(el.num)})`] : [])]));
+    }
+    if (spec.name === 'tags') return this.s.someTag((tag) => text(tag));
+    const ref = REFS[spec.name];
+    if (ref) return or([present(col(ref.id), text(col(ref.id)), ref.nullable), present(col(ref.name), text(col(ref.name)), true)]);
+    const c = COLUMNS[spec.name];
+    return present(col(c.column), c.kind === 'number' ? number(col(c.column)) : text(col(c.column)), c.nullable);
+  }
+
+  /** Both given bounds as numbers, or null when one is not a number (then numbers never match). */
+  private numericBounds(r: RangeNode): { lo: number | null; hi: number | null } | null {
+    const lo = r.lower === null ? null : parseNumber(r.lower);
+    const hi = r.upper === null ? null : parseNumber(r.upper);
+    return (r.lower !== null && lo === null) || (r.upper !== null && hi === null) ? null : { lo, hi };
+  }
+
+  // ---- exists -------------------------------------------------------------------------------
+
+  private exists(spec: FieldSpec): Cond {
+    if (spec.name === 'result' || spec.name === 'prompt') return this.s.docHas(spec.name);
+    if (spec.family) return sql<SqlBool>`(${this.j.type(fields, [spec.name])} IS NOT NULL)`;
+    if (spec.name === 'tags') return this.s.anyTag();
+    const ref = REFS[spec.name];
+    // A run's ref is set exactly when its id column is (the store writes both from the document).
+    if (ref) return ref.nullable ? sql<SqlBool>`(${col(ref.id)} IS NOT NULL)` : TRUE;
+    const c = COLUMNS[spec.name];
+    return c.nullable ? sql<SqlBool>`(${col(c.column)} IS NOT NULL)` : TRUE;
+  }
+}
+
+/**
+ * The condition a query puts on `runs` (see above). Throws UnknownFieldError for a field (or a
+ * default path) that is not searchable.
+ */
+export function compileRunQuery(node: QueryNode, opts: CompileOptions): Cond {
+  if (opts.defaultPath !== undefined && runField(opts.defaultPath) === null) throw new UnknownFieldError(opts.defaultPath, RUN_FIELD_LIST);
+  return new Compiler(opts.dialect, opts.defaultPath, opts.plan ?? {}).compile(node);
+}
+
+/**
+ * The words of the query's full-text terms (not wildcards), for a plan that asks how common they
+ * are (search-sql.ts `SearchPlan.isRare`).
+ */
+export function fullTextWords(node: QueryNode, defaultPath?: string): string[] {
+  const out = new Set<string>();
+  const walk = (n: QueryNode): void => {
+    switch (n.kind) {
+      case 'term': {
+        const field = n.field ?? defaultPath ?? null;
+        const text = field === null || runField(field)?.kind === 'text';
+        if (text && !n.wildcard) for (const w of tokenize(n.value)) out.add(w);
+        return;
+      }
+      case 'and': case 'or': n.nodes.forEach(walk); return;
+      case 'not': walk(n.node); return;
+      default: return;
+    }
+  };
+  walk(node);
+  return [...out];
+}

@@ -1,0 +1,74 @@
+/**
+ * What the search index holds for one run, derived from its document with the evaluator's own
+ * functions (run-text.ts, values.ts), so SQL and the evaluator see the same words and values:
+ *
+ * - words: `tokenize` of the prompt text, the result text and every parameter string, in the order
+ *   of `runText` (their concatenation is exactly `tokenize(runText(doc))`);
+ * - fields: for every path under the families (`parameters`, `config`, `source`), the values that
+ *   evaluate.ts rule 1 finds there (arrays flattened at every step, nulls dropped, objects as `{}`),
+ *   keyed by the dotted path; and for the text family (`parameters`) each string's words as
+ *   `" w1 w2 "` under `w:<path>`. A path segment that no query can name (evaluate.ts only walks
+ *   keys that run-fields.ts accepts) is left out, so a dotted key never aliases a nested one.
+ */
+import { RUN_FIELD_FAMILIES, isPathSegment, promptText, resultText, stringLeaves, tokenize } from '../lucene/index.ts';
+
+/** The parts of a run document the index is built from. */
+export interface SearchSource {
+  readonly prompt?: unknown;
+  readonly result?: unknown;
+  readonly parameters?: unknown;
+  readonly config?: unknown;
+  readonly source?: unknown;
+}
+
+export interface RunSearchDoc {
+  readonly promptWords: readonly string[];
+  readonly resultWords: readonly string[];
+  readonly paramWords: readonly string[];
+  /** Path → values, and `w:<path>` → word strings (see above). */
+  readonly fields: Readonly<Record<string, unknown[]>>;
+}
+
+/** Key prefix of the word strings of a text-family path in `fields`. */
+export const WORDS_KEY = 'w:';
+
+/** `" w1 w2 "`: a string's words with a space on each side, so `" a b "` is a containment test. */
+export const wordString = (words: readonly string[]): string => ` ${words.join(' ')} `;
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+const flatten = (v: unknown, out: unknown[]): void => {
+  if (v === null || v === undefined) return;
+  if (Array.isArray(v)) for (const x of v) flatten(x, out);
+  else out.push(v);
+};
+
+function addPath(fields: Record<string, unknown[]>, key: string, value: unknown, text: boolean): void {
+  const values: unknown[] = [];
+  flatten(value, values);
+  if (values.length === 0) return;
+  const list = (fields[key] ??= []);
+  for (const v of values) {
+    if (isObject(v)) {
+      list.push({});
+      for (const k of Object.keys(v)) if (isPathSegment(k)) addPath(fields, `${key}.${k}`, v[k], text);
+    } else {
+      list.push(v);
+      if (text && typeof v === 'string') (fields[WORDS_KEY + key] ??= []).push(wordString(tokenize(v)));
+    }
+  }
+}
+
+export function runSearchDoc(doc: SearchSource): RunSearchDoc {
+  const fields: Record<string, unknown[]> = Object.create(null);
+  for (const [family, kind] of Object.entries(RUN_FIELD_FAMILIES)) addPath(fields, family, doc[family as keyof SearchSource], kind === 'text');
+  return {
+    promptWords: tokenize(promptText(doc.prompt)),
+    resultWords: tokenize(resultText(doc.result)),
+    paramWords: stringLeaves(doc.parameters).flatMap((s) => tokenize(s)),
+    fields: { ...fields },
+  };
+}
+
+/** Every word of the run's default text (`runText`), in order. */
+export const allWords = (s: RunSearchDoc): string[] => [...s.promptWords, ...s.resultWords, ...s.paramWords];

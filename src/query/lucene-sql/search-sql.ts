@@ -1,0 +1,256 @@
+/**
+ * The SQL that differs by backend for run search (style D3/K2): full text (FTS5 vs tsvector),
+ * globs (GLOB vs LIKE), code-point comparison (BINARY vs COLLATE "C"), tags (run_tags vs jsonb),
+ * and the text of `result`/`prompt` computed from the run document. One object per dialect, picked
+ * once by `searchSql(name, plan)`; the compiler never asks which database it is on.
+ *
+ * Every function returns a condition that is never NULL (NOT must stay two-valued), and binds
+ * every value; table and column names are the fixed ones of migration 0003.
+ *
+ * SQLite: every EXISTS subquery ends in LIMIT 1. SQLite 3.53 rewrites a plain EXISTS into a join
+ * and then counts OFFSET over the joined rows, so a later page skipped too few runs (found by
+ * search-eval.test.ts); a subquery with a LIMIT is left alone.
+ */
+import { sql, type Expression, type RawBuilder, type SqlBool } from 'kysely';
+import type { DialectName } from '../../db/dialect.ts';
+import { escapeLike, jsonSql, jsonString } from '../../db/json-sql.ts';
+import type { GlobPart } from '../lucene/index.ts';
+import { TS_MAX_WORD_BYTES, TS_WEIGHT, byteLength, pairLexeme } from './text-index.ts';
+
+export type Cond = RawBuilder<SqlBool>;
+
+/**
+ * How a condition will be used, so SQLite can be steered to the cheaper plan (PostgreSQL's planner
+ * has statistics for tsvector and jsonb and chooses well on its own):
+ * - `page` (ORDER BY updated_at LIMIT n): walk the newest-first covering index and test each run
+ *   (the full-text matches as a set built once; tags by primary-key probe), which stops after n
+ *   hits. A word known to be rare (`isRare`) is cheaper the other way: look its few runs up.
+ * - `count` (totals, facets): every match is needed, so start from the matches (full-text rows or
+ *   tag rows) and look each run up in the covering index keyed by `search_rowid` or by id.
+ */
+export interface SearchPlan {
+  readonly purpose?: 'page' | 'count';
+  /** Whether a phrase's words are rare enough that its runs should be looked up one by one. */
+  readonly isRare?: (words: readonly string[]) => boolean;
+}
+export type TextColumn = 'body' | 'prompt' | 'result';
+export type CmpOp = '<' | '<=' | '>' | '>=' | '=';
+
+export const TRUE: Cond = sql<SqlBool>`TRUE`;
+export const FALSE: Cond = sql<SqlBool>`FALSE`;
+
+export interface SearchSql {
+  readonly name: DialectName;
+  /** Runs whose text column holds `words` (non-empty, from `tokenize`) consecutively. */
+  phrase(col: TextColumn, words: readonly string[]): Cond;
+  /** Runs with a word in the column that starts with `prefix` (word characters only). */
+  prefix(col: TextColumn, prefix: string): Cond;
+  /** Runs with a word in the column matching a one-word glob (lower case; literals are word characters). */
+  wordGlob(col: TextColumn, parts: readonly GlobPart[]): Cond;
+  /** Case-sensitive anchored glob over a text value (`*` any run, `?` one code point). */
+  glob(value: Expression<unknown>, parts: readonly GlobPart[]): Cond;
+  /** Compares a text value with a bound by Unicode code point. */
+  compare(value: Expression<unknown>, op: CmpOp, bound: string): Cond;
+  /** Compares a numeric value with a bound number. */
+  compareNumber(value: Expression<unknown>, op: CmpOp, bound: number): Cond;
+  /** Runs carrying the tag (exactly). */
+  hasTag(tag: string): Cond;
+  /** Runs with some tag satisfying `test`. */
+  someTag(test: (tag: Expression<string>) => Cond): Cond;
+  /** Runs with at least one tag. */
+  anyTag(): Cond;
+  /** Runs carrying at least one of the tags (non-empty). */
+  hasAnyTag(tags: readonly string[]): Cond;
+  /** `SELECT tag AS k, count(*) AS n` over the tags of the runs of CTE `m` (facets). */
+  tagCounts(): RawBuilder<unknown>;
+  /** A text expression as ORDER BY sorts it by code point. */
+  orderText(value: Expression<unknown>): RawBuilder<unknown>;
+  /** The key a page query selects first and then reads rows by (SQLite: the rowid, in every index). */
+  readonly rowKey: RawBuilder<unknown>;
+  /** `SELECT term, n`: in how many runs each word occurs, when the plan can use it (SQLite), else null. */
+  wordRuns(words: readonly string[]): RawBuilder<{ term: string; n: number }> | null;
+  /** A word string `" w1 w2 "` holds `needle` (`" a b "`). */
+  wordsContain(words: Expression<unknown>, needle: string): Cond;
+  /** Some word of a word string matches a one-word glob (as `wordGlob`). */
+  wordsGlob(words: Expression<unknown>, parts: readonly GlobPart[]): Cond;
+  /** The text of `result` / `prompt` as run-text.ts computes it, from the run document. */
+  partsText(field: 'result' | 'prompt'): RawBuilder<string>;
+  /** Whether the document has a value at `field` (evaluate.ts rule 4: arrays flattened, nulls dropped). */
+  docHas(field: 'result' | 'prompt'): Cond;
+}
+
+const doc = sql.ref('runs.doc');
+
+/** Whether a glob literal can be part of one word (words are runs of letters, digits, marks). */
+export const isWordText = (s: string): boolean => /^[\p{L}\p{N}\p{M}]*$/u.test(s);
+
+const escapeRegex = (s: string): string => s.replace(/[\\^$.*+?()[\]{}|/-]/g, '\\$&');
+
+const sqliteGlob = (parts: readonly GlobPart[]): string =>
+  parts.map((p) => (p.kind === 'any' ? '*' : p.kind === 'one' ? '?' : p.text.replace(/[*?[]/g, '[$&]'))).join('');
+
+/**
+ * The only lower-case letters (of every Unicode word character up to U+2FFFF, checked against
+ * SQLite 3.53) that FTS5's unicode61 tokenizer folds further than JavaScript's toLowerCase. FTS5
+ * folds them in indexed words and in a query's words alike; a glob over the FTS5 vocabulary must
+ * fold its literals the same way to agree with phrase and prefix queries. (So on SQLite a query
+ * word with `ς` also finds `σ`; the README lists this.)
+ */
+const FTS5_FOLD: Readonly<Record<string, string>> = {
+  'µ': 'μ', 'ſ': 's', '\u0345': 'ι', 'ς': 'σ', 'ϐ': 'β', 'ϑ': 'θ', 'ϕ': 'φ', 'ϖ': 'π', 'ϰ': 'κ', 'ϱ': 'ρ', 'ϵ': 'ε', 'ẛ': 'ṡ', '\u1fbe': 'ι',
+};
+const fts5Fold = (parts: readonly GlobPart[]): GlobPart[] =>
+  parts.map((p) => (p.kind === 'literal' ? { kind: 'literal', text: [...p.text].map((c) => FTS5_FOLD[c] ?? c).join('') } : p));
+
+const likePattern = (parts: readonly GlobPart[]): string =>
+  parts.map((p) => (p.kind === 'any' ? '%' : p.kind === 'one' ? '_' : escapeLike(p.text))).join('');
+
+/** The literal text before the first wildcard, when the glob starts with one. */
+export const leadingLiteral = (parts: readonly GlobPart[]): string => (parts[0]?.kind === 'literal' ? parts[0].text : '');
+
+const ops: Record<CmpOp, RawBuilder<unknown>> = {
+  '<': sql.raw('<'), '<=': sql.raw('<='), '>': sql.raw('>'), '>=': sql.raw('>='), '=': sql.raw('='),
+};
+
+// ---- SQLite ---------------------------------------------------------------------------------
+
+/**
+ * The run's FTS5 row matches `query` (an FTS5 query string, bound). `walk`: the unary `+` keeps
+ * SQLite from driving the query from the matches, so it walks the newest-first index instead.
+ */
+const ftsMatch = (query: string, walk: boolean): Cond =>
+  walk ? sql<SqlBool>`+runs.search_rowid IN (SELECT rowid FROM runs_fts WHERE runs_fts MATCH ${query})`
+  : sql<SqlBool>`runs.search_rowid IN (SELECT rowid FROM runs_fts WHERE runs_fts MATCH ${query})`;
+
+/** FTS5 query text: a column filter and quoted words (words never hold a double quote). */
+const ftsPhrase = (col: TextColumn, words: readonly string[]) => `${col} : "${words.join(' ')}"`;
+
+/**
+ * One piece of `result` / `prompt` text (run-text.ts) from an array element: a string element as it
+ * is; result: an object whose `type` is absent or 'text' and whose `value` is a string; prompt: an
+ * object whose `content` is a string. `kind` is the element's JSON kind, `self` its string value,
+ * `json` the element as JSON.
+ */
+const partText = (d: DialectName, field: 'result' | 'prompt', el: { kind: Expression<unknown>; self: Expression<unknown>; json: Expression<unknown> }) => {
+  const j = jsonSql(d);
+  const key = field === 'result' ? 'value' : 'content';
+  const typeOk = field === 'result' ? sql`(${j.type(el.json, ['type'])} IS NULL OR ${jsonString(d, el.json, ['type'])} = 'text')` : sql`TRUE`;
+  return sql<string | null>`(CASE WHEN ${el.kind} = 'string' THEN ${el.self}
+    WHEN ${el.kind} = 'object' AND ${typeOk} THEN ${jsonString(d, el.json, [key])} END)`;
+};
+
+const sqliteSql = (plan: SearchPlan): SearchSql => {
+  const page = plan.purpose !== 'count';
+  const tagWhere = (cond: RawBuilder<unknown>): Cond => page
+    ? sql<SqlBool>`EXISTS (SELECT 1 FROM run_tags AS t WHERE t.run_id = runs.id AND ${cond} LIMIT 1)`
+    : sql<SqlBool>`runs.search_rowid IN (SELECT t.search_rowid FROM run_tags AS t WHERE ${cond})`;
+  return {
+    name: 'sqlite',
+    rowKey: sql`runs.rowid`,
+    phrase: (col, words) => ftsMatch(ftsPhrase(col, words), page && !(plan.isRare?.(words) ?? false)),
+    prefix: (col, prefix) => ftsMatch(`${ftsPhrase(col, [prefix])} *`, page),
+    wordGlob: (col, glob) => {
+      const parts = fts5Fold(glob);
+      const lead = leadingLiteral(parts);
+      const range = lead ? sql`AND v.term >= ${lead} AND v.term < ${lead + '\u{10FFFF}'}` : sql``;
+      // Exact, through the FTS5 vocabulary: the matching words, then the runs holding one of them.
+      return sql<SqlBool>`${page ? sql`+` : sql``}runs.search_rowid IN (SELECT i.doc FROM runs_fts_instances AS i WHERE i.col = ${col}
+        AND i.term IN (SELECT v.term FROM runs_fts_terms AS v WHERE v.term GLOB ${sqliteGlob(parts)} ${range}))`;
+    },
+    glob: (value, parts) => sql<SqlBool>`COALESCE(${value} GLOB ${sqliteGlob(parts)}, FALSE)`,
+    compare: (value, op, bound) => sql<SqlBool>`COALESCE(${value} ${ops[op]} ${bound}, FALSE)`,
+    compareNumber: (value, op, bound) => sql<SqlBool>`COALESCE(${value} ${ops[op]} ${bound}, FALSE)`,
+    hasTag: (tag) => tagWhere(sql`t.tag = ${tag}`),
+    someTag: (test) => tagWhere(test(sql.ref('t.tag'))),
+    anyTag: () => sql<SqlBool>`EXISTS (SELECT 1 FROM run_tags AS t WHERE t.run_id = runs.id LIMIT 1)`,
+    hasAnyTag: (tags) => tagWhere(sql`t.tag IN (${sql.join(tags.map((t) => sql`${t}`))})`),
+    tagCounts: () => sql`SELECT t.tag AS k, count(*) AS n FROM m JOIN run_tags AS t ON t.run_id = m.id GROUP BY t.tag`,
+    orderText: (value) => sql`${value}`,
+    // One equality lookup per word (fts5vocab answers `term = ?` from the index, not `IN`).
+    wordRuns: (words) => words.length
+      ? sql<{ term: string; n: number }>`${sql.join(words.map((w) => sql`SELECT term, doc AS n FROM runs_fts_terms WHERE term = ${w}`), sql` UNION ALL `)}`
+      : null,
+    wordsContain: (words, needle) => sql<SqlBool>`COALESCE(instr(${words}, ${needle}) > 0, FALSE)`,
+    // Words hold only letters, digits and marks, so `"w1","w2"` is a valid JSON array to walk.
+    wordsGlob: (words, parts) => sql<SqlBool>`(trim(${words}) <> '' AND EXISTS (SELECT 1
+      FROM json_each('["' || replace(trim(${words}), ' ', '","') || '"]') AS jw WHERE jw.value GLOB ${sqliteGlob(parts)} LIMIT 1))`,
+    partsText: (field) => {
+      const path = `$.${field}`;
+      const piece = partText('sqlite', field, { kind: sql`(CASE e.type WHEN 'text' THEN 'string' ELSE e.type END)`, self: sql`e.value`, json: sql`e.value` });
+      return sql<string>`(CASE json_type(${doc}, ${path})
+        WHEN 'text' THEN json_extract(${doc}, ${path})
+        WHEN 'array' THEN COALESCE((SELECT group_concat(p.piece, char(10) ORDER BY p.k) FROM
+          (SELECT e.key AS k, ${piece} AS piece FROM json_each(${doc}, ${path}) AS e) AS p WHERE p.piece IS NOT NULL), '')
+        ELSE '' END)`;
+    },
+    // json_tree walks the value; a node whose path below the field has no `.` is reached through
+    // arrays only: that is evaluate.ts's flattening. Arrays and nulls are not values.
+    docHas: (field) => sql<SqlBool>`EXISTS (SELECT 1 FROM json_tree(${doc}, ${`$.${field}`}) AS t
+      WHERE t.type NOT IN ('array', 'null') AND instr(substr(t.fullkey, ${field.length + 3}), '.') = 0 LIMIT 1)`,
+  };
+};
+
+// ---- PostgreSQL -----------------------------------------------------------------------------
+
+const quoteLexeme = (w: string) => `'${w}'`;
+const tsMatch = (query: string): Cond => sql<SqlBool>`runs.search_tsv @@ CAST(${query} AS tsquery)`;
+const tooLong = (words: readonly string[]) => words.some((w) => byteLength(w) > TS_MAX_WORD_BYTES);
+
+const postgresSql: SearchSql = {
+  name: 'postgres',
+  rowKey: sql`runs.id`,
+  phrase: (col, words) => {
+    if (tooLong(words)) return FALSE;
+    const weight = TS_WEIGHT[col] ? `:${TS_WEIGHT[col]}` : '';
+    const pairs = words.slice(1).map((w, i) => pairLexeme(words[i], w));
+    if (tooLong(pairs)) return tsMatch(words.map((w) => `${quoteLexeme(w)}${weight}`).join(' <-> '));
+    // Two words: their pair lexeme, exact. More: the pairs (for the GIN lookup) and the positions.
+    if (words.length === 1) return tsMatch(`${quoteLexeme(words[0])}${weight}`);
+    const pairQuery = pairs.map((x) => `${quoteLexeme(x)}${weight}`).join(' & ');
+    return tsMatch(words.length === 2 ? pairQuery : `${pairQuery} & (${words.map((w) => `${quoteLexeme(w)}${weight}`).join(' <-> ')})`);
+  },
+  prefix: (col, prefix) => (tooLong([prefix]) ? FALSE : tsMatch(`${quoteLexeme(prefix)}:*${TS_WEIGHT[col]}`)),
+  wordGlob: (col, parts) => {
+    // The tsvector's text form lists each word once as 'word':positions, weights after positions.
+    // `[^' ]`: a word's characters (pair lexemes hold a space; words never hold one, nor a quote).
+    const word = parts.map((p) => (p.kind === 'any' ? "[^' ]*" : p.kind === 'one' ? "[^' ]" : escapeRegex(p.text))).join('');
+    const weight = TS_WEIGHT[col] ? `[0-9A-D,]*${TS_WEIGHT[col]}` : '';
+    const lead = leadingLiteral(parts);
+    const scan = sql<SqlBool>`(runs.search_tsv::text ~ ${`'${word}':${weight}`})`;
+    return lead ? sql<SqlBool>`(${postgresSql.prefix(col, lead)} AND ${scan})` : scan;
+  },
+  glob: (value, parts) => sql<SqlBool>`COALESCE(${value} LIKE ${likePattern(parts)} ESCAPE '\\', FALSE)`,
+  compare: (value, op, bound) => sql<SqlBool>`COALESCE((${value}) COLLATE "C" ${ops[op]} ${bound}, FALSE)`,
+  compareNumber: (value, op, bound) => sql<SqlBool>`COALESCE(${value} ${ops[op]} CAST(${bound} AS double precision), FALSE)`,
+  // `IS NOT NULL AND`, not COALESCE: never NULL, and the containment stays visible to the GIN index.
+  hasTag: (tag) => sql<SqlBool>`(runs.tags IS NOT NULL AND runs.tags @> CAST(${JSON.stringify([tag])} AS jsonb))`,
+  someTag: (test) => sql<SqlBool>`EXISTS (SELECT 1 FROM jsonb_array_elements_text(CASE WHEN jsonb_typeof(runs.tags) = 'array'
+    THEN runs.tags ELSE '[]'::jsonb END) AS t(tag) WHERE ${test(sql.ref('t.tag'))})`,
+  anyTag: () => sql<SqlBool>`(CASE WHEN jsonb_typeof(runs.tags) = 'array' THEN jsonb_array_length(runs.tags) > 0 ELSE FALSE END)`,
+  // One containment test per tag: each is a GIN lookup, OR-ed as a bitmap.
+  hasAnyTag: (tags) => sql<SqlBool>`(${sql.join(tags.map((t) => postgresSql.hasTag(t)), sql` OR `)})`,
+  tagCounts: () => sql`SELECT t.tag AS k, count(*) AS n FROM m CROSS JOIN LATERAL jsonb_array_elements_text(CASE
+    WHEN jsonb_typeof(m.tags) = 'array' THEN m.tags ELSE '[]'::jsonb END) AS t(tag) GROUP BY t.tag`,
+  orderText: (value) => sql`${value} COLLATE "C"`,
+  wordRuns: () => null,
+  wordsContain: (words, needle) => sql<SqlBool>`COALESCE(strpos(${words}, ${needle}) > 0, FALSE)`,
+  wordsGlob: (words, parts) => {
+    const word = parts.map((p) => (p.kind === 'any' ? '[^ ]*' : p.kind === 'one' ? '[^ ]' : escapeRegex(p.text))).join('');
+    return sql<SqlBool>`COALESCE(${words} ~ ${` ${word} `}, FALSE)`;
+  },
+  partsText: (field) => {
+    const value = sql`(${doc} -> ${field})`;
+    const piece = partText('postgres', field, { kind: sql`jsonb_typeof(x.e)`, self: sql`(x.e #>> '{}')`, json: sql`x.e` });
+    return sql<string>`(CASE jsonb_typeof(${value})
+      WHEN 'string' THEN ${value} #>> '{}'
+      WHEN 'array' THEN COALESCE((SELECT string_agg(p.piece, chr(10) ORDER BY p.k) FROM
+        (SELECT x.n AS k, ${piece} AS piece FROM jsonb_array_elements(${value}) WITH ORDINALITY AS x(e, n)) AS p
+        WHERE p.piece IS NOT NULL), '')
+      ELSE '' END)`;
+  },
+  docHas: (field) => sql<SqlBool>`EXISTS (WITH RECURSIVE f(v) AS (SELECT ${doc} -> ${field}
+      UNION ALL SELECT e.v FROM f, jsonb_array_elements(CASE WHEN jsonb_typeof(f.v) = 'array' THEN f.v ELSE '[]'::jsonb END) AS e(v))
+    SELECT 1 FROM f WHERE jsonb_typeof(f.v) NOT IN ('array', 'null'))`,
+};
+
+export const searchSql = (dialect: DialectName, plan: SearchPlan = {}): SearchSql => (dialect === 'postgres' ? postgresSql : sqliteSql(plan));

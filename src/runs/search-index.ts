@@ -1,0 +1,143 @@
+/**
+ * Writes a run's search data with its row, in the same transaction, on insert and on every update
+ * that changes the document (the final update of a run, a sweep that fails it). The data comes
+ * from `runSearchDoc` (query/lucene-sql), the same functions the reference evaluator uses:
+ * SQLite fills the FTS5 row keyed by `search_rowid`, PostgreSQL the `search_tsv` column.
+ * Bulk loads (tests, benchmarks) use `insertRuns`, which is what `insertRun` calls too.
+ */
+import type { Updateable } from 'kysely';
+import { sql } from 'kysely';
+import type { OrreryDialect } from '../db/dialect.ts';
+import type { RunTable } from '../db/schema.ts';
+import { ftsRow, runSearchDoc, tsvectorLiteral, type RunSearchDoc, type SearchSource } from '../query/lucene-sql/index.ts';
+import type { RunRow } from './model.ts';
+import type { Db } from './store.ts';
+
+export interface NewRun {
+  readonly row: RunRow;
+  readonly tags: readonly string[];
+}
+
+/** Rows per multi-row INSERT: well under SQLite's 32,766 and PostgreSQL's 65,535 bound values. */
+const RUNS_PER_INSERT = 200;
+const FTS_PER_INSERT = 500;
+const TAGS_PER_INSERT = 1000;
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+const nameOf = (ref: unknown): string | null => (isObject(ref) && typeof ref.name === 'string' ? ref.name : null);
+
+interface IndexDialect {
+  /** The search data of a document, with the document as this database will hand it back. */
+  searchDoc(doc: Record<string, unknown>): RunSearchDoc;
+  /** Search columns of the runs row. */
+  columns(d: OrreryDialect, s: RunSearchDoc, doc: Record<string, unknown>): Record<string, unknown>;
+  /** Inserts the rows (already encoded) with their tags and search data. */
+  insert(trx: Db, rows: Record<string, unknown>[], docs: RunSearchDoc[], tags: { run: number; tag: string }[]): Promise<void>;
+  /** Updates one row; false when no row matched. */
+  update(trx: Db, id: string, set: Record<string, unknown>, s: RunSearchDoc, fromStatus?: string): Promise<boolean>;
+}
+
+const common = (d: OrreryDialect, s: RunSearchDoc, doc: Record<string, unknown>) => ({
+  search_fields: d.toJson(s.fields),
+  interaction_name: nameOf(doc.interaction),
+  environment_name: nameOf(doc.environment),
+});
+
+const chunks = <T>(xs: readonly T[], n: number): T[][] => {
+  const out: T[][] = [];
+  for (let i = 0; i < xs.length; i += n) out.push(xs.slice(i, i + n));
+  return out;
+};
+
+async function insertFts(trx: Db, entries: { rowid: number; s: RunSearchDoc }[]): Promise<void> {
+  for (const part of chunks(entries, FTS_PER_INSERT)) {
+    const values = part.map(({ rowid, s }) => {
+      const f = ftsRow(s);
+      return sql`(${rowid}, ${f.body}, ${f.prompt}, ${f.result})`;
+    });
+    await sql`INSERT INTO runs_fts (rowid, body, prompt, result) VALUES ${sql.join(values)}`.execute(trx);
+  }
+}
+
+const sqliteIndex: IndexDialect = {
+  searchDoc: (doc) => runSearchDoc(doc as SearchSource),
+  columns: (d, s, doc) => common(d, s, doc),
+  async insert(trx, rows, docs, tags) {
+    const { m } = (await sql<{ m: number }>`SELECT COALESCE(MAX(search_rowid), 0) AS m FROM runs`.execute(trx)).rows[0];
+    rows.forEach((r, i) => (r.search_rowid = m + 1 + i));
+    for (const part of chunks(rows, RUNS_PER_INSERT)) await trx.insertInto('runs').values(part as never).execute();
+    const tagRows = tags.map(({ run, tag }) => ({ run_id: rows[run].id as string, tag, search_rowid: m + 1 + run }));
+    for (const part of chunks(tagRows, TAGS_PER_INSERT)) await trx.insertInto('run_tags').values(part as never).execute();
+    await insertFts(trx, docs.map((s, i) => ({ rowid: m + 1 + i, s })));
+  },
+  async update(trx, id, set, s, fromStatus) {
+    let q = trx.updateTable('runs').set(set as never).where('id', '=', id);
+    if (fromStatus) q = q.where('status', '=', fromStatus);
+    const r = await q.returning('search_rowid').executeTakeFirst();
+    if (!r) return false;
+    await sql`DELETE FROM runs_fts WHERE rowid = ${r.search_rowid}`.execute(trx);
+    await insertFts(trx, [{ rowid: r.search_rowid!, s }]);
+    return true;
+  },
+};
+
+const postgresIndex: IndexDialect = {
+  // jsonb does not keep key order, and the order of parameter strings is the order of the words
+  // in runText: index the document in the order PostgreSQL will answer it.
+  searchDoc: (doc) => runSearchDoc(jsonbOrder(doc) as SearchSource),
+  columns: (d, s, doc) => ({ ...common(d, s, doc), search_tsv: tsvectorLiteral(s) }),
+  async insert(trx, rows, _docs, tags) {
+    for (const part of chunks(rows, RUNS_PER_INSERT)) await trx.insertInto('runs').values(part as never).execute();
+    const tagRows = tags.map(({ run, tag }) => ({ run_id: rows[run].id as string, tag }));
+    for (const part of chunks(tagRows, TAGS_PER_INSERT)) await trx.insertInto('run_tags').values(part).execute();
+  },
+  async update(trx, id, set, _s, fromStatus) {
+    let q = trx.updateTable('runs').set(set as never).where('id', '=', id);
+    if (fromStatus) q = q.where('status', '=', fromStatus);
+    const r = await q.executeTakeFirst();
+    return Number(r.numUpdatedRows) > 0;
+  },
+};
+
+/** jsonb's order of object keys: shorter (in UTF-8 bytes) first, then by bytes. */
+const jsonbKeyOrder = (a: string, b: string): number => {
+  const x = Buffer.from(a, 'utf8');
+  const y = Buffer.from(b, 'utf8');
+  return x.length - y.length || Buffer.compare(x, y);
+};
+
+/** A copy of a JSON value with every object's keys in jsonb's order. */
+export const jsonbOrder = (v: unknown): unknown =>
+  Array.isArray(v) ? v.map(jsonbOrder)
+  : isObject(v) ? Object.fromEntries(Object.keys(v).sort(jsonbKeyOrder).map((k) => [k, jsonbOrder(v[k])]))
+  : v;
+
+const indexOf = (d: OrreryDialect): IndexDialect => (d.name === 'postgres' ? postgresIndex : sqliteIndex);
+
+const inTransaction = <T>(db: Db, fn: (trx: Db) => Promise<T>): Promise<T> => (db.isTransaction ? fn(db) : db.transaction().execute(fn));
+
+const docOfRow = (doc: unknown): Record<string, unknown> => (isObject(doc) ? doc : {});
+
+/**
+ * Inserts runs with their tags and search data, in the caller's transaction when `db` is one.
+ * `encode` turns a row into column values (runs/store.ts `encodeRun`).
+ */
+export async function insertRuns(db: Db, d: OrreryDialect, runs: readonly NewRun[], encode: (row: RunRow) => Record<string, unknown>): Promise<void> {
+  if (!runs.length) return;
+  const index = indexOf(d);
+  const docs = runs.map(({ row }) => index.searchDoc(docOfRow(row.doc)));
+  const rows = runs.map(({ row }, i) => ({ ...encode(row), ...index.columns(d, docs[i], docOfRow(row.doc)) }));
+  const tags = runs.flatMap(({ tags }, run) => tags.map((tag) => ({ run, tag })));
+  await inTransaction(db, (trx) => index.insert(trx, rows, docs, tags));
+}
+
+/**
+ * Updates a run whose document changes (`set` is already encoded; `doc` is the new document) and
+ * its search data; with `fromStatus`, only if the run is still in that status.
+ */
+export function updateRunAndIndex(db: Db, d: OrreryDialect, id: string, set: Updateable<RunTable>, doc: unknown, fromStatus?: string): Promise<boolean> {
+  const index = indexOf(d);
+  const s = index.searchDoc(docOfRow(doc));
+  const all = { ...set, ...index.columns(d, s, docOfRow(doc)) };
+  return inTransaction(db, (trx) => index.update(trx, id, all, s, fromStatus));
+}

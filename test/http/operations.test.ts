@@ -1,0 +1,73 @@
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { TEST_DIALECTS, startTestServer, seedEcho, type TestServer } from '../support/server.ts';
+import { startServerProcess } from '../support/processes.ts';
+import { openStream } from '../support/sse.ts';
+
+for (const dialect of TEST_DIALECTS) {
+  describe(`${dialect}: health, readiness and metrics`, () => {
+    let srv: TestServer;
+    before(async () => {
+      srv = await startTestServer(dialect, { metricsToken: 'scrape-me' });
+    });
+    after(() => srv.close());
+
+    it('answers /ready while the database answers', async () => {
+      const r = await srv.api('GET', '/ready', undefined, null);
+      assert.equal(r.status, 200);
+      assert.equal(r.body.status, 'ready');
+      assert.equal(r.body.replica, srv.orrery.replica.id);
+    });
+
+    it('fails /ready with 503 when a dependency is down', async () => {
+      srv.orrery.readiness.push(async () => {
+        throw new Error('blob storage unreachable');
+      });
+      try {
+        const r = await srv.api('GET', '/ready', undefined, null);
+        assert.equal(r.status, 503);
+        assert.equal(r.body.error, 'not_ready');
+        assert.match(r.body.message, /blob storage unreachable/);
+      } finally {
+        srv.orrery.readiness.pop();
+      }
+    });
+
+    it('exports Prometheus metrics behind ORRERY_METRICS_TOKEN', async () => {
+      const seeded = await seedEcho(srv);
+      await srv.api('POST', '/api/v1/runs', { interaction: seeded.interaction.id, data: { text: 'x' } });
+      await srv.api('POST', '/api/v1/runs', { interaction: seeded.interaction.id, data: { text: 'x' }, config: { model: 'error' } });
+      assert.equal((await srv.api('GET', '/metrics', undefined, null)).status, 401);
+      const r = await fetch(`${srv.url}/metrics`, { headers: { authorization: 'Bearer scrape-me' } });
+      assert.equal(r.status, 200);
+      assert.match(r.headers.get('content-type')!, /text\/plain/);
+      const text = await r.text();
+      assert.match(text, /orrery_runs_total\{status="completed",provider="test",mode="blocking"\} 1/);
+      assert.match(text, /orrery_runs_total\{status="failed",provider="test",mode="blocking"\} 1/);
+      assert.match(text, /orrery_http_requests_total\{method="POST",route="\/api\/v1\/runs",status="200"\} 1/);
+      assert.match(text, /orrery_provider_latency_seconds_bucket\{le="0.005",provider="test",outcome="ok"\}/);
+      assert.match(text, /orrery_sse_streams_open 0/);
+    });
+  });
+}
+
+describe('graceful shutdown', () => {
+  it('stops accepting, lets an open stream finish its run, then exits 0', async () => {
+    const key = 'sk-shutdown-test-admin-key-0123456789';
+    const srv = await startServerProcess({ ORRERY_ADMIN_KEY: key });
+    const h = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
+    const post = async (path: string, body: unknown) => (await (await fetch(srv.url + path, { method: 'POST', headers: h, body: JSON.stringify(body) })).json()) as any;
+    const env = await post('/api/v1/environments', { name: 's', provider: 'test', default_model: 'echo', config: { chunk_delay_ms: 50 } });
+    const ix = await post('/api/v1/interactions', { name: 'S', environment: env.id, prompts: [{ type: 'template', template: { role: 'user', content_type: 'text', content: 'one two three four five six seven eight nine ten' } }] });
+    const run = await post('/api/v1/runs', { interaction: ix.id, stream: true });
+    const s = await openStream(`${srv.url}/api/v1/runs/${run.id}/stream?access_token=${key}`);
+    assert.equal((await s.next())?.event, 'message');
+    const exited = srv.stop();
+    const events = await s.all();
+    const close = events.at(-1)!;
+    assert.equal(close.event, 'close');
+    assert.equal(JSON.parse(close.data).status, 'completed');
+    assert.equal(await exited, 0);
+    await assert.rejects(fetch(`${srv.url}/health`), 'no longer accepting');
+  });
+});

@@ -1,0 +1,70 @@
+/**
+ * Orrery as real server processes (`node src/cli.ts serve`), for tests that need several replicas
+ * or that kill one. Each child gets a free loopback port; stdout is collected for diagnostics.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+const ROOT = new URL('../..', import.meta.url).pathname;
+
+export const freePort = () =>
+  new Promise<number>((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as { port: number };
+      srv.close(() => resolve(port));
+    });
+  });
+
+export interface ServerProcess {
+  url: string;
+  proc: ChildProcess;
+  output(): string;
+  /** Graceful stop (SIGTERM), resolved when the process exited. */
+  stop(): Promise<number | null>;
+  /** Abrupt death (SIGKILL), as a crashed machine. */
+  kill(): Promise<void>;
+}
+
+export async function startServerProcess(env: Record<string, string>): Promise<ServerProcess> {
+  const port = await freePort();
+  const dataDir = env.ORRERY_DATA_DIR ?? mkdtempSync(join(tmpdir(), 'orrery-proc-'));
+  const proc = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'serve'], {
+    cwd: ROOT,
+    env: { ...process.env, ORRERY_LOG_LEVEL: 'warn', ...env, ORRERY_PORT: String(port), ORRERY_HOST: '127.0.0.1', ORRERY_DATA_DIR: dataDir },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  proc.stdout!.on('data', (d) => (out += d));
+  proc.stderr!.on('data', (d) => (out += d));
+  const exited = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));
+  const url = `http://127.0.0.1:${port}`;
+  const until = Date.now() + 60_000;
+  for (;;) {
+    if (proc.exitCode !== null) throw new Error(`server exited early:\n${out}`);
+    try {
+      if ((await fetch(`${url}/health`)).ok) break;
+    } catch {
+      /* not yet */
+    }
+    if (Date.now() > until) throw new Error(`server did not start:\n${out}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return {
+    url,
+    proc,
+    output: () => out,
+    stop: async () => {
+      if (proc.exitCode === null) proc.kill('SIGTERM');
+      return exited;
+    },
+    kill: async () => {
+      if (proc.exitCode === null) proc.kill('SIGKILL');
+      await exited;
+    },
+  };
+}
