@@ -16,6 +16,8 @@ export interface Config {
   secret?: string;
   /** `postgres://…` selects PostgreSQL; unset means SQLite under the data folder. */
   databaseUrl?: string;
+  /** `s3://bucket?endpoint=…&region=…&path_style=true` selects S3; unset means `<data>/blobs`. */
+  blobUrl?: string;
   /** Lifetime of JWTs issued at /token/issue, in seconds. */
   jwtTtlSeconds: number;
   /** A run created with stream:true and never streamed fails after this many seconds. */
@@ -124,6 +126,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     adminKey,
     secret: overrides.secret ?? nonEmpty(env, 'ORRERY_SECRET'),
     databaseUrl: overrides.databaseUrl ?? nonEmpty(env, 'ORRERY_DATABASE_URL'),
+    blobUrl: overrides.blobUrl ?? nonEmpty(env, 'ORRERY_BLOB_URL'),
     jwtTtlSeconds: overrides.jwtTtlSeconds ?? int(env, 'ORRERY_JWT_TTL', 3600, 60, 30 * 24 * 3600),
     streamTimeoutSeconds: overrides.streamTimeoutSeconds ?? int(env, 'ORRERY_STREAM_TIMEOUT', 3600, 1),
     maxUploadBytes: overrides.maxUploadBytes ?? byteSize(env, 'ORRERY_MAX_UPLOAD_SIZE', 1024 ** 3),

@@ -26,6 +26,7 @@ import { runRoutes } from './runs/routes.ts';
 import { RunRefSchema, RunSchema } from './runs/schemas.ts';
 import { join } from 'node:path';
 import { LocalBlobStore } from './blobs/local-store.ts';
+import { parseS3Url, S3BlobStore } from './blobs/s3-store.ts';
 import { UrlSigner } from './blobs/url-signer.ts';
 import { BlobService } from './blobs/blob-service.ts';
 import { blobRoutes } from './blobs/routes.ts';
@@ -87,7 +88,8 @@ export async function buildServer(config: Config, opts: { logger?: boolean | obj
     const notifier = openNotifier(database, config.databaseUrl);
     // Run embeddings: the hook reaches the embedding service built below, once requests arrive.
     const runs = new RunService(db, dialect, interactions, environments, hub, changes, replica, notifier, metrics, config.streamTimeoutSeconds, { embedRun: (s, r) => embeddings.embedRun(s, r) });
-    const blobs = new BlobService(db, dialect, new LocalBlobStore(join(config.dataDir, 'blobs'), { durable: config.blobFsync }), new UrlSigner(keys.urls), {
+    const blobStore = config.blobUrl ? new S3BlobStore(parseS3Url(config.blobUrl)) : new LocalBlobStore(join(config.dataDir, 'blobs'), { durable: config.blobFsync });
+    const blobs = new BlobService(db, dialect, blobStore, new UrlSigner(keys.urls), {
       publicUrl: () => config.publicUrl,
       maxUploadBytes: config.maxUploadBytes,
     });
@@ -131,7 +133,7 @@ export async function buildServer(config: Config, opts: { logger?: boolean | obj
     });
     const similarity = new ObjectSimilarity(db, listing, embeddings, config.vectorExactThreshold);
     /** Checks behind GET /ready; features with an external dependency (blob storage) add theirs. */
-    const readiness: Array<() => Promise<unknown>> = [() => sql`SELECT 1`.execute(db)];
+    const readiness: Array<() => Promise<unknown>> = [() => sql`SELECT 1`.execute(db), () => blobs.check()];
     let draining = false;
 
     const app = Fastify({

@@ -194,7 +194,8 @@ export class BlobService {
 
   /** Deletes the bytes of a forgotten blob, unless it was uploaded again meanwhile. */
   async purge(s: Scope, key: string): Promise<void> {
-    if (await this.row(s, key)) return;
+    // The table only: adopting the bytes from the store (row()) would resurrect what is purged.
+    if (await getBlobRow(this.db, s.project, key)) return;
     await this.store.delete(this.physicalKey(s, key));
   }
 
@@ -309,8 +310,33 @@ export class BlobService {
     if (keyProblem(at.key) || !at.project) throw new NotFound('file', at.key);
   }
 
-  private row(s: Scope, key: string): Promise<BlobRow | undefined> {
-    return getBlobRow(this.db, s.project, key).then((r) => (r && r.account_id === s.account ? r : undefined));
+  private async row(s: Scope, key: string): Promise<BlobRow | undefined> {
+    const row = await getBlobRow(this.db, s.project, key);
+    if (row) return row.account_id === s.account ? row : undefined;
+    return this.adopt(s, key);
+  }
+
+  /**
+   * With a presigning store (S3) the bytes go straight to the bucket, so Orrery first hears of an
+   * upload when its storage URI is used: record the blob then, from what the store says of it.
+   */
+  private async adopt(s: Scope, key: string): Promise<BlobRow | undefined> {
+    if (!canPresign(this.store) || key.startsWith(DERIVED_PREFIX)) return undefined;
+    const stat = await this.store.stat(this.physicalKey(s, key));
+    if (!stat) return undefined;
+    const now = nowIso();
+    const row: BlobRow = {
+      project_id: s.project, key, account_id: s.account, size: stat.size, etag: stat.etag ?? '', content_type: mimeOf(key) || OCTET_STREAM,
+      name: keyBaseName(key), created_at: now, updated_at: now,
+    };
+    await upsertBlobRow(this.db, row);
+    return row;
+  }
+
+  /** Readiness: the storage answers (S3: the bucket exists and the credentials work). */
+  async check(): Promise<void> {
+    if (this.store.check) await this.store.check();
+    else await this.store.stat('.orrery-ready-probe');
   }
 
   /** Where the bytes of a project's key live in the store: one folder (prefix) per project. */

@@ -44,6 +44,8 @@ export interface BlobStore {
   delete(key: string): Promise<void>;
   /** Keys under `prefix` (a folder prefix ending in `/`, or any key prefix). */
   list(prefix: string): AsyncIterable<string>;
+  /** Throws while the storage cannot be reached (readiness); without it, a `stat` probes. */
+  check?(): Promise<void>;
 }
 
 export interface PresignOptions {
