@@ -1,6 +1,7 @@
 /** `npm run bench -- <name>`: runs one benchmark (or all, in order, with no name). */
 const BENCHES: Record<string, string> = {
   runs: './runs-throughput.ts',
+  replicas: './replicas.ts',
   embeddings: './embeddings.ts',
   'runs-embeddings': './runs-embeddings-ab.ts',
   content: './content.ts',

@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { TEST_DIALECTS, createPgDatabase } from '../support/server.ts';
 import { startServerProcess, type ServerProcess } from '../support/processes.ts';
 import { openStream } from '../support/sse.ts';
+import { startS3, type TestS3 } from '../support/s3.ts';
 
 const KEY = 'sk-cluster-test-admin-key-0123456789';
 const WORDS = Array.from({ length: 30 }, (_, i) => `w${i}`).join(' ');
@@ -16,8 +17,13 @@ describe('postgres: two replicas on one database', { skip: !TEST_DIALECTS.includ
   let a: ServerProcess;
   let b: ServerProcess;
   let database: Awaited<ReturnType<typeof createPgDatabase>>;
+  let s3: TestS3;
   let interaction: string;
-  const env = () => ({ ORRERY_DATABASE_URL: database.url, ORRERY_ADMIN_KEY: KEY, ORRERY_SECRET: 'shared-cluster-secret-0123456789', ORRERY_REPLICA_TIMEOUT: '3' });
+  // The scale-out deployment: one PostgreSQL, one S3-compatible bucket, two replicas.
+  const env = () => ({
+    ORRERY_DATABASE_URL: database.url, ORRERY_BLOB_URL: s3.blobUrl, AWS_ACCESS_KEY_ID: 'S3RVER', AWS_SECRET_ACCESS_KEY: 'S3RVER',
+    ORRERY_ADMIN_KEY: KEY, ORRERY_SECRET: 'shared-cluster-secret-0123456789', ORRERY_REPLICA_TIMEOUT: '3',
+  });
   const api = async (srv: ServerProcess, method: string, path: string, body?: unknown) => {
     const r = await fetch(srv.url + path, { method, headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
     return { status: r.status, body: (await r.json()) as any };
@@ -26,6 +32,7 @@ describe('postgres: two replicas on one database', { skip: !TEST_DIALECTS.includ
   const text = (events: Array<{ event: string; data: string }>) => events.filter((e) => e.event === 'message').map((e) => JSON.parse(e.data)).join('');
 
   before(async () => {
+    s3 = await startS3('orrery-runs-cluster');
     database = await createPgDatabase();
     [a, b] = await Promise.all([startServerProcess(env()), startServerProcess(env())]);
     const e = await api(a, 'POST', '/api/v1/environments', { name: 'slow', provider: 'test', default_model: 'echo', config: { chunk_delay_ms: 60 } });
@@ -35,6 +42,7 @@ describe('postgres: two replicas on one database', { skip: !TEST_DIALECTS.includ
   after(async () => {
     await Promise.all([a?.stop(), b?.stop()]);
     await database?.drop();
+    await s3?.close();
   });
 
   it('streams through replica B a run created on replica A', async () => {
