@@ -2,7 +2,7 @@
 // port, the socket in that folder. initdb refuses root, so as root it runs as `postgres`.
 import { execFileSync, spawnSync } from 'node:child_process';
 import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { freePort } from './free-port.mjs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -15,15 +15,6 @@ export function findPgBin() {
   return versions.length ? join(root, versions[0], 'bin') : undefined;
 }
 
-const freePort = () =>
-  new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address();
-      srv.close(() => resolve(port));
-    });
-  });
 
 export async function startCluster() {
   const bin = findPgBin();

@@ -1,21 +1,14 @@
 /** Benchmark plumbing: servers run as child processes so the load generator never shares their CPU time. */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 export const ROOT = new URL('../..', import.meta.url).pathname;
 
-export const freePort = () =>
-  new Promise<number>((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => resolve(port));
-    });
-  });
+import { freePort } from '../../scripts/free-port.mjs';
+
+export { freePort };
 
 export interface Child {
   url: string;
