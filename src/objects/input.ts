@@ -105,7 +105,8 @@ async function contentOf(content: ContentSource | null, ctx: InputContext): Prom
   return Object.keys(out).length ? out : null;
 }
 
-function locationOf(location: string | null | undefined): string {
+/** `a/b/` → `/a/b`; empty → `/`. Stored locations and the location filter both go through it. */
+export function locationOf(location: string | null | undefined): string {
   if (location === null || location === undefined || location.trim() === '') return '/';
   let l = location.trim();
   if (!l.startsWith('/')) l = `/${l}`;

@@ -15,6 +15,7 @@ import { toRecord } from './dto.ts';
 import { parseSelect, project, type Projection } from './projection.ts';
 import { filterCondition, fullTextScore, isoDate, type FilterContext, type ObjectFilters } from './filters.ts';
 import { resolveObjectField } from './find-fields.ts';
+import { locationOf } from './input.ts';
 import type { ObjectRecord, ObjectRow } from './model.ts';
 
 export interface Page {
@@ -232,7 +233,7 @@ export function filtersOf(q: Record<string, unknown> | undefined): ObjectFilters
     status: list(q.status),
     types: types.length ? types : undefined,
     parent: str(q.parent),
-    location: str(q.location),
+    location: q.location === undefined || q.location === null || q.location === '' ? undefined : locationOf(String(q.location)),
     name: str(q.name),
     createdFrom: str(q.createdFrom), createdTo: str(q.createdTo), updatedFrom: str(q.updatedFrom), updatedTo: str(q.updatedTo),
     fullText: str(q.full_text),

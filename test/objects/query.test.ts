@@ -58,6 +58,7 @@ for (const dialect of TEST_DIALECTS) {
       const q = async (query: string) => names((await srv.api('GET', `/api/v1/objects?${query}`)).body);
       assert.deepEqual(await q('location=/fruit'), ['Banana', 'Green apple', 'Red apple report']);
       assert.deepEqual(await q('location=/'), ['Folder']);
+      assert.deepEqual(await q('location=fruit/'), ['Banana', 'Green apple', 'Red apple report'], 'normalised like stored locations');
       assert.deepEqual(await q('status=archived'), ['Red car']);
       assert.deepEqual(await q('status=archived&status=created&location=/vehicles'), ['Red car']);
       assert.deepEqual(await q(`type=${typeId}`), ['Green apple', 'Red apple report']);
