@@ -2,6 +2,7 @@
 const BENCHES: Record<string, string> = {
   runs: './runs-throughput.ts',
   replicas: './replicas.ts',
+  objects: './objects.ts',
   embeddings: './embeddings.ts',
   'runs-embeddings': './runs-embeddings-ab.ts',
   content: './content.ts',
