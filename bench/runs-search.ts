@@ -15,6 +15,7 @@
  *
  * Targets (issue 4): list p95 < 50 ms, query p95 < 150 ms, query + 3 facets p95 < 300 ms.
  */
+import { spawnSync } from 'node:child_process';
 import { rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import SQLite from 'better-sqlite3';
@@ -28,7 +29,7 @@ import { insertRuns, type NewRun } from '../src/runs/search-index.ts';
 import { encodeRun } from '../src/runs/store.ts';
 import { machine, percentile, startOrrery, type Child } from './lib/processes.ts';
 // @ts-expect-error: a plain .mjs helper without types
-import { startCluster } from '../scripts/postgres-cluster.mjs';
+import { findPgBin, startCluster } from '../scripts/postgres-cluster.mjs';
 
 const RUNS = Number(process.env.RUNS ?? 1_000_000);
 const ITER = Number(process.env.ITER ?? 200);
@@ -166,7 +167,8 @@ async function load(db: Kysely<Database>, d: OrreryDialect): Promise<{ seconds: 
 
 // ---- measuring ------------------------------------------------------------------------------
 
-const r = prng(9);
+/** The requests' random choices: reset for each backend, so both get the same requests. */
+let r = prng(9);
 const pick = <T>(xs: readonly T[]) => xs[Math.floor(r() * xs.length)];
 
 function listUrl(): string {
@@ -209,6 +211,7 @@ async function time(orrery: Child & { adminKey: string }, make: () => { path: st
 }
 
 async function measure(orrery: Child & { adminKey: string }) {
+  r = prng(9);
   const list = await time(orrery, () => ({ path: listUrl() }), (b) => {
     if (!Array.isArray(b)) throw new Error(`not a list: ${JSON.stringify(b).slice(0, 200)}`);
   });
@@ -242,8 +245,28 @@ async function sqliteBackend(): Promise<Backend> {
   };
 }
 
+/**
+ * The throwaway cluster starts with PostgreSQL's defaults (shared_buffers 128 MB); a server that
+ * holds a 7 GB database gets a real buffer pool, as any deployment would.
+ */
+const PG_SETTINGS = { shared_buffers: process.env.PG_SHARED_BUFFERS ?? '4GB', effective_cache_size: '12GB', work_mem: '32MB' };
+
+async function tune(cluster: { url: string; dir: string }): Promise<void> {
+  const c = new pg.Client({ connectionString: cluster.url });
+  await c.connect();
+  for (const [k, v] of Object.entries(PG_SETTINGS)) await c.query(`ALTER SYSTEM SET ${k} = '${v}'`);
+  await c.end();
+  const pgCtl = join(findPgBin(), 'pg_ctl');
+  // -l: the restarted server must not hold our pipes open (spawnSync would wait for it forever).
+  const args = ['-D', join(cluster.dir, 'data'), '-l', join(cluster.dir, 'log'), '-w', '-m', 'fast', 'restart'];
+  const opts = { encoding: 'utf8' as const, stdio: ['ignore', 'pipe', 'pipe'] as ['ignore', 'pipe', 'pipe'], timeout: 120_000 };
+  const r = process.getuid?.() === 0 ? spawnSync('runuser', ['-u', 'postgres', '--', pgCtl, ...args], opts) : spawnSync(pgCtl, args, opts);
+  if (r.status !== 0) throw new Error(`pg_ctl restart failed: ${r.stderr || r.stdout}`);
+}
+
 async function postgresBackend(): Promise<Backend> {
   const cluster = process.env.ORRERY_BENCH_PG_URL ? undefined : await startCluster();
+  if (cluster) await tune(cluster);
   const admin = process.env.ORRERY_BENCH_PG_URL ?? cluster.url;
   const name = `orrery_bench_${Date.now().toString(36)}`;
   const c = new pg.Client({ connectionString: admin });
@@ -301,8 +324,10 @@ for (const name of BACKENDS) {
     console.log(`${name}: ${JSON.stringify(results[name])}`);
   } finally {
     await orrery.stop().catch(() => {});
-    if (KEEP || reuse) console.log(`  kept: ${name === 'sqlite' ? `SQLITE_DIR=${dataDir}` : `PG_REUSE_URL=${backend.env.ORRERY_DATABASE_URL}`}`);
-    else {
+    if (KEEP || reuse) {
+      console.log(`  kept: ${name === 'sqlite' ? `SQLITE_DIR=${dataDir}` : `PG_REUSE_URL=${backend.env.ORRERY_DATABASE_URL}`}`);
+      if (name === 'postgres' && !reuse) rmSync(dataDir, { recursive: true, force: true });
+    } else {
       await backend.stop();
       rmSync(dataDir, { recursive: true, force: true });
     }

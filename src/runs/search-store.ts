@@ -90,6 +90,7 @@ const timeBounds = (c: Expression<unknown>, b: TimeBounds | undefined): Cond[] =
 export function whereOf(d: OrreryDialect, scope: Scope, f: RunFilters, query: Cond | null, plan: SearchPlan = {}): Cond {
   const s = searchSql(d.name, plan);
   const parts: Cond[] = [sql<SqlBool>`runs.project_id = ${scope.project}`];
+  if (plan.purpose === 'count' && s.countHint) parts.push(s.countHint);
   if (f.none) parts.push(FALSE);
   if (f.ids) parts.push(inList(col('id'), f.ids));
   if (f.interaction) parts.push(inList(col('interaction_id'), f.interaction));
@@ -154,10 +155,11 @@ export async function countAndFacets(db: Db, d: OrreryDialect, where: Cond, face
     return { total: Number(rows[0].n), facets: [] };
   }
   const s = searchSql(d.name);
-  const needs = new Set<string>(['id']);
+  // Only what the facets read, so an index covers it (tags: SQLite joins run_tags by id, PostgreSQL reads the column).
+  const needs = new Set<string>();
   for (const f of facets) for (const c of FACET_SOURCE[f.column]) needs.add(c);
-  if (facets.some((f) => f.column === 'tags') && d.name === 'postgres') needs.add('tags');
-  const m = sql.raw([...needs].map((c) => `runs.${c}`).join(', '));
+  if (facets.some((f) => f.column === 'tags')) needs.add(d.name === 'postgres' ? 'tags' : 'id');
+  const m = sql.join([sql`${s.rowKey} AS k0`, ...[...needs].map((c) => sql.ref(`runs.${c}`))]);
   const mc = (c: string) => sql.ref(`m.${c}`);
   const byValue = sql`ORDER BY n DESC, (k IS NULL), ${s.orderText(sql.ref('k'))}`;
 

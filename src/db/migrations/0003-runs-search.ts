@@ -35,6 +35,10 @@ export async function up(db: Kysely<any>, d: DialectName): Promise<void> {
   } else {
     await sql`ALTER TABLE runs ADD COLUMN search_tsv tsvector NOT NULL DEFAULT ''::tsvector`.execute(db);
     await sql`ALTER TABLE runs ADD COLUMN search_fields jsonb NOT NULL DEFAULT '{}'::jsonb`.execute(db);
+    // Keep the tsvector in the row (compressed) and let the document go to TOAST first: a query
+    // that walks the newest-first index tests the tsvector of every row it passes, and a TOAST
+    // fetch per row made that several times slower (measured at 1M runs).
+    await sql`ALTER TABLE runs ALTER COLUMN search_tsv SET STORAGE MAIN`.execute(db);
   }
   await sql`ALTER TABLE runs ADD COLUMN interaction_name text`.execute(db);
   await sql`ALTER TABLE runs ADD COLUMN environment_name text`.execute(db);

@@ -88,6 +88,23 @@ const MIN_ISO_MS = Date.parse('0000-01-01T00:00:00.000Z');
 const MAX_ISO_MS = Date.parse('9999-12-31T23:59:59.999Z');
 export const isoBound = (ms: number): string => (ms < MIN_ISO_MS ? '' : ms > MAX_ISO_MS ? '~' : instantToIso(ms));
 
+/** How costly a node is to test per run: columns 0, full text 1, JSON (families, result/prompt ranges) 2. */
+const weight = (n: QueryNode): number => {
+  switch (n.kind) {
+    case 'and': case 'or': return Math.max(...n.nodes.map(weight));
+    case 'not': return weight(n.node);
+    case 'all': return 0;
+    case 'term': {
+      const spec = n.field === null ? null : runField(n.field);
+      return spec === null ? 1 : spec.family ? 2 : spec.kind === 'text' ? 1 : 0;
+    }
+    case 'range': case 'exists': {
+      const spec = runField(n.field);
+      return spec === null ? 0 : spec.family || spec.kind === 'text' ? 2 : 0;
+    }
+  }
+};
+
 class Compiler {
   private readonly s: SearchSql;
   private readonly j;
@@ -102,7 +119,9 @@ class Compiler {
       term: (t) => this.term(t),
       range: (r) => this.range(r),
       exists: (e) => this.exists(this.spec(e.field)),
-      and: (n) => and(n.nodes.map((x) => this.compile(x))),
+      // Cheap tests first: databases mostly keep the written order among equal-cost tests, and a
+      // full-text or JSON test on a row that another test already refused is wasted work.
+      and: (n) => and([...n.nodes].sort((a, b) => weight(a) - weight(b)).map((x) => this.compile(x))),
       or: (n) => or(n.nodes.map((x) => this.compile(x))),
       not: (n) => sql<SqlBool>`(NOT ${this.compile(n.node)})`,
       all: () => TRUE,

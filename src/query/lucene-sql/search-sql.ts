@@ -67,6 +67,13 @@ export interface SearchSql {
   orderText(value: Expression<unknown>): RawBuilder<unknown>;
   /** The key a page query selects first and then reads rows by (SQLite: the rowid, in every index). */
   readonly rowKey: RawBuilder<unknown>;
+  /**
+   * An always-true condition added to counts (SQLite): `updated_at >= ''` is a range on the second
+   * column of the project's indexes, which steers SQLite to an index-only scan. Its planner
+   * believes the runs table is as narrow as its declared columns, and otherwise reads the whole
+   * table (measured: seconds at 1M runs, against a few hundred milliseconds).
+   */
+  readonly countHint: Cond | null;
   /** `SELECT term, n`: in how many runs each word occurs, when the plan can use it (SQLite), else null. */
   wordRuns(words: readonly string[]): RawBuilder<{ term: string; n: number }> | null;
   /** A word string `" w1 w2 "` holds `needle` (`" a b "`). */
@@ -147,6 +154,7 @@ const sqliteSql = (plan: SearchPlan): SearchSql => {
   return {
     name: 'sqlite',
     rowKey: sql`runs.rowid`,
+    countHint: sql<SqlBool>`runs.updated_at >= ''`,
     phrase: (col, words) => ftsMatch(ftsPhrase(col, words), page && !(plan.isRare?.(words) ?? false)),
     prefix: (col, prefix) => ftsMatch(`${ftsPhrase(col, [prefix])} *`, page),
     wordGlob: (col, glob) => {
@@ -199,6 +207,7 @@ const tooLong = (words: readonly string[]) => words.some((w) => byteLength(w) > 
 const postgresSql: SearchSql = {
   name: 'postgres',
   rowKey: sql`runs.id`,
+  countHint: null,
   phrase: (col, words) => {
     if (tooLong(words)) return FALSE;
     const weight = TS_WEIGHT[col] ? `:${TS_WEIGHT[col]}` : '';
