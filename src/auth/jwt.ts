@@ -1,11 +1,13 @@
 /**
  * JWTs issued at POST /token/issue. HS256 with a key derived from the server secret. The payload
- * carries what `VertesiaClient.fromAuthToken` and the CLI read: account, project, `endpoints`.
+ * carries what `VertesiaClient.fromAuthToken` and the CLI read: account, project, `endpoints`,
+ * and `iss`, the token server URL: `fromAuthToken` falls back to `iss` as its token server when
+ * it is given endpoints without one (the CLI with VERTESIA_SERVER_URL and VERTESIA_STORE_URL but
+ * no VERTESIA_TOKEN_SERVER_URL), and builds URLs on it, so it must be an absolute URL.
  */
 import { SignJWT, jwtVerify, errors as joseErrors } from 'jose';
 import type { Principal, KeyRole, Ref } from './principal.ts';
 
-export const JWT_ISSUER = 'orrery';
 export const JWT_AUDIENCE = 'orrery';
 
 export interface IssuedClaims {
@@ -40,7 +42,7 @@ export async function signToken(key: Uint8Array, p: Principal, publicUrl: string
   };
   return new SignJWT({ ...claims })
     .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
-    .setIssuer(JWT_ISSUER)
+    .setIssuer(claims.endpoints.token)
     .setAudience(JWT_AUDIENCE)
     .setIssuedAt()
     .setExpirationTime(Math.floor(Date.now() / 1000) + ttlSeconds)
@@ -51,7 +53,9 @@ export type VerifyOutcome = { ok: true; claims: IssuedClaims } | { ok: false; re
 
 export async function verifyToken(key: Uint8Array, token: string): Promise<VerifyOutcome> {
   try {
-    const { payload } = await jwtVerify(token, key, { issuer: JWT_ISSUER, audience: JWT_AUDIENCE, algorithms: ['HS256'] });
+    // No issuer check: `iss` is the public URL, which replicas or a changed ORRERY_PUBLIC_URL may
+    // not share; the signature (the shared secret) and the audience are what prove the origin.
+    const { payload } = await jwtVerify(token, key, { audience: JWT_AUDIENCE, algorithms: ['HS256'] });
     const claims = payload as unknown as IssuedClaims;
     if (typeof claims.key_id !== 'string' || !claims.project?.id || !claims.account?.id) {
       return { ok: false, reason: 'token is missing its key, account or project' };

@@ -36,6 +36,8 @@ for (const dialect of TEST_DIALECTS) {
       assert.ok(claims.exp! > Date.now() / 1000);
       assert.equal((claims.endpoints as any).studio, srv.url);
       assert.equal((claims.endpoints as any).token, `${srv.url}/api/v1`);
+      // fromAuthToken falls back to `iss` as the token server URL: it must be one.
+      assert.equal(claims.iss, `${srv.url}/api/v1`);
       assert.ok((claims.project as any).id);
       const me = await srv.api('GET', '/api/v1/projects', undefined, r.body.token);
       assert.equal(me.status, 200);
