@@ -55,12 +55,16 @@ async function main(argv: string[]): Promise<void> {
       if (!KEY_ROLES.includes(role)) throw new Error(`--role must be one of ${KEY_ROLES.join(', ')}`);
       const key = await auth.createKey(admin, { name: values.name, role, project: values.project, expires_at: values['expires-at'] });
       const token = await auth.issueToken({ ...admin, keyId: key.id, role, project: key.project });
+      const tokenUrl = `${config.publicUrl}/api/v1/token/issue`;
       console.log(`API key ${key.id} (${role}) for project "${key.project.name}":\n\n  ${key.value}\n`);
-      console.log('For the official vertesia CLI (it cannot exchange sk- keys with a self-hosted server), export:\n');
+      console.log('For the official vertesia CLI, export the lines below. Give it a token, never the sk- key:');
+      console.log('with VERTESIA_APIKEY=sk-… it sends the key to Vertesia\'s hosted token server.\n');
       console.log(`export VERTESIA_SERVER_URL=${config.publicUrl}`);
       console.log(`export VERTESIA_STORE_URL=${config.publicUrl}`);
       console.log(`export VERTESIA_TOKEN_SERVER_URL=${config.publicUrl}/api/v1`);
-      console.log(`export VERTESIA_TOKEN=${token.token}   # expires in ${token.expires_in} s`);
+      console.log(`export VERTESIA_TOKEN=${token.token}`);
+      console.log(`\nThe token expires in ${token.expires_in} s (ORRERY_JWT_TTL); get a new one with the key:\n`);
+      console.log(`export VERTESIA_TOKEN=$(curl -s -X POST -H "Authorization: Bearer ${key.value}" ${tokenUrl} | jq -r .token)`);
     });
   }
   if (command === 'keys' && sub === 'list') return withAdmin(config, async (auth, admin) => printTable(await auth.listKeys(admin), ['id', 'name', 'role', 'hint', 'expires_at'], (k) => ({ ...k, project: k.project.name })));
