@@ -4,6 +4,11 @@
  * from `runSearchDoc` (query/lucene-sql), the same functions the reference evaluator uses:
  * SQLite fills the FTS5 row keyed by `search_rowid`, PostgreSQL the `search_tsv` column.
  * Bulk loads (tests, benchmarks) use `insertRuns`, which is what `insertRun` calls too.
+ *
+ * Full text is written once, when a run ends (`completed`/`failed`; query/lucene/evaluate.ts rule
+ * 1): a run is inserted before its provider call with its fields only, and its final update adds
+ * prompt, parameters and result words at once. Writing the words at both points cost a blocking
+ * run more than half its time on SQLite (an FTS5 insert, delete and insert), see bench/README.md.
  */
 import type { Updateable } from 'kysely';
 import { sql } from 'kysely';
@@ -29,13 +34,16 @@ const nameOf = (ref: unknown): string | null => (isObject(ref) && typeof ref.nam
 interface IndexDialect {
   /** The search data of a document, with the document as this database will hand it back. */
   searchDoc(doc: Record<string, unknown>): RunSearchDoc;
-  /** Search columns of the runs row. */
-  columns(d: OrreryDialect, s: RunSearchDoc, doc: Record<string, unknown>): Record<string, unknown>;
-  /** Inserts the rows (already encoded) with their tags and search data. */
-  insert(trx: Db, rows: Record<string, unknown>[], docs: RunSearchDoc[], tags: { run: number; tag: string }[]): Promise<void>;
-  /** Updates one row; false when no row matched. */
-  update(trx: Db, id: string, set: Record<string, unknown>, s: RunSearchDoc, fromStatus?: string): Promise<boolean>;
+  /** Search columns of the runs row (`text`: with its full text). */
+  columns(d: OrreryDialect, s: RunSearchDoc, doc: Record<string, unknown>, text: boolean): Record<string, unknown>;
+  /** Inserts the rows (already encoded) with their tags and search data; full text for `texts[i]`. */
+  insert(trx: Db, rows: Record<string, unknown>[], docs: RunSearchDoc[], texts: boolean[], tags: { run: number; tag: string }[]): Promise<void>;
+  /** Updates one row (`text`: and writes its full text); false when no row matched. */
+  update(trx: Db, id: string, set: Record<string, unknown>, s: RunSearchDoc, text: boolean, fromStatus?: string): Promise<boolean>;
 }
+
+/** Runs whose full text is indexed: those that ended (see above). */
+const hasEnded = (status: unknown): boolean => status === 'completed' || status === 'failed';
 
 const common = (d: OrreryDialect, s: RunSearchDoc, doc: Record<string, unknown>) => ({
   search_fields: d.toJson(s.fields),
@@ -62,21 +70,22 @@ async function insertFts(trx: Db, entries: { rowid: number; s: RunSearchDoc }[])
 const sqliteIndex: IndexDialect = {
   searchDoc: (doc) => runSearchDoc(doc as SearchSource),
   columns: (d, s, doc) => common(d, s, doc),
-  async insert(trx, rows, docs, tags) {
+  async insert(trx, rows, docs, texts, tags) {
     const { m } = (await sql<{ m: number }>`SELECT COALESCE(MAX(search_rowid), 0) AS m FROM runs`.execute(trx)).rows[0];
     rows.forEach((r, i) => (r.search_rowid = m + 1 + i));
     for (const part of chunks(rows, RUNS_PER_INSERT)) await trx.insertInto('runs').values(part as never).execute();
     const tagRows = tags.map(({ run, tag }) => ({ run_id: rows[run].id as string, tag, search_rowid: m + 1 + run }));
     for (const part of chunks(tagRows, TAGS_PER_INSERT)) await trx.insertInto('run_tags').values(part as never).execute();
-    await insertFts(trx, docs.map((s, i) => ({ rowid: m + 1 + i, s })));
+    await insertFts(trx, docs.flatMap((s, i) => (texts[i] ? [{ rowid: m + 1 + i, s }] : [])));
   },
-  async update(trx, id, set, s, fromStatus) {
+  async update(trx, id, set, s, text, fromStatus) {
     let q = trx.updateTable('runs').set(set as never).where('id', '=', id);
     if (fromStatus) q = q.where('status', '=', fromStatus);
     const r = await q.returning('search_rowid').executeTakeFirst();
     if (!r) return false;
+    // Deleting a row the FTS table does not hold costs ~1 µs (contentless_delete): no need to know.
     await sql`DELETE FROM runs_fts WHERE rowid = ${r.search_rowid}`.execute(trx);
-    await insertFts(trx, [{ rowid: r.search_rowid!, s }]);
+    if (text) await insertFts(trx, [{ rowid: r.search_rowid!, s }]);
     return true;
   },
 };
@@ -85,13 +94,13 @@ const postgresIndex: IndexDialect = {
   // jsonb does not keep key order, and the order of parameter strings is the order of the words
   // in runText: index the document in the order PostgreSQL will answer it.
   searchDoc: (doc) => runSearchDoc(jsonbOrder(doc) as SearchSource),
-  columns: (d, s, doc) => ({ ...common(d, s, doc), search_tsv: tsvectorLiteral(s) }),
-  async insert(trx, rows, _docs, tags) {
+  columns: (d, s, doc, text) => ({ ...common(d, s, doc), search_tsv: text ? tsvectorLiteral(s) : '' }),
+  async insert(trx, rows, _docs, _texts, tags) {
     for (const part of chunks(rows, RUNS_PER_INSERT)) await trx.insertInto('runs').values(part as never).execute();
     const tagRows = tags.map(({ run, tag }) => ({ run_id: rows[run].id as string, tag }));
     for (const part of chunks(tagRows, TAGS_PER_INSERT)) await trx.insertInto('run_tags').values(part).execute();
   },
-  async update(trx, id, set, _s, fromStatus) {
+  async update(trx, id, set, _s, _text, fromStatus) {
     let q = trx.updateTable('runs').set(set as never).where('id', '=', id);
     if (fromStatus) q = q.where('status', '=', fromStatus);
     const r = await q.executeTakeFirst();
@@ -126,18 +135,21 @@ export async function insertRuns(db: Db, d: OrreryDialect, runs: readonly NewRun
   if (!runs.length) return;
   const index = indexOf(d);
   const docs = runs.map(({ row }) => index.searchDoc(docOfRow(row.doc)));
-  const rows = runs.map(({ row }, i) => ({ ...encode(row), ...index.columns(d, docs[i], docOfRow(row.doc)) }));
+  const texts = runs.map(({ row }) => hasEnded(row.status));
+  const rows = runs.map(({ row }, i) => ({ ...encode(row), ...index.columns(d, docs[i], docOfRow(row.doc), texts[i]) }));
   const tags = runs.flatMap(({ tags }, run) => tags.map((tag) => ({ run, tag })));
-  await inTransaction(db, (trx) => index.insert(trx, rows, docs, tags));
+  await inTransaction(db, (trx) => index.insert(trx, rows, docs, texts, tags));
 }
 
 /**
  * Updates a run whose document changes (`set` is already encoded; `doc` is the new document) and
- * its search data; with `fromStatus`, only if the run is still in that status.
+ * its search data; with `fromStatus`, only if the run is still in that status. The full text is
+ * written when the update ends the run, or leaves its status as it was (a run that ended).
  */
 export function updateRunAndIndex(db: Db, d: OrreryDialect, id: string, set: Updateable<RunTable>, doc: unknown, fromStatus?: string): Promise<boolean> {
   const index = indexOf(d);
   const s = index.searchDoc(docOfRow(doc));
-  const all = { ...set, ...index.columns(d, s, docOfRow(doc)) };
-  return inTransaction(db, (trx) => index.update(trx, id, all, s, fromStatus));
+  const text = set.status === undefined ? fromStatus === undefined || hasEnded(fromStatus) : hasEnded(set.status);
+  const all = { ...set, ...index.columns(d, s, docOfRow(doc), text) };
+  return inTransaction(db, (trx) => index.update(trx, id, all, s, text, fromStatus));
 }

@@ -151,18 +151,20 @@ async function backfill(db: Kysely<any>, d: DialectName): Promise<void> {
   let after = '';
   let rowid = 0;
   for (;;) {
-    const rows = await db.selectFrom('runs').select(['id', 'doc']).where('id', '>', after).orderBy('id').limit(500).execute();
+    const rows = await db.selectFrom('runs').select(['id', 'doc', 'status']).where('id', '>', after).orderBy('id').limit(500).execute();
     if (!rows.length) break;
     for (const row of rows) {
       const doc = (typeof row.doc === 'string' ? JSON.parse(row.doc) : row.doc) as Record<string, unknown>;
       const s = searchData(doc);
       const names = { interaction_name: nameOf(doc.interaction), environment_name: nameOf(doc.environment) };
+      // Full text only for runs that ended (a run still executing gets it with its final update).
+      const ended = row.status === 'completed' || row.status === 'failed';
       if (d === 'sqlite') {
         rowid++;
         await db.updateTable('runs').set({ search_rowid: rowid, search_fields: s.fields, ...names }).where('id', '=', row.id).execute();
-        await sql`INSERT INTO runs_fts (rowid, body, prompt, result) VALUES (${rowid}, ${s.all.join(' ')}, ${s.prompt.join(' ')}, ${s.result.join(' ')})`.execute(db);
+        if (ended) await sql`INSERT INTO runs_fts (rowid, body, prompt, result) VALUES (${rowid}, ${s.all.join(' ')}, ${s.prompt.join(' ')}, ${s.result.join(' ')})`.execute(db);
       } else {
-        await db.updateTable('runs').set({ search_tsv: sql`CAST(${tsvector(s)} AS tsvector)`, search_fields: s.fields, ...names })
+        await db.updateTable('runs').set({ search_tsv: sql`CAST(${ended ? tsvector(s) : ''} AS tsvector)`, search_fields: s.fields, ...names })
           .where('id', '=', row.id).execute();
       }
     }

@@ -16,6 +16,12 @@
  *      with "\n"), or nothing when the path is absent.
  *    - The default field (a term with `field: null`) is `opts.defaultPath` when given (with that
  *      field's kind); else ONE text, `runText`: prompt, result and every string in `parameters`.
+ *    - Full text is written once, when a run ends: a TERM on `result`, `prompt` or the default
+ *      text (rule 2, text) matches only runs whose `status` is `completed` or `failed`. A run
+ *      still `created` or `processing` is found by its other fields (status, tags,
+ *      `parameters.*`, …), and by ranges and `_exists_` on `result`/`prompt`, which read the
+ *      document. (Indexing the text of each run twice, at creation and at its end, cost more
+ *      than half of a blocking run's time: bench/README.md.)
  * 2. Term (`value`, `phrase`, `wildcard`), per value, by the field's kind:
  *    - keyword, number, ref, and `config.*` / `source.*`:
  *        string → exact, case-sensitive equality with `value`; a wildcard term is an anchored glob
@@ -178,6 +184,9 @@ const sourceOf = (spec: FieldSpec): ((doc: RunDocument) => unknown[]) => {
   return (doc) => valuesAt(doc, spec.path);
 };
 
+/** Rule 1: full text is indexed once a run has ended. */
+const hasEnded = (doc: RunDocument): boolean => doc.status === 'completed' || doc.status === 'failed';
+
 const specOf = (field: string): FieldSpec => {
   const spec = runField(field);
   if (spec === null) throw new UnknownFieldError(field, RUN_FIELD_LIST);
@@ -194,9 +203,11 @@ const compileNode = (node: QueryNode, opts: MatchOptions): Test => {
   switch (node.kind) {
     case 'term': {
       const field = node.field ?? opts.defaultPath ?? null;
-      if (field === null) return anyLeaf((doc) => [runText(doc)], textTerm(node));
+      if (field === null) return anyLeaf((doc) => (hasEnded(doc) ? [runText(doc)] : []), textTerm(node));
       const spec = specOf(field);
-      return anyLeaf(sourceOf(spec), leafTermTest(spec.kind, node));
+      const source = sourceOf(spec);
+      const fullText = spec.name === 'result' || spec.name === 'prompt';
+      return anyLeaf(fullText ? (doc) => (hasEnded(doc) ? source(doc) : []) : source, leafTermTest(spec.kind, node));
     }
     case 'range': {
       const spec = specOf(node.field);
