@@ -1,6 +1,7 @@
 /** `npm run bench -- <name>`: runs one benchmark (or all, in order, with no name). */
 const BENCHES: Record<string, string> = {
   runs: './runs-throughput.ts',
+  'run-writes': './run-writes.ts',
   replicas: './replicas.ts',
   objects: './objects.ts',
   embeddings: './embeddings.ts',
