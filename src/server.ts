@@ -123,7 +123,7 @@ export async function buildServer(config: Config, opts: { logger?: boolean | obj
     });
     const renditions = new RenditionService({ db, dialect, blobs, pipeline: content, waitMs: config.renditionWaitMs });
     const objectTypes = new ObjectTypeService(db, dialect);
-    const listing = new ObjectListing(db, dialect, objectTypes);
+    const listing = new ObjectListing(db, dialect, objectTypes, embeddings);
     const exporter = new ObjectExporter(db, dialect, objectTypes, listing);
     const objects = new ObjectService({
       db, dialect, blobs, types: objectTypes, processing: content, renditions,

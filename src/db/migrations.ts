@@ -11,6 +11,7 @@ import * as m0003 from './migrations/0003-runs-search.ts';
 import * as m0004 from './migrations/0004-cluster.ts';
 import * as m0005 from './migrations/0005-jobs.ts';
 import * as m0006 from './migrations/0006-embeddings.ts';
+import * as m0007 from './migrations/0007-object-embeddings.ts';
 
 type Step = { up: (db: Kysely<any>, dialect: DialectName) => Promise<void> };
 
@@ -21,6 +22,7 @@ const steps: Record<string, Step> = {
   '0004_cluster': m0004,
   '0005_jobs': m0005,
   '0006_embeddings': m0006,
+  '0007_object_embeddings': m0007,
 };
 
 export class OrreryMigrations implements MigrationProvider {

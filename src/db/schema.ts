@@ -212,7 +212,7 @@ export interface ObjectTable {
   tokens: unknown;
   text: string | null;
   text_etag: string | null;
-  embeddings: unknown;
+  /** (`embeddings` was dropped in 0007: an object's embeddings are its `vectors` rows.) */
   parts: unknown;
   transcript: unknown;
   /** Why content processing failed (0005): `{code, message, step}`, null otherwise. */
@@ -277,8 +277,10 @@ export interface VectorTable {
   type: string;
   model: string;
   dimensions: number;
-  /** Hash of the source the vector was computed from. */
+  /** Hash of the source the vector was computed (or, for a caller's vector, set) for. */
   etag: string;
+  /** The etag a caller gave with a vector it set (0007); null for computed vectors. */
+  caller_etag: string | null;
   /** Little-endian float32, L2-normalised. */
   vector: Uint8Array;
   created_at: string;

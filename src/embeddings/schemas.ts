@@ -3,6 +3,34 @@ import { OpenObject } from '../http/schemas.ts';
 
 export const EmbeddingTypeParams = Type.Object({ type: Type.String({ description: 'text, image or properties' }) });
 
+/** An object's embedding as the record shows it (the client's `Embedding`); optional fields, since `select` may project any away. */
+export const EmbeddingSchema = OpenObject({
+  model: Type.Optional(Type.String({ description: 'The model the vector belongs to: vectors of different models are never compared' })),
+  values: Type.Optional(Type.Array(Type.Number(), { description: 'The vector, L2-normalised, float32 precision' })),
+  etag: Type.Optional(Type.String({ description: 'The etag the caller gave with the vector, or else the hash of the source it describes' })),
+});
+
+/** The record's `embeddings` field (`select=+embeddings`): the object's vectors, from the vectors table. */
+export const EmbeddingMapSchema = OpenObject({
+  text: Type.Optional(EmbeddingSchema),
+  image: Type.Optional(EmbeddingSchema),
+  properties: Type.Optional(EmbeddingSchema),
+}, { description: "The object's vectors per type (hidden: select +embeddings), computed by Orrery or set by the caller" });
+
+/** A vector the caller sets. */
+export const EmbeddingInputSchema = OpenObject({
+  model: Type.Optional(Type.String({ description: "Default and only accepted value: the project's embedding model (another is a 400 model_mismatch)" })),
+  values: Type.Array(Type.Number(), { minItems: 1, description: "Exactly the project model's dimensions (else a 400 dimension_mismatch); stored L2-normalised" }),
+  etag: Type.Optional(Type.String({ maxLength: 256, description: 'Answered back as the embedding\'s etag (e.g. the text_etag the vector was computed from)' })),
+});
+
+/** `embeddings` in a create or update payload. */
+export const EmbeddingMapInputSchema = OpenObject({
+  text: Type.Optional(Type.Union([EmbeddingInputSchema, Type.Null()])),
+  image: Type.Optional(Type.Union([EmbeddingInputSchema, Type.Null()], { description: 'Refused (400) while the project\'s model embeds no images' })),
+  properties: Type.Optional(Type.Union([EmbeddingInputSchema, Type.Null()])),
+}, { description: 'Vectors to store for the object; a type set to null (or embeddings: null for every type) forgets the stored vector, and Orrery computes it again. Other keys are a 400' });
+
 export const EmbeddingsStatusSchema = OpenObject({
   status: Type.String({ description: 'ready, processing (embedding work queued or running), or disabled (image: the model embeds no images)' }),
   embeddingRunsInProgress: Type.Integer({ description: 'Embedding and content jobs of the project queued or running' }),

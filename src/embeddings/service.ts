@@ -6,6 +6,11 @@
  *   job) follows every write of an object's text, name, description or properties; content
  *   processing computes the text embedding of extracted text in its `embeddings` step. A vector
  *   is recomputed only when its source's ETag or the project's model changed.
+ * - A vector the caller sets (object-vectors.ts) is stored under the project's model with the
+ *   stamp of the object's source at that moment, so the automatic embedder keeps it while that
+ *   source and the model stay the same, and replaces it once either changes (it then describes
+ *   a text the object no longer has, or a model nothing is compared with). The object's
+ *   `embeddings` field reads the `vectors` rows, computed or set alike.
  * - Runs: `embedRun` answers the prompt's and the result's vectors for the run's creation and
  *   queues them for a batched write (vector-writer.ts).
  * - Changing a project's model queues an `embed-project` job that re-embeds its objects (and runs,
@@ -23,8 +28,9 @@ import type { EmbeddingType, ObjectEmbeddingType } from './embedder.ts';
 import type { VectorIndexes } from './index-registry.ts';
 import type { RunEmbeddingHook, RunEmbeddingInput, RunVectors } from './run-embeddings.ts';
 import { providerFailure, type EmbeddingSettings, type EmbeddingSettingsStore, type ResolvedEmbedder } from './settings.ts';
-import { objectSources, sourceEtag, type SourceFields } from './sources.ts';
-import { countPartition, deleteVectors, getVector, modelsOf, upsertVectors, vectorStamps, type PartitionKey, type VectorRow } from './store.ts';
+import { objectSources, sourceEtag, sourceStamp, type SourceFields } from './sources.ts';
+import { countPartition, deleteVectors, getVector, modelsOf, upsertVectors, vectorsOf, vectorStamps, type PartitionKey, type VectorRow } from './store.ts';
+import { embeddingMaps, prepareEmbedding, prepareEmbeddingMap, toEmbedding, type EmbeddingMap, type PreparedEmbeddings } from './object-vectors.ts';
 import { toWire } from './vectors.ts';
 import { detectVectorExtension, type VectorExtension } from '../db/vector-extension.ts';
 import type { PartitionIndex } from './vector-index.ts';
@@ -50,6 +56,13 @@ export interface EmbeddableObject extends SourceFields {
 }
 
 const OBJECT_COLUMNS = ['id', 'name', 'description', 'text', 'properties', 'status', 'content_source'] as const;
+
+/** What `storeEmbeddings` wrote, for the indexes once committed. */
+export interface StoredEmbeddings {
+  objectId: string;
+  rows: VectorRow[];
+  reset: ObjectEmbeddingType[];
+}
 const PAGE = 100;
 
 export class EmbeddingService implements RunEmbeddingHook {
@@ -106,11 +119,12 @@ export class EmbeddingService implements RunEmbeddingHook {
       if (opts.skip?.includes(type)) continue;
       const source = sources[type];
       const stamp = stamps.find((x) => x.type === type);
+      const etag = sourceEtag(source ?? '');
       if (!source) {
-        if (stamp) drop.push(type);
+        // Nothing to embed: only a vector the caller set for this empty source, of this model, stays.
+        if (stamp && (stamp.etag !== etag || stamp.model !== embedder.model)) drop.push(type);
         continue;
       }
-      const etag = sourceEtag(source);
       if (!stamp || stamp.model !== embedder.model || stamp.etag !== etag) todo.push({ type, source, etag });
     }
     if (drop.length) {
@@ -124,8 +138,64 @@ export class EmbeddingService implements RunEmbeddingHook {
       const vector = vectors[i];
       if (vector) rows.push({ ownerKind: 'object', ownerId: o.id, type: t.type, model: embedder.model, etag: t.etag, vector });
     });
-    await upsertVectors(this.deps.db, s, rows);
-    this.indexWritten(s, rows);
+    // A vector the caller set for the same source meanwhile stays (keepSameSource).
+    this.indexWritten(s, await upsertVectors(this.deps.db, s, rows, { keepSameSource: true }));
+  }
+
+  // ---- the `embeddings` field of objects (object-vectors.ts) ----
+
+  /** The `embeddings` field of these objects: their vectors, in one query per 500 objects. */
+  async embeddingsOf(s: Scope, objectIds: readonly string[]): Promise<Map<string, EmbeddingMap>> {
+    if (!objectIds.length) return new Map();
+    return embeddingMaps(await vectorsOf(this.deps.db, s, 'object', objectIds));
+  }
+
+  /** Validates the `embeddings` of a create or update payload, before anything is written. */
+  async prepareEmbeddings(s: Scope, input: unknown): Promise<PreparedEmbeddings> {
+    return prepareEmbeddingMap(input, await this.resolve(s));
+  }
+
+  /**
+   * In the object's write transaction: stores the caller's vectors, stamped with the sources the
+   * object has after that write, and forgets the types given as null. `embeddingsStored` follows
+   * the commit.
+   */
+  async storeEmbeddings(trx: Kysely<Database>, s: Scope, objectId: string, prepared: PreparedEmbeddings, sources: SourceFields): Promise<StoredEmbeddings> {
+    const rows: VectorRow[] = prepared.set.map((v) => ({
+      ownerKind: 'object', ownerId: objectId, type: v.type, model: prepared.model, etag: sourceStamp(sources, v.type), callerEtag: v.callerEtag, vector: v.vector,
+    }));
+    const reset = prepared.reset.filter((t) => !prepared.set.some((v) => v.type === t));
+    if (reset.length) await deleteVectors(trx, s, 'object', objectId, reset);
+    await upsertVectors(trx, s, rows);
+    return { objectId, rows, reset };
+  }
+
+  /** After the transaction of `storeEmbeddings` committed (the object's write queues the embed job). */
+  embeddingsStored(s: Scope, stored: StoredEmbeddings): void {
+    if (stored.reset.length) this.deps.indexes.removed(s, 'object', [stored.objectId], stored.reset);
+    this.indexWritten(s, stored.rows);
+  }
+
+  /** `PUT /objects/:id/embeddings/:type` (the client's `objects.setEmbedding`): answers `{<type>: embedding}`. */
+  async setObjectEmbedding(s: Scope, objectId: string, type: string, body: unknown): Promise<EmbeddingMap> {
+    const object = await this.objectRow(s, objectId);
+    if (!object) throw new NotFound('object', objectId);
+    const resolved = await this.resolve(s);
+    const v = prepareEmbedding(type, body, resolved, 'body');
+    const row: VectorRow = {
+      ownerKind: 'object', ownerId: objectId, type: v.type, model: resolved.settings.model, etag: sourceStamp(object, v.type), callerEtag: v.callerEtag, vector: v.vector,
+    };
+    await upsertVectors(this.deps.db, s, [row]);
+    if (!(await this.objectExists(s, objectId))) {
+      // Deleted meanwhile: its deletion may have cleared its vectors before this one landed.
+      await deleteVectors(this.deps.db, s, 'object', objectId);
+      throw new NotFound('object', objectId);
+    }
+    this.indexWritten(s, [row]);
+    // A write of the object's text that raced with this one leaves a stamp of the old text: the
+    // embed job sees it and embeds the new text (and does nothing when the stamp is current).
+    await this.objectWritten(s, objectId);
+    return { [v.type]: toEmbedding(row) };
   }
 
   /** The query vector of an object for a type: its stored one, or computed now from its sources. */

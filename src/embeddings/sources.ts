@@ -31,6 +31,16 @@ export function objectSources(o: SourceFields): ObjectSources {
 /** The ETag of a source for a model: a vector is current when both match. */
 export const sourceEtag = (source: string): string => createHash('sha256').update(source).digest('base64url').slice(0, 27);
 
+/**
+ * The stamp of the source an object's vector of `type` describes now: what a vector the caller
+ * sets is stored with, so the automatic embedder keeps it until that source changes. An empty
+ * source (no properties; `image`, which has no built-in source) has a stamp too, the hash of ''.
+ */
+export function sourceStamp(o: SourceFields, type: string): string {
+  const sources = objectSources(o);
+  return sourceEtag((type === 'text' || type === 'properties' ? sources[type] : null) ?? '');
+}
+
 const MAX_LINES = 2000;
 
 function flatten(v: unknown, path: string, out: string[], depth: number): void {

@@ -1,5 +1,5 @@
 /**
- * SQL of the `vectors` table (0006). Every query starts from the caller's project (style D5);
+ * SQL of the `vectors` table (0006, 0007). Every query starts from the caller's project (style D5);
  * vectors go in and come out as Float32Array (the encoding lives in vectors.ts).
  */
 import { sql, type Kysely } from 'kysely';
@@ -16,7 +16,10 @@ export interface VectorRow {
   ownerId: string;
   type: EmbeddingType;
   model: string;
+  /** The source stamp: a hash of the source the vector describes (sources.ts). */
   etag: string;
+  /** The etag a caller gave with a vector it set (answered instead of the stamp); null when computed. */
+  callerEtag?: string | null;
   vector: Float32Array;
 }
 
@@ -35,20 +38,42 @@ const vectorsIn = (db: Db, s: Scope) => db.selectFrom('vectors').where('vectors.
 /** Bound parameters per statement stay far below both databases' limits (style I2). */
 const ROWS_PER_INSERT = 200;
 
-export async function upsertVectors(db: Db, s: Scope, rows: readonly VectorRow[]): Promise<void> {
+/**
+ * Inserts or replaces vectors; answers the rows written. With `keepSameSource` (the automatic
+ * embedder) a stored row of the same model and source stamp is left as it is, in the same
+ * statement: it already describes that source, and may be a vector the caller set, which a
+ * computation that raced with it must not replace.
+ */
+export async function upsertVectors(db: Db, s: Scope, rows: readonly VectorRow[], opts: { keepSameSource?: boolean } = {}): Promise<readonly VectorRow[]> {
   const now = nowIso();
+  const written: VectorRow[] = [];
   for (let i = 0; i < rows.length; i += ROWS_PER_INSERT) {
-    const values = rows.slice(i, i + ROWS_PER_INSERT).map((r) => ({
+    const batch = rows.slice(i, i + ROWS_PER_INSERT);
+    const values = batch.map((r) => ({
       account_id: s.account, project_id: s.project, owner_kind: r.ownerKind, owner_id: r.ownerId, type: r.type,
-      model: r.model, dimensions: r.vector.length, etag: r.etag, vector: encodeVector(r.vector), created_at: now, updated_at: now,
+      model: r.model, dimensions: r.vector.length, etag: r.etag, caller_etag: r.callerEtag ?? null, vector: encodeVector(r.vector),
+      created_at: now, updated_at: now,
     }));
-    await db.insertInto('vectors').values(values)
-      .onConflict((oc) => oc.columns(['project_id', 'owner_kind', 'owner_id', 'type']).doUpdateSet((eb) => ({
-        model: eb.ref('excluded.model'), dimensions: eb.ref('excluded.dimensions'), etag: eb.ref('excluded.etag'),
-        vector: eb.ref('excluded.vector'), updated_at: eb.ref('excluded.updated_at'),
-      })))
-      .execute();
+    const insert = db.insertInto('vectors').values(values)
+      .onConflict((oc) => {
+        const update = oc.columns(['project_id', 'owner_kind', 'owner_id', 'type']).doUpdateSet((eb) => ({
+          model: eb.ref('excluded.model'), dimensions: eb.ref('excluded.dimensions'), etag: eb.ref('excluded.etag'),
+          caller_etag: eb.ref('excluded.caller_etag'), vector: eb.ref('excluded.vector'), updated_at: eb.ref('excluded.updated_at'),
+        }));
+        return opts.keepSameSource
+          ? update.where((eb) => eb.or([eb('vectors.model', '<>', eb.ref('excluded.model')), eb('vectors.etag', '<>', eb.ref('excluded.etag'))]))
+          : update;
+      });
+    if (!opts.keepSameSource) {
+      // The run writer's batches: no RETURNING on the run hot path.
+      await insert.execute();
+      written.push(...batch);
+      continue;
+    }
+    const done = new Set((await insert.returning(['owner_id', 'type']).execute()).map((r) => `${r.owner_id}|${r.type}`));
+    written.push(...batch.filter((r) => done.has(`${r.ownerId}|${r.type}`)));
   }
+  return written;
 }
 
 /** What an owner has: type, model and source ETag of each vector (no vector bytes). */
@@ -61,6 +86,21 @@ export async function getVector(db: Db, s: Scope, kind: OwnerKind, ownerId: stri
   const r = await vectorsIn(db, s).select(['vectors.owner_id', 'vectors.type', 'vectors.model', 'vectors.etag', 'vectors.vector'])
     .where('vectors.owner_kind', '=', kind).where('vectors.owner_id', '=', ownerId).where('vectors.type', '=', type).executeTakeFirst();
   return r && { ownerKind: kind, ownerId: r.owner_id, type: r.type as EmbeddingType, model: r.model, etag: r.etag, vector: decodeVector(r.vector) };
+}
+
+/** Every vector of these owners (the `embeddings` field of a page of objects), in as few queries as the bind limit allows. */
+export async function vectorsOf(db: Db, s: Scope, kind: OwnerKind, ownerIds: readonly string[]): Promise<VectorRow[]> {
+  const out: VectorRow[] = [];
+  const ids = [...new Set(ownerIds)];
+  for (let i = 0; i < ids.length; i += 500) {
+    const rows = await vectorsIn(db, s)
+      .select(['vectors.owner_id', 'vectors.type', 'vectors.model', 'vectors.etag', 'vectors.caller_etag', 'vectors.vector'])
+      .where('vectors.owner_kind', '=', kind).where('vectors.owner_id', 'in', ids.slice(i, i + 500)).execute();
+    for (const r of rows) {
+      out.push({ ownerKind: kind, ownerId: r.owner_id, type: r.type as EmbeddingType, model: r.model, etag: r.etag, callerEtag: r.caller_etag, vector: decodeVector(r.vector) });
+    }
+  }
+  return out;
 }
 
 export async function deleteVectors(db: Db, s: Scope, kind: OwnerKind, ownerId: string, types?: readonly string[]): Promise<number> {

@@ -3,12 +3,15 @@
  * except through here. A full record (retrieve, create, update, find) has `root` and `parent`
  * as an id; a list or search item has `parent` as `{id, name}`, a `score` and no `root`.
  */
+import type { EmbeddingMap } from './embeddings-hook.ts';
 import type { HiddenField, ObjectRecord, ObjectRow, TypeRef } from './model.ts';
 
 export interface RecordRefs {
   types: Map<string, TypeRef>;
   /** Parent names, for items. */
   parents?: Map<string, string>;
+  /** The objects' vectors, when `embeddings` is selected (an object absent here has none). */
+  embeddings?: Map<string, EmbeddingMap>;
 }
 
 export function toRecord(row: ObjectRow, refs: RecordRefs, hidden: ReadonlySet<HiddenField>, item?: { score: number }): ObjectRecord {
@@ -43,7 +46,7 @@ export function toRecord(row: ObjectRow, refs: RecordRefs, hidden: ReadonlySet<H
     if (row.text !== null && row.text !== undefined) rec.text = row.text;
     if (row.text_etag) rec.text_etag = row.text_etag;
   }
-  if (hidden.has('embeddings')) rec.embeddings = (row.embeddings as Record<string, unknown> | null) ?? {};
+  if (hidden.has('embeddings')) rec.embeddings = refs.embeddings?.get(row.id) ?? {};
   if (hidden.has('parts') && row.parts) rec.parts = row.parts as string[];
   if (hidden.has('transcript') && row.transcript) rec.transcript = row.transcript as Record<string, unknown>;
   return rec;

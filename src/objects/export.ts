@@ -135,8 +135,11 @@ export class ObjectExporter {
   }
 
   private async records(s: Scope, rows: ObjectRow[], hidden: ReadonlySet<HiddenField>): Promise<ObjectRecord[]> {
-    const types = await this.types.refs(s, rows.map((r) => r.type_id).filter((x): x is string => !!x));
-    return rows.map((r) => toRecord(r, { types }, hidden));
+    const [types, embeddings] = await Promise.all([
+      this.types.refs(s, rows.map((r) => r.type_id).filter((x): x is string => !!x)),
+      this.listing.embeddingsOf(s, rows, hidden),
+    ]);
+    return rows.map((r) => toRecord(r, { types, embeddings }, hidden));
   }
 }
 

@@ -33,8 +33,8 @@ const COLUMNS: Record<string, FieldRef> = {
   'content.source': text('content_source'),
 };
 
-/** Record fields kept as JSON: the path continues inside the document. */
-const JSON_COLUMNS = ['properties', 'metadata', 'content', 'tokens', 'tags', 'embeddings', 'parts', 'transcript'];
+/** Record fields kept as JSON: the path continues inside the document (`embeddings` are vectors, not queryable). */
+const JSON_COLUMNS = ['properties', 'metadata', 'content', 'tokens', 'tags', 'parts', 'transcript'];
 
 /** For messages: what a query may name. */
 export const FIND_FIELDS = [...Object.keys(COLUMNS), ...JSON_COLUMNS.map((c) => `${c}.*`)];

@@ -1,7 +1,8 @@
 /**
  * Validation of create/update payloads into column values. Only the fields present in the
  * input appear in the result (an update changes the given fields only); references (type,
- * parent, run, content.source) are checked against the caller's project.
+ * parent, run, content.source) are checked against the caller's project. `embeddings` is no
+ * column: the object service hands it to embeddings (embeddings-hook.ts).
  */
 import { createHash } from 'node:crypto';
 import type { Scope } from '../auth/principal.ts';
@@ -68,7 +69,6 @@ export async function patchOf(input: ObjectInput, ctx: InputContext, mode: 'crea
     const text = has('text') ? input.text : undefined;
     out.text_etag = input.text_etag ?? (typeof text === 'string' ? sha256(text) : null);
   }
-  if (has('embeddings')) out.embeddings = input.embeddings ?? null;
   if (has('parts')) out.parts = input.parts ?? null;
   if (has('transcript')) out.transcript = input.transcript ?? null;
   if (has('content')) {

@@ -1,7 +1,8 @@
 /**
  * Reading many objects: `GET /objects`, `POST /objects/find` and `/count`, and
  * `POST /objects/search` with facets. Everything is one SQL query per page (plus one for the
- * type and parent names of the page), scoped to the caller's project and filtered in SQL.
+ * type and parent names of the page, and one for their vectors when `embeddings` is selected),
+ * scoped to the caller's project and filtered in SQL.
  */
 import { expressionBuilder, sql, type Expression, type Kysely, type RawBuilder, type SqlBool } from 'kysely';
 import type { Database } from '../db/schema.ts';
@@ -16,7 +17,8 @@ import { parseSelect, project, type Projection } from './projection.ts';
 import { filterCondition, fullTextScore, isoDate, type FilterContext, type ObjectFilters } from './filters.ts';
 import { resolveObjectField } from './find-fields.ts';
 import { locationOf } from './input.ts';
-import type { ObjectRecord, ObjectRow } from './model.ts';
+import type { EmbeddingMap, ObjectEmbeddingsReader } from './embeddings-hook.ts';
+import type { HiddenField, ObjectRecord, ObjectRow } from './model.ts';
 
 export interface Page {
   limit: number;
@@ -63,6 +65,8 @@ export class ObjectListing {
     private readonly db: Kysely<Database>,
     private readonly dialect: OrreryDialect,
     private readonly types: ObjectTypeService,
+    /** The `embeddings` field (src/embeddings); without it the field is always `{}`. */
+    private readonly embeddings?: ObjectEmbeddingsReader,
   ) {
     this.json = jsonSql(dialect.name);
     this.order = jsonFindSql(dialect.name);
@@ -70,6 +74,12 @@ export class ObjectListing {
 
   context(s: Scope): FilterContext {
     return { scope: s, json: this.json };
+  }
+
+  /** The vectors of a page of rows when the hidden field `embeddings` is asked for (one query per 500 rows). */
+  async embeddingsOf(s: Scope, rows: readonly Pick<ObjectRow, 'id'>[], hidden: ReadonlySet<HiddenField>): Promise<Map<string, EmbeddingMap> | undefined> {
+    if (!hidden.has('embeddings') || !this.embeddings || !rows.length) return undefined;
+    return this.embeddings.embeddingsOf(s, rows.map((r) => r.id));
   }
 
   /** `GET /objects`: items newest `updated_at` first, ties by id. */
@@ -96,8 +106,8 @@ export class ObjectListing {
       .limit(q.limit).offset(q.offset)
       .execute();
     const decoded = rows.map((r) => decodeObject(this.dialect, r));
-    const types = await this.types.refs(s, typeIds(decoded));
-    return decoded.map((row) => project(toRecord(row, { types }, projection.hidden) as unknown as Record<string, unknown>, projection) as Partial<ObjectRecord>);
+    const [types, embeddings] = await Promise.all([this.types.refs(s, typeIds(decoded)), this.embeddingsOf(s, decoded, projection.hidden)]);
+    return decoded.map((row) => project(toRecord(row, { types, embeddings }, projection.hidden) as unknown as Record<string, unknown>, projection) as Partial<ObjectRecord>);
   }
 
   async count(p: Principal, q: { query: Record<string, unknown> }): Promise<{ count: number }> {
@@ -200,12 +210,13 @@ export class ObjectListing {
   /** List and search items: `parent` as `{id, name}`, a score, projected. */
   private async items(s: Scope, rows: { row: ObjectRow; score: number }[], projection: Projection): Promise<Partial<ObjectRecord>[]> {
     const decoded = rows.map((r) => r.row);
-    const [types, parents] = await Promise.all([
+    const [types, parents, embeddings] = await Promise.all([
       this.types.refs(s, typeIds(decoded)),
       objectNames(this.db, s, [...new Set(decoded.map((r) => r.parent_id).filter((x): x is string => !!x))]),
+      this.embeddingsOf(s, decoded, projection.hidden),
     ]);
     return rows.map(({ row, score }) =>
-      project(toRecord(row, { types, parents }, projection.hidden, { score }) as unknown as Record<string, unknown>, projection) as Partial<ObjectRecord>);
+      project(toRecord(row, { types, parents, embeddings }, projection.hidden, { score }) as unknown as Record<string, unknown>, projection) as Partial<ObjectRecord>);
   }
 }
 

@@ -1,6 +1,7 @@
 /** Content objects: the row as services hold it (JSON decoded), the inputs and the wire records. */
 import type { Selectable } from 'kysely';
 import type { ObjectTable } from '../db/schema.ts';
+import type { EmbeddingMap } from './embeddings-hook.ts';
 
 export const OBJECT_STATUSES = ['created', 'processing', 'ready', 'completed', 'failed', 'archived'] as const;
 export type ObjectStatus = (typeof OBJECT_STATUSES)[number];
@@ -9,16 +10,16 @@ export type ObjectStatus = (typeof OBJECT_STATUSES)[number];
 export const HIDDEN_FIELDS = ['text', 'embeddings', 'parts', 'transcript'] as const;
 export type HiddenField = (typeof HIDDEN_FIELDS)[number];
 
-/** The columns each hidden field needs. */
+/** The columns each hidden field needs (`embeddings` are the object's `vectors` rows, read apart). */
 export const HIDDEN_COLUMNS: Record<HiddenField, readonly (keyof ObjectTable)[]> = {
   text: ['text', 'text_etag'],
-  embeddings: ['embeddings'],
+  embeddings: [],
   parts: ['parts'],
   transcript: ['transcript'],
 };
 
 /** JSON columns: encoded by the store on the way in, decoded on the way out (style K7). */
-export const OBJECT_JSON_COLUMNS = ['content', 'tags', 'properties', 'metadata', 'tokens', 'embeddings', 'parts', 'transcript', 'error'] as const;
+export const OBJECT_JSON_COLUMNS = ['content', 'tags', 'properties', 'metadata', 'tokens', 'parts', 'transcript', 'error'] as const;
 
 export type ObjectRow = Selectable<ObjectTable>;
 
@@ -53,6 +54,7 @@ export interface ObjectInput {
   status?: string;
   text?: string | null;
   text_etag?: string | null;
+  /** Vectors the caller sets: `{text: {model?, values, etag?} | null, …}` (src/embeddings/object-vectors.ts). */
   embeddings?: Record<string, unknown> | null;
   parts?: string[] | null;
   parts_etag?: string | null;
@@ -92,7 +94,8 @@ export interface ObjectRecord {
   score?: number;
   text?: string;
   text_etag?: string;
-  embeddings?: Record<string, unknown>;
+  /** The object's vectors, per type: `{model, values, etag}`. */
+  embeddings?: EmbeddingMap;
   parts?: string[];
   transcript?: Record<string, unknown>;
 }

@@ -6,6 +6,7 @@
 import { Type, type TSchema } from '@sinclair/typebox';
 import { ListParam, OpenObject, PageQuery } from '../http/schemas.ts';
 import { OBJECT_STATUSES } from './model.ts';
+import { EmbeddingMapInputSchema, EmbeddingMapSchema } from '../embeddings/schemas.ts';
 
 const Nullable = <T extends TSchema>(t: T) => Type.Union([t, Type.Null()]);
 const Json = Type.Record(Type.String(), Type.Unknown());
@@ -40,7 +41,7 @@ export const ObjectBody = OpenObject({
   status: Type.Optional(Type.String({ description: `Update only: ${OBJECT_STATUSES.join(', ')}; new objects are always "created"` })),
   text: Type.Optional(Nullable(Type.String())),
   text_etag: Type.Optional(Nullable(Type.String())),
-  embeddings: Type.Optional(Nullable(Json)),
+  embeddings: Type.Optional(Nullable(EmbeddingMapInputSchema)),
   parts: Type.Optional(Nullable(Type.Array(Type.String()))),
   transcript: Type.Optional(Nullable(Json)),
 });
@@ -72,7 +73,7 @@ export const ObjectRecordSchema = Type.Object({
   updated_at: Type.Optional(Type.String()),
   text: Type.Optional(Type.String()),
   text_etag: Type.Optional(Type.String()),
-  embeddings: Type.Optional(Json),
+  embeddings: Type.Optional(EmbeddingMapSchema),
   parts: Type.Optional(Type.Array(Type.String())),
   transcript: Type.Optional(Json),
 }, { $id: 'ContentObject', additionalProperties: true, description: 'A content object (fields may be projected away by select)' });

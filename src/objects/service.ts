@@ -6,6 +6,9 @@
  * Writes follow "bytes first, row after, old bytes last": a record only points at a blob that
  * is tracked (its row is locked while the record is written), and a blob is deleted only after
  * the transaction that removed its last reference has committed.
+ *
+ * `embeddings` in a payload are vectors the caller sets: validated before the write, stored in
+ * its transaction (the `vectors` table, through the embeddings hook), indexed after commit.
  */
 import { randomBytes } from 'node:crypto';
 import type { Kysely } from 'kysely';
@@ -17,6 +20,7 @@ import { BadRequest, NotFound, PreconditionFailed } from '../http/errors.ts';
 import type { BlobService } from '../blobs/blob-service.ts';
 import type { ObjectTypeService } from './types-service.ts';
 import { noProcessing, type ContentChange, type ObjectProcessingHook } from './processing-hook.ts';
+import type { ObjectEmbeddingsHook, PreparedEmbeddings, StoredEmbeddings } from './embeddings-hook.ts';
 import { patchOf, type InputContext, type ObjectPatch } from './input.ts';
 import { toRecord } from './dto.ts';
 import { parseSelect, project } from './projection.ts';
@@ -35,8 +39,8 @@ export interface ObjectServiceDeps {
   renditions?: { list(p: Principal, id: string): Promise<ObjectRecord[]> };
   /** Where failures after commit (blob cleanup, the processing hook) are reported. */
   onBackgroundError?: (err: unknown, what: string) => void;
-  /** Embeddings (src/embeddings): told after an object's write or deletion committed. */
-  embeddings?: { objectWritten(s: Scope, objectId: string): Promise<void>; objectDeleted(s: Scope, objectId: string): Promise<void> };
+  /** Embeddings (src/embeddings): told after writes and deletions, and the store of the `embeddings` field. */
+  embeddings?: ObjectEmbeddingsHook;
 }
 
 export interface WrittenObject {
@@ -66,6 +70,7 @@ export class ObjectService {
     const patch = await patchOf(input, this.inputContext(p), 'create');
     const name = patch.name ?? (patch.content as ContentSource | null | undefined)?.name;
     if (!name) throw new BadRequest('body must have property "name" (or content with a name)');
+    const vectors = await this.prepareEmbeddings(s, input);
     const now = nowIso();
     const row: ObjectRow = {
       ...emptyRow(),
@@ -73,10 +78,12 @@ export class ObjectService {
       id: newId(), account_id: s.account, project_id: s.project, name, status: 'created',
       etag: newEtag(), created_by: actorOf(p), updated_by: actorOf(p), created_at: now, updated_at: now,
     };
-    await this.db.transaction().execute(async (trx) => {
+    const stored = await this.db.transaction().execute(async (trx) => {
       await this.holdBlob(trx, s, row.content_source);
       await insertObject(trx, this.deps.dialect, row);
+      return this.storeEmbeddings(trx, s, row, vectors);
     });
+    this.embeddingsStored(s, stored);
     if (row.content) this.afterCommit(s, { objectId: row.id, content: row.content as ContentSource, previous: null, reason: 'created' });
     this.embed(s, row.id);
     return this.written(s, row);
@@ -86,6 +93,7 @@ export class ObjectService {
   private async replace(p: Principal, id: string, input: ObjectInput): Promise<WrittenObject> {
     const s = scopeOf(p);
     const patch = await patchOf(input, { ...this.inputContext(p), selfId: id }, 'create');
+    const vectors = await this.prepareEmbeddings(s, input);
     for (let attempt = 0; ; attempt++) {
       const current = await getWholeObject(this.db, this.deps.dialect, s, id);
       if (!current) throw new NotFound('object', id);
@@ -97,9 +105,10 @@ export class ObjectService {
         created_by: current.created_by, created_at: current.created_at, updated_by: actorOf(p), updated_at: nowIso(),
       };
       const { id: _i, account_id: _a, project_id: _p, created_by: _cb, created_at: _ca, ...columns } = next;
-      const result = await this.writeCas(s, current, columns);
+      const result = await this.writeCas(s, current, columns, (trx) => this.storeEmbeddings(trx, s, next, vectors));
       if (result === 'changed' && attempt < MAX_CAS_RETRIES) continue;
       if (result === 'changed') throw new PreconditionFailed(`object ${id} kept changing while it was being replaced: retry`);
+      this.embeddingsStored(s, result.stored);
       this.contentMoved(s, id, current.content as ContentSource | null, next.content as ContentSource | null, 'replaced', result.purge);
       // A replaced record starts over (status created, no text): process it even when its content is the same.
       if (next.content && JSON.stringify(current.content) === JSON.stringify(next.content)) {
@@ -115,8 +124,11 @@ export class ObjectService {
     const projection = parseSelect(select);
     const row = await getObject(this.db, this.deps.dialect, s, id, projection.hidden);
     if (!row) throw new NotFound('object', id);
-    const types = await this.deps.types.refs(s, row.type_id ? [row.type_id] : []);
-    return { record: project(toRecord(row, { types }, projection.hidden) as unknown as Record<string, unknown>, projection) as Partial<ObjectRecord>, etag: `"${row.etag}"` };
+    const [types, embeddings] = await Promise.all([
+      this.deps.types.refs(s, row.type_id ? [row.type_id] : []),
+      projection.hidden.has('embeddings') && this.deps.embeddings ? this.deps.embeddings.embeddingsOf(s, [row.id]) : undefined,
+    ]);
+    return { record: project(toRecord(row, { types, embeddings }, projection.hidden) as unknown as Record<string, unknown>, projection) as Partial<ObjectRecord>, etag: `"${row.etag}"` };
   }
 
   /**
@@ -127,6 +139,7 @@ export class ObjectService {
   async update(p: Principal, id: string, input: ObjectInput, ifMatch?: string): Promise<WrittenObject> {
     const s = scopeOf(p);
     const patch = await patchOf(input, { ...this.inputContext(p), selfId: id }, 'update');
+    const vectors = await this.prepareEmbeddings(s, input);
     for (let attempt = 0; ; attempt++) {
       const current = await getWholeObject(this.db, this.deps.dialect, s, id);
       if (!current) throw new NotFound('object', id);
@@ -140,16 +153,17 @@ export class ObjectService {
       if ('content' in patch && !('status' in patch) && JSON.stringify(current.content ?? null) !== JSON.stringify(patch.content ?? null) && patch.content) {
         Object.assign(columns, { status: 'created', error: null });
       }
-      const result = await this.writeCas(s, current, columns);
+      const next: ObjectRow = { ...current, ...columns } as ObjectRow;
+      const result = await this.writeCas(s, current, columns, (trx) => this.storeEmbeddings(trx, s, next, vectors));
       if (result === 'changed') {
         // With if-match the caller asked for exactly the version it read: a concurrent write wins.
         if (ifMatch !== undefined) throw new PreconditionFailed(`object ${id} was changed while this update was being written`);
         if (attempt < MAX_CAS_RETRIES) continue;
         throw new PreconditionFailed(`object ${id} kept changing while it was being updated: retry`);
       }
-      const next: ObjectRow = { ...current, ...columns } as ObjectRow;
+      this.embeddingsStored(s, result.stored);
       if ('content' in patch) this.contentMoved(s, id, current.content as ContentSource | null, next.content as ContentSource | null, 'updated', result.purge);
-      if (['text', 'name', 'description', 'properties', 'content'].some((k) => k in patch)) this.embed(s, id);
+      if (['text', 'name', 'description', 'properties', 'content'].some((k) => k in patch) || vectors) this.embed(s, id);
       return this.written(s, next);
     }
   }
@@ -204,9 +218,13 @@ export class ObjectService {
   /**
    * Compare-and-set of the record against the version read, in one transaction with the blob
    * bookkeeping: the new blob must still be tracked, and the old one is forgotten when this
-   * was its last reference. Answers the key to purge after commit, or 'changed'.
+   * was its last reference; `vectors` writes the payload's embeddings in the same transaction.
+   * Answers the key to purge after commit and the embeddings written, or 'changed'.
    */
-  private async writeCas(s: Scope, current: ObjectRow, columns: ObjectPatch & { etag: string }): Promise<{ purge?: string } | 'changed'> {
+  private async writeCas(
+    s: Scope, current: ObjectRow, columns: ObjectPatch & { etag: string },
+    vectors: (trx: Kysely<Database>) => Promise<StoredEmbeddings | undefined>,
+  ): Promise<{ purge?: string; stored?: StoredEmbeddings } | 'changed'> {
     return this.db.transaction().execute(async (trx) => {
       const newSource = 'content_source' in columns ? columns.content_source ?? null : current.content_source;
       if (newSource && newSource !== current.content_source) await this.holdBlob(trx, s, newSource);
@@ -214,8 +232,23 @@ export class ObjectService {
       if (!ok) return 'changed' as const;
       const old = current.content_source;
       const purge = old && old !== newSource ? await this.releaseBlob(trx, s, old) : undefined;
-      return { purge };
+      return { purge, stored: await vectors(trx) };
     });
+  }
+
+  /** The payload's `embeddings`, validated (undefined: none given, or no embeddings on this server). */
+  private async prepareEmbeddings(s: Scope, input: ObjectInput): Promise<PreparedEmbeddings | undefined> {
+    if (input.embeddings === undefined) return undefined;
+    if (!this.deps.embeddings) throw new BadRequest('embeddings are not enabled on this server');
+    return this.deps.embeddings.prepareEmbeddings(s, input.embeddings);
+  }
+
+  private async storeEmbeddings(trx: Kysely<Database>, s: Scope, row: ObjectRow, prepared: PreparedEmbeddings | undefined): Promise<StoredEmbeddings | undefined> {
+    return prepared && this.deps.embeddings!.storeEmbeddings(trx, s, row.id, prepared, row);
+  }
+
+  private embeddingsStored(s: Scope, stored: StoredEmbeddings | undefined): void {
+    if (stored) this.deps.embeddings!.embeddingsStored(s, stored);
   }
 
   /** Locks the blob a record is about to point at; it must still be tracked. */
@@ -262,7 +295,7 @@ export class ObjectService {
 function emptyRow(): Omit<ObjectRow, 'id' | 'account_id' | 'project_id' | 'name' | 'status' | 'etag' | 'created_by' | 'updated_by' | 'created_at' | 'updated_at'> {
   return {
     description: null, type_id: null, parent_id: null, location: '/', external_id: null, content_source: null, run_id: null,
-    content: null, tags: [], properties: {}, metadata: null, tokens: null, text: null, text_etag: null, embeddings: null,
+    content: null, tags: [], properties: {}, metadata: null, tokens: null, text: null, text_etag: null,
     parts: null, transcript: null, error: null,
   };
 }
