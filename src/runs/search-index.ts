@@ -34,12 +34,12 @@ const nameOf = (ref: unknown): string | null => (isObject(ref) && typeof ref.nam
 interface IndexDialect {
   /** The search data of a document, with the document as this database will hand it back. */
   searchDoc(doc: Record<string, unknown>): RunSearchDoc;
-  /** Search columns of the runs row (`text`: with its full text). */
-  columns(d: OrreryDialect, s: RunSearchDoc, doc: Record<string, unknown>, text: boolean): Record<string, unknown>;
+  /** Search columns of the runs row (`text`: with its full text; undefined: if the stored run has ended). */
+  columns(d: OrreryDialect, s: RunSearchDoc, doc: Record<string, unknown>, text: boolean | undefined): Record<string, unknown>;
   /** Inserts the rows (already encoded) with their tags and search data; full text for `texts[i]`. */
   insert(trx: Db, rows: Record<string, unknown>[], docs: RunSearchDoc[], texts: boolean[], tags: { run: number; tag: string }[]): Promise<void>;
-  /** Updates one row (`text`: and writes its full text); false when no row matched. */
-  update(trx: Db, id: string, set: Record<string, unknown>, s: RunSearchDoc, text: boolean, fromStatus?: string): Promise<boolean>;
+  /** Updates one row (`text`: and writes its full text; undefined: if the run has ended); false when no row matched. */
+  update(trx: Db, id: string, set: Record<string, unknown>, s: RunSearchDoc, text: boolean | undefined, fromStatus?: string): Promise<boolean>;
 }
 
 /** Runs whose full text is indexed: those that ended (see above). */
@@ -81,11 +81,11 @@ const sqliteIndex: IndexDialect = {
   async update(trx, id, set, s, text, fromStatus) {
     let q = trx.updateTable('runs').set(set as never).where('id', '=', id);
     if (fromStatus) q = q.where('status', '=', fromStatus);
-    const r = await q.returning('search_rowid').executeTakeFirst();
+    const r = await q.returning(['search_rowid', 'status']).executeTakeFirst();
     if (!r) return false;
     // Deleting a row the FTS table does not hold costs ~1 µs (contentless_delete): no need to know.
     await sql`DELETE FROM runs_fts WHERE rowid = ${r.search_rowid}`.execute(trx);
-    if (text) await insertFts(trx, [{ rowid: r.search_rowid!, s }]);
+    if (text ?? hasEnded(r.status)) await insertFts(trx, [{ rowid: r.search_rowid!, s }]);
     return true;
   },
 };
@@ -94,7 +94,14 @@ const postgresIndex: IndexDialect = {
   // jsonb does not keep key order, and the order of parameter strings is the order of the words
   // in runText: index the document in the order PostgreSQL will answer it.
   searchDoc: (doc) => runSearchDoc(jsonbOrder(doc) as SearchSource),
-  columns: (d, s, doc, text) => ({ ...common(d, s, doc), search_tsv: text ? tsvectorLiteral(s) : '' }),
+  // Undefined `text` (an update that leaves the status as it is): the stored status decides; in
+  // an UPDATE's SET, `runs.status` is the row's status before (and so after) the update.
+  columns: (d, s, doc, text) => ({
+    ...common(d, s, doc),
+    search_tsv: text === undefined
+      ? sql`CASE WHEN runs.status IN ('completed', 'failed') THEN CAST(${tsvectorLiteral(s)} AS tsvector) ELSE ''::tsvector END`
+      : text ? tsvectorLiteral(s) : '',
+  }),
   async insert(trx, rows, _docs, _texts, tags) {
     for (const part of chunks(rows, RUNS_PER_INSERT)) await trx.insertInto('runs').values(part as never).execute();
     const tagRows = tags.map(({ run, tag }) => ({ run_id: rows[run].id as string, tag }));
@@ -144,12 +151,12 @@ export async function insertRuns(db: Db, d: OrreryDialect, runs: readonly NewRun
 /**
  * Updates a run whose document changes (`set` is already encoded; `doc` is the new document) and
  * its search data; with `fromStatus`, only if the run is still in that status. The full text is
- * written when the update ends the run, or leaves its status as it was (a run that ended).
+ * written when the run's status after the update is an end (set here, or kept from before).
  */
 export function updateRunAndIndex(db: Db, d: OrreryDialect, id: string, set: Updateable<RunTable>, doc: unknown, fromStatus?: string): Promise<boolean> {
   const index = indexOf(d);
   const s = index.searchDoc(docOfRow(doc));
-  const text = set.status === undefined ? fromStatus === undefined || hasEnded(fromStatus) : hasEnded(set.status);
+  const text = set.status !== undefined ? hasEnded(set.status) : fromStatus !== undefined ? hasEnded(fromStatus) : undefined;
   const all = { ...set, ...index.columns(d, s, docOfRow(doc), text) };
   return inTransaction(db, (trx) => index.update(trx, id, all, s, text, fromStatus));
 }

@@ -1,7 +1,7 @@
 /**
  * GET /runs, POST /runs/search and POST /runs/facets through HTTP and the official client, on
- * runs made by POST /runs (the service's own write path: the search index is filled with the row
- * and again with the final result). Every filter, both request shapes, the answer shapes, paging,
+ * runs made by POST /runs (the service's own write path: a run's fields are indexed with its row,
+ * its words when it ends). Every filter, both request shapes, the answer shapes, paging,
  * and every refusal.
  */
 import assert from 'node:assert/strict';
@@ -123,7 +123,7 @@ for (const dialect of TEST_DIALECTS) {
       assert.deepEqual(ids(await client.runs.list({ limit: 2, offset: 1 })), where(() => true).slice(1, 3));
     });
 
-    it('finds a run by the words of its prompt, data and result, written with the row and with the final result', async () => {
+    it('finds a run by the words of its prompt, data and result once it ended; a run not ended by its other fields', async () => {
       const search = async (query: string) => {
         const r = await srv.api('POST', '/api/v1/runs/search', { query });
         assert.equal(r.status, 200, JSON.stringify(r.body));
@@ -133,9 +133,15 @@ for (const dialect of TEST_DIALECTS) {
       assert.deepEqual(await search('result:"say the parent"'), [parent.id]);
       assert.deepEqual(await search('prompt:alpha AND hello'), where((r) => r.id === made[1].id));
       assert.deepEqual(await search('parameters.customer.id:c-1 AND NOT filler'), where((r, i = made.indexOf(r)) => i % 3 === 1 && i < 6));
-      // A streamed run: its result is indexed by the update that ends it.
+      // A streamed run not streamed yet: found by its fields and parameter words, not by its text.
       const streamed = made.find((r) => r.status === 'created')!;
       assert.deepEqual(await search('result:never'), []);
+      assert.deepEqual(await search('streamed'), [], 'the text of a run that has not ended is not indexed yet');
+      assert.deepEqual(await search('prompt:streamed'), []);
+      assert.deepEqual(await search('parameters.text:streamed'), [streamed.id]);
+      assert.deepEqual(await search('parameters.text:stream*'), [streamed.id]);
+      assert.deepEqual(await search('parameters.text:"never read" AND status:created'), [streamed.id]);
+      assert.deepEqual(await search('tags:waiting AND NOT streamed'), [streamed.id]);
       const events = await (await openStream(`${srv.url}/api/v1/runs/${streamed.id}/stream?access_token=${srv.adminKey}`)).all();
       assert.ok(events.some((e) => e.event === 'close'));
       let found: string[] = [];
@@ -144,6 +150,11 @@ for (const dialect of TEST_DIALECTS) {
         if (!found.length) await new Promise((r) => setTimeout(r, 20));
       }
       assert.deepEqual(found, [streamed.id]);
+      // Ended: its prompt and data words are indexed too, and its parameters still found.
+      assert.deepEqual(await search('streamed'), [streamed.id]);
+      assert.deepEqual(await search('prompt:streamed'), [streamed.id]);
+      assert.deepEqual(await search('parameters.text:streamed'), [streamed.id]);
+      assert.deepEqual(await search('tags:waiting AND NOT streamed'), []);
       const refreshed = await srv.api('GET', `/api/v1/runs/${streamed.id}`);
       made[made.indexOf(streamed)] = { ...streamed, status: refreshed.body.status, updated_at: refreshed.body.updated_at };
     });

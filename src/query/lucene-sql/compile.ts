@@ -88,12 +88,6 @@ const MIN_ISO_MS = Date.parse('0000-01-01T00:00:00.000Z');
 const MAX_ISO_MS = Date.parse('9999-12-31T23:59:59.999Z');
 export const isoBound = (ms: number): string => (ms < MIN_ISO_MS ? '' : ms > MAX_ISO_MS ? '~' : instantToIso(ms));
 
-/**
- * Runs whose full text is not indexed yet (it is written when a run ends: evaluate.ts rule 1);
- * their `parameters.*` words are still found, through the document's fields alone.
- */
-const NOT_ENDED = sql<SqlBool>`runs.status IN ('created', 'processing')`;
-
 /** How costly a node is to test per run: columns 0, full text 1, JSON (families, result/prompt ranges) 2. */
 const weight = (n: QueryNode): number => {
   switch (n.kind) {
@@ -195,13 +189,15 @@ class Compiler {
       if (parts === null) return FALSE;
       const lead = leadingLiteral(parts);
       const exact = jsonSomeElement(this.dialect, fields, words, (el) => this.s.wordsGlob(el.text, parts));
-      return lead ? and([or([this.s.prefix('body', lead), NOT_ENDED]), exact]) : exact;
+      // Runs not ended have no full text yet (evaluate.ts rule 1): the prefilter lets them through.
+      return lead ? and([this.s.prefix('body', lead, true), exact]) : exact;
     }
     const branches: Cond[] = [];
     const needle = tokenize(t.value);
     if (needle.length) {
-      // Every parameter string is part of an ended run's text, so the index narrows first.
-      branches.push(and([or([this.s.phrase('body', needle), NOT_ENDED]), jsonSomeElement(this.dialect, fields, words, (el) => this.s.wordsContain(el.text, wordString(needle)))]));
+      // Every parameter string is part of an ended run's text, so the index narrows first (runs
+      // not ended, which have no full text yet, pass the prefilter).
+      branches.push(and([this.s.phrase('body', needle, true), jsonSomeElement(this.dialect, fields, words, (el) => this.s.wordsContain(el.text, wordString(needle)))]));
     }
     const scalar = this.scalarEquals(t.value, false);
     if (scalar) branches.push(jsonSomeElement(this.dialect, fields, [spec.name], scalar));

@@ -41,10 +41,14 @@ export const FALSE: Cond = sql<SqlBool>`FALSE`;
 
 export interface SearchSql {
   readonly name: DialectName;
-  /** Runs whose text column holds `words` (non-empty, from `tokenize`) consecutively. */
-  phrase(col: TextColumn, words: readonly string[]): Cond;
-  /** Runs with a word in the column that starts with `prefix` (word characters only). */
-  prefix(col: TextColumn, prefix: string): Cond;
+  /**
+   * Runs whose text column holds `words` (non-empty, from `tokenize`) consecutively; with
+   * `orNotEnded`, also every run not ended yet (whose text is not indexed: evaluate.ts rule 1), as
+   * one indexable set, so a prefilter of `parameters.*` words lets those through.
+   */
+  phrase(col: TextColumn, words: readonly string[], orNotEnded?: boolean): Cond;
+  /** Runs with a word in the column that starts with `prefix` (word characters only); `orNotEnded` as for `phrase`. */
+  prefix(col: TextColumn, prefix: string, orNotEnded?: boolean): Cond;
   /** Runs with a word in the column matching a one-word glob (lower case; literals are word characters). */
   wordGlob(col: TextColumn, parts: readonly GlobPart[]): Cond;
   /** Case-sensitive anchored glob over a text value (`*` any run, `?` one code point). */
@@ -121,13 +125,27 @@ const ops: Record<CmpOp, RawBuilder<unknown>> = {
 
 // ---- SQLite ---------------------------------------------------------------------------------
 
+/** Runs whose full text is not written yet (it is, when a run ends: evaluate.ts rule 1). */
+export const NOT_ENDED: Cond = sql<SqlBool>`runs.status IN ('created', 'processing')`;
+
 /**
- * The run's FTS5 row matches `query` (an FTS5 query string, bound). `walk`: the unary `+` keeps
- * SQLite from driving the query from the matches, so it walks the newest-first index instead.
+ * The `search_rowid`s of runs not ended yet, read from the partial indexes on `processing`
+ * (runs_executing) and `created` (runs_created_sweep) runs: a few rows, whatever the table's size.
  */
-const ftsMatch = (query: string, walk: boolean): Cond =>
-  walk ? sql<SqlBool>`+runs.search_rowid IN (SELECT rowid FROM runs_fts WHERE runs_fts MATCH ${query})`
-  : sql<SqlBool>`runs.search_rowid IN (SELECT rowid FROM runs_fts WHERE runs_fts MATCH ${query})`;
+const NOT_ENDED_ROWIDS = sql`SELECT search_rowid FROM runs WHERE status = 'processing'
+  UNION ALL SELECT search_rowid FROM runs WHERE status = 'created'`;
+
+/**
+ * The run's FTS5 row matches `query` (an FTS5 query string, bound), or (`orNotEnded`) the run has
+ * not ended. `walk`: the unary `+` keeps SQLite from driving the query from the matches, so it
+ * walks the newest-first index instead.
+ */
+const ftsMatch = (query: string, walk: boolean, orNotEnded = false): Cond => {
+  const rows = orNotEnded
+    ? sql`SELECT rowid FROM runs_fts WHERE runs_fts MATCH ${query} UNION ALL ${NOT_ENDED_ROWIDS}`
+    : sql`SELECT rowid FROM runs_fts WHERE runs_fts MATCH ${query}`;
+  return walk ? sql<SqlBool>`+runs.search_rowid IN (${rows})` : sql<SqlBool>`runs.search_rowid IN (${rows})`;
+};
 
 /** FTS5 query text: a column filter and quoted words (words never hold a double quote). */
 const ftsPhrase = (col: TextColumn, words: readonly string[]) => `${col} : "${words.join(' ')}"`;
@@ -155,8 +173,8 @@ const sqliteSql = (plan: SearchPlan): SearchSql => {
     name: 'sqlite',
     rowKey: sql`runs.rowid`,
     countHint: sql<SqlBool>`runs.updated_at >= ''`,
-    phrase: (col, words) => ftsMatch(ftsPhrase(col, words), page && !(plan.isRare?.(words) ?? false)),
-    prefix: (col, prefix) => ftsMatch(`${ftsPhrase(col, [prefix])} *`, page),
+    phrase: (col, words, orNotEnded) => ftsMatch(ftsPhrase(col, words), page && !(plan.isRare?.(words) ?? false), orNotEnded),
+    prefix: (col, prefix, orNotEnded) => ftsMatch(`${ftsPhrase(col, [prefix])} *`, page, orNotEnded),
     wordGlob: (col, glob) => {
       const parts = fts5Fold(glob);
       const lead = leadingLiteral(parts);
@@ -204,21 +222,30 @@ const quoteLexeme = (w: string) => `'${w}'`;
 const tsMatch = (query: string): Cond => sql<SqlBool>`runs.search_tsv @@ CAST(${query} AS tsquery)`;
 const tooLong = (words: readonly string[]) => words.some((w) => byteLength(w) > TS_MAX_WORD_BYTES);
 
+/** Runs whose tsvector holds `words` consecutively in the column's weight. */
+const pgPhrase = (col: TextColumn, words: readonly string[]): Cond => {
+  if (tooLong(words)) return FALSE;
+  const weight = TS_WEIGHT[col] ? `:${TS_WEIGHT[col]}` : '';
+  const pairs = words.slice(1).map((w, i) => pairLexeme(words[i], w));
+  if (tooLong(pairs)) return tsMatch(words.map((w) => `${quoteLexeme(w)}${weight}`).join(' <-> '));
+  // Two words: their pair lexeme, exact. More: the pairs (for the GIN lookup) and the positions.
+  if (words.length === 1) return tsMatch(`${quoteLexeme(words[0])}${weight}`);
+  const pairQuery = pairs.map((x) => `${quoteLexeme(x)}${weight}`).join(' & ');
+  return tsMatch(words.length === 2 ? pairQuery : `${pairQuery} & (${words.map((w) => `${quoteLexeme(w)}${weight}`).join(' <-> ')})`);
+};
+
+/** `cond` or the run has not ended (its tsvector is still empty): a bitmap OR of GIN and runs_status. */
+const orNotEndedPg = (cond: Cond): Cond => sql<SqlBool>`(${cond} OR ${NOT_ENDED})`;
+
 const postgresSql: SearchSql = {
   name: 'postgres',
   rowKey: sql`runs.id`,
   countHint: null,
-  phrase: (col, words) => {
-    if (tooLong(words)) return FALSE;
-    const weight = TS_WEIGHT[col] ? `:${TS_WEIGHT[col]}` : '';
-    const pairs = words.slice(1).map((w, i) => pairLexeme(words[i], w));
-    if (tooLong(pairs)) return tsMatch(words.map((w) => `${quoteLexeme(w)}${weight}`).join(' <-> '));
-    // Two words: their pair lexeme, exact. More: the pairs (for the GIN lookup) and the positions.
-    if (words.length === 1) return tsMatch(`${quoteLexeme(words[0])}${weight}`);
-    const pairQuery = pairs.map((x) => `${quoteLexeme(x)}${weight}`).join(' & ');
-    return tsMatch(words.length === 2 ? pairQuery : `${pairQuery} & (${words.map((w) => `${quoteLexeme(w)}${weight}`).join(' <-> ')})`);
+  phrase: (col, words, orNotEnded) => (orNotEnded ? orNotEndedPg(pgPhrase(col, words)) : pgPhrase(col, words)),
+  prefix: (col, prefix, orNotEnded) => {
+    const match = tooLong([prefix]) ? FALSE : tsMatch(`${quoteLexeme(prefix)}:*${TS_WEIGHT[col]}`);
+    return orNotEnded ? orNotEndedPg(match) : match;
   },
-  prefix: (col, prefix) => (tooLong([prefix]) ? FALSE : tsMatch(`${quoteLexeme(prefix)}:*${TS_WEIGHT[col]}`)),
   wordGlob: (col, parts) => {
     // The tsvector's text form lists each word once as 'word':positions, weights after positions.
     // `[^' ]`: a word's characters (pair lexemes hold a space; words never hold one, nor a quote).
