@@ -75,6 +75,11 @@ function withStatementCache(sqlite: SQLite.Database) {
 
 function openPostgres(url: string): OpenedDatabase {
   const pool = new pg.Pool({ connectionString: url, max: 10 });
+  // JIT off: it compiles the plans of costly searches (counts and facets over many runs) for
+  // 20-30 ms and saves less than that on them (measured at 1M runs, bench/README.md). A SET on
+  // each new connection, not a startup `options`, which PgBouncer refuses; queued before any
+  // query of ours. A server without the setting (before PostgreSQL 11) just ignores the error.
+  pool.on('connect', (client) => void client.query('SET jit = off').catch(() => {}));
   // An idle client that errors (server restart) must not crash the process.
   pool.on('error', () => {});
   const safe = new URL(url);
