@@ -1,7 +1,6 @@
 /**
  * Issue 7 check of the run hot path: blocking POST /runs with run embeddings on (the built-in
- * embedder: input_embedding and result_embedding in every answer, vectors written in the
- * background) against the same server with them off (`PUT /projects/:id {embeddings: {runs:
+ * embedder: input_embedding and result_embedding in every answer, not stored) against the same server with them off (`PUT /projects/:id {embeddings: {runs:
  * false}}`), alternating rounds on one server so the machine's noise falls on both alike.
  *
  *   npm run bench -- runs-embeddings      (ROUNDS=4 DURATION=5)

@@ -230,7 +230,6 @@ export async function buildServer(config: Config, opts: { logger?: boolean | obj
       content.stopRecovery();
       await jobs.stop(Math.min(5000, config.shutdownTimeoutSeconds * 1000));
       await contentPool.close();
-      await embeddings.drain();
       vectorIndexes.close();
       await replica.stop();
       await notifier.close();

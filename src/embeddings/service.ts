@@ -11,10 +11,10 @@
  *   source and the model stay the same, and replaces it once either changes (it then describes
  *   a text the object no longer has, or a model nothing is compared with). The object's
  *   `embeddings` field reads the `vectors` rows, computed or set alike.
- * - Runs: `embedRun` answers the prompt's and the result's vectors for the run's creation and
- *   queues them for a batched write (vector-writer.ts).
- * - Changing a project's model queues an `embed-project` job that re-embeds its objects (and runs,
- *   when run embeddings are on) a page at a time; objects not yet re-embedded are left out of
+ * - Runs: `embedRun` answers the prompt's and the result's vectors for the run's creation; they
+ *   are not stored (nothing reads them back).
+ * - Changing a project's model queues an `embed-project` job that re-embeds its objects a page at
+ *   a time; objects not yet re-embedded are left out of
  *   similarity results until they are (vectors of two models are never compared).
  */
 import type { Kysely } from 'kysely';
@@ -34,7 +34,6 @@ import { embeddingMaps, prepareEmbedding, prepareEmbeddingMap, toEmbedding, type
 import { toWire } from './vectors.ts';
 import { detectVectorExtension, type VectorExtension } from '../db/vector-extension.ts';
 import type { PartitionIndex } from './vector-index.ts';
-import { VectorWriter } from './vector-writer.ts';
 
 export const EMBED_OBJECT_JOB = 'embed-object';
 export const EMBED_PROJECT_JOB = 'embed-project';
@@ -66,11 +65,9 @@ export interface StoredEmbeddings {
 const PAGE = 100;
 
 export class EmbeddingService implements RunEmbeddingHook {
-  private readonly writer: VectorWriter;
   private pgvector: Promise<VectorExtension> | undefined;
 
   constructor(private readonly deps: EmbeddingServiceDeps) {
-    this.writer = new VectorWriter(deps.db, (s, rows) => this.indexWritten(s, rows), (err) => this.report(err, 'store run embeddings'));
     deps.queue.register<null>(EMBED_OBJECT_JOB, { run: (job, signal) => this.embedObjectById(job.scope, job.subject, signal) });
     deps.queue.register<{ model: string }>(EMBED_PROJECT_JOB, { run: (job, signal) => this.reembedProject(job.scope, job.payload?.model, signal) });
   }
@@ -243,19 +240,12 @@ export class EmbeddingService implements RunEmbeddingHook {
     try {
       const resolved = await (this.deps.settings.peek(s) ?? this.deps.settings.resolve(s));
       if (!resolved.settings.runs) return null;
+      // Answered, not stored: nothing in the interface reads a run's vectors back, and writing two
+      // vectors per run cost a third of the blocking run throughput on SQLite (bench/README.md).
       const [input, result] = await this.runVectors(resolved, run);
-      const rows: VectorRow[] = [];
       const out: RunVectors = {};
-      const model = resolved.embedder.model;
-      if (input) {
-        rows.push({ ownerKind: 'run', ownerId: run.id, type: 'input', model, etag: input.etag, vector: input.vector });
-        out.input_embedding = toWire(input.vector);
-      }
-      if (result) {
-        rows.push({ ownerKind: 'run', ownerId: run.id, type: 'result', model, etag: result.etag, vector: result.vector });
-        out.result_embedding = toWire(result.vector);
-      }
-      if (rows.length) this.writer.push(s, rows);
+      if (input) out.input_embedding = toWire(input);
+      if (result) out.result_embedding = toWire(result);
       return out;
     } catch (err) {
       this.report(err, `embed run ${run.id}`);
@@ -263,7 +253,7 @@ export class EmbeddingService implements RunEmbeddingHook {
     }
   }
 
-  private async runVectors(resolved: ResolvedEmbedder, run: RunEmbeddingInput): Promise<Array<{ vector: Float32Array; etag: string } | null>> {
+  private async runVectors(resolved: ResolvedEmbedder, run: RunEmbeddingInput): Promise<Array<Float32Array | null>> {
     const texts = [promptText(run.prompt), resultText(run.result)];
     const { embedder } = resolved;
     let vectors: (Float32Array | null)[];
@@ -277,12 +267,7 @@ export class EmbeddingService implements RunEmbeddingHook {
     } else {
       vectors = await embedLong(embedder, texts);
     }
-    return vectors.map((v, i) => (v ? { vector: v, etag: sourceEtag(texts[i]) } : null));
-  }
-
-  /** Waits for queued run vectors (shutdown, tests). */
-  drain(): Promise<void> {
-    return this.writer.drain();
+    return vectors;
   }
 
   // ---- settings ----
@@ -316,30 +301,6 @@ export class EmbeddingService implements RunEmbeddingHook {
       if (after !== null) q = q.where('id', '>', after);
       const rows = await q.orderBy('id').limit(PAGE).execute();
       for (const row of rows) await this.embedObject(s, { ...row, properties: this.deps.dialect.fromJson(row.properties) }, { signal, resolved });
-      await yieldToRequests();
-      if (rows.length < PAGE) break;
-      after = rows[rows.length - 1].id;
-    }
-    if (!resolved.settings.runs) return;
-    after = null;
-    for (;;) {
-      signal.throwIfAborted();
-      if (!(await stillCurrent())) return;
-      let q = this.deps.db.selectFrom('runs').select(['id', 'doc']).where('account_id', '=', s.account).where('project_id', '=', s.project).where('status', '=', 'completed');
-      if (after !== null) q = q.where('id', '>', after);
-      const rows = await q.orderBy('id').limit(PAGE).execute();
-      const done = new Set((await this.deps.db.selectFrom('vectors').select('owner_id').where('project_id', '=', s.project).where('owner_kind', '=', 'run')
-        .where('model', '=', resolved.settings.model).where('owner_id', 'in', rows.length ? rows.map((r) => r.id) : ['']).execute()).map((r) => r.owner_id));
-      const vectorRows: VectorRow[] = [];
-      for (const row of rows) {
-        if (done.has(row.id)) continue;
-        const doc = this.deps.dialect.fromJson<{ prompt?: RunEmbeddingInput['prompt']; result?: RunEmbeddingInput['result'] }>(row.doc) ?? {};
-        const [input, result] = await this.runVectors(resolved, { id: row.id, prompt: doc.prompt ?? [], result: doc.result ?? [] });
-        if (input) vectorRows.push({ ownerKind: 'run', ownerId: row.id, type: 'input', model: resolved.settings.model, etag: input.etag, vector: input.vector });
-        if (result) vectorRows.push({ ownerKind: 'run', ownerId: row.id, type: 'result', model: resolved.settings.model, etag: result.etag, vector: result.vector });
-      }
-      await upsertVectors(this.deps.db, s, vectorRows);
-      this.indexWritten(s, vectorRows);
       await yieldToRequests();
       if (rows.length < PAGE) break;
       after = rows[rows.length - 1].id;

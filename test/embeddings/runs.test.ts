@@ -15,7 +15,6 @@ for (const dialect of TEST_DIALECTS) {
     let project: string;
 
     const storedVectors = async (runId: string) => {
-      await srv.orrery.services.embeddings.drain();
       const rows = await srv.orrery.database.db.selectFrom('vectors').select(['type', 'model', 'dimensions'])
         .where('owner_kind', '=', 'run').where('owner_id', '=', runId).orderBy('type').execute();
       return rows.map((r) => ({ ...r, dimensions: Number(r.dimensions) }));
@@ -28,7 +27,7 @@ for (const dialect of TEST_DIALECTS) {
     });
     after(() => srv.close());
 
-    it('a blocking run answers the vectors of its prompt and result (built-in embedder, on by default), and stores them', async () => {
+    it('a blocking run answers the vectors of its prompt and result (built-in embedder, on by default), without storing them', async () => {
       const r = await srv.api('POST', '/api/v1/runs', { interaction, data: { text: 'the orbits of the outer planets' } });
       assert.equal(r.status, 200, JSON.stringify(r.body));
       const run = r.body;
@@ -38,10 +37,8 @@ for (const dialect of TEST_DIALECTS) {
       // The prompt is "Say: {{text}}"; the echo model answers the prompt's text back.
       assert.ok(close(run.input_embedding, embedder.embedNow('Say: the orbits of the outer planets')));
       assert.ok(close(run.result_embedding, embedder.embedNow(run.result[0].value)));
-      assert.deepEqual(await storedVectors(run.id), [
-        { type: 'input', model: 'orrery-hashed-ngrams-384', dimensions: 384 },
-        { type: 'result', model: 'orrery-hashed-ngrams-384', dimensions: 384 },
-      ]);
+      // Answered, not stored: nothing reads them back (nor re-embeds runs when the model changes).
+      assert.deepEqual(await storedVectors(run.id), []);
       // Only the creation answers them (the interface: "present in the response of a run creation").
       const again = await srv.api('GET', `/api/v1/runs/${run.id}`);
       assert.equal(again.body.input_embedding, undefined);
@@ -65,7 +62,7 @@ for (const dialect of TEST_DIALECTS) {
       assert.equal(final.status, 'completed');
       assert.ok(close(final.input_embedding, embedder.embedNow('Say: streamed words here')));
       assert.equal(final.result_embedding.length, 384);
-      assert.equal((await storedVectors(created.body.id)).length, 2);
+      assert.equal((await storedVectors(created.body.id)).length, 0);
     });
 
     it('the project setting runs: false turns them off, and true back on', async () => {
