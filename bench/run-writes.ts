@@ -2,8 +2,10 @@
  * Issue 3 breakdown: what one blocking run's writes cost SQLite, statement by statement, on the
  * real schema (migrated by Orrery), with better-sqlite3 directly (no HTTP, no Kysely), in
  * transactions of 64 runs as the run writer groups them. CPU time per run (process.cpuUsage), so
- * a busy machine inflates the figures less than wall time would. Then the same with each index of
- * `runs` dropped in turn, to show what each one adds to a run.
+ * a busy machine inflates the figures less than wall time would. A lower bound: the statements
+ * alone, on a small document, each step in its own transactions (the server also pays Kysely,
+ * larger documents and commits that mix inserts, updates and FTS5 segment flushes; its own
+ * figures are in bench/README.md).
  *
  *   npm run bench -- run-writes          (N runs per measure, default 4000; REPEAT 3; STORED 50000)
  */
@@ -97,15 +99,6 @@ h.transaction(() => {
 measure();
 const base = measure();
 console.log(`all indexes: ${show(base)}`);
-const indexes = h.prepare(`SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'runs' AND sql IS NOT NULL`).all() as { name: string; sql: string }[];
-const without: Record<string, unknown> = {};
-for (const x of indexes) {
-  h.exec(`DROP INDEX ${x.name}`);
-  const m = measure();
-  h.exec(x.sql);
-  without[x.name] = { insert: +m.insert.toFixed(1), complete: +m.complete.toFixed(1) };
-  console.log(`without ${x.name}: ${show(m)}`);
-}
 h.close();
 rmSync(dir, { recursive: true, force: true });
-console.log(JSON.stringify({ base, without }));
+console.log(JSON.stringify({ base }));

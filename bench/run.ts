@@ -2,6 +2,7 @@
 const BENCHES: Record<string, string> = {
   runs: './runs-throughput.ts',
   'run-writes': './run-writes.ts',
+  'runs-search': './runs-search.ts',
   replicas: './replicas.ts',
   objects: './objects.ts',
   embeddings: './embeddings.ts',
