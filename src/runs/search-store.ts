@@ -112,17 +112,20 @@ export function whereOf(d: OrreryDialect, scope: Scope, f: RunFilters, query: Co
 
 const ORDER = sql`runs.updated_at DESC, runs.id DESC`;
 
-/** A word in more runs than this is walked past rather than looked up run by run (SQLite pages). */
+/** A word in more runs than this is walked past rather than looked up run by run (pages). */
 const RARE_WORD_RUNS = 10_000;
 
-/** The plan of a page query: which full-text words are rare (SQLite keeps per-word run counts). */
-export async function pagePlan(db: Db, d: OrreryDialect, words: readonly string[]): Promise<SearchPlan> {
+/**
+ * The plan of a page query: which full-text words are rare (SQLite keeps exact per-word run
+ * counts in its FTS5 vocabulary; PostgreSQL estimates them in its statistics of the tsvector).
+ */
+export async function pagePlan(db: Db, d: OrreryDialect, words: readonly string[], rareRuns = RARE_WORD_RUNS): Promise<SearchPlan> {
   const asked = words.slice(0, 16);
   const query = searchSql(d.name).wordRuns(asked);
   if (!query) return { purpose: 'page' };
   const counts = new Map((await query.execute(db)).rows.map((r) => [r.term, Number(r.n)]));
   // A phrase matches no more runs than its rarest word (a word not in the index: none).
-  return { purpose: 'page', isRare: (ws) => ws.some((w) => asked.includes(w) && (counts.get(w) ?? 0) <= RARE_WORD_RUNS) };
+  return { purpose: 'page', isRare: (ws) => ws.some((w) => asked.includes(w) && (counts.get(w) ?? 0) <= rareRuns) };
 }
 
 /** One page of matching runs, newest first. */

@@ -20,8 +20,8 @@ import { TS_MAX_WORD_BYTES, TS_WEIGHT, byteLength, pairLexeme } from './text-ind
 export type Cond = RawBuilder<SqlBool>;
 
 /**
- * How a condition will be used, so SQLite can be steered to the cheaper plan (PostgreSQL's planner
- * has statistics for tsvector and jsonb and chooses well on its own):
+ * How a condition will be used, so the database can be steered to the cheaper plan (PostgreSQL:
+ * only common phrases on pages, see `postgresFor`):
  * - `page` (ORDER BY updated_at LIMIT n): walk the newest-first covering index and test each run
  *   (the full-text matches as a set built once; tags by primary-key probe), which stops after n
  *   hits. A word known to be rare (`isRare`) is cheaper the other way: look its few runs up.
@@ -268,7 +268,16 @@ const postgresSql: SearchSql = {
   tagCounts: () => sql`SELECT t.tag AS k, count(*) AS n FROM m CROSS JOIN LATERAL jsonb_array_elements_text(CASE
     WHEN jsonb_typeof(m.tags) = 'array' THEN m.tags ELSE '[]'::jsonb END) AS t(tag) GROUP BY t.tag`,
   orderText: (value) => sql`${value} COLLATE "C"`,
-  wordRuns: () => null,
+  // PostgreSQL's own statistics of the tsvector (ANALYZE keeps its most common lexemes with their
+  // frequencies): an estimate of the runs holding each word. A word missing from the list is rarer
+  // than every listed one (or the table was never analysed): no row, so it counts as rare.
+  wordRuns: (words) => (words.length
+    ? sql<{ term: string; n: number }>`SELECT e.term, CAST(e.freq * GREATEST(c.reltuples, 0) AS bigint) AS n
+        FROM pg_stats AS s JOIN pg_class AS c ON c.relname = s.tablename AND c.relnamespace = CAST(to_regnamespace(s.schemaname) AS oid)
+        CROSS JOIN LATERAL unnest(CAST(CAST(s.most_common_elems AS text) AS text[]), s.most_common_elem_freqs) AS e(term, freq)
+        WHERE s.schemaname = current_schema() AND s.tablename = 'runs' AND s.attname = 'search_tsv'
+          AND e.term IN (${sql.join(words.map((w) => sql`${w}`))})`
+    : null),
   wordsContain: (words, needle) => sql<SqlBool>`COALESCE(strpos(${words}, ${needle}) > 0, FALSE)`,
   wordsGlob: (words, parts) => {
     const word = parts.map((p) => (p.kind === 'any' ? '[^ ]*' : p.kind === 'one' ? '[^ ]' : escapeRegex(p.text))).join('');
@@ -289,4 +298,23 @@ const postgresSql: SearchSql = {
     SELECT 1 FROM f WHERE jsonb_typeof(f.v) NOT IN ('array', 'null'))`,
 };
 
-export const searchSql = (dialect: DialectName, plan: SearchPlan = {}): SearchSql => (dialect === 'postgres' ? postgresSql : sqliteSql(plan));
+/**
+ * PostgreSQL pages: a phrase whose words are all common (known from the statistics, `isRare`
+ * false) is tested run by run while the newest-first index is walked (COALESCE hides it from the
+ * GIN index), which stops after the page's runs; otherwise the planner is free, and a rare phrase
+ * is looked up in the GIN index. Without the hint, the planner chose GIN AND-ed with the status
+ * and model indexes for common phrases, then sorted thousands of matches (bench/README.md).
+ */
+const postgresFor = (plan: SearchPlan): SearchSql => {
+  const isRare = plan.isRare;
+  if (plan.purpose === 'count' || !isRare) return postgresSql;
+  return {
+    ...postgresSql,
+    phrase: (col, words, orNotEnded) => {
+      const match = isRare(words) ? pgPhrase(col, words) : sql<SqlBool>`COALESCE(${pgPhrase(col, words)}, FALSE)`;
+      return orNotEnded ? orNotEndedPg(match) : match;
+    },
+  };
+};
+
+export const searchSql = (dialect: DialectName, plan: SearchPlan = {}): SearchSql => (dialect === 'postgres' ? postgresFor(plan) : sqliteSql(plan));
