@@ -89,13 +89,15 @@ const MAX_ISO_MS = Date.parse('9999-12-31T23:59:59.999Z');
 export const isoBound = (ms: number): string => (ms < MIN_ISO_MS ? '' : ms > MAX_ISO_MS ? '~' : instantToIso(ms));
 
 /** How costly a node is to test per run: columns 0, full text 1, JSON (families, result/prompt ranges) 2. */
-const weight = (n: QueryNode): number => {
+const weight = (n: QueryNode, defaultPath: string | undefined): number => {
   switch (n.kind) {
-    case 'and': case 'or': return Math.max(...n.nodes.map(weight));
-    case 'not': return weight(n.node);
+    case 'and': case 'or': return Math.max(...n.nodes.map((x) => weight(x, defaultPath)));
+    case 'not': return weight(n.node, defaultPath);
     case 'all': return 0;
     case 'term': {
-      const spec = n.field === null ? null : runField(n.field);
+      // A bare term searches the default path when there is one, else the full text.
+      const field = n.field ?? defaultPath ?? null;
+      const spec = field === null ? null : runField(field);
       return spec === null ? 1 : spec.family ? 2 : spec.kind === 'text' ? 1 : 0;
     }
     case 'range': case 'exists': {
@@ -121,7 +123,7 @@ class Compiler {
       exists: (e) => this.exists(this.spec(e.field)),
       // Cheap tests first: databases mostly keep the written order among equal-cost tests, and a
       // full-text or JSON test on a row that another test already refused is wasted work.
-      and: (n) => and([...n.nodes].sort((a, b) => weight(a) - weight(b)).map((x) => this.compile(x))),
+      and: (n) => and([...n.nodes].sort((a, b) => weight(a, this.defaultPath) - weight(b, this.defaultPath)).map((x) => this.compile(x))),
       or: (n) => or(n.nodes.map((x) => this.compile(x))),
       not: (n) => sql<SqlBool>`(NOT ${this.compile(n.node)})`,
       all: () => TRUE,
