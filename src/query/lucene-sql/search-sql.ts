@@ -78,7 +78,7 @@ export interface SearchSql {
    * table (measured: seconds at 1M runs, against a few hundred milliseconds).
    */
   readonly countHint: Cond | null;
-  /** `SELECT term, n`: in how many runs each word occurs, when the plan can use it (SQLite), else null. */
+  /** `SELECT term, n`: in how many runs each word occurs (SQLite: exact; PostgreSQL: estimated, common words only), or null for no words. */
   wordRuns(words: readonly string[]): RawBuilder<{ term: string; n: number }> | null;
   /** A word string `" w1 w2 "` holds `needle` (`" a b "`). */
   wordsContain(words: Expression<unknown>, needle: string): Cond;
