@@ -13,6 +13,8 @@ import sharp from 'sharp';
 import type { TestServer } from '../support/server.ts';
 import { upload } from '../objects/helpers.ts';
 
+export { processed } from '../objects/helpers.ts';
+
 export const FIXTURES = new URL('../fixtures/content/', import.meta.url);
 export const fixture = (name: string) => readFileSync(new URL(name, FIXTURES));
 
@@ -147,14 +149,3 @@ export async function createObject(srv: TestServer, name: string, bytes: string 
   return r.body.id;
 }
 
-/** Polls until the object is ready or failed; answers it with its text. */
-export async function processed(srv: TestServer, id: string, opts: { token?: string; timeoutMs?: number } = {}): Promise<any> {
-  const until = Date.now() + (opts.timeoutMs ?? 60_000);
-  for (;;) {
-    const r = await srv.api('GET', `/api/v1/objects/${id}?select=${encodeURIComponent('+text')}`, undefined, opts.token);
-    if (r.status !== 200) throw new Error(`GET failed: ${r.status} ${JSON.stringify(r.body)}`);
-    if (r.body.status === 'ready' || r.body.status === 'failed') return r.body;
-    if (Date.now() > until) throw new Error(`object ${id} still ${r.body.status} after ${opts.timeoutMs ?? 60_000} ms`);
-    await new Promise((res) => setTimeout(res, 50));
-  }
-}

@@ -6,7 +6,7 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { TEST_DIALECTS, startTestServer, type TestServer } from '../support/server.ts';
-import { secondProject, upload } from '../objects/helpers.ts';
+import { processed, secondProject, upload } from '../objects/helpers.ts';
 import { HashedNgramsEmbedder } from '../../src/embeddings/hashed-ngrams.ts';
 import { upsertVectors } from '../../src/embeddings/store.ts';
 import { sourceStamp } from '../../src/embeddings/sources.ts';
@@ -90,13 +90,7 @@ for (const dialect of TEST_DIALECTS) {
       const up = await upload(srv, 'orbits.txt', words, { type: 'text/plain' });
       const created = await srv.api('POST', '/api/v1/objects', { name: 'orbits file', content: { source: up.id, type: 'text/plain', name: 'orbits.txt' } });
       assert.equal(created.status, 200, JSON.stringify(created.body));
-      const until = Date.now() + 20_000;
-      let status = '';
-      while (Date.now() < until && status !== 'ready' && status !== 'failed') {
-        status = (await srv.api('GET', `/api/v1/objects/${created.body.id}`)).body.status;
-        if (status !== 'ready') await sleep(50);
-      }
-      assert.equal(status, 'ready');
+      assert.equal((await processed(srv, created.body.id, { timeoutMs: 20_000 })).status, 'ready');
       const e = await embeddingsOf(created.body.id);
       assert.equal(e.text.model, MODEL);
       assert.equal(e.text.values.length, 384);

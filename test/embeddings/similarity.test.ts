@@ -1,7 +1,7 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { TEST_DIALECTS, startTestServer, type TestServer } from '../support/server.ts';
-import { secondProject, upload } from '../objects/helpers.ts';
+import { processed, secondProject, upload } from '../objects/helpers.ts';
 import { HashedNgramsEmbedder } from '../../src/embeddings/hashed-ngrams.ts';
 import { CORPUS, keysOf, seedCorpus, waitForEmbeddings } from './helpers.ts';
 
@@ -161,13 +161,7 @@ for (const dialect of TEST_DIALECTS) {
       const up = await upload(srv, 'loaf.txt', 'Sourdough loaf notes: feed the starter, knead the dough with flour and water, bake the bread hot.', { type: 'text/plain' });
       const created = await srv.api('POST', '/api/v1/objects', { name: 'File without words in its name', content: { source: up.id, type: 'text/plain', name: 'loaf.txt' } });
       assert.equal(created.status, 200, JSON.stringify(created.body));
-      const until = Date.now() + 20_000;
-      let status = '';
-      while (Date.now() < until && status !== 'ready' && status !== 'failed') {
-        status = (await srv.api('GET', `/api/v1/objects/${created.body.id}`)).body.status;
-        if (status !== 'ready') await new Promise((r) => setTimeout(r, 50));
-      }
-      assert.equal(status, 'ready');
+      assert.equal((await processed(srv, created.body.id, { timeoutMs: 20_000 })).status, 'ready');
       const r = await srv.api('GET', `/api/v1/objects?similarTo=${created.body.id}&limit=3`);
       assert.deepEqual((keys(r.body) as string[]).map(topicOf), ['bread', 'bread', 'bread']);
       await srv.api('DELETE', `/api/v1/objects/${created.body.id}`);

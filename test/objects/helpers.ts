@@ -34,3 +34,15 @@ export async function text(res: Response): Promise<string> {
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export const json = async (res: Response): Promise<any> => res.json();
+
+/** Polls until the object is ready or failed; answers it with its text. */
+export async function processed(srv: TestServer, id: string, opts: { token?: string; timeoutMs?: number } = {}): Promise<any> {
+  const until = Date.now() + (opts.timeoutMs ?? 60_000);
+  for (;;) {
+    const r = await srv.api('GET', `/api/v1/objects/${id}?select=${encodeURIComponent('+text')}`, undefined, opts.token);
+    if (r.status !== 200) throw new Error(`GET failed: ${r.status} ${JSON.stringify(r.body)}`);
+    if (r.body.status === 'ready' || r.body.status === 'failed') return r.body;
+    if (Date.now() > until) throw new Error(`object ${id} still ${r.body.status} after ${opts.timeoutMs ?? 60_000} ms`);
+    await new Promise((res) => setTimeout(res, 50));
+  }
+}
