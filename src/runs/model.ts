@@ -6,6 +6,9 @@ import type { Ref } from '../auth/principal.ts';
 export const RUN_STATUSES = ['created', 'processing', 'completed', 'failed'] as const;
 export type RunStatus = (typeof RUN_STATUSES)[number];
 
+/** A run that will not change any more: `completed` or `failed`. */
+export const hasEnded = (status: unknown): boolean => status === 'completed' || status === 'failed';
+
 export type ResultPart = { type: 'text'; value: string } | { type: 'json'; value: unknown };
 
 export interface TokenUse {

@@ -15,7 +15,7 @@ import { sql } from 'kysely';
 import type { OrreryDialect } from '../db/dialect.ts';
 import type { RunTable } from '../db/schema.ts';
 import { ftsRow, runSearchDoc, tsvectorLiteral, type RunSearchDoc, type SearchSource } from '../query/lucene-sql/index.ts';
-import type { RunRow } from './model.ts';
+import { hasEnded, type RunRow } from './model.ts';
 import type { Db } from './store.ts';
 
 export interface NewRun {
@@ -42,8 +42,6 @@ interface IndexDialect {
   update(trx: Db, id: string, set: Record<string, unknown>, s: RunSearchDoc, text: boolean | undefined, fromStatus?: string): Promise<boolean>;
 }
 
-/** Runs whose full text is indexed: those that ended (see above). */
-const hasEnded = (status: unknown): boolean => status === 'completed' || status === 'failed';
 
 const common = (d: OrreryDialect, s: RunSearchDoc, doc: Record<string, unknown>) => ({
   search_fields: d.toJson(s.fields),

@@ -13,7 +13,7 @@ import type { EnvironmentService } from '../interactions/environments.ts';
 import type { InteractionDto, InteractionService } from '../interactions/interactions.ts';
 import { compileSchema, describeErrors } from '../interactions/json-schema.ts';
 import { buildMessages, validateInput } from './prompt-builder.ts';
-import { toRun, docOf, type Run, type RunDoc, type RunError, type RunRow, type ResultPart, type RunSource } from './model.ts';
+import { toRun, docOf, hasEnded, type Run, type RunDoc, type RunError, type RunRow, type ResultPart, type RunSource } from './model.ts';
 import * as store from './store.ts';
 import type { StreamHub, LiveRun } from './stream-hub.ts';
 import { RunSearch, type FacetsAnswer, type SearchAnswer } from './search.ts';
@@ -219,7 +219,7 @@ export class RunService {
    */
   async follow(p: Principal, id: string): Promise<{ live?: LiveRun; finished?: Run; poll?: () => Promise<Run | undefined> }> {
     const row = await this.row(p, id);
-    if (row.status === 'completed' || row.status === 'failed') return { finished: await this.expand(p, row) };
+    if (hasEnded(row.status)) return { finished: await this.expand(p, row) };
     const live = this.hub.get(id);
     if (live) return { live };
     if (row.status === 'created') {
@@ -245,7 +245,7 @@ export class RunService {
           chunksAfter: (runId, seq) => store.chunksAfter(this.db, runId, seq),
           finalRun: async (runId) => {
             const r = await store.getRun(this.db, this.dialect, scopeOf(p), runId);
-            return r && (r.status === 'completed' || r.status === 'failed') ? this.expand(p, r) : undefined;
+            return r && hasEnded(r.status) ? this.expand(p, r) : undefined;
           },
         }),
       };
@@ -254,7 +254,7 @@ export class RunService {
     return {
       poll: async () => {
         const r = await store.getRun(this.db, this.dialect, scopeOf(p), id);
-        return r && (r.status === 'completed' || r.status === 'failed') ? this.expand(p, r) : undefined;
+        return r && hasEnded(r.status) ? this.expand(p, r) : undefined;
       },
     };
   }

@@ -126,7 +126,7 @@ const ops: Record<CmpOp, RawBuilder<unknown>> = {
 // ---- SQLite ---------------------------------------------------------------------------------
 
 /** Runs whose full text is not written yet (it is, when a run ends: evaluate.ts rule 1). */
-export const NOT_ENDED: Cond = sql<SqlBool>`runs.status IN ('created', 'processing')`;
+const NOT_ENDED: Cond = sql<SqlBool>`runs.status IN ('created', 'processing')`;
 
 /**
  * The `search_rowid`s of runs not ended yet, read from the partial indexes on `processing`
