@@ -4,13 +4,14 @@
  * runs never see a provider.
  */
 
-/** The embedding kinds of an object (official client: SupportedEmbeddingTypes), and of a run. */
+/**
+ * The embedding kinds of an object (official client: SupportedEmbeddingTypes). Only objects own
+ * stored vectors (the `vectors` table's owner_kind); a run's vectors are answered, not stored.
+ */
 export const OBJECT_EMBEDDING_TYPES = ['text', 'image', 'properties'] as const;
 export type ObjectEmbeddingType = (typeof OBJECT_EMBEDDING_TYPES)[number];
-export const RUN_EMBEDDING_TYPES = ['input', 'result'] as const;
-export type RunEmbeddingType = (typeof RUN_EMBEDDING_TYPES)[number];
-export type EmbeddingType = ObjectEmbeddingType | RunEmbeddingType;
-export type OwnerKind = 'object' | 'run';
+export type EmbeddingType = ObjectEmbeddingType;
+export type OwnerKind = 'object';
 
 export const isObjectEmbeddingType = (t: unknown): t is ObjectEmbeddingType =>
   typeof t === 'string' && (OBJECT_EMBEDDING_TYPES as readonly string[]).includes(t);

@@ -24,7 +24,7 @@ import type { Scope } from '../auth/principal.ts';
 import type { JobQueue } from '../jobs/queue.ts';
 import { BadRequest, NotFound } from '../http/errors.ts';
 import { embedLong } from './chunking.ts';
-import type { EmbeddingType, ObjectEmbeddingType } from './embedder.ts';
+import type { EmbeddingType, ObjectEmbeddingType, OwnerKind } from './embedder.ts';
 import type { VectorIndexes } from './index-registry.ts';
 import type { RunEmbeddingHook, RunEmbeddingInput, RunVectors } from './run-embeddings.ts';
 import { providerFailure, type EmbeddingSettings, type EmbeddingSettingsStore, type ResolvedEmbedder } from './settings.ts';
@@ -224,7 +224,7 @@ export class EmbeddingService implements RunEmbeddingHook {
   }
 
   /** The index of a project's vectors of one kind and type, for its current model (null: none yet). */
-  async index(s: Scope, kind: 'object' | 'run', type: EmbeddingType, settings: EmbeddingSettings): Promise<PartitionIndex | null> {
+  async index(s: Scope, kind: OwnerKind, type: EmbeddingType, settings: EmbeddingSettings): Promise<PartitionIndex | null> {
     return this.deps.indexes.get({ scope: s, kind, type, model: settings.model }, settings.dimensions);
   }
 

@@ -65,7 +65,7 @@ export async function upsertVectors(db: Db, s: Scope, rows: readonly VectorRow[]
           : update;
       });
     if (!opts.keepSameSource) {
-      // The run writer's batches: no RETURNING on the run hot path.
+      // Every row is written: nothing to ask back.
       await insert.execute();
       written.push(...batch);
       continue;
