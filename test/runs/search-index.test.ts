@@ -17,6 +17,17 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
+const SCOPE = { account: 'acc', project: 'prj' };
+
+/** A run of SCOPE whose prompt is `words`. */
+const runRow = (status: string, words: string, extra: Partial<RunRow> = {}): RunRow => ({
+  id: newId(), account_id: SCOPE.account, project_id: SCOPE.project, interaction_id: 'ix', environment_id: null, model_id: 'echo', status,
+  parent_id: null, finish_reason: null, execution_time: null, token_prompt: null, token_result: null, token_total: null, tags: [],
+  created_at: nowIso(), updated_at: nowIso(), executor: null,
+  doc: { result: [], parameters: {}, prompt: [{ role: 'user', content: words }], config: {}, source: {}, interaction: { id: 'ix', name: 'Ix' } },
+  ...extra,
+} as unknown as RunRow);
+
 for (const dialect of TEST_DIALECTS) {
   describe(`${dialect}: full text is written when a run ends`, () => {
     const cleanups: Array<() => Promise<void> | void> = [];
@@ -29,18 +40,10 @@ for (const dialect of TEST_DIALECTS) {
       if (pgdb) cleanups.push(() => pgdb.drop());
       const { db, dialect: d } = await openDatabase({ dataDir: dir, databaseUrl: pgdb?.url });
       cleanups.push(() => db.destroy());
-      const account = (await db.selectFrom('accounts').select(['id', 'name']).executeTakeFirst()) ?? { id: 'acc', name: 'Account' };
-      const scope = { account: account.id, project: 'prj' };
-      const row = (status: string, words: string): RunRow => ({
-        id: newId(), account_id: scope.account, project_id: scope.project, interaction_id: 'ix', environment_id: null, model_id: 'echo', status,
-        parent_id: null, finish_reason: null, execution_time: null, token_prompt: null, token_result: null, token_total: null, tags: [],
-        created_at: nowIso(), updated_at: nowIso(), executor: null,
-        doc: { result: [], parameters: {}, prompt: [{ role: 'user', content: words }], config: {}, source: {}, interaction: { id: 'ix', name: 'Ix' } },
-      } as unknown as RunRow);
-      const find = async (q: string) => (await findRuns(db, d, whereOf(d, scope, {}, compileRunQuery(parseLucene(q), { dialect: d.name })), 100, 0)).map((r) => r.id);
+      const find = async (q: string) => (await findRuns(db, d, whereOf(d, SCOPE, {}, compileRunQuery(parseLucene(q), { dialect: d.name })), 100, 0)).map((r) => r.id);
 
-      const running = row('processing', 'alpha');
-      const ended = row('completed', 'beta');
+      const running = runRow('processing', 'alpha');
+      const ended = runRow('completed', 'beta');
       await insertRun(db, d, running, []);
       await insertRun(db, d, ended, []);
       assert.deepEqual(await find('alpha'), [], 'inserted running: no text');
@@ -68,16 +71,11 @@ describe('postgres: pages steered by the statistics of the tsvector', { skip: !T
     const pgdb = await createPgDatabase();
     const { db, dialect: d } = await openDatabase({ dataDir: dir, databaseUrl: pgdb.url });
     try {
-      const scope = { account: 'acc', project: 'prj' };
       const made: RunRow[] = [];
       for (let i = 0; i < 300; i++) {
-        const words = `common words everywhere ${i % 50 === 0 ? 'rare needle' : 'plain hay'} number ${i}`;
-        const row = {
-          id: newId(), account_id: scope.account, project_id: scope.project, interaction_id: 'ix', environment_id: null, model_id: 'echo', status: 'completed',
-          parent_id: null, finish_reason: null, execution_time: i, token_prompt: null, token_result: null, token_total: null, tags: [],
-          created_at: new Date(Date.UTC(2026, 0, 1, 0, 0, i)).toISOString(), updated_at: new Date(Date.UTC(2026, 0, 1, 0, 0, i)).toISOString(), executor: null,
-          doc: { result: [], parameters: {}, prompt: [{ role: 'user', content: words }], config: {}, source: {}, interaction: { id: 'ix', name: 'Ix' } },
-        } as unknown as RunRow;
+        const at = new Date(Date.UTC(2026, 0, 1, 0, 0, i)).toISOString();
+        const row = runRow('completed', `common words everywhere ${i % 50 === 0 ? 'rare needle' : 'plain hay'} number ${i}`,
+          { execution_time: i, created_at: at, updated_at: at });
         await insertRun(db, d, row, []);
         made.push(row);
       }
@@ -85,7 +83,7 @@ describe('postgres: pages steered by the statistics of the tsvector', { skip: !T
       const page = async (q: string) => {
         const node = parseLucene(q);
         const plan = await pagePlan(db, d, fullTextWords(node), 100);
-        const where = whereOf(d, scope, {}, compileRunQuery(node, { dialect: d.name, plan }), plan);
+        const where = whereOf(d, SCOPE, {}, compileRunQuery(node, { dialect: d.name, plan }), plan);
         const text = sql`SELECT 1 FROM runs WHERE ${where}`.compile(db).sql;
         return { ids: (await findRuns(db, d, where, 20, 0)).map((r) => r.id), walked: /COALESCE\(runs\.search_tsv @@/.test(text) };
       };
