@@ -10,9 +10,20 @@ import type { Updateable } from 'kysely';
 import type { RunTable } from '../db/schema.ts';
 import type { OrreryDialect } from '../db/dialect.ts';
 import type { RunRow } from './model.ts';
-import { insertRun, updateRun, type Db } from './store.ts';
+import { applyRunWrite, prepareRunInsert, prepareRunUpdate, type Db } from './store.ts';
 
-type Op = (trx: Db) => Promise<boolean>;
+export type Op = (trx: Db) => Promise<boolean>;
+
+/** What the run service needs of a run writer: this one, or the thread of runs/run-writer-thread.ts. */
+export interface RunWrites {
+  insert(row: RunRow, tags: readonly string[]): Promise<void>;
+  /** Resolves to false when `fromStatus` is given and the run was no longer in it. */
+  update(id: string, patch: Updateable<RunTable>, fromStatus?: string): Promise<boolean>;
+  /** Any other write, applied in the next batch; resolves to what `op` returns. */
+  run(op: Op): Promise<boolean>;
+  /** Waits for every queued write, then lets go of what the writer holds (shutdown). */
+  close(): Promise<void>;
+}
 
 interface Pending {
   op: Op;
@@ -23,7 +34,7 @@ interface Pending {
 /** At most this many writes share a transaction, so one commit never grows without bound. */
 const MAX_BATCH = 256;
 
-export class RunWriter {
+export class RunWriter implements RunWrites {
   private queue: Pending[] = [];
   private scheduled = false;
   private flushing: Promise<void> = Promise.resolve();
@@ -31,18 +42,18 @@ export class RunWriter {
   constructor(
     private readonly db: Db,
     private readonly dialect: OrreryDialect,
+    private readonly maxBatch = MAX_BATCH,
   ) {}
 
   insert(row: RunRow, tags: readonly string[]): Promise<void> {
-    return this.enqueue(async (trx) => {
-      await insertRun(trx, this.dialect, row, tags);
-      return true;
-    }).then(() => undefined);
+    const write = prepareRunInsert(this.dialect, row, tags);
+    return this.enqueue((trx) => applyRunWrite(trx, this.dialect, write)).then(() => undefined);
   }
 
   /** Resolves to false when `fromStatus` is given and the run was no longer in it. */
   update(id: string, patch: Updateable<RunTable>, fromStatus?: string): Promise<boolean> {
-    return this.enqueue((trx) => updateRun(trx, this.dialect, id, patch, fromStatus));
+    const write = prepareRunUpdate(this.dialect, id, patch, fromStatus);
+    return this.enqueue((trx) => applyRunWrite(trx, this.dialect, write));
   }
 
   /** Any other write, applied in the next batch; resolves to what `op` returns. */
@@ -50,7 +61,11 @@ export class RunWriter {
     return this.enqueue(op);
   }
 
-  /** Waits for every queued write (shutdown). */
+  close(): Promise<void> {
+    return this.drain();
+  }
+
+  /** Waits for every queued write. */
   async drain(): Promise<void> {
     while (this.queue.length || this.scheduled) await this.flushing.then(() => new Promise((r) => setImmediate(r)));
     await this.flushing;
@@ -71,7 +86,7 @@ export class RunWriter {
   private async flush(): Promise<void> {
     this.scheduled = false;
     while (this.queue.length) {
-      const batch = this.queue.splice(0, MAX_BATCH);
+      const batch = this.queue.splice(0, this.maxBatch);
       try {
         const results = await this.db.transaction().execute(async (trx) => {
           const out: boolean[] = [];

@@ -3,7 +3,8 @@
  * that changes the document (the final update of a run, a sweep that fails it). The data comes
  * from `runSearchDoc` (query/lucene-sql), the same functions the reference evaluator uses:
  * SQLite fills the FTS5 row keyed by `search_rowid`, PostgreSQL the `search_tsv` column.
- * Bulk loads (tests, benchmarks) use `insertRuns`, which is what `insertRun` calls too.
+ * Bulk loads (tests, benchmarks) use `insertRuns`; one run takes the same path, prepared (`prepareInsert`,
+ * `prepareUpdate`: encoded columns and search data) where it is cheapest, then written.
  *
  * Full text is written once, when a run ends (`completed`/`failed`; query/lucene/evaluate.ts rule
  * 1): a run is inserted before its provider call with its fields only, and its final update adds
@@ -14,7 +15,7 @@ import type { Updateable } from 'kysely';
 import { sql } from 'kysely';
 import type { OrreryDialect } from '../db/dialect.ts';
 import type { RunTable } from '../db/schema.ts';
-import { ftsRow, runSearchDoc, tsvectorLiteral, type RunSearchDoc, type SearchSource } from '../query/lucene-sql/index.ts';
+import { ftsRow, runSearchDoc, tsvectorLiteral, type FtsRow, type RunSearchDoc, type SearchSource } from '../query/lucene-sql/index.ts';
 import { hasEnded, type RunRow } from './model.ts';
 import type { Db } from './store.ts';
 
@@ -36,10 +37,12 @@ interface IndexDialect {
   searchDoc(doc: Record<string, unknown>): RunSearchDoc;
   /** Search columns of the runs row (`text`: with its full text; undefined: if the stored run has ended). */
   columns(d: OrreryDialect, s: RunSearchDoc, doc: Record<string, unknown>, text: boolean | undefined): Record<string, unknown>;
-  /** Inserts the rows (already encoded) with their tags and search data; full text for `texts[i]`. */
-  insert(trx: Db, rows: Record<string, unknown>[], docs: RunSearchDoc[], texts: boolean[], tags: { run: number; tag: string }[]): Promise<void>;
+  /** Full-text row of a run for SQLite's FTS5 table; none for PostgreSQL (its tsvector is a column). */
+  fts(s: RunSearchDoc): FtsRow | null;
+  /** Inserts the rows (already encoded) with their tags and search data; full text where `fts[i]` is given. */
+  insert(trx: Db, rows: Record<string, unknown>[], fts: (FtsRow | null)[], tags: { run: number; tag: string }[]): Promise<void>;
   /** Updates one row (`text`: and writes its full text; undefined: if the run has ended); false when no row matched. */
-  update(trx: Db, id: string, set: Record<string, unknown>, s: RunSearchDoc, text: boolean | undefined, fromStatus?: string): Promise<boolean>;
+  update(trx: Db, id: string, set: Record<string, unknown>, fts: FtsRow | null, text: boolean | undefined, fromStatus?: string): Promise<boolean>;
 }
 
 
@@ -55,12 +58,9 @@ const chunks = <T>(xs: readonly T[], n: number): T[][] => {
   return out;
 };
 
-async function insertFts(trx: Db, entries: { rowid: number; s: RunSearchDoc }[]): Promise<void> {
+async function insertFts(trx: Db, entries: { rowid: number; f: FtsRow }[]): Promise<void> {
   for (const part of chunks(entries, FTS_PER_INSERT)) {
-    const values = part.map(({ rowid, s }) => {
-      const f = ftsRow(s);
-      return sql`(${rowid}, ${f.body}, ${f.prompt}, ${f.result})`;
-    });
+    const values = part.map(({ rowid, f }) => sql`(${rowid}, ${f.body}, ${f.prompt}, ${f.result})`);
     await sql`INSERT INTO runs_fts (rowid, body, prompt, result) VALUES ${sql.join(values)}`.execute(trx);
   }
 }
@@ -68,22 +68,23 @@ async function insertFts(trx: Db, entries: { rowid: number; s: RunSearchDoc }[])
 const sqliteIndex: IndexDialect = {
   searchDoc: (doc) => runSearchDoc(doc as SearchSource),
   columns: (d, s, doc) => common(d, s, doc),
-  async insert(trx, rows, docs, texts, tags) {
+  fts: (s) => ftsRow(s),
+  async insert(trx, rows, fts, tags) {
     const { m } = (await sql<{ m: number }>`SELECT COALESCE(MAX(search_rowid), 0) AS m FROM runs`.execute(trx)).rows[0];
     rows.forEach((r, i) => (r.search_rowid = m + 1 + i));
     for (const part of chunks(rows, RUNS_PER_INSERT)) await trx.insertInto('runs').values(part as never).execute();
     const tagRows = tags.map(({ run, tag }) => ({ run_id: rows[run].id as string, tag, search_rowid: m + 1 + run }));
     for (const part of chunks(tagRows, TAGS_PER_INSERT)) await trx.insertInto('run_tags').values(part as never).execute();
-    await insertFts(trx, docs.flatMap((s, i) => (texts[i] ? [{ rowid: m + 1 + i, s }] : [])));
+    await insertFts(trx, fts.flatMap((f, i) => (f ? [{ rowid: m + 1 + i, f }] : [])));
   },
-  async update(trx, id, set, s, text, fromStatus) {
+  async update(trx, id, set, fts, text, fromStatus) {
     let q = trx.updateTable('runs').set(set as never).where('id', '=', id);
     if (fromStatus) q = q.where('status', '=', fromStatus);
     const r = await q.returning(['search_rowid', 'status']).executeTakeFirst();
     if (!r) return false;
     // Deleting a row the FTS table does not hold costs ~1 µs (contentless_delete): no need to know.
     await sql`DELETE FROM runs_fts WHERE rowid = ${r.search_rowid}`.execute(trx);
-    if (text ?? hasEnded(r.status)) await insertFts(trx, [{ rowid: r.search_rowid!, s }]);
+    if (fts && (text ?? hasEnded(r.status))) await insertFts(trx, [{ rowid: r.search_rowid!, f: fts }]);
     return true;
   },
 };
@@ -100,12 +101,13 @@ const postgresIndex: IndexDialect = {
       ? sql`CASE WHEN runs.status IN ('completed', 'failed') THEN CAST(${tsvectorLiteral(s)} AS tsvector) ELSE ''::tsvector END`
       : text ? tsvectorLiteral(s) : '',
   }),
-  async insert(trx, rows, _docs, _texts, tags) {
+  fts: () => null,
+  async insert(trx, rows, _fts, tags) {
     for (const part of chunks(rows, RUNS_PER_INSERT)) await trx.insertInto('runs').values(part as never).execute();
     const tagRows = tags.map(({ run, tag }) => ({ run_id: rows[run].id as string, tag }));
     for (const part of chunks(tagRows, TAGS_PER_INSERT)) await trx.insertInto('run_tags').values(part).execute();
   },
-  async update(trx, id, set, _s, _text, fromStatus) {
+  async update(trx, id, set, _fts, _text, fromStatus) {
     let q = trx.updateTable('runs').set(set as never).where('id', '=', id);
     if (fromStatus) q = q.where('status', '=', fromStatus);
     const r = await q.executeTakeFirst();
@@ -133,28 +135,68 @@ const inTransaction = <T>(db: Db, fn: (trx: Db) => Promise<T>): Promise<T> => (d
 const docOfRow = (doc: unknown): Record<string, unknown> => (isObject(doc) ? doc : {});
 
 /**
- * Inserts runs with their tags and search data, in the caller's transaction when `db` is one.
- * `encode` turns a row into column values (runs/store.ts `encodeRun`).
+ * Runs to insert, encoded with their search data and full text: computed by the caller, so that
+ * the run writer's thread (runs/run-writer-thread.ts) only executes SQL. Plain data on SQLite.
  */
-export async function insertRuns(db: Db, d: OrreryDialect, runs: readonly NewRun[], encode: (row: RunRow) => Record<string, unknown>): Promise<void> {
-  if (!runs.length) return;
+export interface PreparedInsert {
+  rows: Record<string, unknown>[];
+  fts: (FtsRow | null)[];
+  tags: { run: number; tag: string }[];
+}
+
+/** An update of a run's document with its search data (see updateRunAndIndex). */
+export interface PreparedUpdate {
+  id: string;
+  set: Record<string, unknown>;
+  fts: FtsRow | null;
+  text: boolean | undefined;
+  fromStatus?: string;
+}
+
+/** `encode` turns a row into column values (runs/store.ts `encodeRun`). Full text only for runs that have ended. */
+export function prepareInsert(d: OrreryDialect, runs: readonly NewRun[], encode: (row: RunRow) => Record<string, unknown>): PreparedInsert {
   const index = indexOf(d);
-  const docs = runs.map(({ row }) => index.searchDoc(docOfRow(row.doc)));
-  const texts = runs.map(({ row }) => hasEnded(row.status));
-  const rows = runs.map(({ row }, i) => ({ ...encode(row), ...index.columns(d, docs[i], docOfRow(row.doc), texts[i]) }));
-  const tags = runs.flatMap(({ tags }, run) => tags.map((tag) => ({ run, tag })));
-  await inTransaction(db, (trx) => index.insert(trx, rows, docs, texts, tags));
+  const rows: Record<string, unknown>[] = [];
+  const fts: (FtsRow | null)[] = [];
+  for (const { row } of runs) {
+    const doc = docOfRow(row.doc);
+    const s = index.searchDoc(doc);
+    const text = hasEnded(row.status);
+    rows.push({ ...encode(row), ...index.columns(d, s, doc, text) });
+    fts.push(text ? index.fts(s) : null);
+  }
+  return { rows, fts, tags: runs.flatMap(({ tags }, run) => tags.map((tag) => ({ run, tag }))) };
+}
+
+/** Inserts prepared runs, in the caller's transaction when `db` is one. */
+export async function writeInsert(db: Db, d: OrreryDialect, p: PreparedInsert): Promise<void> {
+  if (!p.rows.length) return;
+  await inTransaction(db, (trx) => indexOf(d).insert(trx, p.rows, p.fts, p.tags));
+}
+
+/** Inserts runs with their tags and search data, in the caller's transaction when `db` is one. */
+export function insertRuns(db: Db, d: OrreryDialect, runs: readonly NewRun[], encode: (row: RunRow) => Record<string, unknown>): Promise<void> {
+  return writeInsert(db, d, prepareInsert(d, runs, encode));
 }
 
 /**
- * Updates a run whose document changes (`set` is already encoded; `doc` is the new document) and
- * its search data; with `fromStatus`, only if the run is still in that status. The full text is
- * written when the run's status after the update is an end (set here, or kept from before).
+ * Prepares the update of a run whose document changes (`set` is already encoded; `doc` is the new
+ * document) with its search data; with `fromStatus`, only if the run is still in that status. The
+ * full text is written when the run's status after the update is an end (set here, or kept from before).
  */
-export function updateRunAndIndex(db: Db, d: OrreryDialect, id: string, set: Updateable<RunTable>, doc: unknown, fromStatus?: string): Promise<boolean> {
+export function prepareUpdate(d: OrreryDialect, id: string, set: Updateable<RunTable>, doc: unknown, fromStatus?: string): PreparedUpdate {
   const index = indexOf(d);
   const s = index.searchDoc(docOfRow(doc));
   const text = set.status !== undefined ? hasEnded(set.status) : fromStatus !== undefined ? hasEnded(fromStatus) : undefined;
-  const all = { ...set, ...index.columns(d, s, docOfRow(doc), text) };
-  return inTransaction(db, (trx) => index.update(trx, id, all, s, text, fromStatus));
+  const fts = text === false ? null : index.fts(s);
+  return { id, set: { ...set, ...index.columns(d, s, docOfRow(doc), text) }, fts, text, ...(fromStatus !== undefined ? { fromStatus } : {}) };
+}
+
+/** Applies a prepared update, in the caller's transaction when `db` is one; false when no row matched. */
+export function writeUpdate(db: Db, d: OrreryDialect, p: PreparedUpdate): Promise<boolean> {
+  return inTransaction(db, (trx) => indexOf(d).update(trx, p.id, p.set, p.fts, p.text, p.fromStatus));
+}
+
+export function updateRunAndIndex(db: Db, d: OrreryDialect, id: string, set: Updateable<RunTable>, doc: unknown, fromStatus?: string): Promise<boolean> {
+  return writeUpdate(db, d, prepareUpdate(d, id, set, doc, fromStatus));
 }

@@ -4,7 +4,7 @@ import type { Database, RunTable } from '../db/schema.ts';
 import type { OrreryDialect } from '../db/dialect.ts';
 import type { Scope } from '../auth/principal.ts';
 import type { RunRow } from './model.ts';
-import { insertRuns, updateRunAndIndex } from './search-index.ts';
+import { prepareInsert, prepareUpdate, writeInsert, writeUpdate, type PreparedInsert, type PreparedUpdate } from './search-index.ts';
 
 export type Db = Kysely<Database>;
 
@@ -21,11 +21,41 @@ export const runsIn = (db: Db, s: Scope) =>
   db.selectFrom('runs').where('runs.account_id', '=', s.account).where('runs.project_id', '=', s.project);
 
 /**
- * Inserts a run, its tags and its search data (runs/search-index.ts); inside the caller's
- * transaction when `db` is one (the run writer's batch).
+ * A run write with everything computed but the SQL (encoded columns, search data): prepared by
+ * the caller, executed by whoever holds the connection (the run writer's thread on SQLite).
  */
+export type PreparedRunWrite =
+  | { insert: PreparedInsert }
+  | { update: PreparedUpdate }
+  | { patch: { id: string; set: Record<string, unknown>; fromStatus?: string } };
+
+export const prepareRunInsert = (d: OrreryDialect, row: RunRow, tags: readonly string[]): PreparedRunWrite =>
+  ({ insert: prepareInsert(d, [{ row, tags }], (r) => encodeRun(d, r)) });
+
+/** With `fromStatus`, the update applies only if the run is still in that status (a claim). */
+export function prepareRunUpdate(d: OrreryDialect, id: string, patch: Updateable<RunTable>, fromStatus?: string): PreparedRunWrite {
+  const set = encodeRun(d, patch as Partial<RunRow>);
+  // A new document means new search data, written in the same transaction.
+  if (patch.doc !== undefined) return { update: prepareUpdate(d, id, set, patch.doc, fromStatus) };
+  return { patch: { id, set, ...(fromStatus !== undefined ? { fromStatus } : {}) } };
+}
+
+/** Executes a prepared write, inside the caller's transaction when `db` is one; false when no row matched. */
+export async function applyRunWrite(db: Db, d: OrreryDialect, w: PreparedRunWrite): Promise<boolean> {
+  if ('insert' in w) {
+    await writeInsert(db, d, w.insert);
+    return true;
+  }
+  if ('update' in w) return writeUpdate(db, d, w.update);
+  let q = db.updateTable('runs').set(w.patch.set).where('id', '=', w.patch.id);
+  if (w.patch.fromStatus) q = q.where('status', '=', w.patch.fromStatus);
+  const r = await q.executeTakeFirst();
+  return Number(r.numUpdatedRows) > 0;
+}
+
+/** Inserts a run, its tags and its search data (runs/search-index.ts). */
 export async function insertRun(db: Db, d: OrreryDialect, row: RunRow, tags: readonly string[]): Promise<void> {
-  await insertRuns(db, d, [{ row, tags }], (r) => encodeRun(d, r));
+  await applyRunWrite(db, d, prepareRunInsert(d, row, tags));
 }
 
 export async function getRun(db: Db, d: OrreryDialect, s: Scope, id: string): Promise<RunRow | undefined> {
@@ -34,14 +64,8 @@ export async function getRun(db: Db, d: OrreryDialect, s: Scope, id: string): Pr
 }
 
 /** Update a run; with `fromStatus`, only if it is still in that status (a claim). */
-export async function updateRun(db: Db, d: OrreryDialect, id: string, patch: Updateable<RunTable>, fromStatus?: string): Promise<boolean> {
-  // A new document means new search data, written in the same transaction.
-  if (patch.doc !== undefined) return updateRunAndIndex(db, d, id, encodeRun(d, patch as Partial<RunRow>), patch.doc, fromStatus);
-  let q = db.updateTable('runs').set(encodeRun(d, patch as Partial<RunRow>)).where('id', '=', id);
-  if (fromStatus) q = q.where('status', '=', fromStatus);
-  const r = await q.executeTakeFirst();
-  return Number(r.numUpdatedRows) > 0;
-}
+export const updateRun = (db: Db, d: OrreryDialect, id: string, patch: Updateable<RunTable>, fromStatus?: string): Promise<boolean> =>
+  applyRunWrite(db, d, prepareRunUpdate(d, id, patch, fromStatus));
 
 /** Runs created for streaming that nobody streamed before `before` (any project). */
 export async function staleCreatedRuns(db: Db, d: OrreryDialect, before: string, limit = 500): Promise<RunRow[]> {
