@@ -21,6 +21,8 @@ import { InteractionService } from './interactions/interactions.ts';
 import { ChangeClock } from './interactions/change-clock.ts';
 import { interactionRoutes } from './interactions/routes.ts';
 import { RunService } from './runs/service.ts';
+import { RunWriter } from './runs/run-writer.ts';
+import { ThreadRunWriter } from './runs/run-writer-thread.ts';
 import { StreamHub } from './runs/stream-hub.ts';
 import { runRoutes } from './runs/routes.ts';
 import { RunRefSchema, RunSchema } from './runs/schemas.ts';
@@ -87,7 +89,9 @@ export async function buildServer(config: Config, opts: { logger?: boolean | obj
     await replica.start();
     const notifier = openNotifier(database, config.databaseUrl);
     // Run embeddings: the hook reaches the embedding service built below, once requests arrive.
-    const runs = new RunService(db, dialect, interactions, environments, hub, changes, replica, notifier, metrics, config.streamTimeoutSeconds, { embedRun: (s, r) => embeddings.embedRun(s, r) });
+    // SQLite runs in this process: its run writes get a thread (and a core) of their own.
+    const runWriter = database.file ? new ThreadRunWriter(database.file, db, dialect) : new RunWriter(db, dialect);
+    const runs = new RunService(db, dialect, interactions, environments, hub, changes, replica, notifier, metrics, config.streamTimeoutSeconds, { embedRun: (s, r) => embeddings.embedRun(s, r) }, runWriter);
     const blobStore = config.blobUrl ? new S3BlobStore(parseS3Url(config.blobUrl)) : new LocalBlobStore(join(config.dataDir, 'blobs'), { durable: config.blobFsync });
     const blobs = new BlobService(db, dialect, blobStore, new UrlSigner(keys.urls), {
       publicUrl: () => config.publicUrl,

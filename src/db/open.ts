@@ -17,6 +17,8 @@ export interface OpenedDatabase {
   dialect: OrreryDialect;
   /** A label for logs that never contains a password. */
   describe: string;
+  /** SQLite: the database file, which other threads open for themselves. */
+  file?: string;
 }
 
 // pg returns int8 (count(*), bigint) as strings; our counts fit in a double.
@@ -35,7 +37,18 @@ export async function openDatabase(opts: { databaseUrl?: string; dataDir: string
 
 function openSqlite(dataDir: string): OpenedDatabase {
   mkdirSync(dataDir, { recursive: true });
-  const file = join(dataDir, 'orrery.db');
+  const file = sqliteFile(dataDir);
+  return { db: openSqliteConnection(file), dialect: sqliteDialect, describe: `sqlite:${file}`, file };
+}
+
+/** The SQLite database file under a data folder. */
+export const sqliteFile = (dataDir: string): string => join(dataDir, 'orrery.db');
+
+/**
+ * One connection to the SQLite file, configured as every connection of ours must be: the main
+ * thread's and the run writer's thread (runs/run-writer-thread.ts) each open one.
+ */
+export function openSqliteConnection(file: string): Kysely<Database> {
   const sqlite = new SQLite(file);
   sqlite.pragma('journal_mode = WAL');
   sqlite.pragma('synchronous = NORMAL');
@@ -45,16 +58,17 @@ function openSqlite(dataDir: string): OpenedDatabase {
   sqlite.pragma('cache_size = -65536');
   sqlite.pragma('mmap_size = 1073741824');
   sqlite.pragma('temp_store = MEMORY');
-  return {
-    db: new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) }),
-    dialect: sqliteDialect,
-    describe: `sqlite:${file}`,
-  };
+  return new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
 }
 
 /**
  * Kysely prepares every query anew; preparing costs more than running a small statement. Reuse
  * prepared statements by SQL text (bounded), except one still busy iterating a streamed result.
+ *
+ * Kysely begins transactions DEFERRED. With two connections writing (this thread and the run
+ * writer's), a deferred transaction that reads and then writes fails at once with SQLITE_BUSY
+ * when the other committed in between; IMMEDIATE takes the write lock first and waits for it
+ * (busy_timeout) instead.
  */
 function withStatementCache(sqlite: SQLite.Database) {
   const cache = new Map<string, SQLite.Statement>();
@@ -63,7 +77,7 @@ function withStatementCache(sqlite: SQLite.Database) {
     prepare: (text: string) => {
       const cached = cache.get(text);
       if (cached && !cached.busy) return cached;
-      const stmt = sqlite.prepare(text);
+      const stmt = sqlite.prepare(text === 'begin' ? 'begin immediate' : text);
       if (!cached) {
         if (cache.size >= 2000) cache.delete(cache.keys().next().value!);
         cache.set(text, stmt);

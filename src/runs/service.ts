@@ -17,7 +17,7 @@ import { toRun, docOf, hasEnded, type Run, type RunDoc, type RunError, type RunR
 import * as store from './store.ts';
 import type { StreamHub, LiveRun } from './stream-hub.ts';
 import { RunSearch, type FacetsAnswer, type SearchAnswer } from './search.ts';
-import { RunWriter } from './run-writer.ts';
+import { RunWriter, type RunWrites } from './run-writer.ts';
 import type { ChangeClock } from '../interactions/change-clock.ts';
 import type { ResolvedEnvironment } from '../interactions/environments.ts';
 import type { ReplicaRegistry } from '../cluster/replicas.ts';
@@ -63,7 +63,6 @@ interface ExecutionContext {
 export class RunService {
   /** Plans of streamed runs that this process created, kept until their stream starts. */
   private readonly pending = new Map<string, Plan>();
-  private readonly writer: RunWriter;
   /** Resolved interaction + environment by project, interaction and environment override. */
   private readonly contexts = new Map<string, { ctx: ExecutionContext; version: number; until: number }>();
   private readonly mirrors: RunMirrors;
@@ -83,8 +82,9 @@ export class RunService {
     private readonly streamTimeoutSeconds: number,
     /** input_embedding / result_embedding of new runs (src/embeddings); absent: none. */
     private readonly embeddings?: RunEmbeddingHook,
+    /** Where run rows are written: in this thread by default; server.ts gives SQLite its own thread. */
+    private readonly writer: RunWrites = new RunWriter(db, dialect),
   ) {
-    this.writer = new RunWriter(db, dialect);
     this.searcher = new RunSearch(db, dialect);
     this.mirrors = new RunMirrors(notifier);
     if (notifier.crossProcess) this.mirrors.start();
@@ -267,7 +267,7 @@ export class RunService {
   /** Waits for queued run writes (shutdown). */
   async close(): Promise<void> {
     this.mirrors.close();
-    await this.writer.drain();
+    await this.writer.close();
   }
 
   /** Drops the stored chunks of runs that ended a while ago (their result holds the text). */

@@ -1,0 +1,139 @@
+/**
+ * Run writes on SQLite, on a thread of their own (runs/run-writer-worker.ts). SQLite runs inside
+ * the process, so its statements, the search data and the commits of every run cost the event
+ * loop that serves HTTP about half of a blocking run's time (bench/README.md); on a thread they use
+ * another core. Writes are group-committed there as by RunWriter, and a caller's promise settles
+ * only once its write is committed: a run row still exists before any provider call.
+ *
+ * Writes made of SQL built here (`run`: sweeps, rare) go through this thread's own connection; two
+ * connections write the file, so transactions begin IMMEDIATE (db/open.ts). If the thread stops,
+ * the writes it held fail and the next write starts a new one.
+ */
+import { Worker } from 'node:worker_threads';
+import type { Updateable } from 'kysely';
+import type { RunTable } from '../db/schema.ts';
+import type { OrreryDialect } from '../db/dialect.ts';
+import type { RunRow } from './model.ts';
+import { RunWriter, type Op, type RunWrites } from './run-writer.ts';
+import { prepareRunInsert, prepareRunUpdate, type Db, type PreparedRunWrite } from './store.ts';
+
+/** Worker threads do not inherit the loader that runs TypeScript: this boot file registers it. */
+const BOOT = new URL('../content/worker/boot.mjs', import.meta.url);
+const ENTRY = new URL('./run-writer-worker.ts', import.meta.url).href;
+
+/** A write as it crosses to the thread: prepared here (encoded, with its search data), so the thread only runs SQL. */
+export type ThreadWrite = { seq: number; write: PreparedRunWrite };
+export type ThreadRequest = { batch: ThreadWrite[] } | { close: true };
+export type ThreadReply = { seq: number; value?: boolean; error?: { message: string; code?: string } };
+
+interface Waiting {
+  resolve: (v: boolean) => void;
+  reject: (e: unknown) => void;
+}
+
+export class ThreadRunWriter implements RunWrites {
+  private worker: Worker | undefined;
+  private seq = 0;
+  private outbox: ThreadWrite[] = [];
+  private scheduled = false;
+  private readonly waiting = new Map<number, Waiting>();
+  private idle: Array<() => void> = [];
+  private readonly local: RunWriter;
+
+  constructor(
+    private readonly file: string,
+    db: Db,
+    private readonly dialect: OrreryDialect,
+  ) {
+    this.local = new RunWriter(db, dialect);
+    // Started now: the thread takes a second or so to load, which the first run must not wait for.
+    this.thread();
+  }
+
+  insert(row: RunRow, tags: readonly string[]): Promise<void> {
+    return this.send(prepareRunInsert(this.dialect, row, tags)).then(() => undefined);
+  }
+
+  update(id: string, patch: Updateable<RunTable>, fromStatus?: string): Promise<boolean> {
+    return this.send(prepareRunUpdate(this.dialect, id, patch, fromStatus));
+  }
+
+  run(op: Op): Promise<boolean> {
+    return this.local.run(op);
+  }
+
+  async close(): Promise<void> {
+    await this.local.drain();
+    while (this.waiting.size || this.outbox.length) await new Promise<void>((r) => this.idle.push(r));
+    const worker = this.worker;
+    if (!worker) return;
+    this.worker = undefined;
+    const exited = new Promise<void>((r) => worker.once('exit', () => r()));
+    worker.postMessage({ close: true } satisfies ThreadRequest);
+    const timer = setTimeout(() => void worker.terminate(), 5000);
+    await exited;
+    clearTimeout(timer);
+  }
+
+  /** Writes queued in one turn of the event loop cross to the thread as one message. */
+  private send(write: PreparedRunWrite): Promise<boolean> {
+    return new Promise<boolean>((resolve, reject) => {
+      const seq = ++this.seq;
+      this.waiting.set(seq, { resolve, reject });
+      this.outbox.push({ seq, write });
+      if (!this.scheduled) {
+        this.scheduled = true;
+        setImmediate(() => this.post());
+      }
+    });
+  }
+
+  private post(): void {
+    this.scheduled = false;
+    const batch = this.outbox;
+    this.outbox = [];
+    if (!batch.length) return;
+    try {
+      const thread = this.thread();
+      thread.ref();
+      thread.postMessage({ batch } satisfies ThreadRequest);
+    } catch (err) {
+      // A row that cannot be copied to the thread (it never can be stored either).
+      for (const w of batch) this.settle(w.seq, (x) => x.reject(err));
+    }
+  }
+
+  private thread(): Worker {
+    if (this.worker) return this.worker;
+    const worker = new Worker(BOOT, { workerData: { entry: ENTRY, file: this.file }, execArgv: [] });
+    worker.on('message', (msg: { replies: ThreadReply[] }) => {
+      for (const r of msg.replies) {
+        this.settle(r.seq, (w) => (r.error ? w.reject(Object.assign(new Error(r.error.message), r.error.code ? { code: r.error.code } : {})) : w.resolve(r.value ?? false)));
+      }
+    });
+    const stopped = (why: string) => {
+      if (this.worker === worker) this.worker = undefined;
+      // Writes handed to a thread that stopped may or may not be committed; their callers must not wait forever.
+      for (const seq of [...this.waiting.keys()]) {
+        if (!this.outbox.some((w) => w.seq === seq)) this.settle(seq, (w) => w.reject(new Error(`the run writer thread stopped (${why}) before answering`)));
+      }
+    };
+    worker.on('error', (err) => stopped(err.message));
+    worker.on('exit', (code) => stopped(`exit code ${code}`));
+    // Only writes in flight keep the process alive (post() refs the thread, settle() unrefs it).
+    worker.unref();
+    this.worker = worker;
+    return worker;
+  }
+
+  private settle(seq: number, fn: (w: Waiting) => void): void {
+    const w = this.waiting.get(seq);
+    if (!w) return;
+    this.waiting.delete(seq);
+    fn(w);
+    if (!this.waiting.size && !this.outbox.length) {
+      this.worker?.unref();
+      for (const wake of this.idle.splice(0)) wake();
+    }
+  }
+}

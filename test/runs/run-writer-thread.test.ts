@@ -1,0 +1,105 @@
+/**
+ * The run writer's thread (SQLite only): a write resolves once it is committed and visible to the
+ * main connection, with its search data; claims, failures and a thread that stops reach the caller
+ * instead of hanging it; close() waits for what is queued.
+ */
+import assert from 'node:assert/strict';
+import { after, describe, it } from 'node:test';
+import type { Worker } from 'node:worker_threads';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { openDatabase } from '../../src/db/open.ts';
+import { newId, nowIso } from '../../src/db/ids.ts';
+import { parseLucene } from '../../src/query/lucene/index.ts';
+import { compileRunQuery } from '../../src/query/lucene-sql/index.ts';
+import { getRun } from '../../src/runs/store.ts';
+import { findRuns, whereOf } from '../../src/runs/search-store.ts';
+import { ThreadRunWriter } from '../../src/runs/run-writer-thread.ts';
+import type { RunRow } from '../../src/runs/model.ts';
+
+const SCOPE = { account: 'acc', project: 'prj' };
+
+const runRow = (words: string): RunRow => ({
+  id: newId(), account_id: SCOPE.account, project_id: SCOPE.project, interaction_id: 'ix', environment_id: null, model_id: 'echo', status: 'processing',
+  parent_id: null, finish_reason: null, execution_time: null, token_prompt: null, token_result: null, token_total: null, tags: ['t1'],
+  created_at: nowIso(), updated_at: nowIso(), executor: 'me',
+  doc: { result: [], parameters: { topic: words }, prompt: [{ role: 'user', content: words }], config: {}, source: {}, interaction: { id: 'ix', name: 'Ix' } },
+} as unknown as RunRow);
+
+describe('sqlite: the run writer thread', () => {
+  const cleanups: Array<() => Promise<void> | void> = [];
+  after(async () => { for (const c of cleanups.reverse()) await c(); });
+
+  async function open() {
+    const dir = mkdtempSync(join(tmpdir(), 'orrery-rwt-'));
+    cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+    const opened = await openDatabase({ dataDir: dir });
+    cleanups.push(() => opened.db.destroy());
+    const writer = new ThreadRunWriter(opened.file!, opened.db, opened.dialect);
+    cleanups.push(() => writer.close());
+    const find = async (q: string) =>
+      (await findRuns(opened.db, opened.dialect, whereOf(opened.dialect, SCOPE, {}, compileRunQuery(parseLucene(q), { dialect: 'sqlite' })), 100, 0)).map((r) => r.id);
+    return { ...opened, writer, find };
+  }
+
+  it('commits inserts and updates with their search data before they resolve', async () => {
+    const { db, dialect, writer, find } = await open();
+    const runs = Array.from({ length: 40 }, (_, i) => runRow(`word${i} orbit`));
+    await Promise.all(runs.map((r) => writer.insert(r, ['t1'])));
+    for (const r of runs) assert.equal((await getRun(db, dialect, SCOPE, r.id))?.status, 'processing', 'the row exists once insert resolves');
+    assert.equal((await find('tags:t1')).length, 40);
+    assert.deepEqual(await find('orbit'), [], 'no full text before a run ends');
+
+    const ended = await Promise.all(runs.map((r) => writer.update(r.id, { status: 'completed', updated_at: nowIso(), executor: null, doc: { ...(r.doc as object), result: [{ type: 'text', value: 'answer' }] } as never })));
+    assert.ok(ended.every(Boolean));
+    assert.equal((await getRun(db, dialect, SCOPE, runs[7].id))?.status, 'completed');
+    assert.deepEqual(await find('word7'), [runs[7].id]);
+    assert.equal((await find('answer')).length, 40);
+  });
+
+  it('answers false to a claim on a run that moved on, and to an update of no run', async () => {
+    const { writer } = await open();
+    const run = runRow('claim');
+    await writer.insert(run, []);
+    assert.equal(await writer.update(run.id, { status: 'processing', updated_at: nowIso() }, 'created'), false);
+    assert.equal(await writer.update(newId(), { updated_at: nowIso() }), false);
+    assert.equal(await writer.update(run.id, { updated_at: nowIso() }, 'processing'), true);
+  });
+
+  it('fails only the write that fails, with the database message, and commits the others of its batch', async () => {
+    const { db, dialect, writer } = await open();
+    const first = runRow('dup');
+    await writer.insert(first, []);
+    const others = [runRow('a'), runRow('b')];
+    const settled = await Promise.allSettled([writer.insert(others[0], []), writer.insert({ ...first }, []), writer.insert(others[1], [])]);
+    assert.equal(settled[0].status, 'fulfilled');
+    assert.equal(settled[2].status, 'fulfilled');
+    assert.equal(settled[1].status, 'rejected');
+    const err = (settled[1] as PromiseRejectedResult).reason as Error & { code?: string };
+    assert.match(err.message, /UNIQUE constraint failed: runs\.id/);
+    assert.equal(err.code, 'SQLITE_CONSTRAINT_PRIMARYKEY');
+    for (const r of others) assert.ok(await getRun(db, dialect, SCOPE, r.id));
+  });
+
+  it('fails the writes a stopped thread held, then starts a new thread for the next', async () => {
+    const { db, dialect, writer } = await open();
+    await writer.insert(runRow('warm'), []); // the thread is up
+    const thread = (writer as unknown as { worker: Worker }).worker;
+    const lost = writer.insert(runRow('lost'), []);
+    await thread.terminate();
+    await assert.rejects(lost, /run writer thread stopped/);
+    const next = runRow('next');
+    await writer.insert(next, []);
+    assert.ok(await getRun(db, dialect, SCOPE, next.id));
+  });
+
+  it('close() waits for every queued write', async () => {
+    const { db, dialect, writer } = await open();
+    const runs = Array.from({ length: 20 }, () => runRow('closing'));
+    const writes = runs.map((r) => writer.insert(r, []));
+    await writer.close();
+    await Promise.all(writes);
+    for (const r of runs) assert.ok(await getRun(db, dialect, SCOPE, r.id));
+  });
+});
