@@ -26,6 +26,7 @@ import { ThreadRunWriter } from './runs/run-writer-thread.ts';
 import { StreamHub } from './runs/stream-hub.ts';
 import { runRoutes } from './runs/routes.ts';
 import { RunRefSchema, RunSchema } from './runs/schemas.ts';
+import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { LocalBlobStore } from './blobs/local-store.ts';
 import { parseS3Url, S3BlobStore } from './blobs/s3-store.ts';
@@ -89,8 +90,9 @@ export async function buildServer(config: Config, opts: { logger?: boolean | obj
     await replica.start();
     const notifier = openNotifier(database, config.databaseUrl);
     // Run embeddings: the hook reaches the embedding service built below, once requests arrive.
-    // SQLite runs in this process: its run writes get a thread (and a core) of their own.
-    const runWriter = database.file ? new ThreadRunWriter(database.file, db, dialect) : new RunWriter(db, dialect);
+    // SQLite runs in this process: with a second core, its run writes get a thread of their own
+    // (on one core the thread only adds its hand-over cost; bench/README.md).
+    const runWriter = database.file && availableParallelism() > 1 ? new ThreadRunWriter(database.file, db, dialect) : new RunWriter(db, dialect);
     const runs = new RunService(db, dialect, interactions, environments, hub, changes, replica, notifier, metrics, config.streamTimeoutSeconds, { embedRun: (s, r) => embeddings.embedRun(s, r) }, runWriter);
     const blobStore = config.blobUrl ? new S3BlobStore(parseS3Url(config.blobUrl)) : new LocalBlobStore(join(config.dataDir, 'blobs'), { durable: config.blobFsync });
     const blobs = new BlobService(db, dialect, blobStore, new UrlSigner(keys.urls), {
