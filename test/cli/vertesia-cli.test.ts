@@ -6,13 +6,15 @@
  */
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
+import { promisify } from 'node:util';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { TEST_DIALECTS, startTestServer, seedEcho, type TestServer } from '../support/server.ts';
 
 const ROOT = new URL('../..', import.meta.url).pathname;
+const execFileP = promisify(execFile);
 const VERTESIA = join(ROOT, 'node_modules/@vertesia/cli/bin/app.js');
 /** No command may run longer than this: a hung CLI fails the test instead of stalling the suite. */
 const CLI_TIMEOUT_MS = 60_000;
@@ -118,7 +120,13 @@ for (const dialect of TEST_DIALECTS) {
       assert.equal(env.VERTESIA_TOKEN_SERVER_URL, `${srv.url}/api/v1`);
       const key = /^\s+(sk-\S+)$/m.exec(keysOutput)?.[1];
       assert.ok(key, keysOutput);
-      assert.ok(keysOutput.includes(`curl -s -X POST -H "Authorization: Bearer ${key}" ${srv.url}/api/v1/token/issue`), 'prints how to get a new token');
+      // How to get a new token: the key never on a command line, and the line works as printed (bash, curl, jq).
+      const refresh = /^export VERTESIA_TOKEN=\$\(.*\)$/m.exec(keysOutput)?.[0];
+      assert.ok(refresh && refresh.includes(`${srv.url}/api/v1/token/issue`), keysOutput);
+      assert.ok(!refresh.includes(key), 'the sk- key is not in the refresh command');
+      const renewed = (await execFileP('bash', ['-c', `${refresh}; printf %s "$VERTESIA_TOKEN"`], { env: { ...process.env, ORRERY_API_KEY: key } })).stdout;
+      assert.match(renewed, /^eyJ[\w-]+\.[\w-]+\.[\w-]+$/);
+      assert.equal((await fetch(`${srv.url}/api/v1/projects`, { headers: { authorization: `Bearer ${renewed}` } })).status, 200);
 
       const [projects, envs, interactions, oneEnv, draft] = await Promise.all([
         vertesia(['projects']),
