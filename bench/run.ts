@@ -7,6 +7,7 @@ const BENCHES: Record<string, string> = {
   objects: './objects.ts',
   embeddings: './embeddings.ts',
   'runs-embeddings': './runs-embeddings-ab.ts',
+  'runs-ab': './runs-ab.ts',
   content: './content.ts',
 };
 const wanted = process.argv.slice(2);

@@ -7,61 +7,33 @@
  *
  *   npm run bench -- runs            (ROUNDS=3 DURATION=8 by default)
  */
-import autocannon from 'autocannon';
 import Database from 'better-sqlite3';
 import { join } from 'node:path';
-import { percentile, startChild, startOrrery, type Child } from './lib/processes.ts';
+import { percentile, startChild, startOrrery } from './lib/processes.ts';
+import { api, CONNECTIONS, load as loadRound, median, runBody, seed, type Round } from './lib/runs.ts';
 
 const ROUNDS = Number(process.env.ROUNDS ?? 3);
 const DURATION = Number(process.env.DURATION ?? 8);
-const CONNECTIONS = 32;
 const OPEN_STREAMS = 500;
-const PROBES = Number(process.env.PROBES ?? 200);
-
-interface Round { rps: number; p50: number; p99: number; ok: number; errors: number }
-
-const load = (url: string, body: string, headers: Record<string, string>) =>
-  new Promise<Round>((resolve, reject) => {
-    autocannon({ url, method: 'POST', body, headers: { 'content-type': 'application/json', ...headers }, connections: CONNECTIONS, duration: DURATION }, (err, r) => {
-      if (err) return reject(err);
-      resolve({ rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, ok: r['2xx'], errors: r.non2xx + r.errors + r.timeouts });
-    });
-  });
-
-async function api(base: string, key: string, path: string, body: unknown) {
-  const r = await fetch(base + path, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
-  if (!r.ok) throw new Error(`${path}: ${r.status} ${await r.text()}`);
-  return (await r.json()) as any;
-}
-
-async function seed(orrery: { url: string; adminKey: string }, chunkDelayMs = 0) {
-  const env = await api(orrery.url, orrery.adminKey, '/api/v1/environments', { name: 'bench', provider: 'test', default_model: 'echo', config: { chunk_delay_ms: chunkDelayMs } });
-  const ix = await api(orrery.url, orrery.adminKey, '/api/v1/interactions', {
-    name: `Bench ${chunkDelayMs}`, environment: env.id,
-    prompts: [{ type: 'template', template: { role: 'user', content_type: 'handlebars', content: 'Summarise {{topic}} in one line.' } }],
-  });
-  return ix.id as string;
-}
-
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const PROBES = Number(process.env.PROBES ?? 1000);
 
 async function throughput() {
   const orrery = await startOrrery();
   const bare = await startChild(['bench/lib/bare-server.ts'], {}, '/health');
   try {
-    const interaction = await seed(orrery);
-    const body = JSON.stringify({ interaction, data: { topic: 'the orbits of the outer planets' }, tags: ['bench'] });
+    const body = runBody(await seed(orrery));
+    const load = (url: string, b: string, headers: Record<string, string>, server: typeof bare) => loadRound(url, b, headers, server, DURATION);
     const auth = { authorization: `Bearer ${orrery.adminKey}` };
-    const warm = await load(`${orrery.url}/api/v1/runs`, body, auth); // warm-up (JIT, caches, SQLite pages)
-    await load(`${bare.url}/api/v1/runs`, body, {});
+    const warm = await load(`${orrery.url}/api/v1/runs`, body, auth, orrery); // warm-up (JIT, caches, SQLite pages)
+    await load(`${bare.url}/api/v1/runs`, body, {}, bare);
     const rounds: Array<{ bare: Round; orrery: Round }> = [];
     let stored = warm.ok;
     for (let i = 0; i < ROUNDS; i++) {
-      const b = await load(`${bare.url}/api/v1/runs`, body, {});
-      const o = await load(`${orrery.url}/api/v1/runs`, body, auth);
+      const b = await load(`${bare.url}/api/v1/runs`, body, {}, bare);
+      const o = await load(`${orrery.url}/api/v1/runs`, body, auth, orrery);
       rounds.push({ bare: b, orrery: o });
       stored += o.ok;
-      console.log(`round ${i + 1}: bare ${b.rps.toFixed(0)} req/s p50 ${b.p50} p99 ${b.p99} ms | orrery ${o.rps.toFixed(0)} runs/s p50 ${o.p50} p99 ${o.p99} ms, errors ${o.errors}`);
+      console.log(`round ${i + 1}: bare ${b.rps.toFixed(0)} req/s p50 ${b.p50} p99 ${b.p99} ms, CPU µs/request server ${b.serverUs} autocannon ${b.loaderUs} | orrery ${o.rps.toFixed(0)} runs/s p50 ${o.p50} p99 ${o.p99} ms, CPU µs/run server ${o.serverUs} autocannon ${o.loaderUs}, errors ${o.errors}`);
     }
     const db = new Database(join(orrery.dataDir, 'orrery.db'), { readonly: true });
     const count = (db.prepare(`SELECT count(*) AS n FROM runs WHERE status = 'completed'`).get() as { n: number }).n;
@@ -75,6 +47,10 @@ async function throughput() {
     if (count < stored || count > stored + inFlight) throw new Error(`${stored} runs answered 200 but ${count} stored as completed`);
     return {
       rounds, ratio, added50, added99, stored: count, answered: stored,
+      cpuUs: {
+        bare: median(rounds.map((r) => r.bare.serverUs)), orrery: median(rounds.map((r) => r.orrery.serverUs)),
+        autocannon: median(rounds.map((r) => r.bare.loaderUs)),
+      },
       rssMb: Math.round(orrery.peakRss() / 1e6),
     };
   } finally {
@@ -147,7 +123,7 @@ async function sse() {
 }
 
 const t = await throughput();
-console.log(`\nblocking POST /runs: ${(t.ratio * 100).toFixed(0)}% of the bare route's throughput (median of ${ROUNDS} rounds); added latency p50 ${t.added50} ms, p99 ${t.added99} ms; ${t.stored} runs stored for ${t.answered} answered; server peak RSS ${t.rssMb} MB`);
+console.log(`\nblocking POST /runs: ${(t.ratio * 100).toFixed(0)}% of the bare route's throughput (median of ${ROUNDS} rounds); added latency p50 ${t.added50} ms, p99 ${t.added99} ms; server CPU per request: bare ${t.cpuUs.bare} µs, Orrery ${t.cpuUs.orrery} µs per run (autocannon ${t.cpuUs.autocannon} µs per request); ${t.stored} runs stored for ${t.answered} answered; server peak RSS ${t.rssMb} MB`);
 const s = await sse();
 console.log(`SSE, ${s.open} streams open, ${s.probes} probes: time to first chunk orrery p50 ${s.orrery.p50.toFixed(2)} p99 ${s.orrery.p99.toFixed(2)} ms, bare p50 ${s.bare.p50.toFixed(2)} p99 ${s.bare.p99.toFixed(2)} ms → added p50 ${s.added.p50.toFixed(2)} p99 ${s.added.p99.toFixed(2)} ms`);
 console.log(JSON.stringify({ date: new Date().toISOString(), throughput: t, sse: s }));

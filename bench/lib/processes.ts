@@ -32,10 +32,11 @@ async function waitFor(url: string, ms = 60_000) {
   }
 }
 
-export async function startChild(args: string[], env: Record<string, string>, healthPath: string): Promise<Child> {
+/** `cwd`: the checkout to run (another one for an A/B of two commits); this one by default. */
+export async function startChild(args: string[], env: Record<string, string>, healthPath: string, cwd = ROOT): Promise<Child> {
   const port = await freePort();
   const proc = spawn(process.execPath, ['--import', 'tsx', ...args], {
-    cwd: ROOT,
+    cwd,
     env: { ...process.env, ...env, ORRERY_PORT: String(port), BARE_PORT: String(port) },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
@@ -60,10 +61,10 @@ export async function startChild(args: string[], env: Record<string, string>, he
 }
 
 /** An Orrery server on a fresh temporary data folder (SQLite) or the given database URL. */
-export async function startOrrery(extraEnv: Record<string, string> = {}): Promise<Child & { adminKey: string; dataDir: string }> {
+export async function startOrrery(extraEnv: Record<string, string> = {}, cwd = ROOT): Promise<Child & { adminKey: string; dataDir: string }> {
   const dataDir = mkdtempSync(join(tmpdir(), 'orrery-bench-'));
   const adminKey = 'sk-bench-admin-key-0123456789abcdef';
-  const child = await startChild(['src/cli.ts', 'serve'], { ORRERY_DATA_DIR: dataDir, ORRERY_ADMIN_KEY: adminKey, ORRERY_LOG_LEVEL: 'warn', ...extraEnv }, '/health');
+  const child = await startChild(['src/cli.ts', 'serve'], { ORRERY_DATA_DIR: dataDir, ORRERY_ADMIN_KEY: adminKey, ORRERY_LOG_LEVEL: 'warn', ...extraEnv }, '/health', cwd);
   return {
     ...child,
     adminKey,

@@ -1,0 +1,59 @@
+/**
+ * Blocking POST /runs of this working tree against a base commit, both servers up at once and
+ * loaded in alternating rounds (A B, B A, …), so the machine's drift (its speed varies up to 2×
+ * over a day) falls on both alike: runs/s, p99 and the server's CPU per run, paired by round.
+ * The base is checked out into a temporary git worktree that uses this checkout's node_modules
+ * (so a base whose dependencies differ needs its own `npm ci` first).
+ *
+ *   BASE=<commit> npm run bench -- runs-ab      (BASE=HEAD, ROUNDS=6, DURATION=6 by default)
+ */
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync, symlinkSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ROOT, startOrrery } from './lib/processes.ts';
+import { load, median, runBody, seed, type Round } from './lib/runs.ts';
+
+const BASE = process.env.BASE ?? 'HEAD';
+const ROUNDS = Number(process.env.ROUNDS ?? 6);
+const DURATION = Number(process.env.DURATION ?? 6);
+
+const git = (...args: string[]) => execFileSync('git', args, { cwd: ROOT, encoding: 'utf8' }).trim();
+const baseSha = git('rev-parse', '--short', BASE);
+const dir = join(mkdtempSync(join(tmpdir(), 'orrery-ab-')), 'base');
+git('worktree', 'add', '--detach', dir, baseSha);
+symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'));
+
+const servers = [
+  { name: `base ${baseSha}`, server: await startOrrery({}, dir) },
+  { name: 'this tree', server: await startOrrery() },
+];
+try {
+  const targets = await Promise.all(servers.map(async ({ name, server }) => ({
+    name, server, url: `${server.url}/api/v1/runs`, body: runBody(await seed(server)), auth: { authorization: `Bearer ${server.adminKey}` },
+  })));
+  for (const t of targets) await load(t.url, t.body, t.auth, t.server, 3); // warm-up
+  const rounds: Round[][] = [[], []];
+  for (let i = 0; i < ROUNDS; i++) {
+    const order = i % 2 ? [1, 0] : [0, 1];
+    for (const k of order) {
+      const t = targets[k];
+      const r = await load(t.url, t.body, t.auth, t.server, DURATION);
+      if (r.errors) throw new Error(`${t.name}: ${r.errors} failed requests`);
+      rounds[k].push(r);
+      console.log(`round ${i + 1} ${t.name}: ${r.rps.toFixed(0)} runs/s p99 ${r.p99} ms, server CPU ${r.serverUs} µs/run`);
+    }
+  }
+  const ratio = median(rounds[1].map((r, i) => r.rps / rounds[0][i].rps));
+  const summary = (k: number) => ({
+    rps: median(rounds[k].map((r) => r.rps)), p99: median(rounds[k].map((r) => r.p99)), serverUs: median(rounds[k].map((r) => r.serverUs)),
+  });
+  const [a, b] = [summary(0), summary(1)];
+  console.log(`\nbase ${baseSha}: median ${a.rps.toFixed(0)} runs/s, p99 ${a.p99} ms, ${a.serverUs} µs CPU/run`);
+  console.log(`this tree: median ${b.rps.toFixed(0)} runs/s, p99 ${b.p99} ms, ${b.serverUs} µs CPU/run; ${(ratio * 100).toFixed(0)}% of the base's throughput (median of ${ROUNDS} paired rounds)`);
+  console.log(JSON.stringify({ date: new Date().toISOString(), base: baseSha, rounds, ratio }));
+} finally {
+  for (const { server } of servers) await server.stop();
+  git('worktree', 'remove', '--force', dir);
+  rmSync(join(dir, '..'), { recursive: true, force: true });
+}
