@@ -63,6 +63,12 @@ interface ExecutionContext {
 export class RunService {
   /** Plans of streamed runs that this process created, kept until their stream starts. */
   private readonly pending = new Map<string, Plan>();
+  /**
+   * Runs this process executes, from just before their `processing` row is written until their
+   * outcome is stored. A `processing` row of this replica that is not here was orphaned by a write
+   * that failed (sweepLost fails it).
+   */
+  private readonly executingHere = new Set<string>();
   /** Resolved interaction + environment by project, interaction and environment override. */
   private readonly contexts = new Map<string, { ctx: ExecutionContext; version: number; until: number }>();
   private readonly mirrors: RunMirrors;
@@ -155,7 +161,14 @@ export class RunService {
       execution_time: null, token_prompt: null, token_result: null, token_total: null, tags,
       created_at: now, updated_at: now, doc, executor: stream ? null : this.replica.id,
     };
-    await this.writer.insert(row, tags);
+    if (!stream) this.executingHere.add(row.id);
+    try {
+      await this.writer.insert(row, tags);
+    } catch (err) {
+      // Maybe committed after all (a writer thread that stopped): sweepLost fails such a row.
+      this.executingHere.delete(row.id);
+      throw err;
+    }
 
     const plan: Plan = {
       driver: getDriver(env.dto.provider),
@@ -224,7 +237,12 @@ export class RunService {
     if (live) return { live };
     if (row.status === 'created') {
       const plan = this.pending.get(id) ?? (await this.replan(p, row));
-      const claimed = await this.writer.update(id, { status: 'processing', updated_at: nowIso(), executor: this.replica.id }, 'created');
+      this.executingHere.add(id);
+      const claimed = await this.writer.update(id, { status: 'processing', updated_at: nowIso(), executor: this.replica.id }, 'created').catch((err) => {
+        this.executingHere.delete(id);
+        throw err;
+      });
+      if (!claimed) this.executingHere.delete(id);
       if (claimed) {
         this.pending.delete(id);
         const started = this.hub.open(id);
@@ -340,15 +358,21 @@ export class RunService {
       doc: finalDoc,
       executor: null,
     };
-    if (live && this.notifier.crossProcess) {
+    const store_ = () => live && this.notifier.crossProcess
       // The end of a streamed run: stored and signalled; its chunks stay a while for late followers.
-      await this.writer.run(async (trx) => {
+      ? this.writer.run(async (trx) => {
         const ok = await store.updateRun(trx, this.dialect, row.id, patch);
         await this.notifier.publish(RUN_CHANNEL, JSON.stringify({ r: row.id, d: 1 } satisfies RunSignal), trx);
         return ok;
-      });
-    } else {
-      await this.writer.update(row.id, patch);
+      })
+      : this.writer.update(row.id, patch);
+    try {
+      // Once more if the first write was lost (a writer thread that stopped, a dropped connection):
+      // the same outcome, so writing it twice is harmless.
+      await store_().catch(store_);
+    } finally {
+      // Stored, or orphaned for sweepLost to fail.
+      this.executingHere.delete(row.id);
     }
     return { ...row, ...patch };
   }
@@ -362,14 +386,20 @@ export class RunService {
     };
   }
 
-  /** Fails `processing` runs whose executing replica stopped beating (`executor_lost`). */
+  /**
+   * Fails `processing` runs whose executing replica stopped beating (`executor_lost`), and those of
+   * this replica that it no longer executes: their outcome could not be stored (`storage_error`).
+   */
   async sweepLost(): Promise<number> {
     const alive = await this.replica.alive();
-    const orphans = await store.runsExecutedBy(this.db, this.dialect, alive);
+    const lost = await store.runsExecutedBy(this.db, this.dialect, alive);
+    const mine = (await store.runsOfExecutor(this.db, this.dialect, this.replica.id)).filter((r) => !this.executingHere.has(r.id));
     let failed = 0;
-    for (const row of orphans) {
+    for (const row of [...lost, ...mine]) {
       const doc = docOf(row);
-      const error: RunError = { code: 'executor_lost', message: 'the server process executing this run stopped before it ended; run it again' };
+      const error: RunError = row.executor === this.replica.id
+        ? { code: 'storage_error', message: 'the server could not store how this run ended; run it again' }
+        : { code: 'executor_lost', message: 'the server process executing this run stopped before it ended; run it again' };
       const ok = await this.writer.run(async (trx) => {
         const updated = await store.updateRun(trx, this.dialect, row.id, { status: 'failed', updated_at: nowIso(), executor: null, doc: { ...doc, error } }, 'processing');
         if (updated) {

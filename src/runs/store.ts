@@ -81,6 +81,12 @@ export async function runsExecutedBy(db: Db, d: OrreryDialect, alive: Set<string
   return rows.map((r) => decodeRun(d, r));
 }
 
+/** `processing` runs that this replica is named as executing (any project); the caller knows which it still is. */
+export async function runsOfExecutor(db: Db, d: OrreryDialect, executor: string, limit = 500): Promise<RunRow[]> {
+  const rows = await db.selectFrom('runs').selectAll().where('status', '=', 'processing').where('executor', '=', executor).limit(limit).execute();
+  return rows.map((r) => decodeRun(d, r));
+}
+
 export const insertChunk = (db: Db, runId: string, seq: number, text: string) =>
   db.insertInto('run_chunks').values({ run_id: runId, seq, text }).execute();
 

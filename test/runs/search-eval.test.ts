@@ -12,6 +12,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { compileMatcher, parseDateInterval, parseInstant, parseLucene, type MatchOptions } from '../../src/query/lucene/index.ts';
 import type { RunRow } from '../../src/runs/model.ts';
+import { nowIso } from '../../src/db/ids.ts';
 import fc from 'fast-check';
 import { malformed, noise, printQuery, wellFormed } from '../query/lucene-gen.ts';
 import { TEST_DIALECTS, startTestServer, type TestServer } from '../support/server.ts';
@@ -35,12 +36,14 @@ for (const dialect of TEST_DIALECTS) {
     let vocab: Vocabulary;
 
     before(async () => {
-      // The stream sweeper would fail the old `created` runs of the data set: give it a long timeout.
-      srv = await startTestServer(dialect, { streamTimeoutSeconds: 1e9 });
+      // The sweepers would fail the data set's old `created` runs (stream timeout) and its
+      // `processing` ones: those are recorded as executed by another replica, alive for as long.
+      srv = await startTestServer(dialect, { streamTimeoutSeconds: 1e9, replicaTimeoutSeconds: 86_400 });
       const { account, project } = srv.orrery.bootstrap;
       const r = rng(SEED);
       const { db, dialect: d } = srv.orrery.database;
-      const executor = (srv.orrery as { replica?: { id: string } }).replica?.id;
+      const executor = 'fixture-replica';
+      await db.insertInto('replicas').values({ id: executor, host: 'fixture', started_at: nowIso(), heartbeat_at: nowIso() }).execute();
       rows = (await storeRuns(db, d, r, generateRuns(r, RUNS, { account, project }, executor))).sort(byRecency);
       docs = rows.map(docOfRow);
       vocab = vocabularyOf(rows);

@@ -124,9 +124,10 @@ export interface GeneratedRun extends NewRun {
 }
 
 /**
- * `n` varied runs of one project (ids time-sortable; many updated_at ties). `executor`: the
- * replica to record as executing the `processing` runs, so the server's lost-run sweeper leaves
- * them alone (start the server with a long stream timeout for the `created` ones).
+ * `n` varied runs of one project (ids time-sortable; many updated_at ties). `executor`: a live
+ * replica other than the server's, to record as executing the `processing` runs, so the server's
+ * lost-run sweeper leaves them alone (start the server with a long stream timeout for the
+ * `created` ones).
  */
 export function generateRuns(r: Rng, n: number, scope: Scope3, executor?: string): GeneratedRun[] {
   const instants = Array.from({ length: Math.max(1, Math.floor(n / 3)) }, () => r.int(T0, T1));
