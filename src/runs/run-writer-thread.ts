@@ -9,6 +9,7 @@
  * connections write the file, so transactions begin IMMEDIATE (db/open.ts). If the thread stops,
  * the writes it held fail and the next write starts a new one.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Worker } from 'node:worker_threads';
 import type { Updateable } from 'kysely';
 import type { RunTable } from '../db/schema.ts';
@@ -29,7 +30,12 @@ export type ThreadReply = { seq: number; value?: boolean; error?: { message: str
 interface Waiting {
   resolve: (v: boolean) => void;
   reject: (e: unknown) => void;
+  /** The thread the write was handed to; only that thread's stopping fails it. */
+  thread?: Worker;
 }
+
+/** How long close() waits for writes still in flight, and then for the thread to exit. */
+const CLOSE_WAIT_MS = 10_000;
 
 export class ThreadRunWriter implements RunWrites {
   private worker: Worker | undefined;
@@ -39,6 +45,7 @@ export class ThreadRunWriter implements RunWrites {
   private readonly waiting = new Map<number, Waiting>();
   private idle: Array<() => void> = [];
   private readonly local: RunWriter;
+  private closing: Promise<void> | undefined;
 
   constructor(
     private readonly file: string,
@@ -50,11 +57,11 @@ export class ThreadRunWriter implements RunWrites {
     this.thread();
   }
 
-  insert(row: RunRow, tags: readonly string[]): Promise<void> {
-    return this.send(prepareRunInsert(this.dialect, row, tags)).then(() => undefined);
+  async insert(row: RunRow, tags: readonly string[]): Promise<void> {
+    await this.send(prepareRunInsert(this.dialect, row, tags));
   }
 
-  update(id: string, patch: Updateable<RunTable>, fromStatus?: string): Promise<boolean> {
+  async update(id: string, patch: Updateable<RunTable>, fromStatus?: string): Promise<boolean> {
     return this.send(prepareRunUpdate(this.dialect, id, patch, fromStatus));
   }
 
@@ -62,21 +69,30 @@ export class ThreadRunWriter implements RunWrites {
     return this.local.run(op);
   }
 
-  async close(): Promise<void> {
+  /** Waits for the writes in flight, then closes the thread's connection; later writes fail. */
+  close(): Promise<void> {
+    this.closing ??= this.shutDown();
+    return this.closing;
+  }
+
+  private async shutDown(): Promise<void> {
     await this.local.drain();
-    while (this.waiting.size || this.outbox.length) await new Promise<void>((r) => this.idle.push(r));
+    const idle = new Promise<void>((r) => (this.waiting.size || this.outbox.length ? this.idle.push(r) : r()));
+    await Promise.race([idle, sleep(CLOSE_WAIT_MS, undefined, { ref: false })]);
     const worker = this.worker;
-    if (!worker) return;
     this.worker = undefined;
+    // threadId is -1 once the thread is gone, possibly before its 'exit' event.
+    if (!worker || worker.threadId === -1) return;
     const exited = new Promise<void>((r) => worker.once('exit', () => r()));
+    worker.ref(); // until it has closed its connection
     worker.postMessage({ close: true } satisfies ThreadRequest);
-    const timer = setTimeout(() => void worker.terminate(), 5000);
-    await exited;
-    clearTimeout(timer);
+    if (await Promise.race([exited.then(() => true), sleep(CLOSE_WAIT_MS, undefined, { ref: false }).then(() => false)])) return;
+    await worker.terminate();
   }
 
   /** Writes queued in one turn of the event loop cross to the thread as one message. */
   private send(write: PreparedRunWrite): Promise<boolean> {
+    if (this.closing) return Promise.reject(new Error('the run writer is closed (the server is shutting down)'));
     return new Promise<boolean>((resolve, reject) => {
       const seq = ++this.seq;
       this.waiting.set(seq, { resolve, reject });
@@ -97,6 +113,10 @@ export class ThreadRunWriter implements RunWrites {
       const thread = this.thread();
       thread.ref();
       thread.postMessage({ batch } satisfies ThreadRequest);
+      for (const w of batch) {
+        const waiting = this.waiting.get(w.seq);
+        if (waiting) waiting.thread = thread;
+      }
     } catch (err) {
       // A row that cannot be copied to the thread (it never can be stored either).
       for (const w of batch) this.settle(w.seq, (x) => x.reject(err));
@@ -111,11 +131,12 @@ export class ThreadRunWriter implements RunWrites {
         this.settle(r.seq, (w) => (r.error ? w.reject(Object.assign(new Error(r.error.message), r.error.code ? { code: r.error.code } : {})) : w.resolve(r.value ?? false)));
       }
     });
+    // 'error' then 'exit' for a thread that throws: the first one fails its writes, the second finds none.
     const stopped = (why: string) => {
       if (this.worker === worker) this.worker = undefined;
-      // Writes handed to a thread that stopped may or may not be committed; their callers must not wait forever.
-      for (const seq of [...this.waiting.keys()]) {
-        if (!this.outbox.some((w) => w.seq === seq)) this.settle(seq, (w) => w.reject(new Error(`the run writer thread stopped (${why}) before answering`)));
+      // Writes handed to this thread may or may not be committed; their callers must not wait forever.
+      for (const [seq, w] of [...this.waiting]) {
+        if (w.thread === worker) this.settle(seq, (x) => x.reject(new Error(`the run writer thread stopped (${why}) before answering`)));
       }
     };
     worker.on('error', (err) => stopped(err.message));

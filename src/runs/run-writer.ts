@@ -45,13 +45,13 @@ export class RunWriter implements RunWrites {
     private readonly maxBatch = MAX_BATCH,
   ) {}
 
-  insert(row: RunRow, tags: readonly string[]): Promise<void> {
+  async insert(row: RunRow, tags: readonly string[]): Promise<void> {
     const write = prepareRunInsert(this.dialect, row, tags);
-    return this.enqueue((trx) => applyRunWrite(trx, this.dialect, write)).then(() => undefined);
+    await this.enqueue((trx) => applyRunWrite(trx, this.dialect, write));
   }
 
   /** Resolves to false when `fromStatus` is given and the run was no longer in it. */
-  update(id: string, patch: Updateable<RunTable>, fromStatus?: string): Promise<boolean> {
+  async update(id: string, patch: Updateable<RunTable>, fromStatus?: string): Promise<boolean> {
     const write = prepareRunUpdate(this.dialect, id, patch, fromStatus);
     return this.enqueue((trx) => applyRunWrite(trx, this.dialect, write));
   }

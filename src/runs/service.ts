@@ -52,6 +52,8 @@ interface Plan {
 const DEFAULT_TEMPERATURE = 0.7;
 /** How long a resolved interaction and environment may serve runs before they are read again. */
 const CONTEXT_TTL_MS = 1000;
+/** A `processing` run of this replica that it no longer executes is failed once it is this old. */
+const ORPHAN_AFTER_MS = 5000;
 /** Chunks of an ended streamed run stay this long for followers on other replicas. */
 const CHUNK_KEEP_MS = 5 * 60_000;
 
@@ -66,9 +68,10 @@ export class RunService {
   /**
    * Runs this process executes, from just before their `processing` row is written until their
    * outcome is stored. A `processing` row of this replica that is not here was orphaned by a write
-   * that failed (sweepLost fails it).
+   * that failed (sweepLost fails it). Counted: two subscribers may race to claim one streamed run,
+   * and the loser's release must not take the winner's hold away.
    */
-  private readonly executingHere = new Set<string>();
+  private readonly executingHere = new Map<string, number>();
   /** Resolved interaction + environment by project, interaction and environment override. */
   private readonly contexts = new Map<string, { ctx: ExecutionContext; version: number; until: number }>();
   private readonly mirrors: RunMirrors;
@@ -161,12 +164,12 @@ export class RunService {
       execution_time: null, token_prompt: null, token_result: null, token_total: null, tags,
       created_at: now, updated_at: now, doc, executor: stream ? null : this.replica.id,
     };
-    if (!stream) this.executingHere.add(row.id);
+    if (!stream) this.hold(row.id);
     try {
       await this.writer.insert(row, tags);
     } catch (err) {
       // Maybe committed after all (a writer thread that stopped): sweepLost fails such a row.
-      this.executingHere.delete(row.id);
+      this.release(row.id);
       throw err;
     }
 
@@ -237,12 +240,12 @@ export class RunService {
     if (live) return { live };
     if (row.status === 'created') {
       const plan = this.pending.get(id) ?? (await this.replan(p, row));
-      this.executingHere.add(id);
+      this.hold(id);
       const claimed = await this.writer.update(id, { status: 'processing', updated_at: nowIso(), executor: this.replica.id }, 'created').catch((err) => {
-        this.executingHere.delete(id);
+        this.release(id);
         throw err;
       });
-      if (!claimed) this.executingHere.delete(id);
+      if (!claimed) this.release(id);
       if (claimed) {
         this.pending.delete(id);
         const started = this.hub.open(id);
@@ -275,6 +278,16 @@ export class RunService {
         return r && hasEnded(r.status) ? this.expand(p, r) : undefined;
       },
     };
+  }
+
+  private hold(id: string): void {
+    this.executingHere.set(id, (this.executingHere.get(id) ?? 0) + 1);
+  }
+
+  private release(id: string): void {
+    const n = (this.executingHere.get(id) ?? 0) - 1;
+    if (n > 0) this.executingHere.set(id, n);
+    else this.executingHere.delete(id);
   }
 
   /** Runs executing in this process (shutdown waits for them). */
@@ -372,7 +385,7 @@ export class RunService {
       await store_().catch(store_);
     } finally {
       // Stored, or orphaned for sweepLost to fail.
-      this.executingHere.delete(row.id);
+      this.release(row.id);
     }
     return { ...row, ...patch };
   }
@@ -393,7 +406,8 @@ export class RunService {
   async sweepLost(): Promise<number> {
     const alive = await this.replica.alive();
     const lost = await store.runsExecutedBy(this.db, this.dialect, alive);
-    const mine = (await store.runsOfExecutor(this.db, this.dialect, this.replica.id)).filter((r) => !this.executingHere.has(r.id));
+    const settled = new Date(Date.now() - ORPHAN_AFTER_MS).toISOString();
+    const mine = (await store.runsOfExecutor(this.db, this.dialect, this.replica.id, settled)).filter((r) => !this.executingHere.has(r.id));
     let failed = 0;
     for (const row of [...lost, ...mine]) {
       const doc = docOf(row);

@@ -81,9 +81,14 @@ export async function runsExecutedBy(db: Db, d: OrreryDialect, alive: Set<string
   return rows.map((r) => decodeRun(d, r));
 }
 
-/** `processing` runs that this replica is named as executing (any project); the caller knows which it still is. */
-export async function runsOfExecutor(db: Db, d: OrreryDialect, executor: string, limit = 500): Promise<RunRow[]> {
-  const rows = await db.selectFrom('runs').selectAll().where('status', '=', 'processing').where('executor', '=', executor).limit(limit).execute();
+/**
+ * `processing` runs that this replica is named as executing, last updated before `before` (any
+ * project), oldest first: runs in flight are recent, so they never crowd an orphan out of the page.
+ */
+export async function runsOfExecutor(db: Db, d: OrreryDialect, executor: string, before: string, limit = 500): Promise<RunRow[]> {
+  const rows = await db.selectFrom('runs').selectAll()
+    .where('status', '=', 'processing').where('executor', '=', executor).where('updated_at', '<', before)
+    .orderBy('updated_at').limit(limit).execute();
   return rows.map((r) => decodeRun(d, r));
 }
 

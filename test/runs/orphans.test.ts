@@ -18,40 +18,56 @@ for (const dialect of TEST_DIALECTS) {
     let slow: Awaited<ReturnType<typeof seedEcho>>;
     before(async () => {
       srv = await startTestServer(dialect);
-      slow = await seedEcho(srv, { name: 'Slow echo', config: { chunk_delay_ms: 150 } });
+      slow = await seedEcho(srv, { name: 'Slow echo', config: { chunk_delay_ms: 250 } });
     });
     after(() => srv.close());
 
     it('fails an orphaned processing run of this replica with storage_error, and not a run it is executing', async () => {
-      // Executing here: a streamed run that takes a while (a chunk every 150 ms).
-      const live = (await srv.api('POST', '/api/v1/runs', { interaction: slow.interaction.id, data: { text: 'one two three four five six' }, stream: true })).body;
-      const stream = await openStream(`${srv.url}/api/v1/runs/${live.id}/stream?access_token=${encodeURIComponent(srv.adminKey)}`);
-      const first = await stream.next();
-      assert.equal(first?.event, 'message');
+      const { db, dialect: d } = srv.orrery.database;
+      const { account, project } = srv.orrery.bootstrap;
+      const longAgo = new Date(Date.now() - 60_000).toISOString();
+
+      // Executing here: a streamed run that takes a while, which eight subscribers race to start.
+      const live = (await srv.api('POST', '/api/v1/runs', { interaction: slow.interaction.id, data: { text: 'one two three four five six seven eight' }, stream: true })).body;
+      const streams = await Promise.all(Array.from({ length: 8 }, () => openStream(`${srv.url}/api/v1/runs/${live.id}/stream?access_token=${encodeURIComponent(srv.adminKey)}`)));
+      for (const s of streams) assert.equal((await s.next())?.event, 'message');
+      // As if it had been executing for a minute, so only "executing here" keeps the sweep off it.
+      await db.updateTable('runs').set({ updated_at: longAgo }).where('id', '=', live.id).execute();
 
       // Orphaned: the row that a lost final write leaves, `processing` and naming this replica
       // (a copy of a real run's row, as the service wrote it at creation).
-      const { db, dialect: d } = srv.orrery.database;
-      const { account, project } = srv.orrery.bootstrap;
       const model = (await srv.api('POST', '/api/v1/runs', { interaction: slow.interaction.id, data: { text: 'lost' } })).body;
       const row = (await getRun(db, d, { account: account.id, project: project.id }, model.id))!;
-      const now = nowIso();
       const orphan: RunRow = {
         ...row, id: newId(), status: 'processing', finish_reason: null, execution_time: null, token_prompt: null, token_result: null, token_total: null,
-        created_at: now, updated_at: now, executor: srv.orrery.replica.id, doc: { ...(row.doc as object), result: [] } as RunRow['doc'],
+        created_at: longAgo, updated_at: longAgo, executor: srv.orrery.replica.id, doc: { ...(row.doc as object), result: [] } as RunRow['doc'],
       };
       await insertRun(db, d, orphan, []);
 
+      assert.equal((await srv.api('GET', `/api/v1/runs/${live.id}`)).body.status, 'processing', 'still executing when the sweep runs');
       assert.equal(await srv.orrery.services.runs.sweepLost(), 1, 'only the orphan is failed');
       const failed = (await srv.api('GET', `/api/v1/runs/${orphan.id}`)).body;
       assert.equal(failed.status, 'failed');
       assert.equal(failed.error.code, 'storage_error');
       assert.match(failed.error.message, /could not store how this run ended/);
+      assert.equal((await srv.api('GET', `/api/v1/runs/${live.id}`)).body.status, 'processing', 'the run executing here is left alone');
 
-      const events = await stream.all();
-      const close = JSON.parse(events.at(-1)!.data);
-      assert.equal(close.status, 'completed', 'the run executing here ends as it would have');
-      assert.equal((await srv.api('GET', `/api/v1/runs/${live.id}`)).body.status, 'completed');
+      for (const s of streams) {
+        const close = (await s.all()).at(-1)!;
+        assert.equal(close.event, 'close');
+        assert.equal(JSON.parse(close.data).status, 'completed', 'the run executing here ends as it would have');
+      }
+    });
+
+    it('leaves a processing run of this replica alone for a few seconds (its row may be being written)', async () => {
+      const { db, dialect: d } = srv.orrery.database;
+      const { account, project } = srv.orrery.bootstrap;
+      const model = (await srv.api('POST', '/api/v1/runs', { interaction: slow.interaction.id, data: { text: 'recent' } })).body;
+      const row = (await getRun(db, d, { account: account.id, project: project.id }, model.id))!;
+      const recent: RunRow = { ...row, id: newId(), status: 'processing', updated_at: nowIso(), executor: srv.orrery.replica.id };
+      await insertRun(db, d, recent, []);
+      assert.equal(await srv.orrery.services.runs.sweepLost(), 0);
+      assert.equal((await srv.api('GET', `/api/v1/runs/${recent.id}`)).body.status, 'processing');
     });
   });
 }

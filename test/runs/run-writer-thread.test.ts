@@ -94,6 +94,19 @@ describe('sqlite: the run writer thread', () => {
     assert.ok(await getRun(db, dialect, SCOPE, next.id));
   });
 
+  it('a stopped thread fails only the writes it held, not those given to its replacement', async () => {
+    const { db, dialect, writer } = await open();
+    await writer.insert(runRow('warm'), []);
+    const old = (writer as unknown as { worker: Worker }).worker;
+    old.emit('error', new Error('boom')); // as a thread that throws: 'error' now, 'exit' a little later
+    const next = runRow('next');
+    const written = writer.insert(next, []);
+    await new Promise((r) => setImmediate(r)); // handed to the new thread
+    await old.terminate(); // the old thread's 'exit'
+    await written;
+    assert.ok(await getRun(db, dialect, SCOPE, next.id));
+  });
+
   it('close() waits for every queued write', async () => {
     const { db, dialect, writer } = await open();
     const runs = Array.from({ length: 20 }, () => runRow('closing'));
@@ -101,5 +114,6 @@ describe('sqlite: the run writer thread', () => {
     await writer.close();
     await Promise.all(writes);
     for (const r of runs) assert.ok(await getRun(db, dialect, SCOPE, r.id));
+    await assert.rejects(writer.insert(runRow('late'), []), /run writer is closed/);
   });
 });
