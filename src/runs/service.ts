@@ -68,10 +68,12 @@ export class RunService {
   /**
    * Runs this process executes, from just before their `processing` row is written until their
    * outcome is stored. A `processing` row of this replica that is not here was orphaned by a write
-   * that failed (sweepLost fails it). Counted: two subscribers may race to claim one streamed run,
-   * and the loser's release must not take the winner's hold away.
+   * that failed (sweepLost fails it). Subscribers of this process share one claim (claim()), so an
+   * id is held once.
    */
-  private readonly executingHere = new Map<string, number>();
+  private readonly executingHere = new Set<string>();
+  /** Claims of streamed runs in progress in this process, by run id (see claim()). */
+  private readonly claims = new Map<string, Promise<LiveRun | undefined>>();
   /** Resolved interaction + environment by project, interaction and environment override. */
   private readonly contexts = new Map<string, { ctx: ExecutionContext; version: number; until: number }>();
   private readonly mirrors: RunMirrors;
@@ -164,12 +166,12 @@ export class RunService {
       execution_time: null, token_prompt: null, token_result: null, token_total: null, tags,
       created_at: now, updated_at: now, doc, executor: stream ? null : this.replica.id,
     };
-    if (!stream) this.hold(row.id);
+    if (!stream) this.executingHere.add(row.id);
     try {
       await this.writer.insert(row, tags);
     } catch (err) {
       // Maybe committed after all (a writer thread that stopped): sweepLost fails such a row.
-      this.release(row.id);
+      this.executingHere.delete(row.id);
       throw err;
     }
 
@@ -236,26 +238,12 @@ export class RunService {
   async follow(p: Principal, id: string): Promise<{ live?: LiveRun; finished?: Run; poll?: () => Promise<Run | undefined> }> {
     const row = await this.row(p, id);
     if (hasEnded(row.status)) return { finished: await this.expand(p, row) };
-    const live = this.hub.get(id);
+    // A claim in progress here (another subscriber's): its stream, once the claim is stored.
+    const live = this.hub.get(id) ?? (await this.claims.get(id));
     if (live) return { live };
     if (row.status === 'created') {
-      const plan = this.pending.get(id) ?? (await this.replan(p, row));
-      this.hold(id);
-      const claimed = await this.writer.update(id, { status: 'processing', updated_at: nowIso(), executor: this.replica.id }, 'created').catch((err) => {
-        this.release(id);
-        throw err;
-      });
-      if (!claimed) this.release(id);
-      if (claimed) {
-        this.pending.delete(id);
-        const started = this.hub.open(id);
-        const doc = docOf(row);
-        void this.execute({ ...row, status: 'processing' }, doc, plan, started).then(
-          async (final) => this.hub.close(id, await this.withEmbeddings(final, await this.expand(p, final).catch(() => this.forCreation(final)))),
-          () => this.hub.close(id, undefined),
-        );
-        return { live: started };
-      }
+      const started = await this.claim(p, row);
+      if (started) return { live: started };
       const raced = this.hub.get(id);
       if (raced) return { live: raced };
     }
@@ -280,14 +268,39 @@ export class RunService {
     };
   }
 
-  private hold(id: string): void {
-    this.executingHere.set(id, (this.executingHere.get(id) ?? 0) + 1);
+  /**
+   * Claims a `created` run and starts it (its stream), or answers undefined if another claim won.
+   * Subscribers of this process share one claim: between the claim's commit and the stream's
+   * opening, another subscriber would otherwise see a `processing` run with no stream here.
+   */
+  private claim(p: Principal, row: RunRow): Promise<LiveRun | undefined> {
+    let claim = this.claims.get(row.id);
+    if (!claim) {
+      claim = this.claimAndStart(p, row).finally(() => this.claims.delete(row.id));
+      this.claims.set(row.id, claim);
+    }
+    return claim;
   }
 
-  private release(id: string): void {
-    const n = (this.executingHere.get(id) ?? 0) - 1;
-    if (n > 0) this.executingHere.set(id, n);
-    else this.executingHere.delete(id);
+  private async claimAndStart(p: Principal, row: RunRow): Promise<LiveRun | undefined> {
+    const id = row.id;
+    const plan = this.pending.get(id) ?? (await this.replan(p, row));
+    this.executingHere.add(id);
+    const claimed = await this.writer.update(id, { status: 'processing', updated_at: nowIso(), executor: this.replica.id }, 'created').catch((err) => {
+      this.executingHere.delete(id);
+      throw err;
+    });
+    if (!claimed) {
+      this.executingHere.delete(id);
+      return undefined;
+    }
+    this.pending.delete(id);
+    const started = this.hub.open(id);
+    void this.execute({ ...row, status: 'processing' }, docOf(row), plan, started).then(
+      async (final) => this.hub.close(id, await this.withEmbeddings(final, await this.expand(p, final).catch(() => this.forCreation(final)))),
+      () => this.hub.close(id, undefined),
+    );
+    return started;
   }
 
   /** Runs executing in this process (shutdown waits for them). */
@@ -385,7 +398,7 @@ export class RunService {
       await store_().catch(store_);
     } finally {
       // Stored, or orphaned for sweepLost to fail.
-      this.release(row.id);
+      this.executingHere.delete(row.id);
     }
     return { ...row, ...patch };
   }
