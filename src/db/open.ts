@@ -11,6 +11,7 @@ import { Kysely, Migrator, PostgresDialect, SqliteDialect } from 'kysely';
 import type { Database } from './schema.ts';
 import { postgresDialect, sqliteDialect, type OrreryDialect } from './dialect.ts';
 import { OrreryMigrations } from './migrations.ts';
+import { LOCK_WAIT_MS, LockWaitingSqliteDialect } from './sqlite-lock-wait.ts';
 
 export interface OpenedDatabase {
   db: Kysely<Database>;
@@ -38,7 +39,7 @@ export async function openDatabase(opts: { databaseUrl?: string; dataDir: string
 function openSqlite(dataDir: string): OpenedDatabase {
   mkdirSync(dataDir, { recursive: true });
   const file = sqliteFile(dataDir);
-  return { db: openSqliteConnection(file), dialect: sqliteDialect, describe: `sqlite:${file}`, file };
+  return { db: openSqliteConnection(file, { eventLoop: true }), dialect: sqliteDialect, describe: `sqlite:${file}`, file };
 }
 
 /** The SQLite database file under a data folder. */
@@ -46,19 +47,22 @@ export const sqliteFile = (dataDir: string): string => join(dataDir, 'orrery.db'
 
 /**
  * One connection to the SQLite file, configured as every connection of ours must be: the main
- * thread's and the run writer's thread (runs/run-writer-thread.ts) each open one.
+ * thread's and the run writer's thread (runs/run-writer-thread.ts) each open one. The main
+ * thread's (`eventLoop`) waits for the write lock with timers (db/sqlite-lock-wait.ts); the
+ * writer thread's may sleep in SQLite's busy handler, which blocks only that thread.
  */
-export function openSqliteConnection(file: string): Kysely<Database> {
+export function openSqliteConnection(file: string, { eventLoop }: { eventLoop: boolean }): Kysely<Database> {
   const sqlite = new SQLite(file);
+  sqlite.pragma(`busy_timeout = ${eventLoop ? 0 : LOCK_WAIT_MS}`);
   sqlite.pragma('journal_mode = WAL');
   sqlite.pragma('synchronous = NORMAL');
-  sqlite.pragma('busy_timeout = 5000');
   sqlite.pragma('foreign_keys = ON');
   // A larger page cache and memory-mapped reads spare a read() system call per B-tree page.
   sqlite.pragma('cache_size = -65536');
   sqlite.pragma('mmap_size = 1073741824');
   sqlite.pragma('temp_store = MEMORY');
-  return new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
+  const config = { database: withStatementCache(sqlite) };
+  return new Kysely<Database>({ dialect: eventLoop ? new LockWaitingSqliteDialect(config) : new SqliteDialect(config) });
 }
 
 /**
@@ -68,7 +72,7 @@ export function openSqliteConnection(file: string): Kysely<Database> {
  * Kysely begins transactions DEFERRED. With two connections writing (this thread and the run
  * writer's), a deferred transaction that reads and then writes fails at once with SQLITE_BUSY
  * when the other committed in between; IMMEDIATE takes the write lock first and waits for it
- * (busy_timeout) instead.
+ * instead (see openSqliteConnection).
  */
 function withStatementCache(sqlite: SQLite.Database) {
   const cache = new Map<string, SQLite.Statement>();

@@ -18,7 +18,7 @@ import type { ThreadReply, ThreadRequest } from './run-writer-thread.ts';
  */
 const BATCH = 16;
 
-const db = openSqliteConnection((workerData as { file: string }).file);
+const db = openSqliteConnection((workerData as { file: string }).file, { eventLoop: false });
 const writer = new RunWriter(db, sqliteDialect, BATCH);
 const port = parentPort!;
 
