@@ -65,7 +65,7 @@ async function main(argv: string[]): Promise<void> {
       console.log(`export VERTESIA_TOKEN=${token.token}`);
       // The key goes to curl on its standard input (printf is a shell builtin), never on a command line that `ps` shows.
       console.log(`\nThe token expires in ${token.expires_in} s (ORRERY_JWT_TTL); get a new one with the key in ORRERY_API_KEY:\n`);
-      console.log(`export VERTESIA_TOKEN=$(printf 'Authorization: Bearer %s' "$ORRERY_API_KEY" | curl -s -X POST -H @- ${tokenUrl} | jq -r .token)`);
+      console.log(`export VERTESIA_TOKEN=$(printf 'Authorization: Bearer %s' "\${ORRERY_API_KEY:?set it to the sk- key}" | curl -s -X POST -H @- ${tokenUrl} | jq -r .token)`);
     });
   }
   if (command === 'keys' && sub === 'list') return withAdmin(config, async (auth, admin) => printTable(await auth.listKeys(admin), ['id', 'name', 'role', 'hint', 'expires_at'], (k) => ({ ...k, project: k.project.name })));
