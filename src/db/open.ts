@@ -38,12 +38,9 @@ export async function openDatabase(opts: { databaseUrl?: string; dataDir: string
 
 function openSqlite(dataDir: string): OpenedDatabase {
   mkdirSync(dataDir, { recursive: true });
-  const file = sqliteFile(dataDir);
+  const file = join(dataDir, 'orrery.db');
   return { db: openSqliteConnection(file, { eventLoop: true }), dialect: sqliteDialect, describe: `sqlite:${file}`, file };
 }
-
-/** The SQLite database file under a data folder. */
-export const sqliteFile = (dataDir: string): string => join(dataDir, 'orrery.db');
 
 /**
  * One connection to the SQLite file, configured as every connection of ours must be: the main

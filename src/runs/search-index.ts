@@ -144,7 +144,7 @@ export interface PreparedInsert {
   tags: { run: number; tag: string }[];
 }
 
-/** An update of a run's document with its search data (see updateRunAndIndex). */
+/** An update of a run's document with its search data (see prepareUpdate). */
 export interface PreparedUpdate {
   id: string;
   set: Record<string, unknown>;
@@ -195,8 +195,4 @@ export function prepareUpdate(d: OrreryDialect, id: string, set: Updateable<RunT
 /** Applies a prepared update, in the caller's transaction when `db` is one; false when no row matched. */
 export function writeUpdate(db: Db, d: OrreryDialect, p: PreparedUpdate): Promise<boolean> {
   return inTransaction(db, (trx) => indexOf(d).update(trx, p.id, p.set, p.fts, p.text, p.fromStatus));
-}
-
-export function updateRunAndIndex(db: Db, d: OrreryDialect, id: string, set: Updateable<RunTable>, doc: unknown, fromStatus?: string): Promise<boolean> {
-  return writeUpdate(db, d, prepareUpdate(d, id, set, doc, fromStatus));
 }

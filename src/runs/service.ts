@@ -384,7 +384,7 @@ export class RunService {
       doc: finalDoc,
       executor: null,
     };
-    const store_ = () => live && this.notifier.crossProcess
+    const storeOutcome = () => live && this.notifier.crossProcess
       // The end of a streamed run: stored and signalled; its chunks stay a while for late followers.
       ? this.writer.run(async (trx) => {
         const ok = await store.updateRun(trx, this.dialect, row.id, patch);
@@ -395,7 +395,7 @@ export class RunService {
     try {
       // Once more if the first write was lost (a writer thread that stopped, a dropped connection):
       // the same outcome, so writing it twice is harmless.
-      await store_().catch(store_);
+      await storeOutcome().catch(storeOutcome);
     } finally {
       // Stored, or orphaned for sweepLost to fail.
       this.executingHere.delete(row.id);
