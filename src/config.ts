@@ -3,6 +3,7 @@
  * Every variable is documented in README.md and .env.example.
  */
 import { resolve } from 'node:path';
+import { table } from './util/own.ts';
 
 export interface Config {
   port: number;
@@ -72,7 +73,7 @@ function int(env: Env, name: string, fallback: number, min = 0, max = Number.MAX
   return n;
 }
 
-const UNITS: Record<string, number> = { '': 1, b: 1, k: 1e3, kb: 1e3, kib: 1024, m: 1e6, mb: 1e6, mib: 1024 ** 2, g: 1e9, gb: 1e9, gib: 1024 ** 3, t: 1e12, tb: 1e12, tib: 1024 ** 4 };
+const UNITS: Record<string, number> = table({ '': 1, b: 1, k: 1e3, kb: 1e3, kib: 1024, m: 1e6, mb: 1e6, mib: 1024 ** 2, g: 1e9, gb: 1e9, gib: 1024 ** 3, t: 1e12, tb: 1e12, tib: 1024 ** 4 });
 
 function flag(env: Env, name: string, fallback: boolean): boolean {
   const raw = env[name]?.trim().toLowerCase();

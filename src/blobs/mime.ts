@@ -1,10 +1,11 @@
 /** MIME type from a file name: mime-types, plus the few extensions it does not know. */
 import mime from 'mime-types';
+import { table } from '../util/own.ts';
 
-const EXTRA: Record<string, string> = {
+const EXTRA: Record<string, string> = table({
   jsonl: 'application/x-ndjson',
   ndjson: 'application/x-ndjson',
-};
+});
 
 export const OCTET_STREAM = 'application/octet-stream';
 

@@ -7,7 +7,8 @@
  * → ru, Greek → el, Arabic → ar, Hebrew → he, Hangul → ko, kana → ja, Han without kana → zh).
  * Answers ISO 639-1 codes, most likely first; nothing when unsure (under 20 words).
  */
-const STOPWORDS: Record<string, string[]> = {
+import { table } from '../util/own.ts';
+const STOPWORDS: Record<string, string[]> = table({
   en: ['the', 'and', 'of', 'to', 'in', 'is', 'that', 'it', 'for', 'was', 'on', 'with', 'as', 'are', 'be', 'this', 'by', 'at', 'or', 'from', 'have', 'not', 'but', 'an', 'they', 'which', 'you', 'we', 'his', 'her'],
   fr: ['le', 'la', 'les', 'de', 'des', 'et', 'un', 'une', 'est', 'que', 'qui', 'dans', 'pour', 'pas', 'sur', 'au', 'du', 'par', 'ne', 'se', 'il', 'elle', 'nous', 'vous', 'sont', 'avec', 'ce', 'cette', 'aux', 'mais'],
   de: ['der', 'die', 'das', 'und', 'ist', 'nicht', 'mit', 'den', 'von', 'zu', 'ein', 'eine', 'auf', 'sich', 'dem', 'des', 'im', 'für', 'auch', 'es', 'wird', 'sind', 'wir', 'ich', 'sie', 'oder', 'aber', 'bei', 'nach', 'dass'],
@@ -15,7 +16,7 @@ const STOPWORDS: Record<string, string[]> = {
   it: ['il', 'di', 'che', 'e', 'la', 'per', 'un', 'una', 'non', 'sono', 'gli', 'le', 'del', 'della', 'con', 'da', 'si', 'nel', 'alla', 'anche', 'come', 'più', 'ma', 'questo', 'ha', 'dei', 'delle', 'lo', 'ci', 'essere'],
   pt: ['o', 'a', 'os', 'as', 'de', 'e', 'que', 'do', 'da', 'em', 'um', 'uma', 'para', 'com', 'não', 'por', 'mais', 'dos', 'das', 'se', 'na', 'no', 'ao', 'como', 'mas', 'foi', 'ele', 'ela', 'são', 'também'],
   nl: ['de', 'het', 'een', 'en', 'van', 'is', 'dat', 'op', 'te', 'in', 'zijn', 'voor', 'met', 'niet', 'aan', 'er', 'ook', 'als', 'maar', 'bij', 'door', 'wordt', 'nog', 'naar', 'om', 'deze', 'dit', 'wij', 'ze', 'hij'],
-};
+});
 
 const SETS = Object.fromEntries(Object.entries(STOPWORDS).map(([k, v]) => [k, new Set(v)]));
 

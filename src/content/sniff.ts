@@ -7,6 +7,7 @@
  */
 import { fileTypeFromBuffer } from 'file-type';
 import { bareType, mimeOf, OCTET_STREAM } from '../blobs/mime.ts';
+import { table } from '../util/own.ts';
 
 export const CONTENT_FAMILIES = [
   'pdf', 'docx', 'pptx', 'xlsx', 'odf', 'rtf', 'html', 'eml', 'text', 'image', 'audio', 'video', 'archive', 'binary',
@@ -24,7 +25,7 @@ export interface Sniffed {
   method: 'magic' | 'text' | 'declared';
 }
 
-const FAMILY_BY_MIME: Record<string, ContentFamily> = {
+const FAMILY_BY_MIME: Record<string, ContentFamily> = table({
   'application/pdf': 'pdf',
   'application/vnd.openxmlformats-officedocument.wordprocessingml.document': 'docx',
   'application/vnd.openxmlformats-officedocument.presentationml.presentation': 'pptx',
@@ -46,7 +47,7 @@ const FAMILY_BY_MIME: Record<string, ContentFamily> = {
   'application/x-bzip2': 'archive',
   'application/x-xz': 'archive',
   'application/zstd': 'archive',
-};
+});
 
 const NATURE: Record<ContentFamily, ContentNature> = {
   pdf: 'document', docx: 'document', pptx: 'document', xlsx: 'document', odf: 'document', rtf: 'document',

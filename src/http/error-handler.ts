@@ -5,14 +5,16 @@
  */
 import type { FastifyError, FastifyInstance } from 'fastify';
 import { OrreryError, wireError } from './errors.ts';
+import { parseJsonBody } from './json-body.ts';
+import { table } from '../util/own.ts';
 
-const FASTIFY_CODES: Record<string, string> = {
+const FASTIFY_CODES: Record<string, string> = table({
   FST_ERR_CTP_BODY_TOO_LARGE: 'payload_too_large',
   FST_ERR_CTP_INVALID_MEDIA_TYPE: 'unsupported_media_type',
   FST_ERR_CTP_EMPTY_JSON_BODY: 'bad_request',
   FST_ERR_CTP_INVALID_JSON_BODY: 'bad_request',
   FST_ERR_CTP_INVALID_CONTENT_LENGTH: 'bad_request',
-};
+});
 
 export function installErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((err: FastifyError, req, reply) => {
@@ -43,8 +45,9 @@ export function installErrorHandling(app: FastifyInstance): void {
 }
 
 /**
- * JSON bodies: an empty body, or none at all, is an empty object (the official client posts
- * `/token/issue` so); required fields then fail validation with a message that names them.
+ * JSON bodies (json-body.ts): an empty body, or none at all, is an empty object (the official
+ * client posts `/token/issue` so); required fields then fail validation with a message that
+ * names them. Prototype keys and nesting past MAX_JSON_DEPTH are refused with a 400.
  */
 export function installJsonParser(app: FastifyInstance): void {
   app.addHook('preValidation', async (req) => {
@@ -52,12 +55,10 @@ export function installJsonParser(app: FastifyInstance): void {
   });
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => {
-    const text = typeof body === 'string' ? body : body.toString('utf8');
-    if (text.trim() === '') return done(null, {});
     try {
-      done(null, JSON.parse(text));
+      done(null, parseJsonBody(typeof body === 'string' ? body : body.toString('utf8')));
     } catch (err) {
-      done(new OrreryError('bad_request', 400, `malformed JSON body: ${(err as Error).message}`), undefined);
+      done(err as Error, undefined);
     }
   });
 }

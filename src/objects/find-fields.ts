@@ -5,13 +5,14 @@
  * path is a 400. Columns are qualified: the compiled SQL has subqueries of its own.
  */
 import type { FieldRef } from '../query/find/index.ts';
+import { table } from '../util/own.ts';
 
 export type { FieldRef };
 
 const text = (column: string): FieldRef => ({ kind: 'column', column: `objects.${column}`, type: 'text' });
 
 /** Record fields stored in a column of their own (some under another name). */
-const COLUMNS: Record<string, FieldRef> = {
+const COLUMNS: Record<string, FieldRef> = table({
   id: text('id'),
   name: text('name'),
   description: text('description'),
@@ -31,7 +32,7 @@ const COLUMNS: Record<string, FieldRef> = {
   'revision.root': text('id'),
   run: text('run_id'),
   'content.source': text('content_source'),
-};
+});
 
 /** Record fields kept as JSON: the path continues inside the document (`embeddings` are vectors, not queryable). */
 const JSON_COLUMNS = ['properties', 'metadata', 'content', 'tokens', 'tags', 'parts', 'transcript'];

@@ -5,6 +5,7 @@
  */
 import { BadRequest } from '../http/errors.ts';
 import { HIDDEN_FIELDS, type HiddenField } from './model.ts';
+import { hasOwnKey, isPrototypeKey, setOwn } from '../util/own.ts';
 
 export interface Projection {
   /** null: the default fields; otherwise only these paths, plus `id`. */
@@ -30,6 +31,7 @@ export function parseSelect(select: string | undefined | null): Projection {
     const path = sign ? token.slice(1) : token;
     if (!PATH.test(path)) throw new BadRequest(`select: ${JSON.stringify(token)} is not a field path`);
     const parts = path.split('.');
+    if (parts.some(isPrototypeKey)) throw new BadRequest(`select: ${JSON.stringify(token)} names a prototype, not a field`);
     if (sign === '-') {
       exclude.push(parts);
       continue;
@@ -50,25 +52,29 @@ export function project<T extends Record<string, unknown>>(record: T, p: Project
   } else {
     out = { ...record };
   }
-  for (const path of p.exclude) if (!(path.length === 1 && path[0] === 'id' && p.include)) deletePath(out, path);
+  // `id` is always answered (records are addressed by it): `-id` leaves it in place.
+  for (const path of p.exclude) if (!(path.length === 1 && path[0] === 'id')) deletePath(out, path);
   return out as Partial<T>;
 }
 
+/** Copies the value at `path` (own properties only: never a prototype's member) into `to`. */
 function copyPath(from: Record<string, unknown>, to: Record<string, unknown>, path: string[]): void {
   let src: unknown = from;
   for (const k of path) {
-    if (src === null || typeof src !== 'object' || !(k in (src as object))) return;
+    if (!hasOwnKey(src, k)) return;
     src = (src as Record<string, unknown>)[k];
   }
   let dst = to;
   for (const k of path.slice(0, -1)) {
-    if (dst[k] === null || typeof dst[k] !== 'object' || Array.isArray(dst[k])) dst[k] = {};
+    const next = hasOwnKey(dst, k) ? dst[k] : undefined;
+    if (next === null || typeof next !== 'object' || Array.isArray(next)) setOwn(dst, k, {});
     dst = dst[k] as Record<string, unknown>;
   }
-  dst[path[path.length - 1]] = src;
+  setOwn(dst, path[path.length - 1], src);
 }
 
 function deletePath(obj: Record<string, unknown>, path: string[]): void {
+  if (!hasOwnKey(obj, path[0])) return;
   if (path.length === 1) {
     delete obj[path[0]];
     return;
@@ -77,6 +83,6 @@ function deletePath(obj: Record<string, unknown>, path: string[]): void {
   if (child === null || typeof child !== 'object' || Array.isArray(child)) return;
   // Copy on write: the record handed in stays as it was.
   const copy = { ...(child as Record<string, unknown>) };
-  obj[path[0]] = copy;
+  setOwn(obj, path[0], copy);
   deletePath(copy, path.slice(1));
 }

@@ -12,6 +12,7 @@ import {
   type TokenUsage,
 } from './driver.ts';
 import { isRetryableStatus, postToProvider, providerMessage, timeoutOf, trimSlashes } from './provider-http.ts';
+import { table } from '../util/own.ts';
 
 export const ANTHROPIC_DEFAULT_BASE_URL = 'https://api.anthropic.com';
 export const ANTHROPIC_VERSION = '2023-06-01';
@@ -35,11 +36,11 @@ export function anthropicBaseUrl(endpointUrl: string | undefined): string {
 }
 
 /** Anthropic's stop reasons in the vocabulary every other driver uses (OpenAI's). */
-const FINISH: Record<string, string> = { end_turn: 'stop', stop_sequence: 'stop', max_tokens: 'length' };
+const FINISH: Record<string, string> = table({ end_turn: 'stop', stop_sequence: 'stop', max_tokens: 'length' });
 const toFinish = (stop: string) => FINISH[stop] ?? stop;
 
 /** Anthropic error types → codes, for `event: error` in a stream (no HTTP status to go by). */
-const ERROR_TYPES: Record<string, { code: ProviderError['code']; status: number }> = {
+const ERROR_TYPES: Record<string, { code: ProviderError['code']; status: number }> = table({
   invalid_request_error: { code: 'provider_bad_request', status: 400 },
   authentication_error: { code: 'provider_auth', status: 401 },
   permission_error: { code: 'provider_auth', status: 403 },
@@ -48,7 +49,7 @@ const ERROR_TYPES: Record<string, { code: ProviderError['code']; status: number 
   rate_limit_error: { code: 'provider_rate_limited', status: 429 },
   api_error: { code: 'provider_error', status: 500 },
   overloaded_error: { code: 'provider_error', status: 529 },
-};
+});
 
 export class AnthropicMessagesDriver implements ModelDriver {
   readonly provider = 'anthropic';

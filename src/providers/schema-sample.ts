@@ -4,9 +4,10 @@
  * bounds, arrays with minItems/uniqueItems, required properties, anyOf/oneOf (first branch),
  * allOf (merged) and local `$ref`s. Patterns and conditionals are not solved.
  */
+import { table } from '../util/own.ts';
 type Schema = Record<string, unknown>;
 
-const FORMATS: Record<string, string> = {
+const FORMATS: Record<string, string> = table({
   'date-time': '2024-01-01T00:00:00Z',
   date: '2024-01-01',
   time: '00:00:00Z',
@@ -21,7 +22,7 @@ const FORMATS: Record<string, string> = {
   ipv4: '192.0.2.1',
   ipv6: '2001:db8::1',
   duration: 'P1D',
-};
+});
 
 export function sampleFromSchema(schema: unknown): unknown {
   return sample(schema, schema, 0, 0);

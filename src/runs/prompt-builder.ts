@@ -7,9 +7,10 @@ import { renderTemplate, TemplateError } from '../templates/render.ts';
 import { compileSchema, describeErrors } from '../interactions/json-schema.ts';
 import type { InteractionDto } from '../interactions/interactions.ts';
 import type { ChatMessage, ChatRole } from '../providers/driver.ts';
+import { table } from '../util/own.ts';
 
 /** Prompt roles of the interface mapped to chat roles; `negative` and `mask` are image-only. */
-const CHAT_ROLE: Record<string, ChatRole | null> = {
+const CHAT_ROLE: Record<string, ChatRole | null> = table({
   system: 'system',
   safety: 'system',
   user: 'user',
@@ -17,7 +18,7 @@ const CHAT_ROLE: Record<string, ChatRole | null> = {
   assistant: 'assistant',
   negative: null,
   mask: null,
-};
+});
 
 export function validateInput(interaction: InteractionDto, data: unknown): void {
   const schema = interaction.interaction_schema;

@@ -13,6 +13,7 @@ import {
 import { isoBound } from '../query/lucene-sql/index.ts';
 import { RUN_STATUSES } from './model.ts';
 import type { FacetColumn, FacetQuery, RunFilters, TimeBounds } from './search-store.ts';
+import { table } from '../util/own.ts';
 
 export interface RunQuery {
   readonly filters: RunFilters;
@@ -224,7 +225,7 @@ export function searchRequest(body: Json): SearchRequest {
 type FacetType = 'string' | 'number' | 'date';
 
 /** The facetable fields: their column and their natural facet type. */
-export const FACET_FIELDS: Readonly<Record<string, { column: FacetColumn; type: FacetType }>> = {
+export const FACET_FIELDS: Readonly<Record<string, { column: FacetColumn; type: FacetType }>> = table({
   modelId: { column: 'model_id', type: 'string' },
   status: { column: 'status', type: 'string' },
   tags: { column: 'tags', type: 'string' },
@@ -233,7 +234,7 @@ export const FACET_FIELDS: Readonly<Record<string, { column: FacetColumn; type: 
   environment: { column: 'environment_id', type: 'string' },
   interaction: { column: 'interaction_id', type: 'string' },
   finish_reason: { column: 'finish_reason', type: 'string' },
-};
+});
 const FACETABLE = Object.keys(FACET_FIELDS).join(', ');
 
 /** More facets than this in one request is refused (each one is a GROUP BY over the matching runs). */

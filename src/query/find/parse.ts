@@ -9,6 +9,7 @@ import {
 } from './ast.ts';
 import { FindQueryError, quoteName } from './errors.ts';
 import { regexToGlob } from './regex.ts';
+import { table } from '../../util/own.ts';
 
 const isLogical = (k: string): k is LogicalOperator => (LOGICAL_OPERATORS as readonly string[]).includes(k);
 const isFieldOperator = (k: string): k is FieldOperator => (FIELD_OPERATORS as readonly string[]).includes(k);
@@ -22,7 +23,7 @@ export const isPlainObject = (v: unknown): v is Record<string, unknown> => {
 /** NUL cannot be stored in PostgreSQL text, and lone surrogates are not text at all. */
 const BAD_TEXT = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
-const COMPARISONS: Record<string, Comparison> = { $gt: 'gt', $gte: 'gte', $lt: 'lt', $lte: 'lte' };
+const COMPARISONS: Record<string, Comparison> = table({ $gt: 'gt', $gte: 'gte', $lt: 'lt', $lte: 'lte' });
 
 const freeze = <T extends object>(o: T): T => Object.freeze(o);
 

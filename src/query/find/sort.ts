@@ -14,6 +14,7 @@ import { FIND_LIMITS } from './ast.ts';
 import { FindQueryError, quoteName } from './errors.ts';
 import { isPlainObject, parseFieldPath } from './parse.ts';
 import type { FieldResolver } from './compile.ts';
+import { table } from '../../util/own.ts';
 
 export interface SortSpec {
   field: string;
@@ -21,7 +22,7 @@ export interface SortSpec {
   order?: 1 | -1 | 'asc' | 'desc' | 'ascending' | 'descending';
 }
 
-const ORDERS: Record<string, 'ASC' | 'DESC'> = { '1': 'ASC', asc: 'ASC', ascending: 'ASC', '-1': 'DESC', desc: 'DESC', descending: 'DESC' };
+const ORDERS: Record<string, 'ASC' | 'DESC'> = table({ '1': 'ASC', asc: 'ASC', ascending: 'ASC', '-1': 'DESC', desc: 'DESC', descending: 'DESC' });
 
 /** ORDER BY items (each a whole item with its direction): `for (const o of keys) q = q.orderBy(o)`. */
 export function compileSort(sort: unknown, resolve: FieldResolver, json: JsonSql, fieldList?: readonly string[]): RawBuilder<unknown>[] {

@@ -25,6 +25,7 @@ import {
 } from '../lucene/index.ts';
 import { WORDS_KEY, wordString } from './search-doc.ts';
 import { FALSE, TRUE, isWordText, leadingLiteral, searchSql, type CmpOp, type Cond, type SearchPlan, type SearchSql, type TextColumn } from './search-sql.ts';
+import { table } from '../../util/own.ts';
 
 export interface CompileOptions {
   readonly dialect: DialectName;
@@ -42,7 +43,7 @@ interface ColumnField {
 }
 
 /** Fields stored in a real column of `runs`. */
-const COLUMNS: Readonly<Record<string, ColumnField>> = {
+const COLUMNS: Readonly<Record<string, ColumnField>> = table({
   id: { column: 'id', kind: 'keyword', nullable: false },
   status: { column: 'status', kind: 'keyword', nullable: false },
   modelId: { column: 'model_id', kind: 'keyword', nullable: true },
@@ -55,13 +56,13 @@ const COLUMNS: Readonly<Record<string, ColumnField>> = {
   execution_time: { column: 'execution_time', kind: 'number', nullable: true },
   created_at: { column: 'created_at', kind: 'date', nullable: false },
   updated_at: { column: 'updated_at', kind: 'date', nullable: false },
-};
+});
 
 /** `interaction` / `environment`: a run's ref is `{id, name}`; the id and the name are its values. */
-const REFS: Readonly<Record<string, { id: string; name: string; nullable: boolean }>> = {
+const REFS: Readonly<Record<string, { id: string; name: string; nullable: boolean }>> = table({
   interaction: { id: 'interaction_id', name: 'interaction_name', nullable: false },
   environment: { id: 'environment_id', name: 'environment_name', nullable: true },
-};
+});
 
 const col = (name: string) => sql.ref(`runs.${name}`);
 const fields = sql.ref('runs.search_fields');

@@ -16,6 +16,7 @@ import type { DialectName } from '../../db/dialect.ts';
 import { escapeLike, jsonSql, jsonString } from '../../db/json-sql.ts';
 import type { GlobPart } from '../lucene/index.ts';
 import { TS_MAX_WORD_BYTES, TS_WEIGHT, byteLength, pairLexeme } from './text-index.ts';
+import { table } from '../../util/own.ts';
 
 export type Cond = RawBuilder<SqlBool>;
 
@@ -107,9 +108,9 @@ const sqliteGlob = (parts: readonly GlobPart[]): string =>
  * fold its literals the same way to agree with phrase and prefix queries. (So on SQLite a query
  * word with `ς` also finds `σ`; the README lists this.)
  */
-const FTS5_FOLD: Readonly<Record<string, string>> = {
+const FTS5_FOLD: Readonly<Record<string, string>> = table({
   'µ': 'μ', 'ſ': 's', '\u0345': 'ι', 'ς': 'σ', 'ϐ': 'β', 'ϑ': 'θ', 'ϕ': 'φ', 'ϖ': 'π', 'ϰ': 'κ', 'ϱ': 'ρ', 'ϵ': 'ε', 'ẛ': 'ṡ', '\u1fbe': 'ι',
-};
+});
 const fts5Fold = (parts: readonly GlobPart[]): GlobPart[] =>
   parts.map((p) => (p.kind === 'literal' ? { kind: 'literal', text: [...p.text].map((c) => FTS5_FOLD[c] ?? c).join('') } : p));
 

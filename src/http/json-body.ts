@@ -1,0 +1,56 @@
+/**
+ * JSON request bodies, parsed as Fastify parses them by default (`secure-json-parse`, which
+ * refuses `__proto__` and `constructor.prototype` keys: prototype pollution) and bounded in
+ * nesting depth, so that nothing a user stores is deeper than the databases' JSON functions can
+ * walk (SQLite stops at 1,000 levels) or than our own recursive code should follow.
+ */
+import sjson from 'secure-json-parse';
+import { BadRequest } from './errors.ts';
+
+/** Deepest nesting of objects and arrays a JSON body may have (the body itself is level 1). */
+export const MAX_JSON_DEPTH = 64;
+
+const PARSE_OPTIONS = { protoAction: 'error', constructorAction: 'error' } as const;
+
+/** Parses a JSON body; an empty one is `{}` (the official client posts `/token/issue` so). */
+export function parseJsonBody(text: string): unknown {
+  if (text.trim() === '') return {};
+  let value: unknown;
+  try {
+    value = sjson.parse(text, undefined, PARSE_OPTIONS);
+  } catch (err) {
+    const message = (err as Error).message;
+    if (/prototype property/i.test(message)) {
+      throw new BadRequest('JSON body: the keys "__proto__" and "constructor.prototype" are not allowed (they would change object prototypes)');
+    }
+    throw new BadRequest(`malformed JSON body: ${message}`);
+  }
+  const deep = tooDeep(value, MAX_JSON_DEPTH);
+  if (deep) throw new BadRequest(`JSON body: nesting deeper than ${MAX_JSON_DEPTH} levels at ${deep}; flatten the value`);
+  return value;
+}
+
+/**
+ * The path where `value` nests deeper than `max` levels, or undefined. Iterative, so that a
+ * hostile body cannot exhaust the stack before it is refused.
+ */
+export function tooDeep(value: unknown, max: number): string | undefined {
+  if (value === null || typeof value !== 'object') return undefined;
+  const stack: Array<{ v: object; depth: number; path: string }> = [{ v: value, depth: 1, path: '' }];
+  while (stack.length) {
+    const { v, depth, path } = stack.pop()!;
+    if (depth > max) return path || '(the body)';
+    if (Array.isArray(v)) {
+      for (let i = 0; i < v.length; i++) {
+        const c = v[i];
+        if (c !== null && typeof c === 'object') stack.push({ v: c, depth: depth + 1, path: `${path}[${i}]` });
+      }
+    } else {
+      for (const k of Object.keys(v)) {
+        const c = (v as Record<string, unknown>)[k];
+        if (c !== null && typeof c === 'object') stack.push({ v: c, depth: depth + 1, path: path ? `${path}.${k}` : k });
+      }
+    }
+  }
+  return undefined;
+}
