@@ -1,3 +1,5 @@
+import { BadRequest } from './errors.ts';
+
 /** Query-string helpers: the official client repeats keys, CLI 1.4.1 comma-joins them; accept both. */
 export function listParam(value: unknown): string[] | undefined {
   if (value === undefined || value === null || value === '') return undefined;
@@ -9,13 +11,19 @@ export function listParam(value: unknown): string[] | undefined {
 }
 
 export const MAX_PAGE = 1000;
+/**
+ * Deepest `offset` of any list, find or search: the database walks every skipped row, so deeper
+ * pages cost more and more (Elasticsearch stops at 10,000). Walk further with filters instead
+ * (for runs, `anchorDate`).
+ */
+export const MAX_OFFSET = 100_000;
 
-/** `limit` defaults to 100 and is clamped to 1,000 (decisions.md). */
+/** `limit` defaults to 100 and is clamped to 1,000 (decisions.md); `offset` is 0 to MAX_OFFSET. */
 export function pageOf(q: { limit?: unknown; offset?: unknown }, fallback = 100): { limit: number; offset: number } {
   const limit = q.limit === undefined || q.limit === null || q.limit === '' ? fallback : Number(q.limit);
   const offset = q.offset === undefined || q.offset === null || q.offset === '' ? 0 : Number(q.offset);
-  return {
-    limit: Math.min(Math.max(Number.isFinite(limit) ? Math.trunc(limit) : fallback, 0), MAX_PAGE),
-    offset: Math.max(Number.isFinite(offset) ? Math.trunc(offset) : 0, 0),
-  };
+  if (!Number.isInteger(offset) || offset < 0 || offset > MAX_OFFSET) {
+    throw new BadRequest(`offset must be an integer from 0 to ${MAX_OFFSET}, got ${JSON.stringify(q.offset)}; to go deeper, narrow the query with filters`);
+  }
+  return { limit: Math.min(Math.max(Number.isFinite(limit) ? Math.trunc(limit) : fallback, 0), MAX_PAGE), offset };
 }

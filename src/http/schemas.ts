@@ -1,5 +1,6 @@
 /** Schemas shared by every feature: the error shape, refs, paging. */
 import { Type, type TProperties, type TSchema } from '@sinclair/typebox';
+import { MAX_OFFSET } from './query.ts';
 
 export const ErrorSchema = Type.Object(
   {
@@ -18,10 +19,13 @@ export const RefSchema = Type.Object({ id: Type.String(), name: Type.String() },
 
 export const IdParams = Type.Object({ id: Type.String({ minLength: 1 }) });
 
+/** `offset` of every list, find and search: 0 to MAX_OFFSET (http/query.ts). */
+export const Offset = (description = 'Items to skip, default 0, at most 100,000') => Type.Integer({ minimum: 0, maximum: MAX_OFFSET, description });
+
 /** limit/offset as the interface says: numbers in the query string. */
 export const PageQuery = {
   limit: Type.Optional(Type.Integer({ minimum: 0, description: 'Page size, default 100, at most 1,000 (larger values are clamped)' })),
-  offset: Type.Optional(Type.Integer({ minimum: 0, description: 'Items to skip, default 0' })),
+  offset: Type.Optional(Offset()),
 };
 
 /** A string that may arrive repeated (?a=1&a=2) or comma-joined (?a=1,2). */

@@ -4,7 +4,7 @@
  * are declared field by field, all optional because `select` may project any of them away.
  */
 import { Type, type TSchema } from '@sinclair/typebox';
-import { ListParam, OpenObject, PageQuery } from '../http/schemas.ts';
+import { ListParam, Offset, OpenObject, PageQuery } from '../http/schemas.ts';
 import { OBJECT_STATUSES } from './model.ts';
 import { EmbeddingMapInputSchema, EmbeddingMapSchema } from '../embeddings/schemas.ts';
 
@@ -104,7 +104,7 @@ export const ObjectListQuery = Type.Object({
 export const FindBody = OpenObject({
   query: Type.Record(Type.String(), Type.Unknown(), { description: 'Mongo-style match: {"properties.color": "red", "status": {"$in": ["created"]}}' }),
   limit: Type.Optional(Type.Integer({ minimum: 0 })),
-  offset: Type.Optional(Type.Integer({ minimum: 0 })),
+  offset: Type.Optional(Offset()),
   select: Type.Optional(Type.String()),
 });
 
@@ -134,10 +134,10 @@ export const SearchBody = OpenObject({
     dynamic_scaling: Type.Optional(Type.String({ description: 'Accepted; lists absent from an object contribute nothing either way' })),
     embeddingType: Type.Optional(Type.String()),
     limit: Type.Optional(Type.Integer({ minimum: 0 })),
-    offset: Type.Optional(Type.Integer({ minimum: 0 })),
+    offset: Type.Optional(Offset()),
   })),
   limit: Type.Optional(Type.Integer({ minimum: 0 })),
-  offset: Type.Optional(Type.Integer({ minimum: 0 })),
+  offset: Type.Optional(Offset()),
   select: Type.Optional(Type.String()),
   sort: Type.Optional(Type.Array(OpenObject({ field: Type.String(), order: Type.Optional(Type.Union([Type.Literal('asc'), Type.Literal('desc')])) }))),
   facets: Type.Optional(Type.Array(OpenObject({ name: Type.String({ minLength: 1 }), field: Type.String({ minLength: 1 }) }))),

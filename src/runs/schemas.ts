@@ -1,6 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import { ListParam, OpenObject, PageQuery, RefSchema } from '../http/schemas.ts';
 import { RUN_STATUSES } from './model.ts';
+import { MAX_OFFSET } from '../http/query.ts';
 
 export const RunStatusSchema = Type.Union(RUN_STATUSES.map((s) => Type.Literal(s)));
 
@@ -124,7 +125,7 @@ export const RunSearchBody = OpenObject({
   })),
   onlyMeta: Type.Optional(Type.Boolean({ description: 'With facets: answer only {count, facet}' })),
   limit: Type.Optional(Type.Number({ description: 'Page size, default 100, at most 1,000' })),
-  offset: Type.Optional(Type.Number({ description: 'Runs to skip, default 0' })),
+  offset: Type.Optional(Type.Number({ minimum: 0, maximum: MAX_OFFSET, description: 'Runs to skip, default 0, at most 100,000' })),
 }, { description: "The interface's shape ({query: string, …}) or the official client's ({query: {…}, limit, offset})" });
 
 const Bucket = Type.Object({
