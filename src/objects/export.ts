@@ -20,6 +20,8 @@ import { columnsFor, CHUNK, decodeObject, objectsIn } from './store.ts';
 import { toRecord } from './dto.ts';
 import { checkLayout, type ColumnLayout, type ObjectTypeService } from './types-service.ts';
 import { HIDDEN_FIELDS, type HiddenField, type ObjectRecord, type ObjectRow } from './model.ts';
+import { hasOwnKey } from '../util/own.ts';
+import { CSV_OPTIONS, escapeFormula } from '../util/csv.ts';
 
 export interface ExportInput {
   objectIds?: string[];
@@ -151,9 +153,9 @@ interface Renderer {
 
 function csvRenderer(layout: ColumnLayout[]): Renderer {
   return {
-    start: () => stringify([layout.map((c) => escapeFormula(c.name))], { record_delimiter: 'windows' }),
+    start: () => stringify([layout.map((c) => escapeFormula(c.name))], CSV_OPTIONS),
     page: (records) => stringify(records.map((r) => layout.map((c) => cellOf(r, c))), {
-      record_delimiter: 'windows',
+      ...CSV_OPTIONS,
       cast: {
         string: escapeFormula,
         boolean: (v) => (v ? 'true' : 'false'),
@@ -186,14 +188,12 @@ function valueAt(record: ObjectRecord, field: string): unknown {
   if (field === 'type') return record.type?.name;
   let cur: unknown = record;
   for (const k of field.split('.')) {
-    if (cur === null || typeof cur !== 'object') return undefined;
+    if (!hasOwnKey(cur, k)) return undefined;
     cur = (cur as Record<string, unknown>)[k];
   }
   return cur;
 }
 
-/** CSV injection: a cell starting with = + - @ or a tab or carriage return is prefixed with `'`. */
-export const escapeFormula = (v: string): string => (/^[=+\-@\t\r]/.test(v) ? `'${v}` : v);
 
 function formatOf(type: string | undefined): Format {
   const f = (type ?? '').trim().toLowerCase();

@@ -1,0 +1,127 @@
+/**
+ * Issue 14, hostile input: prototype keys, names of Object.prototype members used as fields,
+ * deep JSON, unbounded offsets, CSV formula injection. Each case was a 500, a crash or a
+ * polluted process before its fix.
+ */
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { TEST_DIALECTS, startTestServer, type TestServer } from '../support/server.ts';
+import { secondProject } from '../objects/helpers.ts';
+
+const PROTOTYPE_NAMES = ['constructor', 'toString', '__proto__', 'hasOwnProperty', 'valueOf'];
+
+for (const dialect of TEST_DIALECTS) {
+  describe(`${dialect}: hostile input`, () => {
+    let srv: TestServer;
+    let other: { id: string; key: string };
+    let objectId: string;
+
+    before(async () => {
+      srv = await startTestServer(dialect);
+      other = await secondProject(srv);
+      const o = await srv.api('POST', '/api/v1/objects', { name: 'plain', properties: { a: 1, constructor: 'named constructor', nested: { toString: 'x' } } });
+      assert.equal(o.status, 200, JSON.stringify(o.body));
+      objectId = o.body.id;
+    });
+    after(() => srv.close());
+
+    it('refuses __proto__ and constructor.prototype keys in any JSON body, as Fastify does by default', async () => {
+      for (const body of [
+        '{"name":"x","properties":{"__proto__":{"ppmark":"x"}}}',
+        '{"name":"x","properties":{"a":{"\\u005f_proto__":{"ppmark":"x"}}}}',
+        '{"name":"x","properties":{"constructor":{"prototype":{"ppmark":"x"}}}}',
+      ]) {
+        const r = await srv.api('POST', '/api/v1/objects', body);
+        assert.equal(r.status, 400, body);
+        assert.equal(r.body.error, 'bad_request');
+        assert.match(r.body.message, /__proto__/);
+      }
+      assert.equal(({} as Record<string, unknown>).ppmark, undefined);
+    });
+
+    it('keeps a property merely named constructor legal, and projects only own properties', async () => {
+      const got = await srv.api('GET', `/api/v1/objects/${objectId}?select=properties.constructor,properties.nested.toString,properties.toString`);
+      assert.equal(got.status, 200);
+      assert.deepEqual(got.body, { id: objectId, properties: { constructor: 'named constructor', nested: { toString: 'x' } } });
+      const proto = await srv.api('GET', `/api/v1/objects/${objectId}?select=properties.__proto__.ppmark`);
+      assert.equal(proto.status, 400);
+      assert.match(proto.body.message, /prototype/);
+      assert.equal(({} as Record<string, unknown>).ppmark, undefined);
+    });
+
+    it('answers field names of Object.prototype members as unknown fields, never 500', async () => {
+      const layout = [...PROTOTYPE_NAMES.map((f) => ({ field: f, name: f })), { field: 'properties.constructor', name: 'own' }];
+      const type = await srv.api('POST', '/api/v1/types', { name: 'Layout', table_layout: layout });
+      assert.equal(type.status, 200, JSON.stringify(type.body));
+      for (const f of PROTOTYPE_NAMES) {
+        const bodies: Array<[string, unknown]> = [
+          ['/api/v1/objects/find', `{"query":{${JSON.stringify(f)}:"x"}}`],
+          ['/api/v1/objects/count', `{"query":{${JSON.stringify(f)}:"x"}}`],
+          ['/api/v1/objects/search', `{"query":{"match":{${JSON.stringify(f)}:"x"}}}`],
+          ['/api/v1/objects/search', { query: { sort: [{ field: f, order: 'asc' }] } }],
+          ['/api/v1/objects/search', { query: {}, facets: [{ name: 'f', field: f }] }],
+          ['/api/v1/runs/search', { query: `${f}:x` }],
+          ['/api/v1/runs/facets', { facets: [{ name: 'f', field: f }] }],
+        ];
+        for (const [path, body] of bodies) {
+          const r = await srv.api('POST', path, body);
+          assert.ok(r.status < 500, `${path} ${JSON.stringify(body)} → ${r.status} ${JSON.stringify(r.body)}`);
+        }
+      }
+      // Layout fields that name prototype members are empty cells; an own property of that name is data.
+      const csv = await srv.api('POST', '/api/v1/objects/export', { objectIds: [objectId], type: 'csv', layout: type.body.id });
+      assert.equal(csv.status, 200);
+      assert.equal(csv.body.data, `${PROTOTYPE_NAMES.join(',')},own\r\n,,,,,named constructor\r\n`);
+    });
+
+    it('refuses JSON nested deeper than 64 levels, so no stored value can break a project', async () => {
+      let deep: unknown = 'leaf';
+      for (let i = 0; i < 1001; i++) deep = { d: deep };
+      const r = await srv.api('POST', '/api/v1/objects', { name: 'deep', properties: deep });
+      assert.equal(r.status, 400);
+      assert.match(r.body.message, /deeper than 64 levels at properties\.d\.d/);
+      let ok: unknown = 'leaf';
+      for (let i = 0; i < 60; i++) ok = { d: ok };
+      assert.equal((await srv.api('POST', '/api/v1/objects', { name: 'fine', properties: ok })).status, 200);
+      // The project still searches and facets.
+      assert.equal((await srv.api('POST', '/api/v1/objects/search', { query: { full_text: 'leaf' } })).status, 200);
+      const arrays = await srv.api('POST', '/api/v1/runs/search', `{"query":"x","filters":${'['.repeat(100)}${']'.repeat(100)}}`);
+      assert.equal(arrays.status, 400);
+    });
+
+    it('bounds offset on every list, find and search, and keeps id with select=-id', async () => {
+      for (const [method, path, body] of [
+        ['GET', '/api/v1/objects?offset=1e20', undefined],
+        ['GET', '/api/v1/objects?offset=100001', undefined],
+        ['GET', '/api/v1/runs?offset=9223372036854775808', undefined],
+        ['GET', '/api/v1/interactions?offset=1e20', undefined],
+        ['GET', '/api/v1/prompts?offset=1e20', undefined],
+        ['POST', '/api/v1/objects/find', { query: {}, offset: 1e20 }],
+        ['POST', '/api/v1/objects/search', { query: {}, offset: 1e20 }],
+        ['POST', '/api/v1/runs/search', { query: 'x', offset: 1e20 }],
+        ['POST', '/api/v1/runs/search', { query: {}, offset: 2 ** 64 }],
+      ] as const) {
+        const r = await srv.api(method, path, body);
+        assert.equal(r.status, 400, `${method} ${path} ${JSON.stringify(body)} → ${r.status} ${JSON.stringify(r.body)}`);
+        assert.match(r.body.message, /offset/);
+      }
+      assert.equal((await srv.api('GET', '/api/v1/objects?offset=100000')).status, 200);
+      const list = await srv.api('GET', '/api/v1/objects?select=-id');
+      assert.equal(list.status, 200);
+      assert.ok(list.body.every((o: { id?: string }) => typeof o.id === 'string'));
+      const one = await srv.api('GET', `/api/v1/objects/${objectId}?select=-id`);
+      assert.equal(one.status, 200);
+      assert.equal(one.body.id, objectId);
+    });
+
+    it('quotes CSV fields with any line break and escapes formulas at the start of every line', async () => {
+      const o = await srv.api('POST', '/api/v1/objects', { name: 'line\n=1+1', description: 'a\r=HYPERLINK("x")\r\n+2\n-3\n@4\n\tb' });
+      const type = await srv.api('POST', '/api/v1/types', { name: 'Two', table_layout: [{ field: 'name', name: 'n' }, { field: 'description', name: 'd' }] });
+      const csv = await srv.api('POST', '/api/v1/objects/export', { objectIds: [o.body.id], type: 'csv', layout: type.body.id });
+      assert.equal(csv.status, 200);
+      assert.equal(csv.body.data, `n,d\r\n"line\n'=1+1","a\r'=HYPERLINK(""x"")\r\n'+2\n'-3\n'@4\n'\tb"\r\n`);
+      // Nothing of that leaked into the other project.
+      assert.deepEqual((await srv.api('GET', '/api/v1/objects', undefined, other.key)).body, []);
+    });
+  });
+}
