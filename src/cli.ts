@@ -10,6 +10,7 @@ import { deriveKeys, resolveSecret } from './auth/secret.ts';
 import { AuthService } from './auth/service.ts';
 import { KEY_ROLES, type KeyRole, type Principal } from './auth/principal.ts';
 import { OrreryError } from './http/errors.ts';
+import { installProcessGuards } from './process-guards.ts';
 
 const USAGE = `Usage: orrery <command> [options]
 
@@ -90,6 +91,7 @@ async function main(argv: string[]): Promise<void> {
 
 async function serve(config: Config, publicUrlGiven: boolean): Promise<void> {
   const orrery = await buildServer(config);
+  installProcessGuards(orrery.app.log, orrery.metrics);
   const address = await orrery.app.listen({ port: config.port, host: config.host });
   if (!publicUrlGiven && config.port === 0) config.publicUrl = address.replace('0.0.0.0', '127.0.0.1');
   const { bootstrap } = orrery;

@@ -11,7 +11,7 @@ import { deriveKeys, resolveSecret } from './auth/secret.ts';
 import { AuthService, type BootstrapResult } from './auth/service.ts';
 import { authRoutes } from './auth/routes.ts';
 import { authenticate, installPrincipal } from './http/auth-hook.ts';
-import { installErrorHandling, installJsonParser } from './http/error-handler.ts';
+import { clientErrorHandler, installErrorHandling, installJsonParser } from './http/error-handler.ts';
 import { installValidation } from './http/validation.ts';
 import { ErrorSchema } from './http/schemas.ts';
 import { wireError } from './http/errors.ts';
@@ -147,6 +147,7 @@ export async function buildServer(config: Config, opts: { logger?: boolean | obj
       bodyLimit: 16 * 1024 * 1024,
       // Ids are opaque strings in paths; keep them intact.
       routerOptions: { maxParamLength: 500 },
+      clientErrorHandler,
     }).withTypeProvider<TypeBoxTypeProvider>();
 
     const routes: string[] = [];

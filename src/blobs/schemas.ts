@@ -1,13 +1,13 @@
 /** Schemas of the signed-URL endpoints (`/objects/upload-url`, `/files/*`). */
 import { Type } from '@sinclair/typebox';
-import { OpenObject } from '../http/schemas.ts';
+import { OpenObject, ShortString } from '../http/schemas.ts';
 import { MAX_URL_TTL } from './blob-service.ts';
 
 const Ttl = Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_URL_TTL, description: 'Validity of the URL in seconds (default 3600, at most 7 days)' }));
 
 export const UploadUrlBody = OpenObject({
-  name: Type.String({ minLength: 1, description: 'File name; its extension gives the MIME type when mime_type is absent' }),
-  id: Type.Optional(Type.String({ minLength: 1, description: 'Key (or storage URI of this project) to upload to; generated when absent' })),
+  name: ShortString({ minLength: 1, description: 'File name; its extension gives the MIME type when mime_type is absent' }),
+  id: Type.Optional(Type.String({ minLength: 1, maxLength: 4096, description: 'Key (or storage URI of this project) to upload to; generated when absent' })),
   mime_type: Type.Optional(Type.String()),
   ttl: Ttl,
 });

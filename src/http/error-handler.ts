@@ -6,6 +6,7 @@
 import type { FastifyError, FastifyInstance } from 'fastify';
 import { OrreryError, wireError } from './errors.ts';
 import { parseJsonBody } from './json-body.ts';
+import { STATUS_CODES } from 'node:http';
 import { table } from '../util/own.ts';
 
 const FASTIFY_CODES: Record<string, string> = table({
@@ -61,4 +62,22 @@ export function installJsonParser(app: FastifyInstance): void {
       done(err as Error, undefined);
     }
   });
+}
+
+/**
+ * Requests Node's HTTP parser refuses before Fastify sees them (headers or URL over 16 KiB, a
+ * malformed request line, a request that takes too long): answered in the one error shape.
+ */
+export function clientErrorHandler(this: { log: { trace: (o: object, m: string) => void } }, err: NodeJS.ErrnoException, socket: import('node:net').Socket): void {
+  if (err.code === 'ECONNRESET' || socket.destroyed) return;
+  const [status, code, message] =
+    err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? [408, 'request_timeout', 'the request took too long to arrive']
+      : err.code === 'HPE_HEADER_OVERFLOW' ? [431, 'headers_too_large', 'the URL and headers exceed 16 KiB; send long lists or queries in a POST body']
+        : [400, 'bad_request', 'malformed HTTP request'];
+  this.log.trace({ err }, 'client error');
+  if (socket.writable) {
+    const body = JSON.stringify(wireError(code, status, message));
+    socket.write(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n${body}`);
+  }
+  socket.destroy(err);
 }

@@ -1,5 +1,7 @@
 /**
- * Prometheus metrics (GET /metrics): requests, runs, open streams, provider latency, jobs.
+ * Prometheus metrics (GET /metrics): requests, runs, open streams, provider latency, jobs, and
+ * Node's defaults (with `orrery_nodejs_eventloop_lag_*`: the event-loop delay, mean, p50, p90,
+ * p99 and max, which shows a request that stalls the loop for everyone).
  * One registry per server, so tests with several servers in one process do not collide.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
@@ -20,6 +22,7 @@ export class Metrics {
   readonly openStreams = new Gauge({ name: 'orrery_sse_streams_open', help: 'SSE streams open on this replica', registers: [this.registry] });
   readonly executing = new Gauge({ name: 'orrery_runs_executing', help: 'Streamed runs executing on this replica', registers: [this.registry] });
   readonly jobs = new Counter({ name: 'orrery_jobs_total', help: 'Background jobs finished, by kind and outcome', labelNames: ['kind', 'outcome'], registers: [this.registry] });
+  readonly uncaughtErrors = new Counter({ name: 'orrery_uncaught_errors_total', help: 'Exceptions and promise rejections that no code caught (logged; the server keeps serving)', labelNames: ['kind'], registers: [this.registry] });
   readonly jobsQueued = new Gauge({ name: 'orrery_jobs_queued', help: 'Background jobs waiting in the queue', labelNames: ['kind'], registers: [this.registry] });
 
   constructor() {

@@ -1,13 +1,22 @@
 import { BadRequest } from './errors.ts';
 
-/** Query-string helpers: the official client repeats keys, CLI 1.4.1 comma-joins them; accept both. */
-export function listParam(value: unknown): string[] | undefined {
+/** Values of one list filter (ids, tags, statuses, models…): each is a bound SQL value. */
+export const MAX_LIST_VALUES = 1000;
+
+/**
+ * Query-string helpers: the official client repeats keys, CLI 1.4.1 comma-joins them; accept both.
+ * More than MAX_LIST_VALUES distinct values is a 400 (`what` names the parameter).
+ */
+export function listParam(value: unknown, what = 'a list filter'): string[] | undefined {
   if (value === undefined || value === null || value === '') return undefined;
   const items = (Array.isArray(value) ? value : [value])
     .flatMap((v) => String(v).split(','))
     .map((s) => s.trim())
     .filter(Boolean);
-  return items.length ? [...new Set(items)] : undefined;
+  if (!items.length) return undefined;
+  const unique = [...new Set(items)];
+  if (unique.length > MAX_LIST_VALUES) throw new BadRequest(`${what} takes at most ${MAX_LIST_VALUES} values, got ${unique.length}`);
+  return unique;
 }
 
 export const MAX_PAGE = 1000;

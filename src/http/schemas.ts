@@ -19,6 +19,18 @@ export const RefSchema = Type.Object({ id: Type.String(), name: Type.String() },
 
 export const IdParams = Type.Object({ id: Type.String({ minLength: 1 }) });
 
+/** Bounds of the short strings and lists a user stores (README, Limits). */
+export const MAX_NAME_LENGTH = 1000;
+export const MAX_TAG_LENGTH = 200;
+export const MAX_TAGS = 1000;
+export const MAX_DESCRIPTION_LENGTH = 100_000;
+
+/** A name, id, path or other short string a user gives. */
+export const ShortString = (options: Record<string, unknown> = {}) => Type.String({ maxLength: MAX_NAME_LENGTH, ...options });
+/** Tags: at most MAX_TAGS of at most MAX_TAG_LENGTH characters each. */
+export const TagList = (options: Record<string, unknown> = {}) => Type.Array(Type.String({ maxLength: MAX_TAG_LENGTH }), { maxItems: MAX_TAGS, ...options });
+export const Description = (options: Record<string, unknown> = {}) => Type.String({ maxLength: MAX_DESCRIPTION_LENGTH, ...options });
+
 /** `offset` of every list, find and search: 0 to MAX_OFFSET (http/query.ts). */
 export const Offset = (description = 'Items to skip, default 0, at most 100,000') => Type.Integer({ minimum: 0, maximum: MAX_OFFSET, description });
 

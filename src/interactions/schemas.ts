@@ -1,12 +1,12 @@
 import { Type } from '@sinclair/typebox';
-import { OpenObject } from '../http/schemas.ts';
+import { OpenObject, ShortString, TagList } from '../http/schemas.ts';
 import { CONTENT_TYPES, PROMPT_ROLES } from './prompts.ts';
 
 const lit = <T extends readonly string[]>(xs: T) => Type.Union(xs.map((x) => Type.Literal(x)));
 const Nullable = <T extends ReturnType<typeof Type.String>>(t: T) => Type.Union([t, Type.Null()]);
 
 export const EnvironmentBody = OpenObject({
-  name: Type.Optional(Type.String({ minLength: 1 })),
+  name: Type.Optional(ShortString({ minLength: 1 })),
   provider: Type.Optional(Type.String({ description: 'openai, openai_compatible, anthropic, test, … (GET /providers lists them)' })),
   description: Type.Optional(Nullable(Type.String())),
   endpoint_url: Type.Optional(Nullable(Type.String({ description: 'Base URL of the provider API' }))),
@@ -48,13 +48,13 @@ export const ProviderSchema = Type.Object({
 export const ModelSchema = OpenObject({ id: Type.String(), name: Type.String(), description: Type.Optional(Type.String()) });
 
 export const PromptBody = OpenObject({
-  name: Type.Optional(Type.String({ minLength: 1 })),
+  name: Type.Optional(ShortString({ minLength: 1 })),
   role: Type.Optional(lit(PROMPT_ROLES)),
   content: Type.Optional(Type.String()),
   content_type: Type.Optional(lit(CONTENT_TYPES)),
   description: Type.Optional(Nullable(Type.String())),
   inputSchema: Type.Optional(Type.Union([Type.Record(Type.String(), Type.Unknown()), Type.Null()])),
-  tags: Type.Optional(Type.Array(Type.String())),
+  tags: Type.Optional(TagList()),
   test_data: Type.Optional(Type.Unknown()),
   expected_edit_revision: Type.Optional(Type.Integer()),
 });
@@ -82,7 +82,7 @@ const InlineTemplate = OpenObject({
 });
 
 export const InteractionBody = OpenObject({
-  name: Type.Optional(Type.String({ minLength: 1 })),
+  name: Type.Optional(ShortString({ minLength: 1 })),
   endpoint: Type.Optional(Type.String()),
   description: Type.Optional(Nullable(Type.String())),
   status: Type.Optional(Type.String()),

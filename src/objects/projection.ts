@@ -20,13 +20,18 @@ const PATH = /^[A-Za-z0-9_$][A-Za-z0-9_$-]*(\.[A-Za-z0-9_$-]+)*$/;
 
 export const DEFAULT_PROJECTION: Projection = { include: null, exclude: [], hidden: new Set() };
 
+/** Paths in one `select`: each is walked on every record of a page. */
+export const MAX_SELECT_PATHS = 200;
+
 export function parseSelect(select: string | undefined | null): Projection {
   if (!select?.trim()) return DEFAULT_PROJECTION;
   const include: string[][] = [];
   const plus: string[][] = [];
   const exclude: string[][] = [];
   const hidden = new Set<HiddenField>();
-  for (const token of select.split(/[\s,]+/).filter(Boolean)) {
+  const tokens = select.split(/[\s,]+/).filter(Boolean);
+  if (tokens.length > MAX_SELECT_PATHS) throw new BadRequest(`select names ${tokens.length} paths; at most ${MAX_SELECT_PATHS}`);
+  for (const token of tokens) {
     const sign = token[0] === '+' || token[0] === '-' ? token[0] : '';
     const path = sign ? token.slice(1) : token;
     if (!PATH.test(path)) throw new BadRequest(`select: ${JSON.stringify(token)} is not a field path`);

@@ -4,7 +4,8 @@
  * are declared field by field, all optional because `select` may project any of them away.
  */
 import { Type, type TSchema } from '@sinclair/typebox';
-import { ListParam, Offset, OpenObject, PageQuery } from '../http/schemas.ts';
+import { FIND_LIMITS } from '../query/find/ast.ts';
+import { ListParam, Offset, OpenObject, PageQuery, ShortString, TagList, Description } from '../http/schemas.ts';
 import { OBJECT_STATUSES } from './model.ts';
 import { EmbeddingMapInputSchema, EmbeddingMapSchema } from '../embeddings/schemas.ts';
 
@@ -26,18 +27,18 @@ const TokensSchema = OpenObject({
 
 export const ObjectBody = OpenObject({
   id: Type.Optional(Type.String({ description: 'Create only: the id of an existing object that the new record replaces' })),
-  name: Type.Optional(Type.String()),
-  description: Type.Optional(Nullable(Type.String())),
-  tags: Type.Optional(Nullable(Type.Array(Type.String()))),
+  name: Type.Optional(ShortString()),
+  description: Type.Optional(Nullable(Description())),
+  tags: Type.Optional(Nullable(TagList())),
   type: Type.Optional(Nullable(Type.String({ description: 'Object type id (or name)' }))),
   content: Type.Optional(Nullable(ContentSourceSchema)),
-  external_id: Type.Optional(Nullable(Type.String())),
+  external_id: Type.Optional(Nullable(ShortString())),
   properties: Type.Optional(Nullable(Json)),
   metadata: Type.Optional(Nullable(Json)),
   tokens: Type.Optional(Nullable(TokensSchema)),
   run: Type.Optional(Nullable(Type.String({ description: 'Id of the run that created the object' }))),
   parent: Type.Optional(Nullable(Type.String({ description: 'Id of the parent object' }))),
-  location: Type.Optional(Nullable(Type.String({ description: 'Path, "/" at top level (the default)' }))),
+  location: Type.Optional(Nullable(ShortString({ description: 'Path, "/" at top level (the default)' }))),
   status: Type.Optional(Type.String({ description: `Update only: ${OBJECT_STATUSES.join(', ')}; new objects are always "created"` })),
   text: Type.Optional(Nullable(Type.String())),
   text_etag: Type.Optional(Nullable(Type.String())),
@@ -59,7 +60,7 @@ export const ObjectRecordSchema = Type.Object({
   root: Type.Optional(Type.String()),
   type: Type.Optional(TypeRefSchema),
   content: Type.Optional(ContentSourceSchema),
-  external_id: Type.Optional(Nullable(Type.String())),
+  external_id: Type.Optional(Nullable(ShortString())),
   properties: Type.Optional(Json),
   metadata: Type.Optional(Json),
   tokens: Type.Optional(Nullable(TokensSchema)),
@@ -139,8 +140,8 @@ export const SearchBody = OpenObject({
   limit: Type.Optional(Type.Integer({ minimum: 0 })),
   offset: Type.Optional(Offset()),
   select: Type.Optional(Type.String()),
-  sort: Type.Optional(Type.Array(OpenObject({ field: Type.String(), order: Type.Optional(Type.Union([Type.Literal('asc'), Type.Literal('desc')])) }))),
-  facets: Type.Optional(Type.Array(OpenObject({ name: Type.String({ minLength: 1 }), field: Type.String({ minLength: 1 }) }))),
+  sort: Type.Optional(Type.Array(OpenObject({ field: ShortString(), order: Type.Optional(Type.Union([Type.Literal('asc'), Type.Literal('desc')])) }), { maxItems: FIND_LIMITS.sortKeys })),
+  facets: Type.Optional(Type.Array(OpenObject({ name: ShortString({ minLength: 1 }), field: ShortString({ minLength: 1 }) }), { maxItems: 10 })),
 });
 
 export const SearchResponse = Type.Object({
@@ -171,9 +172,9 @@ export const ExportResponse = Type.Object({
 });
 
 export const ObjectTypeBody = OpenObject({
-  name: Type.Optional(Type.String({ minLength: 1 })),
-  description: Type.Optional(Nullable(Type.String())),
-  tags: Type.Optional(Type.Array(Type.String())),
+  name: Type.Optional(ShortString({ minLength: 1 })),
+  description: Type.Optional(Nullable(Description())),
+  tags: Type.Optional(TagList()),
   object_schema: Type.Optional(Nullable(Json)),
   table_layout: Type.Optional(Nullable(Type.Array(ColumnLayoutSchema))),
   is_chunkable: Type.Optional(Type.Boolean()),

@@ -49,7 +49,7 @@ function strings(value: unknown, what: string): string[] | undefined {
   if (value === undefined || value === null) return undefined;
   const items = Array.isArray(value) ? value : [value];
   if (!items.every((v) => typeof v === 'string')) throw new BadRequest(`${what} must be a string or an array of strings`);
-  return listParam(items);
+  return listParam(items, what);
 }
 
 function statuses(value: unknown, what: string): string[] | undefined {
@@ -239,6 +239,8 @@ const FACETABLE = Object.keys(FACET_FIELDS).join(', ');
 
 /** More facets than this in one request is refused (each one is a GROUP BY over the matching runs). */
 export const MAX_FACETS = 25;
+/** Boundaries of one number or date facet (a year of days fits): each is a bound SQL value. */
+export const MAX_BOUNDARIES = 400;
 const DEFAULT_BUCKETS = 10;
 
 function facetField(value: unknown, what: string) {
@@ -267,6 +269,7 @@ function interfaceFacets(facets: Json): FacetSpec[] {
     if (spec.default !== undefined && typeof spec.default !== 'string') throw new BadRequest(`${what}.default must be a string (the name of the bucket for values outside the boundaries)`);
     const b = spec.boundaries;
     if (!Array.isArray(b) || b.length < 2) throw new BadRequest(`${what}.boundaries must be an array of at least two ${type === 'number' ? 'numbers' : 'ISO 8601 dates'}, ascending`);
+    if (b.length > MAX_BOUNDARIES) throw new BadRequest(`${what}.boundaries has ${b.length} values; at most ${MAX_BOUNDARIES}`);
     const values = b.map((x, i) => {
       if (type === 'number') {
         if (typeof x !== 'number' || !Number.isFinite(x)) throw new BadRequest(`${what}.boundaries[${i}] must be a finite number`);

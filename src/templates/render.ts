@@ -12,6 +12,7 @@
 import { compileHandlebars, checkHandlebarsSyntax } from './handlebars-template.ts';
 import { compileJst } from './jst-template.ts';
 import { LruCache } from './lru-cache.ts';
+import { checkTemplateBounds } from './bounds.ts';
 import { DEFAULT_RENDER_LIMITS, type RenderLimits } from './render-limits.ts';
 import { inTemplate, TemplateError } from './template-error.ts';
 
@@ -80,6 +81,7 @@ export function compileTemplate(t: PromptTemplateSource): CompiledTemplate {
 
 function compileUncached(t: PromptTemplateSource): CompiledTemplate {
   if (typeof t.content !== 'string') throw new TemplateError('content must be a string', 'syntax');
+  checkTemplateBounds(t.content_type, t.content);
   switch (t.content_type) {
     case 'handlebars':
       return compileHandlebars(t.content);

@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import {
-  LuceneSyntaxError, MAX_QUERY_DEPTH, Q, RUN_FIELD_LIST, UnknownFieldError, isRunField, parseLucene, validateFields,
+  LuceneSyntaxError, MAX_QUERY_DEPTH, MAX_QUERY_LENGTH, MAX_QUERY_TERMS, Q, RUN_FIELD_LIST, UnknownFieldError, isRunField, parseLucene, validateFields,
 } from '../../src/query/lucene/index.ts';
 
 /** [query, 0-based position, a fragment of the message]. */
@@ -112,10 +112,26 @@ describe('parseLucene: syntax errors', () => {
   });
 
   it(`refuses nesting deeper than ${MAX_QUERY_DEPTH}`, () => {
-    for (const query of [`${'('.repeat(MAX_QUERY_DEPTH + 1)}a${')'.repeat(MAX_QUERY_DEPTH + 1)}`, `${'NOT '.repeat(MAX_QUERY_DEPTH + 1)}a`, `${'!'.repeat(100_000)}a`]) {
+    for (const query of [`${'('.repeat(MAX_QUERY_DEPTH + 1)}a${')'.repeat(MAX_QUERY_DEPTH + 1)}`, `${'NOT '.repeat(MAX_QUERY_DEPTH + 1)}a`, `${'!'.repeat(9_000)}a`]) {
       const err = catchError(() => parseLucene(query));
       assert.ok(err instanceof LuceneSyntaxError);
       assert.match(err.message, /nested too deeply/);
+    }
+  });
+
+  it(`refuses queries over ${MAX_QUERY_LENGTH} characters and over ${MAX_QUERY_TERMS} terms before parsing them further`, () => {
+    const long = catchError(() => parseLucene(`${'!'.repeat(100_000)}a`));
+    assert.ok(long instanceof LuceneSyntaxError);
+    assert.match(long.message, /longer than 10000 characters/);
+    assert.doesNotThrow(() => parseLucene(Array.from({ length: MAX_QUERY_TERMS }, (_, i) => `t${i}`).join(' ')));
+    for (const query of [
+      Array.from({ length: MAX_QUERY_TERMS + 1 }, (_, i) => `t${i}`).join(' '),
+      Array.from({ length: MAX_QUERY_TERMS + 1 }, (_, i) => `execution_time:[${i} TO *]`).join(' OR '),
+      Array.from({ length: MAX_QUERY_TERMS + 1 }, (_, i) => `execution_time:>${i}`).join(' OR '),
+    ]) {
+      const err = catchError(() => parseLucene(query));
+      assert.ok(err instanceof LuceneSyntaxError);
+      assert.match(err.message, /more than 256 terms/);
     }
   });
 });

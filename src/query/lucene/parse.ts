@@ -23,6 +23,13 @@ import { LuceneSyntaxError, UnknownFieldError } from './errors.ts';
 
 /** Parentheses and prefix operators nested deeper than this are refused (no stack overflow). */
 export const MAX_QUERY_DEPTH = 64;
+/**
+ * Terms, phrases, ranges and `_exists_` tests in one query (Elasticsearch's max_clause_count is
+ * 1,024): each becomes SQL conditions and bound values, so the count bounds the database's work.
+ */
+export const MAX_QUERY_TERMS = 256;
+/** Characters of one query string. */
+export const MAX_QUERY_LENGTH = 10_000;
 
 export interface ParseOptions {
   /**
@@ -78,6 +85,7 @@ const combine = (clauses: readonly Clause[]): QueryNode => {
 class Parser {
   private pos = 0;
   private depth = 0;
+  private terms = 0;
   private unknown: { name: string; at: number } | null = null;
 
   constructor(
@@ -86,6 +94,7 @@ class Parser {
   ) {}
 
   parse(): QueryNode {
+    if (this.src.length > MAX_QUERY_LENGTH) this.fail(MAX_QUERY_LENGTH, `the query is longer than ${MAX_QUERY_LENGTH} characters`);
     this.skipWs();
     if (this.atEnd()) return Q.all();
     if (this.peek() === ')') this.fail(this.pos, `unexpected ')' without a matching '('`);
@@ -245,6 +254,7 @@ class Parser {
   /** A term or phrase in field context `ctx`, then its modifiers. */
   private valueNode(ctx: string | null, w: Word, phrase: boolean): QueryNode {
     if (!phrase && KEYWORDS.has(w.raw)) this.fail(w.start, `expected a term, found the operator '${w.raw}'`);
+    this.countTerm(w.start);
     this.modifiers(true);
     if (ctx === EXISTS) {
       if (w.wildcard) this.fail(w.start, `${EXISTS} takes a field name, not a pattern`);
@@ -265,6 +275,7 @@ class Parser {
 
   private range(field: string): QueryNode {
     const open = this.pos;
+    this.countTerm(open);
     const includeLower = this.src[open] === '[';
     this.pos++;
     this.skipWs();
@@ -296,6 +307,7 @@ class Parser {
 
   private comparison(field: string): QueryNode {
     const at = this.pos;
+    this.countTerm(at);
     const op = this.peek(1) === '=' ? this.src.slice(at, at + 2) : this.src[at];
     this.pos += op.length;
     let value: string;
@@ -418,6 +430,10 @@ class Parser {
 
   private isDoubleOp(i: number): boolean {
     return this.src.startsWith('&&', i) || this.src.startsWith('||', i);
+  }
+
+  private countTerm(at: number): void {
+    if (++this.terms > MAX_QUERY_TERMS) this.fail(at, `the query has more than ${MAX_QUERY_TERMS} terms; combine values with a filter instead`);
   }
 
   private nested<T>(at: number, fn: () => T): T {
