@@ -11,6 +11,7 @@ import { deriveKeys, resolveSecret } from './auth/secret.ts';
 import { AuthService, type BootstrapResult } from './auth/service.ts';
 import { authRoutes } from './auth/routes.ts';
 import { authenticate, installPrincipal } from './http/auth-hook.ts';
+import { redactingLoggerOptions } from './http/log-redaction.ts';
 import { clientErrorHandler, installErrorHandling, installJsonParser } from './http/error-handler.ts';
 import { installValidation } from './http/validation.ts';
 import { ErrorSchema } from './http/schemas.ts';
@@ -143,7 +144,9 @@ export async function buildServer(config: Config, opts: { logger?: boolean | obj
     let draining = false;
 
     const app = Fastify({
-      logger: opts.logger ?? { level: config.logLevel },
+      // Every logger this server writes with redacts secrets (http/log-redaction.ts); callers may
+      // add options (tests give a stream) but not drop the redaction.
+      logger: opts.logger === false ? false : { level: config.logLevel, ...(typeof opts.logger === 'object' ? opts.logger : {}), ...redactingLoggerOptions() },
       bodyLimit: 16 * 1024 * 1024,
       // Ids are opaque strings in paths; keep them intact.
       routerOptions: { maxParamLength: 500 },

@@ -10,11 +10,12 @@ export const authRoutes: FastifyPluginAsyncTypebox<{ auth: AuthService }> = asyn
   app.post('/token/issue', {
     schema: {
       tags: ['auth'],
-      summary: 'Exchange the bearer API key for a JWT (what the official client does with sk- keys)',
+      summary: 'Exchange an API key for a JWT: the bearer key (what the official client does with sk- keys), or {type: "apikey", key} in the body',
       body: TokenIssueBody,
       response: { 200: TokenSchema, ...errorResponses(400, 401) },
     },
-  }, (req) => auth.issueToken(principalOf(req), req.body?.key));
+    config: { bodyToken: true },
+  }, async (req) => auth.issueToken(req.principal ?? (await auth.authenticate(req.body?.key)), req.body?.key));
 
   app.post('/projects', {
     schema: { tags: ['projects'], summary: 'Create a project (admin keys only)', body: ProjectCreateBody, response: { 200: ProjectSchema, ...errorResponses(400, 401, 403) } },

@@ -15,6 +15,8 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** Accept `?access_token=` as well as the Authorization header. */
     queryToken?: boolean;
+    /** Without an Authorization header, the route authenticates from its body (`/token/issue`'s `key`). */
+    bodyToken?: boolean;
   }
 }
 
@@ -37,7 +39,10 @@ export function bearerToken(req: FastifyRequest): string | undefined {
 }
 
 export const authenticate = (auth: AuthService) => async (req: FastifyRequest) => {
-  req.principal = await auth.authenticate(bearerToken(req));
+  const token = bearerToken(req);
+  // The body is not parsed yet (onRequest): such a route authenticates once it is.
+  if (token === undefined && req.routeOptions.config?.bodyToken) return;
+  req.principal = await auth.authenticate(token);
 };
 
 /** The principal of an authenticated route (the hook guarantees it is set). */

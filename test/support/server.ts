@@ -57,11 +57,11 @@ export async function createPgDatabase(): Promise<{ url: string; drop: () => Pro
   };
 }
 
-export async function startTestServer(dialect: TestDialect, overrides: Partial<Config> = {}): Promise<TestServer> {
+export async function startTestServer(dialect: TestDialect, overrides: Partial<Config> = {}, serverOptions: { logger?: boolean | object } = {}): Promise<TestServer> {
   const dataDir = mkdtempSync(join(tmpdir(), 'orrery-test-'));
   const pgdb = dialect === 'postgres' ? await createPgDatabase() : undefined;
   const config = loadConfig({}, { port: 0, host: '127.0.0.1', dataDir, databaseUrl: pgdb?.url, logLevel: 'silent', ...overrides });
-  const orrery = await buildServer(config, { logger: false });
+  const orrery = await buildServer(config, { logger: false, ...serverOptions });
   const address = await orrery.app.listen({ port: 0, host: '127.0.0.1' });
   if (!overrides.publicUrl) config.publicUrl = address;
   const adminKey = orrery.bootstrap.key!;
