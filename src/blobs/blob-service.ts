@@ -10,7 +10,8 @@ import type { Database } from '../db/schema.ts';
 import type { OrreryDialect } from '../db/dialect.ts';
 import { nowIso } from '../db/ids.ts';
 import { scopeOf, type Principal, type Scope } from '../auth/principal.ts';
-import { BadRequest, Conflict, NotFound, PayloadTooLarge } from '../http/errors.ts';
+import { BadRequest, Conflict, NotFound, PayloadTooLarge, UnsupportedMediaType } from '../http/errors.ts';
+import { KeyLock } from './key-lock.ts';
 import { BlobKeyConflict, BlobMissing, BlobTooLarge, canPresign, type BlobStore } from './blob-store.ts';
 import { DERIVED_PREFIX, formatStorageUri, generatedKey, keyBaseName, keyProblem, parseStorageUri } from './blob-keys.ts';
 import { bareType, mimeOf, OCTET_STREAM } from './mime.ts';
@@ -80,10 +81,29 @@ export interface BlobAddress {
   key: string;
 }
 
+/**
+ * Where an object's content lives once the object adopts it (claim()): a key no upload URL can
+ * name (DERIVED_PREFIX is refused by upload-url), so a still-valid upload URL cannot change the
+ * bytes an object serves (issue 14).
+ */
+export const CONTENT_PREFIX = `${DERIVED_PREFIX}content/`;
+
+/** An upload moved under CONTENT_PREFIX for an object: what the object records of it. */
+export interface ClaimedBlob {
+  uri: string;
+  key: string;
+  etag: string;
+  size: number;
+  type: string;
+  name: string;
+}
+
 /** Content types a browser would run; served with a sandboxing CSP so they cannot act as Orrery. */
 const ACTIVE_TYPES = /^(text\/html|application\/xhtml\+xml|image\/svg\+xml|text\/xml|application\/xml|text\/javascript|application\/javascript)$/;
 
 export class BlobService {
+  private readonly keyLock = new KeyLock();
+
   constructor(
     private readonly db: Kysely<Database>,
     private readonly dialect: OrreryDialect,
@@ -247,9 +267,17 @@ export class BlobService {
     const account = params.a;
     if (!account) throw new BadRequest('this upload URL does not name its account');
     const s: Scope = { account, project: at.project };
-    // The PUT's own Content-Type wins, unless it is the generic one and upload-url knew better.
+    // The URL was signed for a type: a PUT may send it (with any parameters), the generic
+    // octet-stream or none, but not another type (S3 refuses one too: the type is signed there).
     const sent = req.contentType?.trim();
-    const contentType = (sent && !(bareType(sent) === OCTET_STREAM && params.type) ? sent : undefined) || params.type || mimeOf(at.key) || OCTET_STREAM;
+    if (sent && params.type && bareType(sent) !== bareType(params.type) && bareType(sent) !== OCTET_STREAM) {
+      throw new UnsupportedMediaType(`this upload URL was signed for Content-Type ${params.type}; send that type (or none), or ask upload-url for a URL with mime_type ${JSON.stringify(bareType(sent))}`);
+    }
+    const contentType = (sent && bareType(sent) !== OCTET_STREAM ? sent : undefined) || params.type || mimeOf(at.key) || OCTET_STREAM;
+    return this.keyLock.run(`${s.project}/${at.key}`, () => this.storeUpload(s, at, params, contentType, limit, body));
+  }
+
+  private async storeUpload(s: Scope, at: BlobAddress, params: Record<string, string>, contentType: string, limit: number, body: Readable): Promise<ReceivedBlob> {
     let put;
     try {
       put = await this.store.put(this.physicalKey(s, at.key), body, { contentType, maxBytes: limit });
@@ -331,6 +359,44 @@ export class BlobService {
     };
     await upsertBlobRow(this.db, row);
     return row;
+  }
+
+  /**
+   * Adopts an upload for an object: moves its bytes under CONTENT_PREFIX and tracks them there
+   * (the upload's own row goes). A key already under DERIVED_PREFIX (an object's content, a
+   * rendition) is not moved: it answers undefined, as does a URI that names no blob.
+   */
+  async claim(s: Scope, uri: string, objectId: string): Promise<ClaimedBlob | undefined> {
+    const key = this.keyOf(s, uri, 'content.source', () => new BadRequest(`content.source ${JSON.stringify(uri)} is not an uploaded file of this project`));
+    if (key.startsWith(DERIVED_PREFIX)) return undefined;
+    return this.keyLock.run(`${s.project}/${key}`, async () => {
+      const row = await this.row(s, key);
+      if (!row) return undefined;
+      // Unique per adoption (an object may adopt several uploads over time, and keep none of them).
+      const owned = `${CONTENT_PREFIX}${objectId}/${generatedKey('')}/${keyBaseName(key)}`;
+      let moved;
+      try {
+        moved = await this.store.move(this.physicalKey(s, key), this.physicalKey(s, owned));
+      } catch (err) {
+        if (err instanceof BlobMissing) return undefined;
+        throw err;
+      }
+      const now = nowIso();
+      const etag = moved.etag ?? row.etag;
+      await upsertBlobRow(this.db, {
+        project_id: s.project, key: owned, account_id: s.account, size: moved.size, etag, content_type: row.content_type,
+        name: row.name, created_at: now, updated_at: now,
+      });
+      await deleteBlobRow(this.db, s, key);
+      return { uri: this.uriOf(s, owned), key: owned, etag, size: moved.size, type: row.content_type, name: row.name };
+    });
+  }
+
+  /** Forgets and deletes a claimed blob that no object came to point at (its write failed). */
+  async unclaim(s: Scope, claimed: ClaimedBlob): Promise<void> {
+    if (await this.db.selectFrom('objects').select('id').where('project_id', '=', s.project).where('content_source', '=', claimed.uri).limit(1).executeTakeFirst()) return;
+    await deleteBlobRow(this.db, s, claimed.key);
+    await this.store.delete(this.physicalKey(s, claimed.key));
   }
 
   /** Readiness: the storage answers (S3: the bucket exists and the credentials work). */

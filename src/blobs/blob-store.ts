@@ -42,6 +42,12 @@ export interface BlobStore {
   stat(key: string): Promise<BlobStat | null>;
   /** Deleting a missing blob is not an error. */
   delete(key: string): Promise<void>;
+  /**
+   * Moves a blob to another key (a rename in a folder, copy then delete in S3) and answers what
+   * now lives at `to`: its size, and its etag when the store knows it (S3). BlobMissing when
+   * there is nothing at `from`.
+   */
+  move(from: string, to: string): Promise<BlobStat>;
   /** Keys under `prefix` (a folder prefix ending in `/`, or any key prefix). */
   list(prefix: string): AsyncIterable<string>;
   /** Throws while the storage cannot be reached (readiness); without it, a `stat` probes. */

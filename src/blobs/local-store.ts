@@ -112,6 +112,21 @@ export class LocalBlobStore implements BlobStore {
     }
   }
 
+  async move(from: string, to: string): Promise<BlobStat> {
+    const source = this.pathOf(from);
+    const target = this.pathOf(to);
+    await mkdir(dirname(target), { recursive: true });
+    try {
+      await rename(source, target);
+    } catch (err) {
+      if (isCode(err, 'ENOENT', 'ENOTDIR')) throw new BlobMissing(from);
+      throw conflictOr(err, to);
+    }
+    if (this.durable) await syncFolder(dirname(target));
+    const s = await stat(target);
+    return { size: s.size, modifiedAt: s.mtime };
+  }
+
   async delete(key: string): Promise<void> {
     const file = this.pathOf(key);
     await rm(file, { force: true });

@@ -9,6 +9,7 @@ import { createHash } from 'node:crypto';
 import { PassThrough, Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import {
+  CopyObjectCommand,
   DeleteObjectCommand, GetObjectCommand, HeadBucketCommand, HeadObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client,
   type S3ClientConfig,
 } from '@aws-sdk/client-s3';
@@ -139,6 +140,24 @@ export class S3BlobStore implements PresigningBlobStore {
 
   async delete(key: string): Promise<void> {
     await this.client.send(new DeleteObjectCommand({ Bucket: this.location.bucket, Key: this.objectKey(key) }));
+  }
+
+  /** A server-side copy, then the delete: the copy's answer describes exactly the bytes moved. */
+  async move(from: string, to: string): Promise<BlobStat> {
+    const source = this.objectKey(from);
+    const CopySource = `${this.location.bucket}/${source.split('/').map(encodeURIComponent).join('/')}`;
+    let etag: string | undefined;
+    try {
+      const r = await this.client.send(new CopyObjectCommand({ Bucket: this.location.bucket, Key: this.objectKey(to), CopySource, MetadataDirective: 'COPY' }));
+      etag = r.CopyObjectResult?.ETag?.replace(/"/g, '');
+    } catch (err) {
+      if (isMissing(err)) throw new BlobMissing(from);
+      throw err;
+    }
+    const copied = await this.stat(to);
+    if (!copied) throw new BlobMissing(to);
+    await this.delete(from);
+    return { ...copied, etag: etag ?? copied.etag };
   }
 
   async *list(prefix: string): AsyncIterable<string> {

@@ -29,6 +29,7 @@ export const Forbidden = define('forbidden', 403);
 export const Conflict = define('conflict', 409);
 export const PreconditionFailed = define('precondition_failed', 412);
 export const PayloadTooLarge = define('payload_too_large', 413);
+export const UnsupportedMediaType = define('unsupported_media_type', 415);
 export const UnprocessableEntity = define('unprocessable_entity', 422);
 /** The model provider failed or could not be reached: the upstream's fault, not ours. */
 export const ProviderFailure = define('provider_error', 502);

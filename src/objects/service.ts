@@ -78,11 +78,11 @@ export class ObjectService {
       id: newId(), account_id: s.account, project_id: s.project, name, status: 'created',
       etag: newEtag(), created_by: actorOf(p), updated_by: actorOf(p), created_at: now, updated_at: now,
     };
-    const stored = await this.db.transaction().execute(async (trx) => {
+    const stored = await this.withClaimedContent(s, row.id, row, () => this.db.transaction().execute(async (trx) => {
       await this.holdBlob(trx, s, row.content_source);
       await insertObject(trx, this.deps.dialect, row);
       return this.storeEmbeddings(trx, s, row, vectors);
-    });
+    }));
     this.embeddingsStored(s, stored);
     if (row.content) this.afterCommit(s, { objectId: row.id, content: row.content as ContentSource, previous: null, reason: 'created' });
     this.embed(s, row.id);
@@ -94,6 +94,10 @@ export class ObjectService {
     const s = scopeOf(p);
     const patch = await patchOf(input, { ...this.inputContext(p), selfId: id }, 'create');
     const vectors = await this.prepareEmbeddings(s, input);
+    return this.withClaimedContent(s, id, patch, () => this.replaceWith(p, s, id, patch, vectors));
+  }
+
+  private async replaceWith(p: Principal, s: Scope, id: string, patch: ObjectPatch, vectors: PreparedEmbeddings | undefined): Promise<WrittenObject> {
     for (let attempt = 0; ; attempt++) {
       const current = await getWholeObject(this.db, this.deps.dialect, s, id);
       if (!current) throw new NotFound('object', id);
@@ -140,6 +144,10 @@ export class ObjectService {
     const s = scopeOf(p);
     const patch = await patchOf(input, { ...this.inputContext(p), selfId: id }, 'update');
     const vectors = await this.prepareEmbeddings(s, input);
+    return this.withClaimedContent(s, id, patch, () => this.updateWith(p, s, id, patch, vectors, ifMatch));
+  }
+
+  private async updateWith(p: Principal, s: Scope, id: string, patch: ObjectPatch, vectors: PreparedEmbeddings | undefined, ifMatch?: string): Promise<WrittenObject> {
     for (let attempt = 0; ; attempt++) {
       const current = await getWholeObject(this.db, this.deps.dialect, s, id);
       if (!current) throw new NotFound('object', id);
@@ -249,6 +257,26 @@ export class ObjectService {
 
   private embeddingsStored(s: Scope, stored: StoredEmbeddings | undefined): void {
     if (stored) this.deps.embeddings!.embeddingsStored(s, stored);
+  }
+
+  /**
+   * An upload that the record points at becomes the object's own first (BlobService.claim: its
+   * bytes move where no upload URL reaches, so the ETag recorded here stays true); `write` then
+   * stores the record. When the write fails, the claimed bytes go again.
+   */
+  private async withClaimedContent<T>(s: Scope, objectId: string, patch: ObjectPatch, write: () => Promise<T>): Promise<T> {
+    const content = patch.content as ContentSource | null | undefined;
+    const claimed = content?.source ? await this.deps.blobs.claim(s, content.source, objectId) : undefined;
+    if (claimed) {
+      patch.content = { ...content, source: claimed.uri, etag: claimed.etag };
+      patch.content_source = claimed.uri;
+    }
+    try {
+      return await write();
+    } catch (err) {
+      if (claimed) this.background(this.deps.blobs.unclaim(s, claimed), 'delete the content of an object that was not written');
+      throw err;
+    }
   }
 
   /** Locks the blob a record is about to point at; it must still be tracked. */

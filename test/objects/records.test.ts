@@ -14,6 +14,13 @@ const status = (code: number) => (err: any) => {
   return true;
 };
 
+/** The storage URI an object owns once it adopted `up`; asserts its shape and answers it. */
+function ownedSource(up: { id: string; path: string }, objectId: string, actual: string): string {
+  const prefix = up.id.slice(0, up.id.length - up.path.length);
+  assert.match(actual, new RegExp(`^${prefix.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\.orrery/content/${objectId}/[0-9a-z]{26}/${up.path.split('/').pop()!.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`));
+  return actual;
+}
+
 for (const dialect of TEST_DIALECTS) {
   describe(`${dialect}: content object records`, () => {
     let srv: TestServer;
@@ -38,7 +45,8 @@ for (const dialect of TEST_DIALECTS) {
       assert.equal(obj.location, '/finance/2024');
       assert.deepEqual(obj.tags, ['finance', 'q1']);
       assert.deepEqual(obj.type, { id: type.id, name: 'Invoice', ref_type: 'stored' } as any);
-      assert.match(obj.content!.source!, /^local:\/\/[0-9a-z]+\/[0-9a-z]{26}\.pdf$/);
+      // The object owns its content: the upload moved under .orrery/content/<object id>/ (issue 14).
+      assert.match(obj.content!.source!, new RegExp(`^local://[0-9a-z]+/\\.orrery/content/${obj.id}/[0-9a-z]{26}/[0-9a-z]{26}\\.pdf$`));
       assert.deepEqual({ ...obj.content, source: undefined }, { source: undefined, type: 'application/pdf', name: 'invoice-42.pdf', etag: sha256('%PDF-1.4 fake') });
       assert.deepEqual(obj.properties, { amount: 42.5, customer: { name: 'ACME' } });
       assert.deepEqual(obj.metadata, { type: 'document', page_count: 1 });
@@ -74,7 +82,7 @@ for (const dialect of TEST_DIALECTS) {
       assert.equal(r.body.external_id, null);
       assert.equal(r.body.tokens, null);
       assert.equal(r.body.parent, undefined);
-      assert.deepEqual(r.body.content, { source: up.id, type: 'text/plain', name: 'notes.txt', etag: up.etag });
+      assert.deepEqual(r.body.content, { source: ownedSource(up, r.body.id, r.body.content.source), type: 'text/plain', name: 'notes.txt', etag: up.etag });
       assert.equal((await srv.api('POST', '/api/v1/objects', { properties: {} })).status, 400, 'a name is needed');
     });
 
@@ -199,8 +207,9 @@ for (const dialect of TEST_DIALECTS) {
       assert.deepEqual(replaced.properties, {});
       assert.equal(replaced.status, 'created');
       assert.equal(replaced.created_at, obj.created_at);
-      assert.equal(replaced.content!.source, b.id);
-      assert.equal((await srv.api('POST', '/api/v1/objects/download-url', { file: a.id })).status, 404, 'the replaced content, now unreferenced, is deleted');
+      assert.equal(replaced.content!.source, ownedSource(b, obj.id, replaced.content!.source!));
+      assert.equal((await srv.api('POST', '/api/v1/objects/download-url', { file: obj.content!.source })).status, 404, 'the replaced content, now unreferenced, is deleted');
+      assert.equal((await srv.api('POST', '/api/v1/objects/download-url', { file: a.id })).status, 404, 'the upload itself moved to the object');
       assert.equal((await srv.api('POST', '/api/v1/objects', { id: 'no-such-object', name: 'x' })).status, 404);
     });
 
@@ -208,13 +217,17 @@ for (const dialect of TEST_DIALECTS) {
       const client = srv.client();
       const shared = await upload(srv, 'shared.txt', 'shared bytes');
       const one = await client.objects.create({ name: 'one', content: { source: shared.id } } as any);
-      const two = await client.objects.create({ name: 'two', content: { source: shared.id } } as any);
-      const file = join(srv.dataDir, 'blobs', shared.id.split('/')[2], shared.path);
+      // Another object shares the content through the first one's source (the upload itself is one object's now).
+      const two = await client.objects.create({ name: 'two', content: { source: one.content!.source } } as any);
+      assert.equal(two.content!.source, one.content!.source);
+      const owned = one.content!.source!.split('/').slice(3).join('/');
+      const file = join(srv.dataDir, 'blobs', shared.id.split('/')[2], owned);
       assert.ok(existsSync(file));
+      assert.equal(existsSync(join(srv.dataDir, 'blobs', shared.id.split('/')[2], shared.path)), false, 'the upload key is empty');
       assert.deepEqual(await client.objects.delete(one.id), { id: one.id, count: 1 });
       await assert.rejects(client.objects.retrieve(one.id), status(404));
       assert.ok(existsSync(file), 'still referenced by "two"');
-      const { url } = await client.objects.getDownloadUrl(shared.id);
+      const { url } = await client.objects.getDownloadUrl(one.content!.source!);
       assert.equal(await text(await fetch(url)), 'shared bytes');
       assert.deepEqual(await client.objects.delete(two.id), { id: two.id, count: 1 });
       for (let i = 0; i < 50 && existsSync(file); i++) await new Promise((r) => setTimeout(r, 10));
@@ -225,9 +238,9 @@ for (const dialect of TEST_DIALECTS) {
       const c1 = await upload(srv, 'c1.txt', 'c1');
       const c2 = await upload(srv, 'c2.txt', 'c2');
       const moving = await client.objects.create({ name: 'moving', content: { source: c1.id } } as any);
-      await client.objects.update(moving.id, { content: { source: c2.id } } as any);
-      assert.equal((await srv.api('POST', '/api/v1/objects/download-url', { file: c1.id })).status, 404);
-      assert.equal((await srv.api('POST', '/api/v1/objects/download-url', { file: c2.id })).status, 200);
+      const moved = await client.objects.update(moving.id, { content: { source: c2.id } } as any);
+      assert.equal((await srv.api('POST', '/api/v1/objects/download-url', { file: moving.content!.source })).status, 404);
+      assert.equal((await srv.api('POST', '/api/v1/objects/download-url', { file: moved.content!.source })).status, 200);
     });
 
     it("makes another project's objects a 404 everywhere", async () => {
