@@ -73,6 +73,8 @@ export interface Orrery {
 }
 
 const VERSION = '0.1.0';
+/** A temporary upload file nobody wrote to for this long belongs to an upload that was cut off. */
+const STALE_UPLOAD_MS = 3600_000;
 
 export async function buildServer(config: Config, opts: { logger?: boolean | object } = {}): Promise<Orrery> {
   const database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
@@ -226,6 +228,18 @@ export async function buildServer(config: Config, opts: { logger?: boolean | obj
     const sweeper = setInterval(sweep, Math.min(15_000, (config.replicaTimeoutSeconds * 1000) / 2));
     sweeper.unref();
     setImmediate(sweep);
+    // Uploads cut off by a crash leave temporary files in the blob folder: swept at start and hourly.
+    const sweepUploads = () => {
+      if (blobStore instanceof LocalBlobStore) {
+        blobStore.sweepTemporary(STALE_UPLOAD_MS).then(
+          (n) => n && app.log.info(`removed ${n} temporary upload file(s) left by interrupted uploads`),
+          (err) => app.log.error({ err }, 'temporary upload sweeper failed'),
+        );
+      }
+    };
+    const uploadSweeper = setInterval(sweepUploads, 3600_000);
+    uploadSweeper.unref();
+    setImmediate(sweepUploads);
     // Graceful shutdown: fail readiness at once, stop accepting, let streams and runs finish
     // (bounded by ORRERY_SHUTDOWN_TIMEOUT), then release the database.
     app.addHook('preClose', async () => {
@@ -233,6 +247,7 @@ export async function buildServer(config: Config, opts: { logger?: boolean | obj
     });
     app.addHook('onClose', async () => {
       clearInterval(sweeper);
+      clearInterval(uploadSweeper);
       const deadline = Date.now() + config.shutdownTimeoutSeconds * 1000;
       while (runs.executing > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
       await runs.close();

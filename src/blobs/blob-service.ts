@@ -14,7 +14,7 @@ import { BadRequest, Conflict, NotFound, PayloadTooLarge, UnsupportedMediaType }
 import { KeyLock } from './key-lock.ts';
 import { BlobKeyConflict, BlobMissing, BlobTooLarge, canPresign, type BlobStore } from './blob-store.ts';
 import { DERIVED_PREFIX, formatStorageUri, generatedKey, keyBaseName, keyProblem, parseStorageUri } from './blob-keys.ts';
-import { bareType, mimeOf, OCTET_STREAM } from './mime.ts';
+import { bareType, isPassiveType, mimeOf, OCTET_STREAM } from './mime.ts';
 import { parseRange } from './range.ts';
 import type { SignedMethod, UrlSigner } from './url-signer.ts';
 import { deleteBlobRow, getBlobRow, lockBlobRow, upsertBlobRow, type BlobRow } from './store.ts';
@@ -98,8 +98,6 @@ export interface ClaimedBlob {
   name: string;
 }
 
-/** Content types a browser would run; served with a sandboxing CSP so they cannot act as Orrery. */
-const ACTIVE_TYPES = /^(text\/html|application\/xhtml\+xml|image\/svg\+xml|text\/xml|application\/xml|text\/javascript|application\/javascript)$/;
 
 export class BlobService {
   private readonly keyLock = new KeyLock();
@@ -169,8 +167,10 @@ export class BlobService {
     if (!row) throw new NotFound('file', file);
     const ttl = ttlOf(input.ttl);
     const params: Record<string, string> = {};
-    if (input.disposition || input.name) {
-      params.disposition = input.disposition ?? 'attachment';
+    // S3 serves the bytes itself: a type that could run in a browser is always an attachment there.
+    const forced = canPresign(this.store) && !isPassiveType(row.content_type);
+    if (input.disposition || input.name || forced) {
+      params.disposition = forced ? 'attachment' : input.disposition ?? 'attachment';
       params.filename = input.name?.trim() || row.name;
     }
     const url = canPresign(this.store)
@@ -310,9 +310,13 @@ export class BlobService {
     };
     if (req.ifNoneMatch && etagListMatches(req.ifNoneMatch, row.etag)) return { status: 304, headers };
     headers['content-type'] = row.content_type;
-    if (ACTIVE_TYPES.test(bareType(row.content_type))) headers['content-security-policy'] = 'sandbox';
-    if (params.disposition === 'inline' || params.disposition === 'attachment') {
-      headers['content-disposition'] = contentDisposition(params.disposition, params.filename || row.name);
+    // Only passive types (images, PDF, audio, video, plain text) may render inline; anything a
+    // browser could run or style (HTML, SVG, any XML, XSL) is sandboxed and downloaded.
+    const passive = isPassiveType(row.content_type);
+    if (!passive) headers['content-security-policy'] = 'sandbox';
+    const disposition = passive ? params.disposition : 'attachment';
+    if (disposition === 'inline' || disposition === 'attachment') {
+      headers['content-disposition'] = contentDisposition(disposition, params.filename || row.name);
     }
     const useRange = !req.ifRange || req.ifRange.trim() === etag;
     const answer = useRange ? parseRange(req.range, row.size) : { kind: 'full' as const };

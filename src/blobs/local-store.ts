@@ -140,6 +140,23 @@ export class LocalBlobStore implements BlobStore {
     }
   }
 
+  /**
+   * Deletes temporary upload files that nothing has written to for `idleMs`: an upload cut off
+   * by a crash (or kill -9) leaves one behind, and nothing else would ever remove it.
+   */
+  async sweepTemporary(idleMs: number, now = Date.now()): Promise<number> {
+    let removed = 0;
+    for await (const file of walk(this.root)) {
+      if (!basename(file).endsWith(TEMP_MARKER)) continue;
+      const s = await stat(file).catch(() => null);
+      if (s && now - s.mtimeMs > idleMs) {
+        await rm(file, { force: true });
+        removed++;
+      }
+    }
+    return removed;
+  }
+
   async *list(prefix: string): AsyncIterable<string> {
     // Walk from the deepest folder the prefix names, then filter by the full prefix.
     const folderPart = prefix.includes('/') ? prefix.slice(0, prefix.lastIndexOf('/')) : '';

@@ -6,7 +6,7 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/schema.ts';
 import type { OrreryDialect } from '../db/dialect.ts';
-import { scopeOf, type Principal } from '../auth/principal.ts';
+import { scopeOf, type Principal, type Scope } from '../auth/principal.ts';
 import { BadRequest, NotFound, OrreryError } from '../http/errors.ts';
 import type { BlobService } from '../blobs/blob-service.ts';
 import { bareType } from '../blobs/mime.ts';
@@ -14,7 +14,7 @@ import type { ContentSource, ObjectRecord } from '../objects/model.ts';
 import { familyOf } from './sniff.ts';
 import { canRender, DEFAULT_RENDITIONS, MAX_RENDITION_SIDE, RENDITION_FORMATS, type RenditionFormat } from './rendition-maker.ts';
 import type { ContentPipeline } from './pipeline.ts';
-import { loadObject, renditionsOf, type RenditionRow } from './store.ts';
+import { loadObject, renditionById, renditionsOf, type RenditionRow } from './store.ts';
 
 export interface RenditionQuery {
   max_hw?: number;
@@ -51,15 +51,33 @@ export class RenditionService {
     const etag = (obj.content as ContentSource | null)?.etag;
     if (!etag) return [];
     const rows = await renditionsOf(this.deps.db, s, id, etag, { status: 'ready' });
-    return rows.map((r) => ({
+    return rows.map((r) => this.recordOf(s, obj, r));
+  }
+
+  /**
+   * A rendition by the id its record carries (`GET /objects/:id` answers it when no object has
+   * that id): ready, and made from its object's current content; otherwise undefined.
+   */
+  async record(p: Principal, renditionId: string): Promise<ObjectRecord | undefined> {
+    const s = scopeOf(p);
+    const row = await renditionById(this.deps.db, s, renditionId);
+    if (!row || row.status !== 'ready') return undefined;
+    const obj = await loadObject(this.deps.db, this.deps.dialect, s, row.object_id);
+    if (!obj || (obj.content as ContentSource | null)?.etag !== row.source_etag) return undefined;
+    return this.recordOf(s, obj, row);
+  }
+
+  private recordOf(s: Scope, obj: Awaited<ReturnType<typeof loadObject>> & object, r: RenditionRow): ObjectRecord {
+    const name = `${r.name}.${r.format === 'jpeg' ? 'jpg' : r.format}`;
+    return {
       id: r.id,
-      name: `${r.name}.${r.format === 'jpeg' ? 'jpg' : r.format}`,
+      name,
       description: null,
       tags: [],
       status: 'ready',
       location: obj.location,
       parent: { id: obj.id, name: obj.name },
-      content: { source: this.deps.blobs.uriOf(s, r.blob_key!), type: r.content_type!, name: `${r.name}.${r.format === 'jpeg' ? 'jpg' : r.format}`, etag: r.etag! },
+      content: { source: this.deps.blobs.uriOf(s, r.blob_key!), type: r.content_type!, name, etag: r.etag! },
       external_id: null,
       properties: { rendition: r.name, format: r.format, max_hw: r.max_hw },
       metadata: { type: 'image', size: r.size, etag: r.etag, dimensions: { width: r.width, height: r.height } },
@@ -71,7 +89,7 @@ export class RenditionService {
       updated_by: obj.updated_by,
       created_at: r.created_at,
       updated_at: r.created_at,
-    }));
+    } as ObjectRecord;
   }
 
   async get(p: Principal, id: string, format: string, q: RenditionQuery): Promise<RenditionAnswer> {

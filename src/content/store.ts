@@ -53,6 +53,11 @@ export async function renditionsOf(db: Db, s: Scope, objectId: string, sourceEta
   return rows.map((r) => ({ ...r, size: r.size === null ? null : Number(r.size), width: r.width === null ? null : Number(r.width), height: r.height === null ? null : Number(r.height), max_hw: Number(r.max_hw) }));
 }
 
+/** One rendition of the project by its id. */
+export async function renditionById(db: Db, s: Scope, id: string): Promise<RenditionRow | undefined> {
+  return db.selectFrom('object_renditions').selectAll().where('account_id', '=', s.account).where('project_id', '=', s.project).where('id', '=', id).executeTakeFirst();
+}
+
 /** Forgets renditions made from other content; answers the blob keys they used. */
 export async function deleteStaleRenditions(db: Db, s: Scope, objectId: string, keepSourceEtag: string | null): Promise<string[]> {
   let q = renditionsIn(db, s, objectId);

@@ -24,7 +24,7 @@ import type { ObjectEmbeddingsHook, PreparedEmbeddings, StoredEmbeddings } from 
 import { patchOf, type InputContext, type ObjectPatch } from './input.ts';
 import { toRecord } from './dto.ts';
 import { parseSelect, project } from './projection.ts';
-import { countBySource, deleteObject, getObject, getWholeObject, insertObject, objectExists, updateObject } from './store.ts';
+import { countBySource, deleteObject, detachChildren, getObject, getWholeObject, insertObject, objectExists, updateObject } from './store.ts';
 import type { ContentSource, ObjectInput, ObjectRecord, ObjectRow } from './model.ts';
 
 export interface ObjectServiceDeps {
@@ -36,7 +36,7 @@ export interface ObjectServiceDeps {
   runExists?: (p: Principal, id: string) => Promise<boolean>;
   processing?: ObjectProcessingHook;
   /** The renditions content processing made of an object (records whose parent is the object). */
-  renditions?: { list(p: Principal, id: string): Promise<ObjectRecord[]> };
+  renditions?: { list(p: Principal, id: string): Promise<ObjectRecord[]>; record(p: Principal, renditionId: string): Promise<ObjectRecord | undefined> };
   /** Where failures after commit (blob cleanup, the processing hook) are reported. */
   onBackgroundError?: (err: unknown, what: string) => void;
   /** Embeddings (src/embeddings): told after writes and deletions, and the store of the `embeddings` field. */
@@ -127,7 +127,12 @@ export class ObjectService {
     const s = scopeOf(p);
     const projection = parseSelect(select);
     const row = await getObject(this.db, this.deps.dialect, s, id, projection.hidden);
-    if (!row) throw new NotFound('object', id);
+    if (!row) {
+      // The ids of `GET /objects/:id/renditions` records name renditions: they can be read too.
+      const rendition = await this.deps.renditions?.record(p, id);
+      if (!rendition) throw new NotFound('object', id);
+      return { record: project(rendition as unknown as Record<string, unknown>, projection) as Partial<ObjectRecord>, etag: `"${rendition.content?.etag}"` };
+    }
     const [types, embeddings] = await Promise.all([
       this.deps.types.refs(s, row.type_id ? [row.type_id] : []),
       projection.hidden.has('embeddings') && this.deps.embeddings ? this.deps.embeddings.embeddingsOf(s, [row.id]) : undefined,
@@ -182,6 +187,7 @@ export class ObjectService {
       const row = await getObject(trx, this.deps.dialect, s, id);
       if (!row) throw new NotFound('object', id);
       await deleteObject(trx, s, id);
+      await detachChildren(trx, s, id, { etag: newEtag(), updated_at: nowIso(), updated_by: actorOf(p) });
       return row.content_source ? this.releaseBlob(trx, s, row.content_source) : undefined;
     });
     if (purge) this.background(this.deps.blobs.purge(s, purge), 'delete an unreferenced blob');

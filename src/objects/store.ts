@@ -71,6 +71,16 @@ export async function deleteObject(db: Db, s: Scope, id: string): Promise<number
   return Number(r.numDeletedRows);
 }
 
+/**
+ * Children of a deleted object are detached (their `parent` becomes null, a new version), not
+ * deleted: a parent is a grouping, and deleting content must be asked for object by object.
+ */
+export async function detachChildren(db: Db, s: Scope, parentId: string, version: { etag: string; updated_at: string; updated_by: string }): Promise<number> {
+  const r = await db.updateTable('objects').set({ parent_id: null, ...version })
+    .where('account_id', '=', s.account).where('project_id', '=', s.project).where('parent_id', '=', parentId).executeTakeFirst();
+  return Number(r.numUpdatedRows);
+}
+
 /** How many objects of the project point at the storage URI `source`. */
 export async function countBySource(db: Db, s: Scope, source: string): Promise<number> {
   const r = await objectsIn(db, s).select((eb) => eb.fn.countAll<number>().as('n')).where('objects.content_source', '=', source).executeTakeFirstOrThrow();

@@ -71,9 +71,11 @@ for (const dialect of TEST_DIALECTS) {
       });
     }
 
-    it('keeps GET /health under 200 ms while every hostile request above runs at once', async () => {
-      const worst = await healthWhile(srv, () => Promise.all(hostile.map(([, method, path, body]) => srv.api(method, path, body))));
-      assert.ok(worst < 200, `GET /health took ${worst.toFixed(0)} ms`);
+    it('keeps GET /health under 200 ms while each hostile request above is answered', async () => {
+      for (const [what, method, path, body] of hostile) {
+        const worst = await healthWhile(srv, () => srv.api(method, path, body));
+        assert.ok(worst < 200, `GET /health took ${worst.toFixed(0)} ms during ${what}`);
+      }
     });
 
     it('answers an oversized URL with 431 in the JSON error shape', async () => {
