@@ -4,6 +4,7 @@
  */
 import { resolve } from 'node:path';
 import { table } from './util/own.ts';
+import { EgressPolicy } from './providers/egress.ts';
 
 export interface Config {
   port: number;
@@ -54,6 +55,8 @@ export interface Config {
   jobMaxAttempts: number;
   /** Longest wait of GET …/renditions/:format?block_on_generation=true, in milliseconds. */
   renditionWaitMs: number;
+  /** ORRERY_EGRESS as given; unset: `private` on a loopback listener, `public` otherwise (providers/egress.ts). */
+  egress?: string;
   /**
    * Similarity search: an index partition (project, type, model) with fewer vectors than this is
    * searched exactly (brute force), and so is a filtered candidate set this small; from it on, HNSW.
@@ -147,7 +150,9 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     jobMaxAttempts: overrides.jobMaxAttempts ?? int(env, 'ORRERY_JOB_ATTEMPTS', 5, 1, 100),
     renditionWaitMs: overrides.renditionWaitMs ?? seconds(env, 'ORRERY_RENDITION_WAIT', 30, 0, 600),
     vectorExactThreshold: overrides.vectorExactThreshold ?? int(env, 'ORRERY_VECTOR_EXACT_THRESHOLD', 10_000, 1, 1_000_000),
+    egress: overrides.egress ?? nonEmpty(env, 'ORRERY_EGRESS'),
   };
+  egressPolicyOf(config); // a bad ORRERY_EGRESS stops the start with its message
   if (config.secret !== undefined && config.secret.length < 16) {
     throw new Error('ORRERY_SECRET must be at least 16 characters long');
   }
@@ -155,6 +160,11 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     throw new Error('ORRERY_DATABASE_URL must be a postgres:// or postgresql:// URL');
   }
   return config;
+}
+
+/** The egress policy the config asks for (providers/egress.ts). */
+export function egressPolicyOf(config: Pick<Config, 'egress' | 'host'>): EgressPolicy {
+  return config.egress ? new EgressPolicy(config.egress, 'ORRERY_EGRESS') : EgressPolicy.forListener(config.host);
 }
 
 function defaultPublicUrl(host: string, port: number): string {

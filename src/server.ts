@@ -5,7 +5,9 @@
 import Fastify, { type FastifyInstance } from 'fastify';
 import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import type { Config } from './config.ts';
+import { egressPolicyOf, type Config } from './config.ts';
+import { Outbound } from './providers/outbound.ts';
+import type { Resolver } from './providers/egress.ts';
 import { openDatabase, type OpenedDatabase } from './db/open.ts';
 import { deriveKeys, resolveSecret } from './auth/secret.ts';
 import { AuthService, type BootstrapResult } from './auth/service.ts';
@@ -76,7 +78,13 @@ const VERSION = '0.1.0';
 /** A temporary upload file nobody wrote to for this long belongs to an upload that was cut off. */
 const STALE_UPLOAD_MS = 3600_000;
 
-export async function buildServer(config: Config, opts: { logger?: boolean | object } = {}): Promise<Orrery> {
+export interface BuildOptions {
+  logger?: boolean | object;
+  /** DNS for the outbound layer; tests stub it so that no name is resolved outside the machine. */
+  resolve?: Resolver;
+}
+
+export async function buildServer(config: Config, opts: BuildOptions = {}): Promise<Orrery> {
   const database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
   const { db, dialect } = database;
   try {
@@ -84,7 +92,8 @@ export async function buildServer(config: Config, opts: { logger?: boolean | obj
     const auth = new AuthService(db, dialect, config, keys.jwt);
     const bootstrap = await auth.bootstrap();
     const changes = new ChangeClock();
-    const environments = new EnvironmentService(db, dialect, keys.encryption, changes);
+    const outbound = new Outbound({ policy: egressPolicyOf(config), resolve: opts.resolve });
+    const environments = new EnvironmentService(db, dialect, keys.encryption, changes, outbound);
     const prompts = new PromptService(db, dialect, changes);
     const interactions = new InteractionService(db, dialect, prompts, (p, id) => environments.get(p, id), changes);
     const hub = new StreamHub();
@@ -258,6 +267,7 @@ export async function buildServer(config: Config, opts: { logger?: boolean | obj
       vectorIndexes.close();
       await replica.stop();
       await notifier.close();
+      await outbound.close();
       await db.destroy();
     });
     await app.ready();

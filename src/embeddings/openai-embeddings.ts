@@ -61,6 +61,7 @@ export async function requestEmbeddings(o: Pick<OpenAIEmbeddingsOptions, 'provid
   const res = await postToProvider({
     label: name, url: `${base}/embeddings`, headers, signal, timeoutMs: Math.min(timeoutOf(o.connection), 120_000),
     body: { model: o.model, input: texts, encoding_format: 'float' },
+    outbound: o.connection.outbound,
   });
   const answer = (await res.json()) as { data?: Array<{ index?: number; embedding?: unknown }> };
   if (!Array.isArray(answer?.data) || answer.data.length !== texts.length) {

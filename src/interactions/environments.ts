@@ -12,6 +12,8 @@ import { decrypt, encrypt } from '../auth/secret.ts';
 import { BadRequest, NotFound } from '../http/errors.ts';
 import { getDriver, isImplemented, PROVIDERS, SUPPORTED_PROVIDER_IDS } from '../providers/registry.ts';
 import type { ModelInfo, ProviderConnection } from '../providers/driver.ts';
+import { checkEndpointLiteral, EgressRefused } from '../providers/egress.ts';
+import type { Outbound } from '../providers/outbound.ts';
 import type { ChangeClock } from './change-clock.ts';
 
 export interface EnvironmentInput {
@@ -61,6 +63,8 @@ export class EnvironmentService {
     dialect: OrreryDialect,
     private readonly encryptionKey: Buffer,
     private readonly changes: ChangeClock,
+    /** Where environments send their requests: its egress policy also vets endpoints as they are saved. */
+    private readonly outbound?: Outbound,
   ) {
     this.table = new ScopedTable(db, dialect, 'environments', ['enabled_models', 'config']);
   }
@@ -145,6 +149,7 @@ export class EnvironmentService {
         endpoint_url: row.endpoint_url ?? undefined,
         api_key: row.api_key_enc ? decrypt(this.encryptionKey, row.api_key_enc) : undefined,
         config: dto.config,
+        outbound: this.outbound,
       },
     };
   }
@@ -168,6 +173,14 @@ export class EnvironmentService {
       if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error('protocol');
     } catch {
       throw new BadRequest(`endpoint_url must be an absolute http(s) URL, got ${JSON.stringify(url)}`);
+    }
+    if (this.outbound) {
+      try {
+        checkEndpointLiteral(url, this.outbound.policy);
+      } catch (err) {
+        if (err instanceof EgressRefused) throw new BadRequest(`endpoint_url: ${err.message}`, { reason: 'egress_refused' });
+        throw err;
+      }
     }
     return url;
   }

@@ -122,6 +122,7 @@ export class AnthropicMessagesDriver implements ModelDriver {
       body: requestBody(req, stream),
       signal,
       timeoutMs: timeoutOf(conn),
+      outbound: conn.outbound,
     });
   }
 }

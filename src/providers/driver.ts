@@ -47,6 +47,8 @@ export interface ProviderConnection {
   /** Decrypted provider API key, if the environment has one. */
   api_key?: string;
   config?: Record<string, unknown>;
+  /** The server's outbound HTTP layer (pooled connections, the egress policy). */
+  outbound?: import('./outbound.ts').Outbound;
 }
 
 export interface ModelInfo {
@@ -81,13 +83,15 @@ export interface ProviderInfo {
  *  - `provider_bad_request`: the provider refused the request (400/404/422, e.g. unknown model).
  *  - `provider_rate_limited`: 429.
  *  - `provider_error`: anything else the provider answered (5xx, malformed answer).
+ *  - `egress_refused`: the egress policy (ORRERY_EGRESS) refused the endpoint's address; nothing was sent.
  */
 export type ProviderErrorCode =
   | 'provider_unreachable'
   | 'provider_auth'
   | 'provider_bad_request'
   | 'provider_rate_limited'
-  | 'provider_error';
+  | 'provider_error'
+  | 'egress_refused';
 
 export class ProviderError extends Error {
   constructor(

@@ -150,7 +150,7 @@ export class OpenAIChatDriver implements ModelDriver {
     else if (this.opts.requiresApiKey) {
       throw new ProviderError('provider_auth', `${label} needs an API key; the environment has none`);
     }
-    return postToProvider({ label, url: `${base}/chat/completions`, headers, body, signal, timeoutMs: timeoutOf(conn) });
+    return postToProvider({ label, url: `${base}/chat/completions`, headers, body, signal, timeoutMs: timeoutOf(conn), outbound: conn.outbound });
   }
 }
 

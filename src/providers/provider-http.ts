@@ -1,11 +1,17 @@
 /**
  * The HTTP edge shared by the network drivers: one POST with a timeout and the caller's abort
  * signal, and the translation of every failure (network, HTTP status, body) into a ProviderError.
- * Drivers use plain fetch rather than an SDK so statuses, provider messages, finish reasons and
- * mid-stream errors reach Orrery exactly as the provider sent them.
+ * Drivers speak HTTP themselves rather than through an SDK so statuses, provider messages, finish
+ * reasons and mid-stream errors reach Orrery exactly as the provider sent them. Requests go
+ * through the server's Outbound (outbound.ts: pooled connections, the egress policy); redirects
+ * are never followed.
  */
+import { request } from 'undici';
+import type { Readable } from 'node:stream';
 import { ProviderError, type ProviderConnection, type ProviderErrorCode } from './driver.ts';
 import { readSse, type SseEvent } from './sse.ts';
+import { EgressRefused } from './egress.ts';
+import { defaultOutbound, type Outbound } from './outbound.ts';
 
 export const DEFAULT_TIMEOUT_MS = 10 * 60 * 1000;
 
@@ -21,6 +27,8 @@ export interface ProviderPost {
    * no gap between two pieces may exceed it (a long, live stream is fine; a stalled one is not).
    */
   timeoutMs: number;
+  /** The server's outbound layer (the environment's connection carries it). */
+  outbound?: Outbound;
 }
 
 /** `conn.config.timeout_ms` when it is a positive number, else the default. */
@@ -69,11 +77,12 @@ export interface ProviderResponse {
 /** POST JSON; resolves once a 2xx answer has started, throws a ProviderError for anything else. */
 export async function postToProvider(req: ProviderPost): Promise<ProviderResponse> {
   const call = new Call(req);
-  let res: Response;
+  let res: Awaited<ReturnType<typeof request>>;
   try {
     call.arm();
-    res = await fetch(req.url, {
+    res = await request(req.url, {
       method: 'POST',
+      dispatcher: (req.outbound ?? defaultOutbound()).agent,
       headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...req.headers },
       body: JSON.stringify(req.body),
       signal: call.controller.signal,
@@ -82,23 +91,24 @@ export async function postToProvider(req: ProviderPost): Promise<ProviderRespons
     call.end();
     throw call.translate(err, 'connect');
   }
-  if (!res.ok) {
+  const status = res.statusCode;
+  if (status < 200 || status >= 300) {
     let text = '';
     try {
-      text = await res.text();
+      text = await res.body.text();
     } catch (err) {
       call.end();
       throw call.translate(err, 'body');
     }
     call.end();
-    throw httpError(req.label, res.status, text);
+    throw httpError(req.label, status, text, res.headers);
   }
   return {
-    status: res.status,
+    status,
     json: async () => {
       let text: string;
       try {
-        text = await res.text();
+        text = await res.body.text();
       } catch (err) {
         throw call.translate(err, 'body');
       } finally {
@@ -107,15 +117,15 @@ export async function postToProvider(req: ProviderPost): Promise<ProviderRespons
       try {
         return JSON.parse(text) as unknown;
       } catch {
-        throw new ProviderError('provider_error', `${req.label} answered something that is not JSON: ${clip(text)}`, res.status);
+        throw new ProviderError('provider_error', `${req.label} answered something that is not JSON: ${clip(text)}`, status);
       }
     },
-    events: () => call.events(res),
+    events: () => call.events(res.body),
   };
 }
 
 /** A ProviderError for a non-2xx answer, with the provider's message when it sent one. */
-export function httpError(label: string, status: number, bodyText: string): ProviderError {
+export function httpError(label: string, status: number, bodyText: string, _headers?: Record<string, string | string[] | undefined>): ProviderError {
   let parsed: unknown = bodyText;
   try {
     parsed = JSON.parse(bodyText);
@@ -155,12 +165,7 @@ class Call {
     this.req.signal?.removeEventListener('abort', this.onAbort);
   }
 
-  async *events(res: Response): AsyncGenerator<SseEvent> {
-    if (!res.body) {
-      this.end();
-      throw new ProviderError('provider_error', `${this.req.label} answered a stream with no body`, res.status);
-    }
-    const body = res.body as unknown as AsyncIterable<Uint8Array>;
+  async *events(body: Readable): AsyncGenerator<SseEvent> {
     try {
       for await (const event of readSse(this.touching(body))) yield event;
     } catch (err) {
@@ -183,6 +188,8 @@ class Call {
 
   translate(err: unknown, phase: 'connect' | 'body'): unknown {
     if (err instanceof ProviderError) return err;
+    const refused = egressRefusal(err);
+    if (refused) return new ProviderError('egress_refused', `${this.req.label}: ${refused.message}`);
     // The caller's abort is not the provider's failure: hand back the caller's own reason.
     if (this.req.signal?.aborted) return this.req.signal.reason;
     const { label, url, timeoutMs } = this.req;
@@ -196,6 +203,14 @@ class Call {
     }
     return new ProviderError('provider_error', `${label} broke off its answer: ${cause}`, undefined, true);
   }
+}
+
+/** The egress policy's refusal, as thrown by the connector or wrapped by undici. */
+function egressRefusal(err: unknown): EgressRefused | undefined {
+  for (let e = err as { cause?: unknown } | undefined, i = 0; e && i < 4; e = e.cause as typeof e, i++) {
+    if (e instanceof EgressRefused) return e;
+  }
+  return undefined;
 }
 
 /** undici wraps the socket error: "fetch failed" with cause {code:'ECONNREFUSED'}. */

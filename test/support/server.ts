@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { VertesiaClient } from '@vertesia/client';
 import { loadConfig, type Config } from '../../src/config.ts';
-import { buildServer, type Orrery } from '../../src/server.ts';
+import { buildServer, type BuildOptions, type Orrery } from '../../src/server.ts';
 
 export type TestDialect = 'sqlite' | 'postgres';
 
@@ -57,7 +57,7 @@ export async function createPgDatabase(): Promise<{ url: string; drop: () => Pro
   };
 }
 
-export async function startTestServer(dialect: TestDialect, overrides: Partial<Config> = {}, serverOptions: { logger?: boolean | object } = {}): Promise<TestServer> {
+export async function startTestServer(dialect: TestDialect, overrides: Partial<Config> = {}, serverOptions: BuildOptions = {}): Promise<TestServer> {
   const dataDir = mkdtempSync(join(tmpdir(), 'orrery-test-'));
   const pgdb = dialect === 'postgres' ? await createPgDatabase() : undefined;
   const config = loadConfig({}, { port: 0, host: '127.0.0.1', dataDir, databaseUrl: pgdb?.url, logLevel: 'silent', ...overrides });
