@@ -12,6 +12,8 @@ import { ProviderError, type CompletionRequest, type ModelDriver, type ProviderC
 import type { EnvironmentService } from '../interactions/environments.ts';
 import type { InteractionDto, InteractionService } from '../interactions/interactions.ts';
 import { compileSchema, describeErrors } from '../interactions/json-schema.ts';
+import sjson from 'secure-json-parse';
+import { MAX_JSON_DEPTH, tooDeep } from '../http/json-body.ts';
 import { buildMessages, validateInput } from './prompt-builder.ts';
 import { toRun, docOf, hasEnded, type Run, type RunDoc, type RunError, type RunRow, type ResultPart, type RunSource } from './model.ts';
 import * as store from './store.ts';
@@ -525,10 +527,13 @@ function parseResult(text: string, schema: Record<string, unknown>): unknown {
   const fenced = /^\s*```(?:json)?\s*([\s\S]*?)\s*```\s*$/.exec(text);
   let value: unknown;
   try {
-    value = JSON.parse(fenced ? fenced[1] : text);
+    value = sjson.parse(fenced ? fenced[1] : text, undefined, { protoAction: 'remove', constructorAction: 'remove' });
   } catch {
     throw new ResultError(`the model's answer is not JSON: ${text.slice(0, 200)}`);
   }
+  // Stored results must stay searchable like any stored JSON (http/json-body.ts).
+  const deep = tooDeep(value, MAX_JSON_DEPTH);
+  if (deep) throw new ResultError(`the model's answer nests deeper than ${MAX_JSON_DEPTH} levels at ${deep}`);
   const validate = compileSchema(schema);
   if (!validate(value)) throw new ResultError(`the model's answer does not match result_schema: ${describeErrors('result', validate.errors)}`);
   return value;

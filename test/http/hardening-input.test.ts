@@ -7,6 +7,7 @@ import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { TEST_DIALECTS, startTestServer, type TestServer } from '../support/server.ts';
 import { secondProject } from '../objects/helpers.ts';
+import { startOpenAIWireServer } from '../support/openai-wire-server.ts';
 
 const PROTOTYPE_NAMES = ['constructor', 'toString', '__proto__', 'hasOwnProperty', 'valueOf'];
 
@@ -112,6 +113,29 @@ for (const dialect of TEST_DIALECTS) {
       const one = await srv.api('GET', `/api/v1/objects/${objectId}?select=-id`);
       assert.equal(one.status, 200);
       assert.equal(one.body.id, objectId);
+    });
+
+    it('holds model answers to the same rules: no prototype keys, no nesting past 64 levels', async () => {
+      let deep = '1';
+      for (let i = 0; i < 100; i++) deep = `{"a":${deep}}`;
+      const wire = await startOpenAIWireServer({ apiKey: null, text: (body) => (JSON.stringify(body).includes('deep please') ? deep : '{"__proto__":{"ppmark":"model"},"ok":true}') });
+      try {
+        const env = await srv.api('POST', '/api/v1/environments', { name: 'wire', provider: 'openai_compatible', endpoint_url: wire.url, default_model: 'm' });
+        const ix = await srv.api('POST', '/api/v1/interactions', {
+          name: 'json answers', status: 'draft', environment: env.body.id, result_schema: { type: 'object' },
+          prompts: [{ type: 'template', template: { role: 'user', content_type: 'handlebars', content: '{{ask}}' } }],
+        });
+        const tooDeep = await srv.api('POST', '/api/v1/runs', { interaction: ix.body.id, data: { ask: 'deep please' } });
+        assert.equal(tooDeep.status, 502);
+        assert.equal(tooDeep.body.error, 'invalid_result');
+        assert.match(tooDeep.body.message, /deeper than 64 levels/);
+        const proto = await srv.api('POST', '/api/v1/runs', { interaction: ix.body.id, data: { ask: 'proto please' } });
+        assert.equal(proto.status, 200, JSON.stringify(proto.body));
+        assert.deepEqual(proto.body.result, [{ type: 'json', value: { ok: true } }]);
+        assert.equal(({} as Record<string, unknown>).ppmark, undefined);
+      } finally {
+        await wire.close();
+      }
     });
 
     it('quotes CSV fields with any line break and escapes formulas at the start of every line', async () => {
