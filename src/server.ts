@@ -14,6 +14,7 @@ import { AuthService, type BootstrapResult } from './auth/service.ts';
 import { authRoutes } from './auth/routes.ts';
 import { authenticate, installPrincipal } from './http/auth-hook.ts';
 import { redactingLoggerOptions } from './http/log-redaction.ts';
+import { installUrlGuard } from './http/url-guard.ts';
 import { clientErrorHandler, installErrorHandling, installJsonParser } from './http/error-handler.ts';
 import { installValidation } from './http/validation.ts';
 import { ErrorSchema } from './http/schemas.ts';
@@ -170,6 +171,7 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
         for (const m of [r.method].flat()) if (m !== 'HEAD') routes.push(`${m} ${r.url}`);
       }
     });
+    installUrlGuard(app);
     installJsonParser(app);
     installValidation(app);
     metrics.install(app);

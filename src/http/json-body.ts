@@ -27,7 +27,29 @@ export function parseJsonBody(text: string): unknown {
   }
   const deep = tooDeep(value, MAX_JSON_DEPTH);
   if (deep) throw new BadRequest(`JSON body: nesting deeper than ${MAX_JSON_DEPTH} levels at ${deep}; flatten the value`);
+  // \u0000 is valid JSON but no database text holds it (PostgreSQL refuses it in text and jsonb).
+  if (NUL_ESCAPE.test(text) && hasNul(value)) throw new BadRequest('JSON body: strings and keys may not contain the NUL character (\\u0000)');
   return value;
+}
+
+/** NUL can only appear in JSON text as an escape; a cheap test before the walk. */
+const NUL_ESCAPE = /\\u0000/i;
+
+function hasNul(value: unknown): boolean {
+  const stack: unknown[] = [value];
+  while (stack.length) {
+    const v = stack.pop();
+    if (typeof v === 'string') {
+      if (v.includes('\0')) return true;
+    } else if (Array.isArray(v)) for (const item of v) stack.push(item);
+    else if (v !== null && typeof v === 'object') {
+      for (const k of Object.keys(v)) {
+        if (k.includes('\0')) return true;
+        stack.push((v as Record<string, unknown>)[k]);
+      }
+    }
+  }
+  return false;
 }
 
 /**

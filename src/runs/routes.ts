@@ -1,4 +1,5 @@
 /** Runs: execute (blocking and streamed), list, retrieve, stream. */
+import { BadRequest } from '../http/errors.ts';
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { principalOf } from '../http/auth-hook.ts';
@@ -69,7 +70,7 @@ export const runRoutes: FastifyPluginAsyncTypebox<{ runs: RunService; metrics: M
     },
   }, async (req, reply) => {
     const p = principalOf(req);
-    const lastEventId = Number(req.headers['last-event-id'] ?? req.query.lastEventId ?? 0) || 0;
+    const lastEventId = lastEventIdOf(req.headers['last-event-id'] ?? req.query.lastEventId);
     const followed = await runs.follow(p, req.params.id);
     const sse = openSse(reply);
     metrics.openStreams.inc();
@@ -98,3 +99,11 @@ export const runRoutes: FastifyPluginAsyncTypebox<{ runs: RunService; metrics: M
     sse.onClose(() => clearInterval(timer));
   });
 };
+
+/** `Last-Event-ID` (or `?lastEventId=`): the number of the last chunk the client has, as our events carry it. */
+function lastEventIdOf(value: unknown): number {
+  if (value === undefined || value === '') return 0;
+  const text = String(Array.isArray(value) ? value[0] : value).trim();
+  if (!/^\d{1,15}$/.test(text)) throw new BadRequest(`Last-Event-ID must be the number of a chunk (the id of a message event), got ${JSON.stringify(text.slice(0, 50))}`);
+  return Number(text);
+}

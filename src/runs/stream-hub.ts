@@ -7,6 +7,18 @@ export type StreamEvent = { kind: 'chunk'; seq: number; text: string } | { kind:
 
 type Listener = (e: StreamEvent) => void;
 
+/**
+ * One subscriber's failure (its connection broke mid-write, say) must not stop the run or the
+ * other subscribers: the executor pushes chunks through here.
+ */
+function deliver(listener: Listener, e: StreamEvent): void {
+  try {
+    listener(e);
+  } catch {
+    // the subscriber's own stream ends on its own close handler
+  }
+}
+
 export class LiveRun {
   readonly chunks: string[] = [];
   private readonly listeners = new Set<Listener>();
@@ -17,20 +29,21 @@ export class LiveRun {
     if (this.done || text === '') return;
     this.chunks.push(text);
     const e: StreamEvent = { kind: 'chunk', seq: this.chunks.length, text };
-    for (const l of this.listeners) l(e);
+    for (const l of this.listeners) deliver(l, e);
   }
 
   finish(run: unknown): void {
     if (this.done) return;
     this.done = true;
     this.final = run;
-    for (const l of this.listeners) l({ kind: 'close', run });
+    for (const l of this.listeners) deliver(l, { kind: 'close', run });
     this.listeners.clear();
   }
 
   /** Replays chunks after `afterSeq`, then follows live (still skipping those up to `afterSeq`). */
   subscribe(afterSeq: number, listener: Listener): () => void {
-    for (let i = Math.max(afterSeq, 0); i < this.chunks.length; i++) listener({ kind: 'chunk', seq: i + 1, text: this.chunks[i] });
+    if (!Number.isSafeInteger(afterSeq) || afterSeq < 0) throw new RangeError(`afterSeq must be a chunk number, got ${afterSeq}`);
+    for (let i = afterSeq; i < this.chunks.length; i++) listener({ kind: 'chunk', seq: i + 1, text: this.chunks[i] });
     if (this.done) {
       listener({ kind: 'close', run: this.final });
       return () => {};

@@ -138,6 +138,39 @@ for (const dialect of TEST_DIALECTS) {
       }
     });
 
+    it('refuses NUL in URLs and JSON strings, which no database text can hold (PostgreSQL answered 500)', async () => {
+      for (const path of [`/api/v1/objects/%00/text`, '/api/v1/objects?name=a%00b', '/api/v1/runs/x%00y']) {
+        const r = await srv.api('GET', path);
+        assert.equal(r.status, 400, path);
+        assert.match(r.body.message, /NUL/);
+      }
+      for (const body of ['{"name":"a\\u0000b"}', '{"name":"ok","properties":{"k\\u0000":1}}', '{"name":"ok","tags":["\\u0000"]}']) {
+        const r = await srv.api('POST', '/api/v1/objects', body);
+        assert.equal(r.status, 400, body);
+        assert.match(r.body.message, /NUL/);
+      }
+      assert.equal((await srv.api('POST', '/api/v1/objects', '{"name":"escaped \\\\u0000 is text"}')).status, 200, 'a backslash before u0000 is plain text');
+    });
+
+    it('refuses a Last-Event-ID that is not a chunk number, before the stream starts the run', async () => {
+      const env = await srv.api('POST', '/api/v1/environments', { name: 'offline', provider: 'test', default_model: 'echo' });
+      const ix = await srv.api('POST', '/api/v1/interactions', {
+        name: 'streamed', status: 'draft', environment: env.body.id,
+        prompts: [{ type: 'template', template: { role: 'user', content_type: 'text', content: 'one two three' } }],
+      });
+      const run = await srv.api('POST', '/api/v1/runs', { interaction: ix.body.id, stream: true });
+      for (const [query, headers] of [['?lastEventId=0.5', {}], ['', { 'last-event-id': 'abc' }], ['?lastEventId=-1', {}], ['?lastEventId=1e400', {}]] as const) {
+        const r = await fetch(`${srv.url}/api/v1/runs/${run.body.id}/stream${query}`, { headers: { authorization: `Bearer ${srv.adminKey}`, ...headers }, signal: AbortSignal.timeout(5000) });
+        assert.equal(r.status, 400, `${query} ${JSON.stringify(headers)}`);
+        assert.match(((await r.json()) as { message: string }).message, /Last-Event-ID must be the number of a chunk/);
+      }
+      assert.equal((await srv.api('GET', `/api/v1/runs/${run.body.id}`)).body.status, 'created', 'no refused request started the run');
+      const ok = await fetch(`${srv.url}/api/v1/runs/${run.body.id}/stream?lastEventId=1`, { headers: { authorization: `Bearer ${srv.adminKey}` }, signal: AbortSignal.timeout(5000) });
+      const text = await ok.text();
+      assert.match(text, /event: close/);
+      assert.doesNotMatch(text, /^id: 1$/m, 'chunk 1 is skipped after Last-Event-ID 1');
+    });
+
     it('quotes CSV fields with any line break and escapes formulas at the start of every line', async () => {
       const o = await srv.api('POST', '/api/v1/objects', { name: 'line\n=1+1', description: 'a\r=HYPERLINK("x")\r\n+2\n-3\n@4\n\tb' });
       const type = await srv.api('POST', '/api/v1/types', { name: 'Two', table_layout: [{ field: 'name', name: 'n' }, { field: 'description', name: 'd' }] });
