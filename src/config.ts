@@ -55,6 +55,8 @@ export interface Config {
   jobMaxAttempts: number;
   /** Longest wait of GET …/renditions/:format?block_on_generation=true, in milliseconds. */
   renditionWaitMs: number;
+  /** A temporary upload file idle this long belongs to an upload that was cut off: swept. */
+  uploadStaleMs: number;
   /** ORRERY_EGRESS as given; unset: `private` on a loopback listener, `public` otherwise (providers/egress.ts). */
   egress?: string;
   /**
@@ -151,6 +153,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     renditionWaitMs: overrides.renditionWaitMs ?? seconds(env, 'ORRERY_RENDITION_WAIT', 30, 0, 600),
     vectorExactThreshold: overrides.vectorExactThreshold ?? int(env, 'ORRERY_VECTOR_EXACT_THRESHOLD', 10_000, 1, 1_000_000),
     egress: overrides.egress ?? nonEmpty(env, 'ORRERY_EGRESS'),
+    uploadStaleMs: overrides.uploadStaleMs ?? seconds(env, 'ORRERY_UPLOAD_STALE', 600, 1),
   };
   egressPolicyOf(config); // a bad ORRERY_EGRESS stops the start with its message
   if (config.secret !== undefined && config.secret.length < 16) {

@@ -76,8 +76,6 @@ export interface Orrery {
 }
 
 const VERSION = '0.1.0';
-/** A temporary upload file nobody wrote to for this long belongs to an upload that was cut off. */
-const STALE_UPLOAD_MS = 3600_000;
 
 export interface BuildOptions {
   logger?: boolean | object;
@@ -239,16 +237,17 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
     const sweeper = setInterval(sweep, Math.min(15_000, (config.replicaTimeoutSeconds * 1000) / 2));
     sweeper.unref();
     setImmediate(sweep);
-    // Uploads cut off by a crash leave temporary files in the blob folder: swept at start and hourly.
+    // Uploads cut off by a crash leave temporary files in the blob folder: swept at start and then
+    // as often as they can go stale (an upload in progress writes, so its file is never idle long).
     const sweepUploads = () => {
       if (blobStore instanceof LocalBlobStore) {
-        blobStore.sweepTemporary(STALE_UPLOAD_MS).then(
+        blobStore.sweepTemporary(config.uploadStaleMs).then(
           (n) => n && app.log.info(`removed ${n} temporary upload file(s) left by interrupted uploads`),
           (err) => app.log.error({ err }, 'temporary upload sweeper failed'),
         );
       }
     };
-    const uploadSweeper = setInterval(sweepUploads, 3600_000);
+    const uploadSweeper = setInterval(sweepUploads, Math.min(config.uploadStaleMs, 600_000));
     uploadSweeper.unref();
     setImmediate(sweepUploads);
     // Graceful shutdown: fail readiness at once, stop accepting, let streams and runs finish
