@@ -48,7 +48,8 @@ describe('postgres + S3: objects across two replicas', { skip: !TEST_DIALECTS.in
     const seen = await cb.objects.retrieve(created.id);
     assert.equal(seen.name, 'note');
     const source = await cb.objects.getContentSource(created.id);
-    assert.equal(source.source, upload.id);
+    // The object owns its content: the upload moved under .orrery/content/<object id>/ (issue 14).
+    assert.match(source.source!, new RegExp(`^s3://[0-9a-z]+/\\.orrery/content/${created.id}/[0-9a-z]{26}/${upload.path.split('/').pop()!.replace('.', '\\.')}$`));
     const { url } = await cb.files.getDownloadUrl(source.source!);
     assert.match(url, /X-Amz-Signature=/);
     assert.equal(await (await fetch(url)).text(), text);

@@ -4,8 +4,10 @@
  * valid, at their boundaries and hostile, sent with a member key as an attacker would. It asserts:
  * no 5xx (a provider's failure, a 502 with a provider error code, is the provider's), no hang,
  * the JSON error shape on every refusal, GET /health answering within 200 ms throughout, nothing
- * changed in another project, Object.prototype untouched. The egress policy allows loopback only
- * and names never resolve, so a generated endpoint URL cannot send traffic off the machine.
+ * changed in another project (so neither did Object.prototype, which showed in every read). The
+ * server runs in a process of its own, so that generating the input does not count as its stalls;
+ * its egress policy allows loopback only and its DNS lookups all fail (no-dns.mjs), so a
+ * generated endpoint URL cannot send traffic off the machine.
  *
  * Bounded by FUZZ_SECONDS per database (default 30); `npm run fuzz` runs longer. FUZZ_SEED
  * replays a run.
@@ -13,9 +15,12 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { TEST_DIALECTS, startTestServer, seedEcho, type TestServer } from '../support/server.ts';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { TEST_DIALECTS, createPgDatabase, seedEcho, type ApiResponse, type TestServer } from '../support/server.ts';
+import { startServerProcess, type ServerProcess } from '../support/processes.ts';
 import { arbitraryOf, hostileString, type Schema } from './arbitraries.ts';
-import type { Resolver } from '../../src/providers/egress.ts';
 
 const SECONDS = Number(process.env.FUZZ_SECONDS ?? 30);
 const SEED = process.env.FUZZ_SEED ? Number(process.env.FUZZ_SEED) : undefined;
@@ -23,9 +28,8 @@ const HEALTH_BUDGET_MS = 200;
 /** Errors of a 502 that are the provider's (the offline `error` model), not the server's. */
 const PROVIDER_CODES = /^(provider_|egress_refused$|invalid_result$)/;
 
-const noDns: Resolver = async (host) => {
-  throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${host} (the fuzz suite resolves no names)`), { code: 'ENOTFOUND' });
-};
+const ADMIN_KEY = `sk-${'fuzz'.repeat(10)}`;
+const NO_DNS = new URL('./no-dns.mjs', import.meta.url).pathname;
 
 interface Operation {
   method: string;
@@ -66,15 +70,23 @@ async function snapshot(srv: TestServer, key: string): Promise<string> {
 for (const dialect of TEST_DIALECTS) {
   describe(`${dialect}: fuzzing every route of the OpenAPI document`, () => {
     let srv: TestServer;
+    let proc: ServerProcess;
+    let dataDir: string;
+    let pg: { url: string; drop: () => Promise<void> } | undefined;
     let memberKey: string;
     let otherKey: string;
     let ops: Operation[];
     let ids: Record<string, string[]>;
     let otherBefore: string;
-    const prototypeBefore = Object.getOwnPropertyNames(Object.prototype).sort().join();
 
     before(async () => {
-      srv = await startTestServer(dialect, { egress: '127.0.0.0/8,::1', streamTimeoutSeconds: 5 }, { resolve: noDns });
+      dataDir = mkdtempSync(join(tmpdir(), 'orrery-fuzz-'));
+      pg = dialect === 'postgres' ? await createPgDatabase() : undefined;
+      proc = await startServerProcess({
+        ORRERY_DATA_DIR: dataDir, ORRERY_ADMIN_KEY: ADMIN_KEY, ORRERY_EGRESS: '127.0.0.0/8,::1', ORRERY_STREAM_TIMEOUT: '5',
+        NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --import ${NO_DNS}`.trim(), ...(pg ? { ORRERY_DATABASE_URL: pg.url } : {}),
+      });
+      srv = remoteServer(proc.url, dialect);
       const doc = (await srv.api('GET', '/api/v1/openapi.json')).body;
       ops = operationsOf(doc);
       const components: Record<string, Schema> = doc.components?.schemas ?? {};
@@ -102,7 +114,11 @@ for (const dialect of TEST_DIALECTS) {
         name: ['Doc', 'Echo'], type: ['text', 'properties', 'image'], format: ['png', 'jpeg'],
       };
     });
-    after(() => srv.close());
+    after(async () => {
+      await proc.stop();
+      await pg?.drop();
+      rmSync(dataDir, { recursive: true, force: true });
+    });
 
     it(`answers every generated request without a 5xx, a hang or a stall, and changes nothing elsewhere (${SECONDS} s)`, async () => {
       const doc = (await srv.api('GET', '/api/v1/openapi.json')).body;
@@ -196,8 +212,28 @@ for (const dialect of TEST_DIALECTS) {
       assert.ok(count > 50, `only ${count} requests were sent`);
       assert.ok(worstHealth < HEALTH_BUDGET_MS, `GET /health took ${worstHealth.toFixed(0)} ms during ${worstDuring?.method} ${worstDuring?.url.slice(0, 200)}`);
       assert.equal(await snapshot(srv, otherKey), otherBefore, 'another project changed');
-      assert.equal(Object.getOwnPropertyNames(Object.prototype).sort().join(), prototypeBefore, 'Object.prototype changed');
       assert.equal((await srv.api('GET', '/health', undefined, null)).status, 200);
+      assert.equal(proc.proc.exitCode, null, `the server exited:\n${proc.output().slice(-2000)}`);
     });
   });
+}
+
+/** The parts of TestServer the suite uses, for a server in another process. */
+function remoteServer(url: string, dialect: TestServer['dialect']): TestServer {
+  const api = async (method: string, path: string, body?: unknown, token: string | null = ADMIN_KEY): Promise<ApiResponse> => {
+    const res = await fetch(url + path, {
+      method,
+      headers: { ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...(token ? { authorization: `Bearer ${token}` } : {}) },
+      body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
+    });
+    const text = await res.text();
+    let parsed: unknown = text;
+    try {
+      parsed = text ? JSON.parse(text) : undefined;
+    } catch {
+      /* not JSON */
+    }
+    return { status: res.status, body: parsed as any, headers: res.headers };
+  };
+  return { url, dialect, adminKey: ADMIN_KEY, api } as unknown as TestServer;
 }

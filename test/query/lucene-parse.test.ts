@@ -1,7 +1,7 @@
 /** Every syntax form of the issue → the expected AST. */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { Q, parseLucene, type QueryNode } from '../../src/query/lucene/index.ts';
+import { MAX_QUERY_TERMS, Q, parseLucene, type QueryNode } from '../../src/query/lucene/index.ts';
 
 const t = (field: string | null, value: string): QueryNode => Q.term(field, value);
 const ph = (field: string | null, value: string): QueryNode => Q.term(field, value, { phrase: true });
@@ -175,11 +175,13 @@ describe('parseLucene: syntax forms', () => {
     }
   });
 
-  it('handles long flat queries without recursion trouble', () => {
-    const query = Array.from({ length: 5000 }, (_, i) => `t${i}`).join(' OR ');
+  it('handles long flat queries without recursion trouble, and refuses them past the term bound', () => {
+    const query = Array.from({ length: MAX_QUERY_TERMS }, (_, i) => `t${i}`).join(' OR ');
     const node = parseLucene(query);
     assert.equal(node.kind, 'or');
-    if (node.kind === 'or') assert.equal(node.nodes.length, 5000);
+    if (node.kind === 'or') assert.equal(node.nodes.length, MAX_QUERY_TERMS);
+    const long = Array.from({ length: 600 }, (_, i) => `t${i}`).join(' OR ');
+    assert.throws(() => parseLucene(long), /more than 256 terms/);
   });
 
   it('accepts nesting up to the limit', () => {

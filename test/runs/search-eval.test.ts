@@ -270,6 +270,11 @@ for (const dialect of TEST_DIALECTS) {
       }
       for (const query of fc.sample(noise, { seed: SEED, numRuns: 60 })) {
         const res = await srv.api('POST', '/api/v1/runs/search', { query });
+        if (query.includes('\u0000')) {
+          // No JSON string may hold NUL (no database text can): refused with the body, before parsing.
+          assert.ok(res.status === 400 && res.body.error === 'bad_request' && /NUL/.test(res.body.message), `${JSON.stringify(query)} → ${res.status} ${JSON.stringify(res.body)}`);
+          continue;
+        }
         assert.ok(res.status === 200 || (res.status === 400 && ['invalid_query', 'unknown_field'].includes(res.body.error)), `${JSON.stringify(query)} → ${res.status} ${JSON.stringify(res.body)}`);
       }
     });
