@@ -55,6 +55,14 @@ export interface Config {
   jobMaxAttempts: number;
   /** Longest wait of GET …/renditions/:format?block_on_generation=true, in milliseconds. */
   renditionWaitMs: number;
+  /** jst: CPU time of one render, in ms. */
+  templateCpuMs: number;
+  /** jst: memory of one render, in bytes. */
+  templateMemoryBytes: number;
+  /** Characters a template may render. */
+  templateMaxOutput: number;
+  /** Threads that compile handlebars and run jst (started on first use). */
+  templateWorkers: number;
   /** A temporary upload file idle this long belongs to an upload that was cut off: swept. */
   uploadStaleMs: number;
   /** ORRERY_EGRESS as given; unset: `private` on a loopback listener, `public` otherwise (providers/egress.ts). */
@@ -154,6 +162,10 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     vectorExactThreshold: overrides.vectorExactThreshold ?? int(env, 'ORRERY_VECTOR_EXACT_THRESHOLD', 10_000, 1, 1_000_000),
     egress: overrides.egress ?? nonEmpty(env, 'ORRERY_EGRESS'),
     uploadStaleMs: overrides.uploadStaleMs ?? seconds(env, 'ORRERY_UPLOAD_STALE', 600, 1),
+    templateCpuMs: overrides.templateCpuMs ?? int(env, 'ORRERY_TEMPLATE_CPU_MS', 1000, 10, 60_000),
+    templateMemoryBytes: overrides.templateMemoryBytes ?? byteSize(env, 'ORRERY_TEMPLATE_MEMORY', 64 * 1024 ** 2),
+    templateMaxOutput: overrides.templateMaxOutput ?? int(env, 'ORRERY_TEMPLATE_MAX_OUTPUT', 1_048_576, 1, 100 * 1024 * 1024),
+    templateWorkers: overrides.templateWorkers ?? int(env, 'ORRERY_TEMPLATE_WORKERS', 1, 1, 64),
   };
   egressPolicyOf(config); // a bad ORRERY_EGRESS stops the start with its message
   if (config.secret !== undefined && config.secret.length < 16) {

@@ -21,6 +21,7 @@ import { ErrorSchema } from './http/schemas.ts';
 import { wireError } from './http/errors.ts';
 import { EnvironmentService } from './interactions/environments.ts';
 import { PromptService } from './interactions/prompts.ts';
+import { TemplateEngine } from './templates/render.ts';
 import { InteractionService } from './interactions/interactions.ts';
 import { ChangeClock } from './interactions/change-clock.ts';
 import { interactionRoutes } from './interactions/routes.ts';
@@ -93,7 +94,11 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
     const changes = new ChangeClock();
     const outbound = new Outbound({ policy: egressPolicyOf(config), resolve: opts.resolve });
     const environments = new EnvironmentService(db, dialect, keys.encryption, changes, outbound);
-    const prompts = new PromptService(db, dialect, changes);
+    const templates = new TemplateEngine({
+      workers: config.templateWorkers,
+      limits: { cpuMs: config.templateCpuMs, memoryBytes: config.templateMemoryBytes, maxOutput: config.templateMaxOutput },
+    });
+    const prompts = new PromptService(db, dialect, changes, templates);
     const interactions = new InteractionService(db, dialect, prompts, (p, id) => environments.get(p, id), changes);
     const hub = new StreamHub();
     const metrics = new Metrics();
@@ -104,7 +109,10 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
     // SQLite runs in this process: with a second core, its run writes get a thread of their own
     // (on one core the thread only adds its hand-over cost; bench/README.md).
     const runWriter = database.file && availableParallelism() > 1 ? new ThreadRunWriter(database.file, db, dialect) : new RunWriter(db, dialect);
-    const runs = new RunService(db, dialect, interactions, environments, hub, changes, replica, notifier, metrics, config.streamTimeoutSeconds, { embedRun: (s, r) => embeddings.embedRun(s, r) }, runWriter);
+    const runs = new RunService({
+      db, dialect, interactions, environments, templates, hub, changes, replica, notifier, metrics, streamTimeoutSeconds: config.streamTimeoutSeconds,
+      embeddings: { embedRun: (s, r) => embeddings.embedRun(s, r) }, writer: runWriter,
+    });
     const blobStore = config.blobUrl ? new S3BlobStore(parseS3Url(config.blobUrl)) : new LocalBlobStore(join(config.dataDir, 'blobs'), { durable: config.blobFsync });
     const blobs = new BlobService(db, dialect, blobStore, new UrlSigner(keys.urls), {
       publicUrl: () => config.publicUrl,
@@ -269,6 +277,7 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
       await replica.stop();
       await notifier.close();
       await outbound.close();
+      await templates.close();
       await db.destroy();
     });
     await app.ready();

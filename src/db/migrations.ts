@@ -12,6 +12,7 @@ import * as m0004 from './migrations/0004-cluster.ts';
 import * as m0005 from './migrations/0005-jobs.ts';
 import * as m0006 from './migrations/0006-embeddings.ts';
 import * as m0007 from './migrations/0007-object-embeddings.ts';
+import * as m0008 from './migrations/0008-jst-function-bodies.ts';
 
 type Step = { up: (db: Kysely<any>, dialect: DialectName) => Promise<void> };
 
@@ -23,6 +24,7 @@ const steps: Record<string, Step> = {
   '0005_jobs': m0005,
   '0006_embeddings': m0006,
   '0007_object_embeddings': m0007,
+  '0008_jst_function_bodies': m0008,
 };
 
 export class OrreryMigrations implements MigrationProvider {

@@ -10,7 +10,7 @@ import { ScopedTable } from '../db/scoped.ts';
 import { newId, nowIso } from '../db/ids.ts';
 import { actorOf, scopeOf, type Principal } from '../auth/principal.ts';
 import { BadRequest, Conflict, NotFound } from '../http/errors.ts';
-import { CONTENT_TYPES, PROMPT_ROLES, checkSyntax, type ContentType, type PromptRole, type PromptService } from './prompts.ts';
+import { CONTENT_TYPES, PROMPT_ROLES, type ContentType, type PromptRole, type PromptService } from './prompts.ts';
 import { compileSchema } from './json-schema.ts';
 import type { ChangeClock } from './change-clock.ts';
 
@@ -22,6 +22,8 @@ export interface InlineTemplate {
   role: PromptRole;
   content: string;
   content_type: ContentType;
+  /** Its top-level properties are the globals of a jst template. */
+  inputSchema?: Record<string, unknown> | null;
 }
 
 export interface SegmentInput {
@@ -61,6 +63,7 @@ export interface SegmentTemplateDto {
   role: PromptRole;
   content: string;
   content_type: ContentType;
+  inputSchema?: Record<string, unknown>;
 }
 
 export interface SegmentDto {
@@ -286,7 +289,7 @@ export class InteractionService {
     if (!Array.isArray(input)) throw new BadRequest('prompts must be an array of {type, template}');
     const ids = input.map((s) => s.template).filter((t): t is string => typeof t === 'string');
     const found = new Set((await this.prompts.table.getMany(scopeOf(p), [...new Set(ids)])).map((r) => r.id));
-    return input.map((s, i) => {
+    const segments = input.map((s, i) => {
       const type = s.type ?? 'template';
       if (type !== 'template' && type !== 'chat') throw new BadRequest(`prompts[${i}].type must be "template" or "chat"`);
       const seg: StoredSegment = { id: newId(), type, ...(s.configuration !== undefined ? { configuration: s.configuration } : {}) };
@@ -303,14 +306,16 @@ export class InteractionService {
           if (!CONTENT_TYPES.includes(t.content_type)) throw new BadRequest(`prompts[${i}].template.content_type must be one of ${CONTENT_TYPES.join(', ')}`);
           if (typeof t.content !== 'string') throw new BadRequest(`prompts[${i}].template.content must be a string`);
           const name = t.name ?? `segment ${i + 1}`;
-          checkSyntax(name, t.content_type, t.content);
-          seg.inline = { name, role: t.role, content: t.content, content_type: t.content_type };
+          const inputSchema = t.inputSchema && typeof t.inputSchema === 'object' ? { inputSchema: t.inputSchema } : {};
+          seg.inline = { name, role: t.role, content: t.content, content_type: t.content_type, ...inputSchema };
         }
       } else if (type === 'template') {
         throw new BadRequest(`prompts[${i}].template must be a prompt id or an inline template {role, content, content_type}`);
       }
       return seg;
     });
+    for (const seg of segments) if (seg.inline) await this.prompts.checkSyntax(seg.inline);
+    return segments;
   }
 
   private refById(seg: StoredSegment, id: string, found: Set<string>): StoredSegment {
@@ -325,9 +330,9 @@ export class InteractionService {
     const prompts: SegmentDto[] = stored.map((s) => {
       const t = s.template_id ? templates.get(s.template_id) : undefined;
       const template: SegmentTemplateDto | undefined = t
-        ? { id: t.id, name: t.name, role: t.role as PromptRole, content: t.content, content_type: t.content_type as ContentType }
+        ? { id: t.id, name: t.name, role: t.role as PromptRole, content: t.content, content_type: t.content_type as ContentType, ...(t.input_schema ? { inputSchema: t.input_schema as Record<string, unknown> } : {}) }
         : s.inline
-          ? { id: s.inline.id ?? s.id, name: s.inline.name, role: s.inline.role, content: s.inline.content, content_type: s.inline.content_type }
+          ? { id: s.inline.id ?? s.id, name: s.inline.name, role: s.inline.role, content: s.inline.content, content_type: s.inline.content_type, ...(s.inline.inputSchema ? { inputSchema: s.inline.inputSchema } : {}) }
           : undefined;
       return { id: s.id, type: s.type, ...(template ? { template } : {}), ...(s.configuration !== undefined ? { configuration: s.configuration } : {}) };
     });

@@ -5,8 +5,8 @@ import type { OrreryDialect } from '../db/dialect.ts';
 import { ScopedTable } from '../db/scoped.ts';
 import { newId, nowIso } from '../db/ids.ts';
 import { actorOf, scopeOf, type Principal } from '../auth/principal.ts';
-import { BadRequest, Conflict, NotFound } from '../http/errors.ts';
-import { TemplateError, validateTemplateSyntax } from '../templates/render.ts';
+import { BadRequest, Conflict, NotFound, OrreryError } from '../http/errors.ts';
+import { TemplateError, type TemplateEngine } from '../templates/render.ts';
 import type { ChangeClock } from './change-clock.ts';
 
 export const PROMPT_ROLES = ['safety', 'system', 'user', 'assistant', 'negative', 'mask', 'tool'] as const;
@@ -56,6 +56,7 @@ export class PromptService {
     db: Kysely<Database>,
     dialect: OrreryDialect,
     private readonly changes: ChangeClock,
+    readonly templates: TemplateEngine,
   ) {
     this.table = new ScopedTable(db, dialect, 'prompts', ['input_schema', 'tags', 'test_data']);
   }
@@ -64,7 +65,7 @@ export class PromptService {
     for (const f of ['name', 'role', 'content', 'content_type'] as const) {
       if (input[f] === undefined || input[f] === null) throw new BadRequest(`body must have property "${f}"`);
     }
-    checkSyntax(input.name!, input.content_type!, input.content!);
+    await this.checkSyntax({ name: input.name!, content_type: input.content_type!, content: input.content!, inputSchema: input.inputSchema });
     const now = nowIso();
     const row: Row = {
       id: newId(), account_id: p.account.id, project_id: p.project.id, name: input.name!, role: input.role!,
@@ -102,7 +103,7 @@ export class PromptService {
     if (input.tags !== undefined) patch.tags = input.tags;
     if (input.test_data !== undefined) patch.test_data = input.test_data;
     const next = { ...current, ...patch };
-    checkSyntax(next.name, next.content_type as ContentType, next.content);
+    await this.checkSyntax({ name: next.name, content_type: next.content_type as ContentType, content: next.content, inputSchema: next.input_schema as Record<string, unknown> | null });
     const ok = await this.table.update(scopeOf(p), id, patch, { column: 'edit_revision', value: current.edit_revision });
     if (!ok) throw new Conflict(`prompt ${id} was changed concurrently; reload it and retry`);
     this.changes.bump(p.project.id);
@@ -134,14 +135,46 @@ export class PromptService {
       created_by: r.created_by, updated_by: r.updated_by, created_at: r.created_at, updated_at: r.updated_at,
     };
   }
+
+  /** A broken template is refused when it is written (a 400 with its position), not when a run first uses it. */
+  async checkSyntax(t: { name: string; content_type: ContentType; content: string; inputSchema?: Record<string, unknown> | null }): Promise<void> {
+    try {
+      await this.templates.validate(t);
+    } catch (err) {
+      if (err instanceof TemplateError) throw new BadRequest(err.message, err.position ? { line: err.position.line, column: err.position.column } : undefined);
+      throw err;
+    }
+  }
+
+  /**
+   * `POST /prompts/:id/render` (the official client's `prompts.render(id, variables)`): the
+   * prompt rendered with the variables, as a run would render it, without running a model.
+   * A template that fails is a 400 with the message and position.
+   */
+  async render(p: Principal, id: string, variables: unknown, model?: string): Promise<{ id: string; name: string; role: PromptRole; content_type: ContentType; rendered: string }> {
+    const prompt = this.toDto(await this.row(p, id));
+    try {
+      const rendered = await this.templates.render({ name: prompt.name, content_type: prompt.content_type, content: prompt.content, inputSchema: prompt.inputSchema }, variables ?? {}, model ?? '');
+      return { id: prompt.id, name: prompt.name, role: prompt.role, content_type: prompt.content_type, rendered };
+    } catch (err) {
+      if (err instanceof TemplateError) {
+        throw new OrreryError(templateErrorCode(err), 400, err.message, err.position ? { line: err.position.line, column: err.position.column } : undefined);
+      }
+      throw err;
+    }
+  }
 }
 
-/** A broken template is refused when it is written, not when a run first uses it. */
-export function checkSyntax(name: string, contentType: ContentType, content: string): void {
-  try {
-    validateTemplateSyntax({ name, content_type: contentType, content });
-  } catch (err) {
-    if (err instanceof TemplateError) throw new BadRequest(err.message);
-    throw err;
+/** The error code of a template that failed while rendering (decisions.md, prompt templates). */
+export function templateErrorCode(err: TemplateError): string {
+  switch (err.kind) {
+    case 'timeout':
+      return 'template_timeout';
+    case 'memory':
+      return 'template_memory';
+    case 'output':
+      return 'template_output_too_large';
+    default:
+      return 'template_error';
   }
 }

@@ -10,6 +10,7 @@ import type { InteractionService } from './interactions.ts';
 import {
   EnvironmentBody, EnvironmentSchema, InteractionBody, InteractionRefSchema, InteractionSchema, ModelSchema, PromptBody,
   PromptSchema, ProviderSchema, PublishBody,
+  PromptRenderSchema,
 } from './schemas.ts';
 
 const Deleted = Type.Object({ id: Type.String() });
@@ -48,6 +49,16 @@ export const interactionRoutes: FastifyPluginAsyncTypebox<{
   app.get('/prompts', {
     schema: { tags: ['prompts'], summary: 'List prompt templates', querystring: Type.Object({ name: Type.Optional(Type.String()), ...PageQuery }), response: { 200: Type.Array(PromptSchema), ...errorResponses(401) } },
   }, (req) => prompts.list(principalOf(req), { name: req.query.name, ...pageOf(req.query) }));
+  app.post('/prompts/:id/render', {
+    schema: {
+      tags: ['prompts'],
+      summary: 'Render a prompt template with variables (the body is the variables map itself), as a run would, without a model: {id, name, role, content_type, rendered}',
+      params: IdParams,
+      querystring: Type.Object({ model: Type.Optional(Type.String({ maxLength: 1000, description: 'The model id jst templates see as _model' })) }),
+      body: Type.Record(Type.String(), Type.Unknown(), { description: 'The variables' }),
+      response: { 200: PromptRenderSchema, ...errorResponses(400, 401, 404) },
+    },
+  }, (req) => prompts.render(principalOf(req), req.params.id, req.body, req.query.model));
   app.get('/prompts/:id', {
     schema: { tags: ['prompts'], summary: 'Retrieve a prompt template', params: IdParams, response: { 200: PromptSchema, ...errorResponses(401, 404) } },
   }, (req) => prompts.get(principalOf(req), req.params.id));

@@ -79,6 +79,7 @@ const InlineTemplate = OpenObject({
   role: Type.Optional(lit(PROMPT_ROLES)),
   content: Type.Optional(Type.String()),
   content_type: Type.Optional(lit(CONTENT_TYPES)),
+  inputSchema: Type.Optional(Type.Union([Type.Record(Type.String(), Type.Unknown()), Type.Null()], { description: 'jst: its top-level properties are the template\'s globals' })),
 });
 
 export const InteractionBody = OpenObject({
@@ -129,3 +130,11 @@ export const PublishBody = Type.Optional(OpenObject({
   visibility: Type.Optional(Type.Union([Type.Literal('public'), Type.Literal('private')])),
   tags: Type.Optional(Type.Array(Type.String(), { description: 'Tags naming this version (Name@tag)' })),
 }));
+
+export const PromptRenderSchema = Type.Object({
+  id: Type.String(),
+  name: Type.String(),
+  role: Type.String(),
+  content_type: Type.String(),
+  rendered: Type.String({ description: 'The prompt text' }),
+});

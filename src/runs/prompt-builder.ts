@@ -3,7 +3,7 @@
  * validating the data against the interaction's input schema.
  */
 import { BadRequest } from '../http/errors.ts';
-import { renderTemplate, TemplateError } from '../templates/render.ts';
+import type { TemplateEngine } from '../templates/render.ts';
 import { compileSchema, describeErrors } from '../interactions/json-schema.ts';
 import type { InteractionDto } from '../interactions/interactions.ts';
 import type { ChatMessage, ChatRole } from '../providers/driver.ts';
@@ -29,20 +29,18 @@ export function validateInput(interaction: InteractionDto, data: unknown): void 
   }
 }
 
-export function buildMessages(interaction: InteractionDto, data: unknown): ChatMessage[] {
+/**
+ * The interaction's template segments rendered with the run's data (and its model, jst's
+ * `_model`) into chat messages. A template that fails throws its TemplateError: the run service
+ * records the run as failed with it.
+ */
+export async function buildMessages(templates: TemplateEngine, interaction: InteractionDto, data: unknown, model: string): Promise<ChatMessage[]> {
   const messages: ChatMessage[] = [];
   for (const segment of interaction.prompts) {
     if (segment.type !== 'template' || !segment.template) continue; // `chat` marks conversation history: none yet
     const role = CHAT_ROLE[segment.template.role];
     if (!role) continue;
-    let content: string;
-    try {
-      content = renderTemplate(segment.template, data ?? {});
-    } catch (err) {
-      if (err instanceof TemplateError) throw new BadRequest(err.message, { template: segment.template.name, kind: err.kind, path: err.path });
-      throw err;
-    }
-    messages.push({ role, content });
+    messages.push({ role, content: await templates.render(segment.template, data ?? {}, model) });
   }
   if (!messages.length) {
     throw new BadRequest(`interaction "${interaction.name}" has no prompt template to render; add one to its prompts`);

@@ -19,7 +19,7 @@ import { RunWriter, type Op, type RunWrites } from './run-writer.ts';
 import { prepareRunInsert, prepareRunUpdate, type Db, type PreparedRunWrite } from './store.ts';
 
 /** Worker threads do not inherit the loader that runs TypeScript: this boot file registers it. */
-const BOOT = new URL('../content/worker/boot.mjs', import.meta.url);
+const BOOT = new URL('../workers/boot.mjs', import.meta.url);
 const ENTRY = new URL('./run-writer-worker.ts', import.meta.url).href;
 
 /** A write as it crosses to the thread: prepared here (encoded, with its search data), so the thread only runs SQL. */

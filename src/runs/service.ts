@@ -8,7 +8,7 @@ import { newId, nowIso } from '../db/ids.ts';
 import { actorOf, scopeOf, type Principal } from '../auth/principal.ts';
 import { BadRequest, NotFound, OrreryError } from '../http/errors.ts';
 import { getDriver, isImplemented } from '../providers/registry.ts';
-import { ProviderError, type CompletionRequest, type ModelDriver, type ProviderConnection, type TokenUsage } from '../providers/driver.ts';
+import { ProviderError, type ChatMessage, type CompletionRequest, type ModelDriver, type ProviderConnection, type TokenUsage } from '../providers/driver.ts';
 import type { EnvironmentService } from '../interactions/environments.ts';
 import type { InteractionDto, InteractionService } from '../interactions/interactions.ts';
 import { compileSchema, describeErrors } from '../interactions/json-schema.ts';
@@ -27,6 +27,8 @@ import { RUN_CHANNEL, type Notifier } from '../db/notify.ts';
 import { RunMirrors, type RunSignal } from './run-mirrors.ts';
 import type { Metrics } from '../http/metrics.ts';
 import type { RunEmbeddingHook } from '../embeddings/run-embeddings.ts';
+import { TemplateError, type TemplateEngine } from '../templates/render.ts';
+import { templateErrorCode } from '../interactions/prompts.ts';
 
 export interface RunCreateInput {
   interaction: string;
@@ -37,6 +39,25 @@ export interface RunCreateInput {
   result_schema?: Record<string, unknown> | null;
   parent?: string;
   ttl?: number;
+}
+
+export interface RunServiceDeps {
+  db: store.Db;
+  dialect: OrreryDialect;
+  interactions: InteractionService;
+  environments: EnvironmentService;
+  /** Renders the prompt templates (src/templates). */
+  templates: TemplateEngine;
+  hub: StreamHub;
+  changes: ChangeClock;
+  replica: ReplicaRegistry;
+  notifier: Notifier;
+  metrics: Metrics;
+  streamTimeoutSeconds: number;
+  /** input_embedding / result_embedding of new runs (src/embeddings); absent: none. */
+  embeddings?: RunEmbeddingHook;
+  /** Where run rows are written: in this thread by default; server.ts gives SQLite its own thread. */
+  writer?: RunWrites;
 }
 
 export interface CallerInfo {
@@ -82,25 +103,37 @@ export class RunService {
 
   private readonly searcher: RunSearch;
 
-  constructor(
-    private readonly db: store.Db,
-    private readonly dialect: OrreryDialect,
-    private readonly interactions: InteractionService,
-    private readonly environments: EnvironmentService,
-    private readonly hub: StreamHub,
-    private readonly changes: ChangeClock,
-    private readonly replica: ReplicaRegistry,
-    private readonly notifier: Notifier,
-    private readonly metrics: Metrics,
-    private readonly streamTimeoutSeconds: number,
-    /** input_embedding / result_embedding of new runs (src/embeddings); absent: none. */
-    private readonly embeddings?: RunEmbeddingHook,
-    /** Where run rows are written: in this thread by default; server.ts gives SQLite its own thread. */
-    private readonly writer: RunWrites = new RunWriter(db, dialect),
-  ) {
-    this.searcher = new RunSearch(db, dialect);
-    this.mirrors = new RunMirrors(notifier);
-    if (notifier.crossProcess) this.mirrors.start();
+  private readonly db: store.Db;
+  private readonly dialect: OrreryDialect;
+  private readonly interactions: InteractionService;
+  private readonly environments: EnvironmentService;
+  private readonly templates: TemplateEngine;
+  private readonly hub: StreamHub;
+  private readonly changes: ChangeClock;
+  private readonly replica: ReplicaRegistry;
+  private readonly notifier: Notifier;
+  private readonly metrics: Metrics;
+  private readonly streamTimeoutSeconds: number;
+  private readonly embeddings?: RunEmbeddingHook;
+  private readonly writer: RunWrites;
+
+  constructor(deps: RunServiceDeps) {
+    this.db = deps.db;
+    this.dialect = deps.dialect;
+    this.interactions = deps.interactions;
+    this.environments = deps.environments;
+    this.templates = deps.templates;
+    this.hub = deps.hub;
+    this.changes = deps.changes;
+    this.replica = deps.replica;
+    this.notifier = deps.notifier;
+    this.metrics = deps.metrics;
+    this.streamTimeoutSeconds = deps.streamTimeoutSeconds;
+    this.embeddings = deps.embeddings;
+    this.writer = deps.writer ?? new RunWriter(deps.db, deps.dialect);
+    this.searcher = new RunSearch(this.db, this.dialect);
+    this.mirrors = new RunMirrors(this.notifier);
+    if (this.notifier.crossProcess) this.mirrors.start();
   }
 
   /** POST /runs: `interaction` is an id. */
@@ -124,7 +157,15 @@ export class RunService {
     if (!model) throw new BadRequest(`no model: pass config.model, or set a model on interaction "${interaction.name}" or a default_model on environment "${env.dto.name}"`);
     const options = modelOptions(interaction, config);
     validateInput(interaction, input.data);
-    const messages = buildMessages(interaction, input.data);
+    // A template that fails on this data fails the run, which is recorded (not the request's 400).
+    let messages: ChatMessage[] = [];
+    let templateFailure: RunError | undefined;
+    try {
+      messages = await buildMessages(this.templates, interaction, input.data, model);
+    } catch (err) {
+      if (!(err instanceof TemplateError)) throw err;
+      templateFailure = { code: templateErrorCode(err), message: err.message, ...(err.position ? { data: { line: err.position.line, column: err.position.column } } : {}) };
+    }
     const resultSchema = input.result_schema ?? interaction.result_schema ?? undefined;
     if (input.result_schema) {
       try {
@@ -162,6 +203,7 @@ export class RunService {
       project: p.project,
       created_by: actorOf(p),
     };
+    if (templateFailure) return this.failOnTemplate(p, doc, { interaction: interaction.id, environment: env.dto.id, model, parent: input.parent, tags, now, stream, provider: env.dto.provider }, templateFailure);
     const row: RunRow = {
       id: newId(), account_id: p.account.id, project_id: p.project.id, interaction_id: interaction.id, environment_id: env.dto.id,
       model_id: model, status: stream ? 'created' : 'processing', parent_id: input.parent ?? null, finish_reason: null,
@@ -192,6 +234,30 @@ export class RunService {
       throw new OrreryError(err.code, 502, `run ${final.id} failed: ${err.message}`, err.data, { id: final.id, run: this.forCreation(final) });
     }
     return this.withEmbeddings(final, this.forCreation(final));
+  }
+
+  /**
+   * A run whose template failed on its data: stored `failed` at once with the template's error
+   * (template_error, template_timeout, template_memory, template_output_too_large), never sent to
+   * the provider. A blocking request answers 422 with the run's id; a streamed run answers the
+   * failed run, and its stream closes with it.
+   */
+  private async failOnTemplate(
+    p: Principal, doc: RunDoc,
+    at: { interaction: string; environment: string; model: string; parent?: string; tags: string[]; now: string; stream: boolean; provider: string },
+    error: RunError,
+  ): Promise<Run> {
+    const row: RunRow = {
+      id: newId(), account_id: p.account.id, project_id: p.project.id, interaction_id: at.interaction, environment_id: at.environment,
+      model_id: at.model, status: 'failed', parent_id: at.parent ?? null, finish_reason: null, execution_time: 0,
+      token_prompt: null, token_result: null, token_total: null, tags: at.tags, created_at: at.now, updated_at: at.now,
+      doc: { ...doc, error }, executor: null,
+    };
+    await this.writer.insert(row, at.tags);
+    this.metrics.runs.inc({ status: 'failed', provider: at.provider, mode: at.stream ? 'stream' : 'blocking' });
+    const run = this.forCreation(row);
+    if (at.stream) return run;
+    throw new OrreryError(error.code, 422, `run ${row.id} failed: ${error.message}`, { run_id: row.id, ...(error.data ?? {}) }, { id: row.id, run });
   }
 
   /** The interaction and environment of a run, from the cache while nothing changed. */

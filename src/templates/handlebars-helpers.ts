@@ -1,13 +1,15 @@
 /**
- * Helpers a prompt author expects in handlebars templates. Truthiness follows Handlebars' `#if`
- * (empty arrays are false), so `{{#if (and a b)}}` agrees with `{{#if a}}{{#if b}}`.
+ * Helpers of handlebars prompt templates: Vertesia's `stringify` and `_now`
+ * (`libraries/jst/src/handlebars` in vertesia/composableai), and Orrery's own, which clash with
+ * none of Handlebars' or Vertesia's names. Truthiness follows Handlebars' `#if` (empty arrays are
+ * false), so `{{#if (and a b)}}` agrees with `{{#if a}}{{#if b}}`. Helpers that answer JSON
+ * answer it unescaped (a SafeString), as Vertesia's `stringify` does; text helpers are escaped
+ * like any `{{value}}`.
  */
+import Handlebars from 'handlebars';
 import { valueToText } from './value-text.ts';
 
 type Helper = (...args: unknown[]) => unknown;
-
-/** Names whose arguments are rendered into the output, so a missing argument is missing data. */
-export const OUTPUT_HELPERS: ReadonlySet<string> = new Set(['json', 'join', 'upper', 'lower']);
 
 export const isTruthy = (v: unknown): boolean => (Array.isArray(v) ? v.length > 0 : Boolean(v));
 
@@ -17,10 +19,19 @@ const withoutOptions = (args: unknown[]): unknown[] => args.slice(0, -1);
 const text = (v: unknown): string => (v === null || v === undefined ? '' : valueToText(v));
 
 export const PROMPT_HELPERS: Readonly<Record<string, Helper>> = {
+  /** Vertesia's: null and undefined are empty, a string is itself, anything else compact JSON. */
+  stringify: (...args) => {
+    const [value] = withoutOptions(args);
+    if (value === null || value === undefined) return '';
+    if (typeof value === 'string') return value;
+    return new Handlebars.SafeString(JSON.stringify(value));
+  },
+  /** Vertesia's: the current time, ISO 8601. */
+  _now: () => new Date().toISOString(),
   /** `{{json value}}`: pretty JSON (indent 2, or `{{json value 0}}` for one line). */
   json: (...args) => {
     const [value, indent] = withoutOptions(args);
-    return JSON.stringify(value, null, typeof indent === 'number' ? indent : 2) ?? '';
+    return new Handlebars.SafeString(JSON.stringify(value, null, typeof indent === 'number' ? indent : 2) ?? '');
   },
   eq: (...args) => { const [a, b] = withoutOptions(args); return a === b; },
   ne: (...args) => { const [a, b] = withoutOptions(args); return a !== b; },

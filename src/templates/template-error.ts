@@ -1,8 +1,11 @@
 /**
- * The one error a template can raise. The run service maps it to an HTTP 400, so every message
- * says what to change: which template, which data path, where in the template.
+ * The one error a template can raise, so every message says what to change: which template,
+ * where in it. `syntax` is a 400 when a prompt is written; while a run renders, every kind fails
+ * the run: `syntax` and `evaluation` as `template_error`, `timeout` (the CPU budget), `memory`
+ * and `output` (the output or work budget) as `template_timeout`, `template_memory` and
+ * `template_output_too_large`.
  */
-export type TemplateErrorKind = 'syntax' | 'missing_data' | 'evaluation';
+export type TemplateErrorKind = 'syntax' | 'evaluation' | 'timeout' | 'memory' | 'output';
 
 export interface TemplatePosition {
   /** 1-based line in the template content. */

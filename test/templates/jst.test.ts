@@ -1,13 +1,25 @@
+/**
+ * jst prompt templates as Vertesia renders them (`@vertesia/jst`): JavaScript function bodies
+ * with the input schema's properties, `_model` and `_` as globals. Vertesia's own test templates
+ * and their expected outputs (libraries/jst/test) are among the cases. The sandbox: no way out,
+ * CPU, memory and output bounded, each hostile render failing alone.
+ */
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
-import { renderTemplate, TemplateError, validateTemplateSyntax } from '../../src/templates/render.ts';
+import { after, describe, it } from 'node:test';
+import { TemplateEngine, TemplateError } from '../../src/templates/render.ts';
+import { rewriteJst } from '../../src/db/migrations/0008-jst-function-bodies.ts';
 
-const jst = (content: string, name = 'x') => ({ content_type: 'jst' as const, content, name });
-const render = (content: string, data: unknown = {}) => renderTemplate(jst(content), data);
+const engine = new TemplateEngine({ limits: { cpuMs: 500, memoryBytes: 32 * 1024 * 1024, maxOutput: 200_000 } });
+after(() => engine.close());
 
-function failure(content: string, data: unknown = {}): TemplateError {
+const jst = (content: string, properties?: string[]) => ({
+  content_type: 'jst' as const, content, name: 't',
+  ...(properties ? { inputSchema: { type: 'object', properties: Object.fromEntries(properties.map((p) => [p, {}])) } } : {}),
+});
+
+async function failure(content: string, data: unknown = {}): Promise<TemplateError> {
   try {
-    render(content, data);
+    await engine.render(jst(content), data);
   } catch (err) {
     assert.ok(err instanceof TemplateError, `expected a TemplateError, got ${String(err)}`);
     return err;
@@ -15,181 +27,166 @@ function failure(content: string, data: unknown = {}): TemplateError {
   assert.fail(`expected ${JSON.stringify(content)} to fail`);
 }
 
-describe('jst rendering', () => {
-  it('renders the example from the brief', () => {
-    const data = { name: 'Ada', items: [{ title: 'tea' }, { title: 'cake' }] };
-    assert.equal(render('Hello ${name}! You have ${items.length} items: ${items.map(i => i.title).join(\', \')}', data),
-      'Hello Ada! You have 2 items: tea, cake');
+/** Vertesia's comparison in libraries/jst/test/template.test.ts: lines equal once trimmed. */
+const sameLines = (a: string, b: string) => {
+  const x = a.trim().split('\n').map((l) => l.trim());
+  const y = b.trim().split('\n').map((l) => l.trim());
+  return x.length === y.length && x.every((l, i) => l === y[i]);
+};
+
+describe("jst: Vertesia's test templates", () => {
+  it('template.jst with questions', async () => {
+    const content = '\nconst questionLine = (question, index) => `${index+1}. ${question}`\n\nreturn `\nHello my name is Jack. \nGiven the following questions:\n${questions.map(questionLine).join(\'\\n\')}\nI want you to generate a list of answers. \n`';
+    const out = await engine.render(jst(content, ['questions']), { questions: ['Question 1', 'Question 2'] });
+    assert.ok(sameLines(out, 'Hello my name is Jack.\nGiven the following questions:\n    1. Question 1\n    2. Question 2\nI want you to generate a list of answers.'), out);
   });
 
-  it('evaluates literals, arithmetic, comparison, logic and conditionals', () => {
-    const data = { a: 7, b: 2, s: 'x', none: null, zero: 0 };
-    assert.equal(render('${a + b} ${a - b} ${a * b} ${a / b} ${a % b} ${b ** 3} ${-a} ${+"3"} ${!a}', data), '9 5 14 3.5 1 8 -7 3 false');
-    assert.equal(render('${a > b} ${a < b} ${a >= 7} ${b <= 1} ${s === "x"} ${s !== "x"} ${zero == 0} ${a != 7}', data), 'true false true false true false true false');
-    assert.equal(render('${none ?? "dflt"} ${zero ?? 5} ${zero || 5} ${a && b} ${a > 5 ? "big" : "small"}', data), 'dflt 0 5 2 big');
-    assert.equal(render('${"a" + 1 + null} ${true} ${null} ${1.5e3} ${\'single\'}'), 'a1null true null 1500 single');
+  it('template-csv.jst (Papa Parse)', async () => {
+    const content = '\nconst result = _.loadCsv(csv, options)\nreturn result.data.slice(1).map(line => line.join(\',\')).join(\'\\n\');';
+    const out = await engine.render(jst(content, ['csv', 'options']), { csv: 'name,age,sex\njohn,25,m\njane,24,f', options: { header: false } });
+    assert.equal(out.trim(), 'john,25,m\njane,24,f');
   });
 
-  it('evaluates typeof, including on a name that is not in the data', () => {
-    assert.equal(render('${typeof n} ${typeof s} ${typeof missing} ${typeof (x => x)} ${typeof o}', { n: 1, s: 's', o: {} }), 'number string undefined function object');
+  it('template-stringify.jst', async () => {
+    assert.equal((await engine.render(jst('\nreturn _.stringify(object)', ['object']), { object: { name: 'Foo' } })).trim(), '{"name":"Foo"}');
   });
 
-  it('reads arrays, indexes, strings and computed members', () => {
-    const data = { list: ['a', 'b', 'c'], word: 'hello', o: { 'two words': 2, k: 'v' }, key: 'k' };
-    assert.equal(render('${list[0]}${list[2]} ${list.length} ${word.length} ${word[1]} ${o["two words"]} ${o[key]} ${list[5] ?? "none"}', data),
-      'ac 3 5 e 2 v none');
-  });
-
-  it('supports optional chaining', () => {
-    const data = { user: { address: null }, list: null };
-    assert.equal(render('${user.address?.city ?? "?"} ${user?.address?.city.name ?? "deep"} ${list?.[0] ?? "-"} ${absent?.x ?? "gone"} ${list?.map(x => x) ?? "n"}', data),
-      '? deep - gone n');
-  });
-
-  it('supports arrow functions with map, filter, find, some, every, reduce and closures over outer parameters', () => {
-    const data = { nums: [1, 2, 3, 4], people: [{ n: 'a', age: 30 }, { n: 'b', age: 12 }] };
-    assert.equal(render('${nums.map(n => n * 2).join("-")}', data), '2-4-6-8');
-    assert.equal(render('${nums.filter(n => n % 2 === 0)}', data), '2,4');
-    assert.equal(render('${people.find(p => p.age < 18).n} ${people.findIndex(p => p.n === "b")}', data), 'b 1');
-    assert.equal(render('${nums.some(n => n > 3)} ${nums.every(n => n > 3)}', data), 'true false');
-    assert.equal(render('${nums.reduce((sum, n) => sum + n, 0)} ${nums.reduce((a, b) => a * b)}', data), '10 24');
-    assert.equal(render('${nums.map((n, i) => nums.map(m => n * m)[i]).join()}', data), '1,4,9,16');
-    assert.equal(render('${people.map(p => `${p.n}:${p.age}`).join("; ")}', data), 'a:30; b:12');
-    assert.equal(render('${((a, b) => a + b)(2, 3)} ${(() => "none")()}'), '5 none');
-  });
-
-  it('supports the allowed string methods', () => {
-    const data = { s: '  Hello World  ', t: 'a-b-c' };
-    assert.equal(render('[${s.trim()}][${s.trimStart()}][${s.trimEnd()}]', data), '[Hello World][Hello World  ][  Hello World]');
-    assert.equal(render('${t.toUpperCase()} ${t.split("-").join("+")} ${t.split("-", 2)} ${t.slice(1, 3)} ${t.substring(2)}', data), 'A-B-C a+b+c a,b -b b-c');
-    assert.equal(render('${t.replace("-", "/")} ${t.replaceAll("-", "/")} ${t.replaceAll("-", "[$&]")} ${t.replace("b", "$`$\'")}', data),
-      'a/b-c a/b/c a[-]b[-]c a-a--c-c');
-    assert.equal(render('${t.includes("b")} ${t.startsWith("a")} ${t.endsWith("x")} ${t.indexOf("c")} ${t.at(-1)} ${t.charAt(0)}', data), 'true true false 4 c a');
-    assert.equal(render('${"7".padStart(3, "0")} ${"7".padEnd(3, ".")} ${"ab".repeat(3)} ${"a".concat("b", 1)} ${"AbC".toLowerCase()}'), '007 7.. ababab ab1 abc');
-  });
-
-  it('supports the allowed array and number methods', () => {
-    const data = { a: [3, 1, 2], nested: [[1, [2]], [3]], n: 3.14159 };
-    assert.equal(render('${a.slice(1)} ${a.includes(2)} ${a.indexOf(2)} ${nested.flat()} ${nested.flat(2).length} ${a.concat([9], 8)} ${a.at(-1)}', data),
-      '1,2 true 2 1,2,3 3 3,1,2,9,8 2');
-    assert.equal(render('${n.toFixed(2)} ${(255).toString(16)} ${n.toString()}', data), '3.14 ff 3.14159');
-  });
-
-  it('supports the allowed globals', () => {
-    const data = { o: { b: 2, a: 1 }, v: 2.5, list: [1] };
-    assert.equal(render('${JSON.stringify(o)} ${Math.round(v)} ${Math.floor(v)} ${Math.ceil(v)} ${Math.min(3, 1)} ${Math.max(3, 1)} ${Math.abs(-2)}', data),
-      '{"b":2,"a":1} 3 2 3 1 3 2');
-    assert.equal(render('${String(5) + 1} ${Number("4") + 1} ${Boolean("")} ${Array.isArray(list)} ${Object.keys(o)} ${Object.values(o)} ${Object.entries(o)[0]}', data),
-      '51 5 false true b,a 2,1 b,2');
-    assert.equal(render('${JSON.stringify(o, null, 1)}', data), '{\n "b": 2,\n "a": 1\n}');
-  });
-
-  it('builds object and array literals and nested template literals', () => {
-    assert.equal(render('${JSON.stringify({ a: 1, "b": [1, 2], [k]: k, k })}', { k: 'key' }), '{"a":1,"b":[1,2],"key":"key","k":"key"}');
-    assert.equal(render('${`outer ${`inner ${1 + 1}`}`}'), 'outer inner 2');
-  });
-
-  it('renders objects and arrays of objects as JSON, arrays of primitives like JavaScript', () => {
-    const data = { user: { name: 'Ada' }, rows: [{ a: 1 }], tags: ['x', 'y'], mixed: [1, null, 'z'] };
-    assert.equal(render('${user}', data), '{\n  "name": "Ada"\n}');
-    assert.equal(render('${rows}', data), '[\n  {\n    "a": 1\n  }\n]');
-    assert.equal(render('${tags} ${mixed} ${"pre:" + tags}', data), 'x,y 1,,z pre:x,y');
+  it('template-addLineNumbers.jst', async () => {
+    const content = '\nlet content = `\nSome prompt content...\nThe content bellow has been instrumented with line numbers:\n\n` \n\ncontent += _.addLineNumbers(content)\n\nreturn content';
+    const out = (await engine.render(jst(content, ['object']), { object: { content: '\nlorem ipsum\ndolor sit amet\n' } })).trim();
+    const lines = '\nSome prompt content...\nThe content bellow has been instrumented with line numbers:\n\n'.split('\n');
+    // Exactly as Vertesia's: every line prefixed "{% N %} ", N padded to ceil(log10(line count)).
+    const width = Math.ceil(Math.log10(lines.length));
+    const numbered = lines.map((l, i) => `{% ${String(i + 1).padStart(width, ' ')} %} ${l}`).join('\n');
+    assert.equal(out, `${'\nSome prompt content...\nThe content bellow has been instrumented with line numbers:\n\n'}${numbered}`.trim());
   });
 });
 
-describe('jst escapes and splitting', () => {
-  it('keeps \\${ literal and cooks \\` and other escapes like JavaScript', () => {
-    assert.equal(render('cost: \\${price} for ${n}', { n: 2 }), 'cost: ${price} for 2');
-    assert.equal(render('a \\`quoted\\` word'), 'a `quoted` word');
-    assert.equal(render('line1\\nline2\\ttab \\\\ \\x41\\u0042\\u{43} \\$ \\{'), 'line1\nline2\ttab \\ ABC $ {');
-    assert.equal(render('joined \\\nline'), 'joined line');
+describe('jst: the language', () => {
+  it('is a function body: statements, loops, if, template literals, indexing, built-ins', async () => {
+    assert.equal(await engine.render(jst('return `Hello ${name}`', ['name']), { name: 'Ada' }), 'Hello Ada');
+    const body = `
+      let out = [];
+      for (let i = 0; i < items.length; i++) { if (items[i].n > 1) out.push(items[i]['label'].toUpperCase()); }
+      const uniq = [...new Set(out)].sort();
+      const total = items.reduce((s, x) => s + x.n, 0);
+      const when = new Date(Date.UTC(2024, 0, 2)).toISOString().slice(0, 10);
+      return uniq.join(',') + ' ' + Math.max(total, 0) + ' ' + JSON.stringify(Object.keys(items[0])) + ' ' + when + ' ' + String(Number('4') * 2);`;
+    assert.equal(await engine.render(jst(body, ['items']), { items: [{ n: 2, label: 'b' }, { n: 3, label: 'a' }, { n: 1, label: 'c' }, { n: 5, label: 'a' }] }), 'A,B 11 ["n","label"] 2024-01-02 8');
   });
 
-  it('keeps a bare backtick as text, so Markdown fences work', () => {
-    assert.equal(render('```json\n${v}\n```', { v: 1 }), '```json\n1\n```');
+  it('sees _model, _.dayjs, and the top-level keys of the data when the prompt has no schema', async () => {
+    assert.equal(await engine.render(jst('return `${_model}: ${greeting}`'), { greeting: 'hi' }, 'gpt-4o'), 'gpt-4o: hi');
+    assert.equal(await engine.render(jst("return _.dayjs('2024-03-05T10:00:00Z').format('YYYY/MM/DD')"), {}), '2024/03/05');
+    assert.equal(await engine.render(jst('return _.jsonToCsv([{a: 1, b: "x"}])'), {}), 'a,b\r\n1,x');
   });
 
-  it('finds the end of an expression despite braces and backticks in strings', () => {
-    assert.equal(render('${"}"} ${\'{\'} ${"`"} ${"a\\"}"} ${ {a: {b: "}"}}.a.b } ${`x}${"}"}`} end'), '} { ` a"} } x}} end');
+  it('turns a value that is not a string into one', async () => {
+    assert.equal(await engine.render(jst('return 42'), {}), '42');
+    assert.equal(await engine.render(jst('return {a: 1}'), {}), '{"a":1}');
+    assert.equal(await engine.render(jst('return null'), {}), '');
+    assert.equal(await engine.render(jst('const x = 1'), {}), '');
   });
 
-  it('treats $ without a brace and a lone } as text', () => {
-    assert.equal(render('$5 and } and $ {x}'), '$5 and } and $ {x}');
-  });
-});
-
-describe('jst missing data', () => {
-  it('names an unknown identifier', () => {
-    const err = failure('Hi ${name}');
-    assert.equal(err.kind, 'missing_data');
-    assert.equal(err.path, 'name');
-    assert.equal(err.message, 'template "x": data has no "name" (used at line 1, column 4)');
-  });
-
-  it('names the full path when reading a member of undefined or null', () => {
-    const err = failure('line\n  ${user.address.city}', { user: {} });
-    assert.equal(err.kind, 'missing_data');
-    assert.equal(err.path, 'user.address.city');
-    assert.equal(err.message, 'template "x": data has no "user.address.city": "user.address" is undefined (used at line 2, column 3)');
-    assert.deepEqual(err.position, { line: 2, column: 3 });
-    assert.equal(failure('${user.address.city}', { user: { address: null } }).message,
-      'template "x": data has no "user.address.city": "user.address" is null (used at line 1, column 1)');
-    assert.equal(failure('${user.name}').path, 'user.name');
-    const call = failure('${user.name.toUpperCase()}', { user: {} });
-    assert.equal(call.path, 'user.name');
-    assert.match(call.message, /data has no "user\.name": cannot call user\.name\.toUpperCase\(\) on undefined/);
-    assert.equal(failure('${user.name.toUpperCase()}').message, 'template "x": data has no "user.name": "user" is not defined (used at line 1, column 1)');
-  });
-
-  it('names a missing value inside a callback', () => {
-    const err = failure('${items.map(i => i.meta.title)}', { items: [{ meta: { title: 'a' } }, {}] });
-    assert.equal(err.kind, 'missing_data');
-    assert.equal(err.path, 'i.meta.title');
-  });
-
-  it('refuses to render undefined as the text "undefined"', () => {
-    const err = failure('${user.nickname}', { user: {} });
-    assert.equal(err.kind, 'missing_data');
-    assert.equal(err.path, 'user.nickname');
-    assert.equal(render('${user.nickname ?? "friend"} ${user.nickname ? "has" : "has not"}', { user: {} }), 'friend has not');
+  it('keeps renders apart: one cannot change what the next sees', async () => {
+    await failure('_.stringify = () => "hacked"; return "x"');
+    await failure('Array.prototype.join = () => "hacked"; return "x"');
+    await failure('globalThis.leak = 1; return "x"');
+    assert.equal(await engine.render(jst('return _.stringify([1,2].join("-"))'), {}), '"1-2"');
+    assert.equal(await engine.render(jst('return typeof globalThis.leak'), {}), 'undefined');
   });
 });
 
-describe('jst syntax errors', () => {
-  const syntax = (content: string): TemplateError => {
+describe('jst: errors a user can act on', () => {
+  const refusal = async (content: string, properties?: string[]) => {
     try {
-      validateTemplateSyntax(jst(content));
+      await engine.validate(jst(content, properties));
     } catch (err) {
       assert.ok(err instanceof TemplateError);
       assert.equal(err.kind, 'syntax');
       return err;
     }
-    assert.fail(`expected a syntax error for ${JSON.stringify(content)}`);
+    assert.fail(`expected ${JSON.stringify(content)} to be refused`);
   };
 
-  it('reports a parse error at its line and column', () => {
-    const err = syntax('Hello\nab ${a +* b}');
-    assert.equal(err.message, 'template "x": syntax error at line 2, column 9: Expected expression after +');
-    assert.deepEqual(err.position, { line: 2, column: 9 });
-    assert.equal(syntax('${a = 1}').message, 'template "x": syntax error at line 1, column 5: Unexpected "="');
+  it('refuses a body that does not parse, with line and column', async () => {
+    const err = await refusal('const a = 1;\nreturn `Hello ${name');
+    assert.match(err.message, /^template "t": syntax error at line 2, column \d+: /);
+    assert.equal(err.position?.line, 2);
   });
 
-  it('reports unclosed expressions, strings and nested templates', () => {
-    assert.equal(syntax('ok\n  ${name').message, 'template "x": syntax error at line 2, column 3: "${" is never closed: add the matching "}"');
-    assert.match(syntax('${"abc}').message, /line 1, column 3: unterminated string literal/);
-    assert.match(syntax('${`abc}').message, /unterminated nested template literal/);
+  it('refuses an identifier that is not a local, a schema property, _model, _ or a built-in', async () => {
+    const err = await refusal('const greet = (x) => `Hi ${x}`;\nreturn greet(name) + nmae', ['name']);
+    assert.match(err.message, /line 2, column 22: unknown identifier "nmae"/);
+    await engine.validate(jst('return [name, _model, _.stringify(JSON.parse("1")), Math.PI].join()', ['name']));
   });
 
-  it('reports empty expressions, several expressions and unsupported constructs', () => {
-    assert.match(syntax('a ${ } b').message, /column 3: empty \$\{\} expression/);
-    assert.match(syntax('${a b}').message, /expected one expression/);
-    assert.match(syntax('${tag`x`}').message, /tagged template literals are not supported/);
-    assert.match(syntax('${({a}) => a}').message, /arrow function parameters must be plain names/);
+  it('fails a render with a runtime error, its message and position', async () => {
+    const err = await failure('const a = 1;\nreturn user.name.first');
+    assert.equal(err.kind, 'evaluation');
+    assert.match(err.message, /TypeError: cannot read property 'name' of undefined \(at line 2, column \d+\)/i);
+    assert.equal(err.position?.line, 2);
+    const thrown = await failure('throw new Error("nope")');
+    assert.match(thrown.message, /Error: nope/);
+  });
+});
+
+describe('jst: a real sandbox', () => {
+  it('has no process, require, import, fetch, timers, Buffer or host objects, and no way back', async () => {
+    const probes = [
+      'return typeof process', 'return typeof require', 'return typeof fetch', 'return typeof setTimeout', 'return typeof Buffer',
+      'return typeof module', 'return typeof __dirname', 'return typeof WebAssembly',
+      'return (function(){}).constructor("return typeof process")()',
+      'return [].constructor.constructor("return typeof require")()',
+      'return Object.getPrototypeOf(async function(){}).constructor("return 1") ? typeof globalThis.process : "x"',
+      'return this === undefined ? "strict" : typeof this',
+    ];
+    for (const body of probes) {
+      const out = await engine.render(jst(body), {});
+      assert.ok(['undefined', 'strict'].includes(out), `${body} → ${out}`);
+    }
+    const imported = await failure('return import("node:fs")');
+    assert.match(imported.message, /import\(\) is not available/);
+    const required = await failure('return require("child_process")');
+    assert.match(required.message, /TypeError: not a function/, "require is only a missing value from the data");
   });
 
-  it('reports bad escapes in the text', () => {
-    assert.match(syntax('C:\\xfiles').message, /line 1, column 3: invalid escape sequence/);
-    assert.match(syntax('\\1').message, /octal escapes are not allowed/);
-    assert.match(syntax('end \\').message, /lone backslash/);
+  it('stops an endless loop at its CPU budget, alone', async () => {
+    const started = Date.now();
+    const err = await failure('while (true) {}');
+    assert.equal(err.kind, 'timeout');
+    assert.match(err.message, /longer than 500 ms/);
+    assert.ok(Date.now() - started < 5000);
+    assert.equal(await engine.render(jst('return "still working"'), {}), 'still working');
+  });
+
+  it('stops a memory bomb at its memory budget, alone', async () => {
+    const err = await failure('const a = []; while (true) a.push("x".repeat(1 << 20) + a.length); return ""');
+    assert.ok(err.kind === 'memory' || err.kind === 'timeout', err.message);
+    assert.equal(await engine.render(jst('return "still working"'), {}), 'still working');
+  });
+
+  it('refuses output past the limit', async () => {
+    const err = await failure('return "x".repeat(300000)');
+    assert.equal(err.kind, 'output');
+    assert.match(err.message, /at most 200000/);
+  });
+});
+
+describe('jst: the migration of stored template literals', () => {
+  it('rewrites old template-literal content to a function body that renders the same text', async () => {
+    const cases: Array<[string, Record<string, unknown>, string]> = [
+      ['Hello ${name}!', { name: 'Ada' }, 'Hello Ada!'],
+      ['Summarize', {}, 'Summarize'],
+      ['Use ```json``` fences and `code`: ${items.map((i) => `<${i}>`).join(", ")}\\n\\tdone', { items: ['a', 'b'] }, 'Use ```json``` fences and `code`: <a>, <b>\n\tdone'],
+      ['Price: ${"$" + price} {not an expression}', { price: 3 }, 'Price: $3 {not an expression}'],
+    ];
+    for (const [old, data, text] of cases) {
+      const rewritten = rewriteJst(old);
+      assert.ok(rewritten, old);
+      assert.equal(await engine.render(jst(rewritten!), data), text, old);
+    }
+    assert.equal(rewriteJst('return `Hello ${name}`'), null, 'a function body that returns is left alone');
+    assert.equal(rewriteJst('const a = 1;\nif (a) { return "x" }\nreturn "y"'), null);
   });
 });

@@ -15,7 +15,7 @@ import { Worker } from 'node:worker_threads';
 import { ContentError } from '../errors.ts';
 import type { WorkerReply, WorkerTask } from './protocol.ts';
 
-const BOOT = new URL('./boot.mjs', import.meta.url);
+const BOOT = new URL('../../workers/boot.mjs', import.meta.url);
 const ENTRY = new URL('./content-worker.ts', import.meta.url).href;
 
 export interface PoolOptions {

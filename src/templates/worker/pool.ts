@@ -1,0 +1,125 @@
+/**
+ * Worker threads that compile handlebars templates and render jst templates in their sandboxes
+ * (jst-sandbox.ts), so that neither compiling nor template code runs on the server's event loop:
+ * a hostile template burns its CPU budget in a worker while every other request is served.
+ *
+ * Threads start on first use, up to the pool's size, and take one task at a time from one queue,
+ * so each task's watchdog times that task alone: the sandbox interrupts JavaScript at its CPU
+ * budget, and a thread still silent a second later (a long built-in call such as a huge
+ * `repeat`, which QuickJS cannot interrupt) is terminated and replaced.
+ */
+import { Worker } from 'node:worker_threads';
+import type { CompileRequest, RenderOutcome, SandboxLimits } from './jst-sandbox.ts';
+import type { TemplateTask, TemplateWorkerData, WorkerMessage } from './protocol.ts';
+
+const BOOT = new URL('../../workers/boot.mjs', import.meta.url);
+const ENTRY = new URL('./template-worker.ts', import.meta.url).href;
+/** Time on top of the CPU budget before a silent thread is terminated. */
+const WATCHDOG_MARGIN_MS = 1000;
+
+interface Queued {
+  task: TemplateTask;
+  resolve: (o: RenderOutcome) => void;
+}
+
+interface Thread {
+  worker: Worker;
+  ready: boolean;
+  busy: (Queued & { timer: NodeJS.Timeout }) | null;
+}
+
+let nextId = 1;
+
+export interface TemplatePoolOptions {
+  size: number;
+  limits: SandboxLimits;
+}
+
+export class TemplatePool {
+  private readonly threads = new Set<Thread>();
+  private readonly queue: Queued[] = [];
+  private closed = false;
+
+  constructor(private readonly opts: TemplatePoolOptions) {}
+
+  /** Renders a jst template with `data` (a JSON-able object) for the run's model. */
+  render(template: CompileRequest, data: unknown, model: string): Promise<RenderOutcome> {
+    return this.send({ id: nextId++, jst: template, data: JSON.stringify(data ?? {}), model });
+  }
+
+  /** Handlebars' precompiled spec of a template (the outcome's text), or its syntax error. */
+  compileHandlebars(content: string): Promise<RenderOutcome> {
+    return this.send({ id: nextId++, handlebars: content });
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    for (const q of this.queue.splice(0)) q.resolve(shutDown());
+    await Promise.all([...this.threads].map((t) => this.end(t, shutDown())));
+  }
+
+  private send(task: TemplateTask): Promise<RenderOutcome> {
+    if (this.closed) return Promise.resolve(shutDown());
+    return new Promise<RenderOutcome>((resolve) => {
+      this.queue.push({ task, resolve });
+      this.dispatch();
+    });
+  }
+
+  private dispatch(): void {
+    for (const thread of this.threads) {
+      if (!this.queue.length) return;
+      if (thread.ready && !thread.busy) this.start(thread, this.queue.shift()!);
+    }
+    const booting = [...this.threads].filter((t) => !t.ready).length;
+    if (this.queue.length > booting && this.threads.size < this.opts.size) this.spawn();
+  }
+
+  private start(thread: Thread, queued: Queued): void {
+    const limit = this.opts.limits.cpuMs + WATCHDOG_MARGIN_MS;
+    const timer = setTimeout(() => {
+      void this.end(thread, { ok: false, kind: 'timeout', message: `the template ran longer than ${this.opts.limits.cpuMs} ms (its sandbox was stopped)` });
+    }, limit);
+    thread.busy = { ...queued, timer };
+    thread.worker.ref();
+    thread.worker.postMessage(queued.task);
+  }
+
+  private spawn(): void {
+    const workerData: TemplateWorkerData = { entry: ENTRY, limits: this.opts.limits };
+    const worker = new Worker(BOOT, { workerData, execArgv: [], stdout: true, stderr: true });
+    worker.stdout.resume();
+    worker.stderr.resume();
+    const thread: Thread = { worker, ready: false, busy: null };
+    worker.on('message', (m: WorkerMessage) => {
+      if ('ready' in m) thread.ready = true;
+      else if (thread.busy && thread.busy.task.id === m.id) {
+        const done = thread.busy;
+        thread.busy = null;
+        clearTimeout(done.timer);
+        worker.unref();
+        done.resolve(m.outcome);
+      }
+      this.dispatch();
+    });
+    const die = (err: Error) => void this.end(thread, { ok: false, kind: 'error', message: `the template sandbox failed: ${err.message}` });
+    worker.on('error', die);
+    worker.on('exit', (code) => die(new Error(`its thread exited with code ${code}`)));
+    worker.unref();
+    this.threads.add(thread);
+  }
+
+  /** Ends a thread: its task gets `outcome`; waiting tasks go to other threads or a new one. */
+  private async end(thread: Thread, outcome: RenderOutcome): Promise<void> {
+    if (!this.threads.delete(thread)) return;
+    if (thread.busy) {
+      clearTimeout(thread.busy.timer);
+      thread.busy.resolve(outcome);
+      thread.busy = null;
+    }
+    await thread.worker.terminate().catch(() => {});
+    if (!this.closed) this.dispatch();
+  }
+}
+
+const shutDown = (): RenderOutcome => ({ ok: false, kind: 'error', message: 'the template sandbox is shut down' });
