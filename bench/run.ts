@@ -9,6 +9,7 @@ const BENCHES: Record<string, string> = {
   'runs-embeddings': './runs-embeddings-ab.ts',
   'runs-ab': './runs-ab.ts',
   content: './content.ts',
+  templates: './templates.ts',
 };
 const wanted = process.argv.slice(2);
 const names = wanted.length ? wanted : Object.keys(BENCHES);
