@@ -19,6 +19,7 @@ export class Metrics {
     name: 'orrery_provider_latency_seconds', help: 'Time a provider took to answer a run (whole completion)', labelNames: ['provider', 'outcome'],
     buckets: [0.005, 0.025, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300], registers: [this.registry],
   });
+  readonly providerRetries = new Counter({ name: 'orrery_provider_retries_total', help: 'Provider calls of runs tried again, by provider and the error that caused the retry', labelNames: ['provider', 'code'], registers: [this.registry] });
   readonly openStreams = new Gauge({ name: 'orrery_sse_streams_open', help: 'SSE streams open on this replica', registers: [this.registry] });
   readonly executing = new Gauge({ name: 'orrery_runs_executing', help: 'Streamed runs executing on this replica', registers: [this.registry] });
   readonly jobs = new Counter({ name: 'orrery_jobs_total', help: 'Background jobs finished, by kind and outcome', labelNames: ['kind', 'outcome'], registers: [this.registry] });

@@ -99,7 +99,10 @@ export class ProviderError extends Error {
     message: string,
     /** HTTP status the provider answered, when it answered. */
     readonly upstreamStatus?: number,
+    /** Worth trying again (rate limits, overload, timeouts, connection failures). */
     readonly retryable = false,
+    /** The wait the provider asked for before trying again (retry-after headers), in ms. */
+    readonly retryAfterMs?: number,
   ) {
     super(message);
     this.name = 'ProviderError';

@@ -124,8 +124,8 @@ export async function postToProvider(req: ProviderPost): Promise<ProviderRespons
   };
 }
 
-/** A ProviderError for a non-2xx answer, with the provider's message when it sent one. */
-export function httpError(label: string, status: number, bodyText: string, _headers?: Record<string, string | string[] | undefined>): ProviderError {
+/** A ProviderError for a non-2xx answer, with the provider's message and the wait it asked for. */
+export function httpError(label: string, status: number, bodyText: string, headers?: Record<string, string | string[] | undefined>): ProviderError {
   let parsed: unknown = bodyText;
   try {
     parsed = JSON.parse(bodyText);
@@ -134,7 +134,27 @@ export function httpError(label: string, status: number, bodyText: string, _head
   }
   const said = providerMessage(parsed);
   const message = `${label} answered HTTP ${status}${said ? `: ${clip(said)}` : ''}`;
-  return new ProviderError(codeForStatus(status), message, status, isRetryableStatus(status));
+  return new ProviderError(codeForStatus(status), message, status, isRetryableStatus(status), headers ? retryAfterMs(headers) : undefined);
+}
+
+/**
+ * How long the provider asked us to wait: `retry-after-ms` and `x-ms-retry-after-ms` (Azure) in
+ * milliseconds, else `retry-after` in seconds or as an HTTP date.
+ */
+export function retryAfterMs(headers: Record<string, string | string[] | undefined>, now = Date.now()): number | undefined {
+  const header = (name: string) => {
+    const v = headers[name];
+    return Array.isArray(v) ? v[0] : v;
+  };
+  for (const name of ['retry-after-ms', 'x-ms-retry-after-ms']) {
+    const ms = Number(header(name));
+    if (header(name) !== undefined && Number.isFinite(ms) && ms >= 0) return ms;
+  }
+  const after = header('retry-after')?.trim();
+  if (!after) return undefined;
+  if (/^\d+(\.\d+)?$/.test(after)) return Number(after) * 1000;
+  const at = Date.parse(after);
+  return Number.isNaN(at) ? undefined : Math.max(0, at - now);
 }
 
 /** One request's timer, abort wiring and error translation. */

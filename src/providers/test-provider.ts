@@ -2,7 +2,16 @@
  * The `test` provider: offline, deterministic models, so tests and a first run need no API key.
  *  - echo:  answers the last user message verbatim, streamed word by word.
  *  - json:  answers a JSON value that conforms to the request's result_schema.
- *  - error: always fails like a provider error.
+ *  - error: always fails like a provider error (not worth a retry).
+ * Fault models, to test retries, failover and timeouts offline (`name:arg`, like `flaky:2`); each
+ * answers as `echo` when it does not fail:
+ *  - slow:MS            waits MS ms (default 1000) before answering.
+ *  - flaky:N            the first N calls (default 1) with the same prompt fail with a 503.
+ *  - rate_limit:N:MS    the first N calls (default 1) with the same prompt fail with a 429 that asks
+ *                       to retry after MS ms (default 1000).
+ *  - error_mid_stream:K streams K chunks (default 1), then fails with a 502; a blocking call fails with it.
+ *  - stall:K            streams K chunks (default 1), then sends nothing more: the connection's
+ *                       timeout (config.timeout_ms) ends it as a provider that stopped sending.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
@@ -16,12 +25,57 @@ import {
   type ProviderConnection,
 } from './driver.ts';
 import { sampleFromSchema } from './schema-sample.ts';
+import { timeoutOf } from './provider-http.ts';
 
 export const TEST_MODELS: readonly ModelInfo[] = [
   { id: 'echo', name: 'Echo', description: 'Offline test model: answers the last user message verbatim, streamed word by word.' },
   { id: 'json', name: 'JSON', description: 'Offline test model: answers a deterministic JSON value that conforms to the result schema.' },
   { id: 'error', name: 'Error', description: 'Offline test model: always fails with a provider error.' },
+  { id: 'slow', name: 'Slow', description: 'Fault model: slow:MS waits MS ms (default 1000), then answers as echo.' },
+  { id: 'flaky', name: 'Flaky', description: 'Fault model: flaky:N fails the first N calls with the same prompt (503), then answers as echo.' },
+  { id: 'rate_limit', name: 'Rate limit', description: 'Fault model: rate_limit:N:MS answers 429 (retry after MS ms) to the first N calls with the same prompt.' },
+  { id: 'error_mid_stream', name: 'Error mid-stream', description: 'Fault model: error_mid_stream:K streams K chunks, then fails (502).' },
+  { id: 'stall', name: 'Stall', description: 'Fault model: stall:K streams K chunks, then stops sending until the timeout.' },
 ];
+
+/** Calls so far of the counting fault models, by model and prompt (bounded: the oldest go first). */
+const calls = new Map<string, number>();
+function callNumber(model: string, prompt: string): number {
+  const key = `${model}\u0000${prompt}`;
+  const n = (calls.get(key) ?? 0) + 1;
+  calls.delete(key);
+  calls.set(key, n);
+  if (calls.size > 10_000) calls.delete(calls.keys().next().value!);
+  return n;
+}
+
+interface Fault {
+  kind: 'slow' | 'flaky' | 'rate_limit' | 'error_mid_stream' | 'stall';
+  args: number[];
+}
+
+function faultOf(model: string): Fault | undefined {
+  const [kind, ...rest] = model.split(':');
+  if (!['slow', 'flaky', 'rate_limit', 'error_mid_stream', 'stall'].includes(kind)) return undefined;
+  const args = rest.map(Number);
+  if (args.some((n) => !Number.isFinite(n) || n < 0)) {
+    throw new ProviderError('provider_bad_request', `test provider: ${JSON.stringify(model)} takes non-negative numbers after its name (${kind}:N)`, 400);
+  }
+  return { kind: kind as Fault['kind'], args };
+}
+
+/** Before anything is answered: the waits and failures of the fault models. */
+async function beforeAnswer(fault: Fault | undefined, req: CompletionRequest, signal?: AbortSignal): Promise<void> {
+  if (!fault) return;
+  const [a, b] = fault.args;
+  if (fault.kind === 'slow') await sleep(a ?? 1000, undefined, { signal });
+  if (fault.kind === 'flaky' && callNumber(req.model, lastUserText(req.messages)) <= (a ?? 1)) {
+    throw new ProviderError('provider_error', 'test provider: the flaky model failed this call (503)', 503, true);
+  }
+  if (fault.kind === 'rate_limit' && callNumber(req.model, lastUserText(req.messages)) <= (a ?? 1)) {
+    throw new ProviderError('provider_rate_limited', 'test provider: rate limited (429)', 429, true, b ?? 1000);
+  }
+}
 
 type Answer = { text: string; pieces: string[] };
 
@@ -30,15 +84,30 @@ export class TestProviderDriver implements ModelDriver {
 
   async complete(conn: ProviderConnection, req: CompletionRequest, signal?: AbortSignal): Promise<Completion> {
     signal?.throwIfAborted();
+    const fault = faultOf(req.model);
+    await beforeAnswer(fault, req, signal);
+    if (fault?.kind === 'error_mid_stream') throw midStream();
+    if (fault?.kind === 'stall') {
+      await sleep(timeoutOf(conn), undefined, { signal });
+      throw stopped(conn);
+    }
     const { text } = answer(req);
     return { text, finish_reason: 'stop', token_use: usage(req.messages, text) };
   }
 
   async *stream(conn: ProviderConnection, req: CompletionRequest, signal?: AbortSignal): AsyncGenerator<CompletionChunk> {
     signal?.throwIfAborted();
+    const fault = faultOf(req.model);
+    await beforeAnswer(fault, req, signal);
     const { text, pieces } = answer(req); // the error model throws here, before any chunk
     const delay = chunkDelay(conn);
+    const cut = fault && (fault.kind === 'error_mid_stream' || fault.kind === 'stall') ? (fault.args[0] ?? 1) : Infinity;
     for (const [i, piece] of pieces.entries()) {
+      if (i >= cut) {
+        if (fault!.kind === 'error_mid_stream') throw midStream();
+        await sleep(timeoutOf(conn), undefined, { signal });
+        throw stopped(conn);
+      }
       if (delay > 0 && i > 0) await sleep(delay, undefined, { signal });
       signal?.throwIfAborted();
       yield { text: piece };
@@ -51,8 +120,13 @@ export class TestProviderDriver implements ModelDriver {
   }
 }
 
+const midStream = () => new ProviderError('provider_error', 'test provider: the stream broke off (502)', 502, true);
+const stopped = (conn: ProviderConnection) =>
+  new ProviderError('provider_unreachable', `test provider stopped sending within ${timeoutOf(conn)} ms`, undefined, true);
+
 function answer(req: CompletionRequest): Answer {
-  switch (req.model) {
+  const model = faultOf(req.model) ? 'echo' : req.model;
+  switch (model) {
     case 'echo': {
       const text = lastUserText(req.messages);
       return { text, pieces: splitWords(text) };

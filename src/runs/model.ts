@@ -1,4 +1,5 @@
 /** The run as the interface and the official client see it, and its mapping from a row. */
+import type { Attempt } from './retry.ts';
 import type { Selectable } from 'kysely';
 import type { RunTable } from '../db/schema.ts';
 import type { Ref } from '../auth/principal.ts';
@@ -48,6 +49,8 @@ export interface RunDoc {
   project: Ref;
   created_by: string;
   chunks?: number;
+  /** The provider calls of a run that was retried (runs/retry.ts), in order. */
+  attempts?: Attempt[];
 }
 
 export interface Run {
@@ -77,6 +80,7 @@ export interface Run {
   created_by: string;
   updated_by: string;
   chunks?: number;
+  attempts?: Attempt[];
 }
 
 /** The search columns (0003) are derived by the store and never read back as part of a run. */
@@ -123,6 +127,7 @@ export function toRun(r: RunRow): Run {
     created_by: d.created_by,
     updated_by: d.created_by,
     ...(d.chunks !== undefined ? { chunks: d.chunks } : {}),
+    ...(d.attempts ? { attempts: d.attempts } : {}),
   };
 }
 

@@ -52,6 +52,11 @@ export const RunSchema = OpenObject({
   source: Type.Record(Type.String(), Type.String()),
   prompt: Type.Unknown(),
   parent: Type.Optional(Type.String()),
+  attempts: Type.Optional(Type.Array(Type.Object({
+    status: Type.String({ description: 'completed or failed' }),
+    error: Type.Optional(Type.Object({ code: Type.String(), message: Type.String() })),
+    duration_ms: Type.Number(),
+  }), { description: 'The provider calls of a run that was retried, in order (absent when the first call ended it)' })),
   input_embedding: Type.Optional(Type.Array(Type.Number(), { description: "Vector of the prompt (the project's embedding model); only in the answer of the run's creation and its stream's close" })),
   result_embedding: Type.Optional(Type.Array(Type.Number(), { description: 'Vector of the result; only in the answer of the run\'s creation and its stream\'s close' })),
 }, { $id: 'Run' });

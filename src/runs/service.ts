@@ -29,6 +29,8 @@ import type { Metrics } from '../http/metrics.ts';
 import type { RunEmbeddingHook } from '../embeddings/run-embeddings.ts';
 import { TemplateError, type TemplateEngine } from '../templates/render.ts';
 import { templateErrorCode } from '../interactions/prompts.ts';
+import { nextDelay, retryPolicyOf, type Attempt } from './retry.ts';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 export interface RunCreateInput {
   interaction: string;
@@ -413,34 +415,50 @@ export class RunService {
     let chunks = 0;
     let error: RunError | undefined;
     let result: ResultPart[] = [];
-    try {
-      if (live) {
-        for await (const chunk of plan.driver.stream(plan.connection, plan.request)) {
-          if (chunk.text) {
-            text += chunk.text;
-            chunks++;
-            live.push(chunk.text);
-            if (this.notifier.crossProcess) void this.writer.run(this.storeChunk(row.id, chunks, chunk.text)).catch(() => {});
+    const provider = doc.environment?.provider ?? 'unknown';
+    const policy = retryPolicyOf(plan.connection.config);
+    const attempts: Attempt[] = [];
+    // One retry loop (runs/retry.ts); a stream is never retried once a chunk reached a subscriber.
+    for (let retry = 0; ; retry++) {
+      const attemptStart = performance.now();
+      try {
+        if (live) {
+          for await (const chunk of plan.driver.stream(plan.connection, plan.request)) {
+            if (chunk.text) {
+              text += chunk.text;
+              chunks++;
+              live.push(chunk.text);
+              if (this.notifier.crossProcess) void this.writer.run(this.storeChunk(row.id, chunks, chunk.text)).catch(() => {});
+            }
+            if (chunk.token_use) usage = chunk.token_use;
+            if (chunk.finish_reason) finishReason = chunk.finish_reason;
           }
-          if (chunk.token_use) usage = chunk.token_use;
-          if (chunk.finish_reason) finishReason = chunk.finish_reason;
+        } else {
+          const completion = await plan.driver.complete(plan.connection, plan.request);
+          text = completion.text;
+          usage = completion.token_use;
+          finishReason = completion.finish_reason;
         }
-      } else {
-        const completion = await plan.driver.complete(plan.connection, plan.request);
-        text = completion.text;
-        usage = completion.token_use;
-        finishReason = completion.finish_reason;
+        attempts.push({ status: 'completed', duration_ms: Math.round(performance.now() - attemptStart) });
+        result = plan.request.result_schema ? [{ type: 'json', value: parseResult(text, plan.request.result_schema) }] : [{ type: 'text', value: text }];
+        break;
+      } catch (err) {
+        const failure = toRunError(err);
+        if (!(err instanceof ResultError)) attempts.push({ status: 'failed', error: { code: failure.code, message: failure.message }, duration_ms: Math.round(performance.now() - attemptStart) });
+        const delay = chunks > 0 ? undefined : nextDelay(err, retry + 1, performance.now() - started, policy);
+        if (delay === undefined) {
+          error = failure;
+          if (text) result = [{ type: 'text', value: text }];
+          break;
+        }
+        this.metrics.providerRetries.inc({ provider, code: failure.code });
+        await sleep(delay);
       }
-      result = plan.request.result_schema ? [{ type: 'json', value: parseResult(text, plan.request.result_schema) }] : [{ type: 'text', value: text }];
-    } catch (err) {
-      error = toRunError(err);
-      if (text) result = [{ type: 'text', value: text }];
     }
     const executionTime = Math.round(performance.now() - started);
-    const provider = doc.environment?.provider ?? 'unknown';
     this.metrics.providerLatency.observe({ provider, outcome: error ? 'error' : 'ok' }, executionTime / 1000);
     this.metrics.runs.inc({ status: error ? 'failed' : 'completed', provider, mode: live ? 'stream' : 'blocking' });
-    const finalDoc: RunDoc = { ...doc, result, ...(error ? { error } : {}), ...(live ? { chunks } : {}) };
+    const finalDoc: RunDoc = { ...doc, result, ...(error ? { error } : {}), ...(live ? { chunks } : {}), ...(attempts.length > 1 ? { attempts } : {}) };
     const patch = {
       status: error ? 'failed' : 'completed',
       updated_at: nowIso(),

@@ -187,6 +187,9 @@ for (const dialect of TEST_DIALECTS) {
                 signal: AbortSignal.timeout(15_000),
               });
             } catch (err) {
+              // Past Node's 16 KiB header limit the server answers 431 and closes at once; a client
+              // still sending its request line may see the reset before the answer.
+              if (req.url.length > 16_000) return;
               throw new Error(`${req.method} ${req.url.slice(0, 300)}: no answer (${(err as Error).message})`);
             }
             const text = await res.text();
@@ -203,6 +206,10 @@ for (const dialect of TEST_DIALECTS) {
           }),
           { interruptAfterTimeLimit: SECONDS * 1000, markInterruptAsFailure: false, numRuns: 1_000_000, seed: SEED, endOnFailure: true },
         );
+      } catch (err) {
+        // fast-check prints the whole counterexample: keep the report readable.
+        const message = (err as Error).message;
+        throw new Error(message.length > 4000 ? `${message.slice(0, 2000)} … ${message.slice(-2000)}` : message);
       } finally {
         done = true;
         await monitor;

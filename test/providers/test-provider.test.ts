@@ -195,14 +195,29 @@ describe('test provider: error and unknown models', () => {
   });
 
   it('an unknown model is provider_bad_request 404 naming the models', async () => {
-    const expected = isError('provider_bad_request', 404, 'test provider has no model "gpt-4"; its models are echo, json, error');
+    const expected = isError('provider_bad_request', 404, 'test provider has no model "gpt-4"; its models are echo, json, error, slow, flaky, rate_limit, error_mid_stream, stall');
     await assert.rejects(test.complete(conn, ask('gpt-4', 'x')), expected);
     await assert.rejects(collect(test.stream(conn, ask('gpt-4', 'x'))), expected);
   });
 
-  it('lists its three models, each described as an offline test model', async () => {
+  it('lists its three models and its five fault models, each described', async () => {
     const models = await test.listModels!(conn);
-    assert.deepEqual(models.map((m) => m.id), ['echo', 'json', 'error']);
-    for (const m of models) assert.match(m.description ?? '', /^Offline test model/);
+    assert.deepEqual(models.map((m) => m.id), ['echo', 'json', 'error', 'slow', 'flaky', 'rate_limit', 'error_mid_stream', 'stall']);
+    for (const m of models.slice(0, 3)) assert.match(m.description ?? '', /^Offline test model/);
+    for (const m of models.slice(3)) assert.match(m.description ?? '', new RegExp(`^Fault model: ${m.id}`));
+  });
+
+  it('fault models fail as they say, then answer as echo', async () => {
+    const flaky = ask('flaky:2', `flaky ${Math.random()}`);
+    await assert.rejects(test.complete(conn, flaky), isError('provider_error', 503, 'test provider: the flaky model failed this call (503)'));
+    await assert.rejects(test.complete(conn, flaky), (e: { retryable?: boolean }) => e.retryable === true);
+    assert.equal((await test.complete(conn, flaky)).text, flaky.messages.at(-1)!.content);
+    const limited = ask('rate_limit:1:250', `limited ${Math.random()}`);
+    await assert.rejects(test.complete(conn, limited), (e: { code?: string; upstreamStatus?: number; retryAfterMs?: number }) => e.code === 'provider_rate_limited' && e.upstreamStatus === 429 && e.retryAfterMs === 250);
+    assert.equal((await test.complete(conn, limited)).text, limited.messages.at(-1)!.content);
+    const started = Date.now();
+    assert.equal((await test.complete(conn, ask('slow:120', 'patience'))).text, 'patience');
+    assert.ok(Date.now() - started >= 120);
+    await assert.rejects(test.complete(conn, ask('flaky:x', 'x')), isError('provider_bad_request', 400, 'test provider: "flaky:x" takes non-negative numbers after its name (flaky:N)'));
   });
 });

@@ -21,7 +21,7 @@ export interface OpenAIWireOptions {
   /** Models that exist; others get 404 model_not_found. Default: any model. */
   models?: string[];
   /** Answer this status with an OpenAI error body instead of a completion. */
-  fail?: { status: number; message?: string; type?: string; code?: string | null; rawBody?: string };
+  fail?: { status: number; message?: string; type?: string; code?: string | null; rawBody?: string; headers?: Record<string, string>; times?: number };
   /** Send this error object as a data line after `afterChunks` content chunks, then close. */
   midStreamError?: { afterChunks: number; message: string; type?: string; code?: string | null };
   /** Wait before answering (headers included). */
@@ -115,13 +115,14 @@ async function handle(req: IncomingMessage, res: ServerResponse, state: WireServ
       ),
     );
   }
-  if (o.fail) {
+  // `times`: fail that many requests, then answer normally.
+  if (o.fail && (o.fail.times === undefined || o.fail.times-- > 0)) {
     if (o.fail.rawBody !== undefined) {
-      res.writeHead(o.fail.status, { 'content-type': 'text/html' });
+      res.writeHead(o.fail.status, { 'content-type': 'text/html', ...o.fail.headers });
       return void res.end(o.fail.rawBody);
     }
     const type = o.fail.type ?? (o.fail.status >= 500 ? 'server_error' : 'invalid_request_error');
-    return sendJson(res, o.fail.status, errorBody(o.fail.message ?? 'The server had an error while processing your request.', type, o.fail.code ?? null));
+    return sendJson(res, o.fail.status, errorBody(o.fail.message ?? 'The server had an error while processing your request.', type, o.fail.code ?? null), o.fail.headers);
   }
   if (typeof body.model !== 'string' || body.model === '') {
     return sendJson(res, 400, errorBody('you must provide a model parameter', 'invalid_request_error', null));
@@ -256,9 +257,9 @@ function embeddings(res: ServerResponse, body: any): void {
 
 const errorBody = (message: string, type: string, code: string | null) => ({ error: { message, type, param: null, code } });
 
-function sendJson(res: ServerResponse, status: number, body: unknown): void {
+function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
   const text = JSON.stringify(body);
-  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), 'x-request-id': 'req_wire' });
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), 'x-request-id': 'req_wire', ...headers });
   res.end(text);
 }
 
