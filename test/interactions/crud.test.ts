@@ -40,7 +40,7 @@ for (const dialect of TEST_DIALECTS) {
       assert.ok(providers.body.some((p: any) => p.id === 'openai' && p.test === false));
       const env = await srv.api('POST', '/api/v1/environments', { name: 'T', provider: 'test' });
       const models = await srv.api('GET', `/api/v1/environments/${env.body.id}/models`);
-      assert.deepEqual(models.body.map((m: any) => m.id).sort(), ['echo', 'error', 'json']);
+      assert.deepEqual(models.body.map((m: any) => m.id).sort(), ['echo', 'error', 'error_mid_stream', 'flaky', 'json', 'rate_limit', 'slow', 'stall']);
     });
 
     it('refuses bad environments', async () => {
