@@ -26,6 +26,20 @@ export interface OpenAIChatOptions {
   maxTokensField: 'max_tokens' | 'max_completion_tokens';
   /** Send `stream_options: {include_usage: true}`; off for servers that reject unknown fields. Overridable with `conn.config.stream_usage`. */
   streamUsage: boolean;
+  /**
+   * Where a chat completion goes and how it authenticates, for APIs that put the model in the URL
+   * or take another header (Azure); by default `{base}/chat/completions` with a bearer key.
+   */
+  route?: (conn: ProviderConnection, model: string) => ChatRoute;
+}
+
+export interface ChatRoute {
+  url: string;
+  /** For messages: "Azure OpenAI at https://…". */
+  label: string;
+  headers: Record<string, string>;
+  /** Whether the body names the model (Azure deployment URLs do instead). */
+  modelInBody: boolean;
 }
 
 /**
@@ -53,8 +67,9 @@ export class OpenAIChatDriver implements ModelDriver {
   }
 
   async complete(conn: ProviderConnection, req: CompletionRequest, signal?: AbortSignal): Promise<Completion> {
-    const { label } = this.target(conn);
-    const res = await this.post(conn, this.body(conn, req, false), signal);
+    const route = this.routeOf(conn, req.model);
+    const { label } = route;
+    const res = await this.post(conn, route, this.body(conn, req, false, route), signal);
     const answer = (await res.json()) as ChatCompletion;
     const choice = Array.isArray(answer?.choices) ? answer.choices[0] : undefined;
     if (!choice || typeof choice.message !== 'object' || choice.message === null) {
@@ -71,8 +86,9 @@ export class OpenAIChatDriver implements ModelDriver {
   }
 
   async *stream(conn: ProviderConnection, req: CompletionRequest, signal?: AbortSignal): AsyncGenerator<CompletionChunk> {
-    const { label } = this.target(conn);
-    const res = await this.post(conn, this.body(conn, req, true), signal);
+    const route = this.routeOf(conn, req.model);
+    const { label } = route;
+    const res = await this.post(conn, route, this.body(conn, req, true, route), signal);
     let finish: string | undefined;
     let usage: TokenUsage | undefined;
     let done = false;
@@ -106,6 +122,18 @@ export class OpenAIChatDriver implements ModelDriver {
     if (last.finish_reason || last.token_use) yield last;
   }
 
+  /** The default route: `{base}/chat/completions` with `Authorization: Bearer <key>`. */
+  private routeOf(conn: ProviderConnection, model: string): ChatRoute {
+    if (this.opts.route) return this.opts.route(conn, model);
+    const { base, label } = this.target(conn);
+    const headers: Record<string, string> = {};
+    if (conn.api_key) headers.authorization = `Bearer ${conn.api_key}`;
+    else if (this.opts.requiresApiKey) {
+      throw new ProviderError('provider_auth', `${label} needs an API key; the environment has none`);
+    }
+    return { url: `${base}/chat/completions`, label, headers, modelInBody: true };
+  }
+
   private target(conn: ProviderConnection): { base: string; label: string } {
     const given = conn.endpoint_url?.trim();
     if (given) {
@@ -122,14 +150,14 @@ export class OpenAIChatDriver implements ModelDriver {
     return { base: this.opts.defaultBaseUrl, label: this.opts.name };
   }
 
-  private body(conn: ProviderConnection, req: CompletionRequest, stream: boolean): Record<string, unknown> {
+  private body(conn: ProviderConnection, req: CompletionRequest, stream: boolean, route: ChatRoute): Record<string, unknown> {
     const body: Record<string, unknown> = {
-      model: req.model,
+      ...(route.modelInBody ? { model: req.model } : {}),
       messages: req.messages.map((m) => ({ role: m.role, content: m.content })),
     };
     if (req.temperature !== undefined) body.temperature = req.temperature;
     if (req.top_p !== undefined) body.top_p = req.top_p;
-    if (req.max_tokens !== undefined) body[this.opts.maxTokensField] = req.max_tokens;
+    if (req.max_tokens !== undefined) body[maxTokensFieldOf(conn) ?? this.opts.maxTokensField] = req.max_tokens;
     if (req.stop && req.stop.length > 0) body.stop = req.stop;
     if (req.result_schema) {
       // strict:false because OpenAI's strict mode accepts only a subset of JSON Schema.
@@ -143,15 +171,15 @@ export class OpenAIChatDriver implements ModelDriver {
     return body;
   }
 
-  private post(conn: ProviderConnection, body: Record<string, unknown>, signal: AbortSignal | undefined) {
-    const { base, label } = this.target(conn);
-    const headers: Record<string, string> = {};
-    if (conn.api_key) headers.authorization = `Bearer ${conn.api_key}`;
-    else if (this.opts.requiresApiKey) {
-      throw new ProviderError('provider_auth', `${label} needs an API key; the environment has none`);
-    }
-    return postToProvider({ label, url: `${base}/chat/completions`, headers, body, signal, timeoutMs: timeoutOf(conn), outbound: conn.outbound });
+  private post(conn: ProviderConnection, route: ChatRoute, body: Record<string, unknown>, signal: AbortSignal | undefined) {
+    return postToProvider({ label: route.label, url: route.url, headers: route.headers, body, signal, timeoutMs: timeoutOf(conn), outbound: conn.outbound });
   }
+}
+
+/** `config.max_tokens_field`: `max_tokens` or `max_completion_tokens`, for a server that knows only one. */
+function maxTokensFieldOf(conn: ProviderConnection): 'max_tokens' | 'max_completion_tokens' | undefined {
+  const f = conn.config?.max_tokens_field;
+  return f === 'max_tokens' || f === 'max_completion_tokens' ? f : undefined;
 }
 
 /** `usage` → token_use; absent or null usage gives undefined, so "unknown" never reads as zero. */

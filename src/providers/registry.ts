@@ -7,6 +7,7 @@ import { AnthropicMessagesDriver } from './anthropic-messages.ts';
 import type { ModelDriver, ProviderInfo } from './driver.ts';
 import { OpenAIChatDriver, type OpenAIChatOptions } from './openai-chat.ts';
 import { TestProviderDriver } from './test-provider.ts';
+import { azureFoundryRoute, azureOpenAIRoute } from './azure.ts';
 
 /** Every provider id Vertesia knows; an environment with any of these is valid. */
 export const SUPPORTED_PROVIDER_IDS = [
@@ -106,9 +107,48 @@ const ENTRIES: Entry[] = [
   },
   {
     info: {
+      id: 'azure_openai',
+      name: 'Azure OpenAI',
+      description: 'Azure OpenAI Chat Completions: the endpoint URL is the resource (https://<resource>.openai.azure.com); the model (or config.deployment) is the deployment; config.api_version (default 2024-10-21, or "v1"); an API key or a Microsoft Entra ID token.',
+      test: false,
+      requires_endpoint_url: true,
+      requires_api_key: true,
+    },
+    driver: new OpenAIChatDriver({
+      provider: 'azure_openai', name: 'Azure OpenAI', requiresApiKey: true, maxTokensField: 'max_completion_tokens', streamUsage: true,
+      route: (conn, model) => azureOpenAIRoute(conn, model),
+    }),
+  },
+  {
+    info: {
+      id: 'azure_foundry',
+      name: 'Azure AI Foundry',
+      description: 'Azure AI Foundry model inference (Chat Completions): the endpoint URL of the project or resource (https://<name>.services.ai.azure.com); the model is a deployment or model name; config.api_version (default 2024-05-01-preview); an API key or a Microsoft Entra ID token.',
+      test: false,
+      requires_endpoint_url: true,
+      requires_api_key: true,
+    },
+    driver: new OpenAIChatDriver({
+      provider: 'azure_foundry', name: 'Azure AI Foundry', requiresApiKey: true, maxTokensField: 'max_tokens', streamUsage: true,
+      route: (conn) => azureFoundryRoute(conn),
+    }),
+  },
+  {
+    info: {
+      id: 'huggingface_ie',
+      name: 'Hugging Face Inference Endpoints',
+      description: 'A Hugging Face Inference Endpoint (TGI, vLLM) through its OpenAI-compatible Messages API: the endpoint URL (https://<name>.endpoints.huggingface.cloud) and a Hugging Face access token.',
+      test: false,
+      requires_endpoint_url: true,
+      requires_api_key: true,
+    },
+    driver: new OpenAIChatDriver({ provider: 'huggingface_ie', name: 'Hugging Face Inference Endpoint', requiresApiKey: true, maxTokensField: 'max_tokens', streamUsage: true }),
+  },
+  {
+    info: {
       id: 'test',
       name: 'Test (offline, deterministic)',
-      description: 'Offline test models (echo, json, error) that need no network and no API key. Not a real LLM.',
+      description: 'Offline test models (echo, json, error) and fault models (slow, flaky, rate_limit, error_mid_stream, stall) that need no network and no API key. Not a real LLM.',
       test: true,
       requires_endpoint_url: false,
       requires_api_key: false,

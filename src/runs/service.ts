@@ -7,7 +7,7 @@ import type { OrreryDialect } from '../db/dialect.ts';
 import { newId, nowIso } from '../db/ids.ts';
 import { actorOf, scopeOf, type Principal } from '../auth/principal.ts';
 import { BadRequest, NotFound, OrreryError } from '../http/errors.ts';
-import { getDriver, isImplemented } from '../providers/registry.ts';
+import { getDriver, isImplemented, PROVIDERS } from '../providers/registry.ts';
 import { ProviderError, type ChatMessage, type CompletionRequest, type ModelDriver, type ProviderConnection, type TokenUsage } from '../providers/driver.ts';
 import type { EnvironmentService } from '../interactions/environments.ts';
 import type { InteractionDto, InteractionService } from '../interactions/interactions.ts';
@@ -153,7 +153,7 @@ export class RunService {
     const config = { ...(input.config ?? {}) };
     const { interaction, env } = await this.context(p, config.environment as string | undefined, load, cacheKey);
     if (!isImplemented(env.dto.provider)) {
-      throw new BadRequest(`environment "${env.dto.name}" uses provider "${env.dto.provider}", which Orrery cannot execute yet; use openai, openai_compatible, anthropic or test`);
+      throw new BadRequest(`environment "${env.dto.name}" uses provider "${env.dto.provider}", which Orrery cannot execute yet; use one of ${PROVIDERS.map((p) => p.id).join(', ')}`);
     }
     const model = (config.model as string | undefined) ?? interaction.model ?? env.dto.default_model;
     if (!model) throw new BadRequest(`no model: pass config.model, or set a model on interaction "${interaction.name}" or a default_model on environment "${env.dto.name}"`);

@@ -37,6 +37,8 @@ export interface OpenAIWireOptions {
 export interface RecordedRequest {
   method: string;
   path: string;
+  /** The query string's parameters (Azure's api-version). */
+  query: Record<string, string>;
   headers: Record<string, string | string[] | undefined>;
   /** Parsed JSON body, or the raw text when it was not JSON. */
   body: any;
@@ -91,14 +93,16 @@ async function handle(req: IncomingMessage, res: ServerResponse, state: WireServ
   } catch {
     // recorded as text; answered below as a parse error
   }
-  const path = (req.url ?? '/').split('?')[0];
-  state.requests.push({ method: req.method ?? '', path, headers: { ...req.headers }, body });
+  const [path, search = ''] = (req.url ?? '/').split('?');
+  state.requests.push({ method: req.method ?? '', path, query: Object.fromEntries(new URLSearchParams(search)), headers: { ...req.headers }, body });
   const o = state.options;
 
   if (o.hang) return; // never answer
   if (o.delayMs) await sleep(o.delayMs);
 
-  const route = `${req.method} ${path}`;
+  // OpenAI's paths, and the same API where Azure OpenAI (/openai/deployments/<d>/…, /openai/v1/…),
+  // Azure AI Foundry (/models/…) and Hugging Face endpoints serve it.
+  const route = `${req.method} ${path.replace(/^\/openai\/deployments\/[^/]+\//, '/v1/').replace(/^\/openai\/v1\//, '/v1/').replace(/^\/models\//, '/v1/')}`;
   if (route !== 'POST /v1/chat/completions' && route !== 'POST /v1/embeddings') {
     return sendJson(res, 404, errorBody(`Invalid URL (${req.method} ${path})`, 'invalid_request_error', null));
   }
@@ -124,6 +128,9 @@ async function handle(req: IncomingMessage, res: ServerResponse, state: WireServ
     const type = o.fail.type ?? (o.fail.status >= 500 ? 'server_error' : 'invalid_request_error');
     return sendJson(res, o.fail.status, errorBody(o.fail.message ?? 'The server had an error while processing your request.', type, o.fail.code ?? null), o.fail.headers);
   }
+  // An Azure deployment URL names the model; the body need not.
+  const deployment = /^\/openai\/deployments\/([^/]+)\//.exec(path)?.[1];
+  if (deployment && body.model === undefined) body = { ...body, model: decodeURIComponent(deployment) };
   if (typeof body.model !== 'string' || body.model === '') {
     return sendJson(res, 400, errorBody('you must provide a model parameter', 'invalid_request_error', null));
   }
@@ -134,12 +141,15 @@ async function handle(req: IncomingMessage, res: ServerResponse, state: WireServ
       errorBody(`The model \`${body.model}\` does not exist or you do not have access to it.`, 'invalid_request_error', 'model_not_found'),
     );
   }
-  if (path === '/v1/embeddings') return embeddings(res, body);
+  if (route === 'POST /v1/embeddings') return embeddings(res, body);
   return chatCompletions(res, body, o);
 }
 
 function checkAuth(req: IncomingMessage, key: string | null): object | undefined {
   if (key === null) return undefined;
+  // Azure's own header: `api-key: KEY`.
+  const azure = req.headers['api-key'];
+  if (typeof azure === 'string') return azure === key ? undefined : errorBody('Access denied due to invalid subscription key or wrong API endpoint.', 'invalid_request_error', '401');
   const header = req.headers.authorization;
   if (!header) {
     return errorBody(
