@@ -9,7 +9,7 @@ import type { Database } from '../db/schema.ts';
 import type { OrreryDialect } from '../db/dialect.ts';
 import type { Principal, Scope } from '../auth/principal.ts';
 import { BadRequest, NotFound, OrreryError } from '../http/errors.ts';
-import { ProviderError } from '../providers/driver.ts';
+import { providerFailure } from '../providers/provider-failure.ts';
 import type { EnvironmentService } from '../interactions/environments.ts';
 import type { Embedder } from './embedder.ts';
 import { HASHED_NGRAMS_MODEL, HashedNgramsEmbedder } from './hashed-ngrams.ts';
@@ -144,14 +144,4 @@ export function parseStored(v: unknown): EmbeddingSettings {
   const runs = typeof o.runs === 'boolean' ? o.runs : true;
   if (!o.environment || typeof o.model !== 'string' || typeof o.dimensions !== 'number') return { ...BUILTIN, runs };
   return { environment: o.environment, model: o.model, dimensions: o.dimensions, runs };
-}
-
-/**
- * A provider's failure as an answer: the provider refusing the request or the credentials is the
- * caller's configuration to fix (400 at configuration time), anything else is the upstream's (502).
- */
-export function providerFailure(err: unknown, what: string, configuring = true): unknown {
-  if (!(err instanceof ProviderError)) return err;
-  const callerFault = configuring && (err.code === 'provider_bad_request' || err.code === 'provider_auth');
-  return new OrreryError(err.code, callerFault ? 400 : 502, `could not ${what}: ${err.message}`, err.upstreamStatus ? { upstream_status: err.upstreamStatus } : undefined);
 }

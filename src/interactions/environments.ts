@@ -13,6 +13,7 @@ import { BadRequest, NotFound } from '../http/errors.ts';
 import { getDriver, isImplemented, PROVIDERS, SUPPORTED_PROVIDER_IDS } from '../providers/registry.ts';
 import type { ModelInfo, ProviderConnection } from '../providers/driver.ts';
 import { checkEndpointLiteral, EgressRefused } from '../providers/egress.ts';
+import { providerFailure } from '../providers/provider-failure.ts';
 import type { Outbound } from '../providers/outbound.ts';
 import type { ChangeClock } from './change-clock.ts';
 
@@ -135,7 +136,10 @@ export class EnvironmentService {
       .filter((m) => m && typeof m.id === 'string');
     if (enabled.length) return enabled;
     const driver = isImplemented(env.dto.provider) ? getDriver(env.dto.provider) : undefined;
-    if (driver?.listModels) return driver.listModels(env.connection);
+    const listed = await driver?.listModels?.(env.connection).catch((err: unknown) => {
+      throw providerFailure(err, `list the models of environment "${env.dto.name}"`, false);
+    });
+    if (listed) return listed;
     return env.dto.default_model ? [{ id: env.dto.default_model, name: env.dto.default_model }] : [];
   }
 

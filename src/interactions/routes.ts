@@ -40,7 +40,7 @@ export const interactionRoutes: FastifyPluginAsyncTypebox<{
     schema: { tags: ['environments'], summary: 'Delete an environment', params: IdParams, response: { 200: Deleted, ...errorResponses(401, 404) } },
   }, (req) => environments.delete(principalOf(req), req.params.id));
   app.get('/environments/:id/models', {
-    schema: { tags: ['environments'], summary: "The environment's models", params: IdParams, response: { 200: Type.Array(ModelSchema), ...errorResponses(401, 404) } },
+    schema: { tags: ['environments'], summary: "The environment's models", description: "From the provider's API where it lists models, else its documented list; an environment's enabled_models win. A provider's refusal answers 502 with its message.", params: IdParams, response: { 200: Type.Array(ModelSchema), ...errorResponses(401, 404, 502) } },
   }, (req) => environments.models(principalOf(req), req.params.id));
 
   app.post('/prompts', {

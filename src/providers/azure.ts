@@ -6,6 +6,8 @@
  *    `config.api_version: "v1"` the v1 API, `{endpoint}/openai/v1/chat/completions`, model in the body.
  *  - azure_foundry: the model inference API, `{endpoint}/models/chat/completions?api-version=…`,
  *    model in the body (a deployment name or a model id).
+ * Only the v1 API lists models (`/openai/v1/models`); deployment names are the resource's own, so
+ * on the dated API and on Foundry an environment's `enabled_models` or default model stand.
  * The key goes in the `api-key` header; a Microsoft Entra ID token (a JWT, or `config.auth:
  * "entra"`) goes as `Authorization: Bearer`.
  */
@@ -44,7 +46,7 @@ export function azureOpenAIRoute(conn: ProviderConnection, model: string): ChatR
   const label = `Azure OpenAI at ${endpoint}`;
   const version = stringConfig(conn, 'api_version') ?? AZURE_OPENAI_API_VERSION;
   if (version === 'v1') {
-    return { url: `${endpoint}/openai/v1/chat/completions`, label, headers: authHeaders(conn, label), modelInBody: true };
+    return { url: `${endpoint}/openai/v1/chat/completions`, label, headers: authHeaders(conn, label), modelInBody: true, modelsUrl: `${endpoint}/openai/v1/models` };
   }
   const deployment = stringConfig(conn, 'deployment') ?? model;
   return {

@@ -8,10 +8,12 @@ import {
   type CompletionChunk,
   type CompletionRequest,
   type ModelDriver,
+  type ModelInfo,
   type ProviderConnection,
   type TokenUsage,
 } from './driver.ts';
 import { codeForStatus, postToProvider, providerMessage, timeoutOf, trimSlashes } from './provider-http.ts';
+import { MODEL_LIST_TIMEOUT_MS, modelList } from './model-list.ts';
 
 export interface OpenAIChatOptions {
   /** Provider id this driver answers for: openai, openai_compatible, groq, … */
@@ -40,6 +42,8 @@ export interface ChatRoute {
   headers: Record<string, string>;
   /** Whether the body names the model (Azure deployment URLs do instead). */
   modelInBody: boolean;
+  /** Where the server lists its models (`GET …/models`), when it has such a list. */
+  modelsUrl?: string;
 }
 
 /**
@@ -122,6 +126,17 @@ export class OpenAIChatDriver implements ModelDriver {
     if (last.finish_reason || last.token_use) yield last;
   }
 
+  /**
+   * `GET {base}/models`: OpenAI, Groq, Mistral, xAI, Ollama, vLLM and TGI answer `{data: [{id}]}`,
+   * Together a bare array. Undefined where the API has no list (Azure deployment URLs).
+   */
+  async listModels(conn: ProviderConnection, signal?: AbortSignal): Promise<ModelInfo[] | undefined> {
+    const route = this.routeOf(conn, '');
+    if (!route.modelsUrl) return undefined;
+    const res = await postToProvider({ label: route.label, url: route.modelsUrl, method: 'GET', headers: route.headers, signal, timeoutMs: Math.min(timeoutOf(conn), MODEL_LIST_TIMEOUT_MS), outbound: conn.outbound });
+    return modelList(await res.json(), route.label);
+  }
+
   /** The default route: `{base}/chat/completions` with `Authorization: Bearer <key>`. */
   private routeOf(conn: ProviderConnection, model: string): ChatRoute {
     if (this.opts.route) return this.opts.route(conn, model);
@@ -131,7 +146,7 @@ export class OpenAIChatDriver implements ModelDriver {
     else if (this.opts.requiresApiKey) {
       throw new ProviderError('provider_auth', `${label} needs an API key; the environment has none`);
     }
-    return { url: `${base}/chat/completions`, label, headers, modelInBody: true };
+    return { url: `${base}/chat/completions`, label, headers, modelInBody: true, modelsUrl: `${base}/models` };
   }
 
   private target(conn: ProviderConnection): { base: string; label: string } {
@@ -157,6 +172,10 @@ export class OpenAIChatDriver implements ModelDriver {
     };
     if (req.temperature !== undefined) body.temperature = req.temperature;
     if (req.top_p !== undefined) body.top_p = req.top_p;
+    // top_k is not part of Chat Completions; OpenAI refuses unknown fields, so it is left out.
+    if (req.presence_penalty !== undefined) body.presence_penalty = req.presence_penalty;
+    if (req.frequency_penalty !== undefined) body.frequency_penalty = req.frequency_penalty;
+    if (req.seed !== undefined) body.seed = req.seed;
     if (req.max_tokens !== undefined) body[maxTokensFieldOf(conn) ?? this.opts.maxTokensField] = req.max_tokens;
     if (req.stop && req.stop.length > 0) body.stop = req.stop;
     if (req.result_schema) {

@@ -19,8 +19,16 @@ export interface ProviderPost {
   /** Who we are talking to, for messages: "OpenAI", "Anthropic", "openai_compatible at http://…". */
   label: string;
   url: string;
+  /** POST by default; GET sends no body (polling, stream URLs). */
+  method?: 'POST' | 'GET';
   headers: Record<string, string>;
-  body: unknown;
+  /** Sent as JSON, unless `rawBody` is given. */
+  body?: unknown;
+  /**
+   * The exact bytes to send (with its own content-type in `headers`): a form body, or JSON already
+   * serialised because a signature (SigV4) covers it.
+   */
+  rawBody?: string;
   signal?: AbortSignal;
   /**
    * Blocking: the whole call must finish within it. Streaming: the answer must start within it and
@@ -51,40 +59,57 @@ export const isRetryableStatus = (status: number) =>
 
 /**
  * The provider's own words from an error body. OpenAI: `{error:{message}}`; Anthropic:
- * `{type:'error', error:{type, message}}`; Ollama: `{error:"…"}`; vLLM: `{message}`; FastAPI: `{detail}`.
+ * `{type:'error', error:{type, message}}`; Ollama: `{error:"…"}`; vLLM: `{message}`; FastAPI, Replicate: `{detail}`;
+ * IBM: `{errorMessage}`, `{errors:[{message}]}`.
  */
 export function providerMessage(body: unknown): string | undefined {
   if (typeof body === 'string') return body.trim() || undefined;
   if (!body || typeof body !== 'object') return undefined;
   const b = body as Record<string, unknown>;
   const err = b.error;
+  // OAuth 2.0 token endpoints (RFC 6749 §5.2, Google's, IBM's): `{error:"invalid_grant", error_description:"…"}`.
+  if (typeof err === 'string' && err && typeof b.error_description === 'string' && b.error_description) return `${err}: ${b.error_description}`;
   if (typeof err === 'string' && err) return err;
   if (err && typeof err === 'object' && typeof (err as Record<string, unknown>).message === 'string') {
     return (err as Record<string, unknown>).message as string;
   }
   if (typeof b.message === 'string' && b.message) return b.message;
   if (typeof b.detail === 'string' && b.detail) return b.detail;
+  // IBM Cloud IAM: `{errorCode, errorMessage}`; watsonx.ai: `{errors:[{code, message}], trace, status_code}`.
+  if (typeof b.errorMessage === 'string' && b.errorMessage) return b.errorMessage;
+  if (Array.isArray(b.errors)) {
+    const first = b.errors.find((e) => e && typeof e === 'object' && typeof (e as Record<string, unknown>).message === 'string');
+    if (first) return (first as Record<string, unknown>).message as string;
+  }
   return undefined;
 }
 
 /** A sent request: read it as one JSON document or as server-sent events. */
 export interface ProviderResponse {
   status: number;
+  headers: Record<string, string | string[] | undefined>;
   json(): Promise<unknown>;
   events(): AsyncGenerator<SseEvent>;
+  /** The raw body, piece by piece, under the same idle timeout (binary framings: AWS event streams). */
+  bytes(): AsyncGenerator<Uint8Array>;
 }
 
-/** POST JSON; resolves once a 2xx answer has started, throws a ProviderError for anything else. */
+/** POST JSON (or GET); resolves once a 2xx answer has started, throws a ProviderError for anything else. */
 export async function postToProvider(req: ProviderPost): Promise<ProviderResponse> {
   const call = new Call(req);
   let res: Awaited<ReturnType<typeof request>>;
   try {
     call.arm();
+    const method = req.method ?? 'POST';
     res = await request(req.url, {
-      method: 'POST',
+      method,
       dispatcher: (req.outbound ?? defaultOutbound()).agent,
-      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...req.headers },
-      body: JSON.stringify(req.body),
+      headers: {
+        ...(method === 'POST' ? { 'content-type': 'application/json' } : {}),
+        accept: 'application/json, text/event-stream',
+        ...req.headers,
+      },
+      body: method === 'GET' ? undefined : (req.rawBody ?? JSON.stringify(req.body)),
       signal: call.controller.signal,
     });
   } catch (err) {
@@ -105,6 +130,7 @@ export async function postToProvider(req: ProviderPost): Promise<ProviderRespons
   }
   return {
     status,
+    headers: res.headers,
     json: async () => {
       let text: string;
       try {
@@ -121,6 +147,7 @@ export async function postToProvider(req: ProviderPost): Promise<ProviderRespons
       }
     },
     events: () => call.events(res.body),
+    bytes: () => call.bytes(res.body),
   };
 }
 
@@ -185,14 +212,22 @@ class Call {
     this.req.signal?.removeEventListener('abort', this.onAbort);
   }
 
-  async *events(body: Readable): AsyncGenerator<SseEvent> {
+  events(body: Readable): AsyncGenerator<SseEvent> {
+    return this.guarded(readSse(this.touching(body)));
+  }
+
+  bytes(body: Readable): AsyncGenerator<Uint8Array> {
+    return this.guarded(this.touching(body));
+  }
+
+  /** Translates the body's failures, and stops the download when the consumer leaves early (break, throw, abort). */
+  private async *guarded<T>(source: AsyncIterable<T>): AsyncGenerator<T> {
     try {
-      for await (const event of readSse(this.touching(body))) yield event;
+      for await (const item of source) yield item;
     } catch (err) {
       throw this.translate(err, 'body');
     } finally {
       this.end();
-      // Stops the download when the consumer leaves early (break, throw, abort).
       if (!this.controller.signal.aborted) this.controller.abort(new Error('stream consumer finished'));
     }
   }

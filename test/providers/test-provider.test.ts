@@ -201,7 +201,7 @@ describe('test provider: error and unknown models', () => {
   });
 
   it('lists its three models and its five fault models, each described', async () => {
-    const models = await test.listModels!(conn);
+    const models = (await test.listModels!(conn)) ?? [];
     assert.deepEqual(models.map((m) => m.id), ['echo', 'json', 'error', 'slow', 'flaky', 'rate_limit', 'error_mid_stream', 'stall']);
     for (const m of models.slice(0, 3)) assert.match(m.description ?? '', /^Offline test model/);
     for (const m of models.slice(3)) assert.match(m.description ?? '', new RegExp(`^Fault model: ${m.id}`));

@@ -103,6 +103,13 @@ async function handle(req: IncomingMessage, res: ServerResponse, state: WireServ
   // OpenAI's paths, and the same API where Azure OpenAI (/openai/deployments/<d>/…, /openai/v1/…),
   // Azure AI Foundry (/models/…) and Hugging Face endpoints serve it.
   const route = `${req.method} ${path.replace(/^\/openai\/deployments\/[^/]+\//, '/v1/').replace(/^\/openai\/v1\//, '/v1/').replace(/^\/models\//, '/v1/')}`;
+  if (route === 'GET /v1/models') {
+    const authError = checkAuth(req, o.apiKey === undefined ? 'sk-test' : o.apiKey);
+    if (authError) return sendJson(res, 401, authError);
+    // As OpenAI lists them: `{object: 'list', data: [{id, object: 'model', created, owned_by}]}`.
+    const ids = o.models ?? ['gpt-4o-mini', 'gpt-4o', 'text-embedding-3-small'];
+    return sendJson(res, 200, { object: 'list', data: ids.map((id) => ({ id, object: 'model', created: 1715367049, owned_by: 'system' })) });
+  }
   if (route !== 'POST /v1/chat/completions' && route !== 'POST /v1/embeddings') {
     return sendJson(res, 404, errorBody(`Invalid URL (${req.method} ${path})`, 'invalid_request_error', null));
   }
