@@ -16,6 +16,12 @@ export interface CompletionRequest {
   temperature?: number;
   max_tokens?: number;
   top_p?: number;
+  /** Sample from the K likeliest tokens; for providers that have it (Anthropic, Gemini, Bedrock's Claude, watsonx, Replicate). */
+  top_k?: number;
+  /** -2 to 2, OpenAI's sense; drivers whose provider lacks them leave them out. */
+  presence_penalty?: number;
+  frequency_penalty?: number;
+  seed?: number;
   stop?: string[];
   /** When set, the model must answer a JSON value that conforms to this JSON Schema. */
   result_schema?: Record<string, unknown>;
@@ -61,8 +67,11 @@ export interface ModelDriver {
   readonly provider: string;
   complete(conn: ProviderConnection, req: CompletionRequest, signal?: AbortSignal): Promise<Completion>;
   stream(conn: ProviderConnection, req: CompletionRequest, signal?: AbortSignal): AsyncIterable<CompletionChunk>;
-  /** Models the driver knows without a network call (the test provider lists its models here). */
-  listModels?(conn: ProviderConnection): Promise<ModelInfo[]>;
+  /**
+   * The provider's models: from its API where it has a list, else a documented static list.
+   * Undefined where the provider cannot say (Azure deployments): the environment's own models stand.
+   */
+  listModels?(conn: ProviderConnection, signal?: AbortSignal): Promise<ModelInfo[] | undefined>;
 }
 
 export interface ProviderInfo {

@@ -51,6 +51,8 @@ export function nextDelay(err: unknown, retry: number, elapsedMs: number, policy
 /** One try of a run's provider call, as the run keeps it (`attempts`). */
 export interface Attempt {
   status: 'completed' | 'failed';
+  /** The one re-ask of an answer that did not match result_schema. */
+  repair?: true;
   error?: { code: string; message: string };
   duration_ms: number;
 }

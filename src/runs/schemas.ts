@@ -16,7 +16,7 @@ export const RunCreateBody = OpenObject({
     temperature: Type.Optional(Type.Number()),
     max_tokens: Type.Optional(Type.Integer()),
     formatter: Type.Optional(Type.Unknown()),
-    model_options: Type.Optional(OpenObject({}, { description: 'temperature, max_tokens, top_p, stop; wins over the fields above' })),
+    model_options: Type.Optional(OpenObject({}, { description: 'temperature, max_tokens, top_p, top_k, presence_penalty, frequency_penalty, seed, stop (or stop_sequence); wins over the fields above' })),
   })),
   result_schema: Type.Optional(Type.Union([Type.Record(Type.String(), Type.Unknown()), Type.Null()])),
   parent: Type.Optional(Type.String({ description: 'Id of the parent run (records a child run)' })),
@@ -56,7 +56,8 @@ export const RunSchema = OpenObject({
     status: Type.String({ description: 'completed or failed' }),
     error: Type.Optional(Type.Object({ code: Type.String(), message: Type.String() })),
     duration_ms: Type.Number(),
-  }), { description: 'The provider calls of a run that was retried, in order (absent when the first call ended it)' })),
+    repair: Type.Optional(Type.Boolean({ description: "true on the one re-ask of an answer that did not match result_schema" })),
+  }), { description: 'The provider calls of a run that was retried or asked again for its result_schema, in order (absent when the first call ended it)' })),
   input_embedding: Type.Optional(Type.Array(Type.Number(), { description: "Vector of the prompt (the project's embedding model); only in the answer of the run's creation and its stream's close" })),
   result_embedding: Type.Optional(Type.Array(Type.Number(), { description: 'Vector of the result; only in the answer of the run\'s creation and its stream\'s close' })),
 }, { $id: 'Run' });

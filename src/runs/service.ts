@@ -11,9 +11,8 @@ import { getDriver, isImplemented, PROVIDERS } from '../providers/registry.ts';
 import { ProviderError, type ChatMessage, type CompletionRequest, type ModelDriver, type ProviderConnection, type TokenUsage } from '../providers/driver.ts';
 import type { EnvironmentService } from '../interactions/environments.ts';
 import type { InteractionDto, InteractionService } from '../interactions/interactions.ts';
-import { compileSchema, describeErrors } from '../interactions/json-schema.ts';
-import sjson from 'secure-json-parse';
-import { MAX_JSON_DEPTH, tooDeep } from '../http/json-body.ts';
+import { compileSchema } from '../interactions/json-schema.ts';
+import { InvalidResult, parseResult, repairMessages } from './result-schema.ts';
 import { buildMessages, validateInput } from './prompt-builder.ts';
 import { toRun, docOf, hasEnded, type Run, type RunDoc, type RunError, type RunRow, type ResultPart, type RunSource } from './model.ts';
 import * as store from './store.ts';
@@ -406,6 +405,47 @@ export class RunService {
     return failed;
   }
 
+  /**
+   * The answer against result_schema: parsed, mended (jsonrepair), validated; when it still fails,
+   * asked again once with the validator's words, unless the answer stopped on length (a longer
+   * answer would be cut off again). The re-ask is an attempt of the run (`repair: true`).
+   */
+  private async structuredResult(plan: Plan, text: string, finishReason: string | undefined, attempts: Attempt[]): Promise<
+    { value: unknown; usage?: TokenUsage; finishReason?: string } | { error: RunError; text: string; usage?: TokenUsage; finishReason?: string }
+  > {
+    const schema = plan.request.result_schema!;
+    let problem: InvalidResult;
+    try {
+      return { value: parseResult(text, schema).value };
+    } catch (err) {
+      if (!(err instanceof InvalidResult)) throw err;
+      problem = err;
+    }
+    if (finishReason === 'length') {
+      return { error: { code: 'invalid_result', message: `${problem.message} (the answer stopped on max_tokens, so it was not asked again)` }, text };
+    }
+    const started = performance.now();
+    let second;
+    try {
+      second = await plan.driver.complete(plan.connection, { ...plan.request, messages: repairMessages(plan.request.messages, text, problem) });
+    } catch (err) {
+      const failure = toRunError(err);
+      attempts.push({ status: 'failed', repair: true, error: { code: failure.code, message: failure.message }, duration_ms: Math.round(performance.now() - started) });
+      return { error: { code: 'invalid_result', message: `${problem.message}; asking again failed: ${failure.message}` }, text };
+    }
+    const more = { usage: second.token_use, finishReason: second.finish_reason };
+    try {
+      const { value } = parseResult(second.text, schema);
+      attempts.push({ status: 'completed', repair: true, duration_ms: Math.round(performance.now() - started) });
+      return { value, ...more };
+    } catch (err) {
+      if (!(err instanceof InvalidResult)) throw err;
+      const message = `${err.message} (asked again once after: ${problem.message})`;
+      attempts.push({ status: 'failed', repair: true, error: { code: 'invalid_result', message }, duration_ms: Math.round(performance.now() - started) });
+      return { error: { code: 'invalid_result', message }, text: second.text, ...more };
+    }
+  }
+
   /** Calls the provider and stores the outcome; never throws for a provider or result failure. */
   private async execute(row: RunRow, doc: RunDoc, plan: Plan, live: LiveRun | undefined): Promise<RunRow> {
     const started = performance.now();
@@ -440,11 +480,11 @@ export class RunService {
           finishReason = completion.finish_reason;
         }
         attempts.push({ status: 'completed', duration_ms: Math.round(performance.now() - attemptStart) });
-        result = plan.request.result_schema ? [{ type: 'json', value: parseResult(text, plan.request.result_schema) }] : [{ type: 'text', value: text }];
+        result = [{ type: 'text', value: text }];
         break;
       } catch (err) {
         const failure = toRunError(err);
-        if (!(err instanceof ResultError)) attempts.push({ status: 'failed', error: { code: failure.code, message: failure.message }, duration_ms: Math.round(performance.now() - attemptStart) });
+        attempts.push({ status: 'failed', error: { code: failure.code, message: failure.message }, duration_ms: Math.round(performance.now() - attemptStart) });
         const delay = chunks > 0 ? undefined : nextDelay(err, retry + 1, performance.now() - started, policy);
         if (delay === undefined) {
           error = failure;
@@ -454,6 +494,17 @@ export class RunService {
         this.metrics.providerRetries.inc({ provider, code: failure.code });
         await sleep(delay);
       }
+    }
+    if (!error && plan.request.result_schema) {
+      const structured = await this.structuredResult(plan, text, finishReason, attempts);
+      if ('error' in structured) {
+        error = structured.error;
+        result = [{ type: 'text', value: structured.text }];
+      } else {
+        result = [{ type: 'json', value: structured.value }];
+      }
+      if (structured.usage) usage = addUsage(usage, structured.usage);
+      if (structured.finishReason) finishReason = structured.finishReason;
     }
     const executionTime = Math.round(performance.now() - started);
     this.metrics.providerLatency.observe({ provider, outcome: error ? 'error' : 'ok' }, executionTime / 1000);
@@ -573,24 +624,45 @@ export class RunService {
   }
 }
 
-/** Options from the interaction, then config, then config.model_options (which wins: decisions.md). */
-function modelOptions(interaction: InteractionDto, config: Record<string, unknown>): Pick<CompletionRequest, 'temperature' | 'max_tokens' | 'top_p' | 'stop'> {
+type SamplingOptions = Pick<CompletionRequest, 'temperature' | 'max_tokens' | 'top_p' | 'top_k' | 'presence_penalty' | 'frequency_penalty' | 'seed' | 'stop'>;
+
+/**
+ * Options from the interaction, then config, then config.model_options (which wins: decisions.md).
+ * Vertesia's names are accepted too: `stop_sequence` for `stop`.
+ */
+function modelOptions(interaction: InteractionDto, config: Record<string, unknown>): SamplingOptions {
   const fromModelOptions = (config.model_options ?? {}) as Record<string, unknown>;
   const merged: Record<string, unknown> = { ...(interaction.model_options ?? {}) };
   for (const k of ['temperature', 'max_tokens', 'top_p', 'stop']) if (config[k] !== undefined) merged[k] = config[k];
   Object.assign(merged, fromModelOptions);
+  if (merged.stop === undefined && merged.stop_sequence !== undefined) merged.stop = merged.stop_sequence;
+  const given = (k: string) => merged[k] !== undefined && merged[k] !== null;
   const temperature = merged.temperature ?? DEFAULT_TEMPERATURE;
   if (typeof temperature !== 'number' || !(temperature >= 0 && temperature <= 2)) throw new BadRequest('temperature must be a number from 0 to 2');
-  const out: Pick<CompletionRequest, 'temperature' | 'max_tokens' | 'top_p' | 'stop'> = { temperature };
-  if (merged.max_tokens !== undefined && merged.max_tokens !== null) {
+  const out: SamplingOptions = { temperature };
+  if (given('max_tokens')) {
     if (!Number.isInteger(merged.max_tokens) || (merged.max_tokens as number) < 1) throw new BadRequest('max_tokens must be a positive integer');
     out.max_tokens = merged.max_tokens as number;
   }
-  if (merged.top_p !== undefined && merged.top_p !== null) {
+  if (given('top_p')) {
     if (typeof merged.top_p !== 'number' || merged.top_p < 0 || merged.top_p > 1) throw new BadRequest('top_p must be a number from 0 to 1');
     out.top_p = merged.top_p;
   }
-  if (merged.stop !== undefined && merged.stop !== null) {
+  if (given('top_k')) {
+    if (!Number.isInteger(merged.top_k) || (merged.top_k as number) < 1) throw new BadRequest('top_k must be a positive integer');
+    out.top_k = merged.top_k as number;
+  }
+  for (const k of ['presence_penalty', 'frequency_penalty'] as const) {
+    if (!given(k)) continue;
+    const v = merged[k];
+    if (typeof v !== 'number' || !(v >= -2 && v <= 2)) throw new BadRequest(`${k} must be a number from -2 to 2`);
+    out[k] = v;
+  }
+  if (given('seed')) {
+    if (!Number.isSafeInteger(merged.seed)) throw new BadRequest('seed must be an integer');
+    out.seed = merged.seed as number;
+  }
+  if (given('stop')) {
     const stop = Array.isArray(merged.stop) ? merged.stop : [merged.stop];
     if (!stop.every((s) => typeof s === 'string')) throw new BadRequest('stop must be a string or an array of strings');
     out.stop = stop as string[];
@@ -606,27 +678,14 @@ export function normaliseTags(tags: unknown): string[] {
   return [...new Set((items as string[]).flatMap((t) => t.split(',')).map((t) => t.trim()).filter(Boolean))];
 }
 
-/** A JSON answer: tolerate a Markdown code fence around it, then validate against the schema. */
-function parseResult(text: string, schema: Record<string, unknown>): unknown {
-  const fenced = /^\s*```(?:json)?\s*([\s\S]*?)\s*```\s*$/.exec(text);
-  let value: unknown;
-  try {
-    value = sjson.parse(fenced ? fenced[1] : text, undefined, { protoAction: 'remove', constructorAction: 'remove' });
-  } catch {
-    throw new ResultError(`the model's answer is not JSON: ${text.slice(0, 200)}`);
-  }
-  // Stored results must stay searchable like any stored JSON (http/json-body.ts).
-  const deep = tooDeep(value, MAX_JSON_DEPTH);
-  if (deep) throw new ResultError(`the model's answer nests deeper than ${MAX_JSON_DEPTH} levels at ${deep}`);
-  const validate = compileSchema(schema);
-  if (!validate(value)) throw new ResultError(`the model's answer does not match result_schema: ${describeErrors('result', validate.errors)}`);
-  return value;
-}
-
-class ResultError extends Error {}
-
 function toRunError(err: unknown): RunError {
   if (err instanceof ProviderError) return { code: err.code, message: err.message, ...(err.upstreamStatus ? { data: { upstream_status: err.upstreamStatus } } : {}) };
-  if (err instanceof ResultError) return { code: 'invalid_result', message: err.message };
   return { code: 'execution_error', message: (err as Error)?.message ?? String(err) };
+}
+
+/** Token use of two calls (a run and its re-ask), unknown where either is unknown. */
+function addUsage(a: TokenUsage | undefined, b: TokenUsage): TokenUsage | undefined {
+  if (!a) return undefined;
+  const sum = (x?: number, y?: number) => (x === undefined || y === undefined ? undefined : x + y);
+  return { prompt: sum(a.prompt, b.prompt), result: sum(a.result, b.result), total: sum(a.total, b.total) };
 }
