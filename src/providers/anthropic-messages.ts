@@ -11,7 +11,7 @@ import {
   type ProviderConnection,
   type TokenUsage,
 } from './driver.ts';
-import { isRetryableStatus, postToProvider, providerMessage, timeoutOf, trimSlashes } from './provider-http.ts';
+import { isRetryableStatus, postToProvider, providerMessage, timeoutOf, trimSlashes, type ProviderResponse } from './provider-http.ts';
 import { table } from '../util/own.ts';
 
 export const ANTHROPIC_DEFAULT_BASE_URL = 'https://api.anthropic.com';
@@ -51,14 +51,38 @@ const ERROR_TYPES: Record<string, { code: ProviderError['code']; status: number 
   overloaded_error: { code: 'provider_error', status: 529 },
 });
 
+/**
+ * Where a Messages request goes and how it authenticates, for platforms that host Claude under
+ * their own URLs and credentials (Claude on Vertex AI: `…:rawPredict` with a Google access token).
+ */
+export interface AnthropicRoute {
+  url: string;
+  /** For messages: "Vertex AI", "Anthropic at https://…". */
+  label: string;
+  headers: Record<string, string>;
+  /** The platform's changes to the Messages body (Vertex: `anthropic_version` in the body, the model in the URL). */
+  body?: (body: Record<string, unknown>) => Record<string, unknown>;
+}
+
+export interface AnthropicMessagesOptions {
+  /** Provider id the driver answers for; default `anthropic`. */
+  provider?: string;
+  /** By default `{base}/v1/messages` with `x-api-key`; may fetch a token first. */
+  route?: (conn: ProviderConnection, req: CompletionRequest, stream: boolean) => AnthropicRoute | Promise<AnthropicRoute>;
+}
+
 export class AnthropicMessagesDriver implements ModelDriver {
-  readonly provider = 'anthropic';
+  readonly provider: string;
+
+  constructor(private readonly opts: AnthropicMessagesOptions = {}) {
+    this.provider = opts.provider ?? 'anthropic';
+  }
 
   async complete(conn: ProviderConnection, req: CompletionRequest, signal?: AbortSignal): Promise<Completion> {
-    const res = await this.post(conn, req, false, signal);
+    const { res, label } = await this.post(conn, req, false, signal);
     const answer = (await res.json()) as AnthropicMessage;
     if (!answer || typeof answer !== 'object' || !Array.isArray(answer.content)) {
-      throw new ProviderError('provider_error', `${this.label(conn)} answered without content to read`, res.status);
+      throw new ProviderError('provider_error', `${label} answered without content to read`, res.status);
     }
     const text = answer.content
       .filter((b) => b && b.type === 'text' && typeof b.text === 'string')
@@ -72,8 +96,7 @@ export class AnthropicMessagesDriver implements ModelDriver {
   }
 
   async *stream(conn: ProviderConnection, req: CompletionRequest, signal?: AbortSignal): AsyncGenerator<CompletionChunk> {
-    const label = this.label(conn);
-    const res = await this.post(conn, req, true, signal);
+    const { res, label } = await this.post(conn, req, true, signal);
     let startUsage: AnthropicUsage | undefined;
     let deltaUsage: AnthropicUsage | undefined;
     let stop: string | undefined;
@@ -112,18 +135,35 @@ export class AnthropicMessagesDriver implements ModelDriver {
     return conn.endpoint_url?.trim() ? `Anthropic at ${anthropicBaseUrl(conn.endpoint_url)}` : 'Anthropic';
   }
 
-  private post(conn: ProviderConnection, req: CompletionRequest, stream: boolean, signal: AbortSignal | undefined) {
+  /** The default route: Anthropic's own API with the environment's key. */
+  private defaultRoute(conn: ProviderConnection): AnthropicRoute {
     const label = this.label(conn);
     if (!conn.api_key) throw new ProviderError('provider_auth', `${label} needs an API key; the environment has none`);
-    return postToProvider({
+    return {
       label,
       url: `${anthropicBaseUrl(conn.endpoint_url)}/v1/messages`,
       headers: { 'x-api-key': conn.api_key, 'anthropic-version': ANTHROPIC_VERSION },
-      body: requestBody(req, stream),
+    };
+  }
+
+  private async post(
+    conn: ProviderConnection,
+    req: CompletionRequest,
+    stream: boolean,
+    signal: AbortSignal | undefined,
+  ): Promise<{ res: ProviderResponse; label: string }> {
+    const route = this.opts.route ? await this.opts.route(conn, req, stream) : this.defaultRoute(conn);
+    const body = requestBody(req, stream);
+    const res = await postToProvider({
+      label: route.label,
+      url: route.url,
+      headers: route.headers,
+      body: route.body ? route.body(body) : body,
       signal,
       timeoutMs: timeoutOf(conn),
       outbound: conn.outbound,
     });
+    return { res, label: route.label };
   }
 }
 
@@ -139,6 +179,7 @@ export function requestBody(req: CompletionRequest, stream: boolean): Record<str
   if (system.length > 0) body.system = system.join('\n\n');
   if (req.temperature !== undefined) body.temperature = req.temperature;
   if (req.top_p !== undefined) body.top_p = req.top_p;
+  if (req.top_k !== undefined) body.top_k = req.top_k;
   if (req.stop && req.stop.length > 0) body.stop_sequences = req.stop;
   if (stream) body.stream = true;
   return body;
@@ -181,6 +222,11 @@ function toTokenUsage(start: AnthropicUsage | undefined, delta: AnthropicUsage |
   const out: TokenUsage = {};
   if (input !== undefined) out.prompt = input + (pick('cache_creation_input_tokens') ?? 0) + (pick('cache_read_input_tokens') ?? 0);
   if (output !== undefined) out.result = output;
+  // Counted in prompt above and priced apart (src/pricing).
+  const cacheRead = pick('cache_read_input_tokens');
+  const cacheWrite = pick('cache_creation_input_tokens');
+  if (cacheRead) out.cache_read = cacheRead;
+  if (cacheWrite) out.cache_write = cacheWrite;
   if (out.prompt !== undefined && out.result !== undefined) out.total = out.prompt + out.result;
   return Object.keys(out).length > 0 ? out : undefined;
 }

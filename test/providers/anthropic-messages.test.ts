@@ -58,7 +58,7 @@ describe('anthropic-messages driver against the Anthropic wire server', () => {
   it('completes blocking: text, finish reason, usage, request shape', async () => {
     reset({ text: 'Hello there.', usage: { input_tokens: 12, output_tokens: 3, cache_read_input_tokens: 5 } });
     const out = await anthropic.complete(conn, req({ stop: ['END'], top_p: 0.5 }));
-    assert.deepEqual(out, { text: 'Hello there.', finish_reason: 'stop', token_use: { prompt: 17, result: 3, total: 20 } });
+    assert.deepEqual(out, { text: 'Hello there.', finish_reason: 'stop', token_use: { prompt: 17, result: 3, total: 20, cache_read: 5 } });
     const r = srv.requests[0];
     assert.equal(r.path, '/v1/messages');
     assert.equal(r.headers['x-api-key'], KEY);
