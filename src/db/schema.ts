@@ -138,6 +138,8 @@ export interface RunTable {
   /** `doc.interaction.name` and `doc.environment.name` (0003), so `interaction:X` stays in an index. */
   interaction_name?: string | null;
   environment_name?: string | null;
+  /** `doc.cost.total` (0009), USD, so `cost.total` ranges and facets read a column. */
+  cost_total?: number | null;
   /** The replica executing the run (0004), to detect a run whose executor died. */
   executor?: string | null;
 }

@@ -14,6 +14,7 @@ import { getDriver, isImplemented, PROVIDERS, SUPPORTED_PROVIDER_IDS } from '../
 import type { ModelInfo, ProviderConnection } from '../providers/driver.ts';
 import { checkEndpointLiteral, EgressRefused } from '../providers/egress.ts';
 import { providerFailure } from '../providers/provider-failure.ts';
+import { isVirtualProvider, parseVirtualConfig, VIRTUAL_PROVIDER_INFO } from './virtual-config.ts';
 import type { Outbound } from '../providers/outbound.ts';
 import type { ChangeClock } from './change-clock.ts';
 
@@ -71,13 +72,14 @@ export class EnvironmentService {
   }
 
   providers() {
-    return [...PROVIDERS];
+    return [...PROVIDERS, ...VIRTUAL_PROVIDER_INFO];
   }
 
   async create(p: Principal, input: EnvironmentInput): Promise<EnvironmentDto> {
     if (!input.name?.trim()) throw new BadRequest('body must have property "name"');
     if (!input.provider) throw new BadRequest('body must have property "provider"');
     this.checkProvider(input.provider);
+    if (isVirtualProvider(input.provider)) parseVirtualConfig(input.provider, input.config);
     const now = nowIso();
     const key = input.apiKey ?? input.api_key ?? null;
     const row: Row = {
@@ -105,6 +107,8 @@ export class EnvironmentService {
     const current = await this.row(p, id);
     if (input.provider !== undefined) this.checkProvider(input.provider);
     if (input.name !== undefined && !input.name.trim()) throw new BadRequest('name must not be empty');
+    const provider = input.provider ?? current.provider;
+    if (isVirtualProvider(provider)) parseVirtualConfig(provider, input.config !== undefined ? input.config : current.config);
     const key = input.apiKey !== undefined ? input.apiKey : input.api_key;
     const patch: Partial<Row> = { updated_at: nowIso(), updated_by: actorOf(p) };
     if (input.name !== undefined) patch.name = input.name.trim();
@@ -135,6 +139,9 @@ export class EnvironmentService {
       .map((m) => (typeof m === 'string' ? { id: m, name: m } : (m as ModelInfo)))
       .filter((m) => m && typeof m.id === 'string');
     if (enabled.length) return enabled;
+    if (isVirtualProvider(env.dto.provider)) {
+      return parseVirtualConfig(env.dto.provider, env.dto.config).entries.map((e) => ({ id: e.ref, name: e.ref }));
+    }
     const driver = isImplemented(env.dto.provider) ? getDriver(env.dto.provider) : undefined;
     const listed = await driver?.listModels?.(env.connection).catch((err: unknown) => {
       throw providerFailure(err, `list the models of environment "${env.dto.name}"`, false);

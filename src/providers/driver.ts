@@ -28,9 +28,17 @@ export interface CompletionRequest {
 }
 
 export interface TokenUsage {
+  /** All input tokens, cached ones included (as OpenAI counts them). */
   prompt?: number;
+  /** All output tokens, reasoning ones included. */
   result?: number;
   total?: number;
+  /** Of `prompt`: tokens read from the provider's prompt cache (priced apart, src/pricing/cost.ts). */
+  cache_read?: number;
+  /** Of `prompt`: tokens written to the provider's prompt cache. */
+  cache_write?: number;
+  /** Of `result`: reasoning (thinking) tokens. */
+  reasoning?: number;
 }
 
 export interface Completion {

@@ -209,6 +209,11 @@ function toTokenUsage(u: OpenAIUsage | null | undefined): TokenUsage | undefined
   if (typeof u.completion_tokens === 'number') out.result = u.completion_tokens;
   if (typeof u.total_tokens === 'number') out.total = u.total_tokens;
   else if (out.prompt !== undefined && out.result !== undefined) out.total = out.prompt + out.result;
+  // Parts of prompt / completion, priced apart (src/pricing/cost.ts); zeros are left out.
+  const cached = u.prompt_tokens_details?.cached_tokens;
+  const reasoning = u.completion_tokens_details?.reasoning_tokens;
+  if (typeof cached === 'number' && cached > 0) out.cache_read = cached;
+  if (typeof reasoning === 'number' && reasoning > 0) out.reasoning = reasoning;
   return Object.keys(out).length > 0 ? out : undefined;
 }
 
@@ -231,6 +236,8 @@ interface OpenAIUsage {
   prompt_tokens?: number;
   completion_tokens?: number;
   total_tokens?: number;
+  prompt_tokens_details?: { cached_tokens?: number | null } | null;
+  completion_tokens_details?: { reasoning_tokens?: number | null } | null;
 }
 
 interface ChatCompletion {

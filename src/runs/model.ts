@@ -3,6 +3,7 @@ import type { Attempt } from './retry.ts';
 import type { Selectable } from 'kysely';
 import type { RunTable } from '../db/schema.ts';
 import type { Ref } from '../auth/principal.ts';
+import type { RunCost } from '../pricing/cost.ts';
 
 export const RUN_STATUSES = ['created', 'processing', 'completed', 'failed'] as const;
 export type RunStatus = (typeof RUN_STATUSES)[number];
@@ -51,6 +52,15 @@ export interface RunDoc {
   chunks?: number;
   /** The provider calls of a run that was retried (runs/retry.ts), in order. */
   attempts?: Attempt[];
+  /** A virtual_mediator's judgement of this child run (runs/virtual.ts). */
+  evaluation?: Evaluation;
+  /** What the run cost (src/pricing/cost.ts), set when it ends; null when unknown. */
+  cost?: RunCost | null;
+}
+
+export interface Evaluation {
+  score: number;
+  selected: boolean;
 }
 
 export interface Run {
@@ -66,6 +76,8 @@ export interface Run {
   token_use: TokenUse;
   execution_time?: number;
   finish_reason?: string;
+  /** Null while the run executes, and when its usage or its model's price is unknown. */
+  cost: RunCost | null;
   created_at: string;
   updated_at: string;
   account: unknown;
@@ -81,10 +93,11 @@ export interface Run {
   updated_by: string;
   chunks?: number;
   attempts?: Attempt[];
+  evaluation?: Evaluation;
 }
 
 /** The search columns (0003) are derived by the store and never read back as part of a run. */
-export type SearchColumn = 'search_fields' | 'search_rowid' | 'search_tsv' | 'interaction_name' | 'environment_name';
+export type SearchColumn = 'search_fields' | 'search_rowid' | 'search_tsv' | 'interaction_name' | 'environment_name' | 'cost_total';
 export type RunRow = Omit<Selectable<RunTable>, SearchColumn>;
 
 /** Rows reach the service decoded (runs/store.ts), so `doc` and `tags` are plain values. */
@@ -113,6 +126,7 @@ export function toRun(r: RunRow): Run {
     token_use: tokenUse(r),
     ...(r.execution_time !== null ? { execution_time: r.execution_time } : {}),
     ...(r.finish_reason !== null ? { finish_reason: r.finish_reason } : {}),
+    cost: d.cost ?? null,
     created_at: r.created_at,
     updated_at: r.updated_at,
     account: d.account,
@@ -128,6 +142,7 @@ export function toRun(r: RunRow): Run {
     updated_by: d.created_by,
     ...(d.chunks !== undefined ? { chunks: d.chunks } : {}),
     ...(d.attempts ? { attempts: d.attempts } : {}),
+    ...(d.evaluation ? { evaluation: d.evaluation } : {}),
   };
 }
 
@@ -143,9 +158,11 @@ export function toRunRef(r: RunRow) {
     model: r.model_id,
     tags: tagsOf(r),
     parent: r.parent_id ?? undefined,
+    ...(d.evaluation ? { evaluation: d.evaluation } : {}),
     finish_reason: r.finish_reason ?? undefined,
     token_use: tokenUse(r),
     execution_time: r.execution_time ?? undefined,
+    cost: d.cost ?? null,
     source: d.source,
     account: d.account,
     project: d.project,

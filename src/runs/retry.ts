@@ -53,6 +53,8 @@ export interface Attempt {
   status: 'completed' | 'failed';
   /** The one re-ask of an answer that did not match result_schema. */
   repair?: true;
+  /** The child run that made this attempt (virtual environments). */
+  run?: string;
   error?: { code: string; message: string };
   duration_ms: number;
 }

@@ -29,6 +29,21 @@ const TokenUse = Type.Object({
   total: Type.Optional(Type.Number()),
 });
 
+const usd = (description: string) => Type.Number({ description: `USD: ${description}` });
+const RunCostSchema = Type.Union([
+  Type.Object({
+    input: usd('input tokens not read from or written to a prompt cache'),
+    output: usd('output tokens other than reasoning'),
+    cache_read: usd('input tokens read from the prompt cache'),
+    cache_write: usd('input tokens written to the prompt cache'),
+    reasoning: usd('reasoning (thinking) tokens'),
+    total: usd('the sum of the parts'),
+    currency: Type.Literal('USD'),
+    price_table: Type.String({ description: 'The prices used: "litellm <date>" (the vendored table) or "environment" (config.prices)' }),
+  }),
+  Type.Null(),
+], { description: "What the run cost, rounded to 1e-9 USD; null while it executes, or when its usage or its model's price is unknown" });
+
 export const RunSchema = OpenObject({
   id: Type.String(),
   status: RunStatusSchema,
@@ -42,6 +57,7 @@ export const RunSchema = OpenObject({
   token_use: TokenUse,
   execution_time: Type.Optional(Type.Number()),
   finish_reason: Type.Optional(Type.String()),
+  cost: Type.Optional(RunCostSchema),
   created_at: Type.String(),
   updated_at: Type.String(),
   account: Type.Unknown(),
@@ -52,11 +68,13 @@ export const RunSchema = OpenObject({
   source: Type.Record(Type.String(), Type.String()),
   prompt: Type.Unknown(),
   parent: Type.Optional(Type.String()),
+  evaluation: Type.Optional(Type.Object({ score: Type.Optional(Type.Number()), selected: Type.Optional(Type.Boolean()) }, { description: "A virtual_mediator's judgement of this child run: its score (0 to 10) and whether it was chosen" })),
   attempts: Type.Optional(Type.Array(Type.Object({
     status: Type.String({ description: 'completed or failed' }),
     error: Type.Optional(Type.Object({ code: Type.String(), message: Type.String() })),
     duration_ms: Type.Number(),
     repair: Type.Optional(Type.Boolean({ description: "true on the one re-ask of an answer that did not match result_schema" })),
+    run: Type.Optional(Type.String({ description: 'The child run of this attempt (virtual environments)' })),
   }), { description: 'The provider calls of a run that was retried or asked again for its result_schema, in order (absent when the first call ended it)' })),
   input_embedding: Type.Optional(Type.Array(Type.Number(), { description: "Vector of the prompt (the project's embedding model); only in the answer of the run's creation and its stream's close" })),
   result_embedding: Type.Optional(Type.Array(Type.Number(), { description: 'Vector of the result; only in the answer of the run\'s creation and its stream\'s close' })),
@@ -74,6 +92,7 @@ export const RunRefSchema = OpenObject({
   finish_reason: Type.Optional(Type.String()),
   token_use: TokenUse,
   execution_time: Type.Optional(Type.Number()),
+  cost: Type.Optional(RunCostSchema),
   source: Type.Record(Type.String(), Type.String()),
   account: RefSchema,
   project: RefSchema,
@@ -103,7 +122,7 @@ export const StreamQuery = Type.Object({
 
 // ---- search and facets (issue 4) ------------------------------------------------------------
 
-const FACET_FIELD_NOTE = 'modelId, status, tags, environment, interaction, finish_reason (string); updated_at (date); execution_time (number)';
+const FACET_FIELD_NOTE = 'modelId, status, tags, environment, interaction, finish_reason (string); updated_at (date); execution_time, cost.total (number)';
 
 const SearchFilters = OpenObject({
   interaction: Type.Optional(Type.Unknown({ description: 'Interaction id (or a list: any of them)' })),

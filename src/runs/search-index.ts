@@ -31,6 +31,8 @@ const TAGS_PER_INSERT = 1000;
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 const nameOf = (ref: unknown): string | null => (isObject(ref) && typeof ref.name === 'string' ? ref.name : null);
+/** `doc.cost.total` (src/pricing/cost.ts), for the `cost_total` column (0009). */
+const costTotalOf = (cost: unknown): number | null => (isObject(cost) && typeof cost.total === 'number' && Number.isFinite(cost.total) ? cost.total : null);
 
 interface IndexDialect {
   /** The search data of a document, with the document as this database will hand it back. */
@@ -50,6 +52,7 @@ const common = (d: OrreryDialect, s: RunSearchDoc, doc: Record<string, unknown>)
   search_fields: d.toJson(s.fields),
   interaction_name: nameOf(doc.interaction),
   environment_name: nameOf(doc.environment),
+  cost_total: costTotalOf(doc.cost),
 });
 
 const chunks = <T>(xs: readonly T[], n: number): T[][] => {

@@ -12,7 +12,7 @@ import {
 } from '../query/lucene/index.ts';
 import { isoBound } from '../query/lucene-sql/index.ts';
 import { RUN_STATUSES } from './model.ts';
-import type { FacetColumn, FacetQuery, RunFilters, TimeBounds } from './search-store.ts';
+import type { BucketColumn, FacetColumn, FacetQuery, RunFilters, TimeBounds } from './search-store.ts';
 import { table } from '../util/own.ts';
 
 export interface RunQuery {
@@ -234,6 +234,7 @@ export const FACET_FIELDS: Readonly<Record<string, { column: FacetColumn; type: 
   environment: { column: 'environment_id', type: 'string' },
   interaction: { column: 'interaction_id', type: 'string' },
   finish_reason: { column: 'finish_reason', type: 'string' },
+  'cost.total': { column: 'cost_total', type: 'number' },
 });
 const FACETABLE = Object.keys(FACET_FIELDS).join(', ');
 
@@ -265,7 +266,7 @@ function interfaceFacets(facets: Json): FacetSpec[] {
       if (typeof n !== 'number' || !Number.isInteger(n) || n < 1 || n > MAX_PAGE) throw new BadRequest(`${what}.numBuckets must be an integer from 1 to ${MAX_PAGE}`);
       return { name, sql: { kind: 'values', column: field.column, limit: n, withNull: false } };
     }
-    if (field.type !== type) throw new BadRequest(`${what}: a ${type} facet needs a ${type} field (${type === 'number' ? 'execution_time' : 'updated_at'}), not ${spec.path}`);
+    if (field.type !== type) throw new BadRequest(`${what}: a ${type} facet needs a ${type} field (${type === 'number' ? 'execution_time, cost.total' : 'updated_at'}), not ${spec.path}`);
     if (spec.default !== undefined && typeof spec.default !== 'string') throw new BadRequest(`${what}.default must be a string (the name of the bucket for values outside the boundaries)`);
     const b = spec.boundaries;
     if (!Array.isArray(b) || b.length < 2) throw new BadRequest(`${what}.boundaries must be an array of at least two ${type === 'number' ? 'numbers' : 'ISO 8601 dates'}, ascending`);
@@ -282,7 +283,7 @@ function interfaceFacets(facets: Json): FacetSpec[] {
     }
     return {
       name,
-      sql: { kind: 'buckets', column: field.column as 'updated_at' | 'execution_time', boundaries: values },
+      sql: { kind: 'buckets', column: field.column as BucketColumn, boundaries: values },
       labels: b as (number | string)[],
       ...(spec.default !== undefined ? { defaultName: spec.default as string } : {}),
     };

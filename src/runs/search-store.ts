@@ -48,12 +48,14 @@ export interface RunFilters {
   readonly none?: boolean;
 }
 
-export type FacetColumn = 'status' | 'model_id' | 'finish_reason' | 'interaction_id' | 'environment_id' | 'updated_at' | 'execution_time' | 'tags';
+export type FacetColumn = 'status' | 'model_id' | 'finish_reason' | 'interaction_id' | 'environment_id' | 'updated_at' | 'execution_time' | 'cost_total' | 'tags';
+/** The columns a number or date facet buckets. */
+export type BucketColumn = 'updated_at' | 'execution_time' | 'cost_total';
 
 /** One facet as SQL sees it: group by value, or count per [lower, upper) bucket. */
 export type FacetQuery =
   | { readonly kind: 'values'; readonly column: FacetColumn; readonly limit: number; readonly withNull: boolean }
-  | { readonly kind: 'buckets'; readonly column: 'updated_at' | 'execution_time'; readonly boundaries: readonly (number | string)[] };
+  | { readonly kind: 'buckets'; readonly column: BucketColumn; readonly boundaries: readonly (number | string)[] };
 
 export interface FacetRow {
   /** The value (values), or the bucket index as text with -1 for "outside every bucket" (buckets). */
@@ -147,6 +149,7 @@ const FACET_SOURCE: Record<FacetColumn, string[]> = {
   environment_id: ['environment_id', 'environment_name'],
   updated_at: ['updated_at'],
   execution_time: ['execution_time'],
+  cost_total: ['cost_total'],
   tags: [],
 };
 const NAME_COLUMN: Partial<Record<FacetColumn, string>> = { interaction_id: 'interaction_name', environment_id: 'environment_name' };

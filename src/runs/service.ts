@@ -29,6 +29,9 @@ import type { RunEmbeddingHook } from '../embeddings/run-embeddings.ts';
 import { TemplateError, type TemplateEngine } from '../templates/render.ts';
 import { templateErrorCode } from '../interactions/prompts.ts';
 import { nextDelay, retryPolicyOf, type Attempt } from './retry.ts';
+import { isVirtualProvider, parseVirtualConfig, type VirtualConfig, type VirtualEntry } from '../interactions/virtual-config.ts';
+import { VirtualRunner, type ChildOutcome, type ChunkSink } from './virtual.ts';
+import { costOf, type RunCost } from '../pricing/cost.ts';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 export interface RunCreateInput {
@@ -67,10 +70,34 @@ export interface CallerInfo {
 }
 
 /** Everything needed to call the provider, fixed when the run is created. */
-interface Plan {
+interface ProviderPlan {
+  kind: 'provider';
   driver: ModelDriver;
   connection: ProviderConnection;
   request: CompletionRequest;
+}
+
+/** A run on a virtual environment: its entries' environments, resolved when the run is created. */
+interface VirtualPlan {
+  kind: 'virtual';
+  config: VirtualConfig;
+  targets: Map<string, ResolvedEnvironment>;
+  connection: ProviderConnection;
+  request: CompletionRequest;
+}
+
+type Plan = ProviderPlan | VirtualPlan;
+
+/** What one execution produced, before it is stored. */
+interface Outcome {
+  result: ResultPart[];
+  error?: RunError;
+  usage?: TokenUsage;
+  finishReason?: string;
+  attempts: Attempt[];
+  chunks: number;
+  /** Set by a virtual run (its children's); a provider call's cost is priced from its usage. */
+  cost?: RunCost | null;
 }
 
 const DEFAULT_TEMPERATURE = 0.7;
@@ -101,6 +128,7 @@ export class RunService {
   /** Resolved interaction + environment by project, interaction and environment override. */
   private readonly contexts = new Map<string, { ctx: ExecutionContext; version: number; until: number }>();
   private readonly mirrors: RunMirrors;
+  private readonly virtualRunner = new VirtualRunner();
 
   private readonly searcher: RunSearch;
 
@@ -151,10 +179,12 @@ export class RunService {
     if (typeof input.interaction !== 'string' || !input.interaction) throw new BadRequest('body must have property "interaction"');
     const config = { ...(input.config ?? {}) };
     const { interaction, env } = await this.context(p, config.environment as string | undefined, load, cacheKey);
-    if (!isImplemented(env.dto.provider)) {
+    const virtual = isVirtualProvider(env.dto.provider) ? await this.virtualTargets(p, env) : undefined;
+    if (!virtual && !isImplemented(env.dto.provider)) {
       throw new BadRequest(`environment "${env.dto.name}" uses provider "${env.dto.provider}", which Orrery cannot execute yet; use one of ${PROVIDERS.map((p) => p.id).join(', ')}`);
     }
-    const model = (config.model as string | undefined) ?? interaction.model ?? env.dto.default_model;
+    // A virtual environment's entries name their own models; the run is labelled with the provider.
+    const model = (config.model as string | undefined) ?? interaction.model ?? env.dto.default_model ?? (virtual ? env.dto.provider : undefined);
     if (!model) throw new BadRequest(`no model: pass config.model, or set a model on interaction "${interaction.name}" or a default_model on environment "${env.dto.name}"`);
     const options = modelOptions(interaction, config);
     validateInput(interaction, input.data);
@@ -220,11 +250,10 @@ export class RunService {
       throw err;
     }
 
-    const plan: Plan = {
-      driver: getDriver(env.dto.provider),
-      connection: env.connection,
-      request: { model, messages, ...options, ...(resultSchema ? { result_schema: resultSchema } : {}) },
-    };
+    const request: CompletionRequest = { model, messages, ...options, ...(resultSchema ? { result_schema: resultSchema } : {}) };
+    const plan: Plan = virtual
+      ? { kind: 'virtual', ...virtual, connection: env.connection, request }
+      : { kind: 'provider', driver: getDriver(env.dto.provider), connection: env.connection, request };
     if (stream) {
       this.pending.set(row.id, plan);
       return this.forCreation(row);
@@ -410,7 +439,7 @@ export class RunService {
    * asked again once with the validator's words, unless the answer stopped on length (a longer
    * answer would be cut off again). The re-ask is an attempt of the run (`repair: true`).
    */
-  private async structuredResult(plan: Plan, text: string, finishReason: string | undefined, attempts: Attempt[]): Promise<
+  private async structuredResult(plan: ProviderPlan, text: string, finishReason: string | undefined, attempts: Attempt[]): Promise<
     { value: unknown; usage?: TokenUsage; finishReason?: string } | { error: RunError; text: string; usage?: TokenUsage; finishReason?: string }
   > {
     const schema = plan.request.result_schema!;
@@ -446,8 +475,110 @@ export class RunService {
     }
   }
 
-  /** Calls the provider and stores the outcome; never throws for a provider or result failure. */
-  private async execute(row: RunRow, doc: RunDoc, plan: Plan, live: LiveRun | undefined): Promise<RunRow> {
+  /**
+   * A virtual environment's config, read and checked, with every environment its entries and
+   * mediators name resolved in the caller's project: a 400 that says what to fix otherwise.
+   */
+  private async virtualTargets(p: Principal, env: ResolvedEnvironment): Promise<{ config: VirtualConfig; targets: Map<string, ResolvedEnvironment> }> {
+    const config = parseVirtualConfig(env.dto.provider as VirtualConfig['provider'], env.dto.config);
+    const targets = new Map<string, ResolvedEnvironment>();
+    for (const entry of [...config.entries, ...config.mediators]) {
+      if (targets.has(entry.environment)) continue;
+      const target = await this.environments.resolve(p, entry.environment).catch((err) => {
+        if (err instanceof NotFound) throw new BadRequest(`virtual environment "${env.dto.name}" names environment ${entry.environment} (in "${entry.ref}"), which this project does not have`);
+        throw err;
+      });
+      if (isVirtualProvider(target.dto.provider)) throw new BadRequest(`virtual environment "${env.dto.name}" names "${target.dto.name}", another virtual environment; entries must be real providers`);
+      if (!isImplemented(target.dto.provider)) throw new BadRequest(`virtual environment "${env.dto.name}" names "${target.dto.name}", whose provider "${target.dto.provider}" Orrery cannot execute`);
+      targets.set(entry.environment, target);
+    }
+    return { config, targets };
+  }
+
+  /** A virtual run: its entries run as child runs (runs/virtual.ts); it keeps the chosen one's answer. */
+  private async callVirtual(row: RunRow, doc: RunDoc, plan: VirtualPlan, live: ChunkSink | undefined): Promise<Outcome> {
+    let chunks = 0;
+    const sink = live && {
+      push: (text: string) => {
+        chunks++;
+        live.push(text);
+        if (this.notifier.crossProcess) void this.writer.run(this.storeChunk(row.id, chunks, text)).catch(() => {});
+      },
+    };
+    const childDocs = new Map<string, RunDoc>();
+    const outcome = await this.virtualRunner.run(plan.config, plan.request.messages, sink, {
+      runChild: async (entry, childSink) => {
+        const child = await this.runChild(row, doc, plan, entry, childSink);
+        childDocs.set(child.id, child.doc);
+        return child.outcome;
+      },
+      ask: async (mediator, messages, schema) => {
+        const target = plan.targets.get(mediator.environment)!;
+        const options = modelOptions({ model_options: plan.config.modelOptions } as unknown as InteractionDto, { temperature: plan.config.modelOptions.temperature ?? 0 });
+        const answer = await getDriver(target.dto.provider).complete(target.connection, { model: mediator.model, messages, ...options, result_schema: schema });
+        return parseResult(answer.text, schema).value;
+      },
+      evaluate: async (childId, evaluation) => {
+        await this.writer.update(childId, { doc: { ...childDocs.get(childId)!, evaluation } });
+      },
+    });
+    const chosen = outcome.chosen;
+    return {
+      result: chosen?.result ?? [],
+      ...(outcome.error ? { error: outcome.error } : {}),
+      ...(chosen?.usage ? { usage: chosen.usage } : {}),
+      ...(chosen?.finishReason ? { finishReason: chosen.finishReason } : {}),
+      attempts: outcome.attempts,
+      chunks,
+      cost: sumCosts(outcome.attempts.map((a) => (a.run ? childDocs.get(a.run)?.cost : null))),
+    };
+  }
+
+  /** One attempt of a virtual run: a child run (parent = the virtual run) on the entry's environment and model. */
+  private async runChild(parent: RunRow, parentDoc: RunDoc, plan: VirtualPlan, entry: VirtualEntry, sink: ChunkSink | undefined): Promise<{ id: string; doc: RunDoc; outcome: ChildOutcome }> {
+    const target = plan.targets.get(entry.environment)!;
+    const now = nowIso();
+    const tags = (parent.tags as string[] | null) ?? [];
+    const doc: RunDoc = {
+      ...parentDoc,
+      result: [],
+      stream: sink !== undefined,
+      config: { ...parentDoc.config, environment: target.dto.id, model: entry.model },
+      environment: { id: target.dto.id, name: target.dto.name, provider: target.dto.provider },
+    };
+    const row: RunRow = {
+      id: newId(), account_id: parent.account_id, project_id: parent.project_id, interaction_id: parent.interaction_id, environment_id: target.dto.id,
+      model_id: entry.model, status: 'processing', parent_id: parent.id, finish_reason: null, execution_time: null,
+      token_prompt: null, token_result: null, token_total: null, tags, created_at: now, updated_at: now, doc, executor: this.replica.id,
+    };
+    this.executingHere.add(row.id);
+    try {
+      await this.writer.insert(row, tags);
+    } catch (err) {
+      this.executingHere.delete(row.id);
+      const message = (err as Error)?.message ?? String(err);
+      return { id: row.id, doc, outcome: { id: row.id, entry, result: [], error: { code: 'storage_error', message: `the child run could not be stored: ${message}` }, durationMs: 0 } };
+    }
+    const started = performance.now();
+    const childPlan: ProviderPlan = { kind: 'provider', driver: getDriver(target.dto.provider), connection: target.connection, request: { ...plan.request, model: entry.model } };
+    const final = await this.execute(row, doc, childPlan, sink);
+    const finalDoc = docOf(final);
+    const usage = { prompt: final.token_prompt ?? undefined, result: final.token_result ?? undefined, total: final.token_total ?? undefined };
+    return {
+      id: row.id,
+      doc: finalDoc,
+      outcome: {
+        id: row.id, entry, result: finalDoc.result,
+        ...(finalDoc.error ? { error: finalDoc.error } : {}),
+        ...(final.token_total !== null || final.token_prompt !== null ? { usage } : {}),
+        ...(final.finish_reason ? { finishReason: final.finish_reason } : {}),
+        durationMs: Math.round(performance.now() - started),
+      },
+    };
+  }
+
+  /** The provider call with its retries (runs/retry.ts), then the answer against result_schema. */
+  private async callProvider(row: RunRow, plan: ProviderPlan, live: ChunkSink | undefined, provider: string): Promise<Outcome> {
     const started = performance.now();
     let text = '';
     let usage: TokenUsage | undefined;
@@ -455,7 +586,6 @@ export class RunService {
     let chunks = 0;
     let error: RunError | undefined;
     let result: ResultPart[] = [];
-    const provider = doc.environment?.provider ?? 'unknown';
     const policy = retryPolicyOf(plan.connection.config);
     const attempts: Attempt[] = [];
     // One retry loop (runs/retry.ts); a stream is never retried once a chunk reached a subscriber.
@@ -506,10 +636,21 @@ export class RunService {
       if (structured.usage) usage = addUsage(usage, structured.usage);
       if (structured.finishReason) finishReason = structured.finishReason;
     }
+    return { result, error, usage, finishReason, attempts, chunks };
+  }
+
+  /** Calls the provider (or a virtual environment's entries) and stores the outcome; never throws for a provider or result failure. */
+  private async execute(row: RunRow, doc: RunDoc, plan: Plan, live: ChunkSink | undefined): Promise<RunRow> {
+    const started = performance.now();
+    const provider = doc.environment?.provider ?? 'unknown';
+    const { result, error, usage, finishReason, attempts, chunks, cost } = plan.kind === 'virtual'
+      ? await this.callVirtual(row, doc, plan, live)
+      : await this.callProvider(row, plan, live, provider);
     const executionTime = Math.round(performance.now() - started);
     this.metrics.providerLatency.observe({ provider, outcome: error ? 'error' : 'ok' }, executionTime / 1000);
     this.metrics.runs.inc({ status: error ? 'failed' : 'completed', provider, mode: live ? 'stream' : 'blocking' });
-    const finalDoc: RunDoc = { ...doc, result, ...(error ? { error } : {}), ...(live ? { chunks } : {}), ...(attempts.length > 1 ? { attempts } : {}) };
+    const finalDoc: RunDoc = { ...doc, result, ...(error ? { error } : {}), ...(live ? { chunks } : {}), ...(attempts.length > 1 ? { attempts } : {}),
+      cost: cost !== undefined ? cost : costOf({ provider, model: plan.request.model, usage, prices: plan.connection.config?.prices }) };
     const patch = {
       status: error ? 'failed' : 'completed',
       updated_at: nowIso(),
@@ -581,17 +722,15 @@ export class RunService {
     const doc = docOf(row);
     const env = await this.environments.resolve(p, doc.environment?.id ?? '');
     const c = doc.config;
-    return {
-      driver: getDriver(env.dto.provider),
-      connection: env.connection,
-      request: {
-        model: row.model_id ?? '',
-        messages: doc.prompt.map((m) => ({ role: m.role as 'system' | 'user' | 'assistant', content: m.content })),
-        temperature: c.temperature as number | undefined,
-        ...(c.max_tokens !== undefined ? { max_tokens: c.max_tokens as number } : {}),
-        ...(doc.result_schema ? { result_schema: doc.result_schema } : {}),
-      },
+    const request: CompletionRequest = {
+      model: row.model_id ?? '',
+      messages: doc.prompt.map((m) => ({ role: m.role as 'system' | 'user' | 'assistant', content: m.content })),
+      temperature: c.temperature as number | undefined,
+      ...(c.max_tokens !== undefined ? { max_tokens: c.max_tokens as number } : {}),
+      ...(doc.result_schema ? { result_schema: doc.result_schema } : {}),
     };
+    if (isVirtualProvider(env.dto.provider)) return { kind: 'virtual', ...(await this.virtualTargets(p, env)), connection: env.connection, request };
+    return { kind: 'provider', driver: getDriver(env.dto.provider), connection: env.connection, request };
   }
 
   private async row(p: Principal, id: string): Promise<RunRow> {
@@ -687,5 +826,24 @@ function toRunError(err: unknown): RunError {
 function addUsage(a: TokenUsage | undefined, b: TokenUsage): TokenUsage | undefined {
   if (!a) return undefined;
   const sum = (x?: number, y?: number) => (x === undefined || y === undefined ? undefined : x + y);
-  return { prompt: sum(a.prompt, b.prompt), result: sum(a.result, b.result), total: sum(a.total, b.total) };
+  // Absent cache and reasoning counts are zero, not unknown: the provider reports them only when used.
+  const extra = (x?: number, y?: number) => (x || y ? (x ?? 0) + (y ?? 0) : undefined);
+  const out: TokenUsage = { prompt: sum(a.prompt, b.prompt), result: sum(a.result, b.result), total: sum(a.total, b.total) };
+  for (const k of ['cache_read', 'cache_write', 'reasoning'] as const) {
+    const v = extra(a[k], b[k]);
+    if (v !== undefined) out[k] = v;
+  }
+  return out;
+}
+
+/** A virtual run's cost: what its child runs cost together; unknown when any of theirs is. */
+function sumCosts(costs: Array<RunCost | null | undefined>): RunCost | null {
+  if (costs.length === 0 || costs.some((c) => !c)) return null;
+  const known = costs as RunCost[];
+  const add = (k: 'input' | 'output' | 'cache_read' | 'cache_write' | 'reasoning' | 'total') => Math.round(known.reduce((t, c) => t + c[k], 0) * 1e9) / 1e9;
+  const tables = [...new Set(known.map((c) => c.price_table))];
+  return {
+    input: add('input'), output: add('output'), cache_read: add('cache_read'), cache_write: add('cache_write'),
+    reasoning: add('reasoning'), total: add('total'), currency: 'USD', price_table: tables.join(', '),
+  };
 }

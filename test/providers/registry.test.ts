@@ -19,15 +19,15 @@ describe('provider registry', () => {
   it('knows every Vertesia provider id, and which ones run', () => {
     assert.equal(SUPPORTED_PROVIDER_IDS.length, 18);
     for (const p of PROVIDERS) assert.ok(isSupported(p.id), `${p.id} should be a supported id`);
-    assert.equal(isSupported('bedrock'), true);
-    assert.equal(isImplemented('bedrock'), false);
-    assert.equal(isImplemented('anthropic'), true);
+    // Every Vertesia provider has a driver but the two virtual ones, which run through their entries (runs/virtual.ts).
+    for (const id of SUPPORTED_PROVIDER_IDS) assert.equal(isImplemented(id), !id.startsWith('virtual_'), id);
+    assert.equal(isSupported('virtual_lb'), true);
     assert.equal(isSupported('nope'), false);
   });
 
   it('getDriver answers a driver per implemented id, and a clear Error otherwise', () => {
     for (const p of PROVIDERS) assert.equal(getDriver(p.id).provider, p.id);
-    assert.throws(() => getDriver('bedrock'), /provider "bedrock" is accepted in environments but Orrery has no driver for it yet; the implemented providers are openai, /);
+    assert.throws(() => getDriver('virtual_lb'), /provider "virtual_lb" is virtual: its runs go to the environments its config.entries name/);
     assert.throws(() => getDriver('nope'), (e: Error) => e.constructor === Error && /unknown provider "nope"/.test(e.message));
   });
 

@@ -15,8 +15,11 @@ export interface OpenAIWireOptions {
   text?: string | ((body: Record<string, unknown>) => string);
   /** Exact stream pieces; default: the text split after each space. */
   chunks?: string[];
-  /** Usage to report; default: counts of words. */
-  usage?: { prompt_tokens: number; completion_tokens: number; total_tokens: number };
+  /** Usage to report; default: counts of words. The details default to zeros (blocking answers). */
+  usage?: {
+    prompt_tokens: number; completion_tokens: number; total_tokens: number;
+    prompt_tokens_details?: { cached_tokens: number }; completion_tokens_details?: { reasoning_tokens: number };
+  };
   finishReason?: string;
   /** Models that exist; others get 404 model_not_found. Default: any model. */
   models?: string[];
@@ -189,7 +192,7 @@ async function chatCompletions(res: ServerResponse, body: any, o: OpenAIWireOpti
   }
   const text = typeof o.text === 'function' ? o.text(body) : (o.text ?? DEFAULT_TEXT);
   const promptWords = body.messages.reduce((n: number, m: any) => n + words(typeof m?.content === 'string' ? m.content : ''), 0);
-  const usage = o.usage ?? { prompt_tokens: promptWords, completion_tokens: words(text), total_tokens: promptWords + words(text) };
+  const usage: NonNullable<OpenAIWireOptions['usage']> = o.usage ?? { prompt_tokens: promptWords, completion_tokens: words(text), total_tokens: promptWords + words(text) };
   const finish = o.finishReason ?? 'stop';
   const id = `chatcmpl-${createHash('sha1').update(JSON.stringify(body)).digest('hex').slice(0, 24)}`;
   const created = Math.floor(Date.now() / 1000);
@@ -200,7 +203,11 @@ async function chatCompletions(res: ServerResponse, body: any, o: OpenAIWireOpti
       ...base,
       object: 'chat.completion',
       choices: [{ index: 0, message: { role: 'assistant', content: text, refusal: null, annotations: [] }, logprobs: null, finish_reason: finish }],
-      usage: { ...usage, prompt_tokens_details: { cached_tokens: 0, audio_tokens: 0 }, completion_tokens_details: { reasoning_tokens: 0, audio_tokens: 0, accepted_prediction_tokens: 0, rejected_prediction_tokens: 0 } },
+      usage: {
+        ...usage,
+        prompt_tokens_details: { cached_tokens: 0, audio_tokens: 0, ...usage.prompt_tokens_details },
+        completion_tokens_details: { reasoning_tokens: 0, audio_tokens: 0, accepted_prediction_tokens: 0, rejected_prediction_tokens: 0, ...usage.completion_tokens_details },
+      },
       service_tier: 'default',
     });
   }

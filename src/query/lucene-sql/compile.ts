@@ -4,7 +4,7 @@
  * NOT. Every value is a bound parameter. Where each field lives:
  *
  * - real columns: id, status, modelId/model, finish_reason, parent, token_use.*, execution_time,
- *   created_at, updated_at; `interaction` / `environment` match the id column or the name column;
+ *   cost.total, created_at, updated_at; `interaction` / `environment` match the id column or the name column;
  * - `tags`: run_tags (SQLite) or the jsonb `tags` column with its GIN index (PostgreSQL);
  * - text (`result`, `prompt`, the default text): the full-text index of the run (FTS5 columns
  *   body/prompt/result; tsvector weights). A term's words must appear consecutively (a phrase
@@ -54,6 +54,7 @@ const COLUMNS: Readonly<Record<string, ColumnField>> = table({
   'token_use.result': { column: 'token_result', kind: 'number', nullable: true },
   'token_use.total': { column: 'token_total', kind: 'number', nullable: true },
   execution_time: { column: 'execution_time', kind: 'number', nullable: true },
+  'cost.total': { column: 'cost_total', kind: 'number', nullable: true },
   created_at: { column: 'created_at', kind: 'date', nullable: false },
   updated_at: { column: 'updated_at', kind: 'date', nullable: false },
 });

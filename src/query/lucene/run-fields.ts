@@ -31,6 +31,7 @@ export const RUN_FIELDS = Object.freeze({
   'token_use.result': 'number',
   'token_use.total': 'number',
   execution_time: 'number',
+  'cost.total': 'number',
   created_at: 'date',
   updated_at: 'date',
 } as const satisfies Record<string, FieldKind>);
