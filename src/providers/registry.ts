@@ -7,7 +7,11 @@ import { AnthropicMessagesDriver } from './anthropic-messages.ts';
 import type { ModelDriver, ProviderInfo } from './driver.ts';
 import { OpenAIChatDriver, type OpenAIChatOptions } from './openai-chat.ts';
 import { TestProviderDriver } from './test-provider.ts';
+import { BedrockConverseDriver, BedrockMantleDriver } from './bedrock.ts';
+import { VertexAIDriver } from './vertexai.ts';
 import { azureFoundryRoute, azureOpenAIRoute } from './azure.ts';
+import { WatsonxDriver } from './watsonx.ts';
+import { ReplicateDriver } from './replicate.ts';
 
 /** Every provider id Vertesia knows; an environment with any of these is valid. */
 export const SUPPORTED_PROVIDER_IDS = [
@@ -146,6 +150,61 @@ const ENTRIES: Entry[] = [
   },
   {
     info: {
+      id: 'vertexai',
+      name: 'Google Vertex AI',
+      description: 'Gemini (generateContent) and Claude on Vertex AI (rawPredict): the API key is a service account key file\'s JSON; config.project (default: the key\'s project_id) and config.region (default us-central1, or global); the endpoint URL is optional and overrides https://{region}-aiplatform.googleapis.com.',
+      test: false,
+      requires_endpoint_url: false,
+      requires_api_key: true,
+    },
+    driver: new VertexAIDriver(),
+  },
+  {
+    info: {
+      id: 'watsonx',
+      name: 'IBM watsonx.ai',
+      description: 'IBM watsonx.ai chat API: the endpoint URL is the regional URL (https://us-south.ml.cloud.ibm.com); the key is an IBM Cloud API key (exchanged at IBM Cloud IAM); config.project_id (or config.space_id) is required; config.version (default 2024-05-31); config.api: "generation" for the text generation API.',
+      test: false,
+      requires_endpoint_url: true,
+      requires_api_key: true,
+    },
+    driver: new WatsonxDriver(),
+  },
+  {
+    info: {
+      id: 'replicate',
+      name: 'Replicate',
+      description: 'Replicate predictions: models as owner/name or owner/name:version; the key is a Replicate API token; the endpoint URL is optional and overrides https://api.replicate.com.',
+      test: false,
+      requires_endpoint_url: false,
+      requires_api_key: true,
+    },
+    driver: new ReplicateDriver(),
+  },
+  {
+    info: {
+      id: 'bedrock',
+      name: 'Amazon Bedrock',
+      description: 'Amazon Bedrock Runtime Converse API: config.region (default AWS_REGION or us-east-1); the key is ACCESS_KEY_ID:SECRET_ACCESS_KEY[:SESSION_TOKEN] (SigV4) or a Bedrock API key, or none for the AWS credential chain; the endpoint URL is optional (a VPC endpoint). Models are model ids, inference profiles or ARNs.',
+      test: false,
+      requires_endpoint_url: false,
+      requires_api_key: false,
+    },
+    driver: new BedrockConverseDriver(),
+  },
+  {
+    info: {
+      id: 'bedrock_mantle',
+      name: 'Amazon Bedrock Mantle',
+      description: "Amazon Bedrock's OpenAI-compatible endpoint (https://bedrock-mantle.<region>.api.aws/v1) through Chat Completions: config.region; a Bedrock API key, or AWS keys (ACCESS_KEY_ID:SECRET_ACCESS_KEY[:SESSION_TOKEN]) or the AWS credential chain, from which a short-term key is made.",
+      test: false,
+      requires_endpoint_url: false,
+      requires_api_key: false,
+    },
+    driver: new BedrockMantleDriver(),
+  },
+  {
+    info: {
       id: 'test',
       name: 'Test (offline, deterministic)',
       description: 'Offline test models (echo, json, error) and fault models (slow, flaky, rate_limit, error_mid_stream, stall) that need no network and no API key. Not a real LLM.',
@@ -185,10 +244,8 @@ export function getDriver(providerId: string): ModelDriver {
   const entry = BY_ID.get(providerId);
   if (entry) return entry.driver;
   const implemented = ENTRIES.map((e) => e.info.id).join(', ');
-  if (isSupported(providerId)) {
-    throw new Error(
-      `provider "${providerId}" is accepted in environments but Orrery has no driver for it yet; the implemented providers are ${implemented}`,
-    );
+  if (providerId === 'virtual_lb' || providerId === 'virtual_mediator') {
+    throw new Error(`provider "${providerId}" is virtual: its runs go to the environments its config.entries name (runs/virtual.ts)`);
   }
   throw new Error(`unknown provider "${providerId}"; the implemented providers are ${implemented}`);
 }
