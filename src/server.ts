@@ -241,6 +241,7 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
       runs.sweepUnconsumed().catch((err) => app.log.error({ err }, 'stream sweeper failed'));
       runs.sweepLost().catch((err) => app.log.error({ err }, 'lost-run sweeper failed'));
       runs.sweepChunks().catch((err) => app.log.error({ err }, 'chunk sweeper failed'));
+      runs.sweepCache().catch((err) => app.log.error({ err }, 'result cache sweeper failed'));
     };
     const sweeper = setInterval(sweep, Math.min(15_000, (config.replicaTimeoutSeconds * 1000) / 2));
     sweeper.unref();

@@ -14,6 +14,7 @@ import * as m0006 from './migrations/0006-embeddings.ts';
 import * as m0007 from './migrations/0007-object-embeddings.ts';
 import * as m0008 from './migrations/0008-jst-function-bodies.ts';
 import * as m0009 from './migrations/0009-run-cost.ts';
+import * as m0010 from './migrations/0010-result-cache.ts';
 
 type Step = { up: (db: Kysely<any>, dialect: DialectName) => Promise<void> };
 
@@ -27,6 +28,7 @@ const steps: Record<string, Step> = {
   '0007_object_embeddings': m0007,
   '0008_jst_function_bodies': m0008,
   '0009_run_cost': m0009,
+  '0010_result_cache': m0010,
 };
 
 export class OrreryMigrations implements MigrationProvider {

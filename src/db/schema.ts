@@ -100,11 +100,25 @@ export interface InteractionTable {
   interaction_schema: unknown;
   test_data: unknown;
   tags: unknown;
+  /** Vertesia's CachePolicy (0010); null: no caching. */
+  cache_policy: unknown;
   visibility: string;
   created_by: string;
   updated_by: string;
   created_at: string;
   updated_at: string;
+}
+
+/** 0010: answers kept by interactions' cache_policy, one per (project, key). */
+export interface RunCacheTable {
+  project_id: string;
+  key: string;
+  account_id: string;
+  run_id: string;
+  result: unknown;
+  finish_reason: string | null;
+  created_at: string;
+  expires_at: string;
 }
 
 export interface RunTable {
@@ -298,6 +312,7 @@ export interface Database {
   prompts: PromptTable;
   interactions: InteractionTable;
   runs: RunTable;
+  run_cache: RunCacheTable;
   run_tags: RunTagTable;
   replicas: ReplicaTable;
   run_chunks: RunChunkTable;

@@ -40,6 +40,14 @@ interface StoredSegment {
   configuration?: unknown;
 }
 
+/** Vertesia's CachePolicy (schemas.ts checks it; runs/result-cache.ts applies it). */
+export interface CachePolicy {
+  type: 'cache' | 'no_cache' | 'cache_and_refresh';
+  ttl?: number;
+  varies_on?: string[];
+  refresh_probability?: number;
+}
+
 export interface InteractionInput {
   name?: string;
   endpoint?: string;
@@ -51,6 +59,7 @@ export interface InteractionInput {
   model_options?: Record<string, unknown> | null;
   result_schema?: Record<string, unknown> | null;
   interaction_schema?: Record<string, unknown> | null;
+  cache_policy?: CachePolicy | null;
   test_data?: unknown;
   tags?: string[];
   visibility?: 'public' | 'private';
@@ -89,6 +98,7 @@ export interface InteractionDto {
   model_options?: Record<string, unknown>;
   result_schema?: Record<string, unknown>;
   interaction_schema?: Record<string, unknown>;
+  cache_policy?: CachePolicy;
   test_data?: unknown;
   parent?: string;
   project: string;
@@ -113,7 +123,7 @@ export class InteractionService {
     private readonly environmentExists: (p: Principal, id: string) => Promise<unknown>,
     private readonly changes: ChangeClock,
   ) {
-    this.table = new ScopedTable(db, dialect, 'interactions', ['prompts', 'model_options', 'result_schema', 'interaction_schema', 'test_data', 'tags']);
+    this.table = new ScopedTable(db, dialect, 'interactions', ['prompts', 'model_options', 'result_schema', 'interaction_schema', 'cache_policy', 'test_data', 'tags']);
   }
 
   async create(p: Principal, input: InteractionInput): Promise<InteractionDto> {
@@ -129,7 +139,7 @@ export class InteractionService {
       description: input.description ?? null, status, version: 0, edit_revision: 1, parent_id: null,
       prompts: segments, environment_id: input.environment ?? null, model: input.model ?? null,
       model_options: input.model_options ?? null, result_schema: input.result_schema ?? null,
-      interaction_schema: input.interaction_schema ?? null, test_data: input.test_data ?? null,
+      interaction_schema: input.interaction_schema ?? null, cache_policy: input.cache_policy ?? null, test_data: input.test_data ?? null,
       tags: input.tags ?? [], visibility: input.visibility ?? 'private',
       created_by: actorOf(p), updated_by: actorOf(p), created_at: now, updated_at: now,
     };
@@ -177,6 +187,7 @@ export class InteractionService {
     if (input.model_options !== undefined) patch.model_options = input.model_options;
     if (input.result_schema !== undefined) patch.result_schema = input.result_schema;
     if (input.interaction_schema !== undefined) patch.interaction_schema = input.interaction_schema;
+    if (input.cache_policy !== undefined) patch.cache_policy = input.cache_policy;
     if (input.test_data !== undefined) patch.test_data = input.test_data;
     if (input.tags !== undefined) patch.tags = input.tags;
     if (input.visibility !== undefined) patch.visibility = input.visibility;
@@ -341,12 +352,14 @@ export class InteractionService {
     const resultSchema = j<Record<string, unknown>>(r.result_schema);
     const inputSchema = j<Record<string, unknown>>(r.interaction_schema);
     const testData = j(r.test_data);
+    const cachePolicy = j<CachePolicy>(r.cache_policy);
     return {
       id: r.id, name: r.name, endpoint: r.endpoint, ...(r.description ? { description: r.description } : {}),
       status: r.status, version: r.version, edit_revision: r.edit_revision, visibility: r.visibility, tags: this.tags(r), prompts,
       ...(r.environment_id ? { environment: r.environment_id } : {}), ...(r.model ? { model: r.model } : {}),
       ...(modelOptions ? { model_options: modelOptions } : {}), ...(resultSchema ? { result_schema: resultSchema } : {}),
-      ...(inputSchema ? { interaction_schema: inputSchema } : {}), ...(testData !== null ? { test_data: testData } : {}),
+      ...(inputSchema ? { interaction_schema: inputSchema } : {}), ...(cachePolicy ? { cache_policy: cachePolicy } : {}),
+      ...(testData !== null ? { test_data: testData } : {}),
       ...(r.parent_id ? { parent: r.parent_id } : {}), project: r.project_id, account: r.account_id,
       created_by: r.created_by, updated_by: r.updated_by, created_at: r.created_at, updated_at: r.updated_at,
     };

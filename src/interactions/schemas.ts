@@ -82,6 +82,14 @@ const InlineTemplate = OpenObject({
   inputSchema: Type.Optional(Type.Union([Type.Record(Type.String(), Type.Unknown()), Type.Null()], { description: 'jst: its top-level properties are the template\'s globals' })),
 });
 
+/** Vertesia's CachePolicy (runs/result-cache.ts); `ttl` in seconds. */
+export const CachePolicySchema = Type.Object({
+  type: Type.Union([Type.Literal('cache'), Type.Literal('no_cache'), Type.Literal('cache_and_refresh')]),
+  ttl: Type.Optional(Type.Number({ minimum: 0, maximum: 31_536_000, description: 'Seconds an answer is kept; 0 or absent: a day' })),
+  varies_on: Type.Optional(Type.Array(Type.String({ maxLength: 200 }), { maxItems: 50, description: 'Fields of the run data (top-level names or dotted paths) that key the cache besides the rendered prompt' })),
+  refresh_probability: Type.Optional(Type.Number({ minimum: 0, maximum: 1, description: 'cache_and_refresh: the chance that a hit is run again to refresh the answer' })),
+}, { additionalProperties: false });
+
 export const InteractionBody = OpenObject({
   name: Type.Optional(ShortString({ minLength: 1 })),
   endpoint: Type.Optional(Type.String()),
@@ -97,6 +105,7 @@ export const InteractionBody = OpenObject({
   model_options: Type.Optional(Type.Union([Type.Record(Type.String(), Type.Unknown()), Type.Null()])),
   result_schema: Type.Optional(Type.Union([Type.Record(Type.String(), Type.Unknown()), Type.Null()])),
   interaction_schema: Type.Optional(Type.Union([Type.Record(Type.String(), Type.Unknown()), Type.Null()])),
+  cache_policy: Type.Optional(Type.Union([CachePolicySchema, Type.Null()])),
   test_data: Type.Optional(Type.Unknown()),
   tags: Type.Optional(Type.Array(Type.String())),
   visibility: Type.Optional(Type.Union([Type.Literal('public'), Type.Literal('private')])),

@@ -56,6 +56,9 @@ export interface RunDoc {
   evaluation?: Evaluation;
   /** What the run cost (src/pricing/cost.ts), set when it ends; null when unknown. */
   cost?: RunCost | null;
+  /** Answered from the result cache (runs/result-cache.ts), with the answer of run `cached_from`. */
+  cached?: boolean;
+  cached_from?: string;
 }
 
 export interface Evaluation {
@@ -94,6 +97,8 @@ export interface Run {
   chunks?: number;
   attempts?: Attempt[];
   evaluation?: Evaluation;
+  cached?: boolean;
+  cached_from?: string;
 }
 
 /** The search columns (0003) are derived by the store and never read back as part of a run. */
@@ -143,6 +148,7 @@ export function toRun(r: RunRow): Run {
     ...(d.chunks !== undefined ? { chunks: d.chunks } : {}),
     ...(d.attempts ? { attempts: d.attempts } : {}),
     ...(d.evaluation ? { evaluation: d.evaluation } : {}),
+    ...(d.cached ? { cached: true, cached_from: d.cached_from } : {}),
   };
 }
 
@@ -159,6 +165,7 @@ export function toRunRef(r: RunRow) {
     tags: tagsOf(r),
     parent: r.parent_id ?? undefined,
     ...(d.evaluation ? { evaluation: d.evaluation } : {}),
+    ...(d.cached ? { cached: true, cached_from: d.cached_from } : {}),
     finish_reason: r.finish_reason ?? undefined,
     token_use: tokenUse(r),
     execution_time: r.execution_time ?? undefined,

@@ -68,6 +68,8 @@ export const RunSchema = OpenObject({
   source: Type.Record(Type.String(), Type.String()),
   prompt: Type.Unknown(),
   parent: Type.Optional(Type.String()),
+  cached: Type.Optional(Type.Boolean({ description: "true when the interaction's cache_policy answered this run from the result cache" })),
+  cached_from: Type.Optional(Type.String({ description: 'The run whose answer the cache served' })),
   evaluation: Type.Optional(Type.Object({ score: Type.Optional(Type.Number()), selected: Type.Optional(Type.Boolean()) }, { description: "A virtual_mediator's judgement of this child run: its score (0 to 10) and whether it was chosen" })),
   attempts: Type.Optional(Type.Array(Type.Object({
     status: Type.String({ description: 'completed or failed' }),

@@ -30,7 +30,8 @@ import { TemplateError, type TemplateEngine } from '../templates/render.ts';
 import { templateErrorCode } from '../interactions/prompts.ts';
 import { nextDelay, retryPolicyOf, type Attempt } from './retry.ts';
 import { isVirtualProvider, parseVirtualConfig, type VirtualConfig, type VirtualEntry } from '../interactions/virtual-config.ts';
-import { VirtualRunner, type ChildOutcome, type ChunkSink } from './virtual.ts';
+import { VirtualRunner, textOf, type ChildOutcome, type ChunkSink } from './virtual.ts';
+import { ResultCache, type CacheDecision, type CachedAnswer } from './result-cache.ts';
 import { costOf, type RunCost } from '../pricing/cost.ts';
 import { setTimeout as sleep } from 'node:timers/promises';
 
@@ -69,8 +70,14 @@ export interface CallerInfo {
   userAgent?: string;
 }
 
+/** What every plan may carry: the run's cache decision, and the cached answer it is served from. */
+interface CachePlan {
+  cache?: CacheDecision;
+  cached?: CachedAnswer;
+}
+
 /** Everything needed to call the provider, fixed when the run is created. */
-interface ProviderPlan {
+interface ProviderPlan extends CachePlan {
   kind: 'provider';
   driver: ModelDriver;
   connection: ProviderConnection;
@@ -78,7 +85,7 @@ interface ProviderPlan {
 }
 
 /** A run on a virtual environment: its entries' environments, resolved when the run is created. */
-interface VirtualPlan {
+interface VirtualPlan extends CachePlan {
   kind: 'virtual';
   config: VirtualConfig;
   targets: Map<string, ResolvedEnvironment>;
@@ -96,8 +103,10 @@ interface Outcome {
   finishReason?: string;
   attempts: Attempt[];
   chunks: number;
-  /** Set by a virtual run (its children's); a provider call's cost is priced from its usage. */
+  /** Set by a virtual run (its children's) and a cache hit (nothing); a provider call's cost is priced from its usage. */
   cost?: RunCost | null;
+  /** The run whose answer a cache hit served. */
+  cachedFrom?: string;
 }
 
 const DEFAULT_TEMPERATURE = 0.7;
@@ -129,6 +138,7 @@ export class RunService {
   private readonly contexts = new Map<string, { ctx: ExecutionContext; version: number; until: number }>();
   private readonly mirrors: RunMirrors;
   private readonly virtualRunner = new VirtualRunner();
+  private readonly cache: ResultCache;
 
   private readonly searcher: RunSearch;
 
@@ -161,6 +171,7 @@ export class RunService {
     this.embeddings = deps.embeddings;
     this.writer = deps.writer ?? new RunWriter(deps.db, deps.dialect);
     this.searcher = new RunSearch(this.db, this.dialect);
+    this.cache = new ResultCache(this.db, this.dialect);
     this.mirrors = new RunMirrors(this.notifier);
     if (this.notifier.crossProcess) this.mirrors.start();
   }
@@ -254,6 +265,8 @@ export class RunService {
     const plan: Plan = virtual
       ? { kind: 'virtual', ...virtual, connection: env.connection, request }
       : { kind: 'provider', driver: getDriver(env.dto.provider), connection: env.connection, request };
+    plan.cache = this.cache.decide(interaction.cache_policy, { environment: env.dto.id, model, options, messages, resultSchema, data: input.data });
+    if (plan.cache && !plan.cache.refresh) plan.cached = await this.cache.lookup(scopeOf(p), plan.cache.key);
     if (stream) {
       this.pending.set(row.id, plan);
       return this.forCreation(row);
@@ -495,6 +508,31 @@ export class RunService {
     return { config, targets };
   }
 
+  /** A cache hit: the stored answer, streamed whole to a live run; no provider call, no tokens, no cost. */
+  private fromCache(row: RunRow, cached: CachedAnswer, live: ChunkSink | undefined): Outcome {
+    const text = textOf(cached.result);
+    let chunks = 0;
+    if (live && text) {
+      live.push(text);
+      chunks = 1;
+      if (this.notifier.crossProcess) void this.writer.run(this.storeChunk(row.id, 1, text)).catch(() => {});
+    }
+    return {
+      result: cached.result,
+      usage: { prompt: 0, result: 0, total: 0 },
+      ...(cached.finishReason ? { finishReason: cached.finishReason } : {}),
+      attempts: [],
+      chunks,
+      cost: { input: 0, output: 0, cache_read: 0, cache_write: 0, reasoning: 0, total: 0, currency: 'USD', price_table: 'result cache' },
+      cachedFrom: cached.runId,
+    };
+  }
+
+  /** Drops expired entries of the result cache (the periodic sweep). */
+  sweepCache(): Promise<number> {
+    return this.cache.sweep();
+  }
+
   /** A virtual run: its entries run as child runs (runs/virtual.ts); it keeps the chosen one's answer. */
   private async callVirtual(row: RunRow, doc: RunDoc, plan: VirtualPlan, live: ChunkSink | undefined): Promise<Outcome> {
     let chunks = 0;
@@ -643,13 +681,16 @@ export class RunService {
   private async execute(row: RunRow, doc: RunDoc, plan: Plan, live: ChunkSink | undefined): Promise<RunRow> {
     const started = performance.now();
     const provider = doc.environment?.provider ?? 'unknown';
-    const { result, error, usage, finishReason, attempts, chunks, cost } = plan.kind === 'virtual'
-      ? await this.callVirtual(row, doc, plan, live)
-      : await this.callProvider(row, plan, live, provider);
+    const { result, error, usage, finishReason, attempts, chunks, cost, cachedFrom } = plan.cached
+      ? this.fromCache(row, plan.cached, live)
+      : plan.kind === 'virtual'
+        ? await this.callVirtual(row, doc, plan, live)
+        : await this.callProvider(row, plan, live, provider);
     const executionTime = Math.round(performance.now() - started);
     this.metrics.providerLatency.observe({ provider, outcome: error ? 'error' : 'ok' }, executionTime / 1000);
     this.metrics.runs.inc({ status: error ? 'failed' : 'completed', provider, mode: live ? 'stream' : 'blocking' });
     const finalDoc: RunDoc = { ...doc, result, ...(error ? { error } : {}), ...(live ? { chunks } : {}), ...(attempts.length > 1 ? { attempts } : {}),
+      ...(cachedFrom ? { cached: true, cached_from: cachedFrom } : {}),
       cost: cost !== undefined ? cost : costOf({ provider, model: plan.request.model, usage, prices: plan.connection.config?.prices }) };
     const patch = {
       status: error ? 'failed' : 'completed',
@@ -677,6 +718,10 @@ export class RunService {
     } finally {
       // Stored, or orphaned for sweepLost to fail.
       this.executingHere.delete(row.id);
+    }
+    if (plan.cache && !error && !cachedFrom) {
+      // A cache that cannot be written costs a later hit, never this run.
+      await this.cache.store({ account: row.account_id, project: row.project_id }, plan.cache, row.id, result, finishReason).catch(() => {});
     }
     return { ...row, ...patch };
   }
