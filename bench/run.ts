@@ -10,6 +10,7 @@ const BENCHES: Record<string, string> = {
   'runs-ab': './runs-ab.ts',
   content: './content.ts',
   templates: './templates.ts',
+  resilience: './resilience.ts',
 };
 const wanted = process.argv.slice(2);
 const names = wanted.length ? wanted : Object.keys(BENCHES);

@@ -13,8 +13,8 @@
  * The region is `config.region`, else AWS_REGION / AWS_DEFAULT_REGION, else us-east-1.
  */
 import { createHash, createHmac, type Hash, type Hmac } from 'node:crypto';
-import { SignatureV4 } from '@smithy/signature-v4';
-import { EventStreamCodec } from '@smithy/core/event-streams';
+import type { SignatureV4 } from '@smithy/signature-v4';
+import type { EventStreamCodec } from '@smithy/core/event-streams';
 import {
   ProviderError,
   type ChatMessage,
@@ -135,6 +135,17 @@ export class Sha256 {
   }
 }
 
+/** The AWS signing and event-stream libraries load with the first Bedrock call, not at start-up. */
+let aws: Promise<{ SignatureV4: typeof SignatureV4; codec: EventStreamCodec }> | undefined;
+const loadAws = () =>
+  (aws ??= Promise.all([import('@smithy/signature-v4'), import('@smithy/core/event-streams')]).then(([sig, es]) => ({
+    SignatureV4: sig.SignatureV4,
+    codec: new es.EventStreamCodec(
+      (bytes) => Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8'),
+      (text) => new Uint8Array(Buffer.from(text, 'utf8')),
+    ),
+  })));
+
 /**
  * The headers that authenticate one request: SigV4 over method, path, query, host, the given
  * headers and the exact body (sent as is, as `rawBody`), or the bearer key.
@@ -142,6 +153,7 @@ export class Sha256 {
 async function authHeaders(auth: Auth, region: string, method: 'GET' | 'POST', url: string, headers: Record<string, string>, body?: string): Promise<Record<string, string>> {
   if (auth.kind === 'bearer') return { ...headers, authorization: `Bearer ${auth.token}` };
   const u = new URL(url);
+  const { SignatureV4 } = await loadAws();
   const signer = new SignatureV4({ service: 'bedrock', region, credentials: auth.credentials, sha256: Sha256 });
   const signed = await signer.sign({
     method,
@@ -268,11 +280,6 @@ const textOf = (content: unknown): string =>
 // ---------------------------------------------------------------------------------------------
 // Event streams
 
-const codec = new EventStreamCodec(
-  (bytes) => Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8'),
-  (text) => new Uint8Array(Buffer.from(text, 'utf8')),
-);
-
 export interface StreamMessage {
   /** `event`, `exception` or `error`. */
   messageType: string;
@@ -286,6 +293,7 @@ export interface StreamMessage {
  * (4 bytes, big-endian), so pieces accumulate until a whole frame is there. The codec checks both CRCs.
  */
 export async function* decodeEventStream(pieces: AsyncIterable<Uint8Array>, label: string): AsyncGenerator<StreamMessage> {
+  const { codec } = await loadAws();
   let buf = Buffer.alloc(0);
   for await (const piece of pieces) {
     buf = buf.length === 0 ? Buffer.from(piece) : Buffer.concat([buf, piece]);
@@ -485,6 +493,7 @@ const mantleTokens = new TokenCache();
  * (12 hours), without its scheme, plus `&Version=1`, base64, prefixed `bedrock-api-key-`.
  */
 export async function bedrockApiKey(credentials: AwsCredentials, region: string, now = new Date()): Promise<string> {
+  const { SignatureV4 } = await loadAws();
   const signer = new SignatureV4({ service: 'bedrock', region, credentials, sha256: Sha256 });
   const presigned = await signer.presign(
     { method: 'POST', protocol: 'https:', hostname: 'bedrock.amazonaws.com', path: '/', query: { Action: 'CallWithBearerToken' }, headers: { host: 'bedrock.amazonaws.com' } },
