@@ -66,6 +66,22 @@ describe('postgres: two replicas on one database', { skip: !TEST_DIALECTS.includ
     assert.equal(JSON.parse(onB1.at(-1)!.data).status, 'completed');
   });
 
+  it("answers on B from the result cache that A filled (issue 16): the cache is the database's", async () => {
+    const e = await api(a, 'POST', '/api/v1/environments', { name: 'cached', provider: 'test', default_model: 'echo' });
+    const ix = await api(a, 'POST', '/api/v1/interactions', {
+      name: 'Cached across replicas', environment: e.body.id, cache_policy: { type: 'cache', ttl: 600, varies_on: [], refresh_probability: 0 },
+      prompts: [{ type: 'template', template: { role: 'user', content_type: 'handlebars', content: '{{text}}' } }],
+    });
+    const first = await api(a, 'POST', '/api/v1/runs', { interaction: ix.body.id, data: { text: 'shared answer' } });
+    assert.equal(first.status, 200, JSON.stringify(first.body));
+    assert.equal(first.body.cached, undefined);
+    const onB = await api(b, 'POST', '/api/v1/runs', { interaction: ix.body.id, data: { text: 'shared answer' } });
+    assert.equal(onB.status, 200, JSON.stringify(onB.body));
+    assert.equal(onB.body.cached, true);
+    assert.equal(onB.body.cached_from, first.body.id);
+    assert.deepEqual(onB.body.result, first.body.result);
+  });
+
   it('fails a run whose executing replica is killed mid-stream, and B closes the stream with it', async () => {
     const run = await api(a, 'POST', '/api/v1/runs', { interaction, data: { text: WORDS }, stream: true });
     const onA = await stream(a, run.body.id);
