@@ -27,29 +27,38 @@ export function parseJsonBody(text: string): unknown {
   }
   const deep = tooDeep(value, MAX_JSON_DEPTH);
   if (deep) throw new BadRequest(`JSON body: nesting deeper than ${MAX_JSON_DEPTH} levels at ${deep}; flatten the value`);
-  // \u0000 is valid JSON but no database text holds it (PostgreSQL refuses it in text and jsonb).
-  if (NUL_ESCAPE.test(text) && hasNul(value)) throw new BadRequest('JSON body: strings and keys may not contain the NUL character (\\u0000)');
+  // \u0000 and a lone surrogate (\ud800) are valid JSON but no database text holds them
+  // (PostgreSQL refuses both in text and jsonb): refused here, for every route at once.
+  const nul = NUL_ESCAPE.test(text) ? whereString(value, (s) => s.includes('\0')) : undefined;
+  if (nul !== undefined) throw new BadRequest(`JSON body: ${nul} may not contain the NUL character (\\u0000)`);
+  const lone = SURROGATE_ESCAPE.test(text) ? whereString(value, (s) => LONE_SURROGATE.test(s)) : undefined;
+  if (lone !== undefined) {
+    throw new BadRequest(`JSON body: ${lone} must be well-formed Unicode; a lone surrogate escape (\\ud800 to \\udfff without its pair) is not`);
+  }
   return value;
 }
 
-/** NUL can only appear in JSON text as an escape; a cheap test before the walk. */
+/** NUL and lone surrogates can only appear in JSON text as escapes; cheap tests before the walk. */
 const NUL_ESCAPE = /\\u0000/i;
+const SURROGATE_ESCAPE = /\\u[dD][89a-fA-F]/;
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
-function hasNul(value: unknown): boolean {
-  const stack: unknown[] = [value];
+/** Where the first string or key that is `bad` stands ("config.x", "a key of tags[2]"), or undefined. */
+function whereString(value: unknown, bad: (s: string) => boolean): string | undefined {
+  const stack: Array<{ v: unknown; path: string }> = [{ v: value, path: '' }];
   while (stack.length) {
-    const v = stack.pop();
+    const { v, path } = stack.pop()!;
     if (typeof v === 'string') {
-      if (v.includes('\0')) return true;
-    } else if (Array.isArray(v)) for (const item of v) stack.push(item);
+      if (bad(v)) return path || 'the body';
+    } else if (Array.isArray(v)) v.forEach((item, i) => stack.push({ v: item, path: `${path}[${i}]` }));
     else if (v !== null && typeof v === 'object') {
       for (const k of Object.keys(v)) {
-        if (k.includes('\0')) return true;
-        stack.push((v as Record<string, unknown>)[k]);
+        if (bad(k)) return `a key of ${path || 'the body'}`;
+        stack.push({ v: (v as Record<string, unknown>)[k], path: path ? `${path}.${k}` : k });
       }
     }
   }
-  return false;
+  return undefined;
 }
 
 /**

@@ -152,6 +152,24 @@ for (const dialect of TEST_DIALECTS) {
       assert.equal((await srv.api('POST', '/api/v1/objects', '{"name":"escaped \\\\u0000 is text"}')).status, 200, 'a backslash before u0000 is plain text');
     });
 
+    it('refuses lone surrogates in JSON strings and keys, which PostgreSQL cannot store (POST /files/upload-url answered 500)', async () => {
+      for (const [path, body] of [
+        ['/api/v1/files/upload-url', '{"name":"a.txt","mime_type":"text/\\ud800plain"}'],
+        ['/api/v1/objects', '{"name":"lone \\udc00 low"}'],
+        ['/api/v1/objects', '{"name":"ok","properties":{"k\\ud83d":1}}'],
+        ['/api/v1/environments', '{"name":"e","provider":"test","config":{"x":"\\udbff"}}'],
+      ]) {
+        const r = await srv.api('POST', path, body);
+        assert.equal(r.status, 400, body);
+        assert.match(r.body.message, /well-formed Unicode/);
+      }
+      // A pair is one character (😀), and text that merely looks like an escape is text.
+      const paired = await srv.api('POST', '/api/v1/objects', '{"name":"smile \\ud83d\\ude00"}');
+      assert.equal(paired.status, 200, JSON.stringify(paired.body));
+      assert.equal(paired.body.name, 'smile \u{1F600}');
+      assert.equal((await srv.api('POST', '/api/v1/objects', '{"name":"escaped \\\\ud800 is text"}')).status, 200);
+    });
+
     it('refuses a Last-Event-ID that is not a chunk number, before the stream starts the run', async () => {
       const env = await srv.api('POST', '/api/v1/environments', { name: 'offline', provider: 'test', default_model: 'echo' });
       const ix = await srv.api('POST', '/api/v1/interactions', {
