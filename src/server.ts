@@ -30,6 +30,7 @@ import { RunWriter } from './runs/run-writer.ts';
 import { ThreadRunWriter } from './runs/run-writer-thread.ts';
 import { StreamHub } from './runs/stream-hub.ts';
 import { runRoutes } from './runs/routes.ts';
+import { RunFinder } from './runs/find.ts';
 import { RunRefSchema, RunSchema } from './runs/schemas.ts';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
@@ -132,6 +133,9 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
       db, dialect, settings: new EmbeddingSettingsStore(db, dialect, environments), indexes: vectorIndexes, queue: jobs,
       onError: (err, what) => app.log.error({ err }, `embeddings: could not ${what}`),
     });
+    auth.onProjectDeleted(async (s) => {
+      await blobs.purgeProject(s).catch((err) => app.log.error({ err }, `could not delete the blobs of deleted project ${s.project}`));
+    });
     auth.useSetting('embeddings', {
       current: (_s, stored) => parseStored(stored),
       prepare: (s, value) => embeddings.prepareSettings(s, value),
@@ -227,7 +231,7 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
         authed.addHook('onRequest', authenticate(auth));
         await authed.register(authRoutes, { auth });
         await authed.register(interactionRoutes, { environments, prompts, interactions });
-        await authed.register(runRoutes, { runs, metrics });
+        await authed.register(runRoutes, { runs, finder: new RunFinder(db, dialect), metrics });
         await authed.register(objectRoutes, { objects, listing, exporter, types: objectTypes, blobs, similarity });
         await authed.register(embeddingRoutes, { embeddings });
         await authed.register(fileRoutes, { blobs });

@@ -1,4 +1,4 @@
-import { Type } from '@sinclair/typebox';
+import { Type, type TSchema } from '@sinclair/typebox';
 import { KEY_ROLES } from './principal.ts';
 import { RefSchema } from '../http/schemas.ts';
 
@@ -36,6 +36,7 @@ export const ProjectSchema = Type.Object({
   description: Type.Optional(Type.String()),
   account: Type.String(),
   settings: Type.Record(Type.String(), Type.Unknown()),
+  configuration: Type.Record(Type.String(), Type.Unknown(), { description: "The official client's project configuration (PUT /projects/:id/configuration)" }),
   created_at: Type.String(),
   updated_at: Type.String(),
 });
@@ -57,7 +58,63 @@ export const ApiKeySchema = Type.Object({
   account: Type.String(),
   hint: Type.String({ description: 'The last characters of the key, to recognise it' }),
   expires_at: Type.Union([Type.String(), Type.Null()]),
+  enabled: Type.Boolean({ description: 'false: the key is refused at authentication (401) until enabled again' }),
   created_by: Type.String(),
   created_at: Type.String(),
   value: Type.Optional(Type.String({ description: 'The secret (sk-…); only in the answer of POST /apikeys' })),
 });
+
+export const ApiKeyUpdateBody = Type.Object({
+  name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+  role: Type.Optional(KeyRoleSchema),
+  expires_at: Type.Optional(Type.Union([Type.String(), Type.Null()], { description: 'ISO 8601 date-time in the future; null: never expires' })),
+  enabled: Type.Optional(Type.Boolean({ description: 'false disables the key (refused with 401), true enables it again' })),
+}, { additionalProperties: true, description: "The official client's UpdateApiKeyPayload; fields it has that Orrery does not keep are ignored" });
+
+export const ApiKeyQuery = Type.Object({
+  withValue: Type.Optional(Type.Union([Type.Boolean(), Type.String()], { description: 'true is refused: secrets are stored hashed and shown only at creation' })),
+}, { additionalProperties: true });
+
+const orNull = <T extends TSchema>(t: T) => Type.Optional(Type.Union([t, Type.Null()]));
+const Obj = (description: string) => Type.Record(Type.String(), Type.Unknown(), { description });
+
+export const ProjectConfigurationBody = Type.Object({
+  default_environment: orNull(Type.String({ maxLength: 1000 })),
+  default_model: orNull(Type.String({ maxLength: 1000 })),
+  human_context: orNull(Type.String({ maxLength: 100_000 })),
+  defaults: orNull(Obj('Default models by task')),
+  default_visibility: orNull(Type.String({ maxLength: 100 })),
+  sync_content_properties: orNull(Type.Boolean()),
+  embeddings: orNull(Obj('{text, image, properties}: recorded; the embedder Orrery uses is set by PUT /projects/:id {embeddings}')),
+  datacenter: orNull(Type.String({ maxLength: 1000 })),
+  storage_bucket: orNull(Type.String({ maxLength: 1000 })),
+  agent_streaming_enabled: orNull(Type.Boolean()),
+  agent: orNull(Obj('Agent runtime configuration')),
+  indexing: orNull(Obj('Indexing configuration')),
+  intake: orNull(Obj('Content intake configuration')),
+  main_language: orNull(Type.String({ maxLength: 100 })),
+  browser_use: orNull(Obj('browser_use defaults')),
+  pdf_template_object_id: orNull(Type.String({ maxLength: 1000 })),
+}, { additionalProperties: true, description: "The official client's UpdateProjectConfigurationPayload: keys merged into the stored configuration, null clears one; another key is a 400" });
+
+export const ProjectConfigurationSchema = Type.Object({
+  embeddings: Type.Record(Type.String(), Type.Unknown()),
+}, { additionalProperties: true, description: 'The whole configuration after the update' });
+
+export const AccountSchema = Type.Object({
+  id: Type.String(),
+  name: Type.String(),
+  email_domains: Type.Array(Type.String()),
+  onboarding: Type.Object({ completed: Type.Boolean() }),
+  datacenter: Type.String({ description: 'Always "local"' }),
+  account_type: Type.String(),
+  billing: Type.Object({ method: Type.String() }),
+  created_by: Type.String(),
+  updated_by: Type.String(),
+  created_at: Type.String(),
+  updated_at: Type.String(),
+}, { description: "The key's account, in the official client's Account shape" });
+
+export const AccountProjectsSchema = Type.Object({
+  data: Type.Array(Type.Object({ id: Type.String(), name: Type.String(), account: Type.String() })),
+}, { description: 'The projects the key may use: every project of the account for an admin key, its own for a member' });

@@ -5,7 +5,8 @@
  */
 import type { Config } from '../config.ts';
 import { newId, nowIso } from '../db/ids.ts';
-import { BadRequest, Forbidden, NotFound, Unauthorized } from '../http/errors.ts';
+import { BadRequest, Conflict, Forbidden, NotFound, Unauthorized } from '../http/errors.ts';
+import { deleteProjectData } from './project-store.ts';
 import { generateApiKey, hashApiKey, keyHint, looksLikeApiKey } from './keys.ts';
 import { looksLikeJwt, signToken, verifyToken } from './jwt.ts';
 import type { KeyRole, Principal, Scope } from './principal.ts';
@@ -21,6 +22,25 @@ export interface ProjectDto {
   description?: string;
   account: string;
   settings: Record<string, unknown>;
+  /** The official client's project configuration (PUT /projects/:id/configuration); `embeddings` always present. */
+  configuration: ProjectConfiguration;
+  created_at: string;
+  updated_at: string;
+}
+
+export type ProjectConfiguration = { embeddings: Record<string, unknown> } & Record<string, unknown>;
+
+/** The official client's Account, from what Orrery keeps of an account. */
+export interface AccountDto {
+  id: string;
+  name: string;
+  email_domains: string[];
+  onboarding: { completed: boolean };
+  datacenter: string;
+  account_type: string;
+  billing: { method: string };
+  created_by: string;
+  updated_by: string;
   created_at: string;
   updated_at: string;
 }
@@ -33,6 +53,8 @@ export interface ApiKeyDto {
   account: string;
   hint: string;
   expires_at: string | null;
+  /** A disabled key is refused at authentication (401) until it is enabled again. */
+  enabled: boolean;
   created_by: string;
   created_at: string;
   /** The secret: only in the answer of the call that created the key. */
@@ -64,6 +86,7 @@ const CACHE_MS = 10_000;
 export class AuthService {
   private readonly cache = new Map<string, { principal: Principal; until: number; keyExpires: number }>();
   private readonly settingHandlers = new Map<string, ProjectSettingHandler<any>>();
+  private readonly deletionHandlers: Array<(scope: Scope) => Promise<void>> = [];
 
   constructor(
     private readonly db: Db,
@@ -133,6 +156,7 @@ export class AuthService {
     }
     const keyExpires = Math.min(found.key.expires_at ? Date.parse(found.key.expires_at) : Infinity, tokenExpires);
     if (keyExpires <= now) throw new Unauthorized('API key has expired');
+    if (!found.key.enabled) throw new Unauthorized('API key is disabled: an admin (or a key of its project) can enable it with PUT /api/v1/apikeys/:id {"enabled": true}');
     const principal: Principal = { account: found.account, project: found.project, keyId: found.key.id, role: found.key.role as KeyRole, via };
     if (this.cache.size > 10_000) this.cache.clear();
     this.cache.set(token, { principal, until: now + CACHE_MS, keyExpires });
@@ -209,6 +233,68 @@ export class AuthService {
     return this.toProject({ ...row, ...patch, settings });
   }
 
+  /** Work a feature does after a project's rows are gone (server.ts wires them: blob bytes). */
+  onProjectDeleted(handler: (scope: Scope) => Promise<void>): void {
+    this.deletionHandlers.push(handler);
+  }
+
+  /**
+   * `DELETE /projects/:id` (admin keys only): the project and every row it holds, in one
+   * transaction, then its blob bytes. The caller's own project is refused (409): its key would go
+   * with it, locking the caller out, and the account would be left without the project it called
+   * from; delete it with an admin key of another project.
+   */
+  async deleteProject(p: Principal, id: string): Promise<{ id: string }> {
+    const row = await this.visibleProject(p, id);
+    if (p.role !== 'admin') throw new Forbidden('only an admin key may delete projects');
+    if (row.id === p.project.id) {
+      throw new Conflict('this is the project of the key you call with: deleting it would delete that key too and lock you out; call with an admin key of another project of the account');
+    }
+    const scope: Scope = { account: row.account_id, project: row.id };
+    await deleteProjectData(this.db, this.dialect, scope);
+    for (const [token, entry] of this.cache) if (entry.principal.project.id === row.id) this.cache.delete(token);
+    for (const handler of this.deletionHandlers) await handler(scope);
+    return { id: row.id };
+  }
+
+  /**
+   * `PUT /projects/:id/configuration` (the official client's updateConfiguration): merges the
+   * given keys into the stored configuration (null clears a key) and answers the whole of it.
+   * Recorded and answered; Orrery's own embedding provider stays `PUT /projects/:id {embeddings}`.
+   */
+  async updateConfiguration(p: Principal, id: string, input: Record<string, unknown>): Promise<ProjectConfiguration> {
+    const row = this.decodeProject(await this.visibleProject(p, id));
+    const settings = { ...((row.settings as Record<string, unknown> | null) ?? {}) };
+    const config: Record<string, unknown> = { ...((settings.configuration as Record<string, unknown> | undefined) ?? {}) };
+    for (const [key, value] of Object.entries(input)) {
+      if (!CONFIGURATION_KEYS.includes(key)) {
+        throw new BadRequest(`unknown project configuration key ${JSON.stringify(key.slice(0, 100))}; keys: ${CONFIGURATION_KEYS.join(', ')}`);
+      }
+      if (value === null) delete config[key];
+      else if (value !== undefined) config[key] = value;
+    }
+    if (JSON.stringify(config).length > MAX_CONFIGURATION_BYTES) throw new BadRequest(`the project configuration may hold at most ${MAX_CONFIGURATION_BYTES} bytes of JSON`);
+    settings.configuration = config;
+    await store.updateProjectRow(this.db, row.account_id, row.id, { settings: this.dialect.toJson(settings), updated_at: nowIso() });
+    return configurationOf(settings);
+  }
+
+  /** `GET /account` (the official client's account.info): the key's account. */
+  async accountInfo(p: Principal): Promise<AccountDto> {
+    const row = await store.getAccount(this.db, p.account.id);
+    if (!row) throw new NotFound('account', p.account.id);
+    return {
+      id: row.id, name: row.name, email_domains: [], onboarding: { completed: true }, datacenter: 'local', account_type: 'unknown',
+      billing: { method: 'invoice' }, created_by: 'system', updated_by: 'system', created_at: row.created_at, updated_at: row.created_at,
+    };
+  }
+
+  /** `GET /account/projects` (account.projects): `{data: [{id, name, account}]}`, the projects the key may use. */
+  async accountProjects(p: Principal): Promise<{ data: Array<{ id: string; name: string; account: string }> }> {
+    const projects = await this.listProjects(p);
+    return { data: projects.map((x) => ({ id: x.id, name: x.name, account: x.account })) };
+  }
+
   async getProject(p: Principal, id: string): Promise<ProjectDto> {
     return this.toProject(this.decodeProject(await this.visibleProject(p, id)));
   }
@@ -217,17 +303,11 @@ export class AuthService {
     const role = input.role ?? 'member';
     if (role === 'admin' && p.role !== 'admin') throw new Forbidden('only an admin key may create admin keys');
     const project = input.project ? await this.visibleProject(p, input.project) : await this.visibleProject(p, p.project.id);
-    let expires: string | null = null;
-    if (input.expires_at !== undefined) {
-      const t = Date.parse(input.expires_at);
-      if (Number.isNaN(t)) throw new BadRequest('expires_at must be an ISO 8601 date-time');
-      if (t <= Date.now()) throw new BadRequest('expires_at must be in the future');
-      expires = new Date(t).toISOString();
-    }
+    const expires = input.expires_at !== undefined ? futureDate(input.expires_at) : null;
     const secret = generateApiKey();
     const row = this.keyRow(secret, input.name, role, p.account.id, project.id, `apikey:${p.keyId}`, expires);
     await store.insertKey(this.db, row);
-    return { ...this.toKey({ key: row, account: p.account, project: { id: project.id, name: project.name } }), value: secret };
+    return { ...this.toKey({ key: { ...row, enabled: 1 }, account: p.account, project: { id: project.id, name: project.name } }), value: secret };
   }
 
   async listKeys(p: Principal): Promise<ApiKeyDto[]> {
@@ -236,13 +316,57 @@ export class AuthService {
   }
 
   async deleteKey(p: Principal, id: string): Promise<{ id: string }> {
+    const found = await this.visibleKey(p, id);
+    if (found.key.role === 'admin' && p.role !== 'admin') throw new Forbidden('only an admin key may delete admin keys');
+    await store.deleteKey(this.db, p.account.id, id);
+    this.forgetKey(id);
+    return { id };
+  }
+
+  /** `GET /apikeys/:id`: never the secret, which is stored hashed (`withValue` is refused). */
+  async getKey(p: Principal, id: string, withValue = false): Promise<ApiKeyDto> {
+    const found = await this.visibleKey(p, id);
+    if (withValue) throw new BadRequest('the secret of an API key is stored hashed and shown only once, in the answer of POST /apikeys; create a new key if it is lost');
+    return this.toKey(found);
+  }
+
+  /**
+   * `PUT /apikeys/:id {name?, role?, expires_at?, enabled?}`. Same rights as deleting: a member
+   * changes keys of its own project, never an admin key, and never makes one admin. No key
+   * disables itself (409: that would lock the caller out). A disabled
+   * key is refused at once on this replica; other replicas forget their cached principal within
+   * 10 seconds (CACHE_MS).
+   */
+  async updateKey(p: Principal, id: string, input: { name?: string; role?: KeyRole; expires_at?: string | null; enabled?: boolean }): Promise<ApiKeyDto> {
+    const found = await this.visibleKey(p, id);
+    if (found.key.role === 'admin' && p.role !== 'admin') throw new Forbidden('only an admin key may change admin keys');
+    if (input.role === 'admin' && p.role !== 'admin') throw new Forbidden('only an admin key may make a key admin');
+    const patch: { name?: string; role?: KeyRole; expires_at?: string | null; enabled?: number } = {};
+    if (input.name !== undefined) {
+      const name = input.name.trim();
+      if (!name || name.length > 200) throw new BadRequest('name must be a non-empty string of at most 200 characters');
+      patch.name = name;
+    }
+    if (input.role !== undefined) patch.role = input.role;
+    if (input.expires_at !== undefined) patch.expires_at = input.expires_at === null ? null : futureDate(input.expires_at);
+    if (input.enabled === false && id === p.keyId) throw new Conflict('this is the key you call with: disabling it would lock you out; disable it with another key');
+    if (input.enabled !== undefined) patch.enabled = input.enabled ? 1 : 0;
+    if (Object.keys(patch).length) await store.updateKeyRow(this.db, p.account.id, id, patch);
+    this.forgetKey(id);
+    return this.toKey({ ...found, key: { ...found.key, ...patch } });
+  }
+
+  /** A key the caller may see: any of the account for an admin, its own project's for a member. */
+  private async visibleKey(p: Principal, id: string): Promise<KeyWithScope> {
     const found = await store.findKeyById(this.db, id);
     const visible = found && found.key.account_id === p.account.id && (p.role === 'admin' || found.key.project_id === p.project.id);
     if (!visible) throw new NotFound('API key', id);
-    if (found.key.role === 'admin' && p.role !== 'admin') throw new Forbidden('only an admin key may delete admin keys');
-    await store.deleteKey(this.db, p.account.id, id);
+    return found;
+  }
+
+  /** Drops the cached principals of a key that changed or went away. */
+  private forgetKey(id: string): void {
     for (const [token, entry] of this.cache) if (entry.principal.keyId === id) this.cache.delete(token);
-    return { id };
   }
 
   /** A project the caller may see: its own, or any of the account for an admin. */
@@ -267,6 +391,7 @@ export class AuthService {
     return {
       id: r.id, name: r.name, namespace: r.namespace, ...(r.description ? { description: r.description } : {}),
       account: r.account_id, settings: (r.settings as Record<string, unknown> | null) ?? {},
+      configuration: configurationOf((r.settings as Record<string, unknown> | null) ?? {}),
       created_at: r.created_at, updated_at: r.updated_at,
     };
   }
@@ -274,9 +399,29 @@ export class AuthService {
   private toKey(k: KeyWithScope): ApiKeyDto {
     return {
       id: k.key.id, name: k.key.name, role: k.key.role as KeyRole, project: k.project, account: k.account.id,
-      hint: k.key.key_hint, expires_at: k.key.expires_at, created_by: k.key.created_by, created_at: k.key.created_at,
+      hint: k.key.key_hint, expires_at: k.key.expires_at, enabled: Boolean(k.key.enabled), created_by: k.key.created_by, created_at: k.key.created_at,
     };
   }
+}
+
+/** The keys of the official client's ProjectConfiguration. */
+export const CONFIGURATION_KEYS = [
+  'default_environment', 'default_model', 'human_context', 'defaults', 'default_visibility', 'sync_content_properties', 'embeddings',
+  'datacenter', 'storage_bucket', 'agent_streaming_enabled', 'agent', 'indexing', 'intake', 'main_language', 'browser_use', 'pdf_template_object_id',
+];
+const MAX_CONFIGURATION_BYTES = 256 * 1024;
+
+const configurationOf = (settings: Record<string, unknown>): ProjectConfiguration => {
+  const stored = (settings.configuration as Record<string, unknown> | undefined) ?? {};
+  return { ...stored, embeddings: (stored.embeddings as Record<string, unknown> | undefined) ?? {} };
+};
+
+/** An `expires_at` a caller gives: an ISO 8601 date-time in the future, normalised. */
+function futureDate(value: string): string {
+  const t = Date.parse(value);
+  if (Number.isNaN(t)) throw new BadRequest('expires_at must be an ISO 8601 date-time');
+  if (t <= Date.now()) throw new BadRequest('expires_at must be in the future');
+  return new Date(t).toISOString();
 }
 
 export const slug = (name: string): string =>

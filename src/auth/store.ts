@@ -1,11 +1,11 @@
 /** SQL for accounts, projects and API keys. No rules here: the auth service holds them. */
-import type { Kysely } from 'kysely';
+import type { Insertable, Kysely, Updateable } from 'kysely';
 import type { Database, ApiKeyTable, ProjectTable } from '../db/schema.ts';
 
 export type Db = Kysely<Database>;
 
 export interface KeyWithScope {
-  key: ApiKeyTable;
+  key: Omit<ApiKeyTable, 'enabled'> & { enabled: number };
   account: { id: string; name: string };
   project: { id: string; name: string };
 }
@@ -17,7 +17,7 @@ const keyWithScope = (db: Db) =>
     .innerJoin('projects as p', 'p.id', 'k.project_id')
     .select([
       'k.id', 'k.account_id', 'k.project_id', 'k.name', 'k.role', 'k.key_hash', 'k.key_hint', 'k.expires_at',
-      'k.created_by', 'k.created_at', 'a.name as account_name', 'p.name as project_name',
+      'k.created_by', 'k.created_at', 'k.enabled', 'a.name as account_name', 'p.name as project_name',
     ]);
 
 type KeyRow = Awaited<ReturnType<ReturnType<typeof keyWithScope>['executeTakeFirstOrThrow']>>;
@@ -25,7 +25,7 @@ type KeyRow = Awaited<ReturnType<ReturnType<typeof keyWithScope>['executeTakeFir
 const toKeyWithScope = (r: KeyRow): KeyWithScope => ({
   key: {
     id: r.id, account_id: r.account_id, project_id: r.project_id, name: r.name, role: r.role, key_hash: r.key_hash,
-    key_hint: r.key_hint, expires_at: r.expires_at, created_by: r.created_by, created_at: r.created_at,
+    key_hint: r.key_hint, expires_at: r.expires_at, created_by: r.created_by, created_at: r.created_at, enabled: Number(r.enabled),
   },
   account: { id: r.account_id, name: r.account_name },
   project: { id: r.project_id, name: r.project_name },
@@ -48,7 +48,10 @@ export async function listKeys(db: Db, account: string, project?: string): Promi
   return rows.map(toKeyWithScope);
 }
 
-export const insertKey = (db: Db, key: ApiKeyTable) => db.insertInto('api_keys').values(key).execute();
+export const insertKey = (db: Db, key: Insertable<ApiKeyTable>) => db.insertInto('api_keys').values(key).execute();
+
+export const updateKeyRow = (db: Db, account: string, id: string, patch: Updateable<ApiKeyTable>) =>
+  db.updateTable('api_keys').set(patch).where('account_id', '=', account).where('id', '=', id).execute();
 
 export const deleteKey = async (db: Db, account: string, id: string): Promise<number> => {
   const r = await db.deleteFrom('api_keys').where('account_id', '=', account).where('id', '=', id).executeTakeFirst();

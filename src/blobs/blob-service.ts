@@ -219,6 +219,16 @@ export class BlobService {
     await this.store.delete(this.physicalKey(s, key));
   }
 
+  /** Deletes every byte stored for a project whose rows are gone (DELETE /projects/:id). */
+  async purgeProject(s: Scope): Promise<number> {
+    let n = 0;
+    for await (const key of this.store.list(`${s.project}/`)) {
+      await this.store.delete(key);
+      n++;
+    }
+    return n;
+  }
+
   /** The bytes of a tracked key of the project (content processing reads uploads this way). */
   async read(s: Scope, key: string): Promise<Readable> {
     return this.store.get(this.physicalKey(s, key));

@@ -15,6 +15,8 @@ import * as m0007 from './migrations/0007-object-embeddings.ts';
 import * as m0008 from './migrations/0008-jst-function-bodies.ts';
 import * as m0009 from './migrations/0009-run-cost.ts';
 import * as m0010 from './migrations/0010-result-cache.ts';
+import * as m0011 from './migrations/0011-forks.ts';
+import * as m0012 from './migrations/0012-apikey-enabled.ts';
 
 type Step = { up: (db: Kysely<any>, dialect: DialectName) => Promise<void> };
 
@@ -29,6 +31,8 @@ const steps: Record<string, Step> = {
   '0008_jst_function_bodies': m0008,
   '0009_run_cost': m0009,
   '0010_result_cache': m0010,
+  '0011_forks': m0011,
+  '0012_apikey_enabled': m0012,
 };
 
 export class OrreryMigrations implements MigrationProvider {

@@ -33,6 +33,8 @@ export interface ApiKeyTable {
   expires_at: string | null;
   created_by: string;
   created_at: string;
+  /** 1, or 0 for a disabled key (0012): refused at authentication. */
+  enabled: Generated<number>;
 }
 
 export interface SettingTable {
@@ -74,6 +76,8 @@ export interface PromptTable {
   status: string;
   version: number;
   edit_revision: number;
+  /** 0011: the prompt this one was forked from. */
+  forked_from: string | null;
   created_by: string;
   updated_by: string;
   created_at: string;
@@ -103,6 +107,8 @@ export interface InteractionTable {
   /** Vertesia's CachePolicy (0010); null: no caching. */
   cache_policy: unknown;
   visibility: string;
+  /** 0011: the interaction (draft or version) this draft was forked from. */
+  forked_from: string | null;
   created_by: string;
   updated_by: string;
   created_at: string;

@@ -9,7 +9,7 @@ import { ScopedTable } from '../db/scoped.ts';
 import { newId, nowIso } from '../db/ids.ts';
 import { actorOf, scopeOf, type Principal } from '../auth/principal.ts';
 import { decrypt, encrypt } from '../auth/secret.ts';
-import { BadRequest, NotFound } from '../http/errors.ts';
+import { BadRequest, NotFound, OrreryError } from '../http/errors.ts';
 import { getDriver, isImplemented, PROVIDERS, SUPPORTED_PROVIDER_IDS } from '../providers/registry.ts';
 import type { ModelInfo, ProviderConnection } from '../providers/driver.ts';
 import { checkEndpointLiteral, EgressRefused } from '../providers/egress.ts';
@@ -17,6 +17,25 @@ import { providerFailure } from '../providers/provider-failure.ts';
 import { isVirtualProvider, parseVirtualConfig, VIRTUAL_PROVIDER_INFO } from './virtual-config.ts';
 import type { Outbound } from '../providers/outbound.ts';
 import type { ChangeClock } from './change-clock.ts';
+import { HASHED_NGRAMS_MODEL, HashedNgramsEmbedder } from '../embeddings/hashed-ngrams.ts';
+import { requestEmbeddings } from '../embeddings/openai-embeddings.ts';
+
+/** The official client's EmbeddingsApiRequest (text inputs are the ones Orrery embeds). */
+export interface EmbeddingsRequest {
+  inputs: { type: string; text?: string }[];
+  model?: string;
+  embedding_type?: string;
+  task_type?: string;
+  dimensions?: number;
+}
+
+/** llumiverse's EmbeddingsResult: one item per input, in order. */
+export interface EmbeddingsAnswer {
+  model: string;
+  results: { outputs: { values: number[]; modality: 'text' }[] }[];
+}
+
+const builtinTextEmbedder = new HashedNgramsEmbedder();
 
 export interface EnvironmentInput {
   name?: string;
@@ -150,6 +169,100 @@ export class EnvironmentService {
     return env.dto.default_model ? [{ id: env.dto.default_model, name: env.dto.default_model }] : [];
   }
 
+  /**
+   * `POST /environments/:id/models/enabled`: adds a model to `enabled_models`, as the provider
+   * lists it (an unknown id is a 400 naming the listed ones; a provider that lists no models takes
+   * the id as given). Enabling an enabled model changes nothing.
+   */
+  async enableModel(p: Principal, id: string, modelId: string): Promise<EnvironmentDto> {
+    if (!modelId?.trim()) throw new BadRequest('body must have property "model_id", the id of a model the environment lists');
+    const env = await this.resolve(p, id);
+    const enabled = env.dto.enabled_models;
+    if (enabled.some((m) => modelIdOf(m) === modelId)) return env.dto;
+    const available = await this.available(env);
+    let model: ModelInfo = { id: modelId, name: modelId };
+    if (available) {
+      const found = available.find((m) => m.id === modelId);
+      if (!found) {
+        const shown = available.slice(0, 50).map((m) => m.id).join(', ');
+        throw new BadRequest(`model "${modelId}" is not among the models of environment "${env.dto.name}": ${shown}${available.length > 50 ? ', …' : ''}`);
+      }
+      model = found;
+    }
+    return this.update(p, id, { enabled_models: [...enabled, model] });
+  }
+
+  /** `DELETE /environments/:id/models/enabled/:modelId`: removes a model from `enabled_models`. */
+  async disableModel(p: Principal, id: string, modelId: string): Promise<EnvironmentDto> {
+    const env = await this.get(p, id);
+    const kept = env.enabled_models.filter((m) => modelIdOf(m) !== modelId);
+    if (kept.length === env.enabled_models.length) {
+      throw new OrreryError('not_found', 404, `model "${modelId}" is not enabled in environment "${env.name}"; enabled: ${env.enabled_models.map(modelIdOf).join(', ') || 'none'}`);
+    }
+    return this.update(p, id, { enabled_models: kept });
+  }
+
+  /**
+   * `PUT /environments/:id/config`: replaces `enabled_models` when given and merges `config` into
+   * the stored one (fields not given are kept).
+   */
+  async updateConfig(p: Principal, id: string, input: { enabled_models?: unknown[]; config?: Record<string, unknown> }): Promise<EnvironmentDto> {
+    const current = await this.get(p, id);
+    if (input.enabled_models !== undefined) {
+      input.enabled_models.forEach((m, i) => {
+        if (!modelIdOf(m)) throw new BadRequest(`enabled_models[${i}] must be a model {id, name?} or a model id`);
+      });
+    }
+    return this.update(p, id, {
+      ...(input.enabled_models !== undefined ? { enabled_models: input.enabled_models } : {}),
+      ...(input.config !== undefined ? { config: { ...current.config, ...input.config } } : {}),
+    });
+  }
+
+  /** The models the provider (or a virtual environment's entries) offers, whatever is enabled; undefined when it lists none. */
+  private async available(env: ResolvedEnvironment): Promise<ModelInfo[] | undefined> {
+    if (isVirtualProvider(env.dto.provider)) {
+      return parseVirtualConfig(env.dto.provider, env.dto.config).entries.map((e) => ({ id: e.ref, name: e.ref }));
+    }
+    const driver = isImplemented(env.dto.provider) ? getDriver(env.dto.provider) : undefined;
+    return driver?.listModels?.(env.connection).catch((err: unknown) => {
+      throw providerFailure(err, `list the models of environment "${env.dto.name}"`, false);
+    });
+  }
+
+  /**
+   * `POST /environments/:id/embeddings`: vectors of text inputs from the environment's provider:
+   * openai and openai_compatible through their `/embeddings` endpoint with the `model` given, the
+   * test provider with Orrery's built-in offline embedder. Other inputs (image, video, audio) and
+   * other providers are refused with a 400 that says so.
+   */
+  async embeddings(p: Principal, id: string, body: EmbeddingsRequest): Promise<EmbeddingsAnswer> {
+    const env = await this.resolve(p, id);
+    const texts = body.inputs.map((input, i) => {
+      if (input.type !== 'text') throw new BadRequest(`inputs[${i}].type "${input.type}" is not supported: Orrery embeds text inputs only`);
+      if (typeof input.text !== 'string' || !input.text) throw new BadRequest(`inputs[${i}].text must be a non-empty string`);
+      return input.text;
+    });
+    if (body.dimensions !== undefined) throw new BadRequest("dimensions is not supported: the model's own dimensions are used; omit it");
+    const provider = env.dto.provider;
+    let model: string;
+    let vectors: Float32Array[];
+    if (provider === 'test') {
+      model = HASHED_NGRAMS_MODEL;
+      if (body.model !== undefined && body.model !== model) throw new BadRequest(`a test environment embeds with Orrery's built-in model "${model}"; omit model or give that one`);
+      vectors = texts.map((t) => builtinTextEmbedder.embedNow(t));
+    } else if (provider === 'openai' || provider === 'openai_compatible') {
+      if (!body.model) throw new BadRequest(`body must have property "model", the embedding model of environment "${env.dto.name}" to use (e.g. text-embedding-3-small)`);
+      model = body.model;
+      vectors = await requestEmbeddings({ provider, connection: env.connection, model }, texts).catch((err: unknown) => {
+        throw providerFailure(err, `embed with environment "${env.dto.name}"`, false);
+      });
+    } else {
+      throw new BadRequest(`environment "${env.dto.name}" (provider ${provider}) cannot embed in Orrery; use an openai, openai_compatible or test environment`);
+    }
+    return { model, results: vectors.map((v) => ({ outputs: [{ values: Array.from(v), modality: 'text' as const }] })) };
+  }
+
   /** The environment with its decrypted key, for execution. */
   async resolve(p: Principal, id: string): Promise<ResolvedEnvironment> {
     const row = await this.row(p, id);
@@ -211,5 +324,9 @@ export class EnvironmentService {
     };
   }
 }
+
+/** A stored enabled model is a model {id, …} or, from older writes, its id. */
+const modelIdOf = (m: unknown): string | undefined =>
+  typeof m === 'string' ? m : m && typeof m === 'object' && typeof (m as { id?: unknown }).id === 'string' ? (m as { id: string }).id : undefined;
 
 const hint = (key: string) => (key.length > 8 ? `…${key.slice(-4)}` : '…');

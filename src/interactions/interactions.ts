@@ -13,6 +13,7 @@ import { BadRequest, Conflict, NotFound } from '../http/errors.ts';
 import { CONTENT_TYPES, PROMPT_ROLES, type ContentType, type PromptRole, type PromptService } from './prompts.ts';
 import { compileSchema } from './json-schema.ts';
 import type { ChangeClock } from './change-clock.ts';
+import { computeFacets, type FacetSpec } from './facets.ts';
 
 export const INTERACTION_STATUSES = ['draft', 'published', 'archived'] as const;
 
@@ -113,6 +114,82 @@ export type InteractionRefDto = Pick<InteractionDto, 'id' | 'name' | 'endpoint' 
 
 type Row = Selectable<InteractionTable>;
 
+/** The official client's InteractionSearchQuery (the fields Orrery filters on). */
+export interface InteractionQuery {
+  name?: string;
+  status?: string | string[];
+  tags?: string | string[];
+  model?: string;
+  environment?: string;
+  limit?: number;
+  offset?: number;
+}
+
+/** The official client's InteractionEndpointQuery. */
+export interface EndpointQuery {
+  limit?: number;
+  offset?: number;
+  status?: string;
+  visibility?: string;
+  version?: number;
+  tags?: string[];
+  includes?: string[];
+  excludes?: string[];
+  include_params_schema?: boolean;
+  include_result_schema?: boolean;
+}
+
+export interface EndpointDto {
+  id: string;
+  name: string;
+  endpoint: string;
+  description?: string;
+  status: string;
+  visibility: string;
+  version: number;
+  tags: string[];
+  params_schema?: Record<string, unknown>;
+  result_schema?: Record<string, unknown>;
+}
+
+export interface ResolvedExecutionDto {
+  id: string;
+  name: string;
+  version: number;
+  status: string;
+  tags: string[];
+  resolved: { environment: { id: string; name: string; provider: string }; model?: string; model_source: string };
+}
+
+export type ExportedDto = InteractionRefDto & {
+  result_schema?: Record<string, unknown>;
+  prompts: { id: string; type: string; template?: { id: string; inputSchema?: Record<string, unknown> }; configuration?: unknown }[];
+};
+
+export interface CatalogEntryDto {
+  type: 'stored' | 'draft';
+  id: string;
+  name: string;
+  version: number;
+  published: boolean;
+}
+
+/** The environment fields resolve needs. */
+export interface EnvironmentInfo {
+  id: string;
+  name: string;
+  provider: string;
+  default_model?: string;
+}
+
+/** Every list answers at most this many items. */
+const MAX_LIST = 1000;
+
+const bounded = (q: { limit?: number; offset?: number }) => ({
+  limit: Math.min(Math.max(Math.trunc(q.limit ?? 100), 0), MAX_LIST),
+  offset: Math.max(Math.trunc(q.offset ?? 0), 0),
+});
+
 export class InteractionService {
   private readonly table: ScopedTable<'interactions'>;
 
@@ -120,7 +197,7 @@ export class InteractionService {
     db: Kysely<Database>,
     dialect: OrreryDialect,
     private readonly prompts: PromptService,
-    private readonly environmentExists: (p: Principal, id: string) => Promise<unknown>,
+    private readonly environmentExists: (p: Principal, id: string) => Promise<EnvironmentInfo>,
     private readonly changes: ChangeClock,
   ) {
     this.table = new ScopedTable(db, dialect, 'interactions', ['prompts', 'model_options', 'result_schema', 'interaction_schema', 'cache_policy', 'test_data', 'tags']);
@@ -140,7 +217,7 @@ export class InteractionService {
       prompts: segments, environment_id: input.environment ?? null, model: input.model ?? null,
       model_options: input.model_options ?? null, result_schema: input.result_schema ?? null,
       interaction_schema: input.interaction_schema ?? null, cache_policy: input.cache_policy ?? null, test_data: input.test_data ?? null,
-      tags: input.tags ?? [], visibility: input.visibility ?? 'private',
+      tags: input.tags ?? [], visibility: input.visibility ?? 'private', forked_from: null,
       created_by: actorOf(p), updated_by: actorOf(p), created_at: now, updated_at: now,
     };
     await this.table.insert(row);
@@ -225,7 +302,7 @@ export class InteractionService {
     const now = nowIso();
     const row: Row = {
       ...draft, id: newId(), status: 'published', version, edit_revision: 1, parent_id: draft.id,
-      prompts: frozen, tags: tags, visibility: input.visibility ?? draft.visibility,
+      prompts: frozen, tags: tags, visibility: input.visibility ?? draft.visibility, forked_from: null,
       created_by: actorOf(p), updated_by: actorOf(p), created_at: now, updated_at: now,
     };
     await this.table.insert(row);
@@ -262,6 +339,250 @@ export class InteractionService {
     else chosen = versions.find((v) => this.tags(v).includes(which));
     if (!chosen) throw new NotFound('interaction', selector);
     return this.expand(p, chosen);
+  }
+
+  /** `GET /interactions/names`: the drafts' ids and names, by name, for a name picker. */
+  async names(p: Principal): Promise<{ id: string; name: string }[]> {
+    const rows = await this.table.select(scopeOf(p), (q) => q.where('parent_id', 'is', null).orderBy('name').orderBy('id').limit(MAX_LIST));
+    return rows.map((r) => ({ id: r.id, name: r.name }));
+  }
+
+  /**
+   * `GET /interactions/tags`: each tag with its count and the interactions carrying it, most used
+   * first. Without a status, drafts and published versions both count (a version tag such as
+   * "production" lives on a version).
+   */
+  async tagList(p: Principal, q: InteractionQuery): Promise<{ tag: string; count: number; interactions: InteractionRefDto[] }[]> {
+    const rows = await this.matching(p, q, true);
+    const byTag = new Map<string, Row[]>();
+    for (const r of rows) for (const t of new Set(this.tags(r))) byTag.set(t, [...(byTag.get(t) ?? []), r]);
+    const { limit, offset } = bounded(q);
+    return [...byTag]
+      .sort(([a, ra], [b, rb]) => rb.length - ra.length || a.localeCompare(b))
+      .slice(offset, offset + limit)
+      .map(([tag, tagged]) => ({ tag, count: tagged.length, interactions: tagged.slice(0, MAX_LIST).map((r) => this.ref(r)) }));
+  }
+
+  /** `POST /interactions/facets`: `{<name>: [{_id, count}], total}` over the interactions the query matches. */
+  async facets(p: Principal, body: { facets: FacetSpec[]; query?: InteractionQuery }): Promise<Record<string, unknown> & { total: number }> {
+    const rows = await this.matching(p, body.query ?? {}, false);
+    return computeFacets(rows, body.facets, {
+      status: (r) => r.status, tags: (r) => this.tags(r), model: (r) => r.model, environment: (r) => r.environment_id,
+      visibility: (r) => r.visibility, name: (r) => r.name, endpoint: (r) => r.endpoint, version: (r) => r.version,
+    }, 'interactions');
+  }
+
+  /**
+   * `POST /interactions/endpoints`: interactions as endpoints, optionally with their input
+   * (`params_schema`, the interaction schema) and result schemas. Without a status, the drafts;
+   * `status: published` answers each interaction's latest version, or `version` that version.
+   */
+  async endpoints(p: Principal, q: EndpointQuery): Promise<EndpointDto[]> {
+    const { limit, offset } = bounded(q);
+    let rows: Row[];
+    if (q.status === 'published') {
+      const versions = await this.table.select(scopeOf(p), (query) => query.where('status', '=', 'published'));
+      const chosen = new Map<string, Row>();
+      for (const v of versions) {
+        if (q.version !== undefined ? v.version !== q.version : (chosen.get(v.parent_id!)?.version ?? 0) > v.version) continue;
+        chosen.set(v.parent_id!, v);
+      }
+      rows = [...chosen.values()];
+    } else {
+      rows = await this.matching(p, { status: q.status ? [q.status] : undefined }, false);
+      if (q.version !== undefined) rows = rows.filter((r) => r.version === q.version);
+    }
+    if (q.visibility) rows = rows.filter((r) => r.visibility === q.visibility);
+    if (q.tags?.length) rows = rows.filter((r) => this.tags(r).some((t) => q.tags!.includes(t)));
+    if (q.includes?.length) rows = rows.filter((r) => q.includes!.includes(r.endpoint));
+    else if (q.excludes?.length) rows = rows.filter((r) => !q.excludes!.includes(r.endpoint));
+    rows.sort((a, b) => a.endpoint.localeCompare(b.endpoint) || b.version - a.version);
+    return rows.slice(offset, offset + limit).map((r) => {
+      const params = r.interaction_schema as Record<string, unknown> | null;
+      const result = r.result_schema as Record<string, unknown> | null;
+      return {
+        id: r.id, name: r.name, endpoint: r.endpoint, ...(r.description ? { description: r.description } : {}),
+        status: r.status, visibility: r.visibility, version: r.version, tags: this.tags(r),
+        ...(q.include_params_schema && params ? { params_schema: params } : {}),
+        ...(q.include_result_schema && result ? { result_schema: result } : {}),
+      };
+    });
+  }
+
+  /** `GET /interactions/versions/:name`: every published version whose endpoint is `name`, newest first. */
+  async versionsByName(p: Principal, name: string): Promise<InteractionRefDto[]> {
+    const rows = await this.table.select(scopeOf(p), (q) => q.where('status', '=', 'published').where('endpoint', '=', name)
+      .orderBy('version', 'desc').orderBy('id', 'desc').limit(MAX_LIST));
+    return rows.map((r) => this.ref(r));
+  }
+
+  /**
+   * `GET /interactions/resolve/:nameOrId`: which interaction a selector (an id, `Name`,
+   * `Name@draft`, `Name@3`, `Name@tag`) runs, with the environment and model a run would use: the
+   * ones given, else the interaction's, else the environment's default model.
+   */
+  async resolveExecution(p: Principal, nameOrId: string, opts: { environment?: string; model?: string }): Promise<ResolvedExecutionDto> {
+    const byId = await this.table.get(scopeOf(p), nameOrId);
+    const interaction = byId ? await this.expand(p, byId) : await this.resolveSelector(p, nameOrId);
+    const envId = opts.environment ?? interaction.environment;
+    if (!envId) {
+      throw new BadRequest(`interaction "${interaction.endpoint}" has no environment; pass ?environment=<environment id> or set one on the interaction`);
+    }
+    const env = await this.environmentExists(p, envId);
+    const [model, source] = opts.model ? [opts.model, 'config'] : interaction.model ? [interaction.model, 'interaction'] : [env.default_model, 'environmentDefault'];
+    return {
+      id: interaction.id, name: interaction.endpoint, version: interaction.version, status: interaction.status, tags: interaction.tags,
+      resolved: { environment: { id: env.id, name: env.name, provider: env.provider }, ...(model ? { model } : {}), model_source: source },
+    };
+  }
+
+  /**
+   * `POST /interactions/export`: interactions with their result schema and each segment's input
+   * schema. `versions` picks, per interaction: `draft`, `latest` (the newest published version, or
+   * the draft when none is published; the default) or a version number.
+   */
+  async exportRefs(p: Principal, q: { name?: string; tags?: string[]; versions?: (number | 'draft' | 'latest')[] }): Promise<ExportedDto[]> {
+    const wanted = q.versions?.length ? q.versions : ['latest' as const];
+    const drafts = await this.table.select(scopeOf(p), (query) => {
+      query = query.where('parent_id', 'is', null);
+      if (q.name) query = query.where((eb: any) => eb.or([eb('name', '=', q.name), eb('endpoint', '=', q.name)]));
+      return query.orderBy('endpoint').orderBy('id');
+    });
+    const versions = drafts.length ? await this.table.select(scopeOf(p), (query) => query.where('parent_id', 'in', drafts.map((d) => d.id))) : [];
+    const out: Row[] = [];
+    for (const d of drafts) {
+      const mine = versions.filter((v) => v.parent_id === d.id).sort((a, b) => b.version - a.version);
+      const picked = new Map<string, Row>();
+      for (const w of wanted) {
+        const r = w === 'draft' ? d : w === 'latest' ? (mine[0] ?? d) : mine.find((v) => v.version === w);
+        if (r) picked.set(r.id, r);
+      }
+      out.push(...picked.values());
+    }
+    const tagged = q.tags?.length ? out.filter((r) => this.tags(r).some((t) => q.tags!.includes(t))) : out;
+    const result: ExportedDto[] = [];
+    for (const r of tagged.slice(0, MAX_LIST)) {
+      const full = await this.expand(p, r);
+      result.push({
+        ...this.ref(r),
+        ...(full.result_schema ? { result_schema: full.result_schema } : {}),
+        prompts: full.prompts.map((s) => ({
+          id: s.id, type: s.type,
+          ...(s.template ? { template: { id: s.template.id, ...(s.template.inputSchema ? { inputSchema: s.template.inputSchema } : {}) } } : {}),
+          ...(s.configuration !== undefined ? { configuration: s.configuration } : {}),
+        })),
+      });
+    }
+    return result;
+  }
+
+  /**
+   * `POST /interactions/:id/fork`: a new draft copied from a draft or a published version, named
+   * "<name> (fork)" with a free endpoint; `keepTags` keeps the tags, `forkPrompts` forks the prompt
+   * templates it references too (else the fork shares them). Forks stay in the caller's project.
+   */
+  async fork(p: Principal, id: string, input: { keepTags?: boolean; forkPrompts?: boolean; targetProject?: string }): Promise<InteractionDto> {
+    if (input.targetProject !== undefined && input.targetProject !== p.project.id) {
+      throw new BadRequest(`targetProject must be this project (${p.project.id}) or absent: to fork into another project, export the interaction and create it there with that project's API key`);
+    }
+    const source = await this.row(p, id);
+    const stored = (source.prompts as StoredSegment[] | null) ?? [];
+    const forkedPrompts = new Map<string, string>();
+    if (input.forkPrompts) {
+      for (const ref of new Set(stored.map((s) => s.template_id).filter((x): x is string => !!x))) {
+        forkedPrompts.set(ref, (await this.prompts.fork(p, ref, { keepTags: input.keepTags })).id);
+      }
+    }
+    const segments: StoredSegment[] = stored.map((s) => ({
+      ...s, id: newId(), ...(s.template_id ? { template_id: forkedPrompts.get(s.template_id) ?? s.template_id } : {}),
+    }));
+    const now = nowIso();
+    const row: Row = {
+      ...source, id: newId(), name: `${source.name} (fork)`, endpoint: await this.forkEndpoint(p, source.endpoint),
+      status: 'draft', version: 0, edit_revision: 1, parent_id: null, prompts: segments,
+      tags: input.keepTags ? this.tags(source) : [], forked_from: source.id,
+      created_by: actorOf(p), updated_by: actorOf(p), created_at: now, updated_at: now,
+    };
+    await this.table.insert(row);
+    this.changes.bump(p.project.id);
+    return this.expand(p, row);
+  }
+
+  /** `GET /interactions/:id/forks`: the drafts forked from this interaction, newest first. */
+  async forks(p: Principal, id: string): Promise<InteractionRefDto[]> {
+    await this.row(p, id);
+    const rows = await this.table.select(scopeOf(p), (q) => q.where('forked_from', '=', id).orderBy('created_at', 'desc').orderBy('id', 'desc').limit(MAX_LIST));
+    return rows.map((r) => this.ref(r));
+  }
+
+  /**
+   * `GET /interactions/catalog`: the project's stored interactions as catalog entries: each
+   * interaction's newest published version (`stored`), or its draft (`draft`) when none is published;
+   * `status` draft or published picks one kind. Orrery has no system or app interactions.
+   */
+  async catalog(p: Principal, q: { status?: string; tag?: string }): Promise<CatalogEntryDto[]> {
+    if (q.status !== undefined && q.status !== 'draft' && q.status !== 'published') {
+      throw new BadRequest(`status must be "draft" or "published", got ${JSON.stringify(q.status)}`);
+    }
+    const all = await this.table.select(scopeOf(p), (query) => query.orderBy('endpoint').orderBy('version', 'desc'));
+    const latest = new Map<string, Row>();
+    for (const r of all) if (r.parent_id && (latest.get(r.parent_id)?.version ?? -1) < r.version) latest.set(r.parent_id, r);
+    const out: CatalogEntryDto[] = [];
+    for (const d of all.filter((r) => !r.parent_id)) {
+      const published = latest.get(d.id);
+      const r = q.status === 'draft' ? d : q.status === 'published' ? published : (published ?? d);
+      if (!r || (q.tag && !this.tags(r).includes(q.tag))) continue;
+      out.push(r.parent_id
+        ? { type: 'stored', id: r.id, name: r.endpoint, version: r.version, published: true }
+        : { type: 'draft', id: r.id, name: r.endpoint, version: r.version, published: false });
+      if (out.length >= MAX_LIST) break;
+    }
+    return out;
+  }
+
+  /** `GET /prompts/:id/interactions`: the interactions whose draft or published versions use the prompt. */
+  async promptUsage(p: Principal, promptId: string): Promise<{ prompt: string; interactions: { id: string; name: string; versions: { version: number }[] }[] }> {
+    await this.prompts.get(p, promptId);
+    const rows = await this.table.select(scopeOf(p), (q) => q.orderBy('name').orderBy('version'));
+    const uses = (r: Row) => ((r.prompts as StoredSegment[] | null) ?? []).some((s) => s.template_id === promptId || s.inline?.id === promptId);
+    const byDraft = new Map<string, { id: string; name: string; versions: { version: number }[] }>();
+    const names = new Map(rows.filter((r) => !r.parent_id).map((r) => [r.id, r.name]));
+    for (const r of rows.filter(uses)) {
+      const draftId = r.parent_id ?? r.id;
+      const entry = byDraft.get(draftId) ?? { id: draftId, name: names.get(draftId) ?? r.name, versions: [] };
+      if (r.parent_id) entry.versions.push({ version: r.version });
+      byDraft.set(draftId, entry);
+    }
+    return { prompt: promptId, interactions: [...byDraft.values()].slice(0, MAX_LIST) };
+  }
+
+  /** The rows an InteractionSearchQuery matches; without a status the drafts, or with `allByDefault` every row. */
+  private async matching(p: Principal, q: InteractionQuery, allByDefault: boolean): Promise<Row[]> {
+    const statuses = q.status === undefined ? [] : Array.isArray(q.status) ? q.status : [q.status];
+    for (const s of statuses) {
+      if (!(INTERACTION_STATUSES as readonly string[]).includes(s)) throw new BadRequest(`status must be one of ${INTERACTION_STATUSES.join(', ')}; got ${JSON.stringify(s)}`);
+    }
+    const rows = await this.table.select(scopeOf(p), (query) => {
+      if (statuses.length) query = query.where('status', 'in', statuses);
+      else if (!allByDefault) query = query.where('parent_id', 'is', null);
+      if (q.model) query = query.where('model', '=', q.model);
+      if (q.environment) query = query.where('environment_id', '=', q.environment);
+      return query.orderBy('updated_at', 'desc').orderBy('id', 'desc');
+    });
+    const name = q.name?.toLowerCase();
+    const tags = q.tags === undefined ? [] : Array.isArray(q.tags) ? q.tags : [q.tags];
+    return rows.filter((r) => (!name || r.name.toLowerCase().includes(name) || r.endpoint.toLowerCase().includes(name))
+      && (!tags.length || this.tags(r).some((t) => tags.includes(t))));
+  }
+
+  /** `<endpoint>_fork`, then `_fork2`, `_fork3`…: the first no draft of the project uses. */
+  private async forkEndpoint(p: Principal, endpoint: string): Promise<string> {
+    const taken = new Set((await this.table.select(scopeOf(p), (q) => q.where('parent_id', 'is', null))).map((r) => r.endpoint));
+    for (let i = 1; ; i++) {
+      const suffix = i === 1 ? '_fork' : `_fork${i}`;
+      const candidate = endpoint.slice(0, 128 - suffix.length) + suffix;
+      if (!taken.has(candidate)) return candidate;
+    }
   }
 
   private versionRows(p: Principal, draftId: string): Promise<Row[]> {

@@ -8,6 +8,7 @@ import { actorOf, scopeOf, type Principal } from '../auth/principal.ts';
 import { BadRequest, Conflict, NotFound, OrreryError } from '../http/errors.ts';
 import { TemplateError, type TemplateEngine } from '../templates/render.ts';
 import type { ChangeClock } from './change-clock.ts';
+import { computeFacets, type FacetSpec } from './facets.ts';
 
 export const PROMPT_ROLES = ['safety', 'system', 'user', 'assistant', 'negative', 'mask', 'tool'] as const;
 export const CONTENT_TYPES = ['jst', 'handlebars', 'text'] as const;
@@ -49,6 +50,38 @@ export interface PromptDto {
 
 type Row = Selectable<PromptTable>;
 
+/** The official client's PromptTemplateRef. */
+export interface PromptRefDto {
+  id: string;
+  name: string;
+  description?: string;
+  role: PromptRole;
+  version: number;
+  status: string;
+  content_type: ContentType;
+  tags: string[];
+  created_at: string;
+  updated_at: string;
+}
+
+/** The official client's PromptSearchQuery (the fields Orrery filters on). */
+export interface PromptQuery {
+  name?: string;
+  role?: string;
+  tags?: string[];
+}
+
+const MAX_LIST = 1000;
+
+/** The fields prompt options and facets read. */
+const PROMPT_FIELDS: Record<string, (r: Row) => unknown> = {
+  role: (r) => r.role,
+  content_type: (r) => r.content_type,
+  tags: (r) => (r.tags as string[] | null) ?? [],
+  status: (r) => r.status,
+  name: (r) => r.name,
+};
+
 export class PromptService {
   readonly table: ScopedTable<'prompts'>;
 
@@ -71,7 +104,7 @@ export class PromptService {
       id: newId(), account_id: p.account.id, project_id: p.project.id, name: input.name!, role: input.role!,
       content: input.content!, content_type: input.content_type!, description: input.description ?? null,
       input_schema: input.inputSchema ?? null, tags: input.tags ?? [],
-      test_data: input.test_data ?? null, status: 'draft', version: 1, edit_revision: 1,
+      test_data: input.test_data ?? null, status: 'draft', version: 1, edit_revision: 1, forked_from: null,
       created_by: actorOf(p), updated_by: actorOf(p), created_at: now, updated_at: now,
     };
     await this.table.insert(row);
@@ -114,6 +147,65 @@ export class PromptService {
     if (!(await this.table.delete(scopeOf(p), [id]))) throw new NotFound('prompt', id);
     this.changes.bump(p.project.id);
     return { id };
+  }
+
+  /**
+   * `GET /prompts/:id/versions`: prompt templates are not versioned in Orrery (an interaction's
+   * published version freezes a copy of its templates), so the answer is always empty.
+   */
+  async versions(p: Principal, id: string): Promise<PromptRefDto[]> {
+    await this.row(p, id);
+    return [];
+  }
+
+  /** `POST /prompts/:id/fork`: a copy named "<name> (fork)"; `keepTags` keeps the tags. Forks stay in the caller's project. */
+  async fork(p: Principal, id: string, input: { keepTags?: boolean; targetProject?: string }): Promise<PromptDto> {
+    if (input.targetProject !== undefined && input.targetProject !== p.project.id) {
+      throw new BadRequest(`targetProject must be this project (${p.project.id}) or absent: to copy a prompt into another project, create it there with that project's API key`);
+    }
+    const source = await this.row(p, id);
+    const now = nowIso();
+    const row: Row = {
+      ...source, id: newId(), name: `${source.name} (fork)`, tags: input.keepTags ? source.tags : [], status: 'draft', version: 1,
+      edit_revision: 1, forked_from: source.id, created_by: actorOf(p), updated_by: actorOf(p), created_at: now, updated_at: now,
+    };
+    await this.table.insert(row);
+    this.changes.bump(p.project.id);
+    return this.toDto(row);
+  }
+
+  /** `GET /prompts/:id/forks`: the prompts forked from this one, newest first. */
+  async forks(p: Principal, id: string): Promise<PromptRefDto[]> {
+    await this.row(p, id);
+    const rows = await this.table.select(scopeOf(p), (q) => q.where('forked_from', '=', id).orderBy('created_at', 'desc').orderBy('id', 'desc').limit(MAX_LIST));
+    return rows.map((r) => this.toRef(r));
+  }
+
+  /** `GET /prompts/options/:field`: the distinct values of a field across the project's prompts, sorted. */
+  async options(p: Principal, field: string): Promise<string[]> {
+    const get = Object.hasOwn(PROMPT_FIELDS, field) ? PROMPT_FIELDS[field] : undefined;
+    if (!get) throw new BadRequest(`field "${field}" has no options; use one of ${Object.keys(PROMPT_FIELDS).join(', ')}`);
+    const rows = await this.table.select(scopeOf(p));
+    const values = new Set<string>();
+    for (const r of rows) for (const v of [get(r)].flat()) if (v !== null && v !== undefined && v !== '') values.add(String(v));
+    return [...values].sort((a, b) => a.localeCompare(b)).slice(0, MAX_LIST);
+  }
+
+  /** `POST /prompts/facets`: `{<name>: [{_id, count}], total}` over the prompts the query matches. */
+  async facets(p: Principal, body: { facets: FacetSpec[]; query?: PromptQuery }): Promise<Record<string, unknown> & { total: number }> {
+    const q = body.query ?? {};
+    const name = q.name?.toLowerCase();
+    const tags = q.tags ?? [];
+    const rows = (await this.table.select(scopeOf(p), (query) => (q.role ? query.where('role', '=', q.role) : query)))
+      .filter((r) => (!name || r.name.toLowerCase().includes(name)) && (!tags.length || ((r.tags as string[] | null) ?? []).some((t) => tags.includes(t))));
+    return computeFacets(rows, body.facets, PROMPT_FIELDS, 'prompts');
+  }
+
+  toRef(r: Row): PromptRefDto {
+    return {
+      id: r.id, name: r.name, ...(r.description ? { description: r.description } : {}), role: r.role as PromptRole, version: r.version,
+      status: r.status, content_type: r.content_type as ContentType, tags: (r.tags as string[] | null) ?? [], created_at: r.created_at, updated_at: r.updated_at,
+    };
   }
 
   private async row(p: Principal, id: string): Promise<Row> {

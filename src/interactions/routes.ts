@@ -6,14 +6,31 @@ import { errorResponses, IdParams, ListParam, PageQuery } from '../http/schemas.
 import { listParam, pageOf } from '../http/query.ts';
 import type { EnvironmentService } from './environments.ts';
 import type { PromptService } from './prompts.ts';
-import type { InteractionService } from './interactions.ts';
+import type { InteractionQuery, InteractionService } from './interactions.ts';
 import {
   EnvironmentBody, EnvironmentSchema, InteractionBody, InteractionRefSchema, InteractionSchema, ModelSchema, PromptBody,
   PromptSchema, ProviderSchema, PublishBody,
-  PromptRenderSchema,
+  PromptRenderSchema, InteractionNameSchema, InteractionSearchQuery, InteractionTagsSchema, FacetsBody, FacetsAnswer, EndpointQueryBody,
+  InteractionEndpointSchema, ResolvedExecutionSchema, ExportBody, ExportedInteractionSchema, InteractionForkBody, CatalogQuery,
+  CatalogEntrySchema, PromptRefSchema, PromptForkBody, PromptSearchQuery, PromptUsageSchema, EnableModelBody, EnvironmentConfigBody,
+  EmbeddingsBody, EmbeddingsAnswerSchema,
 } from './schemas.ts';
+import { OrreryError } from '../http/errors.ts';
 
 const Deleted = Type.Object({ id: Type.String() });
+
+/** resolve's options; hasImage and hasVideo are accepted and change nothing (Orrery picks no model by modality). */
+const ResolveQuery = Type.Object({ environment: Type.Optional(Type.String()), model: Type.Optional(Type.String()), hasImage: Type.Optional(Type.Boolean()), hasVideo: Type.Optional(Type.Boolean()) });
+
+const INTERACTION_FACET_FIELDS = 'status, tags, model, environment, visibility, name, endpoint or version';
+const PROMPT_FACET_FIELDS = 'role, content_type, tags, status or name';
+
+/** A query string's InteractionSearchQuery: list fields may come repeated or comma-joined. */
+const searchQueryOf = (q: Record<string, unknown>): InteractionQuery => ({
+  ...(q as InteractionQuery),
+  status: listParam(q.status as string | string[] | undefined),
+  tags: listParam(q.tags as string | string[] | undefined),
+});
 
 export const interactionRoutes: FastifyPluginAsyncTypebox<{
   environments: EnvironmentService;
@@ -94,4 +111,81 @@ export const interactionRoutes: FastifyPluginAsyncTypebox<{
   app.get('/interactions/:id/versions', {
     schema: { tags: ['interactions'], summary: 'Published versions of an interaction, newest first', params: IdParams, response: { 200: Type.Array(InteractionRefSchema), ...errorResponses(401, 404) } },
   }, (req) => interactions.versions(principalOf(req), req.params.id));
+  // The official client's further environment methods (issue 24).
+  app.post('/environments/:id/models/enabled', {
+    schema: { tags: ['environments'], summary: 'Enable a model the environment lists (adds it to enabled_models)', params: IdParams, body: EnableModelBody, response: { 200: EnvironmentSchema, ...errorResponses(400, 401, 404, 502) } },
+  }, (req) => environments.enableModel(principalOf(req), req.params.id, req.body.model_id));
+  app.delete('/environments/:id/models/enabled/:modelId', {
+    schema: { tags: ['environments'], summary: 'Disable a model (removes it from enabled_models)', params: Type.Object({ id: Type.String({ minLength: 1 }), modelId: Type.String({ minLength: 1 }) }), response: { 200: EnvironmentSchema, ...errorResponses(401, 404) } },
+  }, (req) => environments.disableModel(principalOf(req), req.params.id, req.params.modelId));
+  app.put('/environments/:id/config', {
+    schema: { tags: ['environments'], summary: 'Replace enabled_models and/or merge into config (fields not given are kept)', params: IdParams, body: EnvironmentConfigBody, response: { 200: EnvironmentSchema, ...errorResponses(400, 401, 404) } },
+  }, (req) => environments.updateConfig(principalOf(req), req.params.id, req.body as never));
+  app.post('/environments/:id/embeddings', {
+    schema: { tags: ['environments'], summary: 'Embed text inputs with the environment (openai, openai_compatible with model; test: the built-in offline embedder)', params: IdParams, body: EmbeddingsBody, response: { 200: EmbeddingsAnswerSchema, ...errorResponses(400, 401, 404, 502) } },
+  }, (req) => environments.embeddings(principalOf(req), req.params.id, req.body as never));
+
+  // The official client's further prompt methods (issue 24). Static paths win over /prompts/:id.
+  app.post('/prompts/facets', {
+    schema: { tags: ['prompts'], summary: "Facets of prompt templates: {<name>: [{_id, count}], total}", body: FacetsBody(PROMPT_FACET_FIELDS, PromptSearchQuery), response: { 200: FacetsAnswer, ...errorResponses(400, 401) } },
+  }, (req) => prompts.facets(principalOf(req), req.body as never));
+  app.get('/prompts/options/:field', {
+    schema: { tags: ['prompts'], summary: `The distinct values of a field across the project's prompts (${PROMPT_FACET_FIELDS})`, params: Type.Object({ field: Type.String({ minLength: 1, maxLength: 100 }) }), response: { 200: Type.Array(Type.String()), ...errorResponses(400, 401) } },
+  }, (req) => prompts.options(principalOf(req), req.params.field));
+  app.get('/prompts/:id/versions', {
+    schema: { tags: ['prompts'], summary: 'Versions of a prompt template: always empty (templates are not versioned; published interactions freeze a copy)', params: IdParams, response: { 200: Type.Array(PromptRefSchema), ...errorResponses(401, 404) } },
+  }, (req) => prompts.versions(principalOf(req), req.params.id));
+  app.get('/prompts/:id/interactions', {
+    schema: { tags: ['prompts'], summary: 'The interactions (drafts, with the published versions) that use the prompt template', params: IdParams, response: { 200: PromptUsageSchema, ...errorResponses(401, 404) } },
+  }, (req) => interactions.promptUsage(principalOf(req), req.params.id));
+  app.post('/prompts/:id/fork', {
+    schema: { tags: ['prompts'], summary: 'Fork a prompt template into "<name> (fork)"', params: IdParams, body: PromptForkBody, response: { 200: PromptSchema, ...errorResponses(400, 401, 404) } },
+  }, (req) => prompts.fork(principalOf(req), req.params.id, (req.body ?? {}) as never));
+  app.get('/prompts/:id/forks', {
+    schema: { tags: ['prompts'], summary: 'The prompt templates forked from this one', params: IdParams, response: { 200: Type.Array(PromptRefSchema), ...errorResponses(401, 404) } },
+  }, (req) => prompts.forks(principalOf(req), req.params.id));
+
+  // The official client's further interaction methods (issue 24). Static paths win over /interactions/:id.
+  app.get('/interactions/names', {
+    schema: { tags: ['interactions'], summary: 'The interactions\' ids and names, by name (at most 1,000)', response: { 200: Type.Array(InteractionNameSchema), ...errorResponses(401) } },
+  }, (req) => interactions.names(principalOf(req)));
+  app.get('/interactions/tags', {
+    schema: { tags: ['interactions'], summary: 'Tags with their counts and interactions, most used first (drafts and published versions unless status is given)', querystring: InteractionSearchQuery, response: { 200: Type.Array(InteractionTagsSchema), ...errorResponses(400, 401) } },
+  }, (req) => interactions.tagList(principalOf(req), searchQueryOf(req.query)));
+  app.post('/interactions/facets', {
+    schema: { tags: ['interactions'], summary: 'Facets of interactions: {<name>: [{_id, count}], total}', body: FacetsBody(INTERACTION_FACET_FIELDS, InteractionSearchQuery), response: { 200: FacetsAnswer, ...errorResponses(400, 401) } },
+  }, (req) => interactions.facets(principalOf(req), req.body as never));
+  app.post('/interactions/endpoints', {
+    schema: { tags: ['interactions'], summary: 'Interactions as endpoints, optionally with params_schema and result_schema', body: EndpointQueryBody, response: { 200: Type.Array(InteractionEndpointSchema), ...errorResponses(400, 401) } },
+  }, (req) => interactions.endpoints(principalOf(req), req.body as never));
+  app.post('/interactions/export', {
+    schema: { tags: ['interactions'], summary: 'Interactions with their result schema and segment input schemas (versions: draft, latest, N)', body: ExportBody, response: { 200: Type.Array(ExportedInteractionSchema), ...errorResponses(400, 401) } },
+  }, (req) => interactions.exportRefs(principalOf(req), req.body as never));
+  app.get('/interactions/versions/:name', {
+    schema: { tags: ['interactions'], summary: 'Every published version with this endpoint, newest first', params: Type.Object({ name: Type.String({ minLength: 1, maxLength: 1000 }) }), response: { 200: Type.Array(InteractionRefSchema), ...errorResponses(401) } },
+  }, (req) => interactions.versionsByName(principalOf(req), req.params.name));
+  app.get('/interactions/resolve/:nameOrId', {
+    schema: {
+      tags: ['interactions'], summary: 'Which interaction an id or selector (Name, Name@draft, Name@3, Name@tag) runs, with its environment and model',
+      params: Type.Object({ nameOrId: Type.String({ minLength: 1, maxLength: 1000 }) }),
+      querystring: ResolveQuery,
+      response: { 200: ResolvedExecutionSchema, ...errorResponses(400, 401, 404) },
+    },
+  }, (req) => interactions.resolveExecution(principalOf(req), req.params.nameOrId, req.query));
+  for (const path of ['/interactions/catalog', '/interactions/catalog/stored']) {
+    app.get(path, {
+      schema: { tags: ['interactions'], summary: "The project's stored interactions as catalog entries: the latest published version (stored) or the draft (draft); no system or app interactions", querystring: CatalogQuery, response: { 200: Type.Array(CatalogEntrySchema), ...errorResponses(400, 401) } },
+    }, (req) => interactions.catalog(principalOf(req), req.query));
+  }
+  app.post('/interactions/:id/fork', {
+    schema: { tags: ['interactions'], summary: 'Fork an interaction (draft or version) into a new draft "<name> (fork)" with a free endpoint', params: IdParams, body: InteractionForkBody, response: { 200: InteractionSchema, ...errorResponses(400, 401, 404) } },
+  }, (req) => interactions.fork(principalOf(req), req.params.id, (req.body ?? {}) as never));
+  app.get('/interactions/:id/forks', {
+    schema: { tags: ['interactions'], summary: 'The drafts forked from this interaction', params: IdParams, response: { 200: Type.Array(InteractionRefSchema), ...errorResponses(401, 404) } },
+  }, (req) => interactions.forks(principalOf(req), req.params.id));
+  app.post('/execute/async', {
+    schema: { tags: ['interactions'], summary: 'Not supported: async execution needs workflows, which Orrery does not have (answers 501)', body: Type.Optional(Type.Unknown()), response: errorResponses(401, 501) },
+  }, async () => {
+    throw new OrreryError('not_implemented', 501, 'async execution (executeAsync, POST /execute/async) runs interactions in workflows, which Orrery does not have; run it with interactions.execute or executeByName (POST /runs, POST /execute), streamed if you want (GET /runs/:id/stream)');
+  });
 };

@@ -3,6 +3,7 @@ import { OpenObject, ShortString, TagList } from '../http/schemas.ts';
 import { CONTENT_TYPES, PROMPT_ROLES } from './prompts.ts';
 
 const lit = <T extends readonly string[]>(xs: T) => Type.Union(xs.map((x) => Type.Literal(x)));
+const INTERACTION_STATUS_LITERALS = [Type.Literal('draft'), Type.Literal('published'), Type.Literal('archived')];
 const Nullable = <T extends ReturnType<typeof Type.String>>(t: T) => Type.Union([t, Type.Null()]);
 
 export const EnvironmentBody = OpenObject({
@@ -146,4 +147,131 @@ export const PromptRenderSchema = Type.Object({
   role: Type.String(),
   content_type: Type.String(),
   rendered: Type.String({ description: 'The prompt text' }),
+});
+
+/* The official client's further interaction, prompt and environment methods (issue 24). */
+
+const Bounded = (description = 'At most 1,000') => Type.Optional(Type.Integer({ minimum: 0, maximum: 1000, description }));
+const StringList = (description: string) => Type.Optional(Type.Array(Type.String({ maxLength: 1000 }), { maxItems: 1000, description }));
+
+export const InteractionNameSchema = Type.Object({ id: Type.String(), name: Type.String() });
+
+/** InteractionSearchQuery, as a query string (listTags) or inside a body (computeFacets). */
+export const InteractionSearchQuery = OpenObject({
+  name: Type.Optional(Type.String({ maxLength: 1000, description: 'Case-insensitive substring of the name or endpoint' })),
+  status: Type.Optional(Type.Union([Type.String(), Type.Array(Type.String(), { maxItems: 10 })], { description: 'draft, published, archived; without it the drafts (listTags: every row)' })),
+  tags: Type.Optional(Type.Union([Type.String(), Type.Array(Type.String(), { maxItems: 1000 })], { description: 'Any of these tags' })),
+  model: Type.Optional(Type.String()),
+  environment: Type.Optional(Type.String({ description: 'An environment id' })),
+  limit: Bounded('Tags to answer (listTags), default 100, at most 1,000'),
+  offset: Type.Optional(Type.Integer({ minimum: 0 })),
+});
+
+export const InteractionTagsSchema = Type.Object({ tag: Type.String(), count: Type.Integer(), interactions: Type.Array(InteractionRefSchema) });
+
+export const FacetsBody = (fields: string, query: ReturnType<typeof OpenObject>) => Type.Object({
+  facets: Type.Array(Type.Object({ name: Type.String({ minLength: 1, maxLength: 200 }), field: Type.String({ description: fields }) }), { minItems: 1, maxItems: 20 }),
+  query: Type.Optional(query),
+});
+
+export const FacetsAnswer = Type.Object(
+  { total: Type.Integer({ description: 'How many rows the query matched' }) },
+  { additionalProperties: Type.Array(Type.Object({ _id: Type.Union([Type.String(), Type.Number(), Type.Null()]), count: Type.Integer() })), description: '{<facet name>: [{_id, count}], total}' },
+);
+
+export const EndpointQueryBody = OpenObject({
+  limit: Bounded('Default 100, at most 1,000'),
+  offset: Type.Optional(Type.Integer({ minimum: 0 })),
+  status: Type.Optional(Type.Union(INTERACTION_STATUS_LITERALS, { description: 'published: each interaction\'s latest version (or `version`); without it the drafts' })),
+  visibility: Type.Optional(Type.Union([Type.Literal('public'), Type.Literal('private')])),
+  version: Type.Optional(Type.Integer({ minimum: 0 })),
+  tags: StringList('Any of these tags'),
+  includes: StringList('Only these endpoints'),
+  excludes: StringList('Not these endpoints (ignored when includes is given)'),
+  include_params_schema: Type.Optional(Type.Boolean()),
+  include_result_schema: Type.Optional(Type.Boolean()),
+});
+
+export const InteractionEndpointSchema = OpenObject({
+  id: Type.String(), name: Type.String(), endpoint: Type.String(), description: Type.Optional(Type.String()), status: Type.String(),
+  visibility: Type.String(), version: Type.Integer(), tags: Type.Array(Type.String()),
+  params_schema: Type.Optional(Type.Record(Type.String(), Type.Unknown())), result_schema: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+});
+
+export const ResolvedExecutionSchema = Type.Object({
+  id: Type.String(), name: Type.String({ description: 'The endpoint' }), version: Type.Integer(), status: Type.String(), tags: Type.Array(Type.String()),
+  resolved: Type.Object({
+    environment: Type.Object({ id: Type.String(), name: Type.String(), provider: Type.String() }),
+    model: Type.Optional(Type.String()),
+    model_source: Type.String({ description: 'config, interaction or environmentDefault' }),
+  }),
+});
+
+export const ExportBody = OpenObject({
+  name: Type.Optional(Type.String({ maxLength: 1000, description: 'Only the interaction with this name or endpoint' })),
+  tags: StringList('Only versions carrying any of these tags'),
+  versions: Type.Optional(Type.Array(Type.Union([Type.Integer({ minimum: 0 }), Type.Literal('draft'), Type.Literal('latest')]), { maxItems: 100, description: 'Default ["latest"]: the newest published version, or the draft when none is' })),
+});
+
+export const ExportedInteractionSchema = OpenObject({
+  id: Type.String(), name: Type.String(), endpoint: Type.String(), status: Type.String(), version: Type.Integer(), tags: Type.Array(Type.String()), updated_at: Type.String(),
+  result_schema: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+  prompts: Type.Array(OpenObject({ id: Type.String(), type: Type.String(), template: Type.Optional(OpenObject({ id: Type.String(), inputSchema: Type.Optional(Type.Record(Type.String(), Type.Unknown())) })) })),
+});
+
+export const InteractionForkBody = Type.Optional(OpenObject({
+  keepTags: Type.Optional(Type.Boolean()),
+  forkPrompts: Type.Optional(Type.Boolean({ description: 'Fork the prompt templates it references too (else the fork shares them)' })),
+  targetProject: Type.Optional(Type.String({ description: 'Only this project: forks stay in the caller\'s project' })),
+}));
+
+export const CatalogQuery = Type.Object({
+  status: Type.Optional(Type.String({ description: 'draft or published' })),
+  tag: Type.Optional(Type.String()),
+});
+
+export const CatalogEntrySchema = Type.Object({
+  type: Type.Union([Type.Literal('stored'), Type.Literal('draft')]),
+  id: Type.String(), name: Type.String({ description: 'The endpoint' }), version: Type.Integer(), published: Type.Boolean(),
+});
+
+export const PromptRefSchema = OpenObject({
+  id: Type.String(), name: Type.String(), description: Type.Optional(Type.String()), role: Type.String(), version: Type.Integer(),
+  status: Type.String(), content_type: Type.String(), tags: Type.Array(Type.String()), created_at: Type.String(), updated_at: Type.String(),
+});
+
+export const PromptForkBody = Type.Optional(OpenObject({
+  keepTags: Type.Optional(Type.Boolean()),
+  targetProject: Type.Optional(Type.String({ description: 'Only this project: forks stay in the caller\'s project' })),
+}));
+
+export const PromptSearchQuery = OpenObject({
+  name: Type.Optional(Type.String({ maxLength: 1000, description: 'Case-insensitive substring of the name' })),
+  role: Type.Optional(Type.String()),
+  tags: StringList('Any of these tags'),
+});
+
+export const PromptUsageSchema = Type.Object({
+  prompt: Type.String(),
+  interactions: Type.Array(Type.Object({ id: Type.String({ description: 'The draft' }), name: Type.String(), versions: Type.Array(Type.Object({ version: Type.Integer() })) })),
+});
+
+export const EnableModelBody = Type.Object({ model_id: Type.String({ minLength: 1, maxLength: 1000, description: 'A model id the environment lists' }) });
+
+export const EnvironmentConfigBody = OpenObject({
+  enabled_models: Type.Optional(Type.Array(Type.Unknown(), { maxItems: 1000, description: 'Replaces the enabled models: models {id, name?} or ids' })),
+  config: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: 'Merged into the stored config' })),
+});
+
+export const EmbeddingsBody = OpenObject({
+  inputs: Type.Array(OpenObject({ type: Type.String({ description: 'text (image, video and audio are refused)' }), text: Type.Optional(Type.String({ maxLength: 100_000 })) }), { minItems: 1, maxItems: 256 }),
+  model: Type.Optional(Type.String({ maxLength: 1000, description: 'The embedding model (required for openai and openai_compatible; a test environment uses the built-in one)' })),
+  embedding_type: Type.Optional(Type.String()),
+  task_type: Type.Optional(Type.String()),
+  dimensions: Type.Optional(Type.Integer({ description: 'Not supported: refused' })),
+});
+
+export const EmbeddingsAnswerSchema = Type.Object({
+  model: Type.String(),
+  results: Type.Array(Type.Object({ outputs: Type.Array(Type.Object({ values: Type.Array(Type.Number()), modality: Type.String() })) })),
 });

@@ -6,12 +6,17 @@ import { principalOf } from '../http/auth-hook.ts';
 import { errorResponses, IdParams } from '../http/schemas.ts';
 import { openSse } from '../http/sse.ts';
 import type { RunService } from './service.ts';
-import { RunCreateBody, RunFacetsAnswer, RunFacetsBody, RunListQuery, RunRefSchema, RunSchema, RunSearchAnswer, RunSearchBody, StreamQuery } from './schemas.ts';
+import {
+  FilterOptionParams, FilterOptionsAnswer, RetrieveQuery, RunCreateBody, RunFacetsAnswer, RunFacetsBody, RunFindAnswer, RunFindBody, RunListQuery,
+  RunSearchAnswer, RunSearchBody, StreamQuery,
+} from './schemas.ts';
+import { populateOf, type RunFinder } from './find.ts';
+import { scopeOf } from '../auth/principal.ts';
 import type { Metrics } from '../http/metrics.ts';
 
 const POLL_MS = 500;
 
-export const runRoutes: FastifyPluginAsyncTypebox<{ runs: RunService; metrics: Metrics }> = async (app, { runs, metrics }) => {
+export const runRoutes: FastifyPluginAsyncTypebox<{ runs: RunService; finder: RunFinder; metrics: Metrics }> = async (app, { runs, finder, metrics }) => {
   const caller = (req: { ip: string; headers: Record<string, unknown> }) => ({ ip: req.ip, userAgent: req.headers['user-agent'] as string | undefined });
 
   app.post('/runs', {
@@ -54,9 +59,34 @@ export const runRoutes: FastifyPluginAsyncTypebox<{ runs: RunService; metrics: M
     },
   }, (req) => runs.facets(principalOf(req), req.body as Record<string, unknown>));
 
+  app.post('/runs/find', {
+    schema: {
+      tags: ['runs'],
+      summary: "Find runs with a Mongo-style query (the official client's runs.find): stored runs, references as ids, projected by select, newest updated_at first",
+      body: RunFindBody,
+      response: { 200: RunFindAnswer, ...errorResponses(400, 401) },
+    },
+  }, (req) => finder.find(scopeOf(principalOf(req)), req.body));
+
+  app.get('/runs/filter-options/:field', {
+    schema: {
+      tags: ['runs'],
+      summary: "Distinct values of a run field among the runs matching the GET /runs filters, as [{id, name, count}] (the official client's runs.filterOptions)",
+      params: FilterOptionParams,
+      querystring: RunListQuery,
+      response: { 200: FilterOptionsAnswer, ...errorResponses(400, 401) },
+    },
+  }, (req) => finder.filterOptions(scopeOf(principalOf(req)), req.params.field, req.query));
+
   app.get('/runs/:id', {
-    schema: { tags: ['runs'], summary: 'Retrieve a run, with interaction and environment expanded', params: IdParams, response: { 200: Type.Ref('Run'), ...errorResponses(401, 404) } },
-  }, (req) => runs.get(principalOf(req), req.params.id));
+    schema: {
+      tags: ['runs'],
+      summary: 'Retrieve a run, with interaction and environment expanded (populate=false: as stored)',
+      params: IdParams,
+      querystring: RetrieveQuery,
+      response: { 200: Type.Ref('Run'), ...errorResponses(400, 401, 404) },
+    },
+  }, (req) => (populateOf(req.query.populate) ? runs.get(principalOf(req), req.params.id) : finder.stored(scopeOf(principalOf(req)), req.params.id)));
 
   app.get('/runs/:id/stream', {
     config: { queryToken: true },

@@ -184,3 +184,34 @@ export const RunFacetsAnswer = Type.Object(
   { total: Type.Integer({ description: 'Runs matching the query' }) },
   { additionalProperties: Type.Array(Bucket), description: '{<name>: [{_id, count, name?}], total}: values most frequent first; runs without a value are the _id null bucket' },
 );
+
+// ---- the official client's find, filter options and populate (issue 24) ---------------------
+
+export const RunFindBody = OpenObject({
+  query: Type.Record(Type.String(), Type.Unknown(), {
+    description: 'Mongo-style match on run fields: {"status": "completed", "tags": {"$in": ["a"]}, "parameters.text": {"$regex": "^hi"}}; ' +
+      'fields: id, status, modelId, interaction(.id|.name), environment(.id|.name), parent, finish_reason, execution_time, token_use.*, cost.total, ' +
+      'created_at, updated_at, tags, updated_by, and paths under parameters, config, source, error, result, prompt, ttl, created_by, evaluation, result_schema, chunks, cached, cached_from, cost',
+  }),
+  limit: Type.Optional(Type.Integer({ minimum: 0, description: 'Page size, default 100, at most 1,000 (larger values are clamped)' })),
+  offset: Type.Optional(Type.Integer({ minimum: 0, maximum: MAX_OFFSET, description: 'Runs to skip, default 0, at most 100,000' })),
+  select: Type.Optional(Type.String({ maxLength: 10_000, description: 'Projection: "status tags parameters.text" keeps those (and id); "-prompt" drops a field' })),
+}, { description: "The official client's FindPayload" });
+
+export const RunFindAnswer = Type.Array(
+  OpenObject({ id: Type.String() }, { description: 'A stored run (projected by select) with interaction, environment, account and project as ids' }),
+);
+
+export const FilterOptionParams = Type.Object({
+  field: Type.String({ minLength: 1, maxLength: 100, description: 'interaction, environment, model (or modelId), status, tags (or tag), finish_reason' }),
+});
+
+export const FilterOptionsAnswer = Type.Array(Type.Object({
+  id: Type.String({ description: 'The value' }),
+  name: Type.String({ description: 'Its name: the interaction or environment name, else the value itself' }),
+  count: Type.Integer({ description: 'Matching runs with that value' }),
+}), { description: 'Most frequent first, ties by value; at most 1,000' });
+
+export const RetrieveQuery = Type.Object({
+  populate: Type.Optional(Type.String({ description: 'true (default): interaction and environment expanded as objects; false: as stored ({id, name, …})' })),
+}, { additionalProperties: true });
