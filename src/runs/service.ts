@@ -687,7 +687,8 @@ export class RunService {
         ? await this.callVirtual(row, doc, plan, live)
         : await this.callProvider(row, plan, live, provider);
     const executionTime = Math.round(performance.now() - started);
-    this.metrics.providerLatency.observe({ provider, outcome: error ? 'error' : 'ok' }, executionTime / 1000);
+    // A cache hit made no provider call: it would only drag the provider's latency down.
+    if (!cachedFrom) this.metrics.providerLatency.observe({ provider, outcome: error ? 'error' : 'ok' }, executionTime / 1000);
     this.metrics.runs.inc({ status: error ? 'failed' : 'completed', provider, mode: live ? 'stream' : 'blocking' });
     const finalDoc: RunDoc = { ...doc, result, ...(error ? { error } : {}), ...(live ? { chunks } : {}), ...(attempts.length > 1 ? { attempts } : {}),
       ...(cachedFrom ? { cached: true, cached_from: cachedFrom } : {}),
