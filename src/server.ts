@@ -40,6 +40,8 @@ import { UrlSigner } from './blobs/url-signer.ts';
 import { BlobService } from './blobs/blob-service.ts';
 import { blobRoutes } from './blobs/routes.ts';
 import { fileRoutes } from './blobs/file-routes.ts';
+import { TypeCatalog } from './objects/type-catalog.ts';
+import { typeCatalogRoutes } from './objects/type-catalog-routes.ts';
 import { ObjectService } from './objects/service.ts';
 import { ObjectListing } from './objects/listing.ts';
 import { ObjectExporter } from './objects/export.ts';
@@ -235,6 +237,7 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
         await authed.register(objectRoutes, { objects, listing, exporter, types: objectTypes, blobs, similarity });
         await authed.register(embeddingRoutes, { embeddings });
         await authed.register(fileRoutes, { blobs });
+        await authed.register(typeCatalogRoutes, { catalog: new TypeCatalog(db, dialect) });
         await authed.register(contentRoutes, { renditions });
       });
     }, { prefix: '/api/v1' });

@@ -5,7 +5,7 @@
  * bucket is the project id, and every lookup is scoped by it.
  */
 import { Readable } from 'node:stream';
-import type { Kysely } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import type { Database } from '../db/schema.ts';
 import type { OrreryDialect } from '../db/dialect.ts';
 import { nowIso } from '../db/ids.ts';
@@ -20,6 +20,10 @@ import type { SignedMethod, UrlSigner } from './url-signer.ts';
 import { deleteBlobRow, getBlobRow, lockBlobRow, upsertBlobRow, type BlobRow } from './store.ts';
 
 export const DEFAULT_URL_TTL = 3600;
+/** Most keys `GET /files/list` answers, and `DELETE /files/<prefix>?prefix=true` deletes, per call. */
+export const MAX_FILE_PAGE = 1000;
+/** Most upload URLs one `POST /files/bulk-upload-urls` gives. */
+export const MAX_BULK_UPLOAD_URLS = 100;
 export const MAX_URL_TTL = 7 * 24 * 3600;
 /** Path prefix of the public routes that receive and serve blobs. */
 export const BLOB_ROUTE_PREFIX = '/blobs';
@@ -262,6 +266,141 @@ export class BlobService {
     for (const key of keys) {
       await deleteBlobRow(this.db, s, key);
       await this.store.delete(this.physicalKey(s, key));
+    }
+  }
+
+  // ---- the files API of the official client: list, delete, copy, bulk upload URLs ----
+
+  /**
+   * Keys of the project's files that start with `prefix` (`GET /files/list`), in key order, at
+   * most MAX_FILE_PAGE per call (`offset` pages on). Files the server keeps under DERIVED_PREFIX
+   * (objects' content, renditions) are not listed: they belong to their objects.
+   */
+  async listFiles(p: Principal, prefix: string | undefined, page: { limit?: number; offset?: number } = {}): Promise<{ files: string[] }> {
+    const s = scopeOf(p);
+    const wanted = this.prefixOf(s, prefix ?? '', 'prefix');
+    const limit = Math.min(Math.max(page.limit ?? MAX_FILE_PAGE, 1), MAX_FILE_PAGE);
+    const offset = page.offset ?? 0;
+    if (canPresign(this.store)) {
+      // Uploads go straight to the bucket: the bucket is the list (in S3's key order).
+      const files: string[] = [];
+      let skipped = 0;
+      for await (const physical of this.store.list(this.physicalKey(s, wanted))) {
+        const key = physical.slice(s.project.length + 1);
+        if (!key.startsWith(wanted) || key.startsWith(DERIVED_PREFIX) || keyProblem(key)) continue;
+        if (skipped++ < offset) continue;
+        files.push(key);
+        if (files.length >= limit) break;
+      }
+      return { files };
+    }
+    const chars = [...wanted].length;
+    let q = this.db.selectFrom('blobs').select('key').where('project_id', '=', s.project).where('account_id', '=', s.account)
+      .where(sql<string>`substr(${sql.ref('key')}, 1, ${DERIVED_PREFIX.length})`, '!=', DERIVED_PREFIX);
+    if (chars) q = q.where(sql<string>`substr(${sql.ref('key')}, 1, ${chars})`, '=', wanted);
+    const rows = await q.orderBy('key').limit(limit).offset(offset).execute();
+    return { files: rows.map((r) => r.key) };
+  }
+
+  /**
+   * `DELETE /files/<path>`: one file, or with `prefix` every file whose key starts with it (at
+   * most MAX_FILE_PAGE per call; `message` says when more remain). Server-kept keys are refused.
+   */
+  async deleteFiles(p: Principal, path: string, prefix = false): Promise<{ success: boolean; count: number; file?: string; message?: string }> {
+    const s = scopeOf(p);
+    if (!prefix) {
+      const key = this.keyOf(s, path);
+      this.refuseDerived(key, 'path');
+      return this.keyLock.run(`${s.project}/${key}`, async () => {
+        const row = await this.row(s, key);
+        if (!row) throw new NotFound('file', path);
+        await deleteBlobRow(this.db, s, key);
+        await this.store.delete(this.physicalKey(s, key));
+        return { success: true, count: 1, file: this.uriOf(s, key) };
+      });
+    }
+    const wanted = this.prefixOf(s, path, 'path');
+    if (!wanted) throw new BadRequest('path: name the prefix of the files to delete (deleting every file of the project at once is not offered)');
+    this.refuseDerived(wanted, 'path');
+    // One more than a call deletes: tells whether some remain.
+    const { files } = await this.listFiles(p, wanted, { limit: MAX_FILE_PAGE });
+    const more = files.length >= MAX_FILE_PAGE ? (await this.listFiles(p, wanted, { limit: 1, offset: MAX_FILE_PAGE })).files.length > 0 : false;
+    let count = 0;
+    for (const key of files) {
+      await this.keyLock.run(`${s.project}/${key}`, async () => {
+        await deleteBlobRow(this.db, s, key);
+        await this.store.delete(this.physicalKey(s, key));
+      });
+      count++;
+    }
+    return {
+      success: true, count, file: this.uriOf(s, wanted),
+      ...(more ? { message: `deleted ${count} files, the most one call deletes; more remain under this prefix: call again` } : {}),
+    };
+  }
+
+  /** `POST /files/copy`: the bytes of `source` (a file of this project) written to `dest`. */
+  async copyFile(p: Principal, input: { source?: string; dest?: string }): Promise<{ success: boolean; source: string; dest: string }> {
+    const s = scopeOf(p);
+    if (!input.source?.trim()) throw new BadRequest('body must have property "source" (the key or storage URI of the file to copy)');
+    if (!input.dest?.trim()) throw new BadRequest('body must have property "dest" (the key to copy the file to)');
+    const from = this.keyOf(s, input.source.trim(), 'source');
+    const to = this.keyOf(s, input.dest.trim(), 'dest');
+    this.refuseDerived(to, 'dest');
+    if (from === to) throw new BadRequest('dest names the same file as source; give another key');
+    const row = await this.row(s, from);
+    if (!row) throw new NotFound('file', input.source);
+    return this.keyLock.run(`${s.project}/${to}`, async () => {
+      let put;
+      try {
+        const bytes = await this.store.get(this.physicalKey(s, from));
+        put = await this.store.put(this.physicalKey(s, to), bytes, { contentType: row.content_type });
+      } catch (err) {
+        if (err instanceof BlobMissing) throw new NotFound('file', input.source!);
+        if (err instanceof BlobKeyConflict) throw new Conflict(`dest ${JSON.stringify(to)} collides with a folder of other keys (or is inside a file key); choose another dest`);
+        throw err;
+      }
+      const now = nowIso();
+      await upsertBlobRow(this.db, {
+        project_id: s.project, key: to, account_id: s.account, size: put.size, etag: put.etag, content_type: row.content_type,
+        name: keyBaseName(to), created_at: now, updated_at: now,
+      });
+      return { success: true, source: this.uriOf(s, from), dest: this.uriOf(s, to) };
+    });
+  }
+
+  /** `POST /files/bulk-upload-urls`: an upload URL per file, at most MAX_BULK_UPLOAD_URLS per call. */
+  async bulkUploadUrls(p: Principal, input: { files?: UploadUrlInput[] }): Promise<{ files: FileUrl[] }> {
+    const files = input.files ?? [];
+    if (files.length > MAX_BULK_UPLOAD_URLS) throw new BadRequest(`files: at most ${MAX_BULK_UPLOAD_URLS} upload URLs per call, got ${files.length}; split the request`);
+    const out: FileUrl[] = [];
+    for (const [i, f] of files.entries()) {
+      try {
+        out.push(await this.uploadUrl(p, { name: f.name, id: f.id, mime_type: f.mime_type }));
+      } catch (err) {
+        if (err instanceof Error && 'status' in err) err.message = `files[${i}]: ${err.message}`;
+        throw err;
+      }
+    }
+    return { files: out };
+  }
+
+  /** A key prefix (may end in "/", may be empty): the segments it has must be valid key segments. */
+  private prefixOf(s0: Scope, ref: string, field: string): string {
+    const trimmed = ref.trim();
+    if (!trimmed) return '';
+    const uri = parseStorageUri(trimmed);
+    if (uri && (uri.scheme !== this.store.scheme || uri.bucket !== s0.project)) throw new NotFound('file', ref);
+    const s = uri ? uri.key : trimmed.replace(/^\/+/, '');
+    const body = s.endsWith('/') ? s.slice(0, -1) : s;
+    const problem = body ? keyProblem(body) : null;
+    if (problem) throw new BadRequest(`${field} ${JSON.stringify(ref)} is not a valid key prefix: it ${problem}`);
+    return s;
+  }
+
+  private refuseDerived(key: string, field: string): void {
+    if (key.startsWith(DERIVED_PREFIX) || DERIVED_PREFIX.startsWith(key)) {
+      throw new BadRequest(`${field}: keys under ${JSON.stringify(DERIVED_PREFIX)} are kept by the server for objects and renditions; they cannot be changed through the files API`);
     }
   }
 

@@ -4,7 +4,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { principalOf } from '../http/auth-hook.ts';
 import { errorResponses } from '../http/schemas.ts';
 import type { BlobService } from './blob-service.ts';
-import { DownloadUrlBody, FileMetadataSchema, FileUrlSchema, UploadUrlBody } from './schemas.ts';
+import { BulkUploadUrlsBody, CopyFileBody, CopyFileResultSchema, DeleteFileResultSchema, DownloadUrlBody, FileListQuery, FileListSchema, FileMetadataSchema, FileUrlSchema, UploadUrlBody } from './schemas.ts';
 
 export const fileRoutes: FastifyPluginAsyncTypebox<{ blobs: BlobService }> = async (app, { blobs }) => {
   app.post('/files/upload-url', {
@@ -16,4 +16,21 @@ export const fileRoutes: FastifyPluginAsyncTypebox<{ blobs: BlobService }> = asy
   app.get('/files/metadata', {
     schema: { tags: ['files'], summary: 'Name, size, content type and ETag of a file', querystring: Type.Object({ file: Type.String({ minLength: 1 }) }), response: { 200: FileMetadataSchema, ...errorResponses(400, 401, 404) } },
   }, (req) => blobs.metadata(principalOf(req), req.query.file));
+  app.get('/files/list', {
+    schema: { tags: ['files'], summary: 'Keys of the files of this project that start with prefix, in key order (at most 1,000 per call; offset pages on)', querystring: FileListQuery, response: { 200: FileListSchema, ...errorResponses(400, 401, 404) } },
+  }, (req) => blobs.listFiles(principalOf(req), req.query.prefix, req.query));
+  app.delete('/files/*', {
+    schema: {
+      tags: ['files'], summary: 'Delete a file, or with prefix=true every file whose key starts with the path (at most 1,000 per call)',
+      params: Type.Object({ '*': Type.String({ description: 'Key (or storage URI) of the file, or the prefix' }) }),
+      querystring: Type.Object({ prefix: Type.Optional(Type.Boolean({ description: 'Delete every file whose key starts with the path' })) }),
+      response: { 200: DeleteFileResultSchema, ...errorResponses(400, 401, 404) },
+    },
+  }, (req) => blobs.deleteFiles(principalOf(req), req.params['*'], req.query.prefix === true));
+  app.post('/files/copy', {
+    schema: { tags: ['files'], summary: 'Copy a file of this project to another key of this project', body: CopyFileBody, response: { 200: CopyFileResultSchema, ...errorResponses(400, 401, 404, 409) } },
+  }, (req) => blobs.copyFile(principalOf(req), req.body));
+  app.post('/files/bulk-upload-urls', {
+    schema: { tags: ['files'], summary: 'Signed upload URLs for up to 100 files at once', body: BulkUploadUrlsBody, response: { 200: Type.Object({ files: Type.Array(FileUrlSchema) }), ...errorResponses(400, 401, 404) } },
+  }, (req) => blobs.bulkUploadUrls(principalOf(req), req.body));
 };

@@ -1,7 +1,7 @@
 /** Schemas of the signed-URL endpoints (`/objects/upload-url`, `/files/*`). */
 import { Type } from '@sinclair/typebox';
-import { OpenObject, ShortString } from '../http/schemas.ts';
-import { MAX_URL_TTL } from './blob-service.ts';
+import { Offset, OpenObject, ShortString } from '../http/schemas.ts';
+import { MAX_BULK_UPLOAD_URLS, MAX_FILE_PAGE, MAX_URL_TTL } from './blob-service.ts';
 
 const Ttl = Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_URL_TTL, description: 'Validity of the URL in seconds (default 3600, at most 7 days)' }));
 
@@ -31,4 +31,38 @@ export const FileMetadataSchema = Type.Object({
   size: Type.Integer(),
   contentType: Type.String(),
   etag: Type.String(),
+});
+
+export const FileListQuery = Type.Object({
+  prefix: Type.Optional(Type.String({ maxLength: 1024, description: 'Key prefix (e.g. "agents/run1/"); empty or absent lists every file' })),
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_FILE_PAGE, description: `At most this many keys (default and most: ${MAX_FILE_PAGE})` })),
+  offset: Type.Optional(Offset()),
+});
+
+export const FileListSchema = Type.Object({ files: Type.Array(Type.String(), { description: 'Keys relative to the project, in key order' }) });
+
+export const DeleteFileResultSchema = Type.Object({
+  success: Type.Boolean(),
+  count: Type.Integer({ description: 'Files deleted' }),
+  message: Type.Optional(Type.String()),
+  file: Type.Optional(Type.String({ description: 'Storage URI of the file (or prefix) deleted' })),
+});
+
+export const CopyFileBody = OpenObject({
+  source: Type.String({ minLength: 1, maxLength: 4096, description: 'Key or storage URI of a file of this project' }),
+  dest: Type.String({ minLength: 1, maxLength: 4096, description: 'Key (or storage URI of this project) to copy to; an existing file there is replaced' }),
+});
+
+export const CopyFileResultSchema = Type.Object({
+  success: Type.Boolean(),
+  source: Type.String({ description: 'Storage URI of the source' }),
+  dest: Type.String({ description: 'Storage URI of the copy' }),
+});
+
+export const BulkUploadUrlsBody = OpenObject({
+  files: Type.Array(OpenObject({
+    name: ShortString({ minLength: 1 }),
+    id: Type.Optional(Type.String({ minLength: 1, maxLength: 4096 })),
+    mime_type: Type.Optional(Type.String({ maxLength: 255 })),
+  }), { maxItems: MAX_BULK_UPLOAD_URLS, description: `At most ${MAX_BULK_UPLOAD_URLS} files per call` }),
 });

@@ -144,6 +144,21 @@ export class ObjectListing {
     return { results, facets };
   }
 
+  /**
+   * `POST /objects/facets` (the client's computeFacets): the buckets of each facet over the
+   * objects matching the filters, and `total`, their number. No results.
+   */
+  async facets(p: Principal, q: ObjectFilters & { facets: FacetSpec[] }): Promise<SearchOutput['facets']> {
+    const s = scopeOf(p);
+    if (q.facets.length === 0) throw new BadRequest('facets must name at least one facet: [{name, field}]');
+    if (q.facets.length > MAX_FACETS) throw new BadRequest(`at most ${MAX_FACETS} facets per request`);
+    for (const f of q.facets) if (f.name === 'total') throw new BadRequest('facet name "total" is reserved for the match count');
+    const facets: SearchOutput['facets'] = {};
+    for (const spec of q.facets) facets[spec.name] = await this.facet(s, q, spec);
+    facets.total = await this.total(s, q);
+    return facets;
+  }
+
   private async total(s: Scope, f: ObjectFilters): Promise<number> {
     const r = await objectsIn(this.db, s)
       .select((eb) => eb.fn.countAll<number>().as('n'))

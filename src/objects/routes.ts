@@ -14,7 +14,7 @@ import type { ObjectExporter } from './export.ts';
 import type { ObjectTypeService } from './types-service.ts';
 import type { ObjectSimilarity } from '../embeddings/object-search.ts';
 import {
-  ContentSourceSchema, CountBody, ExportBody, ExportResponse, FindBody, ObjectBody, ObjectListQuery, ObjectTypeBody, SearchBody,
+  ContentSourceSchema, CountBody, ExportBody, ExportResponse, FacetsBody, FacetsResponse, FindBody, MAX_BULK_OBJECTS, ObjectBody, ObjectListQuery, OperationBody, OperationResponse, ObjectTypeBody, SearchBody,
   SearchResponse, SelectQuery, TypeListQuery,
 } from './schemas.ts';
 
@@ -85,6 +85,14 @@ export const objectRoutes: FastifyPluginAsyncTypebox<{
       select: b.select, sort: b.sort, facets: b.facets,
     });
   });
+  app.post('/objects/facets', {
+    schema: { tags, summary: 'Facets of the objects matching query (the search filters): {<name>: [{_id, count}], total}; 1 to 10 facets, at most 100 buckets each', body: FacetsBody, response: { 200: FacetsResponse, ...errorResponses(400, 401) } },
+  }, (req) => {
+    const q = (req.body.query ?? {}) as Record<string, unknown>;
+    const { vector: _v, ...filters } = q;
+    if (_v !== undefined) throw new BadRequest('facets cannot be computed over a similarity query: leave query.vector out');
+    return listing.facets(principalOf(req), { ...filtersOf(filters), facets: req.body.facets });
+  });
   app.post('/objects/export', {
     schema: { tags, summary: 'Export objects as CSV or JSON: {type, name, data}, streamed', body: ExportBody, response: { 200: ExportResponse, ...errorResponses(400, 401, 404) } },
   }, async (req, reply) => {
@@ -124,6 +132,30 @@ export const objectRoutes: FastifyPluginAsyncTypebox<{
     schema: { tags, summary: 'Renditions of an object (produced by content processing)', params: IdParams, response: { 200: Type.Array(Record_), ...errorResponses(401, 404) } },
   }, (req) => objects.renditions(principalOf(req), req.params.id));
 
+  app.post('/operations', {
+    schema: {
+      tags, summary: `Bulk operations on objects, at most ${MAX_BULK_OBJECTS} per request: delete (ids; one transaction), update (params {<id>: payload} or {updates: {<id>: payload}}) and create (params {objects: [payload]}); the valid ones are written in one transaction, the others answered in failed`,
+      body: OperationBody, response: { 200: OperationResponse, ...errorResponses(400, 401) },
+    },
+  }, (req) => {
+    const { name, ids, params = {} } = req.body;
+    const p = principalOf(req);
+    switch (name) {
+      case 'delete':
+        return objects.bulkDelete(p, ids);
+      case 'update':
+        return objects.bulkUpdate(p, updatesOf(ids, params));
+      case 'create': {
+        if (!Array.isArray(params.objects)) throw new BadRequest('params.objects must be an array of object payloads');
+        if (params.objects.length > MAX_BULK_OBJECTS) throw new BadRequest(`at most ${MAX_BULK_OBJECTS} objects per bulk create, got ${params.objects.length}: send them in batches`);
+        if (params.collection_id !== undefined) throw new BadRequest('collections are not supported by this server: leave collection_id out');
+        return objects.bulkCreate(p, params.objects);
+      }
+      default:
+        throw new BadRequest(`operation ${JSON.stringify(name)} is not supported: use delete, update or create`);
+    }
+  });
+
   const typeTags = ['types'];
   app.post('/types', {
     schema: { tags: typeTags, summary: 'Create an object type', body: ObjectTypeBody, response: { 200: Type.Ref('ObjectType'), ...errorResponses(400, 401, 409) } },
@@ -144,3 +176,16 @@ export const objectRoutes: FastifyPluginAsyncTypebox<{
     schema: { tags: typeTags, summary: 'Delete an object type that no object uses', params: IdParams, response: { 200: Type.Object({ id: Type.String() }), ...errorResponses(401, 404, 409) } },
   }, (req) => types.delete(principalOf(req), req.params.id));
 };
+
+/**
+ * The client's bulkUpdate sends `params` as the map `{<id>: payload}` itself, or, with options,
+ * as `{updates: {<id>: payload}, processing_priority?, idempotency_key?}`.
+ */
+function updatesOf(ids: string[], params: Record<string, unknown>): Record<string, unknown> {
+  const wrapped = params.updates;
+  const isMap = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
+  const updates = isMap(wrapped) && !ids.includes('updates') ? wrapped : params;
+  const count = Object.keys(updates).length;
+  if (count > MAX_BULK_OBJECTS) throw new BadRequest(`at most ${MAX_BULK_OBJECTS} objects per bulk update, got ${count}: send them in batches`);
+  return updates;
+}

@@ -113,8 +113,7 @@ export const CountBody = OpenObject({
   query: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
 });
 
-export const SearchBody = OpenObject({
-  query: Type.Optional(OpenObject({
+const SearchQuery = OpenObject({
     name: Type.Optional(Type.String()),
     full_text: Type.Optional(Type.String()),
     match: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
@@ -136,13 +135,27 @@ export const SearchBody = OpenObject({
     embeddingType: Type.Optional(Type.String()),
     limit: Type.Optional(Type.Integer({ minimum: 0 })),
     offset: Type.Optional(Offset()),
-  })),
+});
+
+const FacetSpecs = (options: { minItems?: number } = {}) =>
+  Type.Array(OpenObject({ name: ShortString({ minLength: 1 }), field: ShortString({ minLength: 1 }) }), { maxItems: 10, ...options });
+
+export const SearchBody = OpenObject({
+  query: Type.Optional(SearchQuery),
   limit: Type.Optional(Type.Integer({ minimum: 0 })),
   offset: Type.Optional(Offset()),
   select: Type.Optional(Type.String()),
   sort: Type.Optional(Type.Array(OpenObject({ field: ShortString(), order: Type.Optional(Type.Union([Type.Literal('asc'), Type.Literal('desc')])) }), { maxItems: FIND_LIMITS.sortKeys })),
-  facets: Type.Optional(Type.Array(OpenObject({ name: ShortString({ minLength: 1 }), field: ShortString({ minLength: 1 }) }), { maxItems: 10 })),
+  facets: Type.Optional(FacetSpecs()),
 });
+
+/** `POST /objects/facets` (the client's computeFacets): 1 to 10 facets over the objects matching `query`. */
+export const FacetsBody = OpenObject({
+  facets: FacetSpecs({ minItems: 1 }),
+  query: Type.Optional(SearchQuery),
+});
+
+export const FacetsResponse = Type.Record(Type.String(), Type.Unknown(), { description: '{<facet name>: [{_id, count}], total: <number of matching objects>}' });
 
 export const SearchResponse = Type.Object({
   results: Type.Array(Type.Ref('ContentObject')),
@@ -210,3 +223,26 @@ export const TypeListQuery = Type.Object({
   layout: Type.Optional(Type.Boolean({ description: 'Include table_layout' })),
   schema: Type.Optional(Type.Boolean({ description: 'Include object_schema' })),
 }, { additionalProperties: true });
+
+/** At most this many objects per `POST /operations` (ids, updates or objects). */
+export const MAX_BULK_OBJECTS = 1000;
+
+/** `POST /operations`, as the client's objects.delete([ids]), bulkUpdate and bulkCreate send it. */
+export const OperationBody = OpenObject({
+  name: Type.String({ maxLength: 64, description: 'delete (ids), update (params: {<id>: payload} or {updates: {<id>: payload}}) or create (params: {objects: [payload]})' }),
+  ids: Type.Array(Type.String({ maxLength: 200 }), { maxItems: MAX_BULK_OBJECTS, description: `The objects to operate on (at most ${MAX_BULK_OBJECTS})` }),
+  params: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: 'The operation parameters' })),
+});
+
+const CreatedRef = Type.Object({ id: Type.String(), index: Type.Optional(Type.Integer()), external_id: Type.Optional(Type.String()) });
+const CreateFailure = Type.Object({ index: Type.Integer(), external_id: Type.Optional(Type.String()), error: Type.String() });
+
+export const OperationResponse = Type.Object({
+  operation: Type.String({ description: 'delete, update or create' }),
+  status: Type.String({ description: 'completed, or failed when nothing was written' }),
+  deleted: Type.Optional(Type.Integer()),
+  updated: Type.Optional(Type.Integer()),
+  created: Type.Optional(Type.Integer()),
+  objects: Type.Optional(Type.Array(CreatedRef, { description: 'create: the objects created, with their index in params.objects' })),
+  failed: Type.Array(Type.Union([Type.String(), CreateFailure]), { description: 'delete/update: the ids not written; create: {index, external_id?, error}' }),
+});

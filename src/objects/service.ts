@@ -16,8 +16,10 @@ import type { Database } from '../db/schema.ts';
 import type { OrreryDialect } from '../db/dialect.ts';
 import { newId, nowIso } from '../db/ids.ts';
 import { actorOf, scopeOf, type Principal, type Scope } from '../auth/principal.ts';
-import { BadRequest, NotFound, PreconditionFailed } from '../http/errors.ts';
-import type { BlobService } from '../blobs/blob-service.ts';
+import { BadRequest, NotFound, OrreryError, PreconditionFailed } from '../http/errors.ts';
+import { Value } from '@sinclair/typebox/value';
+import { ObjectBody } from './schemas.ts';
+import type { BlobService, ClaimedBlob } from '../blobs/blob-service.ts';
 import type { ObjectTypeService } from './types-service.ts';
 import { noProcessing, type ContentChange, type ObjectProcessingHook } from './processing-hook.ts';
 import type { ObjectEmbeddingsHook, PreparedEmbeddings, StoredEmbeddings } from './embeddings-hook.ts';
@@ -159,13 +161,7 @@ export class ObjectService {
       if (ifMatch !== undefined && !ifMatchAccepts(ifMatch, current)) {
         throw new PreconditionFailed(`if-match ${ifMatch} does not match the current ETag "${current.etag}" of object ${id}: it was changed since you read it`, { etag: `"${current.etag}"` });
       }
-      const columns: ObjectPatch & Pick<ObjectRow, 'etag' | 'updated_by' | 'updated_at'> = {
-        ...patch, etag: newEtag(), updated_by: actorOf(p), updated_at: nowIso(),
-      };
-      // New content is processed again: the object is `created` until the pipeline takes it.
-      if ('content' in patch && !('status' in patch) && JSON.stringify(current.content ?? null) !== JSON.stringify(patch.content ?? null) && patch.content) {
-        Object.assign(columns, { status: 'created', error: null });
-      }
+      const columns = updateColumns(p, current, patch);
       const next: ObjectRow = { ...current, ...columns } as ObjectRow;
       const result = await this.writeCas(s, current, columns, (trx) => this.storeEmbeddings(trx, s, next, vectors));
       if (result === 'changed') {
@@ -214,6 +210,180 @@ export class ObjectService {
   async renditions(p: Principal, id: string): Promise<ObjectRecord[]> {
     if (!(await objectExists(this.db, scopeOf(p), id))) throw new NotFound('object', id);
     return this.deps.renditions ? this.deps.renditions.list(p, id) : [];
+  }
+
+  // ---- bulk operations (POST /operations) ----
+
+  /**
+   * Deletes the objects named, in one transaction; ids that name nothing in the project are
+   * answered in `failed`. Files, renditions and embeddings go after commit, as for one delete.
+   */
+  async bulkDelete(p: Principal, ids: readonly string[]): Promise<BulkDeleteResult> {
+    const s = scopeOf(p);
+    const unique = [...new Set(ids)];
+    // Rows are taken in id order, so that two concurrent bulk writes lock them in the same order.
+    const ordered = [...unique].sort();
+    const { deleted, purges } = await this.db.transaction().execute(async (trx) => {
+      const deleted: string[] = [];
+      const sources = new Set<string>();
+      for (const id of ordered) {
+        const row = await getObject(trx, this.deps.dialect, s, id);
+        if (!row || (await deleteObject(trx, s, id)) === 0) continue;
+        deleted.push(id);
+        if (row.content_source) sources.add(row.content_source);
+      }
+      const version = { etag: newEtag(), updated_at: nowIso(), updated_by: actorOf(p) };
+      for (const id of deleted) await detachChildren(trx, s, id, version);
+      const purges: string[] = [];
+      for (const source of sources) {
+        const key = await this.releaseBlob(trx, s, source);
+        if (key) purges.push(key);
+      }
+      return { deleted, purges };
+    });
+    for (const key of purges) this.background(this.deps.blobs.purge(s, key), 'delete an unreferenced blob');
+    for (const id of deleted) {
+      if (this.processing.objectDeleted) this.background(this.processing.objectDeleted(s, id), 'delete the renditions of a deleted object');
+      if (this.deps.embeddings) this.background(this.deps.embeddings.objectDeleted(s, id), 'delete the embeddings of a deleted object');
+    }
+    const gone = new Set(deleted);
+    return { operation: 'delete', status: unique.length && !deleted.length ? 'failed' : 'completed', deleted: deleted.length, failed: unique.filter((id) => !gone.has(id)) };
+  }
+
+  /**
+   * Updates each object with its payload (the given fields only, as `PUT /objects/:id`). Every
+   * payload is checked first; those that are invalid, or name no object of the project, are
+   * answered in `failed` and the others are written in one transaction: all of them or, when
+   * that transaction fails, none (then every id is in `failed`).
+   */
+  async bulkUpdate(p: Principal, updates: Record<string, unknown>): Promise<BulkUpdateResult> {
+    const s = scopeOf(p);
+    const failed: string[] = [];
+    const prepared: { id: string; patch: ObjectPatch; vectors?: PreparedEmbeddings; claimed?: ClaimedBlob }[] = [];
+    for (const [id, input] of Object.entries(updates)) {
+      try {
+        const body = checkedPayload(input);
+        if (!(await objectExists(this.db, s, id))) throw new NotFound('object', id);
+        const patch = await patchOf(body, { ...this.inputContext(p), selfId: id }, 'update');
+        prepared.push({ id, patch, vectors: await this.prepareEmbeddings(s, body) });
+      } catch (err) {
+        if (!isClientError(err)) throw err;
+        failed.push(id);
+      }
+    }
+    prepared.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    const shared = new Map<string, ClaimedBlob>();
+    type Written = { id: string; current: ObjectRow; next: ObjectRow; patch: ObjectPatch; vectors?: PreparedEmbeddings; purge?: string; stored?: StoredEmbeddings };
+    let written: Written[];
+    try {
+      for (const item of prepared) item.claimed = await this.claimContent(s, item.id, item.patch, shared);
+      written = await this.db.transaction().execute(async (trx) => {
+        const out: Written[] = [];
+        for (const item of prepared) {
+          const current = await getWholeObject(trx, this.deps.dialect, s, item.id);
+          if (!current) {
+            failed.push(item.id);
+            continue;
+          }
+          const columns = updateColumns(p, current, item.patch);
+          const next: ObjectRow = { ...current, ...columns } as ObjectRow;
+          const newSource = 'content_source' in columns ? columns.content_source ?? null : current.content_source;
+          if (newSource && newSource !== current.content_source) await this.holdBlob(trx, s, newSource);
+          if (!(await updateObject(trx, this.deps.dialect, s, current.id, current.etag, columns))) {
+            failed.push(item.id);
+            continue;
+          }
+          out.push({ id: item.id, current, next, patch: item.patch, vectors: item.vectors, stored: await this.storeEmbeddings(trx, s, next, item.vectors) });
+        }
+        // A file is forgotten only once no object of the batch points at it any more.
+        for (const w of out) {
+          const old = w.current.content_source;
+          if (old && old !== w.next.content_source) w.purge = await this.releaseBlob(trx, s, old);
+        }
+        return out;
+      });
+    } catch (err) {
+      for (const item of prepared) if (item.claimed) this.background(this.deps.blobs.unclaim(s, item.claimed), 'delete the content of an object that was not written');
+      if (!isClientError(err)) throw err;
+      return { operation: 'update', status: 'failed', updated: 0, failed: Object.keys(updates) };
+    }
+    const done = new Set(written.map((w) => w.id));
+    for (const item of prepared) if (item.claimed && !done.has(item.id)) this.background(this.deps.blobs.unclaim(s, item.claimed), 'delete the content of an object that was not written');
+    for (const w of written) {
+      this.embeddingsStored(s, w.stored);
+      if ('content' in w.patch) this.contentMoved(s, w.id, w.current.content as ContentSource | null, w.next.content as ContentSource | null, 'updated', w.purge);
+      if (['text', 'name', 'description', 'properties', 'content'].some((k) => k in w.patch) || w.vectors) this.embed(s, w.id);
+    }
+    return { operation: 'update', status: Object.keys(updates).length && !written.length ? 'failed' : 'completed', updated: written.length, failed };
+  }
+
+  /**
+   * Creates the objects (payloads as `POST /objects`, without `id`). Every payload is checked
+   * first; the invalid ones are answered in `failed` with their index and the reason, and the
+   * others are written in one transaction: all of them or, when that transaction fails, none.
+   */
+  async bulkCreate(p: Principal, inputs: readonly unknown[]): Promise<BulkCreateResult> {
+    const s = scopeOf(p);
+    const failed: BulkCreateResult['failed'] = [];
+    const prepared: { index: number; row: ObjectRow; vectors?: PreparedEmbeddings; claimed?: ClaimedBlob }[] = [];
+    const externalIdOf = (input: unknown) => {
+      const v = input && typeof input === 'object' ? (input as Record<string, unknown>).external_id : undefined;
+      return typeof v === 'string' ? { external_id: v } : {};
+    };
+    for (const [index, input] of inputs.entries()) {
+      try {
+        const body = checkedPayload(input);
+        if (body.id !== undefined && body.id !== null && body.id !== '') throw new BadRequest('id cannot be given in a bulk create: leave it out (update existing objects with bulkUpdate)');
+        const patch = await patchOf(body, this.inputContext(p), 'create');
+        const name = patch.name ?? (patch.content as ContentSource | null | undefined)?.name;
+        if (!name) throw new BadRequest('an object must have property "name" (or content with a name)');
+        const vectors = await this.prepareEmbeddings(s, body);
+        const now = nowIso();
+        const row: ObjectRow = {
+          ...emptyRow(), ...patch,
+          id: newId(), account_id: s.account, project_id: s.project, name, status: 'created',
+          etag: newEtag(), created_by: actorOf(p), updated_by: actorOf(p), created_at: now, updated_at: now,
+        };
+        prepared.push({ index, row, vectors });
+      } catch (err) {
+        if (!isClientError(err)) throw err;
+        failed.push({ index, ...externalIdOf(input), error: (err as Error).message });
+      }
+    }
+    const shared = new Map<string, ClaimedBlob>();
+    let stored: (StoredEmbeddings | undefined)[];
+    try {
+      for (const item of prepared) {
+        item.claimed = await this.claimContent(s, item.row.id, item.row as ObjectPatch, shared);
+      }
+      stored = await this.db.transaction().execute(async (trx) => {
+        const out: (StoredEmbeddings | undefined)[] = [];
+        for (const item of prepared) {
+          await this.holdBlob(trx, s, item.row.content_source);
+          await insertObject(trx, this.deps.dialect, item.row);
+          out.push(await this.storeEmbeddings(trx, s, item.row, item.vectors));
+        }
+        return out;
+      });
+    } catch (err) {
+      for (const item of prepared) if (item.claimed) this.background(this.deps.blobs.unclaim(s, item.claimed), 'delete the content of an object that was not written');
+      if (!isClientError(err)) throw err;
+      const reason = (err as Error).message;
+      return {
+        operation: 'create', status: 'failed', created: 0, objects: [],
+        failed: inputs.map((input, index) => failed.find((f) => f.index === index) ?? { index, ...externalIdOf(input), error: `nothing was written: ${reason}` }),
+      };
+    }
+    for (const [i, item] of prepared.entries()) {
+      this.embeddingsStored(s, stored[i]);
+      if (item.row.content) this.afterCommit(s, { objectId: item.row.id, content: item.row.content as ContentSource, previous: null, reason: 'created' });
+      this.embed(s, item.row.id);
+    }
+    return {
+      operation: 'create', status: inputs.length && !prepared.length ? 'failed' : 'completed', created: prepared.length,
+      objects: prepared.map((item) => ({ id: item.row.id, index: item.index, ...(item.row.external_id ? { external_id: item.row.external_id } : {}) })),
+      failed,
+    };
   }
 
   // ---- internals ----
@@ -271,18 +441,30 @@ export class ObjectService {
    * stores the record. When the write fails, the claimed bytes go again.
    */
   private async withClaimedContent<T>(s: Scope, objectId: string, patch: ObjectPatch, write: () => Promise<T>): Promise<T> {
-    const content = patch.content as ContentSource | null | undefined;
-    const claimed = content?.source ? await this.deps.blobs.claim(s, content.source, objectId) : undefined;
-    if (claimed) {
-      patch.content = { ...content, source: claimed.uri, etag: claimed.etag };
-      patch.content_source = claimed.uri;
-    }
+    const claimed = await this.claimContent(s, objectId, patch);
     try {
       return await write();
     } catch (err) {
       if (claimed) this.background(this.deps.blobs.unclaim(s, claimed), 'delete the content of an object that was not written');
       throw err;
     }
+  }
+
+  /**
+   * Claims the upload the patch points at (see withClaimedContent) and points the patch at the
+   * claimed bytes. `shared` (a bulk write) maps an upload already claimed in this batch to its
+   * claim, so that objects of one batch naming the same upload share its content.
+   */
+  private async claimContent(s: Scope, objectId: string, patch: ObjectPatch, shared?: Map<string, ClaimedBlob>): Promise<ClaimedBlob | undefined> {
+    const content = patch.content as ContentSource | null | undefined;
+    if (!content?.source) return undefined;
+    const earlier = shared?.get(content.source);
+    const claimed = earlier ?? (await this.deps.blobs.claim(s, content.source, objectId));
+    if (!claimed) return undefined;
+    if (!earlier) shared?.set(content.source, claimed);
+    patch.content = { ...content, source: claimed.uri, etag: claimed.etag };
+    patch.content_source = claimed.uri;
+    return earlier ? undefined : claimed;
   }
 
   /** Locks the blob a record is about to point at; it must still be tracked. */
@@ -332,6 +514,39 @@ function emptyRow(): Omit<ObjectRow, 'id' | 'account_id' | 'project_id' | 'name'
     content: null, tags: [], properties: {}, metadata: null, tokens: null, text: null, text_etag: null,
     parts: null, transcript: null, error: null,
   };
+}
+
+export interface BulkDeleteResult { operation: 'delete'; status: 'completed' | 'failed'; deleted: number; failed: string[] }
+export interface BulkUpdateResult { operation: 'update'; status: 'completed' | 'failed'; updated: number; failed: string[] }
+export interface BulkCreateResult {
+  operation: 'create';
+  status: 'completed' | 'failed';
+  created: number;
+  objects: { id: string; index: number; external_id?: string }[];
+  failed: { index: number; external_id?: string; error: string }[];
+}
+
+const isClientError = (err: unknown): boolean => err instanceof OrreryError && err.status >= 400 && err.status < 500;
+
+/** One payload of a bulk operation, checked against the schema of `POST /objects`. */
+function checkedPayload(input: unknown): ObjectInput {
+  if (!Value.Check(ObjectBody, input)) {
+    const first = Value.Errors(ObjectBody, input).First();
+    throw new BadRequest(first && first.path ? `${first.path.slice(1).replace(/\//g, '.')}: ${first.message}` : 'each payload must be a JSON object like the body of POST /objects');
+  }
+  return input as ObjectInput;
+}
+
+/** The columns an update writes: the patch, a new version, and `created` again for new content. */
+function updateColumns(p: Principal, current: ObjectRow, patch: ObjectPatch): ObjectPatch & Pick<ObjectRow, 'etag' | 'updated_by' | 'updated_at'> {
+  const columns: ObjectPatch & Pick<ObjectRow, 'etag' | 'updated_by' | 'updated_at'> = {
+    ...patch, etag: newEtag(), updated_by: actorOf(p), updated_at: nowIso(),
+  };
+  // New content is processed again: the object is `created` until the pipeline takes it.
+  if ('content' in patch && !('status' in patch) && JSON.stringify(current.content ?? null) !== JSON.stringify(patch.content ?? null) && patch.content) {
+    Object.assign(columns, { status: 'created', error: null });
+  }
+  return columns;
 }
 
 /** RFC 9110 If-Match: `*`, or a list of (possibly weak) entity tags; quotes optional. */

@@ -55,7 +55,8 @@ export interface ObjectTypeDto {
 /** Fields kept in the `doc` JSON column. */
 const DOC_FIELDS = ['tags', 'object_schema', 'table_layout', 'is_chunkable', 'strict_mode', 'status', 'intake', 'editing'] as const;
 type Doc = Partial<Pick<ObjectTypeDto, (typeof DOC_FIELDS)[number]>>;
-type Row = Omit<Selectable<ObjectTypeTable>, 'doc'> & { doc: Doc };
+export type ObjectTypeRow = Omit<Selectable<ObjectTypeTable>, 'doc'> & { doc: Doc };
+type Row = ObjectTypeRow;
 
 const UNIQUE_VIOLATION = new Set(['SQLITE_CONSTRAINT_UNIQUE', '23505']);
 
@@ -200,7 +201,7 @@ export function checkLayout(layout: unknown): asserts layout is ColumnLayout[] {
   });
 }
 
-function toDto(r: Row, opts: { layout?: boolean; schema?: boolean }): ObjectTypeDto {
+export function toDto(r: ObjectTypeRow, opts: { layout?: boolean; schema?: boolean }): ObjectTypeDto {
   const d = r.doc;
   return {
     id: r.id, edit_revision: r.edit_revision, name: r.name, ...(r.description ? { description: r.description } : {}), tags: d.tags ?? [],

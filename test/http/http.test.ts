@@ -18,7 +18,8 @@ for (const dialect of TEST_DIALECTS) {
       assert.equal(base, '/api/v1');
       const documented = new Set<string>();
       for (const [path, ops] of Object.entries<Record<string, unknown>>(r.body.paths)) {
-        for (const method of Object.keys(ops)) documented.add(`${method.toUpperCase()} ${base}${path.replace(/\{(\w+)\}/g, ':$1')}`);
+        // `{*}` is a wildcard route's rest of the path (DELETE /files/*).
+        for (const method of Object.keys(ops)) documented.add(`${method.toUpperCase()} ${base}${path.replace(/\{\*\}$/, '*').replace(/\{(\w+)\}/g, ':$1')}`);
       }
       for (const expected of [
         'POST /api/v1/token/issue', 'GET /api/v1/projects', 'POST /api/v1/projects', 'GET /api/v1/apikeys', 'POST /api/v1/apikeys', 'DELETE /api/v1/apikeys/:id',
