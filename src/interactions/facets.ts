@@ -5,6 +5,7 @@
  * value in the `_id: null` bucket, a list field (tags) counted once per element.
  */
 import { BadRequest } from '../http/errors.ts';
+import { setOwn } from '../util/own.ts';
 
 export interface FacetSpec {
   name: string;
@@ -43,10 +44,11 @@ export function computeFacets<R>(
         counts.set(key, (counts.get(key) ?? 0) + 1);
       }
     }
-    out[f.name] = [...counts]
+    // A caller's name is a data key, even "__proto__" (util/own.ts).
+    setOwn(out, f.name, [...counts]
       .map(([_id, count]) => ({ _id, count }))
       .sort((a, b) => b.count - a.count || String(a._id ?? '').localeCompare(String(b._id ?? '')))
-      .slice(0, MAX_BUCKETS);
+      .slice(0, MAX_BUCKETS));
   }
   return out;
 }

@@ -10,6 +10,7 @@ import { jsonFindSql, jsonSql, type JsonFindSql, type JsonSql } from '../db/json
 import type { OrreryDialect } from '../db/dialect.ts';
 import { scopeOf, type Principal, type Scope } from '../auth/principal.ts';
 import { BadRequest } from '../http/errors.ts';
+import { setOwn } from '../util/own.ts';
 import type { ObjectTypeService } from './types-service.ts';
 import { columnsFor, decodeObject, objectNames, objectsIn } from './store.ts';
 import { toRecord } from './dto.ts';
@@ -138,10 +139,7 @@ export class ObjectListing {
     query = query.orderBy('objects.updated_at', 'desc').orderBy('objects.id', 'desc').limit(q.limit).offset(q.offset);
     const rows = await query.execute();
     const results = await this.items(s, rows.map((r) => ({ row: decodeObject(this.dialect, r), score: Number((r as unknown as { score: unknown }).score) })), projection);
-    const facets: SearchOutput['facets'] = {};
-    for (const spec of q.facets ?? []) facets[spec.name] = await this.facet(s, q, spec);
-    facets.total = await this.total(s, q);
-    return { results, facets };
+    return { results, facets: await this.facetsOf(s, q, q.facets ?? []) };
   }
 
   /**
@@ -153,8 +151,13 @@ export class ObjectListing {
     if (q.facets.length === 0) throw new BadRequest('facets must name at least one facet: [{name, field}]');
     if (q.facets.length > MAX_FACETS) throw new BadRequest(`at most ${MAX_FACETS} facets per request`);
     for (const f of q.facets) if (f.name === 'total') throw new BadRequest('facet name "total" is reserved for the match count');
+    return this.facetsOf(s, q, q.facets);
+  }
+
+  /** Each facet's buckets under its caller-given name (a data key, even "__proto__"), then `total`. */
+  private async facetsOf(s: Scope, q: ObjectFilters, specs: readonly FacetSpec[]): Promise<SearchOutput['facets']> {
     const facets: SearchOutput['facets'] = {};
-    for (const spec of q.facets) facets[spec.name] = await this.facet(s, q, spec);
+    for (const spec of specs) setOwn(facets, spec.name, await this.facet(s, q, spec));
     facets.total = await this.total(s, q);
     return facets;
   }

@@ -145,6 +145,9 @@ for (const dialect of TEST_DIALECTS) {
       assert.deepEqual(facets.st, [{ _id: 'draft', count: 3 }]);
       const tagged = await client.interactions.computeFacets({ facets: [{ name: 'n', field: 'name' }], query: { tags: ['fc-y'] } as any });
       assert.deepEqual([tagged.total, tagged.n], [1, [{ _id: 'Facet A', count: 1 }]]);
+      const proto = await srv.api('POST', '/api/v1/interactions/facets', { facets: [{ name: '__proto__', field: 'status' }] });
+      assert.equal(proto.status, 200, JSON.stringify(proto.body));
+      assert.ok(Array.isArray(proto.body['__proto__']) && Object.hasOwn(proto.body, '__proto__'), `the facet is a data key: ${JSON.stringify(proto.body)}`);
       const reserved = await srv.api('POST', '/api/v1/interactions/facets', { facets: [{ name: 'total', field: 'tags' }] });
       assert.equal(reserved.status, 400);
       assert.match(reserved.body.message, /"total" is reserved/);

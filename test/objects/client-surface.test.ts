@@ -46,6 +46,11 @@ for (const dialect of TEST_DIALECTS) {
       assert.deepEqual(all.colors, [{ _id: 'red', count: 3 }, { _id: 'blue', count: 1 }]);
       const named: any = await client.objects.computeFacets({ facets: [{ name: 'n', field: 'name' }], query: { name: 'f', location: '/facets' } } as any);
       assert.equal(named.total, 3);
+      // A facet named like a prototype key is a data key of the answer, nothing more.
+      const proto = await srv.api('POST', '/api/v1/objects/facets', { facets: [{ name: '__proto__', field: 'properties.color' }] });
+      assert.equal(proto.status, 200, JSON.stringify(proto.body));
+      assert.ok(Object.hasOwn(proto.body, '__proto__'), JSON.stringify(proto.body));
+      assert.deepEqual(proto.body['__proto__'], [{ _id: 'red', count: 3 }, { _id: 'blue', count: 1 }]);
     });
 
     it('computeFacets refuses bad input with a 400 that says what to fix', async () => {
