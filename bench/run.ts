@@ -12,6 +12,8 @@ const BENCHES: Record<string, string> = {
   templates: './templates.ts',
   resilience: './resilience.ts',
 };
+  peer: './peer.ts',
+  footprint: './footprint.ts',
 const wanted = process.argv.slice(2);
 const names = wanted.length ? wanted : Object.keys(BENCHES);
 for (const name of names) {

@@ -35,7 +35,7 @@ import { RunRefSchema, RunSchema } from './runs/schemas.ts';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { LocalBlobStore } from './blobs/local-store.ts';
-import { parseS3Url, S3BlobStore } from './blobs/s3-store.ts';
+import type { BlobStore } from './blobs/blob-store.ts';
 import { UrlSigner } from './blobs/url-signer.ts';
 import { BlobService } from './blobs/blob-service.ts';
 import { blobRoutes } from './blobs/routes.ts';
@@ -90,6 +90,12 @@ export interface BuildOptions {
 export async function buildServer(config: Config, opts: BuildOptions = {}): Promise<Orrery> {
   const database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
   const { db, dialect } = database;
+/** The S3 store and the AWS SDK behind it are loaded only when ORRERY_BLOB_URL names a bucket. */
+async function openS3Store(blobUrl: string): Promise<BlobStore> {
+  const { parseS3Url, S3BlobStore } = await import('./blobs/s3-store.ts');
+  return new S3BlobStore(parseS3Url(blobUrl));
+}
+
   try {
     const keys = deriveKeys(await resolveSecret(config, db, dialect));
     const auth = new AuthService(db, dialect, config, keys.jwt);
@@ -116,7 +122,7 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
       db, dialect, interactions, environments, templates, hub, changes, replica, notifier, metrics, streamTimeoutSeconds: config.streamTimeoutSeconds,
       embeddings: { embedRun: (s, r) => embeddings.embedRun(s, r) }, writer: runWriter,
     });
-    const blobStore = config.blobUrl ? new S3BlobStore(parseS3Url(config.blobUrl)) : new LocalBlobStore(join(config.dataDir, 'blobs'), { durable: config.blobFsync });
+    const blobStore = config.blobUrl ? await openS3Store(config.blobUrl) : new LocalBlobStore(join(config.dataDir, 'blobs'), { durable: config.blobFsync });
     const blobs = new BlobService(db, dialect, blobStore, new UrlSigner(keys.urls), {
       publicUrl: () => config.publicUrl,
       maxUploadBytes: config.maxUploadBytes,

@@ -5,7 +5,8 @@
  * storage under a key derived from the object (`.orrery/renditions/<object id>/<name>.<ext>`) and a
  * row records them, with the content ETag they were made from.
  */
-import sharp, { type OutputInfo } from 'sharp';
+import type { OutputInfo } from 'sharp';
+import { loadSharp } from './libraries.ts';
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/schema.ts';
 import { newId, nowIso } from '../db/ids.ts';
@@ -118,6 +119,7 @@ export class RenditionMaker {
 
   /** The source, upright and fitted in `maxHw` × `maxHw`, as a lossless PNG (alpha kept). */
   private async fit(source: Uint8Array, maxHw: number): Promise<Buffer> {
+    const sharp = await loadSharp();
     try {
       const img = sharp(source, { limitInputPixels: this.limits.maxImagePixels, failOn: 'error', animated: false })
         .rotate()
@@ -137,6 +139,7 @@ export class RenditionMaker {
   }
 
   private async encode(source: Uint8Array, spec: RenditionSpec, upright = false): Promise<{ data: Buffer; info: OutputInfo }> {
+    const sharp = await loadSharp();
     try {
       let img = sharp(source, { limitInputPixels: this.limits.maxImagePixels, failOn: 'error', animated: false });
       if (!upright) img = img.rotate();

@@ -5,7 +5,7 @@
  * name only decide between kinds the bytes cannot tell apart (Markdown or CSV or plain text), and
  * never make a PNG a PDF or a PDF text.
  */
-import { fileTypeFromBuffer } from 'file-type';
+import { loadFileType } from './libraries.ts';
 import { bareType, mimeOf, OCTET_STREAM } from '../blobs/mime.ts';
 import { table } from '../util/own.ts';
 
@@ -82,7 +82,7 @@ export async function sniff(bytes: Uint8Array, declared?: string, name?: string)
   const byName = name ? mimeOf(name) : undefined;
   // A prefix: enough for every signature (OOXML and ODF name themselves in their first entries),
   // and file-type never walks a hostile zip of a million entries on the main thread.
-  const magic = bytes.length ? await fileTypeFromBuffer(bytes.subarray(0, SNIFF_PREFIX)).catch(() => undefined) : undefined;
+  const magic = bytes.length ? await (await loadFileType()).fileTypeFromBuffer(bytes.subarray(0, SNIFF_PREFIX)).catch(() => undefined) : undefined;
   if (magic) {
     // file-type calls every XML document application/xml; a more specific XML type given by the
     // caller (SVG, XHTML, a feed) is the same bytes described better.

@@ -13,7 +13,7 @@ import type { WorkerPool } from './worker/pool.ts';
 import type { Extracted, ExtractedFacts } from './extract/documents.ts';
 import { probeMedia, type MediaFacts } from './extract/media.ts';
 import { detectLanguages } from './languages.ts';
-import { TOKEN_ENCODING } from './tokens.ts';
+import { TOKEN_ENCODING } from './token-encoding.ts';
 import { canRender, DEFAULT_RENDITIONS, type RenditionMaker } from './rendition-maker.ts';
 import type { RenditionRow } from './store.ts';
 

@@ -6,7 +6,7 @@
  */
 import { countTokens as count } from 'gpt-tokenizer/encoding/o200k_base';
 
-export const TOKEN_ENCODING = 'o200k_base';
+export { TOKEN_ENCODING } from './token-encoding.ts';
 
 const PLAIN = { disallowedSpecial: new Set<string>() };
 

@@ -4,9 +4,10 @@
  * (one process): an in-process emitter. Feature code only sees `Notifier`.
  */
 import { EventEmitter } from 'node:events';
-import pg from 'pg';
+import type pg from 'pg';
 import { sql, type Kysely } from 'kysely';
 import type { OpenedDatabase } from './open.ts';
+import { loadPg } from './pg.ts';
 
 export const RUN_CHANNEL = 'orrery_runs';
 
@@ -60,7 +61,7 @@ class PostgresNotifier implements Notifier {
     this.emitter.on(channel, listener);
     if (!this.channels.has(channel)) {
       this.channels.add(channel);
-      void this.connect().then(() => this.client?.query(`LISTEN ${pg.escapeIdentifier(channel)}`)).catch(() => {});
+      void this.connect().then(async () => this.client?.query(`LISTEN ${(await loadPg()).escapeIdentifier(channel)}`)).catch(() => {});
     }
     return () => this.emitter.off(channel, listener);
   }
@@ -69,6 +70,7 @@ class PostgresNotifier implements Notifier {
   private connect(): Promise<void> {
     if (this.client || this.closed) return Promise.resolve();
     this.connecting ??= (async () => {
+      const pg = await loadPg();
       const client = new pg.Client({ connectionString: this.url });
       client.on('notification', (n) => this.emitter.emit(n.channel, n.payload ?? ''));
       client.on('error', () => {
@@ -86,6 +88,7 @@ class PostgresNotifier implements Notifier {
   }
 
   private async relisten(): Promise<void> {
+    const pg = await loadPg();
     for (const c of this.channels) await this.client?.query(`LISTEN ${pg.escapeIdentifier(c)}`);
   }
 

@@ -6,12 +6,12 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import SQLite from 'better-sqlite3';
-import pg from 'pg';
 import { Kysely, Migrator, PostgresDialect, SqliteDialect } from 'kysely';
 import type { Database } from './schema.ts';
 import { postgresDialect, sqliteDialect, type OrreryDialect } from './dialect.ts';
 import { OrreryMigrations } from './migrations.ts';
 import { LOCK_WAIT_MS, LockWaitingSqliteDialect } from './sqlite-lock-wait.ts';
+import { loadPg, type Pg } from './pg.ts';
 
 export interface OpenedDatabase {
   db: Kysely<Database>;
@@ -22,11 +22,8 @@ export interface OpenedDatabase {
   file?: string;
 }
 
-// pg returns int8 (count(*), bigint) as strings; our counts fit in a double.
-pg.types.setTypeParser(20, (v) => Number(v));
-
 export async function openDatabase(opts: { databaseUrl?: string; dataDir: string }): Promise<OpenedDatabase> {
-  const opened = opts.databaseUrl ? openPostgres(opts.databaseUrl) : openSqlite(opts.dataDir);
+  const opened = opts.databaseUrl ? openPostgres(await loadPg(), opts.databaseUrl) : openSqlite(opts.dataDir);
   try {
     await migrate(opened);
   } catch (err) {
@@ -88,7 +85,7 @@ function withStatementCache(sqlite: SQLite.Database) {
   };
 }
 
-function openPostgres(url: string): OpenedDatabase {
+function openPostgres(pg: Pg, url: string): OpenedDatabase {
   const pool = new pg.Pool({ connectionString: url, max: 10 });
   // JIT off: it compiles the plans of costly searches (counts and facets over many runs) for
   // 20-30 ms and saves less than that on them (measured at 1M runs, bench/README.md). A SET on

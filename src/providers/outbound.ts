@@ -5,8 +5,15 @@
  * connects to an address it checked. The server builds one from its config and gives it to the
  * environments it resolves (ProviderConnection.outbound).
  */
-import { Agent, buildConnector } from 'undici';
+import { createRequire } from 'node:module';
+import type { Agent } from 'undici';
 import { EgressPolicy, allowedAddresses, systemResolver, type Resolver } from './egress.ts';
+
+type Undici = typeof import('undici');
+const require = createRequire(import.meta.url);
+let undici: Undici | undefined;
+/** undici (its CommonJS build, loaded synchronously) is loaded by the first outbound call, not at start-up: about 8 MB and 150 ms (bench/README.md, footprint). */
+export const loadUndici = (): Undici => (undici ??= require('undici') as Undici);
 
 export interface OutboundOptions {
   policy: EgressPolicy;
@@ -18,13 +25,27 @@ export interface OutboundOptions {
 
 export class Outbound {
   readonly policy: EgressPolicy;
-  readonly agent: Agent;
+  private made: Agent | undefined;
+  private closed = false;
 
-  constructor(opts: OutboundOptions) {
+  constructor(private readonly opts: OutboundOptions) {
     this.policy = opts.policy;
+  }
+
+  /** The agent, made at the first call that needs it (a closed Outbound makes it closed: calls fail as before). */
+  get agent(): Agent {
+    if (this.made) return this.made;
+    this.made = this.makeAgent();
+    if (this.closed) void this.made.close();
+    return this.made;
+  }
+
+  private makeAgent(): Agent {
+    const { Agent, buildConnector } = loadUndici();
+    const opts = this.opts;
     const resolve = opts.resolve ?? systemResolver;
     const connect = buildConnector({ timeout: 30_000 });
-    this.agent = new Agent({
+    return new Agent({
       connections: opts.connections ?? 128,
       keepAliveTimeout: 30_000,
       connect: (options, callback) => {
@@ -38,7 +59,8 @@ export class Outbound {
   }
 
   close(): Promise<void> {
-    return this.agent.close();
+    this.closed = true;
+    return this.made ? this.made.close() : Promise.resolve();
   }
 }
 

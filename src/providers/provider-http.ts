@@ -6,12 +6,12 @@
  * through the server's Outbound (outbound.ts: pooled connections, the egress policy); redirects
  * are never followed.
  */
-import { request } from 'undici';
+import type { request } from 'undici';
 import type { Readable } from 'node:stream';
 import { ProviderError, type ProviderConnection, type ProviderErrorCode } from './driver.ts';
 import { readSse, type SseEvent } from './sse.ts';
 import { EgressRefused } from './egress.ts';
-import { defaultOutbound, type Outbound } from './outbound.ts';
+import { defaultOutbound, loadUndici, type Outbound } from './outbound.ts';
 
 export const DEFAULT_TIMEOUT_MS = 10 * 60 * 1000;
 
@@ -101,7 +101,7 @@ export async function postToProvider(req: ProviderPost): Promise<ProviderRespons
   try {
     call.arm();
     const method = req.method ?? 'POST';
-    res = await request(req.url, {
+    res = await loadUndici().request(req.url, {
       method,
       dispatcher: (req.outbound ?? defaultOutbound()).agent,
       headers: {

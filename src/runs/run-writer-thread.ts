@@ -11,6 +11,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Worker } from 'node:worker_threads';
+import { BOOT, workerEntry } from '../workers/entry.ts';
 import type { Updateable } from 'kysely';
 import type { RunTable } from '../db/schema.ts';
 import type { OrreryDialect } from '../db/dialect.ts';
@@ -18,9 +19,8 @@ import type { RunRow } from './model.ts';
 import { RunWriter, type Op, type RunWrites } from './run-writer.ts';
 import { prepareRunInsert, prepareRunUpdate, type Db, type PreparedRunWrite } from './store.ts';
 
-/** Worker threads do not inherit the loader that runs TypeScript: this boot file registers it. */
-const BOOT = new URL('../workers/boot.mjs', import.meta.url);
-const ENTRY = new URL('./run-writer-worker.ts', import.meta.url).href;
+/** Worker threads do not inherit the loader that runs TypeScript: the boot file (workers/boot.mjs) registers it for a .ts entry. */
+const ENTRY = workerEntry('./run-writer-worker', import.meta.url);
 
 /** A write as it crosses to the thread: prepared here (encoded, with its search data), so the thread only runs SQL. */
 export type ThreadWrite = { seq: number; write: PreparedRunWrite };

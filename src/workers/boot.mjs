@@ -1,7 +1,11 @@
-// Entry of a worker thread (content processing, the jst sandbox). Worker threads do not inherit the loader that
-// lets the main thread run TypeScript, so register tsx here, then load the worker itself.
+// Entry of a worker thread (content processing, the jst sandbox, the run writer). Worker threads do
+// not inherit the loader that lets the main thread run TypeScript: when the entry is a .ts source
+// (tests, `npm run dev`), register tsx here first; the compiled build (dist/, plain node) loads its
+// .js entry directly, with no loader at run time.
 import { workerData } from 'node:worker_threads';
-import { register } from 'tsx/esm/api';
 
-register();
+if (workerData.entry.endsWith('.ts')) {
+  const { register } = await import('tsx/esm/api');
+  register();
+}
 await import(workerData.entry);

@@ -2,11 +2,11 @@
  * Facts about images, audio and video, read from their headers: dimensions (sharp), duration
  * (music-metadata). An image is refused past the pixel limit before anything decodes it.
  */
-import sharp, { type Metadata } from 'sharp';
-import { parseBuffer } from 'music-metadata';
+import type { Metadata } from 'sharp';
 import { ContentError } from '../errors.ts';
 import type { ContentLimits } from '../limits.ts';
 import type { ContentFamily } from '../sniff.ts';
+import { loadMusicMetadata, loadSharp } from '../libraries.ts';
 
 export interface MediaFacts {
   dimensions?: { width: number; height: number };
@@ -27,6 +27,7 @@ export async function probeMedia(family: ContentFamily, mime: string, bytes: Uin
 export async function imageFacts(bytes: Uint8Array, limits: ContentLimits): Promise<MediaFacts> {
   let md: Metadata;
   try {
+    const sharp = await loadSharp();
     md = await sharp(bytes, { limitInputPixels: limits.maxImagePixels, failOn: 'error' }).metadata();
   } catch (err) {
     if (/pixel limit/i.test((err as Error).message)) {
@@ -50,6 +51,7 @@ export function checkPixels(width: number, height: number, limits: ContentLimits
 
 async function timedFacts(mime: string, bytes: Uint8Array): Promise<MediaFacts> {
   try {
+    const { parseBuffer } = await loadMusicMetadata();
     const md = await parseBuffer(bytes, { mimeType: mime, size: bytes.byteLength }, { duration: true, skipCovers: true });
     const out: MediaFacts = {};
     if (typeof md.format.duration === 'number' && Number.isFinite(md.format.duration)) out.duration = md.format.duration;

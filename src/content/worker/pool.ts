@@ -12,11 +12,11 @@
  * Threads are reused (their libraries stay loaded), started on demand and ended when idle.
  */
 import { Worker } from 'node:worker_threads';
+import { BOOT, workerEntry } from '../../workers/entry.ts';
 import { ContentError } from '../errors.ts';
 import type { WorkerReply, WorkerTask } from './protocol.ts';
 
-const BOOT = new URL('../../workers/boot.mjs', import.meta.url);
-const ENTRY = new URL('./content-worker.ts', import.meta.url).href;
+const ENTRY = workerEntry('./content-worker', import.meta.url);
 
 export interface PoolOptions {
   size: number;

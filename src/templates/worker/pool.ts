@@ -9,11 +9,11 @@
  * `repeat`, which QuickJS cannot interrupt) is terminated and replaced.
  */
 import { Worker } from 'node:worker_threads';
+import { BOOT, workerEntry } from '../../workers/entry.ts';
 import type { CompileRequest, RenderOutcome, SandboxLimits } from './jst-sandbox.ts';
 import type { TemplateTask, TemplateWorkerData, WorkerMessage } from './protocol.ts';
 
-const BOOT = new URL('../../workers/boot.mjs', import.meta.url);
-const ENTRY = new URL('./template-worker.ts', import.meta.url).href;
+const ENTRY = workerEntry('./template-worker', import.meta.url);
 /** Time on top of the CPU budget before a silent thread is terminated. */
 const WATCHDOG_MARGIN_MS = 1000;
 
