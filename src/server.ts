@@ -32,7 +32,7 @@ import { StreamHub } from './runs/stream-hub.ts';
 import { runRoutes } from './runs/routes.ts';
 import { RunFinder } from './runs/find.ts';
 import { RunRefSchema, RunSchema } from './runs/schemas.ts';
-import { availableParallelism } from 'node:os';
+import { usableCores } from './util/cpu-quota.ts';
 import { join } from 'node:path';
 import { LocalBlobStore } from './blobs/local-store.ts';
 import type { BlobStore } from './blobs/blob-store.ts';
@@ -116,8 +116,9 @@ async function openS3Store(blobUrl: string): Promise<BlobStore> {
     const notifier = openNotifier(database, config.databaseUrl);
     // Run embeddings: the hook reaches the embedding service built below, once requests arrive.
     // SQLite runs in this process: with a second core, its run writes get a thread of their own
-    // (on one core the thread only adds its hand-over cost; bench/README.md).
-    const runWriter = database.file && availableParallelism() > 1 ? new ThreadRunWriter(database.file, db, dialect) : new RunWriter(db, dialect);
+    // (on one core the thread only adds its hand-over cost; bench/README.md). A container's CPU
+    // quota counts, not only the CPUs the process may be scheduled on (util/cpu-quota.ts).
+    const runWriter = database.file && usableCores() > 1 ? new ThreadRunWriter(database.file, db, dialect) : new RunWriter(db, dialect);
     const runs = new RunService({
       db, dialect, interactions, environments, templates, hub, changes, replica, notifier, metrics, streamTimeoutSeconds: config.streamTimeoutSeconds,
       embeddings: { embedRun: (s, r) => embeddings.embedRun(s, r) }, writer: runWriter,

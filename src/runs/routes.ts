@@ -5,6 +5,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { principalOf } from '../http/auth-hook.ts';
 import { errorResponses, IdParams } from '../http/schemas.ts';
 import { openSse } from '../http/sse.ts';
+import { sendWithVectors } from '../http/vector-json.ts';
 import type { RunService } from './service.ts';
 import {
   FilterOptionParams, FilterOptionsAnswer, RetrieveQuery, RunCreateBody, RunFacetsAnswer, RunFacetsBody, RunFindAnswer, RunFindBody, RunListQuery,
@@ -16,6 +17,8 @@ import type { Metrics } from '../http/metrics.ts';
 
 const POLL_MS = 500;
 
+/** The vectors of a run's creation answer, written by http/vector-json.ts rather than number by number. */
+const RUN_VECTORS = ['input_embedding', 'result_embedding'] as const;
 export const runRoutes: FastifyPluginAsyncTypebox<{ runs: RunService; finder: RunFinder; metrics: Metrics }> = async (app, { runs, finder, metrics }) => {
   const caller = (req: { ip: string; headers: Record<string, unknown> }) => ({ ip: req.ip, userAgent: req.headers['user-agent'] as string | undefined });
 
@@ -26,7 +29,7 @@ export const runRoutes: FastifyPluginAsyncTypebox<{ runs: RunService; finder: Ru
       body: RunCreateBody,
       response: { 200: Type.Ref('Run'), ...errorResponses(400, 401, 404, 502) },
     },
-  }, (req) => runs.create(principalOf(req), req.body as never, caller(req)));
+  }, async (req, reply) => sendWithVectors(reply, await runs.create(principalOf(req), req.body as never, caller(req)), RUN_VECTORS));
 
   app.post('/execute', {
     schema: {
@@ -35,7 +38,7 @@ export const runRoutes: FastifyPluginAsyncTypebox<{ runs: RunService; finder: Ru
       body: RunCreateBody,
       response: { 200: Type.Ref('Run'), ...errorResponses(400, 401, 404, 502) },
     },
-  }, (req) => runs.executeByName(principalOf(req), req.body as never, caller(req)));
+  }, async (req, reply) => sendWithVectors(reply, await runs.executeByName(principalOf(req), req.body as never, caller(req)), RUN_VECTORS));
 
   app.get('/runs', {
     schema: { tags: ['runs'], summary: 'List runs of the project, newest updated_at first (ties by id), with the filters of the interface', querystring: RunListQuery, response: { 200: Type.Array(Type.Ref('RunRef')), ...errorResponses(400, 401) } },

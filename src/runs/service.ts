@@ -859,8 +859,15 @@ function modelOptions(interaction: InteractionDto, config: Record<string, unknow
 export function normaliseTags(tags: unknown): string[] {
   if (tags === undefined || tags === null) return [];
   const items = Array.isArray(tags) ? tags : [tags];
-  if (!items.every((t) => typeof t === 'string')) throw new BadRequest('tags must be a string or an array of strings');
-  return [...new Set((items as string[]).flatMap((t) => t.split(',')).map((t) => t.trim()).filter(Boolean))];
+  const out = new Set<string>();
+  for (const item of items) {
+    if (typeof item !== 'string') throw new BadRequest('tags must be a string or an array of strings');
+    for (const piece of item.includes(',') ? item.split(',') : [item]) {
+      const tag = piece.trim();
+      if (tag) out.add(tag);
+    }
+  }
+  return [...out];
 }
 
 function toRunError(err: unknown): RunError {

@@ -1,0 +1,224 @@
+/**
+ * Issue 17's peer benchmark: one chat completion, from a local OpenAI-compatible upstream in its
+ * own process (bench/lib/openai-upstream.ts: a fixed answer, at once), sent
+ *   (a) straight to the upstream,
+ *   (b) through the Portkey gateway (`@portkey-ai/gateway`, Node, stores nothing), started here
+ *       with `--headless` and kept on loopback (bench/lib/loopback-only.mjs), with its
+ *       `x-portkey-provider: openai` and `x-portkey-custom-host` headers,
+ *   (c) as a blocking Orrery run (SQLite, embedded defaults) of an interaction on an
+ *       `openai_compatible` environment pointing at the upstream.
+ * Saturated: 32 connections (autocannon), runs or requests per second and the server's CPU per
+ * request (all threads, from /proc). Paced: 400 requests/s over 16 connections (undici, an open
+ * loop: each request leaves at its planned time), p50/p99 measured to the microsecond; what (b)
+ * and (c) add is their percentile minus the upstream's of the same round. A warm-up, then
+ * interleaved rounds (the order rotates), medians. At the end every run answered 200 must be
+ * stored `completed`, counted through the API (POST /runs/facets).
+ *
+ *   npm run bench -- peer          (ROUNDS=3 DURATION=6 PACED_SECONDS=5 RATE=400 by default)
+ *
+ * Portkey is found at node_modules/@portkey-ai/gateway, or in PORTKEY_DIR (a folder holding that
+ * package, e.g. a scratch `npm install @portkey-ai/gateway@1.15.2`).
+ */
+import autocannon from 'autocannon';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Pool } from 'undici';
+import { freePort, machine, percentile, ROOT, startChild, startOrrery, type Child } from './lib/processes.ts';
+import { api, median } from './lib/runs.ts';
+
+const ROUNDS = Number(process.env.ROUNDS ?? 3);
+const DURATION = Number(process.env.DURATION ?? 6);
+const PACED_SECONDS = Number(process.env.PACED_SECONDS ?? 5);
+const RATE = Number(process.env.RATE ?? 400);
+const SATURATED_CONNECTIONS = 32;
+const PACED_CONNECTIONS = 16;
+
+const cpuUs = (pid: number) => {
+  const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return (Number(f[11]) + Number(f[12])) * 10_000;
+};
+
+function portkeyEntry(): string {
+  const dirs = [process.env.PORTKEY_DIR, ROOT].filter(Boolean) as string[];
+  for (const dir of dirs) {
+    for (const pkg of [join(dir, 'node_modules/@portkey-ai/gateway'), join(dir, '@portkey-ai/gateway')]) {
+      const manifest = join(pkg, 'package.json');
+      if (!existsSync(manifest)) continue;
+      const bin = (JSON.parse(readFileSync(manifest, 'utf8')) as { bin?: string | Record<string, string> }).bin;
+      const rel = typeof bin === 'string' ? bin : Object.values(bin ?? {})[0] ?? 'build/start-server.js';
+      return join(pkg, rel);
+    }
+  }
+  throw new Error('@portkey-ai/gateway not found: add it as a devDependency, or set PORTKEY_DIR to a folder where it is installed');
+}
+
+interface Target {
+  name: 'upstream' | 'portkey' | 'orrery';
+  url: string;
+  body: string;
+  headers: Record<string, string>;
+  server: Child;
+}
+
+interface Saturated { rps: number; p99: number; ok: number; errors: number; serverUs: number }
+interface Paced { p50: number; p99: number; sent: number; ok: number; errors: number; rate: number }
+
+const saturated = (t: Target, seconds: number) => new Promise<Saturated>((resolve, reject) => {
+  const s0 = cpuUs(t.server.proc.pid!);
+  autocannon({ url: t.url, method: 'POST', body: t.body, headers: { 'content-type': 'application/json', ...t.headers }, connections: SATURATED_CONNECTIONS, duration: seconds }, (err, r) => {
+    if (err) return reject(err);
+    const n = Math.max(1, r.requests.total);
+    resolve({ rps: r.requests.average, p99: r.latency.p99, ok: r['2xx'], errors: r.non2xx + r.errors + r.timeouts, serverUs: Math.round((cpuUs(t.server.proc.pid!) - s0) / n) });
+  });
+});
+
+/** An open loop: request i leaves at t0 + i / RATE (or as soon after as the loop gets to it), over PACED_CONNECTIONS connections. */
+async function paced(t: Target, seconds: number): Promise<Paced> {
+  const u = new URL(t.url);
+  const pool = new Pool(u.origin, { connections: PACED_CONNECTIONS, pipelining: 1, keepAliveTimeout: 60_000 });
+  const total = Math.round(RATE * seconds);
+  const latencies: number[] = [];
+  let ok = 0;
+  let errors = 0;
+  const inFlight: Promise<void>[] = [];
+  const t0 = performance.now();
+  const one = async () => {
+    const start = performance.now();
+    try {
+      const r = await pool.request({ path: u.pathname, method: 'POST', body: t.body, headers: { 'content-type': 'application/json', ...t.headers } });
+      await r.body.text();
+      const ms = performance.now() - start;
+      if (r.statusCode === 200) {
+        ok++;
+        latencies.push(ms);
+      } else errors++;
+    } catch {
+      errors++;
+    }
+  };
+  for (let i = 0; i < total; i++) {
+    const due = t0 + (i * 1000) / RATE;
+    const wait = due - performance.now();
+    if (wait > 1) await new Promise((r) => setTimeout(r, wait));
+    inFlight.push(one());
+  }
+  await Promise.all(inFlight);
+  const elapsed = (performance.now() - t0) / 1000;
+  await pool.close();
+  latencies.sort((a, b) => a - b);
+  return { p50: percentile(latencies, 50), p99: percentile(latencies, 99), sent: total, ok, errors, rate: total / elapsed };
+}
+
+const upstream = await startChild(['bench/lib/openai-upstream.ts'], {}, '/health');
+const portkeyPort = await freePort();
+const portkeyBin = portkeyEntry();
+const portkey = await startPortkey(portkeyBin, portkeyPort);
+const orrery = await startOrrery();
+try {
+  const completion = JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'Summarise the orbits of the outer planets in one line.' }], temperature: 0.7 });
+  const env = await api(orrery.url, orrery.adminKey, '/api/v1/environments', {
+    name: 'peer upstream', provider: 'openai_compatible', default_model: 'gpt-4o-mini', endpoint_url: `${upstream.url}/v1`, api_key: 'sk-upstream',
+  });
+  const ix = await api(orrery.url, orrery.adminKey, '/api/v1/interactions', {
+    name: 'Peer', environment: env.id,
+    prompts: [{ type: 'template', template: { role: 'user', content_type: 'handlebars', content: 'Summarise {{topic}} in one line.' } }],
+  });
+  const targets: Target[] = [
+    { name: 'upstream', url: `${upstream.url}/v1/chat/completions`, body: completion, headers: { authorization: 'Bearer sk-upstream' }, server: upstream },
+    {
+      name: 'portkey', url: `${portkey.url}/v1/chat/completions`, body: completion, server: portkey,
+      headers: { authorization: 'Bearer sk-upstream', 'x-portkey-provider': 'openai', 'x-portkey-custom-host': `${upstream.url}/v1` },
+    },
+    {
+      name: 'orrery', url: `${orrery.url}/api/v1/runs`, server: orrery, headers: { authorization: `Bearer ${orrery.adminKey}` },
+      body: JSON.stringify({ interaction: ix.id, data: { topic: 'the orbits of the outer planets' }, tags: ['peer'] }),
+    },
+  ];
+  // Each answers the completion before any load.
+  for (const t of targets) {
+    const r = await fetch(t.url, { method: 'POST', body: t.body, headers: { 'content-type': 'application/json', ...t.headers } });
+    const text = await r.text();
+    if (r.status !== 200 || !text.includes('The outer planets orbit the Sun slowly')) throw new Error(`${t.name}: ${r.status} ${text.slice(0, 300)}`);
+  }
+  let answered = 1;
+  for (const t of targets) {
+    const w = await saturated(t, 2); // warm-up: JIT, pools, SQLite pages
+    const p = await paced(t, 1);
+    if (t.name === 'orrery') answered += w.ok + p.ok;
+  }
+  const sat: Record<string, Saturated[]> = { upstream: [], portkey: [], orrery: [] };
+  const pac: Record<string, Paced[]> = { upstream: [], portkey: [], orrery: [] };
+  for (let i = 0; i < ROUNDS; i++) {
+    const order = [...targets.slice(i % 3), ...targets.slice(0, i % 3)];
+    for (const t of order) {
+      const r = await saturated(t, DURATION);
+      if (r.errors) throw new Error(`${t.name}: ${r.errors} failed requests (saturated)`);
+      sat[t.name].push(r);
+      if (t.name === 'orrery') answered += r.ok;
+      console.log(`round ${i + 1} saturated ${t.name}: ${r.rps.toFixed(0)} req/s, p99 ${r.p99} ms, server CPU ${r.serverUs} µs/request`);
+    }
+    for (const t of order) {
+      const r = await paced(t, PACED_SECONDS);
+      if (r.errors) throw new Error(`${t.name}: ${r.errors} failed requests (paced)`);
+      pac[t.name].push(r);
+      if (t.name === 'orrery') answered += r.ok;
+      console.log(`round ${i + 1} paced ${t.name}: ${r.rate.toFixed(0)} req/s sent, p50 ${r.p50.toFixed(3)} ms, p99 ${r.p99.toFixed(3)} ms`);
+    }
+  }
+  const facets = await api(orrery.url, orrery.adminKey, '/api/v1/runs/facets', { facets: [{ name: 'status', field: 'status' }] });
+  const completed = (facets.status as Array<{ _id: string; count: number }>).find((b) => b._id === 'completed')?.count ?? 0;
+  // Autocannon stops its clock with requests in flight: those runs are stored but not counted as answered.
+  const inFlight = (ROUNDS + 1) * SATURATED_CONNECTIONS;
+  if (completed < answered || completed > answered + inFlight || facets.total !== completed) {
+    throw new Error(`${answered} runs answered 200, ${completed} stored completed, ${facets.total} stored in all`);
+  }
+  const m = (xs: number[]) => median(xs);
+  const summary = {
+    date: new Date().toISOString(), machine: machine(), rounds: ROUNDS, duration: DURATION, pacedSeconds: PACED_SECONDS, rate: RATE,
+    saturated: Object.fromEntries(Object.entries(sat).map(([k, rs]) => [k, { rps: Math.round(m(rs.map((r) => r.rps))), p99: m(rs.map((r) => r.p99)), serverUs: m(rs.map((r) => r.serverUs)) }])),
+    paced: Object.fromEntries(Object.entries(pac).map(([k, rs]) => [k, { p50: +m(rs.map((r) => r.p50)).toFixed(3), p99: +m(rs.map((r) => r.p99)).toFixed(3) }])),
+    added: Object.fromEntries((['portkey', 'orrery'] as const).map((k) => [k, {
+      p50: +m(pac[k].map((r, i) => r.p50 - pac.upstream[i].p50)).toFixed(3),
+      p99: +m(pac[k].map((r, i) => r.p99 - pac.upstream[i].p99)).toFixed(3),
+    }])),
+    orreryOverPortkey: +m(sat.orrery.map((r, i) => r.rps / sat.portkey[i].rps)).toFixed(2),
+    runs: { answered, completed },
+  };
+  console.log(`\nsaturated (${SATURATED_CONNECTIONS} connections, median of ${ROUNDS} rounds): upstream ${summary.saturated.upstream.rps} req/s, Portkey ${summary.saturated.portkey.rps} req/s, Orrery ${summary.saturated.orrery.rps} runs/s: Orrery / Portkey ${summary.orreryOverPortkey}× (median of paired rounds; target ≥ 2)`);
+  console.log(`paced ${RATE} req/s, ${PACED_CONNECTIONS} connections: upstream p50 ${summary.paced.upstream.p50} / p99 ${summary.paced.upstream.p99} ms; added by Portkey p50 ${summary.added.portkey.p50} / p99 ${summary.added.portkey.p99} ms; added by Orrery p50 ${summary.added.orrery.p50} / p99 ${summary.added.orrery.p99} ms (targets ≤ 1 / ≤ 5 ms)`);
+  console.log(`every run stored: ${answered} answered 200, ${completed} stored completed`);
+  console.log(JSON.stringify({ ...summary, detail: { saturated: sat, paced: pac } }));
+} finally {
+  await orrery.stop();
+  await portkey.stop();
+  await upstream.stop();
+}
+
+/** The gateway as its package starts it (`start:node`: build/start-server.js), headless, on loopback. */
+async function startPortkey(bin: string, port: number): Promise<Child> {
+  const { spawn } = await import('node:child_process');
+  const proc = spawn(process.execPath, ['--import', new URL('./lib/loopback-only.mjs', import.meta.url).href, bin, `--port=${port}`, '--headless'], {
+    env: { ...process.env, NODE_ENV: 'production' }, stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  const url = `http://127.0.0.1:${port}`;
+  const until = Date.now() + 60_000;
+  for (;;) {
+    try {
+      await fetch(url);
+      break;
+    } catch {
+      if (Date.now() > until || proc.exitCode !== null) throw new Error('the Portkey gateway did not come up');
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+  return {
+    url, proc,
+    peakRss: () => Number(/VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${proc.pid}/status`, 'utf8'))![1]) * 1024,
+    stop: () => new Promise<void>((resolve) => {
+      if (proc.exitCode !== null) return resolve();
+      proc.once('exit', () => resolve());
+      proc.kill('SIGTERM');
+      setTimeout(() => proc.kill('SIGKILL'), 5000).unref();
+    }),
+  };
+}

@@ -1,0 +1,33 @@
+/** http/vector-json.ts writes number arrays exactly as JSON.stringify does, and splices them into a route's answer. */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import Fastify from 'fastify';
+import fc from 'fast-check';
+import { numbersJson, sendWithVectors } from '../../src/http/vector-json.ts';
+
+const wire = (x: number) => Math.round(x * 1e7) / 1e7;
+
+describe('vector JSON', () => {
+  it('is JSON.stringify for wire vectors and for any other number', () => {
+    const edge = [0, -0, 1, -1, 1e-7, -1e-7, 9e-7, 1e-6, 0.000001, 0.0000015, -0.0000099, 0.5, 0.9999999, -0.9999999, 0.123456789, 3.5, 1e21, NaN, Infinity, 2 ** 53];
+    assert.equal(numbersJson(edge), JSON.stringify(edge));
+    assert.equal(numbersJson([]), '[]');
+    const sparse = [0, 0, -0, 3e-7, -9e-7, 0, 0.0421875, 0, -1e-7, 0];
+    assert.equal(numbersJson(sparse), JSON.stringify(sparse));
+    fc.assert(fc.property(fc.array(fc.double({ min: -1, max: 1, noNaN: true }).map(wire), { maxLength: 2000 }), (xs) => numbersJson(xs) === JSON.stringify(xs)));
+    fc.assert(fc.property(fc.array(fc.double(), { maxLength: 50 }), (xs) => numbersJson(xs) === JSON.stringify(xs)));
+  });
+
+  it('answers the schema\'s fields with the vectors after them; without vectors, as usual', async () => {
+    const app = Fastify();
+    const schema = { type: 'object', additionalProperties: false, properties: { id: { type: 'string' }, v: { type: 'array', items: { type: 'number' } } } };
+    app.get('/x', { schema: { response: { 200: schema } } }, async (req, reply) =>
+      sendWithVectors(reply, { id: 'a', secret: 's', ...(req.query as { v?: string }).v ? { v: [0.25, -1e-7, 0.1234567] } : {} }, ['v']));
+    const withV = await app.inject('/x?v=1');
+    assert.equal(withV.headers['content-type'], 'application/json; charset=utf-8');
+    assert.equal(withV.body, '{"id":"a","v":[0.25,-1e-7,0.1234567]}');
+    const without = await app.inject('/x');
+    assert.equal(without.body, '{"id":"a"}');
+    await app.close();
+  });
+});
