@@ -64,6 +64,7 @@ import { ObjectSimilarity } from './embeddings/object-search.ts';
 import { embeddingsStep } from './embeddings/pipeline-step.ts';
 import { embeddingRoutes } from './embeddings/routes.ts';
 import { DEFAULT_STEPS } from './content/steps.ts';
+import { CollectionService, collectionRoutes } from './collections/index.ts';
 
 export interface Orrery {
   app: FastifyInstance;
@@ -242,7 +243,7 @@ async function openS3Store(blobUrl: string): Promise<BlobStore> {
         await authed.register(interactionRoutes, { environments, prompts, interactions });
         await authed.register(runRoutes, { runs, finder: new RunFinder(db, dialect), metrics });
         await authed.register(objectRoutes, { objects, listing, exporter, types: objectTypes, blobs, similarity });
-        await authed.register(embeddingRoutes, { embeddings });
+        await authed.register(embeddingRoutes, { embeddings, configure: (p, settings) => auth.updateProject(p, p.project.id, { embeddings: settings }) });
         await authed.register(fileRoutes, { blobs });
         await authed.register(typeCatalogRoutes, { catalog: new TypeCatalog(db, dialect) });
         await authed.register(contentRoutes, { renditions });
@@ -262,6 +263,9 @@ async function openS3Store(blobUrl: string): Promise<BlobStore> {
     setImmediate(sweep);
     // Uploads cut off by a crash leave temporary files in the blob folder: swept at start and then
     // as often as they can go stale (an upload in progress writes, so its file is never idle long).
+        await authed.register(auditRoutes, { trail: new AuditTrail(db, dialect) });
+        await authed.register(retentionRoutes, { retention });
+        await authed.register(collectionRoutes, { collections: new CollectionService({ db, dialect, listing, types: objectTypes, similarity }) });
     const sweepUploads = () => {
       if (blobStore instanceof LocalBlobStore) {
         blobStore.sweepTemporary(config.uploadStaleMs).then(

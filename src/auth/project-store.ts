@@ -1,7 +1,8 @@
 /**
  * SQL that removes a project and everything it holds, in one transaction (DELETE /projects/:id).
  * Every table that carries `project_id` (db/schema.ts), children before what they reference
- * (api_keys, environments, prompts, interactions, objects and object_types reference projects),
+ * (api_keys, environments, prompts, interactions, objects, object_types and collections reference
+ * projects; collection member and parent rows reference collections and objects),
  * plus what hangs off runs by `run_id` (tags, chunks) and, on SQLite, the runs' full-text rows.
  * No rules here: AuthService.deleteProject decides who may.
  */
@@ -12,7 +13,7 @@ import type { Db } from './store.ts';
 
 /** Tables deleted by project, in this order (after the rows keyed by run id). */
 const BY_PROJECT = [
-  'vectors', 'object_renditions', 'jobs', 'objects', 'object_types', 'blobs', 'run_cache', 'runs',
+  'collection_members', 'collection_parents', 'collections', 'vectors', 'object_renditions', 'jobs', 'objects', 'object_types', 'blobs', 'run_cache', 'runs',
   'interactions', 'prompts', 'environments', 'api_keys',
 ] as const;
 

@@ -17,13 +17,16 @@ import { DERIVED_PREFIX, formatStorageUri, generatedKey, keyBaseName, keyProblem
 import { bareType, isPassiveType, mimeOf, OCTET_STREAM } from './mime.ts';
 import { parseRange } from './range.ts';
 import type { SignedMethod, UrlSigner } from './url-signer.ts';
-import { deleteBlobRow, getBlobRow, lockBlobRow, upsertBlobRow, type BlobRow } from './store.ts';
+import { customMetadataOf, deleteBlobRow, getBlobRow, lockBlobRow, mergeCustomMetadata, upsertBlobRow, type BlobRow } from './store.ts';
 
 export const DEFAULT_URL_TTL = 3600;
 /** Most keys `GET /files/list` answers, and `DELETE /files/<prefix>?prefix=true` deletes, per call. */
 export const MAX_FILE_PAGE = 1000;
 /** Most upload URLs one `POST /files/bulk-upload-urls` gives. */
 export const MAX_BULK_UPLOAD_URLS = 100;
+/** Custom metadata of one file: at most this many keys, and bytes of keys and values (a bucket's own bound is 8 KiB). */
+export const MAX_CUSTOM_METADATA_KEYS = 64;
+export const MAX_CUSTOM_METADATA_BYTES = 8192;
 export const MAX_URL_TTL = 7 * 24 * 3600;
 /** Path prefix of the public routes that receive and serve blobs. */
 export const BLOB_ROUTE_PREFIX = '/blobs';
@@ -189,7 +192,27 @@ export class BlobService {
     const key = this.keyOf(s, file.trim());
     const row = await this.row(s, key);
     if (!row) throw new NotFound('file', file);
-    return { name: row.name, size: row.size, contentType: row.content_type, etag: row.etag };
+    const custom = await customMetadataOf(this.db, this.dialect, s, key);
+    return { name: row.name, size: row.size, contentType: row.content_type, etag: row.etag, ...(custom ? { customMetadata: custom } : {}) };
+  }
+
+  /**
+   * `files.setFileMetadata`: merges string values into the file's custom metadata (a key set to
+   * null is removed), as a cloud bucket's object metadata does; bounded like it.
+   */
+  async setMetadata(p: Principal, input: { file?: string; metadata?: Record<string, string | null> }): Promise<{ success: true; file: string }> {
+    const s = scopeOf(p);
+    const file = input.file?.trim();
+    if (!file) throw new BadRequest('body must have property "file" (a storage URI or a key of this project)');
+    const key = this.keyOf(s, file);
+    if (!(await this.row(s, key))) throw new NotFound('file', file);
+    const merged = await mergeCustomMetadata(this.db, this.dialect, s, key, input.metadata ?? {}, (m) => {
+      const size = Object.entries(m).reduce((n, [k, v]) => n + Buffer.byteLength(k) + Buffer.byteLength(v), 0);
+      if (Object.keys(m).length > MAX_CUSTOM_METADATA_KEYS) throw new BadRequest(`a file has at most ${MAX_CUSTOM_METADATA_KEYS} metadata keys; this change would make ${Object.keys(m).length}: remove some (set them to null)`);
+      if (size > MAX_CUSTOM_METADATA_BYTES) throw new PayloadTooLarge(`a file's metadata holds at most ${MAX_CUSTOM_METADATA_BYTES} bytes of keys and values; this change would make ${size}`);
+    });
+    if (!merged) throw new NotFound('file', file);
+    return { success: true, file: this.uriOf(s, key) };
   }
 
   /** The tracked blob of the caller's project named by `ref`, or undefined. */

@@ -4,7 +4,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { principalOf } from '../http/auth-hook.ts';
 import { errorResponses } from '../http/schemas.ts';
 import type { BlobService } from './blob-service.ts';
-import { BulkUploadUrlsBody, CopyFileBody, CopyFileResultSchema, DeleteFileResultSchema, DownloadUrlBody, FileListQuery, FileListSchema, FileMetadataSchema, FileUrlSchema, UploadUrlBody } from './schemas.ts';
+import { BulkUploadUrlsBody, CopyFileBody, CopyFileResultSchema, DeleteFileResultSchema, DownloadUrlBody, FileListQuery, FileListSchema, FileMetadataSchema, FileUrlSchema, SetFileMetadataBody, UploadUrlBody } from './schemas.ts';
 
 export const fileRoutes: FastifyPluginAsyncTypebox<{ blobs: BlobService }> = async (app, { blobs }) => {
   app.post('/files/upload-url', {
@@ -16,6 +16,9 @@ export const fileRoutes: FastifyPluginAsyncTypebox<{ blobs: BlobService }> = asy
   app.get('/files/metadata', {
     schema: { tags: ['files'], summary: 'Name, size, content type and ETag of a file', querystring: Type.Object({ file: Type.String({ minLength: 1 }) }), response: { 200: FileMetadataSchema, ...errorResponses(400, 401, 404) } },
   }, (req) => blobs.metadata(principalOf(req), req.query.file));
+  app.put('/files/metadata', {
+    schema: { tags: ['files'], summary: 'Set custom metadata on a file: string values merged into what it has (null removes a key); at most 64 keys and 8,192 bytes', body: SetFileMetadataBody, response: { 200: Type.Object({ success: Type.Boolean(), file: Type.String() }), ...errorResponses(400, 401, 404, 413) } },
+  }, (req) => blobs.setMetadata(principalOf(req), req.body));
   app.get('/files/list', {
     schema: { tags: ['files'], summary: 'Keys of the files of this project that start with prefix, in key order (at most 1,000 per call; offset pages on)', querystring: FileListQuery, response: { 200: FileListSchema, ...errorResponses(400, 401, 404) } },
   }, (req) => blobs.listFiles(principalOf(req), req.query.prefix, req.query));

@@ -31,7 +31,15 @@ export const FileMetadataSchema = Type.Object({
   size: Type.Integer(),
   contentType: Type.String(),
   etag: Type.String(),
+  customMetadata: Type.Optional(Type.Record(Type.String(), Type.String(), { description: 'What files.setFileMetadata set' })),
 });
+
+export const SetFileMetadataBody = Type.Object({
+  file: Type.String({ minLength: 1, maxLength: 2048, description: 'Storage URI or key of a file of this project' }),
+  metadata: Type.Record(Type.String({ minLength: 1, maxLength: 256 }), Type.Union([Type.String({ maxLength: 4096 }), Type.Null()]), {
+    description: 'Keys to set (strings) or remove (null); merged into what the file has. At most 64 keys and 8,192 bytes in all',
+  }),
+}, { additionalProperties: false });
 
 export const FileListQuery = Type.Object({
   prefix: Type.Optional(Type.String({ maxLength: 1024, description: 'Key prefix (e.g. "agents/run1/"); empty or absent lists every file' })),

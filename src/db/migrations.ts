@@ -17,6 +17,13 @@ import * as m0009 from './migrations/0009-run-cost.ts';
 import * as m0010 from './migrations/0010-result-cache.ts';
 import * as m0011 from './migrations/0011-forks.ts';
 import * as m0012 from './migrations/0012-apikey-enabled.ts';
+import * as m0013 from './migrations/0013-collections.ts';
+import * as m0014 from './migrations/0014-object-revisions.ts';
+import * as m0015 from './migrations/0015-file-metadata.ts';
+import * as m0016 from './migrations/0016-run-analytics.ts';
+import * as m0017 from './migrations/0017-roles.ts';
+import * as m0018 from './migrations/0018-audit.ts';
+import * as m0019 from './migrations/0019-retention.ts';
 
 type Step = { up: (db: Kysely<any>, dialect: DialectName) => Promise<void> };
 
@@ -33,6 +40,13 @@ const steps: Record<string, Step> = {
   '0010_result_cache': m0010,
   '0011_forks': m0011,
   '0012_apikey_enabled': m0012,
+  '0013_collections': m0013,
+  '0014_object_revisions': m0014,
+  '0015_file_metadata': m0015,
+  '0016_run_analytics': m0016,
+  '0017_roles': m0017,
+  '0018_audit': m0018,
+  '0019_retention': m0019,
 };
 
 export class OrreryMigrations implements MigrationProvider {

@@ -198,6 +198,8 @@ export interface BlobTable {
   updated_at: string;
 }
 
+  /** `files.setFileMetadata` (0015): a JSON map of strings, null until set. Read apart (blobs/store.ts). */
+  custom_metadata: Generated<unknown>;
 export interface ObjectTypeTable {
   id: string;
   account_id: string;
@@ -331,3 +333,43 @@ export interface Database {
 }
 
 export type { Generated };
+/** Collections of content objects (0013); see src/collections. */
+export interface CollectionTable {
+  id: string;
+  account_id: string;
+  project_id: string;
+  name: string;
+  description: string | null;
+  status: string;
+  /** 1 when the members are the objects matching `query`, 0 when they are explicit rows. */
+  dynamic: number;
+  type_id: string | null;
+  query: unknown;
+  tags: unknown;
+  properties: unknown;
+  doc: unknown;
+  created_by: string;
+  updated_by: string;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface CollectionMemberTable {
+  collection_id: string;
+  object_id: string;
+  account_id: string;
+  project_id: string;
+  added_at: string;
+}
+
+export interface CollectionParentTable {
+  parent_id: string;
+  child_id: string;
+  account_id: string;
+  project_id: string;
+  added_at: string;
+}
+
+  collections: CollectionTable;
+  collection_members: CollectionMemberTable;
+  collection_parents: CollectionParentTable;

@@ -14,7 +14,7 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/schema.ts';
 import { scopeOf, type Principal, type Scope } from '../auth/principal.ts';
-import { BadRequest, NotFound, OrreryError } from '../http/errors.ts';
+import { BadRequest, Conflict, NotFound, OrreryError } from '../http/errors.ts';
 import { filterCondition, type ObjectFilters } from '../objects/filters.ts';
 import type { FacetSpec, ObjectListing, SearchOutput } from '../objects/listing.ts';
 import { objectsIn } from '../objects/store.ts';
@@ -23,7 +23,7 @@ import { isObjectEmbeddingType, OBJECT_EMBEDDING_TYPES, type ObjectEmbeddingType
 import { filteredSearch, type CandidateFilter } from './filtered-search.ts';
 import { fuse, type Aggregation, type RankedList } from './fusion.ts';
 import type { EmbeddingService } from './service.ts';
-import type { ResolvedEmbedder } from './settings.ts';
+import { isDisabled, type ResolvedEmbedder } from './settings.ts';
 import { normalise } from './vectors.ts';
 
 export interface VectorQuery {
@@ -74,6 +74,8 @@ export class ObjectSimilarity {
     const s = scopeOf(p);
     const types = typesOf(q.vector, q.embeddingType);
     const resolved = await this.embeddings.resolve(s);
+    const off = types.find((t) => isDisabled(resolved.settings, t));
+    if (off) throw new Conflict(`${off} embeddings are disabled in this project: turn them on with embeddings.activate("${off}", …) (POST /embeddings/${off}/enable)`);
     const aggregation = aggregationOf(q.aggregation);
     const weights = weightsOf(q.weights);
     const window = Math.min(MAX_LIST, Math.max(MIN_LIST, (q.offset + q.limit) * LIST_FACTOR));
@@ -160,8 +162,8 @@ export class ObjectSimilarity {
       accept: async (ids) => {
         const ok = new Set<string>();
         for (let i = 0; i < ids.length; i += CHUNK) {
-          let q = objectsIn(this.db, s).select('objects.id').where('objects.id', 'in', ids.slice(i, i + CHUNK));
-          if (filtered) q = q.where((eb) => filterCondition(eb, f, ctx));
+          // Always through the filters: with none given, they still keep earlier revisions out.
+          const q = objectsIn(this.db, s).select('objects.id').where('objects.id', 'in', ids.slice(i, i + CHUNK)).where((eb) => filterCondition(eb, f, ctx));
           for (const r of await q.execute()) ok.add(r.id);
         }
         return ok;

@@ -32,7 +32,8 @@ export const EmbeddingMapInputSchema = OpenObject({
 }, { description: 'Vectors to store for the object; a type set to null (or embeddings: null for every type) forgets the stored vector, and Orrery computes it again. Other keys are a 400' });
 
 export const EmbeddingsStatusSchema = OpenObject({
-  status: Type.String({ description: 'ready, processing (embedding work queued or running), or disabled (image: the model embeds no images)' }),
+  status: Type.String({ description: 'ready, processing (embedding work queued or running), or disabled (turned off with embeddings.disable, or image while the model embeds no images)' }),
+  enabled: Type.Optional(Type.Boolean({ description: 'false after embeddings.disable(type)' })),
   embeddingRunsInProgress: Type.Integer({ description: 'Embedding and content jobs of the project queued or running' }),
   totalIndexableObjects: Type.Integer(),
   embeddingsModels: Type.Array(Type.String()),
@@ -48,4 +49,14 @@ export const EmbeddingSettingsBody = Type.Object({
   environment: Type.Optional(Type.Union([Type.String(), Type.Null()], { description: 'An openai or openai_compatible environment id; null for the built-in embedder' })),
   model: Type.Optional(Type.String({ description: 'The embedding model (required with an environment)' })),
   runs: Type.Optional(Type.Boolean({ description: 'Compute input_embedding / result_embedding of runs (default true)' })),
+  disabled: Type.Optional(Type.Array(Type.Union([Type.Literal('text'), Type.Literal('image'), Type.Literal('properties')]), { description: 'Object embedding types turned off: not computed, not searched' })),
 }, { additionalProperties: true });
+
+export const EmbeddingEnableBody = Type.Object({
+  environment: Type.String({ minLength: 1, description: 'An openai or openai_compatible environment id, or "builtin" for the built-in embedder' }),
+  model: Type.Optional(Type.String({ minLength: 1, description: 'The embedding model (required with an environment, unless it is already the project\'s)' })),
+  max_tokens: Type.Optional(Type.Number({ description: 'Accepted for compatibility; long texts are split by the embedder\'s own bound' })),
+  dimensions: Type.Optional(Type.Number({ description: 'Accepted for compatibility; the model answers its own dimensions' })),
+}, { additionalProperties: false });
+
+export const CommandResponseSchema = OpenObject({ status: Type.String(), message: Type.String(), details: Type.Optional(Type.Unknown()) });

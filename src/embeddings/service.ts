@@ -22,13 +22,13 @@ import type { Database } from '../db/schema.ts';
 import type { OrreryDialect } from '../db/dialect.ts';
 import type { Scope } from '../auth/principal.ts';
 import type { JobQueue } from '../jobs/queue.ts';
-import { BadRequest, NotFound } from '../http/errors.ts';
+import { BadRequest, Conflict, NotFound } from '../http/errors.ts';
 import { embedLong } from './chunking.ts';
 import type { EmbeddingType, ObjectEmbeddingType, OwnerKind } from './embedder.ts';
 import type { VectorIndexes } from './index-registry.ts';
 import type { RunEmbeddingHook, RunEmbeddingInput, RunVectors } from './run-embeddings.ts';
 import { providerFailure } from '../providers/provider-failure.ts';
-import { type EmbeddingSettings, type EmbeddingSettingsStore, type ResolvedEmbedder } from './settings.ts';
+import { EMBEDDING_KINDS, isDisabled, type EmbeddingKind, type EmbeddingSettings, type EmbeddingSettingsStore, type ResolvedEmbedder } from './settings.ts';
 import { objectSources, sourceEtag, sourceStamp, type SourceFields } from './sources.ts';
 import { countPartition, deleteVectors, getVector, modelsOf, upsertVectors, vectorsOf, vectorStamps, type PartitionKey, type VectorRow } from './store.ts';
 import { embeddingMaps, prepareEmbedding, prepareEmbeddingMap, toEmbedding, type EmbeddingMap, type PreparedEmbeddings } from './object-vectors.ts';
@@ -70,7 +70,7 @@ export class EmbeddingService implements RunEmbeddingHook {
 
   constructor(private readonly deps: EmbeddingServiceDeps) {
     deps.queue.register<null>(EMBED_OBJECT_JOB, { run: (job, signal) => this.embedObjectById(job.scope, job.subject, signal) });
-    deps.queue.register<{ model: string }>(EMBED_PROJECT_JOB, { run: (job, signal) => this.reembedProject(job.scope, job.payload?.model, signal) });
+    deps.queue.register<{ model: string; force?: ObjectEmbeddingType[] }>(EMBED_PROJECT_JOB, { run: (job, signal) => this.reembedProject(job.scope, job.payload?.model, signal, job.payload?.force) });
   }
 
   get settings(): EmbeddingSettingsStore {
@@ -107,14 +107,14 @@ export class EmbeddingService implements RunEmbeddingHook {
    * and drops those whose source is now empty. `text` overrides the stored text (content
    * processing passes the text it just extracted).
    */
-  async embedObject(s: Scope, o: EmbeddableObject, opts: { signal?: AbortSignal; skip?: ObjectEmbeddingType[]; resolved?: ResolvedEmbedder } = {}): Promise<void> {
-    const { embedder } = opts.resolved ?? (await this.resolve(s));
+  async embedObject(s: Scope, o: EmbeddableObject, opts: { signal?: AbortSignal; skip?: ObjectEmbeddingType[]; force?: ObjectEmbeddingType[]; resolved?: ResolvedEmbedder } = {}): Promise<void> {
+    const { embedder, settings } = opts.resolved ?? (await this.resolve(s));
     const sources = objectSources(o);
     const stamps = await vectorStamps(this.deps.db, s, 'object', o.id);
     const todo: Array<{ type: ObjectEmbeddingType; source: string; etag: string }> = [];
     const drop: string[] = [];
     for (const type of ['text', 'properties'] as const) {
-      if (opts.skip?.includes(type)) continue;
+      if (opts.skip?.includes(type) || isDisabled(settings, type)) continue;
       const source = sources[type];
       const stamp = stamps.find((x) => x.type === type);
       const etag = sourceEtag(source ?? '');
@@ -123,7 +123,7 @@ export class EmbeddingService implements RunEmbeddingHook {
         if (stamp && (stamp.etag !== etag || stamp.model !== embedder.model)) drop.push(type);
         continue;
       }
-      if (!stamp || stamp.model !== embedder.model || stamp.etag !== etag) todo.push({ type, source, etag });
+      if (!stamp || stamp.model !== embedder.model || stamp.etag !== etag || opts.force?.includes(type)) todo.push({ type, source, etag });
     }
     if (drop.length) {
       await deleteVectors(this.deps.db, s, 'object', o.id, drop);
@@ -287,7 +287,20 @@ export class EmbeddingService implements RunEmbeddingHook {
     }
   }
 
-  private async reembedProject(s: Scope, model: string | undefined, signal: AbortSignal): Promise<void> {
+  /**
+   * The client's `embeddings.recalculate(type)`: every object's vector of that type is computed
+   * again in the background (a job; `status` counts it in progress until it is done).
+   */
+  async recalculate(s: Scope, type: string): Promise<{ status: string; message: string }> {
+    const kind = embeddingKindOf(type);
+    const { settings, embedder } = await this.resolve(s);
+    if (isDisabled(settings, kind)) throw new Conflict(`${kind} embeddings are disabled in this project: activate them first (POST /embeddings/${kind}/enable)`);
+    if (kind === 'image') throw new Conflict(`the project's embedding model ${embedder.model} embeds no images: there is nothing to recalculate`);
+    await this.deps.queue.enqueue({ kind: EMBED_PROJECT_JOB, scope: s, subject: `embeddings:${s.project}:${kind}`, payload: { model: settings.model, force: [kind] } });
+    return { status: 'processing', message: `${kind} embeddings of every object are being computed again with ${settings.model}; embeddings.status("${kind}") shows the progress` };
+  }
+
+  private async reembedProject(s: Scope, model: string | undefined, signal: AbortSignal, force?: ObjectEmbeddingType[]): Promise<void> {
     this.deps.settings.forget(s.project);
     const resolved = await this.resolve(s);
     const stillCurrent = async () => {
@@ -301,7 +314,7 @@ export class EmbeddingService implements RunEmbeddingHook {
       let q = this.deps.db.selectFrom('objects').select([...OBJECT_COLUMNS]).where('account_id', '=', s.account).where('project_id', '=', s.project);
       if (after !== null) q = q.where('id', '>', after);
       const rows = await q.orderBy('id').limit(PAGE).execute();
-      for (const row of rows) await this.embedObject(s, { ...row, properties: this.deps.dialect.fromJson(row.properties) }, { signal, resolved });
+      for (const row of rows) await this.embedObject(s, { ...row, properties: this.deps.dialect.fromJson(row.properties) }, { signal, resolved, force });
       await yieldToRequests();
       if (rows.length < PAGE) break;
       after = rows[rows.length - 1].id;
@@ -312,7 +325,7 @@ export class EmbeddingService implements RunEmbeddingHook {
 
   /** `GET /embeddings/:type/status` (the official client's `embeddings.status`). */
   async status(s: Scope, type: string): Promise<Record<string, unknown>> {
-    if (!['text', 'image', 'properties'].includes(type)) throw new BadRequest(`embedding type must be text, image or properties, got ${JSON.stringify(type)}`);
+    embeddingKindOf(type);
     const { settings, embedder } = await this.resolve(s);
     const key: PartitionKey = { scope: s, kind: 'object', type: type as EmbeddingType, model: settings.model };
     const [jobs, objects, withVectors, models] = await Promise.all([
@@ -327,7 +340,8 @@ export class EmbeddingService implements RunEmbeddingHook {
     const inProgress = Number(jobs.n);
     const index = await this.deps.indexes.get(key, settings.dimensions);
     return {
-      status: type === 'image' && !embedder.supportsImages ? 'disabled' : inProgress ? 'processing' : 'ready',
+      status: isDisabled(settings, type) || (type === 'image' && !embedder.supportsImages) ? 'disabled' : inProgress ? 'processing' : 'ready',
+      enabled: !isDisabled(settings, type),
       embeddingRunsInProgress: inProgress,
       totalIndexableObjects: Number(objects.n),
       embeddingsModels: models.length ? models : [settings.model],
@@ -375,3 +389,7 @@ function resultText(result: RunEmbeddingInput['result']): string {
   return result.map((p) => (typeof p.value === 'string' ? p.value : p.value === undefined ? '' : JSON.stringify(p.value))).filter(Boolean).join('\n\n');
 }
 
+export function embeddingKindOf(type: string): EmbeddingKind {
+  if (!(EMBEDDING_KINDS as readonly string[]).includes(type)) throw new BadRequest(`embedding type must be ${EMBEDDING_KINDS.join(', ')}, got ${JSON.stringify(type)}`);
+  return type as EmbeddingKind;
+}

@@ -22,7 +22,13 @@ export interface EmbeddingSettings {
   dimensions: number;
   /** input_embedding / result_embedding on runs. */
   runs: boolean;
+  /** Object embedding types turned off (the client's `embeddings.disable(type)`): none computed, none searched. */
+  disabled?: EmbeddingKind[];
 }
+
+/** The object embedding types a project can turn on and off. */
+export const EMBEDDING_KINDS = ['text', 'image', 'properties'] as const;
+export type EmbeddingKind = (typeof EMBEDDING_KINDS)[number];
 
 export const BUILTIN: EmbeddingSettings = { environment: null, model: HASHED_NGRAMS_MODEL, dimensions: 384, runs: true };
 
@@ -41,7 +47,7 @@ export const builtinEmbedder = new HashedNgramsEmbedder();
 
 /** The principal-shaped scope the environment service needs, for background work. */
 export const systemPrincipal = (s: Scope): Principal => ({
-  account: { id: s.account, name: '' }, project: { id: s.project, name: '' }, keyId: 'system', role: 'member', via: 'apikey',
+  account: { id: s.account, name: '' }, project: { id: s.project, name: '' }, keyId: 'system', role: 'developer', via: 'apikey',
 });
 
 export class EmbeddingSettingsStore {
@@ -90,17 +96,19 @@ export class EmbeddingSettingsStore {
     if (typeof input !== 'object' || Array.isArray(input)) throw new BadRequest('embeddings must be an object {environment, model, runs}');
     const i = input as Record<string, unknown>;
     for (const k of Object.keys(i)) {
-      if (!['environment', 'model', 'runs'].includes(k)) throw new BadRequest(`embeddings.${k} is not a setting; use environment, model and runs`);
+      if (!['environment', 'model', 'runs', 'disabled'].includes(k)) throw new BadRequest(`embeddings.${k} is not a setting; use environment, model, runs and disabled`);
     }
     if (i.runs !== undefined && typeof i.runs !== 'boolean') throw new BadRequest('embeddings.runs must be true or false');
     const runs = (i.runs as boolean | undefined) ?? current.runs;
-    if (!('environment' in i) && !('model' in i)) return { ...current, runs };
+    const disabled = i.disabled === undefined ? current.disabled : disabledOf(i.disabled);
+    const withDisabled = (x: EmbeddingSettings): EmbeddingSettings => (disabled?.length ? { ...x, disabled } : { ...x, disabled: undefined });
+    if (!('environment' in i) && !('model' in i)) return withDisabled({ ...current, runs });
     const env = i.environment;
     if (env === null || env === undefined || env === '' || env === 'builtin') {
       if (i.model !== undefined && i.model !== HASHED_NGRAMS_MODEL) {
         throw new BadRequest(`without an environment the embedder is the built-in ${HASHED_NGRAMS_MODEL}; pass an environment to use model ${JSON.stringify(i.model)}`);
       }
-      return { ...BUILTIN, runs };
+      return withDisabled({ ...BUILTIN, runs });
     }
     if (typeof env !== 'string') throw new BadRequest('embeddings.environment must be an environment id, or null for the built-in embedder');
     if (typeof i.model !== 'string' || !i.model.trim()) throw new BadRequest('embeddings.model is required with an environment: the embedding model to call, e.g. text-embedding-3-small or nomic-embed-text');
@@ -118,7 +126,7 @@ export class EmbeddingSettingsStore {
       throw providerFailure(err, 'configure embeddings');
     }
     if (!dimensions) throw new OrreryError('provider_error', 502, `environment "${resolved.dto.name}" answered an empty embedding for model ${model}`);
-    return { environment: resolved.dto.id, model, dimensions, runs };
+    return withDisabled({ environment: resolved.dto.id, model, dimensions, runs });
   }
 
   private async load(s: Scope): Promise<ResolvedEmbedder> {
@@ -142,6 +150,19 @@ export function parseStored(v: unknown): EmbeddingSettings {
   if (!v || typeof v !== 'object') return BUILTIN;
   const o = v as Partial<EmbeddingSettings>;
   const runs = typeof o.runs === 'boolean' ? o.runs : true;
-  if (!o.environment || typeof o.model !== 'string' || typeof o.dimensions !== 'number') return { ...BUILTIN, runs };
-  return { environment: o.environment, model: o.model, dimensions: o.dimensions, runs };
+  const disabled = Array.isArray(o.disabled) ? o.disabled.filter((t): t is EmbeddingKind => (EMBEDDING_KINDS as readonly string[]).includes(t)) : [];
+  const base = !o.environment || typeof o.model !== 'string' || typeof o.dimensions !== 'number'
+    ? { ...BUILTIN, runs }
+    : { environment: o.environment, model: o.model, dimensions: o.dimensions, runs };
+  return disabled.length ? { ...base, disabled } : base;
 }
+
+/** `embeddings.disabled`: a list of object embedding types, each at most once. */
+function disabledOf(v: unknown): EmbeddingKind[] {
+  if (!Array.isArray(v) || v.some((t) => !(EMBEDDING_KINDS as readonly unknown[]).includes(t))) {
+    throw new BadRequest(`embeddings.disabled must be a list of ${EMBEDDING_KINDS.join(', ')}`);
+  }
+  return [...new Set(v as EmbeddingKind[])];
+}
+
+export const isDisabled = (settings: EmbeddingSettings, type: string): boolean => !!settings.disabled?.includes(type as EmbeddingKind);

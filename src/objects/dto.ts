@@ -26,7 +26,7 @@ export function toRecord(row: ObjectRow, refs: RecordRefs, hidden: ReadonlySet<H
     ...(row.parent_id
       ? { parent: item ? { id: row.parent_id, name: refs.parents?.get(row.parent_id) ?? '' } : row.parent_id }
       : {}),
-    ...(item ? {} : { root: row.id }),
+    ...(item ? {} : { root: rootOf(row) }),
     ...(type ? { type } : {}),
     ...(row.content ? { content: row.content as ObjectRecord['content'] } : {}),
     external_id: row.external_id,
@@ -35,7 +35,8 @@ export function toRecord(row: ObjectRow, refs: RecordRefs, hidden: ReadonlySet<H
     tokens: (row.tokens as ObjectRecord['tokens']) ?? null,
     run: row.run_id,
     ...(row.error ? { error: row.error as ObjectRecord['error'] } : {}),
-    revision: { root: row.id, head: true },
+    revision: revisionOf(row),
+    ...(row.expires_at ? { expires_at: row.expires_at } : {}),
     ...(item ? { score: item.score } : {}),
     created_by: row.created_by,
     updated_by: row.updated_by,
@@ -50,6 +51,18 @@ export function toRecord(row: ObjectRow, refs: RecordRefs, hidden: ReadonlySet<H
   if (hidden.has('parts') && row.parts) rec.parts = row.parts as string[];
   if (hidden.has('transcript') && row.transcript) rec.transcript = row.transcript as Record<string, unknown>;
   return rec;
+}
+
+const rootOf = (row: ObjectRow): string => row.revision_root ?? row.id;
+
+/** `revision: {root, head, parent?, label?}`: where the object stands in its history of revisions. */
+function revisionOf(row: ObjectRow): ObjectRecord['revision'] {
+  return {
+    root: rootOf(row),
+    head: Number(row.revision_head ?? 1) !== 0,
+    ...(row.revision_parent ? { parent: row.revision_parent } : {}),
+    ...(row.revision_label ? { label: row.revision_label } : {}),
+  };
 }
 
 /** The record's ETag header value. */

@@ -29,6 +29,12 @@ export interface ObjectFilters {
   /** A Mongo-style match object, compiled by `query/find`. */
   match?: Record<string, unknown>;
   fullText?: string;
+  /** Earlier revisions too; by default only the head of each history (or the objects named by `ids`). */
+  allRevisions?: boolean;
+  /** Every revision of the history whose first object has this id. */
+  fromRoot?: string;
+  /** A further condition its caller builds over the objects table (collections: the members of one collection). */
+  within?: (eb: Eb, ctx: FilterContext) => Expression<SqlBool>;
 }
 
 export interface FilterContext {
@@ -47,6 +53,8 @@ export const fullTextTerms = (q: string | undefined): string[] =>
 export function filterCondition(eb: Eb, f: ObjectFilters, ctx: FilterContext): Expression<SqlBool> {
   const all: Expression<SqlBool>[] = [];
   if (f.ids) all.push(f.ids.length ? eb('objects.id', 'in', f.ids) : sql<SqlBool>`1 = 0`);
+  if (f.fromRoot !== undefined) all.push(eb('objects.revision_root', '=', f.fromRoot));
+  else if (!f.allRevisions && !f.ids) all.push(eb('objects.revision_head', '=', 1));
   if (f.status?.length) {
     const bad = f.status.find((s) => !(OBJECT_STATUSES as readonly string[]).includes(s));
     if (bad) throw new BadRequest(`status must be one of ${OBJECT_STATUSES.join(', ')}, got ${JSON.stringify(bad)}`);
@@ -69,6 +77,7 @@ export function filterCondition(eb: Eb, f: ObjectFilters, ctx: FilterContext): E
   if (f.updatedFrom) all.push(eb('objects.updated_at', '>=', isoDate('updatedFrom', f.updatedFrom)));
   if (f.updatedTo) all.push(eb('objects.updated_at', '<=', isoDate('updatedTo', f.updatedTo)));
   if (f.match && Object.keys(f.match).length) all.push(compiledMatch(f.match, ctx));
+  if (f.within) all.push(f.within(eb, ctx));
   for (const term of fullTextTerms(f.fullText)) {
     const like = `%${escapeLike(term)}%`;
     all.push(eb.or(textSources(eb, ctx).map((src) => ctx.json.likeCaseInsensitive(src, like))));

@@ -28,8 +28,10 @@ const COLUMNS: Record<string, FieldRef> = table({
   'type.id': text('type_id'),
   parent: text('parent_id'),
   'parent.id': text('parent_id'),
-  root: text('id'),
-  'revision.root': text('id'),
+  root: text('revision_root'),
+  'revision.root': text('revision_root'),
+  'revision.parent': text('revision_parent'),
+  'revision.label': text('revision_label'),
   run: text('run_id'),
   'content.source': text('content_source'),
 });

@@ -69,6 +69,7 @@ export async function patchOf(input: ObjectInput, ctx: InputContext, mode: 'crea
     const text = has('text') ? input.text : undefined;
     out.text_etag = input.text_etag ?? (typeof text === 'string' ? sha256(text) : null);
   }
+  if (has('ttl')) out.expires_at = input.ttl ? new Date(Date.now() + input.ttl * 1000).toISOString() : null;
   if (has('parts')) out.parts = input.parts ?? null;
   if (has('transcript')) out.transcript = input.transcript ?? null;
   if (has('content')) {

@@ -266,6 +266,8 @@ export function filtersOf(q: Record<string, unknown> | undefined): ObjectFilters
     name: str(q.name),
     createdFrom: str(q.createdFrom), createdTo: str(q.createdTo), updatedFrom: str(q.updatedFrom), updatedTo: str(q.updatedTo),
     fullText: str(q.full_text),
+    allRevisions: q.all_revisions === true || q.all_revisions === 'true' || undefined,
+    fromRoot: str(q.from_root),
   };
   for (const k of ['createdFrom', 'createdTo', 'updatedFrom', 'updatedTo'] as const) if (f[k]) isoDate(k, f[k]);
   if (q.match !== undefined && q.match !== null) f.match = queryOf(q.match);

@@ -59,6 +59,8 @@ export interface ObjectInput {
   parts?: string[] | null;
   parts_etag?: string | null;
   transcript?: Record<string, unknown> | null;
+  /** Seconds to keep the object from this write on (retention); 0 or null: forever. */
+  ttl?: number | null;
 }
 
 export interface TypeRef {
@@ -90,7 +92,10 @@ export interface ObjectRecord {
   run: string | null;
   /** Why content processing failed (status `failed`): `{code, message, step}` (decisions.md). */
   error?: { code: string; message: string; step: string };
-  revision: { root: string; head: boolean };
+  /** Where the object stands in its history: the first object's id, whether it is the newest, what it was made from. */
+  revision: { root: string; head: boolean; parent?: string; label?: string };
+  /** When the retention sweeper deletes the object (it was written with a ttl). */
+  expires_at?: string;
   score?: number;
   text?: string;
   text_etag?: string;

@@ -7,7 +7,7 @@ import { errorResponses, IdParams } from '../http/schemas.ts';
 import { pageOf } from '../http/query.ts';
 import type { BlobService } from '../blobs/blob-service.ts';
 import { DownloadUrlBody, FileUrlSchema, UploadUrlBody } from '../blobs/schemas.ts';
-import type { ObjectService } from './service.ts';
+import { MAX_REVISIONS, type NewRevision, type ObjectService } from './service.ts';
 import type { ObjectListing } from './listing.ts';
 import { filtersOf } from './listing.ts';
 import type { ObjectExporter } from './export.ts';
@@ -110,16 +110,27 @@ export const objectRoutes: FastifyPluginAsyncTypebox<{
   });
   app.put('/objects/:id', {
     schema: {
-      tags, summary: 'Update the given fields; if-match with the ETag from GET gives 412 on a stale write', params: IdParams, body: ObjectBody,
-      headers: Type.Object({ 'if-match': Type.Optional(Type.String()) }, { additionalProperties: true }),
-      response: { 200: Record_, ...errorResponses(400, 401, 404, 412) },
+      tags,
+      summary: 'Update the given fields; if-match with the ETag from GET gives 412 on a stale write. With x-create-revision: true the changed object is a new revision (a new id, the head of the history; revision_label names it) and the object named stays as it was',
+      params: IdParams, body: ObjectBody,
+      querystring: Type.Object({ revision_label: Type.Optional(RevisionLabel) }, { additionalProperties: true }),
+      headers: Type.Object({
+        'if-match': Type.Optional(Type.String()),
+        'x-create-revision': Type.Optional(Type.String({ description: '"true": keep the object as an earlier revision and answer a new one' })),
+        'x-revision-label': Type.Optional(RevisionLabel),
+      }, { additionalProperties: true }),
+      response: { 200: Record_, ...errorResponses(400, 401, 404, 409, 412) },
     },
   }, async (req, reply) => {
-    const { record, etag } = await objects.update(principalOf(req), req.params.id, req.body, req.headers['if-match']);
+    const revision = revisionOf(req.headers['x-create-revision'], req.query.revision_label ?? req.headers['x-revision-label']);
+    const { record, etag } = await objects.update(principalOf(req), req.params.id, req.body, req.headers['if-match'], revision);
     reply.header('etag', etag);
     return record;
   });
   app.delete('/objects/:id', {
+  app.get('/objects/:id/revisions', {
+    schema: { tags, summary: `Every revision of the object's history (any of its revisions names it), newest first, at most ${MAX_REVISIONS}`, params: IdParams, response: { 200: Type.Array(Record_), ...errorResponses(401, 404) } },
+  }, (req) => objects.revisions(principalOf(req), req.params.id));
     schema: { tags, summary: 'Delete an object (and its file when no other object points at it)', params: IdParams, response: { 200: Deleted, ...errorResponses(401, 404) } },
   }, (req) => objects.delete(principalOf(req), req.params.id));
   app.get('/objects/:id/text', {
@@ -180,6 +191,19 @@ export const objectRoutes: FastifyPluginAsyncTypebox<{
 /**
  * The client's bulkUpdate sends `params` as the map `{<id>: payload}` itself, or, with options,
  * as `{updates: {<id>: payload}, processing_priority?, idempotency_key?}`.
+const RevisionLabel = Type.String({ maxLength: 200, description: 'Label of the new revision ("v1.2", "approved")' });
+
+/** The client's `createRevision` is the header `x-create-revision: true`; anything but true/false is a mistake to say. */
+function revisionOf(header: string | undefined, label: string | undefined): NewRevision | undefined {
+  const create = header?.trim().toLowerCase();
+  if (create !== undefined && create !== 'true' && create !== 'false') throw new BadRequest(`x-create-revision must be true or false, got ${JSON.stringify(header)}`);
+  if (create !== 'true') {
+    if (label !== undefined) throw new BadRequest('revision_label names a new revision: send it with x-create-revision: true');
+    return undefined;
+  }
+  return { label: label === undefined || label === '' ? undefined : label };
+}
+
  */
 function updatesOf(ids: string[], params: Record<string, unknown>): Record<string, unknown> {
   const wrapped = params.updates;

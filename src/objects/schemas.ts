@@ -12,6 +12,9 @@ import { EmbeddingMapInputSchema, EmbeddingMapSchema } from '../embeddings/schem
 const Nullable = <T extends TSchema>(t: T) => Type.Union([t, Type.Null()]);
 const Json = Type.Record(Type.String(), Type.Unknown());
 
+/** The longest ttl an object or a run may have: 100 years. */
+export const MAX_TTL_SECONDS = 3_153_600_000;
+
 export const ContentSourceSchema = OpenObject({
   source: Type.Optional(Type.String({ description: 'Storage URI <scheme>://<bucket>/<key> of an uploaded file of this project' })),
   type: Type.Optional(Type.String({ description: 'MIME type' })),
@@ -45,6 +48,7 @@ export const ObjectBody = OpenObject({
   embeddings: Type.Optional(Nullable(EmbeddingMapInputSchema)),
   parts: Type.Optional(Nullable(Type.Array(Type.String()))),
   transcript: Type.Optional(Nullable(Json)),
+  ttl: Type.Optional(Nullable(Type.Integer({ minimum: 0, maximum: MAX_TTL_SECONDS, description: 'Seconds to keep the object from this write on; the retention sweeper deletes it within a minute after. 0 or null: forever' }))),
 });
 
 const TypeRefSchema = OpenObject({ id: Type.String(), name: Type.String(), ref_type: Type.Optional(Type.String()) });
@@ -66,7 +70,13 @@ export const ObjectRecordSchema = Type.Object({
   tokens: Type.Optional(Nullable(TokensSchema)),
   run: Type.Optional(Nullable(Type.String())),
   error: Type.Optional(OpenObject({ code: Type.String(), message: Type.String(), step: Type.String() }, { description: 'Why content processing failed (status failed)' })),
-  revision: Type.Optional(OpenObject({ root: Type.String(), head: Type.Boolean() })),
+  expires_at: Type.Optional(Type.String({ description: 'When the object is deleted (it was written with a ttl)' })),
+  revision: Type.Optional(OpenObject({
+    root: Type.String({ description: 'Id of the first object of its history of revisions (its own id when it has none)' }),
+    head: Type.Boolean({ description: 'Whether this is the newest revision (listings show heads only unless all_revisions)' }),
+    parent: Type.Optional(Type.String({ description: 'The revision this one was made from' })),
+    label: Type.Optional(Type.String()),
+  })),
   score: Type.Optional(Type.Number()),
   created_by: Type.Optional(Type.String()),
   updated_by: Type.Optional(Type.String()),
@@ -98,6 +108,8 @@ export const ObjectListQuery = Type.Object({
   createdTo: Type.Optional(Type.String()),
   updatedFrom: Type.Optional(Type.String()),
   updatedTo: Type.Optional(Type.String()),
+  all_revisions: Type.Optional(Type.Boolean({ description: 'List earlier revisions too (by default only the head of each history)' })),
+  from_root: Type.Optional(Type.String({ description: 'Only the revisions of the history whose first object has this id (all of them, head or not)' })),
   similarTo: Type.Optional(Type.String({ description: 'Id of an object: answers the most similar objects of the project (itself excluded), best first, with score' })),
   embeddingType: Type.Optional(Type.String({ description: 'Embedding compared with similarTo: text (default), properties or image' })),
 }, { additionalProperties: true });

@@ -16,7 +16,7 @@ import type { Database } from '../db/schema.ts';
 import type { OrreryDialect } from '../db/dialect.ts';
 import { newId, nowIso } from '../db/ids.ts';
 import { actorOf, scopeOf, type Principal, type Scope } from '../auth/principal.ts';
-import { BadRequest, NotFound, OrreryError, PreconditionFailed } from '../http/errors.ts';
+import { BadRequest, Conflict, NotFound, OrreryError, PreconditionFailed } from '../http/errors.ts';
 import { Value } from '@sinclair/typebox/value';
 import { ObjectBody } from './schemas.ts';
 import type { BlobService, ClaimedBlob } from '../blobs/blob-service.ts';
@@ -26,8 +26,9 @@ import type { ObjectEmbeddingsHook, PreparedEmbeddings, StoredEmbeddings } from 
 import { patchOf, type InputContext, type ObjectPatch } from './input.ts';
 import { toRecord } from './dto.ts';
 import { parseSelect, project } from './projection.ts';
-import { countBySource, deleteObject, detachChildren, getObject, getWholeObject, insertObject, objectExists, updateObject } from './store.ts';
+import { countBySource, deleteObject, detachChildren, getObject, getWholeObject, headOf, insertObject, objectExists, promoteHead, revisionsOf, updateObject } from './store.ts';
 import type { ContentSource, ObjectInput, ObjectRecord, ObjectRow } from './model.ts';
+import { changesOf, type AuditEntry, type AuditLog } from '../audit/log.ts';
 
 export interface ObjectServiceDeps {
   db: Kysely<Database>;
@@ -43,6 +44,8 @@ export interface ObjectServiceDeps {
   onBackgroundError?: (err: unknown, what: string) => void;
   /** Embeddings (src/embeddings): told after writes and deletions, and the store of the `embeddings` field. */
   embeddings?: ObjectEmbeddingsHook;
+  /** The audit trail: deletions are recorded in their own transaction. */
+  audit?: AuditLog;
 }
 
 export interface WrittenObject {
@@ -52,6 +55,14 @@ export interface WrittenObject {
 }
 
 const MAX_CAS_RETRIES = 5;
+
+/** The most revisions `GET /objects/:id/revisions` answers (the newest). */
+export const MAX_REVISIONS = 1000;
+
+/** `update` with the client's `createRevision`: the label of the new revision (`revisionLabel`). */
+export interface NewRevision {
+  label?: string;
+}
 
 const newEtag = () => randomBytes(12).toString('base64url');
 
@@ -74,10 +85,11 @@ export class ObjectService {
     if (!name) throw new BadRequest('body must have property "name" (or content with a name)');
     const vectors = await this.prepareEmbeddings(s, input);
     const now = nowIso();
+    const id = newId();
     const row: ObjectRow = {
       ...emptyRow(),
       ...patch,
-      id: newId(), account_id: s.account, project_id: s.project, name, status: 'created',
+      id, account_id: s.account, project_id: s.project, name, status: 'created', revision_root: id,
       etag: newEtag(), created_by: actorOf(p), updated_by: actorOf(p), created_at: now, updated_at: now,
     };
     const stored = await this.withClaimedContent(s, row.id, row, () => this.db.transaction().execute(async (trx) => {
@@ -109,6 +121,8 @@ export class ObjectService {
         ...emptyRow(), ...patch,
         id, account_id: s.account, project_id: s.project, name, status: 'created', etag: newEtag(),
         created_by: current.created_by, created_at: current.created_at, updated_by: actorOf(p), updated_at: nowIso(),
+        // A replaced record keeps its place in its history.
+        revision_root: current.revision_root ?? id, revision_parent: current.revision_parent, revision_head: current.revision_head, revision_label: current.revision_label,
       };
       const { id: _i, account_id: _a, project_id: _p, created_by: _cb, created_at: _ca, ...columns } = next;
       const result = await this.writeCas(s, current, columns, (trx) => this.storeEmbeddings(trx, s, next, vectors));
@@ -147,11 +161,70 @@ export class ObjectService {
    * current ETag (as GET sends it) or, as upstream clients use it, its content's ETag; `*`
    * matches any existing record. A stale value is a 412 and nothing is written.
    */
-  async update(p: Principal, id: string, input: ObjectInput, ifMatch?: string): Promise<WrittenObject> {
+  async update(p: Principal, id: string, input: ObjectInput, ifMatch?: string, revision?: NewRevision): Promise<WrittenObject> {
     const s = scopeOf(p);
     const patch = await patchOf(input, { ...this.inputContext(p), selfId: id }, 'update');
     const vectors = await this.prepareEmbeddings(s, input);
+    if (revision) {
+      const revisionId = newId();
+      return this.withClaimedContent(s, revisionId, patch, () => this.reviseWith(p, s, id, revisionId, patch, vectors, revision, ifMatch));
+    }
     return this.withClaimedContent(s, id, patch, () => this.updateWith(p, s, id, patch, vectors, ifMatch));
+  }
+
+  /**
+   * `update` with `createRevision`: the changed object is a new record (a new id, the new head
+   * of the history), and the object named stays as it was, an earlier revision. Only the head
+   * can be revised, so that a history stays a line.
+   */
+  private async reviseWith(
+    p: Principal, s: Scope, id: string, revisionId: string, patch: ObjectPatch, vectors: PreparedEmbeddings | undefined,
+    revision: NewRevision, ifMatch?: string,
+  ): Promise<WrittenObject> {
+    for (let attempt = 0; ; attempt++) {
+      const current = await getWholeObject(this.db, this.deps.dialect, s, id);
+      if (!current) throw new NotFound('object', id);
+      if (ifMatch !== undefined && !ifMatchAccepts(ifMatch, current)) {
+        throw new PreconditionFailed(`if-match ${ifMatch} does not match the current ETag "${current.etag}" of object ${id}: it was changed since you read it`, { etag: `"${current.etag}"` });
+      }
+      const root = current.revision_root ?? current.id;
+      if (!current.revision_head) {
+        const head = await headOf(this.db, s, root);
+        throw new Conflict(`object ${id} is an earlier revision: make the new revision from the head of its history${head ? `, ${head}` : ''}`, head ? { head } : undefined);
+      }
+      const now = nowIso();
+      const next: ObjectRow = {
+        ...current, ...updateColumns(p, current, patch),
+        id: revisionId, created_by: actorOf(p), created_at: now, updated_at: now,
+        revision_root: root, revision_parent: current.id, revision_head: 1, revision_label: revision.label ?? null,
+      };
+      const stored = await this.db.transaction().execute(async (trx) => {
+        if (!(await updateObject(trx, this.deps.dialect, s, current.id, current.etag, { revision_root: root, revision_head: 0, etag: newEtag() }))) return 'changed' as const;
+        await this.holdBlob(trx, s, next.content_source);
+        await insertObject(trx, this.deps.dialect, next);
+        return { stored: await this.storeEmbeddings(trx, s, next, vectors) };
+      });
+      if (stored === 'changed') {
+        if (ifMatch !== undefined) throw new PreconditionFailed(`object ${id} was changed while the revision was being written`);
+        if (attempt < MAX_CAS_RETRIES) continue;
+        throw new PreconditionFailed(`object ${id} kept changing while its revision was being written: retry`);
+      }
+      this.embeddingsStored(s, stored.stored);
+      // The new revision is an object of its own: its content is processed (text, renditions) for it.
+      if (next.content) this.afterCommit(s, { objectId: next.id, content: next.content as ContentSource, previous: null, reason: 'created' });
+      this.embed(s, next.id);
+      return this.written(s, next);
+    }
+  }
+
+  /** `GET /objects/:id/revisions`: every revision of the object's history, newest first (at most MAX_REVISIONS). */
+  async revisions(p: Principal, id: string): Promise<ObjectRecord[]> {
+    const s = scopeOf(p);
+    const row = await getObject(this.db, this.deps.dialect, s, id);
+    if (!row) throw new NotFound('object', id);
+    const rows = await revisionsOf(this.db, this.deps.dialect, s, row.revision_root ?? row.id, MAX_REVISIONS);
+    const types = await this.deps.types.refs(s, [...new Set(rows.flatMap((r) => (r.type_id ? [r.type_id] : [])))]);
+    return rows.map((r) => toRecord(r, { types }, new Set()));
   }
 
   private async updateWith(p: Principal, s: Scope, id: string, patch: ObjectPatch, vectors: PreparedEmbeddings | undefined, ifMatch?: string): Promise<WrittenObject> {
@@ -183,6 +256,8 @@ export class ObjectService {
       const row = await getObject(trx, this.deps.dialect, s, id);
       if (!row) throw new NotFound('object', id);
       await deleteObject(trx, s, id);
+      await this.deps.audit?.write(trx, p, deletionEntry(row));
+      if (row.revision_head && row.revision_root) await promoteHead(trx, s, row.revision_root, newEtag());
       await detachChildren(trx, s, id, { etag: newEtag(), updated_at: nowIso(), updated_by: actorOf(p) });
       return row.content_source ? this.releaseBlob(trx, s, row.content_source) : undefined;
     });
@@ -226,12 +301,16 @@ export class ObjectService {
     const { deleted, purges } = await this.db.transaction().execute(async (trx) => {
       const deleted: string[] = [];
       const sources = new Set<string>();
+      const headless = new Set<string>();
       for (const id of ordered) {
         const row = await getObject(trx, this.deps.dialect, s, id);
         if (!row || (await deleteObject(trx, s, id)) === 0) continue;
+        await this.deps.audit?.write(trx, p, { ...deletionEntry(row), details: { bulk: true } });
         deleted.push(id);
         if (row.content_source) sources.add(row.content_source);
+        if (row.revision_head && row.revision_root) headless.add(row.revision_root);
       }
+      for (const root of headless) await promoteHead(trx, s, root, newEtag());
       const version = { etag: newEtag(), updated_at: nowIso(), updated_by: actorOf(p) };
       for (const id of deleted) await detachChildren(trx, s, id, version);
       const purges: string[] = [];
@@ -339,9 +418,10 @@ export class ObjectService {
         if (!name) throw new BadRequest('an object must have property "name" (or content with a name)');
         const vectors = await this.prepareEmbeddings(s, body);
         const now = nowIso();
+        const id = newId();
         const row: ObjectRow = {
           ...emptyRow(), ...patch,
-          id: newId(), account_id: s.account, project_id: s.project, name, status: 'created',
+          id, account_id: s.account, project_id: s.project, name, status: 'created', revision_root: id,
           etag: newEtag(), created_by: actorOf(p), updated_by: actorOf(p), created_at: now, updated_at: now,
         };
         prepared.push({ index, row, vectors });
@@ -513,6 +593,7 @@ function emptyRow(): Omit<ObjectRow, 'id' | 'account_id' | 'project_id' | 'name'
     description: null, type_id: null, parent_id: null, location: '/', external_id: null, content_source: null, run_id: null,
     content: null, tags: [], properties: {}, metadata: null, tokens: null, text: null, text_etag: null,
     parts: null, transcript: null, error: null,
+    revision_root: null, revision_parent: null, revision_head: 1, revision_label: null, expires_at: null,
   };
 }
 
@@ -555,4 +636,10 @@ function ifMatchAccepts(header: string, row: ObjectRow): boolean {
   if (h === '*') return true;
   const contentEtag = (row.content as ContentSource | null)?.etag;
   return h.split(',').map((t) => t.trim().replace(/^W\//, '').replace(/^"(.*)"$/, '$1')).some((t) => t === row.etag || (!!contentEtag && t === contentEtag));
+}
+
+/** The audit row of an object's deletion: what it was. */
+function deletionEntry(row: ObjectRow): AuditEntry {
+  const was = { name: row.name, type: row.type_id, location: row.location, content: row.content_source, revision_root: row.revision_root };
+  return { action: 'delete', resourceType: 'object', resourceId: row.id, changes: changesOf(was, null) };
 }

@@ -15,7 +15,7 @@ export type Db = Kysely<Database>;
 export const VISIBLE_COLUMNS = [
   'id', 'account_id', 'project_id', 'name', 'description', 'status', 'type_id', 'parent_id', 'location', 'external_id',
   'content_source', 'run_id', 'content', 'tags', 'properties', 'metadata', 'tokens', 'error', 'etag', 'created_by', 'updated_by',
-  'created_at', 'updated_at',
+  'created_at', 'updated_at', 'revision_root', 'revision_parent', 'revision_head', 'revision_label', 'expires_at',
 ] as const satisfies readonly (keyof ObjectTable)[];
 
 export const columnsFor = (hidden: ReadonlySet<HiddenField>): SelectExpression<Database, 'objects'>[] => [
@@ -79,6 +79,32 @@ export async function detachChildren(db: Db, s: Scope, parentId: string, version
   const r = await db.updateTable('objects').set({ parent_id: null, ...version })
     .where('account_id', '=', s.account).where('project_id', '=', s.project).where('parent_id', '=', parentId).executeTakeFirst();
   return Number(r.numUpdatedRows);
+}
+
+/** The revisions of the history that starts at `root`, newest first. */
+export async function revisionsOf(db: Db, d: OrreryDialect, s: Scope, root: string, limit: number): Promise<ObjectRow[]> {
+  const rows = await objectsIn(db, s).select(columnsFor(new Set())).where('objects.revision_root', '=', root)
+    .orderBy('objects.created_at', 'desc').orderBy('objects.id', 'desc').limit(limit).execute();
+  return rows.map((r) => decodeObject(d, r));
+}
+
+/** The id of the head of the history that starts at `root`. */
+export async function headOf(db: Db, s: Scope, root: string): Promise<string | undefined> {
+  const r = await objectsIn(db, s).select('objects.id').where('objects.revision_root', '=', root).where('objects.revision_head', '=', 1).executeTakeFirst();
+  return r?.id;
+}
+
+/**
+ * After the head of a history was deleted, its newest remaining revision becomes the head (a
+ * new version of that record), so that the history stays visible in listings.
+ */
+export async function promoteHead(db: Db, s: Scope, root: string, etag: string): Promise<void> {
+  if (await headOf(db, s, root)) return;
+  const newest = await objectsIn(db, s).select('objects.id').where('objects.revision_root', '=', root)
+    .orderBy('objects.created_at', 'desc').orderBy('objects.id', 'desc').limit(1).executeTakeFirst();
+  if (!newest) return;
+  await db.updateTable('objects').set({ revision_head: 1, etag })
+    .where('account_id', '=', s.account).where('project_id', '=', s.project).where('id', '=', newest.id).execute();
 }
 
 /** How many objects of the project point at the storage URI `source`. */

@@ -197,8 +197,13 @@ for (const dialect of TEST_DIALECTS) {
             const what = `${req.method} ${req.url.slice(0, 300)} ${req.body?.slice(0, 300) ?? ''} → ${res.status} ${text.slice(0, 300)}`;
             if (res.status >= 500) {
               const body = JSON.parse(text) as { error?: string };
-              // The one deliberate 5xx: executeAsync is refused with 501 (issue 24: it needs workflows).
-              const refusedByContract = res.status === 501 && body.error === 'not_implemented' && req.method === 'POST' && req.url.split('?')[0] === '/api/v1/execute/async';
+              // The deliberate 5xx: what the official client can ask and Orrery refuses with 501 (issue 24):
+              // executeAsync (it needs workflows) and collection permissions (no per-object access control).
+              const path = req.url.split('?')[0];
+              const refusedByContract = res.status === 501 && body.error === 'not_implemented' && (
+                (req.method === 'POST' && path === '/api/v1/execute/async')
+                || (req.method === 'PUT' && /^\/api\/v1\/collections\/[^/]+\/permissions$/.test(path))
+                || (req.method === 'POST' && /^\/api\/v1\/collections\/[^/]+\/propagate-(permissions|shared-props)$/.test(path)));
               assert.ok((res.status === 502 && PROVIDER_CODES.test(body.error ?? '')) || refusedByContract, what);
             }
             if (res.status >= 400) {
