@@ -3,6 +3,7 @@ const BENCHES: Record<string, string> = {
   runs: './runs-throughput.ts',
   'run-writes': './run-writes.ts',
   'runs-search': './runs-search.ts',
+  'runs-analytics': './runs-analytics.ts',
   replicas: './replicas.ts',
   objects: './objects.ts',
   embeddings: './embeddings.ts',
@@ -11,9 +12,9 @@ const BENCHES: Record<string, string> = {
   content: './content.ts',
   templates: './templates.ts',
   resilience: './resilience.ts',
-};
   peer: './peer.ts',
   footprint: './footprint.ts',
+};
 const wanted = process.argv.slice(2);
 const names = wanted.length ? wanted : Object.keys(BENCHES);
 for (const name of names) {

@@ -8,7 +8,8 @@ import { buildServer } from './server.ts';
 import { openDatabase } from './db/open.ts';
 import { deriveKeys, resolveSecret } from './auth/secret.ts';
 import { AuthService } from './auth/service.ts';
-import { KEY_ROLES, type KeyRole, type Principal } from './auth/principal.ts';
+import { AuditLog } from './audit/log.ts';
+import { KEY_ROLE_INPUTS, KEY_ROLES, keyRoleOf, type KeyRole, type KeyRoleInput, type Principal } from './auth/principal.ts';
 import { OrreryError } from './http/errors.ts';
 import { installProcessGuards } from './process-guards.ts';
 
@@ -17,7 +18,7 @@ const USAGE = `Usage: orrery <command> [options]
 Commands:
   serve                         start the server (default)
   migrate                       create or upgrade the database, then exit
-  keys create --name N [--role admin|member] [--project ID] [--expires-at ISO]
+  keys create --name N [--role admin|developer|executor|reader|auditor] [--project ID] [--expires-at ISO]
                                 create an API key and print it with the variables for the vertesia CLI
   keys list                     list API keys (never their secret)
   keys delete ID                revoke an API key
@@ -52,8 +53,9 @@ async function main(argv: string[]): Promise<void> {
   if (command === 'keys' && sub === 'create') {
     return withAdmin(config, async (auth, admin) => {
       if (!values.name) throw new Error('keys create needs --name');
-      const role = (values.role ?? 'member') as KeyRole;
-      if (!KEY_ROLES.includes(role)) throw new Error(`--role must be one of ${KEY_ROLES.join(', ')}`);
+      const input = (values.role ?? 'developer') as KeyRoleInput;
+      if (!KEY_ROLE_INPUTS.includes(input)) throw new Error(`--role must be one of ${KEY_ROLES.join(', ')}`);
+      const role: KeyRole = keyRoleOf(input);
       const key = await auth.createKey(admin, { name: values.name, role, project: values.project, expires_at: values['expires-at'] });
       const token = await auth.issueToken({ ...admin, keyId: key.id, role, project: key.project });
       const tokenUrl = `${config.publicUrl}/api/v1/token/issue`;
@@ -121,10 +123,11 @@ async function withAdmin(config: Config, fn: (auth: AuthService, admin: Principa
   const { db, dialect } = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
   try {
     const keys = deriveKeys(await resolveSecret(config, db, dialect));
-    const auth = new AuthService(db, dialect, config, keys.jwt);
+    // Keys made here are in the audit trail too, as made by `cli` from the host.
+    const auth = new AuthService(db, dialect, config, keys.jwt, new AuditLog(db, dialect));
     const boot = await auth.bootstrap();
     if (boot.created && boot.key) console.log(`Created the default account and project; admin API key (shown once): ${boot.key}\n`);
-    await fn(auth, { account: boot.account, project: boot.project, keyId: 'cli', role: 'admin', via: 'apikey' });
+    await fn(auth, { account: boot.account, project: boot.project, keyId: 'cli', role: 'admin', via: 'apikey', ip: 'cli' });
   } finally {
     await db.destroy();
   }

@@ -35,6 +35,8 @@ export interface Config {
   shutdownTimeoutSeconds: number;
   /** A replica silent this long is dead and the runs it was executing are failed. */
   replicaTimeoutSeconds: number;
+  /** How often the retention sweeper deletes expired runs and objects (issue 18). */
+  retentionSweepSeconds: number;
   /** Content processing (src/content): jobs at once per process, and one worker thread each. */
   contentWorkers: number;
   /** Pages of a PDF (slides of a presentation) processed at most; more fails the object. */
@@ -149,6 +151,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     metricsToken: overrides.metricsToken ?? nonEmpty(env, 'ORRERY_METRICS_TOKEN'),
     shutdownTimeoutSeconds: overrides.shutdownTimeoutSeconds ?? int(env, 'ORRERY_SHUTDOWN_TIMEOUT', 30, 0, 3600),
     replicaTimeoutSeconds: overrides.replicaTimeoutSeconds ?? int(env, 'ORRERY_REPLICA_TIMEOUT', 30, 2, 3600),
+    retentionSweepSeconds: overrides.retentionSweepSeconds ?? int(env, 'ORRERY_RETENTION_SWEEP', 30, 1, 3600),
     contentWorkers: overrides.contentWorkers ?? int(env, 'ORRERY_CONTENT_WORKERS', 2, 1, 64),
     contentMaxPages: overrides.contentMaxPages ?? int(env, 'ORRERY_CONTENT_MAX_PAGES', 2000, 1),
     contentMaxDecompressedBytes: overrides.contentMaxDecompressedBytes ?? byteSize(env, 'ORRERY_CONTENT_MAX_DECOMPRESSED', 512 * 1024 ** 2),

@@ -12,6 +12,12 @@ import { openDatabase, type OpenedDatabase } from './db/open.ts';
 import { deriveKeys, resolveSecret } from './auth/secret.ts';
 import { AuthService, type BootstrapResult } from './auth/service.ts';
 import { authRoutes } from './auth/routes.ts';
+import { installPermissions } from './auth/permissions.ts';
+import { AuditLog } from './audit/log.ts';
+import { AuditTrail } from './audit/trail.ts';
+import { auditRoutes } from './audit/routes.ts';
+import { RunRetention, retentionSettingsOf } from './runs/retention.ts';
+import { retentionRoutes } from './runs/retention-routes.ts';
 import { authenticate, installPrincipal } from './http/auth-hook.ts';
 import { redactingLoggerOptions } from './http/log-redaction.ts';
 import { installUrlGuard } from './http/url-guard.ts';
@@ -30,7 +36,9 @@ import { RunWriter } from './runs/run-writer.ts';
 import { ThreadRunWriter } from './runs/run-writer-thread.ts';
 import { StreamHub } from './runs/stream-hub.ts';
 import { runRoutes } from './runs/routes.ts';
+import { AnalyticsService, analyticsRoutes } from './analytics/index.ts';
 import { RunFinder } from './runs/find.ts';
+import { RunExporter } from './runs/export.ts';
 import { RunRefSchema, RunSchema } from './runs/schemas.ts';
 import { usableCores } from './util/cpu-quota.ts';
 import { join } from 'node:path';
@@ -56,15 +64,15 @@ import { WorkerPool } from './content/worker/pool.ts';
 import { ContentPipeline } from './content/pipeline.ts';
 import { RenditionService } from './content/renditions.ts';
 import { contentRoutes } from './content/routes.ts';
+import { CollectionService, collectionRoutes } from './collections/index.ts';
 import { sql } from 'kysely';
 import { EmbeddingService } from './embeddings/service.ts';
-import { EmbeddingSettingsStore, parseStored } from './embeddings/settings.ts';
+import { EmbeddingSettingsStore, parseStored, systemPrincipal } from './embeddings/settings.ts';
 import { VectorIndexes } from './embeddings/index-registry.ts';
 import { ObjectSimilarity } from './embeddings/object-search.ts';
 import { embeddingsStep } from './embeddings/pipeline-step.ts';
 import { embeddingRoutes } from './embeddings/routes.ts';
 import { DEFAULT_STEPS } from './content/steps.ts';
-import { CollectionService, collectionRoutes } from './collections/index.ts';
 
 export interface Orrery {
   app: FastifyInstance;
@@ -82,6 +90,12 @@ export interface Orrery {
 
 const VERSION = '0.1.0';
 
+/** The S3 store and the AWS SDK behind it are loaded only when ORRERY_BLOB_URL names a bucket. */
+async function openS3Store(blobUrl: string): Promise<BlobStore> {
+  const { parseS3Url, S3BlobStore } = await import('./blobs/s3-store.ts');
+  return new S3BlobStore(parseS3Url(blobUrl));
+}
+
 export interface BuildOptions {
   logger?: boolean | object;
   /** DNS for the outbound layer; tests stub it so that no name is resolved outside the machine. */
@@ -91,25 +105,20 @@ export interface BuildOptions {
 export async function buildServer(config: Config, opts: BuildOptions = {}): Promise<Orrery> {
   const database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
   const { db, dialect } = database;
-/** The S3 store and the AWS SDK behind it are loaded only when ORRERY_BLOB_URL names a bucket. */
-async function openS3Store(blobUrl: string): Promise<BlobStore> {
-  const { parseS3Url, S3BlobStore } = await import('./blobs/s3-store.ts');
-  return new S3BlobStore(parseS3Url(blobUrl));
-}
-
   try {
     const keys = deriveKeys(await resolveSecret(config, db, dialect));
-    const auth = new AuthService(db, dialect, config, keys.jwt);
+    const audit = new AuditLog(db, dialect);
+    const auth = new AuthService(db, dialect, config, keys.jwt, audit);
     const bootstrap = await auth.bootstrap();
     const changes = new ChangeClock();
     const outbound = new Outbound({ policy: egressPolicyOf(config), resolve: opts.resolve });
-    const environments = new EnvironmentService(db, dialect, keys.encryption, changes, outbound);
+    const environments = new EnvironmentService(db, dialect, keys.encryption, changes, outbound, audit);
     const templates = new TemplateEngine({
       workers: config.templateWorkers,
       limits: { cpuMs: config.templateCpuMs, memoryBytes: config.templateMemoryBytes, maxOutput: config.templateMaxOutput },
     });
-    const prompts = new PromptService(db, dialect, changes, templates);
-    const interactions = new InteractionService(db, dialect, prompts, (p, id) => environments.get(p, id), changes);
+    const prompts = new PromptService(db, dialect, changes, templates, audit);
+    const interactions = new InteractionService(db, dialect, prompts, (p, id) => environments.get(p, id), changes, audit);
     const hub = new StreamHub();
     const metrics = new Metrics();
     const replica = new ReplicaRegistry(db, config.replicaTimeoutSeconds * 1000);
@@ -146,6 +155,7 @@ async function openS3Store(blobUrl: string): Promise<BlobStore> {
     auth.onProjectDeleted(async (s) => {
       await blobs.purgeProject(s).catch((err) => app.log.error({ err }, `could not delete the blobs of deleted project ${s.project}`));
     });
+    auth.useSetting('retention', { current: (_s, stored) => stored ?? null, prepare: async (_s, value) => retentionSettingsOf(value) });
     auth.useSetting('embeddings', {
       current: (_s, stored) => parseStored(stored),
       prepare: (s, value) => embeddings.prepareSettings(s, value),
@@ -161,14 +171,18 @@ async function openS3Store(blobUrl: string): Promise<BlobStore> {
       onError: (err, what) => app.log.error({ err }, `content: could not ${what}`),
     });
     const renditions = new RenditionService({ db, dialect, blobs, pipeline: content, waitMs: config.renditionWaitMs });
-    const objectTypes = new ObjectTypeService(db, dialect);
+    const objectTypes = new ObjectTypeService(db, dialect, audit);
     const listing = new ObjectListing(db, dialect, objectTypes, embeddings);
     const exporter = new ObjectExporter(db, dialect, objectTypes, listing);
     const objects = new ObjectService({
-      db, dialect, blobs, types: objectTypes, processing: content, renditions,
+      db, dialect, blobs, types: objectTypes, processing: content, renditions, audit,
       runExists: (p, id) => runs.get(p, id).then(() => true, (err: { status?: number }) => (err?.status === 404 ? false : Promise.reject(err))),
       onBackgroundError: (err, what) => app.log.error({ err }, `objects: could not ${what}`),
       embeddings,
+    });
+    const retention = new RunRetention({
+      db, dialect, audit,
+      deleteObjects: (s, ids) => objects.bulkDelete(systemPrincipal(s), ids),
     });
     const similarity = new ObjectSimilarity(db, listing, embeddings, config.vectorExactThreshold);
     /** Checks behind GET /ready; features with an external dependency (blob storage) add theirs. */
@@ -239,19 +253,35 @@ async function openS3Store(blobUrl: string): Promise<BlobStore> {
       api.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
       await api.register(async (authed) => {
         authed.addHook('onRequest', authenticate(auth));
+        installPermissions(authed);
         await authed.register(authRoutes, { auth });
         await authed.register(interactionRoutes, { environments, prompts, interactions });
-        await authed.register(runRoutes, { runs, finder: new RunFinder(db, dialect), metrics });
+        await authed.register(runRoutes, { runs, finder: new RunFinder(db, dialect), metrics, exporter: new RunExporter(db, dialect) });
+        await authed.register(analyticsRoutes, { analytics: new AnalyticsService(db, dialect, environments) });
         await authed.register(objectRoutes, { objects, listing, exporter, types: objectTypes, blobs, similarity });
         await authed.register(embeddingRoutes, { embeddings, configure: (p, settings) => auth.updateProject(p, p.project.id, { embeddings: settings }) });
         await authed.register(fileRoutes, { blobs });
         await authed.register(typeCatalogRoutes, { catalog: new TypeCatalog(db, dialect) });
         await authed.register(contentRoutes, { renditions });
+        await authed.register(auditRoutes, { trail: new AuditTrail(db, dialect) });
+        await authed.register(retentionRoutes, { retention });
+        await authed.register(collectionRoutes, { collections: new CollectionService({ db, dialect, listing, types: objectTypes, similarity }) });
       });
     }, { prefix: '/api/v1' });
     // Public context (style F1): the signature in a blob URL is its credential.
     await app.register(blobRoutes, { blobs });
 
+    let retaining = false;
+    const sweepRetention = () => {
+      if (retaining) return;
+      retaining = true;
+      retention.sweep().then(
+        (r) => (r.expiredRuns || r.retainedRuns || r.expiredObjects) && app.log.info(r, 'retention: deleted expired runs and objects'),
+        (err) => app.log.error({ err }, 'retention sweeper failed'),
+      ).finally(() => (retaining = false));
+    };
+    const retentionSweeper = setInterval(sweepRetention, config.retentionSweepSeconds * 1000);
+    retentionSweeper.unref();
     const sweep = () => {
       runs.sweepUnconsumed().catch((err) => app.log.error({ err }, 'stream sweeper failed'));
       runs.sweepLost().catch((err) => app.log.error({ err }, 'lost-run sweeper failed'));
@@ -263,9 +293,6 @@ async function openS3Store(blobUrl: string): Promise<BlobStore> {
     setImmediate(sweep);
     // Uploads cut off by a crash leave temporary files in the blob folder: swept at start and then
     // as often as they can go stale (an upload in progress writes, so its file is never idle long).
-        await authed.register(auditRoutes, { trail: new AuditTrail(db, dialect) });
-        await authed.register(retentionRoutes, { retention });
-        await authed.register(collectionRoutes, { collections: new CollectionService({ db, dialect, listing, types: objectTypes, similarity }) });
     const sweepUploads = () => {
       if (blobStore instanceof LocalBlobStore) {
         blobStore.sweepTemporary(config.uploadStaleMs).then(
@@ -285,6 +312,7 @@ async function openS3Store(blobUrl: string): Promise<BlobStore> {
     app.addHook('onClose', async () => {
       clearInterval(sweeper);
       clearInterval(uploadSweeper);
+      clearInterval(retentionSweeper);
       const deadline = Date.now() + config.shutdownTimeoutSeconds * 1000;
       while (runs.executing > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
       await runs.close();

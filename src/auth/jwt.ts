@@ -36,7 +36,7 @@ export async function signToken(key: Uint8Array, p: Principal, publicUrl: string
     project: { ...p.project, account: p.account.id },
     account_roles: p.role === 'admin' ? ['account_owner'] : ['account_member'],
     accounts: [p.account],
-    project_roles: p.role === 'admin' ? ['project_admin'] : ['developer'],
+    project_roles: p.role === 'admin' ? ['project_admin'] : [p.role],
     apps: [],
     endpoints: { studio: publicUrl, store: publicUrl, token: `${publicUrl}/api/v1` },
   };

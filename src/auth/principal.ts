@@ -1,6 +1,12 @@
 /** Who is calling, resolved from the bearer token by the auth hook. */
-export const KEY_ROLES = ['admin', 'member'] as const;
+export const KEY_ROLES = ['admin', 'developer', 'executor', 'reader', 'auditor'] as const;
 export type KeyRole = (typeof KEY_ROLES)[number];
+
+/** Roles accepted on input: the stored ones, and `member`, the developer role's name before 0017. */
+export const KEY_ROLE_INPUTS = [...KEY_ROLES, 'member'] as const;
+export type KeyRoleInput = (typeof KEY_ROLE_INPUTS)[number];
+
+export const keyRoleOf = (input: KeyRoleInput): KeyRole => (input === 'member' ? 'developer' : input);
 
 export interface Ref {
   id: string;
@@ -14,6 +20,9 @@ export interface Principal {
   role: KeyRole;
   /** How the caller authenticated: the key itself or a JWT issued for it. */
   via: 'apikey' | 'jwt';
+  /** The request's client address and id, for the audit trail (set per request by the auth hook). */
+  ip?: string;
+  requestId?: string;
 }
 
 /** The owner scope every query of project data starts from (style D5). */

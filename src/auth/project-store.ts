@@ -18,8 +18,10 @@ const BY_PROJECT = [
 ] as const;
 
 /** Deletes the project's rows; answers how many rows went, by table. */
-export async function deleteProjectData(db: Db, d: OrreryDialect, s: Scope): Promise<Record<string, number>> {
+export async function deleteProjectData(db: Db, d: OrreryDialect, s: Scope, within?: (trx: Db) => Promise<void>): Promise<Record<string, number>> {
   return db.transaction().execute(async (trx) => {
+    // What must commit with the deletion (its audit row), first.
+    await within?.(trx);
     const counts: Record<string, number> = {};
     const runIds = trx.selectFrom('runs').select('runs.id').where('runs.project_id', '=', s.project).where('runs.account_id', '=', s.account);
     counts.run_tags = Number((await trx.deleteFrom('run_tags').where('run_id', 'in', runIds).executeTakeFirst()).numDeletedRows);

@@ -2,7 +2,7 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { AuthService } from './service.ts';
-import { principalOf } from '../http/auth-hook.ts';
+import { forRequest, principalOf } from '../http/auth-hook.ts';
 import { errorResponses, IdParams } from '../http/schemas.ts';
 import { AccountProjectsSchema, AccountSchema, ProjectConfigurationBody, ProjectConfigurationSchema, ApiKeyCreateBody, ApiKeyQuery, ApiKeySchema, ApiKeyUpdateBody, ProjectCreateBody, ProjectSchema, ProjectUpdateBody, TokenIssueBody, TokenSchema } from './schemas.ts';
 
@@ -15,7 +15,7 @@ export const authRoutes: FastifyPluginAsyncTypebox<{ auth: AuthService }> = asyn
       response: { 200: TokenSchema, ...errorResponses(400, 401) },
     },
     config: { bodyToken: true },
-  }, async (req) => auth.issueToken(req.principal ?? (await auth.authenticate(req.body?.key)), req.body?.key));
+  }, async (req) => auth.issueToken(req.principal ?? forRequest(await auth.authenticate(req.body?.key), req), req.body?.key));
 
   app.post('/projects', {
     schema: { tags: ['projects'], summary: 'Create a project (admin keys only)', body: ProjectCreateBody, response: { 200: ProjectSchema, ...errorResponses(400, 401, 403) } },

@@ -1,5 +1,5 @@
 import { Type, type TSchema } from '@sinclair/typebox';
-import { KEY_ROLES } from './principal.ts';
+import { KEY_ROLE_INPUTS, KEY_ROLES } from './principal.ts';
 import { RefSchema } from '../http/schemas.ts';
 
 export const TokenIssueBody = Type.Object({
@@ -41,11 +41,13 @@ export const ProjectSchema = Type.Object({
   updated_at: Type.String(),
 });
 
-export const KeyRoleSchema = Type.Union(KEY_ROLES.map((r) => Type.Literal(r)));
+export const KeyRoleSchema = Type.Union(KEY_ROLES.map((r) => Type.Literal(r)), { description: 'admin (every project of the account), developer, executor, reader or auditor: see the README, Roles' });
+/** On input `member` is accepted too: the developer role's name before roles existed. */
+export const KeyRoleInputSchema = Type.Union(KEY_ROLE_INPUTS.map((r) => Type.Literal(r)), { description: 'admin, developer (the default; member is an alias), executor, reader or auditor' });
 
 export const ApiKeyCreateBody = Type.Object({
   name: Type.String({ minLength: 1, maxLength: 200 }),
-  role: Type.Optional(KeyRoleSchema),
+  role: Type.Optional(KeyRoleInputSchema),
   project: Type.Optional(Type.String({ description: 'Project id; defaults to the caller\'s project' })),
   expires_at: Type.Optional(Type.String({ description: 'ISO 8601 date-time after which the key stops working' })),
 });
@@ -66,7 +68,7 @@ export const ApiKeySchema = Type.Object({
 
 export const ApiKeyUpdateBody = Type.Object({
   name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
-  role: Type.Optional(KeyRoleSchema),
+  role: Type.Optional(KeyRoleInputSchema),
   expires_at: Type.Optional(Type.Union([Type.String(), Type.Null()], { description: 'ISO 8601 date-time in the future; null: never expires' })),
   enabled: Type.Optional(Type.Boolean({ description: 'false disables the key (refused with 401), true enables it again' })),
 }, { additionalProperties: true, description: "The official client's UpdateApiKeyPayload; fields it has that Orrery does not keep are ignored" });

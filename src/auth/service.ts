@@ -9,7 +9,9 @@ import { BadRequest, Conflict, Forbidden, NotFound, Unauthorized } from '../http
 import { deleteProjectData } from './project-store.ts';
 import { generateApiKey, hashApiKey, keyHint, looksLikeApiKey } from './keys.ts';
 import { looksLikeJwt, signToken, verifyToken } from './jwt.ts';
-import type { KeyRole, Principal, Scope } from './principal.ts';
+import { keyRoleOf, type KeyRole, type KeyRoleInput, type Principal, type Scope } from './principal.ts';
+import { roleWithin } from './permissions.ts';
+import { auditedWrite, changesOf, type AuditEntry, type AuditLog } from '../audit/log.ts';
 import * as store from './store.ts';
 import type { Db, KeyWithScope } from './store.ts';
 import type { ProjectTable } from '../db/schema.ts';
@@ -93,7 +95,13 @@ export class AuthService {
     private readonly dialect: OrreryDialect,
     private readonly config: Config,
     private readonly jwtKey: Uint8Array,
+    /** The audit trail: projects, settings, keys and tokens issued. */
+    private readonly audit?: AuditLog,
   ) {}
+
+  private audited<T>(p: Principal, entry: AuditEntry, work: (db: Db) => Promise<T>): Promise<T> {
+    return auditedWrite(this.audit, this.db, p, entry, work);
+  }
 
   /** First start: a default account, project and admin key. Safe when replicas start together. */
   async bootstrap(): Promise<BootstrapResult> {
@@ -170,7 +178,10 @@ export class AuthService {
       if (other.keyId !== p.keyId) throw new BadRequest('body "key" differs from the bearer API key; send one key');
     }
     const ttl = this.config.jwtTtlSeconds;
-    return { token: await signToken(this.jwtKey, p, this.config.publicUrl, ttl), token_type: 'Bearer', expires_in: ttl };
+    const token = await signToken(this.jwtKey, p, this.config.publicUrl, ttl);
+    // The token itself is never recorded: who got one, when, from where, and for how long.
+    await this.audit?.write(this.db, p, { action: 'create', resourceType: 'token', resourceId: p.keyId, details: { via: p.via, expires_in: ttl } });
+    return { token, token_type: 'Bearer', expires_in: ttl };
   }
 
   async createProject(p: Principal, input: { name: string; namespace?: string; description?: string }): Promise<ProjectDto> {
@@ -188,7 +199,8 @@ export class AuthService {
       id: newId(), account_id: p.account.id, name: input.name, namespace, description: input.description ?? null,
       settings: {}, created_at: now, updated_at: now,
     };
-    await store.insertProject(this.db, { ...row, settings: this.dialect.toJson(row.settings) });
+    await this.audited(p, { action: 'create', resourceType: 'project', resourceId: row.id, projectId: row.id, changes: changesOf(null, projectView(row)) },
+      (db) => store.insertProject(db, { ...row, settings: this.dialect.toJson(row.settings) }));
     return this.toProject(row);
   }
 
@@ -228,7 +240,8 @@ export class AuthService {
     }
     patch.settings = this.dialect.toJson(settings);
     patch.updated_at = nowIso();
-    await store.updateProjectRow(this.db, row.account_id, row.id, patch);
+    const entry: AuditEntry = { action: 'update', resourceType: 'project', resourceId: row.id, projectId: row.id, changes: changesOf(projectView(row), projectView({ ...row, ...patch, settings })) };
+    await this.audited(p, entry, (db) => store.updateProjectRow(db, row.account_id, row.id, patch));
     for (const change of changes) await change();
     return this.toProject({ ...row, ...patch, settings });
   }
@@ -251,7 +264,8 @@ export class AuthService {
       throw new Conflict('this is the project of the key you call with: deleting it would delete that key too and lock you out; call with an admin key of another project of the account');
     }
     const scope: Scope = { account: row.account_id, project: row.id };
-    await deleteProjectData(this.db, this.dialect, scope);
+    const entry: AuditEntry = { action: 'delete', resourceType: 'project', resourceId: row.id, projectId: row.id, changes: changesOf(projectView(this.decodeProject(row)), null) };
+    await deleteProjectData(this.db, this.dialect, scope, this.audit && ((trx) => this.audit!.write(trx, p, entry)));
     for (const [token, entry] of this.cache) if (entry.principal.project.id === row.id) this.cache.delete(token);
     for (const handler of this.deletionHandlers) await handler(scope);
     return { id: row.id };
@@ -274,8 +288,10 @@ export class AuthService {
       else if (value !== undefined) config[key] = value;
     }
     if (JSON.stringify(config).length > MAX_CONFIGURATION_BYTES) throw new BadRequest(`the project configuration may hold at most ${MAX_CONFIGURATION_BYTES} bytes of JSON`);
+    const before = projectView(row);
     settings.configuration = config;
-    await store.updateProjectRow(this.db, row.account_id, row.id, { settings: this.dialect.toJson(settings), updated_at: nowIso() });
+    const entry: AuditEntry = { action: 'update', resourceType: 'project', resourceId: row.id, projectId: row.id, changes: changesOf(before, projectView({ ...row, settings })) };
+    await this.audited(p, entry, (db) => store.updateProjectRow(db, row.account_id, row.id, { settings: this.dialect.toJson(settings), updated_at: nowIso() }));
     return configurationOf(settings);
   }
 
@@ -299,14 +315,15 @@ export class AuthService {
     return this.toProject(this.decodeProject(await this.visibleProject(p, id)));
   }
 
-  async createKey(p: Principal, input: { name: string; role?: KeyRole; project?: string; expires_at?: string }): Promise<ApiKeyDto> {
-    const role = input.role ?? 'member';
-    if (role === 'admin' && p.role !== 'admin') throw new Forbidden('only an admin key may create admin keys');
+  async createKey(p: Principal, input: { name: string; role?: KeyRoleInput; project?: string; expires_at?: string }): Promise<ApiKeyDto> {
+    const role = keyRoleOf(input.role ?? 'developer');
+    mayManage(p, role, 'create');
     const project = input.project ? await this.visibleProject(p, input.project) : await this.visibleProject(p, p.project.id);
     const expires = input.expires_at !== undefined ? futureDate(input.expires_at) : null;
     const secret = generateApiKey();
     const row = this.keyRow(secret, input.name, role, p.account.id, project.id, `apikey:${p.keyId}`, expires);
-    await store.insertKey(this.db, row);
+    await this.audited(p, { action: 'create', resourceType: 'apikey', resourceId: row.id, projectId: project.id, changes: changesOf(null, keyView(row)) },
+      (db) => store.insertKey(db, row));
     return { ...this.toKey({ key: { ...row, enabled: 1 }, account: p.account, project: { id: project.id, name: project.name } }), value: secret };
   }
 
@@ -317,8 +334,9 @@ export class AuthService {
 
   async deleteKey(p: Principal, id: string): Promise<{ id: string }> {
     const found = await this.visibleKey(p, id);
-    if (found.key.role === 'admin' && p.role !== 'admin') throw new Forbidden('only an admin key may delete admin keys');
-    await store.deleteKey(this.db, p.account.id, id);
+    mayManage(p, found.key.role as KeyRole, 'delete');
+    await this.audited(p, { action: 'delete', resourceType: 'apikey', resourceId: id, projectId: found.key.project_id, changes: changesOf(keyView(found.key), null) },
+      (db) => store.deleteKey(db, p.account.id, id));
     this.forgetKey(id);
     return { id };
   }
@@ -337,21 +355,25 @@ export class AuthService {
    * key is refused at once on this replica; other replicas forget their cached principal within
    * 10 seconds (CACHE_MS).
    */
-  async updateKey(p: Principal, id: string, input: { name?: string; role?: KeyRole; expires_at?: string | null; enabled?: boolean }): Promise<ApiKeyDto> {
+  async updateKey(p: Principal, id: string, input: { name?: string; role?: KeyRoleInput; expires_at?: string | null; enabled?: boolean }): Promise<ApiKeyDto> {
     const found = await this.visibleKey(p, id);
-    if (found.key.role === 'admin' && p.role !== 'admin') throw new Forbidden('only an admin key may change admin keys');
-    if (input.role === 'admin' && p.role !== 'admin') throw new Forbidden('only an admin key may make a key admin');
+    mayManage(p, found.key.role as KeyRole, 'change');
+    const role = input.role === undefined ? undefined : keyRoleOf(input.role);
+    if (role !== undefined) mayManage(p, role, 'give');
     const patch: { name?: string; role?: KeyRole; expires_at?: string | null; enabled?: number } = {};
     if (input.name !== undefined) {
       const name = input.name.trim();
       if (!name || name.length > 200) throw new BadRequest('name must be a non-empty string of at most 200 characters');
       patch.name = name;
     }
-    if (input.role !== undefined) patch.role = input.role;
+    if (role !== undefined) patch.role = role;
     if (input.expires_at !== undefined) patch.expires_at = input.expires_at === null ? null : futureDate(input.expires_at);
     if (input.enabled === false && id === p.keyId) throw new Conflict('this is the key you call with: disabling it would lock you out; disable it with another key');
     if (input.enabled !== undefined) patch.enabled = input.enabled ? 1 : 0;
-    if (Object.keys(patch).length) await store.updateKeyRow(this.db, p.account.id, id, patch);
+    if (Object.keys(patch).length) {
+      const entry: AuditEntry = { action: 'update', resourceType: 'apikey', resourceId: id, projectId: found.key.project_id, changes: changesOf(keyView(found.key), keyView({ ...found.key, ...patch })) };
+      await this.audited(p, entry, (db) => store.updateKeyRow(db, p.account.id, id, patch));
+    }
     this.forgetKey(id);
     return this.toKey({ ...found, key: { ...found.key, ...patch } });
   }
@@ -426,3 +448,24 @@ function futureDate(value: string): string {
 
 export const slug = (name: string): string =>
   name.normalize('NFKD').replace(/[\u0300-\u036f]/g, '').toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-+|-+$/g, '').slice(0, 63) || 'project';
+
+/**
+ * A key may create, change, delete or hand out keys whose role is within its own (every
+ * permission of that role is the caller's): a developer manages developer, executor and
+ * reader keys; only an admin manages admin keys.
+ */
+function mayManage(p: Principal, target: KeyRole, verb: 'create' | 'change' | 'delete' | 'give'): void {
+  if (roleWithin(target, p.role)) return;
+  const what = verb === 'give' ? `give a key the role ${target}` : `${verb} a key of role ${target}`;
+  throw new Forbidden(`a key of role ${p.role} cannot ${what}: its permissions go beyond the caller's (only an admin key can)`, { role: p.role, target });
+}
+
+/** What the audit trail shows of a project: its name, description and settings (the embeddings, the configuration). */
+const projectView = (row: { name: string; description: string | null; settings?: unknown }): Record<string, unknown> => ({
+  name: row.name, description: row.description, ...((row.settings as Record<string, unknown> | null) ?? {}),
+});
+
+/** What the audit trail shows of a key: never its hash. */
+const keyView = (k: { name: string; role: string; project_id: string; expires_at: string | null; enabled?: number }): Record<string, unknown> => ({
+  name: k.name, role: k.role, project: k.project_id, expires_at: k.expires_at, enabled: k.enabled === undefined ? true : !!k.enabled,
+});

@@ -162,6 +162,8 @@ export interface RunTable {
   cost_total?: number | null;
   /** The replica executing the run (0004), to detect a run whose executor died. */
   executor?: string | null;
+  /** `created_at` + `ttl` (0019) when the run has a ttl: the retention sweeper deletes it after. */
+  expires_at?: string | null;
 }
 
 export interface ReplicaTable {
@@ -196,10 +198,10 @@ export interface BlobTable {
   name: string;
   created_at: string;
   updated_at: string;
-}
-
   /** `files.setFileMetadata` (0015): a JSON map of strings, null until set. Read apart (blobs/store.ts). */
   custom_metadata: Generated<unknown>;
+}
+
 export interface ObjectTypeTable {
   id: string;
   account_id: string;
@@ -246,6 +248,33 @@ export interface ObjectTable {
   updated_by: string;
   created_at: string;
   updated_at: string;
+  /** Revisions (0014): the id of the first object of the history (its own id when it has none). */
+  revision_root: string | null;
+  /** The revision this one was made from (null for the first). */
+  revision_parent: string | null;
+  /** 1 for the newest revision of a history (every object without revisions), 0 for earlier ones. */
+  revision_head: Generated<number>;
+  revision_label: string | null;
+  /** Now + `ttl` (0019) when the object was written with a ttl: the retention sweeper deletes it after. */
+  expires_at?: string | null;
+}
+
+/** The audit trail (0018); see src/audit. */
+export interface AuditEventTable {
+  id: string;
+  account_id: string;
+  project_id: string | null;
+  action: string;
+  resource_type: string;
+  resource_id: string;
+  event_category: string;
+  principal_type: string;
+  principal_id: string;
+  role: string;
+  request_id: string | null;
+  ip: string | null;
+  details: unknown;
+  created_at: string;
 }
 
 /** The durable job queue (0005); see src/jobs/queue.ts. */
@@ -311,28 +340,6 @@ export interface VectorTable {
   updated_at: string;
 }
 
-export interface Database {
-  accounts: AccountTable;
-  projects: ProjectTable;
-  api_keys: ApiKeyTable;
-  settings: SettingTable;
-  environments: EnvironmentTable;
-  prompts: PromptTable;
-  interactions: InteractionTable;
-  runs: RunTable;
-  run_cache: RunCacheTable;
-  run_tags: RunTagTable;
-  replicas: ReplicaTable;
-  run_chunks: RunChunkTable;
-  blobs: BlobTable;
-  object_types: ObjectTypeTable;
-  objects: ObjectTable;
-  jobs: JobTable;
-  object_renditions: ObjectRenditionTable;
-  vectors: VectorTable;
-}
-
-export type { Generated };
 /** Collections of content objects (0013); see src/collections. */
 export interface CollectionTable {
   id: string;
@@ -370,6 +377,29 @@ export interface CollectionParentTable {
   added_at: string;
 }
 
+export interface Database {
+  accounts: AccountTable;
+  projects: ProjectTable;
+  api_keys: ApiKeyTable;
+  settings: SettingTable;
+  environments: EnvironmentTable;
+  prompts: PromptTable;
+  interactions: InteractionTable;
+  runs: RunTable;
+  run_cache: RunCacheTable;
+  run_tags: RunTagTable;
+  replicas: ReplicaTable;
+  run_chunks: RunChunkTable;
+  blobs: BlobTable;
+  object_types: ObjectTypeTable;
+  objects: ObjectTable;
+  audit_events: AuditEventTable;
+  jobs: JobTable;
+  object_renditions: ObjectRenditionTable;
+  vectors: VectorTable;
   collections: CollectionTable;
   collection_members: CollectionMemberTable;
   collection_parents: CollectionParentTable;
+}
+
+export type { Generated };

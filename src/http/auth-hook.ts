@@ -42,8 +42,11 @@ export const authenticate = (auth: AuthService) => async (req: FastifyRequest) =
   const token = bearerToken(req);
   // The body is not parsed yet (onRequest): such a route authenticates once it is.
   if (token === undefined && req.routeOptions.config?.bodyToken) return;
-  req.principal = await auth.authenticate(token);
+  req.principal = forRequest(await auth.authenticate(token), req);
 };
+
+/** The (cached, shared) principal with this request's address and id, for the audit trail. */
+export const forRequest = (p: Principal, req: FastifyRequest): Principal => ({ ...p, ip: req.ip, requestId: String(req.id) });
 
 /** The principal of an authenticated route (the hook guarantees it is set). */
 export const principalOf = (req: FastifyRequest): Principal => {

@@ -6,6 +6,7 @@ import type { Kysely, Selectable } from 'kysely';
 import type { Database, EnvironmentTable } from '../db/schema.ts';
 import type { OrreryDialect } from '../db/dialect.ts';
 import { ScopedTable } from '../db/scoped.ts';
+import type { AuditLog } from '../audit/log.ts';
 import { newId, nowIso } from '../db/ids.ts';
 import { actorOf, scopeOf, type Principal } from '../auth/principal.ts';
 import { decrypt, encrypt } from '../auth/secret.ts';
@@ -86,8 +87,13 @@ export class EnvironmentService {
     private readonly changes: ChangeClock,
     /** Where environments send their requests: its egress policy also vets endpoints as they are saved. */
     private readonly outbound?: Outbound,
+    /** The audit trail: every change of an environment, its API key shown only as changed. */
+    audit?: AuditLog,
   ) {
-    this.table = new ScopedTable(db, dialect, 'environments', ['enabled_models', 'config']);
+    this.table = new ScopedTable(db, dialect, 'environments', ['enabled_models', 'config'], audit && {
+      log: audit, resourceType: 'environment', secret: ['api_key'],
+      view: ({ api_key_enc, ...rest }) => ({ ...rest, api_key: api_key_enc ?? null }),
+    });
   }
 
   providers() {
@@ -108,7 +114,7 @@ export class EnvironmentService {
       api_key_enc: key ? encrypt(this.encryptionKey, key) : null, apikey_hint: key ? hint(key) : null,
       config: input.config ?? {}, created_by: actorOf(p), updated_by: actorOf(p), created_at: now, updated_at: now,
     };
-    await this.table.insert(row);
+    await this.table.insert(row, p);
     this.changes.bump(p.project.id);
     return this.toDto(row);
   }
@@ -141,13 +147,13 @@ export class EnvironmentService {
       patch.api_key_enc = key ? encrypt(this.encryptionKey, key) : null;
       patch.apikey_hint = key ? hint(key) : null;
     }
-    await this.table.update(scopeOf(p), id, patch);
+    await this.table.update(scopeOf(p), id, patch, undefined, p);
     this.changes.bump(p.project.id);
     return this.toDto({ ...current, ...patch });
   }
 
   async delete(p: Principal, id: string): Promise<{ id: string }> {
-    if (!(await this.table.delete(scopeOf(p), [id]))) throw new NotFound('environment', id);
+    if (!(await this.table.delete(scopeOf(p), [id], p))) throw new NotFound('environment', id);
     this.changes.bump(p.project.id);
     return { id };
   }

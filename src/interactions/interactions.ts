@@ -7,6 +7,7 @@ import type { Kysely, Selectable } from 'kysely';
 import type { Database, InteractionTable } from '../db/schema.ts';
 import type { OrreryDialect } from '../db/dialect.ts';
 import { ScopedTable } from '../db/scoped.ts';
+import type { AuditLog } from '../audit/log.ts';
 import { newId, nowIso } from '../db/ids.ts';
 import { actorOf, scopeOf, type Principal } from '../auth/principal.ts';
 import { BadRequest, Conflict, NotFound } from '../http/errors.ts';
@@ -199,8 +200,9 @@ export class InteractionService {
     private readonly prompts: PromptService,
     private readonly environmentExists: (p: Principal, id: string) => Promise<EnvironmentInfo>,
     private readonly changes: ChangeClock,
+    audit?: AuditLog,
   ) {
-    this.table = new ScopedTable(db, dialect, 'interactions', ['prompts', 'model_options', 'result_schema', 'interaction_schema', 'cache_policy', 'test_data', 'tags']);
+    this.table = new ScopedTable(db, dialect, 'interactions', ['prompts', 'model_options', 'result_schema', 'interaction_schema', 'cache_policy', 'test_data', 'tags'], audit && { log: audit, resourceType: 'interaction' });
   }
 
   async create(p: Principal, input: InteractionInput): Promise<InteractionDto> {
@@ -220,7 +222,7 @@ export class InteractionService {
       tags: input.tags ?? [], visibility: input.visibility ?? 'private', forked_from: null,
       created_by: actorOf(p), updated_by: actorOf(p), created_at: now, updated_at: now,
     };
-    await this.table.insert(row);
+    await this.table.insert(row, p);
     return this.expand(p, row);
   }
 
@@ -268,7 +270,7 @@ export class InteractionService {
     if (input.test_data !== undefined) patch.test_data = input.test_data;
     if (input.tags !== undefined) patch.tags = input.tags;
     if (input.visibility !== undefined) patch.visibility = input.visibility;
-    const ok = await this.table.update(scopeOf(p), id, patch, { column: 'edit_revision', value: current.edit_revision });
+    const ok = await this.table.update(scopeOf(p), id, patch, { column: 'edit_revision', value: current.edit_revision }, p);
     if (!ok) throw new Conflict(`interaction ${id} was changed concurrently; reload it and retry`);
     this.changes.bump(p.project.id);
     return this.expand(p, { ...current, ...patch });
@@ -278,7 +280,7 @@ export class InteractionService {
   async delete(p: Principal, id: string): Promise<{ id: string }> {
     const row = await this.row(p, id);
     const versions = row.parent_id ? [] : await this.versionRows(p, id);
-    await this.table.delete(scopeOf(p), [id, ...versions.map((v) => v.id)]);
+    await this.table.delete(scopeOf(p), [id, ...versions.map((v) => v.id)], p);
     this.changes.bump(p.project.id);
     return { id };
   }
@@ -292,7 +294,7 @@ export class InteractionService {
     // A tag names one version: move it off older versions.
     for (const v of versions) {
       const kept = this.tags(v).filter((t) => !tags.includes(t));
-      if (kept.length !== this.tags(v).length) await this.table.update(scopeOf(p), v.id, { tags: kept });
+      if (kept.length !== this.tags(v).length) await this.table.update(scopeOf(p), v.id, { tags: kept }, undefined, p);
     }
     const expanded = await this.expand(p, draft);
     const frozen: StoredSegment[] = expanded.prompts.map((s) => ({
@@ -305,7 +307,7 @@ export class InteractionService {
       prompts: frozen, tags: tags, visibility: input.visibility ?? draft.visibility, forked_from: null,
       created_by: actorOf(p), updated_by: actorOf(p), created_at: now, updated_at: now,
     };
-    await this.table.insert(row);
+    await this.table.insert(row, p, 'publish');
     this.changes.bump(p.project.id);
     return this.expand(p, row);
   }
@@ -503,7 +505,7 @@ export class InteractionService {
       tags: input.keepTags ? this.tags(source) : [], forked_from: source.id,
       created_by: actorOf(p), updated_by: actorOf(p), created_at: now, updated_at: now,
     };
-    await this.table.insert(row);
+    await this.table.insert(row, p);
     this.changes.bump(p.project.id);
     return this.expand(p, row);
   }

@@ -3,6 +3,7 @@ import type { Kysely, Selectable } from 'kysely';
 import type { Database, PromptTable } from '../db/schema.ts';
 import type { OrreryDialect } from '../db/dialect.ts';
 import { ScopedTable } from '../db/scoped.ts';
+import type { AuditLog } from '../audit/log.ts';
 import { newId, nowIso } from '../db/ids.ts';
 import { actorOf, scopeOf, type Principal } from '../auth/principal.ts';
 import { BadRequest, Conflict, NotFound, OrreryError } from '../http/errors.ts';
@@ -90,8 +91,9 @@ export class PromptService {
     dialect: OrreryDialect,
     private readonly changes: ChangeClock,
     readonly templates: TemplateEngine,
+    audit?: AuditLog,
   ) {
-    this.table = new ScopedTable(db, dialect, 'prompts', ['input_schema', 'tags', 'test_data']);
+    this.table = new ScopedTable(db, dialect, 'prompts', ['input_schema', 'tags', 'test_data'], audit && { log: audit, resourceType: 'prompt' });
   }
 
   async create(p: Principal, input: PromptInput): Promise<PromptDto> {
@@ -107,7 +109,7 @@ export class PromptService {
       test_data: input.test_data ?? null, status: 'draft', version: 1, edit_revision: 1, forked_from: null,
       created_by: actorOf(p), updated_by: actorOf(p), created_at: now, updated_at: now,
     };
-    await this.table.insert(row);
+    await this.table.insert(row, p);
     return this.toDto(row);
   }
 
@@ -137,14 +139,14 @@ export class PromptService {
     if (input.test_data !== undefined) patch.test_data = input.test_data;
     const next = { ...current, ...patch };
     await this.checkSyntax({ name: next.name, content_type: next.content_type as ContentType, content: next.content, inputSchema: next.input_schema as Record<string, unknown> | null });
-    const ok = await this.table.update(scopeOf(p), id, patch, { column: 'edit_revision', value: current.edit_revision });
+    const ok = await this.table.update(scopeOf(p), id, patch, { column: 'edit_revision', value: current.edit_revision }, p);
     if (!ok) throw new Conflict(`prompt ${id} was changed concurrently; reload it and retry`);
     this.changes.bump(p.project.id);
     return this.toDto(next);
   }
 
   async delete(p: Principal, id: string): Promise<{ id: string }> {
-    if (!(await this.table.delete(scopeOf(p), [id]))) throw new NotFound('prompt', id);
+    if (!(await this.table.delete(scopeOf(p), [id], p))) throw new NotFound('prompt', id);
     this.changes.bump(p.project.id);
     return { id };
   }
@@ -169,7 +171,7 @@ export class PromptService {
       ...source, id: newId(), name: `${source.name} (fork)`, tags: input.keepTags ? source.tags : [], status: 'draft', version: 1,
       edit_revision: 1, forked_from: source.id, created_by: actorOf(p), updated_by: actorOf(p), created_at: now, updated_at: now,
     };
-    await this.table.insert(row);
+    await this.table.insert(row, p);
     this.changes.bump(p.project.id);
     return this.toDto(row);
   }

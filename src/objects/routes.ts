@@ -2,6 +2,7 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { principalOf } from '../http/auth-hook.ts';
+import { requirePermission } from '../auth/permissions.ts';
 import { BadRequest } from '../http/errors.ts';
 import { errorResponses, IdParams } from '../http/schemas.ts';
 import { pageOf } from '../http/query.ts';
@@ -127,10 +128,10 @@ export const objectRoutes: FastifyPluginAsyncTypebox<{
     reply.header('etag', etag);
     return record;
   });
-  app.delete('/objects/:id', {
   app.get('/objects/:id/revisions', {
     schema: { tags, summary: `Every revision of the object's history (any of its revisions names it), newest first, at most ${MAX_REVISIONS}`, params: IdParams, response: { 200: Type.Array(Record_), ...errorResponses(401, 404) } },
   }, (req) => objects.revisions(principalOf(req), req.params.id));
+  app.delete('/objects/:id', {
     schema: { tags, summary: 'Delete an object (and its file when no other object points at it)', params: IdParams, response: { 200: Deleted, ...errorResponses(401, 404) } },
   }, (req) => objects.delete(principalOf(req), req.params.id));
   app.get('/objects/:id/text', {
@@ -153,8 +154,10 @@ export const objectRoutes: FastifyPluginAsyncTypebox<{
     const p = principalOf(req);
     switch (name) {
       case 'delete':
+        requirePermission(p.role, 'content:delete', 'a bulk delete');
         return objects.bulkDelete(p, ids);
       case 'update':
+        requirePermission(p.role, 'content:write', 'a bulk update');
         return objects.bulkUpdate(p, updatesOf(ids, params));
       case 'create': {
         if (!Array.isArray(params.objects)) throw new BadRequest('params.objects must be an array of object payloads');
@@ -188,9 +191,6 @@ export const objectRoutes: FastifyPluginAsyncTypebox<{
   }, (req) => types.delete(principalOf(req), req.params.id));
 };
 
-/**
- * The client's bulkUpdate sends `params` as the map `{<id>: payload}` itself, or, with options,
- * as `{updates: {<id>: payload}, processing_priority?, idempotency_key?}`.
 const RevisionLabel = Type.String({ maxLength: 200, description: 'Label of the new revision ("v1.2", "approved")' });
 
 /** The client's `createRevision` is the header `x-create-revision: true`; anything but true/false is a mistake to say. */
@@ -204,6 +204,9 @@ function revisionOf(header: string | undefined, label: string | undefined): NewR
   return { label: label === undefined || label === '' ? undefined : label };
 }
 
+/**
+ * The client's bulkUpdate sends `params` as the map `{<id>: payload}` itself, or, with options,
+ * as `{updates: {<id>: payload}, processing_priority?, idempotency_key?}`.
  */
 function updatesOf(ids: string[], params: Record<string, unknown>): Record<string, unknown> {
   const wrapped = params.updates;

@@ -10,6 +10,7 @@ import { actorOf, scopeOf, type Principal, type Scope } from '../auth/principal.
 import { BadRequest, Conflict, NotFound } from '../http/errors.ts';
 import { countByType } from './store.ts';
 import type { TypeRef } from './model.ts';
+import { auditedWrite, changesOf, type AuditEntry, type AuditLog } from '../audit/log.ts';
 
 export interface ColumnLayout {
   field: string;
@@ -64,7 +65,13 @@ export class ObjectTypeService {
   constructor(
     private readonly db: Kysely<Database>,
     private readonly dialect: OrreryDialect,
+    /** The audit trail: every change of a type, written with it. */
+    private readonly audit?: AuditLog,
   ) {}
+
+  private audited<T>(p: Principal, entry: AuditEntry, work: (db: Kysely<Database>) => Promise<T>): Promise<T> {
+    return auditedWrite(this.audit, this.db, p, entry, work);
+  }
 
   private typesIn(s: Scope) {
     return this.db.selectFrom('object_types').selectAll().where('account_id', '=', s.account).where('project_id', '=', s.project);
@@ -83,7 +90,8 @@ export class ObjectTypeService {
       doc: docOf({ tags: [] }, input), created_by: actorOf(p), updated_by: actorOf(p), created_at: now, updated_at: now,
     };
     try {
-      await this.db.insertInto('object_types').values({ ...row, doc: this.dialect.toJson(row.doc) }).execute();
+      await this.audited(p, { action: 'create', resourceType: 'object_type', resourceId: row.id, changes: changesOf(null, typeView(row)) },
+        (db) => db.insertInto('object_types').values({ ...row, doc: this.dialect.toJson(row.doc) }).execute());
     } catch (err) {
       throw this.translate(err, name);
     }
@@ -121,10 +129,15 @@ export class ObjectTypeService {
     };
     let r;
     try {
-      r = await this.db.updateTable('object_types')
-        .set({ name: next.name, description: next.description, doc: this.dialect.toJson(next.doc), edit_revision: next.edit_revision, updated_by: next.updated_by, updated_at: next.updated_at })
-        .where('account_id', '=', s.account).where('project_id', '=', s.project).where('id', '=', id).where('edit_revision', '=', current.edit_revision)
-        .executeTakeFirst();
+      r = await this.audited(p, { action: 'update', resourceType: 'object_type', resourceId: id, changes: changesOf(typeView(current), typeView(next)) }, async (db) => {
+        const done = await db.updateTable('object_types')
+          .set({ name: next.name, description: next.description, doc: this.dialect.toJson(next.doc), edit_revision: next.edit_revision, updated_by: next.updated_by, updated_at: next.updated_at })
+          .where('account_id', '=', s.account).where('project_id', '=', s.project).where('id', '=', id).where('edit_revision', '=', current.edit_revision)
+          .executeTakeFirst();
+        // Nothing changed: no audit row either (the transaction is undone).
+        if (Number(done.numUpdatedRows) === 0) throw new Conflict(`object type ${id} was changed meanwhile: reload and retry`);
+        return done;
+      });
     } catch (err) {
       throw this.translate(err, name);
     }
@@ -134,10 +147,11 @@ export class ObjectTypeService {
 
   async delete(p: Principal, id: string): Promise<{ id: string }> {
     const s = scopeOf(p);
-    await this.row(s, id);
+    const current = await this.row(s, id);
     const used = await countByType(this.db, s, id);
     if (used > 0) throw new Conflict(`object type ${id} is the type of ${used} object(s): change or delete them first`, { objects: used });
-    await this.db.deleteFrom('object_types').where('account_id', '=', s.account).where('project_id', '=', s.project).where('id', '=', id).execute();
+    await this.audited(p, { action: 'delete', resourceType: 'object_type', resourceId: id, changes: changesOf(typeView(current), null) },
+      (db) => db.deleteFrom('object_types').where('account_id', '=', s.account).where('project_id', '=', s.project).where('id', '=', id).execute());
     return { id };
   }
 
@@ -213,3 +227,6 @@ export function toDto(r: ObjectTypeRow, opts: { layout?: boolean; schema?: boole
     ...(d.strict_mode !== undefined ? { strict_mode: d.strict_mode } : {}),
   };
 }
+
+/** What the audit trail shows of a type. */
+const typeView = (row: Row): Record<string, unknown> => ({ name: row.name, description: row.description, ...(row.doc as Record<string, unknown>) });

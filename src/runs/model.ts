@@ -102,7 +102,7 @@ export interface Run {
 }
 
 /** The search columns (0003) are derived by the store and never read back as part of a run. */
-export type SearchColumn = 'search_fields' | 'search_rowid' | 'search_tsv' | 'interaction_name' | 'environment_name' | 'cost_total';
+export type SearchColumn = 'search_fields' | 'search_rowid' | 'search_tsv' | 'interaction_name' | 'environment_name' | 'cost_total' | 'expires_at';
 export type RunRow = Omit<Selectable<RunTable>, SearchColumn>;
 
 /** Rows reach the service decoded (runs/store.ts), so `doc` and `tags` are plain values. */

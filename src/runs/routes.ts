@@ -9,17 +9,18 @@ import { sendWithVectors } from '../http/vector-json.ts';
 import type { RunService } from './service.ts';
 import {
   FilterOptionParams, FilterOptionsAnswer, RetrieveQuery, RunCreateBody, RunFacetsAnswer, RunFacetsBody, RunFindAnswer, RunFindBody, RunListQuery,
-  RunSearchAnswer, RunSearchBody, StreamQuery,
+  RunExportQuery, RunSearchAnswer, RunSearchBody, StreamQuery,
 } from './schemas.ts';
+import type { RunExporter } from './export.ts';
 import { populateOf, type RunFinder } from './find.ts';
 import { scopeOf } from '../auth/principal.ts';
 import type { Metrics } from '../http/metrics.ts';
 
 const POLL_MS = 500;
-
 /** The vectors of a run's creation answer, written by http/vector-json.ts rather than number by number. */
 const RUN_VECTORS = ['input_embedding', 'result_embedding'] as const;
-export const runRoutes: FastifyPluginAsyncTypebox<{ runs: RunService; finder: RunFinder; metrics: Metrics }> = async (app, { runs, finder, metrics }) => {
+
+export const runRoutes: FastifyPluginAsyncTypebox<{ runs: RunService; finder: RunFinder; metrics: Metrics; exporter: RunExporter }> = async (app, { runs, finder, metrics, exporter }) => {
   const caller = (req: { ip: string; headers: Record<string, unknown> }) => ({ ip: req.ip, userAgent: req.headers['user-agent'] as string | undefined });
 
   app.post('/runs', {
@@ -80,6 +81,19 @@ export const runRoutes: FastifyPluginAsyncTypebox<{ runs: RunService; finder: Ru
       response: { 200: FilterOptionsAnswer, ...errorResponses(400, 401) },
     },
   }, (req) => finder.filterOptions(scopeOf(principalOf(req)), req.params.field, req.query));
+
+  app.get('/runs/export', {
+    schema: {
+      tags: ['runs'],
+      summary: 'Export the runs matching a Lucene query and the GET /runs filters, newest updated_at first, streamed as JSON Lines (a run per line) or CSV (content-disposition: attachment); at most 1,000,000 runs',
+      querystring: RunExportQuery,
+      produces: ['application/x-ndjson', 'text/csv'],
+      response: { 200: Type.String({ description: 'application/x-ndjson or text/csv, streamed' }), ...errorResponses(400, 401) },
+    },
+  }, async (req, reply) => {
+    const { mime, filename, body } = await exporter.start(principalOf(req), req.query as Record<string, unknown>);
+    return reply.type(mime).header('content-disposition', `attachment; filename="${filename}"`).send(body as never);
+  });
 
   app.get('/runs/:id', {
     schema: {

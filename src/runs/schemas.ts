@@ -20,7 +20,7 @@ export const RunCreateBody = OpenObject({
   })),
   result_schema: Type.Optional(Type.Union([Type.Record(Type.String(), Type.Unknown()), Type.Null()])),
   parent: Type.Optional(Type.String({ description: 'Id of the parent run (records a child run)' })),
-  ttl: Type.Optional(Type.Number({ minimum: 0, description: 'Seconds to keep the run; 0 or absent: forever' })),
+  ttl: Type.Optional(Type.Number({ minimum: 0, maximum: 3_153_600_000, description: 'Seconds to keep the run (at most 100 years); the retention sweeper deletes it within a minute after it expires. 0 or absent: forever (or the project retention)' })),
 });
 
 const TokenUse = Type.Object({
@@ -214,4 +214,17 @@ export const FilterOptionsAnswer = Type.Array(Type.Object({
 
 export const RetrieveQuery = Type.Object({
   populate: Type.Optional(Type.String({ description: 'true (default): interaction and environment expanded as objects; false: as stored ({id, name, …})' })),
+}, { additionalProperties: true });
+
+// ---- export (issue 18) ----------------------------------------------------------------------
+
+const { limit: _listLimit, offset: _listOffset, ...listFilters } = RunListQuery.properties;
+
+/** GET /runs/export: the filters of GET /runs, a Lucene query, a format and a limit (no offset: keyset pages). */
+export const RunExportQuery = Type.Object({
+  ...listFilters,
+  format: Type.Optional(Type.Union([Type.Literal('jsonl'), Type.Literal('csv')], { description: 'jsonl (default): one run per line; csv: the columns listed in the README' })),
+  query: Type.Optional(Type.String({ description: 'A Lucene query over the runs, as POST /runs/search takes it' })),
+  default_query_path: Type.Optional(Type.String({ description: 'The field a bare term searches (default: the full text)' })),
+  limit: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000, description: 'At most this many runs, default and maximum 1,000,000' })),
 }, { additionalProperties: true });

@@ -165,10 +165,18 @@ export function prepareInsert(d: OrreryDialect, runs: readonly NewRun[], encode:
     const doc = docOfRow(row.doc);
     const s = index.searchDoc(doc);
     const text = hasEnded(row.status);
-    rows.push({ ...encode(row), ...index.columns(d, s, doc, text) });
+    rows.push({ ...encode(row), ...index.columns(d, s, doc, text), expires_at: expiryOf(doc.ttl, row.created_at) });
     fts.push(text ? index.fts(s) : null);
   }
   return { rows, fts, tags: runs.flatMap(({ tags }, run) => tags.map((tag) => ({ run, tag }))) };
+}
+
+/** `created_at` + `ttl` seconds for a run with a ttl (0019: the retention sweeper deletes it after); null otherwise. */
+export function expiryOf(ttl: unknown, createdAt: string): string | null {
+  if (typeof ttl !== 'number' || !(ttl > 0)) return null;
+  const at = Date.parse(createdAt) + ttl * 1000;
+  // Past what a date can hold (the schema bounds ttl to 100 years): kept forever.
+  return Number.isFinite(at) && at <= 8.64e15 ? new Date(at).toISOString() : null;
 }
 
 /** Inserts prepared runs, in the caller's transaction when `db` is one. */

@@ -1,0 +1,158 @@
+/**
+ * SQL for usage analytics: aggregates (COUNT, SUM, GROUP BY) over the runs table, never rows
+ * loaded into JavaScript. Every statement starts from the caller's project, or from the projects
+ * of its account for the account-wide cost views (style D5). The range is on `created_at`
+ * (`from` inclusive, `to` exclusive, as stored ISO text); the columns read are all in
+ * `runs_analytics` (migration 0016), so the aggregates walk that index and not the wide rows.
+ */
+import { sql, type RawBuilder, type SqlBool } from 'kysely';
+import type { OrreryDialect } from '../db/dialect.ts';
+import { jsonSql } from '../db/json-sql.ts';
+import { bucketOf, type TimeBucket } from '../db/time-buckets.ts';
+import { indexedBy } from '../db/index-hint.ts';
+import type { Db } from '../runs/store.ts';
+
+/** Whose runs: one project, or every project of an account. */
+export type AnalyticsScope = { readonly project: string } | { readonly account: string };
+
+export interface RunFilter {
+  readonly scope: AnalyticsScope;
+  /** ISO bounds on created_at: from inclusive, to exclusive. */
+  readonly from?: string;
+  readonly to?: string;
+  readonly environment?: string;
+  readonly model?: string;
+  readonly interaction?: string;
+  readonly project?: string;
+  /** A run and its children (virtual runs' members). */
+  readonly run?: string;
+  /** The API key that started the runs (`source.principal_id`; read from the document, not the index). */
+  readonly principal?: string;
+}
+
+/** The columns a cost view can group by. */
+export type GroupColumn = 'model_id' | 'environment_id' | 'interaction_id' | 'project_id' | 'account_id';
+const LABEL: Partial<Record<GroupColumn, string>> = { environment_id: 'environment_name', interaction_id: 'interaction_name' };
+
+const c = (name: string) => sql.ref(`runs.${name}`);
+/** The runs, read through the covering index of migration 0016 (db/index-hint.ts says why SQLite is told). */
+const runs = (d: OrreryDialect) => sql`runs ${indexedBy(d.name, 'runs_analytics')}`;
+
+function whereOf(f: RunFilter, d?: OrreryDialect): RawBuilder<SqlBool> {
+  const parts: RawBuilder<SqlBool>[] = [];
+  // Account-wide: the account's projects, so each one is a range on the project-first index.
+  if ('project' in f.scope) parts.push(sql<SqlBool>`runs.project_id = ${f.scope.project}`);
+  else parts.push(sql<SqlBool>`runs.project_id IN (SELECT id FROM projects WHERE account_id = ${f.scope.account})`);
+  if (f.from !== undefined) parts.push(sql<SqlBool>`runs.created_at >= ${f.from}`);
+  if (f.to !== undefined) parts.push(sql<SqlBool>`runs.created_at < ${f.to}`);
+  if (f.environment !== undefined) parts.push(sql<SqlBool>`runs.environment_id = ${f.environment}`);
+  if (f.model !== undefined) parts.push(sql<SqlBool>`runs.model_id = ${f.model}`);
+  if (f.interaction !== undefined) parts.push(sql<SqlBool>`runs.interaction_id = ${f.interaction}`);
+  if (f.project !== undefined) parts.push(sql<SqlBool>`runs.project_id = ${f.project}`);
+  if (f.run !== undefined) parts.push(sql<SqlBool>`(runs.id = ${f.run} OR runs.parent_id = ${f.run})`);
+  if (f.principal !== undefined && d) parts.push(sql<SqlBool>`${jsonSql(d.name).text(c('doc'), ['source', 'principal_id'])} = ${f.principal}`);
+  return sql<SqlBool>`${sql.join(parts, sql` AND `)}`;
+}
+
+export interface StatusCountRow {
+  environment_id: string | null;
+  environment_name: string | null;
+  interaction_id: string;
+  interaction_name: string | null;
+  status: string;
+  n: number;
+}
+
+/** Runs per (environment, interaction, status): the summary is rolled up from these few rows. */
+export async function statusCounts(db: Db, d: OrreryDialect, f: RunFilter): Promise<StatusCountRow[]> {
+  const { rows } = await sql<StatusCountRow>`SELECT runs.environment_id, max(runs.environment_name) AS environment_name,
+      runs.interaction_id, max(runs.interaction_name) AS interaction_name, runs.status, count(*) AS n
+    FROM ${runs(d)} WHERE ${whereOf(f)}
+    GROUP BY runs.environment_id, runs.interaction_id, runs.status`.execute(db);
+  return rows.map((r) => ({ ...r, n: Number(r.n) }));
+}
+
+export interface BucketCountRow {
+  bucket: string;
+  n: number;
+}
+
+/** Runs per time bucket of created_at, in order. */
+export async function bucketCounts(db: Db, d: OrreryDialect, f: RunFilter, unit: TimeBucket): Promise<BucketCountRow[]> {
+  const b = bucketOf(d.name, unit, c('created_at'));
+  const { rows } = await sql<BucketCountRow>`SELECT ${b} AS bucket, count(*) AS n FROM ${runs(d)} WHERE ${whereOf(f)} GROUP BY 1 ORDER BY 1`.execute(db);
+  return rows.map((r) => ({ bucket: String(r.bucket), n: Number(r.n) }));
+}
+
+export interface TokenRow {
+  environment_id: string | null;
+  environment_name: string | null;
+  runs: number;
+  prompt: number | null;
+  result: number | null;
+  total: number | null;
+  cost: number | null;
+}
+
+/** Token sums per environment. `total` counts prompt + result where a run has no total of its own. */
+export async function tokenSums(db: Db, d: OrreryDialect, f: RunFilter): Promise<TokenRow[]> {
+  const { rows } = await sql<TokenRow>`SELECT runs.environment_id, max(runs.environment_name) AS environment_name, count(*) AS runs,
+      sum(runs.token_prompt) AS prompt, sum(runs.token_result) AS result,
+      sum(COALESCE(runs.token_total, COALESCE(runs.token_prompt, 0) + COALESCE(runs.token_result, 0))) AS total,
+      sum(runs.cost_total) AS cost
+    FROM ${runs(d)} WHERE ${whereOf(f)} GROUP BY runs.environment_id`.execute(db);
+  const num = (v: unknown) => (v === null || v === undefined ? null : Number(v));
+  return rows.map((r) => ({ ...r, runs: Number(r.runs), prompt: num(r.prompt), result: num(r.result), total: num(r.total), cost: num(r.cost) }));
+}
+
+export interface CostRow {
+  /** The group's value; with `alsoEnvironment`, the model (environment in `environment_id`). */
+  key: string | null;
+  label: string | null;
+  environment_id: string | null;
+  bucket: string | null;
+  calls: number;
+  priced: number;
+  cost: number;
+  input: number;
+  output: number;
+  duration: number;
+}
+
+/**
+ * Cost, tokens, calls and duration per group and time bucket. With `byEnvironment`, the rows are
+ * also split by environment (so the service can map environments to providers).
+ */
+export async function costRows(db: Db, d: OrreryDialect, f: RunFilter, group: GroupColumn, unit: TimeBucket | null, byEnvironment: boolean): Promise<CostRow[]> {
+  const label = LABEL[group];
+  const b = unit ? bucketOf(d.name, unit, c('created_at')) : sql`CAST(NULL AS TEXT)`;
+  const env = byEnvironment && group !== 'environment_id';
+  const keys = [c(group), ...(env ? [c('environment_id')] : []), ...(unit ? [b] : [])];
+  const { rows } = await sql<CostRow>`SELECT ${c(group)} AS key, ${label ? sql`max(${c(label)})` : sql`CAST(NULL AS TEXT)`} AS label,
+      ${env ? c('environment_id') : group === 'environment_id' ? c('environment_id') : sql`CAST(NULL AS TEXT)`} AS environment_id,
+      ${b} AS bucket, count(*) AS calls, count(runs.cost_total) AS priced, COALESCE(sum(runs.cost_total), 0) AS cost,
+      COALESCE(sum(runs.token_prompt), 0) AS input, COALESCE(sum(runs.token_result), 0) AS output, COALESCE(sum(runs.execution_time), 0) AS duration
+    FROM ${f.run === undefined ? runs(d) : sql`runs`} WHERE ${whereOf(f, d)} GROUP BY ${sql.join(keys)}`.execute(db);
+  return rows.map((r) => ({
+    key: r.key === null ? null : String(r.key), label: r.label, environment_id: r.environment_id, bucket: r.bucket === null ? null : String(r.bucket),
+    calls: Number(r.calls), priced: Number(r.priced), cost: Number(r.cost), input: Number(r.input), output: Number(r.output), duration: Number(r.duration),
+  }));
+}
+
+/** The provider each environment's runs were executed with (one indexed lookup per environment). */
+export async function providersOf(db: Db, d: OrreryDialect, scope: AnalyticsScope, environments: readonly string[]): Promise<Map<string, string>> {
+  const json = jsonSql(d.name);
+  const out = new Map<string, string>();
+  for (const id of environments) {
+    const { rows } = await sql<{ provider: string | null }>`SELECT ${json.text(c('doc'), ['environment', 'provider'])} AS provider
+      FROM runs WHERE ${whereOf({ scope })} AND runs.environment_id = ${id} LIMIT 1`.execute(db);
+    if (rows[0]?.provider) out.set(id, rows[0].provider);
+  }
+  return out;
+}
+
+/** Whether a run exists in the scope. */
+export async function runExists(db: Db, scope: AnalyticsScope, id: string): Promise<boolean> {
+  const { rows } = await sql<{ one: number }>`SELECT 1 AS one FROM runs WHERE ${whereOf({ scope })} AND runs.id = ${id}`.execute(db);
+  return rows.length > 0;
+}
