@@ -12,6 +12,8 @@ const BENCHES: Record<string, string> = {
   content: './content.ts',
   templates: './templates.ts',
   resilience: './resilience.ts',
+  limits: './limits.ts',
+  retention: './retention.ts',
   peer: './peer.ts',
   footprint: './footprint.ts',
 };

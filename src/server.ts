@@ -18,6 +18,9 @@ import { AuditTrail } from './audit/trail.ts';
 import { auditRoutes } from './audit/routes.ts';
 import { RunRetention, retentionSettingsOf } from './runs/retention.ts';
 import { retentionRoutes } from './runs/retention-routes.ts';
+import { Limiter, limitsOf } from './limits/limiter.ts';
+import { installLimits } from './limits/hook.ts';
+import { limitRoutes } from './limits/routes.ts';
 import { authenticate, installPrincipal } from './http/auth-hook.ts';
 import { redactingLoggerOptions } from './http/log-redaction.ts';
 import { installUrlGuard } from './http/url-guard.ts';
@@ -129,9 +132,11 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
     // (on one core the thread only adds its hand-over cost; bench/README.md). A container's CPU
     // quota counts, not only the CPUs the process may be scheduled on (util/cpu-quota.ts).
     const runWriter = database.file && usableCores() > 1 ? new ThreadRunWriter(database.file, db, dialect) : new RunWriter(db, dialect);
+    const limiter = new Limiter(db, dialect);
     const runs = new RunService({
       db, dialect, interactions, environments, templates, hub, changes, replica, notifier, metrics, streamTimeoutSeconds: config.streamTimeoutSeconds,
       embeddings: { embedRun: (s, r) => embeddings.embedRun(s, r) }, writer: runWriter,
+      onRunEnded: (r) => void limiter.charge(r.account, r.project, r.keyId, r.tokens, r.cost).catch((err) => app.log.error({ err }, 'limits: could not count the usage of a run')),
     });
     const blobStore = config.blobUrl ? await openS3Store(config.blobUrl) : new LocalBlobStore(join(config.dataDir, 'blobs'), { durable: config.blobFsync });
     const blobs = new BlobService(db, dialect, blobStore, new UrlSigner(keys.urls), {
@@ -155,6 +160,12 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
     auth.onProjectDeleted(async (s) => {
       await blobs.purgeProject(s).catch((err) => app.log.error({ err }, `could not delete the blobs of deleted project ${s.project}`));
     });
+    auth.useSetting('limits', {
+      current: (_s, stored) => stored ?? null,
+      prepare: async (_s, value) => limitsOf(value, 'limits'),
+      changed: async (s) => limiter.forget('project', s.project),
+    });
+    auth.onKeyChanged((id) => limiter.forget('key', id));
     auth.useSetting('retention', { current: (_s, stored) => stored ?? null, prepare: async (_s, value) => retentionSettingsOf(value) });
     auth.useSetting('embeddings', {
       current: (_s, stored) => parseStored(stored),
@@ -254,6 +265,7 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
       await api.register(async (authed) => {
         authed.addHook('onRequest', authenticate(auth));
         installPermissions(authed);
+        installLimits(authed, limiter);
         await authed.register(authRoutes, { auth });
         await authed.register(interactionRoutes, { environments, prompts, interactions });
         await authed.register(runRoutes, { runs, finder: new RunFinder(db, dialect), metrics, exporter: new RunExporter(db, dialect) });
@@ -265,6 +277,7 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
         await authed.register(contentRoutes, { renditions });
         await authed.register(auditRoutes, { trail: new AuditTrail(db, dialect) });
         await authed.register(retentionRoutes, { retention });
+        await authed.register(limitRoutes, { limiter });
         await authed.register(collectionRoutes, { collections: new CollectionService({ db, dialect, listing, types: objectTypes, similarity }) });
       });
     }, { prefix: '/api/v1' });
@@ -275,6 +288,7 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
     const sweepRetention = () => {
       if (retaining) return;
       retaining = true;
+      limiter.sweep().catch((err) => app.log.error({ err }, 'limits: could not delete old usage counters'));
       retention.sweep().then(
         (r) => (r.expiredRuns || r.retainedRuns || r.expiredObjects) && app.log.info(r, 'retention: deleted expired runs and objects'),
         (err) => app.log.error({ err }, 'retention sweeper failed'),

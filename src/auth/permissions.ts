@@ -54,6 +54,7 @@ export const ROUTE_PERMISSIONS: Record<string, Needed> = table<Needed>({
 
   'GET /account': 'account:read',
   'GET /account/projects': 'account:read',
+  'GET /limits': 'account:read',
   'GET /projects': 'project:read',
   'GET /projects/:id': 'project:read',
   'POST /projects': 'project:admin',

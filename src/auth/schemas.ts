@@ -1,5 +1,6 @@
 import { Type, type TSchema } from '@sinclair/typebox';
 import { KEY_ROLE_INPUTS, KEY_ROLES } from './principal.ts';
+import { LimitsSchema } from '../limits/schemas.ts';
 import { RefSchema } from '../http/schemas.ts';
 
 export const TokenIssueBody = Type.Object({
@@ -41,6 +42,11 @@ export const ProjectSchema = Type.Object({
   updated_at: Type.String(),
 });
 
+/** `limits` of a key on input: checked by limitsOf (src/limits), which names what to fix. */
+const KeyLimitsInput = Type.Union([Type.Record(Type.String(), Type.Unknown()), Type.Null()], {
+  description: '{requests_per_minute, tokens_per_minute, cost_per_day} (each optional; null: none), or null for no limits of its own',
+});
+
 export const KeyRoleSchema = Type.Union(KEY_ROLES.map((r) => Type.Literal(r)), { description: 'admin (every project of the account), developer, executor, reader or auditor: see the README, Roles' });
 /** On input `member` is accepted too: the developer role's name before roles existed. */
 export const KeyRoleInputSchema = Type.Union(KEY_ROLE_INPUTS.map((r) => Type.Literal(r)), { description: 'admin, developer (the default; member is an alias), executor, reader or auditor' });
@@ -50,6 +56,7 @@ export const ApiKeyCreateBody = Type.Object({
   role: Type.Optional(KeyRoleInputSchema),
   project: Type.Optional(Type.String({ description: 'Project id; defaults to the caller\'s project' })),
   expires_at: Type.Optional(Type.String({ description: 'ISO 8601 date-time after which the key stops working' })),
+  limits: Type.Optional(KeyLimitsInput),
 });
 
 export const ApiKeySchema = Type.Object({
@@ -63,6 +70,7 @@ export const ApiKeySchema = Type.Object({
   enabled: Type.Boolean({ description: 'false: the key is refused at authentication (401) until enabled again' }),
   created_by: Type.String(),
   created_at: Type.String(),
+  limits: Type.Union([LimitsSchema, Type.Null()], { description: "The key's own rate limits and quotas" }),
   value: Type.Optional(Type.String({ description: 'The secret (sk-…); only in the answer of POST /apikeys' })),
 });
 
@@ -71,6 +79,7 @@ export const ApiKeyUpdateBody = Type.Object({
   role: Type.Optional(KeyRoleInputSchema),
   expires_at: Type.Optional(Type.Union([Type.String(), Type.Null()], { description: 'ISO 8601 date-time in the future; null: never expires' })),
   enabled: Type.Optional(Type.Boolean({ description: 'false disables the key (refused with 401), true enables it again' })),
+  limits: Type.Optional(KeyLimitsInput),
 }, { additionalProperties: true, description: "The official client's UpdateApiKeyPayload; fields it has that Orrery does not keep are ignored" });
 
 export const ApiKeyQuery = Type.Object({

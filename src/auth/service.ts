@@ -12,6 +12,7 @@ import { looksLikeJwt, signToken, verifyToken } from './jwt.ts';
 import { keyRoleOf, type KeyRole, type KeyRoleInput, type Principal, type Scope } from './principal.ts';
 import { roleWithin } from './permissions.ts';
 import { auditedWrite, changesOf, type AuditEntry, type AuditLog } from '../audit/log.ts';
+import { limitsOf, type Limits } from '../limits/limiter.ts';
 import * as store from './store.ts';
 import type { Db, KeyWithScope } from './store.ts';
 import type { ProjectTable } from '../db/schema.ts';
@@ -59,6 +60,8 @@ export interface ApiKeyDto {
   enabled: boolean;
   created_by: string;
   created_at: string;
+  /** The key's own rate limits and quotas (src/limits); null for none. */
+  limits: Limits | null;
   /** The secret: only in the answer of the call that created the key. */
   value?: string;
 }
@@ -89,6 +92,7 @@ export class AuthService {
   private readonly cache = new Map<string, { principal: Principal; until: number; keyExpires: number }>();
   private readonly settingHandlers = new Map<string, ProjectSettingHandler<any>>();
   private readonly deletionHandlers: Array<(scope: Scope) => Promise<void>> = [];
+  private readonly keyChangeHandlers: Array<(keyId: string) => void> = [];
 
   constructor(
     private readonly db: Db,
@@ -209,6 +213,11 @@ export class AuthService {
     return rows.filter((r) => p.role === 'admin' || r.id === p.project.id).map((r) => this.toProject(this.decodeProject(r)));
   }
 
+  /** Told when a key changed or went away (server.ts: the limiter forgets its cached limits). */
+  onKeyChanged(handler: (keyId: string) => void): void {
+    this.keyChangeHandlers.push(handler);
+  }
+
   /** Lets a feature own one key of project settings (server.ts wires them). */
   useSetting<T>(key: string, handler: ProjectSettingHandler<T>): void {
     this.settingHandlers.set(key, handler);
@@ -221,6 +230,8 @@ export class AuthService {
     const settings = { ...((row.settings as Record<string, unknown> | null) ?? {}) };
     const patch: Partial<ProjectTable> = {};
     const changes: Array<() => Promise<void>> = [];
+    // A project's limits bound every key of it, developers' too: only an admin changes them.
+    if ('limits' in input && p.role !== 'admin') throw new Forbidden(`only an admin key may change a project's limits (this key's role is ${p.role})`);
     for (const [key, value] of Object.entries(input)) {
       if (key === 'name') {
         if (typeof value !== 'string' || !value.trim() || value.length > 200) throw new BadRequest('name must be a non-empty string of at most 200 characters');
@@ -315,16 +326,17 @@ export class AuthService {
     return this.toProject(this.decodeProject(await this.visibleProject(p, id)));
   }
 
-  async createKey(p: Principal, input: { name: string; role?: KeyRoleInput; project?: string; expires_at?: string }): Promise<ApiKeyDto> {
+  async createKey(p: Principal, input: { name: string; role?: KeyRoleInput; project?: string; expires_at?: string; limits?: unknown }): Promise<ApiKeyDto> {
     const role = keyRoleOf(input.role ?? 'developer');
     mayManage(p, role, 'create');
     const project = input.project ? await this.visibleProject(p, input.project) : await this.visibleProject(p, p.project.id);
     const expires = input.expires_at !== undefined ? futureDate(input.expires_at) : null;
     const secret = generateApiKey();
-    const row = this.keyRow(secret, input.name, role, p.account.id, project.id, `apikey:${p.keyId}`, expires);
+    const limits = input.limits === undefined ? null : limitsOf(input.limits, 'limits');
+    const row = { ...this.keyRow(secret, input.name, role, p.account.id, project.id, `apikey:${p.keyId}`, expires), limits: this.dialect.toJson(limits) };
     await this.audited(p, { action: 'create', resourceType: 'apikey', resourceId: row.id, projectId: project.id, changes: changesOf(null, keyView(row)) },
       (db) => store.insertKey(db, row));
-    return { ...this.toKey({ key: { ...row, enabled: 1 }, account: p.account, project: { id: project.id, name: project.name } }), value: secret };
+    return { ...this.toKey({ key: { ...row, limits, enabled: 1 }, account: p.account, project: { id: project.id, name: project.name } }), value: secret };
   }
 
   async listKeys(p: Principal): Promise<ApiKeyDto[]> {
@@ -355,12 +367,17 @@ export class AuthService {
    * key is refused at once on this replica; other replicas forget their cached principal within
    * 10 seconds (CACHE_MS).
    */
-  async updateKey(p: Principal, id: string, input: { name?: string; role?: KeyRoleInput; expires_at?: string | null; enabled?: boolean }): Promise<ApiKeyDto> {
+  async updateKey(p: Principal, id: string, input: { name?: string; role?: KeyRoleInput; expires_at?: string | null; enabled?: boolean; limits?: unknown }): Promise<ApiKeyDto> {
     const found = await this.visibleKey(p, id);
     mayManage(p, found.key.role as KeyRole, 'change');
     const role = input.role === undefined ? undefined : keyRoleOf(input.role);
     if (role !== undefined) mayManage(p, role, 'give');
-    const patch: { name?: string; role?: KeyRole; expires_at?: string | null; enabled?: number } = {};
+    const patch: { name?: string; role?: KeyRole; expires_at?: string | null; enabled?: number; limits?: unknown } = {};
+    if (input.limits !== undefined) {
+      // A limit a key could lift itself would not limit it.
+      if (id === p.keyId) throw new Forbidden('a key cannot change its own limits: change them with another key (an admin key, or a developer key of the project)');
+      patch.limits = limitsOf(input.limits, 'limits');
+    }
     if (input.name !== undefined) {
       const name = input.name.trim();
       if (!name || name.length > 200) throw new BadRequest('name must be a non-empty string of at most 200 characters');
@@ -372,7 +389,7 @@ export class AuthService {
     if (input.enabled !== undefined) patch.enabled = input.enabled ? 1 : 0;
     if (Object.keys(patch).length) {
       const entry: AuditEntry = { action: 'update', resourceType: 'apikey', resourceId: id, projectId: found.key.project_id, changes: changesOf(keyView(found.key), keyView({ ...found.key, ...patch })) };
-      await this.audited(p, entry, (db) => store.updateKeyRow(db, p.account.id, id, patch));
+      await this.audited(p, entry, (db) => store.updateKeyRow(db, p.account.id, id, 'limits' in patch ? { ...patch, limits: this.dialect.toJson(patch.limits) } : patch));
     }
     this.forgetKey(id);
     return this.toKey({ ...found, key: { ...found.key, ...patch } });
@@ -389,6 +406,7 @@ export class AuthService {
   /** Drops the cached principals of a key that changed or went away. */
   private forgetKey(id: string): void {
     for (const [token, entry] of this.cache) if (entry.principal.keyId === id) this.cache.delete(token);
+    for (const handler of this.keyChangeHandlers) handler(id);
   }
 
   /** A project the caller may see: its own, or any of the account for an admin. */
@@ -422,6 +440,7 @@ export class AuthService {
     return {
       id: k.key.id, name: k.key.name, role: k.key.role as KeyRole, project: k.project, account: k.account.id,
       hint: k.key.key_hint, expires_at: k.key.expires_at, enabled: Boolean(k.key.enabled), created_by: k.key.created_by, created_at: k.key.created_at,
+      limits: (this.dialect.fromJson<Limits | null>(k.key.limits) ?? null),
     };
   }
 }
@@ -466,6 +485,7 @@ const projectView = (row: { name: string; description: string | null; settings?:
 });
 
 /** What the audit trail shows of a key: never its hash. */
-const keyView = (k: { name: string; role: string; project_id: string; expires_at: string | null; enabled?: number }): Record<string, unknown> => ({
+const keyView = (k: { name: string; role: string; project_id: string; expires_at: string | null; enabled?: number; limits?: unknown }): Record<string, unknown> => ({
   name: k.name, role: k.role, project: k.project_id, expires_at: k.expires_at, enabled: k.enabled === undefined ? true : !!k.enabled,
+  limits: typeof k.limits === 'string' ? JSON.parse(k.limits) : k.limits ?? null,
 });

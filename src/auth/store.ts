@@ -17,7 +17,7 @@ const keyWithScope = (db: Db) =>
     .innerJoin('projects as p', 'p.id', 'k.project_id')
     .select([
       'k.id', 'k.account_id', 'k.project_id', 'k.name', 'k.role', 'k.key_hash', 'k.key_hint', 'k.expires_at',
-      'k.created_by', 'k.created_at', 'k.enabled', 'a.name as account_name', 'p.name as project_name',
+      'k.created_by', 'k.created_at', 'k.enabled', 'k.limits', 'a.name as account_name', 'p.name as project_name',
     ]);
 
 type KeyRow = Awaited<ReturnType<ReturnType<typeof keyWithScope>['executeTakeFirstOrThrow']>>;
@@ -25,7 +25,7 @@ type KeyRow = Awaited<ReturnType<ReturnType<typeof keyWithScope>['executeTakeFir
 const toKeyWithScope = (r: KeyRow): KeyWithScope => ({
   key: {
     id: r.id, account_id: r.account_id, project_id: r.project_id, name: r.name, role: r.role, key_hash: r.key_hash,
-    key_hint: r.key_hint, expires_at: r.expires_at, created_by: r.created_by, created_at: r.created_at, enabled: Number(r.enabled),
+    key_hint: r.key_hint, expires_at: r.expires_at, created_by: r.created_by, created_at: r.created_at, enabled: Number(r.enabled), limits: r.limits,
   },
   account: { id: r.account_id, name: r.account_name },
   project: { id: r.project_id, name: r.project_name },

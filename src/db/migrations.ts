@@ -24,6 +24,7 @@ import * as m0016 from './migrations/0016-run-analytics.ts';
 import * as m0017 from './migrations/0017-roles.ts';
 import * as m0018 from './migrations/0018-audit.ts';
 import * as m0019 from './migrations/0019-retention.ts';
+import * as m0020 from './migrations/0020-limits.ts';
 
 type Step = { up: (db: Kysely<any>, dialect: DialectName) => Promise<void> };
 
@@ -47,6 +48,7 @@ const steps: Record<string, Step> = {
   '0017_roles': m0017,
   '0018_audit': m0018,
   '0019_retention': m0019,
+  '0020_limits': m0020,
 };
 
 export class OrreryMigrations implements MigrationProvider {

@@ -35,6 +35,19 @@ export interface ApiKeyTable {
   created_at: string;
   /** 1, or 0 for a disabled key (0012): refused at authentication. */
   enabled: Generated<number>;
+  /** The key's own rate limits and quotas (0020), JSON; null for none. */
+  limits?: unknown;
+}
+
+/** Usage per subject and window (0020), for rate limits and quotas; see src/limits. */
+export interface UsageCounterTable {
+  subject: string;
+  /** `m:<minute since the epoch>` or `d:<UTC day>`. */
+  bucket: string;
+  requests: Generated<number>;
+  tokens: Generated<number>;
+  cost: Generated<number>;
+  expires_at: string;
 }
 
 export interface SettingTable {
@@ -394,6 +407,7 @@ export interface Database {
   object_types: ObjectTypeTable;
   objects: ObjectTable;
   audit_events: AuditEventTable;
+  usage_counters: UsageCounterTable;
   jobs: JobTable;
   object_renditions: ObjectRenditionTable;
   vectors: VectorTable;

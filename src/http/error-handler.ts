@@ -5,6 +5,7 @@
  */
 import type { FastifyError, FastifyInstance } from 'fastify';
 import { OrreryError, wireError } from './errors.ts';
+import { RateLimited } from '../limits/limiter.ts';
 import { parseJsonBody } from './json-body.ts';
 import { STATUS_CODES } from 'node:http';
 import { table } from '../util/own.ts';
@@ -20,6 +21,8 @@ const FASTIFY_CODES: Record<string, string> = table({
 export function installErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((err: FastifyError, req, reply) => {
     if (err instanceof OrreryError) {
+      // A 429 tells when to come back (src/limits).
+      if (err instanceof RateLimited) reply.headers(err.headers);
       return reply.code(err.status).send(wireError(err.code, err.status, err.message, err.details, err.extra));
     }
     if (err.validation) {

@@ -18,7 +18,7 @@ import { BadRequest, Conflict, NotFound } from '../http/errors.ts';
 import type { AuditLog } from '../audit/log.ts';
 
 /** Rows per batch: one short transaction each. */
-export const RETENTION_BATCH = 500;
+export const RETENTION_BATCH = 200;
 /** The longest project retention: 100 years. */
 export const MAX_RETENTION_DAYS = 36_500;
 const DAY_MS = 86_400_000;
@@ -43,6 +43,8 @@ export interface SweepResult {
 }
 
 export class RunRetention {
+  private lastBatchMs = 0;
+
   constructor(private readonly deps: RunRetentionDeps) {}
 
   /** `DELETE /runs/:id`: the run and what hangs off it. A run still executing is a 409. */
@@ -70,7 +72,7 @@ export class RunRetention {
         .orderBy('expires_at').limit(RETENTION_BATCH).execute();
       result.expiredRuns += await this.deleteBatch(rows);
       if (rows.length < RETENTION_BATCH) break;
-      await yieldToRequests();
+      await this.pause();
     }
     for (const project of await this.projectsWithRetention()) {
       const before = new Date(now.getTime() - project.days * DAY_MS).toISOString();
@@ -82,7 +84,7 @@ export class RunRetention {
           .orderBy('updated_at').limit(RETENTION_BATCH).execute();
         result.retainedRuns += await this.deleteBatch(rows);
         if (rows.length < RETENTION_BATCH) break;
-        await yieldToRequests();
+        await this.pause();
       }
     }
     if (this.deps.deleteObjects) {
@@ -93,7 +95,7 @@ export class RunRetention {
         for (const [s, ids] of byScope(rows)) await this.deps.deleteObjects(s, ids);
         result.expiredObjects += rows.length;
         if (rows.length < RETENTION_BATCH) break;
-        await yieldToRequests();
+        await this.pause();
       }
     }
     return result;
@@ -101,10 +103,21 @@ export class RunRetention {
 
   private async deleteBatch(rows: Array<{ id: string; account_id: string; project_id: string }>): Promise<number> {
     let n = 0;
+    const started = performance.now();
     for (const [s, ids] of byScope(rows)) {
       n += await this.deps.db.transaction().execute((trx) => deleteRunRows(trx, this.deps.dialect, s, ids));
     }
+    this.lastBatchMs = performance.now() - started;
     return n;
+  }
+
+  /**
+   * Between batches the sweeper waits at least as long as the last batch took (and 10 ms at
+   * least): it never holds the database's write side more than half of the time, so run writes,
+   * which wait for it on SQLite, keep going while a backlog is deleted.
+   */
+  private pause(): Promise<void> {
+    return new Promise((resolve) => setTimeout(resolve, Math.max(10, Math.min(1000, this.lastBatchMs))));
   }
 
   private async projectsWithRetention(): Promise<Array<{ id: string; account: string; days: number }>> {
@@ -120,14 +133,18 @@ export class RunRetention {
 /** Deletes runs of one scope with their tags, chunks, full-text rows and cached answers; answers how many runs went. */
 export async function deleteRunRows(trx: Kysely<Database>, d: OrreryDialect, s: Scope, ids: readonly string[]): Promise<number> {
   if (!ids.length) return 0;
-  const mine = trx.selectFrom('runs').select('runs.id').where('runs.account_id', '=', s.account).where('runs.project_id', '=', s.project).where('runs.id', 'in', ids);
-  await trx.deleteFrom('run_tags').where('run_id', 'in', mine).execute();
-  await trx.deleteFrom('run_chunks').where('run_id', 'in', mine).execute();
-  if (d.name === 'sqlite') {
-    await sql`DELETE FROM runs_fts WHERE rowid IN (SELECT search_rowid FROM runs WHERE account_id = ${s.account} AND project_id = ${s.project} AND id IN (${sql.join(ids)}) AND search_rowid IS NOT NULL)`.execute(trx);
-  }
-  await trx.deleteFrom('run_cache').where('account_id', '=', s.account).where('project_id', '=', s.project).where('run_id', 'in', ids).execute();
-  const r = await trx.deleteFrom('runs').where('account_id', '=', s.account).where('project_id', '=', s.project).where('id', 'in', ids).executeTakeFirst();
+  // The runs of the scope among the ids, read once: every other delete is then by key.
+  // `search_rowid` keys the full-text row on SQLite; PostgreSQL has no such column (its tsvector is in the row).
+  const columns = d.name === 'sqlite' ? (['id', 'search_rowid'] as const) : (['id'] as const);
+  const mine: Array<{ id: string; search_rowid?: number | null }> = await trx.selectFrom('runs').select([...columns]).where('account_id', '=', s.account).where('project_id', '=', s.project).where('id', 'in', ids).execute();
+  if (!mine.length) return 0;
+  const runIds = mine.map((r) => r.id);
+  await trx.deleteFrom('run_tags').where('run_id', 'in', runIds).execute();
+  await trx.deleteFrom('run_chunks').where('run_id', 'in', runIds).execute();
+  const rowids = mine.map((r) => r.search_rowid).filter((x): x is number => typeof x === 'number');
+  if (d.name === 'sqlite' && rowids.length) await sql`DELETE FROM runs_fts WHERE rowid IN (${sql.join(rowids)})`.execute(trx);
+  await trx.deleteFrom('run_cache').where('run_id', 'in', runIds).where('project_id', '=', s.project).execute();
+  const r = await trx.deleteFrom('runs').where('id', 'in', runIds).executeTakeFirst();
   return Number(r.numDeletedRows);
 }
 
@@ -156,5 +173,4 @@ function byScope<R extends { id: string; account_id: string; project_id: string 
   return new Map([...groups.values()].map((g) => [g.s, g.ids]));
 }
 
-const yieldToRequests = () => new Promise<void>((resolve) => setImmediate(resolve));
 

@@ -63,6 +63,8 @@ export interface RunServiceDeps {
   embeddings?: RunEmbeddingHook;
   /** Where run rows are written: in this thread by default; server.ts gives SQLite its own thread. */
   writer?: RunWrites;
+  /** Told the tokens and cost of every run that called a provider once it ended (rate limits and quotas, src/limits). */
+  onRunEnded?: (run: { account: string; project: string; keyId: string | null; tokens: number; cost: number }) => void;
 }
 
 export interface CallerInfo {
@@ -154,6 +156,7 @@ export class RunService {
   private readonly metrics: Metrics;
   private readonly streamTimeoutSeconds: number;
   private readonly embeddings?: RunEmbeddingHook;
+  private readonly onRunEnded: RunServiceDeps['onRunEnded'];
   private readonly writer: RunWrites;
 
   constructor(deps: RunServiceDeps) {
@@ -170,6 +173,7 @@ export class RunService {
     this.streamTimeoutSeconds = deps.streamTimeoutSeconds;
     this.embeddings = deps.embeddings;
     this.writer = deps.writer ?? new RunWriter(deps.db, deps.dialect);
+    this.onRunEnded = deps.onRunEnded;
     this.searcher = new RunSearch(this.db, this.dialect);
     this.cache = new ResultCache(this.db, this.dialect);
     this.mirrors = new RunMirrors(this.notifier);
@@ -690,9 +694,16 @@ export class RunService {
     // A cache hit made no provider call: it would only drag the provider's latency down.
     if (!cachedFrom) this.metrics.providerLatency.observe({ provider, outcome: error ? 'error' : 'ok' }, executionTime / 1000);
     this.metrics.runs.inc({ status: error ? 'failed' : 'completed', provider, mode: live ? 'stream' : 'blocking' });
+    const runCost = cost !== undefined ? cost : costOf({ provider, model: plan.request.model, usage, prices: plan.connection.config?.prices });
+    // A virtual run's usage is its children's, which are charged as they end.
+    if (this.onRunEnded && plan.kind !== 'virtual' && !cachedFrom) {
+      const createdBy = typeof doc.created_by === 'string' && doc.created_by.startsWith('apikey:') ? doc.created_by.slice('apikey:'.length) : null;
+      const tokens = usage?.total ?? ((usage?.prompt ?? 0) + (usage?.result ?? 0));
+      this.onRunEnded({ account: row.account_id, project: row.project_id, keyId: createdBy, tokens, cost: runCost?.total ?? 0 });
+    }
     const finalDoc: RunDoc = { ...doc, result, ...(error ? { error } : {}), ...(live ? { chunks } : {}), ...(attempts.length > 1 ? { attempts } : {}),
       ...(cachedFrom ? { cached: true, cached_from: cachedFrom } : {}),
-      cost: cost !== undefined ? cost : costOf({ provider, model: plan.request.model, usage, prices: plan.connection.config?.prices }) };
+      cost: runCost };
     const patch = {
       status: error ? 'failed' : 'completed',
       updated_at: nowIso(),

@@ -18,5 +18,7 @@ export async function up(db: Kysely<any>, d: DialectName): Promise<void> {
       WHERE jsonb_typeof(doc->'ttl') = 'number' AND (doc->>'ttl')::double precision > 0`.execute(db);
   }
   await db.schema.createIndex('runs_expiry').on('runs').columns(['expires_at']).where(sql<boolean>`expires_at IS NOT NULL`).execute();
+  // Deleting a run deletes the cached answers it made: found by run, not by a scan of the project's.
+  await db.schema.createIndex('run_cache_run').on('run_cache').columns(['run_id']).execute();
   await db.schema.createIndex('objects_expiry').on('objects').columns(['expires_at']).where(sql<boolean>`expires_at IS NOT NULL`).execute();
 }
