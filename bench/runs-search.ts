@@ -18,7 +18,6 @@
  *
  * Targets (issue 4): list p95 < 50 ms, query p95 < 150 ms, query + 3 facets p95 < 300 ms.
  */
-import { spawnSync } from 'node:child_process';
 import { rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import SQLite from 'better-sqlite3';
@@ -31,8 +30,7 @@ import type { RunDoc, RunRow } from '../src/runs/model.ts';
 import { insertRuns, type NewRun } from '../src/runs/search-index.ts';
 import { encodeRun } from '../src/runs/store.ts';
 import { machine, percentile, startOrrery, type Child } from './lib/processes.ts';
-// @ts-expect-error: a plain .mjs helper without types
-import { findPgBin, startCluster } from '../scripts/postgres-cluster.mjs';
+import { benchDatabase } from './lib/pg-bench.ts';
 
 const RUNS = Number(process.env.RUNS ?? 1_000_000);
 const ITER = Number(process.env.ITER ?? 200);
@@ -258,41 +256,14 @@ async function sqliteBackend(): Promise<Backend> {
  */
 const PG_SETTINGS = { shared_buffers: process.env.PG_SHARED_BUFFERS ?? '4GB', effective_cache_size: '12GB', work_mem: '32MB' };
 
-async function tune(cluster: { url: string; dir: string }): Promise<void> {
-  const c = new pg.Client({ connectionString: cluster.url });
-  await c.connect();
-  for (const [k, v] of Object.entries(PG_SETTINGS)) await c.query(`ALTER SYSTEM SET ${k} = '${v}'`);
-  await c.end();
-  const pgCtl = join(findPgBin(), 'pg_ctl');
-  // -l: the restarted server must not hold our pipes open (spawnSync would wait for it forever).
-  const args = ['-D', join(cluster.dir, 'data'), '-l', join(cluster.dir, 'log'), '-w', '-m', 'fast', 'restart'];
-  const opts = { encoding: 'utf8' as const, stdio: ['ignore', 'pipe', 'pipe'] as ['ignore', 'pipe', 'pipe'], timeout: 120_000 };
-  const r = process.getuid?.() === 0 ? spawnSync('runuser', ['-u', 'postgres', '--', pgCtl, ...args], opts) : spawnSync(pgCtl, args, opts);
-  if (r.status !== 0) throw new Error(`pg_ctl restart failed: ${r.stderr || r.stdout}`);
-}
-
 async function postgresBackend(): Promise<Backend> {
-  const cluster = process.env.ORRERY_BENCH_PG_URL ? undefined : await startCluster();
-  if (cluster) await tune(cluster);
-  const admin = process.env.ORRERY_BENCH_PG_URL ?? cluster.url;
-  const name = `orrery_bench_${Date.now().toString(36)}`;
-  const c = new pg.Client({ connectionString: admin });
-  await c.connect();
-  await c.query(`CREATE DATABASE ${name}`);
-  await c.end();
-  const url = new URL(admin);
-  url.pathname = `/${name}`;
+  const database = await benchDatabase(PG_SETTINGS);
+  const url = new URL(database.url);
   return {
     name: 'postgres',
     env: { ORRERY_DATABASE_URL: url.toString() },
     open: () => ({ db: new Kysely<Database>({ dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: url.toString(), max: 2 }) }) }), d: postgresDialect }),
-    stop: async () => {
-      const c2 = new pg.Client({ connectionString: admin });
-      await c2.connect();
-      await c2.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      await c2.end();
-      cluster?.stop();
-    },
+    stop: () => database.drop(),
   };
 }
 
