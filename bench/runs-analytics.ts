@@ -280,7 +280,6 @@ function sqliteBackend(): Backend {
 /** As bench/runs-search.ts: the throwaway cluster gets a real buffer pool and sort memory, as any deployment would. */
 const PG_SETTINGS = { shared_buffers: process.env.PG_SHARED_BUFFERS ?? '1GB', effective_cache_size: '8GB', work_mem: '32MB' };
 
-
 async function postgresBackend(): Promise<Backend> {
   const database = await benchDatabase(PG_SETTINGS);
   const url = new URL(database.url);

@@ -16,23 +16,7 @@ import { newId } from '../../src/db/ids.ts';
 import type { RunDoc, RunRow } from '../../src/runs/model.ts';
 import { EXPORT_COLUMNS, RunExporter } from '../../src/runs/export.ts';
 import type { Principal } from '../../src/auth/principal.ts';
-
-/** RFC 4180 with CRLF records (the file must end with one). */
-function parseCsv(text: string): string[][] {
-  const rows: string[][] = [];
-  let row: string[] = [];
-  let field = '';
-  let quoted = false;
-  for (let i = 0; i < text.length; i++) {
-    const c = text[i];
-    if (quoted) {
-      if (c === '"' && text[i + 1] === '"') { field += '"'; i++; } else if (c === '"') quoted = false; else field += c;
-    } else if (c === '"') quoted = true;
-    else if (c === ',') { row.push(field); field = ''; } else if (c === '\r' && text[i + 1] === '\n') { row.push(field); rows.push(row); row = []; field = ''; i++; } else field += c;
-  }
-  assert.equal(field, '', 'the file ends with CRLF');
-  return rows;
-}
+import { parseCsv } from '../support/csv.ts';
 
 const BULK = 5000;
 const T0 = Date.parse('2025-01-01T00:00:00.000Z');
