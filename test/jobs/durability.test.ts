@@ -55,7 +55,8 @@ for (const dialect of TEST_DIALECTS) {
       };
       let first: ServerProcess | undefined = await startServerProcess(env);
       cleanups.push(() => first!.kill());
-      const id = await createPdfObject(first.url, 1500);
+      // 500 pages keep the job running for seconds after it starts: long enough to be killed mid-way.
+      const id = await createPdfObject(first.url, 500);
       for (let i = 0; i < 1000 && (await statusOf(first.url, id)).status !== 'processing'; i++) await new Promise((r) => setTimeout(r, 10));
       assert.equal((await statusOf(first.url, id)).status, 'processing');
       await first.kill();
@@ -63,14 +64,15 @@ for (const dialect of TEST_DIALECTS) {
       const second = await startServerProcess(env);
       cleanups.push(() => second.kill());
       let obj = await statusOf(second.url, id);
+      assert.notEqual(obj.status, 'ready', 'the first server finished before it was killed: nothing was tested');
       for (let i = 0; i < 1200 && obj.status !== 'ready' && obj.status !== 'failed'; i++) {
         await new Promise((r) => setTimeout(r, 50));
         obj = await statusOf(second.url, id);
       }
       assert.equal(obj.status, 'ready', JSON.stringify(obj.error));
-      assert.equal(obj.metadata.page_count, 1500);
+      assert.equal(obj.metadata.page_count, 500);
       const text = (await api(second.url, 'GET', `/api/v1/objects/${id}/text`)).body.text as string;
-      assert.equal(text.split('\n\f\n').length, 1500);
+      assert.equal(text.split('\n\f\n').length, 500);
     });
 
     it('two servers on one database process each object once', { timeout: 120_000 }, async () => {
