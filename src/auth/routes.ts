@@ -15,7 +15,7 @@ export const authRoutes: FastifyPluginAsyncTypebox<{ auth: AuthService }> = asyn
       response: { 200: TokenSchema, ...errorResponses(400, 401) },
     },
     config: { bodyToken: true },
-  }, async (req) => auth.issueToken(req.principal ?? forRequest(await auth.authenticate(req.body?.key), req), req.body?.key));
+  }, async (req) => auth.issueToken(req.principal ?? forRequest(await auth.authenticate(req.body?.key), req), req.body?.key, req.body?.project));
 
   app.post('/projects', {
     schema: { tags: ['projects'], summary: 'Create a project (admin keys only)', body: ProjectCreateBody, response: { 200: ProjectSchema, ...errorResponses(400, 401, 403) } },

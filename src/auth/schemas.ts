@@ -6,6 +6,7 @@ import { RefSchema } from '../http/schemas.ts';
 export const TokenIssueBody = Type.Object({
   type: Type.Optional(Type.Literal('apikey')),
   key: Type.Optional(Type.String({ description: 'The API key; if given it must be the bearer key' })),
+  project: Type.Optional(Type.String({ maxLength: 100, description: "Issue the token for another project of the account (admin keys only: how the console switches project); default: the key's own project" })),
 });
 
 export const TokenSchema = Type.Object({

@@ -161,6 +161,12 @@ export class AuthService {
       found = await store.findKeyById(this.db, verified.claims.key_id);
       if (!found) throw new Unauthorized('the API key this token was issued for has been deleted');
       via = 'jwt';
+      // A token an admin key had issued for another project of its account acts in that project.
+      if (verified.claims.project.id !== found.project.id) {
+        const other = found.key.role === 'admin' ? await store.getProject(this.db, found.account.id, verified.claims.project.id) : undefined;
+        if (!other) throw new Unauthorized('the project this token was issued for is gone, or its key may no longer act there; issue a new token');
+        found = { ...found, project: { id: other.id, name: other.name } };
+      }
       const exp = (verified.claims as unknown as { exp?: number }).exp;
       if (exp) tokenExpires = exp * 1000;
     } else {
@@ -175,11 +181,16 @@ export class AuthService {
     return principal;
   }
 
-  async issueToken(p: Principal, bodyKey?: string): Promise<{ token: string; token_type: 'Bearer'; expires_in: number }> {
+  async issueToken(p: Principal, bodyKey?: string, project?: string): Promise<{ token: string; token_type: 'Bearer'; expires_in: number }> {
     // The Python client sends {type:'apikey', key}; the key in the body must be the caller's own.
     if (bodyKey !== undefined) {
       const other = await this.authenticate(bodyKey);
       if (other.keyId !== p.keyId) throw new BadRequest('body "key" differs from the bearer API key; send one key');
+    }
+    if (project !== undefined && project !== p.project.id) {
+      if (p.role !== 'admin') throw new Forbidden(`only an admin key may issue a token for another project (this key's role is ${p.role})`);
+      const row = await this.visibleProject(p, project);
+      p = { ...p, project: { id: row.id, name: row.name } };
     }
     const ttl = this.config.jwtTtlSeconds;
     const token = await signToken(this.jwtKey, p, this.config.publicUrl, ttl);
@@ -271,7 +282,8 @@ export class AuthService {
   async deleteProject(p: Principal, id: string): Promise<{ id: string }> {
     const row = await this.visibleProject(p, id);
     if (p.role !== 'admin') throw new Forbidden('only an admin key may delete projects');
-    if (row.id === p.project.id) {
+    const home = p.via === 'jwt' ? (await store.findKeyById(this.db, p.keyId))?.project.id : p.project.id;
+    if (row.id === p.project.id || row.id === home) {
       throw new Conflict('this is the project of the key you call with: deleting it would delete that key too and lock you out; call with an admin key of another project of the account');
     }
     const scope: Scope = { account: row.account_id, project: row.id };

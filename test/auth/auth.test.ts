@@ -92,6 +92,35 @@ for (const dialect of TEST_DIALECTS) {
       assert.equal((await srv.api('DELETE', `/api/v1/apikeys/${key.body.id}`)).status, 404);
     });
 
+    it('issues an admin key a token for another project of its account (the console switches project so); not other roles', async () => {
+      const other = await srv.api('POST', '/api/v1/projects', { name: 'Switch target' });
+      assert.equal(other.status, 200, JSON.stringify(other.body));
+      const issued = await srv.api('POST', '/api/v1/token/issue', { project: other.body.id }, srv.adminKey);
+      assert.equal(issued.status, 200, JSON.stringify(issued.body));
+      assert.equal((decodeJwt(issued.body.token).project as any).id, other.body.id);
+      // The token acts in that project: what it creates lives there, not in the key's own project.
+      const env = await srv.api('POST', '/api/v1/environments', { name: 'switched env', provider: 'test', default_model: 'echo' }, issued.body.token);
+      assert.equal(env.status, 200, JSON.stringify(env.body));
+      assert.ok(((await srv.api('GET', '/api/v1/environments', undefined, issued.body.token)).body as any[]).some((e) => e.id === env.body.id));
+      assert.ok(!((await srv.api('GET', '/api/v1/environments')).body as any[]).some((e) => e.id === env.body.id));
+      // Nor can it delete the project its key lives in (that would delete the key).
+      const home = decodeJwt((await srv.api('POST', '/api/v1/token/issue', {}, srv.adminKey)).body.token).project as any;
+      assert.equal((await srv.api('DELETE', `/api/v1/projects/${home.id}`, undefined, issued.body.token)).status, 409);
+      // An unknown project is 404; a non-admin key may not switch (403), and a forged claim fails.
+      assert.equal((await srv.api('POST', '/api/v1/token/issue', { project: 'nope' }, srv.adminKey)).status, 404);
+      const dev = await srv.api('POST', '/api/v1/apikeys', { name: 'dev', role: 'developer' });
+      assert.equal(dev.status, 200, JSON.stringify(dev.body));
+      const refused = await srv.api('POST', '/api/v1/token/issue', { project: other.body.id }, dev.body.value);
+      assert.equal(refused.status, 403);
+      assert.match(refused.body.message, /admin/);
+      // Deleting the target project ends the tokens issued for it.
+      const third = await srv.api('POST', '/api/v1/projects', { name: 'Short-lived' });
+      const t3 = (await srv.api('POST', '/api/v1/token/issue', { project: third.body.id }, srv.adminKey)).body.token;
+      assert.equal((await srv.api('GET', '/api/v1/environments', undefined, t3)).status, 200);
+      assert.equal((await srv.api('DELETE', `/api/v1/projects/${third.body.id}`)).status, 200);
+      assert.equal((await srv.api('GET', '/api/v1/environments', undefined, t3)).status, 401);
+    });
+
     it('validates key creation', async () => {
       assert.equal((await srv.api('POST', '/api/v1/apikeys', {})).status, 400);
       assert.equal((await srv.api('POST', '/api/v1/apikeys', { name: 'x', role: 'owner' })).status, 400);
