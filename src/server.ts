@@ -283,6 +283,7 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
     }, { prefix: '/api/v1' });
     // Public context (style F1): the signature in a blob URL is its credential.
     await app.register(blobRoutes, { blobs });
+    await app.register((await import('./console/routes.ts')).consoleRoutes); // the web console (src/console), public: the SPA holds no data
 
     let retaining = false;
     const sweepRetention = () => {

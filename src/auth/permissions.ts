@@ -89,6 +89,8 @@ export const ROUTE_PERMISSIONS: Record<string, Needed> = table<Needed>({
   'GET /prompts/options/:field': 'interaction:read',
   'POST /prompts/facets': 'interaction:read',
   'POST /prompts/:id/render': 'interaction:read',
+  // Any template text, not a stored one: drafting, so a writer's right.
+  'POST /prompts/render': 'interaction:write',
   'POST /prompts': 'interaction:write',
   'PUT /prompts/:id': 'interaction:write',
   'POST /prompts/:id/fork': 'interaction:write',

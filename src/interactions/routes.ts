@@ -13,7 +13,7 @@ import {
   PromptRenderSchema, InteractionNameSchema, InteractionSearchQuery, InteractionTagsSchema, FacetsBody, FacetsAnswer, EndpointQueryBody,
   InteractionEndpointSchema, ResolvedExecutionSchema, ExportBody, ExportedInteractionSchema, InteractionForkBody, CatalogQuery,
   CatalogEntrySchema, PromptRefSchema, PromptForkBody, PromptSearchQuery, PromptUsageSchema, EnableModelBody, EnvironmentConfigBody,
-  EmbeddingsBody, EmbeddingsAnswerSchema,
+  EmbeddingsBody, EmbeddingsAnswerSchema, PromptDraftRenderBody, PromptDraftRenderSchema,
 } from './schemas.ts';
 import { OrreryError } from '../http/errors.ts';
 
@@ -66,6 +66,15 @@ export const interactionRoutes: FastifyPluginAsyncTypebox<{
   app.get('/prompts', {
     schema: { tags: ['prompts'], summary: 'List prompt templates', querystring: Type.Object({ name: Type.Optional(Type.String()), ...PageQuery }), response: { 200: Type.Array(PromptSchema), ...errorResponses(401) } },
   }, (req) => prompts.list(principalOf(req), { name: req.query.name, ...pageOf(req.query) }));
+  app.post('/prompts/render', {
+    schema: {
+      tags: ['prompts'],
+      summary: 'Render a template that is not saved (the playground of the web console), as a run would, without a model: {name, role, content_type, rendered}',
+      querystring: Type.Object({ model: Type.Optional(Type.String({ maxLength: 1000, description: 'The model id jst templates see as _model' })) }),
+      body: PromptDraftRenderBody,
+      response: { 200: PromptDraftRenderSchema, ...errorResponses(400, 401) },
+    },
+  }, (req) => prompts.renderDraft(req.body as never, req.query.model));
   app.post('/prompts/:id/render', {
     schema: {
       tags: ['prompts'],

@@ -149,6 +149,23 @@ export const PromptRenderSchema = Type.Object({
   rendered: Type.String({ description: 'The prompt text' }),
 });
 
+/** `POST /prompts/render`: a template not (yet) saved, as the console's playground edits it. */
+export const PromptDraftRenderBody = Type.Object({
+  content: Type.String({ maxLength: 256 * 1024, description: 'The template text (at most 256 KiB, as a stored prompt)' }),
+  content_type: lit(CONTENT_TYPES),
+  role: Type.Optional(lit(PROMPT_ROLES)),
+  name: Type.Optional(Type.String({ maxLength: 200 })),
+  inputSchema: Type.Optional(Type.Union([Type.Record(Type.String(), Type.Unknown()), Type.Null()])),
+  data: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: 'The variables' })),
+}, { additionalProperties: false });
+
+export const PromptDraftRenderSchema = Type.Object({
+  name: Type.String(),
+  role: Type.String(),
+  content_type: Type.String(),
+  rendered: Type.String({ description: 'The prompt text' }),
+});
+
 /* The official client's further interaction, prompt and environment methods (issue 24). */
 
 const Bounded = (description = 'At most 1,000') => Type.Optional(Type.Integer({ minimum: 0, maximum: 1000, description }));

@@ -98,6 +98,23 @@ for (const dialect of TEST_DIALECTS) {
       assert.equal((await srv.api('POST', '/api/v1/prompts/no-such-prompt/render', {})).status, 404);
     });
 
+    it('renders a template that is not saved with POST /prompts/render (the console playground), with the same rules and bounds', async () => {
+      const jst = await srv.api('POST', '/api/v1/prompts/render?model=gpt-4o', { content_type: 'jst', role: 'system', content: 'return `Dear ${who}, model ${_model}`', data: { who: 'Ada' } });
+      assert.equal(jst.status, 200, JSON.stringify(jst.body));
+      assert.deepEqual(jst.body, { name: 'draft', role: 'system', content_type: 'jst', rendered: 'Dear Ada, model gpt-4o' });
+      const hb = await srv.api('POST', '/api/v1/prompts/render', { content_type: 'handlebars', content: 'Hi {{who}} {{{html}}}', data: { who: '<b>', html: '<i>' } });
+      assert.equal(hb.body.rendered, 'Hi &lt;b&gt; <i>');
+      assert.equal(hb.body.role, 'user');
+      // A jst error says where; an oversized template and an unknown content type are refused before any work.
+      const bad = await srv.api('POST', '/api/v1/prompts/render', { content_type: 'jst', content: 'return (' });
+      assert.equal(bad.status, 400);
+      assert.ok(bad.body.details?.line >= 1, JSON.stringify(bad.body));
+      assert.equal((await srv.api('POST', '/api/v1/prompts/render', { content_type: 'jst', content: 'x'.repeat(256 * 1024 + 1) })).status, 400);
+      assert.equal((await srv.api('POST', '/api/v1/prompts/render', { content_type: 'python', content: 'x' })).status, 400);
+      // Nothing was stored.
+      assert.ok(!((await srv.api('GET', '/api/v1/prompts')).body as any[]).some((p) => p.name === 'draft'));
+    });
+
     it('fails the run, not the request, on a runtime error: recorded failed, 422 with the run id, and a streamed run closes with it', async () => {
       const ix = await interactionWith('jst', 'const x = 1;\nreturn customer.name.toUpperCase()');
       const r = await srv.api('POST', '/api/v1/runs', { interaction: ix, data: {} });
