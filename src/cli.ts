@@ -1,5 +1,6 @@
 /**
- * `orrery serve | migrate | keys create | keys list | keys delete | projects create | projects list`.
+ * `orrery serve | migrate | keys create | keys list | keys delete | projects create | projects list |
+ * import | environments set-key` (the last two: src/import/command.ts).
  * Management commands work on the database directly, as the account admin, with no server running.
  */
 import { parseArgs } from 'node:util';
@@ -12,6 +13,7 @@ import { AuditLog } from './audit/log.ts';
 import { KEY_ROLE_INPUTS, KEY_ROLES, keyRoleOf, type KeyRole, type KeyRoleInput, type Principal } from './auth/principal.ts';
 import { OrreryError } from './http/errors.ts';
 import { installProcessGuards } from './process-guards.ts';
+import { IMPORT_USAGE } from './import/usage.ts';
 
 const USAGE = `Usage: orrery <command> [options]
 
@@ -24,7 +26,7 @@ Commands:
   keys delete ID                revoke an API key
   projects create --name N [--namespace NS]
   projects list
-
+${IMPORT_USAGE}
 Options (override the ORRERY_* environment variables):
   --port N  --host H  --data-dir DIR  --public-url URL  --database-url URL
 `;
@@ -37,6 +39,9 @@ async function main(argv: string[]): Promise<void> {
       port: { type: 'string' }, host: { type: 'string' }, 'data-dir': { type: 'string' }, 'public-url': { type: 'string' },
       'database-url': { type: 'string' }, name: { type: 'string' }, role: { type: 'string' }, project: { type: 'string' },
       'expires-at': { type: 'string' }, namespace: { type: 'string' }, help: { type: 'boolean', short: 'h' },
+      // orrery import / environments set-key (src/import/command.ts)
+      from: { type: 'string' }, key: { type: 'string' }, to: { type: 'string' }, 'to-key': { type: 'string' }, include: { type: 'string' },
+      since: { type: 'string' }, 'dry-run': { type: 'boolean' }, 'api-key': { type: 'string' },
     },
   });
   if (values.help) return void process.stdout.write(USAGE);
@@ -86,6 +91,14 @@ async function main(argv: string[]): Promise<void> {
       console.log(`project ${project.id} "${project.name}" (namespace ${project.namespace})`);
     });
   }
+  if (command === 'import') {
+    if (sub) throw new Error(`import takes no argument ${JSON.stringify(sub)}: did you mean --from ${sub}?`);
+    // Loaded here: the official client and undici are not the server's to load at start-up.
+    const { importCommand } = await import('./import/command.ts');
+    process.exitCode = await importCommand(config, values);
+    return;
+  }
+  if (command === 'environments' && sub === 'set-key') return (await import('./import/command.ts')).setKeyCommand(config, arg, values);
   if (command === 'projects' && sub === 'list') return withAdmin(config, async (auth, admin) => printTable(await auth.listProjects(admin), ['id', 'name', 'namespace', 'created_at']));
   process.stderr.write(USAGE);
   process.exitCode = 2;

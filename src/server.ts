@@ -76,6 +76,8 @@ import { ObjectSimilarity } from './embeddings/object-search.ts';
 import { embeddingsStep } from './embeddings/pipeline-step.ts';
 import { embeddingRoutes } from './embeddings/routes.ts';
 import { DEFAULT_STEPS } from './content/steps.ts';
+import { ImportService } from './import/service.ts';
+import { importRoutes } from './import/routes.ts';
 
 export interface Orrery {
   app: FastifyInstance;
@@ -278,6 +280,7 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
         await authed.register(auditRoutes, { trail: new AuditTrail(db, dialect) });
         await authed.register(retentionRoutes, { retention });
         await authed.register(limitRoutes, { limiter });
+        await authed.register(importRoutes, { imports: new ImportService(db, dialect) });
         await authed.register(collectionRoutes, { collections: new CollectionService({ db, dialect, listing, types: objectTypes, similarity }) });
       });
     }, { prefix: '/api/v1' });

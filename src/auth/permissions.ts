@@ -182,6 +182,11 @@ export const ROUTE_PERMISSIONS: Record<string, Needed> = table<Needed>({
   'PUT /types/:id': 'content:admin',
   'DELETE /types/:id': 'content:admin',
 
+  // orrery import (src/import): the links decide what a later import skips; run records are history.
+  'GET /import/links': 'project:admin',
+  'PUT /import/links': 'project:admin',
+  'POST /import/runs': 'project:admin',
+
   'GET /embeddings/:type/status': 'content:read',
   'POST /embeddings/:type/enable': 'project:settings_write',
   'POST /embeddings/:type/disable': 'project:settings_write',

@@ -1,0 +1,59 @@
+/**
+ * `/api/v1/import/*`: the links of `orrery import` and runs stored as records. Admin keys only
+ * (`project:admin`): a link decides what a later import skips, and a run record is history.
+ */
+import { Type } from '@sinclair/typebox';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { principalOf } from '../http/auth-hook.ts';
+import { errorResponses } from '../http/schemas.ts';
+import { LINK_KINDS, type ImportedRun, type ImportService } from './service.ts';
+
+const Kind = Type.Union(LINK_KINDS.map((k) => Type.Literal(k)));
+const Link = Type.Object({
+  kind: Kind,
+  source_id: Type.String({ minLength: 1, maxLength: 1000 }),
+  target_id: Type.String({ minLength: 1, maxLength: 1000 }),
+  source_version: Type.Union([Type.String({ maxLength: 1000 }), Type.Null()]),
+});
+/** Answers carry the stored kind as it is. */
+const LinkOut = Type.Object({ ...Link.properties, kind: Type.String() });
+const Source = Type.String({ minLength: 1, maxLength: 2000, description: 'The URL of the source server' });
+
+export const importRoutes: FastifyPluginAsyncTypebox<{ imports: ImportService }> = async (app, { imports }) => {
+  app.get('/import/links', {
+    schema: {
+      tags: ['import'],
+      summary: 'What earlier imports from a source server copied into this project: source id → copy id, with the source version copied',
+      querystring: Type.Object({ source: Source, kind: Type.Optional(Kind) }),
+      response: { 200: Type.Array(LinkOut), ...errorResponses(400, 401, 403) },
+    },
+  }, (req) => imports.list(principalOf(req), req.query.source, req.query.kind));
+
+  app.put('/import/links', {
+    schema: {
+      tags: ['import'],
+      summary: 'Record (or move) the link of one copied thing',
+      body: Type.Object({ source: Source, link: Link }),
+      response: { 200: LinkOut, ...errorResponses(400, 401, 403) },
+    },
+  }, (req) => imports.put(principalOf(req), req.body.source, req.body.link));
+
+  app.post('/import/runs', {
+    schema: {
+      tags: ['import'],
+      summary: 'Store a run of another server as a record (not executed), with its link; idempotent by source id',
+      body: Type.Object({
+        source: Source,
+        source_id: Type.String({ minLength: 1, maxLength: 1000 }),
+        source_version: Type.Union([Type.String({ maxLength: 1000 }), Type.Null()]),
+        run: Type.Object({
+          status: Type.String(),
+          interaction: Type.Object({ id: Type.String() }, { additionalProperties: true }),
+          created_at: Type.String(),
+          updated_at: Type.String(),
+        }, { additionalProperties: true }),
+      }),
+      response: { 200: Type.Object({ id: Type.String(), created: Type.Boolean() }), ...errorResponses(400, 401, 403, 404) },
+    },
+  }, (req) => imports.importRun(principalOf(req), req.body.source, req.body.source_id, req.body.source_version, req.body.run as unknown as ImportedRun));
+};

@@ -1,0 +1,129 @@
+/**
+ * The target side of `orrery import` that the public API has no route for: the import links
+ * (where each copy came from) and runs stored as records (copied, never re-executed). Both the
+ * local mode and `--to` reach it through HTTP (routes.ts), so the two modes share one path.
+ */
+import type { Kysely } from 'kysely';
+import type { Database } from '../db/schema.ts';
+import type { OrreryDialect } from '../db/dialect.ts';
+import { scopeOf, type Principal } from '../auth/principal.ts';
+import { BadRequest, NotFound } from '../http/errors.ts';
+import { newId } from '../db/ids.ts';
+import { insertRun, runsIn } from '../runs/store.ts';
+import type { ResultPart, RunDoc, RunRow } from '../runs/model.ts';
+import { findLink, linksOf, listLinks, putLink, type ImportLink, type LinksDb } from './links-store.ts';
+
+export const LINK_KINDS = ['environment', 'prompt', 'interaction', 'interaction_version', 'type', 'object', 'run'] as const;
+export type LinkKind = (typeof LINK_KINDS)[number];
+
+/** A source run as the official client retrieves it, references already rewritten to the copies. */
+export interface ImportedRun {
+  status: string;
+  interaction: { id: string; name?: string; endpoint?: string; version?: number };
+  environment?: { id: string; name?: string; provider?: string } | null;
+  modelId?: string | null;
+  parent?: string | null;
+  finish_reason?: string | null;
+  execution_time?: number | null;
+  token_use?: { prompt?: number; result?: number; total?: number } | null;
+  tags?: string[];
+  result?: unknown;
+  parameters?: unknown;
+  prompt?: unknown;
+  config?: Record<string, unknown>;
+  error?: { code: string; message: string; data?: unknown } | null;
+  source?: Record<string, unknown> | null;
+  ttl?: number | null;
+  result_schema?: Record<string, unknown> | null;
+  cost?: unknown;
+  created_by?: string;
+  created_at: string;
+  updated_at: string;
+}
+
+const num = (v: unknown): number | null => (typeof v === 'number' && Number.isFinite(v) ? v : null);
+
+export class ImportService {
+  private readonly links: Kysely<LinksDb>;
+
+  constructor(private readonly db: Kysely<Database>, private readonly dialect: OrreryDialect) {
+    this.links = linksOf(db as Kysely<unknown>);
+  }
+
+  list(p: Principal, source: string, kind?: string): Promise<ImportLink[]> {
+    return listLinks(this.links, scopeOf(p), sourceKey(source), kind);
+  }
+
+  async put(p: Principal, source: string, link: ImportLink): Promise<ImportLink> {
+    if (!(LINK_KINDS as readonly string[]).includes(link.kind)) throw new BadRequest(`kind must be one of ${LINK_KINDS.join(', ')}`);
+    await putLink(this.links, scopeOf(p), sourceKey(source), link);
+    return link;
+  }
+
+  /**
+   * Stores a run as a record, with its link, in one transaction: a second call for the same
+   * source run answers the copy made by the first. Only ended runs are copied (a `processing`
+   * copy would be failed by the lost-run sweeper, since no replica executes it).
+   */
+  async importRun(p: Principal, source: string, sourceId: string, sourceVersion: string | null, run: ImportedRun): Promise<{ id: string; created: boolean }> {
+    const s = scopeOf(p);
+    const key = sourceKey(source);
+    if (run.status !== 'completed' && run.status !== 'failed') throw new BadRequest(`only ended runs (completed, failed) can be imported, not "${run.status}"`);
+    if (!run.interaction?.id) throw new BadRequest('run.interaction.id is required');
+    for (const [field, v] of [['created_at', run.created_at], ['updated_at', run.updated_at]] as const) {
+      if (typeof v !== 'string' || Number.isNaN(Date.parse(v))) throw new BadRequest(`run.${field} must be an ISO 8601 date`);
+    }
+    const existing = await findLink(this.links, s, key, 'run', sourceId);
+    if (existing && (await runsIn(this.db, s).select('id').where('id', '=', existing.target_id).executeTakeFirst())) {
+      return { id: existing.target_id, created: false };
+    }
+    const interaction = await this.db.selectFrom('interactions').select(['id', 'name', 'endpoint', 'version'])
+      .where('account_id', '=', s.account).where('project_id', '=', s.project).where('id', '=', run.interaction.id).executeTakeFirst();
+    if (!interaction) throw new NotFound('interaction', run.interaction.id);
+    const env = run.environment?.id
+      ? await this.db.selectFrom('environments').select(['id', 'name', 'provider'])
+        .where('account_id', '=', s.account).where('project_id', '=', s.project).where('id', '=', run.environment.id).executeTakeFirst()
+      : undefined;
+    if (run.environment?.id && !env) throw new NotFound('environment', run.environment.id);
+    const tokens = run.token_use ?? {};
+    const doc: RunDoc = {
+      result: (Array.isArray(run.result) ? run.result : []) as ResultPart[],
+      parameters: run.parameters ?? {},
+      prompt: (Array.isArray(run.prompt) ? run.prompt : []) as RunDoc['prompt'],
+      config: run.config ?? {},
+      ...(run.error ? { error: run.error } : {}),
+      source: { type: 'import', label: `imported from ${key}`, principal_type: 'apikey', principal_id: p.keyId, client_ip: '', ...(run.source ?? {}) } as RunDoc['source'],
+      ttl: num(run.ttl) ?? 0,
+      stream: false,
+      interaction: { id: interaction.id, name: interaction.name, endpoint: interaction.endpoint, version: interaction.version },
+      environment: env ? { id: env.id, name: env.name, provider: env.provider } : null,
+      ...(run.result_schema ? { result_schema: run.result_schema } : {}),
+      account: p.account,
+      project: p.project,
+      created_by: run.created_by ?? `apikey:${p.keyId}`,
+      cost: (run.cost ?? null) as RunDoc['cost'],
+    };
+    const row: RunRow = {
+      id: newId(), account_id: s.account, project_id: s.project, interaction_id: interaction.id, environment_id: env?.id ?? null,
+      model_id: run.modelId ?? null, status: run.status, parent_id: run.parent ?? null, finish_reason: run.finish_reason ?? null,
+      execution_time: num(run.execution_time), token_prompt: num(tokens.prompt), token_result: num(tokens.result), token_total: num(tokens.total),
+      tags: run.tags ?? [], created_at: run.created_at, updated_at: run.updated_at, doc, executor: null,
+    };
+    await this.db.transaction().execute(async (trx) => {
+      await insertRun(trx, this.dialect, row, [...new Set(run.tags ?? [])]);
+      await putLink(linksOf(trx as unknown as Kysely<unknown>), s, key, { kind: 'run', source_id: sourceId, target_id: row.id, source_version: sourceVersion });
+    });
+    return { id: row.id, created: true };
+  }
+}
+
+/** One source server, however its URL was written: origin (and path) without a trailing slash or /api/v1. */
+export function sourceKey(source: string): string {
+  try {
+    const u = new URL(source);
+    // The official client adds /api/v1 itself: a URL given with it names the same server.
+    return `${u.origin}${u.pathname.replace(/\/+$/, '').replace(/\/api\/v1$/, '')}`;
+  } catch {
+    throw new BadRequest(`source must be the URL of the source server, got ${JSON.stringify(source)}`);
+  }
+}
