@@ -31,11 +31,14 @@ export interface ImportLink {
 
 export const linksOf = (db: Kysely<unknown>) => db as unknown as Kysely<LinksDb>;
 
-export async function listLinks(db: Kysely<LinksDb>, s: Scope, source: string, kind?: string): Promise<ImportLink[]> {
+/** One page in (kind, source id) order, after the `after` position (keyset: no offset to scan). */
+export async function listLinks(db: Kysely<LinksDb>, s: Scope, source: string, opts: { kind?: string; after?: { kind: string; source_id: string }; limit: number }): Promise<ImportLink[]> {
   let q = db.selectFrom('import_links').select(['kind', 'source_id', 'target_id', 'source_version'])
     .where('account_id', '=', s.account).where('project_id', '=', s.project).where('source', '=', source);
-  if (kind) q = q.where('kind', '=', kind);
-  return q.orderBy('kind').orderBy('source_id').execute();
+  if (opts.kind) q = q.where('kind', '=', opts.kind);
+  const after = opts.after;
+  if (after) q = q.where((eb) => eb.or([eb('kind', '>', after.kind), eb.and([eb('kind', '=', after.kind), eb('source_id', '>', after.source_id)])]));
+  return q.orderBy('kind').orderBy('source_id').limit(opts.limit).execute();
 }
 
 export async function findLink(db: Kysely<LinksDb>, s: Scope, source: string, kind: string, sourceId: string): Promise<ImportLink | undefined> {

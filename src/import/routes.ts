@@ -6,7 +6,11 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { principalOf } from '../http/auth-hook.ts';
 import { errorResponses } from '../http/schemas.ts';
+import { BadRequest } from '../http/errors.ts';
 import { LINK_KINDS, type ImportedRun, type ImportService } from './service.ts';
+
+/** Links per page of GET /import/links. */
+export const LINKS_PAGE = 10_000;
 
 const Kind = Type.Union(LINK_KINDS.map((k) => Type.Literal(k)));
 const Link = Type.Object({
@@ -24,10 +28,21 @@ export const importRoutes: FastifyPluginAsyncTypebox<{ imports: ImportService }>
     schema: {
       tags: ['import'],
       summary: 'What earlier imports from a source server copied into this project: source id → copy id, with the source version copied',
-      querystring: Type.Object({ source: Source, kind: Type.Optional(Kind) }),
+      description: 'Pages of at most `limit` (default and maximum 10,000) in (kind, source_id) order; the next page starts `after_kind`/`after_id` = the last link of this one.',
+      querystring: Type.Object({
+        source: Source,
+        kind: Type.Optional(Kind),
+        limit: Type.Optional(Type.Integer({ minimum: 1, maximum: LINKS_PAGE, default: LINKS_PAGE })),
+        after_kind: Type.Optional(Type.String({ maxLength: 100 })),
+        after_id: Type.Optional(Type.String({ maxLength: 1000 })),
+      }),
       response: { 200: Type.Array(LinkOut), ...errorResponses(400, 401, 403) },
     },
-  }, (req) => imports.list(principalOf(req), req.query.source, req.query.kind));
+  }, (req) => {
+    const { source, kind, limit, after_kind: afterKind, after_id: afterId } = req.query;
+    if ((afterKind === undefined) !== (afterId === undefined)) throw new BadRequest('give after_kind and after_id together (the last link of the previous page)');
+    return imports.list(principalOf(req), source, { kind, limit: limit ?? LINKS_PAGE, after: afterKind !== undefined ? { kind: afterKind, source_id: afterId! } : undefined });
+  });
 
   app.put('/import/links', {
     schema: {

@@ -50,8 +50,8 @@ export class ImportService {
     this.links = linksOf(db as Kysely<unknown>);
   }
 
-  list(p: Principal, source: string, kind?: string): Promise<ImportLink[]> {
-    return listLinks(this.links, scopeOf(p), sourceKey(source), kind);
+  list(p: Principal, source: string, opts: { kind?: string; after?: { kind: string; source_id: string }; limit: number }): Promise<ImportLink[]> {
+    return listLinks(this.links, scopeOf(p), sourceKey(source), opts);
   }
 
   async put(p: Principal, source: string, link: ImportLink): Promise<ImportLink> {

@@ -81,8 +81,16 @@ export class HttpTarget implements ImportTarget {
     return typeof project === 'object' ? { id: project.id, name: project.name ?? project.id } : { id: String(project), name: String(project) };
   }
 
-  links(source: string): Promise<ImportLink[]> {
-    return this.call('GET', `/import/links?source=${encodeURIComponent(source)}`);
+  async links(source: string): Promise<ImportLink[]> {
+    // Every link, page by page (the route answers at most 10,000 at a time).
+    const all: ImportLink[] = [];
+    for (let after: ImportLink | undefined; ;) {
+      const q = new URLSearchParams({ source, ...(after ? { after_kind: after.kind, after_id: after.source_id } : {}) });
+      const page: ImportLink[] = await this.call('GET', `/import/links?${q}`);
+      all.push(...page);
+      if (page.length < 10_000) return all;
+      after = page[page.length - 1];
+    }
   }
 
   async putLink(source: string, link: ImportLink): Promise<void> {

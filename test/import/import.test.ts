@@ -235,5 +235,22 @@ for (const dialect of TEST_DIALECTS) {
       // The first project's copies are untouched by the second project's import.
       assert.equal((await dst.client().objects.list({ limit: 100 }) as any[]).length, 5);
     });
+
+    it('GET /import/links answers in bounded pages, in (kind, source id) order, for admin keys only', async () => {
+      const source = 'https://paging.example';
+      for (const [kind, id] of [['object', 'b'], ['object', 'a'], ['prompt', 'a'], ['environment', 'z']]) {
+        const put = await dst.api('PUT', '/api/v1/import/links', { source, link: { kind, source_id: id, target_id: `t-${kind}-${id}`, source_version: null } });
+        assert.equal(put.status, 200, JSON.stringify(put.body));
+      }
+      const page = (q: string) => dst.api('GET', `/api/v1/import/links?source=${encodeURIComponent(source)}&${q}`);
+      const first = await page('limit=2');
+      assert.deepEqual(first.body.map((l: any) => [l.kind, l.source_id]), [['environment', 'z'], ['object', 'a']]);
+      const second = await page('limit=2&after_kind=object&after_id=a');
+      assert.deepEqual(second.body.map((l: any) => [l.kind, l.source_id]), [['object', 'b'], ['prompt', 'a']]);
+      assert.equal((await page('limit=10001')).status, 400);
+      assert.equal((await page('after_kind=object')).status, 400);
+      const reader = await dst.api('POST', '/api/v1/apikeys', { name: 'links reader', role: 'reader' });
+      assert.equal((await dst.api('GET', `/api/v1/import/links?source=${encodeURIComponent(source)}`, undefined, reader.body.value)).status, 403);
+    });
   });
 }
