@@ -12,7 +12,8 @@
  * threads end after 60 s idle), RUNS (10000), OBJECTS (100), KEEP=1 keeps the loaded
  * folder, IDLE_SETTLE_S (5,30,60,90: one more fresh server's RSS read at those seconds after
  * /health). The Portkey gateway is started the same way when `@portkey-ai/gateway` is installed
- * (PORTKEY_ENTRY names its start script otherwise).
+ * (PORTKEY_ENTRY names its start script otherwise). COMPARE=<built checkout> runs paired start-ups
+ * of this build against that one instead (see compare below).
  */
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
@@ -91,7 +92,7 @@ async function start(args: string[], env: Record<string, string>, healthPath: st
   };
 }
 
-const startOrrery = (dataDir: string) => start([CLI, 'serve'], { ORRERY_DATA_DIR: dataDir, ORRERY_ADMIN_KEY: ADMIN_KEY }, '/health');
+const startOrrery = (dataDir: string, cli = CLI, flags: string[] = []) => start([...flags, cli, 'serve'], { ORRERY_DATA_DIR: dataDir, ORRERY_ADMIN_KEY: ADMIN_KEY }, '/health');
 
 async function api(url: string, method: string, path: string, body?: unknown): Promise<any> {
   const res = await fetch(url + path, {
@@ -183,11 +184,54 @@ function portkeyEntry(): string | undefined {
   return bin ? join(dir, bin) : undefined;
 }
 
+/**
+ * COMPARE=<checkout> (a built worktree, e.g. `git worktree add /tmp/base HEAD` then `node
+ * scripts/build.mjs` in it): paired rounds on fresh data folders, this build against that one,
+ * alternating which starts first (ROUNDS, 7), each read for its first /health, the CPU used by
+ * then and the RSS IDLE_MS later. Medians and the median of the per-round ratios; nothing else runs.
+ */
+async function compare(baseRoot: string): Promise<void> {
+  const rounds = Number(process.env.ROUNDS ?? 7);
+  const flags = (process.env.NODE_FLAGS ?? '').split(' ').filter(Boolean);
+  const sides = [
+    { name: `base (${baseRoot})`, cli: join(baseRoot, 'dist', 'cli.js'), flags: (process.env.BASE_NODE_FLAGS ?? '').split(' ').filter(Boolean) },
+    { name: `this build${flags.length ? ` (${flags.join(' ')})` : ''}`, cli: CLI, flags },
+  ];
+  const got = sides.map(() => ({ startMs: [] as number[], cpuMs: [] as number[], rss: [] as number[] }));
+  const scratch = mkdtempSync(join(tmpdir(), 'orrery-footprint-ab-'));
+  const loads: string[] = [];
+  try {
+    for (let r = 0; r < rounds; r++) {
+      for (const i of r % 2 ? [1, 0] : [0, 1]) {
+        const srv = await startOrrery(join(scratch, `${r}-${i}`), sides[i].cli, sides[i].flags);
+        await sleep(IDLE_MS);
+        got[i].startMs.push(srv.startMs);
+        got[i].cpuMs.push(srv.startCpuMs);
+        got[i].rss.push(rssOf(srv.proc.pid!));
+        await srv.stop();
+      }
+      loads.push(readFileSync('/proc/loadavg', 'utf8').split(' ')[0]);
+      console.log(`  round ${r + 1}: ${sides.map((s, i) => `${i ? 'this' : 'base'} ${Math.round(got[i].startMs.at(-1)!)} ms (${got[i].cpuMs.at(-1)} ms CPU), ${mb(got[i].rss.at(-1)!)} MB`).join('; ')}; load ${loads.at(-1)}`);
+    }
+  } finally {
+    rmSync(scratch, { recursive: true, force: true });
+  }
+  const ratio = (k: 'startMs' | 'cpuMs' | 'rss') => median(got[1][k].map((v, r) => v / got[0][k][r]));
+  console.log(`\n${rounds} paired rounds, fresh data folders, RSS ${IDLE_MS} ms after /health, load average ${loads.join(', ')}`);
+  console.log('| build | first /health 200 (median) | CPU by then (median) | idle RSS (median) |\n|---|---|---|---|');
+  sides.forEach((s, i) => console.log(`| ${s.name} | ${Math.round(median(got[i].startMs))} ms | ${median(got[i].cpuMs)} ms | ${mb(median(got[i].rss))} MB |`));
+  console.log(`| this / base, median of the per-round ratios | ${ratio('startMs').toFixed(2)} | ${ratio('cpuMs').toFixed(2)} | ${ratio('rss').toFixed(2)} |`);
+}
+
 // --- run -------------------------------------------------------------------------------------
 
 if (!existsSync(CLI) || statSync(CLI).mtimeMs < newest(join(ROOT, 'src'))) {
   console.log('building dist/ (npm run build)');
   execFileSync(process.execPath, [join(ROOT, 'scripts', 'build.mjs')], { cwd: ROOT, stdio: 'inherit' });
+}
+if (process.env.COMPARE) {
+  await compare(process.env.COMPARE);
+  process.exit(0);
 }
 console.log(`footprint of node dist/cli.js serve, ${machine()}; ${STARTS} starts each, idle RSS read ${IDLE_MS} ms after /health`);
 
@@ -259,7 +303,7 @@ console.log(`\nload average at the end: ${readFileSync('/proc/loadavg', 'utf8').
 console.log('\n| data folder | first /health 200 (median) | CPU used by then (median) | idle RSS (median) |\n|---|---|---|---|');
 console.log(`| fresh | ${f.startMs} ms | ${f.startCpuMs} ms | ${f.idleRssMb} MB |`);
 console.log(`| loaded (${RUNS} runs, ${OBJECTS} objects) | ${l.startMs} ms | ${l.startCpuMs} ms | ${l.idleRssMb} MB |`);
-if (typeof result.portkey === 'object') console.log(`| Portkey gateway | ${(result.portkey as { startMs: number }).startMs} ms | ${(result.portkey as { idleRssMb: number }).idleRssMb} MB |`);
+if (typeof result.portkey === 'object') console.log(`| Portkey gateway | ${(result.portkey as { startMs: number }).startMs} ms | — | ${(result.portkey as { idleRssMb: number }).idleRssMb} MB |`);
 else console.log(`Portkey: ${result.portkey}`);
 console.log(`targets: first /health within 1000 ms: ${f.startMs <= 1000 && l.startMs <= 1000 ? 'met' : 'NOT met'}; idle RSS <= 120 MB: ${f.idleRssMb <= 120 && l.idleRssMb <= 120 ? 'met' : 'NOT met'}`);
 console.log(JSON.stringify({ bench: 'footprint', ...result }));

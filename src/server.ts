@@ -25,7 +25,7 @@ import { authenticate, installPrincipal } from './http/auth-hook.ts';
 import { redactingLoggerOptions } from './http/log-redaction.ts';
 import { installUrlGuard } from './http/url-guard.ts';
 import { clientErrorHandler, installErrorHandling, installJsonParser } from './http/error-handler.ts';
-import { installValidation } from './http/validation.ts';
+import { installValidation, schemaController } from './http/validation.ts';
 import { ErrorSchema } from './http/schemas.ts';
 import { wireError } from './http/errors.ts';
 import { EnvironmentService } from './interactions/environments.ts';
@@ -210,6 +210,8 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
       // Ids are opaque strings in paths; keep them intact.
       routerOptions: { maxParamLength: 500 },
       clientErrorHandler,
+      // Response serializers from the build's compiled table when there (http/validation.ts).
+      schemaController,
     }).withTypeProvider<TypeBoxTypeProvider>();
 
     const routes: string[] = [];

@@ -122,6 +122,23 @@ for (const dialect of TEST_DIALECTS) {
       }
     });
 
+    it('the build compiled the route schemas and bundled kysely, TypeBox and jose (issue 22)', () => {
+      // Without them the server still works (it compiles its schemas and loads the packages at
+      // start-up), so only this test notices a build that silently fell back.
+      for (const f of ['http/compiled/validators-text.cjs', 'http/compiled/validators-json.cjs', 'http/compiled/serializers.cjs', 'vendor/kysely.js', 'vendor/typebox.js', 'vendor/jose.js']) {
+        assert.ok(existsSync(join(ROOT, 'dist', f)), `dist/${f} is in the build`);
+      }
+      const bare: string[] = [];
+      const walk = (d: string) => readdirSync(d, { withFileTypes: true }).forEach((e) => {
+        const f = join(d, e.name);
+        if (e.isDirectory()) {
+          if (f !== join(ROOT, 'dist', 'vendor')) walk(f); // the bundles' own doc comments show such imports
+        } else if (f.endsWith('.js') && /(\bfrom\s*|\bimport\s*\(\s*)['"](kysely|@sinclair\/typebox|jose)(\/[^'"]*)?['"]/.test(readFileSync(f, 'utf8'))) bare.push(f.slice(ROOT.length));
+      });
+      walk(join(ROOT, 'dist'));
+      assert.deepEqual(bare, [], 'dist/ imports the bundled packages from dist/vendor/');
+    });
+
     it('answers /health, executes a run on the test provider and records it', async () => {
       assert.ok(srv.startMs < 30_000, `started in ${Math.round(srv.startMs)} ms`);
       const env = await api('POST', '/api/v1/environments', { name: 'Test env', provider: 'test', default_model: 'echo' });

@@ -3,10 +3,11 @@
  * (jst-sandbox.ts), so that neither compiling nor template code runs on the server's event loop:
  * a hostile template burns its CPU budget in a worker while every other request is served.
  *
- * Threads start on first use, up to the pool's size, and take one task at a time from one queue,
- * so each task's watchdog times that task alone: the sandbox interrupts JavaScript at its CPU
- * budget, and a thread still silent a second later (a long built-in call such as a huge
- * `repeat`, which QuickJS cannot interrupt) is terminated and replaced.
+ * Threads start on first use, up to the pool's size, end after IDLE_END_MS without a task (an
+ * idle server gives their memory back), and take one task at a time from one queue, so each
+ * task's watchdog times that task alone: the sandbox interrupts JavaScript at its CPU budget,
+ * and a thread still silent a second later (a long built-in call such as a huge `repeat`, which
+ * QuickJS cannot interrupt) is terminated and replaced.
  */
 import { Worker } from 'node:worker_threads';
 import { BOOT, workerEntry } from '../../workers/entry.ts';
@@ -16,6 +17,8 @@ import type { TemplateTask, TemplateWorkerData, WorkerMessage } from './protocol
 const ENTRY = workerEntry('./template-worker', import.meta.url);
 /** Time on top of the CPU budget before a silent thread is terminated. */
 const WATCHDOG_MARGIN_MS = 1000;
+/** A thread idle this long is ended (its QuickJS and V8 heap given back); the next task starts one again. */
+const IDLE_END_MS = 30_000;
 
 interface Queued {
   task: TemplateTask;
@@ -26,6 +29,8 @@ interface Thread {
   worker: Worker;
   ready: boolean;
   busy: (Queued & { timer: NodeJS.Timeout }) | null;
+  /** Ends the thread once it has been idle IDLE_END_MS (unref'd: never keeps the process alive). */
+  idle: NodeJS.Timeout | null;
 }
 
 let nextId = 1;
@@ -33,10 +38,16 @@ let nextId = 1;
 export interface TemplatePoolOptions {
   size: number;
   limits: SandboxLimits;
+  /** Idle time after which a thread is ended (IDLE_END_MS; tests shorten it). */
+  idleEndMs?: number;
 }
 
 export class TemplatePool {
   private readonly threads = new Set<Thread>();
+  /** Threads running now (booting, busy or idle). */
+  get threadCount(): number {
+    return this.threads.size;
+  }
   private readonly queue: Queued[] = [];
   private closed = false;
 
@@ -81,6 +92,8 @@ export class TemplatePool {
       void this.end(thread, { ok: false, kind: 'timeout', message: `the template ran longer than ${this.opts.limits.cpuMs} ms (its sandbox was stopped)` });
     }, limit);
     thread.busy = { ...queued, timer };
+    if (thread.idle) clearTimeout(thread.idle);
+    thread.idle = null;
     thread.worker.ref();
     thread.worker.postMessage(queued.task);
   }
@@ -90,7 +103,7 @@ export class TemplatePool {
     const worker = new Worker(BOOT, { workerData, execArgv: [], stdout: true, stderr: true });
     worker.stdout.resume();
     worker.stderr.resume();
-    const thread: Thread = { worker, ready: false, busy: null };
+    const thread: Thread = { worker, ready: false, busy: null, idle: null };
     worker.on('message', (m: WorkerMessage) => {
       if ('ready' in m) thread.ready = true;
       else if (thread.busy && thread.busy.task.id === m.id) {
@@ -101,6 +114,10 @@ export class TemplatePool {
         done.resolve(m.outcome);
       }
       this.dispatch();
+      if (thread.ready && !thread.busy && !thread.idle && this.threads.has(thread)) {
+        thread.idle = setTimeout(() => void this.end(thread, shutDown()), this.opts.idleEndMs ?? IDLE_END_MS);
+        thread.idle.unref();
+      }
     });
     const die = (err: Error) => void this.end(thread, { ok: false, kind: 'error', message: `the template sandbox failed: ${err.message}` });
     worker.on('error', die);
@@ -112,6 +129,8 @@ export class TemplatePool {
   /** Ends a thread: its task gets `outcome`; waiting tasks go to other threads or a new one. */
   private async end(thread: Thread, outcome: RenderOutcome): Promise<void> {
     if (!this.threads.delete(thread)) return;
+    if (thread.idle) clearTimeout(thread.idle);
+    thread.idle = null;
     if (thread.busy) {
       clearTimeout(thread.busy.timer);
       thread.busy.resolve(outcome);
