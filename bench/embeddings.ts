@@ -8,19 +8,34 @@
  *
  *   npm run bench -- embeddings       (N=100000 DIMS=384,1536 BACKENDS=sqlite,postgres QUERIES=200)
  *
+ * Issue 20 modes (`MODE`, default `search`, the above):
+ *
+ *   MODE=restart  (N=100000 DIMS=384, SQLite): build and save the graph of a partition, write and
+ *                 delete some vectors (CHANGES, default 2000: half new, half deleted), then a fresh registry (a restarted server) answers its first
+ *                 query: time to that first answer, and whether it came from the graph.
+ *   MODE=scalar   (N=100000 DIMS=1536 SCALARS=f32,f16,i8, no database): per scalar kind, the build
+ *                 time, the graph's size (its saved file; usearch's memory is the same layout), the
+ *                 process RSS, index p50/p95 and recall@10 against an exact scan.
+ *
  * Data: clustered like real embeddings (500 Gaussian centroids plus noise, normalised), from a
  * seeded generator so every run measures the same vectors; queries are fresh points near stored ones.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { availableParallelism, cpus, totalmem, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
+import { createRequire } from 'node:module';
+const require = createRequire(import.meta.url);
 import { openDatabase, type OpenedDatabase } from '../src/db/open.ts';
 import { openNotifier } from '../src/db/notify.ts';
 import { VectorIndexes } from '../src/embeddings/index-registry.ts';
 import { upsertVectors, type PartitionKey, type VectorRow } from '../src/embeddings/store.ts';
 import { filteredSearch } from '../src/embeddings/filtered-search.ts';
 import { normalise } from '../src/embeddings/vectors.ts';
+import { LocalBlobStore } from '../src/blobs/local-store.ts';
+import { deleteVectors } from '../src/embeddings/store.ts';
+import { PartitionIndex, DEFAULT_HNSW } from '../src/embeddings/vector-index.ts';
+import type { ScalarKind } from '../src/embeddings/graph-file.ts';
 
 const N = Number(process.env.N ?? 100_000);
 const DIMS = (process.env.DIMS ?? '384,1536').split(',').map(Number);
@@ -158,6 +173,133 @@ async function measure(backend: 'sqlite' | 'postgres', dims: number, data: Float
     await notifier.close();
     await cleanup();
   }
+}
+
+const MODE = process.env.MODE ?? 'search';
+const machine = () => `machine: ${cpus()[0]?.model ?? 'unknown CPU'}, ${availableParallelism()} cores, ${Math.round(totalmem() / 1e9)} GB; Node ${process.version}; ${new Date().toISOString()}`;
+
+async function restartMode(): Promise<void> {
+  const n = Number(process.env.N ?? 100_000);
+  const dims = Number(process.env.DIMS ?? 384);
+  console.log(`${machine()}; MODE=restart N=${n} DIMS=${dims}`);
+  const all = dataset(dims, n + 1000 + QUERIES, dims);
+  const queries = all.slice(n + 1000);
+  const { opened, cleanup } = await openBackend('sqlite');
+  const dir = mkdtempSync(join(tmpdir(), 'orrery-bench-graphs-'));
+  const scope = { account: 'bench', project: 'bench' };
+  const key: PartitionKey = { scope, kind: 'object', type: 'text', model: `bench-${dims}` };
+  const notifier = openNotifier(opened);
+  const events: string[] = [];
+  let saved: () => void = () => {};
+  const open = () => new VectorIndexes(opened.db, notifier, {
+    exactBelow: 10_000, replicaId: 'bench', onError: (err) => console.error(err),
+    graphs: {
+      store: new LocalBlobStore(join(dir, 'vector-graphs'), { durable: false }), prefix: '', dialect: 'sqlite',
+      events: (e, _p, detail) => { events.push(e); console.log(`  event ${e}${detail ? ` (${detail})` : ''}`); if (e === 'saved') saved(); },
+    },
+  });
+  try {
+    let t0 = performance.now();
+    for (let i = 0; i < n; i += 1000) {
+      const rows: VectorRow[] = all.slice(i, Math.min(n, i + 1000)).map((vector, j) => ({ ownerKind: 'object', ownerId: ownerId(i + j), type: 'text', model: key.model, etag: 'e', vector }));
+      await opened.db.transaction().execute((trx) => upsertVectors(trx, scope, rows));
+    }
+    console.log(`  ${n} vectors written in ${(ms(t0) / 1000).toFixed(1)} s`);
+    let indexes = open();
+    t0 = performance.now();
+    const done = new Promise<void>((r) => (saved = r));
+    const first = (await indexes.get(key, dims))!;
+    const loadS = ms(t0) / 1000;
+    t0 = performance.now();
+    await done;
+    const buildS = ms(t0) / 1000;
+    const fileMb = statSync(join(dir, 'vector-graphs')).isDirectory() ? Math.round(dirSize(join(dir, 'vector-graphs')) / 1e6) : 0;
+    console.log(`  first start: loaded from the table in ${loadS.toFixed(1)} s, graph built and saved in ${buildS.toFixed(1)} s (file ${fileMb} MB), mode ${first.mode}`);
+    // Writes after the save: CHANGES/2 new vectors and CHANGES/2 deleted, replayed on the next start.
+    const half = Math.floor(Number(process.env.CHANGES ?? 2000) / 2);
+    const extra: VectorRow[] = all.slice(n, n + half).map((vector, j) => ({ ownerKind: 'object', ownerId: ownerId(n + j), type: 'text', model: key.model, etag: 'e', vector }));
+    if (extra.length) await upsertVectors(opened.db, scope, extra);
+    for (let i = 0; i < half; i++) await deleteVectors(opened.db, scope, 'object', ownerId(i * 7), ['text']);
+    indexes.close();
+    // "Restart": a new registry on the same database and data folder.
+    indexes = open();
+    const rssBefore = process.memoryUsage().rss;
+    t0 = performance.now();
+    const index = (await indexes.get(key, dims))!;
+    const hit = index.nearest(queries[0], K);
+    const firstS = ms(t0) / 1000;
+    console.log(`  restart: first answer in ${firstS.toFixed(2)} s, from ${index.mode} (${hit.length} hits), ${index.size} vectors; events ${events.join(', ')}; RSS +${Math.round((process.memoryUsage().rss - rssBefore) / 1e6)} MB`);
+    const times: number[] = [];
+    let hits = 0;
+    for (const q of queries) {
+      const t = performance.now();
+      const approx = index.nearest(q, K);
+      times.push(ms(t));
+      const truth = new Set(index.scan(q, K).map((h) => h.ownerId));
+      hits += approx.filter((h) => truth.has(h.ownerId)).length;
+    }
+    console.log(`  after restart: index p50 ${pct(times, 50).toFixed(2)} ms p95 ${pct(times, 95).toFixed(2)} ms, recall@${K} ${(hits / (queries.length * K)).toFixed(4)}`);
+    console.log(JSON.stringify({ mode: 'restart', n, dims, loadS, buildS, fileMb, firstS, fromGraph: index.mode === 'hnsw', p95: pct(times, 95), recall: hits / (queries.length * K), date: new Date().toISOString() }));
+    indexes.close();
+  } finally {
+    await notifier.close();
+    await cleanup();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+function dirSize(d: string): number {
+  let total = 0;
+  for (const e of require('node:fs').readdirSync(d, { withFileTypes: true }) as Array<{ name: string; isDirectory(): boolean }>) {
+    total += e.isDirectory() ? dirSize(join(d, e.name)) : statSync(join(d, e.name)).size;
+  }
+  return total;
+}
+
+async function scalarMode(): Promise<void> {
+  const n = Number(process.env.N ?? 100_000);
+  const dims = Number(process.env.DIMS ?? 1536);
+  const scalars = (process.env.SCALARS ?? 'f32,f16,i8').split(',') as ScalarKind[];
+  console.log(`${machine()}; MODE=scalar N=${n} DIMS=${dims} SCALARS=${scalars.join(',')}`);
+  const all = dataset(dims, n + QUERIES, dims);
+  const queries = all.slice(n);
+  const rows: string[] = [];
+  for (const scalar of scalars) {
+    const index = new PartitionIndex(dims, 10_000, DEFAULT_HNSW, (err) => console.error(err), { scalar, wantGraph: () => {} });
+    for (let i = 0; i < n; i++) index.upsert(ownerId(i), all[i]);
+    const rssBefore = process.memoryUsage().rss;
+    let graphMb = 0;
+    const t0 = performance.now();
+    await index.startBuild(async (path) => { graphMb = statSync(path).size / 1e6; });
+    const buildS = ms(t0) / 1000;
+    const rssMb = Math.round(process.memoryUsage().rss / 1e6);
+    const times: number[] = [];
+    let hits = 0;
+    for (const q of queries.slice(0, 20)) index.nearest(q, K);
+    for (const q of queries) {
+      const t = performance.now();
+      const approx = index.nearest(q, K);
+      times.push(ms(t));
+      const truth = new Set(index.scan(q, K).map((h) => h.ownerId));
+      hits += approx.filter((h) => truth.has(h.ownerId)).length;
+    }
+    const row = `| ${scalar} | ${dims} | ${n} | ${buildS.toFixed(1)} s | ${graphMb.toFixed(0)} MB | ${Math.round((process.memoryUsage().rss - rssBefore) / 1e6)} MB (RSS ${rssMb} MB) | ${pct(times, 50).toFixed(2)} / ${pct(times, 95).toFixed(2)} ms | ${(hits / (queries.length * K)).toFixed(4)} |`;
+    console.log(row);
+    rows.push(row);
+    index.close();
+  }
+  console.log('\n| scalar | dims | vectors | HNSW build | graph (saved file) | RSS growth from the build | index p50 / p95 | recall@10 |');
+  console.log('|---|---|---|---|---|---|---|---|');
+  for (const r of rows) console.log(r);
+}
+
+if (MODE === 'restart') {
+  await restartMode();
+  process.exit(0);
+}
+if (MODE === 'scalar') {
+  await scalarMode();
+  process.exit(0);
 }
 
 // The test harness's throwaway cluster (plain JavaScript, so typed here).

@@ -74,6 +74,12 @@ export interface Config {
    * searched exactly (brute force), and so is a filtered candidate set this small; from it on, HNSW.
    */
   vectorExactThreshold: number;
+  /** Scalar kind of the HNSW graphs (ORRERY_VECTOR_SCALAR): f32 (default), f16 or i8. */
+  vectorScalar: 'f32' | 'f16' | 'i8';
+  /** A replica building a graph holds its lease this long, renewed while it builds (ORRERY_VECTOR_GRAPH_LEASE, seconds). */
+  vectorGraphLeaseMs: number;
+  /** A replica waiting on another's build looks for the published graph this often (ORRERY_VECTOR_GRAPH_POLL, seconds). */
+  vectorGraphPollMs: number;
 }
 
 type Env = Record<string, string | undefined>;
@@ -120,6 +126,12 @@ function seconds(env: Env, name: string, fallbackSeconds: number, min = 0.001, m
   return Math.round(n * 1000);
 }
 
+function vectorScalar(env: Env): Config['vectorScalar'] {
+  const v = nonEmpty(env, 'ORRERY_VECTOR_SCALAR') ?? 'f32';
+  if (v !== 'f32' && v !== 'f16' && v !== 'i8') throw new Error(`ORRERY_VECTOR_SCALAR must be f32, f16 or i8, not ${JSON.stringify(v)}`);
+  return v;
+}
+
 function nonEmpty(env: Env, name: string): string | undefined {
   const v = env[name];
   return v === undefined || v.trim() === '' ? undefined : v.trim();
@@ -163,6 +175,9 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     jobMaxAttempts: overrides.jobMaxAttempts ?? int(env, 'ORRERY_JOB_ATTEMPTS', 5, 1, 100),
     renditionWaitMs: overrides.renditionWaitMs ?? seconds(env, 'ORRERY_RENDITION_WAIT', 30, 0, 600),
     vectorExactThreshold: overrides.vectorExactThreshold ?? int(env, 'ORRERY_VECTOR_EXACT_THRESHOLD', 10_000, 1, 1_000_000),
+    vectorScalar: overrides.vectorScalar ?? vectorScalar(env),
+    vectorGraphLeaseMs: overrides.vectorGraphLeaseMs ?? seconds(env, 'ORRERY_VECTOR_GRAPH_LEASE', 120, 1),
+    vectorGraphPollMs: overrides.vectorGraphPollMs ?? seconds(env, 'ORRERY_VECTOR_GRAPH_POLL', 5, 0.05),
     egress: overrides.egress ?? nonEmpty(env, 'ORRERY_EGRESS'),
     uploadStaleMs: overrides.uploadStaleMs ?? seconds(env, 'ORRERY_UPLOAD_STALE', 600, 1),
     templateCpuMs: overrides.templateCpuMs ?? int(env, 'ORRERY_TEMPLATE_CPU_MS', 1000, 10, 60_000),

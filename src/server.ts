@@ -152,7 +152,18 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
     });
     // Embeddings and similarity (src/embeddings): the project's embedder, the vectors, the in-memory indexes.
     const vectorIndexes = new VectorIndexes(db, notifier, {
-      exactBelow: config.vectorExactThreshold, replicaId: replica.id,
+      exactBelow: config.vectorExactThreshold, replicaId: replica.id, scalar: config.vectorScalar,
+      // Saved graphs (issue 20): in the blob store when it is S3, else in the data folder.
+      graphs: {
+        store: config.blobUrl ? blobStore : new LocalBlobStore(join(config.dataDir, 'vector-graphs'), { durable: false }),
+        prefix: config.blobUrl ? 'vector-graphs/' : '', dialect: dialect.name,
+        leaseMs: config.vectorGraphLeaseMs, pollMs: config.vectorGraphPollMs,
+        events: (event, partition, detail) => {
+          metrics.vectorGraphs.inc({ event });
+          app.log.info({ partition, event, detail }, 'embeddings: similarity graph');
+        },
+      },
+      searched: (mode) => metrics.vectorSearches.inc({ mode }),
       onError: (err, what) => app.log.error({ err }, `embeddings: could not ${what}`),
     });
     const embeddings = new EmbeddingService({

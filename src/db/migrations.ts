@@ -25,6 +25,7 @@ import * as m0017 from './migrations/0017-roles.ts';
 import * as m0018 from './migrations/0018-audit.ts';
 import * as m0019 from './migrations/0019-retention.ts';
 import * as m0020 from './migrations/0020-limits.ts';
+import * as m0021 from './migrations/0021-vector-graphs.ts';
 import * as m0022 from './migrations/0022-import-links.ts';
 
 type Step = { up: (db: Kysely<any>, dialect: DialectName) => Promise<void> };
@@ -50,6 +51,7 @@ const steps: Record<string, Step> = {
   '0018_audit': m0018,
   '0019_retention': m0019,
   '0020_limits': m0020,
+  '0021_vector_graphs': m0021,
   '0022_import_links': m0022,
 };
 

@@ -9,12 +9,13 @@ import { parentPort, workerData } from 'node:worker_threads';
 const require = createRequire(import.meta.url);
 const usearch = require('usearch');
 
-const { buffer, dimensions, slots, path, options } = workerData;
+const { buffer, dimensions, slots, path, options, scalar } = workerData;
+const QUANTIZATION = { f32: usearch.ScalarKind.F32, f16: usearch.ScalarKind.F16, i8: usearch.ScalarKind.I8 };
 const data = new Float32Array(buffer);
 const index = new usearch.Index({
   dimensions,
   metric: usearch.MetricKind.IP,
-  quantization: usearch.ScalarKind.F32,
+  quantization: QUANTIZATION[scalar ?? 'f32'],
   connectivity: options.connectivity,
   expansion_add: options.expansionAdd,
   expansion_search: options.expansionSearch,

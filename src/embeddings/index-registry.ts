@@ -7,15 +7,31 @@
  *   commit, in commit order) and are read back before the partition's next query;
  * - a partition unused for `idleMs` is dropped and loaded again when next needed.
  *
+ * With `graphs` (persisted graphs, issue 20): a partition is first looked for as a saved graph
+ * (graph-file.ts, in the blob store or the data folder), checked against its header and checksum,
+ * and the writes after its revision replayed onto it (rows written and tombstones, 0021); any
+ * mismatch (header, checksum, count after replay) and it is loaded from the table instead. A
+ * partition that reaches the exact-scan threshold without a graph takes the build lease of its
+ * partition (a row in `vector_graph_leases`), builds, saves and releases it; a replica that finds
+ * the lease held keeps answering exactly and polls for the published graph (or the lease's expiry).
+ *
  * A process that misses notifications (its LISTEN connection dropped) serves slightly stale
  * neighbours until the partition is dropped for idleness; results are always re-checked against
  * the objects table, so a deleted object is never answered.
  */
+import { createHash } from 'node:crypto';
+import { mkdtemp, rm, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { BlobStat, BlobStore } from '../blobs/blob-store.ts';
+import type { DialectName } from '../db/dialect.ts';
 import type { Notifier } from '../db/notify.ts';
 import type { Scope } from '../auth/principal.ts';
 import type { OwnerKind } from './embedder.ts';
-import { partitionId, partitionPage, partitionRows, type Db, type PartitionKey } from './store.ts';
-import { DEFAULT_HNSW, PartitionIndex, type HnswOptions } from './vector-index.ts';
+import { countPartition, partitionId, partitionPage, partitionRows, type Db, type PartitionKey } from './store.ts';
+import { DEFAULT_HNSW, PartitionIndex, type HnswOptions, type PartitionHooks } from './vector-index.ts';
+import { GraphFileInvalid, graphFileStream, readGraphFile, type GraphHeader, type ScalarKind } from './graph-file.ts';
+import { acquireLease, changedSince, pruneTombstones, releaseLease, settledRevision, tombstonesFrom } from './graph-sql.ts';
 
 export const VECTOR_CHANNEL = 'orrery_vectors';
 
@@ -27,6 +43,29 @@ export interface IndexOptions {
   /** This process (to ignore its own notifications). */
   replicaId: string;
   onError?: (err: unknown, what: string) => void;
+  /** The graphs' scalar kind (default f32). */
+  scalar?: ScalarKind;
+  /** Saved graphs; without, every graph is built on first use and lives in memory only. */
+  graphs?: GraphPersistence;
+  /** Every top-k query of a partition, by how it was answered (metrics). */
+  searched?: (mode: 'exact' | 'hnsw') => void;
+}
+
+export type GraphEvent = 'built' | 'saved' | 'loaded' | 'rejected' | 'lease_busy';
+
+export interface GraphPersistence {
+  /** Where graph files go: the blob store (S3), or a store over the data folder. */
+  store: BlobStore;
+  /** Key prefix in the store ('' or ending in '/'). */
+  prefix: string;
+  dialect: DialectName;
+  /** The build lease (renewed while building; a crashed builder's lease expires). Default 120 s. */
+  leaseMs?: number;
+  /** How often a replica that found the lease held looks for the published graph. Default 5 s. */
+  pollMs?: number;
+  /** Tombstones older than this are pruned after a save (and older graphs rebuilt). Default 7 days. */
+  tombstoneMs?: number;
+  events?: (event: GraphEvent, partition: string, detail?: string) => void;
 }
 
 interface Loaded {
@@ -38,6 +77,12 @@ interface Loaded {
   /** Owners another replica wrote: read back before the next query. */
   stale: Set<string>;
   usedAt: number;
+  /** Writes before this revision are all in the index as loaded from the table (what a saved graph records). */
+  revision: number;
+  /** A saved graph is being swapped in: writes are applied and also kept in `pending` for it. */
+  swapping: boolean;
+  /** The saved file last tried and rejected (not tried again until it changes). */
+  rejected: BlobStat | null;
 }
 
 interface Signal {
@@ -56,6 +101,7 @@ export class VectorIndexes {
   private readonly loaded = new Map<string, Loaded>();
   private readonly sweeper: NodeJS.Timeout;
   private readonly unsubscribe: () => void;
+  private closed = false;
 
   constructor(
     private readonly db: Db,
@@ -72,7 +118,7 @@ export class VectorIndexes {
     const id = partitionId(key);
     let entry = this.loaded.get(id);
     if (!entry) {
-      entry = { key, index: null, loading: null, pending: new Map(), stale: new Set(), usedAt: Date.now() };
+      entry = { key, index: null, loading: null, pending: new Map(), stale: new Set(), usedAt: Date.now(), revision: 0, swapping: false, rejected: null };
       this.loaded.set(id, entry);
     }
     entry.usedAt = Date.now();
@@ -113,6 +159,7 @@ export class VectorIndexes {
   }
 
   close(): void {
+    this.closed = true;
     clearInterval(this.sweeper);
     this.unsubscribe();
     for (const e of this.loaded.values()) e.index?.close();
@@ -120,38 +167,212 @@ export class VectorIndexes {
   }
 
   private async load(entry: Loaded, dimensions?: number): Promise<PartitionIndex> {
-    let index: PartitionIndex | null = null;
-    let after: string | null = null;
-    for (;;) {
-      const page = await partitionPage(this.db, entry.key, after, PAGE);
-      for (const row of page) {
-        index ??= this.create(row.vector.length);
-        if (row.vector.length === index.dimensions) index.upsert(row.ownerId, row.vector);
+    const saved = this.opts.graphs ? await this.restore(entry, dimensions) : null;
+    if (saved) {
+      entry.index = saved;
+    } else {
+      if (this.opts.graphs) entry.revision = await settledRevision(this.db, this.opts.graphs.dialect);
+      let index: PartitionIndex | null = null;
+      let after: string | null = null;
+      for (;;) {
+        const page = await partitionPage(this.db, entry.key, after, PAGE);
+        for (const row of page) {
+          index ??= this.create(row.vector.length, entry);
+          if (row.vector.length === index.dimensions) index.upsert(row.ownerId, row.vector);
+        }
+        if (page.length < PAGE) break;
+        after = page[page.length - 1].ownerId;
       }
-      if (page.length < PAGE) break;
-      after = page[page.length - 1].ownerId;
+      entry.index = index ?? this.create(dimensions ?? 0, entry);
     }
-    index ??= this.create(dimensions ?? 0);
-    entry.index = index;
     for (const [owner, vector] of entry.pending) this.apply(entry, owner, vector);
     entry.pending.clear();
-    return index;
+    return entry.index;
   }
 
-  private create(dimensions: number): PartitionIndex {
-    return new PartitionIndex(dimensions, this.opts.exactBelow, this.opts.hnsw ?? DEFAULT_HNSW, (err) => this.opts.onError?.(err, 'build a similarity index'));
+  private create(dimensions: number, entry: Loaded): PartitionIndex {
+    return new PartitionIndex(dimensions, this.opts.exactBelow, this.opts.hnsw ?? DEFAULT_HNSW, (err) => this.opts.onError?.(err, 'build a similarity index'), this.hooks(entry));
+  }
+
+  private hooks(entry: Loaded): PartitionHooks {
+    return {
+      scalar: this.opts.scalar,
+      searched: this.opts.searched,
+      // A graph is wanted: decided once the partition is loaded (so the build sees all of it).
+      wantGraph: this.opts.graphs
+        ? () => void Promise.resolve(entry.loading).catch(() => {}).then(() => this.planGraph(entry))
+          .catch((err) => this.opts.onError?.(err, 'build or load a similarity graph'))
+        : undefined,
+    };
   }
 
   private apply(entry: Loaded, ownerId: string, vector: Float32Array | null): void {
     let index = entry.index;
     if (!index) return;
+    if (entry.swapping) entry.pending.set(ownerId, vector);
     if (vector && index.dimensions === 0) {
       // An empty partition learns its dimensions from its first vector.
-      index = this.create(vector.length);
+      index = this.create(vector.length, entry);
       entry.index = index;
     }
     if (vector && vector.length === index.dimensions) index.upsert(ownerId, vector);
     else index.remove(ownerId);
+  }
+
+  private graphKey(key: PartitionKey): string {
+    const hash = createHash('sha256').update(partitionId(key)).digest('hex').slice(0, 32);
+    return `${this.opts.graphs!.prefix}${encodeURIComponent(key.scope.project)}/${hash}.graph`;
+  }
+
+  private event(e: GraphEvent, key: PartitionKey, detail?: string): void {
+    this.opts.graphs?.events?.(e, partitionId(key), detail);
+  }
+
+  /**
+   * The partition from its saved graph, with the writes after it replayed; null when there is
+   * none, or it does not match (then it is rebuilt, and overwritten once built).
+   */
+  private async restore(entry: Loaded, dimensions?: number): Promise<PartitionIndex | null> {
+    const g = this.opts.graphs!;
+    const k = entry.key;
+    const key = this.graphKey(k);
+    const found = await g.store.stat(key);
+    if (!found || (entry.rejected && sameFile(entry.rejected, found))) return null;
+    const dir = await mkdtemp(join(tmpdir(), 'orrery-graph-'));
+    try {
+      const floor = await tombstonesFrom(this.db);
+      const now = await settledRevision(this.db, g.dialect);
+      const hnsw = this.opts.hnsw ?? DEFAULT_HNSW;
+      const expect = (h: GraphHeader): string | null =>
+        h.partition !== partitionId(k) ? `it is of partition ${h.partition}`
+          : dimensions !== undefined && dimensions > 0 && h.dimensions !== dimensions ? `${h.dimensions} dimensions, not ${dimensions}`
+          : h.scalar !== (this.opts.scalar ?? 'f32') ? `scalar kind ${h.scalar}, not ${this.opts.scalar ?? 'f32'}`
+          : h.connectivity !== hnsw.connectivity || h.expansionAdd !== hnsw.expansionAdd ? 'built with other HNSW parameters'
+          : h.revision > now ? `revision ${h.revision} is ahead of the database (${now})`
+          : h.revision + 1 < floor ? `revision ${h.revision} is older than the kept tombstones (${floor})`
+          : null;
+      const graphPath = join(dir, 'graph.usearch');
+      const t0 = performance.now();
+      const read = await readGraphFile(await g.store.get(key) as AsyncIterable<Buffer>, graphPath, expect);
+      let index: PartitionIndex;
+      try {
+        index = PartitionIndex.restore(read, graphPath, this.opts.exactBelow, hnsw, (err) => this.opts.onError?.(err, 'build a similarity index'), this.hooks(entry));
+      } catch (err) {
+        throw new GraphFileInvalid((err as Error).message);
+      }
+      const t1 = performance.now();
+      // Replay: every owner written or deleted after the saved revision gets its current row.
+      const changed = await changedSince(this.db, k, read.header.revision);
+      const rows = await partitionRows(this.db, k, changed);
+      index.applyMany(changed.map((owner) => [owner, rows.get(owner) ?? null] as const));
+      const t2 = performance.now();
+      const count = await countPartition(this.db, k);
+      if (count !== index.size) {
+        index.close();
+        throw new GraphFileInvalid(`${index.size} vectors after replaying ${changed.length} changes, the table has ${count}`);
+      }
+      entry.revision = now;
+      const secs = (a: number, b: number) => ((b - a) / 1000).toFixed(2);
+      this.event('loaded', k, `${changed.length} replayed; read ${secs(t0, t1)} s, replay ${secs(t1, t2)} s, count ${secs(t2, performance.now())} s`);
+      // Many changes replayed: save the graph as it is now, so the next start replays few.
+      if (changed.length > Math.max(1000, index.size / 10)) {
+        void this.resave(k, index, now).catch((err) => this.opts.onError?.(err, 'save a similarity graph'));
+      }
+      return index;
+    } catch (err) {
+      entry.rejected = found;
+      this.event('rejected', k, (err as Error).message);
+      if (!(err instanceof GraphFileInvalid)) this.opts.onError?.(err, 'load a saved similarity graph');
+      return null;
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  }
+
+  /** The partition reached the threshold: build it under the lease, or wait for who holds it. */
+  private async planGraph(entry: Loaded): Promise<void> {
+    const g = this.opts.graphs!;
+    const id = partitionId(entry.key);
+    const leaseMs = g.leaseMs ?? 120_000;
+    let busyTold = false;
+    const current = () => !this.closed && this.loaded.get(id) === entry && entry.index !== null && !entry.index.hasGraph;
+    while (current()) {
+      if (await acquireLease(this.db, id, this.opts.replicaId, leaseMs)) {
+        const renew = setInterval(() => {
+          acquireLease(this.db, id, this.opts.replicaId, leaseMs).catch((err) => this.opts.onError?.(err, 'renew a graph build lease'));
+        }, Math.max(50, leaseMs / 3));
+        renew.unref();
+        try {
+          // Published by a replica whose lease we now follow (or since we loaded)? Load it rather than build.
+          if (await this.swapIn(entry)) return;
+          const index = entry.index!;
+          const revision = entry.revision;
+          const built = await index.startBuild((path, owners) => this.save(entry.key, index, revision, path, owners));
+          if (built) this.event('built', entry.key);
+        } finally {
+          clearInterval(renew);
+          await releaseLease(this.db, id, this.opts.replicaId).catch((err) => this.opts.onError?.(err, 'release a graph build lease'));
+        }
+        return;
+      }
+      if (!busyTold) this.event('lease_busy', entry.key);
+      busyTold = true;
+      await new Promise((r) => setTimeout(r, g.pollMs ?? 5000).unref());
+      if (current() && (await this.swapIn(entry))) return;
+    }
+  }
+
+  /** Loads the saved graph (if any, and new) in place of the entry's exact index; true when it answers now. */
+  private async swapIn(entry: Loaded): Promise<boolean> {
+    const old = entry.index;
+    if (!old) return false;
+    entry.swapping = true;
+    entry.pending.clear();
+    try {
+      const saved = await this.restore(entry, old.dimensions);
+      if (!saved || entry.index !== old || this.closed) {
+        saved?.close();
+        return false;
+      }
+      for (const [owner, vector] of entry.pending) {
+        if (vector && vector.length === saved.dimensions) saved.upsert(owner, vector);
+        else saved.remove(owner);
+      }
+      entry.index = saved;
+      old.close();
+      return true;
+    } finally {
+      entry.swapping = false;
+      entry.pending.clear();
+    }
+  }
+
+  private async resave(k: PartitionKey, index: PartitionIndex, revision: number): Promise<void> {
+    const dir = await mkdtemp(join(tmpdir(), 'orrery-graph-'));
+    try {
+      const path = join(dir, 'graph.usearch');
+      const owners = index.saveGraph(path);
+      if (owners) await this.save(k, index, revision, path, owners);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  }
+
+  private async save(k: PartitionKey, index: PartitionIndex, revision: number, graphPath: string, owners: Array<string | null>): Promise<void> {
+    const g = this.opts.graphs!;
+    const hnsw = this.opts.hnsw ?? DEFAULT_HNSW;
+    const graphBytes = (await stat(graphPath)).size;
+    const body = graphFileStream({
+      header: {
+        partition: partitionId(k), project: k.scope.project, kind: k.kind, type: k.type, model: k.model, dimensions: index.dimensions,
+        scalar: index.scalar, connectivity: hnsw.connectivity, expansionAdd: hnsw.expansionAdd, revision, savedAt: new Date().toISOString(),
+      },
+      owners, data: index.snapshot().data, graphPath, graphBytes,
+    });
+    await g.store.put(this.graphKey(k), body);
+    this.event('saved', k);
+    await pruneTombstones(this.db, new Date(Date.now() - (g.tombstoneMs ?? 7 * 86_400_000)).toISOString())
+      .catch((err) => this.opts.onError?.(err, 'prune vector tombstones'));
   }
 
   private async refresh(entry: Loaded): Promise<void> {
@@ -166,7 +387,7 @@ export class VectorIndexes {
       if (!id.startsWith(prefix)) continue;
       for (const owner of ownerIds) {
         if (entry.loading) entry.pending.set(owner, null);
-        else entry.index?.remove(owner);
+        else this.apply(entry, owner, null);
       }
     }
   }
@@ -206,3 +427,5 @@ export class VectorIndexes {
     }
   }
 }
+
+const sameFile = (a: BlobStat, b: BlobStat) => a.size === b.size && a.modifiedAt.getTime() === b.modifiedAt.getTime() && a.etag === b.etag;

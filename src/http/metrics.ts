@@ -26,6 +26,9 @@ export class Metrics {
   readonly uncaughtErrors = new Counter({ name: 'orrery_uncaught_errors_total', help: 'Exceptions and promise rejections that no code caught (logged; the server keeps serving)', labelNames: ['kind'], registers: [this.registry] });
   readonly jobsQueued = new Gauge({ name: 'orrery_jobs_queued', help: 'Background jobs waiting in the queue', labelNames: ['kind'], registers: [this.registry] });
 
+  readonly vectorGraphs = new Counter({ name: 'orrery_vector_graph_events_total', help: 'Similarity graphs built, saved, loaded from a saved file, rejected (rebuilt), or found leased by another replica', labelNames: ['event'], registers: [this.registry] });
+  readonly vectorSearches = new Counter({ name: 'orrery_vector_searches_total', help: 'Top-k similarity queries of an index partition, by how they were answered (hnsw graph or exact scan)', labelNames: ['mode'], registers: [this.registry] });
+
   constructor() {
     collectDefaultMetrics({ register: this.registry, prefix: 'orrery_' });
   }
