@@ -6,6 +6,7 @@
  * temporary name and rename, permissions). Nothing listens outside 127.0.0.1, and the token is
  * never printed.
  */
+import { sql } from 'kysely';
 import type { Config } from '../config.ts';
 import { buildServer } from '../server.ts';
 import { deriveKeys, resolveSecret } from '../auth/secret.ts';
@@ -36,14 +37,16 @@ export async function openLocalTarget(config: Config, project: string | undefine
         .where((eb) => eb.or([eb('id', '=', project), eb('name', '=', project)])).executeTakeFirst()
       : boot.project;
     if (!target) throw new Error(`project ${JSON.stringify(project)} was not found (orrery projects list shows them)`);
-    // The import acts as an admin key of the target project (the routes of the links need
-    // project:admin). The bootstrap made one for the default project; another project gets one
-    // named "orrery import" on its first import, whose secret is never shown or kept.
+    // The import acts as an admin key in the target project (the routes of the links need
+    // project:admin): a JWT issued for that project to an admin key of the account, as
+    // `POST /token/issue {project}` would issue it, so no key is made for the import. Only an
+    // account without any admin key (none made by hand or at bootstrap) gets one, "orrery import".
     const now = new Date().toISOString();
-    let key = await db.selectFrom('api_keys').select(['id']).where('project_id', '=', target.id).where('role', '=', 'admin')
-      .where('enabled', '=', 1).where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', now)])).orderBy('created_at').executeTakeFirst();
+    let key = await db.selectFrom('api_keys').select(['id']).where('account_id', '=', boot.account.id).where('role', '=', 'admin')
+      .where('enabled', '=', 1).where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', now)]))
+      .orderBy(sql`case when project_id = ${target.id} then 0 else 1 end`).orderBy('created_at').executeTakeFirst();
     if (!key) {
-      if (dryRun) throw new Error(`project "${target.name}" has no admin key yet; a dry run changes nothing, so run the import once without --dry-run, or create one with: orrery keys create --name import --role admin --project ${target.id}`);
+      if (dryRun) throw new Error(`this account has no admin key; a dry run changes nothing, so create one first: orrery keys create --name import --role admin --project ${target.id}`);
       key = await orrery.services.auth.createKey(admin, { name: 'orrery import', role: 'admin', project: target.id });
     }
     const keys = deriveKeys(await resolveSecret(local, db, orrery.database.dialect));

@@ -9,7 +9,7 @@ import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { TEST_DIALECTS, startTestServer, type TestServer } from '../support/server.ts';
-import { FlakyProxy, countsOf, runImport } from './helpers.ts';
+import { FlakyProxy, copiedOf, countsOf, runImport } from './helpers.ts';
 import { processed } from '../objects/helpers.ts';
 
 const ROOT = new URL('../..', import.meta.url).pathname;
@@ -234,6 +234,22 @@ for (const dialect of TEST_DIALECTS) {
       assert.equal((await c.interactions.listVersions(inters[0].id) as any[]).length, 3);
       // The first project's copies are untouched by the second project's import.
       assert.equal((await dst.client().objects.list({ limit: 100 }) as any[]).length, 5);
+    });
+
+    it('into another project of the local database: a dry run first, then the copy, and no key is made for it', async () => {
+      const project = await dst.api('POST', '/api/v1/projects', { name: `local-other-${dialect}` });
+      assert.equal(project.status, 200, JSON.stringify(project.body));
+      const keysBefore = (await dst.api('GET', '/api/v1/apikeys')).body.length;
+      const flags = { from, key: src.adminKey, project: project.body.name, include: 'prompts' };
+      const dry = await runImport(dst, { ...flags, 'dry-run': true });
+      assert.equal(dry.code, 0, dry.out);
+      const copied = await runImport(dst, flags);
+      assert.equal(copied.code, 0, copied.out);
+      assert.ok(copiedOf(copied.out, 'prompts') > 0, copied.out);
+      const token = (await dst.api('POST', '/api/v1/token/issue', { project: project.body.id })).body.token;
+      const there = (await dst.api('GET', '/api/v1/prompts', undefined, token)).body as any[];
+      assert.equal(there.length, copiedOf(copied.out, 'prompts'));
+      assert.equal((await dst.api('GET', '/api/v1/apikeys')).body.length, keysBefore, 'the import acted with a token, not a new key');
     });
 
     it('GET /import/links answers in bounded pages, in (kind, source id) order, for admin keys only', async () => {
