@@ -110,7 +110,10 @@ async function serve(config: Config, publicUrlGiven: boolean): Promise<void> {
   const address = await orrery.app.listen({ port: config.port, host: config.host });
   if (!publicUrlGiven && config.port === 0) config.publicUrl = address.replace('0.0.0.0', '127.0.0.1');
   const { bootstrap } = orrery;
-  const lines = [`Orrery listening on ${address} (public URL ${config.publicUrl}, database ${orrery.database.describe})`];
+  const lines = [
+    `Orrery listening on ${address} (public URL ${config.publicUrl}, database ${orrery.database.describe})`,
+    `Web console: ${config.publicUrl}/ (sign in with an API key)`,
+  ];
   if (bootstrap.key) {
     lines.push(
       bootstrap.created ? `Created account "${bootstrap.account.name}" and project "${bootstrap.project.name}".` : 'Added the admin key from ORRERY_ADMIN_KEY.',

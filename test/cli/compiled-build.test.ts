@@ -154,6 +154,19 @@ for (const dialect of TEST_DIALECTS) {
       assert.equal(again.body.status, 'completed');
     });
 
+    it('serves the web console the install step built, at /, with its hashed assets', async () => {
+      const page = await fetch(`${srv.url}/`);
+      assert.equal(page.status, 200);
+      assert.match(page.headers.get('content-type') ?? '', /text\/html/);
+      const html = await page.text();
+      const script = /src="(\/assets\/[^"]+\.js)"/.exec(html)?.[1];
+      assert.ok(script, html.slice(0, 300));
+      const asset = await fetch(`${srv.url}${script}`);
+      assert.equal(asset.status, 200);
+      assert.match(asset.headers.get('cache-control') ?? '', /immutable/);
+      await asset.arrayBuffer();
+    });
+
     it('processes an uploaded PDF in a content worker thread', async () => {
       const up = await api('POST', '/api/v1/objects/upload-url', { name: 'report.pdf' });
       assert.equal(up.status, 200, JSON.stringify(up.body));
