@@ -18,6 +18,7 @@ import {
 import { Playground } from './Playground.tsx';
 import './forms.css';
 import './interactions.css';
+import { EnvironmentOptions } from './EnvironmentOptions.tsx';
 
 const route = getRouteApi('/_app/interactions/$interactionId');
 
@@ -278,11 +279,7 @@ function Settings({ edit, set, readOnly }: { edit: EditState; set: (p: Partial<E
         Environment{' '}
         <select value={edit.environment} onChange={(e) => set({ environment: e.target.value, model: '' })} disabled={readOnly}>
           <option value="">(none)</option>
-          {envs.data?.map((e) => (
-            <option key={e.id} value={e.id}>
-              {e.name} ({e.provider})
-            </option>
-          ))}
+          <EnvironmentOptions environments={envs.data} />
         </select>
       </label>
       <label>

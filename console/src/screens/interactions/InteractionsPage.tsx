@@ -14,6 +14,7 @@ import { CodeEditor } from '../../components/CodeEditor.tsx';
 import { api, CONTENT_TYPES, formatDate, languageOf, ROLES, type ContentType, type InteractionRef, type PromptTemplate, type Role } from './model.ts';
 import './forms.css';
 import './interactions.css';
+import { EnvironmentOptions } from './EnvironmentOptions.tsx';
 
 const route = getRouteApi('/_app/interactions');
 
@@ -123,11 +124,7 @@ function CreateInteraction() {
         <label htmlFor="ix-env">Environment</label>
         <select id="ix-env" value={envId} onChange={(e) => setEnv(e.target.value)}>
           {!envs.data?.length && <option value="">(none: create one under Environments)</option>}
-          {envs.data?.map((e) => (
-            <option key={e.id} value={e.id}>
-              {e.name} ({e.provider})
-            </option>
-          ))}
+          <EnvironmentOptions environments={envs.data} />
         </select>
         <label htmlFor="ix-model">Model</label>
         <select id="ix-model" value={model} onChange={(e) => setModel(e.target.value)} disabled={!envId}>

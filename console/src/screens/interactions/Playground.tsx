@@ -14,6 +14,7 @@ import { CodeEditor } from '../../components/CodeEditor.tsx';
 import { Loading } from '../../components/Page.tsx';
 import { api, parseData, pretty, sampleData, type Interaction } from './model.ts';
 import type { EditSegment } from './InteractionDetailPage.tsx';
+import { EnvironmentOptions } from './EnvironmentOptions.tsx';
 
 interface FinalRun {
   id: string;
@@ -179,11 +180,7 @@ export function Playground({ interaction, segments, dirty, saveFirst }: { intera
           Environment{' '}
           <select value={envId} onChange={(e) => { setEnv(e.target.value); setModel(''); }} aria-label="Playground environment">
             {!envs.data?.length && <option value="">(none)</option>}
-            {envs.data?.map((e) => (
-              <option key={e.id} value={e.id}>
-                {e.name} ({e.provider})
-              </option>
-            ))}
+            <EnvironmentOptions environments={envs.data} />
           </select>
         </label>
         <label>
