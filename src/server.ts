@@ -337,10 +337,17 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
     setImmediate(sweepUploads);
     // Graceful shutdown: fail readiness at once, stop accepting, let streams and runs finish
     // (bounded by ORRERY_SHUTDOWN_TIMEOUT), then release the database.
+    let idleCloser: NodeJS.Timeout | undefined;
     app.addHook('preClose', async () => {
       draining = true;
+      // Closing closes idle keep-alive connections once; one busy at that moment would stay open
+      // after its answer until its client or the keep-alive timeout (72 s) ended it, and the
+      // process with it. Close each as soon as it is idle.
+      idleCloser = setInterval(() => app.server.closeIdleConnections(), 100);
+      idleCloser.unref();
     });
     app.addHook('onClose', async () => {
+      clearInterval(idleCloser);
       clearInterval(sweeper);
       clearInterval(uploadSweeper);
       clearInterval(retentionSweeper);

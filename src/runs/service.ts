@@ -134,6 +134,8 @@ export class RunService {
    * id is held once.
    */
   private readonly executingHere = new Set<string>();
+  /** Calls of start() in flight (a blocking run is in executingHere only once its row is written). */
+  private starting = 0;
   /** Claims of streamed runs in progress in this process, by run id (see claim()). */
   private readonly claims = new Map<string, Promise<LiveRun | undefined>>();
   /** Resolved interaction + environment by project, interaction and environment override. */
@@ -190,7 +192,17 @@ export class RunService {
     return this.start(p, input, caller, () => this.interactions.resolveSelector(p, input.interaction));
   }
 
+  /** Counted from the request's arrival, so that shutdown waits for a run still being prepared too. */
   private async start(p: Principal, input: RunCreateInput, caller: CallerInfo, load: () => Promise<InteractionDto>, cacheKey?: string): Promise<Run> {
+    this.starting++;
+    try {
+      return await this.startRun(p, input, caller, load, cacheKey);
+    } finally {
+      this.starting--;
+    }
+  }
+
+  private async startRun(p: Principal, input: RunCreateInput, caller: CallerInfo, load: () => Promise<InteractionDto>, cacheKey?: string): Promise<Run> {
     if (typeof input.interaction !== 'string' || !input.interaction) throw new BadRequest('body must have property "interaction"');
     const config = { ...(input.config ?? {}) };
     const { interaction, env } = await this.context(p, config.environment as string | undefined, load, cacheKey);
@@ -418,9 +430,9 @@ export class RunService {
     return started;
   }
 
-  /** Runs executing in this process (shutdown waits for them). */
+  /** Runs being created or executing in this process, and streams open (shutdown waits for them). */
   get executing(): number {
-    return this.hub.size;
+    return this.starting + this.executingHere.size + this.hub.size;
   }
 
   /** Waits for queued run writes (shutdown). */

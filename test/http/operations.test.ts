@@ -1,5 +1,8 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { TEST_DIALECTS, startTestServer, seedEcho, type TestServer } from '../support/server.ts';
 import { startServerProcess } from '../support/processes.ts';
 import { openStream } from '../support/sse.ts';
@@ -49,6 +52,27 @@ for (const dialect of TEST_DIALECTS) {
       assert.match(text, /orrery_sse_streams_open 0/);
     });
   });
+
+  describe(`${dialect}: closing`, () => {
+    it('waits for a blocking run that no connection holds open before it closes the database', async () => {
+      // Closing waited for open connections and streams only: a blocking run whose client had
+      // gone (here: injected, no socket at all) lost its final write when the run writer closed
+      // under it, and was left `processing` until the sweep failed it.
+      const s = await startTestServer(dialect);
+      try {
+        const env = await s.api('POST', '/api/v1/environments', { name: 'slow', provider: 'test', default_model: 'slow:800' });
+        const ix = await s.api('POST', '/api/v1/interactions', { name: 'Slow', environment: env.body.id, prompts: [{ type: 'template', template: { role: 'user', content_type: 'text', content: 'patience' } }] });
+        const answer = s.orrery.app.inject({ method: 'POST', url: '/api/v1/runs', headers: { authorization: `Bearer ${s.adminKey}` }, payload: { interaction: ix.body.id } });
+        await new Promise((r) => setTimeout(r, 300)); // with the provider
+        await s.orrery.app.close();
+        const r = await answer;
+        assert.equal(r.statusCode, 200, r.body);
+        assert.equal(r.json().status, 'completed');
+      } finally {
+        await s.close().catch(() => {});
+      }
+    });
+  });
 }
 
 describe('graceful shutdown', () => {
@@ -69,5 +93,37 @@ describe('graceful shutdown', () => {
     assert.equal(JSON.parse(close.data).status, 'completed');
     assert.equal(await exited, 0);
     await assert.rejects(fetch(`${srv.url}/health`), 'no longer accepting');
+  });
+
+  it('lets blocking runs in flight finish and store their outcome before it exits', async () => {
+    // Their connections are busy when closing begins; each is closed once it has answered.
+    const key = 'sk-shutdown-test-admin-key-0123456789';
+    const dataDir = mkdtempSync(join(tmpdir(), 'orrery-shutdown-'));
+    const env = { ORRERY_ADMIN_KEY: key, ORRERY_DATA_DIR: dataDir };
+    let srv = await startServerProcess(env);
+    const h = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
+    const post = async (path: string, body: unknown) => fetch(srv.url + path, { method: 'POST', headers: h, body: JSON.stringify(body) });
+    const e = (await (await post('/api/v1/environments', { name: 's', provider: 'test', default_model: 'slow:600' })).json()) as any;
+    const ix = (await (await post('/api/v1/interactions', { name: 'S', environment: e.id, prompts: [{ type: 'template', template: { role: 'user', content_type: 'text', content: 'patience' } }] })).json()) as any;
+    const answers = Array.from({ length: 6 }, () => post('/api/v1/runs', { interaction: ix.id }));
+    await new Promise((r) => setTimeout(r, 200)); // every run is with the provider (600 ms)
+    const stopping = Date.now();
+    const exited = srv.stop();
+    const replies = await Promise.all(answers);
+    assert.deepEqual(replies.map((r) => r.status), [200, 200, 200, 200, 200, 200]);
+    const ids = await Promise.all(replies.map(async (r) => ((await r.json()) as any).id as string));
+    assert.equal(await exited, 0);
+    // Not held open by the clients' keep-alive connections (72 s) once the runs have answered.
+    assert.ok(Date.now() - stopping < 10_000, `exited ${Date.now() - stopping} ms after SIGTERM`);
+    srv = await startServerProcess(env);
+    try {
+      for (const id of ids) {
+        const run = (await (await fetch(`${srv.url}/api/v1/runs/${id}`, { headers: h })).json()) as any;
+        assert.equal(run.status, 'completed', `run ${id} stored as it ended`);
+      }
+    } finally {
+      await srv.stop();
+      rmSync(dataDir, { recursive: true, force: true });
+    }
   });
 });
