@@ -5,12 +5,13 @@
  */
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import SQLite from 'better-sqlite3';
+import type SQLite from 'better-sqlite3';
 import { Kysely, Migrator, PostgresDialect, SqliteDialect } from 'kysely';
 import type { Database } from './schema.ts';
 import { postgresDialect, sqliteDialect, type OrreryDialect } from './dialect.ts';
 import { OrreryMigrations } from './migrations.ts';
-import { LOCK_WAIT_MS, LockWaitingSqliteDialect } from './sqlite-lock-wait.ts';
+import { LockWaitingSqliteDialect } from './sqlite-lock-wait.ts';
+import { openSqliteHandle } from './sqlite-handle.ts';
 import { loadPg, type Pg } from './pg.ts';
 
 export interface OpenedDatabase {
@@ -46,16 +47,7 @@ function openSqlite(dataDir: string): OpenedDatabase {
  * writer thread's may sleep in SQLite's busy handler, which blocks only that thread.
  */
 export function openSqliteConnection(file: string, { eventLoop }: { eventLoop: boolean }): Kysely<Database> {
-  const sqlite = new SQLite(file);
-  sqlite.pragma(`busy_timeout = ${eventLoop ? 0 : LOCK_WAIT_MS}`);
-  sqlite.pragma('journal_mode = WAL');
-  sqlite.pragma('synchronous = NORMAL');
-  sqlite.pragma('foreign_keys = ON');
-  // A larger page cache and memory-mapped reads spare a read() system call per B-tree page.
-  sqlite.pragma('cache_size = -65536');
-  sqlite.pragma('mmap_size = 1073741824');
-  sqlite.pragma('temp_store = MEMORY');
-  const config = { database: withStatementCache(sqlite) };
+  const config = { database: withStatementCache(openSqliteHandle(file, { eventLoop })) };
   return new Kysely<Database>({ dialect: eventLoop ? new LockWaitingSqliteDialect(config) : new SqliteDialect(config) });
 }
 

@@ -13,8 +13,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { SqliteDialect, SqliteDriver, type CompiledQuery, type DatabaseConnection, type Driver, type QueryResult, type SqliteDialectConfig } from 'kysely';
 
-/** As long as busy_timeout waited before: a lock held longer than this is an error. */
-export const LOCK_WAIT_MS = 5000;
+import { LOCK_WAIT_MS } from './sqlite-handle.ts';
 
 const isBusy = (err: unknown): boolean => typeof (err as { code?: unknown })?.code === 'string' && (err as { code: string }).code.startsWith('SQLITE_BUSY');
 

@@ -2,8 +2,9 @@
  * Run writes on SQLite, on a thread of their own (runs/run-writer-worker.ts). SQLite runs inside
  * the process, so its statements, the search data and the commits of every run cost the event
  * loop that serves HTTP about half of a blocking run's time (bench/README.md); on a thread they use
- * another core. Writes are group-committed there as by RunWriter, and a caller's promise settles
- * only once its write is committed: a run row still exists before any provider call.
+ * another core. Writes are group-committed there (as by RunWriter, with plain statements:
+ * runs/sqlite-run-writes.ts), and a caller's promise settles only once its write is committed: a
+ * run row still exists before any provider call.
  *
  * Writes made of SQL built here (`run`: sweeps, rare) go through this thread's own connection; two
  * connections write the file, so transactions begin IMMEDIATE (db/open.ts). If the thread stops,

@@ -1,47 +1,51 @@
 /**
- * The run writer's thread (runs/run-writer-thread.ts): its own connection to the SQLite file and
- * a RunWriter on it, so the statements and commits of runs cost this thread's core, not the one
- * that serves HTTP. Writes arrive prepared (encoded, with their search data); each is answered
+ * The run writer's thread (runs/run-writer-thread.ts): its own connection to the SQLite file, on
+ * which the writes arriving from the HTTP thread (prepared there: encoded, with their search data)
+ * run as plain statements (runs/sqlite-run-writes.ts), group-committed. Each write is answered
  * with what it returned or why it failed, as soon as its transaction has committed or not.
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import { openSqliteConnection } from '../db/open.ts';
-import { sqliteDialect } from '../db/dialect.ts';
-import { RunWriter } from './run-writer.ts';
-import { applyRunWrite } from './store.ts';
-import type { ThreadReply, ThreadRequest } from './run-writer-thread.ts';
+import { openSqliteHandle } from '../db/sqlite-handle.ts';
+import { SqliteRunWrites } from './sqlite-run-writes.ts';
+import type { ThreadReply, ThreadRequest, ThreadWrite } from './run-writer-thread.ts';
 
 /**
- * Writes per transaction. Smaller than the in-process writer's batches: replies to one batch
- * leave while the next is written, so the HTTP thread and this one work at the same time instead
- * of waiting for each other in turn (measured in bench/README.md).
+ * Writes per transaction. Small: replies to one batch leave while the next is written, so the
+ * HTTP thread and this one work at the same time instead of waiting for each other in turn
+ * (measured in bench/README.md).
  */
-const BATCH = 16;
+const BATCH = 32;
 
-const db = openSqliteConnection((workerData as { file: string }).file, { eventLoop: false });
-const writer = new RunWriter(db, sqliteDialect, BATCH);
+const db = openSqliteHandle((workerData as { file: string }).file, { eventLoop: false });
+const writes = new SqliteRunWrites(db);
 const port = parentPort!;
 
-let replies: ThreadReply[] = [];
-const reply = (r: ThreadReply) => {
-  if (!replies.length) {
-    queueMicrotask(() => {
-      port.postMessage({ replies });
-      replies = [];
-    });
-  }
-  replies.push(r);
+/** Writes received and not yet written: the messages of one turn of this thread's loop share transactions. */
+let pending: ThreadWrite[] = [];
+
+const describe = (err: unknown): ThreadReply['error'] => {
+  const e = err as Error & { code?: unknown };
+  return { message: e?.message ?? String(err), ...(typeof e?.code === 'string' ? { code: e.code } : {}) };
 };
+
+function writePending(): void {
+  while (pending.length) {
+    const part = pending.splice(0, BATCH);
+    const outcomes = writes.applyAll(part.map((w) => w.write));
+    port.postMessage({ replies: part.map(({ seq }, i): ThreadReply => {
+      const o = outcomes[i];
+      return 'error' in o ? { seq, error: describe(o.error) } : { seq, value: o.value };
+    }) });
+  }
+}
 
 port.on('message', (msg: ThreadRequest) => {
   if ('close' in msg) {
-    void writer.drain().then(() => db.destroy()).finally(() => port.close());
+    writePending();
+    db.close();
+    port.close();
     return;
   }
-  for (const { seq, write } of msg.batch) {
-    writer.run((trx) => applyRunWrite(trx, sqliteDialect, write)).then(
-      (value) => reply({ seq, value }),
-      (err: Error & { code?: string }) => reply({ seq, error: { message: err?.message ?? String(err), ...(err?.code ? { code: err.code } : {}) } }),
-    );
-  }
+  if (!pending.length) setImmediate(writePending);
+  for (const w of msg.batch) pending.push(w);
 });

@@ -16,6 +16,8 @@ import { compileRunQuery } from '../../src/query/lucene-sql/index.ts';
 import { getRun } from '../../src/runs/store.ts';
 import { findRuns, whereOf } from '../../src/runs/search-store.ts';
 import { ThreadRunWriter } from '../../src/runs/run-writer-thread.ts';
+import { RunWriter } from '../../src/runs/run-writer.ts';
+import { sql } from 'kysely';
 import type { RunRow } from '../../src/runs/model.ts';
 
 const SCOPE = { account: 'acc', project: 'prj' };
@@ -56,6 +58,44 @@ describe('sqlite: the run writer thread', () => {
     assert.equal((await getRun(db, dialect, SCOPE, runs[7].id))?.status, 'completed');
     assert.deepEqual(await find('word7'), [runs[7].id]);
     assert.equal((await find('answer')).length, 40);
+  });
+
+  it('writes what the Kysely path writes: every column, tag and full-text row', async () => {
+    // The thread runs its own statements (runs/sqlite-run-writes.ts); RunWriter runs Kysely's. The
+    // same writes, through each into its own database, must leave the same rows.
+    const a = await open();
+    const b = await open();
+    const kysely = new RunWriter(b.db, b.dialect);
+    const runs = Array.from({ length: 12 }, (_, i) => ({ ...runRow(`word${i} comet`), ...(i % 3 === 0 ? { doc: { ...(runRow('x').doc as object), ttl: 3600 } } : {}) } as RunRow));
+    runs[5] = { ...runs[5], status: 'completed', parent_id: runs[4].id } as RunRow; // inserted already ended: full text at once
+    for (const w of [a.writer, kysely]) {
+      const ended = await Promise.all(runs.map((r, i) => w.insert(r, i % 2 ? ['t1', `n${i}`] : [])));
+      assert.equal(ended.length, runs.length);
+      const results = await Promise.all([
+        ...runs.slice(0, 8).map((r, i) => w.update(r.id, { status: i === 2 ? 'failed' : 'completed', updated_at: '2026-01-01T00:00:00.000Z', executor: null, finish_reason: 'stop', token_prompt: 3, token_result: i, token_total: 3 + i,
+          doc: { ...(r.doc as object), result: [{ type: 'text', value: `answer${i}` }], cost: { total: 0.5 * i } } as never }, i === 7 ? 'created' : undefined)),
+        w.update(runs[9].id, { updated_at: '2026-01-02T00:00:00.000Z' }, 'processing'), // a patch (no document): a claim that holds
+        w.update(runs[10].id, { updated_at: '2026-01-02T00:00:00.000Z' }, 'created'), // a claim on a run that moved on
+        w.update(newId(), { updated_at: '2026-01-02T00:00:00.000Z' }), // no such run
+      ]);
+      assert.deepEqual(results, [true, true, true, true, true, true, true, false, true, false, false]);
+      // A new document without a status (an evaluation): full text only if the stored run has ended.
+      assert.equal(await w.update(runs[0].id, { doc: { ...(runs[0].doc as object), result: [{ type: 'text', value: 'evaluated' }] } as never }), true);
+      assert.equal(await w.update(runs[11].id, { doc: { ...(runs[11].doc as object), result: [{ type: 'text', value: 'pending' }] } as never }), true);
+    }
+    const dump = async (o: typeof a) => ({
+      runs: (await sql`SELECT * FROM runs ORDER BY id`.execute(o.db)).rows,
+      tags: (await sql`SELECT * FROM run_tags ORDER BY run_id, tag`.execute(o.db)).rows,
+      fts: (await sql`SELECT term, col, doc, offset FROM runs_fts_instances ORDER BY doc, col, offset`.execute(o.db)).rows,
+    });
+    const [viaThread, viaKysely] = [await dump(a), await dump(b)];
+    assert.equal(viaThread.runs.length, 12);
+    assert.ok(viaThread.fts.length > 0);
+    assert.deepEqual(viaThread, viaKysely);
+    assert.deepEqual(await a.find('answer3'), [runs[3].id]);
+    assert.deepEqual(await a.find('word5'), [runs[5].id]);
+    assert.deepEqual(await a.find('evaluated'), [runs[0].id]);
+    assert.deepEqual(await a.find('pending'), []);
   });
 
   it('answers false to a claim on a run that moved on, and to an update of no run', async () => {

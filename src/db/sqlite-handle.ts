@@ -1,0 +1,23 @@
+/**
+ * One better-sqlite3 handle to the SQLite file, configured as every connection of ours must be.
+ * Kept apart from db/open.ts so that a thread running its own statements (the run writer's,
+ * runs/sqlite-run-writes.ts) does not load Kysely.
+ */
+import SQLite from 'better-sqlite3';
+
+/** How long a connection waits for the write lock before failing (busy_timeout, or db/sqlite-lock-wait.ts's timers). */
+export const LOCK_WAIT_MS = 5000;
+
+/** `eventLoop`: the HTTP thread's handle, which must never sleep in SQLite's busy handler (db/sqlite-lock-wait.ts). */
+export function openSqliteHandle(file: string, { eventLoop }: { eventLoop: boolean }): SQLite.Database {
+  const sqlite = new SQLite(file);
+  sqlite.pragma(`busy_timeout = ${eventLoop ? 0 : LOCK_WAIT_MS}`);
+  sqlite.pragma('journal_mode = WAL');
+  sqlite.pragma('synchronous = NORMAL');
+  sqlite.pragma('foreign_keys = ON');
+  // A larger page cache and memory-mapped reads spare a read() system call per B-tree page.
+  sqlite.pragma('cache_size = -65536');
+  sqlite.pragma('mmap_size = 1073741824');
+  sqlite.pragma('temp_store = MEMORY');
+  return sqlite;
+}
