@@ -15,7 +15,7 @@ import type { Updateable } from 'kysely';
 import { sql } from 'kysely';
 import type { OrreryDialect } from '../db/dialect.ts';
 import type { RunTable } from '../db/schema.ts';
-import { ftsRow, runSearchDoc, tsvectorLiteral, type FtsRow, type RunSearchDoc, type SearchSource } from '../query/lucene-sql/index.ts';
+import { ftsRow, runSearchDoc, runSearchFields, tsvectorLiteral, type FtsRow, type RunSearchDoc, type SearchSource } from '../query/lucene-sql/index.ts';
 import { hasEnded, type RunRow } from './model.ts';
 import type { Db } from './store.ts';
 
@@ -35,8 +35,11 @@ const nameOf = (ref: unknown): string | null => (isObject(ref) && typeof ref.nam
 const costTotalOf = (cost: unknown): number | null => (isObject(cost) && typeof cost.total === 'number' && Number.isFinite(cost.total) ? cost.total : null);
 
 interface IndexDialect {
-  /** The search data of a document, with the document as this database will hand it back. */
-  searchDoc(doc: Record<string, unknown>): RunSearchDoc;
+  /**
+   * The search data of a document, with the document as this database will hand it back; without
+   * `words` (a run that has not ended: no full text yet), its fields alone.
+   */
+  searchDoc(doc: Record<string, unknown>, words: boolean): RunSearchDoc;
   /** Search columns of the runs row (`text`: with its full text; undefined: if the stored run has ended). */
   columns(d: OrreryDialect, s: RunSearchDoc, doc: Record<string, unknown>, text: boolean | undefined): Record<string, unknown>;
   /** Full-text row of a run for SQLite's FTS5 table; none for PostgreSQL (its tsvector is a column). */
@@ -47,6 +50,10 @@ interface IndexDialect {
   update(trx: Db, id: string, set: Record<string, unknown>, fts: FtsRow | null, text: boolean | undefined, fromStatus?: string): Promise<boolean>;
 }
 
+
+const NO_WORDS: readonly string[] = Object.freeze([]);
+const searchData = (doc: SearchSource, words: boolean): RunSearchDoc =>
+  words ? runSearchDoc(doc) : { promptWords: NO_WORDS, resultWords: NO_WORDS, paramWords: NO_WORDS, fields: runSearchFields(doc) };
 
 const common = (d: OrreryDialect, s: RunSearchDoc, doc: Record<string, unknown>) => ({
   search_fields: d.toJson(s.fields),
@@ -69,7 +76,7 @@ async function insertFts(trx: Db, entries: { rowid: number; f: FtsRow }[]): Prom
 }
 
 const sqliteIndex: IndexDialect = {
-  searchDoc: (doc) => runSearchDoc(doc as SearchSource),
+  searchDoc: (doc, words) => searchData(doc as SearchSource, words),
   columns: (d, s, doc) => common(d, s, doc),
   fts: (s) => ftsRow(s),
   async insert(trx, rows, fts, tags) {
@@ -95,7 +102,7 @@ const sqliteIndex: IndexDialect = {
 const postgresIndex: IndexDialect = {
   // jsonb does not keep key order, and the order of parameter strings is the order of the words
   // in runText: index the document in the order PostgreSQL will answer it.
-  searchDoc: (doc) => runSearchDoc(jsonbOrder(doc) as SearchSource),
+  searchDoc: (doc, words) => searchData(jsonbOrder(doc) as SearchSource, words),
   // Undefined `text` (an update that leaves the status as it is): the stored status decides; in
   // an UPDATE's SET, `runs.status` is the row's status before (and so after) the update.
   columns: (d, s, doc, text) => ({
@@ -163,8 +170,8 @@ export function prepareInsert(d: OrreryDialect, runs: readonly NewRun[], encode:
   const fts: (FtsRow | null)[] = [];
   for (const { row } of runs) {
     const doc = docOfRow(row.doc);
-    const s = index.searchDoc(doc);
     const text = hasEnded(row.status);
+    const s = index.searchDoc(doc, text);
     rows.push({ ...encode(row), ...index.columns(d, s, doc, text), expires_at: expiryOf(doc.ttl, row.created_at) });
     fts.push(text ? index.fts(s) : null);
   }
@@ -197,8 +204,8 @@ export function insertRuns(db: Db, d: OrreryDialect, runs: readonly NewRun[], en
  */
 export function prepareUpdate(d: OrreryDialect, id: string, set: Updateable<RunTable>, doc: unknown, fromStatus?: string): PreparedUpdate {
   const index = indexOf(d);
-  const s = index.searchDoc(docOfRow(doc));
   const text = set.status !== undefined ? hasEnded(set.status) : fromStatus !== undefined ? hasEnded(fromStatus) : undefined;
+  const s = index.searchDoc(docOfRow(doc), text !== false);
   const fts = text === false ? null : index.fts(s);
   return { id, set: { ...set, ...index.columns(d, s, docOfRow(doc), text) }, fts, text, ...(fromStatus !== undefined ? { fromStatus } : {}) };
 }

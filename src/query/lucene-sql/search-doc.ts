@@ -68,16 +68,21 @@ function addPath(fields: Map<string, unknown[]>, key: string, value: unknown, te
 const FAMILIES = Object.entries(RUN_FIELD_FAMILIES);
 
 export function runSearchDoc(doc: SearchSource): RunSearchDoc {
-  // A Map while collecting: paths are new strings each time, and a plain object in dictionary
-  // mode hashed each one on every lookup (half the cost of a run's search data, issue 17).
-  const fields = new Map<string, unknown[]>();
-  for (const [family, kind] of FAMILIES) addPath(fields, family, doc[family as keyof SearchSource], kind === 'text');
   return {
     promptWords: tokenize(promptText(doc.prompt)),
     resultWords: tokenize(resultText(doc.result)),
     paramWords: stringLeaves(doc.parameters).flatMap((s) => tokenize(s)),
-    fields: Object.fromEntries(fields),
+    fields: runSearchFields(doc),
   };
+}
+
+/** The `fields` of runSearchDoc alone (a run that has not ended has no full text to index). */
+export function runSearchFields(doc: SearchSource): RunSearchDoc['fields'] {
+  // A Map while collecting: paths are new strings each time, and a plain object in dictionary
+  // mode hashed each one on every lookup (half the cost of a run's search data, issue 17).
+  const fields = new Map<string, unknown[]>();
+  for (const [family, kind] of FAMILIES) addPath(fields, family, doc[family as keyof SearchSource], kind === 'text');
+  return Object.fromEntries(fields);
 }
 
 /** Every word of the run's default text (`runText`), in order. */
