@@ -2,6 +2,7 @@
 const BENCHES: Record<string, string> = {
   runs: './runs-throughput.ts',
   'run-writes': './run-writes.ts',
+  'run-writes-inflight': './run-writes-inflight.ts',
   'runs-search': './runs-search.ts',
   'runs-analytics': './runs-analytics.ts',
   replicas: './replicas.ts',
