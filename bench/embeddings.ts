@@ -10,9 +10,11 @@
  *
  * Issue 20 modes (`MODE`, default `search`, the above):
  *
- *   MODE=restart  (N=100000 DIMS=384, SQLite): build and save the graph of a partition, write and
- *                 delete some vectors (CHANGES, default 2000: half new, half deleted), then a fresh registry (a restarted server) answers its first
- *                 query: time to that first answer, and whether it came from the graph.
+ *   MODE=restart  (N=100000 DIMS=384, SQLite): build and save the graph of a partition; a fresh
+ *                 registry (a restarted server) answers its first query; then write and delete
+ *                 some vectors (CHANGES, default 2000: half new, half deleted) and restart again.
+ *                 Per restart: time to that first answer, whether it came from the graph, and the
+ *                 longest event-loop stall meanwhile (what every other request would wait).
  *   MODE=scalar   (N=100000 DIMS=1536 SCALARS=f32,f16,i8, no database): per scalar kind, the build
  *                 time, the graph's size (its saved file; usearch's memory is the same layout), the
  *                 process RSS, index p50/p95 and recall@10 against an exact scan.
@@ -23,6 +25,7 @@
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { availableParallelism, cpus, totalmem, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import pg from 'pg';
 import { createRequire } from 'node:module';
 const require = createRequire(import.meta.url);
@@ -138,7 +141,7 @@ async function measure(backend: 'sqlite' | 'postgres', dims: number, data: Float
     };
     // Warm-up (JIT, SQLite pages, PostgreSQL plans).
     for (const q of queries.slice(0, 20)) {
-      index.nearest(q, K);
+      await index.nearest(q, K);
       await filteredSearch({ index, query: q, k: K, filter: { accept }, exactLimit: 10_000 });
     }
     const indexTimes: number[] = [];
@@ -147,7 +150,7 @@ async function measure(backend: 'sqlite' | 'postgres', dims: number, data: Float
     let hits = 0;
     for (const q of queries) {
       let t = performance.now();
-      const approx = index.nearest(q, K);
+      const approx = await index.nearest(q, K);
       indexTimes.push(ms(t));
       t = performance.now();
       const served = await filteredSearch({ index, query: q, k: K, filter: { accept }, exactLimit: 10_000 });
@@ -210,37 +213,53 @@ async function restartMode(): Promise<void> {
     const done = new Promise<void>((r) => (saved = r));
     const first = (await indexes.get(key, dims))!;
     const loadS = ms(t0) / 1000;
+    const buildStall = monitorEventLoopDelay({ resolution: 5 });
+    buildStall.enable();
     t0 = performance.now();
     await done;
     const buildS = ms(t0) / 1000;
+    buildStall.disable();
     const fileMb = statSync(join(dir, 'vector-graphs')).isDirectory() ? Math.round(dirSize(join(dir, 'vector-graphs')) / 1e6) : 0;
-    console.log(`  first start: loaded from the table in ${loadS.toFixed(1)} s, graph built and saved in ${buildS.toFixed(1)} s (file ${fileMb} MB), mode ${first.mode}`);
-    // Writes after the save: CHANGES/2 new vectors and CHANGES/2 deleted, replayed on the next start.
+    console.log(`  first start: loaded from the table in ${loadS.toFixed(1)} s, graph built and saved in ${buildS.toFixed(1)} s (file ${fileMb} MB), mode ${first.mode}; longest event-loop stall during build + save ${(buildStall.max / 1e6).toFixed(0)} ms`);
+    indexes.close();
+    // Two restarts (a new registry on the same database and data folder, what a restarted server
+    // does on its first similarity query): first with nothing written since the save, then after
+    // CHANGES/2 new vectors and CHANGES/2 deleted (replayed onto the saved graph).
     const half = Math.floor(Number(process.env.CHANGES ?? 2000) / 2);
-    const extra: VectorRow[] = all.slice(n, n + half).map((vector, j) => ({ ownerKind: 'object', ownerId: ownerId(n + j), type: 'text', model: key.model, etag: 'e', vector }));
-    if (extra.length) await upsertVectors(opened.db, scope, extra);
-    for (let i = 0; i < half; i++) await deleteVectors(opened.db, scope, 'object', ownerId(i * 7), ['text']);
-    indexes.close();
-    // "Restart": a new registry on the same database and data folder.
-    indexes = open();
-    const rssBefore = process.memoryUsage().rss;
-    t0 = performance.now();
-    const index = (await indexes.get(key, dims))!;
-    const hit = index.nearest(queries[0], K);
-    const firstS = ms(t0) / 1000;
-    console.log(`  restart: first answer in ${firstS.toFixed(2)} s, from ${index.mode} (${hit.length} hits), ${index.size} vectors; events ${events.join(', ')}; RSS +${Math.round((process.memoryUsage().rss - rssBefore) / 1e6)} MB`);
-    const times: number[] = [];
-    let hits = 0;
-    for (const q of queries) {
-      const t = performance.now();
-      const approx = index.nearest(q, K);
-      times.push(ms(t));
-      const truth = new Set(index.scan(q, K).map((h) => h.ownerId));
-      hits += approx.filter((h) => truth.has(h.ownerId)).length;
+    const results: Array<Record<string, unknown>> = [];
+    for (const changes of [0, 2 * half]) {
+      if (changes) {
+        const extra: VectorRow[] = all.slice(n, n + half).map((vector, j) => ({ ownerKind: 'object', ownerId: ownerId(n + j), type: 'text', model: key.model, etag: 'e', vector }));
+        await upsertVectors(opened.db, scope, extra);
+        for (let i = 0; i < half; i++) await deleteVectors(opened.db, scope, 'object', ownerId(i * 7), ['text']);
+      }
+      events.length = 0;
+      indexes = open();
+      const rssBefore = process.memoryUsage().rss;
+      // The longest the event loop was held during the restart (what every other request waits).
+      const stall = monitorEventLoopDelay({ resolution: 5 });
+      stall.enable();
+      t0 = performance.now();
+      const index = (await indexes.get(key, dims))!;
+      const hit = await index.nearest(queries[0], K);
+      const firstS = ms(t0) / 1000;
+      stall.disable();
+      const stallMs = stall.max / 1e6;
+      console.log(`  restart (${changes} changes): first answer in ${firstS.toFixed(2)} s, from ${index.mode} (${hit.length} hits), ${index.size} vectors; longest event-loop stall ${stallMs.toFixed(0)} ms; events ${events.join(', ')}; RSS +${Math.round((process.memoryUsage().rss - rssBefore) / 1e6)} MB`);
+      const times: number[] = [];
+      let hits = 0;
+      for (const q of queries) {
+        const t = performance.now();
+        const approx = await index.nearest(q, K);
+        times.push(ms(t));
+        const truth = new Set(index.scan(q, K).map((h) => h.ownerId));
+        hits += approx.filter((h) => truth.has(h.ownerId)).length;
+      }
+      console.log(`  after restart: index p50 ${pct(times, 50).toFixed(2)} ms p95 ${pct(times, 95).toFixed(2)} ms, recall@${K} ${(hits / (queries.length * K)).toFixed(4)}`);
+      results.push({ changes, firstS, stallMs, fromGraph: index.mode === 'hnsw', p50: pct(times, 50), p95: pct(times, 95), recall: hits / (queries.length * K) });
+      indexes.close();
     }
-    console.log(`  after restart: index p50 ${pct(times, 50).toFixed(2)} ms p95 ${pct(times, 95).toFixed(2)} ms, recall@${K} ${(hits / (queries.length * K)).toFixed(4)}`);
-    console.log(JSON.stringify({ mode: 'restart', n, dims, loadS, buildS, fileMb, firstS, fromGraph: index.mode === 'hnsw', p95: pct(times, 95), recall: hits / (queries.length * K), date: new Date().toISOString() }));
-    indexes.close();
+    console.log(JSON.stringify({ mode: 'restart', n, dims, loadS, buildS, fileMb, restarts: results, date: new Date().toISOString() }));
   } finally {
     await notifier.close();
     await cleanup();
@@ -275,10 +294,10 @@ async function scalarMode(): Promise<void> {
     const rssMb = Math.round(process.memoryUsage().rss / 1e6);
     const times: number[] = [];
     let hits = 0;
-    for (const q of queries.slice(0, 20)) index.nearest(q, K);
+    for (const q of queries.slice(0, 20)) await index.nearest(q, K);
     for (const q of queries) {
       const t = performance.now();
-      const approx = index.nearest(q, K);
+      const approx = await index.nearest(q, K);
       times.push(ms(t));
       const truth = new Set(index.scan(q, K).map((h) => h.ownerId));
       hits += approx.filter((h) => truth.has(h.ownerId)).length;

@@ -172,6 +172,7 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
     });
     auth.onProjectDeleted(async (s) => {
       await blobs.purgeProject(s).catch((err) => app.log.error({ err }, `could not delete the blobs of deleted project ${s.project}`));
+      await vectorIndexes.pruneGraphs(s.project).catch((err) => app.log.error({ err }, `could not delete the similarity graphs of deleted project ${s.project}`));
     });
     auth.useSetting('limits', {
       current: (_s, stored) => stored ?? null,

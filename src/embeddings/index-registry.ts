@@ -14,12 +14,14 @@
  * partition that reaches the exact-scan threshold without a graph takes the build lease of its
  * partition (a row in `vector_graph_leases`), builds, saves and releases it; a replica that finds
  * the lease held keeps answering exactly and polls for the published graph (or the lease's expiry).
+ * Each graph is loaded, replayed, kept and searched in its own worker thread (vector-index.ts), so
+ * none of that holds the event loop. Saved graphs of partitions no longer configured (a deleted
+ * project, a replaced model, a disabled type) are deleted (graph-prune.ts).
  *
  * A process that misses notifications (its LISTEN connection dropped) serves slightly stale
  * neighbours until the partition is dropped for idleness; results are always re-checked against
  * the objects table, so a deleted object is never answered.
  */
-import { createHash } from 'node:crypto';
 import { mkdtemp, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -32,6 +34,7 @@ import { countPartition, partitionId, partitionPage, partitionRows, type Db, typ
 import { DEFAULT_HNSW, PartitionIndex, type HnswOptions, type PartitionHooks } from './vector-index.ts';
 import { GraphFileInvalid, graphFileStream, readGraphFile, type GraphHeader, type ScalarKind } from './graph-file.ts';
 import { acquireLease, changedSince, pruneTombstones, releaseLease, settledRevision, tombstonesFrom } from './graph-sql.ts';
+import { graphKeyOf, pruneGraphs } from './graph-prune.ts';
 
 export const VECTOR_CHANNEL = 'orrery_vectors';
 
@@ -51,7 +54,7 @@ export interface IndexOptions {
   searched?: (mode: 'exact' | 'hnsw') => void;
 }
 
-export type GraphEvent = 'built' | 'saved' | 'loaded' | 'rejected' | 'lease_busy';
+export type GraphEvent = 'built' | 'saved' | 'loaded' | 'rejected' | 'lease_busy' | 'pruned';
 
 export interface GraphPersistence {
   /** Where graph files go: the blob store (S3), or a store over the data folder. */
@@ -65,6 +68,12 @@ export interface GraphPersistence {
   pollMs?: number;
   /** Tombstones older than this are pruned after a save (and older graphs rebuilt). Default 7 days. */
   tombstoneMs?: number;
+  /**
+   * How often every saved graph is checked against the configured partitions (graph-prune.ts);
+   * the first sweep runs a minute after start. Default 6 hours; 0: only when asked (pruneGraphs).
+   */
+  pruneEveryMs?: number;
+  /** `partition` is a partition id, or a project id for 'pruned' (whose detail is the deleted key). */
   events?: (event: GraphEvent, partition: string, detail?: string) => void;
 }
 
@@ -100,6 +109,7 @@ const OWNERS_PER_SIGNAL = 200;
 export class VectorIndexes {
   private readonly loaded = new Map<string, Loaded>();
   private readonly sweeper: NodeJS.Timeout;
+  private pruner: NodeJS.Timeout | null = null;
   private readonly unsubscribe: () => void;
   private closed = false;
 
@@ -111,6 +121,36 @@ export class VectorIndexes {
     this.unsubscribe = notifier.crossProcess ? notifier.subscribe(VECTOR_CHANNEL, (payload) => this.heard(payload)) : () => {};
     this.sweeper = setInterval(() => this.evictIdle(), Math.min(60_000, opts.idleMs ?? 600_000));
     this.sweeper.unref();
+    const every = opts.graphs?.pruneEveryMs ?? 6 * 3_600_000;
+    if (opts.graphs && every > 0) {
+      // Catches what a crash or another replica left behind (deletions and settings changes prune at once).
+      const sweep = (after: number) => {
+        if (this.closed) return;
+        this.pruner = setTimeout(() => {
+          this.pruneGraphs().catch((err) => this.opts.onError?.(err, 'prune saved similarity graphs')).finally(() => sweep(every));
+        }, after);
+        this.pruner.unref();
+      };
+      sweep(Math.min(60_000, every));
+    }
+  }
+
+  /**
+   * Deletes the saved graphs of partitions no longer configured (graph-prune.ts) and drops them from
+   * memory: of one project (deleted, or its embedding settings changed), or of every project.
+   */
+  async pruneGraphs(project?: string): Promise<number> {
+    const g = this.opts.graphs;
+    if (!g) return 0;
+    const { deleted, kept } = await pruneGraphs({ store: g.store, prefix: g.prefix, db: this.db, project });
+    for (const d of deleted) g.events?.('pruned', d.project, d.key);
+    for (const [id, entry] of this.loaded) {
+      const p = entry.key.scope.project;
+      if (entry.loading || !kept.has(p) || kept.get(p)?.has(id)) continue;
+      entry.index?.close();
+      this.loaded.delete(id);
+    }
+    return deleted.length;
   }
 
   /** The partition's index, loaded if needed and brought up to date; null when it holds nothing yet and `dimensions` is not known. */
@@ -161,6 +201,7 @@ export class VectorIndexes {
   close(): void {
     this.closed = true;
     clearInterval(this.sweeper);
+    if (this.pruner) clearTimeout(this.pruner);
     this.unsubscribe();
     for (const e of this.loaded.values()) e.index?.close();
     this.loaded.clear();
@@ -220,8 +261,7 @@ export class VectorIndexes {
   }
 
   private graphKey(key: PartitionKey): string {
-    const hash = createHash('sha256').update(partitionId(key)).digest('hex').slice(0, 32);
-    return `${this.opts.graphs!.prefix}${encodeURIComponent(key.scope.project)}/${hash}.graph`;
+    return graphKeyOf(this.opts.graphs!.prefix, key.scope.project, partitionId(key));
   }
 
   private event(e: GraphEvent, key: PartitionKey, detail?: string): void {
@@ -256,20 +296,25 @@ export class VectorIndexes {
       const read = await readGraphFile(await g.store.get(key) as AsyncIterable<Buffer>, graphPath, expect);
       let index: PartitionIndex;
       try {
-        index = PartitionIndex.restore(read, graphPath, this.opts.exactBelow, hnsw, (err) => this.opts.onError?.(err, 'build a similarity index'), this.hooks(entry));
+        index = await PartitionIndex.restore(read, graphPath, this.opts.exactBelow, hnsw, (err) => this.opts.onError?.(err, 'build a similarity index'), this.hooks(entry));
       } catch (err) {
         throw new GraphFileInvalid((err as Error).message);
       }
       const t1 = performance.now();
-      // Replay: every owner written or deleted after the saved revision gets its current row.
-      const changed = await changedSince(this.db, k, read.header.revision);
-      const rows = await partitionRows(this.db, k, changed);
-      index.applyMany(changed.map((owner) => [owner, rows.get(owner) ?? null] as const));
-      const t2 = performance.now();
-      const count = await countPartition(this.db, k);
-      if (count !== index.size) {
+      let changed: string[];
+      let t2: number;
+      try {
+        // Replay: every owner written or deleted after the saved revision gets its current row.
+        changed = await changedSince(this.db, k, read.header.revision);
+        const rows = await partitionRows(this.db, k, changed);
+        await index.applyMany(changed.map((owner) => [owner, rows.get(owner) ?? null] as const));
+        t2 = performance.now();
+        const count = await countPartition(this.db, k);
+        if (count !== index.size) throw new GraphFileInvalid(`${index.size} vectors after replaying ${changed.length} changes, the table has ${count}`);
+      } catch (err) {
+        // Its graph worker ends with it.
         index.close();
-        throw new GraphFileInvalid(`${index.size} vectors after replaying ${changed.length} changes, the table has ${count}`);
+        throw err;
       }
       entry.revision = now;
       const secs = (a: number, b: number) => ((b - a) / 1000).toFixed(2);
@@ -302,16 +347,26 @@ export class VectorIndexes {
           acquireLease(this.db, id, this.opts.replicaId, leaseMs).catch((err) => this.opts.onError?.(err, 'renew a graph build lease'));
         }, Math.max(50, leaseMs / 3));
         renew.unref();
+        let released = false;
+        const release = async () => {
+          if (released) return;
+          released = true;
+          clearInterval(renew);
+          await releaseLease(this.db, id, this.opts.replicaId).catch((err) => this.opts.onError?.(err, 'release a graph build lease'));
+        };
         try {
           // Published by a replica whose lease we now follow (or since we loaded)? Load it rather than build.
           if (await this.swapIn(entry)) return;
           const index = entry.index!;
           const revision = entry.revision;
-          const built = await index.startBuild((path, owners) => this.save(entry.key, index, revision, path, owners));
-          if (built) this.event('built', entry.key);
+          // Built: told before the save, which takes a while; the lease goes as soon as the graph is
+          // published (a restart right after must not find it held).
+          await index.startBuild((path, owners) => {
+            this.event('built', entry.key);
+            return this.save(entry.key, index, revision, path, owners, release);
+          });
         } finally {
-          clearInterval(renew);
-          await releaseLease(this.db, id, this.opts.replicaId).catch((err) => this.opts.onError?.(err, 'release a graph build lease'));
+          await release();
         }
         return;
       }
@@ -351,14 +406,15 @@ export class VectorIndexes {
     const dir = await mkdtemp(join(tmpdir(), 'orrery-graph-'));
     try {
       const path = join(dir, 'graph.usearch');
-      const owners = index.saveGraph(path);
+      const owners = await index.saveGraph(path);
       if (owners) await this.save(k, index, revision, path, owners);
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
   }
 
-  private async save(k: PartitionKey, index: PartitionIndex, revision: number, graphPath: string, owners: Array<string | null>): Promise<void> {
+  /** Publishes a graph; `published` runs once it is in the store, before the `saved` event. */
+  private async save(k: PartitionKey, index: PartitionIndex, revision: number, graphPath: string, owners: Array<string | null>, published?: () => Promise<void>): Promise<void> {
     const g = this.opts.graphs!;
     const hnsw = this.opts.hnsw ?? DEFAULT_HNSW;
     const graphBytes = (await stat(graphPath)).size;
@@ -370,6 +426,7 @@ export class VectorIndexes {
       owners, data: index.snapshot().data, graphPath, graphBytes,
     });
     await g.store.put(this.graphKey(k), body);
+    await published?.();
     this.event('saved', k);
     await pruneTombstones(this.db, new Date(Date.now() - (g.tombstoneMs ?? 7 * 86_400_000)).toISOString())
       .catch((err) => this.opts.onError?.(err, 'prune vector tombstones'));

@@ -278,9 +278,18 @@ export class EmbeddingService implements RunEmbeddingHook {
     return this.deps.settings.prepare(s, input, await this.deps.settings.settings(s));
   }
 
+  /** Deletes the saved graphs of every partition no longer configured (index-registry.ts also does it every few hours). */
+  pruneGraphs(): Promise<number> {
+    return this.deps.indexes.pruneGraphs();
+  }
+
   /** After the settings were stored: a new model re-embeds the project in the background. */
   async settingsChanged(s: Scope, before: EmbeddingSettings, after: EmbeddingSettings): Promise<void> {
     this.deps.settings.forget(s.project);
+    // A replaced model or a disabled type: its saved graphs go (rebuilt from the table if needed again).
+    if (before.model !== after.model || (after.disabled ?? []).some((t) => !before.disabled?.includes(t))) {
+      await this.deps.indexes.pruneGraphs(s.project).catch((err) => this.report(err, `prune the similarity graphs of project ${s.project}`));
+    }
     // Only a new model re-embeds; runs made while run embeddings were off stay without vectors.
     if (before.model !== after.model || before.environment !== after.environment) {
       await this.deps.queue.enqueue({ kind: EMBED_PROJECT_JOB, scope: s, subject: `embeddings:${s.project}`, payload: { model: after.model } });

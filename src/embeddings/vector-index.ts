@@ -5,37 +5,22 @@
  *   a copy), a slot per owner. Below `exactBelow` vectors a query is an exact scan of them
  *   (brute force: about 2 ms per 10,000 vectors of 384 dimensions).
  * - From `exactBelow` vectors on, a usearch HNSW graph (M 16, inner product on normalised vectors,
- *   i.e. cosine) is built in a worker thread and loaded when done; until then, queries stay exact.
- *   Writes after the build keep it in sync (remove + add), and writes during the build are
- *   replayed onto it once it is loaded.
+ *   i.e. cosine) is built, loaded, kept and searched in its own worker thread (graph-thread.ts):
+ *   a build, a load or a replay never holds the event loop. Until it is built, queries stay exact.
+ *   Every write is posted to the worker, which applies them in order (writes during a build right
+ *   after it), so a search sees every write made before it.
  * - `exactAmong` scores a given candidate set exactly (the filtered search path, search.ts).
  * - With a `wantGraph` hook (index-registry.ts), crossing the threshold asks the registry instead
  *   of building: it loads a saved graph, or takes the build lease and calls `build`, or waits.
  *   `restore` makes an index from a saved graph file (graph-file.ts) without a build.
  */
-import { createRequire } from 'node:module';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { availableParallelism, tmpdir } from 'node:os';
+import { mkdtempSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Worker } from 'node:worker_threads';
 import { dot } from './vectors.ts';
+import { GraphThread } from './graph-thread.ts';
 import type { ReadGraph, ScalarKind } from './graph-file.ts';
-
-// usearch's ESM entry is broken on our machines; its CommonJS build works.
-const require = createRequire(import.meta.url);
-
-interface UsearchMatches { keys: BigUint64Array; distances: Float32Array }
-interface UsearchIndex {
-  add(keys: bigint | BigUint64Array, vectors: Float32Array, threads?: number): void;
-  search(vector: Float32Array, k: number, threads: number): UsearchMatches;
-  remove(keys: bigint | BigUint64Array): number[] | number;
-  contains(key: bigint): boolean;
-  size(): number;
-  load(path: string): void;
-  save(path: string): void;
-}
-/** usearch's quantization per scalar kind. */
-const quantization = (u: UsearchModule, scalar: ScalarKind) => ({ f32: u.ScalarKind.F32, f16: u.ScalarKind.F16, i8: u.ScalarKind.I8 })[scalar];
 
 export interface PartitionHooks {
   /** The graph's scalar kind (default f32). */
@@ -45,14 +30,6 @@ export interface PartitionHooks {
   /** Every `nearest` query, by how it was answered. */
   searched?: (mode: 'exact' | 'hnsw') => void;
 }
-interface UsearchModule {
-  Index: new (config: Record<string, unknown>) => UsearchIndex;
-  MetricKind: Record<string, unknown>;
-  ScalarKind: Record<string, unknown>;
-}
-let usearchModule: UsearchModule | undefined;
-const usearch = (): UsearchModule => (usearchModule ??= require('usearch') as UsearchModule);
-
 export interface HnswOptions {
   connectivity: number;
   expansionAdd: number;
@@ -69,8 +46,6 @@ export interface Hit {
   score: number;
 }
 
-const WORKER = new URL('./hnsw-build-worker.mjs', import.meta.url);
-
 export class PartitionIndex {
   private data: Float32Array;
   private capacity: number;
@@ -78,13 +53,16 @@ export class PartitionIndex {
   private owners: (string | null)[] = [];
   private readonly slots = new Map<string, number>();
   private readonly free: number[] = [];
-  private hnsw: UsearchIndex | null = null;
+  /** Slot → the count of slot frees when it was last freed: a search answered after its slot changed owner skips it. */
+  private readonly freedAt: number[] = [];
+  private frees = 0;
+  /** The graph's worker, from the start of its build (or load) on: every write is posted to it. */
+  private graph: GraphThread | null = null;
+  /** The graph answers queries (built or loaded; writes posted before any query are applied first). */
+  private answering = false;
   private build: Promise<void> | null = null;
-  /** Slots written while a build runs: replayed onto the graph when it is loaded. */
-  private touched: Set<number> | null = null;
   private closed = false;
   private wanted = false;
-  private replaying = false;
   readonly scalar: ScalarKind;
 
   constructor(
@@ -103,7 +81,7 @@ export class PartitionIndex {
    * An index made from a saved graph (graph-file.ts read it; its graph part is at `graphPath`).
    * Throws when usearch cannot load it or it does not hold the owners the file says.
    */
-  static restore(read: ReadGraph, graphPath: string, exactBelow: number, hnswOptions: HnswOptions, onError: (err: unknown) => void, hooks: PartitionHooks): PartitionIndex {
+  static async restore(read: ReadGraph, graphPath: string, exactBelow: number, hnswOptions: HnswOptions, onError: (err: unknown) => void, hooks: PartitionHooks): Promise<PartitionIndex> {
     const index = new PartitionIndex(read.header.dimensions, exactBelow, hnswOptions, onError, hooks);
     index.data = read.data;
     index.capacity = read.capacity;
@@ -115,20 +93,28 @@ export class PartitionIndex {
       else index.slots.set(owner, slot);
     }
     const graph = index.newGraph();
-    graph.load(graphPath);
-    if (graph.size() !== index.slots.size) throw new Error(`the graph holds ${graph.size()} vectors, the file ${index.slots.size}`);
-    index.hnsw = graph;
+    try {
+      const { size } = await graph.load(graphPath);
+      if (size !== index.slots.size) throw new Error(`the graph holds ${size} vectors, the file ${index.slots.size}`);
+    } catch (err) {
+      graph.close();
+      throw err;
+    }
+    index.graph = graph;
+    index.answering = true;
     return index;
   }
 
   /**
-   * Saves the live graph to `path` (synchronously: usearch writes it while the event loop waits)
-   * and answers the slot → owner table it holds; null without a graph.
+   * Saves the live graph to `path` (in its worker) and answers the slot → owner table it holds:
+   * taken when the save is posted, i.e. after the same writes as the graph saved. Null without a graph.
    */
-  saveGraph(path: string): Array<string | null> | null {
-    if (!this.hnsw) return null;
-    this.hnsw.save(path);
-    return this.owners.slice();
+  async saveGraph(path: string): Promise<Array<string | null> | null> {
+    const graph = this.answering ? this.graph : null;
+    if (!graph) return null;
+    const owners = this.owners.slice();
+    await graph.save(path);
+    return owners;
   }
 
   /** The slot → owner table (a copy) and the live vectors, for saving the graph just built. */
@@ -142,7 +128,7 @@ export class PartitionIndex {
 
   /** 'exact' below the threshold or while the graph is being built, else 'hnsw'. */
   get mode(): 'exact' | 'hnsw' {
-    return this.hnsw ? 'hnsw' : 'exact';
+    return this.answering ? 'hnsw' : 'exact';
   }
 
   /** Resolves when a build in progress is done (benchmarks and tests). */
@@ -162,9 +148,15 @@ export class PartitionIndex {
   }
 
   upsert(ownerId: string, vector: Float32Array): void {
+    const slot = this.place(ownerId, vector);
+    this.graph?.upsert(slot, vector);
+    this.maybeBuild();
+  }
+
+  /** Writes `vector` into the owner's slot (a new one if it has none); answers the slot. */
+  private place(ownerId: string, vector: Float32Array): number {
     if (vector.length !== this.dimensions) throw new Error(`vector of ${vector.length} dimensions in an index of ${this.dimensions}`);
     let slot = this.slots.get(ownerId);
-    const existed = slot !== undefined;
     if (slot === undefined) {
       slot = this.free.pop() ?? this.owners.length;
       if (slot === this.owners.length) this.owners.push(null);
@@ -173,76 +165,82 @@ export class PartitionIndex {
       this.owners[slot] = ownerId;
     }
     this.data.set(vector, slot * this.dimensions);
-    this.touched?.add(slot);
-    if (this.hnsw) {
-      if (existed) this.hnsw.remove(BigInt(slot));
-      this.hnsw.add(BigInt(slot), vector, 1);
+    return slot;
+  }
+
+  /** Frees the owner's slot; answers it (undefined: the owner had none). */
+  private unplace(ownerId: string): number | undefined {
+    const slot = this.slots.get(ownerId);
+    if (slot === undefined) return undefined;
+    this.slots.delete(ownerId);
+    this.owners[slot] = null;
+    this.free.push(slot);
+    this.freedAt[slot] = ++this.frees;
+    return slot;
+  }
+
+  /**
+   * Many writes at once (the replay onto a saved graph): the graph's worker learns them in one
+   * multi-threaded `add` rather than one at a time; resolves once it holds them. `null`: removed.
+   */
+  async applyMany(changes: ReadonlyArray<readonly [string, Float32Array | null]>): Promise<void> {
+    const removed = new Set<number>();
+    const added = new Set<number>();
+    for (const [owner, vector] of changes) {
+      if (vector && vector.length === this.dimensions) {
+        added.add(this.place(owner, vector));
+      } else {
+        const slot = this.unplace(owner);
+        if (slot !== undefined) {
+          added.delete(slot);
+          removed.add(slot);
+        }
+      }
+    }
+    const graph = this.graph;
+    if (graph && (added.size || removed.size)) {
+      const keys = new BigUint64Array(added.size);
+      const vectors = new Float32Array(added.size * this.dimensions);
+      let i = 0;
+      for (const slot of added) {
+        keys[i] = BigInt(slot);
+        vectors.set(this.data.subarray(slot * this.dimensions, (slot + 1) * this.dimensions), i * this.dimensions);
+        i++;
+      }
+      await graph.apply(BigUint64Array.from([...removed].filter((s) => !added.has(s)), BigInt), keys, vectors);
     }
     this.maybeBuild();
   }
 
-  /**
-   * Many writes at once (the replay onto a saved graph): the graph learns them in one multi-threaded
-   * `add` rather than one at a time. `null`: removed.
-   */
-  applyMany(changes: ReadonlyArray<readonly [string, Float32Array | null]>, threads = availableParallelism()): void {
-    const graph = this.hnsw;
-    // Detached while the table is updated: upsert/remove leave the graph alone (and build nothing).
-    this.hnsw = null;
-    this.replaying = true;
-    const added = new Set<number>();
-    try {
-      for (const [owner, vector] of changes) {
-        const slot = this.slots.get(owner);
-        if (slot !== undefined && graph?.contains(BigInt(slot))) graph.remove(BigInt(slot));
-        if (vector && vector.length === this.dimensions) {
-          this.upsert(owner, vector);
-          added.add(this.slots.get(owner)!);
-        } else {
-          this.remove(owner);
-          if (slot !== undefined) added.delete(slot);
-        }
-      }
-    } finally {
-      this.hnsw = graph;
-      this.replaying = false;
-    }
-    if (!graph || !added.size) return;
-    const keys = new BigUint64Array(added.size);
-    const vectors = new Float32Array(added.size * this.dimensions);
-    let i = 0;
-    for (const slot of added) {
-      keys[i] = BigInt(slot);
-      vectors.set(this.data.subarray(slot * this.dimensions, (slot + 1) * this.dimensions), i * this.dimensions);
-      i++;
-    }
-    graph.add(keys, vectors, Math.max(1, threads));
-  }
-
   remove(ownerId: string): void {
-    const slot = this.slots.get(ownerId);
-    if (slot === undefined) return;
-    this.slots.delete(ownerId);
-    this.owners[slot] = null;
-    this.free.push(slot);
-    this.touched?.add(slot);
-    if (this.hnsw) this.hnsw.remove(BigInt(slot));
+    const slot = this.unplace(ownerId);
+    if (slot !== undefined) this.graph?.remove(slot);
   }
 
   /**
    * The `k` nearest owners, best first: exact below the threshold, else from the HNSW graph
-   * (approximate; the graph searches with ef = max(expansionSearch, k)).
+   * (approximate; the graph searches with ef = max(expansionSearch, k)) in its worker.
    */
-  nearest(query: Float32Array, k: number): Hit[] {
+  async nearest(query: Float32Array, k: number): Promise<Hit[]> {
     if (k <= 0 || this.slots.size === 0) return [];
-    if (!this.hnsw) return this.scan(query, k);
+    const graph = this.answering ? this.graph : null;
+    if (!graph) return this.scan(query, k);
+    const asOf = this.frees;
+    let found;
+    try {
+      found = await graph.search(query, Math.min(k, this.slots.size));
+    } catch {
+      // Closed (replaced by a newer graph, evicted) or failed meanwhile: the vectors are still here.
+      return this.scan(query, k);
+    }
     this.hooks.searched?.('hnsw');
-    const found = this.hnsw.search(query, Math.min(k, this.slots.size), 1);
     const hits: Hit[] = [];
     for (let i = 0; i < found.keys.length; i++) {
-      const owner = this.owners[Number(found.keys[i])];
-      // usearch pads a short answer with the maximum key; a freed slot is not an answer.
-      if (owner) hits.push({ ownerId: owner, score: 1 - found.distances[i] });
+      const slot = Number(found.keys[i]);
+      // usearch pads a short answer with the maximum key; a freed slot is not an answer, nor one
+      // freed (and perhaps given to another owner) while the worker searched.
+      const owner = this.owners[slot];
+      if (owner && (this.freedAt[slot] ?? 0) <= asOf) hits.push({ ownerId: owner, score: 1 - found.distances[i] });
     }
     return hits;
   }
@@ -270,7 +268,9 @@ export class PartitionIndex {
 
   close(): void {
     this.closed = true;
-    this.hnsw = null;
+    this.answering = false;
+    this.graph?.close();
+    this.graph = null;
   }
 
   private grow(slots: number): void {
@@ -279,15 +279,15 @@ export class PartitionIndex {
     while (capacity < slots) capacity *= 2;
     const next = new Float32Array(new SharedArrayBuffer(capacity * this.dimensions * 4));
     next.set(this.data);
-    // A build worker keeps reading the old buffer: the slots it was given are unchanged there,
-    // or touched (and replayed).
+    // A building worker keeps reading the old buffer: the slots it was given are unchanged there,
+    // or written since (and those writes were posted to it, applied after the build).
     this.data = next;
     this.capacity = capacity;
   }
 
   /** True once the graph answers (built, or restored). */
   get hasGraph(): boolean {
-    return this.hnsw !== null;
+    return this.answering;
   }
 
   /** The threshold is reached (checked after loading, when no write may follow). */
@@ -296,7 +296,7 @@ export class PartitionIndex {
   }
 
   private maybeBuild(): void {
-    if (this.hnsw || this.build || this.closed || this.replaying || this.slots.size < this.exactBelow) return;
+    if (this.graph || this.build || this.closed || this.slots.size < this.exactBelow) return;
     if (this.hooks.wantGraph) {
       if (!this.wanted) {
         this.wanted = true;
@@ -308,11 +308,11 @@ export class PartitionIndex {
   }
 
   /**
-   * Builds the graph in the worker and answers from it once loaded. `save` gets the worker's
-   * graph file (keys are slots) and the slot → owner table it was built from, before it is deleted. Resolves true when the graph answers.
+   * Builds the graph in its worker and answers from it once built. `save` gets the graph file the
+   * worker saved (keys are slots) and the slot → owner table it was built from, before it is deleted. Resolves true when the graph answers.
    */
   startBuild(save?: (graphPath: string, owners: Array<string | null>) => Promise<void>): Promise<boolean> {
-    if (this.hnsw) return Promise.resolve(true);
+    if (this.answering) return Promise.resolve(true);
     if (this.closed) return Promise.resolve(false);
     if (!this.build) {
       this.build = this.buildGraph(save)
@@ -321,49 +321,47 @@ export class PartitionIndex {
           this.build = null;
         });
     }
-    return this.build.then(() => this.hnsw !== null);
+    return this.build.then(() => this.answering);
   }
 
-  private newGraph(): UsearchIndex {
-    const u = usearch();
-    return new u.Index({
-      dimensions: this.dimensions, metric: u.MetricKind.IP, quantization: quantization(u, this.scalar),
-      connectivity: this.hnswOptions.connectivity, expansion_add: this.hnswOptions.expansionAdd, expansion_search: this.hnswOptions.expansionSearch,
+  private newGraph(): GraphThread {
+    const graph: GraphThread = new GraphThread({
+      dimensions: this.dimensions, scalar: this.scalar, hnsw: this.hnswOptions,
+      // Behind the table now: answer exactly (a failed build is reported by startBuild).
+      onFailure: (err) => {
+        if (this.graph !== graph) return;
+        const answered = this.answering;
+        this.graph = null;
+        this.answering = false;
+        if (!answered) return;
+        this.onError(err);
+        // Wanted again (a rebuild, or a saved graph) on the next write.
+        this.wanted = false;
+      },
     });
+    return graph;
   }
 
   private async buildGraph(save?: (graphPath: string, owners: Array<string | null>) => Promise<void>): Promise<void> {
     const slots = Int32Array.from(this.slots.values());
     // The owners the graph file will hold (a write after this point is replayed when it is loaded).
     const ownersAtStart = save ? this.owners.slice() : [];
-    this.touched = new Set();
+    // Synchronously up to the posted build: a write after `slots` was taken must be posted behind it.
     const dir = mkdtempSync(join(tmpdir(), 'orrery-hnsw-'));
     const path = join(dir, 'index.usearch');
+    const graph = this.newGraph();
+    this.graph = graph;
     try {
-      const worker = new Worker(WORKER, {
-        workerData: { buffer: this.data.buffer, dimensions: this.dimensions, slots, path, options: this.hnswOptions, scalar: this.scalar },
-        execArgv: [],
-      });
-      await new Promise<void>((resolve, reject) => {
-        worker.once('message', () => resolve());
-        worker.once('error', reject);
-        worker.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`the index build worker stopped with code ${code}`))));
-      });
-      if (this.closed) return;
-      const graph = this.newGraph();
-      graph.load(path);
-      // Writes made while the worker built: the graph learns them now.
-      for (const slot of this.touched) {
-        const key = BigInt(slot);
-        if (graph.contains(key)) graph.remove(key);
-        if (this.owners[slot] !== null) graph.add(key, this.data.slice(slot * this.dimensions, (slot + 1) * this.dimensions), 1);
-      }
-      this.hnsw = graph;
-      this.touched = null;
+      await graph.build(this.data.buffer as SharedArrayBuffer, slots, save ? path : undefined);
+      if (this.closed || this.graph !== graph) return;
+      this.answering = true;
       if (save) await save(path, ownersAtStart).catch((err) => this.onError(err));
+    } catch (err) {
+      if (this.graph === graph) this.graph = null;
+      graph.close();
+      throw err;
     } finally {
-      this.touched = null;
-      rmSync(dir, { recursive: true, force: true });
+      await rm(dir, { recursive: true, force: true });
     }
   }
 }

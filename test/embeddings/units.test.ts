@@ -124,24 +124,24 @@ describe('the partition index and the filtered search', () => {
   const dims = 32;
   const vectors = Array.from({ length: 300 }, (_, i) => randomUnit(dims, i + 1));
 
-  it('scans exactly below the threshold; upserts and removals are seen at once', () => {
+  it('scans exactly below the threshold; upserts and removals are seen at once', async () => {
     const index = new PartitionIndex(dims, 10_000);
     vectors.forEach((v, i) => index.upsert(`o${i}`, v));
     assert.equal(index.mode, 'exact');
-    const hits = index.nearest(vectors[7], 3);
+    const hits = await index.nearest(vectors[7], 3);
     assert.equal(hits[0].ownerId, 'o7');
     assert.ok(Math.abs(hits[0].score - 1) < 1e-5);
     index.remove('o7');
-    assert.ok(!index.nearest(vectors[7], 3).some((h) => h.ownerId === 'o7'));
+    assert.ok(!(await index.nearest(vectors[7], 3)).some((h) => h.ownerId === 'o7'));
     index.upsert('o8', vectors[7]);
-    assert.equal(index.nearest(vectors[7], 1)[0].ownerId, 'o8');
+    assert.equal((await index.nearest(vectors[7], 1))[0].ownerId, 'o8');
     assert.throws(() => index.upsert('bad', new Float32Array(3)));
   });
 
   it('builds an HNSW graph in a worker past the threshold, keeps writes made during the build, and agrees with the exact scan', async () => {
     const index = new PartitionIndex(dims, 100);
     vectors.slice(0, 150).forEach((v, i) => index.upsert(`o${i}`, v));
-    // Writes while the worker builds: replayed onto the graph once it is loaded.
+    // Writes while the worker builds: posted to it, applied right after the build.
     vectors.slice(150).forEach((v, i) => index.upsert(`o${150 + i}`, v));
     index.remove('o3');
     await index.ready();
@@ -151,13 +151,21 @@ describe('the partition index and the filtered search', () => {
     for (let q = 0; q < 50; q++) {
       const query = randomUnit(dims, 10_000 + q);
       const exact = new Set(index.scan(query, 10).map((h) => h.ownerId));
-      agree += index.nearest(query, 10).filter((h) => exact.has(h.ownerId)).length;
+      agree += (await index.nearest(query, 10)).filter((h) => exact.has(h.ownerId)).length;
     }
     assert.ok(agree / 500 > 0.95, `recall ${agree / 500}`);
-    assert.ok(!index.nearest(vectors[3], 5).some((h) => h.ownerId === 'o3'));
+    assert.ok(!(await index.nearest(vectors[3], 5)).some((h) => h.ownerId === 'o3'));
     index.upsert('o4', vectors[3]);
-    assert.equal(index.nearest(vectors[3], 1)[0].ownerId, 'o4', 'an update after the build moves the node');
+    assert.equal((await index.nearest(vectors[3], 1))[0].ownerId, 'o4', 'an update after the build moves the node');
+    // The graph answers in its worker: a slot freed and given to another owner meanwhile is not
+    // answered as that owner (with the score of the vector it held).
+    const pending = index.nearest(vectors[7], 3);
+    index.remove('o7');
+    index.upsert('newcomer', vectors[250]);
+    assert.ok(!(await pending).some((h) => h.ownerId === 'newcomer' || h.ownerId === 'o7'));
+    assert.equal((await index.nearest(vectors[250], 2)).map((h) => h.ownerId).sort().join(), 'newcomer,o250');
     index.close();
+    assert.equal((await index.nearest(vectors[9], 1))[0].ownerId, 'o9', 'a closed index still answers, exactly');
   });
 
   it('a small candidate set is scored exactly; a broad filter widens until k pass; the source is excluded', async () => {
