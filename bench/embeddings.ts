@@ -74,6 +74,20 @@ function dataset(dims: number, n: number, seed: number): Float32Array[] {
 
 const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))];
 const ms = (t0: number) => performance.now() - t0;
+
+/** Each query's graph answer timed and compared with an exact scan of the same vectors: times (ms) and recall@K. */
+async function timedRecall(index: PartitionIndex, queries: Float32Array[]): Promise<{ times: number[]; recall: number }> {
+  const times: number[] = [];
+  let hits = 0;
+  for (const q of queries) {
+    const t = performance.now();
+    const approx = await index.nearest(q, K);
+    times.push(ms(t));
+    const truth = new Set(index.scan(q, K).map((h) => h.ownerId));
+    hits += approx.filter((h) => truth.has(h.ownerId)).length;
+  }
+  return { times, recall: hits / (queries.length * K) };
+}
 const ownerId = (i: number) => `o${String(i).padStart(7, '0')}`;
 
 interface Result {
@@ -246,17 +260,9 @@ async function restartMode(): Promise<void> {
       stall.disable();
       const stallMs = stall.max / 1e6;
       console.log(`  restart (${changes} changes): first answer in ${firstS.toFixed(2)} s, from ${index.mode} (${hit.length} hits), ${index.size} vectors; longest event-loop stall ${stallMs.toFixed(0)} ms; events ${events.join(', ')}; RSS +${Math.round((process.memoryUsage().rss - rssBefore) / 1e6)} MB`);
-      const times: number[] = [];
-      let hits = 0;
-      for (const q of queries) {
-        const t = performance.now();
-        const approx = await index.nearest(q, K);
-        times.push(ms(t));
-        const truth = new Set(index.scan(q, K).map((h) => h.ownerId));
-        hits += approx.filter((h) => truth.has(h.ownerId)).length;
-      }
-      console.log(`  after restart: index p50 ${pct(times, 50).toFixed(2)} ms p95 ${pct(times, 95).toFixed(2)} ms, recall@${K} ${(hits / (queries.length * K)).toFixed(4)}`);
-      results.push({ changes, firstS, stallMs, fromGraph: index.mode === 'hnsw', p50: pct(times, 50), p95: pct(times, 95), recall: hits / (queries.length * K) });
+      const { times, recall } = await timedRecall(index, queries);
+      console.log(`  after restart: index p50 ${pct(times, 50).toFixed(2)} ms p95 ${pct(times, 95).toFixed(2)} ms, recall@${K} ${recall.toFixed(4)}`);
+      results.push({ changes, firstS, stallMs, fromGraph: index.mode === 'hnsw', p50: pct(times, 50), p95: pct(times, 95), recall });
       indexes.close();
     }
     console.log(JSON.stringify({ mode: 'restart', n, dims, loadS, buildS, fileMb, restarts: results, date: new Date().toISOString() }));
@@ -292,17 +298,9 @@ async function scalarMode(): Promise<void> {
     await index.startBuild(async (path) => { graphMb = statSync(path).size / 1e6; });
     const buildS = ms(t0) / 1000;
     const rssMb = Math.round(process.memoryUsage().rss / 1e6);
-    const times: number[] = [];
-    let hits = 0;
     for (const q of queries.slice(0, 20)) await index.nearest(q, K);
-    for (const q of queries) {
-      const t = performance.now();
-      const approx = await index.nearest(q, K);
-      times.push(ms(t));
-      const truth = new Set(index.scan(q, K).map((h) => h.ownerId));
-      hits += approx.filter((h) => truth.has(h.ownerId)).length;
-    }
-    const row = `| ${scalar} | ${dims} | ${n} | ${buildS.toFixed(1)} s | ${graphMb.toFixed(0)} MB | ${Math.round((process.memoryUsage().rss - rssBefore) / 1e6)} MB (RSS ${rssMb} MB) | ${pct(times, 50).toFixed(2)} / ${pct(times, 95).toFixed(2)} ms | ${(hits / (queries.length * K)).toFixed(4)} |`;
+    const { times, recall } = await timedRecall(index, queries);
+    const row = `| ${scalar} | ${dims} | ${n} | ${buildS.toFixed(1)} s | ${graphMb.toFixed(0)} MB | ${Math.round((process.memoryUsage().rss - rssBefore) / 1e6)} MB (RSS ${rssMb} MB) | ${pct(times, 50).toFixed(2)} / ${pct(times, 95).toFixed(2)} ms | ${recall.toFixed(4)} |`;
     console.log(row);
     rows.push(row);
     index.close();
