@@ -57,4 +57,14 @@ export function newId(): string {
   return time + rand;
 }
 
-export const nowIso = (): string => new Date().toISOString();
+let isoMs = -1;
+let iso = '';
+/** Now as `Date#toISOString`, formatted once per millisecond (a run asks for it several times). */
+export const nowIso = (): string => {
+  const ms = Date.now();
+  if (ms !== isoMs) {
+    isoMs = ms;
+    iso = new Date(ms).toISOString();
+  }
+  return iso;
+};
