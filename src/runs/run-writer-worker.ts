@@ -21,7 +21,7 @@ const writes = new SqliteRunWrites(db);
 const port = parentPort!;
 
 /** Writes received and not yet written: the messages of one turn of this thread's loop share transactions. */
-let pending: ThreadWrite[] = [];
+const pending: ThreadWrite[] = [];
 
 const describe = (err: unknown): ThreadReply['error'] => {
   const e = err as Error & { code?: unknown };
