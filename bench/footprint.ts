@@ -8,8 +8,8 @@
  *
  * RSS is VmRSS of /proc/<pid>/status: one figure for the process, its threads included (they share
  * its address space). Settings: STARTS (5), IDLE_MS (time after /health before idle RSS is read,
- * 5000), SETTLE_S (the "minute later": 60,90,120 reads it at 60, 90 and 120 s; the content worker
- * threads end after 60 s idle), RUNS (10000), OBJECTS (100), KEEP=1 keeps the loaded
+ * 5000), SETTLE_S (the "minute later": 15,60,120 reads it at 15, 60 and 120 s; the content worker
+ * threads end after 10 s idle, src/content/worker/pool.ts), RUNS (10000), OBJECTS (100), KEEP=1 keeps the loaded
  * folder, IDLE_SETTLE_S (5,30,60,90: one more fresh server's RSS read at those seconds after
  * /health). The Portkey gateway is started the same way when `@portkey-ai/gateway` is installed
  * (PORTKEY_ENTRY names its start script otherwise). COMPARE=<built checkout> runs paired start-ups
@@ -26,7 +26,7 @@ import { ROOT, freePort, machine } from './lib/processes.ts';
 const STARTS = Number(process.env.STARTS ?? 5);
 const IDLE_MS = Number(process.env.IDLE_MS ?? 5000);
 /** Seconds after the load at which RSS is read again (comma-separated: each one is recorded). */
-const SETTLE_S = (process.env.SETTLE_S ?? '60,90,120').split(',').map(Number).filter((n) => n >= 0).sort((a, b) => a - b);
+const SETTLE_S = (process.env.SETTLE_S ?? '15,60,120').split(',').map(Number).filter((n) => n >= 0).sort((a, b) => a - b);
 /** Seconds after /health at which one fresh server's idle RSS is read again. */
 const IDLE_SETTLE_S = (process.env.IDLE_SETTLE_S ?? '5,30,60,90').split(',').map(Number).filter((n) => n >= 0).sort((a, b) => a - b);
 const RUNS = Number(process.env.RUNS ?? 10_000);
