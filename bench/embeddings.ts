@@ -212,6 +212,8 @@ async function restartMode(): Promise<void> {
     exactBelow: 10_000, replicaId: 'bench', onError: (err) => console.error(err),
     graphs: {
       store: new LocalBlobStore(join(dir, 'vector-graphs'), { durable: false }), prefix: '', dialect: 'sqlite',
+      // The benchmark's partition belongs to no configured project: the periodic sweep would delete its graph.
+      pruneEveryMs: 0,
       events: (e, _p, detail) => { events.push(e); console.log(`  event ${e}${detail ? ` (${detail})` : ''}`); if (e === 'saved') saved(); },
     },
   });

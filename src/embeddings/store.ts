@@ -133,7 +133,12 @@ export async function partitionRows(db: Db, k: PartitionKey, ownerIds: readonly 
 }
 
 export async function countPartition(db: Db, k: PartitionKey): Promise<number> {
-  const r = await vectorsIn(db, k.scope).select((eb) => eb.fn.countAll<number>().as('n'))
+  // By project alone (a project id names one project of one account, and the key comes from an
+  // authorised scope): vectors_partition then answers the count by itself. With account_id, not in
+  // that index, SQLite read every row and its vector: 859 against 74 ms at 1,000,000 vectors, on
+  // the event loop, when a saved graph is loaded.
+  const r = await db.selectFrom('vectors').select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('vectors.project_id', '=', k.scope.project)
     .where('vectors.owner_kind', '=', k.kind).where('vectors.type', '=', k.type).where('vectors.model', '=', k.model)
     .executeTakeFirstOrThrow();
   return Number(r.n);
