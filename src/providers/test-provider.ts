@@ -65,10 +65,19 @@ function faultOf(model: string): Fault | undefined {
 }
 
 /** Before anything is answered: the waits and failures of the fault models. */
+/**
+ * A timer counts from the event loop's cached time, which can be a little behind the clock: it may
+ * fire a millisecond before `ms` have passed since the call. Wait until they really have.
+ */
+async function waitAtLeast(ms: number, signal?: AbortSignal): Promise<void> {
+  const until = performance.now() + ms;
+  for (let left = ms; left > 0; left = until - performance.now()) await sleep(Math.ceil(left), undefined, { signal });
+}
+
 async function beforeAnswer(fault: Fault | undefined, req: CompletionRequest, signal?: AbortSignal): Promise<void> {
   if (!fault) return;
   const [a, b] = fault.args;
-  if (fault.kind === 'slow') await sleep(a ?? 1000, undefined, { signal });
+  if (fault.kind === 'slow') await waitAtLeast(a ?? 1000, signal);
   if (fault.kind === 'flaky' && callNumber(req.model, lastUserText(req.messages)) <= (a ?? 1)) {
     throw new ProviderError('provider_error', 'test provider: the flaky model failed this call (503)', 503, true);
   }
