@@ -17,7 +17,9 @@
  *                 longest event-loop stall meanwhile (what every other request would wait).
  *   MODE=scalar   (N=100000 DIMS=1536 SCALARS=f32,f16,i8, no database): per scalar kind, the build
  *                 time, the graph's size (its saved file; usearch's memory is the same layout), the
- *                 process RSS, index p50/p95 and recall@10 against an exact scan.
+ *                 process RSS, index p50/p95 and recall@10 against an exact scan, with the
+ *                 server's ef for that size (searchExpansion) and with each of EFS (e.g.
+ *                 EFS=128,256,512) on the same graph.
  *
  * Data: clustered like real embeddings (500 Gaussian centroids plus noise, normalised), from a
  * seeded generator so every run measures the same vectors; queries are fresh points near stored ones.
@@ -37,7 +39,7 @@ import { filteredSearch } from '../src/embeddings/filtered-search.ts';
 import { normalise } from '../src/embeddings/vectors.ts';
 import { LocalBlobStore } from '../src/blobs/local-store.ts';
 import { deleteVectors } from '../src/embeddings/store.ts';
-import { PartitionIndex, DEFAULT_HNSW } from '../src/embeddings/vector-index.ts';
+import { PartitionIndex, DEFAULT_HNSW, searchExpansion } from '../src/embeddings/vector-index.ts';
 import type { ScalarKind } from '../src/embeddings/graph-file.ts';
 
 const N = Number(process.env.N ?? 100_000);
@@ -75,16 +77,20 @@ function dataset(dims: number, n: number, seed: number): Float32Array[] {
 const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))];
 const ms = (t0: number) => performance.now() - t0;
 
-/** Each query's graph answer timed and compared with an exact scan of the same vectors: times (ms) and recall@K. */
-async function timedRecall(index: PartitionIndex, queries: Float32Array[]): Promise<{ times: number[]; recall: number }> {
+/**
+ * Each query's graph answer timed and compared with an exact scan of the same vectors: times (ms)
+ * and recall@K. `truth` keeps the scans' answers across calls on the same vectors (a scan of a
+ * million vectors takes a second).
+ */
+async function timedRecall(index: PartitionIndex, queries: Float32Array[], ef?: number, truth: Array<Set<string>> = []): Promise<{ times: number[]; recall: number }> {
   const times: number[] = [];
   let hits = 0;
-  for (const q of queries) {
+  for (const [i, q] of queries.entries()) {
     const t = performance.now();
-    const approx = await index.nearest(q, K);
+    const approx = await index.nearest(q, K, ef);
     times.push(ms(t));
-    const truth = new Set(index.scan(q, K).map((h) => h.ownerId));
-    hits += approx.filter((h) => truth.has(h.ownerId)).length;
+    truth[i] ??= new Set(index.scan(q, K).map((h) => h.ownerId));
+    hits += approx.filter((h) => truth[i].has(h.ownerId)).length;
   }
   return { times, recall: hits / (queries.length * K) };
 }
@@ -287,10 +293,12 @@ async function scalarMode(): Promise<void> {
   const n = Number(process.env.N ?? 100_000);
   const dims = Number(process.env.DIMS ?? 1536);
   const scalars = (process.env.SCALARS ?? 'f32,f16,i8').split(',') as ScalarKind[];
+  const efs = (process.env.EFS ?? '').split(',').filter(Boolean).map(Number);
   console.log(`${machine()}; MODE=scalar N=${n} DIMS=${dims} SCALARS=${scalars.join(',')}`);
   const all = dataset(dims, n + QUERIES, dims);
   const queries = all.slice(n);
   const rows: string[] = [];
+  const truth: Array<Set<string>> = []; // the same vectors for every kind
   for (const scalar of scalars) {
     const index = new PartitionIndex(dims, 10_000, DEFAULT_HNSW, (err) => console.error(err), { scalar, wantGraph: () => {} });
     for (let i = 0; i < n; i++) index.upsert(ownerId(i), all[i]);
@@ -301,14 +309,19 @@ async function scalarMode(): Promise<void> {
     const buildS = ms(t0) / 1000;
     const rssMb = Math.round(process.memoryUsage().rss / 1e6);
     for (const q of queries.slice(0, 20)) await index.nearest(q, K);
-    const { times, recall } = await timedRecall(index, queries);
-    const row = `| ${scalar} | ${dims} | ${n} | ${buildS.toFixed(1)} s | ${graphMb.toFixed(0)} MB | ${Math.round((process.memoryUsage().rss - rssBefore) / 1e6)} MB (RSS ${rssMb} MB) | ${pct(times, 50).toFixed(2)} / ${pct(times, 95).toFixed(2)} ms | ${recall.toFixed(4)} |`;
-    console.log(row);
-    rows.push(row);
+    const growth = Math.round((process.memoryUsage().rss - rssBefore) / 1e6);
+    // The server's ef for this size first, then any asked for (EFS) on the same graph.
+    for (const ef of [undefined, ...efs]) {
+      const { times, recall } = await timedRecall(index, queries, ef, truth);
+      const efShown = ef ?? `${searchExpansion(n, DEFAULT_HNSW.expansionSearch)} (server)`;
+      const row = `| ${scalar} | ${dims} | ${n} | ${buildS.toFixed(1)} s | ${graphMb.toFixed(0)} MB | ${growth} MB (RSS ${rssMb} MB) | ${efShown} | ${pct(times, 50).toFixed(2)} / ${pct(times, 95).toFixed(2)} ms | ${recall.toFixed(4)} |`;
+      console.log(row);
+      rows.push(row);
+    }
     index.close();
   }
-  console.log('\n| scalar | dims | vectors | HNSW build | graph (saved file) | RSS growth from the build | index p50 / p95 | recall@10 |');
-  console.log('|---|---|---|---|---|---|---|---|');
+  console.log('\n| scalar | dims | vectors | HNSW build | graph (saved file) | RSS growth from the build | ef | index p50 / p95 | recall@10 |');
+  console.log('|---|---|---|---|---|---|---|---|---|');
   for (const r of rows) console.log(r);
 }
 

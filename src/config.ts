@@ -74,6 +74,11 @@ export interface Config {
    * searched exactly (brute force), and so is a filtered candidate set this small; from it on, HNSW.
    */
   vectorExactThreshold: number;
+  /**
+   * Candidate list (ef) of an HNSW search up to 100,000 vectors (ORRERY_VECTOR_EF_SEARCH); it grows
+   * with the partition beyond (embeddings/vector-index.ts `searchExpansion`).
+   */
+  vectorEfSearch: number;
   /** Scalar kind of the HNSW graphs (ORRERY_VECTOR_SCALAR): f32 (default), f16 or i8. */
   vectorScalar: 'f32' | 'f16' | 'i8';
   /** A replica building a graph holds its lease this long, renewed while it builds (ORRERY_VECTOR_GRAPH_LEASE, seconds). */
@@ -175,6 +180,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     jobMaxAttempts: overrides.jobMaxAttempts ?? int(env, 'ORRERY_JOB_ATTEMPTS', 5, 1, 100),
     renditionWaitMs: overrides.renditionWaitMs ?? seconds(env, 'ORRERY_RENDITION_WAIT', 30, 0, 600),
     vectorExactThreshold: overrides.vectorExactThreshold ?? int(env, 'ORRERY_VECTOR_EXACT_THRESHOLD', 10_000, 1, 1_000_000),
+    vectorEfSearch: overrides.vectorEfSearch ?? int(env, 'ORRERY_VECTOR_EF_SEARCH', 128, 10, 4096),
     vectorScalar: overrides.vectorScalar ?? vectorScalar(env),
     vectorGraphLeaseMs: overrides.vectorGraphLeaseMs ?? seconds(env, 'ORRERY_VECTOR_GRAPH_LEASE', 120, 1),
     vectorGraphPollMs: overrides.vectorGraphPollMs ?? seconds(env, 'ORRERY_VECTOR_GRAPH_POLL', 5, 0.05),

@@ -72,6 +72,7 @@ import { sql } from 'kysely';
 import { EmbeddingService } from './embeddings/service.ts';
 import { EmbeddingSettingsStore, parseStored, systemPrincipal } from './embeddings/settings.ts';
 import { VectorIndexes } from './embeddings/index-registry.ts';
+import { DEFAULT_HNSW } from './embeddings/vector-index.ts';
 import { ObjectSimilarity } from './embeddings/object-search.ts';
 import { embeddingsStep } from './embeddings/pipeline-step.ts';
 import { embeddingRoutes } from './embeddings/routes.ts';
@@ -153,6 +154,7 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
     // Embeddings and similarity (src/embeddings): the project's embedder, the vectors, the in-memory indexes.
     const vectorIndexes = new VectorIndexes(db, notifier, {
       exactBelow: config.vectorExactThreshold, replicaId: replica.id, scalar: config.vectorScalar,
+      hnsw: { ...DEFAULT_HNSW, expansionSearch: config.vectorEfSearch },
       // Saved graphs (issue 20): in the blob store when it is S3, else in the data folder.
       graphs: {
         store: config.blobUrl ? blobStore : new LocalBlobStore(join(config.dataDir, 'vector-graphs'), { durable: false }),

@@ -77,8 +77,9 @@ export class GraphThread {
     return this.request({ op: 'apply', remove, keys, vectors }, [remove.buffer, keys.buffer, vectors.buffer] as ArrayBuffer[]);
   }
 
-  search(query: Float32Array, k: number): Promise<GraphMatches> {
-    return this.request({ op: 'search', query: own(query), k });
+  /** The `k` nearest (and a few more, best first) from a search with a candidate list of `ef`. */
+  search(query: Float32Array, k: number, ef: number): Promise<GraphMatches> {
+    return this.request({ op: 'search', query: own(query), k, ef });
   }
 
   save(path: string): Promise<{ size: number }> {

@@ -67,9 +67,15 @@ const handlers = {
     if (keys.length) index.add(keys, vectors, threads(0));
     return { size: index.size() };
   },
-  search({ query, k }) {
-    const found = index.search(query, k, 1);
-    return { keys: found.keys, distances: found.distances };
+  /**
+   * The `k` best of a search whose candidate list holds `ef` (usearch searches with
+   * max(expansion_search, wanted), so asking for `ef` results is a search with that ef), plus a
+   * few more, best first, so that the main thread can skip slots freed meanwhile.
+   */
+  search({ query, k, ef }) {
+    const found = index.search(query, Math.max(k, ef ?? 0), 1);
+    const n = Math.min(found.keys.length, k + Math.max(8, k));
+    return { keys: found.keys.slice(0, n), distances: found.distances.slice(0, n) };
   },
   save({ path }) {
     index.save(path);

@@ -4,7 +4,8 @@ import assert from 'node:assert/strict';
 import { HashedNgramsEmbedder, HASHED_NGRAMS_MODEL } from '../../src/embeddings/hashed-ngrams.ts';
 import { chunkText, embedLong } from '../../src/embeddings/chunking.ts';
 import { fuse } from '../../src/embeddings/fusion.ts';
-import { PartitionIndex } from '../../src/embeddings/vector-index.ts';
+import { loadConfig } from '../../src/config.ts';
+import { PartitionIndex, searchExpansion } from '../../src/embeddings/vector-index.ts';
 import { filteredSearch } from '../../src/embeddings/filtered-search.ts';
 import { decodeVector, dot, encodeVector, normalise } from '../../src/embeddings/vectors.ts';
 import { objectSources, sourceEtag } from '../../src/embeddings/sources.ts';
@@ -162,10 +163,23 @@ describe('the partition index and the filtered search', () => {
     const pending = index.nearest(vectors[7], 3);
     index.remove('o7');
     index.upsert('newcomer', vectors[250]);
-    assert.ok(!(await pending).some((h) => h.ownerId === 'newcomer' || h.ownerId === 'o7'));
+    const answered = await pending;
+    assert.ok(!answered.some((h) => h.ownerId === 'newcomer' || h.ownerId === 'o7'));
+    assert.equal(answered.length, 3, 'the freed slot is skipped and the next best takes its place');
     assert.equal((await index.nearest(vectors[250], 2)).map((h) => h.ownerId).sort().join(), 'newcomer,o250');
     index.close();
     assert.equal((await index.nearest(vectors[9], 1))[0].ownerId, 'o9', 'a closed index still answers, exactly');
+  });
+
+  it('a graph search widens its candidate list (ef) as the partition grows past 100,000 vectors', () => {
+    assert.equal(searchExpansion(5_000, 128), 128);
+    assert.equal(searchExpansion(100_000, 128), 128);
+    assert.equal(searchExpansion(1_000_000, 128), 405);
+    assert.ok(searchExpansion(300_000, 128) > 128 && searchExpansion(300_000, 128) < 405);
+    assert.equal(searchExpansion(1_000_000, 64), 203, 'in proportion to the configured ef');
+    assert.equal(loadConfig({}).vectorEfSearch, 128);
+    assert.equal(loadConfig({ ORRERY_VECTOR_EF_SEARCH: '256' }).vectorEfSearch, 256);
+    assert.throws(() => loadConfig({ ORRERY_VECTOR_EF_SEARCH: '5' }), /ORRERY_VECTOR_EF_SEARCH/);
   });
 
   it('a small candidate set is scored exactly; a broad filter widens until k pass; the source is excluded', async () => {
