@@ -7,9 +7,14 @@
  * back within 20 % of its idle RSS).
  *
  * RSS is VmRSS of /proc/<pid>/status: one figure for the process, its threads included (they share
- * its address space). Settings: STARTS (5), IDLE_MS (time after /health before idle RSS is read,
+ * its address space). The content work runs in child processes that end after 10 s idle
+ * (src/content/worker/pool.ts): the server's own RSS is the figure the targets are about, and the
+ * readings after the load also give the sum with its worker processes' RSS (an upper bound: pages
+ * they share with each other, the node binary's, are counted in each). Each reading prints the load
+ * average. Settings: BUILD (a built checkout whose dist/cli.js is measured, by default this one:
+ * run the same measurement on a base, e.g. `git worktree add /tmp/base HEAD`, built), STARTS (5), IDLE_MS (time after /health before idle RSS is read,
  * 5000), SETTLE_S (the "minute later": 15,60,120 reads it at 15, 60 and 120 s; the content worker
- * threads end after 10 s idle, src/content/worker/pool.ts), RUNS (10000), OBJECTS (100), KEEP=1 keeps the loaded
+ * processes end after 10 s idle, src/content/worker/pool.ts), RUNS (10000), OBJECTS (100), KEEP=1 keeps the loaded
  * folder, IDLE_SETTLE_S (5,30,60,90: one more fresh server's RSS read at those seconds after
  * /health). The Portkey gateway is started the same way when `@portkey-ai/gateway` is installed
  * (PORTKEY_ENTRY names its start script otherwise). COMPARE=<built checkout> runs paired start-ups
@@ -32,7 +37,8 @@ const IDLE_SETTLE_S = (process.env.IDLE_SETTLE_S ?? '5,30,60,90').split(',').map
 const RUNS = Number(process.env.RUNS ?? 10_000);
 const OBJECTS = Number(process.env.OBJECTS ?? 100);
 const ADMIN_KEY = 'sk-bench-footprint-key-0123456789';
-const CLI = join(ROOT, 'dist', 'cli.js');
+const BUILD = process.env.BUILD ?? ROOT;
+const CLI = join(BUILD, 'dist', 'cli.js');
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)];
@@ -47,6 +53,41 @@ function cpuMsOf(pid: number): number {
 function rssOf(pid: number): number {
   return Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) * 1024;
 }
+
+/** The ids of `pid`'s descendants (the content worker processes of a server). */
+function descendantsOf(pid: number): number[] {
+  const parent = new Map<number, number>();
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      parent.set(Number(name), Number(readFileSync(`/proc/${name}/stat`, 'utf8').split(') ')[1].split(' ')[1]));
+    } catch {
+      // ended meanwhile
+    }
+  }
+  const out: number[] = [];
+  const walk = (p: number) => {
+    for (const [child, pp] of parent) if (pp === p) out.push(child), walk(child);
+  };
+  walk(pid);
+  return out;
+}
+
+/** RSS of the process and of its descendants, summed; and how many descendants. */
+function treeRssOf(pid: number): { rss: number; children: number } {
+  const kids = descendantsOf(pid);
+  let rss = rssOf(pid);
+  for (const k of kids) {
+    try {
+      rss += rssOf(k);
+    } catch {
+      // ended meanwhile
+    }
+  }
+  return { rss, children: kids.length };
+}
+
+const loadavg = () => readFileSync('/proc/loadavg', 'utf8').split(' ')[0];
 
 const newest = (dir: string): number =>
   readdirSync(dir, { withFileTypes: true }).reduce((m, e) => Math.max(m, e.isDirectory() ? newest(join(dir, e.name)) : statSync(join(dir, e.name)).mtimeMs), 0);
@@ -117,7 +158,7 @@ async function starts(label: string, folder: () => string): Promise<{ startMs: n
     startCpuMs.push(srv.startCpuMs);
     idleRss.push(rssOf(srv.proc.pid!));
     await srv.stop();
-    console.log(`  ${label} #${i + 1}: first /health 200 after ${Math.round(srv.startMs)} ms (${srv.startCpuMs} ms of CPU), idle RSS ${mb(idleRss.at(-1)!)} MB`);
+    console.log(`  ${label} #${i + 1}: first /health 200 after ${Math.round(srv.startMs)} ms (${srv.startCpuMs} ms of CPU), idle RSS ${mb(idleRss.at(-1)!)} MB (load ${loadavg()})`);
   }
   return { startMs, startCpuMs, idleRss };
 }
@@ -225,7 +266,7 @@ async function compare(baseRoot: string): Promise<void> {
 
 // --- run -------------------------------------------------------------------------------------
 
-if (!existsSync(CLI) || statSync(CLI).mtimeMs < newest(join(ROOT, 'src'))) {
+if (BUILD === ROOT && (!existsSync(CLI) || statSync(CLI).mtimeMs < newest(join(ROOT, 'src')))) {
   console.log('building dist/ (npm run build)');
   execFileSync(process.execPath, [join(ROOT, 'scripts', 'build.mjs')], { cwd: ROOT, stdio: 'inherit' });
 }
@@ -233,10 +274,10 @@ if (process.env.COMPARE) {
   await compare(process.env.COMPARE);
   process.exit(0);
 }
-console.log(`footprint of node dist/cli.js serve, ${machine()}; ${STARTS} starts each, idle RSS read ${IDLE_MS} ms after /health`);
+console.log(`footprint of node ${CLI} serve, ${machine()}; ${STARTS} starts each, idle RSS read ${IDLE_MS} ms after /health`);
 
 const scratch = mkdtempSync(join(tmpdir(), 'orrery-footprint-'));
-const result: Record<string, unknown> = { machine: machine(), date: new Date().toISOString().slice(0, 10), starts: STARTS, idleMs: IDLE_MS };
+const result: Record<string, unknown> = { machine: machine(), date: new Date().toISOString().slice(0, 10), build: BUILD, starts: STARTS, idleMs: IDLE_MS };
 try {
   let n = 0;
   const fresh = await starts('fresh', () => join(scratch, `fresh-${n++}`));
@@ -246,13 +287,13 @@ try {
   // until its memory reducer runs, after some idle seconds.
   const idler = await startOrrery(join(scratch, 'fresh-idle'));
   const idleStart = performance.now();
-  const settledIdle: Array<{ afterS: number; rssMb: number }> = [];
+  const settledIdle: Array<{ afterS: number; rssMb: number; load: string }> = [];
   for (const s of IDLE_SETTLE_S) {
     await sleep(Math.max(0, idleStart + s * 1000 - performance.now()));
-    settledIdle.push({ afterS: s, rssMb: mb(rssOf(idler.proc.pid!)) });
+    settledIdle.push({ afterS: s, rssMb: mb(rssOf(idler.proc.pid!)), load: loadavg() });
   }
   await idler.stop();
-  console.log(`  fresh, left idle: ${settledIdle.map((x) => `${x.rssMb} MB at ${x.afterS} s`).join(', ')}`);
+  console.log(`  fresh, left idle: ${settledIdle.map((x) => `${x.rssMb} MB at ${x.afterS} s (load ${x.load})`).join(', ')}`);
   result.freshIdle = settledIdle;
 
   const loaded = join(scratch, 'loaded');
@@ -261,17 +302,19 @@ try {
   const makerIdle = rssOf(maker.proc.pid!);
   await load(maker.url);
   const afterLoad = rssOf(maker.proc.pid!);
-  console.log(`  RSS: idle ${mb(makerIdle)} MB, after the load ${mb(afterLoad)} MB`);
+  const afterTree = treeRssOf(maker.proc.pid!);
+  console.log(`  RSS: idle ${mb(makerIdle)} MB, after the load ${mb(afterLoad)} MB (with ${afterTree.children} worker processes ${mb(afterTree.rss)} MB; load ${loadavg()})`);
   const loadDone = performance.now();
-  const later: Array<{ afterS: number; rssMb: number; withinIdle20pc: boolean }> = [];
+  const later: Array<{ afterS: number; rssMb: number; withinIdle20pc: boolean; treeRssMb: number; workers: number; load: string }> = [];
   for (const s of SETTLE_S) {
     await sleep(Math.max(0, loadDone + s * 1000 - performance.now()));
     const rss = rssOf(maker.proc.pid!);
-    later.push({ afterS: s, rssMb: mb(rss), withinIdle20pc: rss <= makerIdle * 1.2 });
-    console.log(`  RSS ${s} s after the load: ${mb(rss)} MB (${rss <= makerIdle * 1.2 ? 'within' : 'NOT within'} 20 % of idle)`);
+    const tree = treeRssOf(maker.proc.pid!);
+    later.push({ afterS: s, rssMb: mb(rss), withinIdle20pc: rss <= makerIdle * 1.2, treeRssMb: mb(tree.rss), workers: tree.children, load: loadavg() });
+    console.log(`  RSS ${s} s after the load: ${mb(rss)} MB (${rss <= makerIdle * 1.2 ? 'within' : 'NOT within'} 20 % of idle; with ${tree.children} worker processes ${mb(tree.rss)} MB; load ${loadavg()})`);
   }
   await maker.stop();
-  result.load = { runs: RUNS, objects: OBJECTS, idleRssMb: mb(makerIdle), afterLoadRssMb: mb(afterLoad), later };
+  result.load = { runs: RUNS, objects: OBJECTS, idleRssMb: mb(makerIdle), afterLoadRssMb: mb(afterLoad), afterLoadTreeRssMb: mb(afterTree.rss), later };
 
   const onLoaded = await starts('loaded', () => loaded);
   result.loaded = { startMs: Math.round(median(onLoaded.startMs)), startCpuMs: median(onLoaded.startCpuMs), idleRssMb: mb(median(onLoaded.idleRss)) };

@@ -37,7 +37,7 @@ export interface Config {
   replicaTimeoutSeconds: number;
   /** How often the retention sweeper deletes expired runs and objects (issue 18). */
   retentionSweepSeconds: number;
-  /** Content processing (src/content): jobs at once per process, and one worker thread each. */
+  /** Content processing (src/content): jobs at once per process, and one worker process each (src/content/worker/pool.ts). */
   contentWorkers: number;
   /** Pages of a PDF (slides of a presentation) processed at most; more fails the object. */
   contentMaxPages: number;
@@ -49,7 +49,7 @@ export interface Config {
   contentMaxInputBytes: number;
   /** Wall-clock limit of one processing step, in milliseconds. */
   contentStepTimeoutMs: number;
-  /** JS heap limit of one content worker thread, in MB. */
+  /** JS heap limit of one content worker process (`--max-old-space-size`), in MB. */
   contentWorkerMemoryMb: number;
   /** Visibility timeout of a running job: a job not heard of this long is taken again, in milliseconds. */
   jobLeaseMs: number;

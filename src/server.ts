@@ -146,7 +146,7 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
       publicUrl: () => config.publicUrl,
       maxUploadBytes: config.maxUploadBytes,
     });
-    // Content processing: a durable job queue, worker threads for parsing, the steps (src/content).
+    // Content processing: a durable job queue, worker processes for parsing and drawing, the steps (src/content).
     const jobs = new JobQueue(db, dialect, {
       concurrency: config.contentWorkers, leaseMs: config.jobLeaseMs, maxAttempts: config.jobMaxAttempts, owner: replica.id, metrics,
       onError: (err, what) => app.log.error({ err }, `jobs: could not ${what}`),

@@ -1,9 +1,9 @@
 /**
- * The content libraries the main thread may use (sharp for image facts and renditions,
- * music-metadata for durations, file-type for sniffing), each loaded at its first use: a server
- * that never receives an image does not hold libvips and its tens of megabytes (bench/README.md,
- * footprint). The document extractors and renderers (pdf.js, mammoth, officeparser, canvas,
- * postal-mime, html-to-text) are loaded only in the content worker threads.
+ * The content libraries loaded at their first use: sharp (image facts and renditions) and
+ * music-metadata (durations) in the content worker processes only (worker/pool.ts), so the server
+ * never maps libvips; file-type (sniffing) in the server. A worker process that only reads
+ * documents does not load sharp either. The document extractors and renderers (pdf.js, mammoth,
+ * officeparser, canvas, postal-mime, html-to-text) are loaded only in the worker processes too.
  */
 type Sharp = typeof import('sharp').default;
 

@@ -10,7 +10,7 @@ export interface ContentLimits {
   maxInputBytes: number;
   /** Wall-clock time of one step. */
   stepTimeoutMs: number;
-  /** JS heap of one processing worker thread, in MB. */
+  /** JS heap of one content worker process, in MB. */
   workerMemoryMb: number;
 }
 

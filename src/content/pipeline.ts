@@ -178,9 +178,9 @@ export class ContentPipeline implements ObjectProcessingHook {
   }
 
   /**
-   * Runs one step. Its heavy work runs under the step timeout where it happens: each worker-thread
-   * task (the pool stops the thread past it, not counting the thread's start) and each sharp
-   * encoding (rendition-maker.ts).
+   * Runs one step. Its heavy work runs under the step timeout where it happens: each task of a
+   * content worker process (the pool kills the process past it, not counting the process's
+   * start), and each phase of drawing renditions (worker/draw.ts: the page, the fit, each encoding).
    */
   private async runStep(step: PipelineStep, ctx: StepContext): Promise<void> {
     await step.run(ctx);

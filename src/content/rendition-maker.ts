@@ -1,12 +1,11 @@
 /**
- * Makes image renditions and stores them. The source is the image itself, or the first page of a
- * PDF drawn in a worker thread; sharp (libvips, off the main thread) turns it upright, fits it in
- * `max_hw` × `max_hw` (never enlarging) and encodes JPEG, PNG or WebP. The bytes go to blob
- * storage under a key derived from the object (`.orrery/renditions/<object id>/<name>.<ext>`) and a
- * row records them, with the content ETag they were made from.
+ * Makes image renditions and stores them. The drawing happens in a content worker process
+ * (worker/draw.ts): the source is the image itself, or the first page of a PDF drawn by pdf.js;
+ * sharp (libvips) turns it upright, fits it in `max_hw` × `max_hw` (never enlarging) and encodes
+ * JPEG, PNG or WebP. The bytes go to blob storage under a key derived from the object
+ * (`.orrery/renditions/<object id>/<name>.<ext>`) and a row records them, with the content ETag
+ * they were made from.
  */
-import type { OutputInfo } from 'sharp';
-import { loadSharp } from './libraries.ts';
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/schema.ts';
 import { newId, nowIso } from '../db/ids.ts';
@@ -16,8 +15,8 @@ import { DERIVED_PREFIX } from '../blobs/blob-keys.ts';
 import { ContentError } from './errors.ts';
 import type { ContentLimits } from './limits.ts';
 import { RENDERABLE_IMAGES } from './extract/media.ts';
-import type { RenderedPage } from './extract/pdf-render.ts';
 import type { WorkerPool } from './worker/pool.ts';
+import type { Drawn } from './worker/protocol.ts';
 import { upsertRendition, type RenditionRow } from './store.ts';
 
 export const RENDITION_FORMATS = ['jpeg', 'png', 'webp'] as const;
@@ -39,21 +38,6 @@ export const MAX_RENDITION_SIDE = 4096;
 
 const MIME: Record<RenditionFormat, string> = { jpeg: 'image/jpeg', png: 'image/png', webp: 'image/webp' };
 
-/** sharp cannot be stopped once started (libvips threads); past the deadline the step stops waiting. */
-async function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    return await Promise.race([
-      work,
-      new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new ContentError('step_timeout', `drawing the rendition took longer than ${ms} ms (ORRERY_CONTENT_STEP_TIMEOUT)`)), ms);
-      }),
-    ]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
 export const renditionPrefix = (objectId: string) => `${DERIVED_PREFIX}renditions/${objectId}/`;
 
 /** Whether renditions can be made from content of this type (DOCX and the like have no renderer here). */
@@ -72,21 +56,22 @@ export class RenditionMaker {
    * throws a ContentError.
    */
   async make(s: Scope, objectId: string, sourceEtag: string, family: string, mime: string, bytes: Uint8Array, specs: readonly RenditionSpec[], signal?: AbortSignal): Promise<RenditionRow[]> {
-    const largest = Math.max(...specs.map((r) => r.maxHw));
-    const source = await this.source(family, mime, bytes, largest, signal);
-    // Decode the source once (a 50-megapixel image is slow to decode): every rendition is made
-    // from an upright copy already fitted to the largest size asked.
-    const fitted = specs.length > 1 ? await this.fit(source, largest) : null;
+    if (!canRender(family, mime)) throw new ContentError('unsupported_file', `no image rendition can be made from ${mime}`);
+    // Drawn in a worker process, each phase (the PDF page, the fitted source, each encoding)
+    // within the step timeout; the process is killed past it, libvips included.
+    const drawn = await this.pool.run<Drawn[]>({
+      op: 'renditions', family: family === 'pdf' ? 'pdf' : 'image', bytes, specs: specs.map((r) => ({ format: r.format, maxHw: r.maxHw })), limits: this.limits,
+    }, this.limits.stepTimeoutMs, signal);
     const rows: RenditionRow[] = [];
-    for (const spec of specs) {
+    for (const [i, spec] of specs.entries()) {
       signal?.throwIfAborted();
-      const { data, info } = await this.encode(fitted ?? source, spec, fitted !== null);
+      const { data, width, height } = drawn[i];
       const file = `${spec.name}.${spec.format === 'jpeg' ? 'jpg' : spec.format}`;
       const key = `${renditionPrefix(objectId)}${file}`;
-      const stored = await this.blobs.putDerived(s, key, data, MIME[spec.format], file);
+      const stored = await this.blobs.putDerived(s, key, Buffer.from(data.buffer, data.byteOffset, data.byteLength), MIME[spec.format], file);
       const row: RenditionRow = {
         object_id: objectId, name: spec.name, account_id: s.account, project_id: s.project, id: newId(), format: spec.format, max_hw: spec.maxHw,
-        status: 'ready', error: null, blob_key: key, content_type: MIME[spec.format], width: info.width, height: info.height, size: stored.size,
+        status: 'ready', error: null, blob_key: key, content_type: MIME[spec.format], width, height, size: stored.size,
         etag: stored.etag, source_etag: sourceEtag, created_at: nowIso(),
       };
       await upsertRendition(this.db, row);
@@ -106,50 +91,5 @@ export class RenditionMaker {
       object_id: objectId, name: spec.name, account_id: s.account, project_id: s.project, id: newId(), format: spec.format, max_hw: spec.maxHw,
       status: 'failed', error, blob_key: null, content_type: null, width: null, height: null, size: null, etag: null, source_etag: sourceEtag, created_at: nowIso(),
     });
-  }
-
-  private async source(family: string, mime: string, bytes: Uint8Array, maxSide: number, signal?: AbortSignal): Promise<Uint8Array> {
-    if (family === 'pdf') {
-      const page = await this.pool.run<RenderedPage>({ op: 'renderPdfPage', bytes, page: 1, maxSide, limits: this.limits }, this.limits.stepTimeoutMs, signal);
-      return page.png;
-    }
-    if (family === 'image' && RENDERABLE_IMAGES.has(mime)) return bytes;
-    throw new ContentError('unsupported_file', `no image rendition can be made from ${mime}`);
-  }
-
-  /** The source, upright and fitted in `maxHw` × `maxHw`, as a lossless PNG (alpha kept). */
-  private async fit(source: Uint8Array, maxHw: number): Promise<Buffer> {
-    const sharp = await loadSharp();
-    try {
-      const img = sharp(source, { limitInputPixels: this.limits.maxImagePixels, failOn: 'error', animated: false })
-        .rotate()
-        .resize({ width: maxHw, height: maxHw, fit: 'inside', withoutEnlargement: true })
-        .png({ compressionLevel: 1 });
-      return await withTimeout(img.toBuffer(), this.limits.stepTimeoutMs);
-    } catch (err) {
-      throw this.decodeError(err);
-    }
-  }
-
-  private decodeError(err: unknown): ContentError {
-    if (err instanceof ContentError) return err;
-    const message = (err as Error).message;
-    if (/pixel limit/i.test(message)) return new ContentError('pixel_limit', `the image has more pixels than the limit of ${this.limits.maxImagePixels} (ORRERY_CONTENT_MAX_PIXELS)`);
-    return new ContentError('corrupt_file', `the image could not be decoded: ${message}`);
-  }
-
-  private async encode(source: Uint8Array, spec: RenditionSpec, upright = false): Promise<{ data: Buffer; info: OutputInfo }> {
-    const sharp = await loadSharp();
-    try {
-      let img = sharp(source, { limitInputPixels: this.limits.maxImagePixels, failOn: 'error', animated: false });
-      if (!upright) img = img.rotate();
-      img = img.resize({ width: spec.maxHw, height: spec.maxHw, fit: 'inside', withoutEnlargement: true });
-      if (spec.format === 'jpeg') img = img.flatten({ background: '#ffffff' }).jpeg({ quality: 82 });
-      else if (spec.format === 'png') img = img.png();
-      else img = img.webp({ quality: 80 });
-      return await withTimeout(img.toBuffer({ resolveWithObject: true }), this.limits.stepTimeoutMs);
-    } catch (err) {
-      throw this.decodeError(err);
-    }
   }
 }

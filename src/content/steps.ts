@@ -11,7 +11,7 @@ import type { ContentLimits } from './limits.ts';
 import type { Sniffed } from './sniff.ts';
 import type { WorkerPool } from './worker/pool.ts';
 import type { Extracted, ExtractedFacts } from './extract/documents.ts';
-import { probeMedia, type MediaFacts } from './extract/media.ts';
+import type { MediaFacts } from './extract/media.ts';
 import { detectLanguages } from './languages.ts';
 import { TOKEN_ENCODING } from './token-encoding.ts';
 import { canRender, DEFAULT_RENDITIONS, type RenditionMaker } from './rendition-maker.ts';
@@ -47,6 +47,8 @@ export interface PipelineStep {
   run(ctx: StepContext): Promise<void>;
 }
 
+const NO_TEXT: ReadonlySet<string> = new Set(['image', 'audio', 'video', 'binary']);
+
 const sha256 = (s: string) => createHash('sha256').update(s).digest('hex');
 
 /** Text in reading order (extract/documents.ts says how each format is read); "" for media and archives. */
@@ -54,7 +56,9 @@ export const textStep: PipelineStep = {
   name: 'text',
   async run(ctx) {
     const { family, mime } = ctx.sniffed;
-    const out = await ctx.pool.run<Extracted>({ op: 'extract', family, mime, bytes: ctx.bytes, limits: ctx.limits }, ctx.limits.stepTimeoutMs, ctx.signal);
+    // Images, audio, video and unknown bytes have no text (extract/documents.ts): not worth
+    // copying them to a worker process for that.
+    const out = NO_TEXT.has(family) ? { text: '', facts: {} } : await ctx.pool.run<Extracted>({ op: 'extract', family, mime, bytes: ctx.bytes, limits: ctx.limits }, ctx.limits.stepTimeoutMs, ctx.signal);
     ctx.result.text = out.text;
     // The same etag input.ts gives caller-written text: sha256 of the text.
     ctx.result.textEtag = sha256(out.text);
@@ -67,10 +71,8 @@ export const metadataStep: PipelineStep = {
   name: 'metadata',
   async run(ctx) {
     const { family, mime, nature } = ctx.sniffed;
-    if (family === 'image') {
-      // sharp reads the header off the main thread already: no need to copy a large image to a worker.
-      Object.assign(ctx.result.facts, await probeMedia(family, mime, ctx.bytes, ctx.limits));
-    } else if (family === 'audio' || family === 'video') {
+    if (family === 'image' || family === 'audio' || family === 'video') {
+      // sharp and music-metadata run in a worker process, never in the server's (worker/pool.ts).
       const facts = await ctx.pool.run<MediaFacts>({ op: 'probe', family, mime, bytes: ctx.bytes, limits: ctx.limits }, ctx.limits.stepTimeoutMs, ctx.signal);
       Object.assign(ctx.result.facts, facts);
     }

@@ -1,4 +1,5 @@
-// Entry of a worker thread (content processing, the jst sandbox, the run writer). Worker threads do
+// Entry of a worker thread (the jst sandbox, the run writer; content processing runs in child
+// processes started by src/content/worker/boot.mjs). Worker threads do
 // not inherit the loader that lets the main thread run TypeScript: when the entry is a .ts source
 // (tests, `npm run dev`), register tsx here first; the compiled build (dist/, plain node) loads its
 // .js entry directly, with no loader at run time.

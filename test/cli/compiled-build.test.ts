@@ -3,7 +3,7 @@
  * `prepare` script) under plain node, with no TypeScript loader. The server starts on a fresh data
  * folder, executes a run on the test provider through HTTP (its handlebars prompt is compiled in
  * a template worker thread; on SQLite with two cores the run is written by the run writer thread)
- * and processes an uploaded PDF (text extraction in a content worker thread): every worker's entry
+ * and processes an uploaded PDF (text extraction in a content worker process): every worker's entry
  * file is proven to load from dist/. A build older than the sources is rebuilt first, so a local
  * run tests the code as it is.
  */
@@ -117,7 +117,7 @@ for (const dialect of TEST_DIALECTS) {
       // Worker entries are found beside the code that starts them, with the build's extension.
       const offenders = files.filter((f) => f.endsWith('.js') && /['"`]\.{1,2}\/[^'"`]*\.ts['"`]/.test(readFileSync(join(ROOT, f), 'utf8')));
       assert.deepEqual(offenders, [], 'no compiled file names a .ts module');
-      for (const asset of ['dist/workers/boot.mjs', 'dist/embeddings/graph-worker.mjs', 'dist/pricing/prices.json', 'dist/runs/run-writer-worker.js', 'dist/content/worker/content-worker.js', 'dist/templates/worker/template-worker.js']) {
+      for (const asset of ['dist/workers/boot.mjs', 'dist/embeddings/graph-worker.mjs', 'dist/pricing/prices.json', 'dist/runs/run-writer-worker.js', 'dist/content/worker/content-worker.js', 'dist/content/worker/boot.mjs', 'dist/templates/worker/template-worker.js']) {
         assert.ok(files.includes(asset), `${asset} is in the build`);
       }
     });
@@ -167,7 +167,7 @@ for (const dialect of TEST_DIALECTS) {
       await asset.arrayBuffer();
     });
 
-    it('processes an uploaded PDF in a content worker thread', async () => {
+    it('processes an uploaded PDF in a content worker process', async () => {
       const up = await api('POST', '/api/v1/objects/upload-url', { name: 'report.pdf' });
       assert.equal(up.status, 200, JSON.stringify(up.body));
       const put = await fetch(up.body.url, { method: 'PUT', body: await makePdf(2), headers: { 'content-type': 'application/pdf' } });

@@ -120,8 +120,8 @@ for (const dialect of TEST_DIALECTS) {
     });
     after(() => srv.close());
 
-    it('a step that runs too long is stopped (its worker thread ended) and fails that object only', async () => {
-      // Warm the single worker thread first: the deadline counts from a started thread.
+    it('a step that runs too long is stopped (its worker process killed) and fails that object only', async () => {
+      // Warm the single worker process first: the deadline counts from a started process.
       assert.equal((await processed(srv, await createObject(srv, 'warm.txt', 'warm up'))).status, 'ready');
       const slow = await createObject(srv, 'slow.pdf', await makePdf(2000));
       const obj = await processed(srv, slow);

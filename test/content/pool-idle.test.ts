@@ -1,7 +1,8 @@
 /**
- * The content worker threads end soon after their last task (issue 22: a server after a burst of
- * uploads gives their memory back), a thread that keeps getting tasks stays, and the next task
- * after an idle end starts one again.
+ * The content worker processes end soon after their last task (issue 22: a server after a burst of
+ * uploads gives their memory back to the system), a process that keeps getting tasks stays, and
+ * the next task after an idle end starts one again. An ended process is gone: its pid no longer
+ * exists.
  */
 import { it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -10,29 +11,44 @@ import { IDLE_END_MS, WorkerPool } from '../../src/content/worker/pool.ts';
 
 const count = (pool: WorkerPool, text: string) => pool.run<number>({ op: 'countTokens', text }, 30_000);
 
-it('ends idle content threads and starts one again for the next task', async () => {
+/** Whether a process with this pid exists (signal 0 checks without sending anything). */
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+it('ends idle content processes (their pids gone) and starts one again for the next task', async () => {
   const pool = new WorkerPool({ size: 2, memoryMb: 256, idleMs: 400 });
   try {
-    assert.equal(pool.threads, 0, 'no thread before the first task');
+    assert.equal(pool.processes, 0, 'no process before the first task');
     const [a, b] = await Promise.all([count(pool, 'one two three'), count(pool, 'four five six')]);
     assert.ok(a > 0 && b > 0);
-    assert.equal(pool.threads, 2, 'two tasks at once start two threads');
-    // Tasks closer together than the idle time keep a thread.
+    assert.equal(pool.processes, 2, 'two tasks at once start two processes');
+    const first = pool.pids;
+    assert.equal(first.length, 2);
+    assert.ok(first.every((pid) => pid !== process.pid && alive(pid)), 'separate processes, running');
+    // Tasks closer together than the idle time keep a process.
     for (let i = 0; i < 6; i++) {
       await sleep(150);
       await count(pool, `again ${i}`);
-      assert.ok(pool.threads >= 1, `a thread given a task every 150 ms stays (round ${i})`);
+      assert.ok(pool.processes >= 1, `a process given a task every 150 ms stays (round ${i})`);
     }
     const until = Date.now() + 10_000;
-    while (pool.threads && Date.now() < until) await sleep(25);
-    assert.equal(pool.threads, 0, 'idle threads ended');
-    assert.ok(await count(pool, 'back again') > 0, 'the next task starts a thread again');
-    assert.equal(pool.threads, 1);
+    while (pool.processes && Date.now() < until) await sleep(25);
+    assert.equal(pool.processes, 0, 'idle processes ended');
+    for (const pid of first) assert.equal(alive(pid), false, `process ${pid} exited`);
+    assert.ok(await count(pool, 'back again') > 0, 'the next task starts a process again');
+    assert.equal(pool.processes, 1);
+    assert.ok(!first.includes(pool.pids[0]), 'a new process');
   } finally {
     await pool.close();
   }
 });
 
-it('ends idle threads within seconds by default, not a minute later', () => {
+it('ends idle processes within seconds by default, not a minute later', () => {
   assert.ok(IDLE_END_MS <= 15_000, `IDLE_END_MS is ${IDLE_END_MS} ms`);
 });

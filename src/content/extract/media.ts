@@ -1,6 +1,7 @@
 /**
  * Facts about images, audio and video, read from their headers: dimensions (sharp), duration
- * (music-metadata). An image is refused past the pixel limit before anything decodes it.
+ * (music-metadata). An image is refused past the pixel limit before anything decodes it. Runs in
+ * a content worker process (worker/content-worker.ts), never in the server's.
  */
 import type { Metadata } from 'sharp';
 import { ContentError } from '../errors.ts';

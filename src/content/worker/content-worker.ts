@@ -1,15 +1,15 @@
 /**
- * A content processing worker thread: parses documents, probes media, draws PDF pages and counts
- * tokens for the main thread (worker/pool.ts). One task at a time; a task that runs too long or
- * exhausts this thread's heap ends the thread, never the server.
+ * A content worker process: parses documents, probes media, draws PDF pages and renditions (pdf.js,
+ * canvas, sharp) and counts tokens for the server (worker/pool.ts). One task at a time; a task
+ * that runs too long or exhausts this process's heap ends the process, never the server. Started
+ * by worker/boot.mjs (which registers tsx first when this file is a .ts source).
  */
-import { parentPort } from 'node:worker_threads';
 import { extractText } from '../extract/documents.ts';
 import { probeMedia } from '../extract/media.ts';
-import { renderPdfPage } from '../extract/pdf-render.ts';
 import { countTokens } from '../tokens.ts';
 import { getResolvedPDFJS } from 'unpdf';
-import type { WorkerReply, WorkerRequest } from './protocol.ts';
+import { drawRenditions } from './draw.ts';
+import type { WorkerReady, WorkerReply, WorkerRequest } from './protocol.ts';
 
 // pdf.js 5 needs ES2024's ArrayBuffer transfer methods, which Node 20 lacks: without them fonts
 // fail to load and rendered pages come out blank. A copy is enough for how pdf.js uses them.
@@ -31,30 +31,44 @@ for (const name of ['transferToFixedLength', 'transfer'] as const) {
 console.log = () => {};
 console.warn = () => {};
 
+// The server went away (or ended this process's channel): nothing more will come.
+process.on('disconnect', () => process.exit(0));
+
+const send = (m: WorkerReply | WorkerReady) => process.send!(m);
+
+/** The last input received (the pool sends an object's bytes once for all its steps, worker/pool.ts). */
+let held: { key: number; bytes: Uint8Array } | null = null;
+
 async function handle(req: WorkerRequest): Promise<unknown> {
   switch (req.op) {
     case 'extract':
       return extractText(req.family, req.mime, req.bytes, req.limits);
     case 'probe':
       return probeMedia(req.family, req.mime, req.bytes, req.limits);
-    case 'renderPdfPage':
-      return renderPdfPage(req.bytes, req.page, req.maxSide, req.limits);
+    case 'renditions':
+      return drawRenditions(req.family, req.bytes, req.specs, req.limits, () => send({ id: req.id, lap: true }));
     case 'countTokens':
       return countTokens(req.text);
   }
 }
 
 // Load what the libraries load lazily (pdf.js, the tokenizer's tables), then tell the pool, which
-// starts task deadlines from here: a deadline measures the work, not the thread's start.
+// starts task deadlines from here: a deadline measures the work, not the process's start. sharp
+// (libvips) is loaded at its first use, as music-metadata: a process that only reads documents
+// does not map it.
 await getResolvedPDFJS();
 countTokens('warm up');
-parentPort!.postMessage({ ready: true });
+send({ ready: true });
 
-parentPort!.on('message', (req: WorkerRequest) => {
+process.on('message', (req: WorkerRequest) => {
+  if (req.held !== undefined && req.op !== 'countTokens') {
+    if (req.bytes) held = { key: req.held, bytes: req.bytes };
+    else if (held?.key === req.held) req.bytes = held.bytes;
+  }
   handle(req).then(
-    (result) => parentPort!.postMessage({ id: req.id, ok: true, result } satisfies WorkerReply),
-    (err: Error & { code?: string }) => parentPort!.postMessage({
+    (result) => send({ id: req.id, ok: true, result }),
+    (err: Error & { code?: string }) => send({
       id: req.id, ok: false, error: { name: err?.name ?? 'Error', code: err?.code, message: err?.message ?? String(err) },
-    } satisfies WorkerReply),
+    }),
   );
 });
