@@ -19,7 +19,8 @@
  *                 time, the graph's size (its saved file; usearch's memory is the same layout), the
  *                 process RSS, index p50/p95 and recall@10 against an exact scan, with the
  *                 server's ef for that size (searchExpansion) and with each of EFS (e.g.
- *                 EFS=128,256,512) on the same graph.
+ *                 EFS=128,256,512) on the same graph; EF_ADD sets ef_construction (default the
+ *                 server's).
  *
  * Data: clustered like real embeddings (500 Gaussian centroids plus noise, normalised), from a
  * seeded generator so every run measures the same vectors; queries are fresh points near stored ones.
@@ -294,13 +295,14 @@ async function scalarMode(): Promise<void> {
   const dims = Number(process.env.DIMS ?? 1536);
   const scalars = (process.env.SCALARS ?? 'f32,f16,i8').split(',') as ScalarKind[];
   const efs = (process.env.EFS ?? '').split(',').filter(Boolean).map(Number);
-  console.log(`${machine()}; MODE=scalar N=${n} DIMS=${dims} SCALARS=${scalars.join(',')}`);
+  const hnsw = { ...DEFAULT_HNSW, expansionAdd: Number(process.env.EF_ADD ?? DEFAULT_HNSW.expansionAdd) };
+  console.log(`${machine()}; MODE=scalar N=${n} DIMS=${dims} SCALARS=${scalars.join(',')} ef_construction ${hnsw.expansionAdd}`);
   const all = dataset(dims, n + QUERIES, dims);
   const queries = all.slice(n);
   const rows: string[] = [];
   const truth: Array<Set<string>> = []; // the same vectors for every kind
   for (const scalar of scalars) {
-    const index = new PartitionIndex(dims, 10_000, DEFAULT_HNSW, (err) => console.error(err), { scalar, wantGraph: () => {} });
+    const index = new PartitionIndex(dims, 10_000, hnsw, (err) => console.error(err), { scalar, wantGraph: () => {} });
     for (let i = 0; i < n; i++) index.upsert(ownerId(i), all[i]);
     const rssBefore = process.memoryUsage().rss;
     let graphMb = 0;
@@ -313,7 +315,7 @@ async function scalarMode(): Promise<void> {
     // The server's ef for this size first, then any asked for (EFS) on the same graph.
     for (const ef of [undefined, ...efs]) {
       const { times, recall } = await timedRecall(index, queries, ef, truth);
-      const efShown = ef ?? `${searchExpansion(n, DEFAULT_HNSW.expansionSearch)} (server)`;
+      const efShown = ef ?? `${searchExpansion(n, hnsw.expansionSearch)} (server)`;
       const row = `| ${scalar} | ${dims} | ${n} | ${buildS.toFixed(1)} s | ${graphMb.toFixed(0)} MB | ${growth} MB (RSS ${rssMb} MB) | ${efShown} | ${pct(times, 50).toFixed(2)} / ${pct(times, 95).toFixed(2)} ms | ${recall.toFixed(4)} |`;
       console.log(row);
       rows.push(row);
