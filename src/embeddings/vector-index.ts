@@ -52,8 +52,8 @@ const EXPANSION_REFERENCE = 100_000;
  * The candidate list (ef) of a graph search over `size` vectors: `expansionSearch` up to 100,000,
  * then growing as the square root of size / 100,000 (405 at a million). A fixed ef loses recall as
  * the graph grows: with ef 128, recall@10 is 0.998-1.000 at 100,000 vectors of 384 dimensions and
- * 0.95 at 1,000,000, where ef 384 gives 0.99 (bench/README.md, issue 20) for 1.4 times the
- * query time.
+ * 0.94-0.95 at 1,000,000, where ef 384-405 gives 0.99 (bench/README.md, issue 20) for about twice
+ * the query time.
  */
 export function searchExpansion(size: number, expansionSearch: number): number {
   if (size <= EXPANSION_REFERENCE) return expansionSearch;
