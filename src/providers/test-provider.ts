@@ -64,7 +64,6 @@ function faultOf(model: string): Fault | undefined {
   return { kind: kind as Fault['kind'], args };
 }
 
-/** Before anything is answered: the waits and failures of the fault models. */
 /**
  * A timer counts from the event loop's cached time, which can be a little behind the clock: it may
  * fire a millisecond before `ms` have passed since the call. Wait until they really have.
@@ -74,6 +73,7 @@ async function waitAtLeast(ms: number, signal?: AbortSignal): Promise<void> {
   for (let left = ms; left > 0; left = until - performance.now()) await sleep(Math.ceil(left), undefined, { signal });
 }
 
+/** Before anything is answered: the waits and failures of the fault models. */
 async function beforeAnswer(fault: Fault | undefined, req: CompletionRequest, signal?: AbortSignal): Promise<void> {
   if (!fault) return;
   const [a, b] = fault.args;

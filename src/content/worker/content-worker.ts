@@ -2,7 +2,7 @@
  * A content worker process: parses documents, probes media, draws PDF pages and renditions (pdf.js,
  * canvas, sharp) and counts tokens for the server (worker/pool.ts). One task at a time; a task
  * that runs too long or exhausts this process's heap ends the process, never the server. Started
- * by worker/boot.mjs (which registers tsx first when this file is a .ts source).
+ * by workers/boot.mjs (which registers tsx first when this file is a .ts source).
  */
 import { extractText } from '../extract/documents.ts';
 import { probeMedia } from '../extract/media.ts';

@@ -26,12 +26,11 @@
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import type { Socket } from 'node:net';
+import { BOOT, workerEntry } from '../../workers/entry.ts';
 import { ContentError } from '../errors.ts';
 import type { WorkerReady, WorkerReply, WorkerRequest, WorkerTask } from './protocol.ts';
 
-const BOOT = new URL('./boot.mjs', import.meta.url);
-/** The worker module, with the extension of this file: `.ts` from the sources (tsx), `.js` from dist/. */
-const ENTRY = new URL(`./content-worker${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url).href;
+const ENTRY = workerEntry('./content-worker', import.meta.url);
 /**
  * Idle time after which a process is ended. A burst keeps its processes (each task starts within
  * it); a process started again costs its start (loading pdf.js and the tokenizer: its first task
