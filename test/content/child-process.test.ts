@@ -13,31 +13,14 @@
  */
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { WorkerPool } from '../../src/content/worker/pool.ts';
 import type { ContentLimits } from '../../src/content/limits.ts';
-import { freePort } from '../../scripts/free-port.mjs';
+import { alive, gone, startServerProcess, type ServerProcess } from '../support/processes.ts';
 import { makePdf, makePng, makeWav } from './helpers.ts';
-
-const ROOT = new URL('../..', import.meta.url).pathname;
-
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
-
-async function gone(pid: number, ms = 5000): Promise<boolean> {
-  for (const until = Date.now() + ms; Date.now() < until; await sleep(20)) if (!alive(pid)) return true;
-  return !alive(pid);
-}
 
 const LIMITS: ContentLimits = {
   maxPages: 100_000, maxDecompressedBytes: 64 << 20, maxImagePixels: 50_000_000, maxInputBytes: 64 << 20, stepTimeoutMs: 60_000, workerMemoryMb: 512,
@@ -195,7 +178,7 @@ export async function resolve(specifier, context, next) {
 
 describe('the server process', () => {
   let dir: string;
-  let proc: ChildProcess;
+  let server: ServerProcess;
   let url: string;
   const key = 'sk-child-process-test-key-0001';
   const api = async (method: string, path: string, body?: unknown) => {
@@ -208,28 +191,15 @@ describe('the server process', () => {
     writeFileSync(join(dir, 'hooks.mjs'), HOOKS);
     writeFileSync(join(dir, 'watch.mjs'), `import { register } from 'node:module';\nregister('./hooks.mjs', import.meta.url);\n`);
     writeFileSync(join(dir, 'resolved.log'), '');
-    const port = await freePort();
-    url = `http://127.0.0.1:${port}`;
-    proc = spawn(process.execPath, ['--import', 'tsx', '--import', join(dir, 'watch.mjs'), 'src/cli.ts', 'serve'], {
-      cwd: ROOT,
-      env: {
-        ...process.env, NODE_OPTIONS: '', NODE_TEST_CONTEXT: '', ORRERY_LOG_LEVEL: 'warn', ORRERY_ADMIN_KEY: key, ORRERY_HOST: '127.0.0.1', ORRERY_PORT: String(port),
-        ORRERY_DATA_DIR: join(dir, 'data'), H22_RESOLVE_LOG: join(dir, 'resolved.log'),
-      },
-      stdio: ['ignore', 'ignore', 'inherit'],
-    });
-    for (const until = Date.now() + 60_000; ; await sleep(50)) {
-      if (await fetch(`${url}/health`).then((r) => r.ok, () => false)) break;
-      if (Date.now() > until || proc.exitCode !== null) throw new Error('the server did not start');
-    }
+    server = await startServerProcess(
+      { NODE_OPTIONS: '', NODE_TEST_CONTEXT: '', ORRERY_ADMIN_KEY: key, ORRERY_DATA_DIR: join(dir, 'data'), H22_RESOLVE_LOG: join(dir, 'resolved.log') },
+      ['--import', join(dir, 'watch.mjs')],
+    );
+    url = server.url;
   });
 
   after(async () => {
-    if (proc.exitCode === null) {
-      const exited = new Promise((r) => proc.once('exit', r));
-      proc.kill('SIGTERM');
-      await exited;
-    }
+    await server?.stop();
     rmSync(dir, { recursive: true, force: true });
   });
 
@@ -256,11 +226,11 @@ describe('the server process', () => {
       if (obj.metadata.type === 'image' || obj.metadata.type === 'document') assert.equal(obj.metadata.renditions?.length, 2, `${obj.name}: renditions`);
     }
     // The check can see the libraries: the worker processes (alive for 10 s after their last task) mapped them.
-    const workers = childrenOf(proc.pid!);
+    const workers = childrenOf(server.proc.pid!);
     assert.ok(workers.length >= 1, 'the server has worker processes');
     assert.ok(workers.some((pid) => mapped(pid).some((f) => /libvips/.test(f))), 'a worker process mapped libvips');
     assert.ok(workers.some((pid) => mapped(pid).some((f) => /skia/.test(f))), 'a worker process mapped skia (canvas)');
-    assert.deepEqual(mapped(proc.pid!), [], 'the server maps no content library');
+    assert.deepEqual(mapped(server.proc.pid!), [], 'the server maps no content library');
     assert.equal(readFileSync(join(dir, 'resolved.log'), 'utf8'), '', 'the server resolved no content library');
   });
 });

@@ -8,18 +8,10 @@ import { it } from 'node:test';
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { IDLE_END_MS, WorkerPool } from '../../src/content/worker/pool.ts';
+import { alive } from '../support/processes.ts';
 
 const count = (pool: WorkerPool, text: string) => pool.run<number>({ op: 'countTokens', text }, 30_000);
 
-/** Whether a process with this pid exists (signal 0 checks without sending anything). */
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
 
 it('ends idle content processes (their pids gone) and starts one again for the next task', async () => {
   const pool = new WorkerPool({ size: 2, memoryMb: 256, idleMs: 400 });

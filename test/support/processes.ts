@@ -23,10 +23,11 @@ export interface ServerProcess {
   kill(): Promise<void>;
 }
 
-export async function startServerProcess(env: Record<string, string>): Promise<ServerProcess> {
+/** `nodeFlags` go to node before the CLI (e.g. `--import` of a module hook of the test's). */
+export async function startServerProcess(env: Record<string, string>, nodeFlags: readonly string[] = []): Promise<ServerProcess> {
   const port = await freePort();
   const dataDir = env.ORRERY_DATA_DIR ?? mkdtempSync(join(tmpdir(), 'orrery-proc-'));
-  const proc = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'serve'], {
+  const proc = spawn(process.execPath, ['--import', 'tsx', ...nodeFlags, 'src/cli.ts', 'serve'], {
     cwd: ROOT,
     env: { ...process.env, ORRERY_LOG_LEVEL: 'warn', ...env, ORRERY_PORT: String(port), ORRERY_HOST: '127.0.0.1', ORRERY_DATA_DIR: dataDir },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -60,4 +61,20 @@ export async function startServerProcess(env: Record<string, string>): Promise<S
       await exited;
     },
   };
+}
+
+/** Whether a process with this pid exists (signal 0 checks without sending anything). */
+export function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Whether the process has exited within `ms`. */
+export async function gone(pid: number, ms = 5000): Promise<boolean> {
+  for (const until = Date.now() + ms; Date.now() < until; await new Promise((r) => setTimeout(r, 20))) if (!alive(pid)) return true;
+  return !alive(pid);
 }
