@@ -11,6 +11,7 @@ import type { RunTable } from '../db/schema.ts';
 import type { OrreryDialect } from '../db/dialect.ts';
 import type { RunRow } from './model.ts';
 import { applyRunWrite, prepareRunInsert, prepareRunUpdate, type Db } from './store.ts';
+import { fullTextLast } from './search-index.ts';
 
 export type Op = (trx: Db) => Promise<boolean>;
 
@@ -88,11 +89,11 @@ export class RunWriter implements RunWrites {
     while (this.queue.length) {
       const batch = this.queue.splice(0, this.maxBatch);
       try {
-        const results = await this.db.transaction().execute(async (trx) => {
+        const results = await this.db.transaction().execute((trx) => fullTextLast(trx, async () => {
           const out: boolean[] = [];
           for (const p of batch) out.push(await p.op(trx));
           return out;
-        });
+        }));
         batch.forEach((p, i) => p.resolve(results[i]));
       } catch {
         for (const p of batch) {

@@ -68,6 +68,34 @@ const chunks = <T>(xs: readonly T[], n: number): T[][] => {
   return out;
 };
 
+/**
+ * Full-text writes held back to the end of a transaction of many runs (RunWriter's batches,
+ * `fullTextLast`), in their order: FTS5 writes a segment at every statement savepoint once it is
+ * part of a transaction, so interleaved with the runs statements it cut a segment per run (the
+ * thread's statements do the same, runs/sqlite-run-writes.ts says more). Only writes made through
+ * this module are held; nothing in such a batch reads the full-text table.
+ */
+const heldFullText = new WeakMap<Db, Array<() => Promise<void>>>();
+
+/** Runs `body` in `trx`, then the full-text writes it made. */
+export async function fullTextLast<T>(trx: Db, body: () => Promise<T>): Promise<T> {
+  const held: Array<() => Promise<void>> = [];
+  heldFullText.set(trx, held);
+  try {
+    const out = await body();
+    for (const write of held) await write();
+    return out;
+  } finally {
+    heldFullText.delete(trx);
+  }
+}
+
+const writeFullText = async (trx: Db, write: () => Promise<void>): Promise<void> => {
+  const held = heldFullText.get(trx);
+  if (held) held.push(write);
+  else await write();
+};
+
 async function insertFts(trx: Db, entries: { rowid: number; f: FtsRow }[]): Promise<void> {
   for (const part of chunks(entries, FTS_PER_INSERT)) {
     const values = part.map(({ rowid, f }) => sql`(${rowid}, ${f.body}, ${f.prompt}, ${f.result})`);
@@ -85,16 +113,21 @@ const sqliteIndex: IndexDialect = {
     for (const part of chunks(rows, RUNS_PER_INSERT)) await trx.insertInto('runs').values(part as never).execute();
     const tagRows = tags.map(({ run, tag }) => ({ run_id: rows[run].id as string, tag, search_rowid: m + 1 + run }));
     for (const part of chunks(tagRows, TAGS_PER_INSERT)) await trx.insertInto('run_tags').values(part as never).execute();
-    await insertFts(trx, fts.flatMap((f, i) => (f ? [{ rowid: m + 1 + i, f }] : [])));
+    const entries = fts.flatMap((f, i) => (f ? [{ rowid: m + 1 + i, f }] : []));
+    if (entries.length) await writeFullText(trx, () => insertFts(trx, entries));
   },
   async update(trx, id, set, fts, text, fromStatus) {
     let q = trx.updateTable('runs').set(set as never).where('id', '=', id);
     if (fromStatus) q = q.where('status', '=', fromStatus);
     const r = await q.returning(['search_rowid', 'status']).executeTakeFirst();
     if (!r) return false;
-    // Deleting a row the FTS table does not hold costs ~1 µs (contentless_delete): no need to know.
-    await sql`DELETE FROM runs_fts WHERE rowid = ${r.search_rowid}`.execute(trx);
-    if (fts && (text ?? hasEnded(r.status))) await insertFts(trx, [{ rowid: r.search_rowid!, f: fts }]);
+    const rowid = r.search_rowid!;
+    const row = fts && (text ?? hasEnded(r.status)) ? fts : null;
+    await writeFullText(trx, async () => {
+      // Deleting a row the FTS table does not hold costs ~1 µs (contentless_delete): no need to know.
+      await sql`DELETE FROM runs_fts WHERE rowid = ${rowid}`.execute(trx);
+      if (row) await insertFts(trx, [{ rowid, f: row }]);
+    });
     return true;
   },
 };

@@ -15,6 +15,13 @@ import type { PreparedRunWrite } from './store.ts';
 
 export type WriteOutcome = { value: boolean } | { error: unknown };
 
+/** A full-text change of the transaction in progress: the run's old row deleted (`replace`), its new one written. */
+interface FullTextChange {
+  readonly rowid: number;
+  readonly replace: boolean;
+  readonly row: FtsRow | null;
+}
+
 /** Column names come from our code, never from a request; checked anyway, as they are spliced into SQL. */
 const COLUMN = /^[a-z_][a-z0-9_]*$/;
 
@@ -30,9 +37,24 @@ const columnsOf = (values: Record<string, unknown>): string[] => {
 export class SqliteRunWrites {
   private readonly statements = new Map<string, SQLite.Statement>();
   private readonly inTransaction: SQLite.Transaction<(writes: readonly PreparedRunWrite[]) => boolean[]>;
+  /**
+   * Full-text changes are written last in their transaction, in their order. FTS5 writes the
+   * terms it holds as a new segment at every statement savepoint once it is part of a transaction
+   * (its xSavepoint flushes), and an UPDATE or INSERT of `runs` opens one: interleaved, a batch of
+   * 32 runs cut a segment per run, and merging them cost more than the text itself (bench/README.md,
+   * issue 17, third pass). No statement of a batch reads the full-text table, so the order of
+   * the other writes does not depend on it.
+   */
+  private fullText: FullTextChange[] = [];
 
   constructor(private readonly db: SQLite.Database) {
-    this.inTransaction = db.transaction((writes: readonly PreparedRunWrite[]) => writes.map((w) => this.apply(w)));
+    this.inTransaction = db.transaction((writes: readonly PreparedRunWrite[]) => {
+      this.fullText = [];
+      const out = writes.map((w) => this.apply(w));
+      for (const c of this.fullText) this.writeFullText(c);
+      this.fullText = [];
+      return out;
+    });
   }
 
   /**
@@ -75,7 +97,7 @@ export class SqliteRunWrites {
     });
     const tag = this.statement('INSERT INTO run_tags (run_id, tag, search_rowid) VALUES (?, ?, ?)');
     for (const t of p.tags) tag.run(p.rows[t.run].id, t.tag, m + 1 + t.run);
-    p.fts.forEach((f, i) => f && this.insertFts(m + 1 + i, f));
+    p.fts.forEach((f, i) => f && this.fullText.push({ rowid: m + 1 + i, replace: false, row: f }));
     return true;
   }
 
@@ -86,13 +108,13 @@ export class SqliteRunWrites {
       .get(...columns.map((c) => p.set[c]), p.id, ...(claim ? [p.fromStatus] : [])) as { search_rowid: number; status: string } | undefined;
     if (!r) return false;
     // Deleting a row the FTS table does not hold costs ~1 µs (contentless_delete): no need to know.
-    this.statement('DELETE FROM runs_fts WHERE rowid = ?').run(r.search_rowid);
-    if (p.fts && (p.text ?? hasEnded(r.status))) this.insertFts(r.search_rowid, p.fts);
+    this.fullText.push({ rowid: r.search_rowid, replace: true, row: p.fts && (p.text ?? hasEnded(r.status)) ? p.fts : null });
     return true;
   }
 
-  private insertFts(rowid: number, f: FtsRow): void {
-    this.statement('INSERT INTO runs_fts (rowid, body, prompt, result) VALUES (?, ?, ?, ?)').run(rowid, f.body, f.prompt, f.result);
+  private writeFullText({ rowid, replace, row }: FullTextChange): void {
+    if (replace) this.statement('DELETE FROM runs_fts WHERE rowid = ?').run(rowid);
+    if (row) this.statement('INSERT INTO runs_fts (rowid, body, prompt, result) VALUES (?, ?, ?, ?)').run(rowid, row.body, row.prompt, row.result);
   }
 
   private statement(text: string): SQLite.Statement {

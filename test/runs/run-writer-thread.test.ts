@@ -98,6 +98,31 @@ describe('sqlite: the run writer thread', () => {
     assert.deepEqual(await a.find('pending'), []);
   });
 
+  for (const via of ['the thread', 'RunWriter (Kysely, the HTTP thread)'] as const) {
+    it(`keeps the order of full-text changes within a batch, through ${via}: the last text of a run is the one found`, async () => {
+      // Both write a batch's full text after its other statements (sqlite-run-writes.ts,
+      // search-index.ts fullTextLast): a run inserted ended, then given a new document twice in
+      // the same transaction, must end up with one full-text row, the last one.
+      const o = await open();
+      const writer = via === 'the thread' ? o.writer : new RunWriter(o.db, o.dialect);
+      const run = { ...runRow('first'), status: 'completed' } as RunRow;
+      const withResult = (r: RunRow, value: string) => ({ doc: { ...(r.doc as object), result: [{ type: 'text', value }] } as never });
+      const other = runRow('bystander');
+      const writes = [
+        writer.insert(run, []), writer.insert(other, []),
+        writer.update(run.id, withResult(run, 'second')),
+        writer.update(other.id, { status: 'completed', updated_at: nowIso(), ...withResult(other, 'elsewhere') }),
+        writer.update(run.id, withResult(run, 'third')),
+      ];
+      assert.deepEqual(await Promise.all(writes), [undefined, undefined, true, true, true]);
+      assert.deepEqual(await o.find('third'), [run.id]);
+      assert.deepEqual(await o.find('second'), []);
+      assert.deepEqual(await o.find('elsewhere'), [other.id]);
+      const rows = await sql<{ n: number }>`SELECT count(DISTINCT doc) AS n FROM runs_fts_instances WHERE term = 'first'`.execute(o.db);
+      assert.equal(Number(rows.rows[0].n), 1, 'the parameter word is in the run\'s row alone');
+    });
+  }
+
   it('answers false to a claim on a run that moved on, and to an update of no run', async () => {
     const { writer } = await open();
     const run = runRow('claim');
