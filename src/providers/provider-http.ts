@@ -4,10 +4,11 @@
  * Drivers speak HTTP themselves rather than through an SDK so statuses, provider messages, finish
  * reasons and mid-stream errors reach Orrery exactly as the provider sent them. Requests go
  * through the server's Outbound (outbound.ts: pooled connections, the egress policy); redirects
- * are never followed.
+ * are never followed. They are dispatched with a handler of our own (`Exchange`) that keeps the
+ * answer's bytes as they come, rather than through undici's `request`, whose stream per answer cost
+ * a blocking call about half its client CPU (bench/README.md, issue 17).
  */
-import type { request } from 'undici';
-import type { Readable } from 'node:stream';
+import type { Dispatcher } from 'undici';
 import { ProviderError, type ProviderConnection, type ProviderErrorCode } from './driver.ts';
 import { readSse, type SseEvent } from './sse.ts';
 import { EgressRefused } from './egress.ts';
@@ -97,44 +98,46 @@ export interface ProviderResponse {
 /** POST JSON (or GET); resolves once a 2xx answer has started, throws a ProviderError for anything else. */
 export async function postToProvider(req: ProviderPost): Promise<ProviderResponse> {
   const call = new Call(req);
-  let res: Awaited<ReturnType<typeof request>>;
+  const exchange = new Exchange();
   try {
-    call.arm();
+    call.arm(exchange);
     const method = req.method ?? 'POST';
-    res = await loadUndici().request(req.url, {
+    const url = new URL(req.url);
+    (req.outbound ?? defaultOutbound()).agent.dispatch({
+      origin: url.origin,
+      path: url.pathname + url.search,
       method,
-      dispatcher: (req.outbound ?? defaultOutbound()).agent,
       headers: {
         ...(method === 'POST' ? { 'content-type': 'application/json' } : {}),
         accept: 'application/json, text/event-stream',
         ...req.headers,
       },
       body: method === 'GET' ? undefined : (req.rawBody ?? JSON.stringify(req.body)),
-      signal: call.controller.signal,
-    });
+    }, exchange);
+    await exchange.started;
   } catch (err) {
     call.end();
     throw call.translate(err, 'connect');
   }
-  const status = res.statusCode;
+  const status = exchange.status;
   if (status < 200 || status >= 300) {
     let text = '';
     try {
-      text = await res.body.text();
+      text = (await exchange.whole()).toString('utf8');
     } catch (err) {
       call.end();
       throw call.translate(err, 'body');
     }
     call.end();
-    throw httpError(req.label, status, text, res.headers);
+    throw httpError(req.label, status, text, exchange.headers);
   }
   return {
     status,
-    headers: res.headers,
+    headers: exchange.headers,
     json: async () => {
       let text: string;
       try {
-        text = await res.body.text();
+        text = (await exchange.whole()).toString('utf8');
       } catch (err) {
         throw call.translate(err, 'body');
       } finally {
@@ -146,9 +149,108 @@ export async function postToProvider(req: ProviderPost): Promise<ProviderRespons
         throw new ProviderError('provider_error', `${req.label} answered something that is not JSON: ${clip(text)}`, status);
       }
     },
-    events: () => call.events(res.body),
-    bytes: () => call.bytes(res.body),
+    events: () => call.events(exchange.pieces()),
+    bytes: () => call.bytes(exchange.pieces()),
   };
+}
+
+/** Bytes held for a reader of pieces before the connection is paused (and resumed below half of it). */
+const HELD_BYTES = 1 << 20;
+
+/**
+ * One request as undici dispatches it: the status and headers, then the answer's bytes, kept in
+ * arrival order for whoever reads them, whole (`whole`) or piece by piece (`pieces`, which pauses
+ * the connection while it holds more than HELD_BYTES unread).
+ */
+class Exchange implements Dispatcher.DispatchHandler {
+  status = 0;
+  headers: Record<string, string | string[] | undefined> = {};
+  /** Settles when the answer starts (a final status), or fails with the request's error. */
+  readonly started: Promise<void>;
+  private start!: { resolve: () => void; reject: (err: Error) => void };
+  private controller: Dispatcher.DispatchController | undefined;
+  private abortedWith: Error | undefined;
+  private readonly held: Buffer[] = [];
+  private heldBytes = 0;
+  private streaming = false;
+  private ended = false;
+  private failure: Error | undefined;
+  private wake: (() => void) | undefined;
+
+  constructor() {
+    this.started = new Promise<void>((resolve, reject) => (this.start = { resolve, reject }));
+    this.started.catch(() => {}); // read by the caller; a failure after the start is read from `failure`
+  }
+
+  /** Stops the request (before it went out, as soon as it does). */
+  abort(reason: Error): void {
+    this.abortedWith ??= reason;
+    this.controller?.abort(reason);
+  }
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.controller = controller;
+    if (this.abortedWith) controller.abort(this.abortedWith);
+  }
+
+  onResponseStart(_c: Dispatcher.DispatchController, statusCode: number, headers: Record<string, string | string[] | undefined>): void {
+    if (statusCode < 200) return; // informational (100 Continue): the answer is still to come
+    this.status = statusCode;
+    this.headers = headers;
+    this.start.resolve();
+  }
+
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    this.held.push(chunk);
+    this.heldBytes += chunk.length;
+    if (this.streaming && this.heldBytes > HELD_BYTES && !controller.paused) controller.pause();
+    this.notify();
+  }
+
+  onResponseEnd(): void {
+    this.ended = true;
+    this.notify();
+  }
+
+  onResponseError(_c: Dispatcher.DispatchController, error: Error): void {
+    this.failure = error;
+    this.start.reject(error);
+    this.notify();
+  }
+
+  /** The whole answer, once it has ended. */
+  async whole(): Promise<Buffer> {
+    while (!this.ended && !this.failure) await this.next();
+    if (this.failure) throw this.failure;
+    return this.held.length === 1 ? this.held[0] : Buffer.concat(this.held, this.heldBytes);
+  }
+
+  /** The answer's bytes as they come. */
+  async *pieces(): AsyncGenerator<Uint8Array> {
+    this.streaming = true;
+    for (;;) {
+      const chunk = this.held.shift();
+      if (chunk) {
+        this.heldBytes -= chunk.length;
+        if (this.controller?.paused && this.heldBytes < HELD_BYTES / 2) this.controller.resume();
+        yield chunk;
+        continue;
+      }
+      if (this.failure) throw this.failure;
+      if (this.ended) return;
+      await this.next();
+    }
+  }
+
+  private next(): Promise<void> {
+    return new Promise((resolve) => (this.wake = resolve));
+  }
+
+  private notify(): void {
+    const wake = this.wake;
+    this.wake = undefined;
+    wake?.();
+  }
 }
 
 /** A ProviderError for a non-2xx answer, with the provider's message and the wait it asked for. */
@@ -193,8 +295,11 @@ class Call {
 
   constructor(private readonly req: ProviderPost) {}
 
-  arm(): void {
+  /** Starts the timer and passes every abort (the caller's, the timer's, a consumer that left) to `exchange`. */
+  arm(exchange: Exchange): void {
     if (this.req.signal?.aborted) throw this.req.signal.reason;
+    const signal = this.controller.signal;
+    signal.addEventListener('abort', () => exchange.abort(signal.reason instanceof Error ? signal.reason : new Error('aborted')), { once: true });
     this.req.signal?.addEventListener('abort', this.onAbort, { once: true });
     this.restartTimer();
   }
@@ -212,11 +317,11 @@ class Call {
     this.req.signal?.removeEventListener('abort', this.onAbort);
   }
 
-  events(body: Readable): AsyncGenerator<SseEvent> {
+  events(body: AsyncIterable<Uint8Array>): AsyncGenerator<SseEvent> {
     return this.guarded(readSse(this.touching(body)));
   }
 
-  bytes(body: Readable): AsyncGenerator<Uint8Array> {
+  bytes(body: AsyncIterable<Uint8Array>): AsyncGenerator<Uint8Array> {
     return this.guarded(this.touching(body));
   }
 
