@@ -35,8 +35,9 @@ import { InteractionService } from './interactions/interactions.ts';
 import { ChangeClock } from './interactions/change-clock.ts';
 import { interactionRoutes } from './interactions/routes.ts';
 import { RunService } from './runs/service.ts';
-import { RunWriter } from './runs/run-writer.ts';
+import { RunWriter, signallingWrites } from './runs/run-writer.ts';
 import { ThreadRunWriter } from './runs/run-writer-thread.ts';
+import { WalCheckpointer } from './db/wal-checkpointer.ts';
 import { StreamHub } from './runs/stream-hub.ts';
 import { runRoutes } from './runs/routes.ts';
 import { AnalyticsService, analyticsRoutes } from './analytics/index.ts';
@@ -85,7 +86,7 @@ export interface Orrery {
   config: Config;
   database: OpenedDatabase;
   bootstrap: BootstrapResult;
-  services: { auth: AuthService; runs: RunService; jobs: JobQueue; content: ContentPipeline; embeddings: EmbeddingService };
+  services: { auth: AuthService; runs: RunService; jobs: JobQueue; content: ContentPipeline; embeddings: EmbeddingService; checkpointer?: WalCheckpointer };
   replica: ReplicaRegistry;
   metrics: Metrics;
   /** Checks of GET /ready (features add theirs). */
@@ -134,7 +135,11 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
     // SQLite runs in this process: with a second core, its run writes get a thread of their own
     // (on one core the thread only adds its hand-over cost; bench/README.md). A container's CPU
     // quota counts, not only the CPUs the process may be scheduled on (util/cpu-quota.ts).
-    const runWriter = database.file && usableCores() > 1 ? new ThreadRunWriter(database.file, db, dialect) : new RunWriter(db, dialect);
+    const writer = database.file && usableCores() > 1 ? new ThreadRunWriter(database.file, db, dialect) : new RunWriter(db, dialect);
+    // SQLite's log is checkpointed on a thread while runs are written (db/wal-checkpointer.ts); the
+    // other writes (a heartbeat every few seconds) do not keep that thread alive on an idle server.
+    const checkpointer = database.file ? new WalCheckpointer(database.file) : undefined;
+    const runWriter = checkpointer ? signallingWrites(writer, checkpointer) : writer;
     const limiter = new Limiter(db, dialect);
     const runs = new RunService({
       db, dialect, interactions, environments, templates, hub, changes, replica, notifier, metrics, streamTimeoutSeconds: config.streamTimeoutSeconds,
@@ -227,6 +232,9 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
       // Response serializers from the build's compiled table when there (http/validation.ts).
       schemaController,
     }).withTypeProvider<TypeBoxTypeProvider>();
+    if (checkpointer) {
+      checkpointer.onError = (message) => app.log.error(`sqlite: the checkpoint thread stopped (${message}); connections checkpoint by themselves`);
+    }
 
     const routes: string[] = [];
     app.addHook('onRoute', (r) => {
@@ -357,6 +365,7 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
       const deadline = Date.now() + config.shutdownTimeoutSeconds * 1000;
       while (runs.executing > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
       await runs.close();
+      await checkpointer?.close();
       // Running jobs go back to the queue at once (not after their lease), for this or another process.
       content.stopRecovery();
       await jobs.stop(Math.min(5000, config.shutdownTimeoutSeconds * 1000));
@@ -371,7 +380,7 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
     await app.ready();
     jobs.start();
     content.startRecovery();
-    return { app, config, database, bootstrap, services: { auth, runs, jobs, content, embeddings }, routes, replica, metrics, readiness } as Orrery;
+    return { app, config, database, bootstrap, services: { auth, runs, jobs, content, embeddings, checkpointer }, routes, replica, metrics, readiness } as Orrery;
   } catch (err) {
     await db.destroy().catch(() => {});
     throw err;

@@ -8,6 +8,13 @@ import SQLite from 'better-sqlite3';
 /** How long a connection waits for the write lock before failing (busy_timeout, or db/sqlite-lock-wait.ts's timers). */
 export const LOCK_WAIT_MS = 5000;
 
+/**
+ * Log pages past which a connection checkpoints inside its own commit. SQLite's default is 1,000;
+ * the server checkpoints on a thread of its own (db/wal-checkpointer.ts) well before this, so a
+ * connection does it only if that thread falls behind or is not running (tools, tests).
+ */
+export const FALLBACK_CHECKPOINT_PAGES = 10_000;
+
 /** `eventLoop`: the HTTP thread's handle, which must never sleep in SQLite's busy handler (db/sqlite-lock-wait.ts). */
 export function openSqliteHandle(file: string, { eventLoop }: { eventLoop: boolean }): SQLite.Database {
   const sqlite = new SQLite(file);
@@ -19,5 +26,6 @@ export function openSqliteHandle(file: string, { eventLoop }: { eventLoop: boole
   sqlite.pragma('cache_size = -65536');
   sqlite.pragma('mmap_size = 1073741824');
   sqlite.pragma('temp_store = MEMORY');
+  sqlite.pragma(`wal_autocheckpoint = ${FALLBACK_CHECKPOINT_PAGES}`);
   return sqlite;
 }

@@ -26,6 +26,14 @@ export interface RunWrites {
   close(): Promise<void>;
 }
 
+/** `writes`, with `wrote` told of each write as it is handed over (the WAL checkpointer, db/wal-checkpointer.ts). */
+export const signallingWrites = (writes: RunWrites, sink: { wrote(): void }): RunWrites => ({
+  insert: (row, tags) => (sink.wrote(), writes.insert(row, tags)),
+  update: (id, patch, fromStatus) => (sink.wrote(), writes.update(id, patch, fromStatus)),
+  run: (op) => (sink.wrote(), writes.run(op)),
+  close: () => writes.close(),
+});
+
 interface Pending {
   op: Op;
   resolve: (v: boolean) => void;
