@@ -48,7 +48,14 @@ export class WalCheckpointer {
   /** Something was written: the thread runs (started now if it had ended). Cheap when it runs. */
   wrote(): void {
     if (this.thread || this.closed) return;
-    const thread = new Worker(ENTRY, { workerData: { file: this.file, ...this.timing } });
+    let thread: Worker;
+    try {
+      thread = new Worker(ENTRY, { workerData: { file: this.file, ...this.timing } });
+    } catch (err) {
+      // Never the write's failure: the connections' own checkpoints go on; tried again at the next write.
+      this.onError((err as Error).message);
+      return;
+    }
     thread.unref(); // never what keeps the process alive
     thread.on('message', (m: { error?: string }) => m.error && this.onError(m.error));
     thread.on('error', (err) => this.onError(err.message));

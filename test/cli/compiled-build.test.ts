@@ -117,7 +117,7 @@ for (const dialect of TEST_DIALECTS) {
       // Worker entries are found beside the code that starts them, with the build's extension.
       const offenders = files.filter((f) => f.endsWith('.js') && /['"`]\.{1,2}\/[^'"`]*\.ts['"`]/.test(readFileSync(join(ROOT, f), 'utf8')));
       assert.deepEqual(offenders, [], 'no compiled file names a .ts module');
-      for (const asset of ['dist/workers/boot.mjs', 'dist/embeddings/graph-worker.mjs', 'dist/pricing/prices.json', 'dist/runs/run-writer-worker.js', 'dist/content/worker/content-worker.js', 'dist/templates/worker/template-worker.js']) {
+      for (const asset of ['dist/workers/boot.mjs', 'dist/embeddings/graph-worker.mjs', 'dist/db/wal-checkpoint-worker.mjs', 'dist/pricing/prices.json', 'dist/runs/run-writer-worker.js', 'dist/content/worker/content-worker.js', 'dist/templates/worker/template-worker.js']) {
         assert.ok(files.includes(asset), `${asset} is in the build`);
       }
     });

@@ -34,7 +34,7 @@ describe('sqlite: the WAL checkpoint thread', () => {
     cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
     const file = join(dir, 'orrery.db');
     const db = openSqliteHandle(file, { eventLoop: false });
-    cleanups.push(() => db.close());
+    cleanups.push(() => { db.close(); });
     db.exec('CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT)');
     return { db, file };
   }
