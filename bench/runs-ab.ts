@@ -5,18 +5,35 @@
  * The base is checked out into a temporary git worktree that uses this checkout's node_modules
  * (so a base whose dependencies differ needs its own `npm ci` first).
  *
- *   BASE=<commit> npm run bench -- runs-ab      (BASE=HEAD, ROUNDS=6, DURATION=6 by default)
+ * `UPSTREAM=1`: the runs go through an `openai_compatible` environment to a local OpenAI-compatible
+ * server in its own process (bench/lib/openai-upstream.ts, as `peer` does) instead of the offline
+ * `test` provider, so the provider call's HTTP path is in the comparison.
+ *
+ *   BASE=<commit> npm run bench -- runs-ab      (BASE=HEAD, ROUNDS=6, DURATION=6, UPSTREAM unset by default)
  */
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ROOT, startOrrery } from './lib/processes.ts';
-import { load, median, runBody, seed, type Round } from './lib/runs.ts';
+import { ROOT, startChild, startOrrery, type Child } from './lib/processes.ts';
+import { api, load, median, runBody, seed, type Round } from './lib/runs.ts';
 
 const BASE = process.env.BASE ?? 'HEAD';
 const ROUNDS = Number(process.env.ROUNDS ?? 6);
 const DURATION = Number(process.env.DURATION ?? 6);
+const UPSTREAM = process.env.UPSTREAM === '1';
+
+/** An interaction whose runs call `upstream` through an openai_compatible environment (as bench/peer.ts seeds it). */
+async function seedUpstream(server: { url: string; adminKey: string }, upstream: Child): Promise<string> {
+  const env = await api(server.url, server.adminKey, '/api/v1/environments', {
+    name: 'ab upstream', provider: 'openai_compatible', default_model: 'gpt-4o-mini', endpoint_url: `${upstream.url}/v1`, api_key: 'sk-upstream',
+  });
+  const ix = await api(server.url, server.adminKey, '/api/v1/interactions', {
+    name: 'AB', environment: env.id,
+    prompts: [{ type: 'template', template: { role: 'user', content_type: 'handlebars', content: 'Summarise {{topic}} in one line.' } }],
+  });
+  return ix.id as string;
+}
 
 const git = (...args: string[]) => execFileSync('git', args, { cwd: ROOT, encoding: 'utf8' }).trim();
 const baseSha = git('rev-parse', '--short', BASE);
@@ -24,13 +41,15 @@ const dir = join(mkdtempSync(join(tmpdir(), 'orrery-ab-')), 'base');
 git('worktree', 'add', '--detach', dir, baseSha);
 symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'));
 
+const upstream = UPSTREAM ? await startChild(['bench/lib/openai-upstream.ts'], {}, '/health') : undefined;
 const servers = [
   { name: `base ${baseSha}`, server: await startOrrery({}, dir) },
   { name: 'this tree', server: await startOrrery() },
 ];
 try {
   const targets = await Promise.all(servers.map(async ({ name, server }) => ({
-    name, server, url: `${server.url}/api/v1/runs`, body: runBody(await seed(server)), auth: { authorization: `Bearer ${server.adminKey}` },
+    name, server, url: `${server.url}/api/v1/runs`, body: runBody(upstream ? await seedUpstream(server, upstream) : await seed(server)),
+    auth: { authorization: `Bearer ${server.adminKey}` },
   })));
   for (const t of targets) await load(t.url, t.body, t.auth, t.server, 3); // warm-up
   const rounds: Round[][] = [[], []];
@@ -49,11 +68,13 @@ try {
     rps: median(rounds[k].map((r) => r.rps)), p99: median(rounds[k].map((r) => r.p99)), serverUs: median(rounds[k].map((r) => r.serverUs)),
   });
   const [a, b] = [summary(0), summary(1)];
-  console.log(`\nbase ${baseSha}: median ${a.rps.toFixed(0)} runs/s, p99 ${a.p99} ms, ${a.serverUs} µs CPU/run`);
+  console.log(`\n${upstream ? 'through an openai_compatible upstream' : 'on the test provider'}`);
+  console.log(`base ${baseSha}: median ${a.rps.toFixed(0)} runs/s, p99 ${a.p99} ms, ${a.serverUs} µs CPU/run`);
   console.log(`this tree: median ${b.rps.toFixed(0)} runs/s, p99 ${b.p99} ms, ${b.serverUs} µs CPU/run; ${(ratio * 100).toFixed(0)}% of the base's throughput (median of ${ROUNDS} paired rounds)`);
-  console.log(JSON.stringify({ date: new Date().toISOString(), base: baseSha, rounds, ratio }));
+  console.log(JSON.stringify({ date: new Date().toISOString(), base: baseSha, provider: upstream ? 'openai_compatible' : 'test', rounds, ratio }));
 } finally {
   for (const { server } of servers) await server.stop();
+  await upstream?.stop();
   git('worktree', 'remove', '--force', dir);
   rmSync(join(dir, '..'), { recursive: true, force: true });
 }
