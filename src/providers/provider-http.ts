@@ -182,10 +182,14 @@ class Exchange implements Dispatcher.DispatchHandler {
     this.started.catch(() => {}); // read by the caller; a failure after the start is read from `failure`
   }
 
-  /** Stops the request (before it went out, as soon as it does). */
+  /**
+   * Stops the request. One still queued for a connection is stopped when it gets one, but its
+   * caller is answered now (a timeout, an abort), not after the queue.
+   */
   abort(reason: Error): void {
     this.abortedWith ??= reason;
-    this.controller?.abort(reason);
+    if (this.controller) this.controller.abort(reason);
+    else this.start.reject(reason);
   }
 
   onRequestStart(controller: Dispatcher.DispatchController): void {

@@ -1,7 +1,8 @@
 /**
  * The HTTP edge of the network drivers (providers/provider-http.ts), at the wire: an answer sent
  * in pieces is read whole; a reader of pieces that does not keep up pauses the connection instead
- * of holding the whole answer; a reader that leaves early closes the request.
+ * of holding the whole answer; a reader that leaves early closes the request; a call still waiting
+ * for a connection times out on time.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
@@ -20,17 +21,20 @@ describe('provider-http: reading answers', () => {
   const outbound = new Outbound({ policy: new EgressPolicy('private', 'this test') });
   /** What the /big route had written when asked, and whether its client went away. */
   const big = { written: 0, closed: false, done: false };
+  const hanging: ServerResponse[] = [];
 
   before(async () => {
     server = createServer((req, res) => {
       if (req.url === '/pieces') return void writePieces(res);
       if (req.url === '/big') return void writeBig(res);
+      if (req.url === '/hang') return void hanging.push(res); // answers when the test ends
       res.writeHead(404).end();
     });
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   });
   after(async () => {
+    for (const res of hanging) res.end('{}');
     await outbound.close();
     server.closeAllConnections();
     await new Promise((r) => server.close(r));
@@ -87,5 +91,21 @@ describe('provider-http: reading answers', () => {
     while (!big.closed && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
     assert.ok(big.closed, 'the server saw its client go away');
     assert.ok(!big.done);
+  });
+
+  it('times out a call still waiting for a connection at its own deadline, not after the call ahead of it', async () => {
+    const one = new Outbound({ policy: new EgressPolicy('private', 'this test'), connections: 1 });
+    try {
+      const call = (timeoutMs: number) => postToProvider({ label: 'the test server', url: `${base}/hang`, method: 'GET', headers: {}, timeoutMs, outbound: one });
+      const ahead = call(60_000); // holds the only connection
+      ahead.catch(() => {});
+      await new Promise((r) => setTimeout(r, 50));
+      const started = performance.now();
+      await assert.rejects(call(200), (err: Error & { code?: string }) => err.code === 'provider_unreachable' && /did not answer within 200 ms/.test(err.message));
+      const waited = performance.now() - started;
+      assert.ok(waited < 2000, `answered after ${Math.round(waited)} ms`);
+    } finally {
+      await one.agent.destroy(); // the call ahead is still waiting: not close(), which would wait for it
+    }
   });
 });
