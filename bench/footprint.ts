@@ -17,7 +17,8 @@
  * processes end after 10 s idle, src/content/worker/pool.ts), RUNS (10000), OBJECTS (100), KEEP=1 keeps the loaded
  * folder, IDLE_SETTLE_S (5,30,60,90: one more fresh server's RSS read at those seconds after
  * /health). The Portkey gateway is started the same way when `@portkey-ai/gateway` is installed
- * (PORTKEY_ENTRY names its start script otherwise). COMPARE=<built checkout> runs paired start-ups
+ * (PORTKEY_ENTRY names its start script otherwise). NODE_FLAGS gives the server node options
+ * (`node $NODE_FLAGS dist/cli.js serve`). COMPARE=<built checkout> runs paired start-ups
  * of this build against that one instead (see compare below).
  */
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
@@ -133,7 +134,9 @@ async function start(args: string[], env: Record<string, string>, healthPath: st
   };
 }
 
-const startOrrery = (dataDir: string, cli = CLI, flags: string[] = []) => start([...flags, cli, 'serve'], { ORRERY_DATA_DIR: dataDir, ORRERY_ADMIN_KEY: ADMIN_KEY }, '/health');
+/** NODE_FLAGS: node options for the measured server (e.g. `--max-semi-space-size=4`), in every mode. */
+const NODE_FLAGS = (process.env.NODE_FLAGS ?? '').split(' ').filter(Boolean);
+const startOrrery = (dataDir: string, cli = CLI, flags: string[] = NODE_FLAGS) => start([...flags, cli, 'serve'], { ORRERY_DATA_DIR: dataDir, ORRERY_ADMIN_KEY: ADMIN_KEY }, '/health');
 
 async function api(url: string, method: string, path: string, body?: unknown): Promise<any> {
   const res = await fetch(url + path, {
@@ -274,10 +277,10 @@ if (process.env.COMPARE) {
   await compare(process.env.COMPARE);
   process.exit(0);
 }
-console.log(`footprint of node ${CLI} serve, ${machine()}; ${STARTS} starts each, idle RSS read ${IDLE_MS} ms after /health`);
+console.log(`footprint of node ${[...NODE_FLAGS, CLI].join(' ')} serve, ${machine()}; ${STARTS} starts each, idle RSS read ${IDLE_MS} ms after /health`);
 
 const scratch = mkdtempSync(join(tmpdir(), 'orrery-footprint-'));
-const result: Record<string, unknown> = { machine: machine(), date: new Date().toISOString().slice(0, 10), build: BUILD, starts: STARTS, idleMs: IDLE_MS };
+const result: Record<string, unknown> = { machine: machine(), date: new Date().toISOString().slice(0, 10), build: BUILD, nodeFlags: NODE_FLAGS.join(' '), starts: STARTS, idleMs: IDLE_MS };
 try {
   let n = 0;
   const fresh = await starts('fresh', () => join(scratch, `fresh-${n++}`));

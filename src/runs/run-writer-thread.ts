@@ -35,6 +35,17 @@ interface Waiting {
   thread?: Worker;
 }
 
+/**
+ * The thread's young generation, in MB (Node's `resourceLimits.maxYoungGenerationSizeMb`: V8's two
+ * semi-spaces and its new large-object space together). The thread allocates little per write and
+ * keeps nothing between batches, yet under load V8 grew its young generation to about 14 MB
+ * committed (10,000 runs) and kept it until its memory reducer ran, 15-120 s after the load; with 6
+ * MB it stays at 4 MB, about 10 MB less RSS after a load, with no CPU cost shown per run
+ * (bench/README.md, issue 22). The old generation keeps V8's default limit: a run's document can be
+ * large (test/runs/writer-young-generation.test.ts writes one of 18 MB).
+ */
+export const WRITER_YOUNG_GENERATION_MB = 6;
+
 /** How long close() waits for writes still in flight, and then for the thread to exit. */
 const CLOSE_WAIT_MS = 10_000;
 
@@ -126,7 +137,11 @@ export class ThreadRunWriter implements RunWrites {
 
   private thread(): Worker {
     if (this.worker) return this.worker;
-    const worker = new Worker(BOOT, { workerData: { entry: ENTRY, file: this.file }, execArgv: [] });
+    const worker = new Worker(BOOT, {
+      workerData: { entry: ENTRY, file: this.file },
+      execArgv: [],
+      resourceLimits: { maxYoungGenerationSizeMb: WRITER_YOUNG_GENERATION_MB },
+    });
     worker.on('message', (msg: { replies: ThreadReply[] }) => {
       for (const r of msg.replies) {
         this.settle(r.seq, (w) => (r.error ? w.reject(Object.assign(new Error(r.error.message), r.error.code ? { code: r.error.code } : {})) : w.resolve(r.value ?? false)));
