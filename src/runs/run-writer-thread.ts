@@ -42,7 +42,7 @@ interface Waiting {
  * committed (10,000 runs) and kept it until its memory reducer ran, 15-120 s after the load; with 6
  * MB it stays at 4 MB, about 10 MB less RSS after a load, with no CPU cost shown per run
  * (bench/README.md, issue 22). The old generation keeps V8's default limit: a run's document can be
- * large (test/runs/writer-young-generation.test.ts writes one of 18 MB).
+ * large (test/runs/run-writer-thread.test.ts writes one of 18 MB).
  */
 export const WRITER_YOUNG_GENERATION_MB = 6;
 

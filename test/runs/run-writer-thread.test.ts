@@ -1,7 +1,8 @@
 /**
  * The run writer's thread (SQLite only): a write resolves once it is committed and visible to the
  * main connection, with its search data; claims, failures and a thread that stops reach the caller
- * instead of hanging it; close() waits for what is queued.
+ * instead of hanging it; close() waits for what is queued; its bounded young generation (issue 22)
+ * does not bound what it can write.
  */
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
@@ -15,7 +16,7 @@ import { parseLucene } from '../../src/query/lucene/index.ts';
 import { compileRunQuery } from '../../src/query/lucene-sql/index.ts';
 import { getRun } from '../../src/runs/store.ts';
 import { findRuns, whereOf } from '../../src/runs/search-store.ts';
-import { ThreadRunWriter } from '../../src/runs/run-writer-thread.ts';
+import { ThreadRunWriter, WRITER_YOUNG_GENERATION_MB } from '../../src/runs/run-writer-thread.ts';
 import { RunWriter } from '../../src/runs/run-writer.ts';
 import { sql } from 'kysely';
 import type { RunRow } from '../../src/runs/model.ts';
@@ -170,6 +171,26 @@ describe('sqlite: the run writer thread', () => {
     await old.terminate(); // the old thread's 'exit'
     await written;
     assert.ok(await getRun(db, dialect, SCOPE, next.id));
+  });
+
+  it('runs with a bounded young generation and still writes documents larger than it (issue 22)', async () => {
+    // runs/run-writer-thread.ts WRITER_YOUNG_GENERATION_MB, Node's resourceLimits: a load must not
+    // leave the thread holding V8's largest semi-spaces until the memory reducer runs.
+    const { db, dialect, writer } = await open();
+    const worker = (writer as unknown as { worker: Worker }).worker;
+    assert.equal(worker.resourceLimits?.maxYoungGenerationSizeMb, WRITER_YOUNG_GENERATION_MB);
+    // A prompt of 3 × the whole young generation: V8 puts it in its large-object space.
+    const text = 'orbit '.repeat(Math.ceil((3 * WRITER_YOUNG_GENERATION_MB * 1048576) / 6));
+    const plain = runRow('big');
+    const big = { ...plain, doc: { ...(plain.doc as object), prompt: [{ role: 'user', content: text }] } } as RunRow;
+    const small = Array.from({ length: 500 }, (_, i) => runRow(`word${i}`));
+    await Promise.all([big, ...small].map((r) => writer.insert(r, ['t1'])));
+    const ended = await Promise.all([big, ...small].map((r) => writer.update(r.id, { status: 'completed', updated_at: nowIso(), executor: null, doc: { ...(r.doc as object), result: [{ type: 'text', value: 'answer' }] } as never })));
+    assert.ok(ended.every(Boolean));
+    const stored = await getRun(db, dialect, SCOPE, big.id);
+    assert.equal(stored?.status, 'completed');
+    assert.equal((stored?.doc as { prompt: Array<{ content: string }> }).prompt[0].content.length, text.length);
+    assert.equal((writer as unknown as { worker: Worker }).worker, worker, 'the same thread did all of it (it did not stop)');
   });
 
   it('close() waits for every queued write', async () => {
