@@ -12,7 +12,7 @@ import type { Dispatcher } from 'undici';
 import { ProviderError, type ProviderConnection, type ProviderErrorCode } from './driver.ts';
 import { readSse, type SseEvent } from './sse.ts';
 import { EgressRefused } from './egress.ts';
-import { defaultOutbound, loadUndici, type Outbound } from './outbound.ts';
+import { defaultOutbound, type Outbound } from './outbound.ts';
 
 export const DEFAULT_TIMEOUT_MS = 10 * 60 * 1000;
 
