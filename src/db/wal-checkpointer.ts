@@ -22,9 +22,11 @@ export interface CheckpointTiming {
   everyMs: number;
   /** How long without writes before the thread ends (its memory goes back to the system). */
   idleEndMs: number;
+  /** After the thread failed, how long writes start no other (a failure per write would start a thread per write). */
+  retryAfterMs: number;
 }
 
-const DEFAULT_TIMING: CheckpointTiming = { everyMs: 100, idleEndMs: 10_000 };
+const DEFAULT_TIMING: CheckpointTiming = { everyMs: 100, idleEndMs: 10_000, retryAfterMs: 60_000 };
 
 /** How long close() waits for the thread to finish a checkpoint in progress. */
 const CLOSE_WAIT_MS = 5_000;
@@ -32,6 +34,7 @@ const CLOSE_WAIT_MS = 5_000;
 export class WalCheckpointer {
   private thread: Worker | undefined;
   private closed = false;
+  private failedAt = -Infinity;
   /** Told why the thread stopped early (the server logs it); the connections' own checkpoints go on. */
   onError: (message: string) => void = () => {};
 
@@ -47,22 +50,27 @@ export class WalCheckpointer {
 
   /** Something was written: the thread runs (started now if it had ended). Cheap when it runs. */
   wrote(): void {
-    if (this.thread || this.closed) return;
+    if (this.thread || this.closed || performance.now() - this.failedAt < this.timing.retryAfterMs) return;
     let thread: Worker;
     try {
-      thread = new Worker(ENTRY, { workerData: { file: this.file, ...this.timing } });
+      thread = new Worker(ENTRY, { workerData: { file: this.file, everyMs: this.timing.everyMs, idleEndMs: this.timing.idleEndMs } });
     } catch (err) {
-      // Never the write's failure: the connections' own checkpoints go on; tried again at the next write.
-      this.onError((err as Error).message);
+      // Never the write's failure: the connections' own checkpoints go on meanwhile.
+      this.failed((err as Error).message);
       return;
     }
     thread.unref(); // never what keeps the process alive
-    thread.on('message', (m: { error?: string }) => m.error && this.onError(m.error));
-    thread.on('error', (err) => this.onError(err.message));
+    thread.on('message', (m: { error?: string }) => m.error && this.failed(m.error));
+    thread.on('error', (err) => this.failed(err.message));
     thread.on('exit', () => {
       if (this.thread === thread) this.thread = undefined;
     });
     this.thread = thread;
+  }
+
+  private failed(message: string): void {
+    this.failedAt = performance.now();
+    this.onError(message);
   }
 
   /** Ends the thread after the checkpoint in progress, if any; later writes start none. */

@@ -14,7 +14,7 @@ import { FALLBACK_CHECKPOINT_PAGES, openSqliteHandle } from '../../src/db/sqlite
 import { WalCheckpointer } from '../../src/db/wal-checkpointer.ts';
 import { TEST_DIALECTS, seedEcho, startTestServer } from '../support/server.ts';
 
-const FAST = { everyMs: 20, idleEndMs: 300 };
+const FAST = { everyMs: 20, idleEndMs: 300, retryAfterMs: 60_000 };
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function until(what: string, ok: () => boolean, ms = 5000): Promise<void> {
@@ -89,6 +89,22 @@ describe('sqlite: the WAL checkpoint thread', () => {
     assert.ok(!ckpt.running);
     ckpt.wrote();
     assert.ok(!ckpt.running, 'closed: a write starts nothing');
+  });
+
+  it('a thread that fails is reported, and the next writes start no other for a while', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'orrery-ckpt-'));
+    cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+    const ckpt = new WalCheckpointer(join(dir, 'no such folder', 'orrery.db'), FAST); // the thread cannot open it
+    cleanups.push(() => ckpt.close());
+    const errors: string[] = [];
+    ckpt.onError = (m) => errors.push(m);
+    ckpt.wrote();
+    await until('the failed thread ended', () => !ckpt.running);
+    assert.equal(errors.length, 1, `reported once: ${JSON.stringify(errors)}`);
+    for (let i = 0; i < 20; i++) ckpt.wrote();
+    assert.ok(!ckpt.running, 'writes after a failure start no thread');
+    await sleep(100);
+    assert.equal(errors.length, 1);
   });
 });
 
