@@ -43,7 +43,7 @@ export class WalCheckpointer {
     private readonly timing: CheckpointTiming = DEFAULT_TIMING,
   ) {}
 
-  /** Whether the thread is running (tests, the footprint benchmark). */
+  /** Whether the thread is running (tests). */
   get running(): boolean {
     return this.thread !== undefined;
   }
@@ -53,7 +53,8 @@ export class WalCheckpointer {
     if (this.thread || this.closed || performance.now() - this.failedAt < this.timing.retryAfterMs) return;
     let thread: Worker;
     try {
-      thread = new Worker(ENTRY, { workerData: { file: this.file, everyMs: this.timing.everyMs, idleEndMs: this.timing.idleEndMs } });
+      // Plain JavaScript: none of the process's node flags (a TypeScript loader under tsx) is needed.
+      thread = new Worker(ENTRY, { workerData: { file: this.file, everyMs: this.timing.everyMs, idleEndMs: this.timing.idleEndMs }, execArgv: [] });
     } catch (err) {
       // Never the write's failure: the connections' own checkpoints go on meanwhile.
       this.failed((err as Error).message);
