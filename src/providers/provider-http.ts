@@ -97,10 +97,10 @@ export interface ProviderResponse {
 
 /** POST JSON (or GET); resolves once a 2xx answer has started, throws a ProviderError for anything else. */
 export async function postToProvider(req: ProviderPost): Promise<ProviderResponse> {
-  const call = new Call(req);
   const exchange = new Exchange();
+  const call = new Call(req, exchange);
   try {
-    call.arm(exchange);
+    call.arm();
     const method = req.method ?? 'POST';
     const url = new URL(req.url);
     (req.outbound ?? defaultOutbound()).agent.dispatch({
@@ -183,11 +183,12 @@ class Exchange implements Dispatcher.DispatchHandler {
   }
 
   /**
-   * Stops the request. One still queued for a connection is stopped when it gets one, but its
-   * caller is answered now (a timeout, an abort), not after the queue.
+   * Stops the request, once (later reasons are ignored). One still queued for a connection is
+   * stopped when it gets one, but its caller is answered now (a timeout, an abort), not after the queue.
    */
   abort(reason: Error): void {
-    this.abortedWith ??= reason;
+    if (this.abortedWith) return;
+    this.abortedWith = reason;
     if (this.controller) this.controller.abort(reason);
     else this.start.reject(reason);
   }
@@ -290,20 +291,20 @@ export function retryAfterMs(headers: Record<string, string | string[] | undefin
   return Number.isNaN(at) ? undefined : Math.max(0, at - now);
 }
 
-/** One request's timer, abort wiring and error translation. */
+/** One request's timer, abort wiring and error translation: every abort (the caller's, the timer's, a consumer that left) stops `exchange`. */
 class Call {
-  readonly controller = new AbortController();
   private timer: NodeJS.Timeout | undefined;
   private timedOut = false;
-  private readonly onAbort = () => this.controller.abort(this.req.signal?.reason);
+  private readonly onAbort = () => {
+    const reason: unknown = this.req.signal?.reason;
+    this.exchange.abort(reason instanceof Error ? reason : new Error('aborted'));
+  };
 
-  constructor(private readonly req: ProviderPost) {}
+  constructor(private readonly req: ProviderPost, private readonly exchange: Exchange) {}
 
-  /** Starts the timer and passes every abort (the caller's, the timer's, a consumer that left) to `exchange`. */
-  arm(exchange: Exchange): void {
+  /** Starts the timer and listens to the caller's signal. */
+  arm(): void {
     if (this.req.signal?.aborted) throw this.req.signal.reason;
-    const signal = this.controller.signal;
-    signal.addEventListener('abort', () => exchange.abort(signal.reason instanceof Error ? signal.reason : new Error('aborted')), { once: true });
     this.req.signal?.addEventListener('abort', this.onAbort, { once: true });
     this.restartTimer();
   }
@@ -312,7 +313,7 @@ class Call {
     clearTimeout(this.timer);
     this.timer = setTimeout(() => {
       this.timedOut = true;
-      this.controller.abort(new Error('timeout'));
+      this.exchange.abort(new Error('timeout'));
     }, this.req.timeoutMs);
   }
 
@@ -337,7 +338,7 @@ class Call {
       throw this.translate(err, 'body');
     } finally {
       this.end();
-      if (!this.controller.signal.aborted) this.controller.abort(new Error('stream consumer finished'));
+      this.exchange.abort(new Error('stream consumer finished'));
     }
   }
 
