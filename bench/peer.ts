@@ -24,7 +24,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Pool } from 'undici';
 import { freePort, machine, percentile, ROOT, startChild, startOrrery, type Child } from './lib/processes.ts';
-import { api, median } from './lib/runs.ts';
+import { api, median, seedUpstream } from './lib/runs.ts';
 
 const ROUNDS = Number(process.env.ROUNDS ?? 3);
 const DURATION = Number(process.env.DURATION ?? 6);
@@ -116,13 +116,7 @@ const portkey = await startPortkey(portkeyBin, portkeyPort);
 const orrery = await startOrrery();
 try {
   const completion = JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'Summarise the orbits of the outer planets in one line.' }], temperature: 0.7 });
-  const env = await api(orrery.url, orrery.adminKey, '/api/v1/environments', {
-    name: 'peer upstream', provider: 'openai_compatible', default_model: 'gpt-4o-mini', endpoint_url: `${upstream.url}/v1`, api_key: 'sk-upstream',
-  });
-  const ix = await api(orrery.url, orrery.adminKey, '/api/v1/interactions', {
-    name: 'Peer', environment: env.id,
-    prompts: [{ type: 'template', template: { role: 'user', content_type: 'handlebars', content: 'Summarise {{topic}} in one line.' } }],
-  });
+  const interaction = await seedUpstream(orrery, upstream);
   const targets: Target[] = [
     { name: 'upstream', url: `${upstream.url}/v1/chat/completions`, body: completion, headers: { authorization: 'Bearer sk-upstream' }, server: upstream },
     {
@@ -131,7 +125,7 @@ try {
     },
     {
       name: 'orrery', url: `${orrery.url}/api/v1/runs`, server: orrery, headers: { authorization: `Bearer ${orrery.adminKey}` },
-      body: JSON.stringify({ interaction: ix.id, data: { topic: 'the orbits of the outer planets' }, tags: ['peer'] }),
+      body: JSON.stringify({ interaction, data: { topic: 'the orbits of the outer planets' }, tags: ['peer'] }),
     },
   ];
   // Each answers the completion before any load.

@@ -15,25 +15,13 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ROOT, startChild, startOrrery, type Child } from './lib/processes.ts';
-import { api, load, median, runBody, seed, type Round } from './lib/runs.ts';
+import { ROOT, startChild, startOrrery } from './lib/processes.ts';
+import { load, median, runBody, seed, seedUpstream, type Round } from './lib/runs.ts';
 
 const BASE = process.env.BASE ?? 'HEAD';
 const ROUNDS = Number(process.env.ROUNDS ?? 6);
 const DURATION = Number(process.env.DURATION ?? 6);
 const UPSTREAM = process.env.UPSTREAM === '1';
-
-/** An interaction whose runs call `upstream` through an openai_compatible environment (as bench/peer.ts seeds it). */
-async function seedUpstream(server: { url: string; adminKey: string }, upstream: Child): Promise<string> {
-  const env = await api(server.url, server.adminKey, '/api/v1/environments', {
-    name: 'ab upstream', provider: 'openai_compatible', default_model: 'gpt-4o-mini', endpoint_url: `${upstream.url}/v1`, api_key: 'sk-upstream',
-  });
-  const ix = await api(server.url, server.adminKey, '/api/v1/interactions', {
-    name: 'AB', environment: env.id,
-    prompts: [{ type: 'template', template: { role: 'user', content_type: 'handlebars', content: 'Summarise {{topic}} in one line.' } }],
-  });
-  return ix.id as string;
-}
 
 const git = (...args: string[]) => execFileSync('git', args, { cwd: ROOT, encoding: 'utf8' }).trim();
 const baseSha = git('rev-parse', '--short', BASE);

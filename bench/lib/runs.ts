@@ -21,6 +21,18 @@ export async function seed(orrery: { url: string; adminKey: string }, chunkDelay
   return ix.id as string;
 }
 
+/** An `openai_compatible` environment on a local OpenAI-compatible server and the same interaction on it; answers the interaction id. */
+export async function seedUpstream(orrery: { url: string; adminKey: string }, upstream: { url: string }): Promise<string> {
+  const env = await api(orrery.url, orrery.adminKey, '/api/v1/environments', {
+    name: 'bench upstream', provider: 'openai_compatible', default_model: 'gpt-4o-mini', endpoint_url: `${upstream.url}/v1`, api_key: 'sk-upstream',
+  });
+  const ix = await api(orrery.url, orrery.adminKey, '/api/v1/interactions', {
+    name: 'Bench upstream', environment: env.id,
+    prompts: [{ type: 'template', template: { role: 'user', content_type: 'handlebars', content: 'Summarise {{topic}} in one line.' } }],
+  });
+  return ix.id as string;
+}
+
 /** The body of a blocking run of the seeded interaction. */
 export const runBody = (interaction: string) => JSON.stringify({ interaction, data: { topic: 'the orbits of the outer planets' }, tags: ['bench'] });
 
