@@ -12,7 +12,6 @@ import { alive } from '../support/processes.ts';
 
 const count = (pool: WorkerPool, text: string) => pool.run<number>({ op: 'countTokens', text }, 30_000);
 
-
 it('ends idle content processes (their pids gone) and starts one again for the next task', async () => {
   const pool = new WorkerPool({ size: 2, memoryMb: 256, idleMs: 400 });
   try {
