@@ -52,7 +52,7 @@ describe('sqlite: the WAL checkpoint thread', () => {
   });
 
   it('copies the log while writes go on, so that the next write reuses it instead of growing it', async () => {
-    const { db, file } = open();
+    const { db } = open();
     // Without the thread: 300 commits leave 300+ frames in the log, and it keeps them.
     write(db, 300);
     await sleep(200);
@@ -71,7 +71,6 @@ describe('sqlite: the WAL checkpoint thread', () => {
     const withThread = logFrames(db2);
     assert.ok(withThread < 10, `with the thread the log was reused: ${withThread} frames (${without} without)`);
     assert.equal((db2.prepare('SELECT count(*) AS n FROM t').get() as { n: number }).n, 301);
-    assert.ok(file !== file2);
   });
 
   it('ends when writes stop, starts again with the next write, and not after close', async () => {
