@@ -18,6 +18,12 @@ for (const dialect of TEST_DIALECTS) {
     it('an object left created with no job is found by the recovery sweep and processed', async () => {
       const id = await createObject(srv, 'lost.txt', 'found again');
       assert.equal((await processed(srv, id)).text, 'found again');
+      // The object is ready before its job's row is deleted (after the handler returns): wait for
+      // that, so that the lost state below really has no job (under load the row was still there).
+      const jobOf = () => srv.orrery.database.db.selectFrom('jobs').select('id').where('subject', '=', id).executeTakeFirst();
+      for (const until = Date.now() + 10_000; await jobOf(); await new Promise((r) => setTimeout(r, 20))) {
+        if (Date.now() > until) assert.fail('the finished job was never deleted');
+      }
       // As if the enqueue had been lost: back to created, no text, no job.
       await srv.orrery.database.db.updateTable('objects').set({ status: 'created', text: null, text_etag: null }).where('id', '=', id).execute();
       assert.equal(await srv.orrery.services.content.recover(0), 1);
