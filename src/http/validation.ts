@@ -24,12 +24,18 @@ import { fileURLToPath } from 'node:url';
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
 const require = createRequire(import.meta.url);
-/** Fastify's own serializer compiler and the fast-json-stringify it uses, resolved from fastify (they are its dependencies, not ours). */
-const fastifyRequire = createRequire(require.resolve('fastify'));
-const compilerRequire = createRequire(fastifyRequire.resolve('@fastify/fast-json-stringify-compiler'));
-const SerializerSelector = fastifyRequire('@fastify/fast-json-stringify-compiler') as () => (externalSchemas: unknown, serializerOpts: unknown) => (info: { schema: object }) => (data: unknown) => string;
+type SerializerFactory = (externalSchemas: unknown, serializerOpts: unknown) => (info: { schema: object }) => (data: unknown) => string;
+/**
+ * Fastify's own serializer compiler and the fast-json-stringify it uses, resolved from fastify
+ * (they are its dependencies, not ours); loaded only when a schema is not in the build's table
+ * (they bring Ajv's 80 files, issue 22).
+ */
+let compilerRequire: NodeRequire | undefined;
+const fromCompiler = (): NodeRequire =>
+  (compilerRequire ??= createRequire(createRequire(require.resolve('fastify')).resolve('@fastify/fast-json-stringify-compiler')));
+const serializerFactory = (): SerializerFactory => (fromCompiler()('@fastify/fast-json-stringify-compiler') as () => SerializerFactory)();
 /** Where the build resolves fast-json-stringify from (scripts/compile-schemas.mjs). */
-export const resolveSerializerLibrary = (): string => compilerRequire.resolve('fast-json-stringify');
+export const resolveSerializerLibrary = (): string => fromCompiler().resolve('fast-json-stringify');
 
 /** Which Ajv instance compiles a part of the request: `text` coerces, `json` does not. */
 export type ValidatorKind = 'text' | 'json';
@@ -96,7 +102,7 @@ let versions: string | undefined;
 function libraryVersions(): string {
   versions ??= ['ajv', 'ajv-formats', 'fast-json-stringify'].map((p) => {
     try {
-      const from = p === 'fast-json-stringify' ? compilerRequire : require;
+      const from = p === 'fast-json-stringify' ? fromCompiler() : require;
       return `${p}@${(JSON.parse(readFileSync(from.resolve(`${p}/package.json`), 'utf8')) as { version: string }).version}`;
     } catch {
       return `${p}@?`;
@@ -155,7 +161,8 @@ export function installValidation(app: FastifyInstance): void {
 export const schemaController: NonNullable<FastifyServerOptions['schemaController']> = {
   compilersFactory: {
     buildSerializer: ((externalSchemas: unknown, serializerOpts: unknown) => {
-      const compile = SerializerSelector()(externalSchemas, serializerOpts);
+      let factory: ReturnType<SerializerFactory> | undefined;
+      const compile = (info: { schema: object }) => (factory ??= serializerFactory()(externalSchemas, serializerOpts))(info);
       // Mirrors the options Fastify's compiler hands fast-json-stringify, including its one change
       // of them (a route schema whose $id is also a shared schema drops that shared schema).
       let shared = externalSchemas as Record<string, unknown> | undefined;

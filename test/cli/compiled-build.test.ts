@@ -14,7 +14,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, w
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from '../../scripts/free-port.mjs';
-import { TEST_DIALECTS, createPgDatabase } from '../support/server.ts';
+import { TEST_DIALECTS, createPgDatabase, startTestServer } from '../support/server.ts';
 import { makePdf } from '../content/helpers.ts';
 
 const ROOT = new URL('../..', import.meta.url).pathname;
@@ -122,21 +122,52 @@ for (const dialect of TEST_DIALECTS) {
       }
     });
 
-    it('the build compiled the route schemas and bundled kysely, TypeBox and jose (issue 22)', () => {
-      // Without them the server still works (it compiles its schemas and loads the packages at
-      // start-up), so only this test notices a build that silently fell back.
-      for (const f of ['http/compiled/validators-text.cjs', 'http/compiled/validators-json.cjs', 'http/compiled/serializers.cjs', 'vendor/kysely.js', 'vendor/typebox.js', 'vendor/jose.js']) {
+    it('the build compiled the route schemas and bundled the dependencies of many files, in ASCII (issue 22)', () => {
+      // Without them the server still works (it compiles its schemas and loads the packages from
+      // node_modules at start-up), so only this test notices a build that silently fell back.
+      const bundles = ['kysely', 'typebox', 'typebox-value', 'jose', 'fastify', 'fastify-swagger', 'fastify-static', 'prom-client', 'ajv', 'ajv-formats',
+        'secure-json-parse', 'pino', 'mime-types', 'handlebars', 'acorn', 'eslint-scope', 'jsonrepair', 'csv-stringify-sync'];
+      for (const f of ['http/compiled/validators-text.cjs', 'http/compiled/validators-json.cjs', 'http/compiled/serializers.cjs', 'vendor/schema-runtime.cjs', ...bundles.map((b) => `vendor/${b}.js`)]) {
         assert.ok(existsSync(join(ROOT, 'dist', f)), `dist/${f} is in the build`);
       }
       const bare: string[] = [];
+      const twoByte: string[] = [];
+      const bundled = /(\bfrom\s*|\bimport\s*\(\s*)['"](kysely|@sinclair\/typebox|jose|fastify|@fastify\/swagger|@fastify\/static|prom-client|ajv|ajv-formats|secure-json-parse|pino|mime-types|handlebars|acorn|eslint-scope|jsonrepair|csv-stringify)(\/[^'"]*)?['"]/;
       const walk = (d: string) => readdirSync(d, { withFileTypes: true }).forEach((e) => {
         const f = join(d, e.name);
-        if (e.isDirectory()) {
-          if (f !== join(ROOT, 'dist', 'vendor')) walk(f); // the bundles' own doc comments show such imports
-        } else if (f.endsWith('.js') && /(\bfrom\s*|\bimport\s*\(\s*)['"](kysely|@sinclair\/typebox|jose)(\/[^'"]*)?['"]/.test(readFileSync(f, 'utf8'))) bare.push(f.slice(ROOT.length));
+        if (e.isDirectory()) return walk(f);
+        if (!/\.(c|m)?js$/.test(f)) return;
+        const text = readFileSync(f, 'utf8');
+        // The bundles' own doc comments show such imports.
+        if (!f.startsWith(join(ROOT, 'dist', 'vendor')) && (bundled.test(text) || /require\(['"](fast-json-stringify|ajv)\//.test(text))) bare.push(f.slice(ROOT.length));
+        if (/[^\x00-\x7f]/.test(text)) twoByte.push(f.slice(ROOT.length));
       });
       walk(join(ROOT, 'dist'));
-      assert.deepEqual(bare, [], 'dist/ imports the bundled packages from dist/vendor/');
+      assert.deepEqual(bare, [], 'dist/ imports the bundled packages from dist/vendor/, and the compiled schemas their helpers');
+      assert.deepEqual(twoByte, [], 'every file of dist/ is ASCII (V8 holds a source with other characters at two bytes each)');
+    });
+
+    it('serves the OpenAPI document the sources serve, its metrics and a CSV export, through the bundles', async () => {
+      const fromSources = await startTestServer(dialect);
+      try {
+        const strip = (doc: any) => ({ ...doc, servers: undefined });
+        const built = await api('GET', '/api/v1/openapi.json');
+        const source = await fromSources.api('GET', '/api/v1/openapi.json');
+        assert.equal(built.status, 200);
+        assert.ok(Object.keys(built.body.paths).length > 50, 'the routes are documented');
+        assert.deepEqual(strip(built.body), strip(source.body), 'the bundled @fastify/swagger builds the same document');
+      } finally {
+        await fromSources.close();
+      }
+      const metrics = await (await fetch(`${srv.url}/metrics`)).text();
+      assert.match(metrics, /^orrery_nodejs_eventloop_lag_p99_seconds \d/m);
+      const csv = await fetch(`${srv.url}/api/v1/runs/export?format=csv`, { headers: { authorization: `Bearer ${ADMIN_KEY}` } });
+      assert.equal(csv.status, 200);
+      assert.match(csv.headers.get('content-type') ?? '', /text\/csv/);
+      assert.match((await csv.text()).split('\n')[0], /^id,/);
+      // acorn and eslint-scope: a jst prompt's variables are read from its code when it is saved.
+      const jst = await api('POST', '/api/v1/prompts', { name: 'jst prompt', role: 'user', content: 'return `Tell me about ${topic}`;', content_type: 'jst' });
+      assert.equal(jst.status, 200, JSON.stringify(jst.body));
     });
 
     it('answers /health, executes a run on the test provider and records it', async () => {
