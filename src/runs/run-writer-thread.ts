@@ -9,6 +9,11 @@
  * Writes made of SQL built here (`run`: sweeps, rare) go through this thread's own connection; two
  * connections write the file, so transactions begin IMMEDIATE (db/open.ts). If the thread stops,
  * the writes it held fail and the next write starts a new one.
+ *
+ * The thread exists only while runs are written (issue 22: an idle server holds no second V8 heap,
+ * about 10 MB): the first write starts it, and it ends WRITER_IDLE_END_MS after the last. Until it
+ * has opened its connection (a few hundred ms) writes go through this thread's connection as on a
+ * single core (runs/run-writer.ts), so no run waits for it to load.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Worker } from 'node:worker_threads';
@@ -18,7 +23,7 @@ import type { RunTable } from '../db/schema.ts';
 import type { OrreryDialect } from '../db/dialect.ts';
 import type { RunRow } from './model.ts';
 import { RunWriter, type Op, type RunWrites } from './run-writer.ts';
-import { prepareRunInsert, prepareRunUpdate, type Db, type PreparedRunWrite } from './store.ts';
+import { applyRunWrite, prepareRunInsert, prepareRunUpdate, type Db, type PreparedRunWrite } from './store.ts';
 
 /** Worker threads do not inherit the loader that runs TypeScript: the boot file (workers/boot.mjs) registers it for a .ts entry. */
 const ENTRY = workerEntry('./run-writer-worker', import.meta.url);
@@ -27,6 +32,8 @@ const ENTRY = workerEntry('./run-writer-worker', import.meta.url);
 export type ThreadWrite = { seq: number; write: PreparedRunWrite };
 export type ThreadRequest = { batch: ThreadWrite[] } | { close: true };
 export type ThreadReply = { seq: number; value?: boolean; error?: { message: string; code?: string } };
+/** What the thread posts: once `ready` (its connection open), then the replies to each batch. */
+export type ThreadMessage = { ready: true } | { replies: ThreadReply[] };
 
 interface Waiting {
   resolve: (v: boolean) => void;
@@ -49,8 +56,25 @@ export const WRITER_YOUNG_GENERATION_MB = 6;
 /** How long close() waits for writes still in flight, and then for the thread to exit. */
 const CLOSE_WAIT_MS = 10_000;
 
+/** The thread ends this long after its last write; the next write starts another. */
+export const WRITER_IDLE_END_MS = 30_000;
+
+/** After a thread stopped before it was ready, writes stay on this thread's connection this long before another is tried. */
+export const WRITER_RESTART_BACKOFF_MS = 60_000;
+
+export interface ThreadRunWriterOptions {
+  /** WRITER_IDLE_END_MS unless given (tests). */
+  idleEndMs?: number;
+}
+
 export class ThreadRunWriter implements RunWrites {
   private worker: Worker | undefined;
+  /** The worker has opened its connection: writes go to it (before, through `local`). */
+  private ready = false;
+  private readyWaiters: Array<{ resolve: () => void; reject: (e: Error) => void }> = [];
+  private idleTimer: NodeJS.Timeout | undefined;
+  private failedStartAt = -Infinity;
+  private readonly idleEndMs: number;
   private seq = 0;
   private outbox: ThreadWrite[] = [];
   private scheduled = false;
@@ -63,10 +87,19 @@ export class ThreadRunWriter implements RunWrites {
     private readonly file: string,
     db: Db,
     private readonly dialect: OrreryDialect,
+    options: ThreadRunWriterOptions = {},
   ) {
     this.local = new RunWriter(db, dialect);
-    // Started now: the thread takes a second or so to load, which the first run must not wait for.
-    this.thread();
+    this.idleEndMs = options.idleEndMs ?? WRITER_IDLE_END_MS;
+  }
+
+  /** Starts the thread if none runs; resolves once it takes writes (tests; writes start it themselves). */
+  started(): Promise<void> {
+    if (this.ready) return Promise.resolve();
+    this.start();
+    if (!this.worker) return Promise.reject(new Error('the run writer thread could not start (writes go through the main connection)'));
+    this.worker.ref(); // until it is ready: someone waits for it
+    return new Promise((resolve, reject) => this.readyWaiters.push({ resolve, reject }));
   }
 
   async insert(row: RunRow, tags: readonly string[]): Promise<void> {
@@ -88,6 +121,7 @@ export class ThreadRunWriter implements RunWrites {
   }
 
   private async shutDown(): Promise<void> {
+    clearTimeout(this.idleTimer);
     await this.local.drain();
     const idle = new Promise<void>((r) => (this.waiting.size || this.outbox.length ? this.idle.push(r) : r()));
     await Promise.race([idle, sleep(CLOSE_WAIT_MS, undefined, { ref: false })]);
@@ -105,6 +139,10 @@ export class ThreadRunWriter implements RunWrites {
   /** Writes queued in one turn of the event loop cross to the thread as one message. */
   private send(write: PreparedRunWrite): Promise<boolean> {
     if (this.closing) return Promise.reject(new Error('the run writer is closed (the server is shutting down)'));
+    if (!this.ready) {
+      this.start();
+      return this.writeHere(write);
+    }
     return new Promise<boolean>((resolve, reject) => {
       const seq = ++this.seq;
       this.waiting.set(seq, { resolve, reject });
@@ -116,13 +154,25 @@ export class ThreadRunWriter implements RunWrites {
     });
   }
 
+  /** A write through this thread's connection, batched as on a single core (runs/run-writer.ts). */
+  private writeHere(write: PreparedRunWrite): Promise<boolean> {
+    return this.local.run((trx) => applyRunWrite(trx, this.dialect, write));
+  }
+
   private post(): void {
     this.scheduled = false;
     const batch = this.outbox;
     this.outbox = [];
     if (!batch.length) return;
+    const thread = this.worker;
+    if (!thread || !this.ready) {
+      // The thread stopped since these were queued: they never reached it, so they are written here.
+      for (const w of batch) {
+        this.writeHere(w.write).then((v) => this.settle(w.seq, (x) => x.resolve(v)), (err) => this.settle(w.seq, (x) => x.reject(err)));
+      }
+      return;
+    }
     try {
-      const thread = this.thread();
       thread.ref();
       thread.postMessage({ batch } satisfies ThreadRequest);
       for (const w of batch) {
@@ -135,21 +185,43 @@ export class ThreadRunWriter implements RunWrites {
     }
   }
 
-  private thread(): Worker {
-    if (this.worker) return this.worker;
-    const worker = new Worker(BOOT, {
-      workerData: { entry: ENTRY, file: this.file },
-      execArgv: [],
-      resourceLimits: { maxYoungGenerationSizeMb: WRITER_YOUNG_GENERATION_MB },
-    });
-    worker.on('message', (msg: { replies: ThreadReply[] }) => {
+  /** Starts a thread unless one runs or is starting (or one failed to start within WRITER_RESTART_BACKOFF_MS). */
+  private start(): void {
+    if (this.worker || this.closing || Date.now() - this.failedStartAt < WRITER_RESTART_BACKOFF_MS) return;
+    let worker: Worker;
+    try {
+      worker = new Worker(BOOT, {
+        workerData: { entry: ENTRY, file: this.file },
+        execArgv: [],
+        resourceLimits: { maxYoungGenerationSizeMb: WRITER_YOUNG_GENERATION_MB },
+      });
+    } catch {
+      this.failedStartAt = Date.now(); // writes go on through this thread's connection
+      return;
+    }
+    worker.on('message', (msg: ThreadMessage) => {
+      if ('ready' in msg) {
+        if (this.worker !== worker) return;
+        this.ready = true;
+        if (!this.waiting.size && !this.outbox.length) worker.unref();
+        for (const w of this.readyWaiters.splice(0)) w.resolve();
+        this.idleLater();
+        return;
+      }
       for (const r of msg.replies) {
         this.settle(r.seq, (w) => (r.error ? w.reject(Object.assign(new Error(r.error.message), r.error.code ? { code: r.error.code } : {})) : w.resolve(r.value ?? false)));
       }
     });
     // 'error' then 'exit' for a thread that throws: the first one fails its writes, the second finds none.
     const stopped = (why: string) => {
-      if (this.worker === worker) this.worker = undefined;
+      if (this.worker === worker) {
+        if (!this.ready) {
+          this.failedStartAt = Date.now();
+          for (const w of this.readyWaiters.splice(0)) w.reject(new Error(`the run writer thread stopped (${why}) before it was ready`));
+        }
+        this.worker = undefined;
+        this.ready = false;
+      }
       // Writes handed to this thread may or may not be committed; their callers must not wait forever.
       for (const [seq, w] of [...this.waiting]) {
         if (w.thread === worker) this.settle(seq, (x) => x.reject(new Error(`the run writer thread stopped (${why}) before answering`)));
@@ -160,7 +232,28 @@ export class ThreadRunWriter implements RunWrites {
     // Only writes in flight keep the process alive (post() refs the thread, settle() unrefs it).
     worker.unref();
     this.worker = worker;
-    return worker;
+  }
+
+  /**
+   * Ends the thread WRITER_IDLE_END_MS after its last write settled: one timer, pushed back each
+   * time the thread has nothing left (a busy thread is never ended; endIdle checks).
+   */
+  private idleLater(): void {
+    if (!this.ready || this.closing || this.waiting.size || this.outbox.length) return;
+    if (this.idleTimer) this.idleTimer.refresh();
+    else {
+      this.idleTimer = setTimeout(() => this.endIdle(), this.idleEndMs);
+      this.idleTimer.unref();
+    }
+  }
+
+  private endIdle(): void {
+    const worker = this.worker;
+    if (!worker || !this.ready || this.closing || this.waiting.size || this.outbox.length) return;
+    this.worker = undefined;
+    this.ready = false;
+    // It holds no write: it closes its connection and exits; the next write starts another.
+    worker.postMessage({ close: true } satisfies ThreadRequest);
   }
 
   private settle(seq: number, fn: (w: Waiting) => void): void {
@@ -171,6 +264,7 @@ export class ThreadRunWriter implements RunWrites {
     if (!this.waiting.size && !this.outbox.length) {
       this.worker?.unref();
       for (const wake of this.idle.splice(0)) wake();
+      this.idleLater();
     }
   }
 }

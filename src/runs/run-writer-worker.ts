@@ -7,7 +7,7 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { openSqliteHandle } from '../db/sqlite-handle.ts';
 import { SqliteRunWrites } from './sqlite-run-writes.ts';
-import type { ThreadReply, ThreadRequest, ThreadWrite } from './run-writer-thread.ts';
+import type { ThreadMessage, ThreadReply, ThreadRequest, ThreadWrite } from './run-writer-thread.ts';
 
 /**
  * Writes per transaction. Small: replies to one batch leave while the next is written, so the
@@ -38,6 +38,8 @@ function writePending(): void {
     }) });
   }
 }
+
+port.postMessage({ ready: true } satisfies ThreadMessage);
 
 port.on('message', (msg: ThreadRequest) => {
   if ('close' in msg) {

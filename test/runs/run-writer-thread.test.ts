@@ -2,7 +2,8 @@
  * The run writer's thread (SQLite only): a write resolves once it is committed and visible to the
  * main connection, with its search data; claims, failures and a thread that stops reach the caller
  * instead of hanging it; close() waits for what is queued; its bounded young generation (issue 22)
- * does not bound what it can write.
+ * does not bound what it can write; it exists only while runs are written (started by the first
+ * write, which does not wait for it, and ended when idle: issue 22).
  */
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
@@ -16,7 +17,7 @@ import { parseLucene } from '../../src/query/lucene/index.ts';
 import { compileRunQuery } from '../../src/query/lucene-sql/index.ts';
 import { getRun } from '../../src/runs/store.ts';
 import { findRuns, whereOf } from '../../src/runs/search-store.ts';
-import { ThreadRunWriter, WRITER_YOUNG_GENERATION_MB } from '../../src/runs/run-writer-thread.ts';
+import { ThreadRunWriter, WRITER_YOUNG_GENERATION_MB, type ThreadRunWriterOptions } from '../../src/runs/run-writer-thread.ts';
 import { RunWriter } from '../../src/runs/run-writer.ts';
 import { sql } from 'kysely';
 import type { RunRow } from '../../src/runs/model.ts';
@@ -34,17 +35,74 @@ describe('sqlite: the run writer thread', () => {
   const cleanups: Array<() => Promise<void> | void> = [];
   after(async () => { for (const c of cleanups.reverse()) await c(); });
 
-  async function open() {
+  /** A writer on a fresh database, its thread ready unless `lazy` (the first write then starts it). */
+  async function open(options: ThreadRunWriterOptions & { file?: (dir: string) => string; lazy?: boolean } = {}) {
     const dir = mkdtempSync(join(tmpdir(), 'orrery-rwt-'));
     cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
     const opened = await openDatabase({ dataDir: dir });
     cleanups.push(() => opened.db.destroy());
-    const writer = new ThreadRunWriter(opened.file!, opened.db, opened.dialect);
+    const writer = new ThreadRunWriter(options.file?.(dir) ?? opened.file!, opened.db, opened.dialect, options);
     cleanups.push(() => writer.close());
+    if (!options.lazy) await writer.started();
     const find = async (q: string) =>
       (await findRuns(opened.db, opened.dialect, whereOf(opened.dialect, SCOPE, {}, compileRunQuery(parseLucene(q), { dialect: 'sqlite' })), 100, 0)).map((r) => r.id);
     return { ...opened, writer, find };
   }
+
+  const workerOf = (writer: ThreadRunWriter) => (writer as unknown as { worker: Worker | undefined }).worker;
+  /** Counts the writes that go through the main connection (the writer's single-core path). */
+  const countLocal = (writer: ThreadRunWriter) => {
+    const local = (writer as unknown as { local: { run: (op: unknown) => Promise<boolean> } }).local;
+    const run = local.run.bind(local);
+    const counted = { n: 0 };
+    local.run = (op) => (counted.n++, run(op));
+    return counted;
+  };
+
+  it('starts no thread before the first write, which goes through the main connection while the thread loads', async () => {
+    const { db, dialect, writer } = await open({ lazy: true });
+    assert.equal(workerOf(writer), undefined, 'no thread at start (issue 22: an idle server holds none)');
+    const local = countLocal(writer);
+    const first = runRow('first');
+    await writer.insert(first, []);
+    assert.ok(await getRun(db, dialect, SCOPE, first.id), 'committed once insert resolves');
+    assert.equal(local.n, 1, 'written through the main connection');
+    assert.ok(workerOf(writer), 'the first write started the thread');
+    await writer.started();
+    const second = runRow('second');
+    await writer.insert(second, []);
+    assert.ok(await writer.update(second.id, { status: 'completed', updated_at: nowIso(), executor: null }));
+    assert.equal(local.n, 1, 'once the thread is ready, writes go to it');
+    assert.equal((await getRun(db, dialect, SCOPE, second.id))?.status, 'completed');
+  });
+
+  it('ends the thread when no run was written for its idle time, and starts another for the next write', async () => {
+    const { db, dialect, writer } = await open({ idleEndMs: 150 });
+    await writer.insert(runRow('before'), []);
+    const first = workerOf(writer)!;
+    const exited = new Promise<number>((r) => first.once('exit', r));
+    assert.equal(await Promise.race([exited, new Promise((r) => setTimeout(() => r('still running'), 10_000))]), 0, 'the idle thread ended on its own');
+    assert.equal(workerOf(writer), undefined);
+    const after = runRow('after');
+    await writer.insert(after, []);
+    assert.ok(await getRun(db, dialect, SCOPE, after.id));
+    assert.ok(workerOf(writer) && workerOf(writer) !== first, 'the next write started another thread');
+    await writer.started();
+  });
+
+  it('a thread that cannot start leaves the writes on the main connection and is not tried again at once', async () => {
+    const { db, dialect, writer } = await open({ file: (dir) => join(dir, 'no such folder', 'orrery.db'), lazy: true });
+    const local = countLocal(writer);
+    const started = writer.started();
+    const runs = [runRow('one'), runRow('two')];
+    await writer.insert(runs[0], []);
+    await assert.rejects(started, /run writer thread stopped .* before it was ready/);
+    await writer.insert(runs[1], []);
+    for (const r of runs) assert.ok(await getRun(db, dialect, SCOPE, r.id));
+    assert.equal(local.n, 2);
+    assert.equal(workerOf(writer), undefined, 'no new thread within the back-off');
+    await assert.rejects(writer.started(), /could not start/);
+  });
 
   it('commits inserts and updates with their search data before they resolve', async () => {
     const { db, dialect, writer, find } = await open();
@@ -150,21 +208,22 @@ describe('sqlite: the run writer thread', () => {
 
   it('fails the writes a stopped thread held, then starts a new thread for the next', async () => {
     const { db, dialect, writer } = await open();
-    await writer.insert(runRow('warm'), []); // the thread is up
-    const thread = (writer as unknown as { worker: Worker }).worker;
+    const thread = workerOf(writer)!;
     const lost = writer.insert(runRow('lost'), []);
     await thread.terminate();
     await assert.rejects(lost, /run writer thread stopped/);
     const next = runRow('next');
     await writer.insert(next, []);
     assert.ok(await getRun(db, dialect, SCOPE, next.id));
+    assert.ok(workerOf(writer) && workerOf(writer) !== thread, 'the next write started another thread');
   });
 
   it('a stopped thread fails only the writes it held, not those given to its replacement', async () => {
     const { db, dialect, writer } = await open();
-    await writer.insert(runRow('warm'), []);
-    const old = (writer as unknown as { worker: Worker }).worker;
+    const old = workerOf(writer)!;
     old.emit('error', new Error('boom')); // as a thread that throws: 'error' now, 'exit' a little later
+    await writer.started(); // its replacement
+    assert.notEqual(workerOf(writer), old);
     const next = runRow('next');
     const written = writer.insert(next, []);
     await new Promise((r) => setImmediate(r)); // handed to the new thread
@@ -177,7 +236,7 @@ describe('sqlite: the run writer thread', () => {
     // runs/run-writer-thread.ts WRITER_YOUNG_GENERATION_MB, Node's resourceLimits: a load must not
     // leave the thread holding V8's largest semi-spaces until the memory reducer runs.
     const { db, dialect, writer } = await open();
-    const worker = (writer as unknown as { worker: Worker }).worker;
+    const worker = workerOf(writer)!;
     assert.equal(worker.resourceLimits?.maxYoungGenerationSizeMb, WRITER_YOUNG_GENERATION_MB);
     // A prompt of 3 × the whole young generation: V8 puts it in its large-object space.
     const text = 'orbit '.repeat(Math.ceil((3 * WRITER_YOUNG_GENERATION_MB * 1048576) / 6));
@@ -190,7 +249,7 @@ describe('sqlite: the run writer thread', () => {
     const stored = await getRun(db, dialect, SCOPE, big.id);
     assert.equal(stored?.status, 'completed');
     assert.equal((stored?.doc as { prompt: Array<{ content: string }> }).prompt[0].content.length, text.length);
-    assert.equal((writer as unknown as { worker: Worker }).worker, worker, 'the same thread did all of it (it did not stop)');
+    assert.equal(workerOf(writer), worker, 'the same thread did all of it (it did not stop)');
   });
 
   it('close() waits for every queued write', async () => {
