@@ -9,6 +9,9 @@
  * server in its own process (bench/lib/openai-upstream.ts, as `peer` does) instead of the offline
  * `test` provider, so the provider call's HTTP path is in the comparison.
  *
+ * `THIS_NODE_OPTIONS`: node options for this tree's server only (its NODE_OPTIONS), to compare a
+ * setting against the same code without it, e.g. `BASE=HEAD THIS_NODE_OPTIONS=--max-semi-space-size=8`.
+ *
  *   BASE=<commit> npm run bench -- runs-ab      (BASE=HEAD, ROUNDS=6, DURATION=6, UPSTREAM unset by default)
  */
 import { execFileSync } from 'node:child_process';
@@ -22,6 +25,7 @@ const BASE = process.env.BASE ?? 'HEAD';
 const ROUNDS = Number(process.env.ROUNDS ?? 6);
 const DURATION = Number(process.env.DURATION ?? 6);
 const UPSTREAM = process.env.UPSTREAM === '1';
+const THIS_NODE_OPTIONS = process.env.THIS_NODE_OPTIONS ?? '';
 
 const git = (...args: string[]) => execFileSync('git', args, { cwd: ROOT, encoding: 'utf8' }).trim();
 const baseSha = git('rev-parse', '--short', BASE);
@@ -32,7 +36,7 @@ symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'));
 const upstream = UPSTREAM ? await startChild(['bench/lib/openai-upstream.ts'], {}, '/health') : undefined;
 const servers = [
   { name: `base ${baseSha}`, server: await startOrrery({}, dir) },
-  { name: 'this tree', server: await startOrrery() },
+  { name: THIS_NODE_OPTIONS ? `this tree (${THIS_NODE_OPTIONS})` : 'this tree', server: await startOrrery(THIS_NODE_OPTIONS ? { NODE_OPTIONS: THIS_NODE_OPTIONS } : {}) },
 ];
 try {
   const targets = await Promise.all(servers.map(async ({ name, server }) => ({
