@@ -14,9 +14,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import SQLite from 'better-sqlite3';
-import pg from 'pg';
 import { Kysely, Migrator, PostgresDialect, SqliteDialect } from 'kysely';
-import { TEST_DIALECTS, createPgDatabase, seedEcho, startTestServer, type TestServer } from '../support/server.ts';
+import { TEST_DIALECTS, createPgDatabase, seedEcho, startTestServer, testPgPool, type TestServer } from '../support/server.ts';
 import { startOpenAIWireServer, type WireServer } from '../support/openai-wire-server.ts';
 import { costOf, priceUsage } from '../../src/pricing/cost.ts';
 import { OrreryMigrations } from '../../src/db/migrations.ts';
@@ -348,7 +347,7 @@ async function openDb(dialect: 'sqlite' | 'postgres'): Promise<{ db: Kysely<Data
     return { db, d: sqliteDialect, close: async () => { await db.destroy(); rmSync(dir, { recursive: true, force: true }); } };
   }
   const pgdb = await createPgDatabase();
-  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: pgdb.url, max: 2 }) }) });
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: testPgPool(pgdb.url, 2) }) });
   return { db, d: postgresDialect, close: async () => { await db.destroy(); await pgdb.drop(); } };
 }
 

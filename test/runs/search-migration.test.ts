@@ -9,7 +9,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import SQLite from 'better-sqlite3';
-import pg from 'pg';
 import { Kysely, Migrator, PostgresDialect, SqliteDialect, sql } from 'kysely';
 import { OrreryMigrations } from '../../src/db/migrations.ts';
 import { postgresDialect, sqliteDialect, type OrreryDialect } from '../../src/db/dialect.ts';
@@ -18,7 +17,7 @@ import { compileMatcher, parseLucene } from '../../src/query/lucene/index.ts';
 import { compileRunQuery, runSearchDoc, tsvectorLiteral } from '../../src/query/lucene-sql/index.ts';
 import { encodeRun } from '../../src/runs/store.ts';
 import { findRuns, whereOf } from '../../src/runs/search-store.ts';
-import { TEST_DIALECTS, createPgDatabase } from '../support/server.ts';
+import { TEST_DIALECTS, createPgDatabase, testPgPool } from '../support/server.ts';
 import { byRecency, docOfRow, generateRuns, rng } from './search-fixtures.ts';
 
 const SCOPE = { account: { id: 'acc', name: 'Account' }, project: { id: 'prj', name: 'Project' } };
@@ -30,7 +29,7 @@ async function open(dialect: 'sqlite' | 'postgres'): Promise<{ db: Kysely<Databa
     return { db, d: sqliteDialect, close: async () => { await db.destroy(); rmSync(dir, { recursive: true, force: true }); } };
   }
   const pgdb = await createPgDatabase();
-  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: pgdb.url, max: 2 }) }) });
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: testPgPool(pgdb.url, 2) }) });
   return { db, d: postgresDialect, close: async () => { await db.destroy(); await pgdb.drop(); } };
 }
 

@@ -36,6 +36,18 @@ export interface TestServer {
   close(): Promise<void>;
 }
 
+/**
+ * A pg pool for a test's own database (createPgDatabase). pg-pool resolves end() before its clients'
+ * connections have closed, so `drop()`'s DROP DATABASE … WITH (FORCE) can still terminate one of
+ * them; the client's error then reaches the pool, which (as the server's pool, db/open.ts) must
+ * listen for it or the test process gets an uncaught exception after its tests have passed.
+ */
+export function testPgPool(url: string, max: number): pg.Pool {
+  const pool = new pg.Pool({ connectionString: url, max });
+  pool.on('error', () => {});
+  return pool;
+}
+
 export async function createPgDatabase(): Promise<{ url: string; drop: () => Promise<void> }> {
   const admin = process.env.ORRERY_TEST_PG_URL;
   if (!admin) throw new Error('ORRERY_TEST_PG_URL is not set: run the tests with `npm test`, which starts PostgreSQL');
