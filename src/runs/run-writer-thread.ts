@@ -127,6 +127,8 @@ export class ThreadRunWriter implements RunWrites {
     await Promise.race([idle, sleep(CLOSE_WAIT_MS, undefined, { ref: false })]);
     const worker = this.worker;
     this.worker = undefined;
+    // A thread still loading will never take writes now: nobody waits for it.
+    for (const w of this.readyWaiters.splice(0)) w.reject(new Error('the run writer is closed (the server is shutting down)'));
     // threadId is -1 once the thread is gone, possibly before its 'exit' event.
     if (!worker || worker.threadId === -1) return;
     const exited = new Promise<void>((r) => worker.once('exit', () => r()));
@@ -187,7 +189,7 @@ export class ThreadRunWriter implements RunWrites {
 
   /** Starts a thread unless one runs or is starting (or one failed to start within WRITER_RESTART_BACKOFF_MS). */
   private start(): void {
-    if (this.worker || this.closing || Date.now() - this.failedStartAt < WRITER_RESTART_BACKOFF_MS) return;
+    if (this.worker || this.closing || performance.now() - this.failedStartAt < WRITER_RESTART_BACKOFF_MS) return;
     let worker: Worker;
     try {
       worker = new Worker(BOOT, {
@@ -196,7 +198,7 @@ export class ThreadRunWriter implements RunWrites {
         resourceLimits: { maxYoungGenerationSizeMb: WRITER_YOUNG_GENERATION_MB },
       });
     } catch {
-      this.failedStartAt = Date.now(); // writes go on through this thread's connection
+      this.failedStartAt = performance.now(); // writes go on through this thread's connection
       return;
     }
     worker.on('message', (msg: ThreadMessage) => {
@@ -216,7 +218,7 @@ export class ThreadRunWriter implements RunWrites {
     const stopped = (why: string) => {
       if (this.worker === worker) {
         if (!this.ready) {
-          this.failedStartAt = Date.now();
+          this.failedStartAt = performance.now();
           for (const w of this.readyWaiters.splice(0)) w.reject(new Error(`the run writer thread stopped (${why}) before it was ready`));
         }
         this.worker = undefined;

@@ -104,6 +104,14 @@ describe('sqlite: the run writer thread', () => {
     await assert.rejects(writer.started(), /could not start/);
   });
 
+  it('a wait for a thread still loading ends when the writer closes (it never hangs)', async () => {
+    const { writer } = await open({ lazy: true });
+    const waited = writer.started().then(() => 'ready', (err: Error) => err.message);
+    await writer.close(); // at once: the thread takes a few hundred ms to load
+    const outcome = await Promise.race([waited, new Promise((r) => setTimeout(() => r('still waiting'), 10_000))]);
+    assert.match(String(outcome), /^(ready|the run writer is closed.*)$/);
+  });
+
   it('commits inserts and updates with their search data before they resolve', async () => {
     const { db, dialect, writer, find } = await open();
     const runs = Array.from({ length: 40 }, (_, i) => runRow(`word${i} orbit`));
