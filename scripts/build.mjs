@@ -167,7 +167,9 @@ async function vendorSchemaRuntime(dir) {
   if (!existsSync(folder)) return 'no compiled schemas';
   const helper = /require\((['"])((?:fast-json-stringify\/lib|ajv\/dist\/runtime)\/[\w.-]+)\1\)/g;
   const fromRoot = createRequire(join(root, 'package.json'));
-  const fromCompiler = createRequire(createRequire(fromRoot.resolve('fastify')).resolve('@fastify/fast-json-stringify-compiler'));
+  // The fast-json-stringify that generated the serializers: where validation.ts resolves it (as compile-schemas.mjs does).
+  const validation = await import(pathToFileURL(join(dir, 'http', 'validation.js')).href);
+  const fromCompiler = createRequire(validation.resolveSerializerLibrary());
   const files = readdirSync(folder).filter((f) => f.endsWith('.cjs'));
   const used = new Set();
   for (const f of files) for (const m of readFileSync(join(folder, f), 'utf8').matchAll(helper)) used.add(m[2]);
