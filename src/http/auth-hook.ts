@@ -46,7 +46,9 @@ export const authenticate = (auth: AuthService) => async (req: FastifyRequest) =
 };
 
 /** The (cached, shared) principal with this request's address and id, for the audit trail. */
-export const forRequest = (p: Principal, req: FastifyRequest): Principal => ({ ...p, ip: req.ip, requestId: String(req.id) });
+export const forRequest = (p: Principal, req: FastifyRequest): Principal =>
+  // Added keys before the spread, not after it: a hidden class per request otherwise (runs/search-index.ts, withColumns).
+  ({ ip: req.ip, requestId: String(req.id), ...p });
 
 /** The principal of an authenticated route (the hook guarantees it is set). */
 export const principalOf = (req: FastifyRequest): Principal => {

@@ -163,7 +163,9 @@ export function priceUsage(usage: TokenUsage, prices: TokenPrices, priceTableNam
     reasoning: round(reasoning * (prices.reasoning ?? prices.output)),
   };
   const total = round(parts.input + parts.output + parts.cache_read + parts.cache_write + parts.reasoning);
-  return { ...parts, total, currency: 'USD', price_table: priceTableName };
+  // Every key written out, not `{ ...parts, total }`: keys added after a spread cost a hidden class
+  // per run (runs/search-index.ts, withColumns).
+  return { input: parts.input, output: parts.output, cache_read: parts.cache_read, cache_write: parts.cache_write, reasoning: parts.reasoning, total, currency: 'USD', price_table: priceTableName };
 }
 
 export interface CostQuery {

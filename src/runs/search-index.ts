@@ -40,8 +40,16 @@ interface IndexDialect {
    * `words` (a run that has not ended: no full text yet), its fields alone.
    */
   searchDoc(doc: Record<string, unknown>, words: boolean): RunSearchDoc;
-  /** Search columns of the runs row (`text`: with its full text; undefined: if the stored run has ended). */
-  columns(d: OrreryDialect, s: RunSearchDoc, doc: Record<string, unknown>, text: boolean | undefined): Record<string, unknown>;
+  /**
+   * The runs row's search columns followed by `rest` (columns already encoded, none of them a
+   * search column), as one object (`text`: with its full text; undefined: if the stored run has ended).
+   * Written as one literal, computed keys first and `rest` spread last, not `{ ...rest, ...columns }`:
+   * in Node 20's V8 an object literal that starts with a spread gets a hidden class of its own,
+   * outside the shared transitions, and each key added to it after that makes another one, about
+   * 1.4 µs and 0.5 KB of old space per key and per object, which only a full GC frees
+   * (bench/README.md, issue 22, seventh pass). The same holds wherever a run's objects are built.
+   */
+  withColumns(d: OrreryDialect, s: RunSearchDoc, doc: Record<string, unknown>, text: boolean | undefined, rest: Record<string, unknown>): Record<string, unknown>;
   /** Full-text row of a run for SQLite's FTS5 table; none for PostgreSQL (its tsvector is a column). */
   fts(s: RunSearchDoc): FtsRow | null;
   /** Inserts the rows (already encoded) with their tags and search data; full text where `fts[i]` is given. */
@@ -55,12 +63,6 @@ const NO_WORDS: readonly string[] = Object.freeze([]);
 const searchData = (doc: SearchSource, words: boolean): RunSearchDoc =>
   words ? runSearchDoc(doc) : { promptWords: NO_WORDS, resultWords: NO_WORDS, paramWords: NO_WORDS, fields: runSearchFields(doc) };
 
-const common = (d: OrreryDialect, s: RunSearchDoc, doc: Record<string, unknown>) => ({
-  search_fields: d.toJson(s.fields),
-  interaction_name: nameOf(doc.interaction),
-  environment_name: nameOf(doc.environment),
-  cost_total: costTotalOf(doc.cost),
-});
 
 const chunks = <T>(xs: readonly T[], n: number): T[][] => {
   const out: T[][] = [];
@@ -105,7 +107,13 @@ async function insertFts(trx: Db, entries: { rowid: number; f: FtsRow }[]): Prom
 
 const sqliteIndex: IndexDialect = {
   searchDoc: (doc, words) => searchData(doc as SearchSource, words),
-  columns: (d, s, doc) => common(d, s, doc),
+  withColumns: (d, s, doc, _text, rest) => ({
+    search_fields: d.toJson(s.fields),
+    interaction_name: nameOf(doc.interaction),
+    environment_name: nameOf(doc.environment),
+    cost_total: costTotalOf(doc.cost),
+    ...rest,
+  }),
   fts: (s) => ftsRow(s),
   async insert(trx, rows, fts, tags) {
     const { m } = (await sql<{ m: number }>`SELECT COALESCE(MAX(search_rowid), 0) AS m FROM runs`.execute(trx)).rows[0];
@@ -138,11 +146,15 @@ const postgresIndex: IndexDialect = {
   searchDoc: (doc, words) => searchData(jsonbOrder(doc) as SearchSource, words),
   // Undefined `text` (an update that leaves the status as it is): the stored status decides; in
   // an UPDATE's SET, `runs.status` is the row's status before (and so after) the update.
-  columns: (d, s, doc, text) => ({
-    ...common(d, s, doc),
+  withColumns: (d, s, doc, text, rest) => ({
+    search_fields: d.toJson(s.fields),
+    interaction_name: nameOf(doc.interaction),
+    environment_name: nameOf(doc.environment),
+    cost_total: costTotalOf(doc.cost),
     search_tsv: text === undefined
       ? sql`CASE WHEN runs.status IN ('completed', 'failed') THEN CAST(${tsvectorLiteral(s)} AS tsvector) ELSE ''::tsvector END`
       : text ? tsvectorLiteral(s) : '',
+    ...rest,
   }),
   fts: () => null,
   async insert(trx, rows, _fts, tags) {
@@ -205,7 +217,7 @@ export function prepareInsert(d: OrreryDialect, runs: readonly NewRun[], encode:
     const doc = docOfRow(row.doc);
     const text = hasEnded(row.status);
     const s = index.searchDoc(doc, text);
-    rows.push({ ...encode(row), ...index.columns(d, s, doc, text), expires_at: expiryOf(doc.ttl, row.created_at) });
+    rows.push(index.withColumns(d, s, doc, text, { expires_at: expiryOf(doc.ttl, row.created_at), ...encode(row) }));
     fts.push(text ? index.fts(s) : null);
   }
   return { rows, fts, tags: runs.flatMap(({ tags }, run) => tags.map((tag) => ({ run, tag }))) };
@@ -240,7 +252,7 @@ export function prepareUpdate(d: OrreryDialect, id: string, set: Updateable<RunT
   const text = set.status !== undefined ? hasEnded(set.status) : fromStatus !== undefined ? hasEnded(fromStatus) : undefined;
   const s = index.searchDoc(docOfRow(doc), text !== false);
   const fts = text === false ? null : index.fts(s);
-  return { id, set: { ...set, ...index.columns(d, s, docOfRow(doc), text) }, fts, text, ...(fromStatus !== undefined ? { fromStatus } : {}) };
+  return { id, set: index.withColumns(d, s, docOfRow(doc), text, set), fts, text, ...(fromStatus !== undefined ? { fromStatus } : {}) };
 }
 
 /** Applies a prepared update, in the caller's transaction when `db` is one; false when no row matched. */

@@ -25,7 +25,7 @@ import type { ReplicaRegistry } from '../cluster/replicas.ts';
 import { RUN_CHANNEL, type Notifier } from '../db/notify.ts';
 import { RunMirrors, type RunSignal } from './run-mirrors.ts';
 import type { Metrics } from '../http/metrics.ts';
-import type { RunEmbeddingHook } from '../embeddings/run-embeddings.ts';
+import type { RunEmbeddingHook, RunVectors } from '../embeddings/run-embeddings.ts';
 import { TemplateError, type TemplateEngine } from '../templates/render.ts';
 import { templateErrorCode } from '../interactions/prompts.ts';
 import { nextDelay, retryPolicyOf, type Attempt } from './retry.ts';
@@ -118,6 +118,21 @@ const CONTEXT_TTL_MS = 1000;
 const ORPHAN_AFTER_MS = 5000;
 /** Chunks of an ended streamed run stay this long for followers on other replicas. */
 const CHUNK_KEEP_MS = 5 * 60_000;
+
+/**
+ * The config a run records: the caller's, with the environment, model and options it runs with.
+ * Those keys are written first and set again after the caller's (which may name them too), rather
+ * than `{ ...config, environment, … }`: keys added after a spread cost a hidden class per run
+ * (runs/search-index.ts, withColumns).
+ */
+function runConfig(config: Record<string, unknown>, environment: string, model: string, options: SamplingOptions): Record<string, unknown> {
+  const out: Record<string, unknown> = { environment, model, temperature: options.temperature, ...config };
+  out.environment = environment;
+  out.model = model;
+  out.temperature = options.temperature;
+  if (options.max_tokens !== undefined) out.max_tokens = options.max_tokens;
+  return out;
+}
 
 interface ExecutionContext {
   interaction: InteractionDto;
@@ -250,7 +265,7 @@ export class RunService {
       result: [],
       parameters: input.data ?? {},
       prompt: messages,
-      config: { ...config, environment: env.dto.id, model, temperature: options.temperature, ...(options.max_tokens !== undefined ? { max_tokens: options.max_tokens } : {}) },
+      config: runConfig(config, env.dto.id, model, options),
       source,
       ttl,
       stream,
@@ -713,9 +728,13 @@ export class RunService {
       const tokens = usage?.total ?? ((usage?.prompt ?? 0) + (usage?.result ?? 0));
       this.onRunEnded({ account: row.account_id, project: row.project_id, keyId: createdBy, tokens, cost: runCost?.total ?? 0 });
     }
-    const finalDoc: RunDoc = { ...doc, result, ...(error ? { error } : {}), ...(live ? { chunks } : {}), ...(attempts.length > 1 ? { attempts } : {}),
+    // The keys a run's end adds come before the document's (none of them is in it before its end):
+    // keys added after a spread cost a hidden class per run (runs/search-index.ts, withColumns).
+    const finalDoc: RunDoc = {
+      cost: runCost, ...(error ? { error } : {}), ...(live ? { chunks } : {}), ...(attempts.length > 1 ? { attempts } : {}),
       ...(cachedFrom ? { cached: true, cached_from: cachedFrom } : {}),
-      cost: runCost };
+      ...doc, result,
+    };
     const patch = {
       status: error ? 'failed' : 'completed',
       updated_at: nowIso(),
@@ -813,7 +832,10 @@ export class RunService {
     if (!this.embeddings || row.status !== 'completed') return run;
     const doc = docOf(row);
     const vectors = await this.embeddings.embedRun({ account: row.account_id, project: row.project_id }, { id: row.id, prompt: doc.prompt, result: doc.result });
-    return vectors ? { ...run, ...vectors } : run;
+    // Added keys first, the run spread after them (runs/search-index.ts, withColumns).
+    if (!vectors) return run;
+    const withVectors: Run & RunVectors = { input_embedding: vectors.input_embedding, result_embedding: vectors.result_embedding, ...run };
+    return withVectors;
   }
 
   /** The POST /runs answer: account, project and interaction as id strings (the client's InteractionExecutionResult). */
