@@ -10,6 +10,7 @@ const BENCHES: Record<string, string> = {
   embeddings: './embeddings.ts',
   'runs-embeddings': './runs-embeddings-ab.ts',
   'runs-ab': './runs-ab.ts',
+  'run-heap': './run-heap.ts',
   content: './content.ts',
   templates: './templates.ts',
   resilience: './resilience.ts',

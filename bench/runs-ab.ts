@@ -14,12 +14,9 @@
  *
  *   BASE=<commit> npm run bench -- runs-ab      (BASE=HEAD, ROUNDS=6, DURATION=6, UPSTREAM unset by default)
  */
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync, symlinkSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { ROOT, startChild, startOrrery } from './lib/processes.ts';
+import { startChild, startOrrery } from './lib/processes.ts';
 import { load, median, runBody, seed, seedUpstream, type Round } from './lib/runs.ts';
+import { checkoutBase } from './lib/worktree.ts';
 
 const BASE = process.env.BASE ?? 'HEAD';
 const ROUNDS = Number(process.env.ROUNDS ?? 6);
@@ -27,15 +24,12 @@ const DURATION = Number(process.env.DURATION ?? 6);
 const UPSTREAM = process.env.UPSTREAM === '1';
 const THIS_NODE_OPTIONS = process.env.THIS_NODE_OPTIONS ?? '';
 
-const git = (...args: string[]) => execFileSync('git', args, { cwd: ROOT, encoding: 'utf8' }).trim();
-const baseSha = git('rev-parse', '--short', BASE);
-const dir = join(mkdtempSync(join(tmpdir(), 'orrery-ab-')), 'base');
-git('worktree', 'add', '--detach', dir, baseSha);
-symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'));
+const base = checkoutBase(BASE);
+const baseSha = base.sha;
 
 const upstream = UPSTREAM ? await startChild(['bench/lib/openai-upstream.ts'], {}, '/health') : undefined;
 const servers = [
-  { name: `base ${baseSha}`, server: await startOrrery({}, dir) },
+  { name: `base ${baseSha}`, server: await startOrrery({}, base.dir) },
   { name: THIS_NODE_OPTIONS ? `this tree (${THIS_NODE_OPTIONS})` : 'this tree', server: await startOrrery(THIS_NODE_OPTIONS ? { NODE_OPTIONS: THIS_NODE_OPTIONS } : {}) },
 ];
 try {
@@ -67,6 +61,5 @@ try {
 } finally {
   for (const { server } of servers) await server.stop();
   await upstream?.stop();
-  git('worktree', 'remove', '--force', dir);
-  rmSync(join(dir, '..'), { recursive: true, force: true });
+  base.remove();
 }

@@ -60,11 +60,14 @@ export async function startChild(args: string[], env: Record<string, string>, he
   };
 }
 
-/** An Orrery server on a fresh temporary data folder (SQLite) or the given database URL. */
-export async function startOrrery(extraEnv: Record<string, string> = {}, cwd = ROOT): Promise<Child & { adminKey: string; dataDir: string }> {
+/**
+ * An Orrery server on a fresh temporary data folder (SQLite) or the given database URL;
+ * `nodeArgs` are node options for it (V8's too, which NODE_OPTIONS does not take).
+ */
+export async function startOrrery(extraEnv: Record<string, string> = {}, cwd = ROOT, nodeArgs: string[] = []): Promise<Child & { adminKey: string; dataDir: string }> {
   const dataDir = mkdtempSync(join(tmpdir(), 'orrery-bench-'));
   const adminKey = 'sk-bench-admin-key-0123456789abcdef';
-  const child = await startChild(['src/cli.ts', 'serve'], { ORRERY_DATA_DIR: dataDir, ORRERY_ADMIN_KEY: adminKey, ORRERY_LOG_LEVEL: 'warn', ...extraEnv }, '/health', cwd);
+  const child = await startChild([...nodeArgs, 'src/cli.ts', 'serve'], { ORRERY_DATA_DIR: dataDir, ORRERY_ADMIN_KEY: adminKey, ORRERY_LOG_LEVEL: 'warn', ...extraEnv }, '/health', cwd);
   return {
     ...child,
     adminKey,
