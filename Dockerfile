@@ -28,4 +28,4 @@ RUN mkdir -p /data && chown node:node /data
 USER node
 EXPOSE 8080
 HEALTHCHECK --interval=10s --timeout=3s CMD node -e "fetch('http://127.0.0.1:8080/ready').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"
-CMD ["node", "dist/cli.js", "serve"]
+CMD ["node", "--max-semi-space-size=8", "dist/cli.js", "serve"]

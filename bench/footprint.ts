@@ -17,8 +17,9 @@
  * processes end after 10 s idle, src/content/worker/pool.ts), RUNS (10000), OBJECTS (100), KEEP=1 keeps the loaded
  * folder, IDLE_SETTLE_S (5,30,60,90: one more fresh server's RSS read at those seconds after
  * /health). The Portkey gateway is started the same way when `@portkey-ai/gateway` is installed
- * (PORTKEY_ENTRY names its start script otherwise). NODE_FLAGS gives the server node options
- * (`node $NODE_FLAGS dist/cli.js serve`). COMPARE=<built checkout> runs paired start-ups
+ * (PORTKEY_ENTRY names its start script otherwise). The server runs with the node options of
+ * `npm start` (package.json's start script, read from BUILD's package.json); NODE_FLAGS replaces them
+ * (`node $NODE_FLAGS dist/cli.js serve`, NODE_FLAGS= for none). COMPARE=<built checkout> runs paired start-ups
  * of this build against that one instead (see compare below).
  */
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
@@ -27,7 +28,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import sharp from 'sharp';
 import { PDFDocument, StandardFonts } from 'pdf-lib';
-import { ROOT, freePort, machine } from './lib/processes.ts';
+import { ROOT, freePort, machine, startFlagsOf } from './lib/processes.ts';
 
 const STARTS = Number(process.env.STARTS ?? 5);
 const IDLE_MS = Number(process.env.IDLE_MS ?? 5000);
@@ -134,8 +135,8 @@ async function start(args: string[], env: Record<string, string>, healthPath: st
   };
 }
 
-/** NODE_FLAGS: node options for the measured server (e.g. `--max-semi-space-size=4`), in every mode. */
-const NODE_FLAGS = (process.env.NODE_FLAGS ?? '').split(' ').filter(Boolean);
+/** Node options of the measured server, in every mode: `npm start`'s, or NODE_FLAGS (e.g. `--max-semi-space-size=4`). */
+const NODE_FLAGS = process.env.NODE_FLAGS !== undefined ? process.env.NODE_FLAGS.split(' ').filter(Boolean) : startFlagsOf(BUILD);
 const startOrrery = (dataDir: string, cli = CLI, flags: string[] = NODE_FLAGS) => start([...flags, cli, 'serve'], { ORRERY_DATA_DIR: dataDir, ORRERY_ADMIN_KEY: ADMIN_KEY }, '/health');
 
 async function api(url: string, method: string, path: string, body?: unknown): Promise<any> {
@@ -236,9 +237,9 @@ function portkeyEntry(): string | undefined {
  */
 async function compare(baseRoot: string): Promise<void> {
   const rounds = Number(process.env.ROUNDS ?? 7);
-  const flags = (process.env.NODE_FLAGS ?? '').split(' ').filter(Boolean);
+  const flags = NODE_FLAGS;
   const sides = [
-    { name: `base (${baseRoot})`, cli: join(baseRoot, 'dist', 'cli.js'), flags: (process.env.BASE_NODE_FLAGS ?? '').split(' ').filter(Boolean) },
+    { name: `base (${baseRoot})`, cli: join(baseRoot, 'dist', 'cli.js'), flags: process.env.BASE_NODE_FLAGS !== undefined ? process.env.BASE_NODE_FLAGS.split(' ').filter(Boolean) : startFlagsOf(baseRoot) },
     { name: `this build${flags.length ? ` (${flags.join(' ')})` : ''}`, cli: CLI, flags },
   ];
   const got = sides.map(() => ({ startMs: [] as number[], cpuMs: [] as number[], rss: [] as number[] }));

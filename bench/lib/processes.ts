@@ -60,14 +60,23 @@ export async function startChild(args: string[], env: Record<string, string>, he
   };
 }
 
+/** The node options of a checkout's `npm start` (`node <options> dist/cli.js serve`). */
+export function startFlagsOf(checkout: string): string[] {
+  const start = (JSON.parse(readFileSync(join(checkout, 'package.json'), 'utf8')) as { scripts?: Record<string, string> }).scripts?.start ?? '';
+  const m = /^node\s+(.*?)\s*dist\/cli\.js\b/.exec(start);
+  if (!m) throw new Error(`${checkout}: the start script is not "node [options] dist/cli.js serve": ${start}`);
+  return m[1].split(' ').filter(Boolean);
+}
+
 /**
- * An Orrery server on a fresh temporary data folder (SQLite) or the given database URL;
- * `nodeArgs` are node options for it (V8's too, which NODE_OPTIONS does not take).
+ * An Orrery server on a fresh temporary data folder (SQLite) or the given database URL, from the
+ * sources of `cwd`, with the node options its `npm start` gives the build and then `nodeArgs`
+ * (V8's too, which NODE_OPTIONS does not take).
  */
 export async function startOrrery(extraEnv: Record<string, string> = {}, cwd = ROOT, nodeArgs: string[] = []): Promise<Child & { adminKey: string; dataDir: string }> {
   const dataDir = mkdtempSync(join(tmpdir(), 'orrery-bench-'));
   const adminKey = 'sk-bench-admin-key-0123456789abcdef';
-  const child = await startChild([...nodeArgs, 'src/cli.ts', 'serve'], { ORRERY_DATA_DIR: dataDir, ORRERY_ADMIN_KEY: adminKey, ORRERY_LOG_LEVEL: 'warn', ...extraEnv }, '/health', cwd);
+  const child = await startChild([...startFlagsOf(cwd), ...nodeArgs, 'src/cli.ts', 'serve'], { ORRERY_DATA_DIR: dataDir, ORRERY_ADMIN_KEY: adminKey, ORRERY_LOG_LEVEL: 'warn', ...extraEnv }, '/health', cwd);
   return {
     ...child,
     adminKey,

@@ -20,6 +20,13 @@ import { makePdf } from '../content/helpers.ts';
 const ROOT = new URL('../..', import.meta.url).pathname;
 const CLI = join(ROOT, 'dist', 'cli.js');
 const ADMIN_KEY = 'sk-compiled-build-test-key-0001';
+/** The node options of `npm start` (package.json: `node <options> dist/cli.js serve`). */
+const START_OPTIONS = ((): string[] => {
+  const start = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts.start;
+  const m = /^node\s+(.*?)\s*dist\/cli\.js serve$/.exec(start);
+  if (!m) throw new Error(`package.json's start script is not "node [options] dist/cli.js serve": ${start}`);
+  return m[1].split(' ').filter(Boolean);
+})();
 
 const newest = (dir: string): number =>
   readdirSync(dir, { withFileTypes: true }).reduce((m, e) => Math.max(m, e.isDirectory() ? newest(join(dir, e.name)) : statSync(join(dir, e.name)).mtimeMs), 0);
@@ -54,8 +61,8 @@ async function startCompiled(dir: string, env: Record<string, string>): Promise<
   writeFileSync(join(dir, 'no-typescript-hooks.mjs'), HOOKS);
   writeFileSync(guard, `import { register } from 'node:module';\nregister('./no-typescript-hooks.mjs', import.meta.url);\n`);
   const t0 = performance.now();
-  // Plain node and no inherited flags; the guard makes any TypeScript at run time an error.
-  const proc = spawn(process.execPath, ['--import', guard, CLI, 'serve'], {
+  // Plain node with npm start's options and no inherited ones; the guard makes any TypeScript at run time an error.
+  const proc = spawn(process.execPath, [...START_OPTIONS, '--import', guard, CLI, 'serve'], {
     cwd: ROOT,
     env: { ...process.env, NODE_OPTIONS: '', ORRERY_LOG_LEVEL: 'warn', ORRERY_ADMIN_KEY: ADMIN_KEY, ORRERY_HOST: '127.0.0.1', ORRERY_PORT: String(port), ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
