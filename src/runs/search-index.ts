@@ -60,8 +60,44 @@ interface IndexDialect {
 
 
 const NO_WORDS: readonly string[] = Object.freeze([]);
-const searchData = (doc: SearchSource, words: boolean): RunSearchDoc =>
-  words ? runSearchDoc(doc) : { promptWords: NO_WORDS, resultWords: NO_WORDS, paramWords: NO_WORDS, fields: runSearchFields(doc) };
+
+type SearchFields = RunSearchDoc['fields'];
+/**
+ * The fields of a document (runSearchFields: its `parameters`, `config` and `source`), kept by the
+ * identity of those three objects, and the JSON of each fields object. A run's final document
+ * keeps the objects its first one had (runs/service.ts `execute`), so the update that ends a run
+ * reuses what its insert computed (about 7 % of the HTTP thread's busy time per run, bench/README.md,
+ * issue 17). Documents read back from the database are new objects, so they never hit a stale entry;
+ * nothing holds an entry once its objects are gone.
+ */
+const fieldsByParameters = new WeakMap<object, { config: unknown; source: unknown; fields: SearchFields }>();
+const fieldsJson = new WeakMap<SearchFields, { d: OrreryDialect; json: unknown }>();
+
+/** runSearchFields of `ordered` (the document, or its copy in the database's key order), by `doc`'s objects. */
+function fieldsOf(doc: SearchSource, ordered: SearchSource): SearchFields {
+  const key = doc.parameters;
+  if (typeof key !== 'object' || key === null) return runSearchFields(ordered);
+  const hit = fieldsByParameters.get(key);
+  if (hit && hit.config === doc.config && hit.source === doc.source) return hit.fields;
+  const fields = runSearchFields(ordered);
+  fieldsByParameters.set(key, { config: doc.config, source: doc.source, fields });
+  return fields;
+}
+
+/** The `search_fields` column's value, encoded once per fields object. */
+function encodedFields(d: OrreryDialect, fields: SearchFields): unknown {
+  const hit = fieldsJson.get(fields);
+  if (hit && hit.d === d) return hit.json;
+  const json = d.toJson(fields);
+  fieldsJson.set(fields, { d, json });
+  return json;
+}
+
+/** The search data of `doc`, computed on `ordered` (the document in the order its database keeps keys). */
+const searchData = (doc: SearchSource, words: boolean, ordered: SearchSource = doc): RunSearchDoc =>
+  words
+    ? runSearchDoc(ordered, fieldsOf(doc, ordered))
+    : { promptWords: NO_WORDS, resultWords: NO_WORDS, paramWords: NO_WORDS, fields: fieldsOf(doc, ordered) };
 
 
 const chunks = <T>(xs: readonly T[], n: number): T[][] => {
@@ -108,7 +144,7 @@ async function insertFts(trx: Db, entries: { rowid: number; f: FtsRow }[]): Prom
 const sqliteIndex: IndexDialect = {
   searchDoc: (doc, words) => searchData(doc as SearchSource, words),
   withColumns: (d, s, doc, _text, rest) => ({
-    search_fields: d.toJson(s.fields),
+    search_fields: encodedFields(d, s.fields),
     interaction_name: nameOf(doc.interaction),
     environment_name: nameOf(doc.environment),
     cost_total: costTotalOf(doc.cost),
@@ -143,11 +179,11 @@ const sqliteIndex: IndexDialect = {
 const postgresIndex: IndexDialect = {
   // jsonb does not keep key order, and the order of parameter strings is the order of the words
   // in runText: index the document in the order PostgreSQL will answer it.
-  searchDoc: (doc, words) => searchData(jsonbOrder(doc) as SearchSource, words),
+  searchDoc: (doc, words) => searchData(doc as SearchSource, words, jsonbOrder(doc) as SearchSource),
   // Undefined `text` (an update that leaves the status as it is): the stored status decides; in
   // an UPDATE's SET, `runs.status` is the row's status before (and so after) the update.
   withColumns: (d, s, doc, text, rest) => ({
-    search_fields: d.toJson(s.fields),
+    search_fields: encodedFields(d, s.fields),
     interaction_name: nameOf(doc.interaction),
     environment_name: nameOf(doc.environment),
     cost_total: costTotalOf(doc.cost),

@@ -67,12 +67,13 @@ function addPath(fields: Map<string, unknown[]>, key: string, value: unknown, te
 
 const FAMILIES = Object.entries(RUN_FIELD_FAMILIES);
 
-export function runSearchDoc(doc: SearchSource): RunSearchDoc {
+/** `fields`: the document's runSearchFields, when the caller has them already. */
+export function runSearchDoc(doc: SearchSource, fields: RunSearchDoc['fields'] = runSearchFields(doc)): RunSearchDoc {
   return {
     promptWords: tokenize(promptText(doc.prompt)),
     resultWords: tokenize(resultText(doc.result)),
     paramWords: stringLeaves(doc.parameters).flatMap((s) => tokenize(s)),
-    fields: runSearchFields(doc),
+    fields,
   };
 }
 
