@@ -109,11 +109,15 @@ export type RunRow = Omit<Selectable<RunTable>, SearchColumn>;
 export const docOf = (row: RunRow): RunDoc => row.doc as RunDoc;
 const tagsOf = (row: RunRow): string[] => (row.tags as string[] | null) ?? [];
 
-const tokenUse = (r: RunRow): TokenUse => ({
-  ...(r.token_prompt !== null ? { prompt: r.token_prompt } : {}),
-  ...(r.token_result !== null ? { result: r.token_result } : {}),
-  ...(r.token_total !== null ? { total: r.token_total } : {}),
-});
+// Keys set one by one on an empty literal, not spread in: a literal that starts with a spread
+// costs a hidden class per call for every key after it (runs/search-index.ts, withColumns).
+const tokenUse = (r: RunRow): TokenUse => {
+  const use: TokenUse = {};
+  if (r.token_prompt !== null) use.prompt = r.token_prompt;
+  if (r.token_result !== null) use.result = r.token_result;
+  if (r.token_total !== null) use.total = r.token_total;
+  return use;
+};
 
 /** The full run, with refs as stored; callers expand or flatten interaction/environment. */
 export function toRun(r: RunRow): Run {

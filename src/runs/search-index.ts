@@ -63,34 +63,48 @@ const NO_WORDS: readonly string[] = Object.freeze([]);
 
 type SearchFields = RunSearchDoc['fields'];
 /**
- * The fields of a document (runSearchFields: its `parameters`, `config` and `source`), kept by the
- * identity of those three objects, and the JSON of each fields object. A run's final document
- * keeps the objects its first one had (runs/service.ts `execute`), so the update that ends a run
- * reuses what its insert computed (about 7 % of the HTTP thread's busy time per run, bench/README.md,
- * issue 17). Documents read back from the database are new objects, so they never hit a stale entry;
- * nothing holds an entry once its objects are gone.
+ * A document's search fields (runSearchFields: from its `parameters`, `config` and `source`) and
+ * their JSON, kept on the document itself under this symbol, with the three objects they came from.
+ * A run's final document is a spread of its first one (runs/service.ts `execute`), which copies the
+ * slot and keeps those three objects, so the update that ends a run reuses what its insert computed
+ * (about 7 % of the HTTP thread's busy time per run, bench/README.md, issue 17). JSON ignores symbol
+ * keys: the slot is never stored nor answered. Not a WeakMap: its table lives in the old space and
+ * grew with every run until a mark-compact (4 KB of old space per run, measured).
  */
-const fieldsByParameters = new WeakMap<object, { config: unknown; source: unknown; fields: SearchFields }>();
-const fieldsJson = new WeakMap<SearchFields, { d: OrreryDialect; json: unknown }>();
+const FIELDS_SLOT = Symbol('orrery.searchFields');
 
-/** runSearchFields of `ordered` (the document, or its copy in the database's key order), by `doc`'s objects. */
+interface FieldsSlot {
+  parameters: unknown;
+  config: unknown;
+  source: unknown;
+  fields: SearchFields;
+  json?: { d: OrreryDialect; value: unknown };
+}
+
+/** The slot of `doc` if it was filled from the objects `doc` holds now. */
+function slotOf(doc: SearchSource): FieldsSlot | undefined {
+  const slot = (doc as { [FIELDS_SLOT]?: FieldsSlot })[FIELDS_SLOT];
+  return slot && slot.parameters === doc.parameters && slot.config === doc.config && slot.source === doc.source ? slot : undefined;
+}
+
+/** runSearchFields of `ordered` (the document, or its copy in the database's key order), kept on `doc`. */
 function fieldsOf(doc: SearchSource, ordered: SearchSource): SearchFields {
-  const key = doc.parameters;
-  if (typeof key !== 'object' || key === null) return runSearchFields(ordered);
-  const hit = fieldsByParameters.get(key);
-  if (hit && hit.config === doc.config && hit.source === doc.source) return hit.fields;
+  const hit = slotOf(doc);
+  if (hit) return hit.fields;
   const fields = runSearchFields(ordered);
-  fieldsByParameters.set(key, { config: doc.config, source: doc.source, fields });
+  if (Object.isExtensible(doc)) {
+    const slot: FieldsSlot = { parameters: doc.parameters, config: doc.config, source: doc.source, fields, json: undefined };
+    (doc as { [FIELDS_SLOT]?: FieldsSlot })[FIELDS_SLOT] = slot;
+  }
   return fields;
 }
 
-/** The `search_fields` column's value, encoded once per fields object. */
-function encodedFields(d: OrreryDialect, fields: SearchFields): unknown {
-  const hit = fieldsJson.get(fields);
-  if (hit && hit.d === d) return hit.json;
-  const json = d.toJson(fields);
-  fieldsJson.set(fields, { d, json });
-  return json;
+/** The `search_fields` column's value, encoded once per document (and kept in its slot). */
+function encodedFields(d: OrreryDialect, doc: SearchSource, fields: SearchFields): unknown {
+  const slot = slotOf(doc);
+  if (slot?.fields !== fields) return d.toJson(fields);
+  if (slot.json?.d !== d) slot.json = { d, value: d.toJson(fields) };
+  return slot.json.value;
 }
 
 /** The search data of `doc`, computed on `ordered` (the document in the order its database keeps keys). */
@@ -144,7 +158,7 @@ async function insertFts(trx: Db, entries: { rowid: number; f: FtsRow }[]): Prom
 const sqliteIndex: IndexDialect = {
   searchDoc: (doc, words) => searchData(doc as SearchSource, words),
   withColumns: (d, s, doc, _text, rest) => ({
-    search_fields: encodedFields(d, s.fields),
+    search_fields: encodedFields(d, doc as SearchSource, s.fields),
     interaction_name: nameOf(doc.interaction),
     environment_name: nameOf(doc.environment),
     cost_total: costTotalOf(doc.cost),
@@ -183,7 +197,7 @@ const postgresIndex: IndexDialect = {
   // Undefined `text` (an update that leaves the status as it is): the stored status decides; in
   // an UPDATE's SET, `runs.status` is the row's status before (and so after) the update.
   withColumns: (d, s, doc, text, rest) => ({
-    search_fields: encodedFields(d, s.fields),
+    search_fields: encodedFields(d, doc as SearchSource, s.fields),
     interaction_name: nameOf(doc.interaction),
     environment_name: nameOf(doc.environment),
     cost_total: costTotalOf(doc.cost),

@@ -862,7 +862,8 @@ type SamplingOptions = Pick<CompletionRequest, 'temperature' | 'max_tokens' | 't
  */
 function modelOptions(interaction: InteractionDto, config: Record<string, unknown>): SamplingOptions {
   const fromModelOptions = (config.model_options ?? {}) as Record<string, unknown>;
-  const merged: Record<string, unknown> = { ...(interaction.model_options ?? {}) };
+  // Copied with Object.assign, not a spread: keys added to a spread copy cost a hidden class per run.
+  const merged: Record<string, unknown> = Object.assign({}, interaction.model_options);
   for (const k of ['temperature', 'max_tokens', 'top_p', 'stop']) if (config[k] !== undefined) merged[k] = config[k];
   Object.assign(merged, fromModelOptions);
   if (merged.stop === undefined && merged.stop_sequence !== undefined) merged.stop = merged.stop_sequence;
