@@ -60,12 +60,14 @@ export async function startChild(args: string[], env: Record<string, string>, he
   };
 }
 
-/** The node options of a checkout's `npm start` (`node <options> dist/cli.js serve`). */
+/**
+ * The node options of a checkout's `npm start` (`node <options> dist/cli.js serve`); none for an
+ * older checkout whose start script ran the sources.
+ */
 export function startFlagsOf(checkout: string): string[] {
   const start = (JSON.parse(readFileSync(join(checkout, 'package.json'), 'utf8')) as { scripts?: Record<string, string> }).scripts?.start ?? '';
   const m = /^node\s+(.*?)\s*dist\/cli\.js\b/.exec(start);
-  if (!m) throw new Error(`${checkout}: the start script is not "node [options] dist/cli.js serve": ${start}`);
-  return m[1].split(' ').filter(Boolean);
+  return m ? m[1].split(' ').filter(Boolean) : [];
 }
 
 /**
