@@ -28,14 +28,24 @@ const COLUMN = /^[a-z_][a-z0-9_]*$/;
 /** Statements are cached by their text; the column lists of run writes are few, this bounds a surprise. */
 const MAX_STATEMENTS = 500;
 
-const columnsOf = (values: Record<string, unknown>): string[] => {
-  const columns = Object.keys(values).filter((c) => values[c] !== undefined); // as Kysely: undefined means "not set"
-  for (const c of columns) if (!COLUMN.test(c)) throw new Error(`not a run column: ${JSON.stringify(c)}`);
-  return columns;
-};
+/** The columns `values` sets: as Kysely, undefined means "not set". */
+const columnsOf = (values: Record<string, unknown>): string[] => Object.keys(values).filter((c) => values[c] !== undefined);
+
+const sameColumns = (a: readonly string[], b: readonly string[]): boolean => a.length === b.length && a.every((c, i) => c === b[i]);
+
+/**
+ * The statement of the last column list a kind of write had, and that list: a run's writes repeat
+ * a few lists, so most writes skip checking the names and building the SQL text (and hashing it to
+ * find the statement) again.
+ */
+interface LastStatement {
+  columns: readonly string[];
+  statement: SQLite.Statement;
+}
 
 export class SqliteRunWrites {
   private readonly statements = new Map<string, SQLite.Statement>();
+  private readonly last = new Map<string, LastStatement>();
   private readonly inTransaction: SQLite.Transaction<(writes: readonly PreparedRunWrite[]) => boolean[]>;
   /**
    * Full-text changes are written last in their transaction, in their order. FTS5 writes the
@@ -82,7 +92,7 @@ export class SqliteRunWrites {
     const columns = columnsOf(w.patch.set);
     const values = columns.map((c) => w.patch.set[c]);
     const claim = w.patch.fromStatus ? ' AND status = ?' : '';
-    const r = this.statement(`UPDATE runs SET ${columns.map((c) => `"${c}" = ?`).join(', ')} WHERE id = ?${claim}`)
+    const r = this.forColumns(`patch${claim}`, columns, (names) => `UPDATE runs SET ${names.map((c) => `"${c}" = ?`).join(', ')} WHERE id = ?${claim}`)
       .run(...values, w.patch.id, ...(claim ? [w.patch.fromStatus] : []));
     return r.changes > 0;
   }
@@ -90,10 +100,9 @@ export class SqliteRunWrites {
   private insert(p: PreparedInsert): boolean {
     const { m } = this.statement('SELECT COALESCE(MAX(search_rowid), 0) AS m FROM runs').get() as { m: number };
     p.rows.forEach((row, i) => {
-      const values = { ...row, search_rowid: m + 1 + i };
-      const columns = columnsOf(values);
-      this.statement(`INSERT INTO runs (${columns.map((c) => `"${c}"`).join(', ')}) VALUES (${columns.map(() => '?').join(', ')})`)
-        .run(...columns.map((c) => values[c as keyof typeof values]));
+      const columns = columnsOf(row);
+      this.forColumns('insert', columns, (names) => `INSERT INTO runs (${names.map((c) => `"${c}"`).join(', ')}, search_rowid) VALUES (${names.map(() => '?').join(', ')}, ?)`)
+        .run(...columns.map((c) => row[c]), m + 1 + i);
     });
     const tag = this.statement('INSERT INTO run_tags (run_id, tag, search_rowid) VALUES (?, ?, ?)');
     for (const t of p.tags) tag.run(p.rows[t.run].id, t.tag, m + 1 + t.run);
@@ -104,7 +113,7 @@ export class SqliteRunWrites {
   private update(p: PreparedUpdate): boolean {
     const columns = columnsOf(p.set);
     const claim = p.fromStatus ? ' AND status = ?' : '';
-    const r = this.statement(`UPDATE runs SET ${columns.map((c) => `"${c}" = ?`).join(', ')} WHERE id = ?${claim} RETURNING search_rowid, status`)
+    const r = this.forColumns(`update${claim}`, columns, (names) => `UPDATE runs SET ${names.map((c) => `"${c}" = ?`).join(', ')} WHERE id = ?${claim} RETURNING search_rowid, status`)
       .get(...columns.map((c) => p.set[c]), p.id, ...(claim ? [p.fromStatus] : [])) as { search_rowid: number; status: string } | undefined;
     if (!r) return false;
     // Deleting a row the FTS table does not hold costs ~1 µs (contentless_delete): no need to know.
@@ -115,6 +124,16 @@ export class SqliteRunWrites {
   private writeFullText({ rowid, replace, row }: FullTextChange): void {
     if (replace) this.statement('DELETE FROM runs_fts WHERE rowid = ?').run(rowid);
     if (row) this.statement('INSERT INTO runs_fts (rowid, body, prompt, result) VALUES (?, ?, ?, ?)').run(rowid, row.body, row.prompt, row.result);
+  }
+
+  /** The statement `sql` builds for `columns`, the same as last time for this `kind` when its columns are. */
+  private forColumns(kind: string, columns: readonly string[], sql: (names: readonly string[]) => string): SQLite.Statement {
+    const last = this.last.get(kind);
+    if (last && sameColumns(last.columns, columns)) return last.statement;
+    for (const c of columns) if (!COLUMN.test(c)) throw new Error(`not a run column: ${JSON.stringify(c)}`);
+    const statement = this.statement(sql(columns));
+    this.last.set(kind, { columns, statement });
+    return statement;
   }
 
   private statement(text: string): SQLite.Statement {
