@@ -57,7 +57,7 @@ export const WRITER_YOUNG_GENERATION_MB = 6;
 const CLOSE_WAIT_MS = 10_000;
 
 /** The thread ends this long after its last write; the next write starts another. */
-export const WRITER_IDLE_END_MS = 10_000;
+export const WRITER_IDLE_END_MS = 30_000;
 
 /** After a thread stopped before it was ready, writes stay on this thread's connection this long before another is tried. */
 export const WRITER_RESTART_BACKOFF_MS = 60_000;
