@@ -7,6 +7,7 @@ import { join } from 'node:path';
 export const ROOT = new URL('../..', import.meta.url).pathname;
 
 import { freePort } from '../../scripts/free-port.mjs';
+import { startOptionsOf } from '../../scripts/start-options.mjs';
 
 export { freePort };
 
@@ -60,15 +61,8 @@ export async function startChild(args: string[], env: Record<string, string>, he
   };
 }
 
-/**
- * The node options of a checkout's `npm start` (`node <options> dist/cli.js serve`); none for an
- * older checkout whose start script ran the sources.
- */
-export function startFlagsOf(checkout: string): string[] {
-  const start = (JSON.parse(readFileSync(join(checkout, 'package.json'), 'utf8')) as { scripts?: Record<string, string> }).scripts?.start ?? '';
-  const m = /^node\s+(.*?)\s*dist\/cli\.js\b/.exec(start);
-  return m ? m[1].split(' ').filter(Boolean) : [];
-}
+/** The node options of a checkout's `npm start`; none for an older checkout whose start script ran the sources. */
+export const startFlagsOf = (checkout: string): string[] => startOptionsOf(checkout) ?? [];
 
 /**
  * An Orrery server on a fresh temporary data folder (SQLite) or the given database URL, from the

@@ -14,6 +14,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, w
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from '../../scripts/free-port.mjs';
+import { startOptionsOf } from '../../scripts/start-options.mjs';
 import { TEST_DIALECTS, createPgDatabase, startTestServer } from '../support/server.ts';
 import { makePdf } from '../content/helpers.ts';
 
@@ -22,10 +23,9 @@ const CLI = join(ROOT, 'dist', 'cli.js');
 const ADMIN_KEY = 'sk-compiled-build-test-key-0001';
 /** The node options of `npm start` (package.json: `node <options> dist/cli.js serve`). */
 const START_OPTIONS = ((): string[] => {
-  const start = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts.start;
-  const m = /^node\s+(.*?)\s*dist\/cli\.js serve$/.exec(start);
-  if (!m) throw new Error(`package.json's start script is not "node [options] dist/cli.js serve": ${start}`);
-  return m[1].split(' ').filter(Boolean);
+  const options = startOptionsOf(ROOT);
+  if (!options) throw new Error('package.json\'s start script is not "node [options] dist/cli.js serve"');
+  return options;
 })();
 
 const newest = (dir: string): number =>

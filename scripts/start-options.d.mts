@@ -1,0 +1,1 @@
+export function startOptionsOf(checkout: string): string[] | undefined;
