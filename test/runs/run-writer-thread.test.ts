@@ -3,7 +3,9 @@
  * main connection, with its search data; claims, failures and a thread that stops reach the caller
  * instead of hanging it; close() waits for what is queued; its bounded young generation (issue 22)
  * does not bound what it can write; it exists only while runs are written (started by the first
- * write, which does not wait for it, and ended when idle: issue 22).
+ * write, which does not wait for it, and ended when idle: issue 22). A lone run's writes run at
+ * once on the main connection, never out of order with the thread's nor inside another
+ * transaction of that connection (issue 17).
  */
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
@@ -17,8 +19,9 @@ import { parseLucene } from '../../src/query/lucene/index.ts';
 import { compileRunQuery } from '../../src/query/lucene-sql/index.ts';
 import { getRun } from '../../src/runs/store.ts';
 import { findRuns, whereOf } from '../../src/runs/search-store.ts';
-import { ThreadRunWriter, WRITER_YOUNG_GENERATION_MB, type ThreadRunWriterOptions } from '../../src/runs/run-writer-thread.ts';
+import { DIRECT_MAX_DOCUMENT_CHARS, DIRECT_MAX_UTILIZATION, ThreadRunWriter, WRITER_YOUNG_GENERATION_MB, type ThreadRunWriterOptions } from '../../src/runs/run-writer-thread.ts';
 import { RunWriter } from '../../src/runs/run-writer.ts';
+import { RunsInFlight } from '../../src/runs/in-flight.ts';
 import { sql } from 'kysely';
 import type { RunRow } from '../../src/runs/model.ts';
 
@@ -35,13 +38,18 @@ describe('sqlite: the run writer thread', () => {
   const cleanups: Array<() => Promise<void> | void> = [];
   after(async () => { for (const c of cleanups.reverse()) await c(); });
 
-  /** A writer on a fresh database, its thread ready unless `lazy` (the first write then starts it). */
-  async function open(options: ThreadRunWriterOptions & { file?: (dir: string) => string; lazy?: boolean } = {}) {
+  /**
+   * A writer on a fresh database, its thread ready unless `lazy` (the first write then starts it);
+   * with `inFlight`, a lone run's writes run at once on the main connection (however busy the
+   * test keeps it, unless `maxUtilization`).
+   */
+  async function open(options: ThreadRunWriterOptions & { file?: (dir: string) => string; lazy?: boolean; inFlight?: RunsInFlight; maxUtilization?: number } = {}) {
     const dir = mkdtempSync(join(tmpdir(), 'orrery-rwt-'));
     cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
     const opened = await openDatabase({ dataDir: dir });
     cleanups.push(() => opened.db.destroy());
-    const writer = new ThreadRunWriter(options.file?.(dir) ?? opened.file!, opened.db, opened.dialect, options);
+    const direct = options.inFlight && { sqlite: opened.sqlite!, inFlight: options.inFlight, maxUtilization: options.maxUtilization ?? 1 };
+    const writer = new ThreadRunWriter(options.file?.(dir) ?? opened.file!, opened.db, opened.dialect, { ...options, direct });
     cleanups.push(() => writer.close());
     if (!options.lazy) await writer.started();
     const find = async (q: string) =>
@@ -132,10 +140,11 @@ describe('sqlite: the run writer thread', () => {
     // same writes, through each into its own database, must leave the same rows.
     const a = await open();
     const b = await open();
+    const c = await open({ lazy: true, inFlight: new RunsInFlight() }); // nothing in flight: every write at once
     const kysely = new RunWriter(b.db, b.dialect);
     const runs = Array.from({ length: 12 }, (_, i) => ({ ...runRow(`word${i} comet`), ...(i % 3 === 0 ? { doc: { ...(runRow('x').doc as object), ttl: 3600 } } : {}) } as RunRow));
     runs[5] = { ...runs[5], status: 'completed', parent_id: runs[4].id } as RunRow; // inserted already ended: full text at once
-    for (const w of [a.writer, kysely]) {
+    for (const w of [a.writer, kysely, c.writer]) {
       const ended = await Promise.all(runs.map((r, i) => w.insert(r, i % 2 ? ['t1', `n${i}`] : [])));
       assert.equal(ended.length, runs.length);
       const results = await Promise.all([
@@ -155,10 +164,12 @@ describe('sqlite: the run writer thread', () => {
       tags: (await sql`SELECT * FROM run_tags ORDER BY run_id, tag`.execute(o.db)).rows,
       fts: (await sql`SELECT term, col, doc, offset FROM runs_fts_instances ORDER BY doc, col, offset`.execute(o.db)).rows,
     });
-    const [viaThread, viaKysely] = [await dump(a), await dump(b)];
+    const [viaThread, viaKysely, atOnce] = [await dump(a), await dump(b), await dump(c)];
     assert.equal(viaThread.runs.length, 12);
     assert.ok(viaThread.fts.length > 0);
     assert.deepEqual(viaThread, viaKysely);
+    assert.deepEqual(atOnce, viaKysely);
+    assert.equal(workerOf(c.writer), undefined, 'written at once: no thread was started');
     assert.deepEqual(await a.find('answer3'), [runs[3].id]);
     assert.deepEqual(await a.find('word5'), [runs[5].id]);
     assert.deepEqual(await a.find('evaluated'), [runs[0].id]);
@@ -268,5 +279,115 @@ describe('sqlite: the run writer thread', () => {
     await Promise.all(writes);
     for (const r of runs) assert.ok(await getRun(db, dialect, SCOPE, r.id));
     await assert.rejects(writer.insert(runRow('late'), []), /run writer is closed/);
+  });
+
+  describe('a lone run (issue 17: no thread crossing when nothing can share its commit)', () => {
+    /** Runs in flight as the service would count them, set by the test. */
+    const counted = (count: number) => ({ count }) as unknown as RunsInFlight & { count: number };
+
+    it('writes a lone run at once on the main connection: committed when the call returns, no thread started', async () => {
+      const inFlight = counted(1);
+      const { db, dialect, writer, find } = await open({ lazy: true, inFlight });
+      const local = countLocal(writer);
+      const run = runRow('alone orbit');
+      const inserted = writer.insert(run, ['t1']);
+      assert.ok(await getRun(db, dialect, SCOPE, run.id), 'committed before the promise is even awaited');
+      await inserted;
+      assert.equal(await writer.update(run.id, { status: 'completed', updated_at: nowIso(), executor: null, doc: { ...(run.doc as object), result: [{ type: 'text', value: 'answer' }] } as never }), true);
+      assert.equal(await writer.update(newId(), { updated_at: nowIso() }), false, 'an update of no run');
+      assert.deepEqual(await find('alone'), [run.id]);
+      assert.equal(local.n, 0, 'not through the Kysely batches');
+      assert.equal(workerOf(writer), undefined, 'no thread for a lone run (issue 22: nothing to hold)');
+    });
+
+    it('hands even a lone run\'s writes to the thread while the main thread is busy, and writes at once again when it is not', async () => {
+      const { db, dialect, writer } = await open({ lazy: true, inFlight: counted(1), maxUtilization: DIRECT_MAX_UTILIZATION });
+      const local = countLocal(writer);
+      for (const until = performance.now() + 250; performance.now() < until;); // the main thread busy
+      const busy = runRow('busy');
+      await writer.insert(busy, []);
+      assert.ok(workerOf(writer), 'the thread was started');
+      assert.equal(local.n, 1, 'not written at once');
+      await writer.started();
+      await new Promise((r) => setTimeout(r, 300)); // idle
+      const quiet = runRow('quiet');
+      await writer.insert(quiet, []);
+      assert.equal(local.n, 1, 'written at once (not through the main connection\'s batches)');
+      assert.equal((writer as unknown as { waiting: Map<number, unknown> }).waiting.size, 0);
+      for (const r of [busy, quiet]) assert.ok(await getRun(db, dialect, SCOPE, r.id));
+    });
+
+    it('writes a large document on the thread even alone (the main thread would wait for SQLite to copy it)', async () => {
+      const { db, dialect, writer } = await open({ lazy: true, inFlight: counted(1) });
+      const local = countLocal(writer);
+      const plain = runRow('large');
+      const large = { ...plain, doc: { ...(plain.doc as object), prompt: [{ role: 'user', content: 'x'.repeat(DIRECT_MAX_DOCUMENT_CHARS) }] } } as RunRow;
+      await writer.insert(large, []);
+      assert.equal(local.n, 1, 'not written at once');
+      assert.ok(workerOf(writer), 'the thread was started');
+      assert.ok(await getRun(db, dialect, SCOPE, large.id));
+    });
+
+    it('sends the writes of runs in flight together to the thread', async () => {
+      const inFlight = counted(2);
+      const { db, dialect, writer } = await open({ lazy: true, inFlight });
+      const local = countLocal(writer);
+      const run = runRow('together');
+      await writer.insert(run, []);
+      assert.ok(workerOf(writer), 'the thread was started');
+      assert.equal(local.n, 1, 'through the main connection\'s batches while the thread loads');
+      await writer.started();
+      assert.ok(await writer.update(run.id, { status: 'completed', updated_at: nowIso(), executor: null }));
+      assert.equal(local.n, 1, 'then through the thread');
+      assert.equal((await getRun(db, dialect, SCOPE, run.id))?.status, 'completed');
+    });
+
+    it('keeps a run\'s writes in order: one made alone while another is with the thread goes behind it', async () => {
+      const inFlight = counted(2);
+      const { db, dialect, writer } = await open({ inFlight });
+      const run = runRow('ordered');
+      const inserted = writer.insert(run, []); // to the thread
+      inFlight.count = 1; // the other run ended meanwhile
+      const ended = writer.update(run.id, { status: 'completed', updated_at: nowIso(), executor: null }); // at once, it would find no row
+      await inserted;
+      assert.equal(await ended, true, 'the update found the row the insert wrote');
+      assert.equal((await getRun(db, dialect, SCOPE, run.id))?.status, 'completed');
+    });
+
+    it('keeps them in order behind the main connection\'s batches too (while the thread loads)', async () => {
+      const inFlight = counted(2);
+      const { db, dialect, writer } = await open({ lazy: true, inFlight });
+      const run = runRow('queued');
+      const inserted = writer.insert(run, []); // queued in the main connection's next batch
+      inFlight.count = 1;
+      const ended = writer.update(run.id, { status: 'completed', updated_at: nowIso(), executor: null });
+      await inserted;
+      assert.equal(await ended, true, 'the update found the row the insert wrote');
+      assert.equal((await getRun(db, dialect, SCOPE, run.id))?.status, 'completed');
+    });
+
+    it('never writes inside another transaction of the main connection: a rollback there keeps the run', async () => {
+      const { db, dialect, writer } = await open({ inFlight: counted(1) });
+      const run = runRow('apart');
+      let inserted: Promise<void> | undefined;
+      await assert.rejects(db.transaction().execute(async (trx) => {
+        await sql`DELETE FROM run_tags WHERE tag = 'none'`.execute(trx); // the transaction holds the write lock
+        inserted = writer.insert(run, []); // to the thread, which waits for the lock
+        throw new Error('rolled back');
+      }), /rolled back/);
+      await inserted;
+      assert.equal((await getRun(db, dialect, SCOPE, run.id))?.status, 'processing', 'committed on its own, after the rollback');
+    });
+
+    it('a lone write while the main connection reads a result goes through the thread', async () => {
+      const { db, dialect, sqlite, writer } = await open({ inFlight: counted(1) });
+      await writer.insert(runRow('first'), []);
+      const rows = sqlite!.prepare('SELECT id FROM runs').iterate();
+      rows.next(); // the connection is busy until the iteration ends
+      const run = runRow('while reading');
+      await writer.insert(run, []);
+      rows.return?.();
+      assert.ok(await getRun(db, dialect, SCOPE, run.id));
+    });
   });
 });
