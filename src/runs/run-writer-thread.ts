@@ -15,16 +15,16 @@
  * has opened its connection (a few hundred ms) writes go through this thread's connection as on a
  * single core (runs/run-writer.ts), so no run waits for it to load.
  *
- * A run alone in the process (`direct`) has nothing to share a commit with: its writes run at once
- * on this thread's connection, with the same statements, as PostgreSQL's `commit_siblings` skips
- * its group-commit delay when few transactions are active. A lone run then waits for no thread
+ * A run alone in the process (`direct`: no other in flight, none other started in this turn of
+ * the event loop, runs/in-flight.ts) has nothing to share a commit with: its writes run at once on
+ * this thread's connection, with the same statements, as PostgreSQL's `commit_siblings` skips its
+ * group-commit delay when few transactions are active. A lone run then waits for no thread
  * crossing (two per write: about 0.1 ms of a 0.2 ms write, bench/README.md, issue 17), and an
  * unloaded server starts no thread at all. Only while nothing of this writer's is queued or in
  * flight, so that the writes of a run stay in their order; a write that cannot run there (the
  * connection in a transaction, reading a result or locked by another) takes the thread's way.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { performance, type EventLoopUtilization } from 'node:perf_hooks';
 import { Worker } from 'node:worker_threads';
 import type SQLite from 'better-sqlite3';
 import { BOOT, workerEntry } from '../workers/entry.ts';
@@ -66,15 +66,6 @@ interface Waiting {
 export const WRITER_YOUNG_GENERATION_MB = 6;
 
 /**
- * A lone run's writes run at once only while this thread was busy less than this share of its
- * time, over the last UTILIZATION_WINDOW_MS or more (its event loop utilization). A run that
- * never waits (the `test` provider, a cache hit) is alone even under load, as the next request
- * is read only once it has ended; the thread's time is then worth more than a crossing.
- */
-export const DIRECT_MAX_UTILIZATION = 0.5;
-const UTILIZATION_WINDOW_MS = 100;
-
-/**
  * A run whose document is larger than this (as JSON) is written on the thread even alone: SQLite
  * copies it into the log page by page, time this thread's other requests would wait for (a
  * typical run's document is 1-3 KB).
@@ -101,11 +92,8 @@ export const WRITER_RESTART_BACKOFF_MS = 60_000;
 export interface ThreadRunWriterOptions {
   /** WRITER_IDLE_END_MS unless given (tests). */
   idleEndMs?: number;
-  /**
-   * This thread's handle to the file (`db`'s) and the runs in flight: a lone run's writes run at
-   * once on it while this thread is busy at most `maxUtilization` (DIRECT_MAX_UTILIZATION).
-   */
-  direct?: { sqlite: SQLite.Database; inFlight: RunsInFlight; maxUtilization?: number };
+  /** This thread's handle to the file (`db`'s) and the runs in flight: a lone run's writes run at once on it. */
+  direct?: { sqlite: SQLite.Database; inFlight: RunsInFlight };
 }
 
 export class ThreadRunWriter implements RunWrites {
@@ -123,10 +111,7 @@ export class ThreadRunWriter implements RunWrites {
   private idle: Array<() => void> = [];
   private readonly local: RunWriter;
   private closing: Promise<void> | undefined;
-  private readonly direct: { sqlite: SQLite.Database; writes: SqliteRunWrites; inFlight: RunsInFlight; maxUtilization: number } | undefined;
-  /** The event loop's utilization over the last window, and where that window began. */
-  private utilization = 0;
-  private windowStart: EventLoopUtilization = performance.eventLoopUtilization();
+  private readonly direct: { sqlite: SQLite.Database; writes: SqliteRunWrites; inFlight: RunsInFlight } | undefined;
 
   constructor(
     private readonly file: string,
@@ -137,9 +122,7 @@ export class ThreadRunWriter implements RunWrites {
     this.local = new RunWriter(db, dialect);
     this.idleEndMs = options.idleEndMs ?? WRITER_IDLE_END_MS;
     const direct = options.direct;
-    if (direct) {
-      this.direct = { sqlite: direct.sqlite, writes: new SqliteRunWrites(direct.sqlite), inFlight: direct.inFlight, maxUtilization: direct.maxUtilization ?? DIRECT_MAX_UTILIZATION };
-    }
+    if (direct) this.direct = { sqlite: direct.sqlite, writes: new SqliteRunWrites(direct.sqlite), inFlight: direct.inFlight };
   }
 
   /** Starts the thread if none runs; resolves once it takes writes (tests; writes start it themselves). */
@@ -214,22 +197,12 @@ export class ThreadRunWriter implements RunWrites {
    */
   private writeAlone(write: PreparedRunWrite): Promise<boolean> | undefined {
     const direct = this.direct;
-    if (!direct || direct.inFlight.count > 1 || this.waiting.size || this.outbox.length || !this.local.idle || direct.sqlite.inTransaction
-      || documentChars(write) > DIRECT_MAX_DOCUMENT_CHARS || this.busierThan(direct.maxUtilization)) return undefined;
+    if (!direct || !direct.inFlight.alone() || this.waiting.size || this.outbox.length || !this.local.idle || direct.sqlite.inTransaction
+      || documentChars(write) > DIRECT_MAX_DOCUMENT_CHARS) return undefined;
     const outcome = direct.writes.applyOne(write);
     // Rolled back: the connection read a result or was locked by another (or the write is bad,
     // which the thread reports as it would have).
     return 'value' in outcome ? Promise.resolve(outcome.value) : undefined;
-  }
-
-  /** Whether this thread was busy more than `share` of the last window (read again once a window has passed). */
-  private busierThan(share: number): boolean {
-    const since = performance.eventLoopUtilization(this.windowStart);
-    if (since.idle + since.active >= UTILIZATION_WINDOW_MS) {
-      this.utilization = since.utilization;
-      this.windowStart = performance.eventLoopUtilization();
-    }
-    return this.utilization > share;
   }
 
   /** A write through this thread's connection, batched as on a single core (runs/run-writer.ts). */

@@ -19,7 +19,7 @@ import { parseLucene } from '../../src/query/lucene/index.ts';
 import { compileRunQuery } from '../../src/query/lucene-sql/index.ts';
 import { getRun } from '../../src/runs/store.ts';
 import { findRuns, whereOf } from '../../src/runs/search-store.ts';
-import { DIRECT_MAX_DOCUMENT_CHARS, DIRECT_MAX_UTILIZATION, ThreadRunWriter, WRITER_YOUNG_GENERATION_MB, type ThreadRunWriterOptions } from '../../src/runs/run-writer-thread.ts';
+import { DIRECT_MAX_DOCUMENT_CHARS, ThreadRunWriter, WRITER_YOUNG_GENERATION_MB, type ThreadRunWriterOptions } from '../../src/runs/run-writer-thread.ts';
 import { RunWriter } from '../../src/runs/run-writer.ts';
 import { RunsInFlight } from '../../src/runs/in-flight.ts';
 import { sql } from 'kysely';
@@ -40,15 +40,14 @@ describe('sqlite: the run writer thread', () => {
 
   /**
    * A writer on a fresh database, its thread ready unless `lazy` (the first write then starts it);
-   * with `inFlight`, a lone run's writes run at once on the main connection (however busy the
-   * test keeps it, unless `maxUtilization`).
+   * with `inFlight`, a lone run's writes run at once on the main connection.
    */
-  async function open(options: ThreadRunWriterOptions & { file?: (dir: string) => string; lazy?: boolean; inFlight?: RunsInFlight; maxUtilization?: number } = {}) {
+  async function open(options: ThreadRunWriterOptions & { file?: (dir: string) => string; lazy?: boolean; inFlight?: RunsInFlight } = {}) {
     const dir = mkdtempSync(join(tmpdir(), 'orrery-rwt-'));
     cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
     const opened = await openDatabase({ dataDir: dir });
     cleanups.push(() => opened.db.destroy());
-    const direct = options.inFlight && { sqlite: opened.sqlite!, inFlight: options.inFlight, maxUtilization: options.maxUtilization ?? 1 };
+    const direct = options.inFlight && { sqlite: opened.sqlite!, inFlight: options.inFlight };
     const writer = new ThreadRunWriter(options.file?.(dir) ?? opened.file!, opened.db, opened.dialect, { ...options, direct });
     cleanups.push(() => writer.close());
     if (!options.lazy) await writer.started();
@@ -282,12 +281,35 @@ describe('sqlite: the run writer thread', () => {
   });
 
   describe('a lone run (issue 17: no thread crossing when nothing can share its commit)', () => {
-    /** Runs in flight as the service would count them, set by the test. */
-    const counted = (count: number) => ({ count }) as unknown as RunsInFlight & { count: number };
+    /** Whether the run is alone, as the service would tell (set by the test). */
+    const lone = (alone: boolean) => {
+      const state = { alone, inFlight: { alone: () => state.alone } as unknown as RunsInFlight };
+      return state;
+    };
+
+    it('a run is alone unless another is in flight or another started in the same turn of the event loop', async () => {
+      const runs = new RunsInFlight();
+      const nextTurn = () => new Promise((r) => setImmediate(r));
+      const seen: boolean[] = [];
+      await runs.during(async () => void seen.push(runs.alone()));
+      await nextTurn();
+      let release!: () => void;
+      const held = runs.during(() => new Promise<void>((r) => (release = r)));
+      await nextTurn();
+      await runs.during(async () => void seen.push(runs.alone())); // the held one is in flight
+      release();
+      await held;
+      await nextTurn();
+      await runs.during(async () => {});
+      await runs.during(async () => void seen.push(runs.alone())); // the previous one ended, in this turn
+      await nextTurn();
+      await runs.during(async () => void seen.push(runs.alone()));
+      assert.deepEqual(seen, [true, false, false, true]);
+      assert.equal(runs.count, 0);
+    });
 
     it('writes a lone run at once on the main connection: committed when the call returns, no thread started', async () => {
-      const inFlight = counted(1);
-      const { db, dialect, writer, find } = await open({ lazy: true, inFlight });
+      const { db, dialect, writer, find } = await open({ lazy: true, inFlight: lone(true).inFlight });
       const local = countLocal(writer);
       const run = runRow('alone orbit');
       const inserted = writer.insert(run, ['t1']);
@@ -300,25 +322,8 @@ describe('sqlite: the run writer thread', () => {
       assert.equal(workerOf(writer), undefined, 'no thread for a lone run (issue 22: nothing to hold)');
     });
 
-    it('hands even a lone run\'s writes to the thread while the main thread is busy, and writes at once again when it is not', async () => {
-      const { db, dialect, writer } = await open({ lazy: true, inFlight: counted(1), maxUtilization: DIRECT_MAX_UTILIZATION });
-      const local = countLocal(writer);
-      for (const until = performance.now() + 250; performance.now() < until;); // the main thread busy
-      const busy = runRow('busy');
-      await writer.insert(busy, []);
-      assert.ok(workerOf(writer), 'the thread was started');
-      assert.equal(local.n, 1, 'not written at once');
-      await writer.started();
-      await new Promise((r) => setTimeout(r, 300)); // idle
-      const quiet = runRow('quiet');
-      await writer.insert(quiet, []);
-      assert.equal(local.n, 1, 'written at once (not through the main connection\'s batches)');
-      assert.equal((writer as unknown as { waiting: Map<number, unknown> }).waiting.size, 0);
-      for (const r of [busy, quiet]) assert.ok(await getRun(db, dialect, SCOPE, r.id));
-    });
-
     it('writes a large document on the thread even alone (the main thread would wait for SQLite to copy it)', async () => {
-      const { db, dialect, writer } = await open({ lazy: true, inFlight: counted(1) });
+      const { db, dialect, writer } = await open({ lazy: true, inFlight: lone(true).inFlight });
       const local = countLocal(writer);
       const plain = runRow('large');
       const large = { ...plain, doc: { ...(plain.doc as object), prompt: [{ role: 'user', content: 'x'.repeat(DIRECT_MAX_DOCUMENT_CHARS) }] } } as RunRow;
@@ -329,8 +334,7 @@ describe('sqlite: the run writer thread', () => {
     });
 
     it('sends the writes of runs in flight together to the thread', async () => {
-      const inFlight = counted(2);
-      const { db, dialect, writer } = await open({ lazy: true, inFlight });
+      const { db, dialect, writer } = await open({ lazy: true, inFlight: lone(false).inFlight });
       const local = countLocal(writer);
       const run = runRow('together');
       await writer.insert(run, []);
@@ -343,11 +347,11 @@ describe('sqlite: the run writer thread', () => {
     });
 
     it('keeps a run\'s writes in order: one made alone while another is with the thread goes behind it', async () => {
-      const inFlight = counted(2);
-      const { db, dialect, writer } = await open({ inFlight });
+      const runs = lone(false);
+      const { db, dialect, writer } = await open({ inFlight: runs.inFlight });
       const run = runRow('ordered');
       const inserted = writer.insert(run, []); // to the thread
-      inFlight.count = 1; // the other run ended meanwhile
+      runs.alone = true; // the other run ended meanwhile
       const ended = writer.update(run.id, { status: 'completed', updated_at: nowIso(), executor: null }); // at once, it would find no row
       await inserted;
       assert.equal(await ended, true, 'the update found the row the insert wrote');
@@ -355,11 +359,11 @@ describe('sqlite: the run writer thread', () => {
     });
 
     it('keeps them in order behind the main connection\'s batches too (while the thread loads)', async () => {
-      const inFlight = counted(2);
-      const { db, dialect, writer } = await open({ lazy: true, inFlight });
+      const runs = lone(false);
+      const { db, dialect, writer } = await open({ lazy: true, inFlight: runs.inFlight });
       const run = runRow('queued');
       const inserted = writer.insert(run, []); // queued in the main connection's next batch
-      inFlight.count = 1;
+      runs.alone = true;
       const ended = writer.update(run.id, { status: 'completed', updated_at: nowIso(), executor: null });
       await inserted;
       assert.equal(await ended, true, 'the update found the row the insert wrote');
@@ -367,7 +371,7 @@ describe('sqlite: the run writer thread', () => {
     });
 
     it('never writes inside another transaction of the main connection: a rollback there keeps the run', async () => {
-      const { db, dialect, writer } = await open({ inFlight: counted(1) });
+      const { db, dialect, writer } = await open({ inFlight: lone(true).inFlight });
       const run = runRow('apart');
       let inserted: Promise<void> | undefined;
       await assert.rejects(db.transaction().execute(async (trx) => {
@@ -380,7 +384,7 @@ describe('sqlite: the run writer thread', () => {
     });
 
     it('a lone write while the main connection reads a result goes through the thread', async () => {
-      const { db, dialect, sqlite, writer } = await open({ inFlight: counted(1) });
+      const { db, dialect, sqlite, writer } = await open({ inFlight: lone(true).inFlight });
       await writer.insert(runRow('first'), []);
       const rows = sqlite!.prepare('SELECT id FROM runs').iterate();
       rows.next(); // the connection is busy until the iteration ends
