@@ -7,9 +7,11 @@
  */
 export class RunsInFlight {
   private n = 0;
-  /** Runs started in this turn of the event loop (reset by the turn's check phase). */
+  /** Runs started in this turn of the event loop (ended by the turn's check phase), and in the last turn that started any. */
   private startedThisTurn = 0;
+  private startedLastTurn = 0;
   private readonly endTurn = () => {
+    this.startedLastTurn = this.startedThisTurn;
     this.startedThisTurn = 0;
   };
 
@@ -18,12 +20,13 @@ export class RunsInFlight {
   }
 
   /**
-   * No other run is in flight, and none other started in this turn of the event loop. A run that
-   * never waits (the `test` provider, a cache hit) ends within the turn that read its request, so
-   * under load the runs of many connections follow each other in one turn, each alone by count.
+   * No other run is in flight, and none other started in this turn of the event loop or in the
+   * last one that started runs. A run that never waits (the `test` provider, a cache hit) ends
+   * within the turn that read its request, so under load the runs of many connections follow each
+   * other in one turn, each alone by count; the first of such a turn is not alone either.
    */
   alone(): boolean {
-    return this.n <= 1 && this.startedThisTurn <= 1;
+    return this.n <= 1 && this.startedThisTurn <= 1 && this.startedLastTurn <= 1;
   }
 
   /** Counts one more run while `work` runs. */
