@@ -6,7 +6,7 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type SQLite from 'better-sqlite3';
-import { Kysely, Migrator, PostgresDialect } from 'kysely';
+import { Kysely, Migrator, PostgresDialect, SqliteDialect } from 'kysely';
 import type { Database } from './schema.ts';
 import { postgresDialect, sqliteDialect, type OrreryDialect } from './dialect.ts';
 import { OrreryMigrations } from './migrations.ts';
@@ -21,11 +21,6 @@ export interface OpenedDatabase {
   describe: string;
   /** SQLite: the database file, which other threads open for themselves. */
   file?: string;
-  /**
-   * SQLite: this thread's handle, under `db`. The run writer writes a lone run's rows through it
-   * at once (runs/run-writer-thread.ts); anything else goes through `db`.
-   */
-  sqlite?: SQLite.Database;
 }
 
 export async function openDatabase(opts: { databaseUrl?: string; dataDir: string }): Promise<OpenedDatabase> {
@@ -42,16 +37,18 @@ export async function openDatabase(opts: { databaseUrl?: string; dataDir: string
 function openSqlite(dataDir: string): OpenedDatabase {
   mkdirSync(dataDir, { recursive: true });
   const file = join(dataDir, 'orrery.db');
-  const sqlite = openSqliteHandle(file, { eventLoop: true });
-  return { db: sqliteConnection(sqlite), dialect: sqliteDialect, describe: `sqlite:${file}`, file, sqlite };
+  return { db: openSqliteConnection(file, { eventLoop: true }), dialect: sqliteDialect, describe: `sqlite:${file}`, file };
 }
 
 /**
- * Kysely over this thread's connection to the SQLite file (db/sqlite-handle.ts), which waits for
- * the write lock with timers, never in SQLite's busy handler (db/sqlite-lock-wait.ts).
+ * One connection to the SQLite file, configured as every connection of ours must be: the main
+ * thread's and the run writer's thread (runs/run-writer-thread.ts) each open one. The main
+ * thread's (`eventLoop`) waits for the write lock with timers (db/sqlite-lock-wait.ts); the
+ * writer thread's may sleep in SQLite's busy handler, which blocks only that thread.
  */
-function sqliteConnection(sqlite: SQLite.Database): Kysely<Database> {
-  return new Kysely<Database>({ dialect: new LockWaitingSqliteDialect({ database: withStatementCache(sqlite) }) });
+export function openSqliteConnection(file: string, { eventLoop }: { eventLoop: boolean }): Kysely<Database> {
+  const config = { database: withStatementCache(openSqliteHandle(file, { eventLoop })) };
+  return new Kysely<Database>({ dialect: eventLoop ? new LockWaitingSqliteDialect(config) : new SqliteDialect(config) });
 }
 
 /**
@@ -61,7 +58,7 @@ function sqliteConnection(sqlite: SQLite.Database): Kysely<Database> {
  * Kysely begins transactions DEFERRED. With two connections writing (this thread and the run
  * writer's), a deferred transaction that reads and then writes fails at once with SQLITE_BUSY
  * when the other committed in between; IMMEDIATE takes the write lock first and waits for it
- * instead (see sqliteConnection).
+ * instead (see openSqliteConnection).
  */
 function withStatementCache(sqlite: SQLite.Database) {
   const cache = new Map<string, SQLite.Statement>();

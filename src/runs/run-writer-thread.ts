@@ -14,19 +14,9 @@
  * about 10 MB): the first write starts it, and it ends WRITER_IDLE_END_MS after the last. Until it
  * has opened its connection (a few hundred ms) writes go through this thread's connection as on a
  * single core (runs/run-writer.ts), so no run waits for it to load.
- *
- * A run alone in the process (`direct`: no other in flight, none other started in this turn of
- * the event loop, runs/in-flight.ts) has nothing to share a commit with: its writes run at once on
- * this thread's connection, with the same statements, as PostgreSQL's `commit_siblings` skips its
- * group-commit delay when few transactions are active. A lone run then waits for no thread
- * crossing (two per write: about 0.1 ms of a 0.2 ms write, bench/README.md, issue 17), and an
- * unloaded server starts no thread at all. Only while nothing of this writer's is queued or in
- * flight, so that the writes of a run stay in their order; a write that cannot run there (the
- * connection in a transaction, reading a result or locked by another) takes the thread's way.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Worker } from 'node:worker_threads';
-import type SQLite from 'better-sqlite3';
 import { BOOT, workerEntry } from '../workers/entry.ts';
 import type { Updateable } from 'kysely';
 import type { RunTable } from '../db/schema.ts';
@@ -34,8 +24,6 @@ import type { OrreryDialect } from '../db/dialect.ts';
 import type { RunRow } from './model.ts';
 import { RunWriter, type Op, type RunWrites } from './run-writer.ts';
 import { applyRunWrite, prepareRunInsert, prepareRunUpdate, type Db, type PreparedRunWrite } from './store.ts';
-import { SqliteRunWrites } from './sqlite-run-writes.ts';
-import type { RunsInFlight } from './in-flight.ts';
 
 /** Worker threads do not inherit the loader that runs TypeScript: the boot file (workers/boot.mjs) registers it for a .ts entry. */
 const ENTRY = workerEntry('./run-writer-worker', import.meta.url);
@@ -65,21 +53,6 @@ interface Waiting {
  */
 export const WRITER_YOUNG_GENERATION_MB = 6;
 
-/**
- * A run whose document is larger than this (as JSON) is written on the thread even alone: SQLite
- * copies it into the log page by page, time this thread's other requests would wait for (a
- * typical run's document is 1-3 KB).
- */
-export const DIRECT_MAX_DOCUMENT_CHARS = 64 * 1024;
-
-/** The characters of the documents a write stores (encoded: runs/store.ts encodeRun). */
-function documentChars(write: PreparedRunWrite): number {
-  const sets = 'insert' in write ? write.insert.rows : [('update' in write ? write.update : write.patch).set];
-  let chars = 0;
-  for (const set of sets) if (typeof set.doc === 'string') chars += set.doc.length;
-  return chars;
-}
-
 /** How long close() waits for writes still in flight, and then for the thread to exit. */
 const CLOSE_WAIT_MS = 10_000;
 
@@ -92,8 +65,6 @@ export const WRITER_RESTART_BACKOFF_MS = 60_000;
 export interface ThreadRunWriterOptions {
   /** WRITER_IDLE_END_MS unless given (tests). */
   idleEndMs?: number;
-  /** This thread's handle to the file (`db`'s) and the runs in flight: a lone run's writes run at once on it. */
-  direct?: { sqlite: SQLite.Database; inFlight: RunsInFlight };
 }
 
 export class ThreadRunWriter implements RunWrites {
@@ -111,7 +82,6 @@ export class ThreadRunWriter implements RunWrites {
   private idle: Array<() => void> = [];
   private readonly local: RunWriter;
   private closing: Promise<void> | undefined;
-  private readonly direct: { sqlite: SQLite.Database; writes: SqliteRunWrites; inFlight: RunsInFlight } | undefined;
 
   constructor(
     private readonly file: string,
@@ -121,8 +91,6 @@ export class ThreadRunWriter implements RunWrites {
   ) {
     this.local = new RunWriter(db, dialect);
     this.idleEndMs = options.idleEndMs ?? WRITER_IDLE_END_MS;
-    const direct = options.direct;
-    if (direct) this.direct = { sqlite: direct.sqlite, writes: new SqliteRunWrites(direct.sqlite), inFlight: direct.inFlight };
   }
 
   /** Starts the thread if none runs; resolves once it takes writes (tests; writes start it themselves). */
@@ -173,8 +141,6 @@ export class ThreadRunWriter implements RunWrites {
   /** Writes queued in one turn of the event loop cross to the thread as one message. */
   private send(write: PreparedRunWrite): Promise<boolean> {
     if (this.closing) return Promise.reject(new Error('the run writer is closed (the server is shutting down)'));
-    const written = this.writeAlone(write);
-    if (written) return written;
     if (!this.ready) {
       this.start();
       return this.writeHere(write);
@@ -188,21 +154,6 @@ export class ThreadRunWriter implements RunWrites {
         setImmediate(() => this.post());
       }
     });
-  }
-
-  /**
-   * The write run at once on this thread's connection, when the run is alone, its document small
-   * and nothing of this writer's queued or in flight; undefined when it was not (or could not be)
-   * written there.
-   */
-  private writeAlone(write: PreparedRunWrite): Promise<boolean> | undefined {
-    const direct = this.direct;
-    if (!direct || !direct.inFlight.alone() || this.waiting.size || this.outbox.length || !this.local.idle || direct.sqlite.inTransaction
-      || documentChars(write) > DIRECT_MAX_DOCUMENT_CHARS) return undefined;
-    const outcome = direct.writes.applyOne(write);
-    // Rolled back: the connection read a result or was locked by another (or the write is bad,
-    // which the thread reports as it would have).
-    return 'value' in outcome ? Promise.resolve(outcome.value) : undefined;
   }
 
   /** A write through this thread's connection, batched as on a single core (runs/run-writer.ts). */

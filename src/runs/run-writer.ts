@@ -47,7 +47,6 @@ export class RunWriter implements RunWrites {
   private queue: Pending[] = [];
   private scheduled = false;
   private flushing: Promise<void> = Promise.resolve();
-  private inFlush = false;
 
   constructor(
     private readonly db: Db,
@@ -75,11 +74,6 @@ export class RunWriter implements RunWrites {
     return this.drain();
   }
 
-  /** Nothing queued or being written: a write made elsewhere now comes after all of this writer's. */
-  get idle(): boolean {
-    return !this.queue.length && !this.scheduled && !this.inFlush;
-  }
-
   /** Waits for every queued write. */
   async drain(): Promise<void> {
     while (this.queue.length || this.scheduled) await this.flushing.then(() => new Promise((r) => setImmediate(r)));
@@ -100,15 +94,6 @@ export class RunWriter implements RunWrites {
 
   private async flush(): Promise<void> {
     this.scheduled = false;
-    this.inFlush = true;
-    try {
-      await this.flushQueue();
-    } finally {
-      this.inFlush = false;
-    }
-  }
-
-  private async flushQueue(): Promise<void> {
     while (this.queue.length) {
       const batch = this.queue.splice(0, this.maxBatch);
       try {

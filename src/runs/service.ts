@@ -19,7 +19,6 @@ import * as store from './store.ts';
 import type { StreamHub, LiveRun } from './stream-hub.ts';
 import { RunSearch, type FacetsAnswer, type SearchAnswer } from './search.ts';
 import { RunWriter, type RunWrites } from './run-writer.ts';
-import { RunsInFlight } from './in-flight.ts';
 import type { ChangeClock } from '../interactions/change-clock.ts';
 import type { ResolvedEnvironment } from '../interactions/environments.ts';
 import type { ReplicaRegistry } from '../cluster/replicas.ts';
@@ -64,8 +63,6 @@ export interface RunServiceDeps {
   embeddings?: RunEmbeddingHook;
   /** Where run rows are written: in this thread by default; server.ts gives SQLite its own thread. */
   writer?: RunWrites;
-  /** Kept up to date here with the runs in flight; server.ts shares it with the SQLite run writer. */
-  inFlight?: RunsInFlight;
   /** Told the tokens and cost of every run that called a provider once it ended (rate limits and quotas, src/limits). */
   onRunEnded?: (run: { account: string; project: string; keyId: string | null; tokens: number; cost: number }) => void;
 }
@@ -178,7 +175,6 @@ export class RunService {
   private readonly embeddings?: RunEmbeddingHook;
   private readonly onRunEnded: RunServiceDeps['onRunEnded'];
   private readonly writer: RunWrites;
-  private readonly inFlight: RunsInFlight;
 
   constructor(deps: RunServiceDeps) {
     this.db = deps.db;
@@ -194,7 +190,6 @@ export class RunService {
     this.streamTimeoutSeconds = deps.streamTimeoutSeconds;
     this.embeddings = deps.embeddings;
     this.writer = deps.writer ?? new RunWriter(deps.db, deps.dialect);
-    this.inFlight = deps.inFlight ?? new RunsInFlight();
     this.onRunEnded = deps.onRunEnded;
     this.searcher = new RunSearch(this.db, this.dialect);
     this.cache = new ResultCache(this.db, this.dialect);
@@ -216,7 +211,7 @@ export class RunService {
   private async start(p: Principal, input: RunCreateInput, caller: CallerInfo, load: () => Promise<InteractionDto>, cacheKey?: string): Promise<Run> {
     this.starting++;
     try {
-      return await this.inFlight.during(() => this.startRun(p, input, caller, load, cacheKey));
+      return await this.startRun(p, input, caller, load, cacheKey);
     } finally {
       this.starting--;
     }
@@ -433,7 +428,7 @@ export class RunService {
     const id = row.id;
     const plan = this.pending.get(id) ?? (await this.replan(p, row));
     this.executingHere.add(id);
-    const claimed = await this.inFlight.during(() => this.writer.update(id, { status: 'processing', updated_at: nowIso(), executor: this.replica.id }, 'created')).catch((err) => {
+    const claimed = await this.writer.update(id, { status: 'processing', updated_at: nowIso(), executor: this.replica.id }, 'created').catch((err) => {
       this.executingHere.delete(id);
       throw err;
     });
@@ -443,7 +438,7 @@ export class RunService {
     }
     this.pending.delete(id);
     const started = this.hub.open(id);
-    void this.inFlight.during(() => this.execute({ ...row, status: 'processing' }, docOf(row), plan, started)).then(
+    void this.execute({ ...row, status: 'processing' }, docOf(row), plan, started).then(
       async (final) => this.hub.close(id, await this.withEmbeddings(final, await this.expand(p, final).catch(() => this.forCreation(final)))),
       () => this.hub.close(id, undefined),
     );
@@ -582,7 +577,7 @@ export class RunService {
     const childDocs = new Map<string, RunDoc>();
     const outcome = await this.virtualRunner.run(plan.config, plan.request.messages, sink, {
       runChild: async (entry, childSink) => {
-        const child = await this.inFlight.during(() => this.runChild(row, doc, plan, entry, childSink));
+        const child = await this.runChild(row, doc, plan, entry, childSink);
         childDocs.set(child.id, child.doc);
         return child.outcome;
       },

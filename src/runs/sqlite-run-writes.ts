@@ -75,16 +75,13 @@ export class SqliteRunWrites {
     try {
       return this.inTransaction.immediate(writes).map((value) => ({ value }));
     } catch {
-      return writes.map((w) => this.applyOne(w));
-    }
-  }
-
-  /** One write in a transaction of its own, tried once. */
-  applyOne(write: PreparedRunWrite): WriteOutcome {
-    try {
-      return { value: this.inTransaction.immediate([write])[0] };
-    } catch (error) {
-      return { error };
+      return writes.map((w) => {
+        try {
+          return { value: this.inTransaction.immediate([w])[0] };
+        } catch (error) {
+          return { error };
+        }
+      });
     }
   }
 

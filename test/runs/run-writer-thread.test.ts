@@ -3,9 +3,7 @@
  * main connection, with its search data; claims, failures and a thread that stops reach the caller
  * instead of hanging it; close() waits for what is queued; its bounded young generation (issue 22)
  * does not bound what it can write; it exists only while runs are written (started by the first
- * write, which does not wait for it, and ended when idle: issue 22). A lone run's writes run at
- * once on the main connection, never out of order with the thread's nor inside another
- * transaction of that connection (issue 17).
+ * write, which does not wait for it, and ended when idle: issue 22).
  */
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
@@ -19,9 +17,8 @@ import { parseLucene } from '../../src/query/lucene/index.ts';
 import { compileRunQuery } from '../../src/query/lucene-sql/index.ts';
 import { getRun } from '../../src/runs/store.ts';
 import { findRuns, whereOf } from '../../src/runs/search-store.ts';
-import { DIRECT_MAX_DOCUMENT_CHARS, ThreadRunWriter, WRITER_YOUNG_GENERATION_MB, type ThreadRunWriterOptions } from '../../src/runs/run-writer-thread.ts';
+import { ThreadRunWriter, WRITER_YOUNG_GENERATION_MB, type ThreadRunWriterOptions } from '../../src/runs/run-writer-thread.ts';
 import { RunWriter } from '../../src/runs/run-writer.ts';
-import { RunsInFlight } from '../../src/runs/in-flight.ts';
 import { sql } from 'kysely';
 import type { RunRow } from '../../src/runs/model.ts';
 
@@ -38,17 +35,13 @@ describe('sqlite: the run writer thread', () => {
   const cleanups: Array<() => Promise<void> | void> = [];
   after(async () => { for (const c of cleanups.reverse()) await c(); });
 
-  /**
-   * A writer on a fresh database, its thread ready unless `lazy` (the first write then starts it);
-   * with `inFlight`, a lone run's writes run at once on the main connection.
-   */
-  async function open(options: ThreadRunWriterOptions & { file?: (dir: string) => string; lazy?: boolean; inFlight?: RunsInFlight } = {}) {
+  /** A writer on a fresh database, its thread ready unless `lazy` (the first write then starts it). */
+  async function open(options: ThreadRunWriterOptions & { file?: (dir: string) => string; lazy?: boolean } = {}) {
     const dir = mkdtempSync(join(tmpdir(), 'orrery-rwt-'));
     cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
     const opened = await openDatabase({ dataDir: dir });
     cleanups.push(() => opened.db.destroy());
-    const direct = options.inFlight && { sqlite: opened.sqlite!, inFlight: options.inFlight };
-    const writer = new ThreadRunWriter(options.file?.(dir) ?? opened.file!, opened.db, opened.dialect, { ...options, direct });
+    const writer = new ThreadRunWriter(options.file?.(dir) ?? opened.file!, opened.db, opened.dialect, options);
     cleanups.push(() => writer.close());
     if (!options.lazy) await writer.started();
     const find = async (q: string) =>
@@ -139,11 +132,10 @@ describe('sqlite: the run writer thread', () => {
     // same writes, through each into its own database, must leave the same rows.
     const a = await open();
     const b = await open();
-    const c = await open({ lazy: true, inFlight: new RunsInFlight() }); // nothing in flight: every write at once
     const kysely = new RunWriter(b.db, b.dialect);
     const runs = Array.from({ length: 12 }, (_, i) => ({ ...runRow(`word${i} comet`), ...(i % 3 === 0 ? { doc: { ...(runRow('x').doc as object), ttl: 3600 } } : {}) } as RunRow));
     runs[5] = { ...runs[5], status: 'completed', parent_id: runs[4].id } as RunRow; // inserted already ended: full text at once
-    for (const w of [a.writer, kysely, c.writer]) {
+    for (const w of [a.writer, kysely]) {
       const ended = await Promise.all(runs.map((r, i) => w.insert(r, i % 2 ? ['t1', `n${i}`] : [])));
       assert.equal(ended.length, runs.length);
       const results = await Promise.all([
@@ -163,12 +155,10 @@ describe('sqlite: the run writer thread', () => {
       tags: (await sql`SELECT * FROM run_tags ORDER BY run_id, tag`.execute(o.db)).rows,
       fts: (await sql`SELECT term, col, doc, offset FROM runs_fts_instances ORDER BY doc, col, offset`.execute(o.db)).rows,
     });
-    const [viaThread, viaKysely, atOnce] = [await dump(a), await dump(b), await dump(c)];
+    const [viaThread, viaKysely] = [await dump(a), await dump(b)];
     assert.equal(viaThread.runs.length, 12);
     assert.ok(viaThread.fts.length > 0);
     assert.deepEqual(viaThread, viaKysely);
-    assert.deepEqual(atOnce, viaKysely);
-    assert.equal(workerOf(c.writer), undefined, 'written at once: no thread was started');
     assert.deepEqual(await a.find('answer3'), [runs[3].id]);
     assert.deepEqual(await a.find('word5'), [runs[5].id]);
     assert.deepEqual(await a.find('evaluated'), [runs[0].id]);
@@ -278,122 +268,5 @@ describe('sqlite: the run writer thread', () => {
     await Promise.all(writes);
     for (const r of runs) assert.ok(await getRun(db, dialect, SCOPE, r.id));
     await assert.rejects(writer.insert(runRow('late'), []), /run writer is closed/);
-  });
-
-  describe('a lone run (issue 17: no thread crossing when nothing can share its commit)', () => {
-    /** Whether the run is alone, as the service would tell (set by the test). */
-    const lone = (alone: boolean) => {
-      const state = { alone, inFlight: { alone: () => state.alone } as unknown as RunsInFlight };
-      return state;
-    };
-
-    it('a run is alone unless another is in flight, or another started in its turn of the event loop or the last that started any', async () => {
-      const runs = new RunsInFlight();
-      const nextTurn = () => new Promise((r) => setImmediate(r));
-      const seen: boolean[] = [];
-      await runs.during(async () => void seen.push(runs.alone()));
-      await nextTurn();
-      let release!: () => void;
-      const held = runs.during(() => new Promise<void>((r) => (release = r)));
-      await nextTurn();
-      await runs.during(async () => void seen.push(runs.alone())); // the held one is in flight
-      release();
-      await held;
-      await nextTurn();
-      await runs.during(async () => {});
-      await runs.during(async () => void seen.push(runs.alone())); // the previous one ended, in this turn
-      await nextTurn();
-      await runs.during(async () => void seen.push(runs.alone())); // the turn before started two
-      await nextTurn();
-      await runs.during(async () => void seen.push(runs.alone()));
-      assert.deepEqual(seen, [true, false, false, false, true]);
-      assert.equal(runs.count, 0);
-    });
-
-    it('writes a lone run at once on the main connection: committed when the call returns, no thread started', async () => {
-      const { db, dialect, writer, find } = await open({ lazy: true, inFlight: lone(true).inFlight });
-      const local = countLocal(writer);
-      const run = runRow('alone orbit');
-      const inserted = writer.insert(run, ['t1']);
-      assert.ok(await getRun(db, dialect, SCOPE, run.id), 'committed before the promise is even awaited');
-      await inserted;
-      assert.equal(await writer.update(run.id, { status: 'completed', updated_at: nowIso(), executor: null, doc: { ...(run.doc as object), result: [{ type: 'text', value: 'answer' }] } as never }), true);
-      assert.equal(await writer.update(newId(), { updated_at: nowIso() }), false, 'an update of no run');
-      assert.deepEqual(await find('alone'), [run.id]);
-      assert.equal(local.n, 0, 'not through the Kysely batches');
-      assert.equal(workerOf(writer), undefined, 'no thread for a lone run (issue 22: nothing to hold)');
-    });
-
-    it('writes a large document on the thread even alone (the main thread would wait for SQLite to copy it)', async () => {
-      const { db, dialect, writer } = await open({ lazy: true, inFlight: lone(true).inFlight });
-      const local = countLocal(writer);
-      const plain = runRow('large');
-      const large = { ...plain, doc: { ...(plain.doc as object), prompt: [{ role: 'user', content: 'x'.repeat(DIRECT_MAX_DOCUMENT_CHARS) }] } } as RunRow;
-      await writer.insert(large, []);
-      assert.equal(local.n, 1, 'not written at once');
-      assert.ok(workerOf(writer), 'the thread was started');
-      assert.ok(await getRun(db, dialect, SCOPE, large.id));
-    });
-
-    it('sends the writes of runs in flight together to the thread', async () => {
-      const { db, dialect, writer } = await open({ lazy: true, inFlight: lone(false).inFlight });
-      const local = countLocal(writer);
-      const run = runRow('together');
-      await writer.insert(run, []);
-      assert.ok(workerOf(writer), 'the thread was started');
-      assert.equal(local.n, 1, 'through the main connection\'s batches while the thread loads');
-      await writer.started();
-      assert.ok(await writer.update(run.id, { status: 'completed', updated_at: nowIso(), executor: null }));
-      assert.equal(local.n, 1, 'then through the thread');
-      assert.equal((await getRun(db, dialect, SCOPE, run.id))?.status, 'completed');
-    });
-
-    it('keeps a run\'s writes in order: one made alone while another is with the thread goes behind it', async () => {
-      const runs = lone(false);
-      const { db, dialect, writer } = await open({ inFlight: runs.inFlight });
-      const run = runRow('ordered');
-      const inserted = writer.insert(run, []); // to the thread
-      runs.alone = true; // the other run ended meanwhile
-      const ended = writer.update(run.id, { status: 'completed', updated_at: nowIso(), executor: null }); // at once, it would find no row
-      await inserted;
-      assert.equal(await ended, true, 'the update found the row the insert wrote');
-      assert.equal((await getRun(db, dialect, SCOPE, run.id))?.status, 'completed');
-    });
-
-    it('keeps them in order behind the main connection\'s batches too (while the thread loads)', async () => {
-      const runs = lone(false);
-      const { db, dialect, writer } = await open({ lazy: true, inFlight: runs.inFlight });
-      const run = runRow('queued');
-      const inserted = writer.insert(run, []); // queued in the main connection's next batch
-      runs.alone = true;
-      const ended = writer.update(run.id, { status: 'completed', updated_at: nowIso(), executor: null });
-      await inserted;
-      assert.equal(await ended, true, 'the update found the row the insert wrote');
-      assert.equal((await getRun(db, dialect, SCOPE, run.id))?.status, 'completed');
-    });
-
-    it('never writes inside another transaction of the main connection: a rollback there keeps the run', async () => {
-      const { db, dialect, writer } = await open({ inFlight: lone(true).inFlight });
-      const run = runRow('apart');
-      let inserted: Promise<void> | undefined;
-      await assert.rejects(db.transaction().execute(async (trx) => {
-        await sql`DELETE FROM run_tags WHERE tag = 'none'`.execute(trx); // the transaction holds the write lock
-        inserted = writer.insert(run, []); // to the thread, which waits for the lock
-        throw new Error('rolled back');
-      }), /rolled back/);
-      await inserted;
-      assert.equal((await getRun(db, dialect, SCOPE, run.id))?.status, 'processing', 'committed on its own, after the rollback');
-    });
-
-    it('a lone write while the main connection reads a result goes through the thread', async () => {
-      const { db, dialect, sqlite, writer } = await open({ inFlight: lone(true).inFlight });
-      await writer.insert(runRow('first'), []);
-      const rows = sqlite!.prepare('SELECT id FROM runs').iterate();
-      rows.next(); // the connection is busy until the iteration ends
-      const run = runRow('while reading');
-      await writer.insert(run, []);
-      rows.return?.();
-      assert.ok(await getRun(db, dialect, SCOPE, run.id));
-    });
   });
 });
