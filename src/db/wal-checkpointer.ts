@@ -29,8 +29,8 @@ export interface CheckpointTiming {
 /**
  * Every 25 ms: each checkpoint then has less to copy and sync, and the writes that wait on the
  * file system while it syncs (ext4 here) wait less. Against 100 ms (bench/README.md, issue 17,
- * fifth pass): blocking runs at 32 connections 108-110 % of the throughput with their p99 29-30
- * -> 16-17 ms; a paced 400 runs/s, p99 11-17 -> 8-10 ms.
+ * fifth pass): blocking runs at 32 connections 110 % of the throughput, their p99 29 -> 16 ms; a
+ * paced 400 runs/s, p99 10-17 -> 8-11 ms.
  */
 const DEFAULT_TIMING: CheckpointTiming = { everyMs: 25, idleEndMs: 10_000, retryAfterMs: 60_000 };
 
