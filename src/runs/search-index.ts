@@ -82,16 +82,13 @@ interface FieldsSlot {
   json?: { d: OrreryDialect; value: unknown };
 }
 
-/** The slot of `doc` if it was filled from the objects `doc` holds now. */
-function slotOf(doc: SearchSource): FieldsSlot | undefined {
-  const slot = (doc as { [FIELDS_SLOT]?: FieldsSlot })[FIELDS_SLOT];
-  return slot && slot.parameters === doc.parameters && slot.config === doc.config && slot.source === doc.source ? slot : undefined;
-}
+const slotOf = (doc: SearchSource): FieldsSlot | undefined => (doc as { [FIELDS_SLOT]?: FieldsSlot })[FIELDS_SLOT];
 
 /** runSearchFields of `ordered` (the document, or its copy in the database's key order), kept on `doc`. */
 function fieldsOf(doc: SearchSource, ordered: SearchSource): SearchFields {
+  // Only a slot filled from the objects `doc` holds now.
   const hit = slotOf(doc);
-  if (hit) return hit.fields;
+  if (hit && hit.parameters === doc.parameters && hit.config === doc.config && hit.source === doc.source) return hit.fields;
   const fields = runSearchFields(ordered);
   if (Object.isExtensible(doc)) {
     const slot: FieldsSlot = { parameters: doc.parameters, config: doc.config, source: doc.source, fields, json: undefined };
@@ -100,7 +97,10 @@ function fieldsOf(doc: SearchSource, ordered: SearchSource): SearchFields {
   return fields;
 }
 
-/** The `search_fields` column's value, encoded once per document (and kept in its slot). */
+/**
+ * The `search_fields` column's value, encoded once per document (and kept in its slot). `fields`
+ * are fieldsOf(doc): when they are the slot's, fieldsOf has just found the slot current or filled it.
+ */
 function encodedFields(d: OrreryDialect, doc: SearchSource, fields: SearchFields): unknown {
   const slot = slotOf(doc);
   if (slot?.fields !== fields) return d.toJson(fields);
