@@ -301,9 +301,10 @@ export function insertRuns(db: Db, d: OrreryDialect, runs: readonly NewRun[], en
 export function prepareUpdate(d: OrreryDialect, id: string, set: Updateable<RunTable>, doc: unknown, fromStatus?: string): PreparedUpdate {
   const index = indexOf(d);
   const text = set.status !== undefined ? hasEnded(set.status) : fromStatus !== undefined ? hasEnded(fromStatus) : undefined;
-  const s = index.searchDoc(docOfRow(doc), text !== false);
+  const newDoc = docOfRow(doc);
+  const s = index.searchDoc(newDoc, text !== false);
   const fts = text === false ? null : index.fts(s);
-  return { id, set: index.withColumns(d, s, docOfRow(doc), text, set), fts, text, ...(fromStatus !== undefined ? { fromStatus } : {}) };
+  return { id, set: index.withColumns(d, s, newDoc, text, set), fts, text, ...(fromStatus !== undefined ? { fromStatus } : {}) };
 }
 
 /** Applies a prepared update, in the caller's transaction when `db` is one; false when no row matched. */
