@@ -15,15 +15,21 @@ export const LOCK_WAIT_MS = 5000;
  */
 export const FALLBACK_CHECKPOINT_PAGES = 10_000;
 
-/** `eventLoop`: the HTTP thread's handle, which must never sleep in SQLite's busy handler (db/sqlite-lock-wait.ts). */
-export function openSqliteHandle(file: string, { eventLoop }: { eventLoop: boolean }): SQLite.Database {
+/** Page cache of a connection, KiB: the HTTP thread's reads (search, lists) keep up to this much of the file at hand. */
+export const READER_CACHE_KIB = 65_536;
+
+/**
+ * `eventLoop`: the HTTP thread's handle, which must never sleep in SQLite's busy handler
+ * (db/sqlite-lock-wait.ts). `cacheKiB`: its page cache (READER_CACHE_KIB unless told).
+ */
+export function openSqliteHandle(file: string, { eventLoop, cacheKiB = READER_CACHE_KIB }: { eventLoop: boolean; cacheKiB?: number }): SQLite.Database {
   const sqlite = new SQLite(file);
   sqlite.pragma(`busy_timeout = ${eventLoop ? 0 : LOCK_WAIT_MS}`);
   sqlite.pragma('journal_mode = WAL');
   sqlite.pragma('synchronous = NORMAL');
   sqlite.pragma('foreign_keys = ON');
   // A larger page cache and memory-mapped reads spare a read() system call per B-tree page.
-  sqlite.pragma('cache_size = -65536');
+  sqlite.pragma(`cache_size = -${cacheKiB}`);
   sqlite.pragma('mmap_size = 1073741824');
   sqlite.pragma('temp_store = MEMORY');
   sqlite.pragma(`wal_autocheckpoint = ${FALLBACK_CHECKPOINT_PAGES}`);

@@ -16,7 +16,15 @@ import type { ThreadMessage, ThreadReply, ThreadRequest, ThreadWrite } from './r
  */
 const BATCH = 32;
 
-const db = openSqliteHandle((workerData as { file: string }).file, { eventLoop: false });
+/**
+ * This connection's page cache, KiB. A run's writes touch the right-hand edges of the runs table's
+ * B-trees and little else, which a few thousand pages hold; a 64 MB cache (the readers') only grew
+ * with fresh pages, each a page fault, and left up to 30 MB in glibc's arenas after the thread ended:
+ * 8 MB made runs 12-15 % faster and the memory after a load smaller (bench/README.md, issue 22, ninth pass).
+ */
+const CACHE_KIB = 8192;
+
+const db = openSqliteHandle((workerData as { file: string }).file, { eventLoop: false, cacheKiB: CACHE_KIB });
 const writes = new SqliteRunWrites(db);
 const port = parentPort!;
 
