@@ -11,10 +11,12 @@ import type { ThreadMessage, ThreadReply, ThreadRequest, ThreadWrite } from './r
 
 /**
  * Writes per transaction. Small: replies to one batch leave while the next is written, so the
- * HTTP thread and this one work at the same time instead of waiting for each other in turn
- * (measured in bench/README.md).
+ * HTTP thread and this one work at the same time instead of waiting for each other in turn. With
+ * 32 connections a message brings about 22 writes; in transactions of 32 the HTTP thread was idle
+ * a quarter of the time, waiting for replies. 8 gave 109-116 % of the runs/s of 32 (16: 114 %,
+ * 4: 93 %, the commits' own cost then showing; bench/README.md, issue 17, sixth pass).
  */
-const BATCH = 32;
+const BATCH = 8;
 
 /**
  * This connection's page cache, KiB. A run's writes touch the right-hand edges of the runs table's
