@@ -10,13 +10,14 @@ import { SqliteRunWrites } from './sqlite-run-writes.ts';
 import type { ThreadMessage, ThreadReply, ThreadRequest, ThreadWrite } from './run-writer-thread.ts';
 
 /**
- * Writes per transaction. Small: replies to one batch leave while the next is written, so the
- * HTTP thread and this one work at the same time instead of waiting for each other in turn. With
- * 32 connections a message brings about 22 writes; in transactions of 32 the HTTP thread was idle
- * a quarter of the time, waiting for replies. 8 gave 109-116 % of the runs/s of 32 (16: 114 %,
- * 4: 93 %, the commits' own cost then showing; bench/README.md, issue 17, sixth pass).
+ * Writes per transaction, at most: what has arrived when the thread gets to it, up to this. The
+ * HTTP thread sends every 8 writes (POST_AT in runs/run-writer-thread.ts), so the first ones start
+ * here while it still reads requests; a transaction then takes what several messages brought,
+ * and each commit writes the B-trees' right-hand pages once for all of them. Against 8 per
+ * transaction (with POST_AT): 109 %, 117 % of the runs/s and 11-16 % less CPU per run (test
+ * provider), 120 % through an upstream (16: 101-115 %; bench/README.md, issue 17, sixth pass).
  */
-const BATCH = 8;
+const BATCH = 32;
 
 /**
  * This connection's page cache, KiB. A run's writes touch the right-hand edges of the runs table's
