@@ -54,11 +54,11 @@ interface Waiting {
 export const WRITER_YOUNG_GENERATION_MB = 6;
 
 /**
- * Writes queued in one turn cross as one message at its end, or as soon as this many are queued:
- * the thread's transaction size (BATCH in runs/run-writer-worker.ts). A turn that reads many
- * requests otherwise held its first writes until its last request had run, while the thread
- * waited; sent at 8, runs/s went 108-117 % (test provider) and 127 % (upstream) of the same code
- * sending once per turn (bench/README.md, issue 17, sixth pass).
+ * Writes queued in one turn cross as one message at its end, or as soon as this many are queued
+ * (the thread groups what has arrived into transactions of up to BATCH, runs/run-writer-worker.ts).
+ * A turn that reads many requests otherwise held its first writes until its last request had run,
+ * while the thread waited; sent at 8, runs/s went 108-117 % (test provider) and 127 % (upstream)
+ * of the same code sending once per turn (bench/README.md, issue 17, sixth pass).
  */
 const POST_AT = 8;
 
