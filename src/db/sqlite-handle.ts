@@ -16,7 +16,7 @@ export const LOCK_WAIT_MS = 5000;
 export const FALLBACK_CHECKPOINT_PAGES = 10_000;
 
 /** Page cache of a connection, KiB: the HTTP thread's reads (search, lists) keep up to this much of the file at hand. */
-export const READER_CACHE_KIB = 65_536;
+const READER_CACHE_KIB = 65_536;
 
 /**
  * `eventLoop`: the HTTP thread's handle, which must never sleep in SQLite's busy handler

@@ -17,16 +17,12 @@ const rowOf = (doc: Record<string, unknown>): RunRow => ({
   executor: 'me', doc,
 } as unknown as RunRow);
 
-const fieldsOfInsert = (d: typeof sqliteDialect, row: RunRow) => {
-  const w = prepareRunInsert(d, row, []) as { insert: { rows: Array<Record<string, unknown>> } };
-  const v = w.insert.rows[0].search_fields;
-  return typeof v === 'string' ? JSON.parse(v) : v;
-};
-const fieldsOfUpdate = (d: typeof sqliteDialect, id: string, doc: Record<string, unknown>) => {
-  const w = prepareRunUpdate(d, id, { status: 'completed', doc } as never) as { update: { set: Record<string, unknown> } };
-  const v = w.update.set.search_fields;
-  return typeof v === 'string' ? JSON.parse(v) : v;
-};
+/** The `search_fields` column as written: JSON text on both dialects (the PostgreSQL driver parses it only when read back). */
+const parsed = (v: unknown) => (typeof v === 'string' ? JSON.parse(v) : v);
+const fieldsOfInsert = (d: typeof sqliteDialect, row: RunRow) =>
+  parsed((prepareRunInsert(d, row, []) as { insert: { rows: Array<Record<string, unknown>> } }).insert.rows[0].search_fields);
+const fieldsOfUpdate = (d: typeof sqliteDialect, id: string, doc: Record<string, unknown>) =>
+  parsed((prepareRunUpdate(d, id, { status: 'completed', doc } as never) as { update: { set: Record<string, unknown> } }).update.set.search_fields);
 
 for (const d of [sqliteDialect, postgresDialect]) {
   describe(`${d.name}: search fields kept on a run's document`, () => {
