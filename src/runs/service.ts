@@ -140,8 +140,8 @@ interface ExecutionContext {
 }
 
 export class RunService {
-  /** Plans of streamed runs that this process created, kept until their stream starts. */
-  private readonly pending = new Map<string, Plan>();
+  /** Streamed runs that this process created, as written, with their plans, kept until their stream starts. */
+  private readonly pending = new Map<string, { row: RunRow; plan: Plan }>();
   /**
    * Runs this process executes, from just before their `processing` row is written until their
    * outcome is stored. A `processing` row of this replica that is not here was orphaned by a write
@@ -299,7 +299,7 @@ export class RunService {
     plan.cache = this.cache.decide(interaction.cache_policy, { environment: env.dto.id, model, options, messages, resultSchema, data: input.data });
     if (plan.cache && !plan.cache.refresh) plan.cached = await this.cache.lookup(scopeOf(p), plan.cache.key);
     if (stream) {
-      this.pending.set(row.id, plan);
+      this.pending.set(row.id, { row, plan });
       return this.forCreation(row);
     }
     const final = await this.execute(row, doc, plan, undefined);
@@ -378,7 +378,9 @@ export class RunService {
    * executing here is followed live after a replay; a finished run just closes.
    */
   async follow(p: Principal, id: string): Promise<{ live?: LiveRun; finished?: Run; poll?: () => Promise<Run | undefined> }> {
-    const row = await this.row(p, id);
+    // A run this process created and nobody streams yet is as it was written: no need to read it.
+    const mine = this.pending.get(id)?.row;
+    const row = mine && mine.account_id === p.account.id && mine.project_id === p.project.id ? mine : await this.row(p, id);
     if (hasEnded(row.status)) return { finished: await this.expand(p, row) };
     // A claim in progress here (another subscriber's): its stream, once the claim is stored.
     const live = this.hub.get(id) ?? (await this.claims.get(id));
@@ -426,9 +428,25 @@ export class RunService {
 
   private async claimAndStart(p: Principal, row: RunRow): Promise<LiveRun | undefined> {
     const id = row.id;
-    const plan = this.pending.get(id) ?? (await this.replan(p, row));
+    const mine = this.pending.get(id);
+    const plan = mine?.plan ?? (await this.replan(p, row));
     this.executingHere.add(id);
-    const claimed = await this.writer.update(id, { status: 'processing', updated_at: nowIso(), executor: this.replica.id }, 'created').catch((err) => {
+    const claim = this.writer.update(id, { status: 'processing', updated_at: nowIso(), executor: this.replica.id }, 'created');
+    if (mine && !this.notifier.crossProcess) {
+      // One process (SQLite) that created the run and holds its plan: no other process can claim
+      // it, and this one claims it once (claim()), so it starts at once and its claim is written
+      // meanwhile, ahead of its outcome. The row was `created` before any provider call (principle
+      // 3); the claim decides only whether the outcome is stored (execute()). Waiting for the
+      // claim's commit was most of the time a subscriber waited for the first chunk (bench/README.md,
+      // issue 17, seventh pass).
+      this.pending.delete(id);
+      const started = this.hub.open(id);
+      // A claim that failed to be written is no other claim's win: the outcome is written anyway
+      // (if that fails too, the row stays `created` and sweepUnconsumed fails it).
+      this.runStream(p, row, plan, started, claim.catch(() => true));
+      return started;
+    }
+    const claimed = await claim.catch((err) => {
       this.executingHere.delete(id);
       throw err;
     });
@@ -438,11 +456,16 @@ export class RunService {
     }
     this.pending.delete(id);
     const started = this.hub.open(id);
-    void this.execute({ ...row, status: 'processing' }, docOf(row), plan, started).then(
-      async (final) => this.hub.close(id, await this.withEmbeddings(final, await this.expand(p, final).catch(() => this.forCreation(final)))),
-      () => this.hub.close(id, undefined),
-    );
+    this.runStream(p, row, plan, started);
     return started;
+  }
+
+  /** Executes a claimed streamed run; its stream closes with the final run (undefined: subscribers read it). */
+  private runStream(p: Principal, row: RunRow, plan: Plan, live: LiveRun, claim?: Promise<boolean>): void {
+    void this.execute({ ...row, status: 'processing' }, docOf(row), plan, live, claim).then(
+      async (final) => this.hub.close(row.id, await this.withEmbeddings(final, await this.expand(p, final).catch(() => this.forCreation(final)))),
+      () => this.hub.close(row.id, undefined),
+    );
   }
 
   /** Runs being created or executing in this process, and streams open (shutdown waits for them). */
@@ -708,8 +731,12 @@ export class RunService {
     return { result, error, usage, finishReason, attempts, chunks };
   }
 
-  /** Calls the provider (or a virtual environment's entries) and stores the outcome; never throws for a provider or result failure. */
-  private async execute(row: RunRow, doc: RunDoc, plan: Plan, live: ChunkSink | undefined): Promise<RunRow> {
+  /**
+   * Calls the provider (or a virtual environment's entries) and stores the outcome; never throws for
+   * a provider or result failure. With `claim` (a claim written meanwhile, claimAndStart): the
+   * outcome is stored only if the claim won, else this throws and the run stays as stored.
+   */
+  private async execute(row: RunRow, doc: RunDoc, plan: Plan, live: ChunkSink | undefined, claim?: Promise<boolean>): Promise<RunRow> {
     const started = performance.now();
     const provider = doc.environment?.provider ?? 'unknown';
     const { result, error, usage, finishReason, attempts, chunks, cost, cachedFrom } = plan.cached
@@ -746,6 +773,10 @@ export class RunService {
       doc: finalDoc,
       executor: null,
     };
+    if (claim && !(await claim)) {
+      this.executingHere.delete(row.id);
+      throw new Error(`run ${row.id} left 'created' before this process's claim was written; its stored state stands`);
+    }
     const storeOutcome = () => live && this.notifier.crossProcess
       // The end of a streamed run: stored and signalled; its chunks stay a while for late followers.
       ? this.writer.run(async (trx) => {

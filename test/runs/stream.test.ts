@@ -3,6 +3,8 @@ import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { TEST_DIALECTS, startTestServer, seedEcho, type TestServer } from '../support/server.ts';
 import { openStream } from '../support/sse.ts';
+import { nowIso } from '../../src/db/ids.ts';
+import { getRun, updateRun } from '../../src/runs/store.ts';
 
 const WORDS = Array.from({ length: 12 }, (_, i) => `w${i}`).join(' ');
 
@@ -141,6 +143,42 @@ for (const dialect of TEST_DIALECTS) {
       } finally {
         await quick.close();
       }
+    });
+
+    it("keeps the stored state of a run that left created before its stream's claim was written", async () => {
+      const run = await createStreamed();
+      // As sweepUnconsumed does, up to the moment it would forget the run's plan: the row failed,
+      // the plan still held here, so the stream starts from it.
+      const { db, dialect: d } = srv.orrery.database;
+      const stored = (await getRun(db, d, { account: srv.orrery.bootstrap.account.id, project: srv.orrery.bootstrap.project.id }, run.id))!;
+      const error = { code: 'stream_not_consumed', message: 'failed elsewhere first' };
+      assert.equal(await updateRun(db, d, run.id, { status: 'failed', updated_at: nowIso(), doc: { ...(stored.doc as object), error } }, 'created'), true);
+
+      const events = await (await openStream(streamUrl(run.id))).all();
+      const final = JSON.parse(events.at(-1)!.data);
+      assert.equal(events.at(-1)!.event, 'close');
+      assert.equal(final.status, 'failed');
+      assert.equal(final.error.code, 'stream_not_consumed');
+      // The execution's outcome never overwrote it, and no claim moved it.
+      await sleep(50);
+      const got = await srv.api('GET', `/api/v1/runs/${run.id}`);
+      assert.equal(got.body.status, 'failed');
+      assert.equal(got.body.error.message, 'failed elsewhere first');
+      assert.deepEqual(got.body.result, []);
+    });
+
+    it("answers 404 to another project's key for a run this process holds to start, and starts it for its own", async () => {
+      const project = await srv.api('POST', '/api/v1/projects', { name: 'Other streams project' });
+      const key = await srv.api('POST', '/api/v1/apikeys', { name: 'other streams', project: project.body.id });
+      assert.equal(key.status, 200, JSON.stringify(key.body));
+      const run = await createStreamed();
+      const foreign = await fetch(streamUrl(run.id, key.body.value));
+      assert.equal(foreign.status, 404);
+      assert.equal(((await foreign.json()) as any).error, 'not_found');
+      const stored = await srv.api('GET', `/api/v1/runs/${run.id}`);
+      assert.equal(stored.body.status, 'created', 'the refused subscriber started nothing');
+      const events = await (await openStream(streamUrl(run.id))).all();
+      assert.equal(JSON.parse(events.at(-1)!.data).status, 'completed');
     });
   });
 }
