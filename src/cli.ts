@@ -13,6 +13,7 @@ import { AuditLog } from './audit/log.ts';
 import { KEY_ROLE_INPUTS, KEY_ROLES, keyRoleOf, type KeyRole, type KeyRoleInput, type Principal } from './auth/principal.ts';
 import { OrreryError } from './http/errors.ts';
 import { installProcessGuards } from './process-guards.ts';
+import { startYoungGenerationTrim } from './util/young-generation.ts';
 import { IMPORT_USAGE } from './import/usage.ts';
 
 const USAGE = `Usage: orrery <command> [options]
@@ -107,6 +108,7 @@ async function main(argv: string[]): Promise<void> {
 async function serve(config: Config, publicUrlGiven: boolean): Promise<void> {
   const orrery = await buildServer(config);
   installProcessGuards(orrery.app.log, orrery.metrics);
+  const stopTrim = startYoungGenerationTrim();
   const address = await orrery.app.listen({ port: config.port, host: config.host });
   if (!publicUrlGiven && config.port === 0) config.publicUrl = address.replace('0.0.0.0', '127.0.0.1');
   const { bootstrap } = orrery;
@@ -127,6 +129,7 @@ async function serve(config: Config, publicUrlGiven: boolean): Promise<void> {
     if (stopping) return;
     stopping = true;
     orrery.app.log.info(`${signal}: shutting down`);
+    stopTrim();
     await orrery.app.close();
     process.exit(0);
   };
