@@ -50,7 +50,8 @@ describe('young generation trim', () => {
       const grown = deps.newSpaceBytes();
       deps.utilization();
       const checks = [];
-      for (let i = 0; i < 8 && deps.newSpaceBytes() > 2 * 1024 * 1024; i++) {
+      // While grown (over the module's 4 MB), as the server's checks would find it.
+      for (let i = 0; i < 8 && deps.newSpaceBytes() > 4 * 1024 * 1024; i++) {
         await new Promise((r) => setTimeout(r, 2500));
         checks.push(trim.check());
       }
@@ -59,7 +60,7 @@ describe('young generation trim', () => {
     const { stdout } = await promisify(execFile)(process.execPath, ['--max-semi-space-size=8', '--import', 'tsx', '--input-type=module', '-e', script], { timeout: 60_000 });
     const r = JSON.parse(stdout.trim().split('\n').at(-1)!) as { grown: number; after: number; checks: boolean[]; gc: string; gcInContext: string };
     assert.equal(r.grown, 16 * MB, 'the load grew the new space to its maximum');
-    assert.ok(r.after <= 2 * MB, `the new space shrank (${r.after} bytes after ${r.checks.length} checks)`);
+    assert.ok(r.after <= 2 * MB, `the new space shrank to its size at rest (${r.after} bytes after ${r.checks.length} checks)`);
     assert.ok(r.checks.every(Boolean), 'each check of the idle process scavenged');
     assert.equal(r.gc, 'undefined');
     assert.equal(r.gcInContext, 'undefined');
