@@ -773,10 +773,6 @@ export class RunService {
       doc: finalDoc,
       executor: null,
     };
-    if (claim && !(await claim)) {
-      this.executingHere.delete(row.id);
-      throw new Error(`run ${row.id} left 'created' before this process's claim was written; its stored state stands`);
-    }
     const storeOutcome = () => live && this.notifier.crossProcess
       // The end of a streamed run: stored and signalled; its chunks stay a while for late followers.
       ? this.writer.run(async (trx) => {
@@ -786,11 +782,12 @@ export class RunService {
       })
       : this.writer.update(row.id, patch);
     try {
+      if (claim && !(await claim)) throw new Error(`run ${row.id} left 'created' before this process's claim was written; its stored state stands`);
       // Once more if the first write was lost (a writer thread that stopped, a dropped connection):
       // the same outcome, so writing it twice is harmless.
       await storeOutcome().catch(storeOutcome);
     } finally {
-      // Stored, or orphaned for sweepLost to fail.
+      // Stored, left as another write made it, or orphaned for sweepLost to fail.
       this.executingHere.delete(row.id);
     }
     if (plan.cache && !error && !cachedFrom) {

@@ -75,8 +75,8 @@ export function processDeps(): YoungGenerationDeps {
  */
 function scavenger(): (() => void) | undefined {
   type Gc = (options?: { type: 'minor' | 'major' }) => void;
-  const global = (globalThis as { gc?: Gc }).gc;
-  if (global) return () => global({ type: 'minor' });
+  const exposed = (globalThis as { gc?: Gc }).gc;
+  if (exposed) return () => exposed({ type: 'minor' });
   try {
     setFlagsFromString('--expose-gc');
     const gc = runInNewContext('gc') as Gc | undefined;
