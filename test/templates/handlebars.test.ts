@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
 import Handlebars from 'handlebars';
 import { TemplateEngine, TemplateError } from '../../src/templates/render.ts';
+import { env as helperEnv } from '../../src/templates/handlebars-env.ts';
 
 const engine = new TemplateEngine({ limits: { maxOutput: 100_000 } });
 after(() => engine.close());
@@ -92,6 +93,37 @@ describe('handlebars helpers', () => {
       + '{{#if (and a b)}}and{{/if}} {{#if (and a empty)}}x{{else}}!and{{/if}} {{#if (or missing b)}}or{{/if}} {{#if (not missing)}}not{{/if}}';
     assert.equal(await render(t, data), 'eq ne gt  and !and or not');
     assert.equal(await render('Hi {{or nickname "friend"}}, {{eq a 2}}', data), 'Hi friend, true');
+  });
+
+  it('renders every helper as the whole environment does, in every form a template can reach it', async () => {
+    // Each template renders in an environment holding only the helpers its compiled form names
+    // (handlebars-template.ts); this renders the same templates in the whole environment and
+    // compares. Data keys named like helpers check that a name resolves the same way in both.
+    const data = {
+      name: 'Ada', a: 2, b: 3, obj: { k: ['p', 'q'], x: 5 }, items: ['x', 'Y'], list: [1, 2], empty: [],
+      upper: 'data-upper', json: 'data-json', eq: 'data-eq', each: 'data-each', lookup: 'data-lookup',
+    };
+    const templates = [
+      'Hello {{name}} and {{a}}', '{{upper}}|{{json}}|{{eq}}|{{lookup}}', '{{upper name}}{{lower name}}', '{{"upper"}}',
+      '{{json obj}}|{{{json obj}}}|{{json obj 2}}', '{{stringify obj}}|{{stringify name}}', '{{raw name}}',
+      '{{#if (eq a 2)}}same{{else if (gt a b)}}more{{else}}less{{/if}}', '{{#unless (lt a b)}}u{{else}}!u{{/unless}}',
+      '{{#each items}}{{upper this}}{{@index}}{{/each}}', '{{#items}}{{lower .}}{{/items}}', '{{^empty}}none{{/empty}}', '{{#obj}}{{x}}{{/obj}}',
+      '{{join list}}|{{join (lookup obj "k") "-"}}', '{{#with obj}}{{gt x 1}}{{gte x 5}}{{lte x 4}}{{ne x 5}}{{/with}}',
+      '{{and a b}} {{or missing b}} {{not a}}', '{{#each obj}}{{@key}}={{json this}};{{/each}}', '{{lookup obj "x"}}{{lookup items 1}}',
+    ];
+    const outcome = async (f: () => string | Promise<string>) => {
+      try {
+        return { text: await f() };
+      } catch {
+        return { failed: true };
+      }
+    };
+    for (const t of [...templates, '{{each}}', '{{#each}}x{{/each}}']) {
+      const whole = await outcome(() => helperEnv.compile(t)(data));
+      assert.deepEqual(await outcome(() => render(t, data)), whole, `template ${JSON.stringify(t)}`);
+    }
+    // The name that resolved to a helper did so in both: `{{each}}` is the helper (which fails without an iterator), not the data.
+    assert.deepEqual(await outcome(() => render('{{each}}', data)), { failed: true });
   });
 
   it('has no log helper (a template must not write to the server console)', async () => {
