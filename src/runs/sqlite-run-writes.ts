@@ -56,10 +56,17 @@ export class SqliteRunWrites {
    * the other writes does not depend on it.
    */
   private fullText: FullTextChange[] = [];
+  /**
+   * The next `search_rowid` of the transaction in progress, read once from the table by its first
+   * insert: the transaction holds the write lock (BEGIN IMMEDIATE), so no other connection inserts
+   * runs meanwhile, and the batch's inserts need not each look the maximum up again.
+   */
+  private nextRowid: number | undefined;
 
   constructor(private readonly db: SQLite.Database) {
     this.inTransaction = db.transaction((writes: readonly PreparedRunWrite[]) => {
       this.fullText = [];
+      this.nextRowid = undefined;
       const out = writes.map((w) => this.apply(w));
       for (const c of this.fullText) this.writeFullText(c);
       this.fullText = [];
@@ -98,7 +105,9 @@ export class SqliteRunWrites {
   }
 
   private insert(p: PreparedInsert): boolean {
-    const { m } = this.statement('SELECT COALESCE(MAX(search_rowid), 0) AS m FROM runs').get() as { m: number };
+    this.nextRowid ??= (this.statement('SELECT COALESCE(MAX(search_rowid), 0) AS m FROM runs').get() as { m: number }).m + 1;
+    const m = this.nextRowid - 1;
+    this.nextRowid += p.rows.length;
     p.rows.forEach((row, i) => {
       const columns = columnsOf(row);
       this.forColumns('insert', columns, (names) => `INSERT INTO runs (${names.map((c) => `"${c}"`).join(', ')}, search_rowid) VALUES (${names.map(() => '?').join(', ')}, ?)`)

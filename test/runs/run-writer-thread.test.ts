@@ -15,7 +15,9 @@ import { openDatabase } from '../../src/db/open.ts';
 import { newId, nowIso } from '../../src/db/ids.ts';
 import { parseLucene } from '../../src/query/lucene/index.ts';
 import { compileRunQuery } from '../../src/query/lucene-sql/index.ts';
-import { getRun } from '../../src/runs/store.ts';
+import { getRun, prepareRunInsert, prepareRunUpdate } from '../../src/runs/store.ts';
+import { openSqliteHandle } from '../../src/db/sqlite-handle.ts';
+import { SqliteRunWrites } from '../../src/runs/sqlite-run-writes.ts';
 import { findRuns, whereOf } from '../../src/runs/search-store.ts';
 import { ThreadRunWriter, WRITER_YOUNG_GENERATION_MB, type ThreadRunWriterOptions } from '../../src/runs/run-writer-thread.ts';
 import { RunWriter } from '../../src/runs/run-writer.ts';
@@ -189,6 +191,39 @@ describe('sqlite: the run writer thread', () => {
       assert.equal(Number(rows.rows[0].n), 1, 'the parameter word is in the run\'s row alone');
     });
   }
+
+  it('numbers a batch of inserts from one read of the largest search_rowid, in one transaction', async () => {
+    // The thread's statements read MAX(search_rowid) once per transaction (sqlite-run-writes.ts).
+    // Numbers given twice would break the unique index, and the batch would then be written one
+    // write per transaction, each reading the maximum again: counted here.
+    const o = await open();
+    const handle = openSqliteHandle(o.file!, { eventLoop: false });
+    cleanups.push(() => {
+      handle.close();
+    });
+    let maxReads = 0;
+    const prepare = handle.prepare.bind(handle);
+    handle.prepare = ((text: string) => {
+      const statement = prepare(text);
+      if (text.includes('MAX(search_rowid)')) {
+        const get = statement.get.bind(statement);
+        statement.get = ((...args: unknown[]) => (maxReads++, get(...args))) as typeof statement.get;
+      }
+      return statement;
+    }) as typeof handle.prepare;
+    const writes = new SqliteRunWrites(handle);
+    const first = Array.from({ length: 5 }, (_, i) => runRow(`batch${i}`));
+    assert.deepEqual(writes.applyAll(first.map((r) => prepareRunInsert(o.dialect, r, ['t1', `n${r.id}`]))), first.map(() => ({ value: true })));
+    assert.equal(maxReads, 1);
+    const second = [runRow('later')];
+    assert.deepEqual(writes.applyAll([...second.map((r) => prepareRunInsert(o.dialect, r, [])), prepareRunUpdate(o.dialect, first[0].id, { status: 'completed', updated_at: nowIso() })]), [{ value: true }, { value: true }]);
+    assert.equal(maxReads, 2);
+    const rows = handle.prepare('SELECT id, search_rowid FROM runs ORDER BY search_rowid').all() as Array<{ id: string; search_rowid: number }>;
+    assert.deepEqual(rows.map((r) => r.id), [...first, ...second].map((r) => r.id));
+    assert.deepEqual(rows.map((r) => r.search_rowid), rows.map((_, i) => rows[0].search_rowid + i));
+    const tagRowids = handle.prepare('SELECT DISTINCT t.search_rowid = r.search_rowid AS same FROM run_tags t JOIN runs r ON r.id = t.run_id').all();
+    assert.deepEqual(tagRowids, [{ same: 1 }]);
+  });
 
   it('answers false to a claim on a run that moved on, and to an update of no run', async () => {
     const { writer } = await open();
