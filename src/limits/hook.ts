@@ -3,10 +3,13 @@ import type { FastifyInstance } from 'fastify';
 import type { Limiter } from './limiter.ts';
 
 export function installLimits(app: FastifyInstance, limiter: Limiter): void {
-  app.addHook('onRequest', async (req, reply) => {
+  app.addHook('onRequest', (req, reply, done) => {
     // `/token/issue` may authenticate from its body: exchanging a key is not limited.
-    if (!req.principal) return;
-    const headers = await limiter.admit(req.principal, req.routeOptions.config?.permission === 'interaction:execute');
-    if (headers) reply.headers(headers);
+    // Without limits (as cached), nothing is counted: the request goes on in the same turn.
+    if (!req.principal || limiter.unlimited(req.principal)) return done();
+    limiter.admit(req.principal, req.routeOptions.config?.permission === 'interaction:execute').then((headers) => {
+      if (headers) reply.headers(headers);
+      done();
+    }, done);
   });
 }

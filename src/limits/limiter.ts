@@ -30,6 +30,7 @@ export interface Usage {
 }
 
 type Subject = { kind: 'key' | 'project'; id: string; limits: Limits };
+const NO_SUBJECTS: readonly Subject[] = Object.freeze([]);
 
 /** How long limits read from the database serve before they are read again. */
 const CACHE_MS = 5000;
@@ -76,7 +77,7 @@ export class Limiter {
    * minute or the cost of today already reached their limit. Answers the headers to add.
    */
   async admit(p: Principal, executes: boolean): Promise<Record<string, string> | undefined> {
-    const subjects = await this.subjectsOf(p);
+    const subjects = this.cachedSubjects(p.account.id, p.project.id, p.keyId) ?? await this.subjectsOf(p);
     if (!subjects.length) return undefined;
     const now = this.now();
     const minute = Math.floor(now / MINUTE_MS);
@@ -108,7 +109,7 @@ export class Limiter {
   /** After a run ended: its tokens and cost count against the limits of its key and project (if they have any). */
   async charge(account: string, project: string, keyId: string | null, tokens: number, cost: number): Promise<void> {
     if (!(tokens > 0) && !(cost > 0)) return;
-    const subjects = await this.subjectsFor(account, project, keyId);
+    const subjects = this.cachedSubjects(account, project, keyId) ?? await this.subjectsFor(account, project, keyId);
     const now = this.now();
     const minute = Math.floor(now / MINUTE_MS);
     for (const s of subjects) {
@@ -131,6 +132,29 @@ export class Limiter {
   async sweep(): Promise<number> {
     const r = await this.db.deleteFrom('usage_counters').where('expires_at', '<', new Date(this.now()).toISOString()).executeTakeFirst();
     return Number(r.numDeletedRows);
+  }
+
+  /**
+   * True when neither the caller's project nor its key has limits, as last read (within CACHE_MS):
+   * the request is not counted, and the caller need not wait for the limiter (most servers have
+   * no limits at all; every request asks).
+   */
+  unlimited(p: Principal): boolean {
+    return this.cachedSubjects(p.account.id, p.project.id, p.keyId)?.length === 0;
+  }
+
+  /** The subjects of the caller from the cache alone (no promise), or undefined when one must be read. */
+  private cachedSubjects(account: string, project: string, keyId: string | null): readonly Subject[] | undefined {
+    const now = this.now();
+    const pl = this.projects.get(project);
+    if (!pl || pl.until <= now) return undefined;
+    const kl = keyId ? this.keys.get(keyId) : undefined;
+    if (keyId && (!kl || kl.until <= now)) return undefined;
+    if (!pl.limits && !kl?.limits) return NO_SUBJECTS;
+    const out: Subject[] = [];
+    if (kl?.limits) out.push({ kind: 'key', id: keyId!, limits: kl.limits });
+    if (pl.limits) out.push({ kind: 'project', id: project, limits: pl.limits });
+    return out;
   }
 
   private async subjectsOf(p: Principal): Promise<Subject[]> {
