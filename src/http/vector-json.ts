@@ -13,17 +13,29 @@ const SCALE = 1e7;
 const FRACTION_DIGITS = 7;
 /** Widest text of one number written here: "-0.1234567" and a comma. */
 const MAX_CHARS = 11;
+/** Arrays longer than this are written by JSON.stringify (the scratch buffer stays bounded). */
+const MAX_WRITTEN = 1 << 18;
 let scratch = Buffer.allocUnsafe(16 * 1024);
 
-/** JSON text of an array of numbers; exactly `JSON.stringify(xs)`. */
-export function numbersJson(xs: readonly number[]): string {
-  const need = xs.length * MAX_CHARS + 2;
-  if (scratch.length < need) {
-    if (need > 1 << 22) return JSON.stringify(xs);
-    scratch = Buffer.allocUnsafe(need);
+/** The scratch buffer with room for `more` bytes after position `p`, what is before `p` kept. */
+function room(p: number, more: number): Buffer {
+  if (p + more > scratch.length) {
+    const grown = Buffer.allocUnsafe(Math.max(scratch.length * 2, p + more));
+    scratch.copy(grown, 0, 0, p);
+    scratch = grown;
   }
-  const b = scratch;
-  let p = 0;
+  return scratch;
+}
+
+/** Writes `text` (ASCII-safe JSON or not) at `p` of the scratch buffer; answers the position after it. */
+function writeText(text: string, p: number): number {
+  return p + room(p, Buffer.byteLength(text)).write(text, p, 'utf8');
+}
+
+/** Writes the JSON of `xs` at `p` of the scratch buffer; answers the position after it. */
+function writeNumbers(xs: readonly number[], p: number): number {
+  if (xs.length > MAX_WRITTEN) return writeText(JSON.stringify(xs), p);
+  let b = room(p, xs.length * MAX_CHARS + 2);
   b[p++] = 0x5b; // [
   for (let i = 0; i < xs.length; i++) {
     const x = xs[i];
@@ -31,7 +43,10 @@ export function numbersJson(xs: readonly number[]): string {
     const k = Math.round(x * SCALE);
     // Above 1: not a normalised vector's (nor a count of 1e-7 that this writes).
     if (k / SCALE !== x || k > SCALE || k < -SCALE) {
-      p += b.write(JSON.stringify(x) ?? 'null', p, 'latin1');
+      // Wider than MAX_CHARS, perhaps ("1.2345678901234567e-300"): room for it and for the rest.
+      const text = JSON.stringify(x) ?? 'null';
+      b = room(p, text.length + (xs.length - i) * MAX_CHARS + 1);
+      p += b.write(text, p, 'latin1');
       continue;
     }
     let a = k;
@@ -69,12 +84,18 @@ export function numbersJson(xs: readonly number[]): string {
     p += digits;
   }
   b[p++] = 0x5d; // ]
-  return b.toString('latin1', 0, p);
+  return p;
+}
+
+/** JSON text of an array of numbers; exactly `JSON.stringify(xs)`. */
+export function numbersJson(xs: readonly number[]): string {
+  const end = writeNumbers(xs, 0); // first: it may replace the scratch buffer with a larger one
+  return scratch.toString('latin1', 0, end);
 }
 
 /**
  * Answers `body` through the route's schema serializer for `status`, with the number arrays under
- * `keys` written by numbersJson after it (those keys must be declared arrays of numbers in the
+ * `keys` written as numbersJson writes them after it (those keys must be declared arrays of numbers in the
  * schema, so the schema would have written them as they are). A body without them is answered as usual.
  */
 export function sendWithVectors<T extends object>(reply: FastifyReply, body: T, keys: readonly string[], status = 200): T {
@@ -83,20 +104,29 @@ export function sendWithVectors<T extends object>(reply: FastifyReply, body: T, 
   const serialize = reply.getSerializationFunction(String(status));
   if (!serialize) return body;
   reply.type('application/json; charset=utf-8');
-  reply.serializer((payload: unknown) => {
+  // Fastify sends what a serializer answers as it sends a payload given to `send`: a string or a
+  // Buffer (its typings say string).
+  reply.serializer(((payload: unknown): string | Buffer => {
     const all = payload as Record<string, unknown>;
     // A copy with the vectors undefined, which the serializer leaves out: neither deleted nor
     // copied key by key, which both left a slow, dictionary-mode object (30 times slower to make).
     const rest: Record<string, unknown> = { ...all };
     for (const k of keys) if (k in rest) rest[k] = undefined;
-    const vectors: string[] = [];
-    for (const k of keys) {
-      const v = all[k];
-      if (Array.isArray(v)) vectors.push(`${JSON.stringify(k)}:${numbersJson(v as number[])}`);
-    }
     const json = serialize(rest);
+    const vectors = keys.filter((k) => Array.isArray(all[k]));
     if (!vectors.length) return json;
-    return json.length > 2 ? `${json.slice(0, -1)},${vectors.join(',')}}` : `{${vectors.join(',')}}`;
-  });
+    // The answer as bytes, the vectors written into it where they are made: no string per
+    // vector, no concatenation, and no encoding of the whole text again when it is sent.
+    let p = writeText(json, 0) - 1; // without its closing brace
+    let first = json.length <= 2; // `{}`
+    for (const k of vectors) {
+      if (!first) room(p, 1)[p++] = 0x2c; // ,
+      first = false;
+      p = writeNumbers(all[k] as number[], writeText(`${JSON.stringify(k)}:`, p));
+    }
+    room(p, 1)[p++] = 0x7d; // }
+    // A copy: the scratch buffer is the next answer's, and this one is sent later.
+    return Buffer.from(scratch.subarray(0, p));
+  }) as (payload: unknown) => string);
   return body;
 }

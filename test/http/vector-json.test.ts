@@ -16,6 +16,10 @@ describe('vector JSON', () => {
     assert.equal(numbersJson(sparse), JSON.stringify(sparse));
     fc.assert(fc.property(fc.array(fc.double({ min: -1, max: 1, noNaN: true }).map(wire), { maxLength: 2000 }), (xs) => numbersJson(xs) === JSON.stringify(xs)));
     fc.assert(fc.property(fc.array(fc.double(), { maxLength: 50 }), (xs) => numbersJson(xs) === JSON.stringify(xs)));
+    // Numbers wider than a wire count's 11 characters, many of them: the buffer makes room as it goes.
+    const wide = Array.from({ length: 3000 }, (_, i) => (i % 2 ? -1.2345678901234567e-300 : 123456.78901234567) * (1 + i / 1e6));
+    assert.equal(numbersJson(wide), JSON.stringify(wide));
+    fc.assert(fc.property(fc.array(fc.double(), { minLength: 1000, maxLength: 3000 }), (xs) => numbersJson(xs) === JSON.stringify(xs)), { numRuns: 20 });
   });
 
   it('answers the schema\'s fields with the vectors after them; without vectors, as usual', async () => {
@@ -28,6 +32,22 @@ describe('vector JSON', () => {
     assert.equal(withV.body, '{"id":"a","v":[0.25,-1e-7,0.1234567]}');
     const without = await app.inject('/x');
     assert.equal(without.body, '{"id":"a"}');
+    await app.close();
+  });
+
+  it('answers several vectors, text that is not ASCII, a number that is not a wire count, and an answer with no other field', async () => {
+    const app = Fastify();
+    const numbers = { type: 'array', items: { type: 'number' } };
+    const schema = { type: 'object', additionalProperties: false, properties: { name: { type: 'string' }, a: numbers, b: numbers } };
+    const body = { name: 'Ærø ✓ 🪐 "q"', a: [0.5, 12345.678901234, -3e-7], b: [1, -1, 0] };
+    app.get('/x', { schema: { response: { 200: schema } } }, async (req, reply) =>
+      sendWithVectors(reply, (req.query as { bare?: string }).bare ? { a: body.a, b: body.b } : body, ['a', 'b']));
+    const full = await app.inject('/x');
+    assert.equal(full.body, JSON.stringify(body));
+    assert.equal(Number(full.headers['content-length']), Buffer.byteLength(JSON.stringify(body)));
+    assert.deepEqual(JSON.parse(full.body), body);
+    const bare = await app.inject('/x?bare=1');
+    assert.equal(bare.body, JSON.stringify({ a: body.a, b: body.b }));
     await app.close();
   });
 });
