@@ -13,9 +13,17 @@ const SCALE = 1e7;
 const FRACTION_DIGITS = 7;
 /** Widest text of one number written here: "-0.1234567" and a comma. */
 const MAX_CHARS = 11;
-/** Arrays longer than this are written by JSON.stringify (the scratch buffer stays bounded). */
+/** Arrays longer than this are written by JSON.stringify. */
 const MAX_WRITTEN = 1 << 18;
-let scratch = Buffer.allocUnsafe(16 * 1024);
+/** The scratch buffer's size at rest; one grown past KEEP_BYTES for a large answer is let go after it. */
+const REST_BYTES = 16 * 1024;
+const KEEP_BYTES = 256 * 1024;
+let scratch = Buffer.allocUnsafe(REST_BYTES);
+
+/** After an answer: a scratch buffer that a large one grew is not kept for the life of the process. */
+function release(): void {
+  if (scratch.length > KEEP_BYTES) scratch = Buffer.allocUnsafe(REST_BYTES);
+}
 
 /** The scratch buffer with room for `more` bytes after position `p`, what is before `p` kept. */
 function room(p: number, more: number): Buffer {
@@ -90,7 +98,9 @@ function writeNumbers(xs: readonly number[], p: number): number {
 /** JSON text of an array of numbers; exactly `JSON.stringify(xs)`. */
 export function numbersJson(xs: readonly number[]): string {
   const end = writeNumbers(xs, 0); // first: it may replace the scratch buffer with a larger one
-  return scratch.toString('latin1', 0, end);
+  const text = scratch.toString('latin1', 0, end);
+  release();
+  return text;
 }
 
 /**
@@ -126,7 +136,9 @@ export function sendWithVectors<T extends object>(reply: FastifyReply, body: T, 
     }
     room(p, 1)[p++] = 0x7d; // }
     // A copy: the scratch buffer is the next answer's, and this one is sent later.
-    return Buffer.from(scratch.subarray(0, p));
+    const answer = Buffer.from(scratch.subarray(0, p));
+    release();
+    return answer;
   }) as (payload: unknown) => string);
   return body;
 }
