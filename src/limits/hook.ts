@@ -7,9 +7,10 @@ export function installLimits(app: FastifyInstance, limiter: Limiter): void {
     // `/token/issue` may authenticate from its body: exchanging a key is not limited.
     // Without limits (as cached), nothing is counted: the request goes on in the same turn.
     if (!req.principal || limiter.unlimited(req.principal)) return done();
-    limiter.admit(req.principal, req.routeOptions.config?.permission === 'interaction:execute').then((headers) => {
-      if (headers) reply.headers(headers);
-      done();
-    }, done);
+    limiter.admit(req.principal, req.routeOptions.config?.permission === 'interaction:execute')
+      .then((headers) => {
+        if (headers) reply.headers(headers);
+      })
+      .then(() => done(), done); // whatever fails (the limiter, the headers) reaches Fastify
   });
 }
