@@ -432,31 +432,28 @@ export class RunService {
     const plan = mine?.plan ?? (await this.replan(p, row));
     this.executingHere.add(id);
     const claim = this.writer.update(id, { status: 'processing', updated_at: nowIso(), executor: this.replica.id }, 'created');
-    if (mine && !this.notifier.crossProcess) {
-      // One process (SQLite) that created the run and holds its plan: no other process can claim
-      // it, and this one claims it once (claim()), so it starts at once and its claim is written
-      // meanwhile, ahead of its outcome. The row was `created` before any provider call (principle
-      // 3); the claim decides only whether the outcome is stored (execute()). Waiting for the
-      // claim's commit was most of the time a subscriber waited for the first chunk (bench/README.md,
-      // issue 17, seventh pass).
-      this.pending.delete(id);
-      const started = this.hub.open(id);
-      // A claim that failed to be written is no other claim's win: the outcome is written anyway
-      // (if that fails too, the row stays `created` and sweepUnconsumed fails it).
-      this.runStream(p, row, plan, started, claim.catch(() => true));
-      return started;
-    }
-    const claimed = await claim.catch((err) => {
-      this.executingHere.delete(id);
-      throw err;
-    });
-    if (!claimed) {
-      this.executingHere.delete(id);
-      return undefined;
+    // One process (SQLite) that created the run and holds its plan: no other process can claim it,
+    // and this one claims it once (claim()), so it starts at once and its claim is written
+    // meanwhile, ahead of its outcome. The row was `created` before any provider call (principle
+    // 3); the claim decides only whether the outcome is stored (execute()). Waiting for the claim's
+    // commit was most of the time a subscriber waited for the first chunk (bench/README.md, issue
+    // 17, seventh pass). Elsewhere the run starts once its claim is stored.
+    const meanwhile = mine !== undefined && !this.notifier.crossProcess;
+    if (!meanwhile) {
+      const claimed = await claim.catch((err) => {
+        this.executingHere.delete(id);
+        throw err;
+      });
+      if (!claimed) {
+        this.executingHere.delete(id);
+        return undefined;
+      }
     }
     this.pending.delete(id);
     const started = this.hub.open(id);
-    this.runStream(p, row, plan, started);
+    // A claim written meanwhile that failed to be written is no other claim's win: the outcome is
+    // written anyway (if that fails too, the row stays `created` and sweepUnconsumed fails it).
+    this.runStream(p, row, plan, started, meanwhile ? claim.catch(() => true) : undefined);
     return started;
   }
 
