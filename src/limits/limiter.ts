@@ -31,6 +31,16 @@ export interface Usage {
 
 type Subject = { kind: 'key' | 'project'; id: string; limits: Limits };
 const NO_SUBJECTS: readonly Subject[] = Object.freeze([]);
+type CachedLimits = { limits: Limits | null; until: number };
+
+/** The caller's key and project that have limits (`kl`, `pl`: theirs, null for none). */
+function subjectsWith(project: string, keyId: string | null, pl: Limits | null, kl: Limits | null): readonly Subject[] {
+  if (!pl && !kl) return NO_SUBJECTS;
+  const out: Subject[] = [];
+  if (kl) out.push({ kind: 'key', id: keyId!, limits: kl });
+  if (pl) out.push({ kind: 'project', id: project, limits: pl });
+  return out;
+}
 
 /** How long limits read from the database serve before they are read again. */
 const CACHE_MS = 5000;
@@ -57,8 +67,8 @@ export function limitsOf(value: unknown, where: string): Limits | null {
 }
 
 export class Limiter {
-  private readonly projects = new Map<string, { limits: Limits | null; until: number }>();
-  private readonly keys = new Map<string, { limits: Limits | null; until: number }>();
+  private readonly projects = new Map<string, CachedLimits>();
+  private readonly keys = new Map<string, CachedLimits>();
 
   constructor(
     private readonly db: Kysely<Database>,
@@ -146,27 +156,19 @@ export class Limiter {
   /** The subjects of the caller from the cache alone (no promise), or undefined when one must be read. */
   private cachedSubjects(account: string, project: string, keyId: string | null): readonly Subject[] | undefined {
     const now = this.now();
-    const pl = this.projects.get(project);
-    if (!pl || pl.until <= now) return undefined;
-    const kl = keyId ? this.keys.get(keyId) : undefined;
-    if (keyId && (!kl || kl.until <= now)) return undefined;
-    if (!pl.limits && !kl?.limits) return NO_SUBJECTS;
-    const out: Subject[] = [];
-    if (kl?.limits) out.push({ kind: 'key', id: keyId!, limits: kl.limits });
-    if (pl.limits) out.push({ kind: 'project', id: project, limits: pl.limits });
-    return out;
+    const pl = this.fresh(this.projects, project, now);
+    const kl = keyId ? this.fresh(this.keys, keyId, now) : undefined;
+    if (!pl || (keyId && !kl)) return undefined;
+    return subjectsWith(project, keyId, pl.limits, kl?.limits ?? null);
   }
 
-  private async subjectsOf(p: Principal): Promise<Subject[]> {
+  private async subjectsOf(p: Principal): Promise<readonly Subject[]> {
     return this.subjectsFor(p.account.id, p.project.id, p.keyId);
   }
 
-  private async subjectsFor(account: string, project: string, keyId: string | null): Promise<Subject[]> {
+  private async subjectsFor(account: string, project: string, keyId: string | null): Promise<readonly Subject[]> {
     const [pl, kl] = await Promise.all([this.projectLimits(account, project), keyId ? this.keyLimits(keyId) : null]);
-    const out: Subject[] = [];
-    if (kl) out.push({ kind: 'key', id: keyId!, limits: kl });
-    if (pl) out.push({ kind: 'project', id: project, limits: pl });
-    return out;
+    return subjectsWith(project, keyId, pl, kl);
   }
 
   private async projectLimits(account: string, project: string): Promise<Limits | null> {
@@ -184,10 +186,16 @@ export class Limiter {
     });
   }
 
-  private async cached(map: Map<string, { limits: Limits | null; until: number }>, id: string, load: () => Promise<Limits | null>): Promise<Limits | null> {
-    const now = this.now();
+  /** The entry of `id` read within CACHE_MS of `now`, or undefined. */
+  private fresh(map: Map<string, CachedLimits>, id: string, now: number): CachedLimits | undefined {
     const hit = map.get(id);
-    if (hit && hit.until > now) return hit.limits;
+    return hit && hit.until > now ? hit : undefined;
+  }
+
+  private async cached(map: Map<string, CachedLimits>, id: string, load: () => Promise<Limits | null>): Promise<Limits | null> {
+    const now = this.now();
+    const hit = this.fresh(map, id, now);
+    if (hit) return hit.limits;
     const limits = await load();
     if (map.size > 10_000) map.clear();
     map.set(id, { limits, until: now + CACHE_MS });
