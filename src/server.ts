@@ -37,6 +37,7 @@ import { interactionRoutes } from './interactions/routes.ts';
 import { RunService } from './runs/service.ts';
 import { RunWriter, signallingWrites } from './runs/run-writer.ts';
 import { ThreadRunWriter } from './runs/run-writer-thread.ts';
+import { RunIntentLog } from './runs/run-intents.ts';
 import { WalCheckpointer } from './db/wal-checkpointer.ts';
 import { StreamHub } from './runs/stream-hub.ts';
 import { runRoutes } from './runs/routes.ts';
@@ -135,7 +136,10 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
     // SQLite runs in this process: with a second core, its run writes get a thread of their own
     // (on one core the thread only adds its hand-over cost; bench/README.md). A container's CPU
     // quota counts, not only the CPUs the process may be scheduled on (util/cpu-quota.ts).
-    const writer = database.file && usableCores() > 1 ? new ThreadRunWriter(database.file, db, dialect) : new RunWriter(db, dialect);
+    // With the thread, a lone blocking run's row goes to an intent log first (runs/run-intents.ts): a
+    // folder next to the database file, one log per process, swept by whichever process outlives it.
+    const intents = database.file ? new RunIntentLog({ dir: `${database.file}-intents`, replica: replica.id }) : undefined;
+    const writer = database.file && usableCores() > 1 ? new ThreadRunWriter(database.file, db, dialect, { intents }) : new RunWriter(db, dialect);
     // SQLite's log is checkpointed on a thread while runs are written (db/wal-checkpointer.ts); the
     // other writes (a heartbeat every few seconds) do not keep that thread alive on an idle server.
     const checkpointer = database.file ? new WalCheckpointer(database.file) : undefined;
@@ -143,7 +147,7 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
     const limiter = new Limiter(db, dialect);
     const runs = new RunService({
       db, dialect, interactions, environments, templates, hub, changes, replica, notifier, metrics, streamTimeoutSeconds: config.streamTimeoutSeconds,
-      embeddings: { embedRun: (s, r) => embeddings.embedRun(s, r) }, writer: runWriter,
+      embeddings: { embedRun: (s, r) => embeddings.embedRun(s, r) }, writer: runWriter, intents,
       onRunEnded: (r) => void limiter.charge(r.account, r.project, r.keyId, r.tokens, r.cost).catch((err) => app.log.error({ err }, 'limits: could not count the usage of a run')),
     });
     const blobStore = config.blobUrl ? await openS3Store(config.blobUrl) : new LocalBlobStore(join(config.dataDir, 'blobs'), { durable: config.blobFsync });

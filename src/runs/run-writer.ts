@@ -2,8 +2,8 @@
  * Group commit for run writes (DESIGN principle 4: batch what can be batched). Concurrent requests
  * queue their inserts and updates; one transaction per event-loop turn applies them all, so a
  * commit (and its WAL write or fsync) is shared by every run in flight instead of paid by each.
- * A caller's promise settles only once its write is committed: a run row still exists before any
- * provider call. If a batch fails, its writes are retried one by one so an error reaches only the
+ * A caller's promise settles only once its write is committed: a run row exists before any provider
+ * call (or, on SQLite's thread, an entry of the intent log: runs/run-intents.ts). If a batch fails, its writes are retried one by one so an error reaches only the
  * request that caused it.
  */
 import type { Updateable } from 'kysely';
@@ -15,9 +15,20 @@ import { fullTextLast } from './search-index.ts';
 
 export type Op = (trx: Db) => Promise<boolean>;
 
+/** An insert that may have been recorded ahead of its commit (RunWrites.insertAhead). */
+export interface AheadInsert {
+  /** The row is in the intent log (runs/run-intents.ts): a provider call need not wait for `committed`. */
+  readonly recorded: boolean;
+  readonly committed: Promise<void>;
+  /** The run's row was stored another way (written whole after this insert failed): its entry is no longer needed. */
+  stored(): void;
+}
+
 /** What the run service needs of a run writer: this one, or the thread of runs/run-writer-thread.ts. */
 export interface RunWrites {
   insert(row: RunRow, tags: readonly string[]): Promise<void>;
+  /** An insert recorded in the intent log first when that saves its caller the commit's wait (runs/run-writer-thread.ts). */
+  insertAhead?(row: RunRow, tags: readonly string[]): AheadInsert;
   /** Resolves to false when `fromStatus` is given and the run was no longer in it. */
   update(id: string, patch: Updateable<RunTable>, fromStatus?: string): Promise<boolean>;
   /** Any other write, applied in the next batch; resolves to what `op` returns. */
@@ -29,6 +40,7 @@ export interface RunWrites {
 /** `writes`, with `wrote` told of each write as it is handed over (the WAL checkpointer, db/wal-checkpointer.ts). */
 export const signallingWrites = (writes: RunWrites, sink: { wrote(): void }): RunWrites => ({
   insert: (row, tags) => (sink.wrote(), writes.insert(row, tags)),
+  ...(writes.insertAhead ? { insertAhead: (row: RunRow, tags: readonly string[]) => (sink.wrote(), writes.insertAhead!(row, tags)) } : {}),
   update: (id, patch, fromStatus) => (sink.wrote(), writes.update(id, patch, fromStatus)),
   run: (op) => (sink.wrote(), writes.run(op)),
   close: () => writes.close(),

@@ -1,7 +1,10 @@
 /**
  * Executes interactions and records every execution as a run. A run row exists (`processing` for
  * blocking, `created` for streaming) before any provider call, and every failure ends as a
- * `failed` run with an `error` (DESIGN, principle 3).
+ * `failed` run with an `error` (DESIGN, principle 3). On SQLite, a lone blocking run's row may be
+ * in the intent log when its provider call starts, and in the database a moment later: a process
+ * that dies between the two leaves the entry, which the lost-run sweep turns into a `failed` run
+ * (runs/run-intents.ts).
  */
 import type { OrreryDialect } from '../db/dialect.ts';
 import { newId, nowIso } from '../db/ids.ts';
@@ -18,7 +21,8 @@ import { toRun, docOf, hasEnded, type Run, type RunDoc, type RunError, type RunR
 import * as store from './store.ts';
 import type { StreamHub, LiveRun } from './stream-hub.ts';
 import { RunSearch, type FacetsAnswer, type SearchAnswer } from './search.ts';
-import { RunWriter, type RunWrites } from './run-writer.ts';
+import { RunWriter, type AheadInsert, type RunWrites } from './run-writer.ts';
+import type { RecordedRun, RunIntentLog } from './run-intents.ts';
 import type { ChangeClock } from '../interactions/change-clock.ts';
 import type { ResolvedEnvironment } from '../interactions/environments.ts';
 import type { ReplicaRegistry } from '../cluster/replicas.ts';
@@ -63,6 +67,8 @@ export interface RunServiceDeps {
   embeddings?: RunEmbeddingHook;
   /** Where run rows are written: in this thread by default; server.ts gives SQLite its own thread. */
   writer?: RunWrites;
+  /** The intent logs the writer records rows in (SQLite): the lost-run sweep restores the runs of those that processes left. */
+  intents?: RunIntentLog;
   /** Told the tokens and cost of every run that called a provider once it ended (rate limits and quotas, src/limits). */
   onRunEnded?: (run: { account: string; project: string; keyId: string | null; tokens: number; cost: number }) => void;
 }
@@ -169,6 +175,7 @@ export class RunService {
   private readonly hub: StreamHub;
   private readonly changes: ChangeClock;
   private readonly replica: ReplicaRegistry;
+  private readonly intents: RunIntentLog | undefined;
   private readonly notifier: Notifier;
   private readonly metrics: Metrics;
   private readonly streamTimeoutSeconds: number;
@@ -190,6 +197,7 @@ export class RunService {
     this.streamTimeoutSeconds = deps.streamTimeoutSeconds;
     this.embeddings = deps.embeddings;
     this.writer = deps.writer ?? new RunWriter(deps.db, deps.dialect);
+    this.intents = deps.intents;
     this.onRunEnded = deps.onRunEnded;
     this.searcher = new RunSearch(this.db, this.dialect);
     this.cache = new ResultCache(this.db, this.dialect);
@@ -284,8 +292,11 @@ export class RunService {
       created_at: now, updated_at: now, doc, executor: stream ? null : this.replica.id,
     };
     if (!stream) this.executingHere.add(row.id);
+    // A blocking run the writer would commit alone is recorded in the intent log instead of waiting (runs/run-intents.ts).
+    const ahead = !stream && this.writer.insertAhead ? this.writer.insertAhead(row, tags) : undefined;
     try {
-      await this.writer.insert(row, tags);
+      if (ahead?.recorded) ahead.committed.catch(() => {}); // execute() waits for it before storing the outcome
+      else await (ahead?.committed ?? this.writer.insert(row, tags));
     } catch (err) {
       // Maybe committed after all (a writer thread that stopped): sweepLost fails such a row.
       this.executingHere.delete(row.id);
@@ -302,7 +313,7 @@ export class RunService {
       this.pending.set(row.id, { row, plan });
       return this.forCreation(row);
     }
-    const final = await this.execute(row, doc, plan, undefined);
+    const final = await this.execute(row, doc, plan, undefined, ahead?.recorded ? { ahead } : {});
     if (final.status === 'failed') {
       const err = docOf(final).error!;
       throw new OrreryError(err.code, 502, `run ${final.id} failed: ${err.message}`, err.data, { id: final.id, run: this.forCreation(final) });
@@ -459,7 +470,7 @@ export class RunService {
 
   /** Executes a claimed streamed run; its stream closes with the final run (undefined: subscribers read it). */
   private runStream(p: Principal, row: RunRow, plan: Plan, live: LiveRun, claim?: Promise<boolean>): void {
-    void this.execute({ ...row, status: 'processing' }, docOf(row), plan, live, claim).then(
+    void this.execute({ ...row, status: 'processing' }, docOf(row), plan, live, { claim }).then(
       async (final) => this.hub.close(row.id, await this.withEmbeddings(final, await this.expand(p, final).catch(() => this.forCreation(final)))),
       () => this.hub.close(row.id, undefined),
     );
@@ -474,6 +485,7 @@ export class RunService {
   async close(): Promise<void> {
     this.mirrors.close();
     await this.writer.close();
+    this.intents?.close();
   }
 
   /** Drops the stored chunks of runs that ended a while ago (their result holds the text). */
@@ -731,9 +743,13 @@ export class RunService {
   /**
    * Calls the provider (or a virtual environment's entries) and stores the outcome; never throws for
    * a provider or result failure. With `claim` (a claim written meanwhile, claimAndStart): the
-   * outcome is stored only if the claim won, else this throws and the run stays as stored.
+   * outcome is stored only if the claim won, else this throws and the run stays as stored. With
+   * `ahead` (an insert recorded in the intent log, not yet known committed): see storeAhead.
    */
-  private async execute(row: RunRow, doc: RunDoc, plan: Plan, live: ChunkSink | undefined, claim?: Promise<boolean>): Promise<RunRow> {
+  private async execute(
+    row: RunRow, doc: RunDoc, plan: Plan, live: ChunkSink | undefined,
+    { claim, ahead }: { claim?: Promise<boolean>; ahead?: AheadInsert } = {},
+  ): Promise<RunRow> {
     const started = performance.now();
     const provider = doc.environment?.provider ?? 'unknown';
     const { result, error, usage, finishReason, attempts, chunks, cost, cachedFrom } = plan.cached
@@ -782,7 +798,8 @@ export class RunService {
       if (claim && !(await claim)) throw new Error(`run ${row.id} left 'created' before this process's claim was written; its stored state stands`);
       // Once more if the first write was lost (a writer thread that stopped, a dropped connection):
       // the same outcome, so writing it twice is harmless.
-      await storeOutcome().catch(storeOutcome);
+      if (ahead) await this.storeAhead({ ...row, ...patch }, ahead, () => storeOutcome().catch(storeOutcome));
+      else await storeOutcome().catch(storeOutcome);
     } finally {
       // Stored, left as another write made it, or orphaned for sweepLost to fail.
       this.executingHere.delete(row.id);
@@ -792,6 +809,22 @@ export class RunService {
       await this.cache.store({ account: row.account_id, project: row.project_id }, plan.cache, row.id, result, finishReason).catch(() => {});
     }
     return { ...row, ...patch };
+  }
+
+  /**
+   * The outcome of a run whose insert was recorded ahead: an update once the insert committed. If
+   * the insert failed (or its answer was lost with a writer thread that stopped), the update finds
+   * the row if it was committed after all, and else the run is inserted whole, as it ended; its
+   * intent log entry is settled once a row exists. If that fails too, the entry stays, and the
+   * lost-run sweep of the next process restores the run.
+   */
+  private async storeAhead(ended: RunRow, ahead: AheadInsert, update: () => Promise<boolean>): Promise<void> {
+    if (await ahead.committed.then(() => true, () => false)) {
+      await update();
+      return;
+    }
+    if (!(await update().catch(() => false))) await this.writer.insert(ended, (ended.tags as string[] | null) ?? []);
+    ahead.stored();
   }
 
   /** A chunk for followers on other replicas: stored, then signalled when committed. */
@@ -827,7 +860,20 @@ export class RunService {
       });
       if (ok) failed++;
     }
+    if (this.intents) failed += await this.intents.sweep(alive, (run) => this.restoreLost(run));
     return failed;
+  }
+
+  /** A run of another process's intent log with no row (that process died before its insert committed): stored `failed`. */
+  private restoreLost(run: RecordedRun): Promise<boolean> {
+    const error: RunError = { code: 'executor_lost', message: 'the server process executing this run stopped before it ended; run it again' };
+    const row: RunRow = { ...run.row, status: 'failed', updated_at: nowIso(), executor: null, doc: { ...run.doc, error } };
+    return this.writer.run(async (trx) => {
+      if (await store.runExists(trx, row.id)) return false;
+      await store.insertRun(trx, this.dialect, row, (row.tags as string[] | null) ?? []);
+      await this.notifier.publish(RUN_CHANNEL, JSON.stringify({ r: row.id, d: 1 } satisfies RunSignal), trx);
+      return true;
+    });
   }
 
   /** A streamed run created by another process (or before a restart): rebuild its plan. */

@@ -58,6 +58,11 @@ export async function insertRun(db: Db, d: OrreryDialect, row: RunRow, tags: rea
   await applyRunWrite(db, d, prepareRunInsert(d, row, tags));
 }
 
+/** Whether a run with this id exists, in any project. */
+export async function runExists(db: Db, id: string): Promise<boolean> {
+  return (await db.selectFrom('runs').select('id').where('id', '=', id).executeTakeFirst()) !== undefined;
+}
+
 export async function getRun(db: Db, d: OrreryDialect, s: Scope, id: string): Promise<RunRow | undefined> {
   const row = await runsIn(db, s).selectAll().where('id', '=', id).executeTakeFirst();
   return row && decodeRun(d, row);
