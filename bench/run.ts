@@ -17,6 +17,7 @@ const BENCHES: Record<string, string> = {
   limits: './limits.ts',
   retention: './retention.ts',
   peer: './peer.ts',
+  'peer-ab': './peer-ab.ts',
   footprint: './footprint.ts',
 };
 const wanted = process.argv.slice(2);
