@@ -3,8 +3,8 @@
  * queue their inserts and updates; one transaction per event-loop turn applies them all, so a
  * commit (and its WAL write or fsync) is shared by every run in flight instead of paid by each.
  * A caller's promise settles only once its write is committed: a run row exists before any provider
- * call (or, on SQLite's thread, an entry of the intent log: runs/run-intents.ts). If a batch fails, its writes are retried one by one so an error reaches only the
- * request that caused it.
+ * call (or, on SQLite's thread, an entry of the intent log: runs/run-intents.ts). If a batch
+ * fails, its writes are retried one by one so an error reaches only the request that caused it.
  */
 import type { Updateable } from 'kysely';
 import type { RunTable } from '../db/schema.ts';
