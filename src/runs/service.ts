@@ -120,6 +120,9 @@ interface Outcome {
 const DEFAULT_TEMPERATURE = 0.7;
 /** How long a resolved interaction and environment may serve runs before they are read again. */
 const CONTEXT_TTL_MS = 1000;
+/** The error of a run whose process died before it ended (a dead replica's `processing` row, or an entry of its intent log). */
+const EXECUTOR_LOST: RunError = { code: 'executor_lost', message: 'the server process executing this run stopped before it ended; run it again' };
+
 /** A `processing` run of this replica that it no longer executes is failed once it is this old. */
 const ORPHAN_AFTER_MS = 5000;
 /** Chunks of an ended streamed run stay this long for followers on other replicas. */
@@ -853,7 +856,7 @@ export class RunService {
       const doc = docOf(row);
       const error: RunError = row.executor === this.replica.id
         ? { code: 'storage_error', message: 'the server could not store how this run ended; run it again' }
-        : { code: 'executor_lost', message: 'the server process executing this run stopped before it ended; run it again' };
+        : EXECUTOR_LOST;
       const ok = await this.writer.run(async (trx) => {
         const updated = await store.updateRun(trx, this.dialect, row.id, { status: 'failed', updated_at: nowIso(), executor: null, doc: { ...doc, error } }, 'processing');
         if (updated) {
@@ -869,8 +872,7 @@ export class RunService {
 
   /** A run of another process's intent log with no row (that process died before its insert committed): stored `failed`. */
   private restoreLost(run: RecordedRun): Promise<boolean> {
-    const error: RunError = { code: 'executor_lost', message: 'the server process executing this run stopped before it ended; run it again' };
-    const row: RunRow = { ...run.row, status: 'failed', updated_at: nowIso(), executor: null, doc: { ...run.doc, error } };
+    const row: RunRow = { ...run.row, status: 'failed', updated_at: nowIso(), executor: null, doc: { ...run.doc, error: EXECUTOR_LOST } };
     return this.writer.run(async (trx) => {
       if (await store.runExists(trx, row.id)) return false;
       await store.insertRun(trx, this.dialect, row, (row.tags as string[] | null) ?? []);
