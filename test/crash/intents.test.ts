@@ -12,23 +12,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { TEST_DIALECTS } from '../support/server.ts';
-import { startServerProcess, type ServerProcess } from '../support/processes.ts';
+import { startServerProcess, until, type ServerProcess } from '../support/processes.ts';
 import { startOpenAIWireServer, type WireServer } from '../support/openai-wire-server.ts';
 import { readIntentLog } from '../../src/runs/run-intents.ts';
 import { usableCores } from '../../src/util/cpu-quota.ts';
 
 const KEY = `sk-${'intent'.repeat(7)}`;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function until<T>(what: string, fn: () => Promise<T | undefined> | T | undefined, ms = 30_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await fn();
-    if (v !== undefined) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await sleep(50);
-  }
-}
 
 const api = async (server: ServerProcess, method: string, path: string, body?: unknown) => {
   const r = await fetch(`${server.url}/api/v1${path}`, {
@@ -64,135 +54,135 @@ async function startRecording(dataDir: string, wire: WireServer) {
   return { server, ix, done };
 }
 
-const recovering = (dataDir: string) => startServerProcess({
-  ORRERY_DATA_DIR: dataDir, ORRERY_ADMIN_KEY: KEY, ORRERY_SECRET: 'intent-test-secret-0123456789', ORRERY_REPLICA_TIMEOUT: '2',
-});
+interface Scenario {
+  dataDir: string;
+  wire: WireServer;
+  started: Awaited<ReturnType<typeof startRecording>>;
+  /** Takes SQLite's write lock from this process (BEGIN IMMEDIATE): the server's writer thread cannot commit. */
+  lock(): Database.Database;
+  /** A second server on the same data, with a short replica timeout: it sweeps the first one's log soon. */
+  recover(): Promise<ServerProcess>;
+}
+
+/** A data folder, a wire server and a recording server for `fn`; everything it started is ended after, whatever happened. */
+async function scenario(fn: (s: Scenario) => Promise<void>): Promise<void> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'orrery-intents-'));
+  const wire = await startOpenAIWireServer({ apiKey: null, text: 'An answer.' });
+  const servers: ServerProcess[] = [];
+  const locks: Database.Database[] = [];
+  try {
+    const started = await startRecording(dataDir, wire);
+    servers.push(started.server);
+    await fn({
+      dataDir, wire, started,
+      lock: () => {
+        const db = new Database(join(dataDir, 'orrery.db'));
+        db.exec('BEGIN IMMEDIATE');
+        locks.push(db);
+        return db;
+      },
+      recover: async () => {
+        const server = await startServerProcess({
+          ORRERY_DATA_DIR: dataDir, ORRERY_ADMIN_KEY: KEY, ORRERY_SECRET: 'intent-test-secret-0123456789', ORRERY_REPLICA_TIMEOUT: '2',
+        });
+        servers.push(server);
+        return server;
+      },
+    });
+  } finally {
+    for (const db of locks) if (db.open) db.close();
+    for (const server of servers) await server.kill();
+    await wire.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+/** Ends what lock() took, and lets the writer thread commit again. */
+const release = (db: Database.Database) => {
+  db.exec('ROLLBACK');
+  db.close();
+};
 
 // The log exists only for SQLite with the run writer's thread (a second core).
 const run = TEST_DIALECTS.includes('sqlite') && usableCores() > 1;
 
 describe('sqlite: a blocking run recorded ahead of its commit, and a crash', { skip: !run && 'needs SQLite and two cores' }, () => {
-  it('restores a run whose provider call started before its row committed as failed, with what was sent', async () => {
-    const dataDir = mkdtempSync(join(tmpdir(), 'orrery-intents-'));
-    const wire = await startOpenAIWireServer({ apiKey: null, text: 'An answer.' });
-    let first: ServerProcess | undefined;
-    let second: ServerProcess | undefined;
-    let lock: Database.Database | undefined;
-    try {
-      const started = await startRecording(dataDir, wire);
-      first = started.server;
-      // Hold the write lock: the writer thread cannot commit the next run's row.
-      lock = new Database(join(dataDir, 'orrery.db'));
-      lock.exec('BEGIN IMMEDIATE');
-      const rowsBefore = (lock.prepare('SELECT count(*) AS n FROM runs').get() as { n: number }).n;
-      wire.options.hang = true;
-      const asked = wire.requests.length;
-      const pending = fetch(`${first.url}/api/v1/runs`, {
-        method: 'POST', headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
-        body: JSON.stringify({ interaction: started.ix, data: { topic: 'lost in flight' }, tags: ['crash'] }),
-      }).catch(() => undefined);
-      await until('the provider call', () => (wire.requests.length > asked ? true : undefined), 10_000);
-      assert.match(JSON.stringify(wire.requests.at(-1)!.body), /lost in flight/);
-      assert.equal((lock.prepare('SELECT count(*) AS n FROM runs').get() as { n: number }).n, rowsBefore, 'the row is not committed');
-      await first.kill();
-      await pending;
-      lock.exec('ROLLBACK');
-      lock.close();
-      lock = undefined;
+  it('restores a run whose provider call started before its row committed as failed, with what was sent', () => scenario(async ({ dataDir, wire, started, lock: takeLock, recover }) => {
+    const first = started.server;
+    // Hold the write lock: the writer thread cannot commit the next run's row.
+    const lock = takeLock();
+    const rowsBefore = (lock.prepare('SELECT count(*) AS n FROM runs').get() as { n: number }).n;
+    wire.options.hang = true;
+    const asked = wire.requests.length;
+    const pending = fetch(`${first.url}/api/v1/runs`, {
+      method: 'POST', headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ interaction: started.ix, data: { topic: 'lost in flight' }, tags: ['crash'] }),
+    }).catch(() => undefined);
+    await until('the provider call', () => (wire.requests.length > asked ? true : undefined), 10_000);
+    assert.match(JSON.stringify(wire.requests.at(-1)!.body), /lost in flight/);
+    assert.equal((lock.prepare('SELECT count(*) AS n FROM runs').get() as { n: number }).n, rowsBefore, 'the row is not committed');
+    await first.kill();
+    await pending;
+    release(lock);
 
-      const logs = logsIn(dataDir);
-      assert.equal(logs.length, 1);
-      const entries = readIntentLog(logs[0]);
-      assert.equal(entries.length, 1, 'the run in flight, and none of the runs stored before it');
-      const lost = entries[0].row.id;
+    const logs = logsIn(dataDir);
+    assert.equal(logs.length, 1);
+    const entries = readIntentLog(logs[0]);
+    assert.equal(entries.length, 1, 'the run in flight, and none of the runs stored before it');
+    const lost = entries[0].row.id;
 
-      second = await recovering(dataDir);
-      const restored = await until('the lost run', async () => {
-        const r = await api(second!, 'GET', `/runs/${lost}`);
-        return r.status === 200 ? r.body : undefined;
-      });
-      assert.equal(restored.status, 'failed');
-      assert.equal(restored.error.code, 'executor_lost');
-      assert.deepEqual(restored.parameters, { topic: 'lost in flight' });
-      assert.equal(restored.interaction.id, started.ix);
-      assert.deepEqual(restored.tags, ['crash']);
-      await until('the dead process\'s log to be removed', () => (logsIn(dataDir).length === 0 ? true : undefined));
-      // The runs answered before the crash are as they were, and the lost one is searchable.
-      for (const id of started.done) assert.equal((await api(second, 'GET', `/runs/${id}`)).body.status, 'completed');
-      const found = await api(second, 'GET', '/runs?status=failed');
-      assert.deepEqual(found.body.map((r: { id: string }) => r.id), [lost]);
-    } finally {
-      lock?.close();
-      await first?.kill();
-      await second?.stop();
-      await wire.close();
-      rmSync(dataDir, { recursive: true, force: true });
-    }
-  });
+    const second = await recover();
+    const restored = await until('the lost run', async () => {
+      const r = await api(second, 'GET', `/runs/${lost}`);
+      return r.status === 200 ? r.body : undefined;
+    });
+    assert.equal(restored.status, 'failed');
+    assert.equal(restored.error.code, 'executor_lost');
+    assert.deepEqual(restored.parameters, { topic: 'lost in flight' });
+    assert.equal(restored.interaction.id, started.ix);
+    assert.deepEqual(restored.tags, ['crash']);
+    await until('the dead process\'s log to be removed', () => (logsIn(dataDir).length === 0 ? true : undefined));
+    // The runs answered before the crash are as they were, and the lost one is searchable.
+    for (const id of started.done) assert.equal((await api(second, 'GET', `/runs/${id}`)).body.status, 'completed');
+    const found = await api(second, 'GET', '/runs?status=failed');
+    assert.deepEqual(found.body.map((r: { id: string }) => r.id), [lost]);
+  }));
 
-  it('stores a run whole when its recorded insert failed, and answers it', async () => {
-    const dataDir = mkdtempSync(join(tmpdir(), 'orrery-intents-'));
-    const wire = await startOpenAIWireServer({ apiKey: null, text: 'An answer.' });
-    let server: ServerProcess | undefined;
-    let lock: Database.Database | undefined;
-    try {
-      const started = await startRecording(dataDir, wire);
-      server = started.server;
-      lock = new Database(join(dataDir, 'orrery.db'));
-      lock.exec('BEGIN IMMEDIATE');
-      const asked = wire.requests.length;
-      const answer = api(server, 'POST', '/runs', { interaction: started.ix, data: { topic: 'stored late' } });
-      await until('the provider call', () => (wire.requests.length > asked ? true : undefined), 10_000);
-      // The writer thread waits LOCK_WAIT_MS (5 s) for the lock, then once more for the insert alone:
-      // the insert has failed by the time the lock goes.
-      await sleep(12_000);
-      lock.exec('ROLLBACK');
-      lock.close();
-      lock = undefined;
-      const r = await answer;
-      assert.equal(r.status, 200, JSON.stringify(r.body));
-      assert.equal(r.body.status, 'completed');
-      const stored = await api(server, 'GET', `/runs/${r.body.id}`);
-      assert.equal(stored.status, 200);
-      assert.equal(stored.body.status, 'completed');
-      assert.deepEqual(stored.body.parameters, { topic: 'stored late' });
-      assert.equal(stored.body.result[0].value, 'An answer.');
-      assert.deepEqual(readIntentLog(logsIn(dataDir)[0]), [], 'its entry is settled');
-      await server.stop();
-      server = undefined;
-      assert.deepEqual(logsIn(dataDir), [], 'a process that stops with every entry settled removes its log');
-    } finally {
-      lock?.close();
-      await server?.kill();
-      await wire.close();
-      rmSync(dataDir, { recursive: true, force: true });
-    }
-  });
+  it('stores a run whole when its recorded insert failed, and answers it', () => scenario(async ({ dataDir, wire, started, lock: takeLock }) => {
+    const server = started.server;
+    const lock = takeLock();
+    const asked = wire.requests.length;
+    const answer = api(server, 'POST', '/runs', { interaction: started.ix, data: { topic: 'stored late' } });
+    await until('the provider call', () => (wire.requests.length > asked ? true : undefined), 10_000);
+    // The writer thread waits LOCK_WAIT_MS (5 s) for the lock, then once more for the insert alone:
+    // the insert has failed by the time the lock goes.
+    await sleep(12_000);
+    release(lock);
+    const r = await answer;
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    assert.equal(r.body.status, 'completed');
+    const stored = await api(server, 'GET', `/runs/${r.body.id}`);
+    assert.equal(stored.status, 200);
+    assert.equal(stored.body.status, 'completed');
+    assert.deepEqual(stored.body.parameters, { topic: 'stored late' });
+    assert.equal(stored.body.result[0].value, 'An answer.');
+    assert.deepEqual(readIntentLog(logsIn(dataDir)[0]), [], 'its entry is settled');
+    await server.stop();
+    assert.deepEqual(logsIn(dataDir), [], 'a process that stops with every entry settled removes its log');
+  }));
 
-  it('does not bring back a run deleted after its row committed', async () => {
-    const dataDir = mkdtempSync(join(tmpdir(), 'orrery-intents-'));
-    const wire = await startOpenAIWireServer({ apiKey: null, text: 'An answer.' });
-    let first: ServerProcess | undefined;
-    let second: ServerProcess | undefined;
-    try {
-      const started = await startRecording(dataDir, wire);
-      first = started.server;
-      const last = started.done.at(-1)!;
-      // Its entry was the log's last one (it was recorded: the log exists, and it was the last run).
-      assert.equal((await api(first, 'DELETE', `/runs/${last}`)).status, 200);
-      await first.kill();
-      assert.equal(logsIn(dataDir).length, 1);
+  it('does not bring back a run deleted after its row committed', () => scenario(async ({ dataDir, started, recover }) => {
+    const first = started.server;
+    const last = started.done.at(-1)!;
+    // Its entry was the log's last one (it was recorded: the log exists, and it was the last run).
+    assert.equal((await api(first, 'DELETE', `/runs/${last}`)).status, 200);
+    await first.kill();
+    assert.equal(logsIn(dataDir).length, 1);
 
-      second = await recovering(dataDir);
-      await until('the dead process\'s log to be swept', () => (logsIn(dataDir).length === 0 ? true : undefined));
-      assert.equal((await api(second, 'GET', `/runs/${last}`)).status, 404);
-      const all = await api(second, 'GET', '/runs');
-      assert.deepEqual(all.body.map((r: { id: string }) => r.id).sort(), started.done.slice(0, -1).sort());
-    } finally {
-      await first?.kill();
-      await second?.stop();
-      await wire.close();
-      rmSync(dataDir, { recursive: true, force: true });
-    }
-  });
+    const second = await recover();
+    await until('the dead process\'s log to be swept', () => (logsIn(dataDir).length === 0 ? true : undefined));
+    assert.equal((await api(second, 'GET', `/runs/${last}`)).status, 404);
+    const all = await api(second, 'GET', '/runs');
+    assert.deepEqual(all.body.map((r: { id: string }) => r.id).sort(), started.done.slice(0, -1).sort());
+  }));
 });

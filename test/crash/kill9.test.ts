@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { request } from 'node:http';
 import { TEST_DIALECTS, createPgDatabase } from '../support/server.ts';
-import { startServerProcess, type ServerProcess } from '../support/processes.ts';
+import { startServerProcess, until, type ServerProcess } from '../support/processes.ts';
 
 const KEY = `sk-${'crash'.repeat(8)}`;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -32,16 +32,6 @@ function tempUploads(dir: string): string[] {
     /* no blob folder yet */
   }
   return out;
-}
-
-async function until<T>(what: string, fn: () => Promise<T | undefined>, ms = 30_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await fn();
-    if (v !== undefined) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await sleep(100);
-  }
 }
 
 for (const dialect of TEST_DIALECTS) {

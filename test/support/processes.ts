@@ -78,3 +78,14 @@ export async function gone(pid: number, ms = 5000): Promise<boolean> {
   for (const until = Date.now() + ms; Date.now() < until; await new Promise((r) => setTimeout(r, 20))) if (!alive(pid)) return true;
   return !alive(pid);
 }
+
+/** Polls `fn` every 100 ms until it returns a value (not undefined); throws after `ms`, naming `what`. */
+export async function until<T>(what: string, fn: () => Promise<T | undefined> | T | undefined, ms = 30_000): Promise<T> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const v = await fn();
+    if (v !== undefined) return v;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
