@@ -70,19 +70,18 @@ export class RunIntentLog {
       this.end = 0;
       this.epoch++;
     }
-    const line = `${this.epoch.toString(16).padStart(EPOCH_WIDTH, '0')}\t${JSON.stringify(head)}\t${doc}\n`;
-    const bytes = Buffer.byteLength(line);
-    if (this.end + bytes > INTENT_LOG_MAX_BYTES) return undefined;
+    const line = Buffer.from(`${this.epoch.toString(16).padStart(EPOCH_WIDTH, '0')}\t${JSON.stringify(head)}\t${doc}\n`);
+    if (this.end + line.length > INTENT_LOG_MAX_BYTES) return undefined;
     try {
       this.fd ??= this.open();
       // One positional write: the line is in the kernel's page cache when this returns.
-      if (writeSync(this.fd, line, this.end) !== bytes) throw new Error('short write');
+      if (writeSync(this.fd, line, 0, line.length, this.end) !== line.length) throw new Error('short write');
     } catch {
       // A log that cannot be written (disk full, permissions) costs runs their commit's wait, never their record.
       this.failed = true;
       return undefined;
     }
-    this.end += bytes;
+    this.end += line.length;
     this.live++;
     let settled = false;
     return () => {
