@@ -7,8 +7,8 @@
  *
  *   BASE=<commit> npm run bench -- peer-ab      (BASE=HEAD, ROUNDS=10, SECONDS=3, RATE=400)
  */
-import { Pool } from 'undici';
-import { machine, percentile, startChild, startOrrery, type Child } from './lib/processes.ts';
+import { machine, startChild, startOrrery, type Child } from './lib/processes.ts';
+import { paced, type Paced, type PacedTarget } from './lib/paced.ts';
 import { median, seedUpstream } from './lib/runs.ts';
 import { checkoutBase } from './lib/worktree.ts';
 
@@ -18,35 +18,11 @@ const SECONDS = Number(process.env.SECONDS ?? 3);
 const RATE = Number(process.env.RATE ?? 400);
 const CONNECTIONS = 16;
 
-interface Target { url: string; body: string; headers: Record<string, string> }
-interface Paced { p50: number; p99: number }
-
-/** An open loop, as peer's: request i leaves at t0 + i / RATE. */
-async function paced(t: Target, seconds: number): Promise<Paced> {
-  const u = new URL(t.url);
-  const pool = new Pool(u.origin, { connections: CONNECTIONS, pipelining: 1, keepAliveTimeout: 60_000 });
-  const total = Math.round(RATE * seconds);
-  const latencies: number[] = [];
-  const inFlight: Promise<void>[] = [];
-  let errors = 0;
-  const t0 = performance.now();
-  const one = async () => {
-    const start = performance.now();
-    const r = await pool.request({ path: u.pathname, method: 'POST', body: t.body, headers: { 'content-type': 'application/json', ...t.headers } });
-    await r.body.text();
-    if (r.statusCode === 200) latencies.push(performance.now() - start);
-    else errors++;
-  };
-  for (let i = 0; i < total; i++) {
-    const wait = t0 + (i * 1000) / RATE - performance.now();
-    if (wait > 1) await new Promise((r) => setTimeout(r, wait));
-    inFlight.push(one());
-  }
-  await Promise.all(inFlight);
-  await pool.close();
-  if (errors) throw new Error(`${t.url}: ${errors} failed requests`);
-  latencies.sort((a, b) => a - b);
-  return { p50: percentile(latencies, 50), p99: percentile(latencies, 99) };
+/** The paced part of peer (lib/paced.ts); every request must be answered 200. */
+async function pacedRun(t: PacedTarget, seconds: number): Promise<Paced> {
+  const r = await paced(t, seconds, RATE, CONNECTIONS);
+  if (r.errors) throw new Error(`${t.url}: ${r.errors} failed requests`);
+  return r;
 }
 
 const base = checkoutBase(BASE);
@@ -55,24 +31,24 @@ const servers: Array<Child & { adminKey: string }> = [];
 try {
   servers.push(await startOrrery({}, base.dir), await startOrrery());
   const completion = JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'Summarise the orbits of the outer planets in one line.' }], temperature: 0.7 });
-  const alone: Target = { url: `${upstream.url}/v1/chat/completions`, body: completion, headers: { authorization: 'Bearer sk-upstream' } };
-  const [a, b] = await Promise.all(servers.map(async (s): Promise<Target> => ({
+  const alone: PacedTarget = { url: `${upstream.url}/v1/chat/completions`, body: completion, headers: { authorization: 'Bearer sk-upstream' } };
+  const [a, b] = await Promise.all(servers.map(async (s): Promise<PacedTarget> => ({
     url: `${s.url}/api/v1/runs`, headers: { authorization: `Bearer ${s.adminKey}` },
     body: JSON.stringify({ interaction: await seedUpstream(s, upstream), data: { topic: 'the orbits of the outer planets' }, tags: ['peer'] }),
   })));
-  for (const t of [alone, a, b]) await paced(t, 2); // warm-up: JIT, pools, the writer threads
+  for (const t of [alone, a, b]) await pacedRun(t, 2); // warm-up: JIT, pools, the writer threads
   const rounds: Array<{ upstream: Paced; base: Paced; tree: Paced }> = [];
   for (let i = 0; i < ROUNDS; i++) {
-    const up = await paced(alone, SECONDS);
+    const up = await pacedRun(alone, SECONDS);
     const [first, second] = i % 2 ? [b, a] : [a, b];
-    const r1 = await paced(first, SECONDS);
-    const r2 = await paced(second, SECONDS);
+    const r1 = await pacedRun(first, SECONDS);
+    const r2 = await pacedRun(second, SECONDS);
     const round = { upstream: up, base: i % 2 ? r2 : r1, tree: i % 2 ? r1 : r2 };
     rounds.push(round);
     const added = (p: Paced) => `${(p.p50 - up.p50).toFixed(3)} / ${(p.p99 - up.p99).toFixed(2)}`;
     console.log(`round ${i + 1}: upstream p50 ${up.p50.toFixed(3)} ms; added p50 / p99: base ${added(round.base)} ms, this tree ${added(round.tree)} ms`);
   }
-  const added = (k: 'base' | 'tree', q: keyof Paced) => +median(rounds.map((r) => r[k][q] - r.upstream[q])).toFixed(3);
+  const added = (k: 'base' | 'tree', q: 'p50' | 'p99') => +median(rounds.map((r) => r[k][q] - r.upstream[q])).toFixed(3);
   const lower = rounds.filter((r) => r.tree.p50 < r.base.p50).length;
   const summary = {
     date: new Date().toISOString(), machine: machine(), base: base.sha, rounds: ROUNDS, seconds: SECONDS, rate: RATE,

@@ -22,9 +22,9 @@
 import autocannon from 'autocannon';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Pool } from 'undici';
-import { freePort, machine, percentile, ROOT, startChild, startOrrery, type Child } from './lib/processes.ts';
+import { freePort, machine, ROOT, startChild, startOrrery, type Child } from './lib/processes.ts';
 import { api, median, seedUpstream } from './lib/runs.ts';
+import { paced, type Paced } from './lib/paced.ts';
 
 const ROUNDS = Number(process.env.ROUNDS ?? 3);
 const DURATION = Number(process.env.DURATION ?? 6);
@@ -61,7 +61,6 @@ interface Target {
 }
 
 interface Saturated { rps: number; p99: number; ok: number; errors: number; serverUs: number }
-interface Paced { p50: number; p99: number; sent: number; ok: number; errors: number; rate: number }
 
 const saturated = (t: Target, seconds: number) => new Promise<Saturated>((resolve, reject) => {
   const s0 = cpuUs(t.server.proc.pid!);
@@ -72,42 +71,8 @@ const saturated = (t: Target, seconds: number) => new Promise<Saturated>((resolv
   });
 });
 
-/** An open loop: request i leaves at t0 + i / RATE (or as soon after as the loop gets to it), over PACED_CONNECTIONS connections. */
-async function paced(t: Target, seconds: number): Promise<Paced> {
-  const u = new URL(t.url);
-  const pool = new Pool(u.origin, { connections: PACED_CONNECTIONS, pipelining: 1, keepAliveTimeout: 60_000 });
-  const total = Math.round(RATE * seconds);
-  const latencies: number[] = [];
-  let ok = 0;
-  let errors = 0;
-  const inFlight: Promise<void>[] = [];
-  const t0 = performance.now();
-  const one = async () => {
-    const start = performance.now();
-    try {
-      const r = await pool.request({ path: u.pathname, method: 'POST', body: t.body, headers: { 'content-type': 'application/json', ...t.headers } });
-      await r.body.text();
-      const ms = performance.now() - start;
-      if (r.statusCode === 200) {
-        ok++;
-        latencies.push(ms);
-      } else errors++;
-    } catch {
-      errors++;
-    }
-  };
-  for (let i = 0; i < total; i++) {
-    const due = t0 + (i * 1000) / RATE;
-    const wait = due - performance.now();
-    if (wait > 1) await new Promise((r) => setTimeout(r, wait));
-    inFlight.push(one());
-  }
-  await Promise.all(inFlight);
-  const elapsed = (performance.now() - t0) / 1000;
-  await pool.close();
-  latencies.sort((a, b) => a - b);
-  return { p50: percentile(latencies, 50), p99: percentile(latencies, 99), sent: total, ok, errors, rate: total / elapsed };
-}
+/** The paced part: lib/paced.ts, at RATE over PACED_CONNECTIONS. */
+const pacedRun = (t: Target, seconds: number) => paced(t, seconds, RATE, PACED_CONNECTIONS);
 
 const upstream = await startChild(['bench/lib/openai-upstream.ts'], {}, '/health');
 const portkeyPort = await freePort();
@@ -137,7 +102,7 @@ try {
   let answered = 1;
   for (const t of targets) {
     const w = await saturated(t, 2); // warm-up: JIT, pools, SQLite pages
-    const p = await paced(t, 1);
+    const p = await pacedRun(t, 1);
     if (t.name === 'orrery') answered += w.ok + p.ok;
   }
   const sat: Record<string, Saturated[]> = { upstream: [], portkey: [], orrery: [] };
@@ -152,7 +117,7 @@ try {
       console.log(`round ${i + 1} saturated ${t.name}: ${r.rps.toFixed(0)} req/s, p99 ${r.p99} ms, server CPU ${r.serverUs} µs/request`);
     }
     for (const t of order) {
-      const r = await paced(t, PACED_SECONDS);
+      const r = await pacedRun(t, PACED_SECONDS);
       if (r.errors) throw new Error(`${t.name}: ${r.errors} failed requests (paced)`);
       pac[t.name].push(r);
       if (t.name === 'orrery') answered += r.ok;
