@@ -1,12 +1,15 @@
 /**
  * The intent log of blocking runs on SQLite (DESIGN principle 3, issue 17). A lone blocking run
  * used to wait for its `processing` row's commit, a round trip to the run writer's thread of
- * 0.3-0.5 ms, before its provider call. Instead, when the writer has nothing else in hand, the
- * row is written here first, one positional write to a file of this process (about 2 µs), and the
- * provider call starts while the writer commits the row. Both are in the operating system's hands
- * once written, as a commit is with `synchronous=NORMAL`: a process that dies leaves its log, and
- * the lost-run sweep of any process turns each entry whose run has no row into a `failed` run
- * (`executor_lost`), as it fails the `processing` rows of a replica that stopped beating.
+ * 0.3-0.5 ms, before its provider call, and for its outcome's commit, another, before its answer.
+ * Instead, when the writer has nothing else in hand, the row is written here first, one positional
+ * write to a file of this process (about 2 µs), and the provider call starts while the writer
+ * commits the row; then the run as it ended is written here, and the request is answered while the
+ * writer commits that (reads of this process wait for it: runs/read-barrier.ts). Both are in the
+ * operating system's hands once written, as a commit is with `synchronous=NORMAL`: a process that
+ * dies leaves its log, and the lost-run sweep of any process stores each entry's run: a run that
+ * was still executing as a `failed` run (`executor_lost`), as it fails the `processing` rows of a
+ * replica that stopped beating; a run that was answered as it was answered.
  *
  * An entry is needed only until its row commits. Entries are written only while the writer holds
  * nothing else, so every earlier one is settled (committed, or stored otherwise) and the log starts
@@ -16,8 +19,9 @@
  * crash. (Only while a row could not be stored at all, which leaves its entry unsettled, do later
  * entries follow it and stay until the log starts over.)
  *
- * Format, one line per run: `<epoch: 12 hex digits>\t<the row without doc, JSON>\t<doc, JSON>\n`.
- * JSON escapes tabs and newlines inside strings, so both separate fields safely.
+ * Format, one line per entry: `<epoch: 12 hex digits>\t<kind>\t<the row without doc, JSON>\t<doc,
+ * JSON>\n`, the kind one letter (IntentKind). JSON escapes tabs and newlines inside strings, so the
+ * fields separate safely. A run may have two entries, its start and its end: the last one counts.
  */
 import { closeSync, mkdirSync, openSync, readdirSync, readSync, unlinkSync, writeSync, fstatSync } from 'node:fs';
 import { join } from 'node:path';
@@ -29,11 +33,24 @@ export const INTENT_LOG_MAX_BYTES = 16 * 1024 * 1024;
 export const INTENT_MAX_DOC_LENGTH = 64 * 1024;
 
 const EPOCH_WIDTH = 12;
-const LINE = /^([0-9a-f]{12})\t/;
+/** An entry's epoch and kind (a log of the previous version has no kind: its entries are starts). */
+const LINE = /^([0-9a-f]{12})\t(?:([se])\t)?/;
 const SUFFIX = '.log';
+
+/**
+ * What an entry records, and so how the sweep stores its run (RunService.restoreLost):
+ * - `start`: the `processing` row of a run about to call its provider; stored `failed`
+ *   (`executor_lost`) if it has no row.
+ * - `end`: the run as it ended and was answered; its row is updated if still `processing`, or
+ *   inserted if there is none (a `processing` run cannot be deleted: retention.ts).
+ */
+export type IntentKind = 'start' | 'end';
+const KIND_LETTER: Record<IntentKind, string> = { start: 's', end: 'e' };
+const KIND_OF: Record<string, IntentKind> = { s: 'start', e: 'end' };
 
 /** A run as its log entry holds it. */
 export interface RecordedRun {
+  kind: IntentKind;
   row: Omit<RunRow, 'doc'>;
   doc: RunDoc;
 }
@@ -63,14 +80,14 @@ export class RunIntentLog {
    * Writes `row` (its document as `doc`, JSON) and returns the function that settles it once the
    * row is stored; undefined when it cannot be written (the caller waits for its commit instead).
    */
-  record(row: RunRow, doc: string): (() => void) | undefined {
+  record(row: RunRow, doc: string, kind: IntentKind = 'start'): (() => void) | undefined {
     if (this.failed || doc.length > INTENT_MAX_DOC_LENGTH) return undefined;
     const { doc: _doc, ...head } = row;
     if (this.live === 0) {
       this.end = 0;
       this.epoch++;
     }
-    const line = Buffer.from(`${this.epoch.toString(16).padStart(EPOCH_WIDTH, '0')}\t${JSON.stringify(head)}\t${doc}\n`);
+    const line = Buffer.from(`${this.epoch.toString(16).padStart(EPOCH_WIDTH, '0')}\t${KIND_LETTER[kind]}\t${JSON.stringify(head)}\t${doc}\n`);
     if (this.end + line.length > INTENT_LOG_MAX_BYTES) return undefined;
     try {
       this.fd ??= this.open();
@@ -100,8 +117,9 @@ export class RunIntentLog {
   }
 
   /**
-   * The logs of processes not in `alive`: each entry is handed to `restore` (which stores the run
-   * if it has no row), then the log is removed. A log whose restore fails stays for the next sweep.
+   * The logs of processes not in `alive`: each run's last entry is handed to `restore` (which
+   * stores the run as its kind says), then the log is removed. A log whose restore fails stays for
+   * the next sweep.
    */
   async sweep(alive: Set<string>, restore: (run: RecordedRun) => Promise<boolean>): Promise<number> {
     let names: string[];
@@ -116,7 +134,9 @@ export class RunIntentLog {
       const replica = name.slice(0, -SUFFIX.length);
       if (replica === this.options.replica || alive.has(replica)) continue;
       const file = join(this.options.dir, name);
-      for (const run of readIntentLog(file)) if (await restore(run)) restored++;
+      const last = new Map<string, RecordedRun>();
+      for (const run of readIntentLog(file)) last.set(run.row.id, run);
+      for (const run of last.values()) if (await restore(run)) restored++;
       unlinkQuietly(file);
     }
     return restored;
@@ -138,7 +158,7 @@ export class RunIntentLog {
   }
 }
 
-/** The entries of one log: the lines of its first line's epoch, up to the first line that is not one. */
+/** The entries of one log, in order: the lines of its first line's epoch, up to the first line that is not one. */
 export function readIntentLog(file: string): RecordedRun[] {
   let text: string;
   try {
@@ -170,13 +190,14 @@ export function readIntentLog(file: string): RecordedRun[] {
     const m = LINE.exec(line);
     if (!m || (epoch !== undefined && m[1] !== epoch)) break;
     epoch = m[1];
-    const tab = line.indexOf('\t', EPOCH_WIDTH + 1);
+    const from = m[0].length;
+    const tab = line.indexOf('\t', from);
     if (tab < 0) break;
     try {
-      const row = JSON.parse(line.slice(EPOCH_WIDTH + 1, tab)) as Omit<RunRow, 'doc'>;
+      const row = JSON.parse(line.slice(from, tab)) as Omit<RunRow, 'doc'>;
       const doc = JSON.parse(line.slice(tab + 1)) as RunDoc;
       if (typeof row?.id !== 'string' || typeof doc !== 'object' || doc === null) break;
-      runs.push({ row, doc });
+      runs.push({ kind: KIND_OF[m[2] ?? 's'], row, doc });
     } catch {
       break;
     }

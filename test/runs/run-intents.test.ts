@@ -46,6 +46,27 @@ describe('run intent log', () => {
     assert.deepEqual(readIntentLog(log.file), [], 'once every entry is settled, nothing is left to restore');
   }));
 
+  it('records the start and the end of a run; the sweep restores each run from its last entry', withDir(async (dir) => {
+    const dead = new RunIntentLog({ dir, replica: 'dead' });
+    const start = record(dead, row('a'))!;
+    const ended: RunRow = { ...row('a', { parameters: { topic: 'x' }, result: [{ type: 'text', value: 'an answer' }] }), status: 'completed', executor: null };
+    dead.record(ended, JSON.stringify(ended.doc), 'end');
+    record(dead, row('b'));
+    start(); // the insert committed: the end entry stays until the update commits
+    assert.deepEqual(readIntentLog(dead.file).map((r) => [r.kind, r.row.id, r.row.status]), [['start', 'a', 'processing'], ['end', 'a', 'completed'], ['start', 'b', 'processing']]);
+    const restored: RecordedRun[] = [];
+    const own = new RunIntentLog({ dir, replica: 'me' });
+    assert.equal(await own.sweep(new Set(['me']), async (r) => (restored.push(r), true)), 2);
+    assert.deepEqual(restored.map((r) => [r.kind, r.row.id]), [['end', 'a'], ['start', 'b']], 'one restore per run, from its last entry');
+    assert.deepEqual(restored[0].doc, ended.doc);
+  }));
+
+  it('reads a log of the previous version, whose lines have no kind, as starts', withDir((dir) => {
+    const { doc, ...head } = row('old');
+    writeFileSync(join(dir, 'old.log'), `${'1'.padStart(12, '0')}\t${JSON.stringify(head)}\t${JSON.stringify(doc)}\n`);
+    assert.deepEqual(readIntentLog(join(dir, 'old.log')).map((r) => [r.kind, r.row.id]), [['start', 'old']]);
+  }));
+
   it('starts over at the beginning: a longer tail of an earlier start is not read', withDir((dir) => {
     const log = new RunIntentLog({ dir, replica: 'r1' });
     const long = record(log, row('old-1', { parameters: { text: 'x'.repeat(500) } }))!;
