@@ -38,6 +38,7 @@ import { RunService } from './runs/service.ts';
 import { RunWriter, signallingWrites } from './runs/run-writer.ts';
 import { ThreadRunWriter } from './runs/run-writer-thread.ts';
 import { RunIntentLog } from './runs/run-intents.ts';
+import { installRunReadBarrier } from './runs/read-barrier.ts';
 import { WalCheckpointer } from './db/wal-checkpointer.ts';
 import { StreamHub } from './runs/stream-hub.ts';
 import { runRoutes } from './runs/routes.ts';
@@ -296,6 +297,7 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
         authed.addHook('onRequest', authenticate(auth));
         installPermissions(authed);
         installLimits(authed, limiter);
+        installRunReadBarrier(authed, runs);
         await authed.register(authRoutes, { auth });
         await authed.register(interactionRoutes, { environments, prompts, interactions });
         await authed.register(runRoutes, { runs, finder: new RunFinder(db, dialect), metrics, exporter: new RunExporter(db, dialect) });

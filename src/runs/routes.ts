@@ -24,6 +24,7 @@ export const runRoutes: FastifyPluginAsyncTypebox<{ runs: RunService; finder: Ru
   const caller = (req: { ip: string; headers: Record<string, unknown> }) => ({ ip: req.ip, userAgent: req.headers['user-agent'] as string | undefined });
 
   app.post('/runs', {
+    config: { readsRuns: false }, // reads a parent only once the runs answered before their commit are stored (RunService)
     schema: {
       tags: ['runs'],
       summary: 'Execute an interaction: blocking (answers the completed run) or stream: true (answers at once with status created)',
@@ -33,6 +34,7 @@ export const runRoutes: FastifyPluginAsyncTypebox<{ runs: RunService; finder: Ru
   }, async (req, reply) => sendWithVectors(reply, await runs.create(principalOf(req), req.body as never, caller(req)), RUN_VECTORS));
 
   app.post('/execute', {
+    config: { readsRuns: false }, // reads a parent only once the runs answered before their commit are stored (RunService)
     schema: {
       tags: ['runs'],
       summary: 'Execute an interaction by endpoint selector: Name (latest published, else draft), Name@draft, Name@<version>, Name@<tag>',

@@ -23,7 +23,7 @@ import type { Updateable } from 'kysely';
 import type { RunTable } from '../db/schema.ts';
 import type { OrreryDialect } from '../db/dialect.ts';
 import type { RunRow } from './model.ts';
-import { RunWriter, type AheadInsert, type Op, type RunWrites } from './run-writer.ts';
+import { RunWriter, type AheadWrite, type Op, type RunWrites } from './run-writer.ts';
 import type { RunIntentLog } from './run-intents.ts';
 import { applyRunWrite, prepareRunInsert, prepareRunUpdate, type Db, type PreparedRunWrite } from './store.ts';
 
@@ -31,7 +31,11 @@ import { applyRunWrite, prepareRunInsert, prepareRunUpdate, type Db, type Prepar
 const ENTRY = workerEntry('./run-writer-worker', import.meta.url);
 
 /** A write as it crosses to the thread: prepared here (encoded, with its search data), so the thread only runs SQL. */
-export type ThreadWrite = { seq: number; write: PreparedRunWrite };
+/**
+ * `held`: the HTTP thread is in no hurry for this write's answer (an insert recorded in the intent
+ * log), so the thread may keep it to send with the next one (runs/run-writer-worker.ts).
+ */
+export type ThreadWrite = { seq: number; write: PreparedRunWrite; held?: true };
 export type ThreadRequest = { batch: ThreadWrite[] } | { close: true };
 export type ThreadReply = { seq: number; value?: boolean; error?: { message: string; code?: string } };
 /** What the thread posts: once `ready` (its connection open), then the replies to each batch. */
@@ -125,15 +129,29 @@ export class ThreadRunWriter implements RunWrites {
    * With nothing else queued or in flight, this insert would be committed alone and its caller
    * would wait a whole round trip to the thread (0.3-0.5 ms of a lone run's 1 ms): it is written to
    * the intent log first. Under load it joins the others' commit as before; not waiting then cost
-   * more CPU per run than it saved (bench/README.md, issue 17, ninth pass).
+   * more CPU per run than it saved (bench/README.md, issue 17, ninth pass). The thread may hold
+   * the answer of a recorded insert until its next one (runs/run-writer-worker.ts): nobody waits.
    */
-  insertAhead(row: RunRow, tags: readonly string[]): AheadInsert {
+  insertAhead(row: RunRow, tags: readonly string[]): AheadWrite {
     const write = prepareRunInsert(this.dialect, row, tags);
     const doc = 'insert' in write ? write.insert.rows[0]?.doc : undefined;
     const alone = this.ready && !this.closing && !this.waiting.size && !this.outbox.length;
-    const settle = alone && typeof doc === 'string' ? this.intents?.record(row, doc) : undefined;
-    const committed = this.send(write).then(() => settle?.());
+    const settle = alone && typeof doc === 'string' ? this.intents?.record(row, doc, 'start') : undefined;
+    const committed = this.send(write, settle !== undefined).then(() => (settle?.(), true));
     return { recorded: settle !== undefined, committed, stored: () => settle?.() };
+  }
+
+  /**
+   * The end of a run whose insert was recorded: the run as it ended goes to the intent log too, so
+   * that its caller may answer before this update commits (the thread applies it after the insert,
+   * which it received first). The caller settles the entry (stored()) once the run's end is
+   * stored, by this update or otherwise (RunService.storeAhead).
+   */
+  updateAhead(ended: RunRow, patch: Updateable<RunTable>): AheadWrite {
+    const write = prepareRunUpdate(this.dialect, ended.id, patch);
+    const doc = 'update' in write ? write.update.set.doc : undefined;
+    const settle = !this.closing && typeof doc === 'string' ? this.intents?.record(ended, doc, 'end') : undefined;
+    return { recorded: settle !== undefined, committed: this.send(write), stored: () => settle?.() };
   }
 
   async update(id: string, patch: Updateable<RunTable>, fromStatus?: string): Promise<boolean> {
@@ -169,7 +187,7 @@ export class ThreadRunWriter implements RunWrites {
   }
 
   /** Writes queued in one turn of the event loop cross to the thread as one message (POST_AT at most). */
-  private send(write: PreparedRunWrite): Promise<boolean> {
+  private send(write: PreparedRunWrite, held = false): Promise<boolean> {
     if (this.closing) return Promise.reject(new Error('the run writer is closed (the server is shutting down)'));
     if (!this.ready) {
       this.start();
@@ -178,7 +196,7 @@ export class ThreadRunWriter implements RunWrites {
     return new Promise<boolean>((resolve, reject) => {
       const seq = ++this.seq;
       this.waiting.set(seq, { resolve, reject });
-      this.outbox.push({ seq, write });
+      this.outbox.push(held ? { seq, write, held } : { seq, write });
       if (this.outbox.length >= POST_AT) this.post();
       else if (!this.scheduled) {
         this.scheduled = true;

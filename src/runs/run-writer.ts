@@ -15,12 +15,13 @@ import { fullTextLast } from './search-index.ts';
 
 export type Op = (trx: Db) => Promise<boolean>;
 
-/** An insert that may have been recorded ahead of its commit (RunWrites.insertAhead). */
-export interface AheadInsert {
-  /** The row is in the intent log (runs/run-intents.ts): a provider call need not wait for `committed`. */
+/** A write that may have been recorded in the intent log ahead of its commit (RunWrites.insertAhead, updateAhead). */
+export interface AheadWrite {
+  /** The row is in the intent log (runs/run-intents.ts): its caller need not wait for `committed`. */
   readonly recorded: boolean;
-  readonly committed: Promise<void>;
-  /** The run's row was stored another way (written whole after this insert failed): its entry is no longer needed. */
+  /** What the write returned once committed (an insert: true). */
+  readonly committed: Promise<boolean>;
+  /** The run's row was stored another way (written whole after a write failed): its entry is no longer needed. */
   stored(): void;
 }
 
@@ -28,7 +29,9 @@ export interface AheadInsert {
 export interface RunWrites {
   insert(row: RunRow, tags: readonly string[]): Promise<void>;
   /** An insert recorded in the intent log first when that saves its caller the commit's wait (runs/run-writer-thread.ts). */
-  insertAhead?(row: RunRow, tags: readonly string[]): AheadInsert;
+  insertAhead?(row: RunRow, tags: readonly string[]): AheadWrite;
+  /** The update that ends a run recorded ahead (`ended`: the run with `patch` applied), recorded in the intent log as well when it can be. */
+  updateAhead?(ended: RunRow, patch: Updateable<RunTable>): AheadWrite;
   /** Resolves to false when `fromStatus` is given and the run was no longer in it. */
   update(id: string, patch: Updateable<RunTable>, fromStatus?: string): Promise<boolean>;
   /** Any other write, applied in the next batch; resolves to what `op` returns. */
@@ -41,6 +44,7 @@ export interface RunWrites {
 export const signallingWrites = (writes: RunWrites, sink: { wrote(): void }): RunWrites => ({
   insert: (row, tags) => (sink.wrote(), writes.insert(row, tags)),
   ...(writes.insertAhead ? { insertAhead: (row: RunRow, tags: readonly string[]) => (sink.wrote(), writes.insertAhead!(row, tags)) } : {}),
+  ...(writes.updateAhead ? { updateAhead: (ended: RunRow, patch: Updateable<RunTable>) => (sink.wrote(), writes.updateAhead!(ended, patch)) } : {}),
   update: (id, patch, fromStatus) => (sink.wrote(), writes.update(id, patch, fromStatus)),
   run: (op) => (sink.wrote(), writes.run(op)),
   close: () => writes.close(),

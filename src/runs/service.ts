@@ -6,6 +6,8 @@
  * that dies between the two leaves the entry, which the lost-run sweep turns into a `failed` run
  * (runs/run-intents.ts).
  */
+import type { Updateable } from 'kysely';
+import type { RunTable } from '../db/schema.ts';
 import type { OrreryDialect } from '../db/dialect.ts';
 import { newId, nowIso } from '../db/ids.ts';
 import { actorOf, scopeOf, type Principal } from '../auth/principal.ts';
@@ -21,7 +23,7 @@ import { toRun, docOf, hasEnded, type Run, type RunDoc, type RunError, type RunR
 import * as store from './store.ts';
 import type { StreamHub, LiveRun } from './stream-hub.ts';
 import { RunSearch, type FacetsAnswer, type SearchAnswer } from './search.ts';
-import { RunWriter, type AheadInsert, type RunWrites } from './run-writer.ts';
+import { RunWriter, type AheadWrite, type RunWrites } from './run-writer.ts';
 import type { RecordedRun, RunIntentLog } from './run-intents.ts';
 import type { ChangeClock } from '../interactions/change-clock.ts';
 import type { ResolvedEnvironment } from '../interactions/environments.ts';
@@ -158,6 +160,10 @@ export class RunService {
    * id is held once.
    */
   private readonly executingHere = new Set<string>();
+  /** The storing of runs answered before their commit (endAhead); each settles once, stored or not. */
+  private readonly storing = new Set<Promise<void>>();
+  /** Runs answered before their commit whose storing failed: each lost-run sweep tries again (sweepLost). */
+  private readonly unstored = new Map<string, RecordedRun & { stored(): void }>();
   /** Calls of start() in flight (a blocking run is in executingHere only once its row is written). */
   private starting = 0;
   /** Claims of streamed runs in progress in this process, by run id (see claim()). */
@@ -258,7 +264,11 @@ export class RunService {
         throw new BadRequest(`result_schema is not a valid JSON Schema: ${(err as Error).message}`);
       }
     }
-    if (input.parent !== undefined && !(await store.getRun(this.db, this.dialect, scopeOf(p), input.parent))) throw new NotFound('run', input.parent);
+    if (input.parent !== undefined) {
+      // Run creation does not wait for runs answered before their commit (runs/read-barrier.ts), except to read a parent.
+      await this.whenStored();
+      if (!(await store.getRun(this.db, this.dialect, scopeOf(p), input.parent))) throw new NotFound('run', input.parent);
+    }
     const ttl = input.ttl ?? 0;
     if (!Number.isFinite(ttl) || ttl < 0) throw new BadRequest('ttl must be a number of seconds, 0 or more');
 
@@ -490,6 +500,7 @@ export class RunService {
   /** Waits for queued run writes (shutdown). */
   async close(): Promise<void> {
     this.mirrors.close();
+    await this.whenStored();
     await this.writer.close();
     this.intents?.close();
   }
@@ -750,11 +761,11 @@ export class RunService {
    * Calls the provider (or a virtual environment's entries) and stores the outcome; never throws for
    * a provider or result failure. With `claim` (a claim written meanwhile, claimAndStart): the
    * outcome is stored only if the claim won, else this throws and the run stays as stored. With
-   * `ahead` (an insert recorded in the intent log, not yet known committed): see storeAhead.
+   * `ahead` (an insert recorded in the intent log, not yet known committed): see endAhead.
    */
   private async execute(
     row: RunRow, doc: RunDoc, plan: Plan, live: ChunkSink | undefined,
-    { claim, ahead }: { claim?: Promise<boolean>; ahead?: AheadInsert } = {},
+    { claim, ahead }: { claim?: Promise<boolean>; ahead?: AheadWrite } = {},
   ): Promise<RunRow> {
     const started = performance.now();
     const provider = doc.environment?.provider ?? 'unknown';
@@ -800,15 +811,18 @@ export class RunService {
         return ok;
       })
       : this.writer.update(row.id, patch);
-    try {
-      if (claim && !(await claim)) throw new Error(`run ${row.id} left 'created' before this process's claim was written; its stored state stands`);
-      // Once more if the first write was lost (a writer thread that stopped, a dropped connection):
-      // the same outcome, so writing it twice is harmless.
-      if (ahead) await this.storeAhead({ ...row, ...patch }, ahead, () => storeOutcome().catch(storeOutcome));
-      else await storeOutcome().catch(storeOutcome);
-    } finally {
-      // Stored, left as another write made it, or orphaned for sweepLost to fail.
-      this.executingHere.delete(row.id);
+    // A provider's answer may go before its run is stored (not a cache's: its entry is written once the run is).
+    if (ahead) await this.endAhead({ ...row, ...patch }, patch, ahead, plan.kind === 'provider' && !plan.cache);
+    else {
+      try {
+        if (claim && !(await claim)) throw new Error(`run ${row.id} left 'created' before this process's claim was written; its stored state stands`);
+        // Once more if the first write was lost (a writer thread that stopped, a dropped connection):
+        // the same outcome, so writing it twice is harmless.
+        await storeOutcome().catch(storeOutcome);
+      } finally {
+        // Stored, left as another write made it, or orphaned for sweepLost to fail.
+        this.executingHere.delete(row.id);
+      }
     }
     if (plan.cache && !error && !cachedFrom) {
       // A cache that cannot be written costs a later hit, never this run.
@@ -818,19 +832,61 @@ export class RunService {
   }
 
   /**
-   * The outcome of a run whose insert was recorded ahead: an update once the insert committed. If
-   * the insert failed (or its answer was lost with a writer thread that stopped), the update finds
-   * the row if it was committed after all, and else the run is inserted whole, as it ended; its
-   * intent log entry is settled once a row exists. If that fails too, the entry stays, and the
-   * lost-run sweep of the next process restores the run.
+   * The end of a run whose insert was recorded ahead. Its update is sent at once: the writer
+   * applies it after the insert. When `answerFirst` and the intent log takes the run as it ended,
+   * this resolves at once and the run is stored meanwhile: reads of this process wait for that
+   * (whenStored, runs/read-barrier.ts), and a crash leaves the entry for the lost-run sweep of the
+   * next process, which stores the run as it was answered. Else this resolves once it is stored.
    */
-  private async storeAhead(ended: RunRow, ahead: AheadInsert, update: () => Promise<boolean>): Promise<void> {
-    if (await ahead.committed.then(() => true, () => false)) {
-      await update();
+  private endAhead(ended: RunRow, patch: Updateable<RunTable>, ahead: AheadWrite, answerFirst: boolean): Promise<void> {
+    const end = answerFirst && this.writer.updateAhead ? this.writer.updateAhead(ended, patch) : undefined;
+    const retry = () => this.writer.update(ended.id, patch);
+    const stored = this.storeAhead(ended, ahead, end?.committed ?? this.writer.update(ended.id, patch), retry);
+    if (!end?.recorded) {
+      // Stored, or orphaned for sweepLost to fail (storage_error).
+      return stored.finally(() => this.executingHere.delete(ended.id));
+    }
+    const done = stored.then(
+      () => {
+        end.stored();
+        this.executingHere.delete(ended.id);
+      },
+      // Answered, so never failed as storage_error: the run stays executing here, and each lost-run
+      // sweep tries to store it from its entry until one does (sweepLost).
+      () => void this.unstored.set(ended.id, { kind: 'end', row: ended, doc: docOf(ended), stored: () => (ahead.stored(), end.stored()) }),
+    );
+    this.storing.add(done);
+    void done.finally(() => this.storing.delete(done));
+    return Promise.resolve();
+  }
+
+  /**
+   * The outcome of a run whose insert was recorded ahead, once `update` (sent after the insert)
+   * and the insert are done. If the update failed, it is tried once more. If the insert failed (or
+   * its answer was lost with a writer thread that stopped), the update found the row if it was
+   * committed after all, and else the run is inserted whole, as it ended, and its start entry is
+   * settled. If that fails too, the entry stays, and the lost-run sweep of the next process
+   * restores the run.
+   */
+  private async storeAhead(ended: RunRow, ahead: AheadWrite, update: Promise<boolean>, retry: () => Promise<boolean>): Promise<void> {
+    const updated = update.catch(retry).then((ok) => ({ ok }), (err: unknown) => ({ ok: false, err }));
+    const inserted = await ahead.committed.then(() => true, () => false);
+    const outcome = await updated;
+    if (inserted) {
+      if ('err' in outcome) throw outcome.err;
       return;
     }
-    if (!(await update().catch(() => false))) await this.writer.insert(ended, (ended.tags as string[] | null) ?? []);
+    if (!outcome.ok) await this.writer.insert(ended, (ended.tags as string[] | null) ?? []);
     ahead.stored();
+  }
+
+  /**
+   * Resolves once every run this process answered before its row was committed has been stored
+   * (or its write failed); undefined when there is none. Reads wait for it (runs/read-barrier.ts),
+   * so that a run is read as it was answered.
+   */
+  whenStored(): Promise<void> | undefined {
+    return this.storing.size ? Promise.all(this.storing).then(() => {}) : undefined;
   }
 
   /** A chunk for followers on other replicas: stored, then signalled when committed. */
@@ -866,16 +922,37 @@ export class RunService {
       });
       if (ok) failed++;
     }
+    // Runs this process answered and could not store yet: from their entries, as a sweep would after a crash.
+    for (const [id, run] of this.unstored) {
+      try {
+        await this.restoreLost(run);
+      } catch {
+        continue; // the next sweep tries again
+      }
+      this.unstored.delete(id);
+      run.stored();
+      this.executingHere.delete(id);
+    }
     if (this.intents) failed += await this.intents.sweep(alive, (run) => this.restoreLost(run));
     return failed;
   }
 
-  /** A run of another process's intent log with no row (that process died before its insert committed): stored `failed`. */
+  /**
+   * A run of an intent log (runs/run-intents.ts) whose process died, or could not store it. Its
+   * start with no row (that process died before its insert committed): stored `failed`. Its end
+   * (answered before its commit): its `processing` row updated, or the run inserted as it ended.
+   */
   private restoreLost(run: RecordedRun): Promise<boolean> {
-    const row: RunRow = { ...run.row, status: 'failed', updated_at: nowIso(), executor: null, doc: { ...run.doc, error: EXECUTOR_LOST } };
+    const row: RunRow = run.kind === 'end'
+      ? { ...run.row, doc: run.doc }
+      : { ...run.row, status: 'failed', updated_at: nowIso(), executor: null, doc: { ...run.doc, error: EXECUTOR_LOST } };
     return this.writer.run(async (trx) => {
-      if (await store.runExists(trx, row.id)) return false;
-      await store.insertRun(trx, this.dialect, row, (row.tags as string[] | null) ?? []);
+      if (await store.runExists(trx, row.id)) {
+        if (run.kind !== 'end') return false;
+        const { status, updated_at, finish_reason, execution_time, token_prompt, token_result, token_total, doc, executor } = row;
+        const outcome = { status, updated_at, finish_reason, execution_time, token_prompt, token_result, token_total, doc, executor };
+        if (!(await store.updateRun(trx, this.dialect, row.id, outcome, 'processing'))) return false;
+      } else await store.insertRun(trx, this.dialect, row, (row.tags as string[] | null) ?? []);
       await this.notifier.publish(RUN_CHANNEL, JSON.stringify({ r: row.id, d: 1 } satisfies RunSignal), trx);
       return true;
     });

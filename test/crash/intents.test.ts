@@ -1,9 +1,11 @@
 /**
  * Issue 17: on SQLite, a lone blocking run's provider call starts while its `processing` row is
- * still being committed; its row is in the intent log (runs/run-intents.ts). These tests kill the
- * server (SIGKILL) with the row not yet committed, and with a run deleted after its row committed:
- * a new process restores the first as `failed` (executor_lost) with what was sent, and does not
- * bring back the second.
+ * still being committed, and it is answered while its end is being committed; both are in the
+ * intent log (runs/run-intents.ts). These tests hold SQLite's write lock from the test, so that
+ * nothing commits, and kill the server (SIGKILL): a new process restores a run lost in its provider
+ * call as `failed` (executor_lost) with what was sent, a run answered as it was answered, and does
+ * not bring back a run deleted after its row committed. Reads of the server wait for a run it
+ * answered before storing it.
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -58,8 +60,12 @@ interface Scenario {
   dataDir: string;
   wire: WireServer;
   started: Awaited<ReturnType<typeof startRecording>>;
-  /** Takes SQLite's write lock from this process (BEGIN IMMEDIATE): the server's writer thread cannot commit. */
-  lock(): Database.Database;
+  /**
+   * Takes SQLite's write lock from this process (BEGIN IMMEDIATE): the server's writer thread cannot
+   * commit. First waits until the runs before are stored (their entries settled): a run recorded
+   * ahead is one that finds the writer with nothing in hand.
+   */
+  lock(): Promise<Database.Database>;
   /** A second server on the same data, with a short replica timeout: it sweeps the first one's log soon. */
   recover(): Promise<ServerProcess>;
 }
@@ -75,7 +81,8 @@ async function scenario(fn: (s: Scenario) => Promise<void>): Promise<void> {
     servers.push(started.server);
     await fn({
       dataDir, wire, started,
-      lock: () => {
+      lock: async () => {
+        await until('the runs before to be stored', () => (logsIn(dataDir).every((log) => readIntentLog(log).length === 0) ? true : undefined));
         const db = new Database(join(dataDir, 'orrery.db'));
         db.exec('BEGIN IMMEDIATE');
         locks.push(db);
@@ -110,7 +117,7 @@ describe('sqlite: a blocking run recorded ahead of its commit, and a crash', { s
   it('restores a run whose provider call started before its row committed as failed, with what was sent', () => scenario(async ({ dataDir, wire, started, lock: takeLock, recover }) => {
     const first = started.server;
     // Hold the write lock: the writer thread cannot commit the next run's row.
-    const lock = takeLock();
+    const lock = await takeLock();
     const rowsBefore = (lock.prepare('SELECT count(*) AS n FROM runs').get() as { n: number }).n;
     wire.options.hang = true;
     const asked = wire.requests.length;
@@ -148,27 +155,57 @@ describe('sqlite: a blocking run recorded ahead of its commit, and a crash', { s
     assert.deepEqual(found.body.map((r: { id: string }) => r.id), [lost]);
   }));
 
-  it('stores a run whole when its recorded insert failed, and answers it', () => scenario(async ({ dataDir, wire, started, lock: takeLock }) => {
+  it('answers a run before it is stored, makes reads wait for it, and stores it whole when its insert failed', () => scenario(async ({ dataDir, started, lock: takeLock }) => {
     const server = started.server;
-    const lock = takeLock();
-    const asked = wire.requests.length;
-    const answer = api(server, 'POST', '/runs', { interaction: started.ix, data: { topic: 'stored late' } });
-    await until('the provider call', () => (wire.requests.length > asked ? true : undefined), 10_000);
+    const lock = await takeLock();
+    const r = await api(server, 'POST', '/runs', { interaction: started.ix, data: { topic: 'stored late' } });
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    assert.equal(r.body.status, 'completed', 'answered while the database is locked: its end is in the intent log');
+    let read: Awaited<ReturnType<typeof api>> | undefined;
+    const reading = api(server, 'GET', `/runs/${r.body.id}`).then((x) => (read = x));
     // The writer thread waits LOCK_WAIT_MS (5 s) for the lock, then once more for the insert alone:
     // the insert has failed by the time the lock goes.
     await sleep(12_000);
+    assert.equal(read, undefined, 'a read waits until the run is stored');
     release(lock);
-    const r = await answer;
-    assert.equal(r.status, 200, JSON.stringify(r.body));
-    assert.equal(r.body.status, 'completed');
-    const stored = await api(server, 'GET', `/runs/${r.body.id}`);
+    const stored = await reading;
     assert.equal(stored.status, 200);
     assert.equal(stored.body.status, 'completed');
     assert.deepEqual(stored.body.parameters, { topic: 'stored late' });
     assert.equal(stored.body.result[0].value, 'An answer.');
-    assert.deepEqual(readIntentLog(logsIn(dataDir)[0]), [], 'its entry is settled');
+    assert.deepEqual(readIntentLog(logsIn(dataDir)[0]), [], 'its entries are settled');
     await server.stop();
     assert.deepEqual(logsIn(dataDir), [], 'a process that stops with every entry settled removes its log');
+  }));
+
+  it('restores a run answered before it was stored as it was answered', () => scenario(async ({ dataDir, started, lock: takeLock, recover }) => {
+    const first = started.server;
+    const lock = await takeLock();
+    const count = () => (lock.prepare('SELECT count(*) AS n FROM runs').get() as { n: number }).n;
+    const rowsBefore = count();
+    const answer = await api(first, 'POST', '/runs', { interaction: started.ix, data: { topic: 'answered first' }, tags: ['early'] });
+    assert.equal(answer.status, 200, JSON.stringify(answer.body));
+    assert.equal(answer.body.status, 'completed');
+    assert.equal(count(), rowsBefore, 'answered with no row committed');
+    const id = answer.body.id as string;
+    assert.deepEqual(readIntentLog(logsIn(dataDir)[0]).map((e) => [e.kind, e.row.id, e.row.status]), [['start', id, 'processing'], ['end', id, 'completed']]);
+    await first.kill();
+    release(lock);
+
+    const second = await recover();
+    const restored = await until('the answered run', async () => {
+      const r = await api(second, 'GET', `/runs/${id}`);
+      return r.status === 200 ? r.body : undefined;
+    });
+    assert.equal(restored.status, 'completed');
+    assert.equal(restored.error, undefined);
+    assert.deepEqual(restored.result, answer.body.result);
+    assert.deepEqual(restored.parameters, { topic: 'answered first' });
+    assert.deepEqual(restored.tags, ['early']);
+    assert.deepEqual(restored.token_use, answer.body.token_use);
+    await until('the dead process\'s log to be removed', () => (logsIn(dataDir).length === 0 ? true : undefined));
+    const found = await api(second, 'POST', '/runs/search', { query: 'tags:early' });
+    assert.deepEqual(found.body.map((x: { id: string }) => x.id), [id], 'searchable');
   }));
 
   it('does not bring back a run deleted after its row committed', () => scenario(async ({ dataDir, started, recover }) => {

@@ -63,6 +63,8 @@ for (const dialect of TEST_DIALECTS) {
       const { db, dialect: d } = srv.orrery.database;
       const { account, project } = srv.orrery.bootstrap;
       const model = (await srv.api('POST', '/api/v1/runs', { interaction: slow.interaction.id, data: { text: 'recent' } })).body;
+      // Read from the database, not through HTTP: as a request would, wait for the runs answered before their commit.
+      await srv.orrery.services.runs.whenStored();
       const row = (await getRun(db, d, { account: account.id, project: project.id }, model.id))!;
       const recent: RunRow = { ...row, id: newId(), status: 'processing', updated_at: nowIso(), executor: srv.orrery.replica.id };
       await insertRun(db, d, recent, []);
