@@ -2,9 +2,10 @@
  * Executes interactions and records every execution as a run. A run row exists (`processing` for
  * blocking, `created` for streaming) before any provider call, and every failure ends as a
  * `failed` run with an `error` (DESIGN, principle 3). On SQLite, a lone blocking run's row may be
- * in the intent log when its provider call starts, and in the database a moment later: a process
- * that dies between the two leaves the entry, which the lost-run sweep turns into a `failed` run
- * (runs/run-intents.ts).
+ * in the intent log when its provider call starts, and in the database a moment later; so may its
+ * end when it is answered (reads wait for that commit: runs/read-barrier.ts). A process that dies
+ * in between leaves the entries, which the lost-run sweep stores: a run still in its provider call
+ * as `failed`, an answered one as it was answered (runs/run-intents.ts).
  */
 import type { Updateable } from 'kysely';
 import type { RunTable } from '../db/schema.ts';
