@@ -31,11 +31,7 @@ import { applyRunWrite, prepareRunInsert, prepareRunUpdate, type Db, type Prepar
 const ENTRY = workerEntry('./run-writer-worker', import.meta.url);
 
 /** A write as it crosses to the thread: prepared here (encoded, with its search data), so the thread only runs SQL. */
-/**
- * `held`: the HTTP thread is in no hurry for this write's answer (an insert recorded in the intent
- * log), so the thread may keep it to send with the next one (runs/run-writer-worker.ts).
- */
-export type ThreadWrite = { seq: number; write: PreparedRunWrite; held?: true };
+export type ThreadWrite = { seq: number; write: PreparedRunWrite };
 export type ThreadRequest = { batch: ThreadWrite[] } | { close: true };
 export type ThreadReply = { seq: number; value?: boolean; error?: { message: string; code?: string } };
 /** What the thread posts: once `ready` (its connection open), then the replies to each batch. */
@@ -129,15 +125,14 @@ export class ThreadRunWriter implements RunWrites {
    * With nothing else queued or in flight, this insert would be committed alone and its caller
    * would wait a whole round trip to the thread (0.3-0.5 ms of a lone run's 1 ms): it is written to
    * the intent log first. Under load it joins the others' commit as before; not waiting then cost
-   * more CPU per run than it saved (bench/README.md, issue 17, ninth pass). The thread may hold
-   * the answer of a recorded insert until its next one (runs/run-writer-worker.ts): nobody waits.
+   * more CPU per run than it saved (bench/README.md, issue 17, ninth pass).
    */
   insertAhead(row: RunRow, tags: readonly string[]): AheadWrite {
     const write = prepareRunInsert(this.dialect, row, tags);
     const doc = 'insert' in write ? write.insert.rows[0]?.doc : undefined;
     const alone = this.ready && !this.closing && !this.waiting.size && !this.outbox.length;
     const settle = alone && typeof doc === 'string' ? this.intents?.record(row, doc, 'start') : undefined;
-    const committed = this.send(write, settle !== undefined).then(() => (settle?.(), true));
+    const committed = this.send(write).then(() => (settle?.(), true));
     return { recorded: settle !== undefined, committed, stored: () => settle?.() };
   }
 
@@ -187,7 +182,7 @@ export class ThreadRunWriter implements RunWrites {
   }
 
   /** Writes queued in one turn of the event loop cross to the thread as one message (POST_AT at most). */
-  private send(write: PreparedRunWrite, held = false): Promise<boolean> {
+  private send(write: PreparedRunWrite): Promise<boolean> {
     if (this.closing) return Promise.reject(new Error('the run writer is closed (the server is shutting down)'));
     if (!this.ready) {
       this.start();
@@ -196,7 +191,7 @@ export class ThreadRunWriter implements RunWrites {
     return new Promise<boolean>((resolve, reject) => {
       const seq = ++this.seq;
       this.waiting.set(seq, { resolve, reject });
-      this.outbox.push(held ? { seq, write, held } : { seq, write });
+      this.outbox.push({ seq, write });
       if (this.outbox.length >= POST_AT) this.post();
       else if (!this.scheduled) {
         this.scheduled = true;

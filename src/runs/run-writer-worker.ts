@@ -39,39 +39,15 @@ const describe = (err: unknown): ThreadReply['error'] => {
   return { message: e?.message ?? String(err), ...(typeof e?.code === 'string' ? { code: e.code } : {}) };
 };
 
-/**
- * Answers the HTTP thread is in no hurry for (ThreadWrite `held`: the insert of a run recorded in
- * the intent log), kept until the next answer goes or HELD_REPLY_MS pass. A lone run's insert
- * commits while its provider is called; its answer on its own woke the HTTP thread once more per
- * run, often just as the provider's answer arrived (bench/README.md, issue 17, tenth pass).
- */
-const HELD_REPLY_MS = 20;
-let held: ThreadReply[] = [];
-let heldTimer: NodeJS.Timeout | undefined;
-
-function sendHeld(): void {
-  clearTimeout(heldTimer);
-  heldTimer = undefined;
-  const replies = held;
-  held = [];
-  if (replies.length) port.postMessage({ replies } satisfies ThreadMessage);
-}
-
 function writePending(): void {
   while (pending.length) {
     const part = pending.splice(0, BATCH);
     const outcomes = writes.applyAll(part.map((w) => w.write));
-    const now: ThreadReply[] = [];
-    part.forEach(({ seq, held: mayWait }, i) => {
+    port.postMessage({ replies: part.map(({ seq }, i): ThreadReply => {
       const o = outcomes[i];
-      (mayWait ? held : now).push('error' in o ? { seq, error: describe(o.error) } : { seq, value: o.value });
-    });
-    if (now.length) port.postMessage({ replies: held.length ? [...held.splice(0), ...now] : now } satisfies ThreadMessage);
+      return 'error' in o ? { seq, error: describe(o.error) } : { seq, value: o.value };
+    }) });
   }
-  if (!held.length) {
-    clearTimeout(heldTimer);
-    heldTimer = undefined;
-  } else heldTimer ??= setTimeout(sendHeld, HELD_REPLY_MS);
 }
 
 port.postMessage({ ready: true } satisfies ThreadMessage);
@@ -79,7 +55,6 @@ port.postMessage({ ready: true } satisfies ThreadMessage);
 port.on('message', (msg: ThreadRequest) => {
   if ('close' in msg) {
     writePending();
-    sendHeld();
     db.close();
     port.close();
     return;
