@@ -35,15 +35,16 @@ const logsIn = (dataDir: string) => {
 };
 
 /** A server whose run writer thread is ready: its runs are recorded in the intent log (seen in the log folder). */
-async function startRecording(dataDir: string, wire: WireServer) {
+async function startRecording(dataDir: string, wire: WireServer, env: Record<string, string> = {}) {
   const server = await startServerProcess({
     ORRERY_DATA_DIR: dataDir, ORRERY_ADMIN_KEY: KEY, ORRERY_SECRET: 'intent-test-secret-0123456789',
     // No heartbeat while the test holds the database's write lock (one at the start, the next in 100 s).
     ORRERY_REPLICA_TIMEOUT: '600',
+    ...env,
   });
-  const env = (await api(server, 'POST', '/environments', { name: 'wire', provider: 'openai_compatible', endpoint_url: wire.url, default_model: 'm' })).body.id;
+  const environment = (await api(server, 'POST', '/environments', { name: 'wire', provider: 'openai_compatible', endpoint_url: wire.url, default_model: 'm' })).body.id;
   const ix = (await api(server, 'POST', '/interactions', {
-    name: 'Topic', status: 'draft', environment: env,
+    name: 'Topic', status: 'draft', environment,
     prompts: [{ type: 'template', template: { role: 'user', content_type: 'handlebars', content: 'Tell me about {{topic}}' } }],
   })).body.id;
   const done: string[] = [];
@@ -70,14 +71,17 @@ interface Scenario {
   recover(): Promise<ServerProcess>;
 }
 
-/** A data folder, a wire server and a recording server for `fn`; everything it started is ended after, whatever happened. */
-async function scenario(fn: (s: Scenario) => Promise<void>): Promise<void> {
+/**
+ * A data folder, a wire server and a recording server (`env`: more of its settings) for `fn`;
+ * everything it started is ended after, whatever happened.
+ */
+async function scenario(fn: (s: Scenario) => Promise<void>, env: Record<string, string> = {}): Promise<void> {
   const dataDir = mkdtempSync(join(tmpdir(), 'orrery-intents-'));
   const wire = await startOpenAIWireServer({ apiKey: null, text: 'An answer.' });
   const servers: ServerProcess[] = [];
   const locks: Database.Database[] = [];
   try {
-    const started = await startRecording(dataDir, wire);
+    const started = await startRecording(dataDir, wire, env);
     servers.push(started.server);
     await fn({
       dataDir, wire, started,
@@ -207,6 +211,37 @@ describe('sqlite: a blocking run recorded ahead of its commit, and a crash', { s
     const found = await api(second, 'POST', '/runs/search', { query: 'tags:early' });
     assert.deepEqual(found.body.map((x: { id: string }) => x.id), [id], 'searchable');
   }));
+
+  it('stores a run answered before its end could be stored once storage works again, never failing it', () => scenario(async ({ dataDir, started }) => {
+    const server = started.server;
+    await until('the runs before to be stored', () => (logsIn(dataDir).every((log) => readIntentLog(log).length === 0) ? true : undefined));
+    // Storage that takes the run's insert and refuses its end: every update of a run fails.
+    const db = new Database(join(dataDir, 'orrery.db'));
+    try {
+      db.exec("CREATE TRIGGER refuse_run_updates BEFORE UPDATE ON runs BEGIN SELECT RAISE(ABORT, 'the disk refuses this write'); END");
+      const answer = await api(server, 'POST', '/runs', { interaction: started.ix, data: { topic: 'stored later' } });
+      assert.equal(answer.status, 200, JSON.stringify(answer.body));
+      assert.equal(answer.body.status, 'completed');
+      const id = answer.body.id as string;
+      // Past ORPHAN_AFTER_MS (5 s), over several lost-run sweeps (every 2 s here). Once storage works
+      // again, a processing run of this replica that it no longer executes is failed as
+      // storage_error by the next sweep; this one must be stored as it was answered instead.
+      await sleep(8_000);
+      const meanwhile = await api(server, 'GET', `/runs/${id}`);
+      assert.equal(meanwhile.body.status, 'processing', 'stored as far as storage allows');
+      assert.deepEqual(readIntentLog(logsIn(dataDir)[0]).at(-1)?.row.id, id, 'its end is still in the intent log');
+      db.exec('DROP TRIGGER refuse_run_updates');
+      const stored = await until('the run stored as it was answered', async () => {
+        const r = await api(server, 'GET', `/runs/${id}`);
+        return r.body.status === 'processing' ? undefined : r.body;
+      });
+      assert.equal(stored.status, 'completed');
+      assert.deepEqual(stored.result, answer.body.result);
+      assert.deepEqual(readIntentLog(logsIn(dataDir)[0]), [], 'its entries are settled');
+    } finally {
+      db.close();
+    }
+  }, { ORRERY_REPLICA_TIMEOUT: '4' }));
 
   it('does not bring back a run deleted after its row committed', () => scenario(async ({ dataDir, started, recover }) => {
     const first = started.server;
