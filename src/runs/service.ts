@@ -841,8 +841,8 @@ export class RunService {
    */
   private endAhead(ended: RunRow, patch: Updateable<RunTable>, ahead: AheadWrite, answerFirst: boolean): Promise<void> {
     const end = answerFirst && this.writer.updateAhead ? this.writer.updateAhead(ended, patch) : undefined;
-    const retry = () => this.writer.update(ended.id, patch);
-    const stored = this.storeAhead(ended, ahead, end?.committed ?? this.writer.update(ended.id, patch), retry);
+    const update = () => this.writer.update(ended.id, patch);
+    const stored = this.storeAhead(ended, ahead, end?.committed ?? update(), update);
     if (!end?.recorded) {
       // Stored, or orphaned for sweepLost to fail (storage_error).
       return stored.finally(() => this.executingHere.delete(ended.id));
