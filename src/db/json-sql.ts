@@ -174,7 +174,10 @@ const sqliteItem = (t: RawBuilder<unknown>, x: RawBuilder<unknown>): JsonFindIte
   text: sql<string | null>`${x}`,
   number: sql<number | null>`(CASE WHEN ${t} IN ('integer', 'real') THEN ${x} END)`,
   node: sql`(CASE ${t} WHEN 'array' THEN ${x} WHEN 'object' THEN ${x} WHEN 'null' THEN 'null' WHEN 'true' THEN 'true' WHEN 'false' THEN 'false' ELSE json_quote(${x}) END)`,
-  equalsArray: (value) => sqliteEqualsJson(x, '$', value),
+  // A string item's value is its bare text, which the JSON functions refuse ("malformed JSON"), and
+  // SQLite may test the terms of an AND in any order: a CASE on the type would not guard them,
+  // as SQLite folds it away next to the `t = 'array'` term that usually comes with this one.
+  equalsArray: (value) => sql<boolean>`(CASE WHEN json_valid(${x}) THEN ${sqliteEqualsJson(x, '$', value)} ELSE 0 END)`,
 });
 
 /** Deep equality of the value at `path` in the JSON text `doc` with `value`, element by element. */

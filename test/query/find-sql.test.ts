@@ -431,6 +431,9 @@ const QUERIES: Q[] = [
   { 'metadata.0': { $exists: true } }, { 'metadata.list.0': { $gte: 0 } },
   { $and: [{ status: 'ready' }, { $or: [{ n: { $gt: 5 } }, { tags: 'a' }] }] }, { $nor: [{ tags: { $exists: true } }] },
   { $or: [{ 'properties.foo': null }, { 'properties.foo': { $size: 0 } }] }, { $and: [{ $nor: [{ name: 'a' }] }, { $nor: [{ name: null }] }] },
+  // Found by the random property below: an element equal to each of several arrays.
+  { 'properties.arr': { $elemMatch: { $all: [[], []] } } }, { 'properties.arr': { $elemMatch: { $all: [[1], [1]] } } },
+  { tags: { $all: [[], []] } }, { 'properties.arr': { $elemMatch: { $eq: [] } } },
 ];
 
 const SORTS: SortSpec[][] = [
