@@ -812,7 +812,7 @@ export class RunService {
         return ok;
       })
       : this.writer.update(row.id, patch);
-    // A provider's answer may go before its run is stored (not a cache's: its entry is written once the run is).
+    // A provider's answer may go before its run is stored; not under a cache policy (a cache entry is written once its run is stored).
     if (ahead) await this.endAhead({ ...row, ...patch }, patch, ahead, plan.kind === 'provider' && !plan.cache);
     else {
       try {
