@@ -107,7 +107,7 @@ export type RunRow = Omit<Selectable<RunTable>, SearchColumn>;
 
 /** Rows reach the service decoded (runs/store.ts), so `doc` and `tags` are plain values. */
 export const docOf = (row: RunRow): RunDoc => row.doc as RunDoc;
-const tagsOf = (row: RunRow): string[] => (row.tags as string[] | null) ?? [];
+export const tagsOf = (row: RunRow): string[] => (row.tags as string[] | null) ?? [];
 
 // Keys set one by one on an empty literal, not spread in: a literal that starts with a spread
 // costs a hidden class per call for every key after it (runs/search-index.ts, withColumns).

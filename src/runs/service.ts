@@ -20,7 +20,7 @@ import type { InteractionDto, InteractionService } from '../interactions/interac
 import { compileSchema } from '../interactions/json-schema.ts';
 import { InvalidResult, parseResult, repairMessages } from './result-schema.ts';
 import { buildMessages, validateInput } from './prompt-builder.ts';
-import { toRun, docOf, hasEnded, type Run, type RunDoc, type RunError, type RunRow, type ResultPart, type RunSource } from './model.ts';
+import { toRun, docOf, hasEnded, tagsOf, type Run, type RunDoc, type RunError, type RunRow, type ResultPart, type RunSource } from './model.ts';
 import * as store from './store.ts';
 import type { StreamHub, LiveRun } from './stream-hub.ts';
 import { RunSearch, type FacetsAnswer, type SearchAnswer } from './search.ts';
@@ -657,7 +657,7 @@ export class RunService {
   private async runChild(parent: RunRow, parentDoc: RunDoc, plan: VirtualPlan, entry: VirtualEntry, sink: ChunkSink | undefined): Promise<{ id: string; doc: RunDoc; outcome: ChildOutcome }> {
     const target = plan.targets.get(entry.environment)!;
     const now = nowIso();
-    const tags = (parent.tags as string[] | null) ?? [];
+    const tags = tagsOf(parent);
     const doc: RunDoc = {
       ...parentDoc,
       result: [],
@@ -804,17 +804,17 @@ export class RunService {
       doc: finalDoc,
       executor: null,
     };
-    const storeOutcome = () => live && this.notifier.crossProcess
-      // The end of a streamed run: stored and signalled; its chunks stay a while for late followers.
-      ? this.writer.run(async (trx) => {
-        const ok = await store.updateRun(trx, this.dialect, row.id, patch);
-        await this.notifier.publish(RUN_CHANNEL, JSON.stringify({ r: row.id, d: 1 } satisfies RunSignal), trx);
-        return ok;
-      })
-      : this.writer.update(row.id, patch);
     // A provider's answer may go before its run is stored; not under a cache policy (a cache entry is written once its run is stored).
     if (ahead) await this.endAhead({ ...row, ...patch }, patch, ahead, plan.kind === 'provider' && !plan.cache);
     else {
+      const storeOutcome = () => live && this.notifier.crossProcess
+        // The end of a streamed run: stored and signalled; its chunks stay a while for late followers.
+        ? this.writer.run(async (trx) => {
+          const ok = await store.updateRun(trx, this.dialect, row.id, patch);
+          await this.notifier.publish(RUN_CHANNEL, JSON.stringify({ r: row.id, d: 1 } satisfies RunSignal), trx);
+          return ok;
+        })
+        : this.writer.update(row.id, patch);
       try {
         if (claim && !(await claim)) throw new Error(`run ${row.id} left 'created' before this process's claim was written; its stored state stands`);
         // Once more if the first write was lost (a writer thread that stopped, a dropped connection):
@@ -877,7 +877,7 @@ export class RunService {
       if ('err' in outcome) throw outcome.err;
       return;
     }
-    if (!outcome.ok) await this.writer.insert(ended, (ended.tags as string[] | null) ?? []);
+    if (!outcome.ok) await this.writer.insert(ended, tagsOf(ended));
     ahead.stored();
   }
 
@@ -953,7 +953,7 @@ export class RunService {
         const { status, updated_at, finish_reason, execution_time, token_prompt, token_result, token_total, doc, executor } = row;
         const outcome = { status, updated_at, finish_reason, execution_time, token_prompt, token_result, token_total, doc, executor };
         if (!(await store.updateRun(trx, this.dialect, row.id, outcome, 'processing'))) return false;
-      } else await store.insertRun(trx, this.dialect, row, (row.tags as string[] | null) ?? []);
+      } else await store.insertRun(trx, this.dialect, row, tagsOf(row));
       await this.notifier.publish(RUN_CHANNEL, JSON.stringify({ r: row.id, d: 1 } satisfies RunSignal), trx);
       return true;
     });

@@ -62,10 +62,11 @@ interface Scenario {
   wire: WireServer;
   started: Awaited<ReturnType<typeof startRecording>>;
   /**
-   * Takes SQLite's write lock from this process (BEGIN IMMEDIATE): the server's writer thread cannot
-   * commit. First waits until the runs before are stored (their entries settled): a run recorded
-   * ahead is one that finds the writer with nothing in hand.
+   * Waits until the runs before are stored (every entry settled): a run recorded ahead is one that
+   * finds the writer with nothing in hand.
    */
+  settled(): Promise<void>;
+  /** Takes SQLite's write lock from this process (BEGIN IMMEDIATE), once settled(): the server's writer thread cannot commit. */
   lock(): Promise<Database.Database>;
   /** A second server on the same data, with a short replica timeout: it sweeps the first one's log soon. */
   recover(): Promise<ServerProcess>;
@@ -83,10 +84,13 @@ async function scenario(fn: (s: Scenario) => Promise<void>, env: Record<string, 
   try {
     const started = await startRecording(dataDir, wire, env);
     servers.push(started.server);
+    const settled = async () => {
+      await until('the runs before to be stored', () => (logsIn(dataDir).every((log) => readIntentLog(log).length === 0) ? true : undefined));
+    };
     await fn({
-      dataDir, wire, started,
+      dataDir, wire, started, settled,
       lock: async () => {
-        await until('the runs before to be stored', () => (logsIn(dataDir).every((log) => readIntentLog(log).length === 0) ? true : undefined));
+        await settled();
         const db = new Database(join(dataDir, 'orrery.db'));
         db.exec('BEGIN IMMEDIATE');
         locks.push(db);
@@ -212,9 +216,9 @@ describe('sqlite: a blocking run recorded ahead of its commit, and a crash', { s
     assert.deepEqual(found.body.map((x: { id: string }) => x.id), [id], 'searchable');
   }));
 
-  it('stores a run answered before its end could be stored once storage works again, never failing it', () => scenario(async ({ dataDir, started }) => {
+  it('stores a run answered before its end could be stored once storage works again, never failing it', () => scenario(async ({ dataDir, started, settled }) => {
     const server = started.server;
-    await until('the runs before to be stored', () => (logsIn(dataDir).every((log) => readIntentLog(log).length === 0) ? true : undefined));
+    await settled();
     // Storage that takes the run's insert and refuses its end: every update of a run fails.
     const db = new Database(join(dataDir, 'orrery.db'));
     try {
