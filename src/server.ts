@@ -137,9 +137,8 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
     // SQLite runs in this process: with a second core, its run writes get a thread of their own
     // (on one core the thread only adds its hand-over cost; bench/README.md). A container's CPU
     // quota counts, not only the CPUs the process may be scheduled on (util/cpu-quota.ts).
-    // With the thread, a blocking run's end (and a lone one's row) goes to an intent log first
-    // (runs/run-intents.ts): a folder next to the database file, one log per process, swept by
-    // whichever process outlives it.
+    // With the thread, a lone blocking run's row goes to an intent log first (runs/run-intents.ts): a
+    // folder next to the database file, one log per process, swept by whichever process outlives it.
     const intents = database.file ? new RunIntentLog({ dir: `${database.file}-intents`, replica: replica.id }) : undefined;
     const writer = database.file && usableCores() > 1 ? new ThreadRunWriter(database.file, db, dialect, { intents }) : new RunWriter(db, dialect);
     // SQLite's log is checkpointed on a thread while runs are written (db/wal-checkpointer.ts); the

@@ -124,31 +124,28 @@ export class ThreadRunWriter implements RunWrites {
   /**
    * With nothing else queued or in flight, this insert would be committed alone and its caller
    * would wait a whole round trip to the thread (0.3-0.5 ms of a lone run's 1 ms): it is written to
-   * the intent log first (when `mayRecord`: no other run executes). Under load it joins the others'
-   * commit as before; not waiting then cost more CPU per run than it saved (bench/README.md, issue
-   * 17, ninth pass).
+   * the intent log first. Under load it joins the others' commit as before; not waiting then cost
+   * more CPU per run than it saved (bench/README.md, issue 17, ninth pass).
    */
-  insertAhead(row: RunRow, tags: readonly string[], mayRecord: boolean): AheadWrite {
+  insertAhead(row: RunRow, tags: readonly string[]): AheadWrite {
     const write = prepareRunInsert(this.dialect, row, tags);
     const doc = 'insert' in write ? write.insert.rows[0]?.doc : undefined;
-    const alone = mayRecord && this.ready && !this.closing && !this.waiting.size && !this.outbox.length;
+    const alone = this.ready && !this.closing && !this.waiting.size && !this.outbox.length;
     const settle = alone && typeof doc === 'string' ? this.intents?.record(row, doc, 'start') : undefined;
     const committed = this.send(write).then(() => (settle?.(), true));
     return { recorded: settle !== undefined, committed, stored: () => settle?.() };
   }
 
   /**
-   * The end of a run inserted by insertAhead: the run as it ended goes to the intent log, so that
-   * its caller may answer before this update commits (the thread applies it after the insert, which
-   * it received first), under load as alone: 111-114 % of the runs/s of waiting for this commit
-   * (bench/README.md, issue 17, eleventh pass). Only with the thread ready, as the insert. The
-   * caller settles the entry (stored()) once the run's end is stored, by this update or otherwise
-   * (RunService.storeAhead).
+   * The end of a run whose insert was recorded: the run as it ended goes to the intent log too, so
+   * that its caller may answer before this update commits (the thread applies it after the insert,
+   * which it received first). The caller settles the entry (stored()) once the run's end is
+   * stored, by this update or otherwise (RunService.storeAhead).
    */
   updateAhead(ended: RunRow, patch: Updateable<RunTable>): AheadWrite {
     const write = prepareRunUpdate(this.dialect, ended.id, patch);
     const doc = 'update' in write ? write.update.set.doc : undefined;
-    const settle = this.ready && !this.closing && typeof doc === 'string' ? this.intents?.record(ended, doc, 'end') : undefined;
+    const settle = !this.closing && typeof doc === 'string' ? this.intents?.record(ended, doc, 'end') : undefined;
     return { recorded: settle !== undefined, committed: this.send(write), stored: () => settle?.() };
   }
 

@@ -28,12 +28,9 @@ export interface AheadWrite {
 /** What the run service needs of a run writer: this one, or the thread of runs/run-writer-thread.ts. */
 export interface RunWrites {
   insert(row: RunRow, tags: readonly string[]): Promise<void>;
-  /**
-   * An insert recorded in the intent log first when `mayRecord` and that saves its caller the
-   * commit's wait (runs/run-writer-thread.ts); else an insert whose end may be (updateAhead).
-   */
-  insertAhead?(row: RunRow, tags: readonly string[], mayRecord: boolean): AheadWrite;
-  /** The update that ends a run inserted by insertAhead (`ended`: the run with `patch` applied), recorded in the intent log as well when it can be. */
+  /** An insert recorded in the intent log first when that saves its caller the commit's wait (runs/run-writer-thread.ts). */
+  insertAhead?(row: RunRow, tags: readonly string[]): AheadWrite;
+  /** The update that ends a run recorded ahead (`ended`: the run with `patch` applied), recorded in the intent log as well when it can be. */
   updateAhead?(ended: RunRow, patch: Updateable<RunTable>): AheadWrite;
   /** Resolves to false when `fromStatus` is given and the run was no longer in it. */
   update(id: string, patch: Updateable<RunTable>, fromStatus?: string): Promise<boolean>;
@@ -46,7 +43,7 @@ export interface RunWrites {
 /** `writes`, with `wrote` told of each write as it is handed over (the WAL checkpointer, db/wal-checkpointer.ts). */
 export const signallingWrites = (writes: RunWrites, sink: { wrote(): void }): RunWrites => ({
   insert: (row, tags) => (sink.wrote(), writes.insert(row, tags)),
-  ...(writes.insertAhead ? { insertAhead: (row: RunRow, tags: readonly string[], mayRecord: boolean) => (sink.wrote(), writes.insertAhead!(row, tags, mayRecord)) } : {}),
+  ...(writes.insertAhead ? { insertAhead: (row: RunRow, tags: readonly string[]) => (sink.wrote(), writes.insertAhead!(row, tags)) } : {}),
   ...(writes.updateAhead ? { updateAhead: (ended: RunRow, patch: Updateable<RunTable>) => (sink.wrote(), writes.updateAhead!(ended, patch)) } : {}),
   update: (id, patch, fromStatus) => (sink.wrote(), writes.update(id, patch, fromStatus)),
   run: (op) => (sink.wrote(), writes.run(op)),

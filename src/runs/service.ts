@@ -308,10 +308,9 @@ export class RunService {
     // A blocking run alone in this process, whose row the writer would commit alone, is recorded in
     // the intent log instead of waiting (runs/run-intents.ts). Under load, not waiting broke up the
     // group commits: 91 % of the runs/s, with the writer's check alone (bench/README.md, issue 17).
-    // Its end may be recorded either way (execute, endAhead).
     const alone = !stream && this.executingHere.size === 0;
     if (!stream) this.executingHere.add(row.id);
-    const ahead = !stream && this.writer.insertAhead ? this.writer.insertAhead(row, tags, alone) : undefined;
+    const ahead = alone && this.writer.insertAhead ? this.writer.insertAhead(row, tags) : undefined;
     try {
       if (ahead?.recorded) ahead.committed.catch(() => {}); // execute() waits for it before storing the outcome
       else await (ahead?.committed ?? this.writer.insert(row, tags));
@@ -331,7 +330,7 @@ export class RunService {
       this.pending.set(row.id, { row, plan });
       return this.forCreation(row);
     }
-    const final = await this.execute(row, doc, plan, undefined, ahead ? { ahead } : {});
+    const final = await this.execute(row, doc, plan, undefined, ahead?.recorded ? { ahead } : {});
     if (final.status === 'failed') {
       const err = docOf(final).error!;
       throw new OrreryError(err.code, 502, `run ${final.id} failed: ${err.message}`, err.data, { id: final.id, run: this.forCreation(final) });
@@ -763,8 +762,7 @@ export class RunService {
    * Calls the provider (or a virtual environment's entries) and stores the outcome; never throws for
    * a provider or result failure. With `claim` (a claim written meanwhile, claimAndStart): the
    * outcome is stored only if the claim won, else this throws and the run stays as stored. With
-   * `ahead` (an insert by the writer's insertAhead, maybe recorded in the intent log and not yet
-   * known committed): see endAhead.
+   * `ahead` (an insert recorded in the intent log, not yet known committed): see endAhead.
    */
   private async execute(
     row: RunRow, doc: RunDoc, plan: Plan, live: ChunkSink | undefined,
@@ -835,10 +833,9 @@ export class RunService {
   }
 
   /**
-   * The end of a run inserted by the writer's insertAhead. Its update is sent at once: the writer
-   * applies it after the insert, even one recorded ahead and not yet committed. When `answerFirst`
-   * and the intent log takes the run as it ended, this resolves at once and the run is stored
-   * meanwhile: reads of this process wait for that
+   * The end of a run whose insert was recorded ahead. Its update is sent at once: the writer
+   * applies it after the insert. When `answerFirst` and the intent log takes the run as it ended,
+   * this resolves at once and the run is stored meanwhile: reads of this process wait for that
    * (whenStored, runs/read-barrier.ts), and a crash leaves the entry for the lost-run sweep of the
    * next process, which stores the run as it was answered. Else this resolves once it is stored.
    */
@@ -865,7 +862,7 @@ export class RunService {
   }
 
   /**
-   * The outcome of a run inserted by insertAhead, once `update` (sent after the insert)
+   * The outcome of a run whose insert was recorded ahead, once `update` (sent after the insert)
    * and the insert are done. If the update failed, it is tried once more. If the insert failed (or
    * its answer was lost with a writer thread that stopped), the update found the row if it was
    * committed after all, and else the run is inserted whole, as it ended, and its start entry is
@@ -908,12 +905,10 @@ export class RunService {
    */
   async sweepLost(): Promise<number> {
     const alive = await this.replica.alive();
-    // First the intent logs of dead processes: a run answered there before its end committed has a
-    // `processing` row that must be stored as answered, not failed as executor_lost below.
-    let failed = this.intents ? await this.intents.sweep(alive, (run) => this.restoreLost(run)) : 0;
     const lost = await store.runsExecutedBy(this.db, this.dialect, alive);
     const settled = new Date(Date.now() - ORPHAN_AFTER_MS).toISOString();
     const mine = (await store.runsOfExecutor(this.db, this.dialect, this.replica.id, settled)).filter((r) => !this.executingHere.has(r.id));
+    let failed = 0;
     for (const row of [...lost, ...mine]) {
       const doc = docOf(row);
       const error: RunError = row.executor === this.replica.id
@@ -939,6 +934,7 @@ export class RunService {
       run.stored();
       this.executingHere.delete(id);
     }
+    if (this.intents) failed += await this.intents.sweep(alive, (run) => this.restoreLost(run));
     return failed;
   }
 

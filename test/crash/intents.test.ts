@@ -16,7 +16,7 @@ import Database from 'better-sqlite3';
 import { TEST_DIALECTS } from '../support/server.ts';
 import { startServerProcess, until, type ServerProcess } from '../support/processes.ts';
 import { startOpenAIWireServer, type WireServer } from '../support/openai-wire-server.ts';
-import { readIntentLog, readIntentLogs } from '../../src/runs/run-intents.ts';
+import { readIntentLog } from '../../src/runs/run-intents.ts';
 import { usableCores } from '../../src/util/cpu-quota.ts';
 
 const KEY = `sk-${'intent'.repeat(7)}`;
@@ -215,78 +215,6 @@ describe('sqlite: a blocking run recorded ahead of its commit, and a crash', { s
     const found = await api(second, 'POST', '/runs/search', { query: 'tags:early' });
     assert.deepEqual(found.body.map((x: { id: string }) => x.id), [id], 'searchable');
   }));
-
-  it('answers a run that is not alone once its end is in the log, after its insert committed, and restores it as answered', () => scenario(async ({ dataDir, wire, started, settled, recover }) => {
-    const first = started.server;
-    await settled();
-    // Storage that takes a run's insert and refuses its end: every update of a run fails.
-    const db = new Database(join(dataDir, 'orrery.db'));
-    let answer: Awaited<ReturnType<typeof api>>;
-    try {
-      db.exec("CREATE TRIGGER refuse_run_updates BEFORE UPDATE ON runs BEGIN SELECT RAISE(ABORT, 'the disk refuses this write'); END");
-      // Run a is executing (its provider takes a while): run b is not alone, so its insert waits for its commit.
-      wire.options.delayMs = 1500;
-      const asked = wire.requests.length;
-      const slow = api(first, 'POST', '/runs', { interaction: started.ix, data: { topic: 'slow' } });
-      await until('run a\'s provider call', () => (wire.requests.length > asked ? true : undefined), 10_000);
-      wire.options.delayMs = 0;
-      answer = await api(first, 'POST', '/runs', { interaction: started.ix, data: { topic: 'under load' }, tags: ['busy'] });
-      assert.equal(answer.status, 200, JSON.stringify(answer.body));
-      assert.equal(answer.body.status, 'completed', 'answered though its end could not be stored');
-      const entries = readIntentLogs(logsIn(dataDir)).filter((e) => e.row.id === answer.body.id);
-      assert.deepEqual(entries.map((e) => [e.kind, e.row.status]), [['end', 'completed']], 'no start entry: its insert was committed first');
-      assert.equal((db.prepare('SELECT status FROM runs WHERE id = ?').get(answer.body.id) as { status: string }).status, 'processing');
-      assert.equal((await slow).status, 200);
-      await first.kill();
-      db.exec('DROP TRIGGER refuse_run_updates');
-    } finally {
-      db.close();
-    }
-
-    const second = await recover();
-    const restored = await until('the answered run, stored', async () => {
-      const r = await api(second, 'GET', `/runs/${answer.body.id}`);
-      return r.body.status === 'processing' ? undefined : r.body;
-    });
-    assert.equal(restored.status, 'completed');
-    assert.deepEqual(restored.result, answer.body.result);
-    assert.deepEqual(restored.parameters, { topic: 'under load' });
-    assert.deepEqual(restored.tags, ['busy']);
-    await until('the dead process\'s log to be removed', () => (logsIn(dataDir).length === 0 ? true : undefined));
-  }));
-
-  it('keeps entries whose runs are not stored yet across segments, then stores every run and settles every segment', () => scenario(async ({ dataDir, started, settled }) => {
-    const server = started.server;
-    await settled();
-    const db = new Database(join(dataDir, 'orrery.db'));
-    try {
-      // Storage that refuses every run's end: each entry stays until a sweep stores its run.
-      db.exec("CREATE TRIGGER refuse_run_updates BEFORE UPDATE ON runs BEGIN SELECT RAISE(ABORT, 'the disk refuses this write'); END");
-      // 25 KB of parameters a run, in its prompt too: 64 runs write about 3.5 MB of entries.
-      const topic = 'x'.repeat(25_000);
-      const ids: string[] = [];
-      await Promise.all(Array.from({ length: 16 }, async (_, client) => {
-        for (let i = 0; i < 4; i++) {
-          const a = await api(server, 'POST', '/runs', { interaction: started.ix, data: { topic: `${client}-${i} ${topic}` } });
-          assert.equal(a.status, 200, JSON.stringify(a.body).slice(0, 300));
-          assert.equal(a.body.status, 'completed');
-          ids.push(a.body.id);
-        }
-      }));
-      const logs = logsIn(dataDir);
-      assert.ok(logs.length >= 3, `the entries went through ${logs.length} segment(s) of 1 MB`);
-      const ended = new Set(readIntentLogs(logs).filter((e) => e.kind === 'end').map((e) => e.row.id));
-      assert.deepEqual(ids.filter((id) => !ended.has(id)), [], 'every answered run has its end in the log');
-      db.exec('DROP TRIGGER refuse_run_updates');
-      const completed = db.prepare(`SELECT count(*) AS n FROM runs WHERE status = 'completed' AND id IN (${ids.map(() => '?').join(',')})`);
-      await until('every run stored as answered', () => ((completed.get(...ids) as { n: number }).n === ids.length ? true : undefined), 20_000);
-      await settled();
-    } finally {
-      db.close();
-    }
-    await server.stop();
-    assert.deepEqual(logsIn(dataDir), [], 'a process that stops with every entry settled removes every segment');
-  }, { ORRERY_REPLICA_TIMEOUT: '4' }));
 
   it('stores a run answered before its end could be stored once storage works again, never failing it', () => scenario(async ({ dataDir, started, settled }) => {
     const server = started.server;

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { INTENT_LOG_MAX_BYTES, INTENT_MAX_DOC_LENGTH, INTENT_SEGMENT_BYTES, RunIntentLog, readIntentLog, readIntentLogs, type RecordedRun } from '../../src/runs/run-intents.ts';
+import { INTENT_LOG_MAX_BYTES, INTENT_MAX_DOC_LENGTH, RunIntentLog, readIntentLog, type RecordedRun } from '../../src/runs/run-intents.ts';
 import type { RunRow } from '../../src/runs/model.ts';
 
 const row = (id: string, doc: Record<string, unknown> = { parameters: { topic: 'tabs\tand\nnewlines' } }): RunRow => ({
@@ -34,16 +34,16 @@ describe('run intent log', () => {
     const a = record(log, row('a'));
     const b = record(log, row('b', { parameters: { n: 1 }, prompt: [{ role: 'user', content: 'é ☃' }] }));
     assert.ok(a && b);
-    const runs = readIntentLog(log.files[0]);
+    const runs = readIntentLog(log.file);
     assert.deepEqual(runs.map((r) => r.row.id), ['a', 'b']);
     const { doc: _doc, ...head } = row('a');
     assert.deepEqual(runs[0].row, head);
     assert.deepEqual(runs[0].doc, { parameters: { topic: 'tabs\tand\nnewlines' } });
     assert.deepEqual(runs[1].doc, { parameters: { n: 1 }, prompt: [{ role: 'user', content: 'é ☃' }] });
     a();
-    assert.equal(readIntentLog(log.files[0]).length, 2, 'an entry settled while another is not stays until the log starts over');
+    assert.equal(readIntentLog(log.file).length, 2, 'an entry settled while another is not stays until the log starts over');
     b();
-    assert.deepEqual(readIntentLog(log.files[0]), [], 'once every entry is settled, nothing is left to restore');
+    assert.deepEqual(readIntentLog(log.file), [], 'once every entry is settled, nothing is left to restore');
   }));
 
   it('records the start and the end of a run; the sweep restores each run from its last entry', withDir(async (dir) => {
@@ -53,7 +53,7 @@ describe('run intent log', () => {
     dead.record(ended, JSON.stringify(ended.doc), 'end');
     record(dead, row('b'));
     start(); // the insert committed: the end entry stays until the update commits
-    assert.deepEqual(readIntentLog(dead.files[0]).map((r) => [r.kind, r.row.id, r.row.status]), [['start', 'a', 'processing'], ['end', 'a', 'completed'], ['start', 'b', 'processing']]);
+    assert.deepEqual(readIntentLog(dead.file).map((r) => [r.kind, r.row.id, r.row.status]), [['start', 'a', 'processing'], ['end', 'a', 'completed'], ['start', 'b', 'processing']]);
     const restored: RecordedRun[] = [];
     const own = new RunIntentLog({ dir, replica: 'me' });
     assert.equal(await own.sweep(new Set(['me']), async (r) => (restored.push(r), true)), 2);
@@ -75,18 +75,18 @@ describe('run intent log', () => {
     long2();
     // As long as old-1's line: old-2's line follows it whole, and only its epoch tells it is stale.
     record(log, row('new-1', { parameters: { text: 'q'.repeat(500) } }));
-    const lines = readFileSync(log.files[0], 'utf8').split('\n');
+    const lines = readFileSync(log.file, 'utf8').split('\n');
     assert.ok(lines[0].includes('new-1') && lines[1].includes('old-2'), 'the earlier start is still in the file, whole');
-    assert.deepEqual(readIntentLog(log.files[0]).map((r) => r.row.id), ['new-1']);
+    assert.deepEqual(readIntentLog(log.file).map((r) => r.row.id), ['new-1']);
   }));
 
   it('reads up to a line cut short, and nothing from a file that is not a log', withDir((dir) => {
     const log = new RunIntentLog({ dir, replica: 'r1' });
     record(log, row('whole'));
     record(log, row('cut'));
-    const text = readFileSync(log.files[0], 'utf8');
-    writeFileSync(log.files[0], text.slice(0, text.length - 10));
-    assert.deepEqual(readIntentLog(log.files[0]).map((r) => r.row.id), ['whole']);
+    const text = readFileSync(log.file, 'utf8');
+    writeFileSync(log.file, text.slice(0, text.length - 10));
+    assert.deepEqual(readIntentLog(log.file).map((r) => r.row.id), ['whole']);
     writeFileSync(join(dir, 'junk.log'), 'not\ta log\n{}\n');
     assert.deepEqual(readIntentLog(join(dir, 'junk.log')), []);
     assert.deepEqual(readIntentLog(join(dir, 'missing.log')), []);
@@ -109,8 +109,7 @@ describe('run intent log', () => {
     let n = 0;
     while (record(log, row(`r${n}`, doc))) n++;
     assert.ok(n > 100 && n * INTENT_MAX_DOC_LENGTH > INTENT_LOG_MAX_BYTES * 0.9, `${n} entries`);
-    assert.equal(log.files.length, INTENT_LOG_MAX_BYTES / INTENT_SEGMENT_BYTES, 'in every segment it may have');
-    assert.deepEqual(readIntentLogs(log.files).map((r) => r.row.id), Array.from({ length: n }, (_, i) => `r${i}`));
+    assert.equal(readIntentLog(log.file).length, n);
   }));
 
   it('sweeps the logs of processes not alive, not its own nor a live one, and removes them', withDir(async (dir) => {
@@ -125,9 +124,9 @@ describe('run intent log', () => {
     const n = await own.sweep(new Set(['me', 'live']), async (r) => (restored.push(r), r.row.id !== 'd2'));
     assert.equal(n, 1, 'counts the runs restore stored');
     assert.deepEqual(restored.map((r) => r.row.id), ['d1', 'd2']);
-    assert.equal(existsSync(dead.files[0]), false);
-    assert.equal(existsSync(live.files[0]), true);
-    assert.equal(existsSync(own.files[0]), true);
+    assert.equal(existsSync(dead.file), false);
+    assert.equal(existsSync(live.file), true);
+    assert.equal(existsSync(own.file), true);
   }));
 
   it('leaves a log whose restore failed for the next sweep', withDir(async (dir) => {
@@ -137,51 +136,19 @@ describe('run intent log', () => {
     await assert.rejects(own.sweep(new Set(['me']), async () => {
       throw new Error('database is locked');
     }));
-    assert.equal(existsSync(dead.files[0]), true);
+    assert.equal(existsSync(dead.file), true);
     assert.equal(await own.sweep(new Set(['me']), async () => true), 1);
-    assert.equal(existsSync(dead.files[0]), false);
+    assert.equal(existsSync(dead.file), false);
   }));
 
   it('removes its own log at close when every entry is settled, and keeps it otherwise', withDir((dir) => {
     const a = new RunIntentLog({ dir, replica: 'a' });
     record(a, row('x'))!();
     a.close();
-    assert.equal(existsSync(a.files[0]), false);
+    assert.equal(existsSync(a.file), false);
     const b = new RunIntentLog({ dir, replica: 'b' });
     record(b, row('y'));
     b.close();
-    assert.deepEqual(readIntentLog(b.files[0]).map((r) => r.row.id), ['y']);
-  }));
-
-  it('goes on in another segment when one is full, and reuses a segment whose entries are all settled', withDir(async (dir) => {
-    const log = new RunIntentLog({ dir, replica: 'dead' });
-    const doc = { text: 'w'.repeat(INTENT_MAX_DOC_LENGTH / 2) };
-    // Segment 0: the start of run a (settled, as its insert committed) and others, settled after;
-    // the last of them did not fit, and went to segment 1.
-    const settle: Array<() => void> = [record(log, row('a', doc))!];
-    for (let i = 1; log.files.length === 1; i++) settle.push(record(log, row(`first-${i}`, doc))!);
-    const overflow = `first-${settle.length - 1}`;
-    assert.deepEqual(readIntentLog(log.files[1]).map((r) => r.row.id), [overflow]);
-    // Run a ends in segment 1, while segment 0 still holds its start.
-    const ended: RunRow = { ...row('a', { ...doc, result: [{ type: 'text', value: 'done' }] }), status: 'completed', executor: null };
-    log.record(ended, JSON.stringify(ended.doc), 'end');
-    for (const s of settle.slice(1)) s();
-    assert.equal(readIntentLog(log.files[0])[0]?.row.id, 'a', 'segment 0 stays, settled entries and all, while its entry of run a is not settled');
-    settle[0]();
-    assert.deepEqual(readIntentLog(log.files[0]), [], 'segment 0 read as empty once every entry in it settled');
-    // Fill segment 1: the next entries go to segment 0 again, as the latest.
-    while (log.files.length === 2 && readIntentLog(log.files[0]).length === 0) record(log, row(`second-${readIntentLog(log.files[1]).length}`, doc));
-    assert.equal(log.files.length, 2, 'a segment whose entries are all settled is used again before a new one');
-    record(log, row('b', doc));
-    const entries = readIntentLogs(log.files);
-    assert.deepEqual(entries.slice(0, 2).map((r) => [r.kind, r.row.id]), [['start', overflow], ['end', 'a']], 'segment 1 (older) is read before segment 0 (started over since)');
-    assert.equal(entries.at(-1)!.row.id, 'b', 'the entries of segment 0, written last, come last');
-    const restored: RecordedRun[] = [];
-    const own = new RunIntentLog({ dir, replica: 'me' });
-    await own.sweep(new Set(['me']), async (r) => (restored.push(r), true));
-    assert.deepEqual(restored.find((r) => r.row.id === 'a')?.kind, 'end');
-    // The settled entry left in segment 1 is handed over (restoring it finds its row: a no-op); those of segment 0 are not.
-    assert.deepEqual(restored.map((r) => r.row.id).filter((id) => id.startsWith('first-')), [overflow], 'settled entries of a segment started over are not restored');
-    assert.equal(log.files.some((f) => existsSync(f)), false, 'every segment of the dead log is removed');
+    assert.deepEqual(readIntentLog(b.file).map((r) => r.row.id), ['y']);
   }));
 });
