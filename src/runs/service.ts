@@ -905,10 +905,12 @@ export class RunService {
    */
   async sweepLost(): Promise<number> {
     const alive = await this.replica.alive();
+    // First the intent logs of dead processes: a run answered there whose insert had committed has
+    // a `processing` row, which must be stored as answered, not failed as executor_lost below.
+    let failed = this.intents ? await this.intents.sweep(alive, (run) => this.restoreLost(run)) : 0;
     const lost = await store.runsExecutedBy(this.db, this.dialect, alive);
     const settled = new Date(Date.now() - ORPHAN_AFTER_MS).toISOString();
     const mine = (await store.runsOfExecutor(this.db, this.dialect, this.replica.id, settled)).filter((r) => !this.executingHere.has(r.id));
-    let failed = 0;
     for (const row of [...lost, ...mine]) {
       const doc = docOf(row);
       const error: RunError = row.executor === this.replica.id
@@ -934,7 +936,6 @@ export class RunService {
       run.stored();
       this.executingHere.delete(id);
     }
-    if (this.intents) failed += await this.intents.sweep(alive, (run) => this.restoreLost(run));
     return failed;
   }
 

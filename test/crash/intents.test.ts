@@ -216,6 +216,39 @@ describe('sqlite: a blocking run recorded ahead of its commit, and a crash', { s
     assert.deepEqual(found.body.map((x: { id: string }) => x.id), [id], 'searchable');
   }));
 
+  it('restores a run answered after its insert committed, before its end did, as it was answered', () => scenario(async ({ dataDir, started, settled, recover }) => {
+    const first = started.server;
+    await settled();
+    // Storage that takes a run's insert and refuses its end: every update of a run fails.
+    const db = new Database(join(dataDir, 'orrery.db'));
+    let answer: Awaited<ReturnType<typeof api>>;
+    try {
+      db.exec("CREATE TRIGGER refuse_run_updates BEFORE UPDATE ON runs BEGIN SELECT RAISE(ABORT, 'the disk refuses this write'); END");
+      answer = await api(first, 'POST', '/runs', { interaction: started.ix, data: { topic: 'half stored' }, tags: ['half'] });
+      assert.equal(answer.status, 200, JSON.stringify(answer.body));
+      assert.equal(answer.body.status, 'completed', 'answered though its end could not be stored');
+      assert.equal((db.prepare('SELECT status FROM runs WHERE id = ?').get(answer.body.id) as { status: string }).status, 'processing', 'its insert committed');
+      assert.deepEqual(readIntentLog(logsIn(dataDir)[0]).at(-1)?.kind, 'end');
+      await first.kill();
+      db.exec('DROP TRIGGER refuse_run_updates');
+    } finally {
+      db.close();
+    }
+
+    // The dead replica's `processing` row is failed as executor_lost by the sweep unless its log is read first.
+    const second = await recover();
+    const restored = await until('the answered run, stored', async () => {
+      const r = await api(second, 'GET', `/runs/${answer.body.id}`);
+      return r.body.status === 'processing' ? undefined : r.body;
+    });
+    assert.equal(restored.status, 'completed');
+    assert.equal(restored.error, undefined);
+    assert.deepEqual(restored.result, answer.body.result);
+    assert.deepEqual(restored.parameters, { topic: 'half stored' });
+    assert.deepEqual(restored.tags, ['half']);
+    await until('the dead process\'s log to be removed', () => (logsIn(dataDir).length === 0 ? true : undefined));
+  }));
+
   it('stores a run answered before its end could be stored once storage works again, never failing it', () => scenario(async ({ dataDir, started, settled }) => {
     const server = started.server;
     await settled();
