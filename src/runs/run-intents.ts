@@ -23,7 +23,8 @@
  * JSON>\n`, the kind one letter (IntentKind). JSON escapes tabs and newlines inside strings, so the
  * fields separate safely. A run may have two entries, its start and its end: the last one counts.
  */
-import { closeSync, mkdirSync, openSync, readdirSync, readSync, unlinkSync, writeSync, fstatSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, readdirSync, unlinkSync, writeSync } from 'node:fs';
+import { open } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { RunDoc, RunRow } from './model.ts';
 
@@ -33,6 +34,8 @@ export const INTENT_LOG_MAX_BYTES = 16 * 1024 * 1024;
 export const INTENT_MAX_DOC_LENGTH = 64 * 1024;
 
 const EPOCH_WIDTH = 12;
+/** Characters of a log parsed between two turns of the event loop when it is read (about a millisecond's work). */
+const PARSE_SLICE = 256 * 1024;
 /** An entry's epoch and kind (a log of the previous version has no kind: its entries are starts). */
 const LINE = /^([0-9a-f]{12})\t(?:([se])\t)?/;
 const SUFFIX = '.log';
@@ -60,6 +63,12 @@ export interface IntentLogOptions {
   dir: string;
   /** This process's replica id: its log's name, and how other processes know when it is theirs to sweep. */
   replica: string;
+}
+
+/** What a sweep did: the runs it stored, and the runs of logs it could not store (their logs stay). */
+export interface SweepResult {
+  restored: number;
+  unrestored: Set<string>;
 }
 
 export class RunIntentLog {
@@ -118,28 +127,37 @@ export class RunIntentLog {
 
   /**
    * The logs of processes not in `alive`: each run's last entry is handed to `restore` (which
-   * stores the run as its kind says), then the log is removed. A log whose restore fails stays for
-   * the next sweep.
+   * stores the run as its kind says), then the log is removed. A log with a run whose restore
+   * failed stays for the next sweep; its other runs are restored, and the ids of those that were
+   * not are answered in `unrestored`, so that the caller leaves their rows as they are meanwhile.
    */
-  async sweep(alive: Set<string>, restore: (run: RecordedRun) => Promise<boolean>): Promise<number> {
+  async sweep(alive: Set<string>, restore: (run: RecordedRun) => Promise<boolean>): Promise<SweepResult> {
+    const result: SweepResult = { restored: 0, unrestored: new Set() };
     let names: string[];
     try {
       names = readdirSync(this.options.dir);
     } catch {
-      return 0;
+      return result;
     }
-    let restored = 0;
     for (const name of names) {
       if (!name.endsWith(SUFFIX)) continue;
       const replica = name.slice(0, -SUFFIX.length);
       if (replica === this.options.replica || alive.has(replica)) continue;
       const file = join(this.options.dir, name);
       const last = new Map<string, RecordedRun>();
-      for (const run of readIntentLog(file)) last.set(run.row.id, run);
-      for (const run of last.values()) if (await restore(run)) restored++;
-      unlinkQuietly(file);
+      for (const run of await readIntentLog(file)) last.set(run.row.id, run);
+      let whole = true;
+      for (const run of last.values()) {
+        try {
+          if (await restore(run)) result.restored++;
+        } catch {
+          whole = false;
+          result.unrestored.add(run.row.id);
+        }
+      }
+      if (whole) unlinkQuietly(file);
     }
-    return restored;
+    return result;
   }
 
   /** Every entry is settled: a first byte that starts no line leaves nothing to read. */
@@ -158,31 +176,45 @@ export class RunIntentLog {
   }
 }
 
-/** The entries of one log, in order: the lines of its first line's epoch, up to the first line that is not one. */
-export function readIntentLog(file: string): RecordedRun[] {
+/**
+ * The entries of one log, in order: the lines of its first line's epoch, up to the first line that
+ * is not one. A log may hold up to INTENT_LOG_MAX_BYTES: it is read asynchronously and parsed
+ * PARSE_SLICE characters at a time, so that a large one does not hold the event loop.
+ */
+export async function readIntentLog(file: string): Promise<RecordedRun[]> {
   let text: string;
   try {
-    const fd = openSync(file, 'r');
+    const handle = await open(file, 'r');
     try {
-      const size = Math.min(fstatSync(fd).size, INTENT_LOG_MAX_BYTES);
+      const size = Math.min((await handle.stat()).size, INTENT_LOG_MAX_BYTES);
       const buf = Buffer.alloc(size);
       let read = 0;
       while (read < size) {
-        const n = readSync(fd, buf, read, size - read, read);
-        if (n === 0) break;
-        read += n;
+        const { bytesRead } = await handle.read(buf, read, size - read, read);
+        if (bytesRead === 0) break;
+        read += bytesRead;
       }
       text = buf.toString('utf8', 0, read);
     } finally {
-      closeSync(fd);
+      await handle.close();
     }
   } catch {
     return [];
   }
+  return parseIntentLog(text);
+}
+
+/** The entries of a log's text (readIntentLog), PARSE_SLICE characters between two turns of the event loop. */
+export async function parseIntentLog(text: string): Promise<RecordedRun[]> {
   const runs: RecordedRun[] = [];
   let epoch: string | undefined;
   let at = 0;
+  let yieldAt = PARSE_SLICE;
   for (;;) {
+    if (at >= yieldAt) {
+      yieldAt = at + PARSE_SLICE;
+      await new Promise((resolve) => setImmediate(resolve));
+    }
     const nl = text.indexOf('\n', at);
     if (nl < 0) break; // a line cut short (or none): nothing after it was written in this epoch
     const line = text.slice(at, nl);

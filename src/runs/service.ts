@@ -22,6 +22,7 @@ import { InvalidResult, parseResult, repairMessages } from './result-schema.ts';
 import { buildMessages, validateInput } from './prompt-builder.ts';
 import { toRun, docOf, hasEnded, tagsOf, type Run, type RunDoc, type RunError, type RunRow, type ResultPart, type RunSource } from './model.ts';
 import * as store from './store.ts';
+import { getProject } from '../auth/store.ts';
 import type { StreamHub, LiveRun } from './stream-hub.ts';
 import { RunSearch, type FacetsAnswer, type SearchAnswer } from './search.ts';
 import { RunWriter, type AheadWrite, type RunWrites } from './run-writer.ts';
@@ -906,9 +907,11 @@ export class RunService {
   async sweepLost(): Promise<number> {
     const alive = await this.replica.alive();
     // First the intent logs of dead processes: a run answered there whose insert had committed has
-    // a `processing` row, which must be stored as answered, not failed as executor_lost below.
-    let failed = this.intents ? await this.intents.sweep(alive, (run) => this.restoreLost(run)) : 0;
-    const lost = await store.runsExecutedBy(this.db, this.dialect, alive);
+    // a `processing` row, which must be stored as answered, not failed as executor_lost below; one
+    // whose entry could not be stored yet is left for the next sweep.
+    const swept = this.intents ? await this.intents.sweep(alive, (run) => this.restoreLost(run)) : undefined;
+    let failed = swept?.restored ?? 0;
+    const lost = (await store.runsExecutedBy(this.db, this.dialect, alive)).filter((r) => !swept?.unrestored.has(r.id));
     const settled = new Date(Date.now() - ORPHAN_AFTER_MS).toISOString();
     const mine = (await store.runsOfExecutor(this.db, this.dialect, this.replica.id, settled)).filter((r) => !this.executingHere.has(r.id));
     for (const row of [...lost, ...mine]) {
@@ -943,6 +946,7 @@ export class RunService {
    * A run of an intent log (runs/run-intents.ts) whose process died, or could not store it. Its
    * start with no row (that process died before its insert committed): stored `failed`. Its end
    * (answered before its commit): its `processing` row updated, or the run inserted as it ended.
+   * Never inserted into a project deleted meanwhile (its runs went with it).
    */
   private restoreLost(run: RecordedRun): Promise<boolean> {
     const row: RunRow = run.kind === 'end'
@@ -954,7 +958,9 @@ export class RunService {
         const { status, updated_at, finish_reason, execution_time, token_prompt, token_result, token_total, doc, executor } = row;
         const outcome = { status, updated_at, finish_reason, execution_time, token_prompt, token_result, token_total, doc, executor };
         if (!(await store.updateRun(trx, this.dialect, row.id, outcome, 'processing'))) return false;
-      } else await store.insertRun(trx, this.dialect, row, tagsOf(row));
+      } else if (await getProject(trx, row.account_id, row.project_id)) {
+        await store.insertRun(trx, this.dialect, row, tagsOf(row));
+      } else return false;
       await this.notifier.publish(RUN_CHANNEL, JSON.stringify({ r: row.id, d: 1 } satisfies RunSignal), trx);
       return true;
     });

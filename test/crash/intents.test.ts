@@ -3,9 +3,10 @@
  * still being committed, and it is answered while its end is being committed; both are in the
  * intent log (runs/run-intents.ts). These tests hold SQLite's write lock from the test, so that
  * nothing commits, and kill the server (SIGKILL): a new process restores a run lost in its provider
- * call as `failed` (executor_lost) with what was sent, a run answered as it was answered, and does
- * not bring back a run deleted after its row committed. Reads of the server wait for a run it
- * answered before storing it.
+ * call as `failed` (executor_lost) with what was sent, a run answered as it was answered (before
+ * it fails the dead process's `processing` rows, and never while that run's entry cannot be
+ * stored), and does not bring back a run deleted after its row committed, nor one whose project
+ * was deleted. Reads of the server wait for a run it answered before storing it.
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -85,7 +86,10 @@ async function scenario(fn: (s: Scenario) => Promise<void>, env: Record<string, 
     const started = await startRecording(dataDir, wire, env);
     servers.push(started.server);
     const settled = async () => {
-      await until('the runs before to be stored', () => (logsIn(dataDir).every((log) => readIntentLog(log).length === 0) ? true : undefined));
+      await until('the runs before to be stored', async () => {
+        for (const log of logsIn(dataDir)) if ((await readIntentLog(log)).length) return undefined;
+        return true;
+      });
     };
     await fn({
       dataDir, wire, started, settled,
@@ -142,7 +146,7 @@ describe('sqlite: a blocking run recorded ahead of its commit, and a crash', { s
 
     const logs = logsIn(dataDir);
     assert.equal(logs.length, 1);
-    const entries = readIntentLog(logs[0]);
+    const entries = await readIntentLog(logs[0]);
     assert.equal(entries.length, 1, 'the run in flight, and none of the runs stored before it');
     const lost = entries[0].row.id;
 
@@ -181,7 +185,7 @@ describe('sqlite: a blocking run recorded ahead of its commit, and a crash', { s
     assert.equal(stored.body.status, 'completed');
     assert.deepEqual(stored.body.parameters, { topic: 'stored late' });
     assert.equal(stored.body.result[0].value, 'An answer.');
-    assert.deepEqual(readIntentLog(logsIn(dataDir)[0]), [], 'its entries are settled');
+    assert.deepEqual(await readIntentLog(logsIn(dataDir)[0]), [], 'its entries are settled');
     await server.stop();
     assert.deepEqual(logsIn(dataDir), [], 'a process that stops with every entry settled removes its log');
   }));
@@ -196,7 +200,7 @@ describe('sqlite: a blocking run recorded ahead of its commit, and a crash', { s
     assert.equal(answer.body.status, 'completed');
     assert.equal(count(), rowsBefore, 'answered with no row committed');
     const id = answer.body.id as string;
-    assert.deepEqual(readIntentLog(logsIn(dataDir)[0]).map((e) => [e.kind, e.row.id, e.row.status]), [['start', id, 'processing'], ['end', id, 'completed']]);
+    assert.deepEqual((await readIntentLog(logsIn(dataDir)[0])).map((e) => [e.kind, e.row.id, e.row.status]), [['start', id, 'processing'], ['end', id, 'completed']]);
     await first.kill();
     release(lock);
 
@@ -227,16 +231,31 @@ describe('sqlite: a blocking run recorded ahead of its commit, and a crash', { s
       answer = await api(first, 'POST', '/runs', { interaction: started.ix, data: { topic: 'half stored' }, tags: ['half'] });
       assert.equal(answer.status, 200, JSON.stringify(answer.body));
       assert.equal(answer.body.status, 'completed', 'answered though its end could not be stored');
-      assert.equal((db.prepare('SELECT status FROM runs WHERE id = ?').get(answer.body.id) as { status: string }).status, 'processing', 'its insert committed');
-      assert.deepEqual(readIntentLog(logsIn(dataDir)[0]).at(-1)?.kind, 'end');
+      // The answer may leave before the insert commits (both are in the log): the crash comes after it.
+      const row = await until('its insert to commit', () => db.prepare('SELECT status FROM runs WHERE id = ?').get(answer.body.id) as { status: string } | undefined);
+      assert.equal(row.status, 'processing', 'its end is not stored');
+      assert.deepEqual((await readIntentLog(logsIn(dataDir)[0])).at(-1)?.kind, 'end');
       await first.kill();
       db.exec('DROP TRIGGER refuse_run_updates');
     } finally {
       db.close();
     }
 
-    // The dead replica's `processing` row is failed as executor_lost by the sweep unless its log is read first.
-    const second = await recover();
+    // The dead replica's `processing` row is failed as executor_lost by the sweep unless its log is
+    // read first; and while its entry cannot be stored (a trigger refuses the run's completion, not
+    // its failure), the sweeps leave its row as it is.
+    const db2 = new Database(join(dataDir, 'orrery.db'));
+    let second: ServerProcess;
+    try {
+      db2.exec("CREATE TRIGGER refuse_completion BEFORE UPDATE ON runs WHEN NEW.status = 'completed' BEGIN SELECT RAISE(ABORT, 'the disk refuses this write'); END");
+      second = await recover();
+      await sleep(4_000); // sweeps every second (ORRERY_REPLICA_TIMEOUT 2)
+      assert.equal((db2.prepare('SELECT status FROM runs WHERE id = ?').get(answer.body.id) as { status: string }).status, 'processing', 'not failed while its entry waits');
+      assert.equal(logsIn(dataDir).length, 1, 'the dead process\'s log stays while a run of it is not stored');
+      db2.exec('DROP TRIGGER refuse_completion');
+    } finally {
+      db2.close();
+    }
     const restored = await until('the answered run, stored', async () => {
       const r = await api(second, 'GET', `/runs/${answer.body.id}`);
       return r.body.status === 'processing' ? undefined : r.body;
@@ -266,7 +285,7 @@ describe('sqlite: a blocking run recorded ahead of its commit, and a crash', { s
       await sleep(8_000);
       const meanwhile = await api(server, 'GET', `/runs/${id}`);
       assert.equal(meanwhile.body.status, 'processing', 'stored as far as storage allows');
-      assert.deepEqual(readIntentLog(logsIn(dataDir)[0]).at(-1)?.row.id, id, 'its end is still in the intent log');
+      assert.deepEqual((await readIntentLog(logsIn(dataDir)[0])).at(-1)?.row.id, id, 'its end is still in the intent log');
       db.exec('DROP TRIGGER refuse_run_updates');
       const stored = await until('the run stored as it was answered', async () => {
         const r = await api(server, 'GET', `/runs/${id}`);
@@ -274,11 +293,54 @@ describe('sqlite: a blocking run recorded ahead of its commit, and a crash', { s
       });
       assert.equal(stored.status, 'completed');
       assert.deepEqual(stored.result, answer.body.result);
-      assert.deepEqual(readIntentLog(logsIn(dataDir)[0]), [], 'its entries are settled');
+      assert.deepEqual(await readIntentLog(logsIn(dataDir)[0]), [], 'its entries are settled');
     } finally {
       db.close();
     }
   }, { ORRERY_REPLICA_TIMEOUT: '4' }));
+
+  it('does not bring a run back into a project deleted before the sweep', () => scenario(async ({ dataDir, wire, started, settled, recover }) => {
+    const first = started.server;
+    // A second project, with a key, an environment and an interaction of its own.
+    const project = (await api(first, 'POST', '/projects', { name: 'Doomed' })).body.id as string;
+    const key = (await api(first, 'POST', '/apikeys', { name: 'doomed', role: 'developer', project })).body.value as string;
+    const as = async (method: string, path: string, body: unknown) => {
+      const r = await fetch(`${first.url}/api/v1${path}`, { method, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+      return { status: r.status, body: (await r.json()) as any };
+    };
+    const environment = (await as('POST', '/environments', { name: 'wire', provider: 'openai_compatible', endpoint_url: wire.url, default_model: 'm' })).body.id;
+    const ix = (await as('POST', '/interactions', {
+      name: 'Doomed topic', status: 'draft', environment,
+      prompts: [{ type: 'template', template: { role: 'user', content_type: 'handlebars', content: 'Tell me about {{topic}}' } }],
+    })).body.id;
+    await settled();
+    const db = new Database(join(dataDir, 'orrery.db'));
+    let id: string;
+    try {
+      // Storage that refuses that project's runs: the run is answered from the log, never stored.
+      db.prepare(`CREATE TRIGGER refuse_doomed BEFORE INSERT ON runs WHEN NEW.project_id = '${project}' BEGIN SELECT RAISE(ABORT, 'the disk refuses this write'); END`).run();
+      const answer = await as('POST', '/runs', { interaction: ix, data: { topic: 'soon gone' } });
+      assert.equal(answer.status, 200, JSON.stringify(answer.body));
+      assert.equal(answer.body.status, 'completed');
+      id = answer.body.id;
+      assert.deepEqual((await readIntentLog(logsIn(dataDir)[0])).filter((e) => e.row.id === id).map((e) => e.kind), ['start', 'end']);
+      assert.equal((await api(first, 'DELETE', `/projects/${project}`)).status, 200);
+      await first.kill();
+      db.exec('DROP TRIGGER refuse_doomed');
+    } finally {
+      db.close();
+    }
+
+    await recover();
+    await until('the dead process\'s log to be swept', () => (logsIn(dataDir).length === 0 ? true : undefined));
+    const check = new Database(join(dataDir, 'orrery.db'), { readonly: true });
+    try {
+      assert.equal((check.prepare('SELECT count(*) AS n FROM runs WHERE id = ?').get(id) as { n: number }).n, 0, 'not inserted into the deleted project');
+      assert.equal((check.prepare('SELECT count(*) AS n FROM runs WHERE project_id = ?').get(project) as { n: number }).n, 0);
+    } finally {
+      check.close();
+    }
+  }));
 
   it('does not bring back a run deleted after its row committed', () => scenario(async ({ dataDir, started, recover }) => {
     const first = started.server;
