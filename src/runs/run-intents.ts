@@ -65,10 +65,11 @@ export interface IntentLogOptions {
   replica: string;
 }
 
-/** What a sweep did: the runs it stored, and the runs of logs it could not store (their logs stay). */
+/** What a sweep did: the runs it stored, and the runs of logs it could not store (their logs stay), with the first error. */
 export interface SweepResult {
   restored: number;
   unrestored: Set<string>;
+  error?: unknown;
 }
 
 export class RunIntentLog {
@@ -129,7 +130,8 @@ export class RunIntentLog {
    * The logs of processes not in `alive`: each run's last entry is handed to `restore` (which
    * stores the run as its kind says), then the log is removed. A log with a run whose restore
    * failed stays for the next sweep; its other runs are restored, and the ids of those that were
-   * not are answered in `unrestored`, so that the caller leaves their rows as they are meanwhile.
+   * not are answered in `unrestored` (with the first error), so that the caller leaves their rows
+   * as they are meanwhile.
    */
   async sweep(alive: Set<string>, restore: (run: RecordedRun) => Promise<boolean>): Promise<SweepResult> {
     const result: SweepResult = { restored: 0, unrestored: new Set() };
@@ -150,9 +152,10 @@ export class RunIntentLog {
       for (const run of last.values()) {
         try {
           if (await restore(run)) result.restored++;
-        } catch {
+        } catch (err) {
           whole = false;
           result.unrestored.add(run.row.id);
+          result.error ??= err;
         }
       }
       if (whole) unlinkQuietly(file);

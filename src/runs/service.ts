@@ -901,8 +901,10 @@ export class RunService {
   }
 
   /**
-   * Fails `processing` runs whose executing replica stopped beating (`executor_lost`), and those of
-   * this replica that it no longer executes: their outcome could not be stored (`storage_error`).
+   * Stores the runs of stopped processes' intent logs, then fails `processing` runs whose executing
+   * replica stopped beating (`executor_lost`), and those of this replica that it no longer
+   * executes: their outcome could not be stored (`storage_error`). Throws, once all that is done,
+   * if a run of an intent log could not be stored (its log is kept for the next sweep).
    */
   async sweepLost(): Promise<number> {
     const alive = await this.replica.alive();
@@ -938,6 +940,10 @@ export class RunService {
       this.unstored.delete(id);
       run.stored();
       this.executingHere.delete(id);
+    }
+    if (swept?.error) {
+      // Said once the rest is done: the server logs it, and the next sweep tries again.
+      throw new Error(`could not store ${swept.unrestored.size} run(s) from the intent log of a stopped process (kept for the next sweep): ${(swept.error as Error)?.message ?? swept.error}`, { cause: swept.error });
     }
     return failed;
   }

@@ -145,11 +145,13 @@ describe('run intent log', () => {
     assert.deepEqual(restored.sort(), ['d2', 'o1'], 'one failed restore stops neither its log nor another');
     assert.equal(first.restored, 2);
     assert.deepEqual([...first.unrestored], ['d1']);
+    assert.match(String(first.error), /database is locked/);
     assert.equal(existsSync(dead.file), true, 'kept for the next sweep');
     assert.equal(existsSync(other.file), false);
     const second = await own.sweep(new Set(['me']), async () => true);
     assert.equal(second.restored, 2, 'the kept log is read again whole (restoring d2 again finds it stored)');
     assert.deepEqual([...second.unrestored], []);
+    assert.equal(second.error, undefined);
     assert.equal(existsSync(dead.file), false);
   }));
 
