@@ -166,6 +166,8 @@ export class RunService {
   private readonly storing = new Set<Promise<void>>();
   /** Runs answered before their commit whose storing failed: each lost-run sweep tries again (sweepLost). */
   private readonly unstored = new Map<string, RecordedRun & { stored(): void }>();
+  /** The lost-run sweep in progress (sweepLost). */
+  private lostSweep: Promise<number> | undefined;
   /** Calls of start() in flight (a blocking run is in executingHere only once its row is written). */
   private starting = 0;
   /** Claims of streamed runs in progress in this process, by run id (see claim()). */
@@ -904,9 +906,16 @@ export class RunService {
    * Stores the runs of stopped processes' intent logs, then fails `processing` runs whose executing
    * replica stopped beating (`executor_lost`), and those of this replica that it no longer
    * executes: their outcome could not be stored (`storage_error`). Throws, once all that is done,
-   * if a run of an intent log could not be stored (its log is kept for the next sweep).
+   * if a run of an intent log could not be stored (its log is kept for the next sweep). A sweep
+   * asked for while one runs (a slow one outlasting the sweeper's interval) is that one: two at
+   * once would read the same logs and rows and store or fail the same runs twice.
    */
-  async sweepLost(): Promise<number> {
+  sweepLost(): Promise<number> {
+    this.lostSweep ??= this.sweepLostOnce().finally(() => (this.lostSweep = undefined));
+    return this.lostSweep;
+  }
+
+  private async sweepLostOnce(): Promise<number> {
     const alive = await this.replica.alive();
     // First the intent logs of dead processes: a run answered there whose insert had committed has
     // a `processing` row, which must be stored as answered, not failed as executor_lost below; one

@@ -59,6 +59,22 @@ for (const dialect of TEST_DIALECTS) {
       }
     });
 
+    it('runs one lost-run sweep at a time: a sweep asked for meanwhile is the one in progress', async () => {
+      const { db, dialect: d } = srv.orrery.database;
+      const { account, project } = srv.orrery.bootstrap;
+      const model = (await srv.api('POST', '/api/v1/runs', { interaction: slow.interaction.id, data: { text: 'twice' } })).body;
+      await srv.orrery.services.runs.whenStored();
+      const row = (await getRun(db, d, { account: account.id, project: project.id }, model.id))!;
+      const longAgo = new Date(Date.now() - 60_000).toISOString();
+      const orphan: RunRow = { ...row, id: newId(), status: 'processing', created_at: longAgo, updated_at: longAgo, executor: srv.orrery.replica.id };
+      await insertRun(db, d, orphan, []);
+      // Two sweeps at once would each find the orphan and race to fail it: one would count it, the other not.
+      const sweeps = [srv.orrery.services.runs.sweepLost(), srv.orrery.services.runs.sweepLost()];
+      assert.deepEqual(await Promise.all(sweeps), [1, 1]);
+      assert.equal((await srv.api('GET', `/api/v1/runs/${orphan.id}`)).body.status, 'failed');
+      assert.equal(await srv.orrery.services.runs.sweepLost(), 0, 'a sweep after it is a new one');
+    });
+
     it('leaves a processing run of this replica alone for a few seconds (its row may be being written)', async () => {
       const { db, dialect: d } = srv.orrery.database;
       const { account, project } = srv.orrery.bootstrap;
