@@ -20,7 +20,7 @@ import type { InteractionDto, InteractionService } from '../interactions/interac
 import { compileSchema } from '../interactions/json-schema.ts';
 import { InvalidResult, parseResult, repairMessages } from './result-schema.ts';
 import { buildMessages, validateInput } from './prompt-builder.ts';
-import { toRun, docOf, hasEnded, tagsOf, type Run, type RunDoc, type RunError, type RunRow, type ResultPart, type RunSource } from './model.ts';
+import { toRun, docOf, hasEnded, outcomeOf, tagsOf, type Run, type RunDoc, type RunError, type RunOutcome, type RunRow, type ResultPart, type RunSource } from './model.ts';
 import * as store from './store.ts';
 import { getProject } from '../auth/store.ts';
 import type { StreamHub, LiveRun } from './stream-hub.ts';
@@ -806,7 +806,7 @@ export class RunService {
       token_total: usage?.total ?? (usage?.prompt !== undefined && usage?.result !== undefined ? usage.prompt + usage.result : null),
       doc: finalDoc,
       executor: null,
-    };
+    } satisfies RunOutcome;
     // A provider's answer may go before its run is stored; not under a cache policy (a cache entry is written once its run is stored).
     if (ahead) await this.endAhead({ ...row, ...patch }, patch, ahead, plan.kind === 'provider' && !plan.cache);
     else {
@@ -970,9 +970,7 @@ export class RunService {
     return this.writer.run(async (trx) => {
       if (await store.runExists(trx, row.id)) {
         if (run.kind !== 'end') return false;
-        const { status, updated_at, finish_reason, execution_time, token_prompt, token_result, token_total, doc, executor } = row;
-        const outcome = { status, updated_at, finish_reason, execution_time, token_prompt, token_result, token_total, doc, executor };
-        if (!(await store.updateRun(trx, this.dialect, row.id, outcome, 'processing'))) return false;
+        if (!(await store.updateRun(trx, this.dialect, row.id, outcomeOf(row), 'processing'))) return false;
       } else if (await getProject(trx, row.account_id, row.project_id)) {
         await store.insertRun(trx, this.dialect, row, tagsOf(row));
       } else return false;
