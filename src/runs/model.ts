@@ -105,7 +105,6 @@ export interface Run {
 export type SearchColumn = 'search_fields' | 'search_rowid' | 'search_tsv' | 'interaction_name' | 'environment_name' | 'cost_total' | 'expires_at';
 export type RunRow = Omit<Selectable<RunTable>, SearchColumn>;
 
-/** Rows reach the service decoded (runs/store.ts), so `doc` and `tags` are plain values. */
 /**
  * The columns a run's end sets: RunService.execute's patch, and what the lost-run sweep sets when
  * it stores a run answered from its intent-log entry (RunService.restoreLost).
@@ -118,6 +117,7 @@ export const outcomeOf = (r: RunOutcome): RunOutcome => ({
   token_prompt: r.token_prompt, token_result: r.token_result, token_total: r.token_total, doc: r.doc, executor: r.executor,
 });
 
+/** Rows reach the service decoded (runs/store.ts), so `doc` and `tags` are plain values. */
 export const docOf = (row: RunRow): RunDoc => row.doc as RunDoc;
 export const tagsOf = (row: RunRow): string[] => (row.tags as string[] | null) ?? [];
 
