@@ -36,26 +36,37 @@ export async function seedUpstream(orrery: { url: string; adminKey: string }, up
 /** The body of a blocking run of the seeded interaction. */
 export const runBody = (interaction: string) => JSON.stringify({ interaction, data: { topic: 'the orbits of the outer planets' }, tags: ['bench'] });
 
-/** `serverUs` / `loaderUs`: CPU time (all threads, user + system) per request of the server and of autocannon. */
-export interface Round { rps: number; p50: number; p99: number; ok: number; errors: number; serverUs: number; loaderUs: number }
+/**
+ * `serverUs` / `loaderUs`: CPU time (all threads, user + system) per request of the server and of
+ * autocannon. `mainUs`: the server's main thread alone (HTTP), so a change that moves work between
+ * it and the other threads (the run writer's, SQLite's checkpoints, V8's) shows as such.
+ */
+export interface Round { rps: number; p50: number; p99: number; ok: number; errors: number; serverUs: number; mainUs: number; loaderUs: number }
 
-/** CPU time of a process so far, all threads, in µs (from /proc; clock ticks of 10 ms). */
-const cpuUs = (pid: number) => {
-  const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+/** CPU time so far from a /proc `stat` file, in µs (clock ticks of 10 ms). */
+const statUs = (file: string) => {
+  const text = readFileSync(file, 'utf8');
+  const f = text.slice(text.lastIndexOf(') ') + 2).split(' ');
   return (Number(f[11]) + Number(f[12])) * 10_000;
 };
+/** CPU time of a process so far, all threads. */
+const cpuUs = (pid: number) => statUs(`/proc/${pid}/stat`);
+/** CPU time of a process's main thread so far (its task id is its pid). */
+const mainThreadUs = (pid: number) => statUs(`/proc/${pid}/task/${pid}/stat`);
 
 /** One round of POSTs at CONNECTIONS connections for `duration` seconds. */
 export const load = (url: string, body: string, headers: Record<string, string>, server: Child, duration: number) =>
   new Promise<Round>((resolve, reject) => {
     const s0 = cpuUs(server.proc.pid!);
+    const m0 = mainThreadUs(server.proc.pid!);
     const l0 = cpuUs(process.pid);
     autocannon({ url, method: 'POST', body, headers: { 'content-type': 'application/json', ...headers }, connections: CONNECTIONS, duration }, (err, r) => {
       if (err) return reject(err);
       const n = Math.max(1, r.requests.total);
       resolve({
         rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, ok: r['2xx'], errors: r.non2xx + r.errors + r.timeouts,
-        serverUs: Math.round((cpuUs(server.proc.pid!) - s0) / n), loaderUs: Math.round((cpuUs(process.pid) - l0) / n),
+        serverUs: Math.round((cpuUs(server.proc.pid!) - s0) / n), mainUs: Math.round((mainThreadUs(server.proc.pid!) - m0) / n),
+        loaderUs: Math.round((cpuUs(process.pid) - l0) / n),
       });
     });
   });
