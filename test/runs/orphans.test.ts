@@ -22,9 +22,27 @@ for (const dialect of TEST_DIALECTS) {
     });
     after(() => srv.close());
 
-    it('fails an orphaned processing run of this replica with storage_error, and not a run it is executing', async () => {
+    /**
+     * A `processing` row naming this replica, last updated at `at`: the row a lost final write
+     * leaves (a copy of a real run's row as the service wrote it at creation, with a new id).
+     */
+    async function insertProcessingCopy(text: string, at: string): Promise<RunRow> {
       const { db, dialect: d } = srv.orrery.database;
       const { account, project } = srv.orrery.bootstrap;
+      const model = (await srv.api('POST', '/api/v1/runs', { interaction: slow.interaction.id, data: { text } })).body;
+      // Read from the database, not through HTTP: as a request would, wait for the runs answered before their commit.
+      await srv.orrery.services.runs.whenStored();
+      const row = (await getRun(db, d, { account: account.id, project: project.id }, model.id))!;
+      const copy: RunRow = {
+        ...row, id: newId(), status: 'processing', finish_reason: null, execution_time: null, token_prompt: null, token_result: null, token_total: null,
+        created_at: at, updated_at: at, executor: srv.orrery.replica.id, doc: { ...(row.doc as object), result: [] } as RunRow['doc'],
+      };
+      await insertRun(db, d, copy, []);
+      return copy;
+    }
+
+    it('fails an orphaned processing run of this replica with storage_error, and not a run it is executing', async () => {
+      const { db } = srv.orrery.database;
       const longAgo = new Date(Date.now() - 60_000).toISOString();
 
       // Executing here: a streamed run that takes a while, which eight subscribers race to start.
@@ -34,15 +52,8 @@ for (const dialect of TEST_DIALECTS) {
       // As if it had been executing for a minute, so only "executing here" keeps the sweep off it.
       await db.updateTable('runs').set({ updated_at: longAgo }).where('id', '=', live.id).execute();
 
-      // Orphaned: the row that a lost final write leaves, `processing` and naming this replica
-      // (a copy of a real run's row, as the service wrote it at creation).
-      const model = (await srv.api('POST', '/api/v1/runs', { interaction: slow.interaction.id, data: { text: 'lost' } })).body;
-      const row = (await getRun(db, d, { account: account.id, project: project.id }, model.id))!;
-      const orphan: RunRow = {
-        ...row, id: newId(), status: 'processing', finish_reason: null, execution_time: null, token_prompt: null, token_result: null, token_total: null,
-        created_at: longAgo, updated_at: longAgo, executor: srv.orrery.replica.id, doc: { ...(row.doc as object), result: [] } as RunRow['doc'],
-      };
-      await insertRun(db, d, orphan, []);
+      // Orphaned: the row that a lost final write leaves, a minute old.
+      const orphan = await insertProcessingCopy('lost', longAgo);
 
       assert.equal((await srv.api('GET', `/api/v1/runs/${live.id}`)).body.status, 'processing', 'still executing when the sweep runs');
       assert.equal(await srv.orrery.services.runs.sweepLost(), 1, 'only the orphan is failed');
@@ -60,14 +71,7 @@ for (const dialect of TEST_DIALECTS) {
     });
 
     it('runs one lost-run sweep at a time: a sweep asked for meanwhile is the one in progress', async () => {
-      const { db, dialect: d } = srv.orrery.database;
-      const { account, project } = srv.orrery.bootstrap;
-      const model = (await srv.api('POST', '/api/v1/runs', { interaction: slow.interaction.id, data: { text: 'twice' } })).body;
-      await srv.orrery.services.runs.whenStored();
-      const row = (await getRun(db, d, { account: account.id, project: project.id }, model.id))!;
-      const longAgo = new Date(Date.now() - 60_000).toISOString();
-      const orphan: RunRow = { ...row, id: newId(), status: 'processing', created_at: longAgo, updated_at: longAgo, executor: srv.orrery.replica.id };
-      await insertRun(db, d, orphan, []);
+      const orphan = await insertProcessingCopy('twice', new Date(Date.now() - 60_000).toISOString());
       // Two sweeps at once would each find the orphan and race to fail it: one would count it, the other not.
       const sweeps = [srv.orrery.services.runs.sweepLost(), srv.orrery.services.runs.sweepLost()];
       assert.deepEqual(await Promise.all(sweeps), [1, 1]);
@@ -76,14 +80,7 @@ for (const dialect of TEST_DIALECTS) {
     });
 
     it('leaves a processing run of this replica alone for a few seconds (its row may be being written)', async () => {
-      const { db, dialect: d } = srv.orrery.database;
-      const { account, project } = srv.orrery.bootstrap;
-      const model = (await srv.api('POST', '/api/v1/runs', { interaction: slow.interaction.id, data: { text: 'recent' } })).body;
-      // Read from the database, not through HTTP: as a request would, wait for the runs answered before their commit.
-      await srv.orrery.services.runs.whenStored();
-      const row = (await getRun(db, d, { account: account.id, project: project.id }, model.id))!;
-      const recent: RunRow = { ...row, id: newId(), status: 'processing', updated_at: nowIso(), executor: srv.orrery.replica.id };
-      await insertRun(db, d, recent, []);
+      const recent = await insertProcessingCopy('recent', nowIso());
       assert.equal(await srv.orrery.services.runs.sweepLost(), 0);
       assert.equal((await srv.api('GET', `/api/v1/runs/${recent.id}`)).body.status, 'processing');
     });
