@@ -23,9 +23,10 @@ import { usableCores } from '../../src/util/cpu-quota.ts';
 const KEY = `sk-${'intent'.repeat(7)}`;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-const api = async (server: ServerProcess, method: string, path: string, body?: unknown) => {
+/** A request with the admin key, or with `key`. */
+const api = async (server: ServerProcess, method: string, path: string, body?: unknown, key = KEY) => {
   const r = await fetch(`${server.url}/api/v1${path}`, {
-    method, headers: { authorization: `Bearer ${KEY}`, ...(body ? { 'content-type': 'application/json' } : {}) }, body: body ? JSON.stringify(body) : undefined,
+    method, headers: { authorization: `Bearer ${key}`, ...(body ? { 'content-type': 'application/json' } : {}) }, body: body ? JSON.stringify(body) : undefined,
   });
   return { status: r.status, body: (await r.json()) as any };
 };
@@ -304,10 +305,7 @@ describe('sqlite: a blocking run recorded ahead of its commit, and a crash', { s
     // A second project, with a key, an environment and an interaction of its own.
     const project = (await api(first, 'POST', '/projects', { name: 'Doomed' })).body.id as string;
     const key = (await api(first, 'POST', '/apikeys', { name: 'doomed', role: 'developer', project })).body.value as string;
-    const as = async (method: string, path: string, body: unknown) => {
-      const r = await fetch(`${first.url}/api/v1${path}`, { method, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
-      return { status: r.status, body: (await r.json()) as any };
-    };
+    const as = (method: string, path: string, body: unknown) => api(first, method, path, body, key);
     const environment = (await as('POST', '/environments', { name: 'wire', provider: 'openai_compatible', endpoint_url: wire.url, default_model: 'm' })).body.id;
     const ix = (await as('POST', '/interactions', {
       name: 'Doomed topic', status: 'draft', environment,
