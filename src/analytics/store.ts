@@ -11,6 +11,7 @@ import { jsonSql } from '../db/json-sql.ts';
 import { bucketOf, type TimeBucket } from '../db/time-buckets.ts';
 import { indexedBy } from '../db/index-hint.ts';
 import type { Db } from '../runs/store.ts';
+import { runArms } from '../runs/run-arms.ts';
 
 /** Whose runs: one project, or every project of an account. */
 export type AnalyticsScope = { readonly project: string } | { readonly account: string };
@@ -35,21 +36,53 @@ export type GroupColumn = 'model_id' | 'environment_id' | 'interaction_id' | 'pr
 const LABEL: Partial<Record<GroupColumn, string>> = { environment_id: 'environment_name', interaction_id: 'interaction_name' };
 
 const c = (name: string) => sql.ref(`runs.${name}`);
-/** The runs, read through the covering index of migration 0016 (db/index-hint.ts says why SQLite is told). */
-const runs = (d: OrreryDialect) => sql`runs ${indexedBy(d.name, 'runs_analytics')}`;
+
+/**
+ * An aggregate over the runs `where` selects: `select(from, where)` once per arm of
+ * runs/run-arms.ts, the first arm read through the covering index of migration 0016 (db/index-hint.ts
+ * says why SQLite is told) unless `hinted` is false. With two arms (SQLite), `merge` adds up their
+ * rows, which it reads as the table `a`: each arm aggregates straight off its index, as one
+ * statement did before, and the merge reads a few rows. `order` ends the statement.
+ */
+function aggregate(
+  d: OrreryDialect, where: RawBuilder<SqlBool>,
+  select: (from: RawBuilder<unknown>, where: RawBuilder<SqlBool>) => RawBuilder<unknown>,
+  merge: (arms: RawBuilder<unknown>) => RawBuilder<unknown>,
+  { hinted = true, order = sql`` }: { hinted?: boolean; order?: RawBuilder<unknown> } = {},
+): RawBuilder<unknown> {
+  const [first, ...rest] = runArms(d.name, where);
+  const arms = [select(hinted ? sql`runs ${indexedBy(d.name, 'runs_analytics')}` : sql`runs`, first), ...rest.map((w) => select(sql`runs`, w))];
+  return arms.length === 1 ? sql`${arms[0]} ${order}` : sql`${merge(sql`(${sql.join(arms, sql` UNION ALL `)}) AS a`)} ${order}`;
+}
+
+/**
+ * `table`'s runs in the scope. Account-wide: the account's projects, so each one is a range on the
+ * project-first indexes. Not `indexed`: the column as an expression (`|| ''`), which no index
+ * answers, so that the database does not walk that range.
+ */
+const inScope = (table: string, scope: AnalyticsScope, indexed = true) => {
+  const column = sql.ref(`${table}.project_id`);
+  const project = indexed ? column : sql`(${column} || '')`;
+  return 'project' in scope
+    ? sql<SqlBool>`${project} = ${scope.project}`
+    : sql<SqlBool>`${project} IN (SELECT id FROM projects WHERE account_id = ${scope.account})`;
+};
 
 function whereOf(f: RunFilter, d?: OrreryDialect): RawBuilder<SqlBool> {
-  const parts: RawBuilder<SqlBool>[] = [];
-  // Account-wide: the account's projects, so each one is a range on the project-first index.
-  if ('project' in f.scope) parts.push(sql<SqlBool>`runs.project_id = ${f.scope.project}`);
-  else parts.push(sql<SqlBool>`runs.project_id IN (SELECT id FROM projects WHERE account_id = ${f.scope.account})`);
+  // One run: its tree is found by id (below), and the scope only checked.
+  const parts: RawBuilder<SqlBool>[] = [inScope('runs', f.scope, f.run === undefined)];
   if (f.from !== undefined) parts.push(sql<SqlBool>`runs.created_at >= ${f.from}`);
   if (f.to !== undefined) parts.push(sql<SqlBool>`runs.created_at < ${f.to}`);
   if (f.environment !== undefined) parts.push(sql<SqlBool>`runs.environment_id = ${f.environment}`);
   if (f.model !== undefined) parts.push(sql<SqlBool>`runs.model_id = ${f.model}`);
   if (f.interaction !== undefined) parts.push(sql<SqlBool>`runs.interaction_id = ${f.interaction}`);
   if (f.project !== undefined) parts.push(sql<SqlBool>`runs.project_id = ${f.project}`);
-  if (f.run !== undefined) parts.push(sql<SqlBool>`(runs.id = ${f.run} OR runs.parent_id = ${f.run})`);
+  // A run and its children, as ids looked up by key: as `id = ? OR parent_id = ?` beside the
+  // project's term, SQLite walked the project's range of an index instead, unless statistics told
+  // it better (no ANALYZE is run).
+  if (f.run !== undefined) {
+    parts.push(sql<SqlBool>`runs.id IN (SELECT CAST(${f.run} AS TEXT) UNION ALL SELECT child.id FROM runs AS child WHERE ${inScope('child', f.scope)} AND child.parent_id = ${f.run})`);
+  }
   if (f.principal !== undefined && d) parts.push(sql<SqlBool>`${jsonSql(d.name).text(c('doc'), ['source', 'principal_id'])} = ${f.principal}`);
   return sql<SqlBool>`${sql.join(parts, sql` AND `)}`;
 }
@@ -65,10 +98,13 @@ export interface StatusCountRow {
 
 /** Runs per (environment, interaction, status): the summary is rolled up from these few rows. */
 export async function statusCounts(db: Db, d: OrreryDialect, f: RunFilter): Promise<StatusCountRow[]> {
-  const { rows } = await sql<StatusCountRow>`SELECT runs.environment_id, max(runs.environment_name) AS environment_name,
-      runs.interaction_id, max(runs.interaction_name) AS interaction_name, runs.status, count(*) AS n
-    FROM ${runs(d)} WHERE ${whereOf(f)}
-    GROUP BY runs.environment_id, runs.interaction_id, runs.status`.execute(db);
+  const { rows } = await aggregate(d, whereOf(f),
+    (from, where) => sql`SELECT runs.environment_id, max(runs.environment_name) AS environment_name,
+        runs.interaction_id, max(runs.interaction_name) AS interaction_name, runs.status, count(*) AS n
+      FROM ${from} WHERE ${where} GROUP BY runs.environment_id, runs.interaction_id, runs.status`,
+    (arms) => sql`SELECT environment_id, max(environment_name) AS environment_name, interaction_id, max(interaction_name) AS interaction_name,
+        status, sum(n) AS n FROM ${arms} GROUP BY environment_id, interaction_id, status`,
+  ).$castTo<StatusCountRow>().execute(db);
   return rows.map((r) => ({ ...r, n: Number(r.n) }));
 }
 
@@ -80,7 +116,11 @@ export interface BucketCountRow {
 /** Runs per time bucket of created_at, in order. */
 export async function bucketCounts(db: Db, d: OrreryDialect, f: RunFilter, unit: TimeBucket): Promise<BucketCountRow[]> {
   const b = bucketOf(d.name, unit, c('created_at'));
-  const { rows } = await sql<BucketCountRow>`SELECT ${b} AS bucket, count(*) AS n FROM ${runs(d)} WHERE ${whereOf(f)} GROUP BY 1 ORDER BY 1`.execute(db);
+  const { rows } = await aggregate(d, whereOf(f),
+    (from, where) => sql`SELECT ${b} AS bucket, count(*) AS n FROM ${from} WHERE ${where} GROUP BY 1`,
+    (arms) => sql`SELECT bucket, sum(n) AS n FROM ${arms} GROUP BY bucket`,
+    { order: sql`ORDER BY 1` },
+  ).$castTo<BucketCountRow>().execute(db);
   return rows.map((r) => ({ bucket: String(r.bucket), n: Number(r.n) }));
 }
 
@@ -96,11 +136,16 @@ export interface TokenRow {
 
 /** Token sums per environment. `total` counts prompt + result where a run has no total of its own. */
 export async function tokenSums(db: Db, d: OrreryDialect, f: RunFilter): Promise<TokenRow[]> {
-  const { rows } = await sql<TokenRow>`SELECT runs.environment_id, max(runs.environment_name) AS environment_name, count(*) AS runs,
-      sum(runs.token_prompt) AS prompt, sum(runs.token_result) AS result,
-      sum(COALESCE(runs.token_total, COALESCE(runs.token_prompt, 0) + COALESCE(runs.token_result, 0))) AS total,
-      sum(runs.cost_total) AS cost
-    FROM ${runs(d)} WHERE ${whereOf(f)} GROUP BY runs.environment_id`.execute(db);
+  const { rows } = await aggregate(d, whereOf(f),
+    (from, where) => sql`SELECT runs.environment_id, max(runs.environment_name) AS environment_name, count(*) AS runs,
+        sum(runs.token_prompt) AS prompt, sum(runs.token_result) AS result,
+        sum(COALESCE(runs.token_total, COALESCE(runs.token_prompt, 0) + COALESCE(runs.token_result, 0))) AS total,
+        sum(runs.cost_total) AS cost
+      FROM ${from} WHERE ${where} GROUP BY runs.environment_id`,
+    // sum() of only NULLs is NULL in each arm and in the merge alike.
+    (arms) => sql`SELECT environment_id, max(environment_name) AS environment_name, sum(runs) AS runs, sum(prompt) AS prompt,
+        sum(result) AS result, sum(total) AS total, sum(cost) AS cost FROM ${arms} GROUP BY environment_id`,
+  ).$castTo<TokenRow>().execute(db);
   const num = (v: unknown) => (v === null || v === undefined ? null : Number(v));
   return rows.map((r) => ({ ...r, runs: Number(r.runs), prompt: num(r.prompt), result: num(r.result), total: num(r.total), cost: num(r.cost) }));
 }
@@ -128,11 +173,17 @@ export async function costRows(db: Db, d: OrreryDialect, f: RunFilter, group: Gr
   const b = unit ? bucketOf(d.name, unit, c('created_at')) : sql`CAST(NULL AS TEXT)`;
   const env = byEnvironment && group !== 'environment_id';
   const keys = [c(group), ...(env ? [c('environment_id')] : []), ...(unit ? [b] : [])];
-  const { rows } = await sql<CostRow>`SELECT ${c(group)} AS key, ${label ? sql`max(${c(label)})` : sql`CAST(NULL AS TEXT)`} AS label,
-      ${env ? c('environment_id') : group === 'environment_id' ? c('environment_id') : sql`CAST(NULL AS TEXT)`} AS environment_id,
-      ${b} AS bucket, count(*) AS calls, count(runs.cost_total) AS priced, COALESCE(sum(runs.cost_total), 0) AS cost,
-      COALESCE(sum(runs.token_prompt), 0) AS input, COALESCE(sum(runs.token_result), 0) AS output, COALESCE(sum(runs.execution_time), 0) AS duration
-    FROM ${f.run === undefined ? runs(d) : sql`runs`} WHERE ${whereOf(f, d)} GROUP BY ${sql.join(keys)}`.execute(db);
+  const { rows } = await aggregate(d, whereOf(f, d),
+    (from, where) => sql`SELECT ${c(group)} AS key, ${label ? sql`max(${c(label)})` : sql`CAST(NULL AS TEXT)`} AS label,
+        ${env ? c('environment_id') : group === 'environment_id' ? c('environment_id') : sql`CAST(NULL AS TEXT)`} AS environment_id,
+        ${b} AS bucket, count(*) AS calls, count(runs.cost_total) AS priced, COALESCE(sum(runs.cost_total), 0) AS cost,
+        COALESCE(sum(runs.token_prompt), 0) AS input, COALESCE(sum(runs.token_result), 0) AS output, COALESCE(sum(runs.execution_time), 0) AS duration
+      FROM ${from} WHERE ${where} GROUP BY ${sql.join(keys)}`,
+    (arms) => sql`SELECT key, max(label) AS label, environment_id, bucket, sum(calls) AS calls, sum(priced) AS priced, sum(cost) AS cost,
+        sum(input) AS input, sum(output) AS output, sum(duration) AS duration FROM ${arms} GROUP BY key, environment_id, bucket`,
+    // One run and its children: by id, not along the project's range.
+    { hinted: f.run === undefined },
+  ).$castTo<CostRow>().execute(db);
   return rows.map((r) => ({
     key: r.key === null ? null : String(r.key), label: r.label, environment_id: r.environment_id, bucket: r.bucket === null ? null : String(r.bucket),
     calls: Number(r.calls), priced: Number(r.priced), cost: Number(r.cost), input: Number(r.input), output: Number(r.output), duration: Number(r.duration),
@@ -144,9 +195,15 @@ export async function providersOf(db: Db, d: OrreryDialect, scope: AnalyticsScop
   const json = jsonSql(d.name);
   const out = new Map<string, string>();
   for (const id of environments) {
-    const { rows } = await sql<{ provider: string | null }>`SELECT ${json.text(c('doc'), ['environment', 'provider'])} AS provider
-      FROM runs WHERE ${whereOf({ scope })} AND runs.environment_id = ${id} LIMIT 1`.execute(db);
-    if (rows[0]?.provider) out.set(id, rows[0].provider);
+    // One arm after the other (runs/run-arms.ts): most environments have a run that ended.
+    for (const where of runArms(d.name, sql<SqlBool>`${whereOf({ scope })} AND runs.environment_id = ${id}`)) {
+      const { rows } = await sql<{ provider: string | null }>`SELECT ${json.text(c('doc'), ['environment', 'provider'])} AS provider
+        FROM runs WHERE ${where} LIMIT 1`.execute(db);
+      if (rows[0]?.provider) {
+        out.set(id, rows[0].provider);
+        break;
+      }
+    }
   }
   return out;
 }

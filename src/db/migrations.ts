@@ -27,6 +27,7 @@ import * as m0019 from './migrations/0019-retention.ts';
 import * as m0020 from './migrations/0020-limits.ts';
 import * as m0021 from './migrations/0021-vector-graphs.ts';
 import * as m0022 from './migrations/0022-import-links.ts';
+import * as m0023 from './migrations/0023-inflight-indexes.ts';
 
 type Step = { up: (db: Kysely<any>, dialect: DialectName) => Promise<void> };
 
@@ -53,6 +54,7 @@ const steps: Record<string, Step> = {
   '0020_limits': m0020,
   '0021_vector_graphs': m0021,
   '0022_import_links': m0022,
+  '0023_inflight_indexes': m0023,
 };
 
 export class OrreryMigrations implements MigrationProvider {

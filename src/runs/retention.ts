@@ -16,6 +16,7 @@ import type { OrreryDialect } from '../db/dialect.ts';
 import { scopeOf, type Principal, type Scope } from '../auth/principal.ts';
 import { BadRequest, Conflict, NotFound } from '../http/errors.ts';
 import type { AuditLog } from '../audit/log.ts';
+import { NOT_IN_FLIGHT } from './run-arms.ts';
 
 /** Rows per batch: one short transaction each. */
 export const RETENTION_BATCH = 200;
@@ -77,10 +78,11 @@ export class RunRetention {
     for (const project of await this.projectsWithRetention()) {
       const before = new Date(now.getTime() - project.days * DAY_MS).toISOString();
       for (;;) {
-        // Oldest first along runs_recent (project_id, updated_at desc); runs with a ttl follow it instead.
+        // Oldest first along runs_recent_cover (project_id, updated_at desc), which holds no run in
+        // flight (run-arms.ts: the term says so to SQLite); runs with a ttl follow it instead.
         const rows = await this.deps.db.selectFrom('runs').select(['id', 'account_id', 'project_id'])
           .where('project_id', '=', project.id).where('account_id', '=', project.account)
-          .where('updated_at', '<', before).where('expires_at', 'is', null).where('status', 'in', ['completed', 'failed'])
+          .where('updated_at', '<', before).where('expires_at', 'is', null).where('status', 'in', ['completed', 'failed']).where(NOT_IN_FLIGHT)
           .orderBy('updated_at').limit(RETENTION_BATCH).execute();
         result.retainedRuns += await this.deleteBatch(rows);
         if (rows.length < RETENTION_BATCH) break;

@@ -18,6 +18,7 @@ import { jsonString } from '../db/json-sql.ts';
 import { FALSE, searchSql, TRUE, type Cond, type SearchPlan } from '../query/lucene-sql/index.ts';
 import type { RunRow } from './model.ts';
 import { decodeRun, type Db } from './store.ts';
+import { armRows, runArms } from './run-arms.ts';
 
 /** Timestamp bounds, as stored ISO strings. */
 export interface TimeBounds {
@@ -134,9 +135,13 @@ export async function pagePlan(db: Db, d: OrreryDialect, words: readonly string[
 export async function findRuns(db: Db, d: OrreryDialect, where: Cond, limit: number, offset: number): Promise<RunRow[]> {
   if (limit <= 0) return [];
   const key = searchSql(d.name).rowKey;
-  const { rows } = await sql<RunRow>`SELECT ${RUN_COLUMNS} FROM runs WHERE ${key} IN
-    (SELECT ${key} FROM runs WHERE ${where} ORDER BY ${ORDER} LIMIT ${limit} OFFSET ${offset})
-    ORDER BY ${ORDER}`.execute(db);
+  const arms = runArms(d.name, where);
+  // Two arms (run-arms.ts): each one's first offset + limit runs, merged, then the page of those.
+  const page = arms.length === 1
+    ? sql`SELECT ${key} FROM runs WHERE ${where} ORDER BY ${ORDER} LIMIT ${limit} OFFSET ${offset}`
+    : sql`SELECT k FROM (${sql.join(arms.map((w) => sql`SELECT * FROM (SELECT ${key} AS k, runs.updated_at AS u, runs.id AS i
+        FROM runs WHERE ${w} ORDER BY ${ORDER} LIMIT ${offset + limit})`), sql` UNION ALL `)}) ORDER BY u DESC, i DESC LIMIT ${limit} OFFSET ${offset}`;
+  const { rows } = await sql<RunRow>`SELECT ${RUN_COLUMNS} FROM runs WHERE ${key} IN (${page}) ORDER BY ${ORDER}`.execute(db);
   return rows.map((r) => decodeRun(d, r));
 }
 
@@ -157,7 +162,8 @@ const NAME_COLUMN: Partial<Record<FacetColumn, string>> = { interaction_id: 'int
 /** The number of matching runs and the rows of each facet (in the order of `facets`). */
 export async function countAndFacets(db: Db, d: OrreryDialect, where: Cond, facets: readonly FacetQuery[]): Promise<{ total: number; facets: FacetRow[][] }> {
   if (!facets.length) {
-    const { rows } = await sql<{ n: number }>`SELECT count(*) AS n FROM runs WHERE ${where}`.execute(db);
+    const counts = runArms(d.name, where).map((w) => sql`(SELECT count(*) FROM runs WHERE ${w})`);
+    const { rows } = await sql<{ n: number }>`SELECT ${sql.join(counts, sql` + `)} AS n`.execute(db);
     return { total: Number(rows[0].n), facets: [] };
   }
   const s = searchSql(d.name);
@@ -191,7 +197,7 @@ export async function countAndFacets(db: Db, d: OrreryDialect, where: Cond, face
         ${nulls} ${byValue} LIMIT ${f.limit}) AS f${sql.raw(String(i))}`;
   });
   const { rows } = await sql<{ f: number; k: string | null; n: number; name: string | null }>`WITH m AS MATERIALIZED
-    (SELECT ${m} FROM runs WHERE ${where})
+    (${armRows(d.name, m, where)})
     SELECT -1 AS f, CAST(NULL AS TEXT) AS k, count(*) AS n, CAST(NULL AS TEXT) AS name FROM m
     ${sql.join(branches.map((b) => sql`UNION ALL ${b}`), sql` `)}`.execute(db);
   const out: FacetRow[][] = facets.map(() => []);
