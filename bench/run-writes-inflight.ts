@@ -1,15 +1,22 @@
 /**
- * Issue 17's design question, measured: what a blocking run's writes cost SQLite today (its
- * `processing` row inserted into `runs` with every index, then the completing update that moves
- * it in every index holding `status` or `updated_at`), against a narrow table of runs in flight
- * (the `processing` row there, with one index; the final write inserts the ended run into `runs`
- * once and deletes the in-flight row, in the same transaction). Both keep a row committed before
- * the provider call (DESIGN principle 3). The writes are the run writer thread's own
- * (runs/sqlite-run-writes.ts), in transactions of 32 as it groups them, the in-flight table is
- * made here for the measure only. CPU per run (process.cpuUsage) of the statements alone: the
- * documents and search data are prepared before the clock starts. Alternating rounds.
+ * Issue 17's design question, measured: what a blocking run's writes cost SQLite (its `processing`
+ * row inserted, then the completing update) with three layouts of the runs table, in the same run:
  *
- *   npm run bench -- run-writes-inflight        (N runs per round, default 20000; ROUNDS 3)
+ * - **whole indexes** (before migration 0023): the row enters every index of `runs`, and its end
+ *   moves it in each one that holds `status`, `updated_at` or a token column;
+ * - **partial indexes** (migration 0023, the schema of today): six read indexes hold no run in
+ *   flight, so the end enters them once (reads are two arms: runs/run-arms.ts);
+ * - **a narrow in-flight table** (a design, not built): the `processing` row goes into a table with
+ *   one index; the final write inserts the ended run into `runs` (whole indexes) and deletes the
+ *   in-flight row, in the same transaction.
+ *
+ * All keep a row committed before the provider call (DESIGN principle 3). The writes are the run
+ * writer thread's own (runs/sqlite-run-writes.ts), in transactions of 32 as it groups them; the
+ * in-flight table is made here for the measure only. CPU per run (process.cpuUsage) of the
+ * statements alone: the documents and search data are prepared before the clock starts. Rotating
+ * order of the layouts from round to round.
+ *
+ *   npm run bench -- run-writes-inflight        (N runs per round, default 20000; ROUNDS 4)
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
@@ -24,19 +31,28 @@ import type { RunRow } from '../src/runs/model.ts';
 import { machine } from './lib/processes.ts';
 
 const N = Number(process.env.N ?? 20_000);
-const ROUNDS = Number(process.env.ROUNDS ?? 3);
+const ROUNDS = Number(process.env.ROUNDS ?? 4);
 const BATCH = 32;
 /** Runs in flight at once: each run's final write comes this many inserts after its first. */
 const IN_FLIGHT = 16;
 
-const dir = mkdtempSync(join(tmpdir(), 'orrery-inflight-'));
-const { db } = await openDatabase({ dataDir: dir });
-await db.destroy();
-const h = openSqliteHandle(join(dir, 'orrery.db'), { eventLoop: false });
+/** A migrated database; `whole`: its read indexes rebuilt as they were before migration 0023. */
+async function database(whole: boolean) {
+  const dir = mkdtempSync(join(tmpdir(), 'orrery-inflight-'));
+  const { db } = await openDatabase({ dataDir: dir });
+  await db.destroy();
+  const h = openSqliteHandle(join(dir, 'orrery.db'), { eventLoop: false });
+  const partial = h.prepare(`SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'runs' AND sql LIKE '%WHERE status <> ''processing'''`).all() as { name: string; sql: string }[];
+  if (partial.length !== 6) throw new Error(`expected migration 0023's six partial indexes, found ${partial.length}`);
+  if (whole) for (const x of partial) h.exec(`DROP INDEX ${x.name}; ${x.sql.replace(" WHERE status <> 'processing'", '')}`);
+  return { dir, h, writes: new SqliteRunWrites(h) };
+}
+const wholeDb = await database(true);
+const partialDb = await database(false);
+const h = wholeDb.h;
 h.exec(`CREATE TABLE runs_inflight (id TEXT PRIMARY KEY, account_id TEXT NOT NULL, project_id TEXT NOT NULL, status TEXT NOT NULL,
   executor TEXT, created_at TEXT NOT NULL, updated_at TEXT NOT NULL, tags TEXT, doc TEXT NOT NULL, search_fields TEXT NOT NULL);
   CREATE INDEX runs_inflight_recent ON runs_inflight (project_id, updated_at DESC);`);
-const writes = new SqliteRunWrites(h);
 const insertInflight = h.prepare('INSERT INTO runs_inflight (id, account_id, project_id, status, executor, created_at, updated_at, tags, doc, search_fields) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)');
 const deleteInflight = h.prepare('DELETE FROM runs_inflight WHERE id = ?');
 
@@ -71,7 +87,8 @@ function interleave<T>(first: T[], last: T[]): T[] {
   return out.concat(last.slice(first.length - IN_FLIGHT));
 }
 
-function today(n: number): () => void {
+/** The run's two writes as the server makes them, on `writes`' database. */
+function insertThenUpdate(writes: SqliteRunWrites, n: number): () => void {
   const ids = Array.from({ length: n }, () => newId());
   const all: PreparedRunWrite[] = interleave(
     ids.map((id) => prepareRunInsert(sqliteDialect, rowOf(id, 'processing'), ['peer'])),
@@ -101,20 +118,22 @@ function inflightTable(n: number): () => void {
         deleteInflight.run(st.id);
       }
     }
-    writes.applyAll(finals);
+    wholeDb.writes.applyAll(finals);
   });
   return () => { for (let i = 0; i < steps.length; i += BATCH) batch.immediate(steps.slice(i, i + BATCH)); };
 }
 
 const designs = [
-  { name: 'today: insert into runs, completing update', make: today },
+  { name: 'whole indexes (before 0023): insert, completing update', make: (n: number) => insertThenUpdate(wholeDb.writes, n) },
+  { name: 'partial indexes (0023, today): insert, completing update', make: (n: number) => insertThenUpdate(partialDb.writes, n) },
   { name: 'in-flight table: narrow insert, then insert into runs + delete', make: inflightTable },
 ];
+const ORDERS = [[0, 1, 2], [2, 1, 0], [1, 2, 0], [0, 2, 1], [2, 0, 1], [1, 0, 2]];
 console.log(`run-writes-inflight: ${N} runs a round, ${ROUNDS} rounds, transactions of ${BATCH} writes; ${machine()}; ${new Date().toISOString()}`);
 for (const d of designs) d.make(2000)(); // warm-up: the tables hold some runs before the clock starts
 const perRun: number[][] = designs.map(() => []);
 for (let r = 0; r < ROUNDS; r++) {
-  for (const k of r % 2 ? [1, 0] : [0, 1]) {
+  for (const k of ORDERS[r % ORDERS.length]) {
     const go = designs[k].make(N);
     const c0 = process.cpuUsage();
     go();
@@ -124,8 +143,11 @@ for (let r = 0; r < ROUNDS; r++) {
   }
 }
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-const [a, b] = perRun.map(median);
-console.log(`\nmedian: today ${a.toFixed(0)} µs, in-flight table ${b.toFixed(0)} µs per run (${((b / a) * 100).toFixed(0)} % of today)`);
-console.log(JSON.stringify({ date: new Date().toISOString(), machine: machine(), n: N, rounds: ROUNDS, todayUs: a, inflightUs: b }));
-h.close();
-rmSync(dir, { recursive: true, force: true });
+const [whole, partial, inflight] = perRun.map(median);
+const pct = (x: number) => `${((x / whole) * 100).toFixed(0)} %`;
+console.log(`\nmedian µs per run: whole indexes ${whole.toFixed(0)}, partial indexes ${partial.toFixed(0)} (${pct(partial)}), in-flight table ${inflight.toFixed(0)} (${pct(inflight)})`);
+console.log(JSON.stringify({ date: new Date().toISOString(), machine: machine(), n: N, rounds: ROUNDS, wholeUs: whole, partialUs: partial, inflightUs: inflight }));
+for (const { h: handle, dir } of [wholeDb, partialDb]) {
+  handle.close();
+  rmSync(dir, { recursive: true, force: true });
+}
