@@ -39,21 +39,36 @@ const c = (name: string) => sql.ref(`runs.${name}`);
 
 /**
  * An aggregate over the runs `where` selects: `select(from, where)` once per arm of
- * runs/run-arms.ts, the first arm read through the covering index of migration 0016 (db/index-hint.ts
- * says why SQLite is told) unless `hinted` is false. With two arms (SQLite), `merge` adds up their
- * rows, which it reads as the table `a`: each arm aggregates straight off its index, as one
- * statement did before, and the merge reads a few rows. `order` ends the statement.
+ * runs/run-arms.ts, in one statement (one snapshot), the first arm read through the covering index
+ * of migration 0016 (db/index-hint.ts says why SQLite is told) unless `hinted` is false. Each arm
+ * aggregates straight off its index, as the one statement of PostgreSQL does; the rows of the
+ * second (runs in flight: few, often none) are added here into those of the first with the same
+ * `key`, by `add`. Re-aggregating both arms' rows in SQL instead cost 3-40 ms of a sorter per
+ * statement on thousands of groups. `order` ends the statement.
  */
-function aggregate(
-  d: OrreryDialect, where: RawBuilder<SqlBool>,
+async function aggregate<R>(
+  db: Db, d: OrreryDialect, where: RawBuilder<SqlBool>,
   select: (from: RawBuilder<unknown>, where: RawBuilder<SqlBool>) => RawBuilder<unknown>,
-  merge: (arms: RawBuilder<unknown>) => RawBuilder<unknown>,
-  { hinted = true, order = sql`` }: { hinted?: boolean; order?: RawBuilder<unknown> } = {},
-): RawBuilder<unknown> {
+  { key, add, hinted = true, order = sql`` }: { key: (r: R) => string; add: (into: R, r: R) => void; hinted?: boolean; order?: RawBuilder<unknown> },
+): Promise<R[]> {
   const [first, ...rest] = runArms(d.name, where);
   const arms = [select(hinted ? sql`runs ${indexedBy(d.name, 'runs_analytics')}` : sql`runs`, first), ...rest.map((w) => select(sql`runs`, w))];
-  return arms.length === 1 ? sql`${arms[0]} ${order}` : sql`${merge(sql`(${sql.join(arms, sql` UNION ALL `)}) AS a`)} ${order}`;
+  const { rows } = await sql<R>`${sql.join(arms, sql` UNION ALL `)} ${order}`.execute(db);
+  if (arms.length === 1) return rows;
+  const byKey = new Map<string, R>();
+  for (const r of rows) {
+    const k = key(r);
+    const seen = byKey.get(k);
+    if (seen) add(seen, r);
+    else byKey.set(k, r);
+  }
+  return [...byKey.values()];
 }
+
+/** Sums as SQL adds them: NULL is no value, and only NULLs are NULL. */
+const plus = (a: number | null, b: number | null): number | null => (a === null ? b : b === null ? a : Number(a) + Number(b));
+/** A label of either arm's rows (the same run fields, so either will do). */
+const either = (a: string | null, b: string | null): string | null => a ?? b;
 
 /**
  * `table`'s runs in the scope. Account-wide: the account's projects, so each one is a range on the
@@ -98,13 +113,18 @@ export interface StatusCountRow {
 
 /** Runs per (environment, interaction, status): the summary is rolled up from these few rows. */
 export async function statusCounts(db: Db, d: OrreryDialect, f: RunFilter): Promise<StatusCountRow[]> {
-  const { rows } = await aggregate(d, whereOf(f),
+  const rows = await aggregate<StatusCountRow>(db, d, whereOf(f),
     (from, where) => sql`SELECT runs.environment_id, max(runs.environment_name) AS environment_name,
         runs.interaction_id, max(runs.interaction_name) AS interaction_name, runs.status, count(*) AS n
       FROM ${from} WHERE ${where} GROUP BY runs.environment_id, runs.interaction_id, runs.status`,
-    (arms) => sql`SELECT environment_id, max(environment_name) AS environment_name, interaction_id, max(interaction_name) AS interaction_name,
-        status, sum(n) AS n FROM ${arms} GROUP BY environment_id, interaction_id, status`,
-  ).$castTo<StatusCountRow>().execute(db);
+    {
+      key: (r) => JSON.stringify([r.environment_id, r.interaction_id, r.status]),
+      add: (into, r) => {
+        into.n = Number(into.n) + Number(r.n);
+        into.environment_name = either(into.environment_name, r.environment_name);
+        into.interaction_name = either(into.interaction_name, r.interaction_name);
+      },
+    });
   return rows.map((r) => ({ ...r, n: Number(r.n) }));
 }
 
@@ -116,12 +136,12 @@ export interface BucketCountRow {
 /** Runs per time bucket of created_at, in order. */
 export async function bucketCounts(db: Db, d: OrreryDialect, f: RunFilter, unit: TimeBucket): Promise<BucketCountRow[]> {
   const b = bucketOf(d.name, unit, c('created_at'));
-  const { rows } = await aggregate(d, whereOf(f),
+  const rows = await aggregate<BucketCountRow>(db, d, whereOf(f),
     (from, where) => sql`SELECT ${b} AS bucket, count(*) AS n FROM ${from} WHERE ${where} GROUP BY 1`,
-    (arms) => sql`SELECT bucket, sum(n) AS n FROM ${arms} GROUP BY bucket`,
-    { order: sql`ORDER BY 1` },
-  ).$castTo<BucketCountRow>().execute(db);
-  return rows.map((r) => ({ bucket: String(r.bucket), n: Number(r.n) }));
+    { key: (r) => String(r.bucket), add: (into, r) => void (into.n = Number(into.n) + Number(r.n)), order: sql`ORDER BY 1` });
+  const out = rows.map((r) => ({ bucket: String(r.bucket), n: Number(r.n) }));
+  // A bucket only runs in flight fall in comes after the others' (SQLite's buckets are ISO text).
+  return d.name === 'sqlite' ? out.sort((x, y) => (x.bucket < y.bucket ? -1 : x.bucket > y.bucket ? 1 : 0)) : out;
 }
 
 export interface TokenRow {
@@ -136,16 +156,23 @@ export interface TokenRow {
 
 /** Token sums per environment. `total` counts prompt + result where a run has no total of its own. */
 export async function tokenSums(db: Db, d: OrreryDialect, f: RunFilter): Promise<TokenRow[]> {
-  const { rows } = await aggregate(d, whereOf(f),
+  const rows = await aggregate<TokenRow>(db, d, whereOf(f),
     (from, where) => sql`SELECT runs.environment_id, max(runs.environment_name) AS environment_name, count(*) AS runs,
         sum(runs.token_prompt) AS prompt, sum(runs.token_result) AS result,
         sum(COALESCE(runs.token_total, COALESCE(runs.token_prompt, 0) + COALESCE(runs.token_result, 0))) AS total,
         sum(runs.cost_total) AS cost
       FROM ${from} WHERE ${where} GROUP BY runs.environment_id`,
-    // sum() of only NULLs is NULL in each arm and in the merge alike.
-    (arms) => sql`SELECT environment_id, max(environment_name) AS environment_name, sum(runs) AS runs, sum(prompt) AS prompt,
-        sum(result) AS result, sum(total) AS total, sum(cost) AS cost FROM ${arms} GROUP BY environment_id`,
-  ).$castTo<TokenRow>().execute(db);
+    {
+      key: (r) => JSON.stringify(r.environment_id),
+      add: (into, r) => {
+        into.runs = Number(into.runs) + Number(r.runs);
+        into.prompt = plus(into.prompt, r.prompt);
+        into.result = plus(into.result, r.result);
+        into.total = plus(into.total, r.total);
+        into.cost = plus(into.cost, r.cost);
+        into.environment_name = either(into.environment_name, r.environment_name);
+      },
+    });
   const num = (v: unknown) => (v === null || v === undefined ? null : Number(v));
   return rows.map((r) => ({ ...r, runs: Number(r.runs), prompt: num(r.prompt), result: num(r.result), total: num(r.total), cost: num(r.cost) }));
 }
@@ -173,17 +200,21 @@ export async function costRows(db: Db, d: OrreryDialect, f: RunFilter, group: Gr
   const b = unit ? bucketOf(d.name, unit, c('created_at')) : sql`CAST(NULL AS TEXT)`;
   const env = byEnvironment && group !== 'environment_id';
   const keys = [c(group), ...(env ? [c('environment_id')] : []), ...(unit ? [b] : [])];
-  const { rows } = await aggregate(d, whereOf(f, d),
+  const rows = await aggregate<CostRow>(db, d, whereOf(f, d),
     (from, where) => sql`SELECT ${c(group)} AS key, ${label ? sql`max(${c(label)})` : sql`CAST(NULL AS TEXT)`} AS label,
         ${env ? c('environment_id') : group === 'environment_id' ? c('environment_id') : sql`CAST(NULL AS TEXT)`} AS environment_id,
         ${b} AS bucket, count(*) AS calls, count(runs.cost_total) AS priced, COALESCE(sum(runs.cost_total), 0) AS cost,
         COALESCE(sum(runs.token_prompt), 0) AS input, COALESCE(sum(runs.token_result), 0) AS output, COALESCE(sum(runs.execution_time), 0) AS duration
       FROM ${from} WHERE ${where} GROUP BY ${sql.join(keys)}`,
-    (arms) => sql`SELECT key, max(label) AS label, environment_id, bucket, sum(calls) AS calls, sum(priced) AS priced, sum(cost) AS cost,
-        sum(input) AS input, sum(output) AS output, sum(duration) AS duration FROM ${arms} GROUP BY key, environment_id, bucket`,
-    // One run and its children: by id, not along the project's range.
-    { hinted: f.run === undefined },
-  ).$castTo<CostRow>().execute(db);
+    {
+      key: (r) => JSON.stringify([r.key, r.environment_id, r.bucket === null ? null : String(r.bucket)]),
+      add: (into, r) => {
+        for (const k of ['calls', 'priced', 'cost', 'input', 'output', 'duration'] as const) into[k] = Number(into[k]) + Number(r[k]);
+        into.label = either(into.label, r.label);
+      },
+      // One run and its children: by id, not along the project's range.
+      hinted: f.run === undefined,
+    });
   return rows.map((r) => ({
     key: r.key === null ? null : String(r.key), label: r.label, environment_id: r.environment_id, bucket: r.bucket === null ? null : String(r.bucket),
     calls: Number(r.calls), priced: Number(r.priced), cost: Number(r.cost), input: Number(r.input), output: Number(r.output), duration: Number(r.duration),

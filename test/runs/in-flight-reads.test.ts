@@ -106,12 +106,19 @@ for (const dialect of TEST_DIALECTS) {
       assert.deepEqual(ids(exported), order);
     });
 
-    it('counts them in the run analytics', async () => {
+    it('counts them in the run analytics, one row per group with the runs of both', async () => {
       const summary = await get('/analytics/runs/summary');
       assert.equal(summary.total, 9);
       assert.deepEqual(summary.byStatus, { created: 0, processing: 2, completed: 7, failed: 0 });
-      const series: { count: number }[] = await get('/analytics/runs/time-series');
-      assert.equal(series.reduce((n, p) => n + p.count, 0), 9);
+      assert.deepEqual(summary.byEnvironment.map((e: { total: number }) => e.total), [9]);
+      // Today's bucket holds the runs of both: one bucket of 9, not one of 7 and one of 2.
+      const series: { timestamp: string; count: number }[] = await get('/analytics/runs/time-series');
+      assert.equal(new Set(series.map((p) => p.timestamp)).size, series.length);
+      assert.deepEqual(series.filter((p) => p.count).map((p) => p.count), [9]);
+      const tokens = await get('/analytics/runs/token-usage');
+      assert.deepEqual(tokens.byEnvironment.map((e: { runs: number }) => e.runs), [9]);
+      const cost = await post('/cost/analytics', { group_by: 'environment', resolution: 'day' });
+      assert.equal(cost.summary.total_calls, 9);
     });
 
     it('reads them once each after they end, as completed', async () => {
