@@ -43,7 +43,7 @@ const c = (name: string) => sql.ref(`runs.${name}`);
  * of migration 0016 (db/index-hint.ts says why SQLite is told) unless `hinted` is false. Each arm
  * aggregates straight off its index, as the one statement of PostgreSQL does; the rows of the
  * second (runs in flight: few, often none) are added here into those of the first with the same
- * `key`, by `add`. Re-aggregating both arms' rows in SQL instead cost 3-40 ms of a sorter per
+ * `key`, by `add`. Re-aggregating both arms' rows in SQL instead cost 3-42 ms of a sorter per
  * statement on thousands of groups. `order` ends the statement.
  */
 async function aggregate<R>(

@@ -162,8 +162,11 @@ const NAME_COLUMN: Partial<Record<FacetColumn, string>> = { interaction_id: 'int
 /** The number of matching runs and the rows of each facet (in the order of `facets`). */
 export async function countAndFacets(db: Db, d: OrreryDialect, where: Cond, facets: readonly FacetQuery[]): Promise<{ total: number; facets: FacetRow[][] }> {
   if (!facets.length) {
-    const counts = runArms(d.name, where).map((w) => sql`(SELECT count(*) FROM runs WHERE ${w})`);
-    const { rows } = await sql<{ n: number }>`SELECT ${sql.join(counts, sql` + `)} AS n`.execute(db);
+    const arms = runArms(d.name, where);
+    const count = arms.length === 1
+      ? sql<{ n: number }>`SELECT count(*) AS n FROM runs WHERE ${where}`
+      : sql<{ n: number }>`SELECT ${sql.join(arms.map((w) => sql`(SELECT count(*) FROM runs WHERE ${w})`), sql` + `)} AS n`;
+    const { rows } = await count.execute(db);
     return { total: Number(rows[0].n), facets: [] };
   }
   const s = searchSql(d.name);
