@@ -67,8 +67,6 @@ async function aggregate<R>(
 
 /** Sums as SQL adds them: NULL is no value, and only NULLs are NULL. */
 const plus = (a: number | null, b: number | null): number | null => (a === null ? b : b === null ? a : Number(a) + Number(b));
-/** A label of either arm's rows (the same run fields, so either will do). */
-const either = (a: string | null, b: string | null): string | null => a ?? b;
 
 /**
  * `table`'s runs in the scope. Account-wide: the account's projects, so each one is a range on the
@@ -121,8 +119,8 @@ export async function statusCounts(db: Db, d: OrreryDialect, f: RunFilter): Prom
       key: (r) => JSON.stringify([r.environment_id, r.interaction_id, r.status]),
       add: (into, r) => {
         into.n = Number(into.n) + Number(r.n);
-        into.environment_name = either(into.environment_name, r.environment_name);
-        into.interaction_name = either(into.interaction_name, r.interaction_name);
+        into.environment_name ??= r.environment_name;
+        into.interaction_name ??= r.interaction_name;
       },
     });
   return rows.map((r) => ({ ...r, n: Number(r.n) }));
@@ -139,9 +137,8 @@ export async function bucketCounts(db: Db, d: OrreryDialect, f: RunFilter, unit:
   const rows = await aggregate<BucketCountRow>(db, d, whereOf(f),
     (from, where) => sql`SELECT ${b} AS bucket, count(*) AS n FROM ${from} WHERE ${where} GROUP BY 1`,
     { key: (r) => String(r.bucket), add: (into, r) => void (into.n = Number(into.n) + Number(r.n)), order: sql`ORDER BY 1` });
-  const out = rows.map((r) => ({ bucket: String(r.bucket), n: Number(r.n) }));
-  // A bucket only runs in flight fall in comes after the others' (SQLite's buckets are ISO text).
-  return d.name === 'sqlite' ? out.sort((x, y) => (x.bucket < y.bucket ? -1 : x.bucket > y.bucket ? 1 : 0)) : out;
+  // In order: ORDER BY sorts both arms' rows together, and the merge keeps each bucket's first place.
+  return rows.map((r) => ({ bucket: String(r.bucket), n: Number(r.n) }));
 }
 
 export interface TokenRow {
@@ -170,7 +167,7 @@ export async function tokenSums(db: Db, d: OrreryDialect, f: RunFilter): Promise
         into.result = plus(into.result, r.result);
         into.total = plus(into.total, r.total);
         into.cost = plus(into.cost, r.cost);
-        into.environment_name = either(into.environment_name, r.environment_name);
+        into.environment_name ??= r.environment_name;
       },
     });
   const num = (v: unknown) => (v === null || v === undefined ? null : Number(v));
@@ -210,7 +207,7 @@ export async function costRows(db: Db, d: OrreryDialect, f: RunFilter, group: Gr
       key: (r) => JSON.stringify([r.key, r.environment_id, r.bucket === null ? null : String(r.bucket)]),
       add: (into, r) => {
         for (const k of ['calls', 'priced', 'cost', 'input', 'output', 'duration'] as const) into[k] = Number(into[k]) + Number(r[k]);
-        into.label = either(into.label, r.label);
+        into.label ??= r.label;
       },
       // One run and its children: by id, not along the project's range.
       hinted: f.run === undefined,
