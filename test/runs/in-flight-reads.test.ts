@@ -8,6 +8,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { TEST_DIALECTS, seedEcho, startTestServer, type TestServer } from '../support/server.ts';
+import { byRecency } from './search-fixtures.ts';
 
 interface Ref { id: string; status: string; updated_at: string }
 
@@ -49,7 +50,7 @@ for (const dialect of TEST_DIALECTS) {
     /** Every run, newest updated_at first (ties by id), as GET /runs/:id reads each one. */
     const expectedOrder = async () => {
       const runs: Ref[] = await Promise.all([...ended, ...inFlight].map((id) => get(`/runs/${id}`)));
-      return ids(runs.sort((x, y) => (x.updated_at === y.updated_at ? (x.id < y.id ? 1 : -1) : x.updated_at < y.updated_at ? 1 : -1)));
+      return ids(runs.sort(byRecency));
     };
 
     before(async () => {

@@ -198,7 +198,7 @@ export async function storeRuns(db: Db, d: OrreryDialect, r: Rng, runs: Generate
 export const docOfRow = (row: RunRow) => toRun(row) as unknown as Record<string, unknown>;
 
 /** Newest updated_at first, ties by id descending (decisions.md). */
-export const byRecency = (a: RunRow, b: RunRow) => (a.updated_at === b.updated_at ? (a.id < b.id ? 1 : a.id > b.id ? -1 : 0) : a.updated_at < b.updated_at ? 1 : -1);
+export const byRecency = (a: Pick<RunRow, 'id' | 'updated_at'>, b: Pick<RunRow, 'id' | 'updated_at'>) => (a.updated_at === b.updated_at ? (a.id < b.id ? 1 : a.id > b.id ? -1 : 0) : a.updated_at < b.updated_at ? 1 : -1);
 
 // ---- queries --------------------------------------------------------------------------------
 

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { TEST_DIALECTS, seedEcho, startTestServer, type TestServer } from '../support/server.ts';
 import { openStream } from '../support/sse.ts';
-import { generateRuns, rng, storeRuns } from './search-fixtures.ts';
+import { byRecency, generateRuns, rng, storeRuns } from './search-fixtures.ts';
 
 interface Ref { id: string; status: string; created_at: string; updated_at: string; tags: string[]; parent?: string; modelId: string; interaction: { id: string }; environment: { id: string } | null }
 
@@ -34,7 +34,7 @@ for (const dialect of TEST_DIALECTS) {
       return r.body;
     };
     const ids = (xs: { id: string }[]) => xs.map((x) => x.id);
-    const newestFirst = (xs: Ref[]) => ids([...xs].sort((x, y) => (x.updated_at === y.updated_at ? (x.id < y.id ? 1 : -1) : x.updated_at < y.updated_at ? 1 : -1)));
+    const newestFirst = (xs: Ref[]) => ids([...xs].sort(byRecency));
     const where = (test: (r: Ref) => boolean) => newestFirst(made.filter(test));
 
     before(async () => {
