@@ -17,6 +17,13 @@ const DURATION = Number(process.env.DURATION ?? 8);
 const OPEN_STREAMS = 500;
 const PROBES = Number(process.env.PROBES ?? 1000);
 
+/**
+ * Cores kept busy by a round: the server's CPU and the load generator's, per request, times the
+ * requests per second. Both servers share the machine's cores with autocannon, so the share of
+ * the bare route is about the ratio of their CPU per request, scaled by how busy each kept the cores.
+ */
+const coresBusy = (r: Round): number => (r.rps * (r.serverUs + r.loaderUs)) / 1e6;
+
 async function throughput() {
   const orrery = await startOrrery();
   const bare = await startChild(['bench/lib/bare-server.ts'], {}, '/health');
@@ -33,12 +40,13 @@ async function throughput() {
       const o = await load(`${orrery.url}/api/v1/runs`, body, auth, orrery);
       rounds.push({ bare: b, orrery: o });
       stored += o.ok;
-      console.log(`round ${i + 1}: bare ${b.rps.toFixed(0)} req/s p50 ${b.p50} p99 ${b.p99} ms, CPU µs/request server ${b.serverUs} autocannon ${b.loaderUs} | orrery ${o.rps.toFixed(0)} runs/s p50 ${o.p50} p99 ${o.p99} ms, CPU µs/run server ${o.serverUs} autocannon ${o.loaderUs}, errors ${o.errors}`);
+      console.log(`round ${i + 1}: bare ${b.rps.toFixed(0)} req/s p50 ${b.p50} p99 ${b.p99} ms, CPU µs/request server ${b.serverUs} autocannon ${b.loaderUs}, cores busy ${coresBusy(b).toFixed(2)} | orrery ${o.rps.toFixed(0)} runs/s p50 ${o.p50} p99 ${o.p99} ms, CPU µs/run server ${o.serverUs} autocannon ${o.loaderUs}, cores busy ${coresBusy(o).toFixed(2)}, errors ${o.errors}`);
     }
     const db = new Database(join(orrery.dataDir, 'orrery.db'), { readonly: true });
     const count = (db.prepare(`SELECT count(*) AS n FROM runs WHERE status = 'completed'`).get() as { n: number }).n;
     db.close();
     const ratio = median(rounds.map((r) => r.orrery.rps / r.bare.rps));
+    const cores = { bare: median(rounds.map((r) => coresBusy(r.bare))), orrery: median(rounds.map((r) => coresBusy(r.orrery))) };
     const added50 = median(rounds.map((r) => r.orrery.p50 - r.bare.p50));
     const added99 = median(rounds.map((r) => r.orrery.p99 - r.bare.p99));
     // Every run answered 200 is stored; a run in flight when a round's clock stops is stored but
@@ -51,6 +59,7 @@ async function throughput() {
         bare: median(rounds.map((r) => r.bare.serverUs)), orrery: median(rounds.map((r) => r.orrery.serverUs)),
         autocannon: median(rounds.map((r) => r.bare.loaderUs)),
       },
+      cores,
       rssMb: Math.round(orrery.peakRss() / 1e6),
     };
   } finally {
@@ -123,7 +132,7 @@ async function sse() {
 }
 
 const t = await throughput();
-console.log(`\nblocking POST /runs: ${(t.ratio * 100).toFixed(0)}% of the bare route's throughput (median of ${ROUNDS} rounds); added latency p50 ${t.added50} ms, p99 ${t.added99} ms; server CPU per request: bare ${t.cpuUs.bare} µs, Orrery ${t.cpuUs.orrery} µs per run (autocannon ${t.cpuUs.autocannon} µs per request); ${t.stored} runs stored for ${t.answered} answered; server peak RSS ${t.rssMb} MB`);
+console.log(`\nblocking POST /runs: ${(t.ratio * 100).toFixed(1)}% of the bare route's throughput (median of ${ROUNDS} rounds); added latency p50 ${t.added50} ms, p99 ${t.added99} ms; server CPU per request: bare ${t.cpuUs.bare} µs, Orrery ${t.cpuUs.orrery} µs per run (autocannon ${t.cpuUs.autocannon} µs per request); cores busy (server and autocannon): bare ${t.cores.bare.toFixed(2)}, Orrery ${t.cores.orrery.toFixed(2)}; ${t.stored} runs stored for ${t.answered} answered; server peak RSS ${t.rssMb} MB`);
 const s = await sse();
 console.log(`SSE, ${s.open} streams open, ${s.probes} probes: time to first chunk orrery p50 ${s.orrery.p50.toFixed(2)} p99 ${s.orrery.p99.toFixed(2)} ms, bare p50 ${s.bare.p50.toFixed(2)} p99 ${s.bare.p99.toFixed(2)} ms → added p50 ${s.added.p50.toFixed(2)} p99 ${s.added.p99.toFixed(2)} ms`);
 console.log(JSON.stringify({ date: new Date().toISOString(), throughput: t, sse: s }));
