@@ -28,6 +28,7 @@ import * as m0020 from './migrations/0020-limits.ts';
 import * as m0021 from './migrations/0021-vector-graphs.ts';
 import * as m0022 from './migrations/0022-import-links.ts';
 import * as m0023 from './migrations/0023-inflight-indexes.ts';
+import * as m0024 from './migrations/0024-ascending-run-indexes.ts';
 
 type Step = { up: (db: Kysely<any>, dialect: DialectName) => Promise<void> };
 
@@ -55,6 +56,7 @@ const steps: Record<string, Step> = {
   '0021_vector_graphs': m0021,
   '0022_import_links': m0022,
   '0023_inflight_indexes': m0023,
+  '0024_ascending_run_indexes': m0024,
 };
 
 export class OrreryMigrations implements MigrationProvider {

@@ -78,7 +78,7 @@ export class RunRetention {
     for (const project of await this.projectsWithRetention()) {
       const before = new Date(now.getTime() - project.days * DAY_MS).toISOString();
       for (;;) {
-        // Oldest first along runs_recent_cover (project_id, updated_at desc), which holds no run in
+        // Oldest first along runs_recent_cover (project_id, updated_at, id), which holds no run in
         // flight (run-arms.ts: the term says so to SQLite); runs with a ttl follow it instead.
         const rows = await this.deps.db.selectFrom('runs').select(['id', 'account_id', 'project_id'])
           .where('project_id', '=', project.id).where('account_id', '=', project.account)

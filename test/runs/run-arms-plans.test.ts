@@ -103,5 +103,17 @@ if (TEST_DIALECTS.includes('sqlite')) {
         assert.ok(!one.some((l) => /^(SCAN runs|SEARCH runs USING (COVERING )?INDEX runs_\w+ \(project_id=\?\))$/.test(l)), one.join('\n'));
       }
     });
+
+    it('keys every index of runs in ascending order, and walks the newest-first one backwards without sorting', async () => {
+      // A descending key puts each new run at a leaf's left-hand edge: more pages written per commit (migration 0024).
+      const indexes = handle.prepare(`SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'runs' AND sql IS NOT NULL`).all() as { name: string; sql: string }[];
+      assert.ok(indexes.length >= 10, indexes.map((x) => x.name).join(' '));
+      for (const { name, sql } of indexes) assert.doesNotMatch(sql, /\bdesc\b/i, name);
+      const [page] = await plansOf(() => new RunSearch(db, sqliteDialect).list(scope, { limit: '10' }));
+      const walk = page.findIndex((l) => /USING COVERING INDEX runs_recent_cover \(project_id=\?\)$/.test(l));
+      assert.ok(walk >= 0, page.join('\n'));
+      // The arm that walks the index sorts nothing: the next line is its scan, not a temporary B-tree.
+      assert.doesNotMatch(page[walk + 1], /TEMP B-TREE/, page.join('\n'));
+    });
   });
 }
