@@ -43,6 +43,15 @@ interface LastStatement {
   statement: SQLite.Statement;
 }
 
+/** Where a run's row is: the table's rowid, and the run's `search_rowid` (its full-text rowid). */
+interface RowAt {
+  readonly rowid: number;
+  readonly searchRowid: number;
+}
+
+/** Runs in flight remembered by one writer: far more than run at once; past it, the oldest ends take the lookup by id. */
+const MAX_REMEMBERED = 10_000;
+
 export class SqliteRunWrites {
   private readonly statements = new Map<string, SQLite.Statement>();
   private readonly last = new Map<string, LastStatement>();
@@ -62,6 +71,15 @@ export class SqliteRunWrites {
    * runs meanwhile, and the batch's inserts need not each look the maximum up again.
    */
   private nextRowid: number | undefined;
+  /**
+   * Where this thread inserted each run in flight: a run's end then updates its row by rowid, not
+   * through the index of ids, and needs no RETURNING for its search_rowid (about 7 µs of a run's
+   * 80 on this thread; bench/README.md, issue 17, fifteenth pass). The rowid of a table with a text
+   * key is not stable (VACUUM renumbers it), so the update also requires the id and falls back to
+   * the lookup by id when no row matched. An entry left behind (a run ended by another connection,
+   * a transaction rolled back) is only ever a miss.
+   */
+  private readonly inFlight = new Map<string, RowAt>();
 
   constructor(private readonly db: SQLite.Database) {
     this.inTransaction = db.transaction((writes: readonly PreparedRunWrite[]) => {
@@ -110,8 +128,9 @@ export class SqliteRunWrites {
     this.nextRowid += p.rows.length;
     p.rows.forEach((row, i) => {
       const columns = columnsOf(row);
-      this.forColumns('insert', columns, (names) => `INSERT INTO runs (${names.map((c) => `"${c}"`).join(', ')}, search_rowid) VALUES (${names.map(() => '?').join(', ')}, ?)`)
+      const r = this.forColumns('insert', columns, (names) => `INSERT INTO runs (${names.map((c) => `"${c}"`).join(', ')}, search_rowid) VALUES (${names.map(() => '?').join(', ')}, ?)`)
         .run(...columns.map((c) => row[c]), m + 1 + i);
+      if (!hasEnded(row.status as string)) this.remember(row.id as string, { rowid: Number(r.lastInsertRowid), searchRowid: m + 1 + i });
     });
     const tag = this.statement('INSERT INTO run_tags (run_id, tag, search_rowid) VALUES (?, ?, ?)');
     for (const t of p.tags) tag.run(p.rows[t.run].id, t.tag, m + 1 + t.run);
@@ -122,12 +141,30 @@ export class SqliteRunWrites {
   private update(p: PreparedUpdate): boolean {
     const columns = columnsOf(p.set);
     const claim = p.fromStatus ? ' AND status = ?' : '';
+    const known = this.inFlight.get(p.id);
+    if (known && typeof p.set.status === 'string') {
+      // The row where this thread inserted it, if it is still that run's (its id says): no lookup
+      // by id, and the status and search_rowid known without RETURNING. Else, by id below.
+      this.inFlight.delete(p.id);
+      const r = this.forColumns(`update at${claim}`, columns, (names) => `UPDATE runs SET ${names.map((c) => `"${c}" = ?`).join(', ')} WHERE rowid = ? AND id = ?${claim}`)
+        .run(...columns.map((c) => p.set[c]), known.rowid, p.id, ...(claim ? [p.fromStatus] : []));
+      if (r.changes > 0) {
+        this.fullText.push({ rowid: known.searchRowid, replace: true, row: p.fts && (p.text ?? hasEnded(p.set.status)) ? p.fts : null });
+        return true;
+      }
+    }
     const r = this.forColumns(`update${claim}`, columns, (names) => `UPDATE runs SET ${names.map((c) => `"${c}" = ?`).join(', ')} WHERE id = ?${claim} RETURNING search_rowid, status`)
       .get(...columns.map((c) => p.set[c]), p.id, ...(claim ? [p.fromStatus] : [])) as { search_rowid: number; status: string } | undefined;
     if (!r) return false;
     // Deleting a row the FTS table does not hold costs ~1 µs (contentless_delete): no need to know.
     this.fullText.push({ rowid: r.search_rowid, replace: true, row: p.fts && (p.text ?? hasEnded(r.status)) ? p.fts : null });
     return true;
+  }
+
+  /** A run inserted here and not ended, remembered for its end's update (MAX_REMEMBERED at most, the oldest let go first). */
+  private remember(id: string, at: RowAt): void {
+    if (this.inFlight.size >= MAX_REMEMBERED) this.inFlight.delete(this.inFlight.keys().next().value!);
+    this.inFlight.set(id, at);
   }
 
   private writeFullText({ rowid, replace, row }: FullTextChange): void {

@@ -225,6 +225,31 @@ describe('sqlite: the run writer thread', () => {
     assert.deepEqual(tagRowids, [{ same: 1 }]);
   });
 
+  it("ends a run at the row it inserted, and by its id once another connection has moved the run's row", async () => {
+    // The thread updates a run it inserted by rowid (sqlite-run-writes.ts, inFlight): here the run
+    // is deleted and written again by the main connection, and its old rowid given to another run.
+    const o = await open();
+    const handle = openSqliteHandle(o.file!, { eventLoop: false });
+    cleanups.push(() => {
+      handle.close();
+    });
+    const writes = new SqliteRunWrites(handle);
+    const [kept, moved] = [runRow('kept'), runRow('moved')];
+    assert.deepEqual(writes.applyAll([prepareRunInsert(o.dialect, kept, []), prepareRunInsert(o.dialect, moved, [])]), [{ value: true }, { value: true }]);
+    const before = handle.prepare('SELECT rowid AS r, search_rowid AS s FROM runs WHERE id = ?').get(moved.id) as { r: number; s: number };
+    await sql`DELETE FROM runs WHERE id = ${moved.id}`.execute(o.db);
+    const other = runRow('other');
+    await new RunWriter(o.db, o.dialect).insert(other, []);
+    await new RunWriter(o.db, o.dialect).insert(moved, []);
+    assert.equal((handle.prepare('SELECT id FROM runs WHERE rowid = ?').get(before.r) as { id: string }).id, other.id, 'the old rowid is now another run');
+    const end = (r: RunRow, word: string) => prepareRunUpdate(o.dialect, r.id, { status: 'completed', updated_at: nowIso(), executor: null, doc: { ...(r.doc as object), result: [{ type: 'text', value: word }] } as never });
+    assert.deepEqual(writes.applyAll([end(kept, 'keptanswer'), end(moved, 'movedanswer')]), [{ value: true }, { value: true }]);
+    const status = (id: string) => (handle.prepare('SELECT status FROM runs WHERE id = ?').get(id) as { status: string }).status;
+    assert.deepEqual([status(kept.id), status(moved.id), status(other.id)], ['completed', 'completed', 'processing']);
+    assert.deepEqual(await o.find('keptanswer'), [kept.id]);
+    assert.deepEqual(await o.find('movedanswer'), [moved.id], "the full text is at the run's search_rowid now, not the one it was inserted with");
+  });
+
   it('answers false to a claim on a run that moved on, and to an update of no run', async () => {
     const { writer } = await open();
     const run = runRow('claim');
