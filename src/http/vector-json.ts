@@ -48,6 +48,10 @@ function writeNumbers(xs: readonly number[], p: number): number {
   for (let i = 0; i < xs.length; i++) {
     const x = xs[i];
     if (i) b[p++] = 0x2c; // ,
+    if (x === 0) {
+      b[p++] = 0x30; // 0 (and -0, as JSON writes it): most of a sparse vector
+      continue;
+    }
     const k = Math.round(x * SCALE);
     // Above 1: not a normalised vector's (nor a count of 1e-7 that this writes).
     if (k / SCALE !== x || k > SCALE || k < -SCALE) {
@@ -58,10 +62,6 @@ function writeNumbers(xs: readonly number[], p: number): number {
       continue;
     }
     let a = k;
-    if (a === 0) {
-      b[p++] = 0x30; // 0 (and -0, as JSON writes it): most of a sparse vector
-      continue;
-    }
     if (a < 0) {
       b[p++] = 0x2d; // -
       a = -a;
