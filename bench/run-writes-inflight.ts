@@ -4,8 +4,10 @@
  *
  * - **whole indexes** (before migration 0023): the row enters every index of `runs`, and its end
  *   moves it in each one that holds `status`, `updated_at` or a token column;
- * - **partial indexes** (migration 0023, the schema of today): six read indexes hold no run in
- *   flight, so the end enters them once (reads are two arms: runs/run-arms.ts);
+ * - **partial indexes, descending keys** (migration 0023 as it shipped): six read indexes hold no
+ *   run in flight, so the end enters them once (reads are two arms: runs/run-arms.ts), and six keep
+ *   `updated_at DESC`, which puts every new run at a leaf's left-hand edge;
+ * - **partial indexes** (migrations 0023 and 0024, the schema of today): the same, keys ascending;
  * - **a narrow in-flight table** (a design, not built): the `processing` row goes into a table with
  *   one index; the final write inserts the ended run into `runs` (whole indexes) and deletes the
  *   in-flight row, in the same transaction.
@@ -16,7 +18,7 @@
  * statements alone: the documents and search data are prepared before the clock starts. Rotating
  * order of the layouts from round to round.
  *
- *   npm run bench -- run-writes-inflight        (N runs per round, default 20000; ROUNDS 4)
+ *   npm run bench -- run-writes-inflight        (N runs per round, default 20000; ROUNDS 4; BATCH 32)
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
@@ -32,12 +34,26 @@ import { machine } from './lib/processes.ts';
 
 const N = Number(process.env.N ?? 20_000);
 const ROUNDS = Number(process.env.ROUNDS ?? 4);
-const BATCH = 32;
+/** Writes per transaction: the writer thread takes up to 32, and holds about 9 at saturation (bench/README.md, issue 17). */
+const BATCH = Number(process.env.BATCH ?? 32);
 /** Runs in flight at once: each run's final write comes this many inserts after its first. */
 const IN_FLIGHT = 16;
 
-/** A migrated database; `whole`: its read indexes rebuilt as they were before migration 0023. */
-async function database(whole: boolean) {
+/** The indexes that migration 0024 turned ascending, as they were before it: name and columns. */
+const DESCENDING: ReadonlyArray<readonly [string, string]> = [
+  ['runs_status', 'project_id, status, updated_at DESC'],
+  ['runs_parent', 'project_id, parent_id, updated_at DESC'],
+  ['runs_interaction', 'project_id, interaction_id, updated_at DESC'],
+  ['runs_model', 'project_id, model_id, updated_at DESC, id DESC'],
+  ['runs_environment', 'project_id, environment_id, updated_at DESC, id DESC'],
+  ['runs_recent_cover', 'project_id, updated_at DESC, id DESC, status, model_id, interaction_id, environment_id, finish_reason, execution_time, parent_id, interaction_name, environment_name, cost_total, search_rowid'],
+];
+
+/**
+ * A migrated database; `whole`: its read indexes rebuilt as they were before migration 0023 (with
+ * today's ascending keys); `descending`: the keys of DESCENDING as they were before migration 0024.
+ */
+async function database(whole: boolean, descending = false) {
   const dir = mkdtempSync(join(tmpdir(), 'orrery-inflight-'));
   const { db } = await openDatabase({ dataDir: dir });
   await db.destroy();
@@ -45,10 +61,17 @@ async function database(whole: boolean) {
   const partial = h.prepare(`SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'runs' AND sql LIKE '%WHERE status <> ''processing'''`).all() as { name: string; sql: string }[];
   if (partial.length !== 6) throw new Error(`expected migration 0023's six partial indexes, found ${partial.length}`);
   if (whole) for (const x of partial) h.exec(`DROP INDEX ${x.name}; ${x.sql.replace(" WHERE status <> 'processing'", '')}`);
+  if (descending) {
+    for (const [name, columns] of DESCENDING) {
+      const where = / WHERE .*$/.exec((h.prepare('SELECT sql FROM sqlite_master WHERE name = ?').get(name) as { sql: string }).sql)?.[0] ?? '';
+      h.exec(`DROP INDEX ${name}; CREATE INDEX ${name} ON runs (${columns})${where}`);
+    }
+  }
   return { dir, h, writes: new SqliteRunWrites(h) };
 }
 const wholeDb = await database(true);
 const partialDb = await database(false);
+const descendingDb = await database(false, true);
 const h = wholeDb.h;
 h.exec(`CREATE TABLE runs_inflight (id TEXT PRIMARY KEY, account_id TEXT NOT NULL, project_id TEXT NOT NULL, status TEXT NOT NULL,
   executor TEXT, created_at TEXT NOT NULL, updated_at TEXT NOT NULL, tags TEXT, doc TEXT NOT NULL, search_fields TEXT NOT NULL);
@@ -125,10 +148,12 @@ function inflightTable(n: number): () => void {
 
 const designs = [
   { name: 'whole indexes (before 0023): insert, completing update', make: (n: number) => insertThenUpdate(wholeDb.writes, n) },
-  { name: 'partial indexes (0023, today): insert, completing update', make: (n: number) => insertThenUpdate(partialDb.writes, n) },
+  { name: 'partial indexes, descending keys (0023): insert, completing update', make: (n: number) => insertThenUpdate(descendingDb.writes, n) },
+  { name: 'partial indexes (0023 + 0024, today): insert, completing update', make: (n: number) => insertThenUpdate(partialDb.writes, n) },
   { name: 'in-flight table: narrow insert, then insert into runs + delete', make: inflightTable },
 ];
-const ORDERS = [[0, 1, 2], [2, 1, 0], [1, 2, 0], [0, 2, 1], [2, 0, 1], [1, 0, 2]];
+/** Each layout in every position once over four rounds. */
+const ORDERS = [[0, 1, 2, 3], [3, 2, 1, 0], [1, 3, 0, 2], [2, 0, 3, 1]];
 console.log(`run-writes-inflight: ${N} runs a round, ${ROUNDS} rounds, transactions of ${BATCH} writes; ${machine()}; ${new Date().toISOString()}`);
 for (const d of designs) d.make(2000)(); // warm-up: the tables hold some runs before the clock starts
 const perRun: number[][] = designs.map(() => []);
@@ -143,11 +168,11 @@ for (let r = 0; r < ROUNDS; r++) {
   }
 }
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-const [whole, partial, inflight] = perRun.map(median);
+const [whole, descending, partial, inflight] = perRun.map(median);
 const pct = (x: number) => `${((x / whole) * 100).toFixed(0)} %`;
-console.log(`\nmedian µs per run: whole indexes ${whole.toFixed(0)}, partial indexes ${partial.toFixed(0)} (${pct(partial)}), in-flight table ${inflight.toFixed(0)} (${pct(inflight)})`);
-console.log(JSON.stringify({ date: new Date().toISOString(), machine: machine(), n: N, rounds: ROUNDS, wholeUs: whole, partialUs: partial, inflightUs: inflight }));
-for (const { h: handle, dir } of [wholeDb, partialDb]) {
+console.log(`\nmedian µs per run: whole indexes ${whole.toFixed(0)}, partial indexes with descending keys ${descending.toFixed(0)} (${pct(descending)}), partial indexes ${partial.toFixed(0)} (${pct(partial)}), in-flight table ${inflight.toFixed(0)} (${pct(inflight)})`);
+console.log(JSON.stringify({ date: new Date().toISOString(), machine: machine(), n: N, rounds: ROUNDS, wholeUs: whole, descendingUs: descending, partialUs: partial, inflightUs: inflight }));
+for (const { h: handle, dir } of [wholeDb, partialDb, descendingDb]) {
   handle.close();
   rmSync(dir, { recursive: true, force: true });
 }
