@@ -75,8 +75,8 @@ export class SqliteRunWrites {
    * Where this thread inserted each run in flight: a run's end then updates its row by rowid, not
    * through the index of ids, and needs no RETURNING for its search_rowid (about 7 µs of a run's
    * 80 on this thread; bench/README.md, issue 17, fifteenth pass). The rowid of a table with a text
-   * key is not stable (VACUUM renumbers it), so the update also requires the id and falls back to
-   * the lookup by id when no row matched. An entry left behind (a run ended by another connection,
+   * key is not stable (VACUUM renumbers it), so the update also requires the id and the
+   * search_rowid, and falls back to the lookup by id when no row matched. An entry left behind (a run ended by another connection,
    * a transaction rolled back) is only ever a miss.
    */
   private readonly inFlight = new Map<string, RowAt>();
@@ -143,11 +143,11 @@ export class SqliteRunWrites {
     const claim = p.fromStatus ? ' AND status = ?' : '';
     const known = this.inFlight.get(p.id);
     if (known && typeof p.set.status === 'string') {
-      // The row where this thread inserted it, if it is still that run's (its id says): no lookup
-      // by id, and the status and search_rowid known without RETURNING. Else, by id below.
+      // The row where this thread inserted it, if it is still that run's, as inserted (its id and
+      // search_rowid say): no lookup by id, and no RETURNING for what is known. Else, by id below.
       this.inFlight.delete(p.id);
-      const r = this.forColumns(`update at${claim}`, columns, (names) => `UPDATE runs SET ${names.map((c) => `"${c}" = ?`).join(', ')} WHERE rowid = ? AND id = ?${claim}`)
-        .run(...columns.map((c) => p.set[c]), known.rowid, p.id, ...(claim ? [p.fromStatus] : []));
+      const r = this.forColumns(`update at${claim}`, columns, (names) => `UPDATE runs SET ${names.map((c) => `"${c}" = ?`).join(', ')} WHERE rowid = ? AND id = ? AND search_rowid = ?${claim}`)
+        .run(...columns.map((c) => p.set[c]), known.rowid, p.id, known.searchRowid, ...(claim ? [p.fromStatus] : []));
       if (r.changes > 0) {
         this.fullText.push({ rowid: known.searchRowid, replace: true, row: p.fts && (p.text ?? hasEnded(p.set.status)) ? p.fts : null });
         return true;

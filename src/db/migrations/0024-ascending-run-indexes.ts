@@ -7,7 +7,7 @@
  * dirtied 2.3-3.1 pages of each such index instead of about one (counted in the WAL's frames).
  * SQLite walks an index backwards as cheaply as forwards, so `ORDER BY updated_at DESC, id DESC`
  * reads these ascending keys from their end, with the same plans. A run's two writes cost SQLite
- * 81 instead of 93 µs, and the file grows 12 % less (bench/README.md, issue 17, fifteenth pass).
+ * 81-84 instead of 89-93 µs, and the file grows 12 % less (bench/README.md, issue 17, fifteenth pass).
  *
  * Same names, columns and conditions (0001, 0003, 0009, 0023), only the direction; rebuilding
  * them takes seconds per hundred thousand runs. PostgreSQL keeps its indexes.
