@@ -31,6 +31,9 @@ const MAX_STATEMENTS = 500;
 /** The columns `values` sets: as Kysely, undefined means "not set". */
 const columnsOf = (values: Record<string, unknown>): string[] => Object.keys(values).filter((c) => values[c] !== undefined);
 
+/** The SET list of an UPDATE of `names`, one parameter each. */
+const assignments = (names: readonly string[]): string => names.map((c) => `"${c}" = ?`).join(', ');
+
 const sameColumns = (a: readonly string[], b: readonly string[]): boolean => a.length === b.length && a.every((c, i) => c === b[i]);
 
 /**
@@ -76,8 +79,8 @@ export class SqliteRunWrites {
    * through the index of ids, and needs no RETURNING for its search_rowid (about 7 µs of a run's
    * 80 on this thread; bench/README.md, issue 17, fifteenth pass). The rowid of a table with a text
    * key is not stable (VACUUM renumbers it), so the update also requires the id and the
-   * search_rowid, and falls back to the lookup by id when no row matched. An entry left behind (a run ended by another connection,
-   * a transaction rolled back) is only ever a miss.
+   * search_rowid, and falls back to the lookup by id when no row matched. An entry left behind (a
+   * run ended by another connection, a transaction rolled back) is only ever a miss.
    */
   private readonly inFlight = new Map<string, RowAt>();
 
@@ -117,7 +120,7 @@ export class SqliteRunWrites {
     const columns = columnsOf(w.patch.set);
     const values = columns.map((c) => w.patch.set[c]);
     const claim = w.patch.fromStatus ? ' AND status = ?' : '';
-    const r = this.forColumns(`patch${claim}`, columns, (names) => `UPDATE runs SET ${names.map((c) => `"${c}" = ?`).join(', ')} WHERE id = ?${claim}`)
+    const r = this.forColumns(`patch${claim}`, columns, (names) => `UPDATE runs SET ${assignments(names)} WHERE id = ?${claim}`)
       .run(...values, w.patch.id, ...(claim ? [w.patch.fromStatus] : []));
     return r.changes > 0;
   }
@@ -141,24 +144,29 @@ export class SqliteRunWrites {
   private update(p: PreparedUpdate): boolean {
     const columns = columnsOf(p.set);
     const claim = p.fromStatus ? ' AND status = ?' : '';
-    const known = this.inFlight.get(p.id);
-    if (known && typeof p.set.status === 'string') {
-      // The row where this thread inserted it, if it is still that run's, as inserted (its id and
-      // search_rowid say): no lookup by id, and no RETURNING for what is known. Else, by id below.
-      this.inFlight.delete(p.id);
-      const r = this.forColumns(`update at${claim}`, columns, (names) => `UPDATE runs SET ${names.map((c) => `"${c}" = ?`).join(', ')} WHERE rowid = ? AND id = ? AND search_rowid = ?${claim}`)
-        .run(...columns.map((c) => p.set[c]), known.rowid, p.id, known.searchRowid, ...(claim ? [p.fromStatus] : []));
-      if (r.changes > 0) {
-        this.fullText.push({ rowid: known.searchRowid, replace: true, row: p.fts && (p.text ?? hasEnded(p.set.status)) ? p.fts : null });
-        return true;
-      }
-    }
-    const r = this.forColumns(`update${claim}`, columns, (names) => `UPDATE runs SET ${names.map((c) => `"${c}" = ?`).join(', ')} WHERE id = ?${claim} RETURNING search_rowid, status`)
-      .get(...columns.map((c) => p.set[c]), p.id, ...(claim ? [p.fromStatus] : [])) as { search_rowid: number; status: string } | undefined;
+    const values = columns.map((c) => p.set[c]);
+    const claimed = claim ? [p.fromStatus] : [];
+    const r = this.updateRemembered(p, columns, values, claim, claimed)
+      ?? this.forColumns(`update${claim}`, columns, (names) => `UPDATE runs SET ${assignments(names)} WHERE id = ?${claim} RETURNING search_rowid, status`)
+        .get(...values, p.id, ...claimed) as { search_rowid: number; status: string } | undefined;
     if (!r) return false;
     // Deleting a row the FTS table does not hold costs ~1 µs (contentless_delete): no need to know.
     this.fullText.push({ rowid: r.search_rowid, replace: true, row: p.fts && (p.text ?? hasEnded(r.status)) ? p.fts : null });
     return true;
+  }
+
+  /**
+   * The update of a run at the row where this thread inserted it (`inFlight`), if it is still that
+   * run's, as inserted (its id and search_rowid say): no lookup by id, and no RETURNING for what is
+   * known. Undefined when the run is not remembered, its status is not set, or no row matched.
+   */
+  private updateRemembered(p: PreparedUpdate, columns: readonly string[], values: unknown[], claim: string, claimed: unknown[]): { search_rowid: number; status: string } | undefined {
+    const known = this.inFlight.get(p.id);
+    if (!known || typeof p.set.status !== 'string') return undefined;
+    this.inFlight.delete(p.id);
+    const r = this.forColumns(`update at${claim}`, columns, (names) => `UPDATE runs SET ${assignments(names)} WHERE rowid = ? AND id = ? AND search_rowid = ?${claim}`)
+      .run(...values, known.rowid, p.id, known.searchRowid, ...claimed);
+    return r.changes > 0 ? { search_rowid: known.searchRowid, status: p.set.status } : undefined;
   }
 
   /** A run inserted here and not ended, remembered for its end's update (MAX_REMEMBERED at most, the oldest let go first). */
