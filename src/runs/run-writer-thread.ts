@@ -26,14 +26,20 @@ import type { RunRow } from './model.ts';
 import { RunWriter, type AheadWrite, type Op, type RunWrites } from './run-writer.ts';
 import type { RunIntentLog } from './run-intents.ts';
 import { applyRunWrite, prepareRunInsert, prepareRunUpdate, type Db, type PreparedRunWrite } from './store.ts';
+import { toWire, type WireWrite } from './run-write-wire.ts';
 
 /** Worker threads do not inherit the loader that runs TypeScript: the boot file (workers/boot.mjs) registers it for a .ts entry. */
 const ENTRY = workerEntry('./run-writer-worker', import.meta.url);
 
-/** A write as it crosses to the thread: prepared here (encoded, with its search data), so the thread only runs SQL. */
-export type ThreadWrite = { seq: number; write: PreparedRunWrite };
+/**
+ * A write as it crosses to the thread: prepared here (encoded, with its search data), so the thread
+ * only runs SQL; in arrays (runs/run-write-wire.ts), as are the replies.
+ */
+export type ThreadWrite = readonly [seq: number, write: WireWrite];
 export type ThreadRequest = { batch: ThreadWrite[] } | { close: true };
-export type ThreadReply = { seq: number; value?: boolean; error?: { message: string; code?: string } };
+export type ThreadReplyError = { message: string; code?: string };
+/** What a write returned, or why it failed. */
+export type ThreadReply = readonly [seq: number, value: boolean] | readonly [seq: number, value: null, error: ThreadReplyError];
 /** What the thread posts: once `ready` (its connection open), then the replies to each batch. */
 export type ThreadMessage = { ready: true } | { replies: ThreadReply[] };
 
@@ -89,7 +95,7 @@ export class ThreadRunWriter implements RunWrites {
   private failedStartAt = -Infinity;
   private readonly idleEndMs: number;
   private seq = 0;
-  private outbox: ThreadWrite[] = [];
+  private outbox: Array<{ seq: number; write: PreparedRunWrite }> = [];
   private scheduled = false;
   private readonly waiting = new Map<number, Waiting>();
   private idle: Array<() => void> = [];
@@ -222,7 +228,7 @@ export class ThreadRunWriter implements RunWrites {
     }
     try {
       thread.ref();
-      thread.postMessage({ batch } satisfies ThreadRequest);
+      thread.postMessage({ batch: batch.map(({ seq, write }): ThreadWrite => [seq, toWire(write)]) } satisfies ThreadRequest);
       for (const w of batch) {
         const waiting = this.waiting.get(w.seq);
         if (waiting) waiting.thread = thread;
@@ -256,8 +262,8 @@ export class ThreadRunWriter implements RunWrites {
         this.idleLater();
         return;
       }
-      for (const r of msg.replies) {
-        this.settle(r.seq, (w) => (r.error ? w.reject(Object.assign(new Error(r.error.message), r.error.code ? { code: r.error.code } : {})) : w.resolve(r.value ?? false)));
+      for (const [seq, value, error] of msg.replies) {
+        this.settle(seq, (w) => (error ? w.reject(Object.assign(new Error(error.message), error.code ? { code: error.code } : {})) : w.resolve(value ?? false)));
       }
     });
     // 'error' then 'exit' for a thread that throws: the first one fails its writes, the second finds none.

@@ -7,7 +7,7 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { openSqliteHandle } from '../db/sqlite-handle.ts';
 import { SqliteRunWrites } from './sqlite-run-writes.ts';
-import type { ThreadMessage, ThreadReply, ThreadRequest, ThreadWrite } from './run-writer-thread.ts';
+import type { ThreadMessage, ThreadReply, ThreadReplyError, ThreadRequest, ThreadWrite } from './run-writer-thread.ts';
 
 /**
  * Writes per transaction, at most: what has arrived when the thread gets to it, up to this. The
@@ -34,7 +34,7 @@ const port = parentPort!;
 /** Writes received and not yet written: the messages of one turn of this thread's loop share transactions. */
 const pending: ThreadWrite[] = [];
 
-const describe = (err: unknown): ThreadReply['error'] => {
+const describe = (err: unknown): ThreadReplyError => {
   const e = err as Error & { code?: unknown };
   return { message: e?.message ?? String(err), ...(typeof e?.code === 'string' ? { code: e.code } : {}) };
 };
@@ -42,11 +42,11 @@ const describe = (err: unknown): ThreadReply['error'] => {
 function writePending(): void {
   while (pending.length) {
     const part = pending.splice(0, BATCH);
-    const outcomes = writes.applyAll(part.map((w) => w.write));
-    port.postMessage({ replies: part.map(({ seq }, i): ThreadReply => {
+    const outcomes = writes.applyWire(part.map((w) => w[1]));
+    port.postMessage({ replies: part.map(([seq], i): ThreadReply => {
       const o = outcomes[i];
-      return 'error' in o ? { seq, error: describe(o.error) } : { seq, value: o.value };
-    }) });
+      return 'error' in o ? [seq, null, describe(o.error)] : [seq, o.value];
+    }) } satisfies ThreadMessage);
   }
 }
 

@@ -1,6 +1,7 @@
 /**
  * The run writer thread's SQL (runs/run-writer-worker.ts): prepared run writes (runs/store.ts
- * `PreparedRunWrite`) run as better-sqlite3 statements prepared once, in synchronous transactions.
+ * `PreparedRunWrite`, in the arrays of runs/run-write-wire.ts that cross to the thread) run as
+ * better-sqlite3 statements prepared once, in synchronous transactions.
  * Through Kysely every statement of every run was built, compiled and awaited anew: a fifth of
  * the thread's CPU per run (bench/README.md, issue 17). These are the statements Kysely built
  * (runs/search-index.ts `sqliteIndex`, runs/store.ts `applyRunWrite`), which stay the path of every
@@ -8,9 +9,8 @@
  * every column, tag and full-text row.
  */
 import type SQLite from 'better-sqlite3';
-import type { FtsRow } from '../query/lucene-sql/index.ts';
 import { hasEnded } from './model.ts';
-import type { PreparedInsert, PreparedUpdate } from './search-index.ts';
+import { COLUMN_SEPARATOR, toWire, type WireColumns, type WireFts, type WireTag, type WireWrite } from './run-write-wire.ts';
 import type { PreparedRunWrite } from './store.ts';
 
 export type WriteOutcome = { value: boolean } | { error: unknown };
@@ -19,7 +19,7 @@ export type WriteOutcome = { value: boolean } | { error: unknown };
 interface FullTextChange {
   readonly rowid: number;
   readonly replace: boolean;
-  readonly row: FtsRow | null;
+  readonly row: WireFts | null;
 }
 
 /** Column names come from our code, never from a request; checked anyway, as they are spliced into SQL. */
@@ -28,22 +28,19 @@ const COLUMN = /^[a-z_][a-z0-9_]*$/;
 /** Statements are cached by their text; the column lists of run writes are few, this bounds a surprise. */
 const MAX_STATEMENTS = 500;
 
-/** The columns `values` sets: as Kysely, undefined means "not set". */
-const columnsOf = (values: Record<string, unknown>): string[] => Object.keys(values).filter((c) => values[c] !== undefined);
-
 /** The SET list of an UPDATE of `names`, one parameter each. */
 const assignments = (names: readonly string[]): string => names.map((c) => `"${c}" = ?`).join(', ');
 
-const sameColumns = (a: readonly string[], b: readonly string[]): boolean => a.length === b.length && a.every((c, i) => c === b[i]);
-
 /**
- * The statement of the last column list a kind of write had, and that list: a run's writes repeat
- * a few lists, so most writes skip checking the names and building the SQL text (and hashing it to
- * find the statement) again.
+ * The statement of the last column list a kind of write had, that list, and where its `id` and
+ * `status` are: a run's writes repeat a few lists, so most writes skip checking the names and
+ * building the SQL text (and hashing it to find the statement) again.
  */
 interface LastStatement {
-  columns: readonly string[];
+  columns: string;
   statement: SQLite.Statement;
+  id: number;
+  status: number;
 }
 
 /** Where a run's row is: the table's rowid, and the run's `search_rowid` (its full-text rowid). */
@@ -58,7 +55,7 @@ const MAX_REMEMBERED = 10_000;
 export class SqliteRunWrites {
   private readonly statements = new Map<string, SQLite.Statement>();
   private readonly last = new Map<string, LastStatement>();
-  private readonly inTransaction: SQLite.Transaction<(writes: readonly PreparedRunWrite[]) => boolean[]>;
+  private readonly inTransaction: SQLite.Transaction<(writes: readonly WireWrite[]) => boolean[]>;
   /**
    * Full-text changes are written last in their transaction, in their order. FTS5 writes the
    * terms it holds as a new segment at every statement savepoint once it is part of a transaction
@@ -85,7 +82,7 @@ export class SqliteRunWrites {
   private readonly inFlight = new Map<string, RowAt>();
 
   constructor(private readonly db: SQLite.Database) {
-    this.inTransaction = db.transaction((writes: readonly PreparedRunWrite[]) => {
+    this.inTransaction = db.transaction((writes: readonly WireWrite[]) => {
       this.fullText = [];
       this.nextRowid = undefined;
       const out = writes.map((w) => this.apply(w));
@@ -95,11 +92,16 @@ export class SqliteRunWrites {
     });
   }
 
+  /** applyWire of writes as their callers prepared them (tests, benchmarks). */
+  applyAll(writes: readonly PreparedRunWrite[]): WriteOutcome[] {
+    return this.applyWire(writes.map(toWire));
+  }
+
   /**
    * The writes in one transaction (BEGIN IMMEDIATE: another connection writes the file too); if it
    * fails, each in a transaction of its own, so that a failure reaches only the write that caused it.
    */
-  applyAll(writes: readonly PreparedRunWrite[]): WriteOutcome[] {
+  applyWire(writes: readonly WireWrite[]): WriteOutcome[] {
     try {
       return this.inTransaction.immediate(writes).map((value) => ({ value }));
     } catch {
@@ -114,44 +116,43 @@ export class SqliteRunWrites {
   }
 
   /** False when no row matched (an update of no run, a claim on a run that moved on). */
-  private apply(w: PreparedRunWrite): boolean {
-    if ('insert' in w) return this.insert(w.insert);
-    if ('update' in w) return this.update(w.update);
-    const columns = columnsOf(w.patch.set);
-    const values = columns.map((c) => w.patch.set[c]);
-    const claim = w.patch.fromStatus ? ' AND status = ?' : '';
+  private apply(w: WireWrite): boolean {
+    if (w[0] === 'insert') return this.insert(w[1], w[2], w[3]);
+    if (w[0] === 'update') return this.update(w[1], w[2], w[3], w[4], w[5]);
+    const [, id, [columns, values], fromStatus] = w;
+    const claim = fromStatus ? ' AND status = ?' : '';
     const r = this.forColumns(`patch${claim}`, columns, (names) => `UPDATE runs SET ${assignments(names)} WHERE id = ?${claim}`)
-      .run(...values, w.patch.id, ...(claim ? [w.patch.fromStatus] : []));
+      .statement.run(...values, id, ...(claim ? [fromStatus] : []));
     return r.changes > 0;
   }
 
-  private insert(p: PreparedInsert): boolean {
+  private insert(rows: readonly WireColumns[], fts: readonly (WireFts | null)[], tags: readonly WireTag[]): boolean {
     this.nextRowid ??= (this.statement('SELECT COALESCE(MAX(search_rowid), 0) AS m FROM runs').get() as { m: number }).m + 1;
     const m = this.nextRowid - 1;
-    this.nextRowid += p.rows.length;
-    p.rows.forEach((row, i) => {
-      const columns = columnsOf(row);
-      const r = this.forColumns('insert', columns, (names) => `INSERT INTO runs (${names.map((c) => `"${c}"`).join(', ')}, search_rowid) VALUES (${names.map(() => '?').join(', ')}, ?)`)
-        .run(...columns.map((c) => row[c]), m + 1 + i);
-      if (!hasEnded(row.status as string)) this.remember(row.id as string, { rowid: Number(r.lastInsertRowid), searchRowid: m + 1 + i });
+    this.nextRowid += rows.length;
+    const ids: unknown[] = [];
+    rows.forEach(([columns, values], i) => {
+      const s = this.forColumns('insert', columns, (names) => `INSERT INTO runs (${names.map((c) => `"${c}"`).join(', ')}, search_rowid) VALUES (${names.map(() => '?').join(', ')}, ?)`);
+      const r = s.statement.run(...values, m + 1 + i);
+      const id = values[s.id];
+      ids.push(id);
+      if (!hasEnded(values[s.status] as string)) this.remember(id as string, { rowid: Number(r.lastInsertRowid), searchRowid: m + 1 + i });
     });
     const tag = this.statement('INSERT INTO run_tags (run_id, tag, search_rowid) VALUES (?, ?, ?)');
-    for (const t of p.tags) tag.run(p.rows[t.run].id, t.tag, m + 1 + t.run);
-    p.fts.forEach((f, i) => f && this.fullText.push({ rowid: m + 1 + i, replace: false, row: f }));
+    for (const [run, name] of tags) tag.run(ids[run], name, m + 1 + run);
+    fts.forEach((f, i) => f && this.fullText.push({ rowid: m + 1 + i, replace: false, row: f }));
     return true;
   }
 
-  private update(p: PreparedUpdate): boolean {
-    const columns = columnsOf(p.set);
-    const claim = p.fromStatus ? ' AND status = ?' : '';
-    const values = columns.map((c) => p.set[c]);
-    const claimed = claim ? [p.fromStatus] : [];
-    const r = this.updateRemembered(p, columns, values, claim, claimed)
+  private update(id: string, [columns, values]: WireColumns, fts: WireFts | null, text: boolean | null, fromStatus: string | null): boolean {
+    const claim = fromStatus ? ' AND status = ?' : '';
+    const claimed = claim ? [fromStatus] : [];
+    const r = this.updateRemembered(id, columns, values, claim, claimed)
       ?? this.forColumns(`update${claim}`, columns, (names) => `UPDATE runs SET ${assignments(names)} WHERE id = ?${claim} RETURNING search_rowid, status`)
-        .get(...values, p.id, ...claimed) as { search_rowid: number; status: string } | undefined;
+        .statement.get(...values, id, ...claimed) as { search_rowid: number; status: string } | undefined;
     if (!r) return false;
     // Deleting a row the FTS table does not hold costs ~1 µs (contentless_delete): no need to know.
-    this.fullText.push({ rowid: r.search_rowid, replace: true, row: p.fts && (p.text ?? hasEnded(r.status)) ? p.fts : null });
+    this.fullText.push({ rowid: r.search_rowid, replace: true, row: fts && (text ?? hasEnded(r.status)) ? fts : null });
     return true;
   }
 
@@ -160,13 +161,15 @@ export class SqliteRunWrites {
    * run's, as inserted (its id and search_rowid say): no lookup by id, and no RETURNING for what is
    * known. Undefined when the run is not remembered, its status is not set, or no row matched.
    */
-  private updateRemembered(p: PreparedUpdate, columns: readonly string[], values: unknown[], claim: string, claimed: unknown[]): { search_rowid: number; status: string } | undefined {
-    const known = this.inFlight.get(p.id);
-    if (!known || typeof p.set.status !== 'string') return undefined;
-    this.inFlight.delete(p.id);
-    const r = this.forColumns(`update at${claim}`, columns, (names) => `UPDATE runs SET ${assignments(names)} WHERE rowid = ? AND id = ? AND search_rowid = ?${claim}`)
-      .run(...values, known.rowid, p.id, known.searchRowid, ...claimed);
-    return r.changes > 0 ? { search_rowid: known.searchRowid, status: p.set.status } : undefined;
+  private updateRemembered(id: string, columns: string, values: readonly unknown[], claim: string, claimed: unknown[]): { search_rowid: number; status: string } | undefined {
+    const known = this.inFlight.get(id);
+    if (!known) return undefined;
+    const s = this.forColumns(`update at${claim}`, columns, (names) => `UPDATE runs SET ${assignments(names)} WHERE rowid = ? AND id = ? AND search_rowid = ?${claim}`);
+    const status = values[s.status];
+    if (typeof status !== 'string') return undefined;
+    this.inFlight.delete(id);
+    const r = s.statement.run(...values, known.rowid, id, known.searchRowid, ...claimed);
+    return r.changes > 0 ? { search_rowid: known.searchRowid, status } : undefined;
   }
 
   /** A run inserted here and not ended, remembered for its end's update (MAX_REMEMBERED at most, the oldest let go first). */
@@ -177,17 +180,18 @@ export class SqliteRunWrites {
 
   private writeFullText({ rowid, replace, row }: FullTextChange): void {
     if (replace) this.statement('DELETE FROM runs_fts WHERE rowid = ?').run(rowid);
-    if (row) this.statement('INSERT INTO runs_fts (rowid, body, prompt, result) VALUES (?, ?, ?, ?)').run(rowid, row.body, row.prompt, row.result);
+    if (row) this.statement('INSERT INTO runs_fts (rowid, body, prompt, result) VALUES (?, ?, ?, ?)').run(rowid, row[0], row[1], row[2]);
   }
 
   /** The statement `sql` builds for `columns`, the same as last time for this `kind` when its columns are. */
-  private forColumns(kind: string, columns: readonly string[], sql: (names: readonly string[]) => string): SQLite.Statement {
+  private forColumns(kind: string, columns: string, sql: (names: readonly string[]) => string): LastStatement {
     const last = this.last.get(kind);
-    if (last && sameColumns(last.columns, columns)) return last.statement;
-    for (const c of columns) if (!COLUMN.test(c)) throw new Error(`not a run column: ${JSON.stringify(c)}`);
-    const statement = this.statement(sql(columns));
-    this.last.set(kind, { columns, statement });
-    return statement;
+    if (last?.columns === columns) return last;
+    const names = columns.split(COLUMN_SEPARATOR);
+    for (const c of names) if (!COLUMN.test(c)) throw new Error(`not a run column: ${JSON.stringify(c)}`);
+    const built = { columns, statement: this.statement(sql(names)), id: names.indexOf('id'), status: names.indexOf('status') };
+    this.last.set(kind, built);
+    return built;
   }
 
   private statement(text: string): SQLite.Statement {
