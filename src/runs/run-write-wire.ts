@@ -16,8 +16,11 @@ import type { PreparedRunWrite } from './store.ts';
 export type WireColumns = readonly [columns: string, values: readonly unknown[]];
 export type WireFts = readonly [body: string, prompt: string, result: string];
 
+/** A row to insert; `deriveFields`: its `search_fields` are the thread's to derive from its `doc` (search-index.ts `deferFields`). */
+export type WireRow = readonly [columns: string, values: readonly unknown[], deriveFields: boolean];
+
 export type WireWrite =
-  | readonly ['insert', rows: readonly WireColumns[], fts: readonly (WireFts | null)[], tags: readonly WireTag[]]
+  | readonly ['insert', rows: readonly WireRow[], fts: readonly (WireFts | null)[], tags: readonly WireTag[]]
   | readonly ['update', id: string, set: WireColumns, fts: WireFts | null, text: boolean | null, fromStatus: string | null]
   | readonly ['patch', id: string, set: WireColumns, fromStatus: string | null];
 
@@ -43,7 +46,11 @@ function columnsOf(values: Record<string, unknown>): WireColumns {
 const ftsOf = (f: FtsRow | null): WireFts | null => (f ? [f.body, f.prompt, f.result] : null);
 
 export function toWire(w: PreparedRunWrite): WireWrite {
-  if ('insert' in w) return ['insert', w.insert.rows.map(columnsOf), w.insert.fts.map(ftsOf), w.insert.tags.map((t) => [t.run, t.tag])];
+  if ('insert' in w) {
+    const p = w.insert;
+    const rows = p.rows.map((row, i): WireRow => [...columnsOf(row), p.deferred?.some((x) => x.row === i) ?? false]);
+    return ['insert', rows, p.fts.map(ftsOf), p.tags.map((t) => [t.run, t.tag])];
+  }
   if ('update' in w) {
     const u = w.update;
     return ['update', u.id, columnsOf(u.set), ftsOf(u.fts), u.text ?? null, u.fromStatus ?? null];

@@ -32,8 +32,9 @@ import { toWire, type WireWrite } from './run-write-wire.ts';
 const ENTRY = workerEntry('./run-writer-worker', import.meta.url);
 
 /**
- * A write as it crosses to the thread: prepared here (encoded, with its search data), so the thread
- * only runs SQL; in arrays (runs/run-write-wire.ts), as are the replies.
+ * A write as it crosses to the thread: prepared here (encoded, with its search data but for a new
+ * run's search fields, which the thread derives from its document), so the thread runs SQL and
+ * little else; in arrays (runs/run-write-wire.ts), as are the replies.
  */
 export type ThreadWrite = readonly [seq: number, write: WireWrite];
 export type ThreadRequest = { batch: ThreadWrite[] } | { close: true };
@@ -42,6 +43,9 @@ export type ThreadReplyError = { message: string; code?: string };
 export type ThreadReply = readonly [seq: number, value: boolean] | readonly [seq: number, value: null, error: ThreadReplyError];
 /** What the thread posts: once `ready` (its connection open), then the replies to each batch. */
 export type ThreadMessage = { ready: true } | { replies: ThreadReply[] };
+
+/** The thread derives a new run's search fields from its document (runs/search-index.ts `deferFields`). */
+const THREAD_FIELDS = { deferFields: true } as const;
 
 interface Waiting {
   resolve: (v: boolean) => void;
@@ -124,7 +128,7 @@ export class ThreadRunWriter implements RunWrites {
   }
 
   async insert(row: RunRow, tags: readonly string[]): Promise<void> {
-    await this.send(prepareRunInsert(this.dialect, row, tags));
+    await this.send(prepareRunInsert(this.dialect, row, tags, THREAD_FIELDS));
   }
 
   /**
@@ -134,7 +138,7 @@ export class ThreadRunWriter implements RunWrites {
    * more CPU per run than it saved (bench/README.md, issue 17, ninth pass).
    */
   insertAhead(row: RunRow, tags: readonly string[]): AheadWrite {
-    const write = prepareRunInsert(this.dialect, row, tags);
+    const write = prepareRunInsert(this.dialect, row, tags, THREAD_FIELDS);
     const doc = 'insert' in write ? write.insert.rows[0]?.doc : undefined;
     const alone = this.ready && !this.closing && !this.waiting.size && !this.outbox.length;
     const settle = alone && typeof doc === 'string' ? this.intents?.record(row, doc, 'start') : undefined;

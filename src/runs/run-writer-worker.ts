@@ -1,8 +1,9 @@
 /**
  * The run writer's thread (runs/run-writer-thread.ts): its own connection to the SQLite file, on
- * which the writes arriving from the HTTP thread (prepared there: encoded, with their search data)
- * run as plain statements (runs/sqlite-run-writes.ts), group-committed. Each write is answered
- * with what it returned or why it failed, as soon as its transaction has committed or not.
+ * which the writes arriving from the HTTP thread (prepared there: encoded, with their search data,
+ * but for a new run's search fields, derived here from its document) run as plain statements
+ * (runs/sqlite-run-writes.ts), group-committed. Each write is answered with what it returned or
+ * why it failed, as soon as its transaction has committed or not.
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { openSqliteHandle } from '../db/sqlite-handle.ts';

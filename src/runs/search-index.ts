@@ -39,17 +39,18 @@ interface IndexDialect {
    * The search data of a document, with the document as this database will hand it back; without
    * `words` (a run that has not ended: no full text yet), its fields alone.
    */
-  searchDoc(doc: Record<string, unknown>, words: boolean): RunSearchDoc;
+  searchDoc(doc: Record<string, unknown>, words: boolean, fields: boolean): RunSearchDoc;
   /**
    * The runs row's search columns followed by `rest` (columns already encoded, none of them a
-   * search column), as one object (`text`: with its full text; undefined: if the stored run has ended).
+   * search column), as one object (`text`: with its full text; undefined: if the stored run has ended;
+   * without `fields`, no `search_fields`: the row has them, or the writer's thread derives them).
    * Written as one literal, computed keys first and `rest` spread last, not `{ ...rest, ...columns }`:
    * in Node 20's V8 an object literal that starts with a spread gets a hidden class of its own,
    * outside the shared transitions, and each key added to it after that makes another one, about
    * 1.4 µs and 0.5 KB of old space per key and per object, which only a full GC frees
    * (bench/README.md, issue 22, seventh pass). The same holds wherever a run's objects are built.
    */
-  withColumns(d: OrreryDialect, s: RunSearchDoc, doc: Record<string, unknown>, text: boolean | undefined, rest: Record<string, unknown>): Record<string, unknown>;
+  withColumns(d: OrreryDialect, s: RunSearchDoc, doc: Record<string, unknown>, text: boolean | undefined, rest: Record<string, unknown>, fields: boolean): Record<string, unknown>;
   /** Full-text row of a run for SQLite's FTS5 table; none for PostgreSQL (its tsvector is a column). */
   fts(s: RunSearchDoc): FtsRow | null;
   /** Inserts the rows (already encoded) with their tags and search data; full text where `fts[i]` is given. */
@@ -78,24 +79,45 @@ interface FieldsSlot {
   parameters: unknown;
   config: unknown;
   source: unknown;
-  fields: SearchFields;
+  /** Undefined until computed here: the writer's thread derived them for the insert (`deferFields`). */
+  fields: SearchFields | undefined;
   json?: { d: OrreryDialect; value: unknown };
+  /** The run whose stored row holds the search fields of these three objects: its updates need not write them again. */
+  storedFor: string | undefined;
 }
 
 const slotOf = (doc: SearchSource): FieldsSlot | undefined => (doc as { [FIELDS_SLOT]?: FieldsSlot })[FIELDS_SLOT];
 
+/** The slot of `doc` if it was made from the objects `doc` holds now. */
+function currentSlot(doc: SearchSource): FieldsSlot | undefined {
+  const hit = slotOf(doc);
+  return hit && hit.parameters === doc.parameters && hit.config === doc.config && hit.source === doc.source ? hit : undefined;
+}
+
+/** The current slot of `doc`, made (without fields) if it has none and can take one. */
+function slotFor(doc: SearchSource): FieldsSlot | undefined {
+  const hit = currentSlot(doc);
+  if (hit || !Object.isExtensible(doc)) return hit;
+  const slot: FieldsSlot = { parameters: doc.parameters, config: doc.config, source: doc.source, fields: undefined, json: undefined, storedFor: undefined };
+  (doc as { [FIELDS_SLOT]?: FieldsSlot })[FIELDS_SLOT] = slot;
+  return slot;
+}
+
 /** runSearchFields of `ordered` (the document, or its copy in the database's key order), kept on `doc`. */
 function fieldsOf(doc: SearchSource, ordered: SearchSource): SearchFields {
-  // Only a slot filled from the objects `doc` holds now.
-  const hit = slotOf(doc);
-  if (hit && hit.parameters === doc.parameters && hit.config === doc.config && hit.source === doc.source) return hit.fields;
+  const slot = slotFor(doc);
+  if (slot?.fields) return slot.fields;
   const fields = runSearchFields(ordered);
-  if (Object.isExtensible(doc)) {
-    const slot: FieldsSlot = { parameters: doc.parameters, config: doc.config, source: doc.source, fields, json: undefined };
-    (doc as { [FIELDS_SLOT]?: FieldsSlot })[FIELDS_SLOT] = slot;
-  }
+  if (slot) slot.fields = fields;
   return fields;
 }
+
+/**
+ * Whether the stored row of run `id` holds the search fields of `doc` already: its insert wrote
+ * (or had the writer's thread derive) the fields of these same three objects, which nothing changes
+ * once a run is written. A run's end then leaves its `search_fields` as they are.
+ */
+const fieldsStored = (doc: SearchSource, id: string): boolean => currentSlot(doc)?.storedFor === id;
 
 /**
  * The `search_fields` column's value, encoded once per document (and kept in its slot). `fields`
@@ -108,11 +130,16 @@ function encodedFields(d: OrreryDialect, doc: SearchSource, fields: SearchFields
   return slot.json.value;
 }
 
-/** The search data of `doc`, computed on `ordered` (the document in the order its database keeps keys). */
-const searchData = (doc: SearchSource, words: boolean, ordered: SearchSource = doc): RunSearchDoc =>
+const NO_FIELDS: SearchFields = Object.freeze({});
+
+/**
+ * The search data of `doc`, computed on `ordered` (the document in the order its database keeps
+ * keys); without `fields`, the words alone (its `fields` are then empty, and not to be written).
+ */
+const searchData = (doc: SearchSource, words: boolean, ordered: SearchSource = doc, fields = true): RunSearchDoc =>
   words
-    ? runSearchDoc(ordered, fieldsOf(doc, ordered))
-    : { promptWords: NO_WORDS, resultWords: NO_WORDS, paramWords: NO_WORDS, fields: fieldsOf(doc, ordered) };
+    ? runSearchDoc(ordered, fields ? fieldsOf(doc, ordered) : NO_FIELDS)
+    : { promptWords: NO_WORDS, resultWords: NO_WORDS, paramWords: NO_WORDS, fields: fields ? fieldsOf(doc, ordered) : NO_FIELDS };
 
 
 const chunks = <T>(xs: readonly T[], n: number): T[][] => {
@@ -157,14 +184,16 @@ async function insertFts(trx: Db, entries: { rowid: number; f: FtsRow }[]): Prom
 }
 
 const sqliteIndex: IndexDialect = {
-  searchDoc: (doc, words) => searchData(doc as SearchSource, words),
-  withColumns: (d, s, doc, _text, rest) => ({
-    search_fields: encodedFields(d, doc as SearchSource, s.fields),
-    interaction_name: nameOf(doc.interaction),
-    environment_name: nameOf(doc.environment),
-    cost_total: costTotalOf(doc.cost),
-    ...rest,
-  }),
+  searchDoc: (doc, words, fields) => searchData(doc as SearchSource, words, doc as SearchSource, fields),
+  withColumns: (d, s, doc, _text, rest, fields) => (fields
+    ? {
+      search_fields: encodedFields(d, doc as SearchSource, s.fields),
+      interaction_name: nameOf(doc.interaction),
+      environment_name: nameOf(doc.environment),
+      cost_total: costTotalOf(doc.cost),
+      ...rest,
+    }
+    : { interaction_name: nameOf(doc.interaction), environment_name: nameOf(doc.environment), cost_total: costTotalOf(doc.cost), ...rest }),
   fts: (s) => ftsRow(s),
   async insert(trx, rows, fts, tags) {
     const { m } = (await sql<{ m: number }>`SELECT COALESCE(MAX(search_rowid), 0) AS m FROM runs`.execute(trx)).rows[0];
@@ -194,11 +223,11 @@ const sqliteIndex: IndexDialect = {
 const postgresIndex: IndexDialect = {
   // jsonb does not keep key order, and the order of parameter strings is the order of the words
   // in runText: index the document in the order PostgreSQL will answer it.
-  searchDoc: (doc, words) => searchData(doc as SearchSource, words, jsonbOrder(doc) as SearchSource),
+  searchDoc: (doc, words, fields) => searchData(doc as SearchSource, words, jsonbOrder(doc) as SearchSource, fields),
   // Undefined `text` (an update that leaves the status as it is): the stored status decides; in
   // an UPDATE's SET, `runs.status` is the row's status before (and so after) the update.
-  withColumns: (d, s, doc, text, rest) => ({
-    search_fields: encodedFields(d, doc as SearchSource, s.fields),
+  withColumns: (d, s, doc, text, rest, fields) => ({
+    search_fields: fields ? encodedFields(d, doc as SearchSource, s.fields) : undefined,
     interaction_name: nameOf(doc.interaction),
     environment_name: nameOf(doc.environment),
     cost_total: costTotalOf(doc.cost),
@@ -242,12 +271,19 @@ const docOfRow = (doc: unknown): Record<string, unknown> => (isObject(doc) ? doc
 
 /**
  * Runs to insert, encoded with their search data and full text: computed by the caller, so that
- * the run writer's thread (runs/run-writer-thread.ts) only executes SQL. Plain data on SQLite.
+ * the run writer's thread (runs/run-writer-thread.ts) executes SQL and little else (it derives the
+ * search fields of `deferred` rows). Plain data on SQLite.
  */
 export interface PreparedInsert {
   rows: Record<string, unknown>[];
   fts: (FtsRow | null)[];
   tags: { run: number; tag: string }[];
+  /**
+   * Rows prepared without `search_fields` (`deferFields`), with their documents: the writer's
+   * thread derives the fields from the `doc` column it writes; any other writer computes them
+   * from these documents first (completeFields).
+   */
+  deferred?: { row: number; doc: SearchSource }[];
 }
 
 /** An update of a run's document with its search data (see prepareUpdate). */
@@ -259,19 +295,41 @@ export interface PreparedUpdate {
   fromStatus?: string;
 }
 
+export interface PrepareInsertOptions {
+  /**
+   * Leave the search fields of runs that have not ended to the writer's thread (SQLite), which
+   * derives them from the document text it receives anyway: they were the largest part of a run's
+   * time on the HTTP thread that the thread can take (bench/README.md, issue 17, sixteenth pass).
+   */
+  deferFields?: boolean;
+}
+
 /** `encode` turns a row into column values (runs/store.ts `encodeRun`). Full text only for runs that have ended. */
-export function prepareInsert(d: OrreryDialect, runs: readonly NewRun[], encode: (row: RunRow) => Record<string, unknown>): PreparedInsert {
+export function prepareInsert(d: OrreryDialect, runs: readonly NewRun[], encode: (row: RunRow) => Record<string, unknown>, options: PrepareInsertOptions = {}): PreparedInsert {
   const index = indexOf(d);
   const rows: Record<string, unknown>[] = [];
   const fts: (FtsRow | null)[] = [];
+  const deferred: { row: number; doc: SearchSource }[] = [];
   for (const { row } of runs) {
     const doc = docOfRow(row.doc);
     const text = hasEnded(row.status);
-    const s = index.searchDoc(doc, text);
-    rows.push(index.withColumns(d, s, doc, text, { expires_at: expiryOf(doc.ttl, row.created_at), ...encode(row) }));
+    const defer = options.deferFields === true && !text && d.name === 'sqlite';
+    const s = index.searchDoc(doc, text, !defer);
+    if (defer) deferred.push({ row: rows.length, doc: doc as SearchSource });
+    rows.push(index.withColumns(d, s, doc, text, { expires_at: expiryOf(doc.ttl, row.created_at), ...encode(row) }, !defer));
     fts.push(text ? index.fts(s) : null);
+    const slot = slotFor(doc as SearchSource);
+    if (slot) slot.storedFor = row.id;
   }
-  return { rows, fts, tags: runs.flatMap(({ tags }, run) => tags.map((tag) => ({ run, tag }))) };
+  return { rows, fts, tags: runs.flatMap(({ tags }, run) => tags.map((tag) => ({ run, tag }))), ...(deferred.length ? { deferred } : {}) };
+}
+
+/** The search fields of rows prepared without them, computed here (a writer other than the thread). */
+function completeFields(d: OrreryDialect, p: PreparedInsert): Record<string, unknown>[] {
+  if (!p.deferred) return p.rows;
+  const rows = [...p.rows];
+  for (const { row, doc } of p.deferred) rows[row] = { search_fields: encodedFields(d, doc, fieldsOf(doc, doc)), ...rows[row] };
+  return rows;
 }
 
 /** `created_at` + `ttl` seconds for a run with a ttl (0019: the retention sweeper deletes it after); null otherwise. */
@@ -285,7 +343,8 @@ export function expiryOf(ttl: unknown, createdAt: string): string | null {
 /** Inserts prepared runs, in the caller's transaction when `db` is one. */
 export async function writeInsert(db: Db, d: OrreryDialect, p: PreparedInsert): Promise<void> {
   if (!p.rows.length) return;
-  await inTransaction(db, (trx) => indexOf(d).insert(trx, p.rows, p.fts, p.tags));
+  const rows = completeFields(d, p);
+  await inTransaction(db, (trx) => indexOf(d).insert(trx, rows, p.fts, p.tags));
 }
 
 /** Inserts runs with their tags and search data, in the caller's transaction when `db` is one. */
@@ -302,9 +361,10 @@ export function prepareUpdate(d: OrreryDialect, id: string, set: Updateable<RunT
   const index = indexOf(d);
   const text = set.status !== undefined ? hasEnded(set.status) : fromStatus !== undefined ? hasEnded(fromStatus) : undefined;
   const newDoc = docOfRow(doc);
-  const s = index.searchDoc(newDoc, text !== false);
+  const fields = !fieldsStored(newDoc as SearchSource, id);
+  const s = index.searchDoc(newDoc, text !== false, fields);
   const fts = text === false ? null : index.fts(s);
-  return { id, set: index.withColumns(d, s, newDoc, text, set), fts, text, ...(fromStatus !== undefined ? { fromStatus } : {}) };
+  return { id, set: index.withColumns(d, s, newDoc, text, set, fields), fts, text, ...(fromStatus !== undefined ? { fromStatus } : {}) };
 }
 
 /** Applies a prepared update, in the caller's transaction when `db` is one; false when no row matched. */

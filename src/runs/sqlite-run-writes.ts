@@ -10,7 +10,8 @@
  */
 import type SQLite from 'better-sqlite3';
 import { hasEnded } from './model.ts';
-import { COLUMN_SEPARATOR, toWire, type WireColumns, type WireFts, type WireTag, type WireWrite } from './run-write-wire.ts';
+import { COLUMN_SEPARATOR, toWire, type WireColumns, type WireFts, type WireRow, type WireTag, type WireWrite } from './run-write-wire.ts';
+import { runSearchFields, type SearchSource } from '../query/lucene-sql/search-doc.ts';
 import type { PreparedRunWrite } from './store.ts';
 
 export type WriteOutcome = { value: boolean } | { error: unknown };
@@ -41,6 +42,17 @@ interface LastStatement {
   statement: SQLite.Statement;
   id: number;
   status: number;
+  doc: number;
+}
+
+/**
+ * The `search_fields` of a run inserted without them (search-index.ts `deferFields`), from its
+ * document's text as the column holds it: what the HTTP thread would have computed from the
+ * document itself, as the document is JSON (test/runs/run-writer-thread.test.ts compares the two).
+ */
+function searchFieldsJson(doc: unknown): string {
+  const parsed: unknown = typeof doc === 'string' ? JSON.parse(doc) : null;
+  return JSON.stringify(runSearchFields(typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed) ? parsed as SearchSource : {}));
 }
 
 /** Where a run's row is: the table's rowid, and the run's `search_rowid` (its full-text rowid). */
@@ -126,14 +138,17 @@ export class SqliteRunWrites {
     return r.changes > 0;
   }
 
-  private insert(rows: readonly WireColumns[], fts: readonly (WireFts | null)[], tags: readonly WireTag[]): boolean {
+  private insert(rows: readonly WireRow[], fts: readonly (WireFts | null)[], tags: readonly WireTag[]): boolean {
     this.nextRowid ??= (this.statement('SELECT COALESCE(MAX(search_rowid), 0) AS m FROM runs').get() as { m: number }).m + 1;
     const m = this.nextRowid - 1;
     this.nextRowid += rows.length;
     const ids: unknown[] = [];
-    rows.forEach(([columns, values], i) => {
-      const s = this.forColumns('insert', columns, (names) => `INSERT INTO runs (${names.map((c) => `"${c}"`).join(', ')}, search_rowid) VALUES (${names.map(() => '?').join(', ')}, ?)`);
-      const r = s.statement.run(...values, m + 1 + i);
+    rows.forEach(([columns, values, derive], i) => {
+      const also = derive ? ', search_fields' : '';
+      const s = this.forColumns(`insert${also}`, columns, (names) => `INSERT INTO runs (${names.map((c) => `"${c}"`).join(', ')}${also}, search_rowid) VALUES (${names.map(() => '?').join(', ')}${derive ? ', ?' : ''}, ?)`);
+      const r = derive
+        ? s.statement.run(...values, searchFieldsJson(values[s.doc]), m + 1 + i)
+        : s.statement.run(...values, m + 1 + i);
       const id = values[s.id];
       ids.push(id);
       if (!hasEnded(values[s.status] as string)) this.remember(id as string, { rowid: Number(r.lastInsertRowid), searchRowid: m + 1 + i });
@@ -189,7 +204,7 @@ export class SqliteRunWrites {
     if (last?.columns === columns) return last;
     const names = columns.split(COLUMN_SEPARATOR);
     for (const c of names) if (!COLUMN.test(c)) throw new Error(`not a run column: ${JSON.stringify(c)}`);
-    const built = { columns, statement: this.statement(sql(names)), id: names.indexOf('id'), status: names.indexOf('status') };
+    const built = { columns, statement: this.statement(sql(names)), id: names.indexOf('id'), status: names.indexOf('status'), doc: names.indexOf('doc') };
     this.last.set(kind, built);
     return built;
   }

@@ -4,7 +4,7 @@ import type { Database, RunTable } from '../db/schema.ts';
 import type { OrreryDialect } from '../db/dialect.ts';
 import type { Scope } from '../auth/principal.ts';
 import type { RunRow } from './model.ts';
-import { prepareInsert, prepareUpdate, writeInsert, writeUpdate, type PreparedInsert, type PreparedUpdate } from './search-index.ts';
+import { prepareInsert, prepareUpdate, writeInsert, writeUpdate, type PrepareInsertOptions, type PreparedInsert, type PreparedUpdate } from './search-index.ts';
 
 export type Db = Kysely<Database>;
 
@@ -29,8 +29,8 @@ export type PreparedRunWrite =
   | { update: PreparedUpdate }
   | { patch: { id: string; set: Record<string, unknown>; fromStatus?: string } };
 
-export const prepareRunInsert = (d: OrreryDialect, row: RunRow, tags: readonly string[]): PreparedRunWrite =>
-  ({ insert: prepareInsert(d, [{ row, tags }], (r) => encodeRun(d, r)) });
+export const prepareRunInsert = (d: OrreryDialect, row: RunRow, tags: readonly string[], options?: PrepareInsertOptions): PreparedRunWrite =>
+  ({ insert: prepareInsert(d, [{ row, tags }], (r) => encodeRun(d, r), options) });
 
 /** With `fromStatus`, the update applies only if the run is still in that status (a claim). */
 export function prepareRunUpdate(d: OrreryDialect, id: string, patch: Updateable<RunTable>, fromStatus?: string): PreparedRunWrite {

@@ -62,17 +62,20 @@ describe('sqlite: the run writer thread', () => {
   };
 
   it('starts no thread before the first write, which goes through the main connection while the thread loads', async () => {
-    const { db, dialect, writer } = await open({ lazy: true });
+    const { db, dialect, writer, find } = await open({ lazy: true });
     assert.equal(workerOf(writer), undefined, 'no thread at start (issue 22: an idle server holds none)');
     const local = countLocal(writer);
     const first = runRow('first');
     await writer.insert(first, []);
     assert.ok(await getRun(db, dialect, SCOPE, first.id), 'committed once insert resolves');
     assert.equal(local.n, 1, 'written through the main connection');
+    // Prepared for the thread, without its search fields: the main connection computes them.
+    assert.deepEqual(await find('parameters.topic:first'), [first.id]);
     assert.ok(workerOf(writer), 'the first write started the thread');
     await writer.started();
     const second = runRow('second');
     await writer.insert(second, []);
+    assert.deepEqual(await find('parameters.topic:second'), [second.id], 'the thread derived its search fields');
     assert.ok(await writer.update(second.id, { status: 'completed', updated_at: nowIso(), executor: null }));
     assert.equal(local.n, 1, 'once the thread is ready, writes go to it');
     assert.equal((await getRun(db, dialect, SCOPE, second.id))?.status, 'completed');

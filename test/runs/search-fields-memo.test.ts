@@ -1,8 +1,9 @@
 /**
  * The search fields a run's insert computed are kept on its document (runs/search-index.ts,
- * FIELDS_SLOT) and reused by the update that ends it; a copy of the document whose parameters,
- * config or source are other objects (a virtual run's child: its own environment and model) must
- * get fields, and their JSON, of its own.
+ * FIELDS_SLOT), with the run whose row holds them: the update that ends that run leaves its
+ * `search_fields` as they are; an update of another run, or with other objects, writes its own.
+ * A copy of the document whose parameters, config or source are other objects (a virtual run's
+ * child: its own environment and model) must get fields, and their JSON, of its own.
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
@@ -21,8 +22,9 @@ const rowOf = (doc: Record<string, unknown>): RunRow => ({
 const parsed = (v: unknown) => (typeof v === 'string' ? JSON.parse(v) : v);
 const fieldsOfInsert = (d: typeof sqliteDialect, row: RunRow) =>
   parsed((prepareRunInsert(d, row, []) as { insert: { rows: Array<Record<string, unknown>> } }).insert.rows[0].search_fields);
-const fieldsOfUpdate = (d: typeof sqliteDialect, id: string, doc: Record<string, unknown>) =>
-  parsed((prepareRunUpdate(d, id, { status: 'completed', doc } as never) as { update: { set: Record<string, unknown> } }).update.set.search_fields);
+const setOfUpdate = (d: typeof sqliteDialect, id: string, doc: Record<string, unknown>) =>
+  (prepareRunUpdate(d, id, { status: 'completed', doc } as never) as { update: { set: Record<string, unknown> } }).update.set;
+const fieldsOfUpdate = (d: typeof sqliteDialect, id: string, doc: Record<string, unknown>) => parsed(setOfUpdate(d, id, doc).search_fields);
 
 for (const d of [sqliteDialect, postgresDialect]) {
   describe(`${d.name}: search fields kept on a run's document`, () => {
@@ -31,8 +33,13 @@ for (const d of [sqliteDialect, postgresDialect]) {
       const row = rowOf(doc);
       const first = fieldsOfInsert(d, row);
       assert.ok(JSON.stringify(first).includes('first-model'));
-      // The end of the same run: a spread of its document, the same objects.
-      assert.deepEqual(fieldsOfUpdate(d, row.id, { ...doc, result: [{ type: 'text', value: 'done' }] }), first);
+      // The end of the same run: a spread of its document, the same objects, whose fields its row holds.
+      const end = setOfUpdate(d, row.id, { ...doc, result: [{ type: 'text', value: 'done' }] });
+      assert.equal(end.search_fields, undefined, 'the row holds these fields already');
+      assert.ok(typeof end.doc === 'string' && end.doc.includes('done'));
+      // The same document written to another run, or this run's with other parameters: fields of their own.
+      assert.deepEqual(fieldsOfUpdate(d, newId(), { ...doc, result: [] }), first);
+      assert.ok(JSON.stringify(fieldsOfUpdate(d, row.id, { ...doc, parameters: { topic: 'tides' } })).includes('tides'));
       // A child: the parent's document spread, with a config of its own.
       const child = { ...doc, config: { model: 'second-model' } };
       const second = fieldsOfInsert(d, rowOf(child));
