@@ -60,8 +60,9 @@ interface Waiting {
  * new run's document parsed for its search fields) and keeps nothing between batches, yet under
  * load V8 grew its young generation to about 14 MB committed (10,000 runs) and kept it until its
  * memory reducer ran, 15-120 s after the load; with 6 MB it stays at 4 MB, about 10 MB less RSS
- * after a load, with no CPU cost shown per run (bench/README.md, issue 22). The old generation keeps V8's default limit: a run's document can be
- * large (test/runs/run-writer-thread.test.ts writes one of 18 MB).
+ * after a load, with no CPU cost shown per run (bench/README.md, issue 22). The old generation
+ * keeps V8's default limit: a run's document can be large (test/runs/run-writer-thread.test.ts
+ * writes one of 18 MB).
  */
 export const WRITER_YOUNG_GENERATION_MB = 6;
 

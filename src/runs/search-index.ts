@@ -36,6 +36,11 @@ const costTotalOf = (cost: unknown): number | null => (isObject(cost) && typeof 
 
 interface IndexDialect {
   /**
+   * Whether a writer may derive a run's search fields from its stored document text (`deferFields`):
+   * SQLite's text keeps the document's key order; PostgreSQL indexes the document in jsonb's order.
+   */
+  readonly fieldsFromText: boolean;
+  /**
    * The search data of a document, with the document as this database will hand it back; without
    * `words` (a run that has not ended: no full text yet), its fields alone.
    */
@@ -184,6 +189,7 @@ async function insertFts(trx: Db, entries: { rowid: number; f: FtsRow }[]): Prom
 }
 
 const sqliteIndex: IndexDialect = {
+  fieldsFromText: true,
   searchDoc: (doc, words, fields) => searchData(doc as SearchSource, words, doc as SearchSource, fields),
   withColumns: (d, s, doc, _text, rest, fields) => (fields
     ? {
@@ -221,6 +227,7 @@ const sqliteIndex: IndexDialect = {
 };
 
 const postgresIndex: IndexDialect = {
+  fieldsFromText: false,
   // jsonb does not keep key order, and the order of parameter strings is the order of the words
   // in runText: index the document in the order PostgreSQL will answer it.
   searchDoc: (doc, words, fields) => searchData(doc as SearchSource, words, jsonbOrder(doc) as SearchSource, fields),
@@ -313,7 +320,7 @@ export function prepareInsert(d: OrreryDialect, runs: readonly NewRun[], encode:
   for (const { row } of runs) {
     const doc = docOfRow(row.doc);
     const text = hasEnded(row.status);
-    const defer = options.deferFields === true && !text && d.name === 'sqlite';
+    const defer = options.deferFields === true && !text && index.fieldsFromText;
     const s = index.searchDoc(doc, text, !defer);
     if (defer) deferred.push({ row: rows.length, doc: doc as SearchSource });
     rows.push(index.withColumns(d, s, doc, text, { expires_at: expiryOf(doc.ttl, row.created_at), ...encode(row) }, !defer));
