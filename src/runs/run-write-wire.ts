@@ -4,8 +4,9 @@
  * the receiving thread internalises each one again (a string-table lookup per key, per row); a
  * run's two writes carry about 50 keys. As arrays, a write cost half as much to send and 43 % as
  * much to receive in a loop (1.1 and 1.6 µs against 2.3 and 3.8, `v8.serialize`), and the thread
- * binds the values in the order they came, without reading them back out of an object; on the
- * whole server the gain was small, 101-110 % of the runs/s (bench/README.md, issue 17, sixteenth pass).
+ * binds the values in the order they came, without reading them back out of an object. On the
+ * whole server the gain was small: 101-110 % of the runs/s (bench/README.md, issue 17, sixteenth
+ * pass).
  *
  * A column list travels as one string (`"id,status,…"`): the thread keys its statements by it.
  */
