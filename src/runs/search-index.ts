@@ -72,9 +72,10 @@ type SearchFields = RunSearchDoc['fields'];
  * A document's search fields (runSearchFields: from its `parameters`, `config` and `source`) and
  * their JSON, kept on the document itself under this symbol, with the three objects they came from.
  * A run's final document is a spread of its first one (runs/service.ts `execute`), which copies the
- * slot and keeps those three objects (nothing changes them in place once a run is written), so the
- * update that ends a run reuses what its insert computed
- * (about 7 % of the HTTP thread's busy time per run, bench/README.md, issue 17). JSON ignores symbol
+ * slot and keeps those three objects (nothing changes them in place once a run is written). The slot
+ * also names the run whose row holds those fields (`storedFor`, set by its insert), so the update
+ * that ends that run leaves `search_fields` as they are, and any other update reuses what was
+ * computed (bench/README.md, issue 17, fourth and sixteenth passes). JSON ignores symbol
  * keys: the slot is never stored nor answered. Not a WeakMap: its table lives in the old space and
  * grew with every run until a mark-compact (4 KB of old space per run, measured).
  */

@@ -11,7 +11,7 @@
 import type SQLite from 'better-sqlite3';
 import { hasEnded } from './model.ts';
 import { COLUMN_SEPARATOR, toWire, type WireColumns, type WireFts, type WireRow, type WireTag, type WireWrite } from './run-write-wire.ts';
-import { runSearchFields, type SearchSource } from '../query/lucene-sql/search-doc.ts';
+import { runSearchFieldsJson } from '../query/lucene-sql/search-doc.ts';
 import type { PreparedRunWrite } from './store.ts';
 
 export type WriteOutcome = { value: boolean } | { error: unknown };
@@ -47,13 +47,10 @@ interface LastStatement {
 
 /**
  * The `search_fields` of a run inserted without them (search-index.ts `deferFields`), from its
- * document's text as the column holds it: what the HTTP thread would have computed from the
- * document itself, as the document is JSON (test/runs/run-writer-thread.test.ts compares the two).
+ * document's text as the column holds it (test/runs/run-writer-thread.test.ts compares them with
+ * what the HTTP thread computes from the document itself).
  */
-function searchFieldsJson(doc: unknown): string {
-  const parsed: unknown = typeof doc === 'string' ? JSON.parse(doc) : null;
-  return JSON.stringify(runSearchFields(typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed) ? parsed as SearchSource : {}));
-}
+const searchFieldsOf = (doc: unknown): string => runSearchFieldsJson(typeof doc === 'string' ? doc : '{}');
 
 /** Where a run's row is: the table's rowid, and the run's `search_rowid` (its full-text rowid). */
 interface RowAt {
@@ -147,7 +144,7 @@ export class SqliteRunWrites {
       const also = derive ? ', search_fields' : '';
       const s = this.forColumns(`insert${also}`, columns, (names) => `INSERT INTO runs (${names.map((c) => `"${c}"`).join(', ')}${also}, search_rowid) VALUES (${names.map(() => '?').join(', ')}${derive ? ', ?' : ''}, ?)`);
       const r = derive
-        ? s.statement.run(...values, searchFieldsJson(values[s.doc]), m + 1 + i)
+        ? s.statement.run(...values, searchFieldsOf(values[s.doc]), m + 1 + i)
         : s.statement.run(...values, m + 1 + i);
       const id = values[s.id];
       ids.push(id);

@@ -86,5 +86,15 @@ export function runSearchFields(doc: SearchSource): RunSearchDoc['fields'] {
   return Object.fromEntries(fields);
 }
 
+/**
+ * runSearchFields of a document given as its JSON text (a stored `doc` column), as JSON text: for a
+ * writer that has the text and not the document (runs/sqlite-run-writes.ts). The document is JSON
+ * already, so these are the fields of the document it was written from.
+ */
+export function runSearchFieldsJson(docText: string): string {
+  const doc: unknown = JSON.parse(docText);
+  return JSON.stringify(runSearchFields(isObject(doc) ? doc : {}));
+}
+
 /** Every word of the run's default text (`runText`), in order. */
 export const allWords = (s: RunSearchDoc): string[] => [...s.promptWords, ...s.resultWords, ...s.paramWords];
