@@ -338,6 +338,9 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
     };
     const sweeper = setInterval(sweep, Math.min(15_000, (config.replicaTimeoutSeconds * 1000) / 2));
     sweeper.unref();
+    // Before the first request: the runs that a stopped process of this host left `processing` are
+    // failed now, not once its heartbeat times out (cluster/replicas.ts knows its process is gone).
+    await runs.sweepLost().catch((err) => app.log.error({ err }, 'lost-run sweeper failed'));
     setImmediate(sweep);
     // Uploads cut off by a crash leave temporary files in the blob folder: swept at start and then
     // as often as they can go stale (an upload in progress writes, so its file is never idle long).

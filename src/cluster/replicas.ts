@@ -2,10 +2,43 @@
  * This server process as a replica: an id, a heartbeat row, and the list of replicas alive. A run
  * records the replica executing it; a run whose replica stopped beating is failed by any other.
  */
+import { readlinkSync } from 'node:fs';
 import { hostname } from 'node:os';
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/schema.ts';
 import { newId, nowIso } from '../db/ids.ts';
+
+/**
+ * This process as `<pid namespace>/<pid>`: a pid means the same process only within one pid
+ * namespace (containers on one host, or sharing its name, each have their own). Undefined off Linux.
+ */
+const THIS_PROCESS: string | null = (() => {
+  try {
+    return `${readlinkSync('/proc/self/ns/pid')}/${process.pid}`;
+  } catch {
+    return null;
+  }
+})();
+
+/**
+ * Whether the process of a replica row of this host is known to have ended: same pid namespace,
+ * and its pid is gone or is this process's own (a container restarted with the same pid).
+ */
+function processGone(recorded: string | null): boolean {
+  if (recorded === null || THIS_PROCESS === null) return false;
+  const cut = recorded.lastIndexOf('/');
+  if (recorded.slice(0, cut) !== THIS_PROCESS.slice(0, THIS_PROCESS.lastIndexOf('/'))) return false;
+  const pid = Number(recorded.slice(cut + 1));
+  if (!Number.isSafeInteger(pid) || pid <= 0) return false;
+  if (pid === process.pid) return true;
+  try {
+    process.kill(pid, 0);
+    return false;
+  } catch (err) {
+    // EPERM: the process exists under another user.
+    return (err as NodeJS.ErrnoException).code === 'ESRCH';
+  }
+}
 
 export class ReplicaRegistry {
   readonly id = newId();
@@ -22,7 +55,7 @@ export class ReplicaRegistry {
 
   async start(): Promise<void> {
     const now = nowIso();
-    await this.db.insertInto('replicas').values({ id: this.id, host: hostname(), started_at: now, heartbeat_at: now }).execute();
+    await this.db.insertInto('replicas').values({ id: this.id, host: hostname(), process: THIS_PROCESS, started_at: now, heartbeat_at: now }).execute();
     this.timer = setInterval(() => void this.beat().catch(() => {}), this.heartbeatMs);
     this.timer.unref();
   }
@@ -31,11 +64,16 @@ export class ReplicaRegistry {
     await this.db.updateTable('replicas').set({ heartbeat_at: nowIso() }).where('id', '=', this.id).execute();
   }
 
-  /** Ids of the replicas that beat recently (this one included). */
+  /**
+   * Ids of the replicas that beat recently (this one included), less those of this host whose
+   * process is gone: a restarted single node need not wait out the timeout to know its previous
+   * process died.
+   */
   async alive(): Promise<Set<string>> {
     const since = new Date(Date.now() - this.timeoutMs).toISOString();
-    const rows = await this.db.selectFrom('replicas').select('id').where('heartbeat_at', '>=', since).execute();
-    return new Set([this.id, ...rows.map((r) => r.id)]);
+    const rows = await this.db.selectFrom('replicas').select(['id', 'host', 'process']).where('heartbeat_at', '>=', since).execute();
+    const host = hostname();
+    return new Set([this.id, ...rows.filter((r) => r.host !== host || !processGone(r.process)).map((r) => r.id)]);
   }
 
   /** Forgets replicas dead for a long time, so the table stays small. */

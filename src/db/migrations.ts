@@ -29,6 +29,7 @@ import * as m0021 from './migrations/0021-vector-graphs.ts';
 import * as m0022 from './migrations/0022-import-links.ts';
 import * as m0023 from './migrations/0023-inflight-indexes.ts';
 import * as m0024 from './migrations/0024-ascending-run-indexes.ts';
+import * as m0025 from './migrations/0025-replica-pid.ts';
 
 type Step = { up: (db: Kysely<any>, dialect: DialectName) => Promise<void> };
 
@@ -57,6 +58,7 @@ const steps: Record<string, Step> = {
   '0022_import_links': m0022,
   '0023_inflight_indexes': m0023,
   '0024_ascending_run_indexes': m0024,
+  '0025_replica_pid': m0025,
 };
 
 export class OrreryMigrations implements MigrationProvider {

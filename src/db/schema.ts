@@ -184,6 +184,8 @@ export interface ReplicaTable {
   host: string;
   started_at: string;
   heartbeat_at: string;
+  /** `<pid namespace>/<pid>` of the replica's process on `host`; NULL where unknown (cluster/replicas.ts). */
+  process: string | null;
 }
 
 export interface RunChunkTable {
