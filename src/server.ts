@@ -330,14 +330,17 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
     };
     const retentionSweeper = setInterval(sweepRetention, config.retentionSweepSeconds * 1000);
     retentionSweeper.unref();
+    const sweepLost = () => void runs.sweepLost().catch((err) => app.log.error({ err }, 'lost-run sweeper failed'));
     const sweep = () => {
       runs.sweepUnconsumed().catch((err) => app.log.error({ err }, 'stream sweeper failed'));
-      runs.sweepLost().catch((err) => app.log.error({ err }, 'lost-run sweeper failed'));
       runs.sweepChunks().catch((err) => app.log.error({ err }, 'chunk sweeper failed'));
       runs.sweepCache().catch((err) => app.log.error({ err }, 'result cache sweeper failed'));
     };
     const sweeper = setInterval(sweep, Math.min(15_000, (config.replicaTimeoutSeconds * 1000) / 2));
     sweeper.unref();
+    // Every heartbeat: a dead replica's runs fail within ORRERY_REPLICA_TIMEOUT (cluster/replicas.ts).
+    const lostSweeper = setInterval(sweepLost, replica.heartbeatMs);
+    lostSweeper.unref();
     // Before the first request: the runs that a stopped process of this host left `processing` are
     // failed now, not once its heartbeat times out (cluster/replicas.ts knows its process is gone).
     await runs.sweepLost().catch((err) => app.log.error({ err }, 'lost-run sweeper failed'));
@@ -369,6 +372,7 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
     app.addHook('onClose', async () => {
       clearInterval(idleCloser);
       clearInterval(sweeper);
+      clearInterval(lostSweeper);
       clearInterval(uploadSweeper);
       clearInterval(retentionSweeper);
       const deadline = Date.now() + config.shutdownTimeoutSeconds * 1000;

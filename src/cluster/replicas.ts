@@ -44,13 +44,19 @@ export class ReplicaRegistry {
   readonly id = newId();
   private timer: NodeJS.Timeout | undefined;
   /** Six beats per timeout: a replica is declared dead only after several missed beats. */
-  private readonly heartbeatMs: number;
+  readonly heartbeatMs: number;
+  /**
+   * How long without a beat makes a replica dead: two beats short of the timeout, so that a sweep
+   * every beat fails its runs (and closes their followers) within ORRERY_REPLICA_TIMEOUT.
+   */
+  readonly deadAfterMs: number;
 
   constructor(
     private readonly db: Kysely<Database>,
     private readonly timeoutMs = 30_000,
   ) {
     this.heartbeatMs = Math.max(250, Math.floor(timeoutMs / 6));
+    this.deadAfterMs = Math.max(this.heartbeatMs * 2, timeoutMs - 2 * this.heartbeatMs);
   }
 
   async start(): Promise<void> {
@@ -70,7 +76,7 @@ export class ReplicaRegistry {
    * process died.
    */
   async alive(): Promise<Set<string>> {
-    const since = new Date(Date.now() - this.timeoutMs).toISOString();
+    const since = new Date(Date.now() - this.deadAfterMs).toISOString();
     const rows = await this.db.selectFrom('replicas').select(['id', 'host', 'process']).where('heartbeat_at', '>=', since).execute();
     const host = hostname();
     return new Set([this.id, ...rows.filter((r) => r.host !== host || !processGone(r.process)).map((r) => r.id)]);
