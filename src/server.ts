@@ -48,6 +48,7 @@ import { RunExporter } from './runs/export.ts';
 import { RunRefSchema, RunSchema } from './runs/schemas.ts';
 import { usableCores } from './util/cpu-quota.ts';
 import { join } from 'node:path';
+import { assertFreeDisk } from './util/free-disk.ts';
 import { LocalBlobStore } from './blobs/local-store.ts';
 import type { BlobStore } from './blobs/blob-store.ts';
 import { UrlSigner } from './blobs/url-signer.ts';
@@ -224,6 +225,8 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
     const similarity = new ObjectSimilarity(db, listing, embeddings, config.vectorExactThreshold);
     /** Checks behind GET /ready; features with an external dependency (blob storage) add theirs. */
     const readiness: Array<() => Promise<unknown>> = [() => sql`SELECT 1`.execute(db), () => blobs.check()];
+    // The data folder holds the SQLite database, local blobs or intent logs: a full disk fails writes.
+    if (database.file || !config.blobUrl) readiness.push(() => assertFreeDisk(config.dataDir, config.minFreeDiskBytes));
     let draining = false;
 
     const app = Fastify({

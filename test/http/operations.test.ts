@@ -36,6 +36,20 @@ for (const dialect of TEST_DIALECTS) {
       }
     });
 
+    it('fails /ready with 503 when the data folder\'s disk has less free space than ORRERY_MIN_FREE_DISK', async () => {
+      // No disk here is a petabyte free: the bound stands for a full disk.
+      const full = await startTestServer(dialect, { minFreeDiskBytes: 2 ** 50 });
+      try {
+        const r = await full.api('GET', '/ready', undefined, null);
+        assert.equal(r.status, 503);
+        assert.equal(r.body.error, 'not_ready');
+        assert.match(r.body.message, /ORRERY_MIN_FREE_DISK/);
+        assert.equal((await full.api('GET', '/health', undefined, null)).status, 200, 'still alive: only readiness fails');
+      } finally {
+        await full.close();
+      }
+    });
+
     it('exports Prometheus metrics behind ORRERY_METRICS_TOKEN', async () => {
       const seeded = await seedEcho(srv);
       await srv.api('POST', '/api/v1/runs', { interaction: seeded.interaction.id, data: { text: 'x' } });
