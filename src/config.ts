@@ -192,7 +192,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     templateCpuMs: overrides.templateCpuMs ?? int(env, 'ORRERY_TEMPLATE_CPU_MS', 1000, 10, 60_000),
     templateMemoryBytes: overrides.templateMemoryBytes ?? byteSize(env, 'ORRERY_TEMPLATE_MEMORY', 64 * 1024 ** 2),
     templateMaxOutput: overrides.templateMaxOutput ?? int(env, 'ORRERY_TEMPLATE_MAX_OUTPUT', 1_048_576, 1, 100 * 1024 * 1024),
-    templateWorkers: overrides.templateWorkers ?? int(env, 'ORRERY_TEMPLATE_WORKERS', 1, 1, 64),
+    templateWorkers: overrides.templateWorkers ?? int(env, 'ORRERY_TEMPLATE_WORKERS', 2, 1, 64),
   };
   egressPolicyOf(config); // a bad ORRERY_EGRESS stops the start with its message
   if (config.secret !== undefined && config.secret.length < 16) {

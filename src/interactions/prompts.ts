@@ -247,23 +247,24 @@ export class PromptService {
    */
   async render(p: Principal, id: string, variables: unknown, model?: string): Promise<{ id: string; name: string; role: PromptRole; content_type: ContentType; rendered: string }> {
     const prompt = this.toDto(await this.row(p, id));
-    const rendered = await this.renderText({ name: prompt.name, content_type: prompt.content_type, content: prompt.content, inputSchema: prompt.inputSchema }, variables, model);
+    const rendered = await this.renderText(p, { name: prompt.name, content_type: prompt.content_type, content: prompt.content, inputSchema: prompt.inputSchema }, variables, model);
     return { id: prompt.id, name: prompt.name, role: prompt.role, content_type: prompt.content_type, rendered };
   }
 
   /** A template that is not saved (the console's playground): the same rendering, the same bounds. */
   async renderDraft(
+    p: Principal,
     input: { content: string; content_type: ContentType; role?: PromptRole; name?: string; inputSchema?: Record<string, unknown> | null; data?: Record<string, unknown> },
     model?: string,
   ): Promise<{ name: string; role: PromptRole; content_type: ContentType; rendered: string }> {
     const name = input.name ?? 'draft';
-    const rendered = await this.renderText({ name, content_type: input.content_type, content: input.content, inputSchema: input.inputSchema ?? null }, input.data, model);
+    const rendered = await this.renderText(p, { name, content_type: input.content_type, content: input.content, inputSchema: input.inputSchema ?? null }, input.data, model);
     return { name, role: input.role ?? 'user', content_type: input.content_type, rendered };
   }
 
-  private async renderText(template: { name: string; content_type: ContentType; content: string; inputSchema: Record<string, unknown> | null | undefined }, variables: unknown, model?: string): Promise<string> {
+  private async renderText(p: Principal, template: { name: string; content_type: ContentType; content: string; inputSchema: Record<string, unknown> | null | undefined }, variables: unknown, model?: string): Promise<string> {
     try {
-      return await this.templates.render(template as never, variables ?? {}, model ?? '');
+      return await this.templates.render(template as never, variables ?? {}, model ?? '', p.project.id);
     } catch (err) {
       if (err instanceof TemplateError) {
         throw new OrreryError(templateErrorCode(err), 400, err.message, err.position ? { line: err.position.line, column: err.position.column } : undefined);

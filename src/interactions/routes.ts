@@ -74,7 +74,7 @@ export const interactionRoutes: FastifyPluginAsyncTypebox<{
       body: PromptDraftRenderBody,
       response: { 200: PromptDraftRenderSchema, ...errorResponses(400, 401) },
     },
-  }, (req) => prompts.renderDraft(req.body as never, req.query.model));
+  }, (req) => prompts.renderDraft(principalOf(req), req.body as never, req.query.model));
   app.post('/prompts/:id/render', {
     schema: {
       tags: ['prompts'],

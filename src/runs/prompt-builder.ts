@@ -32,15 +32,15 @@ export function validateInput(interaction: InteractionDto, data: unknown): void 
 /**
  * The interaction's template segments rendered with the run's data (and its model, jst's
  * `_model`) into chat messages. A template that fails throws its TemplateError: the run service
- * records the run as failed with it.
+ * records the run as failed with it. `tenant` (the project) takes its turn in the template workers.
  */
-export async function buildMessages(templates: TemplateEngine, interaction: InteractionDto, data: unknown, model: string): Promise<ChatMessage[]> {
+export async function buildMessages(templates: TemplateEngine, interaction: InteractionDto, data: unknown, model: string, tenant: string): Promise<ChatMessage[]> {
   const messages: ChatMessage[] = [];
   for (const segment of interaction.prompts) {
     if (segment.type !== 'template' || !segment.template) continue; // `chat` marks conversation history: none yet
     const role = CHAT_ROLE[segment.template.role];
     if (!role) continue;
-    messages.push({ role, content: await templates.render(segment.template, data ?? {}, model) });
+    messages.push({ role, content: await templates.render(segment.template, data ?? {}, model, tenant) });
   }
   if (!messages.length) {
     throw new BadRequest(`interaction "${interaction.name}" has no prompt template to render; add one to its prompts`);

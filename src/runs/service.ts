@@ -255,7 +255,7 @@ export class RunService {
     let messages: ChatMessage[] = [];
     let templateFailure: RunError | undefined;
     try {
-      messages = await buildMessages(this.templates, interaction, input.data, model);
+      messages = await buildMessages(this.templates, interaction, input.data, model, p.project.id);
     } catch (err) {
       if (!(err instanceof TemplateError)) throw err;
       templateFailure = { code: templateErrorCode(err), message: err.message, ...(err.position ? { data: { line: err.position.line, column: err.position.column } } : {}) };

@@ -74,22 +74,23 @@ export class TemplateEngine {
   async validate(t: PromptTemplateSource): Promise<void> {
     await this.named(t, async () => {
       checkTemplateBounds(t.content_type, t.content);
-      if (t.content_type === 'handlebars') await this.compiledHandlebars(t.content);
+      // Compiles are short and bounded by size: writes of every project share one turn.
+      if (t.content_type === 'handlebars') await this.compiledHandlebars(t.content, '');
       else if (t.content_type === 'jst') checkIdentifiers(analyzeJst(t.content), schemaPropertyNames(t.inputSchema));
       else if (t.content_type !== 'text') throw unknownType(t.content_type);
     });
   }
 
   /** The prompt text for `data`; a TemplateError names the template, the kind and the position. */
-  async render(t: PromptTemplateSource, data: unknown, model = ''): Promise<string> {
+  async render(t: PromptTemplateSource, data: unknown, model = '', tenant = ''): Promise<string> {
     return this.named(t, async () => {
       switch (t.content_type) {
         case 'text':
           return t.content;
         case 'handlebars':
-          return (await this.compiledHandlebars(t.content)).render(data ?? {}, this.limits);
+          return (await this.compiledHandlebars(t.content, tenant)).render(data ?? {}, this.limits);
         case 'jst':
-          return fromOutcome(await this.pool.render(this.compiledJst(t), isObject(data) ? data : {}, model));
+          return fromOutcome(await this.pool.render(this.compiledJst(t), isObject(data) ? data : {}, model, tenant));
         default:
           throw unknownType(t.content_type);
       }
@@ -110,11 +111,11 @@ export class TemplateEngine {
     }
   }
 
-  private compiledHandlebars(content: string): Promise<CompiledHandlebars> {
+  private compiledHandlebars(content: string, tenant: string): Promise<CompiledHandlebars> {
     let compiled = this.handlebars.get(content);
     if (!compiled) {
       checkTemplateBounds('handlebars', content);
-      compiled = this.pool.compileHandlebars(content).then((outcome) => instantiateHandlebars(fromOutcome(outcome)));
+      compiled = this.pool.compileHandlebars(content, tenant).then((outcome) => instantiateHandlebars(fromOutcome(outcome)));
       // A failed compile is not kept: the next use reports it again (and a worker failure heals).
       compiled.catch(() => this.handlebars.delete(content));
       this.handlebars.set(content, compiled);

@@ -4,8 +4,11 @@
  * a hostile template burns its CPU budget in a worker while every other request is served.
  *
  * Threads start on first use, up to the pool's size, end after IDLE_END_MS without a task (an
- * idle server gives their memory back), and take one task at a time from one queue, so each
- * task's watchdog times that task alone: the sandbox interrupts JavaScript at its CPU budget,
+ * idle server gives their memory back), and take one task at a time, so each task's watchdog
+ * times that task alone. Tasks wait in a queue served project by project in turn, and a project
+ * keeps at most `size - 1` threads busy (one with a pool of one), so that with two or more
+ * threads a project looping its templates at their CPU bound slows itself, never another
+ * project (util/fair-queue.ts). The sandbox interrupts JavaScript at its CPU budget,
  * and a thread still silent a second later (a long built-in call such as a huge `repeat`, which
  * QuickJS cannot interrupt) is terminated and replaced.
  */
@@ -13,6 +16,7 @@ import { Worker } from 'node:worker_threads';
 import { BOOT, workerEntry } from '../../workers/entry.ts';
 import type { CompileRequest, RenderOutcome, SandboxLimits } from './jst-sandbox.ts';
 import type { TemplateTask, TemplateWorkerData, WorkerMessage } from './protocol.ts';
+import { FairQueue } from '../../util/fair-queue.ts';
 
 const ENTRY = workerEntry('./template-worker', import.meta.url);
 /** Time on top of the CPU budget before a silent thread is terminated. */
@@ -21,6 +25,7 @@ const WATCHDOG_MARGIN_MS = 1000;
 const IDLE_END_MS = 30_000;
 
 interface Queued {
+  tenant: string;
   task: TemplateTask;
   resolve: (o: RenderOutcome) => void;
 }
@@ -48,42 +53,61 @@ export class TemplatePool {
   get threadCount(): number {
     return this.threads.size;
   }
-  private readonly queue: Queued[] = [];
+  private readonly queue = new FairQueue<Queued>();
+  /** Busy threads per tenant. */
+  private readonly busyOf = new Map<string, number>();
   private closed = false;
 
   constructor(private readonly opts: TemplatePoolOptions) {}
 
   /** Renders a jst template with `data` (a JSON-able object) for the run's model. */
-  render(template: CompileRequest, data: unknown, model: string): Promise<RenderOutcome> {
-    return this.send({ id: nextId++, jst: template, data: JSON.stringify(data ?? {}), model });
+  render(template: CompileRequest, data: unknown, model: string, tenant = ''): Promise<RenderOutcome> {
+    return this.send(tenant, { id: nextId++, jst: template, data: JSON.stringify(data ?? {}), model });
   }
 
   /** Handlebars' precompiled spec of a template (the outcome's text), or its syntax error. */
-  compileHandlebars(content: string): Promise<RenderOutcome> {
-    return this.send({ id: nextId++, handlebars: content });
+  compileHandlebars(content: string, tenant = ''): Promise<RenderOutcome> {
+    return this.send(tenant, { id: nextId++, handlebars: content });
   }
 
   async close(): Promise<void> {
     this.closed = true;
-    for (const q of this.queue.splice(0)) q.resolve(shutDown());
+    for (const q of this.queue.drain()) q.resolve(shutDown());
     await Promise.all([...this.threads].map((t) => this.end(t, shutDown())));
   }
 
-  private send(task: TemplateTask): Promise<RenderOutcome> {
+  private send(tenant: string, task: TemplateTask): Promise<RenderOutcome> {
     if (this.closed) return Promise.resolve(shutDown());
     return new Promise<RenderOutcome>((resolve) => {
-      this.queue.push({ task, resolve });
+      this.queue.push(tenant, { tenant, task, resolve });
       this.dispatch();
     });
   }
 
+  /** A tenant may take a free thread while it holds fewer than all but one of them. */
+  private readonly mayStart = (tenant: string): boolean => (this.busyOf.get(tenant) ?? 0) < Math.max(1, this.opts.size - 1);
+
   private dispatch(): void {
     for (const thread of this.threads) {
       if (!this.queue.length) return;
-      if (thread.ready && !thread.busy) this.start(thread, this.queue.shift()!);
+      if (!thread.ready || thread.busy) continue;
+      const next = this.queue.shift(this.mayStart);
+      if (!next) break;
+      this.start(thread, next.item);
     }
     const booting = [...this.threads].filter((t) => !t.ready).length;
     if (this.queue.length > booting && this.threads.size < this.opts.size) this.spawn();
+  }
+
+  private done(thread: Thread): Queued | null {
+    const busy = thread.busy;
+    if (!busy) return null;
+    thread.busy = null;
+    clearTimeout(busy.timer);
+    const n = (this.busyOf.get(busy.tenant) ?? 1) - 1;
+    if (n > 0) this.busyOf.set(busy.tenant, n);
+    else this.busyOf.delete(busy.tenant);
+    return busy;
   }
 
   private start(thread: Thread, queued: Queued): void {
@@ -92,6 +116,7 @@ export class TemplatePool {
       void this.end(thread, { ok: false, kind: 'timeout', message: `the template ran longer than ${this.opts.limits.cpuMs} ms (its sandbox was stopped)` });
     }, limit);
     thread.busy = { ...queued, timer };
+    this.busyOf.set(queued.tenant, (this.busyOf.get(queued.tenant) ?? 0) + 1);
     if (thread.idle) clearTimeout(thread.idle);
     thread.idle = null;
     thread.worker.ref();
@@ -107,9 +132,7 @@ export class TemplatePool {
     worker.on('message', (m: WorkerMessage) => {
       if ('ready' in m) thread.ready = true;
       else if (thread.busy && thread.busy.task.id === m.id) {
-        const done = thread.busy;
-        thread.busy = null;
-        clearTimeout(done.timer);
+        const done = this.done(thread)!;
         worker.unref();
         done.resolve(m.outcome);
       }
@@ -131,11 +154,7 @@ export class TemplatePool {
     if (!this.threads.delete(thread)) return;
     if (thread.idle) clearTimeout(thread.idle);
     thread.idle = null;
-    if (thread.busy) {
-      clearTimeout(thread.busy.timer);
-      thread.busy.resolve(outcome);
-      thread.busy = null;
-    }
+    this.done(thread)?.resolve(outcome);
     await thread.worker.terminate().catch(() => {});
     if (!this.closed) this.dispatch();
   }
