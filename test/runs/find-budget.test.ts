@@ -1,0 +1,56 @@
+/**
+ * The cost budget of find queries: a query with more JSON-field conditions than
+ * FIND_LIMITS.jsonConditions is refused with a 400 before any SQL runs (runs/find,
+ * objects/find, objects/count), a query within the bound still answers, and the server keeps
+ * answering another project afterwards.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { FIND_LIMITS } from '../../src/query/find/ast.ts';
+import { TEST_DIALECTS, seedEcho, startTestServer, type TestServer } from '../support/server.ts';
+
+const manyOr = (n: number, field: string) => ({ $or: Array.from({ length: n }, (_, i) => ({ [`${field}.k${i}`]: `v${i}` })) });
+
+for (const dialect of TEST_DIALECTS) {
+  describe(`${dialect}: find query budget`, () => {
+    let srv: TestServer;
+    let runId: string;
+    let otherKey: string;
+
+    before(async () => {
+      srv = await startTestServer(dialect);
+      const ix = await seedEcho(srv, { name: 'Budget echo' });
+      // A document a few hundred KB large: each JSON scan re-reads it.
+      const r = await srv.api('POST', '/api/v1/runs', { interaction: ix.interaction.id, data: { text: 'x'.repeat(300_000), k3: 'v3' } });
+      assert.equal(r.status, 200, JSON.stringify(r.body));
+      runId = r.body.id;
+      const project = await srv.api('POST', '/api/v1/projects', { name: 'Bystander' });
+      const key = await srv.api('POST', '/api/v1/apikeys', { name: 'bystander', project: project.body.id });
+      otherKey = key.body.value;
+    });
+    after(() => srv.close());
+
+    it('refuses past the bound with a 400 naming it, on runs/find, objects/find and objects/count', async () => {
+      const over = FIND_LIMITS.jsonConditions + 1;
+      for (const [path, field] of [['/api/v1/runs/find', 'parameters'], ['/api/v1/objects/find', 'properties'], ['/api/v1/objects/count', 'properties']]) {
+        const r = await srv.api('POST', path, { query: manyOr(over, field) });
+        assert.equal(r.status, 400, `${path} ${JSON.stringify(r.body)}`);
+        assert.equal(r.body.error, 'query_too_costly');
+        assert.equal(r.body.status, 400);
+        assert.match(r.body.message, new RegExp(`more than ${FIND_LIMITS.jsonConditions} conditions on JSON fields`));
+      }
+      // Nested fan-out counts too: $and of $or, each within the bound alone.
+      const half = Math.ceil(over / 2);
+      const nested = { $and: [manyOr(half, 'parameters'), { $nor: manyOr(half, 'parameters').$or }] };
+      assert.equal((await srv.api('POST', '/api/v1/runs/find', { query: nested })).status, 400);
+    });
+
+    it('answers a query within the bound, and another project afterwards', async () => {
+      const r = await srv.api('POST', '/api/v1/runs/find', { query: manyOr(FIND_LIMITS.jsonConditions, 'parameters') });
+      assert.equal(r.status, 200, JSON.stringify(r.body));
+      assert.deepEqual(r.body.map((x: { id: string }) => x.id), [runId]);
+      const list = await srv.api('GET', '/api/v1/runs', undefined, otherKey);
+      assert.equal(list.status, 200, JSON.stringify(list.body));
+    });
+  });
+}
