@@ -54,3 +54,39 @@ for (const dialect of TEST_DIALECTS) {
     });
   });
 }
+
+// PostgreSQL cancels a find past ORRERY_QUERY_TIMEOUT; the answer is a 422 naming it, not a 500.
+if (TEST_DIALECTS.includes('postgres')) {
+  describe('postgres: find statement timeout', () => {
+    let srv: TestServer;
+    let otherKey: string;
+
+    before(async () => {
+      // 1 ms: far less than 32 scans of a multi-megabyte document take, whatever the machine.
+      srv = await startTestServer('postgres', { queryTimeoutMs: 1 });
+      const ix = await seedEcho(srv, { name: 'Timeout echo' });
+      const big = { text: 'x'.repeat(4_000_000), k3: 'v3' };
+      for (const path of ['/api/v1/runs', '/api/v1/objects']) {
+        const body = path === '/api/v1/runs' ? { interaction: ix.interaction.id, data: big } : { name: 'big', properties: big };
+        const r = await srv.api('POST', path, body);
+        // The echo model may refuse a prompt this large; the failed run is stored all the same.
+        assert.ok(r.status === 200 || r.body.run?.status === 'failed', JSON.stringify(r.body).slice(0, 500));
+      }
+      const project = await srv.api('POST', '/api/v1/projects', { name: 'Bystander' });
+      otherKey = (await srv.api('POST', '/api/v1/apikeys', { name: 'bystander', project: project.body.id })).body.value;
+    });
+    after(() => srv.close());
+
+    it('answers 422 query_timeout on runs/find, objects/find and objects/count, then serves another project', async () => {
+      for (const [path, field] of [['/api/v1/runs/find', 'parameters'], ['/api/v1/objects/find', 'properties'], ['/api/v1/objects/count', 'properties']]) {
+        const r = await srv.api('POST', path, { query: manyOr(FIND_LIMITS.jsonConditions, field) });
+        assert.equal(r.status, 422, `${path} ${JSON.stringify(r.body)}`);
+        assert.equal(r.body.error, 'query_timeout');
+        assert.equal(r.body.status, 422);
+        assert.match(r.body.message, /ORRERY_QUERY_TIMEOUT/);
+      }
+      const list = await srv.api('GET', '/api/v1/runs', undefined, otherKey);
+      assert.equal(list.status, 200, JSON.stringify(list.body));
+    });
+  });
+}
