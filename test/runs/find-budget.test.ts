@@ -1,8 +1,9 @@
 /**
  * The cost budget of find queries: a query with more JSON-field conditions than
  * FIND_LIMITS.jsonConditions is refused with a 400 before any SQL runs (runs/find,
- * objects/find, objects/count), a query within the bound still answers, and the server keeps
- * answering another project afterwards.
+ * objects/find, objects/count, dynamic collections), a query within the bound still answers, and
+ * the server keeps answering another project afterwards; on PostgreSQL a find past
+ * ORRERY_QUERY_TIMEOUT is cancelled with a 422.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
@@ -30,7 +31,7 @@ for (const dialect of TEST_DIALECTS) {
     });
     after(() => srv.close());
 
-    it('refuses past the bound with a 400 naming it, on runs/find, objects/find and objects/count', async () => {
+    it('refuses past the bound with a 400 naming it, on runs/find, objects/find, objects/count and dynamic collections', async () => {
       const over = FIND_LIMITS.jsonConditions + 1;
       for (const [path, field] of [['/api/v1/runs/find', 'parameters'], ['/api/v1/objects/find', 'properties'], ['/api/v1/objects/count', 'properties']]) {
         const r = await srv.api('POST', path, { query: manyOr(over, field) });
@@ -39,6 +40,12 @@ for (const dialect of TEST_DIALECTS) {
         assert.equal(r.body.status, 400);
         assert.match(r.body.message, new RegExp(`more than ${FIND_LIMITS.jsonConditions} conditions on JSON fields`));
       }
+      // A dynamic collection's query is compiled when it is saved, and refused the same way.
+      const col = await srv.api('POST', '/api/v1/collections', { name: 'Costly', dynamic: true, query: manyOr(over, 'properties') });
+      assert.equal(col.status, 400, JSON.stringify(col.body));
+      assert.equal(col.body.error, 'query_too_costly');
+      const ok = await srv.api('POST', '/api/v1/collections', { name: 'Within', dynamic: true, query: manyOr(FIND_LIMITS.jsonConditions, 'properties') });
+      assert.equal(ok.status, 200, JSON.stringify(ok.body));
       // Nested fan-out counts too: $and of $or, each within the bound alone.
       const half = Math.ceil(over / 2);
       const nested = { $and: [manyOr(half, 'parameters'), { $nor: manyOr(half, 'parameters').$or }] };
