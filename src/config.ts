@@ -59,6 +59,8 @@ export interface Config {
   jobMaxAttempts: number;
   /** Longest wait of GET …/renditions/:format?block_on_generation=true, in milliseconds. */
   renditionWaitMs: number;
+  /** PostgreSQL statement timeout of find queries (ORRERY_QUERY_TIMEOUT, seconds; db/read-budget.ts). */
+  queryTimeoutMs: number;
   /** jst: CPU time of one render, in ms. */
   templateCpuMs: number;
   /** jst: memory of one render, in bytes. */
@@ -182,6 +184,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     jobLeaseMs: overrides.jobLeaseMs ?? seconds(env, 'ORRERY_JOB_LEASE', 60, 0.1),
     jobMaxAttempts: overrides.jobMaxAttempts ?? int(env, 'ORRERY_JOB_ATTEMPTS', 5, 1, 100),
     renditionWaitMs: overrides.renditionWaitMs ?? seconds(env, 'ORRERY_RENDITION_WAIT', 30, 0, 600),
+    queryTimeoutMs: overrides.queryTimeoutMs ?? seconds(env, 'ORRERY_QUERY_TIMEOUT', 5, 0.001, 3600),
     vectorExactThreshold: overrides.vectorExactThreshold ?? int(env, 'ORRERY_VECTOR_EXACT_THRESHOLD', 10_000, 1, 1_000_000),
     vectorEfSearch: overrides.vectorEfSearch ?? int(env, 'ORRERY_VECTOR_EF_SEARCH', 128, 10, 4096),
     vectorScalar: overrides.vectorScalar ?? vectorScalar(env),

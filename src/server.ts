@@ -210,7 +210,7 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
     });
     const renditions = new RenditionService({ db, dialect, blobs, pipeline: content, waitMs: config.renditionWaitMs });
     const objectTypes = new ObjectTypeService(db, dialect, audit);
-    const listing = new ObjectListing(db, dialect, objectTypes, embeddings);
+    const listing = new ObjectListing(db, dialect, objectTypes, embeddings, config.queryTimeoutMs);
     const exporter = new ObjectExporter(db, dialect, objectTypes, listing);
     const objects = new ObjectService({
       db, dialect, blobs, types: objectTypes, processing: content, renditions, audit,
@@ -303,7 +303,7 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
         installRunReadBarrier(authed, runs);
         await authed.register(authRoutes, { auth });
         await authed.register(interactionRoutes, { environments, prompts, interactions });
-        await authed.register(runRoutes, { runs, finder: new RunFinder(db, dialect), metrics, exporter: new RunExporter(db, dialect) });
+        await authed.register(runRoutes, { runs, finder: new RunFinder(db, dialect, config.queryTimeoutMs), metrics, exporter: new RunExporter(db, dialect) });
         await authed.register(analyticsRoutes, { analytics: new AnalyticsService(db, dialect, environments) });
         await authed.register(objectRoutes, { objects, listing, exporter, types: objectTypes, blobs, similarity });
         await authed.register(embeddingRoutes, { embeddings, configure: (p, settings) => auth.updateProject(p, p.project.id, { embeddings: settings }) });

@@ -8,6 +8,7 @@ import { expressionBuilder, sql, type Expression, type Kysely, type RawBuilder, 
 import type { Database } from '../db/schema.ts';
 import { jsonFindSql, jsonSql, type JsonFindSql, type JsonSql } from '../db/json-sql.ts';
 import type { OrreryDialect } from '../db/dialect.ts';
+import { boundedRead } from '../db/read-budget.ts';
 import { scopeOf, type Principal, type Scope } from '../auth/principal.ts';
 import { BadRequest } from '../http/errors.ts';
 import { setOwn } from '../util/own.ts';
@@ -68,6 +69,8 @@ export class ObjectListing {
     private readonly types: ObjectTypeService,
     /** The `embeddings` field (src/embeddings); without it the field is always `{}`. */
     private readonly embeddings?: ObjectEmbeddingsReader,
+    /** Budget of one find or count on PostgreSQL (config.queryTimeoutMs). */
+    private readonly queryTimeoutMs = 5000,
   ) {
     this.json = jsonSql(dialect.name);
     this.order = jsonFindSql(dialect.name);
@@ -100,12 +103,12 @@ export class ObjectListing {
   async find(p: Principal, q: { query: Record<string, unknown> } & Page & { select?: string }): Promise<Partial<ObjectRecord>[]> {
     const s = scopeOf(p);
     const projection = parseSelect(q.select);
-    const rows = await objectsIn(this.db, s)
+    const rows = await boundedRead(this.db, this.dialect, this.queryTimeoutMs, (db) => objectsIn(db, s)
       .select(columnsFor(projection.hidden))
       .where((eb) => filterCondition(eb, { match: queryOf(q.query) }, this.context(s)))
       .orderBy('objects.updated_at', 'desc').orderBy('objects.id', 'desc')
       .limit(q.limit).offset(q.offset)
-      .execute();
+      .execute());
     const decoded = rows.map((r) => decodeObject(this.dialect, r));
     const [types, embeddings] = await Promise.all([this.types.refs(s, typeIds(decoded)), this.embeddingsOf(s, decoded, projection.hidden)]);
     return decoded.map((row) => project(toRecord(row, { types, embeddings }, projection.hidden) as unknown as Record<string, unknown>, projection) as Partial<ObjectRecord>);
@@ -113,10 +116,10 @@ export class ObjectListing {
 
   async count(p: Principal, q: { query: Record<string, unknown> }): Promise<{ count: number }> {
     const s = scopeOf(p);
-    const r = await objectsIn(this.db, s)
+    const r = await boundedRead(this.db, this.dialect, this.queryTimeoutMs, (db) => objectsIn(db, s)
       .select((eb) => eb.fn.countAll<number>().as('n'))
       .where((eb) => filterCondition(eb, { match: queryOf(q.query) }, this.context(s)))
-      .executeTakeFirstOrThrow();
+      .executeTakeFirstOrThrow());
     return { count: Number(r.n) };
   }
 

@@ -16,6 +16,7 @@ import { sql, type SqlBool } from 'kysely';
 import type { Scope } from '../auth/principal.ts';
 import type { OrreryDialect } from '../db/dialect.ts';
 import { jsonSql, type JsonSql } from '../db/json-sql.ts';
+import { boundedRead } from '../db/read-budget.ts';
 import { BadRequest, NotFound, OrreryError } from '../http/errors.ts';
 import { MAX_PAGE, pageOf } from '../http/query.ts';
 import { parseSelect, project } from '../objects/projection.ts';
@@ -103,6 +104,8 @@ export class RunFinder {
   constructor(
     private readonly db: store.Db,
     private readonly dialect: OrreryDialect,
+    /** Budget of one find on PostgreSQL (config.queryTimeoutMs). */
+    private readonly queryTimeoutMs = 5000,
   ) {
     this.json = jsonSql(dialect.name);
   }
@@ -122,7 +125,8 @@ export class RunFinder {
     }
     const projection = parseSelect(input.select);
     const { limit, offset } = pageOf(input);
-    const rows = await findRuns(this.db, this.dialect, whereOf(this.dialect, scope, {}, sql<SqlBool>`(${condition})`), limit, offset);
+    const where = whereOf(this.dialect, scope, {}, sql<SqlBool>`(${condition})`);
+    const rows = await boundedRead(this.db, this.dialect, this.queryTimeoutMs, (db) => findRuns(db, this.dialect, where, limit, offset));
     return rows.map((row) => project(storedRun(row) as unknown as Record<string, unknown>, projection) as { id: string } & Record<string, unknown>);
   }
 

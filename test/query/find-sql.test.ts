@@ -11,7 +11,7 @@ import fc from 'fast-check';
 import pg from 'pg';
 import { Kysely, PostgresDialect, SqliteDialect, sql, type ColumnDefinitionBuilder, type Expression, type SqlBool } from 'kysely';
 import { jsonSql, type JsonSql } from '../../src/db/json-sql.ts';
-import { FindQueryError, compileFind, compileSort, type FieldResolver, type SortSpec } from '../../src/query/find/index.ts';
+import { FIND_LIMITS, FindQueryError, compileFind, compileSort, type FieldResolver, type SortSpec } from '../../src/query/find/index.ts';
 
 // ─── Documents ──────────────────────────────────────────────────────────────────────────────────
 
@@ -711,8 +711,12 @@ for (const dialect of DIALECTS) {
     // Hostile regexes must not backtrack catastrophically: the test's timeout catches a hang
     // (a wall-clock bound per query would only measure how loaded the machine is).
     it('runs queries at the limits: 500 clauses, 16-segment paths, 16 levels, long regexes', { timeout: 120_000 }, async () => {
-      const wide = { $or: Array.from({ length: 499 }, (_, i) => ({ 'properties.items.sku': i % 2 ? `no-${i}` : 'C-3' })) };
+      // 499 clauses on a column; on a JSON path only up to the cost bound, past it a refusal.
+      const wide = { $or: Array.from({ length: 499 }, (_, i) => ({ name: i % 2 ? `no-${i}` : 'C-3' })) };
       assert.deepEqual(await ids(h, wide), expectedIds(wide));
+      const skus = (n: number) => ({ $or: Array.from({ length: n }, (_, i) => ({ 'properties.items.sku': i % 2 ? `no-${i}` : 'C-3' })) });
+      assert.deepEqual(await ids(h, skus(FIND_LIMITS.jsonConditions)), expectedIds(skus(FIND_LIMITS.jsonConditions)));
+      await assert.rejects(ids(h, skus(499)), (e: FindQueryError) => e.code === 'query_too_costly');
       const longPath = { [`properties${'.items'.repeat(15)}`]: null };
       assert.deepEqual(await ids(h, longPath), expectedIds(longPath));
       let deep: Q = { name: { $not: { $elemMatch: { $eq: 1 } } } };

@@ -29,6 +29,12 @@ export const FIND_LIMITS = Object.freeze({
   regexLength: 1000,
   /** Keys of one sort. */
   sortKeys: 8,
+  /**
+   * Scans of a JSON value (each EXISTS over json_each / jsonb paths) in one compiled query, after
+   * $or/$and/$nor fan-out. Each re-reads the whole stored document per row, so a few dozen on a
+   * large document cost seconds and gigabytes; the compiler refuses more before any SQL runs.
+   */
+  jsonConditions: 32,
 });
 
 /** A JSON value that a condition compares with: scalars and arrays of them (never objects). */

@@ -44,7 +44,7 @@
  */
 import { sql, type Expression, type SqlBool } from 'kysely';
 import { jsonFindSql, type JsonFindItem, type JsonFindSql, type JsonKind, type JsonSql } from '../../db/json-sql.ts';
-import type { Cond, FindValue, MatchNode } from './ast.ts';
+import { FIND_LIMITS, type Cond, type FindValue, type MatchNode } from './ast.ts';
 import { and, not, or, toSql, type Bool } from './bool.ts';
 import { FindQueryError, quoteName } from './errors.ts';
 import { parseFind } from './parse.ts';
@@ -108,6 +108,8 @@ const columnItem = (ref: Expression<unknown>, type: 'text' | 'number'): Item => 
 
 class Compiler {
   private aliases = 0;
+  /** JSON scans emitted so far (FIND_LIMITS.jsonConditions). */
+  private scans = 0;
   private readonly f: JsonFindSql;
 
   constructor(private readonly json: JsonSql) {
@@ -118,8 +120,17 @@ class Compiler {
     return `m${++this.aliases}`;
   }
 
+  /** Every JSON scan goes through here, so this is where the query's cost is counted. */
   private exists(from: Expression<unknown>, where: Bool): Bool {
     if (where === false) return false;
+    if (++this.scans > FIND_LIMITS.jsonConditions) {
+      throw new FindQueryError(
+        `the query has more than ${FIND_LIMITS.jsonConditions} conditions on JSON fields (FIND_LIMITS.jsonConditions; ` +
+          'a null test counts twice); use $in on one field, or split the query',
+        '',
+        'query_too_costly',
+      );
+    }
     return sql<SqlBool>`EXISTS (SELECT 1 FROM ${from}${where === true ? sql`` : sql` WHERE ${where}`})`;
   }
 

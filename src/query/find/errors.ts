@@ -3,7 +3,6 @@
  * `status` and imports nothing from the HTTP layer; the route maps it by `code`.
  */
 export class FindQueryError extends Error {
-  readonly code = 'invalid_query';
   readonly status = 400;
 
   constructor(
@@ -11,6 +10,8 @@ export class FindQueryError extends Error {
     readonly detail: string,
     /** Where in the query, e.g. `$or[1].properties.n.$gt`; empty for the query itself. */
     readonly at: string = '',
+    /** `query_too_costly` when the query is valid but past a cost bound (ast.ts FIND_LIMITS). */
+    readonly code: 'invalid_query' | 'query_too_costly' = 'invalid_query',
   ) {
     super(at ? `find query at ${at}: ${detail}` : `find query: ${detail}`);
     this.name = 'FindQueryError';
