@@ -1,6 +1,6 @@
 /**
  * A provider whose error text echoes the environment's key (raw, base64, URL-encoded): none of it
- * reaches the failed run's answer, the stored run, the SSE stream or the model list.
+ * reaches the failed run's answer, the stored run, the SSE stream, the model list or an embeddings answer.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
@@ -62,6 +62,13 @@ for (const dialect of TEST_DIALECTS) {
 
     it('scrubs the model list failure', async () => {
       const r = await srv.api('GET', `/api/v1/environments/${env}/models`);
+      assert.equal(r.status, 502, JSON.stringify(r.body));
+      assert.match(r.body.message, /\[REDACTED\]/);
+      assert.deepEqual(leaks(JSON.stringify(r.body)), []);
+    });
+
+    it('scrubs an embeddings failure', async () => {
+      const r = await srv.api('POST', `/api/v1/environments/${env}/embeddings`, { inputs: [{ type: 'text', text: 'hi' }], model: 'text-embedding-3-small' });
       assert.equal(r.status, 502, JSON.stringify(r.body));
       assert.match(r.body.message, /\[REDACTED\]/);
       assert.deepEqual(leaks(JSON.stringify(r.body)), []);
