@@ -7,6 +7,7 @@
 import { ProviderError, type ProviderConnection } from '../providers/driver.ts';
 import { openAIBaseUrl } from '../providers/openai-chat.ts';
 import { postToProvider, timeoutOf } from '../providers/provider-http.ts';
+import { scrubbedError } from '../providers/scrubbing-driver.ts';
 import type { Embedder } from './embedder.ts';
 import { normalise } from './vectors.ts';
 
@@ -62,6 +63,9 @@ export async function requestEmbeddings(o: Pick<OpenAIEmbeddingsOptions, 'provid
     label: name, url: `${base}/embeddings`, headers, signal, timeoutMs: Math.min(timeoutOf(o.connection), 120_000),
     body: { model: o.model, input: texts, encoding_format: 'float' },
     outbound: o.connection.outbound,
+  }).catch((err: unknown) => {
+    // Not a driver call, so scrubbed here as the registry's drivers are.
+    throw scrubbedError(err, o.connection);
   });
   const answer = (await res.json()) as { data?: Array<{ index?: number; embedding?: unknown }> };
   if (!Array.isArray(answer?.data) || answer.data.length !== texts.length) {

@@ -2,6 +2,8 @@
  * The error catalogue. Services throw these; the HTTP error handler turns them into the one wire
  * shape `{error, status, message, details?}`. Nothing here imports fastify, so any layer may throw.
  */
+import { boundErrorMessage } from '../util/error-message.ts';
+
 export class OrreryError extends Error {
   constructor(
     readonly code: string,
@@ -53,6 +55,7 @@ export const wireError = (code: string, status: number, message: string, details
   ...extra,
   error: code,
   status,
-  message,
+  // Messages may quote text from templates and providers: bounded like a run's stored error.
+  message: boundErrorMessage(message),
   ...(details === undefined ? {} : { details }),
 });

@@ -12,6 +12,7 @@ import { VertexAIDriver } from './vertexai.ts';
 import { azureFoundryRoute, azureOpenAIRoute } from './azure.ts';
 import { WatsonxDriver } from './watsonx.ts';
 import { ReplicateDriver } from './replicate.ts';
+import { scrubbingDriver } from './scrubbing-driver.ts';
 
 /** Every provider id Vertesia knows; an environment with any of these is valid. */
 export const SUPPORTED_PROVIDER_IDS = [
@@ -227,7 +228,8 @@ function hostedInfo(id: SupportedProviderId, name: string): ProviderInfo {
   };
 }
 
-const BY_ID = new Map(ENTRIES.map((e) => [e.info.id, e]));
+// Drivers are handed out scrubbing, so no caller can forget to scrub a provider's error text.
+const BY_ID = new Map(ENTRIES.map((e) => [e.info.id, { ...e, driver: scrubbingDriver(e.driver) }]));
 
 /** The providers Orrery can run, for listings. */
 export const PROVIDERS: readonly ProviderInfo[] = ENTRIES.map((e) => e.info);

@@ -14,6 +14,7 @@ import { newId, nowIso } from '../db/ids.ts';
 import { actorOf, scopeOf, type Principal } from '../auth/principal.ts';
 import { BadRequest, NotFound, OrreryError } from '../http/errors.ts';
 import { getDriver, isImplemented, PROVIDERS } from '../providers/registry.ts';
+import { boundErrorMessage } from '../util/error-message.ts';
 import { ProviderError, type ChatMessage, type CompletionRequest, type ModelDriver, type ProviderConnection, type TokenUsage } from '../providers/driver.ts';
 import type { EnvironmentService } from '../interactions/environments.ts';
 import type { InteractionDto, InteractionService } from '../interactions/interactions.ts';
@@ -258,7 +259,7 @@ export class RunService {
       messages = await buildMessages(this.templates, interaction, input.data, model, p.project.id);
     } catch (err) {
       if (!(err instanceof TemplateError)) throw err;
-      templateFailure = { code: templateErrorCode(err), message: err.message, ...(err.position ? { data: { line: err.position.line, column: err.position.column } } : {}) };
+      templateFailure = { code: templateErrorCode(err), message: boundErrorMessage(err.message), ...(err.position ? { data: { line: err.position.line, column: err.position.column } } : {}) };
     }
     const resultSchema = input.result_schema ?? interaction.result_schema ?? undefined;
     if (input.result_schema) {
@@ -1091,8 +1092,8 @@ export function normaliseTags(tags: unknown): string[] {
 }
 
 function toRunError(err: unknown): RunError {
-  if (err instanceof ProviderError) return { code: err.code, message: err.message, ...(err.upstreamStatus ? { data: { upstream_status: err.upstreamStatus } } : {}) };
-  return { code: 'execution_error', message: (err as Error)?.message ?? String(err) };
+  if (err instanceof ProviderError) return { code: err.code, message: boundErrorMessage(err.message), ...(err.upstreamStatus ? { data: { upstream_status: err.upstreamStatus } } : {}) };
+  return { code: 'execution_error', message: boundErrorMessage((err as Error)?.message ?? String(err)) };
 }
 
 /** Token use of two calls (a run and its re-ask), unknown where either is unknown. */

@@ -25,6 +25,8 @@ export interface OpenAIWireOptions {
   models?: string[];
   /** Answer this status with an OpenAI error body instead of a completion. */
   fail?: { status: number; message?: string; type?: string; code?: string | null; rawBody?: string; headers?: Record<string, string>; times?: number };
+  /** Answer `GET /v1/models` with this status and an OpenAI error body. */
+  failModels?: { status: number; message: string };
   /** Send this error object as a data line after `afterChunks` content chunks, then close. */
   midStreamError?: { afterChunks: number; message: string; type?: string; code?: string | null };
   /** Wait before answering (headers included). */
@@ -109,6 +111,7 @@ async function handle(req: IncomingMessage, res: ServerResponse, state: WireServ
   if (route === 'GET /v1/models') {
     const authError = checkAuth(req, o.apiKey === undefined ? 'sk-test' : o.apiKey);
     if (authError) return sendJson(res, 401, authError);
+    if (o.failModels) return sendJson(res, o.failModels.status, errorBody(o.failModels.message, 'invalid_request_error', null));
     // As OpenAI lists them: `{object: 'list', data: [{id, object: 'model', created, owned_by}]}`.
     const ids = o.models ?? ['gpt-4o-mini', 'gpt-4o', 'text-embedding-3-small'];
     return sendJson(res, 200, { object: 'list', data: ids.map((id) => ({ id, object: 'model', created: 1715367049, owned_by: 'system' })) });
