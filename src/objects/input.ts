@@ -8,6 +8,7 @@ import { createHash } from 'node:crypto';
 import type { Scope } from '../auth/principal.ts';
 import { BadRequest, NotFound } from '../http/errors.ts';
 import type { BlobService } from '../blobs/blob-service.ts';
+import { checkMimeType } from '../blobs/mime-type.ts';
 import { OBJECT_STATUSES, type ContentSource, type ObjectInput, type ObjectRow } from './model.ts';
 
 export type ObjectPatch = Partial<Omit<ObjectRow, 'id' | 'account_id' | 'project_id' | 'etag' | 'created_by' | 'created_at' | 'updated_by' | 'updated_at'>>;
@@ -93,6 +94,7 @@ async function contentOf(content: ContentSource | null, ctx: InputContext): Prom
     if (v !== undefined && v !== null && typeof v !== 'string') throw new BadRequest(`content.${k} must be a string`);
     if (typeof v === 'string' && v.trim()) out[k] = v.trim();
   }
+  if (out.type) checkMimeType(out.type, 'content.type');
   if (out.source) {
     const blob = await ctx.blobs.find(ctx.scope, out.source, 'content.source');
     if (!blob) {
