@@ -26,6 +26,8 @@ export interface Config {
   streamTimeoutSeconds: number;
   /** Largest accepted upload through a signed URL, in bytes (413 past it). */
   maxUploadBytes: number;
+  /** Largest JSON stored inline by a run (data, result) or an object (properties), in bytes of its text. */
+  maxInlineJsonBytes: number;
   /** Flush each upload to disk before publishing it (local blob folder); off trades power-loss safety for speed. */
   blobFsync: boolean;
   logLevel: string;
@@ -163,6 +165,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     jwtTtlSeconds: overrides.jwtTtlSeconds ?? int(env, 'ORRERY_JWT_TTL', 3600, 60, 30 * 24 * 3600),
     streamTimeoutSeconds: overrides.streamTimeoutSeconds ?? int(env, 'ORRERY_STREAM_TIMEOUT', 3600, 1),
     maxUploadBytes: overrides.maxUploadBytes ?? byteSize(env, 'ORRERY_MAX_UPLOAD_SIZE', 1024 ** 3),
+    maxInlineJsonBytes: overrides.maxInlineJsonBytes ?? byteSize(env, 'ORRERY_MAX_INLINE_JSON', 1024 ** 2),
     blobFsync: overrides.blobFsync ?? flag(env, 'ORRERY_BLOB_FSYNC', true),
     logLevel: overrides.logLevel ?? nonEmpty(env, 'ORRERY_LOG_LEVEL') ?? 'info',
     metricsToken: overrides.metricsToken ?? nonEmpty(env, 'ORRERY_METRICS_TOKEN'),

@@ -9,6 +9,7 @@ import type { Scope } from '../auth/principal.ts';
 import { BadRequest, NotFound } from '../http/errors.ts';
 import type { BlobService } from '../blobs/blob-service.ts';
 import { checkMimeType } from '../blobs/mime-type.ts';
+import { checkInlineJson } from '../limits/inline-json.ts';
 import { OBJECT_STATUSES, type ContentSource, type ObjectInput, type ObjectRow } from './model.ts';
 
 export type ObjectPatch = Partial<Omit<ObjectRow, 'id' | 'account_id' | 'project_id' | 'etag' | 'created_by' | 'created_at' | 'updated_by' | 'updated_at'>>;
@@ -21,6 +22,8 @@ export interface InputContext {
   runExists?: (id: string) => Promise<boolean>;
   /** The object being updated (a parent may not be the object itself). */
   selfId?: string;
+  /** Largest `properties`, in bytes of JSON. */
+  maxInlineJson?: number;
 }
 
 const isPlainObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
@@ -28,6 +31,7 @@ const isPlainObject = (v: unknown): v is Record<string, unknown> => v !== null &
 export async function patchOf(input: ObjectInput, ctx: InputContext, mode: 'create' | 'update'): Promise<ObjectPatch> {
   const out: ObjectPatch = {};
   const has = (k: keyof ObjectInput) => input[k] !== undefined;
+  checkInlineJson(input.properties, 'properties', ctx.maxInlineJson);
 
   if (has('name')) {
     const name = typeof input.name === 'string' ? input.name.trim() : '';
