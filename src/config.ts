@@ -28,6 +28,8 @@ export interface Config {
   maxUploadBytes: number;
   /** Free space under the data folder below which /ready answers 503, in bytes. */
   minFreeDiskBytes: number;
+  /** Largest JSON stored inline by a run (data, result) or an object (properties), in bytes of its text. */
+  maxInlineJsonBytes: number;
   /** Flush each upload to disk before publishing it (local blob folder); off trades power-loss safety for speed. */
   blobFsync: boolean;
   logLevel: string;
@@ -168,6 +170,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     streamTimeoutSeconds: overrides.streamTimeoutSeconds ?? int(env, 'ORRERY_STREAM_TIMEOUT', 3600, 1),
     maxUploadBytes: overrides.maxUploadBytes ?? byteSize(env, 'ORRERY_MAX_UPLOAD_SIZE', 1024 ** 3),
     minFreeDiskBytes: overrides.minFreeDiskBytes ?? byteSize(env, 'ORRERY_MIN_FREE_DISK', 64 * 1024 ** 2),
+    maxInlineJsonBytes: overrides.maxInlineJsonBytes ?? byteSize(env, 'ORRERY_MAX_INLINE_JSON', 1024 ** 2),
     blobFsync: overrides.blobFsync ?? flag(env, 'ORRERY_BLOB_FSYNC', true),
     logLevel: overrides.logLevel ?? nonEmpty(env, 'ORRERY_LOG_LEVEL') ?? 'info',
     metricsToken: overrides.metricsToken ?? nonEmpty(env, 'ORRERY_METRICS_TOKEN'),

@@ -148,7 +148,7 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
     const runWriter = checkpointer ? signallingWrites(writer, checkpointer) : writer;
     const limiter = new Limiter(db, dialect);
     const runs = new RunService({
-      db, dialect, interactions, environments, templates, hub, changes, replica, notifier, metrics, streamTimeoutSeconds: config.streamTimeoutSeconds,
+      db, dialect, interactions, environments, templates, hub, changes, replica, notifier, metrics, streamTimeoutSeconds: config.streamTimeoutSeconds, maxInlineJson: config.maxInlineJsonBytes,
       embeddings: { embedRun: (s, r) => embeddings.embedRun(s, r) }, writer: runWriter, intents,
       onRunEnded: (r) => void limiter.charge(r.account, r.project, r.keyId, r.tokens, r.cost).catch((err) => app.log.error({ err }, 'limits: could not count the usage of a run')),
     });
@@ -213,7 +213,7 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
     const listing = new ObjectListing(db, dialect, objectTypes, embeddings, config.queryTimeoutMs);
     const exporter = new ObjectExporter(db, dialect, objectTypes, listing);
     const objects = new ObjectService({
-      db, dialect, blobs, types: objectTypes, processing: content, renditions, audit,
+      db, dialect, blobs, types: objectTypes, processing: content, renditions, audit, maxInlineJson: config.maxInlineJsonBytes,
       runExists: (p, id) => runs.get(p, id).then(() => true, (err: { status?: number }) => (err?.status === 404 ? false : Promise.reject(err))),
       onBackgroundError: (err, what) => app.log.error({ err }, `objects: could not ${what}`),
       embeddings,
@@ -313,7 +313,7 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
         await authed.register(auditRoutes, { trail: new AuditTrail(db, dialect) });
         await authed.register(retentionRoutes, { retention });
         await authed.register(limitRoutes, { limiter });
-        await authed.register(importRoutes, { imports: new ImportService(db, dialect) });
+        await authed.register(importRoutes, { imports: new ImportService(db, dialect, config.maxInlineJsonBytes) });
         await authed.register(collectionRoutes, { collections: new CollectionService({ db, dialect, listing, types: objectTypes, similarity }) });
       });
     }, { prefix: '/api/v1' });

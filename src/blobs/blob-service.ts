@@ -10,6 +10,7 @@ import type { Database } from '../db/schema.ts';
 import type { OrreryDialect } from '../db/dialect.ts';
 import { nowIso } from '../db/ids.ts';
 import { scopeOf, type Principal, type Scope } from '../auth/principal.ts';
+import { checkMimeType, isHeaderSafe } from './mime-type.ts';
 import { BadRequest, Conflict, NotFound, PayloadTooLarge, UnsupportedMediaType } from '../http/errors.ts';
 import { KeyLock } from './key-lock.ts';
 import { BlobKeyConflict, BlobMissing, BlobTooLarge, canPresign, type BlobStore } from './blob-store.ts';
@@ -150,6 +151,7 @@ export class BlobService {
     if (!name) throw new BadRequest('body must have property "name" (the file name)');
     const key = input.id?.trim() ? this.keyOf(s, input.id.trim(), 'id') : generatedKey(name);
     if (key.startsWith(DERIVED_PREFIX)) throw new BadRequest(`id: keys under ${JSON.stringify(DERIVED_PREFIX)} are kept for files the server makes (renditions)`);
+    if (input.mime_type) checkMimeType(input.mime_type.trim(), 'mime_type');
     const mimeType = input.mime_type?.trim() || mimeOf(name) || OCTET_STREAM;
     const ttl = ttlOf(input.ttl);
     if (canPresign(this.store)) {
@@ -442,6 +444,7 @@ export class BlobService {
     // The URL was signed for a type: a PUT may send it (with any parameters), the generic
     // octet-stream or none, but not another type (S3 refuses one too: the type is signed there).
     const sent = req.contentType?.trim();
+    if (sent) checkMimeType(sent, 'the Content-Type header');
     if (sent && params.type && bareType(sent) !== bareType(params.type) && bareType(sent) !== OCTET_STREAM) {
       throw new UnsupportedMediaType(`this upload URL was signed for Content-Type ${params.type}; send that type (or none), or ask upload-url for a URL with mime_type ${JSON.stringify(bareType(sent))}`);
     }
@@ -481,7 +484,8 @@ export class BlobService {
       'x-content-type-options': 'nosniff',
     };
     if (req.ifNoneMatch && etagListMatches(req.ifNoneMatch, row.etag)) return { status: 304, headers };
-    headers['content-type'] = row.content_type;
+    // A file stored before types were checked may hold one no header can carry: serve it as bytes.
+    headers['content-type'] = isHeaderSafe(row.content_type) ? row.content_type : OCTET_STREAM;
     // Only passive types (images, PDF, audio, video, plain text) may render inline; anything a
     // browser could run or style (HTML, SVG, any XML, XSL) is sandboxed and downloaded.
     const passive = isPassiveType(row.content_type);

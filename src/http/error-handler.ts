@@ -30,7 +30,7 @@ export function installErrorHandling(app: FastifyInstance): void {
       const first = err.validation[0];
       const path = first?.instancePath ? first.instancePath.replace(/^\//, '').replace(/\//g, '.') : '';
       let what = `${where}${path ? `.${path}` : ''} ${first?.message ?? 'is invalid'}`;
-      if (first?.keyword === 'required') what = `${where} must have property "${(first.params as { missingProperty?: string }).missingProperty}"`;
+      if (first?.keyword === 'required') what = `${where}${path ? `.${path}` : ''} must have property "${(first.params as { missingProperty?: string }).missingProperty}"`;
       if (first?.keyword === 'enum') what += `: ${((first.params as { allowedValues?: unknown[] }).allowedValues ?? []).join(', ')}`;
       return reply.code(400).send(wireError('bad_request', 400, what, err.validation.map((v) => ({ path: v.instancePath, message: v.message }))));
     }

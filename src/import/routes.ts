@@ -7,6 +7,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { principalOf } from '../http/auth-hook.ts';
 import { errorResponses } from '../http/schemas.ts';
 import { BadRequest } from '../http/errors.ts';
+import { ImportedRunSchema } from './schemas.ts';
 import { LINK_KINDS, type ImportedRun, type ImportService } from './service.ts';
 
 /** Links per page of GET /import/links. */
@@ -61,12 +62,7 @@ export const importRoutes: FastifyPluginAsyncTypebox<{ imports: ImportService }>
         source: Source,
         source_id: Type.String({ minLength: 1, maxLength: 1000 }),
         source_version: Type.Union([Type.String({ maxLength: 1000 }), Type.Null()]),
-        run: Type.Object({
-          status: Type.String(),
-          interaction: Type.Object({ id: Type.String() }, { additionalProperties: true }),
-          created_at: Type.String(),
-          updated_at: Type.String(),
-        }, { additionalProperties: true }),
+        run: ImportedRunSchema,
       }),
       response: { 200: Type.Object({ id: Type.String(), created: Type.Boolean() }), ...errorResponses(400, 401, 403, 404) },
     },

@@ -8,6 +8,7 @@ import type { Database } from '../db/schema.ts';
 import type { OrreryDialect } from '../db/dialect.ts';
 import { scopeOf, type Principal } from '../auth/principal.ts';
 import { BadRequest, NotFound } from '../http/errors.ts';
+import { checkInlineJson } from '../limits/inline-json.ts';
 import { newId } from '../db/ids.ts';
 import { insertRun, runsIn } from '../runs/store.ts';
 import type { ResultPart, RunDoc, RunRow } from '../runs/model.ts';
@@ -46,7 +47,7 @@ const num = (v: unknown): number | null => (typeof v === 'number' && Number.isFi
 export class ImportService {
   private readonly links: Kysely<LinksDb>;
 
-  constructor(private readonly db: Kysely<Database>, private readonly dialect: OrreryDialect) {
+  constructor(private readonly db: Kysely<Database>, private readonly dialect: OrreryDialect, private readonly maxInlineJson?: number) {
     this.links = linksOf(db as Kysely<unknown>);
   }
 
@@ -66,6 +67,7 @@ export class ImportService {
    * copy would be failed by the lost-run sweeper, since no replica executes it).
    */
   async importRun(p: Principal, source: string, sourceId: string, sourceVersion: string | null, run: ImportedRun): Promise<{ id: string; created: boolean }> {
+    for (const field of ['parameters', 'result', 'prompt'] as const) checkInlineJson(run[field], `run.${field}`, this.maxInlineJson);
     const s = scopeOf(p);
     const key = sourceKey(source);
     if (run.status !== 'completed' && run.status !== 'failed') throw new BadRequest(`only ended runs (completed, failed) can be imported, not "${run.status}"`);

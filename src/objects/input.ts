@@ -8,6 +8,8 @@ import { createHash } from 'node:crypto';
 import type { Scope } from '../auth/principal.ts';
 import { BadRequest, NotFound } from '../http/errors.ts';
 import type { BlobService } from '../blobs/blob-service.ts';
+import { checkMimeType } from '../blobs/mime-type.ts';
+import { checkInlineJson } from '../limits/inline-json.ts';
 import { OBJECT_STATUSES, type ContentSource, type ObjectInput, type ObjectRow } from './model.ts';
 
 export type ObjectPatch = Partial<Omit<ObjectRow, 'id' | 'account_id' | 'project_id' | 'etag' | 'created_by' | 'created_at' | 'updated_by' | 'updated_at'>>;
@@ -20,6 +22,8 @@ export interface InputContext {
   runExists?: (id: string) => Promise<boolean>;
   /** The object being updated (a parent may not be the object itself). */
   selfId?: string;
+  /** Largest `properties`, in bytes of JSON. */
+  maxInlineJson?: number;
 }
 
 const isPlainObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
@@ -27,6 +31,7 @@ const isPlainObject = (v: unknown): v is Record<string, unknown> => v !== null &
 export async function patchOf(input: ObjectInput, ctx: InputContext, mode: 'create' | 'update'): Promise<ObjectPatch> {
   const out: ObjectPatch = {};
   const has = (k: keyof ObjectInput) => input[k] !== undefined;
+  checkInlineJson(input.properties, 'properties', ctx.maxInlineJson);
 
   if (has('name')) {
     const name = typeof input.name === 'string' ? input.name.trim() : '';
@@ -93,6 +98,7 @@ async function contentOf(content: ContentSource | null, ctx: InputContext): Prom
     if (v !== undefined && v !== null && typeof v !== 'string') throw new BadRequest(`content.${k} must be a string`);
     if (typeof v === 'string' && v.trim()) out[k] = v.trim();
   }
+  if (out.type) checkMimeType(out.type, 'content.type');
   if (out.source) {
     const blob = await ctx.blobs.find(ctx.scope, out.source, 'content.source');
     if (!blob) {

@@ -46,6 +46,8 @@ export interface ObjectServiceDeps {
   embeddings?: ObjectEmbeddingsHook;
   /** The audit trail: deletions are recorded in their own transaction. */
   audit?: AuditLog;
+  /** Largest `properties` an object stores, in bytes of JSON (src/limits/inline-json.ts); 1 MiB when absent. */
+  maxInlineJson?: number;
 }
 
 export interface WrittenObject {
@@ -476,6 +478,7 @@ export class ObjectService {
       resolveType: (ref) => this.deps.types.resolve(s, ref),
       parentExists: (id) => objectExists(this.db, s, id),
       runExists: this.deps.runExists && ((id) => this.deps.runExists!(p, id)),
+      maxInlineJson: this.deps.maxInlineJson,
     };
   }
 

@@ -13,6 +13,7 @@ import type { OrreryDialect } from '../db/dialect.ts';
 import { newId, nowIso } from '../db/ids.ts';
 import { actorOf, scopeOf, type Principal } from '../auth/principal.ts';
 import { BadRequest, NotFound, OrreryError } from '../http/errors.ts';
+import { checkInlineJson } from '../limits/inline-json.ts';
 import { getDriver, isImplemented, PROVIDERS } from '../providers/registry.ts';
 import { boundErrorMessage } from '../util/error-message.ts';
 import { ProviderError, type ChatMessage, type CompletionRequest, type ModelDriver, type ProviderConnection, type TokenUsage } from '../providers/driver.ts';
@@ -68,6 +69,8 @@ export interface RunServiceDeps {
   notifier: Notifier;
   metrics: Metrics;
   streamTimeoutSeconds: number;
+  /** Largest `data` a run stores inline, in bytes of JSON (src/limits/inline-json.ts); 1 MiB when absent. */
+  maxInlineJson?: number;
   /** input_embedding / result_embedding of new runs (src/embeddings); absent: none. */
   embeddings?: RunEmbeddingHook;
   /** Where run rows are written: in this thread by default; server.ts gives SQLite its own thread. */
@@ -196,6 +199,7 @@ export class RunService {
   private readonly embeddings?: RunEmbeddingHook;
   private readonly onRunEnded: RunServiceDeps['onRunEnded'];
   private readonly writer: RunWrites;
+  private readonly maxInlineJson: number | undefined;
 
   constructor(deps: RunServiceDeps) {
     this.db = deps.db;
@@ -209,6 +213,7 @@ export class RunService {
     this.notifier = deps.notifier;
     this.metrics = deps.metrics;
     this.streamTimeoutSeconds = deps.streamTimeoutSeconds;
+    this.maxInlineJson = deps.maxInlineJson;
     this.embeddings = deps.embeddings;
     this.writer = deps.writer ?? new RunWriter(deps.db, deps.dialect);
     this.intents = deps.intents;
@@ -241,6 +246,7 @@ export class RunService {
 
   private async startRun(p: Principal, input: RunCreateInput, caller: CallerInfo, load: () => Promise<InteractionDto>, cacheKey?: string): Promise<Run> {
     if (typeof input.interaction !== 'string' || !input.interaction) throw new BadRequest('body must have property "interaction"');
+    checkInlineJson(input.data, 'data', this.maxInlineJson);
     const config = { ...(input.config ?? {}) };
     const { interaction, env } = await this.context(p, config.environment as string | undefined, load, cacheKey);
     const virtual = isVirtualProvider(env.dto.provider) ? await this.virtualTargets(p, env) : undefined;
