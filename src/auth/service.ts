@@ -182,6 +182,11 @@ export class AuthService {
   }
 
   async issueToken(p: Principal, bodyKey?: string, project?: string): Promise<{ token: string; token_type: 'Bearer'; expires_in: number }> {
+    // A token must come from the key itself: were a JWT enough, a stolen one could be renewed for as
+    // long as its key lives, and the TTL would bound nothing.
+    if (p.via === 'jwt' && bodyKey === undefined) {
+      throw new Unauthorized('a token is issued only for an API key, not for another token: send the API key (sk-...) as the bearer');
+    }
     // The Python client sends {type:'apikey', key}; the key in the body must be the caller's own.
     if (bodyKey !== undefined) {
       const other = await this.authenticate(bodyKey);

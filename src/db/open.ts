@@ -65,6 +65,9 @@ function withStatementCache(sqlite: SQLite.Database) {
   return {
     close: () => sqlite.close(),
     prepare: (text: string) => {
+      // SQLite rolls a transaction back itself on some errors (SQLITE_FULL, SQLITE_IOERR); Kysely's
+      // rollback would then fail and its error would hide the real one.
+      if (text === 'rollback' && !sqlite.inTransaction) return sqlite.prepare('select 1');
       const cached = cache.get(text);
       if (cached && !cached.busy) return cached;
       const stmt = sqlite.prepare(text === 'begin' ? 'begin immediate' : text);

@@ -4,7 +4,8 @@
  * Every answer has the one wire shape `{error, status, message, details?}`.
  */
 import type { FastifyError, FastifyInstance } from 'fastify';
-import { OrreryError, wireError } from './errors.ts';
+import { DATABASE_RETRY_AFTER_SECONDS, OrreryError, wireError } from './errors.ts';
+import { classifyStorageError } from '../db/storage-errors.ts';
 import { RateLimited } from '../limits/limiter.ts';
 import { parseJsonBody } from './json-body.ts';
 import { STATUS_CODES } from 'node:http';
@@ -38,6 +39,17 @@ export function installErrorHandling(app: FastifyInstance): void {
     if (status >= 400 && status < 500) {
       const code = FASTIFY_CODES[err.code] ?? 'bad_request';
       return reply.code(status).send(wireError(code, status, err.message));
+    }
+    // A storage failure is not a bug of the request: say which, so clients retry or stop.
+    const storage = classifyStorageError(err);
+    if (storage === 'unavailable') {
+      req.log.error({ err }, 'database unavailable');
+      reply.header('retry-after', String(DATABASE_RETRY_AFTER_SECONDS));
+      return reply.code(503).send(wireError('database_unavailable', 503, 'the database cannot be reached; retry later'));
+    }
+    if (storage === 'full') {
+      req.log.error({ err }, 'storage full');
+      return reply.code(507).send(wireError('insufficient_storage', 507, 'the server has no space left to store this; free disk space and retry'));
     }
     req.log.error({ err }, 'unhandled error');
     return reply.code(500).send(wireError('internal', 500, 'Internal server error'));

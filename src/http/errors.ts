@@ -36,6 +36,8 @@ export const UnprocessableEntity = define('unprocessable_entity', 422);
 /** The model provider failed or could not be reached: the upstream's fault, not ours. */
 export const ProviderFailure = define('provider_error', 502);
 export const ServiceUnavailable = define('service_unavailable', 503);
+/** Seconds a client should wait before retrying a request the database could not serve. */
+export const DATABASE_RETRY_AFTER_SECONDS = 5;
 
 export class NotFound extends OrreryError {
   constructor(kind: string, id: string) {

@@ -48,6 +48,20 @@ for (const dialect of TEST_DIALECTS) {
       assert.equal((await srv.api('GET', '/api/v1/projects', undefined, tampered)).status, 401);
     });
 
+    it('does not exchange a JWT for a fresh one: a token comes from the key, so the TTL bounds a stolen token', async () => {
+      const jwt = (await srv.api('POST', '/api/v1/token/issue', undefined, srv.adminKey)).body.token;
+      for (const body of [undefined, {}, { project: srv.orrery.bootstrap.project.id }]) {
+        const renewed = await srv.api('POST', '/api/v1/token/issue', body, jwt);
+        assert.equal(renewed.status, 401, JSON.stringify(body));
+        assert.deepEqual(Object.keys(renewed.body).sort(), ['error', 'message', 'status']);
+        assert.equal(renewed.body.error, 'unauthorized');
+        assert.match(renewed.body.message, /API key/);
+      }
+      // The key itself still works, as a bearer or in the body.
+      assert.equal((await srv.api('POST', '/api/v1/token/issue', { type: 'apikey', key: srv.adminKey }, jwt)).status, 200);
+      assert.equal((await srv.api('POST', '/api/v1/token/issue', undefined, srv.adminKey)).status, 200);
+    });
+
     it('creates projects and keys; a member key sees only its project; others are 404', async () => {
       const proj = await srv.api('POST', '/api/v1/projects', { name: 'Second Project' });
       assert.equal(proj.status, 200, JSON.stringify(proj.body));

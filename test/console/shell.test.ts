@@ -112,6 +112,23 @@ describe('console shell (sqlite)', () => {
     assert.deepEqual(Object.keys(await sessionStorageOf(page)).filter((k) => k.startsWith('orrery.')), [], 'nothing is kept after a refused key');
   });
 
+  it('after sign-in, a redirect to another origin is ignored (the runs page instead); a path of the console is kept', async () => {
+    for (const target of ['https://evil.example/', '//evil.example/', '/\\evil.example/']) {
+      await page.goto(h.url(`/signin?redirect=${encodeURIComponent(target)}`));
+      await page.getByLabel('API key').fill(h.srv.adminKey);
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.getByRole('heading', { level: 1, name: 'Runs' }).waitFor();
+      const at = new URL(page.url());
+      assert.equal(at.origin, new URL(h.url()).origin, target);
+      assert.equal(at.pathname, '/runs', target);
+    }
+    await page.goto(h.url(`/signin?redirect=${encodeURIComponent('/keys')}`));
+    await page.getByLabel('API key').fill(h.srv.adminKey);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('heading', { level: 1, name: 'Keys' }).waitFor();
+    await signOut(page);
+  });
+
   it('a good key lands on the runs page, the key only in sessionStorage; the shell passes axe', async () => {
     await signIn(page, h);
     await page.getByRole('heading', { level: 1, name: 'Runs' }).waitFor();

@@ -3,14 +3,18 @@ import { useState, type FormEvent } from 'react';
 import { getRouteApi, useNavigate } from '@tanstack/react-router';
 import { signIn } from '../../api/session.ts';
 import { ApiError, errorMessage } from '../../api/errors.ts';
+import { sameOriginRedirect } from './redirect.ts';
 
 export interface SignInSearch {
   /** Where to go after signing in: a path of this console. */
   redirect?: string;
 }
 
-export const validateSignInSearch = (raw: Record<string, unknown>): SignInSearch =>
-  typeof raw.redirect === 'string' && raw.redirect.startsWith('/') && !raw.redirect.startsWith('//') ? { redirect: raw.redirect } : {};
+// The key is always present: the router merges the raw search under the validated one, so leaving
+// a refused redirect out would let the raw value through.
+export const validateSignInSearch = (raw: Record<string, unknown>): SignInSearch => ({
+  redirect: sameOriginRedirect(raw.redirect, window.location.origin),
+});
 
 const route = getRouteApi('/signin');
 
@@ -28,7 +32,9 @@ export function SignInPage() {
     try {
       await signIn(key);
       setKey('');
-      if (redirect && !redirect.startsWith('/signin')) await navigate({ href: redirect });
+      // Checked again where it is used: whatever reached the search, only this origin's paths go.
+      const to = sameOriginRedirect(redirect, window.location.origin);
+      if (to) await navigate({ href: to });
       else await navigate({ to: '/runs' });
     } catch (err) {
       setError(err instanceof ApiError && err.status === 401 ? `That API key was not accepted: ${err.message}` : errorMessage(err));
