@@ -11,6 +11,7 @@ import type { OrreryDialect } from '../db/dialect.ts';
 import { nowIso } from '../db/ids.ts';
 import { scopeOf, type Principal, type Scope } from '../auth/principal.ts';
 import { checkMimeType, isHeaderSafe } from './mime-type.ts';
+import { can, requirePermission } from '../auth/permissions.ts';
 import { BadRequest, Conflict, NotFound, PayloadTooLarge, UnsupportedMediaType } from '../http/errors.ts';
 import { KeyLock } from './key-lock.ts';
 import { BlobKeyConflict, BlobMissing, BlobTooLarge, canPresign, type BlobStore } from './blob-store.ts';
@@ -152,6 +153,10 @@ export class BlobService {
     const key = input.id?.trim() ? this.keyOf(s, input.id.trim(), 'id') : generatedKey(name);
     if (key.startsWith(DERIVED_PREFIX)) throw new BadRequest(`id: keys under ${JSON.stringify(DERIVED_PREFIX)} are kept for files the server makes (renditions)`);
     if (input.mime_type) checkMimeType(input.mime_type.trim(), 'mime_type');
+    // A URL for a key that holds a file overwrites it: that is a write, not a creation.
+    if (input.id?.trim() && !can(p.role, 'content:write') && (await this.row(s, key))) {
+      requirePermission(p.role, 'content:write', `an upload URL for the existing file ${JSON.stringify(key)}`);
+    }
     const mimeType = input.mime_type?.trim() || mimeOf(name) || OCTET_STREAM;
     const ttl = ttlOf(input.ttl);
     if (canPresign(this.store)) {
@@ -543,10 +548,11 @@ export class BlobService {
 
   /**
    * Adopts an upload for an object: moves its bytes under CONTENT_PREFIX and tracks them there
-   * (the upload's own row goes). A key already under DERIVED_PREFIX (an object's content, a
+   * (the upload's own row goes). With `keepUpload` (a caller who may not delete files) the bytes
+   * are copied and the upload stays. A key already under DERIVED_PREFIX (an object's content, a
    * rendition) is not moved: it answers undefined, as does a URI that names no blob.
    */
-  async claim(s: Scope, uri: string, objectId: string): Promise<ClaimedBlob | undefined> {
+  async claim(s: Scope, uri: string, objectId: string, keepUpload = false): Promise<ClaimedBlob | undefined> {
     const key = this.keyOf(s, uri, 'content.source', () => new BadRequest(`content.source ${JSON.stringify(uri)} is not an uploaded file of this project`));
     if (key.startsWith(DERIVED_PREFIX)) return undefined;
     return this.keyLock.run(`${s.project}/${key}`, async () => {
@@ -556,7 +562,9 @@ export class BlobService {
       const owned = `${CONTENT_PREFIX}${objectId}/${generatedKey('')}/${keyBaseName(key)}`;
       let moved;
       try {
-        moved = await this.store.move(this.physicalKey(s, key), this.physicalKey(s, owned));
+        moved = keepUpload
+          ? await this.store.put(this.physicalKey(s, owned), await this.store.get(this.physicalKey(s, key)), { contentType: row.content_type })
+          : await this.store.move(this.physicalKey(s, key), this.physicalKey(s, owned));
       } catch (err) {
         if (err instanceof BlobMissing) return undefined;
         throw err;
@@ -567,7 +575,7 @@ export class BlobService {
         project_id: s.project, key: owned, account_id: s.account, size: moved.size, etag, content_type: row.content_type,
         name: row.name, created_at: now, updated_at: now,
       });
-      await deleteBlobRow(this.db, s, key);
+      if (!keepUpload) await deleteBlobRow(this.db, s, key);
       return { uri: this.uriOf(s, owned), key: owned, etag, size: moved.size, type: row.content_type, name: row.name };
     });
   }

@@ -16,6 +16,7 @@ import type { Database } from '../db/schema.ts';
 import type { OrreryDialect } from '../db/dialect.ts';
 import { newId, nowIso } from '../db/ids.ts';
 import { actorOf, scopeOf, type Principal, type Scope } from '../auth/principal.ts';
+import { can, requirePermission } from '../auth/permissions.ts';
 import { BadRequest, Conflict, NotFound, OrreryError, PreconditionFailed } from '../http/errors.ts';
 import { Value } from '@sinclair/typebox/value';
 import { ObjectBody } from './schemas.ts';
@@ -94,7 +95,7 @@ export class ObjectService {
       id, account_id: s.account, project_id: s.project, name, status: 'created', revision_root: id,
       etag: newEtag(), created_by: actorOf(p), updated_by: actorOf(p), created_at: now, updated_at: now,
     };
-    const stored = await this.withClaimedContent(s, row.id, row, () => this.db.transaction().execute(async (trx) => {
+    const stored = await this.withClaimedContent(p, s, row.id, row, () => this.db.transaction().execute(async (trx) => {
       await this.holdBlob(trx, s, row.content_source);
       await insertObject(trx, this.deps.dialect, row);
       return this.storeEmbeddings(trx, s, row, vectors);
@@ -107,10 +108,12 @@ export class ObjectService {
 
   /** `POST /objects` with the id of an existing object: a new record in its place (same id and creation). */
   private async replace(p: Principal, id: string, input: ObjectInput): Promise<WrittenObject> {
+    // Replacing changes an existing object: what PUT /objects/:id needs, whichever route asks.
+    requirePermission(p.role, 'content:write', 'POST /objects with the id of an existing object (a replace)');
     const s = scopeOf(p);
     const patch = await patchOf(input, { ...this.inputContext(p), selfId: id }, 'create');
     const vectors = await this.prepareEmbeddings(s, input);
-    return this.withClaimedContent(s, id, patch, () => this.replaceWith(p, s, id, patch, vectors));
+    return this.withClaimedContent(p, s, id, patch, () => this.replaceWith(p, s, id, patch, vectors));
   }
 
   private async replaceWith(p: Principal, s: Scope, id: string, patch: ObjectPatch, vectors: PreparedEmbeddings | undefined): Promise<WrittenObject> {
@@ -169,9 +172,9 @@ export class ObjectService {
     const vectors = await this.prepareEmbeddings(s, input);
     if (revision) {
       const revisionId = newId();
-      return this.withClaimedContent(s, revisionId, patch, () => this.reviseWith(p, s, id, revisionId, patch, vectors, revision, ifMatch));
+      return this.withClaimedContent(p, s, revisionId, patch, () => this.reviseWith(p, s, id, revisionId, patch, vectors, revision, ifMatch));
     }
-    return this.withClaimedContent(s, id, patch, () => this.updateWith(p, s, id, patch, vectors, ifMatch));
+    return this.withClaimedContent(p, s, id, patch, () => this.updateWith(p, s, id, patch, vectors, ifMatch));
   }
 
   /**
@@ -357,7 +360,7 @@ export class ObjectService {
     type Written = { id: string; current: ObjectRow; next: ObjectRow; patch: ObjectPatch; vectors?: PreparedEmbeddings; purge?: string; stored?: StoredEmbeddings };
     let written: Written[];
     try {
-      for (const item of prepared) item.claimed = await this.claimContent(s, item.id, item.patch, shared);
+      for (const item of prepared) item.claimed = await this.claimContent(p, s, item.id, item.patch, shared);
       written = await this.db.transaction().execute(async (trx) => {
         const out: Written[] = [];
         for (const item of prepared) {
@@ -436,7 +439,7 @@ export class ObjectService {
     let stored: (StoredEmbeddings | undefined)[];
     try {
       for (const item of prepared) {
-        item.claimed = await this.claimContent(s, item.row.id, item.row as ObjectPatch, shared);
+        item.claimed = await this.claimContent(p, s, item.row.id, item.row as ObjectPatch, shared);
       }
       stored = await this.db.transaction().execute(async (trx) => {
         const out: (StoredEmbeddings | undefined)[] = [];
@@ -523,8 +526,8 @@ export class ObjectService {
    * bytes move where no upload URL reaches, so the ETag recorded here stays true); `write` then
    * stores the record. When the write fails, the claimed bytes go again.
    */
-  private async withClaimedContent<T>(s: Scope, objectId: string, patch: ObjectPatch, write: () => Promise<T>): Promise<T> {
-    const claimed = await this.claimContent(s, objectId, patch);
+  private async withClaimedContent<T>(p: Principal, s: Scope, objectId: string, patch: ObjectPatch, write: () => Promise<T>): Promise<T> {
+    const claimed = await this.claimContent(p, s, objectId, patch);
     try {
       return await write();
     } catch (err) {
@@ -538,11 +541,12 @@ export class ObjectService {
    * claimed bytes. `shared` (a bulk write) maps an upload already claimed in this batch to its
    * claim, so that objects of one batch naming the same upload share its content.
    */
-  private async claimContent(s: Scope, objectId: string, patch: ObjectPatch, shared?: Map<string, ClaimedBlob>): Promise<ClaimedBlob | undefined> {
+  private async claimContent(p: Principal, s: Scope, objectId: string, patch: ObjectPatch, shared?: Map<string, ClaimedBlob>): Promise<ClaimedBlob | undefined> {
     const content = patch.content as ContentSource | null | undefined;
     if (!content?.source) return undefined;
     const earlier = shared?.get(content.source);
-    const claimed = earlier ?? (await this.deps.blobs.claim(s, content.source, objectId));
+    // Taking the upload away from the files API is a delete: without that permission, copy it.
+    const claimed = earlier ?? (await this.deps.blobs.claim(s, content.source, objectId, !can(p.role, 'content:delete')));
     if (!claimed) return undefined;
     if (!earlier) shared?.set(content.source, claimed);
     patch.content = { ...content, source: claimed.uri, etag: claimed.etag };

@@ -9,6 +9,7 @@ import Fastify from 'fastify';
 import { TEST_DIALECTS, seedEcho, startTestServer, type TestServer } from '../support/server.ts';
 import { can, installPermissions, ROLE_PERMISSIONS, ROUTE_PERMISSIONS } from '../../src/auth/permissions.ts';
 import { KEY_ROLES, type KeyRole } from '../../src/auth/principal.ts';
+import { upload } from '../objects/helpers.ts';
 
 /** The path of a route key with every parameter filled with a name that matches nothing. */
 const concrete = (path: string) => path.replace(/:[A-Za-z]+/g, 'perm-probe').replace('*', 'perm-probe/file.txt');
@@ -99,6 +100,65 @@ for (const dialect of TEST_DIALECTS) {
       const created = await srv.api('POST', '/api/v1/operations', { name: 'create', ids: [], params: { objects: [{ name: 'bulk by executor' }] } }, keys.executor);
       assert.equal(created.status, 200, JSON.stringify(created.body));
       assert.equal((await srv.api('GET', `/api/v1/objects/${obj.id}`)).body.name, 'made by an executor', 'nothing was changed');
+    });
+
+    /** A 403 in the JSON error shape, naming the permission the change needs. */
+    const refused = (r: { status: number; body: any }, permission: string) => {
+      assert.equal(r.status, 403, JSON.stringify(r.body));
+      assert.equal(r.body.status, 403);
+      assert.equal(typeof r.body.error, 'string');
+      assert.match(r.body.message, new RegExp(permission));
+    };
+    /** The bytes of a file of the project, read through a signed download URL. */
+    const bytesOf = async (file: string) => {
+      const r = await srv.api('POST', '/api/v1/files/download-url', { file });
+      assert.equal(r.status, 200, JSON.stringify(r.body));
+      return Buffer.from(await (await fetch(r.body.url)).arrayBuffer()).toString('utf8');
+    };
+
+    it('replacing an object through POST /objects with its id needs content:write, as PUT does', async () => {
+      const obj = (await srv.api('POST', '/api/v1/objects', { name: 'original', properties: { v: 1 } })).body;
+      refused(await srv.api('POST', '/api/v1/objects', { id: obj.id, name: 'replaced by an executor' }, keys.executor), 'content:write');
+      const after = (await srv.api('GET', `/api/v1/objects/${obj.id}`)).body;
+      assert.equal(after.name, 'original');
+      assert.deepEqual(after.properties, { v: 1 });
+      const dev = await srv.api('POST', '/api/v1/objects', { id: obj.id, name: 'replaced by a developer' }, keys.developer);
+      assert.equal(dev.status, 200, JSON.stringify(dev.body));
+      assert.equal((await srv.api('GET', `/api/v1/objects/${obj.id}`)).body.name, 'replaced by a developer');
+    });
+
+    it('an upload URL for an existing file needs content:write; for a new key content:create is enough', async () => {
+      const file = await upload(srv, 'plain.txt', 'original bytes', { id: `roles/plain-${dialect}.txt` });
+      for (const [path, body] of [
+        ['/api/v1/files/upload-url', { name: 'plain.txt', id: file.path }],
+        ['/api/v1/objects/upload-url', { name: 'plain.txt', id: file.id }],
+        ['/api/v1/files/bulk-upload-urls', { files: [{ name: 'plain.txt', id: file.path }] }],
+      ] as const) refused(await srv.api('POST', path, body, keys.executor), 'content:write');
+      assert.equal(await bytesOf(file.id), 'original bytes');
+      const fresh = await srv.api('POST', '/api/v1/files/upload-url', { name: 'new.txt', id: `roles/new-${dialect}.txt` }, keys.executor);
+      assert.equal(fresh.status, 200, JSON.stringify(fresh.body));
+      await upload(srv, 'plain.txt', 'developer bytes', { id: file.path, token: keys.developer });
+      assert.equal(await bytesOf(file.id), 'developer bytes');
+    });
+
+    it('an object made from a file takes the file away from the files API only for a role with content:delete', async () => {
+      const file = await upload(srv, 'adopt.txt', 'adopted bytes', { id: `roles/adopt-${dialect}.txt`, type: 'text/plain' });
+      const content = { source: file.id, type: 'text/plain', name: 'adopt.txt' };
+      const byExec = await srv.api('POST', '/api/v1/objects', { name: 'from a file, by an executor', content }, keys.executor);
+      assert.equal(byExec.status, 200, JSON.stringify(byExec.body));
+      const bulk = await srv.api('POST', '/api/v1/operations', { name: 'create', ids: [], params: { objects: [{ name: 'bulk from a file', content }] } }, keys.executor);
+      assert.equal(bulk.status, 200, JSON.stringify(bulk.body));
+      assert.equal(bulk.body.created, 1, JSON.stringify(bulk.body));
+      refused(await srv.api('DELETE', `/api/v1/files/${file.path}`, undefined, keys.executor), 'content:delete');
+      // The file is where it was, with its bytes; the objects have their own copy.
+      assert.equal((await srv.api('GET', `/api/v1/files/metadata?file=${encodeURIComponent(file.id)}`)).status, 200);
+      assert.equal(await bytesOf(file.id), 'adopted bytes');
+      assert.notEqual(byExec.body.content.source, file.id);
+      assert.equal(await bytesOf(byExec.body.content.source), 'adopted bytes');
+      const byDev = await srv.api('POST', '/api/v1/objects', { name: 'from a file, by a developer', content }, keys.developer);
+      assert.equal(byDev.status, 200, JSON.stringify(byDev.body));
+      assert.equal((await srv.api('GET', `/api/v1/files/metadata?file=${encodeURIComponent(file.id)}`)).status, 404, 'a developer may delete files: the object adopts it');
+      assert.equal(await bytesOf(byDev.body.content.source), 'adopted bytes');
     });
 
     it('a reader and an auditor read everything and execute nothing; only the auditor reads the audit trail permission', async () => {
