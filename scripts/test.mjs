@@ -41,9 +41,11 @@ const stopCluster = () => {
 process.on('SIGINT', () => { stopCluster(); process.exit(130); });
 process.on('SIGTERM', () => { stopCluster(); process.exit(143); });
 
-// Files that time the server (the fuzz suite's GET /health budget) run after the others, alone,
-// so that the other test files' load on a small machine does not count as the server's stalls.
-const alone = (f) => f.startsWith(join('test', 'fuzz') + '/');
+// Files that time the server (GET /health budgets while hostile requests are answered) run after
+// the others, alone, so that the other test files' load on a small machine does not count as the
+// server's stalls.
+const TIMED = new Set([join('test', 'http', 'hardening-bounds.test.ts'), join('test', 'templates', 'templates-http.test.ts')]);
+const alone = (f) => f.startsWith(join('test', 'fuzz') + '/') || TIMED.has(f);
 const batches = [files.filter((f) => !alone(f)), files.filter(alone)].filter((b) => b.length);
 const counts = join(mkdtempSync(join(tmpdir(), 'orrery-test-counts-')), 'counts');
 writeFileSync(counts, '');

@@ -16,14 +16,21 @@ const JSON_SECRET_FIELDS = ['private_key', 'private_key_id', 'client_secret', 'r
 export function connectionSecrets(conn: ProviderConnection | undefined): string[] {
   const key = conn?.api_key;
   if (!key) return [];
-  const out = [key, ...key.split(':')];
+  const out = [key];
+  let json: Record<string, unknown> | undefined;
   if (key.trimStart().startsWith('{')) {
     try {
-      const parsed = JSON.parse(key) as Record<string, unknown>;
-      for (const f of JSON_SECRET_FIELDS) if (typeof parsed[f] === 'string') out.push(parsed[f] as string);
+      json = JSON.parse(key) as Record<string, unknown>;
     } catch {
-      // not JSON after all: the whole value stands
+      // not JSON after all: the key is taken as text below
     }
+  }
+  // A JSON key's secrets are its secret fields; its colons split URLs and fields, not secrets
+  // (a part such as "//127.0.0.1" would cut an endpoint out of every message).
+  if (json) {
+    for (const f of JSON_SECRET_FIELDS) if (typeof json[f] === 'string') out.push(json[f] as string);
+  } else {
+    out.push(...key.split(':'));
   }
   return out.filter((s) => s.length >= MIN_SECRET);
 }
