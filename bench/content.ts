@@ -24,7 +24,10 @@ type Orrery = Child & { adminKey: string };
 async function call(o: Orrery, method: string, path: string, body?: unknown): Promise<any> {
   const r = await fetch(o.url + path, {
     method,
-    headers: { authorization: `Bearer ${o.adminKey}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    headers: {
+      authorization: `Bearer ${o.adminKey}`,
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+    },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   if (!r.ok) throw new Error(`${method} ${path}: ${r.status} ${await r.text()}`);
@@ -50,19 +53,28 @@ async function untilDone(o: Orrery, id: string): Promise<any> {
 
 const resetPeak = (o: Orrery) => writeFileSync(`/proc/${o.proc.pid}/clear_refs`, '5');
 const mb = (b: number) => Math.round(b / 1024 / 1024);
-const rss = (o: Orrery) => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${o.proc.pid}/status`, 'utf8'))![1]) * 1024;
+const rss = (o: Orrery) =>
+  Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${o.proc.pid}/status`, 'utf8'))![1]) * 1024;
 
 async function main() {
   const o = (await startOrrery({ ORRERY_CONTENT_WORKERS: WORKERS, ORRERY_MAX_UPLOAD_SIZE: '1GB' })) as Orrery;
   try {
-    const png = await sharp({ create: { width: 1200, height: 800, channels: 3, background: { r: 90, g: 140, b: 200 } } }).png().toBuffer();
-    const para = 'Orrery turns uploaded files into text, metadata, renditions and token counts for language model applications. ';
+    const png = await sharp({
+      create: { width: 1200, height: 800, channels: 3, background: { r: 90, g: 140, b: 200 } },
+    })
+      .png()
+      .toBuffer();
+    const para =
+      'Orrery turns uploaded files into text, metadata, renditions and token counts for language model applications. ';
     const mix: Array<[string, Buffer]> = [
       ['note.txt', Buffer.from(para.repeat(20))],
       ['readme.md', Buffer.from(`# Notes\n\n${para.repeat(10)}\n\n- one\n- two\n`)],
       ['page.html', Buffer.from(HTML)],
       ['table.csv', Buffer.from(Array.from({ length: 200 }, (_, i) => `${i},item ${i},${i * 3.5}`).join('\n'))],
-      ['data.json', Buffer.from(JSON.stringify({ items: Array.from({ length: 100 }, (_, i) => ({ i, name: `n${i}` })) }))],
+      [
+        'data.json',
+        Buffer.from(JSON.stringify({ items: Array.from({ length: 100 }, (_, i) => ({ i, name: `n${i}` })) })),
+      ],
       ['paper.pdf', await makePdf(3)],
       ['report.docx', await makeDocx()],
       ['book.xlsx', await makeXlsx()],
@@ -72,31 +84,65 @@ async function main() {
     // Warm-up: worker threads start and load their libraries once.
     await Promise.all(mix.map(async ([n, b]) => untilDone(o, await create(o, n, b))));
 
-    const uploads = await Promise.all(Array.from({ length: COUNT }, async (_, i) => {
-      const [name, bytes] = mix[i % mix.length];
-      const up = await call(o, 'POST', '/api/v1/objects/upload-url', { name });
-      await (await fetch(up.url, { method: 'PUT', body: bytes })).arrayBuffer();
-      return { name, source: up.id as string };
-    }));
+    const uploads = await Promise.all(
+      Array.from({ length: COUNT }, async (_, i) => {
+        const [name, bytes] = mix[i % mix.length];
+        const up = await call(o, 'POST', '/api/v1/objects/upload-url', { name });
+        await (await fetch(up.url, { method: 'PUT', body: bytes })).arrayBuffer();
+        return { name, source: up.id as string };
+      }),
+    );
     const t0 = performance.now();
-    const ids = await Promise.all(uploads.map(async (u) => (await call(o, 'POST', '/api/v1/objects', { name: u.name, content: { source: u.source } })).id as string));
+    const ids = await Promise.all(
+      uploads.map(
+        async (u) =>
+          (await call(o, 'POST', '/api/v1/objects', { name: u.name, content: { source: u.source } })).id as string,
+      ),
+    );
     // One count query every 50 ms (polling each object would load the server more than the work does).
     const warm = mix.length;
     for (;;) {
-      const [ready, failed] = await Promise.all(['ready', 'failed'].map(async (status) => (await call(o, 'POST', '/api/v1/objects/count', { query: { status } })).count as number));
+      const [ready, failed] = await Promise.all(
+        ['ready', 'failed'].map(
+          async (status) => (await call(o, 'POST', '/api/v1/objects/count', { query: { status } })).count as number,
+        ),
+      );
       if (failed) throw new Error(`${failed} objects failed`);
       if (ready >= warm + ids.length) break;
       await new Promise((r) => setTimeout(r, 50));
     }
     const seconds = (performance.now() - t0) / 1000;
     const perSecond = COUNT / seconds;
-    console.log(`mix of small documents: ${COUNT} objects in ${seconds.toFixed(2)} s = ${perSecond.toFixed(1)} objects/s (${WORKERS} workers)`);
+    console.log(
+      `mix of small documents: ${COUNT} objects in ${seconds.toFixed(2)} s = ${perSecond.toFixed(1)} objects/s (${WORKERS} workers)`,
+    );
 
     const big: Array<[string, () => Promise<Buffer>]> = [
-      ['300-page.pdf', () => makePdf(300, (n) => Array.from({ length: 30 }, (_, l) => `Page ${n}, line ${l + 1}: ${para.slice(0, 70)}`))],
-      ['50-megapixel.png', () => sharp({ create: { width: 8660, height: 5774, channels: 3, background: { r: 0, g: 0, b: 0 }, noise: { type: 'gaussian', mean: 128, sigma: 30 } } }).png({ compressionLevel: 1 }).toBuffer()],
+      [
+        '300-page.pdf',
+        () =>
+          makePdf(300, (n) => Array.from({ length: 30 }, (_, l) => `Page ${n}, line ${l + 1}: ${para.slice(0, 70)}`)),
+      ],
+      [
+        '50-megapixel.png',
+        () =>
+          sharp({
+            create: {
+              width: 8660,
+              height: 5774,
+              channels: 3,
+              background: { r: 0, g: 0, b: 0 },
+              noise: { type: 'gaussian', mean: 128, sigma: 30 },
+            },
+          })
+            .png({ compressionLevel: 1 })
+            .toBuffer(),
+      ],
     ];
-    const heavy: Record<string, { seconds: number; peakRssMb: number; rssBeforeMb: number; bytes: number; detail: string }> = {};
+    const heavy: Record<
+      string,
+      { seconds: number; peakRssMb: number; rssBeforeMb: number; bytes: number; detail: string }
+    > = {};
     for (const [name, make] of big) {
       const bytes = await make();
       const up = await call(o, 'POST', '/api/v1/objects/upload-url', { name });
@@ -108,11 +154,31 @@ async function main() {
       const id = (await call(o, 'POST', '/api/v1/objects', { name, content: { source: up.id } })).id;
       const obj = await untilDone(o, id);
       const s = (performance.now() - t) / 1000;
-      const detail = obj.metadata.page_count ? `${obj.metadata.page_count} pages, ${obj.tokens.count} tokens` : `${obj.metadata.dimensions.width}×${obj.metadata.dimensions.height}, ${obj.metadata.renditions.length} renditions`;
-      heavy[name] = { seconds: Number(s.toFixed(2)), peakRssMb: mb(o.peakRss()), rssBeforeMb: mb(before), bytes: bytes.length, detail };
-      console.log(`${name} (${mb(bytes.length)} MB): ${s.toFixed(2)} s to ready, peak RSS ${mb(o.peakRss())} MB (${mb(before)} MB before) (${detail})`);
+      const detail = obj.metadata.page_count
+        ? `${obj.metadata.page_count} pages, ${obj.tokens.count} tokens`
+        : `${obj.metadata.dimensions.width}×${obj.metadata.dimensions.height}, ${obj.metadata.renditions.length} renditions`;
+      heavy[name] = {
+        seconds: Number(s.toFixed(2)),
+        peakRssMb: mb(o.peakRss()),
+        rssBeforeMb: mb(before),
+        bytes: bytes.length,
+        detail,
+      };
+      console.log(
+        `${name} (${mb(bytes.length)} MB): ${s.toFixed(2)} s to ready, peak RSS ${mb(o.peakRss())} MB (${mb(before)} MB before) (${detail})`,
+      );
     }
-    console.log(JSON.stringify({ bench: 'content', machine: machine(), date: new Date().toISOString(), workers: Number(WORKERS), count: COUNT, objectsPerSecond: Number(perSecond.toFixed(1)), heavy }));
+    console.log(
+      JSON.stringify({
+        bench: 'content',
+        machine: machine(),
+        date: new Date().toISOString(),
+        workers: Number(WORKERS),
+        count: COUNT,
+        objectsPerSecond: Number(perSecond.toFixed(1)),
+        heavy,
+      }),
+    );
   } finally {
     await o.stop();
   }

@@ -75,7 +75,8 @@ function dataset(dims: number, n: number, seed: number): Float32Array[] {
   });
 }
 
-const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))];
+const pct = (xs: number[], p: number) =>
+  [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))];
 const ms = (t0: number) => performance.now() - t0;
 
 /**
@@ -83,7 +84,12 @@ const ms = (t0: number) => performance.now() - t0;
  * and recall@K. `truth` keeps the scans' answers across calls on the same vectors (a scan of a
  * million vectors takes a second).
  */
-async function timedRecall(index: PartitionIndex, queries: Float32Array[], ef?: number, truth: Array<Set<string>> = []): Promise<{ times: number[]; recall: number }> {
+async function timedRecall(
+  index: PartitionIndex,
+  queries: Float32Array[],
+  ef?: number,
+  truth: Array<Set<string>> = [],
+): Promise<{ times: number[]; recall: number }> {
   const times: number[] = [];
   let hits = 0;
   for (const [i, q] of queries.entries()) {
@@ -113,11 +119,20 @@ interface Result {
   rssMb: number;
 }
 
-async function openBackend(backend: 'sqlite' | 'postgres', pgAdmin?: string): Promise<{ opened: OpenedDatabase; url?: string; cleanup: () => Promise<void> }> {
+async function openBackend(
+  backend: 'sqlite' | 'postgres',
+  pgAdmin?: string,
+): Promise<{ opened: OpenedDatabase; url?: string; cleanup: () => Promise<void> }> {
   if (backend === 'sqlite') {
     const dir = mkdtempSync(join(tmpdir(), 'orrery-bench-emb-'));
     const opened = await openDatabase({ dataDir: dir });
-    return { opened, cleanup: async () => { await opened.db.destroy(); rmSync(dir, { recursive: true, force: true }); } };
+    return {
+      opened,
+      cleanup: async () => {
+        await opened.db.destroy();
+        rmSync(dir, { recursive: true, force: true });
+      },
+    };
   }
   const name = `bench_${Date.now().toString(36)}`;
   const admin = new pg.Client({ connectionString: pgAdmin });
@@ -127,20 +142,45 @@ async function openBackend(backend: 'sqlite' | 'postgres', pgAdmin?: string): Pr
   const url = new URL(pgAdmin!);
   url.pathname = `/${name}`;
   const opened = await openDatabase({ dataDir: tmpdir(), databaseUrl: url.toString() });
-  return { opened, url: url.toString(), cleanup: async () => { await opened.db.destroy(); } };
+  return {
+    opened,
+    url: url.toString(),
+    cleanup: async () => {
+      await opened.db.destroy();
+    },
+  };
 }
 
-async function measure(backend: 'sqlite' | 'postgres', dims: number, data: Float32Array[], queries: Float32Array[], pgAdmin?: string): Promise<Result> {
+async function measure(
+  backend: 'sqlite' | 'postgres',
+  dims: number,
+  data: Float32Array[],
+  queries: Float32Array[],
+  pgAdmin?: string,
+): Promise<Result> {
   const { opened, url, cleanup } = await openBackend(backend, pgAdmin);
   const scope = { account: 'bench', project: 'bench' };
   const key: PartitionKey = { scope, kind: 'object', type: 'text', model: `bench-${dims}` };
   const notifier = openNotifier(opened, url);
-  const indexes = new VectorIndexes(opened.db, notifier, { exactBelow: 10_000, replicaId: 'bench', onError: (err) => console.error(err) });
+  const indexes = new VectorIndexes(opened.db, notifier, {
+    exactBelow: 10_000,
+    replicaId: 'bench',
+    onError: (err) => console.error(err),
+  });
   try {
     let t0 = performance.now();
     const BATCH = 1000;
     for (let i = 0; i < data.length; i += BATCH) {
-      const rows: VectorRow[] = data.slice(i, i + BATCH).map((vector, j) => ({ ownerKind: 'object', ownerId: ownerId(i + j), type: 'text', model: key.model, etag: 'e', vector }));
+      const rows: VectorRow[] = data
+        .slice(i, i + BATCH)
+        .map((vector, j) => ({
+          ownerKind: 'object',
+          ownerId: ownerId(i + j),
+          type: 'text',
+          model: key.model,
+          etag: 'e',
+          vector,
+        }));
       await opened.db.transaction().execute((trx) => upsertVectors(trx, scope, rows));
     }
     const insertS = ms(t0) / 1000;
@@ -156,8 +196,15 @@ async function measure(backend: 'sqlite' | 'postgres', dims: number, data: Float
     console.log(`  ${backend} ${dims}d: loaded in ${loadS.toFixed(1)} s, HNSW built in ${buildS.toFixed(1)} s`);
 
     const accept = async (ids: string[]) => {
-      const rows = await opened.db.selectFrom('vectors').select('owner_id').where('project_id', '=', 'bench').where('owner_kind', '=', 'object')
-        .where('type', '=', 'text').where('model', '=', key.model).where('owner_id', 'in', ids.length ? ids : ['']).execute();
+      const rows = await opened.db
+        .selectFrom('vectors')
+        .select('owner_id')
+        .where('project_id', '=', 'bench')
+        .where('owner_kind', '=', 'object')
+        .where('type', '=', 'text')
+        .where('model', '=', key.model)
+        .where('owner_id', 'in', ids.length ? ids : [''])
+        .execute();
       return new Set(rows.map((r) => r.owner_id));
     };
     // Warm-up (JIT, SQLite pages, PostgreSQL plans).
@@ -184,13 +231,23 @@ async function measure(backend: 'sqlite' | 'postgres', dims: number, data: Float
       if (served.hits.length !== K) throw new Error(`the search path answered ${served.hits.length} hits`);
     }
     const r: Result = {
-      backend, dims, n: data.length, insertS, loadS, buildS,
-      indexP50: pct(indexTimes, 50), indexP95: pct(indexTimes, 95),
-      searchP50: pct(searchTimes, 50), searchP95: pct(searchTimes, 95),
-      exactP95: pct(exactTimes, 95), recall: hits / (queries.length * K),
+      backend,
+      dims,
+      n: data.length,
+      insertS,
+      loadS,
+      buildS,
+      indexP50: pct(indexTimes, 50),
+      indexP95: pct(indexTimes, 95),
+      searchP50: pct(searchTimes, 50),
+      searchP95: pct(searchTimes, 95),
+      exactP95: pct(exactTimes, 95),
+      recall: hits / (queries.length * K),
       rssMb: Math.round(process.memoryUsage().rss / 1e6),
     };
-    console.log(`  ${backend} ${dims}d: top-${K} index p50 ${r.indexP50.toFixed(2)} ms p95 ${r.indexP95.toFixed(2)} ms; search path p50 ${r.searchP50.toFixed(2)} ms p95 ${r.searchP95.toFixed(2)} ms; exact scan p95 ${r.exactP95.toFixed(1)} ms; recall@${K} ${r.recall.toFixed(4)}; RSS ${r.rssMb} MB`);
+    console.log(
+      `  ${backend} ${dims}d: top-${K} index p50 ${r.indexP50.toFixed(2)} ms p95 ${r.indexP95.toFixed(2)} ms; search path p50 ${r.searchP50.toFixed(2)} ms p95 ${r.searchP95.toFixed(2)} ms; exact scan p95 ${r.exactP95.toFixed(1)} ms; recall@${K} ${r.recall.toFixed(4)}; RSS ${r.rssMb} MB`,
+    );
     return r;
   } finally {
     indexes.close();
@@ -200,7 +257,8 @@ async function measure(backend: 'sqlite' | 'postgres', dims: number, data: Float
 }
 
 const MODE = process.env.MODE ?? 'search';
-const machine = () => `machine: ${cpus()[0]?.model ?? 'unknown CPU'}, ${availableParallelism()} cores, ${Math.round(totalmem() / 1e9)} GB; Node ${process.version}; ${new Date().toISOString()}`;
+const machine = () =>
+  `machine: ${cpus()[0]?.model ?? 'unknown CPU'}, ${availableParallelism()} cores, ${Math.round(totalmem() / 1e9)} GB; Node ${process.version}; ${new Date().toISOString()}`;
 
 async function restartMode(): Promise<void> {
   const n = Number(process.env.N ?? 100_000);
@@ -215,19 +273,37 @@ async function restartMode(): Promise<void> {
   const notifier = openNotifier(opened);
   const events: string[] = [];
   let saved: () => void = () => {};
-  const open = () => new VectorIndexes(opened.db, notifier, {
-    exactBelow: 10_000, replicaId: 'bench', onError: (err) => console.error(err),
-    graphs: {
-      store: new LocalBlobStore(join(dir, 'vector-graphs'), { durable: false }), prefix: '', dialect: 'sqlite',
-      // The benchmark's partition belongs to no configured project: the periodic sweep would delete its graph.
-      pruneEveryMs: 0,
-      events: (e, _p, detail) => { events.push(e); console.log(`  event ${e}${detail ? ` (${detail})` : ''}`); if (e === 'saved') saved(); },
-    },
-  });
+  const open = () =>
+    new VectorIndexes(opened.db, notifier, {
+      exactBelow: 10_000,
+      replicaId: 'bench',
+      onError: (err) => console.error(err),
+      graphs: {
+        store: new LocalBlobStore(join(dir, 'vector-graphs'), { durable: false }),
+        prefix: '',
+        dialect: 'sqlite',
+        // The benchmark's partition belongs to no configured project: the periodic sweep would delete its graph.
+        pruneEveryMs: 0,
+        events: (e, _p, detail) => {
+          events.push(e);
+          console.log(`  event ${e}${detail ? ` (${detail})` : ''}`);
+          if (e === 'saved') saved();
+        },
+      },
+    });
   try {
     let t0 = performance.now();
     for (let i = 0; i < n; i += 1000) {
-      const rows: VectorRow[] = all.slice(i, Math.min(n, i + 1000)).map((vector, j) => ({ ownerKind: 'object', ownerId: ownerId(i + j), type: 'text', model: key.model, etag: 'e', vector }));
+      const rows: VectorRow[] = all
+        .slice(i, Math.min(n, i + 1000))
+        .map((vector, j) => ({
+          ownerKind: 'object',
+          ownerId: ownerId(i + j),
+          type: 'text',
+          model: key.model,
+          etag: 'e',
+          vector,
+        }));
       await opened.db.transaction().execute((trx) => upsertVectors(trx, scope, rows));
     }
     console.log(`  ${n} vectors written in ${(ms(t0) / 1000).toFixed(1)} s`);
@@ -242,8 +318,12 @@ async function restartMode(): Promise<void> {
     await done;
     const buildS = ms(t0) / 1000;
     buildStall.disable();
-    const fileMb = statSync(join(dir, 'vector-graphs')).isDirectory() ? Math.round(dirSize(join(dir, 'vector-graphs')) / 1e6) : 0;
-    console.log(`  first start: loaded from the table in ${loadS.toFixed(1)} s, graph built and saved in ${buildS.toFixed(1)} s (file ${fileMb} MB), mode ${first.mode}; longest event-loop stall during build + save ${(buildStall.max / 1e6).toFixed(0)} ms`);
+    const fileMb = statSync(join(dir, 'vector-graphs')).isDirectory()
+      ? Math.round(dirSize(join(dir, 'vector-graphs')) / 1e6)
+      : 0;
+    console.log(
+      `  first start: loaded from the table in ${loadS.toFixed(1)} s, graph built and saved in ${buildS.toFixed(1)} s (file ${fileMb} MB), mode ${first.mode}; longest event-loop stall during build + save ${(buildStall.max / 1e6).toFixed(0)} ms`,
+    );
     indexes.close();
     // Two restarts (a new registry on the same database and data folder, what a restarted server
     // does on its first similarity query): first with nothing written since the save, then after
@@ -252,7 +332,16 @@ async function restartMode(): Promise<void> {
     const results: Array<Record<string, unknown>> = [];
     for (const changes of [0, 2 * half]) {
       if (changes) {
-        const extra: VectorRow[] = all.slice(n, n + half).map((vector, j) => ({ ownerKind: 'object', ownerId: ownerId(n + j), type: 'text', model: key.model, etag: 'e', vector }));
+        const extra: VectorRow[] = all
+          .slice(n, n + half)
+          .map((vector, j) => ({
+            ownerKind: 'object',
+            ownerId: ownerId(n + j),
+            type: 'text',
+            model: key.model,
+            etag: 'e',
+            vector,
+          }));
         await upsertVectors(opened.db, scope, extra);
         for (let i = 0; i < half; i++) await deleteVectors(opened.db, scope, 'object', ownerId(i * 7), ['text']);
       }
@@ -268,13 +357,36 @@ async function restartMode(): Promise<void> {
       const firstS = ms(t0) / 1000;
       stall.disable();
       const stallMs = stall.max / 1e6;
-      console.log(`  restart (${changes} changes): first answer in ${firstS.toFixed(2)} s, from ${index.mode} (${hit.length} hits), ${index.size} vectors; longest event-loop stall ${stallMs.toFixed(0)} ms; events ${events.join(', ')}; RSS +${Math.round((process.memoryUsage().rss - rssBefore) / 1e6)} MB`);
+      console.log(
+        `  restart (${changes} changes): first answer in ${firstS.toFixed(2)} s, from ${index.mode} (${hit.length} hits), ${index.size} vectors; longest event-loop stall ${stallMs.toFixed(0)} ms; events ${events.join(', ')}; RSS +${Math.round((process.memoryUsage().rss - rssBefore) / 1e6)} MB`,
+      );
       const { times, recall } = await timedRecall(index, queries);
-      console.log(`  after restart: index p50 ${pct(times, 50).toFixed(2)} ms p95 ${pct(times, 95).toFixed(2)} ms, recall@${K} ${recall.toFixed(4)}`);
-      results.push({ changes, firstS, stallMs, fromGraph: index.mode === 'hnsw', p50: pct(times, 50), p95: pct(times, 95), recall });
+      console.log(
+        `  after restart: index p50 ${pct(times, 50).toFixed(2)} ms p95 ${pct(times, 95).toFixed(2)} ms, recall@${K} ${recall.toFixed(4)}`,
+      );
+      results.push({
+        changes,
+        firstS,
+        stallMs,
+        fromGraph: index.mode === 'hnsw',
+        p50: pct(times, 50),
+        p95: pct(times, 95),
+        recall,
+      });
       indexes.close();
     }
-    console.log(JSON.stringify({ mode: 'restart', n, dims, loadS, buildS, fileMb, restarts: results, date: new Date().toISOString() }));
+    console.log(
+      JSON.stringify({
+        mode: 'restart',
+        n,
+        dims,
+        loadS,
+        buildS,
+        fileMb,
+        restarts: results,
+        date: new Date().toISOString(),
+      }),
+    );
   } finally {
     await notifier.close();
     await cleanup();
@@ -284,7 +396,10 @@ async function restartMode(): Promise<void> {
 
 function dirSize(d: string): number {
   let total = 0;
-  for (const e of require('node:fs').readdirSync(d, { withFileTypes: true }) as Array<{ name: string; isDirectory(): boolean }>) {
+  for (const e of require('node:fs').readdirSync(d, { withFileTypes: true }) as Array<{
+    name: string;
+    isDirectory(): boolean;
+  }>) {
     total += e.isDirectory() ? dirSize(join(d, e.name)) : statSync(join(d, e.name)).size;
   }
   return total;
@@ -296,7 +411,9 @@ async function scalarMode(): Promise<void> {
   const scalars = (process.env.SCALARS ?? 'f32,f16,i8').split(',') as ScalarKind[];
   const efs = (process.env.EFS ?? '').split(',').filter(Boolean).map(Number);
   const hnsw = { ...DEFAULT_HNSW, expansionAdd: Number(process.env.EF_ADD ?? DEFAULT_HNSW.expansionAdd) };
-  console.log(`${machine()}; MODE=scalar N=${n} DIMS=${dims} SCALARS=${scalars.join(',')} ef_construction ${hnsw.expansionAdd}`);
+  console.log(
+    `${machine()}; MODE=scalar N=${n} DIMS=${dims} SCALARS=${scalars.join(',')} ef_construction ${hnsw.expansionAdd}`,
+  );
   const all = dataset(dims, n + QUERIES, dims);
   const queries = all.slice(n);
   const rows: string[] = [];
@@ -307,7 +424,9 @@ async function scalarMode(): Promise<void> {
     const rssBefore = process.memoryUsage().rss;
     let graphMb = 0;
     const t0 = performance.now();
-    await index.startBuild(async (path) => { graphMb = statSync(path).size / 1e6; });
+    await index.startBuild(async (path) => {
+      graphMb = statSync(path).size / 1e6;
+    });
     const buildS = ms(t0) / 1000;
     const rssMb = Math.round(process.memoryUsage().rss / 1e6);
     for (const q of queries.slice(0, 20)) await index.nearest(q, K);
@@ -322,7 +441,9 @@ async function scalarMode(): Promise<void> {
     }
     index.close();
   }
-  console.log('\n| scalar | dims | vectors | HNSW build | graph (saved file) | RSS growth from the build | ef | index p50 / p95 | recall@10 |');
+  console.log(
+    '\n| scalar | dims | vectors | HNSW build | graph (saved file) | RSS growth from the build | ef | index p50 / p95 | recall@10 |',
+  );
   console.log('|---|---|---|---|---|---|---|---|---|');
   for (const r of rows) console.log(r);
 }
@@ -337,10 +458,14 @@ if (MODE === 'scalar') {
 }
 
 // The test harness's throwaway cluster (plain JavaScript, so typed here).
-const { startCluster } = (await import('../scripts/postgres-cluster.mjs' as string)) as { startCluster(): Promise<{ url: string; stop(): void }> };
+const { startCluster } = (await import('../scripts/postgres-cluster.mjs' as string)) as {
+  startCluster(): Promise<{ url: string; stop(): void }>;
+};
 const cluster = BACKENDS.includes('postgres') ? await startCluster() : undefined;
 try {
-  console.log(`machine: ${cpus()[0]?.model ?? 'unknown CPU'}, ${availableParallelism()} cores, ${Math.round(totalmem() / 1e9)} GB; N=${N}, queries ${QUERIES}, k=${K}`);
+  console.log(
+    `machine: ${cpus()[0]?.model ?? 'unknown CPU'}, ${availableParallelism()} cores, ${Math.round(totalmem() / 1e9)} GB; N=${N}, queries ${QUERIES}, k=${K}`,
+  );
   const results: Result[] = [];
   for (const dims of DIMS) {
     const t0 = performance.now();
@@ -350,10 +475,14 @@ try {
     console.log(`${dims} dimensions: ${N} vectors generated in ${(ms(t0) / 1000).toFixed(1)} s`);
     for (const backend of BACKENDS) results.push(await measure(backend, dims, data, queries, cluster?.url));
   }
-  console.log('\n| backend | dims | vectors | write | load | HNSW build | index p50 / p95 | search path p50 / p95 | exact scan p95 | recall@10 |');
+  console.log(
+    '\n| backend | dims | vectors | write | load | HNSW build | index p50 / p95 | search path p50 / p95 | exact scan p95 | recall@10 |',
+  );
   console.log('|---|---|---|---|---|---|---|---|---|---|');
   for (const r of results) {
-    console.log(`| ${r.backend} | ${r.dims} | ${r.n} | ${r.insertS.toFixed(1)} s | ${r.loadS.toFixed(1)} s | ${r.buildS.toFixed(1)} s | ${r.indexP50.toFixed(2)} / ${r.indexP95.toFixed(2)} ms | ${r.searchP50.toFixed(2)} / ${r.searchP95.toFixed(2)} ms | ${r.exactP95.toFixed(1)} ms | ${r.recall.toFixed(3)} |`);
+    console.log(
+      `| ${r.backend} | ${r.dims} | ${r.n} | ${r.insertS.toFixed(1)} s | ${r.loadS.toFixed(1)} s | ${r.buildS.toFixed(1)} s | ${r.indexP50.toFixed(2)} / ${r.indexP95.toFixed(2)} ms | ${r.searchP50.toFixed(2)} / ${r.searchP95.toFixed(2)} ms | ${r.exactP95.toFixed(1)} ms | ${r.recall.toFixed(3)} |`,
+    );
   }
   console.log(JSON.stringify({ date: new Date().toISOString(), results }));
 } finally {

@@ -33,9 +33,17 @@ import { ROOT, freePort, machine, startFlagsOf } from './lib/processes.ts';
 const STARTS = Number(process.env.STARTS ?? 5);
 const IDLE_MS = Number(process.env.IDLE_MS ?? 5000);
 /** Seconds after the load at which RSS is read again (comma-separated: each one is recorded). */
-const SETTLE_S = (process.env.SETTLE_S ?? '15,60,120').split(',').map(Number).filter((n) => n >= 0).sort((a, b) => a - b);
+const SETTLE_S = (process.env.SETTLE_S ?? '15,60,120')
+  .split(',')
+  .map(Number)
+  .filter((n) => n >= 0)
+  .sort((a, b) => a - b);
 /** Seconds after /health at which one fresh server's idle RSS is read again. */
-const IDLE_SETTLE_S = (process.env.IDLE_SETTLE_S ?? '5,30,60,90').split(',').map(Number).filter((n) => n >= 0).sort((a, b) => a - b);
+const IDLE_SETTLE_S = (process.env.IDLE_SETTLE_S ?? '5,30,60,90')
+  .split(',')
+  .map(Number)
+  .filter((n) => n >= 0)
+  .sort((a, b) => a - b);
 const RUNS = Number(process.env.RUNS ?? 10_000);
 const OBJECTS = Number(process.env.OBJECTS ?? 100);
 const ADMIN_KEY = 'sk-bench-footprint-key-0123456789';
@@ -44,7 +52,7 @@ const CLI = join(BUILD, 'dist', 'cli.js');
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)];
-const mb = (bytes: number) => Math.round(bytes / 1048576 * 10) / 10;
+const mb = (bytes: number) => Math.round((bytes / 1048576) * 10) / 10;
 
 /** CPU time the process (all its threads) used so far, ms: less sensitive than wall time to other load on the machine. */
 function cpuMsOf(pid: number): number {
@@ -69,7 +77,7 @@ function descendantsOf(pid: number): number[] {
   }
   const out: number[] = [];
   const walk = (p: number) => {
-    for (const [child, pp] of parent) if (pp === p) out.push(child), walk(child);
+    for (const [child, pp] of parent) if (pp === p) (out.push(child), walk(child));
   };
   walk(pid);
   return out;
@@ -92,7 +100,10 @@ function treeRssOf(pid: number): { rss: number; children: number } {
 const loadavg = () => readFileSync('/proc/loadavg', 'utf8').split(' ')[0];
 
 const newest = (dir: string): number =>
-  readdirSync(dir, { withFileTypes: true }).reduce((m, e) => Math.max(m, e.isDirectory() ? newest(join(dir, e.name)) : statSync(join(dir, e.name)).mtimeMs), 0);
+  readdirSync(dir, { withFileTypes: true }).reduce(
+    (m, e) => Math.max(m, e.isDirectory() ? newest(join(dir, e.name)) : statSync(join(dir, e.name)).mtimeMs),
+    0,
+  );
 
 interface Started {
   url: string;
@@ -111,7 +122,14 @@ async function start(args: string[], env: Record<string, string>, healthPath: st
   const t0 = performance.now();
   const proc = spawn(process.execPath, args, {
     cwd: ROOT,
-    env: { ...process.env, NODE_OPTIONS: '', ORRERY_LOG_LEVEL: 'warn', ORRERY_HOST: '127.0.0.1', ORRERY_PORT: String(port), ...env },
+    env: {
+      ...process.env,
+      NODE_OPTIONS: '',
+      ORRERY_LOG_LEVEL: 'warn',
+      ORRERY_HOST: '127.0.0.1',
+      ORRERY_PORT: String(port),
+      ...env,
+    },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   const exited = new Promise<void>((r) => proc.once('exit', () => r()));
@@ -119,13 +137,22 @@ async function start(args: string[], env: Record<string, string>, healthPath: st
   for (;;) {
     if (proc.exitCode !== null) throw new Error(`${args.join(' ')} exited early`);
     if (Date.now() > until) throw new Error(`${url}${healthPath} did not answer`);
-    if (await fetch(url + healthPath).then((r) => r.ok, () => false)) break;
+    if (
+      await fetch(url + healthPath).then(
+        (r) => r.ok,
+        () => false,
+      )
+    )
+      break;
     await sleep(5);
   }
   const startMs = performance.now() - t0;
   const startCpuMs = cpuMsOf(proc.pid!);
   return {
-    url, proc, startMs, startCpuMs,
+    url,
+    proc,
+    startMs,
+    startCpuMs,
     stop: async () => {
       if (proc.exitCode === null) proc.kill('SIGTERM');
       const t = setTimeout(() => proc.kill('SIGKILL'), 10_000);
@@ -136,12 +163,18 @@ async function start(args: string[], env: Record<string, string>, healthPath: st
 }
 
 /** Node options of the measured server, in every mode: `npm start`'s, or NODE_FLAGS (e.g. `--max-semi-space-size=4`). */
-const NODE_FLAGS = process.env.NODE_FLAGS !== undefined ? process.env.NODE_FLAGS.split(' ').filter(Boolean) : startFlagsOf(BUILD);
-const startOrrery = (dataDir: string, cli = CLI, flags: string[] = NODE_FLAGS) => start([...flags, cli, 'serve'], { ORRERY_DATA_DIR: dataDir, ORRERY_ADMIN_KEY: ADMIN_KEY }, '/health');
+const NODE_FLAGS =
+  process.env.NODE_FLAGS !== undefined ? process.env.NODE_FLAGS.split(' ').filter(Boolean) : startFlagsOf(BUILD);
+const startOrrery = (dataDir: string, cli = CLI, flags: string[] = NODE_FLAGS) =>
+  start([...flags, cli, 'serve'], { ORRERY_DATA_DIR: dataDir, ORRERY_ADMIN_KEY: ADMIN_KEY }, '/health');
 
 async function api(url: string, method: string, path: string, body?: unknown): Promise<any> {
   const res = await fetch(url + path, {
-    method, headers: { authorization: `Bearer ${ADMIN_KEY}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    method,
+    headers: {
+      authorization: `Bearer ${ADMIN_KEY}`,
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+    },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   const out = await res.json();
@@ -150,7 +183,10 @@ async function api(url: string, method: string, path: string, body?: unknown): P
 }
 
 /** Starts a server `STARTS` times on `dataDir` (a fresh copy of it each time when `fresh`). */
-async function starts(label: string, folder: () => string): Promise<{ startMs: number[]; startCpuMs: number[]; idleRss: number[] }> {
+async function starts(
+  label: string,
+  folder: () => string,
+): Promise<{ startMs: number[]; startCpuMs: number[]; idleRss: number[] }> {
   const startMs: number[] = [];
   const startCpuMs: number[] = [];
   const idleRss: number[] = [];
@@ -162,7 +198,9 @@ async function starts(label: string, folder: () => string): Promise<{ startMs: n
     startCpuMs.push(srv.startCpuMs);
     idleRss.push(rssOf(srv.proc.pid!));
     await srv.stop();
-    console.log(`  ${label} #${i + 1}: first /health 200 after ${Math.round(srv.startMs)} ms (${srv.startCpuMs} ms of CPU), idle RSS ${mb(idleRss.at(-1)!)} MB (load ${loadavg()})`);
+    console.log(
+      `  ${label} #${i + 1}: first /health 200 after ${Math.round(srv.startMs)} ms (${srv.startCpuMs} ms of CPU), idle RSS ${mb(idleRss.at(-1)!)} MB (load ${loadavg()})`,
+    );
   }
   return { startMs, startCpuMs, idleRss };
 }
@@ -171,33 +209,68 @@ async function makeFiles(): Promise<Array<{ name: string; type: string; bytes: B
   const files: Array<{ name: string; type: string; bytes: Buffer }> = [];
   const doc = await PDFDocument.create();
   const font = await doc.embedFont(StandardFonts.Helvetica);
-  for (let n = 1; n <= 3; n++) doc.addPage([595, 842]).drawText(`Page ${n} of a small report, with a few words on it.`, { x: 50, y: 780, size: 14, font });
+  for (let n = 1; n <= 3; n++)
+    doc
+      .addPage([595, 842])
+      .drawText(`Page ${n} of a small report, with a few words on it.`, { x: 50, y: 780, size: 14, font });
   const pdf = Buffer.from(await doc.save());
-  const png = await sharp({ create: { width: 800, height: 600, channels: 3, background: { r: 40, g: 120, b: 200 } } }).png().toBuffer();
+  const png = await sharp({ create: { width: 800, height: 600, channels: 3, background: { r: 40, g: 120, b: 200 } } })
+    .png()
+    .toBuffer();
   for (let i = 0; i < OBJECTS; i++) {
     const kind = i % 4;
     if (kind === 0) files.push({ name: `report-${i}.pdf`, type: 'application/pdf', bytes: pdf });
     else if (kind === 1) files.push({ name: `picture-${i}.png`, type: 'image/png', bytes: png });
-    else if (kind === 2) files.push({ name: `page-${i}.html`, type: 'text/html', bytes: Buffer.from(`<html><body><h1>Note ${i}</h1><p>${'Some words of a note. '.repeat(40)}</p></body></html>`) });
-    else files.push({ name: `notes-${i}.txt`, type: 'text/plain', bytes: Buffer.from(`Plain notes number ${i}. `.repeat(100)) });
+    else if (kind === 2)
+      files.push({
+        name: `page-${i}.html`,
+        type: 'text/html',
+        bytes: Buffer.from(`<html><body><h1>Note ${i}</h1><p>${'Some words of a note. '.repeat(40)}</p></body></html>`),
+      });
+    else
+      files.push({
+        name: `notes-${i}.txt`,
+        type: 'text/plain',
+        bytes: Buffer.from(`Plain notes number ${i}. `.repeat(100)),
+      });
   }
   return files;
 }
 
 /** 10,000 runs and 100 processed objects through HTTP, on the server at `url`. */
 async function load(url: string): Promise<void> {
-  const env = await api(url, 'POST', '/api/v1/environments', { name: 'Test env', provider: 'test', default_model: 'echo' });
-  const prompt = await api(url, 'POST', '/api/v1/prompts', { name: 'echo prompt', role: 'user', content: 'Say: {{text}}', content_type: 'handlebars' });
-  await api(url, 'POST', '/api/v1/interactions', { name: 'Echo', status: 'draft', environment: env.id, prompts: [{ type: 'template', template: prompt.id }] });
+  const env = await api(url, 'POST', '/api/v1/environments', {
+    name: 'Test env',
+    provider: 'test',
+    default_model: 'echo',
+  });
+  const prompt = await api(url, 'POST', '/api/v1/prompts', {
+    name: 'echo prompt',
+    role: 'user',
+    content: 'Say: {{text}}',
+    content_type: 'handlebars',
+  });
+  await api(url, 'POST', '/api/v1/interactions', {
+    name: 'Echo',
+    status: 'draft',
+    environment: env.id,
+    prompts: [{ type: 'template', template: prompt.id }],
+  });
   let next = 0;
   const t0 = performance.now();
-  await Promise.all(Array.from({ length: 16 }, async () => {
-    while (next < RUNS) {
-      const i = next++;
-      const run = await api(url, 'POST', '/api/v1/execute', { interaction: 'Echo@draft', data: { text: `run ${i}` }, tags: [`batch-${i % 10}`] });
-      if (run.status !== 'completed') throw new Error(`run ${i} ended ${run.status}`);
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: 16 }, async () => {
+      while (next < RUNS) {
+        const i = next++;
+        const run = await api(url, 'POST', '/api/v1/execute', {
+          interaction: 'Echo@draft',
+          data: { text: `run ${i}` },
+          tags: [`batch-${i % 10}`],
+        });
+        if (run.status !== 'completed') throw new Error(`run ${i} ended ${run.status}`);
+      }
+    }),
+  );
   console.log(`  load: ${RUNS} runs in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
   const t1 = performance.now();
   const ids: string[] = [];
@@ -206,7 +279,9 @@ async function load(url: string): Promise<void> {
     const put = await fetch(up.url, { method: 'PUT', body: f.bytes, headers: { 'content-type': f.type } });
     if (put.status !== 200) throw new Error(`PUT ${f.name}: ${put.status}`);
     await put.arrayBuffer();
-    ids.push((await api(url, 'POST', '/api/v1/objects', { name: f.name, content: { source: up.id, type: f.type } })).id);
+    ids.push(
+      (await api(url, 'POST', '/api/v1/objects', { name: f.name, content: { source: up.id, type: f.type } })).id,
+    );
   }
   for (const id of ids) {
     for (const until = Date.now() + 120_000; ; await sleep(50)) {
@@ -224,7 +299,10 @@ function portkeyEntry(): string | undefined {
   if (process.env.PORTKEY_ENTRY) return process.env.PORTKEY_ENTRY;
   const dir = join(ROOT, 'node_modules', '@portkey-ai', 'gateway');
   if (!existsSync(dir)) return undefined;
-  const pkg = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { bin?: string | Record<string, string>; main?: string };
+  const pkg = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as {
+    bin?: string | Record<string, string>;
+    main?: string;
+  };
   const bin = typeof pkg.bin === 'string' ? pkg.bin : pkg.bin && Object.values(pkg.bin)[0];
   return bin ? join(dir, bin) : undefined;
 }
@@ -239,7 +317,14 @@ async function compare(baseRoot: string): Promise<void> {
   const rounds = Number(process.env.ROUNDS ?? 7);
   const flags = NODE_FLAGS;
   const sides = [
-    { name: `base (${baseRoot})`, cli: join(baseRoot, 'dist', 'cli.js'), flags: process.env.BASE_NODE_FLAGS !== undefined ? process.env.BASE_NODE_FLAGS.split(' ').filter(Boolean) : startFlagsOf(baseRoot) },
+    {
+      name: `base (${baseRoot})`,
+      cli: join(baseRoot, 'dist', 'cli.js'),
+      flags:
+        process.env.BASE_NODE_FLAGS !== undefined
+          ? process.env.BASE_NODE_FLAGS.split(' ').filter(Boolean)
+          : startFlagsOf(baseRoot),
+    },
     { name: `this build${flags.length ? ` (${flags.join(' ')})` : ''}`, cli: CLI, flags },
   ];
   const got = sides.map(() => ({ startMs: [] as number[], cpuMs: [] as number[], rss: [] as number[] }));
@@ -256,16 +341,26 @@ async function compare(baseRoot: string): Promise<void> {
         await srv.stop();
       }
       loads.push(readFileSync('/proc/loadavg', 'utf8').split(' ')[0]);
-      console.log(`  round ${r + 1}: ${sides.map((s, i) => `${i ? 'this' : 'base'} ${Math.round(got[i].startMs.at(-1)!)} ms (${got[i].cpuMs.at(-1)} ms CPU), ${mb(got[i].rss.at(-1)!)} MB`).join('; ')}; load ${loads.at(-1)}`);
+      console.log(
+        `  round ${r + 1}: ${sides.map((s, i) => `${i ? 'this' : 'base'} ${Math.round(got[i].startMs.at(-1)!)} ms (${got[i].cpuMs.at(-1)} ms CPU), ${mb(got[i].rss.at(-1)!)} MB`).join('; ')}; load ${loads.at(-1)}`,
+      );
     }
   } finally {
     rmSync(scratch, { recursive: true, force: true });
   }
   const ratio = (k: 'startMs' | 'cpuMs' | 'rss') => median(got[1][k].map((v, r) => v / got[0][k][r]));
-  console.log(`\n${rounds} paired rounds, fresh data folders, RSS ${IDLE_MS} ms after /health, load average ${loads.join(', ')}`);
+  console.log(
+    `\n${rounds} paired rounds, fresh data folders, RSS ${IDLE_MS} ms after /health, load average ${loads.join(', ')}`,
+  );
   console.log('| build | first /health 200 (median) | CPU by then (median) | idle RSS (median) |\n|---|---|---|---|');
-  sides.forEach((s, i) => console.log(`| ${s.name} | ${Math.round(median(got[i].startMs))} ms | ${median(got[i].cpuMs)} ms | ${mb(median(got[i].rss))} MB |`));
-  console.log(`| this / base, median of the per-round ratios | ${ratio('startMs').toFixed(2)} | ${ratio('cpuMs').toFixed(2)} | ${ratio('rss').toFixed(2)} |`);
+  sides.forEach((s, i) =>
+    console.log(
+      `| ${s.name} | ${Math.round(median(got[i].startMs))} ms | ${median(got[i].cpuMs)} ms | ${mb(median(got[i].rss))} MB |`,
+    ),
+  );
+  console.log(
+    `| this / base, median of the per-round ratios | ${ratio('startMs').toFixed(2)} | ${ratio('cpuMs').toFixed(2)} | ${ratio('rss').toFixed(2)} |`,
+  );
 }
 
 // --- run -------------------------------------------------------------------------------------
@@ -278,14 +373,27 @@ if (process.env.COMPARE) {
   await compare(process.env.COMPARE);
   process.exit(0);
 }
-console.log(`footprint of node ${[...NODE_FLAGS, CLI].join(' ')} serve, ${machine()}; ${STARTS} starts each, idle RSS read ${IDLE_MS} ms after /health`);
+console.log(
+  `footprint of node ${[...NODE_FLAGS, CLI].join(' ')} serve, ${machine()}; ${STARTS} starts each, idle RSS read ${IDLE_MS} ms after /health`,
+);
 
 const scratch = mkdtempSync(join(tmpdir(), 'orrery-footprint-'));
-const result: Record<string, unknown> = { machine: machine(), date: new Date().toISOString().slice(0, 10), build: BUILD, nodeFlags: NODE_FLAGS.join(' '), starts: STARTS, idleMs: IDLE_MS };
+const result: Record<string, unknown> = {
+  machine: machine(),
+  date: new Date().toISOString().slice(0, 10),
+  build: BUILD,
+  nodeFlags: NODE_FLAGS.join(' '),
+  starts: STARTS,
+  idleMs: IDLE_MS,
+};
 try {
   let n = 0;
   const fresh = await starts('fresh', () => join(scratch, `fresh-${n++}`));
-  result.fresh = { startMs: Math.round(median(fresh.startMs)), startCpuMs: median(fresh.startCpuMs), idleRssMb: mb(median(fresh.idleRss)) };
+  result.fresh = {
+    startMs: Math.round(median(fresh.startMs)),
+    startCpuMs: median(fresh.startCpuMs),
+    idleRssMb: mb(median(fresh.idleRss)),
+  };
 
   // One fresh server left idle longer: V8 keeps the young generation the start-up grew (tens of MB)
   // until its memory reducer runs, after some idle seconds.
@@ -297,7 +405,9 @@ try {
     settledIdle.push({ afterS: s, rssMb: mb(rssOf(idler.proc.pid!)), load: loadavg() });
   }
   await idler.stop();
-  console.log(`  fresh, left idle: ${settledIdle.map((x) => `${x.rssMb} MB at ${x.afterS} s (load ${x.load})`).join(', ')}`);
+  console.log(
+    `  fresh, left idle: ${settledIdle.map((x) => `${x.rssMb} MB at ${x.afterS} s (load ${x.load})`).join(', ')}`,
+  );
   result.freshIdle = settledIdle;
 
   const loaded = join(scratch, 'loaded');
@@ -307,21 +417,50 @@ try {
   await load(maker.url);
   const afterLoad = rssOf(maker.proc.pid!);
   const afterTree = treeRssOf(maker.proc.pid!);
-  console.log(`  RSS: idle ${mb(makerIdle)} MB, after the load ${mb(afterLoad)} MB (with ${afterTree.children} worker processes ${mb(afterTree.rss)} MB; load ${loadavg()})`);
+  console.log(
+    `  RSS: idle ${mb(makerIdle)} MB, after the load ${mb(afterLoad)} MB (with ${afterTree.children} worker processes ${mb(afterTree.rss)} MB; load ${loadavg()})`,
+  );
   const loadDone = performance.now();
-  const later: Array<{ afterS: number; rssMb: number; withinIdle20pc: boolean; treeRssMb: number; workers: number; load: string }> = [];
+  const later: Array<{
+    afterS: number;
+    rssMb: number;
+    withinIdle20pc: boolean;
+    treeRssMb: number;
+    workers: number;
+    load: string;
+  }> = [];
   for (const s of SETTLE_S) {
     await sleep(Math.max(0, loadDone + s * 1000 - performance.now()));
     const rss = rssOf(maker.proc.pid!);
     const tree = treeRssOf(maker.proc.pid!);
-    later.push({ afterS: s, rssMb: mb(rss), withinIdle20pc: rss <= makerIdle * 1.2, treeRssMb: mb(tree.rss), workers: tree.children, load: loadavg() });
-    console.log(`  RSS ${s} s after the load: ${mb(rss)} MB (${rss <= makerIdle * 1.2 ? 'within' : 'NOT within'} 20 % of idle; with ${tree.children} worker processes ${mb(tree.rss)} MB; load ${loadavg()})`);
+    later.push({
+      afterS: s,
+      rssMb: mb(rss),
+      withinIdle20pc: rss <= makerIdle * 1.2,
+      treeRssMb: mb(tree.rss),
+      workers: tree.children,
+      load: loadavg(),
+    });
+    console.log(
+      `  RSS ${s} s after the load: ${mb(rss)} MB (${rss <= makerIdle * 1.2 ? 'within' : 'NOT within'} 20 % of idle; with ${tree.children} worker processes ${mb(tree.rss)} MB; load ${loadavg()})`,
+    );
   }
   await maker.stop();
-  result.load = { runs: RUNS, objects: OBJECTS, idleRssMb: mb(makerIdle), afterLoadRssMb: mb(afterLoad), afterLoadTreeRssMb: mb(afterTree.rss), later };
+  result.load = {
+    runs: RUNS,
+    objects: OBJECTS,
+    idleRssMb: mb(makerIdle),
+    afterLoadRssMb: mb(afterLoad),
+    afterLoadTreeRssMb: mb(afterTree.rss),
+    later,
+  };
 
   const onLoaded = await starts('loaded', () => loaded);
-  result.loaded = { startMs: Math.round(median(onLoaded.startMs)), startCpuMs: median(onLoaded.startCpuMs), idleRssMb: mb(median(onLoaded.idleRss)) };
+  result.loaded = {
+    startMs: Math.round(median(onLoaded.startMs)),
+    startCpuMs: median(onLoaded.startCpuMs),
+    idleRssMb: mb(median(onLoaded.idleRss)),
+  };
 
   const portkey = portkeyEntry();
   if (portkey) {
@@ -347,10 +486,17 @@ try {
 const f = result.fresh as { startMs: number; startCpuMs: number; idleRssMb: number };
 const l = result.loaded as { startMs: number; startCpuMs: number; idleRssMb: number };
 console.log(`\nload average at the end: ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')}`);
-console.log('\n| data folder | first /health 200 (median) | CPU used by then (median) | idle RSS (median) |\n|---|---|---|---|');
+console.log(
+  '\n| data folder | first /health 200 (median) | CPU used by then (median) | idle RSS (median) |\n|---|---|---|---|',
+);
 console.log(`| fresh | ${f.startMs} ms | ${f.startCpuMs} ms | ${f.idleRssMb} MB |`);
 console.log(`| loaded (${RUNS} runs, ${OBJECTS} objects) | ${l.startMs} ms | ${l.startCpuMs} ms | ${l.idleRssMb} MB |`);
-if (typeof result.portkey === 'object') console.log(`| Portkey gateway | ${(result.portkey as { startMs: number }).startMs} ms | — | ${(result.portkey as { idleRssMb: number }).idleRssMb} MB |`);
+if (typeof result.portkey === 'object')
+  console.log(
+    `| Portkey gateway | ${(result.portkey as { startMs: number }).startMs} ms | — | ${(result.portkey as { idleRssMb: number }).idleRssMb} MB |`,
+  );
 else console.log(`Portkey: ${result.portkey}`);
-console.log(`targets: first /health within 1000 ms: ${f.startMs <= 1000 && l.startMs <= 1000 ? 'met' : 'NOT met'}; idle RSS <= 120 MB: ${f.idleRssMb <= 120 && l.idleRssMb <= 120 ? 'met' : 'NOT met'}`);
+console.log(
+  `targets: first /health within 1000 ms: ${f.startMs <= 1000 && l.startMs <= 1000 ? 'met' : 'NOT met'}; idle RSS <= 120 MB: ${f.idleRssMb <= 120 && l.idleRssMb <= 120 ? 'met' : 'NOT met'}`,
+);
 console.log(JSON.stringify({ bench: 'footprint', ...result }));

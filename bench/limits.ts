@@ -17,13 +17,28 @@ const N = Number(process.env.N ?? 400);
 const orrery = await startOrrery();
 try {
   const admin = orrery.adminKey;
-  const env = await api(orrery.url, admin, '/api/v1/environments', { name: 'bench', provider: 'test', default_model: 'echo' });
-  const prompts = [{ type: 'template', template: { role: 'user', content_type: 'handlebars', content: 'Summarise {{topic}} in one line.' } }];
-  const interaction = (await api(orrery.url, admin, '/api/v1/interactions', { name: 'limits', environment: env.id, prompts })).id as string;
+  const env = await api(orrery.url, admin, '/api/v1/environments', {
+    name: 'bench',
+    provider: 'test',
+    default_model: 'echo',
+  });
+  const prompts = [
+    {
+      type: 'template',
+      template: { role: 'user', content_type: 'handlebars', content: 'Summarise {{topic}} in one line.' },
+    },
+  ];
+  const interaction = (
+    await api(orrery.url, admin, '/api/v1/interactions', { name: 'limits', environment: env.id, prompts })
+  ).id as string;
   const free = (await api(orrery.url, admin, '/api/v1/apikeys', { name: 'free', role: 'developer' })).value as string;
-  const limited = (await api(orrery.url, admin, '/api/v1/apikeys', {
-    name: 'limited', role: 'developer', limits: { requests_per_minute: 1_000_000_000, tokens_per_minute: 1_000_000_000, cost_per_day: 1_000_000 },
-  })).value as string;
+  const limited = (
+    await api(orrery.url, admin, '/api/v1/apikeys', {
+      name: 'limited',
+      role: 'developer',
+      limits: { requests_per_minute: 1_000_000_000, tokens_per_minute: 1_000_000_000, cost_per_day: 1_000_000 },
+    })
+  ).value as string;
   const url = `${orrery.url}/api/v1/runs`;
   const body = JSON.stringify({ interaction, data: { topic: 'the outer planets' } });
   const kinds: Record<string, string> = { 'no limits': free, limited };
@@ -43,7 +58,9 @@ try {
   };
 
   for (const key of Object.values(kinds)) await sequential(key); // warm-up
-  const results: Record<string, Array<{ p50: number; p95: number }>> = Object.fromEntries(Object.keys(kinds).map((k) => [k, []]));
+  const results: Record<string, Array<{ p50: number; p95: number }>> = Object.fromEntries(
+    Object.keys(kinds).map((k) => [k, []]),
+  );
   for (let r = 0; r < ROUNDS; r++) {
     const order = r % 2 ? Object.keys(kinds).reverse() : Object.keys(kinds);
     const line: string[] = [];
@@ -56,11 +73,17 @@ try {
   }
   const p50 = (kind: string) => median(results[kind].map((m) => m.p50));
   const paired = median(results.limited.map((m, i) => m.p50 - results['no limits'][i].p50));
-  console.log(JSON.stringify({
-    bench: 'limits', machine: machine(), date: new Date().toISOString().slice(0, 10), n: N, rounds: ROUNDS,
-    p50_ms: { no_limits: +p50('no limits').toFixed(3), limited: +p50('limited').toFixed(3) },
-    added_ms_paired_median: +paired.toFixed(3),
-  }));
+  console.log(
+    JSON.stringify({
+      bench: 'limits',
+      machine: machine(),
+      date: new Date().toISOString().slice(0, 10),
+      n: N,
+      rounds: ROUNDS,
+      p50_ms: { no_limits: +p50('no limits').toFixed(3), limited: +p50('limited').toFixed(3) },
+      added_ms_paired_median: +paired.toFixed(3),
+    }),
+  );
 } finally {
   await orrery.stop();
 }

@@ -16,22 +16,28 @@ const dir = process.env.BARE_DIR!;
 const durable = process.env.BARE_FSYNC === '1';
 let n = 0;
 
-http.createServer(async (req, res) => {
-  try {
-    if (req.url === '/health') return res.end('ok');
-    const file = join(dir, req.url!.slice(1));
-    if (req.method === 'PUT') {
-      const hash = createHash('sha256');
-      const temp = `${file}.${n++}.tmp`;
-      await pipeline(req, new Transform({ transform: (c, _e, done) => (hash.update(c), done(null, c)) }), await openFileWriter(temp, { durable }));
-      await rename(temp, file);
-      res.setHeader('etag', `"${hash.digest('hex')}"`);
-      return res.end('{}');
+http
+  .createServer(async (req, res) => {
+    try {
+      if (req.url === '/health') return res.end('ok');
+      const file = join(dir, req.url!.slice(1));
+      if (req.method === 'PUT') {
+        const hash = createHash('sha256');
+        const temp = `${file}.${n++}.tmp`;
+        await pipeline(
+          req,
+          new Transform({ transform: (c, _e, done) => (hash.update(c), done(null, c)) }),
+          await openFileWriter(temp, { durable }),
+        );
+        await rename(temp, file);
+        res.setHeader('etag', `"${hash.digest('hex')}"`);
+        return res.end('{}');
+      }
+      res.writeHead(200, { 'content-length': statSync(file).size });
+      await pipeline(createReadStream(file, { highWaterMark: 256 * 1024 }), res);
+    } catch (err) {
+      res.statusCode = 500;
+      res.end(String(err));
     }
-    res.writeHead(200, { 'content-length': statSync(file).size });
-    await pipeline(createReadStream(file, { highWaterMark: 256 * 1024 }), res);
-  } catch (err) {
-    res.statusCode = 500;
-    res.end(String(err));
-  }
-}).listen(Number(process.env.BARE_PORT), '127.0.0.1');
+  })
+  .listen(Number(process.env.BARE_PORT), '127.0.0.1');

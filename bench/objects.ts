@@ -31,7 +31,10 @@ const QUERIES = Number(process.env.QUERIES ?? 200);
 const ROUNDS = Number(process.env.ROUNDS ?? 3);
 /** Which parts: transfer (once, on the first database: blobs do not depend on it) and find. */
 const PARTS = (process.env.PARTS ?? 'transfer,find').split(',');
-const DIALECTS = (process.env.DIALECTS ?? 'sqlite,postgres').split(',').map((d) => d.trim()).filter(Boolean);
+const DIALECTS = (process.env.DIALECTS ?? 'sqlite,postgres')
+  .split(',')
+  .map((d) => d.trim())
+  .filter(Boolean);
 const CHUNK = 1024 * 1024;
 const MB = 1e6;
 
@@ -51,7 +54,10 @@ function rssSampler(pid: number) {
 async function api(o: Orrery, method: string, path: string, body?: unknown): Promise<any> {
   const r = await fetch(o.url + path, {
     method,
-    headers: { authorization: `Bearer ${o.adminKey}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    headers: {
+      authorization: `Bearer ${o.adminKey}`,
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+    },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   const text = await r.text();
@@ -78,10 +84,16 @@ function expectedSha(size: number): string {
 
 function put(url: string, size: number): Promise<{ status: number; etag: string | undefined }> {
   return new Promise((resolve, reject) => {
-    const req = http.request(url, { method: 'PUT', headers: { 'content-length': String(size), 'content-type': 'application/octet-stream' } }, (res) => {
-      res.resume();
-      res.on('end', () => resolve({ status: res.statusCode!, etag: (res.headers.etag as string | undefined)?.replace(/"/g, '') }));
-    });
+    const req = http.request(
+      url,
+      { method: 'PUT', headers: { 'content-length': String(size), 'content-type': 'application/octet-stream' } },
+      (res) => {
+        res.resume();
+        res.on('end', () =>
+          resolve({ status: res.statusCode!, etag: (res.headers.etag as string | undefined)?.replace(/"/g, '') }),
+        );
+      },
+    );
     req.on('error', reject);
     let off = 0;
     const write = () => {
@@ -98,16 +110,18 @@ function put(url: string, size: number): Promise<{ status: number; etag: string 
 
 function get(url: string): Promise<{ status: number; bytes: number; sha: string }> {
   return new Promise((resolve, reject) => {
-    http.get(url, (res) => {
-      const h = createHash('sha256');
-      let bytes = 0;
-      res.on('data', (c: Buffer) => {
-        bytes += c.length;
-        h.update(c);
-      });
-      res.on('end', () => resolve({ status: res.statusCode!, bytes, sha: h.digest('hex') }));
-      res.on('error', reject);
-    }).on('error', reject);
+    http
+      .get(url, (res) => {
+        const h = createHash('sha256');
+        let bytes = 0;
+        res.on('data', (c: Buffer) => {
+          bytes += c.length;
+          h.update(c);
+        });
+        res.on('end', () => resolve({ status: res.statusCode!, bytes, sha: h.digest('hex') }));
+        res.on('error', reject);
+      })
+      .on('error', reject);
   });
 }
 
@@ -121,14 +135,19 @@ interface Transfer {
 }
 
 /** One upload and one download of SIZE bytes; checks the ETag and the SHA-256 of what came back. */
-async function roundTrip(urls: { put: string; get: () => Promise<string> }, pid: number | undefined, sha: string): Promise<Transfer> {
+async function roundTrip(
+  urls: { put: string; get: () => Promise<string> },
+  pid: number | undefined,
+  sha: string,
+): Promise<Transfer> {
   const upBase = pid ? rssOf(pid) : 0;
   let rss = pid ? rssSampler(pid) : undefined;
   let t = performance.now();
   const putRes = await put(urls.put, SIZE);
   const upSeconds = (performance.now() - t) / 1000;
   const upPeak = rss?.stop() ?? 0;
-  if (putRes.status !== 200 || putRes.etag !== sha) throw new Error(`upload: ${putRes.status}, etag ${putRes.etag} (expected ${sha})`);
+  if (putRes.status !== 200 || putRes.etag !== sha)
+    throw new Error(`upload: ${putRes.status}, etag ${putRes.etag} (expected ${sha})`);
   const getUrl = await urls.get();
   const downBase = pid ? rssOf(pid) : 0;
   rss = pid ? rssSampler(pid) : undefined;
@@ -136,22 +155,28 @@ async function roundTrip(urls: { put: string; get: () => Promise<string> }, pid:
   const getRes = await get(getUrl);
   const downSeconds = (performance.now() - t) / 1000;
   const downPeak = rss?.stop() ?? 0;
-  if (getRes.status !== 200 || getRes.bytes !== SIZE || getRes.sha !== sha) throw new Error(`download: ${getRes.status}, ${getRes.bytes} bytes, sha ${getRes.sha}`);
+  if (getRes.status !== 200 || getRes.bytes !== SIZE || getRes.sha !== sha)
+    throw new Error(`download: ${getRes.status}, ${getRes.bytes} bytes, sha ${getRes.sha}`);
   return {
     upload_MBps: Math.round(SIZE / MB / upSeconds),
     download_MBps: Math.round(SIZE / MB / downSeconds),
-    ...(pid ? {
-      rss_base_MB: Math.round(upBase / MB),
-      rss_peak_MB: Math.round(Math.max(upPeak, downPeak) / MB),
-      upload_rss_growth_MB: Math.round((upPeak - upBase) / MB),
-      download_rss_growth_MB: Math.round((downPeak - downBase) / MB),
-    } : {}),
+    ...(pid
+      ? {
+          rss_base_MB: Math.round(upBase / MB),
+          rss_peak_MB: Math.round(Math.max(upPeak, downPeak) / MB),
+          upload_rss_growth_MB: Math.round((upPeak - upBase) / MB),
+          download_rss_growth_MB: Math.round((downPeak - downBase) / MB),
+        }
+      : {}),
   };
 }
 
 const orreryUrls = async (o: Orrery, name: string) => {
   const up = await api(o, 'POST', '/api/v1/objects/upload-url', { name });
-  return { put: up.url as string, get: async () => (await api(o, 'POST', '/api/v1/objects/download-url', { file: up.id })).url as string };
+  return {
+    put: up.url as string,
+    get: async () => (await api(o, 'POST', '/api/v1/objects/download-url', { file: up.id })).url as string,
+  };
 };
 
 /** The disk itself: SIZE bytes written with and without a final fdatasync, by plain Node. */
@@ -168,7 +193,9 @@ async function diskBaseline(dir: string) {
     }
     w.end();
     await finished(w);
-    out[durable ? 'write_fdatasync_MBps' : 'write_page_cache_MBps'] = Math.round(SIZE / MB / ((performance.now() - t) / 1000));
+    out[durable ? 'write_fdatasync_MBps' : 'write_page_cache_MBps'] = Math.round(
+      SIZE / MB / ((performance.now() - t) / 1000),
+    );
     rmSync(file);
   }
   return out;
@@ -182,7 +209,11 @@ const median = (xs: number[]) => {
 const medianOf = (rounds: Transfer[]) => {
   const keys = Object.keys(rounds[0]) as (keyof Transfer)[];
   const out: Transfer = { upload_MBps: 0, download_MBps: 0 };
-  for (const k of keys) out[k] = k.startsWith('rss') || k.endsWith('growth_MB') ? Math.max(...rounds.map((r) => r[k]!)) : median(rounds.map((r) => r[k]!));
+  for (const k of keys)
+    out[k] =
+      k.startsWith('rss') || k.endsWith('growth_MB')
+        ? Math.max(...rounds.map((r) => r[k]!))
+        : median(rounds.map((r) => r[k]!));
   return out;
 };
 
@@ -193,12 +224,20 @@ const medianOf = (rounds: Transfer[]) => {
 async function transfer(env: Record<string, string>) {
   const sha = expectedSha(SIZE);
   const scratch = mkdtempSync(join(tmpdir(), 'orrery-bench-disk-'));
-  const out: Record<string, unknown> = { size_MiB: SIZE / 1024 / 1024, rounds: ROUNDS, load_average_before: loadavg().map((x) => +x.toFixed(1)) };
+  const out: Record<string, unknown> = {
+    size_MiB: SIZE / 1024 / 1024,
+    rounds: ROUNDS,
+    load_average_before: loadavg().map((x) => +x.toFixed(1)),
+  };
   try {
     out.disk = await diskBaseline(scratch);
     for (const durable of [true, false]) {
       const o = await startOrrery({ ...env, ORRERY_BLOB_FSYNC: String(durable) });
-      const bare = await startChild(['bench/objects-bare.ts'], { BARE_DIR: scratch, BARE_FSYNC: durable ? '1' : '0' }, '/health');
+      const bare = await startChild(
+        ['bench/objects-bare.ts'],
+        { BARE_DIR: scratch, BARE_FSYNC: durable ? '1' : '0' },
+        '/health',
+      );
       try {
         // Warm-up: JIT, the blob folder, the first database pages.
         const warm = await orreryUrls(o, 'warm.bin');
@@ -208,10 +247,21 @@ async function transfer(env: Record<string, string>) {
         const base: Transfer[] = [];
         for (let r = 0; r < ROUNDS; r++) {
           mine.push(await roundTrip(await orreryUrls(o, `big-${r}.bin`), o.proc.pid!, sha));
-          base.push(await roundTrip({ put: `${bare.url}/big-${r}.bin`, get: async () => `${bare.url}/big-${r}.bin` }, undefined, sha));
+          base.push(
+            await roundTrip(
+              { put: `${bare.url}/big-${r}.bin`, get: async () => `${bare.url}/big-${r}.bin` },
+              undefined,
+              sha,
+            ),
+          );
           rmSync(join(scratch, `big-${r}.bin`), { force: true });
         }
-        out[durable ? 'durable' : 'not_durable'] = { orrery: medianOf(mine), bare_node: medianOf(base), orrery_rounds: mine, bare_rounds: base };
+        out[durable ? 'durable' : 'not_durable'] = {
+          orrery: medianOf(mine),
+          bare_node: medianOf(base),
+          orrery_rounds: mine,
+          bare_rounds: base,
+        };
       } finally {
         await o.stop();
         await bare.stop();
@@ -236,8 +286,12 @@ async function seed(o: Orrery, n: number) {
         location: `/bench/${i % 10}`,
         tags: [`t${i % 10}`],
         properties: {
-          category: `cat-${i % CATEGORIES}`, n: i, score: ((i * 7919) % 1000) / 1000, flag: i % 3 === 0,
-          nested: { level: i % 5 }, title: `Title of object number ${i}`,
+          category: `cat-${i % CATEGORIES}`,
+          n: i,
+          score: ((i * 7919) % 1000) / 1000,
+          flag: i % 3 === 0,
+          nested: { level: i % 5 },
+          title: `Title of object number ${i}`,
         },
       });
     }
@@ -253,7 +307,8 @@ async function latency(o: Orrery, path: string, body: (i: number) => unknown, ex
     const t = performance.now();
     const r = await api(o, 'POST', path, body(i));
     ms.push(performance.now() - t);
-    if (!expect(r)) throw new Error(`${path} ${JSON.stringify(body(i))}: unexpected answer ${JSON.stringify(r).slice(0, 200)}`);
+    if (!expect(r))
+      throw new Error(`${path} ${JSON.stringify(body(i))}: unexpected answer ${JSON.stringify(r).slice(0, 200)}`);
   }
   ms.sort((a, b) => a - b);
   const f = (x: number) => +x.toFixed(1);
@@ -286,18 +341,51 @@ async function find(o: Orrery) {
   const perCategory = OBJECTS / CATEGORIES;
   const shapes = {
     // 5% of the objects match; the first 100 (newest first) are answered.
-    'properties.category = x (limit 100)': await latency(o, '/api/v1/objects/find',
-      (i) => ({ query: { 'properties.category': `cat-${i % CATEGORIES}` }, limit: 100 }), (r) => r.length === Math.min(100, perCategory)),
-    'category = x and score >= 0.5 (limit 100)': await latency(o, '/api/v1/objects/find',
-      (i) => ({ query: { 'properties.category': `cat-${i % CATEGORIES}`, 'properties.score': { $gte: 0.5 } }, limit: 100 }), (r) => r.length === Math.min(100, perCategory / 2)),
-    'nested.level $in [1, 2] (limit 100)': await latency(o, '/api/v1/objects/find',
-      () => ({ query: { 'properties.nested.level': { $in: [1, 2] } }, limit: 100 }), (r) => r.length === Math.min(100, (OBJECTS * 2) / 5)),
-    'n in a range of 10 (rare: scans every object)': await latency(o, '/api/v1/objects/find',
-      (i) => { const k = (i * 997) % (OBJECTS - 10); return { query: { 'properties.n': { $gte: k, $lt: k + 10 } } }; }, (r) => r.length === 10),
-    'count of category = x (counts every object)': await latency(o, '/api/v1/objects/count',
-      (i) => ({ query: { 'properties.category': `cat-${i % CATEGORIES}` } }), (r) => r.count === perCategory),
+    'properties.category = x (limit 100)': await latency(
+      o,
+      '/api/v1/objects/find',
+      (i) => ({ query: { 'properties.category': `cat-${i % CATEGORIES}` }, limit: 100 }),
+      (r) => r.length === Math.min(100, perCategory),
+    ),
+    'category = x and score >= 0.5 (limit 100)': await latency(
+      o,
+      '/api/v1/objects/find',
+      (i) => ({
+        query: { 'properties.category': `cat-${i % CATEGORIES}`, 'properties.score': { $gte: 0.5 } },
+        limit: 100,
+      }),
+      (r) => r.length === Math.min(100, perCategory / 2),
+    ),
+    'nested.level $in [1, 2] (limit 100)': await latency(
+      o,
+      '/api/v1/objects/find',
+      () => ({ query: { 'properties.nested.level': { $in: [1, 2] } }, limit: 100 }),
+      (r) => r.length === Math.min(100, (OBJECTS * 2) / 5),
+    ),
+    'n in a range of 10 (rare: scans every object)': await latency(
+      o,
+      '/api/v1/objects/find',
+      (i) => {
+        const k = (i * 997) % (OBJECTS - 10);
+        return { query: { 'properties.n': { $gte: k, $lt: k + 10 } } };
+      },
+      (r) => r.length === 10,
+    ),
+    'count of category = x (counts every object)': await latency(
+      o,
+      '/api/v1/objects/count',
+      (i) => ({ query: { 'properties.category': `cat-${i % CATEGORIES}` } }),
+      (r) => r.count === perCategory,
+    ),
   };
-  return { objects: OBJECTS, seeded_per_s: seeded, idle_after_seeding_s: settledAfter, queries_per_shape: QUERIES, load_average: loadavg().map((x) => +x.toFixed(1)), shapes };
+  return {
+    objects: OBJECTS,
+    seeded_per_s: seeded,
+    idle_after_seeding_s: settledAfter,
+    queries_per_shape: QUERIES,
+    load_average: loadavg().map((x) => +x.toFixed(1)),
+    shapes,
+  };
 }
 
 const results: Record<string, unknown> = { machine: machine(), date: new Date().toISOString() };

@@ -45,11 +45,13 @@ function portkeyEntry(): string {
       const manifest = join(pkg, 'package.json');
       if (!existsSync(manifest)) continue;
       const bin = (JSON.parse(readFileSync(manifest, 'utf8')) as { bin?: string | Record<string, string> }).bin;
-      const rel = typeof bin === 'string' ? bin : Object.values(bin ?? {})[0] ?? 'build/start-server.js';
+      const rel = typeof bin === 'string' ? bin : (Object.values(bin ?? {})[0] ?? 'build/start-server.js');
       return join(pkg, rel);
     }
   }
-  throw new Error('@portkey-ai/gateway not found: add it as a devDependency, or set PORTKEY_DIR to a folder where it is installed');
+  throw new Error(
+    '@portkey-ai/gateway not found: add it as a devDependency, or set PORTKEY_DIR to a folder where it is installed',
+  );
 }
 
 interface Target {
@@ -60,16 +62,39 @@ interface Target {
   server: Child;
 }
 
-interface Saturated { rps: number; p99: number; ok: number; errors: number; serverUs: number }
+interface Saturated {
+  rps: number;
+  p99: number;
+  ok: number;
+  errors: number;
+  serverUs: number;
+}
 
-const saturated = (t: Target, seconds: number) => new Promise<Saturated>((resolve, reject) => {
-  const s0 = cpuUs(t.server.proc.pid!);
-  autocannon({ url: t.url, method: 'POST', body: t.body, headers: { 'content-type': 'application/json', ...t.headers }, connections: SATURATED_CONNECTIONS, duration: seconds }, (err, r) => {
-    if (err) return reject(err);
-    const n = Math.max(1, r.requests.total);
-    resolve({ rps: r.requests.average, p99: r.latency.p99, ok: r['2xx'], errors: r.non2xx + r.errors + r.timeouts, serverUs: Math.round((cpuUs(t.server.proc.pid!) - s0) / n) });
+const saturated = (t: Target, seconds: number) =>
+  new Promise<Saturated>((resolve, reject) => {
+    const s0 = cpuUs(t.server.proc.pid!);
+    autocannon(
+      {
+        url: t.url,
+        method: 'POST',
+        body: t.body,
+        headers: { 'content-type': 'application/json', ...t.headers },
+        connections: SATURATED_CONNECTIONS,
+        duration: seconds,
+      },
+      (err, r) => {
+        if (err) return reject(err);
+        const n = Math.max(1, r.requests.total);
+        resolve({
+          rps: r.requests.average,
+          p99: r.latency.p99,
+          ok: r['2xx'],
+          errors: r.non2xx + r.errors + r.timeouts,
+          serverUs: Math.round((cpuUs(t.server.proc.pid!) - s0) / n),
+        });
+      },
+    );
   });
-});
 
 /** The paced part: lib/paced.ts, at RATE over PACED_CONNECTIONS. */
 const pacedRun = (t: Target, seconds: number) => paced(t, seconds, RATE, PACED_CONNECTIONS);
@@ -80,24 +105,49 @@ const portkeyBin = portkeyEntry();
 const portkey = await startPortkey(portkeyBin, portkeyPort);
 const orrery = await startOrrery();
 try {
-  const completion = JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'Summarise the orbits of the outer planets in one line.' }], temperature: 0.7 });
+  const completion = JSON.stringify({
+    model: 'gpt-4o-mini',
+    messages: [{ role: 'user', content: 'Summarise the orbits of the outer planets in one line.' }],
+    temperature: 0.7,
+  });
   const interaction = await seedUpstream(orrery, upstream);
   const targets: Target[] = [
-    { name: 'upstream', url: `${upstream.url}/v1/chat/completions`, body: completion, headers: { authorization: 'Bearer sk-upstream' }, server: upstream },
     {
-      name: 'portkey', url: `${portkey.url}/v1/chat/completions`, body: completion, server: portkey,
-      headers: { authorization: 'Bearer sk-upstream', 'x-portkey-provider': 'openai', 'x-portkey-custom-host': `${upstream.url}/v1` },
+      name: 'upstream',
+      url: `${upstream.url}/v1/chat/completions`,
+      body: completion,
+      headers: { authorization: 'Bearer sk-upstream' },
+      server: upstream,
     },
     {
-      name: 'orrery', url: `${orrery.url}/api/v1/runs`, server: orrery, headers: { authorization: `Bearer ${orrery.adminKey}` },
+      name: 'portkey',
+      url: `${portkey.url}/v1/chat/completions`,
+      body: completion,
+      server: portkey,
+      headers: {
+        authorization: 'Bearer sk-upstream',
+        'x-portkey-provider': 'openai',
+        'x-portkey-custom-host': `${upstream.url}/v1`,
+      },
+    },
+    {
+      name: 'orrery',
+      url: `${orrery.url}/api/v1/runs`,
+      server: orrery,
+      headers: { authorization: `Bearer ${orrery.adminKey}` },
       body: JSON.stringify({ interaction, data: { topic: 'the orbits of the outer planets' }, tags: ['peer'] }),
     },
   ];
   // Each answers the completion before any load.
   for (const t of targets) {
-    const r = await fetch(t.url, { method: 'POST', body: t.body, headers: { 'content-type': 'application/json', ...t.headers } });
+    const r = await fetch(t.url, {
+      method: 'POST',
+      body: t.body,
+      headers: { 'content-type': 'application/json', ...t.headers },
+    });
     const text = await r.text();
-    if (r.status !== 200 || !text.includes('The outer planets orbit the Sun slowly')) throw new Error(`${t.name}: ${r.status} ${text.slice(0, 300)}`);
+    if (r.status !== 200 || !text.includes('The outer planets orbit the Sun slowly'))
+      throw new Error(`${t.name}: ${r.status} ${text.slice(0, 300)}`);
   }
   let answered = 1;
   for (const t of targets) {
@@ -114,18 +164,25 @@ try {
       if (r.errors) throw new Error(`${t.name}: ${r.errors} failed requests (saturated)`);
       sat[t.name].push(r);
       if (t.name === 'orrery') answered += r.ok;
-      console.log(`round ${i + 1} saturated ${t.name}: ${r.rps.toFixed(0)} req/s, p99 ${r.p99} ms, server CPU ${r.serverUs} µs/request`);
+      console.log(
+        `round ${i + 1} saturated ${t.name}: ${r.rps.toFixed(0)} req/s, p99 ${r.p99} ms, server CPU ${r.serverUs} µs/request`,
+      );
     }
     for (const t of order) {
       const r = await pacedRun(t, PACED_SECONDS);
       if (r.errors) throw new Error(`${t.name}: ${r.errors} failed requests (paced)`);
       pac[t.name].push(r);
       if (t.name === 'orrery') answered += r.ok;
-      console.log(`round ${i + 1} paced ${t.name}: ${r.rate.toFixed(0)} req/s sent, p50 ${r.p50.toFixed(3)} ms, p99 ${r.p99.toFixed(3)} ms`);
+      console.log(
+        `round ${i + 1} paced ${t.name}: ${r.rate.toFixed(0)} req/s sent, p50 ${r.p50.toFixed(3)} ms, p99 ${r.p99.toFixed(3)} ms`,
+      );
     }
   }
-  const facets = await api(orrery.url, orrery.adminKey, '/api/v1/runs/facets', { facets: [{ name: 'status', field: 'status' }] });
-  const completed = (facets.status as Array<{ _id: string; count: number }>).find((b) => b._id === 'completed')?.count ?? 0;
+  const facets = await api(orrery.url, orrery.adminKey, '/api/v1/runs/facets', {
+    facets: [{ name: 'status', field: 'status' }],
+  });
+  const completed =
+    (facets.status as Array<{ _id: string; count: number }>).find((b) => b._id === 'completed')?.count ?? 0;
   // Autocannon stops its clock with requests in flight: those runs are stored but not counted as answered.
   const inFlight = (ROUNDS + 1) * SATURATED_CONNECTIONS;
   if (completed < answered || completed > answered + inFlight || facets.total !== completed) {
@@ -133,18 +190,46 @@ try {
   }
   const m = (xs: number[]) => median(xs);
   const summary = {
-    date: new Date().toISOString(), machine: machine(), rounds: ROUNDS, duration: DURATION, pacedSeconds: PACED_SECONDS, rate: RATE,
-    saturated: Object.fromEntries(Object.entries(sat).map(([k, rs]) => [k, { rps: Math.round(m(rs.map((r) => r.rps))), p99: m(rs.map((r) => r.p99)), serverUs: m(rs.map((r) => r.serverUs)) }])),
-    paced: Object.fromEntries(Object.entries(pac).map(([k, rs]) => [k, { p50: +m(rs.map((r) => r.p50)).toFixed(3), p99: +m(rs.map((r) => r.p99)).toFixed(3) }])),
-    added: Object.fromEntries((['portkey', 'orrery'] as const).map((k) => [k, {
-      p50: +m(pac[k].map((r, i) => r.p50 - pac.upstream[i].p50)).toFixed(3),
-      p99: +m(pac[k].map((r, i) => r.p99 - pac.upstream[i].p99)).toFixed(3),
-    }])),
+    date: new Date().toISOString(),
+    machine: machine(),
+    rounds: ROUNDS,
+    duration: DURATION,
+    pacedSeconds: PACED_SECONDS,
+    rate: RATE,
+    saturated: Object.fromEntries(
+      Object.entries(sat).map(([k, rs]) => [
+        k,
+        {
+          rps: Math.round(m(rs.map((r) => r.rps))),
+          p99: m(rs.map((r) => r.p99)),
+          serverUs: m(rs.map((r) => r.serverUs)),
+        },
+      ]),
+    ),
+    paced: Object.fromEntries(
+      Object.entries(pac).map(([k, rs]) => [
+        k,
+        { p50: +m(rs.map((r) => r.p50)).toFixed(3), p99: +m(rs.map((r) => r.p99)).toFixed(3) },
+      ]),
+    ),
+    added: Object.fromEntries(
+      (['portkey', 'orrery'] as const).map((k) => [
+        k,
+        {
+          p50: +m(pac[k].map((r, i) => r.p50 - pac.upstream[i].p50)).toFixed(3),
+          p99: +m(pac[k].map((r, i) => r.p99 - pac.upstream[i].p99)).toFixed(3),
+        },
+      ]),
+    ),
     orreryOverPortkey: +m(sat.orrery.map((r, i) => r.rps / sat.portkey[i].rps)).toFixed(2),
     runs: { answered, completed },
   };
-  console.log(`\nsaturated (${SATURATED_CONNECTIONS} connections, median of ${ROUNDS} rounds): upstream ${summary.saturated.upstream.rps} req/s, Portkey ${summary.saturated.portkey.rps} req/s, Orrery ${summary.saturated.orrery.rps} runs/s: Orrery / Portkey ${summary.orreryOverPortkey}× (median of paired rounds; target ≥ 2)`);
-  console.log(`paced ${RATE} req/s, ${PACED_CONNECTIONS} connections: upstream p50 ${summary.paced.upstream.p50} / p99 ${summary.paced.upstream.p99} ms; added by Portkey p50 ${summary.added.portkey.p50} / p99 ${summary.added.portkey.p99} ms; added by Orrery p50 ${summary.added.orrery.p50} / p99 ${summary.added.orrery.p99} ms (targets ≤ 1 / ≤ 5 ms)`);
+  console.log(
+    `\nsaturated (${SATURATED_CONNECTIONS} connections, median of ${ROUNDS} rounds): upstream ${summary.saturated.upstream.rps} req/s, Portkey ${summary.saturated.portkey.rps} req/s, Orrery ${summary.saturated.orrery.rps} runs/s: Orrery / Portkey ${summary.orreryOverPortkey}× (median of paired rounds; target ≥ 2)`,
+  );
+  console.log(
+    `paced ${RATE} req/s, ${PACED_CONNECTIONS} connections: upstream p50 ${summary.paced.upstream.p50} / p99 ${summary.paced.upstream.p99} ms; added by Portkey p50 ${summary.added.portkey.p50} / p99 ${summary.added.portkey.p99} ms; added by Orrery p50 ${summary.added.orrery.p50} / p99 ${summary.added.orrery.p99} ms (targets ≤ 1 / ≤ 5 ms)`,
+  );
   console.log(`every run stored: ${answered} answered 200, ${completed} stored completed`);
   console.log(JSON.stringify({ ...summary, detail: { saturated: sat, paced: pac } }));
 } finally {
@@ -156,9 +241,14 @@ try {
 /** The gateway as its package starts it (`start:node`: build/start-server.js), headless, on loopback. */
 async function startPortkey(bin: string, port: number): Promise<Child> {
   const { spawn } = await import('node:child_process');
-  const proc = spawn(process.execPath, ['--import', new URL('./lib/loopback-only.mjs', import.meta.url).href, bin, `--port=${port}`, '--headless'], {
-    env: { ...process.env, NODE_ENV: 'production' }, stdio: ['ignore', 'ignore', 'inherit'],
-  });
+  const proc = spawn(
+    process.execPath,
+    ['--import', new URL('./lib/loopback-only.mjs', import.meta.url).href, bin, `--port=${port}`, '--headless'],
+    {
+      env: { ...process.env, NODE_ENV: 'production' },
+      stdio: ['ignore', 'ignore', 'inherit'],
+    },
+  );
   const url = `http://127.0.0.1:${port}`;
   const until = Date.now() + 60_000;
   for (;;) {
@@ -171,13 +261,15 @@ async function startPortkey(bin: string, port: number): Promise<Child> {
     }
   }
   return {
-    url, proc,
+    url,
+    proc,
     peakRss: () => Number(/VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${proc.pid}/status`, 'utf8'))![1]) * 1024,
-    stop: () => new Promise<void>((resolve) => {
-      if (proc.exitCode !== null) return resolve();
-      proc.once('exit', () => resolve());
-      proc.kill('SIGTERM');
-      setTimeout(() => proc.kill('SIGKILL'), 5000).unref();
-    }),
+    stop: () =>
+      new Promise<void>((resolve) => {
+        if (proc.exitCode !== null) return resolve();
+        proc.once('exit', () => resolve());
+        proc.kill('SIGTERM');
+        setTimeout(() => proc.kill('SIGKILL'), 5000).unref();
+      }),
   };
 }

@@ -33,9 +33,16 @@ const DAY = 86_400_000;
 
 const dataDir = mkdtempSync(join(tmpdir(), 'orrery-retention-'));
 const start = async (sweepSeconds: number) => {
-  const child = await startChild(['src/cli.ts', 'serve'], {
-    ORRERY_DATA_DIR: dataDir, ORRERY_ADMIN_KEY: KEY, ORRERY_LOG_LEVEL: 'warn', ORRERY_RETENTION_SWEEP: String(sweepSeconds),
-  }, '/health');
+  const child = await startChild(
+    ['src/cli.ts', 'serve'],
+    {
+      ORRERY_DATA_DIR: dataDir,
+      ORRERY_ADMIN_KEY: KEY,
+      ORRERY_LOG_LEVEL: 'warn',
+      ORRERY_RETENTION_SWEEP: String(sweepSeconds),
+    },
+    '/health',
+  );
   return Object.assign(child, { adminKey: KEY });
 };
 const openDb = () => {
@@ -44,7 +51,12 @@ const openDb = () => {
   handle.pragma('busy_timeout = 10000');
   return { handle, db: new Kysely<Database>({ dialect: new SqliteDialect({ database: handle }) }) };
 };
-const expiredLeft = (db: Kysely<Database>) => sql<{ n: number }>`SELECT count(*) AS n FROM runs WHERE expires_at IS NOT NULL AND expires_at <= ${new Date().toISOString()}`.execute(db).then((r) => Number(r.rows[0].n));
+const expiredLeft = (db: Kysely<Database>) =>
+  sql<{
+    n: number;
+  }>`SELECT count(*) AS n FROM runs WHERE expires_at IS NOT NULL AND expires_at <= ${new Date().toISOString()}`
+    .execute(db)
+    .then((r) => Number(r.rows[0].n));
 
 try {
   // A server makes the database (migrations, the default project), an interaction to run.
@@ -54,7 +66,11 @@ try {
 
   const { handle, db } = openDb();
   const project = await db.selectFrom('projects').select(['id', 'name', 'account_id']).executeTakeFirstOrThrow();
-  const account = await db.selectFrom('accounts').select(['id', 'name']).where('id', '=', project.account_id).executeTakeFirstOrThrow();
+  const account = await db
+    .selectFrom('accounts')
+    .select(['id', 'name'])
+    .where('id', '=', project.account_id)
+    .executeTakeFirstOrThrow();
   const now = Date.now();
   let made = 0;
   const next = (): NewRun => {
@@ -66,30 +82,57 @@ try {
       parameters: { topic: `topic ${i % 997}` },
       prompt: [{ role: 'user', content: `Summarise topic ${i % 997} in one line.` }],
       config: { environment: 'env', model: 'echo' },
-      source: { type: 'api', label: 'apikey:bench', principal_type: 'apikey', principal_id: 'bench', client_ip: '10.0.0.1' },
+      source: {
+        type: 'api',
+        label: 'apikey:bench',
+        principal_type: 'apikey',
+        principal_id: 'bench',
+        client_ip: '10.0.0.1',
+      },
       ttl: expires ? 3600 : 0,
       stream: false,
       interaction: { id: interaction, name: 'bench', endpoint: 'bench', version: 0 },
       environment: { id: 'env', name: 'bench', provider: 'test' },
-      account, project: { id: project.id, name: project.name },
+      account,
+      project: { id: project.id, name: project.name },
       created_by: 'apikey:bench',
     } as RunDoc;
     const row = {
-      id: newId(), account_id: account.id, project_id: project.id, interaction_id: interaction, environment_id: 'env', model_id: 'echo',
-      status: 'completed', parent_id: null, finish_reason: 'stop', execution_time: 3, token_prompt: 8, token_result: 12, token_total: 20,
-      tags: i % 3 ? ['bench'] : [], created_at: new Date(created).toISOString(), updated_at: new Date(created + 3).toISOString(), doc, executor: null,
+      id: newId(),
+      account_id: account.id,
+      project_id: project.id,
+      interaction_id: interaction,
+      environment_id: 'env',
+      model_id: 'echo',
+      status: 'completed',
+      parent_id: null,
+      finish_reason: 'stop',
+      execution_time: 3,
+      token_prompt: 8,
+      token_result: 12,
+      token_total: 20,
+      tags: i % 3 ? ['bench'] : [],
+      created_at: new Date(created).toISOString(),
+      updated_at: new Date(created + 3).toISOString(),
+      doc,
+      executor: null,
     } as RunRow;
     return { row, tags: row.tags as string[] };
   };
   const loadStarted = performance.now();
   for (let done = 0; done < RUNS; done += BATCH) {
     const batch = Array.from({ length: Math.min(BATCH, RUNS - done) }, next);
-    await db.transaction().execute((trx) => insertRuns(trx, sqliteDialect, batch, (row) => encodeRun(sqliteDialect, row)));
-    if ((done / BATCH) % 100 === 0) console.log(`  ${done + batch.length} runs, ${((performance.now() - loadStarted) / 1000).toFixed(0)} s`);
+    await db
+      .transaction()
+      .execute((trx) => insertRuns(trx, sqliteDialect, batch, (row) => encodeRun(sqliteDialect, row)));
+    if ((done / BATCH) % 100 === 0)
+      console.log(`  ${done + batch.length} runs, ${((performance.now() - loadStarted) / 1000).toFixed(0)} s`);
   }
   await sql`ANALYZE`.execute(db);
   const expired = await expiredLeft(db);
-  console.log(`loaded ${RUNS} runs in ${((performance.now() - loadStarted) / 1000).toFixed(0)} s; ${expired} have expired`);
+  console.log(
+    `loaded ${RUNS} runs in ${((performance.now() - loadStarted) / 1000).toFixed(0)} s; ${expired} have expired`,
+  );
   await db.destroy();
   handle.close();
 
@@ -120,13 +163,24 @@ try {
   await sweeping.stop();
   await watch.db.destroy();
   const sweepSeconds = sweptAt === undefined ? null : +((sweptAt - sweepStarted) / 1000).toFixed(1);
-  console.log(`sweeping: ${during.rps.toFixed(0)} runs/s, p99 ${during.p99} ms; ${expired} expired runs gone after ${sweepSeconds ?? '>600'} s`);
-  if (base.errors || during.errors) throw new Error(`errors under load: idle ${base.errors}, sweeping ${during.errors}`);
-  console.log(JSON.stringify({
-    bench: 'retention', machine: machine(), date: new Date().toISOString().slice(0, 10), runs: RUNS, expired,
-    runs_per_s: { idle: Math.round(base.rps), sweeping: Math.round(during.rps) }, p99_ms: { idle: base.p99, sweeping: during.p99 },
-    ratio: +(during.rps / base.rps).toFixed(3), sweep_seconds: sweepSeconds,
-  }));
+  console.log(
+    `sweeping: ${during.rps.toFixed(0)} runs/s, p99 ${during.p99} ms; ${expired} expired runs gone after ${sweepSeconds ?? '>600'} s`,
+  );
+  if (base.errors || during.errors)
+    throw new Error(`errors under load: idle ${base.errors}, sweeping ${during.errors}`);
+  console.log(
+    JSON.stringify({
+      bench: 'retention',
+      machine: machine(),
+      date: new Date().toISOString().slice(0, 10),
+      runs: RUNS,
+      expired,
+      runs_per_s: { idle: Math.round(base.rps), sweeping: Math.round(during.rps) },
+      p99_ms: { idle: base.p99, sweeping: during.p99 },
+      ratio: +(during.rps / base.rps).toFixed(3),
+      sweep_seconds: sweepSeconds,
+    }),
+  );
 } finally {
   rmSync(dataDir, { recursive: true, force: true });
 }

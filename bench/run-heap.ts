@@ -34,24 +34,50 @@ async function heapOf(server: Server): Promise<{ old: number; majors: number }> 
   const old = /^orrery_nodejs_heap_space_size_used_bytes\{space="old"\} (\d+)/m.exec(text);
   // A mark-compact frees old space, and incremental marking allocates black while it runs: a
   // round with either is not counted.
-  const count = (kind: string) => Number(new RegExp(`^orrery_nodejs_gc_duration_seconds_count\\{kind="${kind}"\\} (\\d+)`, 'm').exec(text)?.[1] ?? 0);
+  const count = (kind: string) =>
+    Number(new RegExp(`^orrery_nodejs_gc_duration_seconds_count\\{kind="${kind}"\\} (\\d+)`, 'm').exec(text)?.[1] ?? 0);
   if (!old) throw new Error('/metrics has no old-space figure');
   return { old: Number(old[1]), majors: count('major') + count('incremental') };
 }
 
-interface Measure { requests: number; kbPerRequest: number; majors: number; rps: number }
+interface Measure {
+  requests: number;
+  kbPerRequest: number;
+  majors: number;
+  rps: number;
+}
 
-async function measure(server: Server, request: { path: string; body?: string }, connections: number): Promise<Measure> {
+async function measure(
+  server: Server,
+  request: { path: string; body?: string },
+  connections: number,
+): Promise<Measure> {
   const before = await heapOf(server);
-  const r = await new Promise<autocannon.Result>((resolve, reject) => autocannon({
-    url: server.url + request.path, connections, duration: DURATION,
-    ...(request.body ? { method: 'POST', body: request.body } : {}),
-    headers: { authorization: `Bearer ${server.adminKey}`, ...(request.body ? { 'content-type': 'application/json' } : {}) },
-  }, (err, res) => (err ? reject(err) : resolve(res))));
-  if (r.non2xx || r.errors || r.timeouts) throw new Error(`${request.path}: ${r.non2xx + r.errors + r.timeouts} failed requests`);
+  const r = await new Promise<autocannon.Result>((resolve, reject) =>
+    autocannon(
+      {
+        url: server.url + request.path,
+        connections,
+        duration: DURATION,
+        ...(request.body ? { method: 'POST', body: request.body } : {}),
+        headers: {
+          authorization: `Bearer ${server.adminKey}`,
+          ...(request.body ? { 'content-type': 'application/json' } : {}),
+        },
+      },
+      (err, res) => (err ? reject(err) : resolve(res)),
+    ),
+  );
+  if (r.non2xx || r.errors || r.timeouts)
+    throw new Error(`${request.path}: ${r.non2xx + r.errors + r.timeouts} failed requests`);
   const after = await heapOf(server);
   const n = r['2xx'];
-  return { requests: n, kbPerRequest: (after.old - before.old) / n / 1000, majors: after.majors - before.majors, rps: r.requests.average };
+  return {
+    requests: n,
+    kbPerRequest: (after.old - before.old) / n / 1000,
+    majors: after.majors - before.majors,
+    rps: r.requests.average,
+  };
 }
 
 const base = checkoutBase(BASE);
@@ -60,11 +86,15 @@ const servers: Array<{ name: string; server: Server }> = [
   { name: 'this tree', server: await startOrrery({}, undefined, NODE_ARGS) },
 ];
 try {
-  console.log(`old space left per request, ${machine()}, ${new Date().toISOString()}; ${ROUNDS} paired rounds of ${DURATION} s, node ${NODE_ARGS.join(' ')}`);
-  const requests = await Promise.all(servers.map(async ({ server }) => ({
-    run: { path: '/api/v1/runs', body: runBody(await seed(server)) },
-    list: { path: '/api/v1/interactions' },
-  })));
+  console.log(
+    `old space left per request, ${machine()}, ${new Date().toISOString()}; ${ROUNDS} paired rounds of ${DURATION} s, node ${NODE_ARGS.join(' ')}`,
+  );
+  const requests = await Promise.all(
+    servers.map(async ({ server }) => ({
+      run: { path: '/api/v1/runs', body: runBody(await seed(server)) },
+      list: { path: '/api/v1/interactions' },
+    })),
+  );
   // Warm-up: the code is optimised before anything is counted.
   for (const [k, { server }] of servers.entries()) await measure(server, requests[k].run, 32);
   const cases = [
@@ -78,14 +108,18 @@ try {
     for (let i = 0; i < ROUNDS; i++) {
       for (const k of i % 2 ? [1, 0] : [0, 1]) {
         const m = await measure(servers[k].server, requests[k][c.kind], c.connections);
-        console.log(`  ${c.label}, round ${i + 1}, ${servers[k].name}: ${m.requests} requests (${m.rps.toFixed(0)}/s), old space +${m.kbPerRequest.toFixed(2)} KB each${m.majors ? ` (${m.majors} major or incremental GC: left out)` : ''}`);
+        console.log(
+          `  ${c.label}, round ${i + 1}, ${servers[k].name}: ${m.requests} requests (${m.rps.toFixed(0)}/s), old space +${m.kbPerRequest.toFixed(2)} KB each${m.majors ? ` (${m.majors} major or incremental GC: left out)` : ''}`,
+        );
         if (!m.majors) kept[k].push(m.kbPerRequest);
       }
     }
     const cell = (xs: number[]) => (xs.length ? `${median(xs).toFixed(2)} KB (${xs.length} rounds)` : 'no clean round');
     table.push(`| ${c.label} | ${cell(kept[0])} | ${cell(kept[1])} |`);
   }
-  console.log(`\n| old space left per request (median) | base ${base.sha} | this tree |\n|---|---|---|\n${table.join('\n')}`);
+  console.log(
+    `\n| old space left per request (median) | base ${base.sha} | this tree |\n|---|---|---|\n${table.join('\n')}`,
+  );
 } finally {
   for (const { server } of servers) await server.stop();
   base.remove();

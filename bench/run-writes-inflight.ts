@@ -46,7 +46,10 @@ const DESCENDING: ReadonlyArray<readonly [string, string]> = [
   ['runs_interaction', 'project_id, interaction_id, updated_at DESC'],
   ['runs_model', 'project_id, model_id, updated_at DESC, id DESC'],
   ['runs_environment', 'project_id, environment_id, updated_at DESC, id DESC'],
-  ['runs_recent_cover', 'project_id, updated_at DESC, id DESC, status, model_id, interaction_id, environment_id, finish_reason, execution_time, parent_id, interaction_name, environment_name, cost_total, search_rowid'],
+  [
+    'runs_recent_cover',
+    'project_id, updated_at DESC, id DESC, status, model_id, interaction_id, environment_id, finish_reason, execution_time, parent_id, interaction_name, environment_name, cost_total, search_rowid',
+  ],
 ];
 
 /**
@@ -58,12 +61,20 @@ async function database(whole: boolean, descending = false) {
   const { db } = await openDatabase({ dataDir: dir });
   await db.destroy();
   const h = openSqliteHandle(join(dir, 'orrery.db'), { eventLoop: false });
-  const partial = h.prepare(`SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'runs' AND sql LIKE '%WHERE status <> ''processing'''`).all() as { name: string; sql: string }[];
+  const partial = h
+    .prepare(
+      `SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'runs' AND sql LIKE '%WHERE status <> ''processing'''`,
+    )
+    .all() as { name: string; sql: string }[];
   if (partial.length !== 6) throw new Error(`expected migration 0023's six partial indexes, found ${partial.length}`);
-  if (whole) for (const x of partial) h.exec(`DROP INDEX ${x.name}; ${x.sql.replace(" WHERE status <> 'processing'", '')}`);
+  if (whole)
+    for (const x of partial) h.exec(`DROP INDEX ${x.name}; ${x.sql.replace(" WHERE status <> 'processing'", '')}`);
   if (descending) {
     for (const [name, columns] of DESCENDING) {
-      const where = / WHERE .*$/.exec((h.prepare('SELECT sql FROM sqlite_master WHERE name = ?').get(name) as { sql: string }).sql)?.[0] ?? '';
+      const where =
+        / WHERE .*$/.exec(
+          (h.prepare('SELECT sql FROM sqlite_master WHERE name = ?').get(name) as { sql: string }).sql,
+        )?.[0] ?? '';
       h.exec(`DROP INDEX ${name}; CREATE INDEX ${name} ON runs (${columns})${where}`);
     }
   }
@@ -76,26 +87,60 @@ const h = wholeDb.h;
 h.exec(`CREATE TABLE runs_inflight (id TEXT PRIMARY KEY, account_id TEXT NOT NULL, project_id TEXT NOT NULL, status TEXT NOT NULL,
   executor TEXT, created_at TEXT NOT NULL, updated_at TEXT NOT NULL, tags TEXT, doc TEXT NOT NULL, search_fields TEXT NOT NULL);
   CREATE INDEX runs_inflight_recent ON runs_inflight (project_id, updated_at DESC);`);
-const insertInflight = h.prepare('INSERT INTO runs_inflight (id, account_id, project_id, status, executor, created_at, updated_at, tags, doc, search_fields) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)');
+const insertInflight = h.prepare(
+  'INSERT INTO runs_inflight (id, account_id, project_id, status, executor, created_at, updated_at, tags, doc, search_fields) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+);
 const deleteInflight = h.prepare('DELETE FROM runs_inflight WHERE id = ?');
 
 const doc = {
-  result: [] as unknown[], parameters: { topic: 'the orbits of the outer planets' },
+  result: [] as unknown[],
+  parameters: { topic: 'the orbits of the outer planets' },
   prompt: [{ role: 'user', content: 'Summarise the orbits of the outer planets in one line.' }],
   config: { environment: 'env', model: 'gpt-4o-mini', temperature: 0.7 },
   source: { type: 'api', label: 'apikey:k', principal_type: 'apikey', principal_id: 'k', client_ip: '127.0.0.1' },
-  ttl: 0, stream: false, interaction: { id: 'ix', name: 'Peer', endpoint: 'Peer', version: 0 },
-  environment: { id: 'env', name: 'peer', provider: 'openai_compatible' }, account: { id: 'a', name: 'Account' }, project: { id: 'p', name: 'Project' },
+  ttl: 0,
+  stream: false,
+  interaction: { id: 'ix', name: 'Peer', endpoint: 'Peer', version: 0 },
+  environment: { id: 'env', name: 'peer', provider: 'openai_compatible' },
+  account: { id: 'a', name: 'Account' },
+  project: { id: 'p', name: 'Project' },
 };
-const ended = { ...doc, result: [{ type: 'text', value: 'The outer planets orbit the Sun slowly, far beyond the asteroid belt.' }], cost: null };
-const outcome = { status: 'completed', finish_reason: 'stop', execution_time: 1, token_prompt: 20, token_result: 14, token_total: 34, executor: null };
+const ended = {
+  ...doc,
+  result: [{ type: 'text', value: 'The outer planets orbit the Sun slowly, far beyond the asteroid belt.' }],
+  cost: null,
+};
+const outcome = {
+  status: 'completed',
+  finish_reason: 'stop',
+  execution_time: 1,
+  token_prompt: 20,
+  token_result: 14,
+  token_total: 34,
+  executor: null,
+};
 
 const rowOf = (id: string, status: 'processing' | 'completed'): RunRow => {
   const now = nowIso();
   return {
-    id, account_id: 'a', project_id: 'p', interaction_id: 'ix', environment_id: 'env', model_id: 'gpt-4o-mini', status, parent_id: null,
-    finish_reason: null, execution_time: null, token_prompt: null, token_result: null, token_total: null, tags: ['peer'],
-    created_at: now, updated_at: now, doc: status === 'completed' ? ended : doc, executor: 'replica',
+    id,
+    account_id: 'a',
+    project_id: 'p',
+    interaction_id: 'ix',
+    environment_id: 'env',
+    model_id: 'gpt-4o-mini',
+    status,
+    parent_id: null,
+    finish_reason: null,
+    execution_time: null,
+    token_prompt: null,
+    token_result: null,
+    token_total: null,
+    tags: ['peer'],
+    created_at: now,
+    updated_at: now,
+    doc: status === 'completed' ? ended : doc,
+    executor: 'replica',
     ...(status === 'completed' ? outcome : {}),
   } as RunRow;
 };
@@ -117,7 +162,9 @@ function insertThenUpdate(writes: SqliteRunWrites, n: number): () => void {
     ids.map((id) => prepareRunInsert(sqliteDialect, rowOf(id, 'processing'), ['peer'])),
     ids.map((id) => prepareRunUpdate(sqliteDialect, id, { ...outcome, updated_at: nowIso(), doc: ended } as never)),
   );
-  return () => { for (let i = 0; i < all.length; i += BATCH) writes.applyAll(all.slice(i, i + BATCH)); };
+  return () => {
+    for (let i = 0; i < all.length; i += BATCH) writes.applyAll(all.slice(i, i + BATCH));
+  };
 }
 
 type Step = { inflight: () => void } | { final: PreparedRunWrite; id: string };
@@ -127,7 +174,13 @@ function inflightTable(n: number): () => void {
   const docJson = JSON.stringify(doc);
   const fields = JSON.stringify({ parameters: [{}], 'parameters.topic': [doc.parameters.topic] });
   const steps = interleave<Step>(
-    ids.map((id) => { const now = nowIso(); return { inflight: () => void insertInflight.run(id, 'a', 'p', 'processing', 'replica', now, now, '["peer"]', docJson, fields) }; }),
+    ids.map((id) => {
+      const now = nowIso();
+      return {
+        inflight: () =>
+          void insertInflight.run(id, 'a', 'p', 'processing', 'replica', now, now, '["peer"]', docJson, fields),
+      };
+    }),
     ids.map((id) => ({ final: prepareRunInsert(sqliteDialect, rowOf(id, 'completed'), ['peer']), id })),
   );
   // One transaction a batch, as the thread's: the final inserts go through its statements (one
@@ -143,18 +196,36 @@ function inflightTable(n: number): () => void {
     }
     wholeDb.writes.applyAll(finals);
   });
-  return () => { for (let i = 0; i < steps.length; i += BATCH) batch.immediate(steps.slice(i, i + BATCH)); };
+  return () => {
+    for (let i = 0; i < steps.length; i += BATCH) batch.immediate(steps.slice(i, i + BATCH));
+  };
 }
 
 const designs = [
-  { name: 'whole indexes (before 0023): insert, completing update', make: (n: number) => insertThenUpdate(wholeDb.writes, n) },
-  { name: 'partial indexes, descending keys (0023): insert, completing update', make: (n: number) => insertThenUpdate(descendingDb.writes, n) },
-  { name: 'partial indexes (0023 + 0024, today): insert, completing update', make: (n: number) => insertThenUpdate(partialDb.writes, n) },
+  {
+    name: 'whole indexes (before 0023): insert, completing update',
+    make: (n: number) => insertThenUpdate(wholeDb.writes, n),
+  },
+  {
+    name: 'partial indexes, descending keys (0023): insert, completing update',
+    make: (n: number) => insertThenUpdate(descendingDb.writes, n),
+  },
+  {
+    name: 'partial indexes (0023 + 0024, today): insert, completing update',
+    make: (n: number) => insertThenUpdate(partialDb.writes, n),
+  },
   { name: 'in-flight table: narrow insert, then insert into runs + delete', make: inflightTable },
 ];
 /** Each layout in every position once over four rounds. */
-const ORDERS = [[0, 1, 2, 3], [3, 2, 1, 0], [1, 3, 0, 2], [2, 0, 3, 1]];
-console.log(`run-writes-inflight: ${N} runs a round, ${ROUNDS} rounds, transactions of ${BATCH} writes; ${machine()}; ${new Date().toISOString()}`);
+const ORDERS = [
+  [0, 1, 2, 3],
+  [3, 2, 1, 0],
+  [1, 3, 0, 2],
+  [2, 0, 3, 1],
+];
+console.log(
+  `run-writes-inflight: ${N} runs a round, ${ROUNDS} rounds, transactions of ${BATCH} writes; ${machine()}; ${new Date().toISOString()}`,
+);
 for (const d of designs) d.make(2000)(); // warm-up: the tables hold some runs before the clock starts
 const perRun: number[][] = designs.map(() => []);
 for (let r = 0; r < ROUNDS; r++) {
@@ -164,14 +235,29 @@ for (let r = 0; r < ROUNDS; r++) {
     go();
     const c = process.cpuUsage(c0);
     perRun[k].push((c.user + c.system) / N);
-    console.log(`round ${r + 1} ${designs[k].name}: ${((c.user + c.system) / N).toFixed(0)} µs CPU per run (system ${(c.system / N).toFixed(0)})`);
+    console.log(
+      `round ${r + 1} ${designs[k].name}: ${((c.user + c.system) / N).toFixed(0)} µs CPU per run (system ${(c.system / N).toFixed(0)})`,
+    );
   }
 }
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const [whole, descending, partial, inflight] = perRun.map(median);
 const pct = (x: number) => `${((x / whole) * 100).toFixed(0)} %`;
-console.log(`\nmedian µs per run: whole indexes ${whole.toFixed(0)}, partial indexes with descending keys ${descending.toFixed(0)} (${pct(descending)}), partial indexes ${partial.toFixed(0)} (${pct(partial)}), in-flight table ${inflight.toFixed(0)} (${pct(inflight)})`);
-console.log(JSON.stringify({ date: new Date().toISOString(), machine: machine(), n: N, rounds: ROUNDS, wholeUs: whole, descendingUs: descending, partialUs: partial, inflightUs: inflight }));
+console.log(
+  `\nmedian µs per run: whole indexes ${whole.toFixed(0)}, partial indexes with descending keys ${descending.toFixed(0)} (${pct(descending)}), partial indexes ${partial.toFixed(0)} (${pct(partial)}), in-flight table ${inflight.toFixed(0)} (${pct(inflight)})`,
+);
+console.log(
+  JSON.stringify({
+    date: new Date().toISOString(),
+    machine: machine(),
+    n: N,
+    rounds: ROUNDS,
+    wholeUs: whole,
+    descendingUs: descending,
+    partialUs: partial,
+    inflightUs: inflight,
+  }),
+);
 for (const { h: handle, dir } of [wholeDb, partialDb, descendingDb]) {
   handle.close();
   rmSync(dir, { recursive: true, force: true });

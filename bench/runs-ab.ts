@@ -30,13 +30,21 @@ const baseSha = base.sha;
 const upstream = UPSTREAM ? await startChild(['bench/lib/openai-upstream.ts'], {}, '/health') : undefined;
 const servers = [
   { name: `base ${baseSha}`, server: await startOrrery({}, base.dir) },
-  { name: THIS_NODE_OPTIONS ? `this tree (${THIS_NODE_OPTIONS})` : 'this tree', server: await startOrrery(THIS_NODE_OPTIONS ? { NODE_OPTIONS: THIS_NODE_OPTIONS } : {}) },
+  {
+    name: THIS_NODE_OPTIONS ? `this tree (${THIS_NODE_OPTIONS})` : 'this tree',
+    server: await startOrrery(THIS_NODE_OPTIONS ? { NODE_OPTIONS: THIS_NODE_OPTIONS } : {}),
+  },
 ];
 try {
-  const targets = await Promise.all(servers.map(async ({ name, server }) => ({
-    name, server, url: `${server.url}/api/v1/runs`, body: runBody(upstream ? await seedUpstream(server, upstream) : await seed(server)),
-    auth: { authorization: `Bearer ${server.adminKey}` },
-  })));
+  const targets = await Promise.all(
+    servers.map(async ({ name, server }) => ({
+      name,
+      server,
+      url: `${server.url}/api/v1/runs`,
+      body: runBody(upstream ? await seedUpstream(server, upstream) : await seed(server)),
+      auth: { authorization: `Bearer ${server.adminKey}` },
+    })),
+  );
   for (const t of targets) await load(t.url, t.body, t.auth, t.server, 3); // warm-up
   const rounds: Round[][] = [[], []];
   for (let i = 0; i < ROUNDS; i++) {
@@ -46,19 +54,35 @@ try {
       const r = await load(t.url, t.body, t.auth, t.server, DURATION);
       if (r.errors) throw new Error(`${t.name}: ${r.errors} failed requests`);
       rounds[k].push(r);
-      console.log(`round ${i + 1} ${t.name}: ${r.rps.toFixed(0)} runs/s p99 ${r.p99} ms, server CPU ${r.serverUs} µs/run (HTTP thread ${r.mainUs}, other threads ${r.serverUs - r.mainUs})`);
+      console.log(
+        `round ${i + 1} ${t.name}: ${r.rps.toFixed(0)} runs/s p99 ${r.p99} ms, server CPU ${r.serverUs} µs/run (HTTP thread ${r.mainUs}, other threads ${r.serverUs - r.mainUs})`,
+      );
     }
   }
   const ratio = median(rounds[1].map((r, i) => r.rps / rounds[0][i].rps));
   const summary = (k: number) => ({
-    rps: median(rounds[k].map((r) => r.rps)), p99: median(rounds[k].map((r) => r.p99)), serverUs: median(rounds[k].map((r) => r.serverUs)),
+    rps: median(rounds[k].map((r) => r.rps)),
+    p99: median(rounds[k].map((r) => r.p99)),
+    serverUs: median(rounds[k].map((r) => r.serverUs)),
     mainUs: median(rounds[k].map((r) => r.mainUs)),
   });
   const [a, b] = [summary(0), summary(1)];
   console.log(`\n${upstream ? 'through an openai_compatible upstream' : 'on the test provider'}`);
-  console.log(`base ${baseSha}: median ${a.rps.toFixed(0)} runs/s, p99 ${a.p99} ms, ${a.serverUs} µs CPU/run (HTTP thread ${a.mainUs})`);
-  console.log(`this tree: median ${b.rps.toFixed(0)} runs/s, p99 ${b.p99} ms, ${b.serverUs} µs CPU/run (HTTP thread ${b.mainUs}); ${(ratio * 100).toFixed(0)}% of the base's throughput (median of ${ROUNDS} paired rounds)`);
-  console.log(JSON.stringify({ date: new Date().toISOString(), base: baseSha, provider: upstream ? 'openai_compatible' : 'test', rounds, ratio }));
+  console.log(
+    `base ${baseSha}: median ${a.rps.toFixed(0)} runs/s, p99 ${a.p99} ms, ${a.serverUs} µs CPU/run (HTTP thread ${a.mainUs})`,
+  );
+  console.log(
+    `this tree: median ${b.rps.toFixed(0)} runs/s, p99 ${b.p99} ms, ${b.serverUs} µs CPU/run (HTTP thread ${b.mainUs}); ${(ratio * 100).toFixed(0)}% of the base's throughput (median of ${ROUNDS} paired rounds)`,
+  );
+  console.log(
+    JSON.stringify({
+      date: new Date().toISOString(),
+      base: baseSha,
+      provider: upstream ? 'openai_compatible' : 'test',
+      rounds,
+      ratio,
+    }),
+  );
 } finally {
   for (const { server } of servers) await server.stop();
   await upstream?.stop();

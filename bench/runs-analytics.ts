@@ -34,11 +34,17 @@ const WARMUP = Number(process.env.WARMUP ?? 5);
 const BATCH = 2000;
 /** EXPORT_ONLY=1: load, then only the two exports (the memory figures at a million runs). */
 const EXPORT_ONLY = process.env.EXPORT_ONLY === '1';
-const BACKENDS = (process.env.BACKENDS ?? 'sqlite,postgres').split(',').map((s) => s.trim()).filter(Boolean);
+const BACKENDS = (process.env.BACKENDS ?? 'sqlite,postgres')
+  .split(',')
+  .map((s) => s.trim())
+  .filter(Boolean);
 const DAY = 86_400_000;
 const END = Date.parse('2026-11-01T00:00:00.000Z');
 const MODELS = ['gpt-4o', 'gpt-4o-mini', 'gpt-4.1', 'gpt-4.1-mini', 'o3-mini', 'gpt-3.5-turbo'];
-const INTERACTIONS = Array.from({ length: 40 }, (_, i) => ({ id: `ix-${String(i).padStart(3, '0')}`, name: `Interaction ${i}` }));
+const INTERACTIONS = Array.from({ length: 40 }, (_, i) => ({
+  id: `ix-${String(i).padStart(3, '0')}`,
+  name: `Interaction ${i}`,
+}));
 
 function prng(seed: number) {
   let a = seed >>> 0;
@@ -66,7 +72,9 @@ function generator(scope: Scope, environments: Array<{ id: string; name: string 
     const failed = r() < 0.1;
     const prompt = 50 + Math.floor(r() * 2000);
     const result = failed ? 0 : 20 + Math.floor(r() * 800);
-    const cost = failed ? null : costOf({ provider: 'openai', model, usage: { prompt, result, total: prompt + result } });
+    const cost = failed
+      ? null
+      : costOf({ provider: 'openai', model, usage: { prompt, result, total: prompt + result } });
     const execution = Math.round(Math.exp(6 + r() * 3));
     const doc: RunDoc = {
       result: failed ? [] : [{ type: 'text', value: `answer ${made} about ${ix.name}` }],
@@ -74,7 +82,13 @@ function generator(scope: Scope, environments: Array<{ id: string; name: string 
       prompt: [{ role: 'user', content: `question ${made} for ${ix.name}` }],
       config: { environment: env.id, model, temperature: 0.7 },
       ...(failed ? { error: { code: 'provider_error', message: 'upstream answered 500' } } : {}),
-      source: { type: 'api', label: 'apikey:bench', principal_type: 'apikey', principal_id: 'bench', client_ip: '10.0.0.1' },
+      source: {
+        type: 'api',
+        label: 'apikey:bench',
+        principal_type: 'apikey',
+        principal_id: 'bench',
+        client_ip: '10.0.0.1',
+      },
       ttl: 0,
       stream: false,
       interaction: { ...ix, version: 1 },
@@ -85,30 +99,68 @@ function generator(scope: Scope, environments: Array<{ id: string; name: string 
       cost,
     };
     const row = {
-      id: newId(), account_id: scope.account.id, project_id: scope.project.id, interaction_id: ix.id, environment_id: env.id, model_id: model,
-      status: failed ? 'failed' : 'completed', parent_id: null, finish_reason: failed ? null : 'stop', execution_time: execution,
-      token_prompt: prompt, token_result: failed ? null : result, token_total: failed ? null : prompt + result, tags: r() < 0.2 ? ['sampled'] : [],
-      created_at: new Date(created).toISOString(), updated_at: new Date(created + execution).toISOString(), doc, executor: null,
+      id: newId(),
+      account_id: scope.account.id,
+      project_id: scope.project.id,
+      interaction_id: ix.id,
+      environment_id: env.id,
+      model_id: model,
+      status: failed ? 'failed' : 'completed',
+      parent_id: null,
+      finish_reason: failed ? null : 'stop',
+      execution_time: execution,
+      token_prompt: prompt,
+      token_result: failed ? null : result,
+      token_total: failed ? null : prompt + result,
+      tags: r() < 0.2 ? ['sampled'] : [],
+      created_at: new Date(created).toISOString(),
+      updated_at: new Date(created + execution).toISOString(),
+      doc,
+      executor: null,
     } as RunRow;
     return { row, tags: row.tags as string[] };
   };
 }
 
-async function load(db: Kysely<Database>, d: OrreryDialect, environments: Array<{ id: string; name: string }>): Promise<number> {
+async function load(
+  db: Kysely<Database>,
+  d: OrreryDialect,
+  environments: Array<{ id: string; name: string }>,
+): Promise<number> {
   const project = await db.selectFrom('projects').select(['id', 'name', 'account_id']).executeTakeFirstOrThrow();
-  const account = await db.selectFrom('accounts').select(['id', 'name']).where('id', '=', project.account_id).executeTakeFirstOrThrow();
+  const account = await db
+    .selectFrom('accounts')
+    .select(['id', 'name'])
+    .where('id', '=', project.account_id)
+    .executeTakeFirstOrThrow();
   const next = generator({ account, project: { id: project.id, name: project.name } }, environments);
-  const defs = d.name === 'sqlite'
-    ? (await sql<{ name: string; def: string }>`SELECT name, sql AS def FROM sqlite_master WHERE type = 'index' AND tbl_name IN ('runs', 'run_tags') AND sql IS NOT NULL`.execute(db)).rows
-    : (await sql<{ name: string; def: string }>`SELECT indexname AS name, indexdef AS def FROM pg_indexes WHERE tablename IN ('runs', 'run_tags')
-        AND indexname NOT IN ('runs_pkey', 'run_tags_pk')`.execute(db)).rows;
+  const defs =
+    d.name === 'sqlite'
+      ? (
+          await sql<{
+            name: string;
+            def: string;
+          }>`SELECT name, sql AS def FROM sqlite_master WHERE type = 'index' AND tbl_name IN ('runs', 'run_tags') AND sql IS NOT NULL`.execute(
+            db,
+          )
+        ).rows
+      : (
+          await sql<{
+            name: string;
+            def: string;
+          }>`SELECT indexname AS name, indexdef AS def FROM pg_indexes WHERE tablename IN ('runs', 'run_tags')
+        AND indexname NOT IN ('runs_pkey', 'run_tags_pk')`.execute(db)
+        ).rows;
   const keep = new Set(['runs_search_rowid']);
   for (const x of defs) if (!keep.has(x.name)) await sql`DROP INDEX ${sql.ref(x.name)}`.execute(db);
   const started = performance.now();
   for (let done = 0; done < RUNS; done += BATCH) {
     const batch = Array.from({ length: Math.min(BATCH, RUNS - done) }, next);
     await db.transaction().execute((trx) => insertRuns(trx, d, batch, (row) => encodeRun(d, row)));
-    if ((done / BATCH) % 50 === 0) process.stdout.write(`  ${d.name}: ${done + batch.length} runs, ${((performance.now() - started) / 1000).toFixed(0)} s\n`);
+    if ((done / BATCH) % 50 === 0)
+      process.stdout.write(
+        `  ${d.name}: ${done + batch.length} runs, ${((performance.now() - started) / 1000).toFixed(0)} s\n`,
+      );
   }
   for (const x of defs) if (!keep.has(x.name)) await sql.raw(x.def).execute(db);
   if (d.name === 'sqlite') await sql`ANALYZE`.execute(db);
@@ -159,7 +211,9 @@ async function exportOnce(o: Orrery, format: 'jsonl' | 'csv') {
     peak.file = Math.max(peak.file, now.file);
   }, 20);
   const started = performance.now();
-  const res = await fetch(`${o.url}/api/v1/runs/export?format=${format}`, { headers: { authorization: `Bearer ${o.adminKey}` } });
+  const res = await fetch(`${o.url}/api/v1/runs/export?format=${format}`, {
+    headers: { authorization: `Bearer ${o.adminKey}` },
+  });
   if (!res.ok) throw new Error(`export: ${res.status} ${await res.text()}`);
   let bytes = 0;
   let lines = 0;
@@ -173,9 +227,13 @@ async function exportOnce(o: Orrery, format: 'jsonl' | 'csv') {
   clearInterval(timer);
   const runs = format === 'csv' ? lines - 1 : lines; // CSV: the header line (no run has a line feed in a cell here)
   return {
-    runs, MB: Math.round(bytes / 1e5) / 10, seconds: Math.round(seconds * 10) / 10, runsPerSecond: Math.round(runs / seconds),
+    runs,
+    MB: Math.round(bytes / 1e5) / 10,
+    seconds: Math.round(seconds * 10) / 10,
+    runsPerSecond: Math.round(runs / seconds),
     firstByteMs: Math.round(first),
-    anonMB: `${Math.round(before.anon / 1e6)} → peak ${Math.round(peak.anon / 1e6)}`, fileMB: `${Math.round(before.file / 1e6)} → peak ${Math.round(peak.file / 1e6)}`,
+    anonMB: `${Math.round(before.anon / 1e6)} → peak ${Math.round(peak.anon / 1e6)}`,
+    fileMB: `${Math.round(before.file / 1e6)} → peak ${Math.round(peak.file / 1e6)}`,
   };
 }
 
@@ -186,24 +244,60 @@ async function measureAggregates(o: Orrery, environments: Array<{ id: string }>)
   return {
     'summary, all runs': await time(o, '/api/v1/analytics/runs/summary'),
     'summary, 30 days': await time(o, `/api/v1/analytics/runs/summary?${qs(month)}`),
-    'summary, 30 days, one environment': await time(o, `/api/v1/analytics/runs/summary?${qs({ ...month, environment: environments[1].id })}`),
-    'time-series, 48 hours (hourly)': await time(o, `/api/v1/analytics/runs/time-series?${qs({ start: new Date(END - 2 * DAY).toISOString(), end: month.end })}`),
+    'summary, 30 days, one environment': await time(
+      o,
+      `/api/v1/analytics/runs/summary?${qs({ ...month, environment: environments[1].id })}`,
+    ),
+    'time-series, 48 hours (hourly)': await time(
+      o,
+      `/api/v1/analytics/runs/time-series?${qs({ start: new Date(END - 2 * DAY).toISOString(), end: month.end })}`,
+    ),
     'time-series, 365 days (daily)': await time(o, `/api/v1/analytics/runs/time-series?${qs(year)}`),
     'token-usage, 365 days': await time(o, `/api/v1/analytics/runs/token-usage?${qs(year)}`),
-    'cost/analytics, 365 days by model, daily': await time(o, '/api/v1/cost/analytics', { from: year.start, to: year.end, group_by: 'model', resolution: 'day' }),
-    'cost/analytics, 30 days by environment, hourly': await time(o, '/api/v1/cost/analytics', { from: month.start, to: month.end, group_by: 'environment', resolution: 'hour' }),
-    'cost/analytics, 365 days by provider, weekly': await time(o, '/api/v1/cost/analytics', { from: year.start, to: year.end, group_by: 'provider', resolution: 'week' }),
+    'cost/analytics, 365 days by model, daily': await time(o, '/api/v1/cost/analytics', {
+      from: year.start,
+      to: year.end,
+      group_by: 'model',
+      resolution: 'day',
+    }),
+    'cost/analytics, 30 days by environment, hourly': await time(o, '/api/v1/cost/analytics', {
+      from: month.start,
+      to: month.end,
+      group_by: 'environment',
+      resolution: 'hour',
+    }),
+    'cost/analytics, 365 days by provider, weekly': await time(o, '/api/v1/cost/analytics', {
+      from: year.start,
+      to: year.end,
+      group_by: 'provider',
+      resolution: 'week',
+    }),
   };
 }
 
-interface Captured { name: string; sql: string; parameters: readonly unknown[] }
+interface Captured {
+  name: string;
+  sql: string;
+  parameters: readonly unknown[];
+}
 
 /** The store's own SQL for the main aggregates over the year, captured from its log. */
 async function capture(db: Kysely<Database>, d: OrreryDialect, project: string): Promise<Captured[]> {
   const captured: LogEvent[] = [];
-  const logged = d.name === 'sqlite'
-    ? new Kysely<Database>({ dialect: new SqliteDialect({ database: (db as any).__handle }), log: (e) => { captured.push(e); } })
-    : new Kysely<Database>({ dialect: new PostgresDialect({ pool: (db as any).__pool }), log: (e) => { captured.push(e); } });
+  const logged =
+    d.name === 'sqlite'
+      ? new Kysely<Database>({
+          dialect: new SqliteDialect({ database: (db as any).__handle }),
+          log: (e) => {
+            captured.push(e);
+          },
+        })
+      : new Kysely<Database>({
+          dialect: new PostgresDialect({ pool: (db as any).__pool }),
+          log: (e) => {
+            captured.push(e);
+          },
+        });
   const f = { scope: { project }, from: new Date(END - 365 * DAY).toISOString(), to: new Date(END).toISOString() };
   const shapes: Record<string, () => Promise<unknown>> = {
     'summary, 365 days': () => analytics.statusCounts(logged, d, f),
@@ -224,12 +318,24 @@ async function capture(db: Kysely<Database>, d: OrreryDialect, project: string):
 /** Without the index: the same statement, left to the planner. */
 const unhinted = (q: Captured): Captured => ({ ...q, sql: q.sql.replace(/INDEXED BY runs_analytics/g, '') });
 
-async function rawQuery(db: Kysely<Database>, d: OrreryDialect, text: string, parameters: readonly unknown[]): Promise<Array<Record<string, string>>> {
-  return d.name === 'sqlite' ? (db as any).__handle.prepare(text).all(...parameters) : (await (db as any).__pool.query(text, parameters)).rows;
+async function rawQuery(
+  db: Kysely<Database>,
+  d: OrreryDialect,
+  text: string,
+  parameters: readonly unknown[],
+): Promise<Array<Record<string, string>>> {
+  return d.name === 'sqlite'
+    ? (db as any).__handle.prepare(text).all(...parameters)
+    : (await (db as any).__pool.query(text, parameters)).rows;
 }
 
 async function explain(db: Kysely<Database>, d: OrreryDialect, q: Captured): Promise<string> {
-  const rows = await rawQuery(db, d, `${d.name === 'sqlite' ? 'EXPLAIN QUERY PLAN' : 'EXPLAIN (COSTS OFF)'} ${q.sql}`, q.parameters);
+  const rows = await rawQuery(
+    db,
+    d,
+    `${d.name === 'sqlite' ? 'EXPLAIN QUERY PLAN' : 'EXPLAIN (COSTS OFF)'} ${q.sql}`,
+    q.parameters,
+  );
   return rows.map((r) => (r.detail ?? r['QUERY PLAN']).trim()).join(' | ');
 }
 
@@ -278,7 +384,11 @@ function sqliteBackend(): Backend {
 }
 
 /** As bench/runs-search.ts: the throwaway cluster gets a real buffer pool and sort memory, as any deployment would. */
-const PG_SETTINGS = { shared_buffers: process.env.PG_SHARED_BUFFERS ?? '1GB', effective_cache_size: '8GB', work_mem: '32MB' };
+const PG_SETTINGS = {
+  shared_buffers: process.env.PG_SHARED_BUFFERS ?? '1GB',
+  effective_cache_size: '8GB',
+  work_mem: '32MB',
+};
 
 async function postgresBackend(): Promise<Backend> {
   const database = await benchDatabase(PG_SETTINGS);
@@ -296,7 +406,9 @@ async function postgresBackend(): Promise<Backend> {
   };
 }
 
-console.log(`runs-analytics: ${RUNS} runs, ${ITER} timed requests per endpoint after ${WARMUP} warm-up; ${machine()}; ${new Date().toISOString()}`);
+console.log(
+  `runs-analytics: ${RUNS} runs, ${ITER} timed requests per endpoint after ${WARMUP} warm-up; ${machine()}; ${new Date().toISOString()}`,
+);
 const results: Record<string, unknown> = {};
 for (const name of BACKENDS) {
   const backend = name === 'postgres' ? await postgresBackend() : sqliteBackend();
@@ -307,7 +419,8 @@ for (const name of BACKENDS) {
     const environments: Array<{ id: string; name: string }> = [];
     for (let i = 0; i < 4; i++) {
       const res = await fetch(`${orrery.url}/api/v1/environments`, {
-        method: 'POST', headers: { authorization: `Bearer ${orrery.adminKey}`, 'content-type': 'application/json' },
+        method: 'POST',
+        headers: { authorization: `Bearer ${orrery.adminKey}`, 'content-type': 'application/json' },
         body: JSON.stringify({ name: `Environment ${i}`, provider: 'test', default_model: 'echo' }),
       });
       const env = (await res.json()) as { id: string; name: string };
@@ -323,7 +436,11 @@ for (const name of BACKENDS) {
     orrery = { ...again, stop: () => again.stop() };
 
     if (EXPORT_ONLY) {
-      results[name] = { loadSeconds: Math.round(loadSeconds), jsonl: await exportOnce(orrery, 'jsonl'), csv: await exportOnce(orrery, 'csv') };
+      results[name] = {
+        loadSeconds: Math.round(loadSeconds),
+        jsonl: await exportOnce(orrery, 'jsonl'),
+        csv: await exportOnce(orrery, 'csv'),
+      };
       console.log(`${name}: ${JSON.stringify(results[name], null, 2)}`);
       await db.destroy();
       continue;
@@ -332,7 +449,9 @@ for (const name of BACKENDS) {
     const jsonl = await exportOnce(orrery, 'jsonl');
     const csv = await exportOnce(orrery, 'csv');
     const modelPrices = await time(orrery, '/api/v1/cost/model-prices');
-    const someRun = (await db.selectFrom('runs').select('id').where('project_id', '=', project).limit(1).executeTakeFirstOrThrow()).id;
+    const someRun = (
+      await db.selectFrom('runs').select('id').where('project_id', '=', project).limit(1).executeTakeFirstOrThrow()
+    ).id;
     const runPrice = await time(orrery, '/api/v1/cost/run-price', { run_id: someRun });
 
     // The aggregates' SQL alone, with the index of migration 0016 and without it (left to the planner).
@@ -343,7 +462,16 @@ for (const name of BACKENDS) {
     await sql`DROP INDEX runs_analytics`.execute(db);
     await sql`ANALYZE`.execute(db);
     const sqlWithoutIndex = await sqlFigures(db, d, shapes.map(unhinted));
-    results[name] = { loadSeconds: Math.round(loadSeconds), http: withIndex, jsonl, csv, modelPrices, runPrice, sqlWithIndex, sqlWithoutIndex };
+    results[name] = {
+      loadSeconds: Math.round(loadSeconds),
+      http: withIndex,
+      jsonl,
+      csv,
+      modelPrices,
+      runPrice,
+      sqlWithIndex,
+      sqlWithoutIndex,
+    };
     console.log(`${name}: ${JSON.stringify(results[name], null, 2)}`);
     await db.destroy();
   } finally {

@@ -36,7 +36,10 @@ const RUNS = Number(process.env.RUNS ?? 1_000_000);
 const ITER = Number(process.env.ITER ?? 200);
 const WARMUP = Number(process.env.WARMUP ?? 20);
 const BATCH = 2000;
-const BACKENDS = (process.env.BACKENDS ?? 'sqlite,postgres').split(',').map((s) => s.trim()).filter(Boolean);
+const BACKENDS = (process.env.BACKENDS ?? 'sqlite,postgres')
+  .split(',')
+  .map((s) => s.trim())
+  .filter(Boolean);
 
 // ---- data -----------------------------------------------------------------------------------
 
@@ -52,7 +55,28 @@ function prng(seed: number) {
   };
 }
 
-const SYLLABLES = ['ka', 'lo', 'mi', 'ne', 'ru', 'sa', 'ti', 'vo', 'ze', 'an', 'el', 'or', 'us', 'ix', 'qu', 'br', 'st', 'pl', 'gr', 'ch'];
+const SYLLABLES = [
+  'ka',
+  'lo',
+  'mi',
+  'ne',
+  'ru',
+  'sa',
+  'ti',
+  'vo',
+  'ze',
+  'an',
+  'el',
+  'or',
+  'us',
+  'ix',
+  'qu',
+  'br',
+  'st',
+  'pl',
+  'gr',
+  'ch',
+];
 /** 5,000 words drawn Zipf-like (s = 1.1), plus phrases planted in ~1–2 % of the runs each. */
 const WORDS = Array.from({ length: 5000 }, (_, i) => {
   let w = '';
@@ -65,12 +89,38 @@ const ZIPF = (() => {
   let acc = 0;
   return weights.map((w) => (acc += w / total));
 })();
-export const PHRASES = ['quarterly report', 'customer churn', 'refund request', 'shipping delay', 'password reset', 'invoice dispute',
-  'contract renewal', 'product recall', 'security incident', 'onboarding checklist'];
-const MODELS = ['gpt-4o', 'gpt-4o-mini', 'claude-3-5-sonnet', 'claude-3-haiku', 'llama3-70b', 'mistral-large', 'gemini-1.5-pro', 'o1-mini'];
+export const PHRASES = [
+  'quarterly report',
+  'customer churn',
+  'refund request',
+  'shipping delay',
+  'password reset',
+  'invoice dispute',
+  'contract renewal',
+  'product recall',
+  'security incident',
+  'onboarding checklist',
+];
+const MODELS = [
+  'gpt-4o',
+  'gpt-4o-mini',
+  'claude-3-5-sonnet',
+  'claude-3-haiku',
+  'llama3-70b',
+  'mistral-large',
+  'gemini-1.5-pro',
+  'o1-mini',
+];
 const TAGS = Array.from({ length: 30 }, (_, i) => `tag-${i}`);
-const INTERACTIONS = Array.from({ length: 40 }, (_, i) => ({ id: `ix-${String(i).padStart(3, '0')}`, name: `Interaction ${i}` }));
-const ENVIRONMENTS = Array.from({ length: 4 }, (_, i) => ({ id: `env-${i}`, name: `Environment ${i}`, provider: 'openai' }));
+const INTERACTIONS = Array.from({ length: 40 }, (_, i) => ({
+  id: `ix-${String(i).padStart(3, '0')}`,
+  name: `Interaction ${i}`,
+}));
+const ENVIRONMENTS = Array.from({ length: 4 }, (_, i) => ({
+  id: `env-${i}`,
+  name: `Environment ${i}`,
+  provider: 'openai',
+}));
 const YEAR = 365 * 24 * 3600 * 1000;
 const END = Date.parse('2026-01-01T00:00:00.000Z');
 
@@ -109,11 +159,24 @@ function generator(scope: { account: { id: string; name: string }; project: { id
     const prompt = text(20, 60);
     const doc: RunDoc = {
       result: failed ? [] : [{ type: 'text', value: text(20, 120) }],
-      parameters: { topic: text(3, 8), customer: { id: `c-${Math.floor(r() * 5000)}`, name: text(2, 3) }, count: Math.floor(r() * 10) },
-      prompt: [{ role: 'system', content: 'You are a helpful assistant for support tickets.' }, { role: 'user', content: prompt }],
+      parameters: {
+        topic: text(3, 8),
+        customer: { id: `c-${Math.floor(r() * 5000)}`, name: text(2, 3) },
+        count: Math.floor(r() * 10),
+      },
+      prompt: [
+        { role: 'system', content: 'You are a helpful assistant for support tickets.' },
+        { role: 'user', content: prompt },
+      ],
       config: { environment: env.id, model, temperature: 0.7, max_tokens: 1024 },
       ...(failed ? { error: { code: 'provider_error', message: 'upstream answered 500' } } : {}),
-      source: { type: 'api', label: 'apikey:bench', principal_type: 'apikey', principal_id: 'bench', client_ip: '10.0.0.1' },
+      source: {
+        type: 'api',
+        label: 'apikey:bench',
+        principal_type: 'apikey',
+        principal_id: 'bench',
+        client_ip: '10.0.0.1',
+      },
       ttl: 0,
       stream: false,
       interaction: { ...ix, endpoint: ix.name.toLowerCase().replace(/ /g, '-'), version: 1 },
@@ -127,10 +190,24 @@ function generator(scope: { account: { id: string; name: string }; project: { id
     if (recent.length < 1000) recent.push(id);
     else recent[Math.floor(r() * 1000)] = id;
     const row = {
-      id, account_id: scope.account.id, project_id: scope.project.id, interaction_id: ix.id, environment_id: env.id, model_id: model,
-      status: failed ? 'failed' : 'completed', parent_id: parent, finish_reason: failed ? null : r() < 0.9 ? 'stop' : 'length',
-      execution_time: execution, token_prompt: 50 + Math.floor(r() * 500), token_result: failed ? null : 20 + Math.floor(r() * 800),
-      token_total: null, tags, created_at: new Date(created).toISOString(), updated_at: new Date(created + execution).toISOString(), doc, executor: null,
+      id,
+      account_id: scope.account.id,
+      project_id: scope.project.id,
+      interaction_id: ix.id,
+      environment_id: env.id,
+      model_id: model,
+      status: failed ? 'failed' : 'completed',
+      parent_id: parent,
+      finish_reason: failed ? null : r() < 0.9 ? 'stop' : 'length',
+      execution_time: execution,
+      token_prompt: 50 + Math.floor(r() * 500),
+      token_result: failed ? null : 20 + Math.floor(r() * 800),
+      token_total: null,
+      tags,
+      created_at: new Date(created).toISOString(),
+      updated_at: new Date(created + execution).toISOString(),
+      doc,
+      executor: null,
     } as RunRow;
     return { row, tags };
   };
@@ -147,26 +224,48 @@ interface Backend {
 
 async function load(db: Kysely<Database>, d: OrreryDialect): Promise<{ seconds: number; indexes: string[] }> {
   const project = await db.selectFrom('projects').select(['id', 'name', 'account_id']).executeTakeFirstOrThrow();
-  const account = await db.selectFrom('accounts').select(['id', 'name']).where('id', '=', project.account_id).executeTakeFirstOrThrow();
+  const account = await db
+    .selectFrom('accounts')
+    .select(['id', 'name'])
+    .where('id', '=', project.account_id)
+    .executeTakeFirstOrThrow();
   const next = generator({ account, project: { id: project.id, name: project.name } });
   // Secondary indexes are rebuilt after the load from their own saved definitions.
-  const defs = d.name === 'sqlite'
-    ? (await sql<{ name: string; def: string }>`SELECT name, sql AS def FROM sqlite_master WHERE type = 'index' AND tbl_name IN ('runs', 'run_tags') AND sql IS NOT NULL`.execute(db)).rows
-    : (await sql<{ name: string; def: string }>`SELECT indexname AS name, indexdef AS def FROM pg_indexes WHERE tablename IN ('runs', 'run_tags')
-        AND indexname NOT IN ('runs_pkey', 'run_tags_pk')`.execute(db)).rows;
+  const defs =
+    d.name === 'sqlite'
+      ? (
+          await sql<{
+            name: string;
+            def: string;
+          }>`SELECT name, sql AS def FROM sqlite_master WHERE type = 'index' AND tbl_name IN ('runs', 'run_tags') AND sql IS NOT NULL`.execute(
+            db,
+          )
+        ).rows
+      : (
+          await sql<{
+            name: string;
+            def: string;
+          }>`SELECT indexname AS name, indexdef AS def FROM pg_indexes WHERE tablename IN ('runs', 'run_tags')
+        AND indexname NOT IN ('runs_pkey', 'run_tags_pk')`.execute(db)
+        ).rows;
   const keep = new Set(['runs_search_rowid']); // SQLite: the next search_rowid is read from it
   for (const x of defs) if (!keep.has(x.name)) await sql`DROP INDEX ${sql.ref(x.name)}`.execute(db);
   const started = performance.now();
   for (let done = 0; done < RUNS; done += BATCH) {
     const batch = Array.from({ length: Math.min(BATCH, RUNS - done) }, next);
     await db.transaction().execute((trx) => insertRuns(trx, d, batch, (row) => encodeRun(d, row)));
-    if ((done / BATCH) % 50 === 0) process.stdout.write(`  ${d.name}: ${done + batch.length} runs, ${((performance.now() - started) / 1000).toFixed(0)} s\n`);
+    if ((done / BATCH) % 50 === 0)
+      process.stdout.write(
+        `  ${d.name}: ${done + batch.length} runs, ${((performance.now() - started) / 1000).toFixed(0)} s\n`,
+      );
   }
   const loaded = performance.now();
   for (const x of defs) if (!keep.has(x.name)) await sql.raw(x.def).execute(db);
   if (d.name === 'sqlite') await sql`ANALYZE`.execute(db);
   else await sql`VACUUM ANALYZE`.execute(db);
-  console.log(`  ${d.name}: loaded in ${((loaded - started) / 1000).toFixed(0)} s, indexes and ANALYZE in ${((performance.now() - loaded) / 1000).toFixed(0)} s`);
+  console.log(
+    `  ${d.name}: loaded in ${((loaded - started) / 1000).toFixed(0)} s, indexes and ANALYZE in ${((performance.now() - loaded) / 1000).toFixed(0)} s`,
+  );
   return { seconds: (performance.now() - started) / 1000, indexes: defs.map((x) => x.def) };
 }
 
@@ -179,23 +278,43 @@ const pick = <T>(xs: readonly T[]) => xs[Math.floor(r() * xs.length)];
 function listUrl(): string {
   const q = new URLSearchParams();
   switch (Math.floor(r() * 5)) {
-    case 0: q.set('status', 'completed'); q.set('model', pick(MODELS)); break;
-    case 1: q.set('tag', pick(TAGS)); break;
-    case 2: q.set('interaction', pick(INTERACTIONS).id); q.set('status', pick(['completed', 'failed'])); break;
-    case 3: q.set('status', 'completed'); q.set('model', pick(MODELS)); q.set('tag', pick(TAGS)); break;
-    default: q.set('environment', pick(ENVIRONMENTS).id); q.set('tag', `${pick(TAGS)},${pick(TAGS)}`); break;
+    case 0:
+      q.set('status', 'completed');
+      q.set('model', pick(MODELS));
+      break;
+    case 1:
+      q.set('tag', pick(TAGS));
+      break;
+    case 2:
+      q.set('interaction', pick(INTERACTIONS).id);
+      q.set('status', pick(['completed', 'failed']));
+      break;
+    case 3:
+      q.set('status', 'completed');
+      q.set('model', pick(MODELS));
+      q.set('tag', pick(TAGS));
+      break;
+    default:
+      q.set('environment', pick(ENVIRONMENTS).id);
+      q.set('tag', `${pick(TAGS)},${pick(TAGS)}`);
+      break;
   }
   return `/api/v1/runs?${q}&limit=100`;
 }
 
-const luceneQuery = () => `"${pick(PHRASES)}" AND execution_time:[500 TO 5000] AND (status:failed OR modelId:${pick(MODELS)})`;
+const luceneQuery = () =>
+  `"${pick(PHRASES)}" AND execution_time:[500 TO 5000] AND (status:failed OR modelId:${pick(MODELS)})`;
 const FACETS = {
   statuses: { type: 'string', path: 'status' },
   models: { type: 'string', path: 'modelId' },
   took: { type: 'number', path: 'execution_time', boundaries: [0, 500, 1000, 2000, 5000, 10_000], default: 'longer' },
 };
 
-async function time(orrery: Child & { adminKey: string }, make: () => { path: string; body?: unknown }, check: (body: any) => void) {
+async function time(
+  orrery: Child & { adminKey: string },
+  make: () => { path: string; body?: unknown },
+  check: (body: any) => void,
+) {
   const samples: number[] = [];
   for (let i = 0; i < WARMUP + ITER; i++) {
     const { path, body } = make();
@@ -217,18 +336,30 @@ async function time(orrery: Child & { adminKey: string }, make: () => { path: st
 
 async function measure(orrery: Child & { adminKey: string }) {
   r = prng(9);
-  const list = await time(orrery, () => ({ path: listUrl() }), (b) => {
-    if (!Array.isArray(b)) throw new Error(`not a list: ${JSON.stringify(b).slice(0, 200)}`);
-  });
+  const list = await time(
+    orrery,
+    () => ({ path: listUrl() }),
+    (b) => {
+      if (!Array.isArray(b)) throw new Error(`not a list: ${JSON.stringify(b).slice(0, 200)}`);
+    },
+  );
   let hits = 0;
-  const query = await time(orrery, () => ({ path: '/api/v1/runs/search', body: { query: luceneQuery(), limit: 100 } }), (b) => {
-    hits += b.length;
-  });
+  const query = await time(
+    orrery,
+    () => ({ path: '/api/v1/runs/search', body: { query: luceneQuery(), limit: 100 } }),
+    (b) => {
+      hits += b.length;
+    },
+  );
   let total = 0;
-  const facets = await time(orrery, () => ({ path: '/api/v1/runs/search', body: { query: luceneQuery(), facets: FACETS, limit: 100 } }), (b) => {
-    total += b.count.total;
-    if (b.facet.statuses.buckets.length < 1) throw new Error('no facet buckets');
-  });
+  const facets = await time(
+    orrery,
+    () => ({ path: '/api/v1/runs/search', body: { query: luceneQuery(), facets: FACETS, limit: 100 } }),
+    (b) => {
+      total += b.count.total;
+      if (b.facet.statuses.buckets.length < 1) throw new Error('no facet buckets');
+    },
+  );
   return { list, query, facets, avgHits: hits / (WARMUP + ITER), avgMatches: total / (WARMUP + ITER) };
 }
 
@@ -254,7 +385,11 @@ async function sqliteBackend(): Promise<Backend> {
  * The throwaway cluster starts with PostgreSQL's defaults (shared_buffers 128 MB); a server that
  * holds a 7 GB database gets a real buffer pool, as any deployment would.
  */
-const PG_SETTINGS = { shared_buffers: process.env.PG_SHARED_BUFFERS ?? '4GB', effective_cache_size: '12GB', work_mem: '32MB' };
+const PG_SETTINGS = {
+  shared_buffers: process.env.PG_SHARED_BUFFERS ?? '4GB',
+  effective_cache_size: '12GB',
+  work_mem: '32MB',
+};
 
 async function postgresBackend(): Promise<Backend> {
   const database = await benchDatabase(PG_SETTINGS);
@@ -262,27 +397,45 @@ async function postgresBackend(): Promise<Backend> {
   return {
     name: 'postgres',
     env: { ORRERY_DATABASE_URL: url.toString() },
-    open: () => ({ db: new Kysely<Database>({ dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: url.toString(), max: 2 }) }) }), d: postgresDialect }),
+    open: () => ({
+      db: new Kysely<Database>({
+        dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: url.toString(), max: 2 }) }),
+      }),
+      d: postgresDialect,
+    }),
     stop: () => database.drop(),
   };
 }
 
 async function sizeOf(backend: Backend, db: Kysely<Database>, dataDir: string): Promise<string> {
   if (backend.name === 'sqlite') {
-    const bytes = ['orrery.db', 'orrery.db-wal'].reduce((n, f) => n + (statSync(join(dataDir, f), { throwIfNoEntry: false })?.size ?? 0), 0);
+    const bytes = ['orrery.db', 'orrery.db-wal'].reduce(
+      (n, f) => n + (statSync(join(dataDir, f), { throwIfNoEntry: false })?.size ?? 0),
+      0,
+    );
     return `${(bytes / 2 ** 30).toFixed(2)} GiB`;
   }
   const { rows } = await sql<{ b: number }>`SELECT pg_database_size(current_database())::bigint AS b`.execute(db);
   return `${(Number(rows[0].b) / 2 ** 30).toFixed(2)} GiB`;
 }
 
-console.log(`runs-search: ${RUNS} runs, ${ITER} timed requests per measure after ${WARMUP} warm-up; ${machine()}; ${new Date().toISOString()}`);
+console.log(
+  `runs-search: ${RUNS} runs, ${ITER} timed requests per measure after ${WARMUP} warm-up; ${machine()}; ${new Date().toISOString()}`,
+);
 const KEEP = process.env.KEEP === '1';
 const results: Record<string, unknown> = {};
 for (const name of BACKENDS) {
   const reuse = name === 'sqlite' ? process.env.SQLITE_DIR : process.env.PG_REUSE_URL;
-  const backend = reuse ? reused(name as 'sqlite' | 'postgres', reuse) : name === 'postgres' ? await postgresBackend() : await sqliteBackend();
-  let orrery = await startOrrery({ ...backend.env, ...(reuse && name === 'sqlite' ? { ORRERY_DATA_DIR: reuse } : {}), ORRERY_LOG_LEVEL: 'warn' });
+  const backend = reuse
+    ? reused(name as 'sqlite' | 'postgres', reuse)
+    : name === 'postgres'
+      ? await postgresBackend()
+      : await sqliteBackend();
+  let orrery = await startOrrery({
+    ...backend.env,
+    ...(reuse && name === 'sqlite' ? { ORRERY_DATA_DIR: reuse } : {}),
+    ORRERY_LOG_LEVEL: 'warn',
+  });
   const dataDir = reuse && name === 'sqlite' ? reuse : orrery.dataDir;
   try {
     let load_: Record<string, unknown> = { reused: reuse };
@@ -303,7 +456,9 @@ for (const name of BACKENDS) {
   } finally {
     await orrery.stop().catch(() => {});
     if (KEEP || reuse) {
-      console.log(`  kept: ${name === 'sqlite' ? `SQLITE_DIR=${dataDir}` : `PG_REUSE_URL=${backend.env.ORRERY_DATABASE_URL}`}`);
+      console.log(
+        `  kept: ${name === 'sqlite' ? `SQLITE_DIR=${dataDir}` : `PG_REUSE_URL=${backend.env.ORRERY_DATABASE_URL}`}`,
+      );
       if (name === 'postgres' && !reuse) rmSync(dataDir, { recursive: true, force: true });
     } else {
       await backend.stop();
@@ -315,5 +470,12 @@ console.log(JSON.stringify(results, null, 2));
 
 /** A database loaded by an earlier run with KEEP=1. */
 function reused(name: 'sqlite' | 'postgres', where: string): Backend {
-  return { name, env: name === 'postgres' ? { ORRERY_DATABASE_URL: where } : {}, open: () => { throw new Error('reused'); }, stop: async () => {} };
+  return {
+    name,
+    env: name === 'postgres' ? { ORRERY_DATABASE_URL: where } : {},
+    open: () => {
+      throw new Error('reused');
+    },
+    stop: async () => {},
+  };
 }

@@ -19,11 +19,17 @@ let vite;
 try {
   vite = join(dirname(createRequire(import.meta.url).resolve('vite/package.json')), 'bin', 'vite.js');
 } catch {
-  console.error('build-console: Vite is not installed (a development dependency); the console is not built. Install with `npm ci`, then `npm run build`.');
+  console.error(
+    'build-console: Vite is not installed (a development dependency); the console is not built. Install with `npm ci`, then `npm run build`.',
+  );
   process.exit(1);
 }
 try {
-  execFileSync(process.execPath, [vite, 'build', '--config', join(root, 'console', 'vite.config.ts'), '--logLevel', 'warn'], { cwd: join(root, 'console'), stdio: 'inherit' });
+  execFileSync(
+    process.execPath,
+    [vite, 'build', '--config', join(root, 'console', 'vite.config.ts'), '--logLevel', 'warn'],
+    { cwd: join(root, 'console'), stdio: 'inherit' },
+  );
 } catch {
   console.error('build-console failed: Vite reported the errors above');
   process.exit(1);

@@ -7,7 +7,17 @@
 // the route schemas are compiled into validator and serializer code (scripts/compile-schemas.mjs,
 // src/http/validation.ts).
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
+import {
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -24,11 +34,16 @@ let tsc;
 try {
   tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
 } catch {
-  console.error('build: TypeScript is not installed (a development dependency). Install with them (npm ci), then drop them with npm prune --omit=dev, as the Dockerfile does.');
+  console.error(
+    'build: TypeScript is not installed (a development dependency). Install with them (npm ci), then drop them with npm prune --omit=dev, as the Dockerfile does.',
+  );
   process.exit(1);
 }
 try {
-  execFileSync(process.execPath, [tsc, '-p', join(root, 'tsconfig.build.json'), '--outDir', out], { cwd: root, stdio: 'inherit' });
+  execFileSync(process.execPath, [tsc, '-p', join(root, 'tsconfig.build.json'), '--outDir', out], {
+    cwd: root,
+    stdio: 'inherit',
+  });
 } catch {
   rmSync(out, { recursive: true, force: true });
   console.error('build failed: tsc reported the errors above');
@@ -60,14 +75,30 @@ let copied = 0;
 // bundles. Anything unexpected (esbuild missing, a subpath or a namespace import of a package that
 // is not bundled that way) leaves the imports as they are: dist/ then loads them from node_modules.
 const VENDOR = {
-  kysely: 'kysely', '@sinclair/typebox': 'typebox', '@sinclair/typebox/value': 'typebox-value', jose: 'jose',
-  fastify: 'fastify', '@fastify/swagger': 'fastify-swagger', '@fastify/static': 'fastify-static', 'prom-client': 'prom-client',
-  ajv: 'ajv', 'ajv-formats': 'ajv-formats', 'secure-json-parse': 'secure-json-parse', pino: 'pino', 'mime-types': 'mime-types',
-  handlebars: 'handlebars', acorn: 'acorn', 'eslint-scope': 'eslint-scope', jsonrepair: 'jsonrepair', 'csv-stringify/sync': 'csv-stringify-sync',
+  kysely: 'kysely',
+  '@sinclair/typebox': 'typebox',
+  '@sinclair/typebox/value': 'typebox-value',
+  jose: 'jose',
+  fastify: 'fastify',
+  '@fastify/swagger': 'fastify-swagger',
+  '@fastify/static': 'fastify-static',
+  'prom-client': 'prom-client',
+  ajv: 'ajv',
+  'ajv-formats': 'ajv-formats',
+  'secure-json-parse': 'secure-json-parse',
+  pino: 'pino',
+  'mime-types': 'mime-types',
+  handlebars: 'handlebars',
+  acorn: 'acorn',
+  'eslint-scope': 'eslint-scope',
+  jsonrepair: 'jsonrepair',
+  'csv-stringify/sync': 'csv-stringify-sync',
 };
 /** ES-module packages: bundled whole (`export *`). The others are bundled by the names imported. */
 const WHOLE = new Set(['kysely', '@sinclair/typebox', '@sinclair/typebox/value', 'jose']);
-const PACKAGES = new Set(Object.keys(VENDOR).map((k) => (k.startsWith('@') ? k.split('/').slice(0, 2) : k.split('/').slice(0, 1)).join('/')));
+const PACKAGES = new Set(
+  Object.keys(VENDOR).map((k) => (k.startsWith('@') ? k.split('/').slice(0, 2) : k.split('/').slice(0, 1)).join('/')),
+);
 let vendored = 'dependencies loaded from node_modules';
 try {
   vendored = await vendor(out);
@@ -79,7 +110,8 @@ try {
 async function vendor(dir) {
   const specifier = /(\bfrom\s*|\bimport\s*\(\s*|\bimport\s+)(['"])((?:@[\w.-]+\/)?[\w.-]+)(\/[^'"]*)?\2/g;
   // `import X, { a, b as c } from 'pkg'`: the clause before a bundled package's specifier.
-  const statement = /\bimport\s+([\w$]+\s*,\s*)?(\{[^}]*\}|\*\s*as\s+[\w$]+|[\w$]+)?\s*from\s*(['"])((?:@[\w.-]+\/)?[\w.-]+(?:\/[^'"]*)?)\3/g;
+  const statement =
+    /\bimport\s+([\w$]+\s*,\s*)?(\{[^}]*\}|\*\s*as\s+[\w$]+|[\w$]+)?\s*from\s*(['"])((?:@[\w.-]+\/)?[\w.-]+(?:\/[^'"]*)?)\3/g;
   const names = new Map(Object.keys(VENDOR).map((k) => [k, new Set()]));
   const files = [];
   (function walk(d) {
@@ -96,9 +128,16 @@ async function vendor(dir) {
       const wanted = names.get(spec);
       const parts = first ? [first.replace(',', '').trim(), clause] : [clause];
       for (const part of parts.map((p) => p.trim()).filter(Boolean)) {
-        if (part.startsWith('*')) throw new Error(`${relative(dir, file)} imports all of ${spec}, which is bundled by name`);
+        if (part.startsWith('*'))
+          throw new Error(`${relative(dir, file)} imports all of ${spec}, which is bundled by name`);
         if (!part.startsWith('{')) wanted.add('default');
-        else for (const n of part.slice(1, -1).split(',').map((x) => x.trim().split(/\s+as\s+/)[0]).filter(Boolean)) wanted.add(n);
+        else
+          for (const n of part
+            .slice(1, -1)
+            .split(',')
+            .map((x) => x.trim().split(/\s+as\s+/)[0])
+            .filter(Boolean))
+            wanted.add(n);
       }
     }
     let n = 0;
@@ -106,7 +145,8 @@ async function vendor(dir) {
       if (!PACKAGES.has(pkg)) return m;
       const name = VENDOR[pkg + sub];
       if (!name) throw new Error(`${relative(dir, file)} imports ${pkg + sub}, which is not bundled`);
-      if (!WHOLE.has(pkg + sub) && !lead.startsWith('from')) throw new Error(`${relative(dir, file)} imports ${pkg + sub} without naming what it takes`);
+      if (!WHOLE.has(pkg + sub) && !lead.startsWith('from'))
+        throw new Error(`${relative(dir, file)} imports ${pkg + sub} without naming what it takes`);
       n++;
       let rel = relative(dirname(file), join(dir, 'vendor', `${name}.js`));
       if (!rel.startsWith('.')) rel = `./${rel}`;
@@ -127,11 +167,22 @@ async function vendor(dir) {
   }
   try {
     await esbuild.build({
-      entryPoints, outdir: join(dir, 'vendor'), bundle: true, splitting: true, format: 'esm', platform: 'node', target: 'node20',
-      conditions: [], nodePaths: [join(root, 'node_modules')], logLevel: 'warning', legalComments: 'eof',
+      entryPoints,
+      outdir: join(dir, 'vendor'),
+      bundle: true,
+      splitting: true,
+      format: 'esm',
+      platform: 'node',
+      target: 'node20',
+      conditions: [],
+      nodePaths: [join(root, 'node_modules')],
+      logLevel: 'warning',
+      legalComments: 'eof',
       // better-sqlite3 finds its native addon from its own files: it stays in node_modules.
       external: ['better-sqlite3'],
-      banner: { js: "import { createRequire as __orreryCreateRequire } from 'node:module';\nconst require = __orreryCreateRequire(import.meta.url);" },
+      banner: {
+        js: "import { createRequire as __orreryCreateRequire } from 'node:module';\nconst require = __orreryCreateRequire(import.meta.url);",
+      },
     });
   } finally {
     rmSync(entries, { recursive: true, force: true });
@@ -144,15 +195,23 @@ async function vendor(dir) {
 // Without them the server compiles its schemas at start-up as before, so a failure here only warns.
 let schemas = 'route schemas compiled at start-up: the build could not compile them';
 try {
-  schemas = execFileSync(process.execPath, [join(root, 'scripts', 'compile-schemas.mjs'), out], { cwd: root, stdio: ['ignore', 'pipe', 'inherit'], encoding: 'utf8' }).trim();
+  schemas = execFileSync(process.execPath, [join(root, 'scripts', 'compile-schemas.mjs'), out], {
+    cwd: root,
+    stdio: ['ignore', 'pipe', 'inherit'],
+    encoding: 'utf8',
+  }).trim();
 } catch {
   rmSync(join(out, 'http', 'compiled'), { recursive: true, force: true });
-  console.error('build: warning: could not compile the route schemas (above); the server will compile them at start-up');
+  console.error(
+    'build: warning: could not compile the route schemas (above); the server will compile them at start-up',
+  );
 }
 try {
   schemas += `; ${await vendorSchemaRuntime(out)}`;
 } catch (err) {
-  console.error(`build: warning: the compiled schemas' helpers are not bundled, they load from node_modules: ${err.message}`);
+  console.error(
+    `build: warning: the compiled schemas' helpers are not bundled, they load from node_modules: ${err.message}`,
+  );
 }
 
 /**
@@ -175,17 +234,34 @@ async function vendorSchemaRuntime(dir) {
   for (const f of files) for (const m of readFileSync(join(folder, f), 'utf8').matchAll(helper)) used.add(m[2]);
   if (!used.size) return 'the compiled schemas need no helpers';
   const entry = join(dir, '.schema-runtime-entry.cjs');
-  const lines = [...used].sort().map((spec) => `  ${JSON.stringify(spec)}: require(${JSON.stringify((spec.startsWith('ajv/') ? fromRoot : fromCompiler).resolve(spec))}),`);
+  const lines = [...used]
+    .sort()
+    .map(
+      (spec) =>
+        `  ${JSON.stringify(spec)}: require(${JSON.stringify((spec.startsWith('ajv/') ? fromRoot : fromCompiler).resolve(spec))}),`,
+    );
   writeFileSync(entry, `module.exports = {\n${lines.join('\n')}\n};\n`);
   try {
     const esbuild = await import(pathToFileURL(createRequire(import.meta.url).resolve('esbuild')).href);
-    await esbuild.build({ entryPoints: [entry], outfile: join(dir, 'vendor', 'schema-runtime.cjs'), bundle: true, format: 'cjs', platform: 'node', target: 'node20', logLevel: 'warning', legalComments: 'eof' });
+    await esbuild.build({
+      entryPoints: [entry],
+      outfile: join(dir, 'vendor', 'schema-runtime.cjs'),
+      bundle: true,
+      format: 'cjs',
+      platform: 'node',
+      target: 'node20',
+      logLevel: 'warning',
+      legalComments: 'eof',
+    });
   } finally {
     rmSync(entry, { force: true });
   }
   for (const f of files) {
     const text = readFileSync(join(folder, f), 'utf8');
-    writeFileSync(join(folder, f), text.replace(helper, (_m, _q, spec) => `require('../../vendor/schema-runtime.cjs')[${JSON.stringify(spec)}]`));
+    writeFileSync(
+      join(folder, f),
+      text.replace(helper, (_m, _q, spec) => `require('../../vendor/schema-runtime.cjs')[${JSON.stringify(spec)}]`),
+    );
   }
   return `their ${used.size} helpers bundled into vendor/schema-runtime.cjs`;
 }
@@ -203,7 +279,10 @@ let escaped = 0;
       const text = readFileSync(f, 'utf8');
       // A character escaped by a backslash (never seen) is left as written: `\\u…` would undo the escape.
       if (!/[^\x00-\x7f]/.test(text) || /\\[^\x00-\x7f]/.test(text)) continue;
-      writeFileSync(f, text.replace(/[^\x00-\x7f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`));
+      writeFileSync(
+        f,
+        text.replace(/[^\x00-\x7f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`),
+      );
       escaped++;
     }
   }

@@ -14,6 +14,7 @@ export default async function* plainReporter(source) {
     else if (event.type === 'test:pass') passed++;
     else failed++;
   }
-  if (process.env.ORRERY_TEST_COUNTS) appendFileSync(process.env.ORRERY_TEST_COUNTS, `${passed} ${failed} ${skipped}\n`);
+  if (process.env.ORRERY_TEST_COUNTS)
+    appendFileSync(process.env.ORRERY_TEST_COUNTS, `${passed} ${failed} ${skipped}\n`);
   else yield `\n${passed} passed, ${failed} failed, ${skipped} skipped\n`;
 }

@@ -11,14 +11,18 @@ export function findPgBin() {
   if (fromPath) return fromPath.replace(/\/pg_ctl$/, '');
   const root = '/usr/lib/postgresql';
   if (!existsSync(root)) return undefined;
-  const versions = readdirSync(root).filter((v) => existsSync(join(root, v, 'bin', 'initdb'))).sort((a, b) => Number(b) - Number(a));
+  const versions = readdirSync(root)
+    .filter((v) => existsSync(join(root, v, 'bin', 'initdb')))
+    .sort((a, b) => Number(b) - Number(a));
   return versions.length ? join(root, versions[0], 'bin') : undefined;
 }
 
-
 export async function startCluster() {
   const bin = findPgBin();
-  if (!bin) throw new Error('PostgreSQL binaries (initdb, pg_ctl) not found: apt-get install postgresql, or set ORRERY_TEST_DIALECTS=sqlite');
+  if (!bin)
+    throw new Error(
+      'PostgreSQL binaries (initdb, pg_ctl) not found: apt-get install postgresql, or set ORRERY_TEST_DIALECTS=sqlite',
+    );
   const dir = mkdtempSync(join(tmpdir(), 'orrery-pg-'));
   const data = join(dir, 'data');
   const asRoot = process.getuid?.() === 0;

@@ -16,15 +16,39 @@ import { fileURLToPath } from 'node:url';
 
 /** LiteLLM provider names of the providers Orrery runs (src/pricing/cost.ts maps Orrery's ids to these). */
 export const KEPT_PROVIDERS = new Set([
-  'openai', 'text-completion-openai', 'azure', 'azure_ai', 'anthropic',
-  'bedrock', 'bedrock_converse', 'bedrock_mantle',
-  'vertex_ai', 'vertex_ai-language-models', 'vertex_ai-anthropic_models', 'vertex_ai-mistral_models', 'vertex_ai-llama_models',
-  'vertex_ai-deepseek_models', 'vertex_ai-ai21_models', 'vertex_ai-qwen_models', 'vertex_ai-openai_models',
-  'groq', 'together_ai', 'mistral', 'xai', 'watsonx', 'replicate',
+  'openai',
+  'text-completion-openai',
+  'azure',
+  'azure_ai',
+  'anthropic',
+  'bedrock',
+  'bedrock_converse',
+  'bedrock_mantle',
+  'vertex_ai',
+  'vertex_ai-language-models',
+  'vertex_ai-anthropic_models',
+  'vertex_ai-mistral_models',
+  'vertex_ai-llama_models',
+  'vertex_ai-deepseek_models',
+  'vertex_ai-ai21_models',
+  'vertex_ai-qwen_models',
+  'vertex_ai-openai_models',
+  'groq',
+  'together_ai',
+  'mistral',
+  'xai',
+  'watsonx',
+  'replicate',
 ]);
 const KEPT_MODES = new Set(['chat', 'completion', 'responses']);
 /** The fields kept, as LiteLLM names them (USD per token). */
-const KEPT_FIELDS = ['input_cost_per_token', 'output_cost_per_token', 'cache_read_input_token_cost', 'cache_creation_input_token_cost', 'output_cost_per_reasoning_token'];
+const KEPT_FIELDS = [
+  'input_cost_per_token',
+  'output_cost_per_token',
+  'cache_read_input_token_cost',
+  'cache_creation_input_token_cost',
+  'output_cost_per_reasoning_token',
+];
 
 function arg(name) {
   const i = process.argv.indexOf(name);
@@ -36,7 +60,9 @@ const commit = arg('--commit');
 const via = arg('--via');
 const date = arg('--date');
 if (!input || input.startsWith('--') || !date || !/^\d{4}-\d{2}-\d{2}$/.test(date)) {
-  console.error('usage: node scripts/prune-prices.mjs <model_prices_and_context_window.json> --date <YYYY-MM-DD> [--commit <sha>] [--via <where>]');
+  console.error(
+    'usage: node scripts/prune-prices.mjs <model_prices_and_context_window.json> --date <YYYY-MM-DD> [--commit <sha>] [--via <where>]',
+  );
   process.exit(2);
 }
 

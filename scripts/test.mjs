@@ -15,7 +15,9 @@ const walk = (dir) =>
   });
 
 const wanted = process.argv.slice(2);
-const files = (wanted.length ? wanted.flatMap((w) => (statSync(w).isDirectory() ? walk(w) : [w])) : walk(join(root, 'test')))
+const files = (
+  wanted.length ? wanted.flatMap((w) => (statSync(w).isDirectory() ? walk(w) : [w])) : walk(join(root, 'test'))
+)
   .map((f) => relative(root, f))
   .sort();
 if (!files.length) {
@@ -23,7 +25,10 @@ if (!files.length) {
   process.exit(1);
 }
 
-const dialects = (process.env.ORRERY_TEST_DIALECTS ?? 'sqlite,postgres').split(',').map((d) => d.trim()).filter(Boolean);
+const dialects = (process.env.ORRERY_TEST_DIALECTS ?? 'sqlite,postgres')
+  .split(',')
+  .map((d) => d.trim())
+  .filter(Boolean);
 let cluster;
 if (dialects.includes('postgres') && !process.env.ORRERY_TEST_PG_URL) {
   cluster = await startCluster();
@@ -38,13 +43,22 @@ const stopCluster = () => {
   }
   cluster = undefined;
 };
-process.on('SIGINT', () => { stopCluster(); process.exit(130); });
-process.on('SIGTERM', () => { stopCluster(); process.exit(143); });
+process.on('SIGINT', () => {
+  stopCluster();
+  process.exit(130);
+});
+process.on('SIGTERM', () => {
+  stopCluster();
+  process.exit(143);
+});
 
 // Files that time the server (GET /health budgets while hostile requests are answered) run after
 // the others, alone, so that the other test files' load on a small machine does not count as the
 // server's stalls.
-const TIMED = new Set([join('test', 'http', 'hardening-bounds.test.ts'), join('test', 'templates', 'templates-http.test.ts')]);
+const TIMED = new Set([
+  join('test', 'http', 'hardening-bounds.test.ts'),
+  join('test', 'templates', 'templates-http.test.ts'),
+]);
 const alone = (f) => f.startsWith(join('test', 'fuzz') + '/') || TIMED.has(f);
 const batches = [files.filter((f) => !alone(f)), files.filter(alone)].filter((b) => b.length);
 const counts = join(mkdtempSync(join(tmpdir(), 'orrery-test-counts-')), 'counts');
@@ -52,9 +66,14 @@ writeFileSync(counts, '');
 
 const runBatch = (batch, concurrency) => {
   const args = [
-    '--import', 'tsx', '--test', `--test-concurrency=${concurrency}`,
-    '--test-reporter=spec', '--test-reporter-destination=stdout',
-    '--test-reporter=./scripts/plain-reporter.mjs', '--test-reporter-destination=stdout',
+    '--import',
+    'tsx',
+    '--test',
+    `--test-concurrency=${concurrency}`,
+    '--test-reporter=spec',
+    '--test-reporter-destination=stdout',
+    '--test-reporter=./scripts/plain-reporter.mjs',
+    '--test-reporter-destination=stdout',
     ...batch,
   ];
   const child = spawn(process.execPath, args, {
@@ -76,7 +95,11 @@ for (const [i, batch] of batches.entries()) {
   code = code || c;
 }
 stopCluster();
-const [passed, failed, skipped] = readFileSync(counts, 'utf8').trim().split('\n').filter(Boolean)
-  .map((l) => l.split(' ').map(Number)).reduce((a, b) => a.map((x, i) => x + b[i]), [0, 0, 0]);
+const [passed, failed, skipped] = readFileSync(counts, 'utf8')
+  .trim()
+  .split('\n')
+  .filter(Boolean)
+  .map((l) => l.split(' ').map(Number))
+  .reduce((a, b) => a.map((x, i) => x + b[i]), [0, 0, 0]);
 console.log(`\n${passed} passed, ${failed} failed, ${skipped} skipped`);
 process.exit(code || (failed > 0 ? 1 : 0));

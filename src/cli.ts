@@ -10,7 +10,14 @@ import { openDatabase } from './db/open.ts';
 import { deriveKeys, resolveSecret } from './auth/secret.ts';
 import { AuthService } from './auth/service.ts';
 import { AuditLog } from './audit/log.ts';
-import { KEY_ROLE_INPUTS, KEY_ROLES, keyRoleOf, type KeyRole, type KeyRoleInput, type Principal } from './auth/principal.ts';
+import {
+  KEY_ROLE_INPUTS,
+  KEY_ROLES,
+  keyRoleOf,
+  type KeyRole,
+  type KeyRoleInput,
+  type Principal,
+} from './auth/principal.ts';
 import { OrreryError } from './http/errors.ts';
 import { installProcessGuards } from './process-guards.ts';
 import { startYoungGenerationTrim } from './util/young-generation.ts';
@@ -37,12 +44,26 @@ async function main(argv: string[]): Promise<void> {
     args: argv,
     allowPositionals: true,
     options: {
-      port: { type: 'string' }, host: { type: 'string' }, 'data-dir': { type: 'string' }, 'public-url': { type: 'string' },
-      'database-url': { type: 'string' }, name: { type: 'string' }, role: { type: 'string' }, project: { type: 'string' },
-      'expires-at': { type: 'string' }, namespace: { type: 'string' }, help: { type: 'boolean', short: 'h' },
+      port: { type: 'string' },
+      host: { type: 'string' },
+      'data-dir': { type: 'string' },
+      'public-url': { type: 'string' },
+      'database-url': { type: 'string' },
+      name: { type: 'string' },
+      role: { type: 'string' },
+      project: { type: 'string' },
+      'expires-at': { type: 'string' },
+      namespace: { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
       // orrery import / environments set-key (src/import/command.ts)
-      from: { type: 'string' }, key: { type: 'string' }, to: { type: 'string' }, 'to-key': { type: 'string' }, include: { type: 'string' },
-      since: { type: 'string' }, 'dry-run': { type: 'boolean' }, 'api-key': { type: 'string' },
+      from: { type: 'string' },
+      key: { type: 'string' },
+      to: { type: 'string' },
+      'to-key': { type: 'string' },
+      include: { type: 'string' },
+      since: { type: 'string' },
+      'dry-run': { type: 'boolean' },
+      'api-key': { type: 'string' },
     },
   });
   if (values.help) return void process.stdout.write(USAGE);
@@ -62,22 +83,37 @@ async function main(argv: string[]): Promise<void> {
       const input = (values.role ?? 'developer') as KeyRoleInput;
       if (!KEY_ROLE_INPUTS.includes(input)) throw new Error(`--role must be one of ${KEY_ROLES.join(', ')}`);
       const role: KeyRole = keyRoleOf(input);
-      const key = await auth.createKey(admin, { name: values.name, role, project: values.project, expires_at: values['expires-at'] });
+      const key = await auth.createKey(admin, {
+        name: values.name,
+        role,
+        project: values.project,
+        expires_at: values['expires-at'],
+      });
       const token = await auth.issueToken({ ...admin, keyId: key.id, role, project: key.project });
       const tokenUrl = `${config.publicUrl}/api/v1/token/issue`;
       console.log(`API key ${key.id} (${role}) for project "${key.project.name}":\n\n  ${key.value}\n`);
       console.log('For the official vertesia CLI, export the lines below. Give it a token, never the sk- key:');
-      console.log('with VERTESIA_APIKEY=sk-… it sends the key to Vertesia\'s hosted token server.\n');
+      console.log("with VERTESIA_APIKEY=sk-… it sends the key to Vertesia's hosted token server.\n");
       console.log(`export VERTESIA_SERVER_URL=${config.publicUrl}`);
       console.log(`export VERTESIA_STORE_URL=${config.publicUrl}`);
       console.log(`export VERTESIA_TOKEN_SERVER_URL=${config.publicUrl}/api/v1`);
       console.log(`export VERTESIA_TOKEN=${token.token}`);
       // The key goes to curl on its standard input (printf is a shell builtin), never on a command line that `ps` shows.
-      console.log(`\nThe token expires in ${token.expires_in} s (ORRERY_JWT_TTL); get a new one with the key in ORRERY_API_KEY:\n`);
-      console.log(`export VERTESIA_TOKEN=$(printf 'Authorization: Bearer %s' "\${ORRERY_API_KEY:?set it to the sk- key}" | curl -s -X POST -H @- ${tokenUrl} | jq -r .token)`);
+      console.log(
+        `\nThe token expires in ${token.expires_in} s (ORRERY_JWT_TTL); get a new one with the key in ORRERY_API_KEY:\n`,
+      );
+      console.log(
+        `export VERTESIA_TOKEN=$(printf 'Authorization: Bearer %s' "\${ORRERY_API_KEY:?set it to the sk- key}" | curl -s -X POST -H @- ${tokenUrl} | jq -r .token)`,
+      );
     });
   }
-  if (command === 'keys' && sub === 'list') return withAdmin(config, async (auth, admin) => printTable(await auth.listKeys(admin), ['id', 'name', 'role', 'hint', 'expires_at'], (k) => ({ ...k, project: k.project.name })));
+  if (command === 'keys' && sub === 'list')
+    return withAdmin(config, async (auth, admin) =>
+      printTable(await auth.listKeys(admin), ['id', 'name', 'role', 'hint', 'expires_at'], (k) => ({
+        ...k,
+        project: k.project.name,
+      })),
+    );
   if (command === 'keys' && sub === 'delete') {
     return withAdmin(config, async (auth, admin) => {
       if (!arg) throw new Error('keys delete needs the key id');
@@ -99,8 +135,12 @@ async function main(argv: string[]): Promise<void> {
     process.exitCode = await importCommand(config, values);
     return;
   }
-  if (command === 'environments' && sub === 'set-key') return (await import('./import/command.ts')).setKeyCommand(config, arg, values);
-  if (command === 'projects' && sub === 'list') return withAdmin(config, async (auth, admin) => printTable(await auth.listProjects(admin), ['id', 'name', 'namespace', 'created_at']));
+  if (command === 'environments' && sub === 'set-key')
+    return (await import('./import/command.ts')).setKeyCommand(config, arg, values);
+  if (command === 'projects' && sub === 'list')
+    return withAdmin(config, async (auth, admin) =>
+      printTable(await auth.listProjects(admin), ['id', 'name', 'namespace', 'created_at']),
+    );
   process.stderr.write(USAGE);
   process.exitCode = 2;
 }
@@ -118,7 +158,9 @@ async function serve(config: Config, publicUrlGiven: boolean): Promise<void> {
   ];
   if (bootstrap.key) {
     lines.push(
-      bootstrap.created ? `Created account "${bootstrap.account.name}" and project "${bootstrap.project.name}".` : 'Added the admin key from ORRERY_ADMIN_KEY.',
+      bootstrap.created
+        ? `Created account "${bootstrap.account.name}" and project "${bootstrap.project.name}".`
+        : 'Added the admin key from ORRERY_ADMIN_KEY.',
       `Admin API key (shown once${config.adminKey ? ', from ORRERY_ADMIN_KEY' : ''}): ${bootstrap.key}`,
       `Try: curl -H "Authorization: Bearer ${bootstrap.key}" ${config.publicUrl}/api/v1/projects`,
     );
@@ -145,14 +187,26 @@ async function withAdmin(config: Config, fn: (auth: AuthService, admin: Principa
     // Keys made here are in the audit trail too, as made by `cli` from the host.
     const auth = new AuthService(db, dialect, config, keys.jwt, new AuditLog(db, dialect));
     const boot = await auth.bootstrap();
-    if (boot.created && boot.key) console.log(`Created the default account and project; admin API key (shown once): ${boot.key}\n`);
-    await fn(auth, { account: boot.account, project: boot.project, keyId: 'cli', role: 'admin', via: 'apikey', ip: 'cli' });
+    if (boot.created && boot.key)
+      console.log(`Created the default account and project; admin API key (shown once): ${boot.key}\n`);
+    await fn(auth, {
+      account: boot.account,
+      project: boot.project,
+      keyId: 'cli',
+      role: 'admin',
+      via: 'apikey',
+      ip: 'cli',
+    });
   } finally {
     await db.destroy();
   }
 }
 
-function printTable<T extends object>(rows: T[], columns: string[], map: (r: T) => Record<string, unknown> = (r) => r as Record<string, unknown>): void {
+function printTable<T extends object>(
+  rows: T[],
+  columns: string[],
+  map: (r: T) => Record<string, unknown> = (r) => r as Record<string, unknown>,
+): void {
   if (!rows.length) return void console.log('(none)');
   const cells = rows.map((r) => columns.map((c) => String(map(r)[c] ?? '')));
   const widths = columns.map((c, i) => Math.max(c.length, ...cells.map((row) => row[i].length)));

@@ -105,7 +105,22 @@ function int(env: Env, name: string, fallback: number, min = 0, max = Number.MAX
   return n;
 }
 
-const UNITS: Record<string, number> = table({ '': 1, b: 1, k: 1e3, kb: 1e3, kib: 1024, m: 1e6, mb: 1e6, mib: 1024 ** 2, g: 1e9, gb: 1e9, gib: 1024 ** 3, t: 1e12, tb: 1e12, tib: 1024 ** 4 });
+const UNITS: Record<string, number> = table({
+  '': 1,
+  b: 1,
+  k: 1e3,
+  kb: 1e3,
+  kib: 1024,
+  m: 1e6,
+  mb: 1e6,
+  mib: 1024 ** 2,
+  g: 1e9,
+  gb: 1e9,
+  gib: 1024 ** 3,
+  t: 1e12,
+  tb: 1e12,
+  tib: 1024 ** 4,
+});
 
 function flag(env: Env, name: string, fallback: boolean): boolean {
   const raw = env[name]?.trim().toLowerCase();
@@ -133,13 +148,15 @@ function seconds(env: Env, name: string, fallbackSeconds: number, min = 0.001, m
   const raw = env[name];
   if (raw === undefined || raw.trim() === '') return Math.round(fallbackSeconds * 1000);
   const n = Number(raw);
-  if (!Number.isFinite(n) || n < min || n > max) throw new Error(`${name} must be a number of seconds between ${min} and ${max}, got ${JSON.stringify(raw)}`);
+  if (!Number.isFinite(n) || n < min || n > max)
+    throw new Error(`${name} must be a number of seconds between ${min} and ${max}, got ${JSON.stringify(raw)}`);
   return Math.round(n * 1000);
 }
 
 function vectorScalar(env: Env): Config['vectorScalar'] {
   const v = nonEmpty(env, 'ORRERY_VECTOR_SCALAR') ?? 'f32';
-  if (v !== 'f32' && v !== 'f16' && v !== 'i8') throw new Error(`ORRERY_VECTOR_SCALAR must be f32, f16 or i8, not ${JSON.stringify(v)}`);
+  if (v !== 'f32' && v !== 'f16' && v !== 'i8')
+    throw new Error(`ORRERY_VECTOR_SCALAR must be f32, f16 or i8, not ${JSON.stringify(v)}`);
   return v;
 }
 
@@ -179,7 +196,8 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     retentionSweepSeconds: overrides.retentionSweepSeconds ?? int(env, 'ORRERY_RETENTION_SWEEP', 30, 1, 3600),
     contentWorkers: overrides.contentWorkers ?? int(env, 'ORRERY_CONTENT_WORKERS', 2, 1, 64),
     contentMaxPages: overrides.contentMaxPages ?? int(env, 'ORRERY_CONTENT_MAX_PAGES', 2000, 1),
-    contentMaxDecompressedBytes: overrides.contentMaxDecompressedBytes ?? byteSize(env, 'ORRERY_CONTENT_MAX_DECOMPRESSED', 512 * 1024 ** 2),
+    contentMaxDecompressedBytes:
+      overrides.contentMaxDecompressedBytes ?? byteSize(env, 'ORRERY_CONTENT_MAX_DECOMPRESSED', 512 * 1024 ** 2),
     contentMaxPixels: overrides.contentMaxPixels ?? int(env, 'ORRERY_CONTENT_MAX_PIXELS', 100_000_000, 1),
     contentMaxInputBytes: overrides.contentMaxInputBytes ?? byteSize(env, 'ORRERY_CONTENT_MAX_INPUT', 256 * 1024 ** 2),
     contentStepTimeoutMs: overrides.contentStepTimeoutMs ?? seconds(env, 'ORRERY_CONTENT_STEP_TIMEOUT', 120),
@@ -188,7 +206,8 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     jobMaxAttempts: overrides.jobMaxAttempts ?? int(env, 'ORRERY_JOB_ATTEMPTS', 5, 1, 100),
     renditionWaitMs: overrides.renditionWaitMs ?? seconds(env, 'ORRERY_RENDITION_WAIT', 30, 0, 600),
     queryTimeoutMs: overrides.queryTimeoutMs ?? seconds(env, 'ORRERY_QUERY_TIMEOUT', 5, 0.001, 3600),
-    vectorExactThreshold: overrides.vectorExactThreshold ?? int(env, 'ORRERY_VECTOR_EXACT_THRESHOLD', 10_000, 1, 1_000_000),
+    vectorExactThreshold:
+      overrides.vectorExactThreshold ?? int(env, 'ORRERY_VECTOR_EXACT_THRESHOLD', 10_000, 1, 1_000_000),
     vectorEfSearch: overrides.vectorEfSearch ?? int(env, 'ORRERY_VECTOR_EF_SEARCH', 128, 10, 4096),
     vectorScalar: overrides.vectorScalar ?? vectorScalar(env),
     vectorGraphLeaseMs: overrides.vectorGraphLeaseMs ?? seconds(env, 'ORRERY_VECTOR_GRAPH_LEASE', 120, 1),
@@ -197,7 +216,8 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     uploadStaleMs: overrides.uploadStaleMs ?? seconds(env, 'ORRERY_UPLOAD_STALE', 600, 1),
     templateCpuMs: overrides.templateCpuMs ?? int(env, 'ORRERY_TEMPLATE_CPU_MS', 1000, 10, 60_000),
     templateMemoryBytes: overrides.templateMemoryBytes ?? byteSize(env, 'ORRERY_TEMPLATE_MEMORY', 64 * 1024 ** 2),
-    templateMaxOutput: overrides.templateMaxOutput ?? int(env, 'ORRERY_TEMPLATE_MAX_OUTPUT', 1_048_576, 1, 100 * 1024 * 1024),
+    templateMaxOutput:
+      overrides.templateMaxOutput ?? int(env, 'ORRERY_TEMPLATE_MAX_OUTPUT', 1_048_576, 1, 100 * 1024 * 1024),
     templateWorkers: overrides.templateWorkers ?? int(env, 'ORRERY_TEMPLATE_WORKERS', 2, 1, 64),
   };
   egressPolicyOf(config); // a bad ORRERY_EGRESS stops the start with its message
@@ -229,6 +249,7 @@ function normalisePublicUrl(raw: string): string {
   } catch {
     throw new Error(`ORRERY_PUBLIC_URL must be an absolute URL, got ${JSON.stringify(raw)}`);
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error('ORRERY_PUBLIC_URL must use http or https');
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    throw new Error('ORRERY_PUBLIC_URL must use http or https');
   return url.toString().replace(/\/+$/, '');
 }

@@ -15,7 +15,10 @@ export function installProcessGuards(log: FastifyBaseLogger, metrics?: Metrics):
   };
   const onRejection = (reason: unknown) => {
     metrics?.uncaughtErrors.inc({ kind: 'rejection' });
-    log.error({ err: reason }, 'unhandled promise rejection (the server keeps serving; this is a defect, please report it)');
+    log.error(
+      { err: reason },
+      'unhandled promise rejection (the server keeps serving; this is a defect, please report it)',
+    );
   };
   process.on('uncaughtException', onException);
   process.on('unhandledRejection', onRejection);

@@ -89,7 +89,14 @@ export interface Orrery {
   config: Config;
   database: OpenedDatabase;
   bootstrap: BootstrapResult;
-  services: { auth: AuthService; runs: RunService; jobs: JobQueue; content: ContentPipeline; embeddings: EmbeddingService; checkpointer?: WalCheckpointer };
+  services: {
+    auth: AuthService;
+    runs: RunService;
+    jobs: JobQueue;
+    content: ContentPipeline;
+    embeddings: EmbeddingService;
+    checkpointer?: WalCheckpointer;
+  };
   replica: ReplicaRegistry;
   metrics: Metrics;
   /** Checks of GET /ready (features add theirs). */
@@ -125,10 +132,21 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
     const environments = new EnvironmentService(db, dialect, keys.encryption, changes, outbound, audit);
     const templates = new TemplateEngine({
       workers: config.templateWorkers,
-      limits: { cpuMs: config.templateCpuMs, memoryBytes: config.templateMemoryBytes, maxOutput: config.templateMaxOutput },
+      limits: {
+        cpuMs: config.templateCpuMs,
+        memoryBytes: config.templateMemoryBytes,
+        maxOutput: config.templateMaxOutput,
+      },
     });
     const prompts = new PromptService(db, dialect, changes, templates, audit);
-    const interactions = new InteractionService(db, dialect, prompts, (p, id) => environments.get(p, id), changes, audit);
+    const interactions = new InteractionService(
+      db,
+      dialect,
+      prompts,
+      (p, id) => environments.get(p, id),
+      changes,
+      audit,
+    );
     const hub = new StreamHub();
     const metrics = new Metrics();
     const replica = new ReplicaRegistry(db, config.replicaTimeoutSeconds * 1000);
@@ -140,37 +158,70 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
     // quota counts, not only the CPUs the process may be scheduled on (util/cpu-quota.ts).
     // With the thread, a lone blocking run's row goes to an intent log first (runs/run-intents.ts): a
     // folder next to the database file, one log per process, swept by whichever process outlives it.
-    const intents = database.file ? new RunIntentLog({ dir: `${database.file}-intents`, replica: replica.id }) : undefined;
-    const writer = database.file && usableCores() > 1 ? new ThreadRunWriter(database.file, db, dialect, { intents }) : new RunWriter(db, dialect);
+    const intents = database.file
+      ? new RunIntentLog({ dir: `${database.file}-intents`, replica: replica.id })
+      : undefined;
+    const writer =
+      database.file && usableCores() > 1
+        ? new ThreadRunWriter(database.file, db, dialect, { intents })
+        : new RunWriter(db, dialect);
     // SQLite's log is checkpointed on a thread while runs are written (db/wal-checkpointer.ts); the
     // other writes (a heartbeat every few seconds) do not keep that thread alive on an idle server.
     const checkpointer = database.file ? new WalCheckpointer(database.file) : undefined;
     const runWriter = checkpointer ? signallingWrites(writer, checkpointer) : writer;
     const limiter = new Limiter(db, dialect);
     const runs = new RunService({
-      db, dialect, interactions, environments, templates, hub, changes, replica, notifier, metrics, streamTimeoutSeconds: config.streamTimeoutSeconds, maxInlineJson: config.maxInlineJsonBytes,
-      embeddings: { embedRun: (s, r) => embeddings.embedRun(s, r) }, writer: runWriter, intents,
-      onRunEnded: (r) => void limiter.charge(r.account, r.project, r.keyId, r.tokens, r.cost).catch((err) => app.log.error({ err }, 'limits: could not count the usage of a run')),
+      db,
+      dialect,
+      interactions,
+      environments,
+      templates,
+      hub,
+      changes,
+      replica,
+      notifier,
+      metrics,
+      streamTimeoutSeconds: config.streamTimeoutSeconds,
+      maxInlineJson: config.maxInlineJsonBytes,
+      embeddings: { embedRun: (s, r) => embeddings.embedRun(s, r) },
+      writer: runWriter,
+      intents,
+      onRunEnded: (r) =>
+        void limiter
+          .charge(r.account, r.project, r.keyId, r.tokens, r.cost)
+          .catch((err) => app.log.error({ err }, 'limits: could not count the usage of a run')),
     });
-    const blobStore = config.blobUrl ? await openS3Store(config.blobUrl) : new LocalBlobStore(join(config.dataDir, 'blobs'), { durable: config.blobFsync });
+    const blobStore = config.blobUrl
+      ? await openS3Store(config.blobUrl)
+      : new LocalBlobStore(join(config.dataDir, 'blobs'), { durable: config.blobFsync });
     const blobs = new BlobService(db, dialect, blobStore, new UrlSigner(keys.urls), {
       publicUrl: () => config.publicUrl,
       maxUploadBytes: config.maxUploadBytes,
     });
     // Content processing: a durable job queue, worker processes for parsing and drawing, the steps (src/content).
     const jobs = new JobQueue(db, dialect, {
-      concurrency: config.contentWorkers, leaseMs: config.jobLeaseMs, maxAttempts: config.jobMaxAttempts, owner: replica.id, metrics,
+      concurrency: config.contentWorkers,
+      leaseMs: config.jobLeaseMs,
+      maxAttempts: config.jobMaxAttempts,
+      owner: replica.id,
+      metrics,
       onError: (err, what) => app.log.error({ err }, `jobs: could not ${what}`),
     });
     // Embeddings and similarity (src/embeddings): the project's embedder, the vectors, the in-memory indexes.
     const vectorIndexes = new VectorIndexes(db, notifier, {
-      exactBelow: config.vectorExactThreshold, replicaId: replica.id, scalar: config.vectorScalar,
+      exactBelow: config.vectorExactThreshold,
+      replicaId: replica.id,
+      scalar: config.vectorScalar,
       hnsw: { ...DEFAULT_HNSW, expansionSearch: config.vectorEfSearch },
       // Saved graphs (issue 20): in the blob store when it is S3, else in the data folder.
       graphs: {
-        store: config.blobUrl ? blobStore : new LocalBlobStore(join(config.dataDir, 'vector-graphs'), { durable: false }),
-        prefix: config.blobUrl ? 'vector-graphs/' : '', dialect: dialect.name,
-        leaseMs: config.vectorGraphLeaseMs, pollMs: config.vectorGraphPollMs,
+        store: config.blobUrl
+          ? blobStore
+          : new LocalBlobStore(join(config.dataDir, 'vector-graphs'), { durable: false }),
+        prefix: config.blobUrl ? 'vector-graphs/' : '',
+        dialect: dialect.name,
+        leaseMs: config.vectorGraphLeaseMs,
+        pollMs: config.vectorGraphPollMs,
         events: (event, partition, detail) => {
           metrics.vectorGraphs.inc({ event });
           app.log.info({ partition, event, detail }, 'embeddings: similarity graph');
@@ -180,12 +231,22 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
       onError: (err, what) => app.log.error({ err }, `embeddings: could not ${what}`),
     });
     const embeddings = new EmbeddingService({
-      db, dialect, settings: new EmbeddingSettingsStore(db, dialect, environments), indexes: vectorIndexes, queue: jobs,
+      db,
+      dialect,
+      settings: new EmbeddingSettingsStore(db, dialect, environments),
+      indexes: vectorIndexes,
+      queue: jobs,
       onError: (err, what) => app.log.error({ err }, `embeddings: could not ${what}`),
     });
     auth.onProjectDeleted(async (s) => {
-      await blobs.purgeProject(s).catch((err) => app.log.error({ err }, `could not delete the blobs of deleted project ${s.project}`));
-      await vectorIndexes.pruneGraphs(s.project).catch((err) => app.log.error({ err }, `could not delete the similarity graphs of deleted project ${s.project}`));
+      await blobs
+        .purgeProject(s)
+        .catch((err) => app.log.error({ err }, `could not delete the blobs of deleted project ${s.project}`));
+      await vectorIndexes
+        .pruneGraphs(s.project)
+        .catch((err) =>
+          app.log.error({ err }, `could not delete the similarity graphs of deleted project ${s.project}`),
+        );
     });
     auth.useSetting('limits', {
       current: (_s, stored) => stored ?? null,
@@ -193,7 +254,10 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
       changed: async (s) => limiter.forget('project', s.project),
     });
     auth.onKeyChanged((id) => limiter.forget('key', id));
-    auth.useSetting('retention', { current: (_s, stored) => stored ?? null, prepare: async (_s, value) => retentionSettingsOf(value) });
+    auth.useSetting('retention', {
+      current: (_s, stored) => stored ?? null,
+      prepare: async (_s, value) => retentionSettingsOf(value),
+    });
     auth.useSetting('embeddings', {
       current: (_s, stored) => parseStored(stored),
       prepare: (s, value) => embeddings.prepareSettings(s, value),
@@ -201,10 +265,19 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
     });
     const contentPool = new WorkerPool({ size: config.contentWorkers, memoryMb: config.contentWorkerMemoryMb });
     const content = new ContentPipeline({
-      db, dialect, blobs, queue: jobs, pool: contentPool, steps: [...DEFAULT_STEPS, embeddingsStep(embeddings)],
+      db,
+      dialect,
+      blobs,
+      queue: jobs,
+      pool: contentPool,
+      steps: [...DEFAULT_STEPS, embeddingsStep(embeddings)],
       limits: {
-        maxPages: config.contentMaxPages, maxDecompressedBytes: config.contentMaxDecompressedBytes, maxImagePixels: config.contentMaxPixels,
-        maxInputBytes: config.contentMaxInputBytes, stepTimeoutMs: config.contentStepTimeoutMs, workerMemoryMb: config.contentWorkerMemoryMb,
+        maxPages: config.contentMaxPages,
+        maxDecompressedBytes: config.contentMaxDecompressedBytes,
+        maxImagePixels: config.contentMaxPixels,
+        maxInputBytes: config.contentMaxInputBytes,
+        stepTimeoutMs: config.contentStepTimeoutMs,
+        workerMemoryMb: config.contentWorkerMemoryMb,
       },
       onError: (err, what) => app.log.error({ err }, `content: could not ${what}`),
     });
@@ -213,13 +286,26 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
     const listing = new ObjectListing(db, dialect, objectTypes, embeddings, config.queryTimeoutMs);
     const exporter = new ObjectExporter(db, dialect, objectTypes, listing);
     const objects = new ObjectService({
-      db, dialect, blobs, types: objectTypes, processing: content, renditions, audit, maxInlineJson: config.maxInlineJsonBytes,
-      runExists: (p, id) => runs.get(p, id).then(() => true, (err: { status?: number }) => (err?.status === 404 ? false : Promise.reject(err))),
+      db,
+      dialect,
+      blobs,
+      types: objectTypes,
+      processing: content,
+      renditions,
+      audit,
+      maxInlineJson: config.maxInlineJsonBytes,
+      runExists: (p, id) =>
+        runs.get(p, id).then(
+          () => true,
+          (err: { status?: number }) => (err?.status === 404 ? false : Promise.reject(err)),
+        ),
       onBackgroundError: (err, what) => app.log.error({ err }, `objects: could not ${what}`),
       embeddings,
     });
     const retention = new RunRetention({
-      db, dialect, audit,
+      db,
+      dialect,
+      audit,
       deleteObjects: (s, ids) => objects.bulkDelete(systemPrincipal(s), ids),
     });
     const similarity = new ObjectSimilarity(db, listing, embeddings, config.vectorExactThreshold);
@@ -232,7 +318,14 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
     const app = Fastify({
       // Every logger this server writes with redacts secrets (http/log-redaction.ts); callers may
       // add options (tests give a stream) but not drop the redaction.
-      logger: opts.logger === false ? false : { level: config.logLevel, ...(typeof opts.logger === 'object' ? opts.logger : {}), ...redactingLoggerOptions() },
+      logger:
+        opts.logger === false
+          ? false
+          : {
+              level: config.logLevel,
+              ...(typeof opts.logger === 'object' ? opts.logger : {}),
+              ...redactingLoggerOptions(),
+            },
       bodyLimit: 16 * 1024 * 1024,
       // Ids are opaque strings in paths; keep them intact.
       routerOptions: { maxParamLength: 500 },
@@ -241,7 +334,8 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
       schemaController,
     }).withTypeProvider<TypeBoxTypeProvider>();
     if (checkpointer) {
-      checkpointer.onError = (message) => app.log.error(`sqlite: the checkpoint thread stopped (${message}); connections checkpoint by themselves`);
+      checkpointer.onError = (message) =>
+        app.log.error(`sqlite: the checkpoint thread stopped (${message}); connections checkpoint by themselves`);
     }
 
     const routes: string[] = [];
@@ -268,10 +362,19 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
         info: {
           title: 'Orrery',
           version: VERSION,
-          description: 'Execution and Content Object Service Interface: runs (execute interactions, list, search, stream) and the resources needed to define them.',
+          description:
+            'Execution and Content Object Service Interface: runs (execute interactions, list, search, stream) and the resources needed to define them.',
         },
         servers: [{ url: `${config.publicUrl}/api/v1` }],
-        components: { securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', description: 'An API key (sk-…) or a JWT from POST /token/issue' } } },
+        components: {
+          securitySchemes: {
+            bearerAuth: {
+              type: 'http',
+              scheme: 'bearer',
+              description: 'An API key (sk-…) or a JWT from POST /token/issue',
+            },
+          },
+        },
         security: [{ bearerAuth: [] }],
       },
       refResolver: { buildLocalReference: (json, _base, _fragment, i) => (json.$id as string) ?? `def-${i}` },
@@ -281,42 +384,60 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
     app.get('/ready', { schema: { hide: true } }, async (_req, reply) => {
       if (draining) return reply.code(503).send(wireError('not_ready', 503, 'shutting down'));
       const failures: string[] = [];
-      await Promise.all(readiness.map((check) => check().catch((err: Error) => failures.push(err.message || String(err)))));
-      if (failures.length) return reply.code(503).send(wireError('not_ready', 503, `not ready: ${failures.join('; ')}`));
+      await Promise.all(
+        readiness.map((check) => check().catch((err: Error) => failures.push(err.message || String(err)))),
+      );
+      if (failures.length)
+        return reply.code(503).send(wireError('not_ready', 503, `not ready: ${failures.join('; ')}`));
       return { status: 'ready', replica: replica.id };
     });
     app.get('/metrics', { schema: { hide: true } }, async (req, reply) => {
       if (config.metricsToken && req.headers.authorization !== `Bearer ${config.metricsToken}`) {
-        return reply.code(401).send(wireError('unauthorized', 401, 'GET /metrics needs "Authorization: Bearer <ORRERY_METRICS_TOKEN>"'));
+        return reply
+          .code(401)
+          .send(wireError('unauthorized', 401, 'GET /metrics needs "Authorization: Bearer <ORRERY_METRICS_TOKEN>"'));
       }
       metrics.executing.set(runs.executing);
       await jobs.refreshMetrics().catch((err) => app.log.warn({ err }, 'jobs: could not count queued jobs'));
       return reply.type(metrics.registry.contentType).send(await metrics.registry.metrics());
     });
 
-    await app.register(async (api) => {
-      api.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
-      await api.register(async (authed) => {
-        authed.addHook('onRequest', authenticate(auth));
-        installPermissions(authed);
-        installLimits(authed, limiter);
-        installRunReadBarrier(authed, runs);
-        await authed.register(authRoutes, { auth });
-        await authed.register(interactionRoutes, { environments, prompts, interactions });
-        await authed.register(runRoutes, { runs, finder: new RunFinder(db, dialect, config.queryTimeoutMs), metrics, exporter: new RunExporter(db, dialect) });
-        await authed.register(analyticsRoutes, { analytics: new AnalyticsService(db, dialect, environments) });
-        await authed.register(objectRoutes, { objects, listing, exporter, types: objectTypes, blobs, similarity });
-        await authed.register(embeddingRoutes, { embeddings, configure: (p, settings) => auth.updateProject(p, p.project.id, { embeddings: settings }) });
-        await authed.register(fileRoutes, { blobs });
-        await authed.register(typeCatalogRoutes, { catalog: new TypeCatalog(db, dialect) });
-        await authed.register(contentRoutes, { renditions });
-        await authed.register(auditRoutes, { trail: new AuditTrail(db, dialect) });
-        await authed.register(retentionRoutes, { retention });
-        await authed.register(limitRoutes, { limiter });
-        await authed.register(importRoutes, { imports: new ImportService(db, dialect, config.maxInlineJsonBytes) });
-        await authed.register(collectionRoutes, { collections: new CollectionService({ db, dialect, listing, types: objectTypes, similarity }) });
-      });
-    }, { prefix: '/api/v1' });
+    await app.register(
+      async (api) => {
+        api.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+        await api.register(async (authed) => {
+          authed.addHook('onRequest', authenticate(auth));
+          installPermissions(authed);
+          installLimits(authed, limiter);
+          installRunReadBarrier(authed, runs);
+          await authed.register(authRoutes, { auth });
+          await authed.register(interactionRoutes, { environments, prompts, interactions });
+          await authed.register(runRoutes, {
+            runs,
+            finder: new RunFinder(db, dialect, config.queryTimeoutMs),
+            metrics,
+            exporter: new RunExporter(db, dialect),
+          });
+          await authed.register(analyticsRoutes, { analytics: new AnalyticsService(db, dialect, environments) });
+          await authed.register(objectRoutes, { objects, listing, exporter, types: objectTypes, blobs, similarity });
+          await authed.register(embeddingRoutes, {
+            embeddings,
+            configure: (p, settings) => auth.updateProject(p, p.project.id, { embeddings: settings }),
+          });
+          await authed.register(fileRoutes, { blobs });
+          await authed.register(typeCatalogRoutes, { catalog: new TypeCatalog(db, dialect) });
+          await authed.register(contentRoutes, { renditions });
+          await authed.register(auditRoutes, { trail: new AuditTrail(db, dialect) });
+          await authed.register(retentionRoutes, { retention });
+          await authed.register(limitRoutes, { limiter });
+          await authed.register(importRoutes, { imports: new ImportService(db, dialect, config.maxInlineJsonBytes) });
+          await authed.register(collectionRoutes, {
+            collections: new CollectionService({ db, dialect, listing, types: objectTypes, similarity }),
+          });
+        });
+      },
+      { prefix: '/api/v1' },
+    );
     // Public context (style F1): the signature in a blob URL is its credential.
     await app.register(blobRoutes, { blobs });
     await app.register((await import('./console/routes.ts')).consoleRoutes); // the web console (src/console), public: the SPA holds no data
@@ -326,10 +447,15 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
       if (retaining) return;
       retaining = true;
       limiter.sweep().catch((err) => app.log.error({ err }, 'limits: could not delete old usage counters'));
-      retention.sweep().then(
-        (r) => (r.expiredRuns || r.retainedRuns || r.expiredObjects) && app.log.info(r, 'retention: deleted expired runs and objects'),
-        (err) => app.log.error({ err }, 'retention sweeper failed'),
-      ).finally(() => (retaining = false));
+      retention
+        .sweep()
+        .then(
+          (r) =>
+            (r.expiredRuns || r.retainedRuns || r.expiredObjects) &&
+            app.log.info(r, 'retention: deleted expired runs and objects'),
+          (err) => app.log.error({ err }, 'retention sweeper failed'),
+        )
+        .finally(() => (retaining = false));
     };
     const retentionSweeper = setInterval(sweepRetention, config.retentionSweepSeconds * 1000);
     retentionSweeper.unref();
@@ -396,7 +522,17 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
     await app.ready();
     jobs.start();
     content.startRecovery();
-    return { app, config, database, bootstrap, services: { auth, runs, jobs, content, embeddings, checkpointer }, routes, replica, metrics, readiness } as Orrery;
+    return {
+      app,
+      config,
+      database,
+      bootstrap,
+      services: { auth, runs, jobs, content, embeddings, checkpointer },
+      routes,
+      replica,
+      metrics,
+      readiness,
+    } as Orrery;
   } catch (err) {
     await db.destroy().catch(() => {});
     throw err;

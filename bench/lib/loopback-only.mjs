@@ -12,6 +12,7 @@ net.Server.prototype.listen = function (...args) {
     if (rest.length && (typeof rest[0] === 'string' || rest[0] === undefined || rest[0] === null)) rest.shift();
     return listen.call(this, Number(args[0]), '127.0.0.1', ...rest);
   }
-  if (args[0] && typeof args[0] === 'object' && 'port' in args[0]) return listen.call(this, { ...args[0], host: '127.0.0.1' }, ...args.slice(1));
+  if (args[0] && typeof args[0] === 'object' && 'port' in args[0])
+    return listen.call(this, { ...args[0], host: '127.0.0.1' }, ...args.slice(1));
   return listen.apply(this, args);
 };

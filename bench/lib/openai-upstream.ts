@@ -7,11 +7,18 @@ import { createServer } from 'node:http';
 
 export const COMPLETION_TEXT = 'The outer planets orbit the Sun slowly, far beyond the asteroid belt.';
 
-const completion = Buffer.from(JSON.stringify({
-  id: 'chatcmpl-bench', object: 'chat.completion', created: 1764028800, model: 'gpt-4o-mini',
-  choices: [{ index: 0, message: { role: 'assistant', content: COMPLETION_TEXT }, logprobs: null, finish_reason: 'stop' }],
-  usage: { prompt_tokens: 14, completion_tokens: 15, total_tokens: 29 },
-}));
+const completion = Buffer.from(
+  JSON.stringify({
+    id: 'chatcmpl-bench',
+    object: 'chat.completion',
+    created: 1764028800,
+    model: 'gpt-4o-mini',
+    choices: [
+      { index: 0, message: { role: 'assistant', content: COMPLETION_TEXT }, logprobs: null, finish_reason: 'stop' },
+    ],
+    usage: { prompt_tokens: 14, completion_tokens: 15, total_tokens: 29 },
+  }),
+);
 
 const server = createServer((req, res) => {
   if (req.method === 'GET' && req.url === '/health') {

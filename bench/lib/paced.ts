@@ -34,7 +34,12 @@ export async function paced(t: PacedTarget, seconds: number, rate: number, conne
   const one = async () => {
     const start = performance.now();
     try {
-      const r = await pool.request({ path: u.pathname, method: 'POST', body: t.body, headers: { 'content-type': 'application/json', ...t.headers } });
+      const r = await pool.request({
+        path: u.pathname,
+        method: 'POST',
+        body: t.body,
+        headers: { 'content-type': 'application/json', ...t.headers },
+      });
       await r.body.text();
       const ms = performance.now() - start;
       if (r.statusCode === 200) {
@@ -55,5 +60,12 @@ export async function paced(t: PacedTarget, seconds: number, rate: number, conne
   const elapsed = (performance.now() - t0) / 1000;
   await pool.close();
   latencies.sort((a, b) => a - b);
-  return { p50: percentile(latencies, 50), p99: percentile(latencies, 99), sent: total, ok, errors, rate: total / elapsed };
+  return {
+    p50: percentile(latencies, 50),
+    p99: percentile(latencies, 99),
+    sent: total,
+    ok,
+    errors,
+    rate: total / elapsed,
+  };
 }

@@ -23,8 +23,15 @@ async function tune(cluster: { url: string; dir: string }, settings: Record<stri
   const pgCtl = join(findPgBin(), 'pg_ctl');
   // -l: the restarted server must not hold our pipes open (spawnSync would wait for it forever).
   const args = ['-D', join(cluster.dir, 'data'), '-l', join(cluster.dir, 'log'), '-w', '-m', 'fast', 'restart'];
-  const opts = { encoding: 'utf8' as const, stdio: ['ignore', 'pipe', 'pipe'] as ['ignore', 'pipe', 'pipe'], timeout: 120_000 };
-  const r = process.getuid?.() === 0 ? spawnSync('runuser', ['-u', 'postgres', '--', pgCtl, ...args], opts) : spawnSync(pgCtl, args, opts);
+  const opts = {
+    encoding: 'utf8' as const,
+    stdio: ['ignore', 'pipe', 'pipe'] as ['ignore', 'pipe', 'pipe'],
+    timeout: 120_000,
+  };
+  const r =
+    process.getuid?.() === 0
+      ? spawnSync('runuser', ['-u', 'postgres', '--', pgCtl, ...args], opts)
+      : spawnSync(pgCtl, args, opts);
   if (r.status !== 0) throw new Error(`pg_ctl restart failed: ${r.stderr || r.stdout}`);
 }
 

@@ -34,7 +34,12 @@ async function waitFor(url: string, ms = 60_000) {
 }
 
 /** `cwd`: the checkout to run (another one for an A/B of two commits); this one by default. */
-export async function startChild(args: string[], env: Record<string, string>, healthPath: string, cwd = ROOT): Promise<Child> {
+export async function startChild(
+  args: string[],
+  env: Record<string, string>,
+  healthPath: string,
+  cwd = ROOT,
+): Promise<Child> {
   const port = await freePort();
   const proc = spawn(process.execPath, ['--import', 'tsx', ...args], {
     cwd,
@@ -69,10 +74,19 @@ export const startFlagsOf = (checkout: string): string[] => startOptionsOf(check
  * sources of `cwd`, with the node options its `npm start` gives the build and then `nodeArgs`
  * (V8's too, which NODE_OPTIONS does not take).
  */
-export async function startOrrery(extraEnv: Record<string, string> = {}, cwd = ROOT, nodeArgs: string[] = []): Promise<Child & { adminKey: string; dataDir: string }> {
+export async function startOrrery(
+  extraEnv: Record<string, string> = {},
+  cwd = ROOT,
+  nodeArgs: string[] = [],
+): Promise<Child & { adminKey: string; dataDir: string }> {
   const dataDir = mkdtempSync(join(tmpdir(), 'orrery-bench-'));
   const adminKey = 'sk-bench-admin-key-0123456789abcdef';
-  const child = await startChild([...startFlagsOf(cwd), ...nodeArgs, 'src/cli.ts', 'serve'], { ORRERY_DATA_DIR: dataDir, ORRERY_ADMIN_KEY: adminKey, ORRERY_LOG_LEVEL: 'warn', ...extraEnv }, '/health', cwd);
+  const child = await startChild(
+    [...startFlagsOf(cwd), ...nodeArgs, 'src/cli.ts', 'serve'],
+    { ORRERY_DATA_DIR: dataDir, ORRERY_ADMIN_KEY: adminKey, ORRERY_LOG_LEVEL: 'warn', ...extraEnv },
+    '/health',
+    cwd,
+  );
   return {
     ...child,
     adminKey,
@@ -84,7 +98,8 @@ export async function startOrrery(extraEnv: Record<string, string> = {}, cwd = R
   };
 }
 
-export const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+export const percentile = (sorted: number[], p: number) =>
+  sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
 
 export const machine = () => {
   const cpu = /model name\s*:\s*(.*)/.exec(readFileSync('/proc/cpuinfo', 'utf8'))?.[1] ?? 'unknown CPU';
@@ -92,5 +107,7 @@ export const machine = () => {
 };
 
 function require_nproc(): number {
-  return readFileSync('/proc/cpuinfo', 'utf8').split('\n').filter((l) => l.startsWith('processor')).length;
+  return readFileSync('/proc/cpuinfo', 'utf8')
+    .split('\n')
+    .filter((l) => l.startsWith('processor')).length;
 }

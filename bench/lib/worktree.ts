@@ -21,7 +21,8 @@ export function checkoutBase(ref: string): BaseCheckout {
   git('worktree', 'add', '--detach', dir, sha);
   symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'));
   return {
-    sha, dir,
+    sha,
+    dir,
     remove: () => {
       git('worktree', 'remove', '--force', dir);
       rmSync(join(dir, '..'), { recursive: true, force: true });

@@ -7,7 +7,14 @@
  * In a screen: `const route = getRouteApi('/_app/runs')`, then `route.useSearch()`,
  * `route.useParams()`, `route.useNavigate()`.
  */
-import { createRootRoute, createRoute, createRouter, lazyRouteComponent, Outlet, redirect } from '@tanstack/react-router';
+import {
+  createRootRoute,
+  createRoute,
+  createRouter,
+  lazyRouteComponent,
+  Outlet,
+  redirect,
+} from '@tanstack/react-router';
 import { isSignedIn } from './api/session.ts';
 import { AppShell } from './components/AppShell.tsx';
 import { NotFound } from './components/NotFound.tsx';
@@ -70,7 +77,10 @@ const interactionDetailRoute = createRoute({
   getParentRoute: () => appRoute,
   path: 'interactions/$interactionId',
   validateSearch: validateInteractionDetailSearch,
-  component: lazyRouteComponent(() => import('./screens/interactions/InteractionDetailPage.tsx'), 'InteractionDetailPage'),
+  component: lazyRouteComponent(
+    () => import('./screens/interactions/InteractionDetailPage.tsx'),
+    'InteractionDetailPage',
+  ),
 });
 
 const environmentsRoute = createRoute({
@@ -110,7 +120,18 @@ const galleryRoute = createRoute({
 
 const routeTree = rootRoute.addChildren([
   signInRoute,
-  appRoute.addChildren([indexRoute, runsRoute, runDetailRoute, interactionsRoute, interactionDetailRoute, environmentsRoute, objectsRoute, objectDetailRoute, keysRoute, galleryRoute]),
+  appRoute.addChildren([
+    indexRoute,
+    runsRoute,
+    runDetailRoute,
+    interactionsRoute,
+    interactionDetailRoute,
+    environmentsRoute,
+    objectsRoute,
+    objectDetailRoute,
+    keysRoute,
+    galleryRoute,
+  ]),
 ]);
 
 export const router = createRouter({ routeTree, defaultPreload: 'intent', scrollRestoration: true });

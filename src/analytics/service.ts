@@ -86,7 +86,11 @@ const GROUPS = ['model', 'environment', 'interaction', 'provider', 'project', 'a
 type Group = (typeof GROUPS)[number];
 const UNSUPPORTED_GROUPS = ['project_tag', 'service_tier', 'workflow'];
 const GROUP_COLUMN: Record<Exclude<Group, 'provider'>, store.GroupColumn> = {
-  model: 'model_id', environment: 'environment_id', interaction: 'interaction_id', project: 'project_id', account: 'account_id',
+  model: 'model_id',
+  environment: 'environment_id',
+  interaction: 'interaction_id',
+  project: 'project_id',
+  account: 'account_id',
 };
 
 export interface CostQuery {
@@ -190,8 +194,15 @@ export class AnalyticsService {
       if (r.environment_id !== null) add(envs, r.environment_id, r.environment_name, r.status, r.n);
       add(ixs, r.interaction_id, r.interaction_name, r.status, r.n);
     }
-    const order = (a: EntityStatusCounts, b: EntityStatusCounts) => (b.total ?? 0) - (a.total ?? 0) || (a.id < b.id ? -1 : 1);
-    return { total, byStatus, byEnvironment: [...envs.values()].sort(order), byInteraction: [...ixs.values()].sort(order), queryStats: { total: 1, failed: 0 } };
+    const order = (a: EntityStatusCounts, b: EntityStatusCounts) =>
+      (b.total ?? 0) - (a.total ?? 0) || (a.id < b.id ? -1 : 1);
+    return {
+      total,
+      byStatus,
+      byEnvironment: [...envs.values()].sort(order),
+      byInteraction: [...ixs.values()].sort(order),
+      queryStats: { total: 1, failed: 0 },
+    };
   }
 
   /** GET /analytics/runs/time-series: `[{timestamp, count}]`, one per bucket of the range, empty ones included. */
@@ -200,7 +211,9 @@ export class AnalyticsService {
     const from = Date.parse(f.from!);
     const to = Date.parse(f.to!);
     const unit: TimeBucket = to - from <= HOURLY_UP_TO_HOURS * 3_600_000 ? 'hour' : 'day';
-    const counts = new Map((await store.bucketCounts(this.db, this.dialect, f, unit)).map((r) => [bucketStart(unit, r.bucket), r.n]));
+    const counts = new Map(
+      (await store.bucketCounts(this.db, this.dialect, f, unit)).map((r) => [bucketStart(unit, r.bucket), r.n]),
+    );
     return bucketsOf(unit, from, to).map((t) => ({ timestamp: t, count: counts.get(t) ?? 0 }));
   }
 
@@ -208,15 +221,21 @@ export class AnalyticsService {
   async runsTokenUsage(p: Principal, q: DateRangeQuery): Promise<TokenUsageSummary> {
     const f = await this.runFilter(p, q, false);
     const rows = await store.tokenSums(this.db, this.dialect, f);
-    const byEnvironment = rows.filter((r) => r.environment_id !== null).map((r) => ({
-      environmentId: r.environment_id!,
-      environmentName: r.environment_name ?? r.environment_id!,
-      totalPromptTokens: r.prompt ?? 0,
-      totalResultTokens: r.result ?? 0,
-      totalTokens: r.total ?? 0,
-      runs: r.runs,
-      totalCost: r.cost === null ? null : usd(r.cost),
-    })).sort((a, b) => (b.totalPromptTokens ?? 0) - (a.totalPromptTokens ?? 0) || (a.environmentId < b.environmentId ? -1 : 1));
+    const byEnvironment = rows
+      .filter((r) => r.environment_id !== null)
+      .map((r) => ({
+        environmentId: r.environment_id!,
+        environmentName: r.environment_name ?? r.environment_id!,
+        totalPromptTokens: r.prompt ?? 0,
+        totalResultTokens: r.result ?? 0,
+        totalTokens: r.total ?? 0,
+        runs: r.runs,
+        totalCost: r.cost === null ? null : usd(r.cost),
+      }))
+      .sort(
+        (a, b) =>
+          (b.totalPromptTokens ?? 0) - (a.totalPromptTokens ?? 0) || (a.environmentId < b.environmentId ? -1 : 1),
+      );
     return { byEnvironment, queryStats: { total: 1, failed: 0 } };
   }
 
@@ -226,13 +245,15 @@ export class AnalyticsService {
   analytics(p: Principal, q: CostQuery) {
     const scope = q.scope === undefined || q.scope === 'project' ? 'project' : q.scope === 'org' ? 'org' : null;
     if (scope === null) throw new BadRequest(`scope must be project or org, got ${JSON.stringify(q.scope)}`);
-    if (scope === 'org' && p.role !== 'admin') throw new Forbidden('scope org (every project of the account) needs an admin key');
+    if (scope === 'org' && p.role !== 'admin')
+      throw new Forbidden('scope org (every project of the account) needs an admin key');
     return this.costAnalytics(p, q, scope === 'org' ? { account: p.account.id } : { project: p.project.id }, 'model');
   }
 
   /** POST /cost/analytics/global: every project of the caller's account, grouped by account unless asked. Admin keys only. */
   global(p: Principal, q: CostQuery) {
-    if (p.role !== 'admin') throw new Forbidden('global cost analytics (every project of the account) need an admin key');
+    if (p.role !== 'admin')
+      throw new Forbidden('global cost analytics (every project of the account) need an admin key');
     return this.costAnalytics(p, q, { account: p.account.id }, 'account');
   }
 
@@ -245,7 +266,9 @@ export class AnalyticsService {
         input: perMillion(e.input_cost_per_token),
         output: perMillion(e.output_cost_per_token),
         ...(e.cache_read_input_token_cost !== undefined ? { cached: perMillion(e.cache_read_input_token_cost) } : {}),
-        ...(e.cache_creation_input_token_cost !== undefined ? { write: perMillion(e.cache_creation_input_token_cost) } : {}),
+        ...(e.cache_creation_input_token_cost !== undefined
+          ? { write: perMillion(e.cache_creation_input_token_cost) }
+          : {}),
       };
       return {
         model,
@@ -255,8 +278,18 @@ export class AnalyticsService {
         effective_to: iso(to),
         input_list_price_per_m_tokens: list.input,
         input_effective_price_per_m_tokens: list.input,
-        ...(list.cached !== undefined ? { cached_input_list_price_per_m_tokens: list.cached, cached_input_effective_price_per_m_tokens: list.cached } : {}),
-        ...(list.write !== undefined ? { cache_write_input_list_price_per_m_tokens: list.write, cache_write_input_effective_price_per_m_tokens: list.write } : {}),
+        ...(list.cached !== undefined
+          ? {
+              cached_input_list_price_per_m_tokens: list.cached,
+              cached_input_effective_price_per_m_tokens: list.cached,
+            }
+          : {}),
+        ...(list.write !== undefined
+          ? {
+              cache_write_input_list_price_per_m_tokens: list.write,
+              cache_write_input_effective_price_per_m_tokens: list.write,
+            }
+          : {}),
         output_list_price_per_m_tokens: list.output,
         output_effective_price_per_m_tokens: list.output,
         source: 'model_pricing_daily' as const,
@@ -273,10 +306,13 @@ export class AnalyticsService {
       }
       throw new BadRequest('run_id is required');
     }
-    if (q.scope !== undefined && q.scope !== 'project') throw new BadRequest('run-price answers for a run of the caller\'s project: scope must be project');
+    if (q.scope !== undefined && q.scope !== 'project')
+      throw new BadRequest("run-price answers for a run of the caller's project: scope must be project");
     const source = q.pricing_source === undefined ? 'historical' : q.pricing_source;
-    if (source !== 'historical' && source !== 'list') throw new BadRequest(`pricing_source must be list or historical, got ${JSON.stringify(q.pricing_source)}`);
-    if (q.include_comparison_pricing !== undefined && typeof q.include_comparison_pricing !== 'boolean') throw new BadRequest('include_comparison_pricing must be a boolean');
+    if (source !== 'historical' && source !== 'list')
+      throw new BadRequest(`pricing_source must be list or historical, got ${JSON.stringify(q.pricing_source)}`);
+    if (q.include_comparison_pricing !== undefined && typeof q.include_comparison_pricing !== 'boolean')
+      throw new BadRequest('include_comparison_pricing must be a boolean');
     const scope = { project: p.project.id };
     if (!(await store.runExists(this.db, scope, q.run_id))) throw new NotFound('run', q.run_id);
     // A range is optional here: without one every run of the tree counts.
@@ -284,7 +320,12 @@ export class AnalyticsService {
     const range = hasRange ? costRange(q.from, q.to) : undefined;
     const f: store.RunFilter = { scope, run: q.run_id, ...(range ? { from: iso(range.from), to: iso(range.to) } : {}) };
     const rows = await store.costRows(this.db, this.dialect, f, 'model_id', null, true);
-    const providers = await store.providersOf(this.db, this.dialect, scope, distinct(rows.map((r) => r.environment_id)));
+    const providers = await store.providersOf(
+      this.db,
+      this.dialect,
+      scope,
+      distinct(rows.map((r) => r.environment_id)),
+    );
     const byModel = this.dimensions(rows, 'model', providers, null, [], null);
     const summary = summaryOf(rows);
     return {
@@ -302,9 +343,11 @@ export class AnalyticsService {
   private async costAnalytics(p: Principal, q: CostQuery, scope: store.AnalyticsScope, defaultGroup: Group) {
     const group = (q.group_by ?? defaultGroup) as Group;
     if (typeof group !== 'string' || !(GROUPS as readonly string[]).includes(group)) {
-      throw new BadRequest(UNSUPPORTED_GROUPS.includes(group as string)
-        ? `group_by ${group} is not tracked by Orrery; group by ${GROUPS.join(', ')}`
-        : `group_by must be one of ${GROUPS.join(', ')}, got ${JSON.stringify(q.group_by)}`);
+      throw new BadRequest(
+        UNSUPPORTED_GROUPS.includes(group as string)
+          ? `group_by ${group} is not tracked by Orrery; group by ${GROUPS.join(', ')}`
+          : `group_by must be one of ${GROUPS.join(', ')}, got ${JSON.stringify(q.group_by)}`,
+      );
     }
     for (const k of ['workflow_id', 'workflow_run_id', 'agent_run_id', 'service_tier'] as const) {
       if (q[k] !== undefined && typeof q[k] !== 'string') throw new BadRequest(`${k} must be a string`);
@@ -328,15 +371,43 @@ export class AnalyticsService {
     const f: store.RunFilter = { scope, from: iso(from), to: iso(to), ...withoutUndefined(filters) };
     // Orrery runs belong to no workflow or agent run: those filters match nothing.
     // Every Orrery run is of the default service tier.
-    const none = [q.workflow_id, q.workflow_run_id, q.agent_run_id].some(isText) || (isText(q.service_tier) && q.service_tier !== 'default');
-    let rows = none ? [] : await store.costRows(this.db, this.dialect, f, group === 'provider' ? 'environment_id' : GROUP_COLUMN[group], unit, true);
-    const providers = await store.providersOf(this.db, this.dialect, scope, distinct(rows.map((r) => r.environment_id)));
-    if (provider !== undefined) rows = rows.filter((r) => r.environment_id !== null && providers.get(r.environment_id) === provider);
+    const none =
+      [q.workflow_id, q.workflow_run_id, q.agent_run_id].some(isText) ||
+      (isText(q.service_tier) && q.service_tier !== 'default');
+    let rows = none
+      ? []
+      : await store.costRows(
+          this.db,
+          this.dialect,
+          f,
+          group === 'provider' ? 'environment_id' : GROUP_COLUMN[group],
+          unit,
+          true,
+        );
+    const providers = await store.providersOf(
+      this.db,
+      this.dialect,
+      scope,
+      distinct(rows.map((r) => r.environment_id)),
+    );
+    if (provider !== undefined)
+      rows = rows.filter((r) => r.environment_id !== null && providers.get(r.environment_id) === provider);
     // Models' prices need the model of each row: a second, small aggregate when grouping by something else.
-    const modelRows = group === 'model' ? rows
-      : none ? [] : (await store.costRows(this.db, this.dialect, f, 'model_id', null, true))
-        .filter((r) => provider === undefined || (r.environment_id !== null && providers.get(r.environment_id) === provider));
-    const labels = group === 'account' ? new Map([[p.account.id, p.account.name]]) : group === 'project' ? new Map([[p.project.id, p.project.name]]) : null;
+    const modelRows =
+      group === 'model'
+        ? rows
+        : none
+          ? []
+          : (await store.costRows(this.db, this.dialect, f, 'model_id', null, true)).filter(
+              (r) =>
+                provider === undefined || (r.environment_id !== null && providers.get(r.environment_id) === provider),
+            );
+    const labels =
+      group === 'account'
+        ? new Map([[p.account.id, p.account.name]])
+        : group === 'project'
+          ? new Map([[p.project.id, p.project.name]])
+          : null;
     return {
       summary: summaryOf(rows),
       by_dimension: this.dimensions(rows, group, providers, unit, bucketsOf(unit, from, to), labels),
@@ -349,29 +420,51 @@ export class AnalyticsService {
   }
 
   /** Rows merged per dimension value (provider: through the environment), most costly first. */
-  private dimensions(rows: store.CostRow[], group: Group, providers: Map<string, string>, unit: TimeBucket | null, buckets: string[], labels: Map<string, string> | null): CostByDimension[] {
+  private dimensions(
+    rows: store.CostRow[],
+    group: Group,
+    providers: Map<string, string>,
+    unit: TimeBucket | null,
+    buckets: string[],
+    labels: Map<string, string> | null,
+  ): CostByDimension[] {
     const by = new Map<string, { d: CostByDimension; rows: store.CostRow[]; providers: Set<string> }>();
     for (const r of rows) {
-      const key = group === 'provider' ? (r.environment_id !== null ? providers.get(r.environment_id) ?? 'unknown' : 'unknown') : r.key ?? 'unknown';
+      const key =
+        group === 'provider'
+          ? r.environment_id !== null
+            ? (providers.get(r.environment_id) ?? 'unknown')
+            : 'unknown'
+          : (r.key ?? 'unknown');
       let e = by.get(key);
       if (!e) {
-        const label = group === 'provider' ? undefined : labels?.get(key) ?? r.label ?? undefined;
-        by.set(key, (e = { d: { dimension: key, ...(label ? { label } : {}), cost: 0, input_tokens: 0, output_tokens: 0, calls: 0 }, rows: [], providers: new Set() }));
+        const label = group === 'provider' ? undefined : (labels?.get(key) ?? r.label ?? undefined);
+        by.set(
+          key,
+          (e = {
+            d: { dimension: key, ...(label ? { label } : {}), cost: 0, input_tokens: 0, output_tokens: 0, calls: 0 },
+            rows: [],
+            providers: new Set(),
+          }),
+        );
       }
       e.d.cost += r.cost;
       e.d.input_tokens += r.input;
       e.d.output_tokens += r.output;
       e.d.calls += r.calls;
       e.rows.push(r);
-      if (r.environment_id !== null && providers.has(r.environment_id)) e.providers.add(providers.get(r.environment_id)!);
+      if (r.environment_id !== null && providers.has(r.environment_id))
+        e.providers.add(providers.get(r.environment_id)!);
     }
-    return [...by.values()].map(({ d, rows: rs, providers: ps }) => ({
-      ...d,
-      cost: usd(d.cost),
-      // The provider of a model (or an environment) when it is one.
-      ...(group !== 'provider' && ps.size === 1 ? { provider: [...ps][0] } : {}),
-      ...(unit ? { periods: seriesOf(rs, unit, buckets) } : {}),
-    })).sort((a, b) => b.cost - a.cost || b.calls - a.calls || (a.dimension < b.dimension ? -1 : 1));
+    return [...by.values()]
+      .map(({ d, rows: rs, providers: ps }) => ({
+        ...d,
+        cost: usd(d.cost),
+        // The provider of a model (or an environment) when it is one.
+        ...(group !== 'provider' && ps.size === 1 ? { provider: [...ps][0] } : {}),
+        ...(unit ? { periods: seriesOf(rs, unit, buckets) } : {}),
+      }))
+      .sort((a, b) => b.cost - a.cost || b.calls - a.calls || (a.dimension < b.dimension ? -1 : 1));
   }
 
   /** The filter of the run views: the project, the range and the environment (checked to be of the project). */
@@ -391,15 +484,19 @@ export class AnalyticsService {
 
 function interval(value: unknown, what: string) {
   const span = typeof value === 'string' ? parseDateInterval(value.trim()) : null;
-  if (span === null) throw new BadRequest(`${what} must be an ISO 8601 date or date-time, got ${JSON.stringify(value)}`);
+  if (span === null)
+    throw new BadRequest(`${what} must be an ISO 8601 date or date-time, got ${JSON.stringify(value)}`);
   return span;
 }
 
 function checkRange(from: number, to: number, names: [string, string]): void {
-  if (Math.abs(from) > MAX_EPOCH_MS || Math.abs(to) > MAX_EPOCH_MS) throw new BadRequest(`${names[0]} and ${names[1]} must be dates between the years -271821 and 275760`);
+  if (Math.abs(from) > MAX_EPOCH_MS || Math.abs(to) > MAX_EPOCH_MS)
+    throw new BadRequest(`${names[0]} and ${names[1]} must be dates between the years -271821 and 275760`);
   if (!(from < to)) throw new BadRequest(`${names[0]} must come before ${names[1]}`);
   if (to - from > MAX_RANGE_DAYS * DAY) {
-    throw new BadRequest(`the range from ${names[0]} to ${names[1]} spans ${Math.ceil((to - from) / DAY)} days; at most ${MAX_RANGE_DAYS}`);
+    throw new BadRequest(
+      `the range from ${names[0]} to ${names[1]} spans ${Math.ceil((to - from) / DAY)} days; at most ${MAX_RANGE_DAYS}`,
+    );
   }
 }
 
@@ -422,7 +519,8 @@ export function costRange(fromValue: unknown, toValue: unknown): { from: number;
   const instant = (v: unknown, what: string, end: boolean): number | undefined => {
     if (v === undefined || v === null || v === '') return undefined;
     if (typeof v === 'number') {
-      if (!Number.isInteger(v) || Math.abs(v) > MAX_EPOCH_MS) throw new BadRequest(`${what} must be an ISO 8601 date or epoch milliseconds, got ${v}`);
+      if (!Number.isInteger(v) || Math.abs(v) > MAX_EPOCH_MS)
+        throw new BadRequest(`${what} must be an ISO 8601 date or epoch milliseconds, got ${v}`);
       return v;
     }
     // Epoch milliseconds may come as text (a query string): 10 digits or more is never a year.
@@ -442,7 +540,8 @@ function resolutionOf(value: unknown, from: number, to: number): TimeBucket {
     throw new BadRequest(`resolution must be one of ${TIME_BUCKETS.join(', ')}, got ${JSON.stringify(value)}`);
   }
   const unit = value as TimeBucket;
-  if (bucketsOf(unit, from, to, MAX_BUCKETS + 1).length > MAX_BUCKETS) throw new BadRequest(`resolution ${unit} gives more than ${MAX_BUCKETS} buckets over this range`);
+  if (bucketsOf(unit, from, to, MAX_BUCKETS + 1).length > MAX_BUCKETS)
+    throw new BadRequest(`resolution ${unit} gives more than ${MAX_BUCKETS} buckets over this range`);
   return unit;
 }
 
@@ -468,7 +567,9 @@ function seriesOf(rows: store.CostRow[], unit: TimeBucket | null, buckets: strin
     pt.output_tokens += r.output;
     pt.calls += r.calls;
   }
-  return [...by.values()].map((pt) => ({ ...pt, cost: usd(pt.cost) })).sort((a, b) => (a.timestamp < b.timestamp ? -1 : 1));
+  return [...by.values()]
+    .map((pt) => ({ ...pt, cost: usd(pt.cost) }))
+    .sort((a, b) => (a.timestamp < b.timestamp ? -1 : 1));
 }
 
 function summaryOf(rows: store.CostRow[]): CostSummary {
@@ -486,13 +587,24 @@ function summaryOf(rows: store.CostRow[]): CostSummary {
 /** The list price of one provider's model in the vendored table, USD per million tokens; `unavailable` when it has none. */
 function priceOf(model: string, provider: string | undefined): ModelPricing {
   const e = provider ? tableEntry(provider, model) : undefined;
-  if (!e) return { model, ...(provider ? { provider } : {}), input_price_per_m_tokens: 0, output_price_per_m_tokens: 0, source: 'unavailable' };
+  if (!e)
+    return {
+      model,
+      ...(provider ? { provider } : {}),
+      input_price_per_m_tokens: 0,
+      output_price_per_m_tokens: 0,
+      source: 'unavailable',
+    };
   return {
     model,
     ...(provider ? { provider } : {}),
     input_price_per_m_tokens: perMillion(e.input_cost_per_token),
-    ...(e.cache_read_input_token_cost !== undefined ? { cached_input_price_per_m_tokens: perMillion(e.cache_read_input_token_cost) } : {}),
-    ...(e.cache_creation_input_token_cost !== undefined ? { cache_write_input_price_per_m_tokens: perMillion(e.cache_creation_input_token_cost) } : {}),
+    ...(e.cache_read_input_token_cost !== undefined
+      ? { cached_input_price_per_m_tokens: perMillion(e.cache_read_input_token_cost) }
+      : {}),
+    ...(e.cache_creation_input_token_cost !== undefined
+      ? { cache_write_input_price_per_m_tokens: perMillion(e.cache_creation_input_token_cost) }
+      : {}),
     output_price_per_m_tokens: perMillion(e.output_cost_per_token),
     source: 'model_pricing_daily',
   };
@@ -510,7 +622,9 @@ function modelPairs(rows: store.CostRow[], providers: Map<string, string>) {
     e.calls += r.calls;
     e.priced += r.priced;
   }
-  return [...pairs.values()].sort((a, b) => (a.model < b.model ? -1 : a.model > b.model ? 1 : (a.provider ?? '') < (b.provider ?? '') ? -1 : 1));
+  return [...pairs.values()].sort((a, b) =>
+    a.model < b.model ? -1 : a.model > b.model ? 1 : (a.provider ?? '') < (b.provider ?? '') ? -1 : 1,
+  );
 }
 
 function pricingOf(rows: store.CostRow[], providers: Map<string, string>): ModelPricing[] {
@@ -524,8 +638,14 @@ function coverageOf(rows: store.CostRow[], providers: Map<string, string>): Pric
     priced += r.priced;
     calls += r.calls;
   }
-  const unpriced = modelPairs(rows, providers).filter((m) => m.calls > m.priced)
-    .map((m) => ({ model: m.model, ...(m.provider ? { provider: m.provider } : {}), service_tier: 'default', calls: m.calls - m.priced }));
+  const unpriced = modelPairs(rows, providers)
+    .filter((m) => m.calls > m.priced)
+    .map((m) => ({
+      model: m.model,
+      ...(m.provider ? { provider: m.provider } : {}),
+      service_tier: 'default',
+      calls: m.calls - m.priced,
+    }));
   return { priced_calls: priced, unpriced_calls: calls - priced, assumed_default_calls: 0, unpriced };
 }
 
@@ -535,8 +655,12 @@ function catalog(): ModelPricing[] {
     model,
     provider: e.litellm_provider,
     input_price_per_m_tokens: perMillion(e.input_cost_per_token),
-    ...(e.cache_read_input_token_cost !== undefined ? { cached_input_price_per_m_tokens: perMillion(e.cache_read_input_token_cost) } : {}),
-    ...(e.cache_creation_input_token_cost !== undefined ? { cache_write_input_price_per_m_tokens: perMillion(e.cache_creation_input_token_cost) } : {}),
+    ...(e.cache_read_input_token_cost !== undefined
+      ? { cached_input_price_per_m_tokens: perMillion(e.cache_read_input_token_cost) }
+      : {}),
+    ...(e.cache_creation_input_token_cost !== undefined
+      ? { cache_write_input_price_per_m_tokens: perMillion(e.cache_creation_input_token_cost) }
+      : {}),
     output_price_per_m_tokens: perMillion(e.output_cost_per_token),
     source: 'model_pricing_daily' as const,
   }));
@@ -549,4 +673,5 @@ function optionalText(v: unknown, what: string): string | undefined {
 }
 
 const distinct = (xs: (string | null)[]) => [...new Set(xs.filter((x): x is string => x !== null))];
-const withoutUndefined = <T extends Record<string, unknown>>(o: T) => Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+const withoutUndefined = <T extends Record<string, unknown>>(o: T) =>
+  Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;

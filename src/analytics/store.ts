@@ -33,7 +33,10 @@ export interface RunFilter {
 
 /** The columns a cost view can group by. */
 export type GroupColumn = 'model_id' | 'environment_id' | 'interaction_id' | 'project_id' | 'account_id';
-const LABEL: Partial<Record<GroupColumn, string>> = { environment_id: 'environment_name', interaction_id: 'interaction_name' };
+const LABEL: Partial<Record<GroupColumn, string>> = {
+  environment_id: 'environment_name',
+  interaction_id: 'interaction_name',
+};
 
 const c = (name: string) => sql.ref(`runs.${name}`);
 
@@ -47,12 +50,22 @@ const c = (name: string) => sql.ref(`runs.${name}`);
  * statement on thousands of groups. `order` ends the statement.
  */
 async function aggregate<R>(
-  db: Db, d: OrreryDialect, where: RawBuilder<SqlBool>,
+  db: Db,
+  d: OrreryDialect,
+  where: RawBuilder<SqlBool>,
   select: (from: RawBuilder<unknown>, where: RawBuilder<SqlBool>) => RawBuilder<unknown>,
-  { key, add, hinted = true, order = sql`` }: { key: (r: R) => string; add: (into: R, r: R) => void; hinted?: boolean; order?: RawBuilder<unknown> },
+  {
+    key,
+    add,
+    hinted = true,
+    order = sql``,
+  }: { key: (r: R) => string; add: (into: R, r: R) => void; hinted?: boolean; order?: RawBuilder<unknown> },
 ): Promise<R[]> {
   const [first, ...rest] = runArms(d.name, where);
-  const arms = [select(hinted ? sql`runs ${indexedBy(d.name, 'runs_analytics')}` : sql`runs`, first), ...rest.map((w) => select(sql`runs`, w))];
+  const arms = [
+    select(hinted ? sql`runs ${indexedBy(d.name, 'runs_analytics')}` : sql`runs`, first),
+    ...rest.map((w) => select(sql`runs`, w)),
+  ];
   const { rows } = await sql<R>`${sql.join(arms, sql` UNION ALL `)} ${order}`.execute(db);
   if (arms.length === 1) return rows;
   const byKey = new Map<string, R>();
@@ -66,7 +79,8 @@ async function aggregate<R>(
 }
 
 /** Sums as SQL adds them: NULL is no value, and only NULLs are NULL. */
-const plus = (a: number | null, b: number | null): number | null => (a === null ? b : b === null ? a : Number(a) + Number(b));
+const plus = (a: number | null, b: number | null): number | null =>
+  a === null ? b : b === null ? a : Number(a) + Number(b);
 
 /**
  * `table`'s runs in the scope. Account-wide: the account's projects, so each one is a range on the
@@ -94,9 +108,12 @@ function whereOf(f: RunFilter, d?: OrreryDialect): RawBuilder<SqlBool> {
   // project's term, SQLite walked the project's range of an index instead, unless statistics told
   // it better (no ANALYZE is run).
   if (f.run !== undefined) {
-    parts.push(sql<SqlBool>`runs.id IN (SELECT CAST(${f.run} AS TEXT) UNION ALL SELECT child.id FROM runs AS child WHERE ${inScope('child', f.scope)} AND child.parent_id = ${f.run})`);
+    parts.push(
+      sql<SqlBool>`runs.id IN (SELECT CAST(${f.run} AS TEXT) UNION ALL SELECT child.id FROM runs AS child WHERE ${inScope('child', f.scope)} AND child.parent_id = ${f.run})`,
+    );
   }
-  if (f.principal !== undefined && d) parts.push(sql<SqlBool>`${jsonSql(d.name).text(c('doc'), ['source', 'principal_id'])} = ${f.principal}`);
+  if (f.principal !== undefined && d)
+    parts.push(sql<SqlBool>`${jsonSql(d.name).text(c('doc'), ['source', 'principal_id'])} = ${f.principal}`);
   return sql<SqlBool>`${sql.join(parts, sql` AND `)}`;
 }
 
@@ -111,7 +128,10 @@ export interface StatusCountRow {
 
 /** Runs per (environment, interaction, status): the summary is rolled up from these few rows. */
 export async function statusCounts(db: Db, d: OrreryDialect, f: RunFilter): Promise<StatusCountRow[]> {
-  const rows = await aggregate<StatusCountRow>(db, d, whereOf(f),
+  const rows = await aggregate<StatusCountRow>(
+    db,
+    d,
+    whereOf(f),
     (from, where) => sql`SELECT runs.environment_id, max(runs.environment_name) AS environment_name,
         runs.interaction_id, max(runs.interaction_name) AS interaction_name, runs.status, count(*) AS n
       FROM ${from} WHERE ${where} GROUP BY runs.environment_id, runs.interaction_id, runs.status`,
@@ -122,7 +142,8 @@ export async function statusCounts(db: Db, d: OrreryDialect, f: RunFilter): Prom
         into.environment_name ??= r.environment_name;
         into.interaction_name ??= r.interaction_name;
       },
-    });
+    },
+  );
   return rows.map((r) => ({ ...r, n: Number(r.n) }));
 }
 
@@ -132,11 +153,24 @@ export interface BucketCountRow {
 }
 
 /** Runs per time bucket of created_at, in order. */
-export async function bucketCounts(db: Db, d: OrreryDialect, f: RunFilter, unit: TimeBucket): Promise<BucketCountRow[]> {
+export async function bucketCounts(
+  db: Db,
+  d: OrreryDialect,
+  f: RunFilter,
+  unit: TimeBucket,
+): Promise<BucketCountRow[]> {
   const b = bucketOf(d.name, unit, c('created_at'));
-  const rows = await aggregate<BucketCountRow>(db, d, whereOf(f),
+  const rows = await aggregate<BucketCountRow>(
+    db,
+    d,
+    whereOf(f),
     (from, where) => sql`SELECT ${b} AS bucket, count(*) AS n FROM ${from} WHERE ${where} GROUP BY 1`,
-    { key: (r) => String(r.bucket), add: (into, r) => void (into.n = Number(into.n) + Number(r.n)), order: sql`ORDER BY 1` });
+    {
+      key: (r) => String(r.bucket),
+      add: (into, r) => void (into.n = Number(into.n) + Number(r.n)),
+      order: sql`ORDER BY 1`,
+    },
+  );
   // In order: ORDER BY sorts both arms' rows together, and the merge keeps each bucket's first place.
   return rows.map((r) => ({ bucket: String(r.bucket), n: Number(r.n) }));
 }
@@ -153,7 +187,10 @@ export interface TokenRow {
 
 /** Token sums per environment. `total` counts prompt + result where a run has no total of its own. */
 export async function tokenSums(db: Db, d: OrreryDialect, f: RunFilter): Promise<TokenRow[]> {
-  const rows = await aggregate<TokenRow>(db, d, whereOf(f),
+  const rows = await aggregate<TokenRow>(
+    db,
+    d,
+    whereOf(f),
     (from, where) => sql`SELECT runs.environment_id, max(runs.environment_name) AS environment_name, count(*) AS runs,
         sum(runs.token_prompt) AS prompt, sum(runs.token_result) AS result,
         sum(COALESCE(runs.token_total, COALESCE(runs.token_prompt, 0) + COALESCE(runs.token_result, 0))) AS total,
@@ -169,9 +206,17 @@ export async function tokenSums(db: Db, d: OrreryDialect, f: RunFilter): Promise
         into.cost = plus(into.cost, r.cost);
         into.environment_name ??= r.environment_name;
       },
-    });
+    },
+  );
   const num = (v: unknown) => (v === null || v === undefined ? null : Number(v));
-  return rows.map((r) => ({ ...r, runs: Number(r.runs), prompt: num(r.prompt), result: num(r.result), total: num(r.total), cost: num(r.cost) }));
+  return rows.map((r) => ({
+    ...r,
+    runs: Number(r.runs),
+    prompt: num(r.prompt),
+    result: num(r.result),
+    total: num(r.total),
+    cost: num(r.cost),
+  }));
 }
 
 export interface CostRow {
@@ -192,12 +237,22 @@ export interface CostRow {
  * Cost, tokens, calls and duration per group and time bucket. With `byEnvironment`, the rows are
  * also split by environment (so the service can map environments to providers).
  */
-export async function costRows(db: Db, d: OrreryDialect, f: RunFilter, group: GroupColumn, unit: TimeBucket | null, byEnvironment: boolean): Promise<CostRow[]> {
+export async function costRows(
+  db: Db,
+  d: OrreryDialect,
+  f: RunFilter,
+  group: GroupColumn,
+  unit: TimeBucket | null,
+  byEnvironment: boolean,
+): Promise<CostRow[]> {
   const label = LABEL[group];
   const b = unit ? bucketOf(d.name, unit, c('created_at')) : sql`CAST(NULL AS TEXT)`;
   const env = byEnvironment && group !== 'environment_id';
   const keys = [c(group), ...(env ? [c('environment_id')] : []), ...(unit ? [b] : [])];
-  const rows = await aggregate<CostRow>(db, d, whereOf(f, d),
+  const rows = await aggregate<CostRow>(
+    db,
+    d,
+    whereOf(f, d),
     (from, where) => sql`SELECT ${c(group)} AS key, ${label ? sql`max(${c(label)})` : sql`CAST(NULL AS TEXT)`} AS label,
         ${env ? c('environment_id') : group === 'environment_id' ? c('environment_id') : sql`CAST(NULL AS TEXT)`} AS environment_id,
         ${b} AS bucket, count(*) AS calls, count(runs.cost_total) AS priced, COALESCE(sum(runs.cost_total), 0) AS cost,
@@ -206,26 +261,43 @@ export async function costRows(db: Db, d: OrreryDialect, f: RunFilter, group: Gr
     {
       key: (r) => JSON.stringify([r.key, r.environment_id, r.bucket === null ? null : String(r.bucket)]),
       add: (into, r) => {
-        for (const k of ['calls', 'priced', 'cost', 'input', 'output', 'duration'] as const) into[k] = Number(into[k]) + Number(r[k]);
+        for (const k of ['calls', 'priced', 'cost', 'input', 'output', 'duration'] as const)
+          into[k] = Number(into[k]) + Number(r[k]);
         into.label ??= r.label;
       },
       // One run and its children: by id, not along the project's range.
       hinted: f.run === undefined,
-    });
+    },
+  );
   return rows.map((r) => ({
-    key: r.key === null ? null : String(r.key), label: r.label, environment_id: r.environment_id, bucket: r.bucket === null ? null : String(r.bucket),
-    calls: Number(r.calls), priced: Number(r.priced), cost: Number(r.cost), input: Number(r.input), output: Number(r.output), duration: Number(r.duration),
+    key: r.key === null ? null : String(r.key),
+    label: r.label,
+    environment_id: r.environment_id,
+    bucket: r.bucket === null ? null : String(r.bucket),
+    calls: Number(r.calls),
+    priced: Number(r.priced),
+    cost: Number(r.cost),
+    input: Number(r.input),
+    output: Number(r.output),
+    duration: Number(r.duration),
   }));
 }
 
 /** The provider each environment's runs were executed with (one indexed lookup per environment). */
-export async function providersOf(db: Db, d: OrreryDialect, scope: AnalyticsScope, environments: readonly string[]): Promise<Map<string, string>> {
+export async function providersOf(
+  db: Db,
+  d: OrreryDialect,
+  scope: AnalyticsScope,
+  environments: readonly string[],
+): Promise<Map<string, string>> {
   const json = jsonSql(d.name);
   const out = new Map<string, string>();
   for (const id of environments) {
     // One arm after the other (runs/run-arms.ts): most environments have a run that ended.
     for (const where of runArms(d.name, sql<SqlBool>`${whereOf({ scope })} AND runs.environment_id = ${id}`)) {
-      const { rows } = await sql<{ provider: string | null }>`SELECT ${json.text(c('doc'), ['environment', 'provider'])} AS provider
+      const { rows } = await sql<{
+        provider: string | null;
+      }>`SELECT ${json.text(c('doc'), ['environment', 'provider'])} AS provider
         FROM runs WHERE ${where} LIMIT 1`.execute(db);
       if (rows[0]?.provider) {
         out.set(id, rows[0].provider);
@@ -238,6 +310,8 @@ export async function providersOf(db: Db, d: OrreryDialect, scope: AnalyticsScop
 
 /** Whether a run exists in the scope. */
 export async function runExists(db: Db, scope: AnalyticsScope, id: string): Promise<boolean> {
-  const { rows } = await sql<{ one: number }>`SELECT 1 AS one FROM runs WHERE ${whereOf({ scope })} AND runs.id = ${id}`.execute(db);
+  const { rows } = await sql<{
+    one: number;
+  }>`SELECT 1 AS one FROM runs WHERE ${whereOf({ scope })} AND runs.id = ${id}`.execute(db);
   return rows.length > 0;
 }

@@ -38,7 +38,10 @@ export class AuditLog {
   ) {}
 
   /** Runs `work` in a transaction and writes the entry it answers there (none: nothing is audited). */
-  async record<T>(p: Principal, work: (trx: Kysely<Database>) => Promise<{ result: T; entry: AuditEntry | null }>): Promise<T> {
+  async record<T>(
+    p: Principal,
+    work: (trx: Kysely<Database>) => Promise<{ result: T; entry: AuditEntry | null }>,
+  ): Promise<T> {
     return this.db.transaction().execute(async (trx) => {
       const { result, entry } = await work(trx);
       if (entry) await this.write(trx, p, entry);
@@ -48,24 +51,30 @@ export class AuditLog {
 
   /** Writes one entry with the caller's executor (a transaction of the caller's). */
   async write(db: Kysely<Database>, p: Principal, entry: AuditEntry): Promise<void> {
-    const details = { ...(entry.details ?? {}), ...(entry.changes && Object.keys(entry.changes).length ? { changes: entry.changes } : {}) };
-    await db.insertInto('audit_events').values({
-      id: newId(),
-      account_id: p.account.id,
-      project_id: entry.projectId === undefined ? p.project.id : entry.projectId,
-      action: entry.action,
-      resource_type: entry.resourceType,
-      resource_id: entry.resourceId,
-      event_category: entry.category ?? (SECURITY_TYPES.has(entry.resourceType) ? 'security' : 'content'),
-      // The server's own work (retention) and the host's `orrery` command are not keys.
-      principal_type: SYSTEM_ACTORS.has(p.keyId) ? p.keyId : 'apikey',
-      principal_id: SYSTEM_ACTORS.has(p.keyId) ? p.keyId : `apikey:${p.keyId}`,
-      role: p.role,
-      request_id: p.requestId ?? null,
-      ip: p.ip ?? null,
-      details: Object.keys(details).length ? this.dialect.toJson(details) : null,
-      created_at: nowIso(),
-    }).execute();
+    const details = {
+      ...(entry.details ?? {}),
+      ...(entry.changes && Object.keys(entry.changes).length ? { changes: entry.changes } : {}),
+    };
+    await db
+      .insertInto('audit_events')
+      .values({
+        id: newId(),
+        account_id: p.account.id,
+        project_id: entry.projectId === undefined ? p.project.id : entry.projectId,
+        action: entry.action,
+        resource_type: entry.resourceType,
+        resource_id: entry.resourceId,
+        event_category: entry.category ?? (SECURITY_TYPES.has(entry.resourceType) ? 'security' : 'content'),
+        // The server's own work (retention) and the host's `orrery` command are not keys.
+        principal_type: SYSTEM_ACTORS.has(p.keyId) ? p.keyId : 'apikey',
+        principal_id: SYSTEM_ACTORS.has(p.keyId) ? p.keyId : `apikey:${p.keyId}`,
+        role: p.role,
+        request_id: p.requestId ?? null,
+        ip: p.ip ?? null,
+        details: Object.keys(details).length ? this.dialect.toJson(details) : null,
+        created_at: nowIso(),
+      })
+      .execute();
   }
 }
 
@@ -74,7 +83,11 @@ export class AuditLog {
  * on `db` alone when there is none (tools that run without one).
  */
 export async function auditedWrite<T>(
-  log: AuditLog | undefined, db: Kysely<Database>, p: Principal, entry: AuditEntry, work: (db: Kysely<Database>) => Promise<T>,
+  log: AuditLog | undefined,
+  db: Kysely<Database>,
+  p: Principal,
+  entry: AuditEntry,
+  work: (db: Kysely<Database>) => Promise<T>,
 ): Promise<T> {
   if (!log) return work(db);
   return log.record(p, async (trx) => ({ result: await work(trx), entry }));
@@ -85,10 +98,20 @@ export async function auditedWrite<T>(
  * `secret` fields show only that they changed. Bookkeeping fields are left out.
  */
 export function changesOf(
-  before: Record<string, unknown> | null, after: Record<string, unknown> | null,
+  before: Record<string, unknown> | null,
+  after: Record<string, unknown> | null,
   opts: { secret?: readonly string[]; ignore?: readonly string[] } = {},
 ): Record<string, { before?: unknown; after?: unknown }> {
-  const ignore = new Set(['updated_at', 'updated_by', 'created_at', 'created_by', 'account_id', 'project_id', 'etag', ...(opts.ignore ?? [])]);
+  const ignore = new Set([
+    'updated_at',
+    'updated_by',
+    'created_at',
+    'created_by',
+    'account_id',
+    'project_id',
+    'etag',
+    ...(opts.ignore ?? []),
+  ]);
   const secret = new Set(opts.secret ?? []);
   const out: Record<string, { before?: unknown; after?: unknown }> = {};
   const keys = new Set([...Object.keys(before ?? {}), ...Object.keys(after ?? {})]);
@@ -97,10 +120,12 @@ export function changesOf(
     const b = before?.[k];
     const a = after?.[k];
     if (JSON.stringify(b ?? null) === JSON.stringify(a ?? null)) continue;
-    const shown = (v: unknown) => (v === undefined || v === null ? v ?? null : secret.has(k) ? REDACTED : v);
+    const shown = (v: unknown) => (v === undefined || v === null ? (v ?? null) : secret.has(k) ? REDACTED : v);
     Object.defineProperty(out, k, {
       value: { ...(before ? { before: shown(b) } : {}), ...(after ? { after: shown(a) } : {}) },
-      enumerable: true, writable: true, configurable: true,
+      enumerable: true,
+      writable: true,
+      configurable: true,
     });
   }
   return out;

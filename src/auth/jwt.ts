@@ -56,14 +56,19 @@ export async function verifyToken(key: Uint8Array, token: string): Promise<Verif
     // No issuer check: `iss` is the public URL, which replicas or a changed ORRERY_PUBLIC_URL may
     // not share; the signature (the shared secret) and the audience are what prove the origin.
     // `exp` required: a token signed without one (none is, by us) must never live forever.
-    const { payload } = await jwtVerify(token, key, { audience: JWT_AUDIENCE, algorithms: ['HS256'], requiredClaims: ['exp'] });
+    const { payload } = await jwtVerify(token, key, {
+      audience: JWT_AUDIENCE,
+      algorithms: ['HS256'],
+      requiredClaims: ['exp'],
+    });
     const claims = payload as unknown as IssuedClaims;
     if (typeof claims.key_id !== 'string' || !claims.project?.id || !claims.account?.id) {
       return { ok: false, reason: 'token is missing its key, account or project' };
     }
     return { ok: true, claims };
   } catch (err) {
-    if (err instanceof joseErrors.JWTExpired) return { ok: false, reason: 'token has expired; exchange the API key again at /api/v1/token/issue' };
+    if (err instanceof joseErrors.JWTExpired)
+      return { ok: false, reason: 'token has expired; exchange the API key again at /api/v1/token/issue' };
     return { ok: false, reason: 'token is not a valid Orrery token' };
   }
 }

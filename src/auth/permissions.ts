@@ -15,23 +15,54 @@ import type { KeyRole } from './principal.ts';
 
 export const PERMISSIONS = [
   'account:read',
-  'project:read', 'project:settings_write', 'project:admin',
-  'api_key:read', 'api_key:create', 'api_key:update', 'api_key:delete',
-  'environment:read', 'environment:admin',
-  'interaction:read', 'interaction:write', 'interaction:delete', 'interaction:execute',
-  'run:read', 'run:write',
-  'content:read', 'content:create', 'content:write', 'content:delete', 'content:admin',
+  'project:read',
+  'project:settings_write',
+  'project:admin',
+  'api_key:read',
+  'api_key:create',
+  'api_key:update',
+  'api_key:delete',
+  'environment:read',
+  'environment:admin',
+  'interaction:read',
+  'interaction:write',
+  'interaction:delete',
+  'interaction:execute',
+  'run:read',
+  'run:write',
+  'content:read',
+  'content:create',
+  'content:write',
+  'content:delete',
+  'content:admin',
   'audit:read',
 ] as const;
 export type Permission = (typeof PERMISSIONS)[number];
 
-const READ: Permission[] = ['account:read', 'project:read', 'api_key:read', 'environment:read', 'interaction:read', 'run:read', 'content:read'];
+const READ: Permission[] = [
+  'account:read',
+  'project:read',
+  'api_key:read',
+  'environment:read',
+  'interaction:read',
+  'run:read',
+  'content:read',
+];
 
 /** What each role may do. `admin` is also account-wide (every project); the others only their key's project. */
 export const ROLE_PERMISSIONS: Record<KeyRole, ReadonlySet<Permission>> = {
   admin: new Set(PERMISSIONS),
   developer: new Set(PERMISSIONS.filter((p) => p !== 'project:admin' && p !== 'audit:read')),
-  executor: new Set<Permission>(['account:read', 'project:read', 'environment:read', 'interaction:read', 'interaction:execute', 'run:read', 'content:read', 'content:create']),
+  executor: new Set<Permission>([
+    'account:read',
+    'project:read',
+    'environment:read',
+    'interaction:read',
+    'interaction:execute',
+    'run:read',
+    'content:read',
+    'content:create',
+  ]),
   reader: new Set(READ),
   auditor: new Set<Permission>([...READ, 'audit:read']),
 };
@@ -39,7 +70,8 @@ export const ROLE_PERMISSIONS: Record<KeyRole, ReadonlySet<Permission>> = {
 export const can = (role: KeyRole, permission: Permission): boolean => ROLE_PERMISSIONS[role]?.has(permission) ?? false;
 
 /** Whether a key of `caller`'s role may hold, give or manage a key of role `target`: every permission of the target is the caller's. */
-export const roleWithin = (target: KeyRole, caller: KeyRole): boolean => [...ROLE_PERMISSIONS[target]].every((p) => can(caller, p));
+export const roleWithin = (target: KeyRole, caller: KeyRole): boolean =>
+  [...ROLE_PERMISSIONS[target]].every((p) => can(caller, p));
 
 /** Needs only a valid key (exchanging it for a token). */
 const ANY = 'authenticated' as const;
@@ -233,8 +265,12 @@ export function installPermissions(app: FastifyInstance): void {
     const keys = methods.map((m) => routeKey(m === 'HEAD' ? 'GET' : m, route.url));
     const needed = keys.map((k) => ROUTE_PERMISSIONS[k]);
     const missing = keys.find((_, i) => !needed[i]);
-    if (missing) throw new Error(`route ${missing} has no permission: add it to ROUTE_PERMISSIONS in src/auth/permissions.ts`);
-    if (new Set(needed).size > 1) throw new Error(`route ${keys.join(', ')} answers several methods with different permissions: register them apart`);
+    if (missing)
+      throw new Error(`route ${missing} has no permission: add it to ROUTE_PERMISSIONS in src/auth/permissions.ts`);
+    if (new Set(needed).size > 1)
+      throw new Error(
+        `route ${keys.join(', ')} answers several methods with different permissions: register them apart`,
+      );
     route.config = { ...route.config, permission: needed[0] };
   });
   // Right after authentication (hooks run in the order added): before the body is even read.
@@ -249,11 +285,18 @@ function checkPermission(req: FastifyRequest): void {
   if (needed === ANY) return;
   if (!req.principal) throw new Forbidden('not authenticated');
   if (!can(req.principal.role, needed)) {
-    throw new Forbidden(`this key's role (${req.principal.role}) does not have the permission ${needed}, which ${req.method} ${req.routeOptions.url} needs`, { permission: needed, role: req.principal.role });
+    throw new Forbidden(
+      `this key's role (${req.principal.role}) does not have the permission ${needed}, which ${req.method} ${req.routeOptions.url} needs`,
+      { permission: needed, role: req.principal.role },
+    );
   }
 }
 
 /** For handlers whose permission depends on the body (bulk operations). */
 export function requirePermission(role: KeyRole, permission: Permission, what: string): void {
-  if (!can(role, permission)) throw new Forbidden(`this key's role (${role}) does not have the permission ${permission}, which ${what} needs`, { permission, role });
+  if (!can(role, permission))
+    throw new Forbidden(`this key's role (${role}) does not have the permission ${permission}, which ${what} needs`, {
+      permission,
+      role,
+    });
 }

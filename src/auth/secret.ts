@@ -38,8 +38,7 @@ export async function resolveSecret(
   return row.value;
 }
 
-const derive = (secret: string, purpose: string) =>
-  Buffer.from(hkdfSync('sha256', secret, 'orrery', purpose, 32));
+const derive = (secret: string, purpose: string) => Buffer.from(hkdfSync('sha256', secret, 'orrery', purpose, 32));
 
 export function deriveKeys(secret: string): SecretKeys {
   return {
@@ -54,7 +53,9 @@ export function encrypt(key: Buffer, plain: string): string {
   const iv = randomBytes(12);
   const cipher = createCipheriv('aes-256-gcm', key, iv);
   const body = Buffer.concat([cipher.update(plain, 'utf8'), cipher.final()]);
-  return ['v1', iv.toString('base64url'), cipher.getAuthTag().toString('base64url'), body.toString('base64url')].join('.');
+  return ['v1', iv.toString('base64url'), cipher.getAuthTag().toString('base64url'), body.toString('base64url')].join(
+    '.',
+  );
 }
 
 export function decrypt(key: Buffer, sealed: string): string {

@@ -16,16 +16,38 @@ const keyWithScope = (db: Db) =>
     .innerJoin('accounts as a', 'a.id', 'k.account_id')
     .innerJoin('projects as p', 'p.id', 'k.project_id')
     .select([
-      'k.id', 'k.account_id', 'k.project_id', 'k.name', 'k.role', 'k.key_hash', 'k.key_hint', 'k.expires_at',
-      'k.created_by', 'k.created_at', 'k.enabled', 'k.limits', 'a.name as account_name', 'p.name as project_name',
+      'k.id',
+      'k.account_id',
+      'k.project_id',
+      'k.name',
+      'k.role',
+      'k.key_hash',
+      'k.key_hint',
+      'k.expires_at',
+      'k.created_by',
+      'k.created_at',
+      'k.enabled',
+      'k.limits',
+      'a.name as account_name',
+      'p.name as project_name',
     ]);
 
 type KeyRow = Awaited<ReturnType<ReturnType<typeof keyWithScope>['executeTakeFirstOrThrow']>>;
 
 const toKeyWithScope = (r: KeyRow): KeyWithScope => ({
   key: {
-    id: r.id, account_id: r.account_id, project_id: r.project_id, name: r.name, role: r.role, key_hash: r.key_hash,
-    key_hint: r.key_hint, expires_at: r.expires_at, created_by: r.created_by, created_at: r.created_at, enabled: Number(r.enabled), limits: r.limits,
+    id: r.id,
+    account_id: r.account_id,
+    project_id: r.project_id,
+    name: r.name,
+    role: r.role,
+    key_hash: r.key_hash,
+    key_hint: r.key_hint,
+    expires_at: r.expires_at,
+    created_by: r.created_by,
+    created_at: r.created_at,
+    enabled: Number(r.enabled),
+    limits: r.limits,
   },
   account: { id: r.account_id, name: r.account_name },
   project: { id: r.project_id, name: r.project_name },
@@ -68,9 +90,11 @@ export const getProject = (db: Db, account: string, id: string) =>
 export const listProjects = (db: Db, account: string) =>
   db.selectFrom('projects').selectAll().where('account_id', '=', account).orderBy('created_at').orderBy('id').execute();
 
-export const getAccount = (db: Db, id: string) => db.selectFrom('accounts').selectAll().where('id', '=', id).executeTakeFirst();
+export const getAccount = (db: Db, id: string) =>
+  db.selectFrom('accounts').selectAll().where('id', '=', id).executeTakeFirst();
 
-export const firstAccount = (db: Db) => db.selectFrom('accounts').selectAll().orderBy('created_at').orderBy('id').limit(1).executeTakeFirst();
+export const firstAccount = (db: Db) =>
+  db.selectFrom('accounts').selectAll().orderBy('created_at').orderBy('id').limit(1).executeTakeFirst();
 
 export const updateProjectRow = (db: Db, account: string, id: string, patch: Partial<ProjectTable>) =>
   db.updateTable('projects').set(patch).where('account_id', '=', account).where('id', '=', id).execute();

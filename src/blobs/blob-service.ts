@@ -15,11 +15,26 @@ import { can, requirePermission } from '../auth/permissions.ts';
 import { BadRequest, Conflict, NotFound, PayloadTooLarge, UnsupportedMediaType } from '../http/errors.ts';
 import { KeyLock } from './key-lock.ts';
 import { BlobKeyConflict, BlobMissing, BlobTooLarge, canPresign, type BlobStore } from './blob-store.ts';
-import { DERIVED_PREFIX, formatStorageUri, generatedKey, keyBaseName, keyProblem, parseStorageUri } from './blob-keys.ts';
+import {
+  DERIVED_PREFIX,
+  formatStorageUri,
+  generatedKey,
+  keyBaseName,
+  keyProblem,
+  parseStorageUri,
+} from './blob-keys.ts';
 import { bareType, isPassiveType, mimeOf, OCTET_STREAM } from './mime.ts';
 import { parseRange } from './range.ts';
 import type { SignedMethod, UrlSigner } from './url-signer.ts';
-import { customMetadataOf, deleteBlobRow, getBlobRow, lockBlobRow, mergeCustomMetadata, upsertBlobRow, type BlobRow } from './store.ts';
+import {
+  customMetadataOf,
+  deleteBlobRow,
+  getBlobRow,
+  lockBlobRow,
+  mergeCustomMetadata,
+  upsertBlobRow,
+  type BlobRow,
+} from './store.ts';
 
 export const DEFAULT_URL_TTL = 3600;
 /** Most keys `GET /files/list` answers, and `DELETE /files/<prefix>?prefix=true` deletes, per call. */
@@ -107,7 +122,6 @@ export interface ClaimedBlob {
   name: string;
 }
 
-
 export class BlobService {
   private readonly keyLock = new KeyLock();
 
@@ -142,7 +156,8 @@ export class BlobService {
       key = ref.replace(/^\/+/, '');
     }
     const problem = keyProblem(key);
-    if (problem) throw new BadRequest(`${field} ${JSON.stringify(ref)} is not a valid storage URI or key: the key ${problem}`);
+    if (problem)
+      throw new BadRequest(`${field} ${JSON.stringify(ref)} is not a valid storage URI or key: the key ${problem}`);
     return key;
   }
 
@@ -151,7 +166,10 @@ export class BlobService {
     const name = input.name?.trim();
     if (!name) throw new BadRequest('body must have property "name" (the file name)');
     const key = input.id?.trim() ? this.keyOf(s, input.id.trim(), 'id') : generatedKey(name);
-    if (key.startsWith(DERIVED_PREFIX)) throw new BadRequest(`id: keys under ${JSON.stringify(DERIVED_PREFIX)} are kept for files the server makes (renditions)`);
+    if (key.startsWith(DERIVED_PREFIX))
+      throw new BadRequest(
+        `id: keys under ${JSON.stringify(DERIVED_PREFIX)} are kept for files the server makes (renditions)`,
+      );
     if (input.mime_type) checkMimeType(input.mime_type.trim(), 'mime_type');
     // A URL for a key that holds a file overwrites it: that is a write, not a creation.
     if (input.id?.trim() && !can(p.role, 'content:write') && (await this.row(s, key))) {
@@ -160,7 +178,12 @@ export class BlobService {
     const mimeType = input.mime_type?.trim() || mimeOf(name) || OCTET_STREAM;
     const ttl = ttlOf(input.ttl);
     if (canPresign(this.store)) {
-      const url = await this.store.presign(this.physicalKey(s, key), { method: 'PUT', expiresInSeconds: ttl, contentType: mimeType, maxBytes: this.opts.maxUploadBytes });
+      const url = await this.store.presign(this.physicalKey(s, key), {
+        method: 'PUT',
+        expiresInSeconds: ttl,
+        contentType: mimeType,
+        maxBytes: this.opts.maxUploadBytes,
+      });
       return { url, id: this.uriOf(s, key), path: key, mime_type: mimeType };
     }
     const url = this.signedUrl('PUT', { project: s.project, key }, ttl, {
@@ -184,11 +207,15 @@ export class BlobService {
     // S3 serves the bytes itself: a type that could run in a browser is always an attachment there.
     const forced = canPresign(this.store) && !isPassiveType(row.content_type);
     if (input.disposition || input.name || forced) {
-      params.disposition = forced ? 'attachment' : input.disposition ?? 'attachment';
+      params.disposition = forced ? 'attachment' : (input.disposition ?? 'attachment');
       params.filename = input.name?.trim() || row.name;
     }
     const url = canPresign(this.store)
-      ? await this.store.presign(this.physicalKey(s, key), { method: 'GET', expiresInSeconds: ttl, disposition: params.disposition && contentDisposition(params.disposition, params.filename) })
+      ? await this.store.presign(this.physicalKey(s, key), {
+          method: 'GET',
+          expiresInSeconds: ttl,
+          disposition: params.disposition && contentDisposition(params.disposition, params.filename),
+        })
       : this.signedUrl('GET', { project: s.project, key }, ttl, params);
     return { url, id: this.uriOf(s, key), path: key, mime_type: row.content_type };
   }
@@ -200,14 +227,23 @@ export class BlobService {
     const row = await this.row(s, key);
     if (!row) throw new NotFound('file', file);
     const custom = await customMetadataOf(this.db, this.dialect, s, key);
-    return { name: row.name, size: row.size, contentType: row.content_type, etag: row.etag, ...(custom ? { customMetadata: custom } : {}) };
+    return {
+      name: row.name,
+      size: row.size,
+      contentType: row.content_type,
+      etag: row.etag,
+      ...(custom ? { customMetadata: custom } : {}),
+    };
   }
 
   /**
    * `files.setFileMetadata`: merges string values into the file's custom metadata (a key set to
    * null is removed), as a cloud bucket's object metadata does; bounded like it.
    */
-  async setMetadata(p: Principal, input: { file?: string; metadata?: Record<string, string | null> }): Promise<{ success: true; file: string }> {
+  async setMetadata(
+    p: Principal,
+    input: { file?: string; metadata?: Record<string, string | null> },
+  ): Promise<{ success: true; file: string }> {
     const s = scopeOf(p);
     const file = input.file?.trim();
     if (!file) throw new BadRequest('body must have property "file" (a storage URI or a key of this project)');
@@ -215,8 +251,14 @@ export class BlobService {
     if (!(await this.row(s, key))) throw new NotFound('file', file);
     const merged = await mergeCustomMetadata(this.db, this.dialect, s, key, input.metadata ?? {}, (m) => {
       const size = Object.entries(m).reduce((n, [k, v]) => n + Buffer.byteLength(k) + Buffer.byteLength(v), 0);
-      if (Object.keys(m).length > MAX_CUSTOM_METADATA_KEYS) throw new BadRequest(`a file has at most ${MAX_CUSTOM_METADATA_KEYS} metadata keys; this change would make ${Object.keys(m).length}: remove some (set them to null)`);
-      if (size > MAX_CUSTOM_METADATA_BYTES) throw new PayloadTooLarge(`a file's metadata holds at most ${MAX_CUSTOM_METADATA_BYTES} bytes of keys and values; this change would make ${size}`);
+      if (Object.keys(m).length > MAX_CUSTOM_METADATA_KEYS)
+        throw new BadRequest(
+          `a file has at most ${MAX_CUSTOM_METADATA_KEYS} metadata keys; this change would make ${Object.keys(m).length}: remove some (set them to null)`,
+        );
+      if (size > MAX_CUSTOM_METADATA_BYTES)
+        throw new PayloadTooLarge(
+          `a file's metadata holds at most ${MAX_CUSTOM_METADATA_BYTES} bytes of keys and values; this change would make ${size}`,
+        );
     });
     if (!merged) throw new NotFound('file', file);
     return { success: true, file: this.uriOf(s, key) };
@@ -224,7 +266,12 @@ export class BlobService {
 
   /** The tracked blob of the caller's project named by `ref`, or undefined. */
   async find(s: Scope, ref: string, field = 'file'): Promise<{ uri: string; key: string; row: BlobRow } | undefined> {
-    const key = this.keyOf(s, ref, field, () => new BadRequest(`${field} ${JSON.stringify(ref)} is not an uploaded file of this project`));
+    const key = this.keyOf(
+      s,
+      ref,
+      field,
+      () => new BadRequest(`${field} ${JSON.stringify(ref)} is not an uploaded file of this project`),
+    );
     const row = await this.row(s, key);
     return row && { uri: this.uriOf(s, key), key, row };
   }
@@ -235,7 +282,8 @@ export class BlobService {
    */
   async lock(db: Kysely<Database>, s: Scope, uri: string): Promise<BlobRow | undefined> {
     const parsed = parseStorageUri(uri);
-    if (!parsed || parsed.scheme !== this.store.scheme || parsed.bucket !== s.project || keyProblem(parsed.key)) return undefined;
+    if (!parsed || parsed.scheme !== this.store.scheme || parsed.bucket !== s.project || keyProblem(parsed.key))
+      return undefined;
     return lockBlobRow(db, this.dialect, s, parsed.key);
   }
 
@@ -272,12 +320,27 @@ export class BlobService {
    * Stores bytes the server made from an object (a rendition) under a key below DERIVED_PREFIX
    * and tracks them like an upload, so that storage URIs, download URLs and signed GETs work.
    */
-  async putDerived(s: Scope, key: string, bytes: Buffer, contentType: string, name: string): Promise<{ uri: string; etag: string; size: number }> {
-    if (!key.startsWith(DERIVED_PREFIX) || keyProblem(key)) throw new Error(`not a derived blob key: ${JSON.stringify(key)}`);
+  async putDerived(
+    s: Scope,
+    key: string,
+    bytes: Buffer,
+    contentType: string,
+    name: string,
+  ): Promise<{ uri: string; etag: string; size: number }> {
+    if (!key.startsWith(DERIVED_PREFIX) || keyProblem(key))
+      throw new Error(`not a derived blob key: ${JSON.stringify(key)}`);
     const put = await this.store.put(this.physicalKey(s, key), Readable.from([bytes]), { contentType });
     const now = nowIso();
     await upsertBlobRow(this.db, {
-      project_id: s.project, key, account_id: s.account, size: put.size, etag: put.etag, content_type: contentType, name, created_at: now, updated_at: now,
+      project_id: s.project,
+      key,
+      account_id: s.account,
+      size: put.size,
+      etag: put.etag,
+      content_type: contentType,
+      name,
+      created_at: now,
+      updated_at: now,
     });
     return { uri: this.uriOf(s, key), etag: put.etag, size: put.size };
   }
@@ -286,9 +349,15 @@ export class BlobService {
   async deleteDerived(s: Scope, what: { keys: readonly string[] } | { prefix: string }): Promise<void> {
     let keys: string[];
     if ('prefix' in what) {
-      if (!what.prefix.startsWith(DERIVED_PREFIX) || /[%_\\]/.test(what.prefix)) throw new Error(`not a derived blob prefix: ${JSON.stringify(what.prefix)}`);
-      const rows = await this.db.selectFrom('blobs').select('key').where('project_id', '=', s.project).where('account_id', '=', s.account)
-        .where('key', 'like', `${what.prefix}%`).execute();
+      if (!what.prefix.startsWith(DERIVED_PREFIX) || /[%_\\]/.test(what.prefix))
+        throw new Error(`not a derived blob prefix: ${JSON.stringify(what.prefix)}`);
+      const rows = await this.db
+        .selectFrom('blobs')
+        .select('key')
+        .where('project_id', '=', s.project)
+        .where('account_id', '=', s.account)
+        .where('key', 'like', `${what.prefix}%`)
+        .execute();
       keys = rows.map((r) => r.key);
     } else {
       keys = what.keys.filter((k) => k.startsWith(DERIVED_PREFIX));
@@ -306,7 +375,11 @@ export class BlobService {
    * most MAX_FILE_PAGE per call (`offset` pages on). Files the server keeps under DERIVED_PREFIX
    * (objects' content, renditions) are not listed: they belong to their objects.
    */
-  async listFiles(p: Principal, prefix: string | undefined, page: { limit?: number; offset?: number } = {}): Promise<{ files: string[] }> {
+  async listFiles(
+    p: Principal,
+    prefix: string | undefined,
+    page: { limit?: number; offset?: number } = {},
+  ): Promise<{ files: string[] }> {
     const s = scopeOf(p);
     const wanted = this.prefixOf(s, prefix ?? '', 'prefix');
     const limit = Math.min(Math.max(page.limit ?? MAX_FILE_PAGE, 1), MAX_FILE_PAGE);
@@ -325,7 +398,11 @@ export class BlobService {
       return { files };
     }
     const chars = [...wanted].length;
-    let q = this.db.selectFrom('blobs').select('key').where('project_id', '=', s.project).where('account_id', '=', s.account)
+    let q = this.db
+      .selectFrom('blobs')
+      .select('key')
+      .where('project_id', '=', s.project)
+      .where('account_id', '=', s.account)
       .where(sql<string>`substr(${sql.ref('key')}, 1, ${DERIVED_PREFIX.length})`, '!=', DERIVED_PREFIX);
     if (chars) q = q.where(sql<string>`substr(${sql.ref('key')}, 1, ${chars})`, '=', wanted);
     const rows = await q.orderBy('key').limit(limit).offset(offset).execute();
@@ -336,7 +413,11 @@ export class BlobService {
    * `DELETE /files/<path>`: one file, or with `prefix` every file whose key starts with it (at
    * most MAX_FILE_PAGE per call; `message` says when more remain). Server-kept keys are refused.
    */
-  async deleteFiles(p: Principal, path: string, prefix = false): Promise<{ success: boolean; count: number; file?: string; message?: string }> {
+  async deleteFiles(
+    p: Principal,
+    path: string,
+    prefix = false,
+  ): Promise<{ success: boolean; count: number; file?: string; message?: string }> {
     const s = scopeOf(p);
     if (!prefix) {
       const key = this.keyOf(s, path);
@@ -350,11 +431,17 @@ export class BlobService {
       });
     }
     const wanted = this.prefixOf(s, path, 'path');
-    if (!wanted) throw new BadRequest('path: name the prefix of the files to delete (deleting every file of the project at once is not offered)');
+    if (!wanted)
+      throw new BadRequest(
+        'path: name the prefix of the files to delete (deleting every file of the project at once is not offered)',
+      );
     this.refuseDerived(wanted, 'path');
     // One more than a call deletes: tells whether some remain.
     const { files } = await this.listFiles(p, wanted, { limit: MAX_FILE_PAGE });
-    const more = files.length >= MAX_FILE_PAGE ? (await this.listFiles(p, wanted, { limit: 1, offset: MAX_FILE_PAGE })).files.length > 0 : false;
+    const more =
+      files.length >= MAX_FILE_PAGE
+        ? (await this.listFiles(p, wanted, { limit: 1, offset: MAX_FILE_PAGE })).files.length > 0
+        : false;
     let count = 0;
     for (const key of files) {
       await this.keyLock.run(`${s.project}/${key}`, async () => {
@@ -364,15 +451,23 @@ export class BlobService {
       count++;
     }
     return {
-      success: true, count, file: this.uriOf(s, wanted),
-      ...(more ? { message: `deleted ${count} files, the most one call deletes; more remain under this prefix: call again` } : {}),
+      success: true,
+      count,
+      file: this.uriOf(s, wanted),
+      ...(more
+        ? { message: `deleted ${count} files, the most one call deletes; more remain under this prefix: call again` }
+        : {}),
     };
   }
 
   /** `POST /files/copy`: the bytes of `source` (a file of this project) written to `dest`. */
-  async copyFile(p: Principal, input: { source?: string; dest?: string }): Promise<{ success: boolean; source: string; dest: string }> {
+  async copyFile(
+    p: Principal,
+    input: { source?: string; dest?: string },
+  ): Promise<{ success: boolean; source: string; dest: string }> {
     const s = scopeOf(p);
-    if (!input.source?.trim()) throw new BadRequest('body must have property "source" (the key or storage URI of the file to copy)');
+    if (!input.source?.trim())
+      throw new BadRequest('body must have property "source" (the key or storage URI of the file to copy)');
     if (!input.dest?.trim()) throw new BadRequest('body must have property "dest" (the key to copy the file to)');
     const from = this.keyOf(s, input.source.trim(), 'source');
     const to = this.keyOf(s, input.dest.trim(), 'dest');
@@ -387,13 +482,23 @@ export class BlobService {
         put = await this.store.put(this.physicalKey(s, to), bytes, { contentType: row.content_type });
       } catch (err) {
         if (err instanceof BlobMissing) throw new NotFound('file', input.source!);
-        if (err instanceof BlobKeyConflict) throw new Conflict(`dest ${JSON.stringify(to)} collides with a folder of other keys (or is inside a file key); choose another dest`);
+        if (err instanceof BlobKeyConflict)
+          throw new Conflict(
+            `dest ${JSON.stringify(to)} collides with a folder of other keys (or is inside a file key); choose another dest`,
+          );
         throw err;
       }
       const now = nowIso();
       await upsertBlobRow(this.db, {
-        project_id: s.project, key: to, account_id: s.account, size: put.size, etag: put.etag, content_type: row.content_type,
-        name: keyBaseName(to), created_at: now, updated_at: now,
+        project_id: s.project,
+        key: to,
+        account_id: s.account,
+        size: put.size,
+        etag: put.etag,
+        content_type: row.content_type,
+        name: keyBaseName(to),
+        created_at: now,
+        updated_at: now,
       });
       return { success: true, source: this.uriOf(s, from), dest: this.uriOf(s, to) };
     });
@@ -402,7 +507,10 @@ export class BlobService {
   /** `POST /files/bulk-upload-urls`: an upload URL per file, at most MAX_BULK_UPLOAD_URLS per call. */
   async bulkUploadUrls(p: Principal, input: { files?: UploadUrlInput[] }): Promise<{ files: FileUrl[] }> {
     const files = input.files ?? [];
-    if (files.length > MAX_BULK_UPLOAD_URLS) throw new BadRequest(`files: at most ${MAX_BULK_UPLOAD_URLS} upload URLs per call, got ${files.length}; split the request`);
+    if (files.length > MAX_BULK_UPLOAD_URLS)
+      throw new BadRequest(
+        `files: at most ${MAX_BULK_UPLOAD_URLS} upload URLs per call, got ${files.length}; split the request`,
+      );
     const out: FileUrl[] = [];
     for (const [i, f] of files.entries()) {
       try {
@@ -430,18 +538,28 @@ export class BlobService {
 
   private refuseDerived(key: string, field: string): void {
     if (key.startsWith(DERIVED_PREFIX) || DERIVED_PREFIX.startsWith(key)) {
-      throw new BadRequest(`${field}: keys under ${JSON.stringify(DERIVED_PREFIX)} are kept by the server for objects and renditions; they cannot be changed through the files API`);
+      throw new BadRequest(
+        `${field}: keys under ${JSON.stringify(DERIVED_PREFIX)} are kept by the server for objects and renditions; they cannot be changed through the files API`,
+      );
     }
   }
 
   // ---- the public side: the signature in the URL is the credential ----
 
   /** `PUT <signed upload URL>`: stream the body in, record the blob, answer its ETag. */
-  async receive(at: BlobAddress, query: Record<string, unknown>, req: { contentType?: string; contentLength?: string }, body: Readable): Promise<ReceivedBlob> {
+  async receive(
+    at: BlobAddress,
+    query: Record<string, unknown>,
+    req: { contentType?: string; contentLength?: string },
+    body: Readable,
+  ): Promise<ReceivedBlob> {
     const params = this.signer.verify('PUT', canonicalPath(at), query);
     this.checkKey(at);
     const signedMax = Number(params.max);
-    const limit = Math.min(Number.isFinite(signedMax) && signedMax >= 0 ? signedMax : this.opts.maxUploadBytes, this.opts.maxUploadBytes);
+    const limit = Math.min(
+      Number.isFinite(signedMax) && signedMax >= 0 ? signedMax : this.opts.maxUploadBytes,
+      this.opts.maxUploadBytes,
+    );
     if (req.contentLength !== undefined && Number(req.contentLength) > limit) throw tooLarge(limit);
     const account = params.a;
     if (!account) throw new BadRequest('this upload URL does not name its account');
@@ -451,31 +569,56 @@ export class BlobService {
     const sent = req.contentType?.trim();
     if (sent) checkMimeType(sent, 'the Content-Type header');
     if (sent && params.type && bareType(sent) !== bareType(params.type) && bareType(sent) !== OCTET_STREAM) {
-      throw new UnsupportedMediaType(`this upload URL was signed for Content-Type ${params.type}; send that type (or none), or ask upload-url for a URL with mime_type ${JSON.stringify(bareType(sent))}`);
+      throw new UnsupportedMediaType(
+        `this upload URL was signed for Content-Type ${params.type}; send that type (or none), or ask upload-url for a URL with mime_type ${JSON.stringify(bareType(sent))}`,
+      );
     }
-    const contentType = (sent && bareType(sent) !== OCTET_STREAM ? sent : undefined) || params.type || mimeOf(at.key) || OCTET_STREAM;
+    const contentType =
+      (sent && bareType(sent) !== OCTET_STREAM ? sent : undefined) || params.type || mimeOf(at.key) || OCTET_STREAM;
     return this.keyLock.run(`${s.project}/${at.key}`, () => this.storeUpload(s, at, params, contentType, limit, body));
   }
 
-  private async storeUpload(s: Scope, at: BlobAddress, params: Record<string, string>, contentType: string, limit: number, body: Readable): Promise<ReceivedBlob> {
+  private async storeUpload(
+    s: Scope,
+    at: BlobAddress,
+    params: Record<string, string>,
+    contentType: string,
+    limit: number,
+    body: Readable,
+  ): Promise<ReceivedBlob> {
     let put;
     try {
       put = await this.store.put(this.physicalKey(s, at.key), body, { contentType, maxBytes: limit });
     } catch (err) {
       if (err instanceof BlobTooLarge) throw tooLarge(limit);
-      if (err instanceof BlobKeyConflict) throw new Conflict(`key ${JSON.stringify(at.key)} collides with a folder of other keys (or is inside a file key); choose another id`);
+      if (err instanceof BlobKeyConflict)
+        throw new Conflict(
+          `key ${JSON.stringify(at.key)} collides with a folder of other keys (or is inside a file key); choose another id`,
+        );
       throw err;
     }
     const now = nowIso();
     await upsertBlobRow(this.db, {
-      project_id: s.project, key: at.key, account_id: s.account, size: put.size, etag: put.etag, content_type: contentType,
-      name: params.name || keyBaseName(at.key), created_at: now, updated_at: now,
+      project_id: s.project,
+      key: at.key,
+      account_id: s.account,
+      size: put.size,
+      etag: put.etag,
+      content_type: contentType,
+      name: params.name || keyBaseName(at.key),
+      created_at: now,
+      updated_at: now,
     });
     return { source: this.uriOf(s, at.key), path: at.key, etag: put.etag, size: put.size, type: contentType };
   }
 
   /** `GET`/`HEAD <signed download URL>`: headers and the bytes (or the asked range of them). */
-  async open(at: BlobAddress, query: Record<string, unknown>, method: 'GET' | 'HEAD', req: { range?: string; ifNoneMatch?: string; ifRange?: string }): Promise<BlobDownload> {
+  async open(
+    at: BlobAddress,
+    query: Record<string, unknown>,
+    method: 'GET' | 'HEAD',
+    req: { range?: string; ifNoneMatch?: string; ifRange?: string },
+  ): Promise<BlobDownload> {
     const params = this.signer.verify('GET', canonicalPath(at), query);
     this.checkKey(at);
     const row = await getBlobRow(this.db, at.project, at.key);
@@ -501,7 +644,8 @@ export class BlobService {
     }
     const useRange = !req.ifRange || req.ifRange.trim() === etag;
     const answer = useRange ? parseRange(req.range, row.size) : { kind: 'full' as const };
-    if (answer.kind === 'unsatisfiable') return { status: 416, headers: { ...headers, 'content-range': `bytes */${row.size}` } };
+    if (answer.kind === 'unsatisfiable')
+      return { status: 416, headers: { ...headers, 'content-range': `bytes */${row.size}` } };
     const range = answer.kind === 'partial' ? answer.range : undefined;
     if (range) headers['content-range'] = `bytes ${range.start}-${range.end}/${row.size}`;
     headers['content-length'] = String(range ? range.end - range.start + 1 : row.size);
@@ -539,8 +683,15 @@ export class BlobService {
     if (!stat) return undefined;
     const now = nowIso();
     const row: BlobRow = {
-      project_id: s.project, key, account_id: s.account, size: stat.size, etag: stat.etag ?? '', content_type: mimeOf(key) || OCTET_STREAM,
-      name: keyBaseName(key), created_at: now, updated_at: now,
+      project_id: s.project,
+      key,
+      account_id: s.account,
+      size: stat.size,
+      etag: stat.etag ?? '',
+      content_type: mimeOf(key) || OCTET_STREAM,
+      name: keyBaseName(key),
+      created_at: now,
+      updated_at: now,
     };
     await upsertBlobRow(this.db, row);
     return row;
@@ -553,7 +704,12 @@ export class BlobService {
    * rendition) is not moved: it answers undefined, as does a URI that names no blob.
    */
   async claim(s: Scope, uri: string, objectId: string, keepUpload = false): Promise<ClaimedBlob | undefined> {
-    const key = this.keyOf(s, uri, 'content.source', () => new BadRequest(`content.source ${JSON.stringify(uri)} is not an uploaded file of this project`));
+    const key = this.keyOf(
+      s,
+      uri,
+      'content.source',
+      () => new BadRequest(`content.source ${JSON.stringify(uri)} is not an uploaded file of this project`),
+    );
     if (key.startsWith(DERIVED_PREFIX)) return undefined;
     return this.keyLock.run(`${s.project}/${key}`, async () => {
       const row = await this.row(s, key);
@@ -563,7 +719,9 @@ export class BlobService {
       let moved;
       try {
         moved = keepUpload
-          ? await this.store.put(this.physicalKey(s, owned), await this.store.get(this.physicalKey(s, key)), { contentType: row.content_type })
+          ? await this.store.put(this.physicalKey(s, owned), await this.store.get(this.physicalKey(s, key)), {
+              contentType: row.content_type,
+            })
           : await this.store.move(this.physicalKey(s, key), this.physicalKey(s, owned));
       } catch (err) {
         if (err instanceof BlobMissing) return undefined;
@@ -572,8 +730,15 @@ export class BlobService {
       const now = nowIso();
       const etag = moved.etag ?? row.etag;
       await upsertBlobRow(this.db, {
-        project_id: s.project, key: owned, account_id: s.account, size: moved.size, etag, content_type: row.content_type,
-        name: row.name, created_at: now, updated_at: now,
+        project_id: s.project,
+        key: owned,
+        account_id: s.account,
+        size: moved.size,
+        etag,
+        content_type: row.content_type,
+        name: row.name,
+        created_at: now,
+        updated_at: now,
       });
       if (!keepUpload) await deleteBlobRow(this.db, s, key);
       return { uri: this.uriOf(s, owned), key: owned, etag, size: moved.size, type: row.content_type, name: row.name };
@@ -582,7 +747,16 @@ export class BlobService {
 
   /** Forgets and deletes a claimed blob that no object came to point at (its write failed). */
   async unclaim(s: Scope, claimed: ClaimedBlob): Promise<void> {
-    if (await this.db.selectFrom('objects').select('id').where('project_id', '=', s.project).where('content_source', '=', claimed.uri).limit(1).executeTakeFirst()) return;
+    if (
+      await this.db
+        .selectFrom('objects')
+        .select('id')
+        .where('project_id', '=', s.project)
+        .where('content_source', '=', claimed.uri)
+        .limit(1)
+        .executeTakeFirst()
+    )
+      return;
     await deleteBlobRow(this.db, s, claimed.key);
     await this.store.delete(this.physicalKey(s, claimed.key));
   }
@@ -626,7 +800,9 @@ export function parseBlobUrl(rawUrl: string): BlobAddress | null {
 function ttlOf(ttl: number | undefined): number {
   if (ttl === undefined || ttl === null) return DEFAULT_URL_TTL;
   if (!Number.isInteger(ttl) || ttl < 1 || ttl > MAX_URL_TTL) {
-    throw new BadRequest(`ttl must be a whole number of seconds from 1 to ${MAX_URL_TTL} (7 days), got ${JSON.stringify(ttl)}`);
+    throw new BadRequest(
+      `ttl must be a whole number of seconds from 1 to ${MAX_URL_TTL} (7 days), got ${JSON.stringify(ttl)}`,
+    );
   }
   return ttl;
 }
@@ -644,6 +820,11 @@ export function contentDisposition(kind: string, filename: string): string {
 /** `If-None-Match: "a", W/"b"` or `*`. */
 function etagListMatches(header: string, etag: string): boolean {
   if (header.trim() === '*') return true;
-  return header.split(',').some((t) => t.trim().replace(/^W\//, '').replace(/^"(.*)"$/, '$1') === etag);
+  return header.split(',').some(
+    (t) =>
+      t
+        .trim()
+        .replace(/^W\//, '')
+        .replace(/^"(.*)"$/, '$1') === etag,
+  );
 }
-

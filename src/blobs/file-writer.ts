@@ -49,7 +49,15 @@ export async function openFileWriter(path: string, opts: FileWriterOptions): Pro
     },
     writev(chunks, done) {
       const buffers = chunks.map((c) => c.chunk as Buffer);
-      fh.writev(buffers).then(({ bytesWritten }) => check(bytesWritten, buffers.reduce((n, b) => n + b.length, 0), done), done);
+      fh.writev(buffers).then(
+        ({ bytesWritten }) =>
+          check(
+            bytesWritten,
+            buffers.reduce((n, b) => n + b.length, 0),
+            done,
+          ),
+        done,
+      );
     },
     final(done) {
       (async () => {
@@ -59,7 +67,10 @@ export async function openFileWriter(path: string, opts: FileWriterOptions): Pro
       })().then(() => done(), done);
     },
     destroy(err, done) {
-      close().then(() => done(err), () => done(err));
+      close().then(
+        () => done(err),
+        () => done(err),
+      );
     },
   });
 }

@@ -12,7 +12,14 @@ import { basename, dirname, join, relative, resolve, sep } from 'node:path';
 import { finished, Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import {
-  BlobKeyConflict, BlobMissing, BlobTooLarge, type BlobStat, type BlobStore, type ByteRange, type PutOptions, type PutResult,
+  BlobKeyConflict,
+  BlobMissing,
+  BlobTooLarge,
+  type BlobStat,
+  type BlobStore,
+  type ByteRange,
+  type PutOptions,
+  type PutResult,
 } from './blob-store.ts';
 import { keyProblem, MAX_KEY_BYTES, TEMP_MARKER } from './blob-keys.ts';
 import { openFileWriter } from './file-writer.ts';
@@ -99,7 +106,12 @@ export class LocalBlobStore implements BlobStore {
       if (isCode(err, 'ENOENT', 'ENOTDIR', 'EISDIR')) throw new BlobMissing(key);
       throw err;
     }
-    return handle.createReadStream({ start: range?.start, end: range?.end, highWaterMark: READ_BUFFER, autoClose: true });
+    return handle.createReadStream({
+      start: range?.start,
+      end: range?.end,
+      highWaterMark: READ_BUFFER,
+      autoClose: true,
+    });
   }
 
   async stat(key: string): Promise<BlobStat | null> {
@@ -200,4 +212,5 @@ async function syncFolder(folder: string): Promise<void> {
 
 const isCode = (err: unknown, ...codes: string[]) => codes.includes((err as { code?: string })?.code ?? '');
 
-const conflictOr = (err: unknown, key: string) => (isCode(err, 'ENOTDIR', 'EISDIR', 'EEXIST', 'ENOTEMPTY') ? new BlobKeyConflict(key) : err);
+const conflictOr = (err: unknown, key: string) =>
+  isCode(err, 'ENOTDIR', 'EISDIR', 'EEXIST', 'ENOTEMPTY') ? new BlobKeyConflict(key) : err;

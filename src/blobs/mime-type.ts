@@ -14,8 +14,11 @@ export const isHeaderSafe = (value: string): boolean => HEADER_SAFE.test(value);
 
 /** Throws a 400 naming `field` when `value` could not be sent back as a Content-Type header. */
 export function checkMimeType(value: string, field: string): void {
-  if (value.length > MAX_MIME_TYPE_LENGTH) throw new BadRequest(`${field} is at most ${MAX_MIME_TYPE_LENGTH} characters (a MIME type such as "text/plain")`);
+  if (value.length > MAX_MIME_TYPE_LENGTH)
+    throw new BadRequest(`${field} is at most ${MAX_MIME_TYPE_LENGTH} characters (a MIME type such as "text/plain")`);
   if (!isHeaderSafe(value)) {
-    throw new BadRequest(`${field} ${JSON.stringify(value)} has a control or non-ASCII character (CR, LF, tab, …): give a plain MIME type such as "text/plain"`);
+    throw new BadRequest(
+      `${field} ${JSON.stringify(value)} has a control or non-ASCII character (CR, LF, tab, …): give a plain MIME type such as "text/plain"`,
+    );
   }
 }

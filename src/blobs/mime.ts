@@ -22,7 +22,8 @@ export function mimeOf(name: string): string | undefined {
  * Types a browser shows without running anything: served inline. Every other type (HTML, SVG,
  * XML of any kind, XSL, scripts, unknown ones) is served as an attachment and sandboxed.
  */
-const PASSIVE = /^(image\/(png|jpeg|gif|webp|avif|bmp|tiff|x-icon|vnd\.microsoft\.icon|heic|heif)|application\/pdf|audio\/[a-z0-9.+-]+|video\/[a-z0-9.+-]+|text\/plain|text\/csv|application\/json)$/;
+const PASSIVE =
+  /^(image\/(png|jpeg|gif|webp|avif|bmp|tiff|x-icon|vnd\.microsoft\.icon|heic|heif)|application\/pdf|audio\/[a-z0-9.+-]+|video\/[a-z0-9.+-]+|text\/plain|text\/csv|application\/json)$/;
 export const isPassiveType = (type: string): boolean => PASSIVE.test(bareType(type));
 
 /** The media type without parameters, lower-cased: `Text/Plain; charset=x` → `text/plain`. */

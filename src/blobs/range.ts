@@ -4,16 +4,16 @@
  */
 import type { ByteRange } from './blob-store.ts';
 
-export type RangeAnswer =
-  | { kind: 'full' }
-  | { kind: 'partial'; range: ByteRange }
-  | { kind: 'unsatisfiable' };
+export type RangeAnswer = { kind: 'full' } | { kind: 'partial'; range: ByteRange } | { kind: 'unsatisfiable' };
 
 export function parseRange(header: string | undefined, size: number): RangeAnswer {
   if (!header) return { kind: 'full' };
   const m = /^\s*bytes\s*=\s*(.+)$/i.exec(header);
   if (!m) return { kind: 'full' };
-  const specs = m[1].split(',').map((s) => s.trim()).filter(Boolean);
+  const specs = m[1]
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   if (specs.length !== 1) return { kind: 'full' };
   const r = /^(\d*)\s*-\s*(\d*)$/.exec(specs[0]);
   if (!r || (r[1] === '' && r[2] === '')) return { kind: 'full' };

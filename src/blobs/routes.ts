@@ -32,10 +32,15 @@ export const blobRoutes: FastifyPluginAsync<{ blobs: BlobService }> = async (app
       const at = addressOf(req);
       // No body at all (Content-Length: 0) leaves nothing to parse; the root hook then sets {}.
       const body = req.body instanceof Readable ? req.body : Readable.from([]);
-      const received = await blobs.receive(at, req.query as Record<string, unknown>, {
-        contentType: header(req, 'content-type'),
-        contentLength: header(req, 'content-length'),
-      }, body);
+      const received = await blobs.receive(
+        at,
+        req.query as Record<string, unknown>,
+        {
+          contentType: header(req, 'content-type'),
+          contentLength: header(req, 'content-length'),
+        },
+        body,
+      );
       reply.header('etag', `"${received.etag}"`);
       return received;
     } catch (err) {
@@ -56,7 +61,13 @@ export const blobRoutes: FastifyPluginAsync<{ blobs: BlobService }> = async (app
     reply.code(got.status).headers(got.headers);
     if (got.status === 416) {
       reply.header('content-type', 'application/json; charset=utf-8').removeHeader('content-length');
-      return reply.send(wireError('range_not_satisfiable', 416, `the range ${header(req, 'range')} is outside the ${got.headers['content-range'].split('/')[1]} bytes of this file`));
+      return reply.send(
+        wireError(
+          'range_not_satisfiable',
+          416,
+          `the range ${header(req, 'range')} is outside the ${got.headers['content-range'].split('/')[1]} bytes of this file`,
+        ),
+      );
     }
     return sendBody(reply, got.body);
   };
@@ -69,7 +80,9 @@ export const blobRoutes: FastifyPluginAsync<{ blobs: BlobService }> = async (app
     url: route,
     schema: { hide: true },
     handler: async (req) => {
-      throw new Forbidden(`signed file URLs accept GET or HEAD (download) and PUT (upload), not ${req.method}`, { reason: 'wrong_method' });
+      throw new Forbidden(`signed file URLs accept GET or HEAD (download) and PUT (upload), not ${req.method}`, {
+        reason: 'wrong_method',
+      });
     },
   });
 };

@@ -10,12 +10,27 @@ import { PassThrough, Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import {
   CopyObjectCommand,
-  DeleteObjectCommand, GetObjectCommand, HeadBucketCommand, HeadObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client,
+  DeleteObjectCommand,
+  GetObjectCommand,
+  HeadBucketCommand,
+  HeadObjectCommand,
+  ListObjectsV2Command,
+  PutObjectCommand,
+  S3Client,
   type S3ClientConfig,
 } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
-import { BlobMissing, BlobTooLarge, type BlobStat, type ByteRange, type PresignOptions, type PresigningBlobStore, type PutOptions, type PutResult } from './blob-store.ts';
+import {
+  BlobMissing,
+  BlobTooLarge,
+  type BlobStat,
+  type ByteRange,
+  type PresignOptions,
+  type PresigningBlobStore,
+  type PutOptions,
+  type PutResult,
+} from './blob-store.ts';
 import { keyProblem } from './blob-keys.ts';
 
 export interface S3Location {
@@ -33,7 +48,9 @@ export function parseS3Url(raw: string): S3Location {
   try {
     url = new URL(raw);
   } catch {
-    throw new Error(`ORRERY_BLOB_URL must look like s3://<bucket>?endpoint=<url>&region=<region>, got ${JSON.stringify(raw)}`);
+    throw new Error(
+      `ORRERY_BLOB_URL must look like s3://<bucket>?endpoint=<url>&region=<region>, got ${JSON.stringify(raw)}`,
+    );
   }
   if (url.protocol !== 's3:' || !url.hostname) throw new Error('ORRERY_BLOB_URL must start with s3://<bucket>');
   const endpoint = url.searchParams.get('endpoint') ?? undefined;
@@ -45,7 +62,9 @@ export function parseS3Url(raw: string): S3Location {
     }
   }
   const known = new Set(['endpoint', 'region', 'path_style']);
-  for (const k of url.searchParams.keys()) if (!known.has(k)) throw new Error(`ORRERY_BLOB_URL: unknown parameter "${k}" (known: endpoint, region, path_style)`);
+  for (const k of url.searchParams.keys())
+    if (!known.has(k))
+      throw new Error(`ORRERY_BLOB_URL: unknown parameter "${k}" (known: endpoint, region, path_style)`);
   return {
     bucket: url.hostname,
     endpoint,
@@ -64,7 +83,10 @@ export class S3BlobStore implements PresigningBlobStore {
   readonly scheme = 's3';
   readonly client: S3Client;
 
-  constructor(readonly location: S3Location, extra: Partial<S3ClientConfig> = {}) {
+  constructor(
+    readonly location: S3Location,
+    extra: Partial<S3ClientConfig> = {},
+  ) {
     this.client = new S3Client({
       region: location.region,
       ...(location.endpoint ? { endpoint: location.endpoint } : {}),
@@ -118,9 +140,13 @@ export class S3BlobStore implements PresigningBlobStore {
 
   async get(key: string, range?: ByteRange): Promise<Readable> {
     try {
-      const r = await this.client.send(new GetObjectCommand({
-        Bucket: this.location.bucket, Key: this.objectKey(key), ...(range ? { Range: `bytes=${range.start}-${range.end}` } : {}),
-      }));
+      const r = await this.client.send(
+        new GetObjectCommand({
+          Bucket: this.location.bucket,
+          Key: this.objectKey(key),
+          ...(range ? { Range: `bytes=${range.start}-${range.end}` } : {}),
+        }),
+      );
       return r.Body as Readable;
     } catch (err) {
       if (isMissing(err)) throw new BlobMissing(key);
@@ -130,8 +156,14 @@ export class S3BlobStore implements PresigningBlobStore {
 
   async stat(key: string): Promise<BlobStat | null> {
     try {
-      const r = await this.client.send(new HeadObjectCommand({ Bucket: this.location.bucket, Key: this.objectKey(key) }));
-      return { size: Number(r.ContentLength ?? 0), etag: r.ETag?.replace(/"/g, ''), modifiedAt: r.LastModified ?? new Date(0) };
+      const r = await this.client.send(
+        new HeadObjectCommand({ Bucket: this.location.bucket, Key: this.objectKey(key) }),
+      );
+      return {
+        size: Number(r.ContentLength ?? 0),
+        etag: r.ETag?.replace(/"/g, ''),
+        modifiedAt: r.LastModified ?? new Date(0),
+      };
     } catch (err) {
       if (isMissing(err)) return null;
       throw err;
@@ -148,7 +180,14 @@ export class S3BlobStore implements PresigningBlobStore {
     const CopySource = `${this.location.bucket}/${source.split('/').map(encodeURIComponent).join('/')}`;
     let etag: string | undefined;
     try {
-      const r = await this.client.send(new CopyObjectCommand({ Bucket: this.location.bucket, Key: this.objectKey(to), CopySource, MetadataDirective: 'COPY' }));
+      const r = await this.client.send(
+        new CopyObjectCommand({
+          Bucket: this.location.bucket,
+          Key: this.objectKey(to),
+          CopySource,
+          MetadataDirective: 'COPY',
+        }),
+      );
       etag = r.CopyObjectResult?.ETag?.replace(/"/g, '');
     } catch (err) {
       if (isMissing(err)) throw new BlobMissing(from);
@@ -164,7 +203,9 @@ export class S3BlobStore implements PresigningBlobStore {
     const base = this.location.prefix ? `${this.location.prefix}/` : '';
     let token: string | undefined;
     do {
-      const page = await this.client.send(new ListObjectsV2Command({ Bucket: this.location.bucket, Prefix: base + prefix, ContinuationToken: token }));
+      const page = await this.client.send(
+        new ListObjectsV2Command({ Bucket: this.location.bucket, Prefix: base + prefix, ContinuationToken: token }),
+      );
       for (const o of page.Contents ?? []) if (o.Key) yield o.Key.slice(base.length);
       token = page.IsTruncated ? page.NextContinuationToken : undefined;
     } while (token);
@@ -172,9 +213,18 @@ export class S3BlobStore implements PresigningBlobStore {
 
   async presign(key: string, opts: PresignOptions): Promise<string> {
     const Key = this.objectKey(key);
-    const command = opts.method === 'PUT'
-      ? new PutObjectCommand({ Bucket: this.location.bucket, Key, ...(opts.contentType ? { ContentType: opts.contentType } : {}) })
-      : new GetObjectCommand({ Bucket: this.location.bucket, Key, ...(opts.disposition ? { ResponseContentDisposition: opts.disposition } : {}) });
+    const command =
+      opts.method === 'PUT'
+        ? new PutObjectCommand({
+            Bucket: this.location.bucket,
+            Key,
+            ...(opts.contentType ? { ContentType: opts.contentType } : {}),
+          })
+        : new GetObjectCommand({
+            Bucket: this.location.bucket,
+            Key,
+            ...(opts.disposition ? { ResponseContentDisposition: opts.disposition } : {}),
+          });
     return getSignedUrl(this.client, command, { expiresIn: opts.expiresInSeconds });
   }
 

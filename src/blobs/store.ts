@@ -34,21 +34,42 @@ export async function upsertBlobRow(db: Db, row: BlobRow): Promise<void> {
   await db
     .insertInto('blobs')
     .values(row)
-    .onConflict((oc) => oc.columns(['project_id', 'key']).doUpdateSet({
-      // New bytes at a key start without the old ones' custom metadata.
-      size: row.size, etag: row.etag, content_type: row.content_type, name: row.name, updated_at: row.updated_at, custom_metadata: null,
-    }))
+    .onConflict((oc) =>
+      oc.columns(['project_id', 'key']).doUpdateSet({
+        // New bytes at a key start without the old ones' custom metadata.
+        size: row.size,
+        etag: row.etag,
+        content_type: row.content_type,
+        name: row.name,
+        updated_at: row.updated_at,
+        custom_metadata: null,
+      }),
+    )
     .execute();
 }
 
 export async function deleteBlobRow(db: Db, s: Scope, key: string): Promise<number> {
-  const r = await db.deleteFrom('blobs').where('project_id', '=', s.project).where('account_id', '=', s.account).where('key', '=', key).executeTakeFirst();
+  const r = await db
+    .deleteFrom('blobs')
+    .where('project_id', '=', s.project)
+    .where('account_id', '=', s.account)
+    .where('key', '=', key)
+    .executeTakeFirst();
   return Number(r.numDeletedRows);
 }
 
 /** The custom metadata of a blob (`files.setFileMetadata`), or undefined when none was set. */
-export async function customMetadataOf(db: Db, d: OrreryDialect, s: Scope, key: string): Promise<Record<string, string> | undefined> {
-  const r = await blobsIn(db, s.project).select('custom_metadata').where('account_id', '=', s.account).where('key', '=', key).executeTakeFirst();
+export async function customMetadataOf(
+  db: Db,
+  d: OrreryDialect,
+  s: Scope,
+  key: string,
+): Promise<Record<string, string> | undefined> {
+  const r = await blobsIn(db, s.project)
+    .select('custom_metadata')
+    .where('account_id', '=', s.account)
+    .where('key', '=', key)
+    .executeTakeFirst();
   const value = r ? d.fromJson(r.custom_metadata) : null;
   return value && typeof value === 'object' ? (value as Record<string, string>) : undefined;
 }
@@ -58,7 +79,12 @@ export async function customMetadataOf(db: Db, d: OrreryDialect, s: Scope, key: 
  * removed), checking the result with `check` before it is written; answers the merged map.
  */
 export async function mergeCustomMetadata(
-  db: Db, d: OrreryDialect, s: Scope, key: string, changes: Record<string, string | null>, check: (merged: Record<string, string>) => void,
+  db: Db,
+  d: OrreryDialect,
+  s: Scope,
+  key: string,
+  changes: Record<string, string | null>,
+  check: (merged: Record<string, string>) => void,
 ): Promise<Record<string, string> | undefined> {
   return db.transaction().execute(async (trx) => {
     if (!(await lockBlobRow(trx, d, s, key))) return undefined;
@@ -68,8 +94,13 @@ export async function mergeCustomMetadata(
       else setOwn(merged, k, v);
     }
     check(merged);
-    await trx.updateTable('blobs').set({ custom_metadata: Object.keys(merged).length ? d.toJson(merged) : null })
-      .where('project_id', '=', s.project).where('account_id', '=', s.account).where('key', '=', key).execute();
+    await trx
+      .updateTable('blobs')
+      .set({ custom_metadata: Object.keys(merged).length ? d.toJson(merged) : null })
+      .where('project_id', '=', s.project)
+      .where('account_id', '=', s.account)
+      .where('key', '=', key)
+      .execute();
     return merged;
   });
 }

@@ -20,7 +20,9 @@ export class UrlSigner {
   /** The query string (without `?`) that authorises `method` on `path` until `expiresAt` (unix seconds). */
   sign(method: SignedMethod, path: string, expiresAt: number, params: SignedParams = {}): string {
     const all: SignedParams = { ...params, [EXPIRES]: String(expiresAt) };
-    const query = Object.keys(all).sort().map((k) => `${encodeURIComponent(k)}=${encodeURIComponent(all[k])}`);
+    const query = Object.keys(all)
+      .sort()
+      .map((k) => `${encodeURIComponent(k)}=${encodeURIComponent(all[k])}`);
     query.push(`${SIG}=${this.mac(method, path, all)}`);
     return query.join('&');
   }
@@ -46,11 +48,17 @@ export class UrlSigner {
       if (this.matches(other, path, params, given)) {
         throw refuse('wrong_method', `this URL was signed for ${other}, not ${method}`);
       }
-      throw refuse('bad_signature', 'the URL signature does not match: it was altered or signed by another server secret');
+      throw refuse(
+        'bad_signature',
+        'the URL signature does not match: it was altered or signed by another server secret',
+      );
     }
     const expiresAt = Number(expires);
     if (!Number.isInteger(expiresAt) || expiresAt * 1000 <= now) {
-      throw refuse('expired', `this URL expired at ${Number.isFinite(expiresAt) ? new Date(expiresAt * 1000).toISOString() : expires}; ask for a new one`);
+      throw refuse(
+        'expired',
+        `this URL expired at ${Number.isFinite(expiresAt) ? new Date(expiresAt * 1000).toISOString() : expires}; ask for a new one`,
+      );
     }
     const { [EXPIRES]: _e, ...rest } = params;
     return rest;
@@ -67,7 +75,9 @@ export class UrlSigner {
       'orrery-url-v1',
       method,
       path,
-      ...Object.keys(params).sort().map((k) => `${encodeURIComponent(k)}=${encodeURIComponent(params[k])}`),
+      ...Object.keys(params)
+        .sort()
+        .map((k) => `${encodeURIComponent(k)}=${encodeURIComponent(params[k])}`),
     ].join('\n');
     return createHmac('sha256', this.key).update(canonical).digest('base64url');
   }

@@ -61,7 +61,10 @@ export class ReplicaRegistry {
 
   async start(): Promise<void> {
     const now = nowIso();
-    await this.db.insertInto('replicas').values({ id: this.id, host: hostname(), process: THIS_PROCESS, started_at: now, heartbeat_at: now }).execute();
+    await this.db
+      .insertInto('replicas')
+      .values({ id: this.id, host: hostname(), process: THIS_PROCESS, started_at: now, heartbeat_at: now })
+      .execute();
     this.timer = setInterval(() => void this.beat().catch(() => {}), this.heartbeatMs);
     this.timer.unref();
   }
@@ -77,7 +80,11 @@ export class ReplicaRegistry {
    */
   async alive(): Promise<Set<string>> {
     const since = new Date(Date.now() - this.deadAfterMs).toISOString();
-    const rows = await this.db.selectFrom('replicas').select(['id', 'host', 'process']).where('heartbeat_at', '>=', since).execute();
+    const rows = await this.db
+      .selectFrom('replicas')
+      .select(['id', 'host', 'process'])
+      .where('heartbeat_at', '>=', since)
+      .execute();
     const host = hostname();
     return new Set([this.id, ...rows.filter((r) => r.host !== host || !processGone(r.process)).map((r) => r.id)]);
   }
@@ -90,6 +97,10 @@ export class ReplicaRegistry {
 
   async stop(): Promise<void> {
     clearInterval(this.timer);
-    await this.db.deleteFrom('replicas').where('id', '=', this.id).execute().catch(() => {});
+    await this.db
+      .deleteFrom('replicas')
+      .where('id', '=', this.id)
+      .execute()
+      .catch(() => {});
   }
 }

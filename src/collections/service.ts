@@ -27,8 +27,25 @@ import type { ObjectSimilarity } from '../embeddings/object-search.ts';
 import { COLLECTION_FIND_FIELDS, resolveCollectionField } from './fields.ts';
 import { COLLECTION_STATUSES, DEFAULT_COLLECTION_PAGE, MAX_COLLECTIONS_CHECKED, MAX_IDS_PER_CALL } from './schemas.ts';
 import {
-  addChildren, addMembers, ancestorsOf, clearMembers, collectionsIn, decodeCollection, deleteCollection, existingCollections, existingObjects,
-  getCollection, insertCollection, parentsOf, removeChildren, removeMemberHistories, removeMembers, setParents, updateCollection, type CollectionDoc, type CollectionRow,
+  addChildren,
+  addMembers,
+  ancestorsOf,
+  clearMembers,
+  collectionsIn,
+  decodeCollection,
+  deleteCollection,
+  existingCollections,
+  existingObjects,
+  getCollection,
+  insertCollection,
+  parentsOf,
+  removeChildren,
+  removeMemberHistories,
+  removeMembers,
+  setParents,
+  updateCollection,
+  type CollectionDoc,
+  type CollectionRow,
 } from './store.ts';
 
 export interface CollectionServiceDeps {
@@ -93,7 +110,10 @@ export interface CollectionDto {
   updated_at: string;
 }
 
-export interface FacetSpec { name: string; field: string }
+export interface FacetSpec {
+  name: string;
+  field: string;
+}
 
 /** The body of a members' search: `POST /objects/search`'s. */
 export interface MemberSearch {
@@ -109,7 +129,12 @@ type CollectionsEb = ExpressionBuilder<Database, 'collections'>;
 type ObjectsEb = ExpressionBuilder<Database, 'objects'>;
 
 /** Fields `computeListFacets` groups collections by. */
-const FACET_COLUMNS = { status: 'collections.status', dynamic: 'collections.dynamic', type: 'collections.type_id', 'type.id': 'collections.type_id' } as const;
+const FACET_COLUMNS = {
+  status: 'collections.status',
+  dynamic: 'collections.dynamic',
+  type: 'collections.type_id',
+  'type.id': 'collections.type_id',
+} as const;
 const MAX_FACETS = 10;
 const MAX_FACET_BUCKETS = 100;
 const MAX_ANCESTORS = 10_000;
@@ -133,14 +158,20 @@ export class CollectionService {
     const s = scopeOf(p);
     const name = input.name?.trim();
     if (!name) throw new BadRequest('name must be a non-empty string');
-    if (typeof input.dynamic !== 'boolean') throw new BadRequest('dynamic must be true (members are the objects matching query) or false (members are added by id)');
+    if (typeof input.dynamic !== 'boolean')
+      throw new BadRequest(
+        'dynamic must be true (members are the objects matching query) or false (members are added by id)',
+      );
     const query = this.queryFor(s, input.dynamic, input.query);
     const typeId = input.type ? (await this.deps.types.resolve(s, input.type)).id : null;
     const doc = await this.docOf(s, {}, input);
     if (input.parent) await this.mustExist(s, input.parent);
     const now = nowIso();
     const row: CollectionRow = {
-      id: newId(), account_id: s.account, project_id: s.project, name,
+      id: newId(),
+      account_id: s.account,
+      project_id: s.project,
+      name,
       description: input.description ?? null,
       status: this.statusOf(input.status) ?? 'active',
       dynamic: input.dynamic,
@@ -149,12 +180,17 @@ export class CollectionService {
       tags: [...new Set(input.tags ?? [])],
       properties: input.properties ?? {},
       doc,
-      created_by: actorOf(p), updated_by: actorOf(p), created_at: now, updated_at: now,
+      created_by: actorOf(p),
+      updated_by: actorOf(p),
+      created_at: now,
+      updated_at: now,
     };
-    await this.write(`parent collection ${input.parent}`, () => this.db.transaction().execute(async (trx) => {
-      await insertCollection(trx, this.dialect, row);
-      if (input.parent) await addChildren(trx, s, input.parent, [row.id], now);
-    }));
+    await this.write(`parent collection ${input.parent}`, () =>
+      this.db.transaction().execute(async (trx) => {
+        await insertCollection(trx, this.dialect, row);
+        if (input.parent) await addChildren(trx, s, input.parent, [row.id], now);
+      }),
+    );
     return this.dto(s, row);
   }
 
@@ -183,19 +219,22 @@ export class CollectionService {
     if (input.query !== undefined) patch.query = this.queryFor(s, dynamic, input.query);
     else if (!dynamic && current.dynamic) patch.query = null;
     else if (dynamic && !current.dynamic) patch.query = {};
-    if ([...DOC_FIELDS, 'skip_head_sync' as const].some((f) => input[f] !== undefined)) patch.doc = await this.docOf(s, current.doc, input);
+    if ([...DOC_FIELDS, 'skip_head_sync' as const].some((f) => input[f] !== undefined))
+      patch.doc = await this.docOf(s, current.doc, input);
     // `parent` replaces the parents: the collection moves under that one (null: to the top level).
     let parents: string[] | undefined;
     if (input.parent !== undefined) {
       parents = input.parent ? [input.parent] : [];
       if (input.parent) await this.checkNesting(s, input.parent, [id]);
     }
-    await this.write(`collection ${id} or its new parent`, () => this.db.transaction().execute(async (trx) => {
-      await updateCollection(trx, this.dialect, s, id, patch);
-      // A static collection turned dynamic: its members are now its query's, not the rows.
-      if (dynamic && !current.dynamic) await clearMembers(trx, s, id);
-      if (parents) await setParents(trx, s, id, parents, patch.updated_at!);
-    }));
+    await this.write(`collection ${id} or its new parent`, () =>
+      this.db.transaction().execute(async (trx) => {
+        await updateCollection(trx, this.dialect, s, id, patch);
+        // A static collection turned dynamic: its members are now its query's, not the rows.
+        if (dynamic && !current.dynamic) await clearMembers(trx, s, id);
+        if (parents) await setParents(trx, s, id, parents, patch.updated_at!);
+      }),
+    );
     return this.dto(s, await this.mustExist(s, id));
   }
 
@@ -215,22 +254,46 @@ export class CollectionService {
    */
   async containing(p: Principal, objectId: string): Promise<CollectionDto[]> {
     const s = scopeOf(p);
-    const object = await objectsIn(this.db, s).select(['objects.id', 'objects.revision_root']).where('objects.id', '=', objectId).executeTakeFirst();
+    const object = await objectsIn(this.db, s)
+      .select(['objects.id', 'objects.revision_root'])
+      .where('objects.id', '=', objectId)
+      .executeTakeFirst();
     if (!object) throw new NotFound('object', objectId);
-    const history = objectsIn(this.db, s).select('objects.id').where('objects.revision_root', '=', object.revision_root ?? object.id);
-    const rows = await collectionsIn(this.db, s).selectAll()
-      .where((eb) => eb.or([
-        eb('collections.dynamic', '=', 1),
-        eb('collections.id', 'in', eb.selectFrom('collection_members').select('collection_members.collection_id')
-          .where('collection_members.project_id', '=', s.project).where('collection_members.object_id', 'in', history)),
-      ]))
-      .orderBy('collections.updated_at', 'desc').orderBy('collections.id', 'desc')
-      .limit(MAX_COLLECTIONS_CHECKED).execute();
+    const history = objectsIn(this.db, s)
+      .select('objects.id')
+      .where('objects.revision_root', '=', object.revision_root ?? object.id);
+    const rows = await collectionsIn(this.db, s)
+      .selectAll()
+      .where((eb) =>
+        eb.or([
+          eb('collections.dynamic', '=', 1),
+          eb(
+            'collections.id',
+            'in',
+            eb
+              .selectFrom('collection_members')
+              .select('collection_members.collection_id')
+              .where('collection_members.project_id', '=', s.project)
+              .where('collection_members.object_id', 'in', history),
+          ),
+        ]),
+      )
+      .orderBy('collections.updated_at', 'desc')
+      .orderBy('collections.id', 'desc')
+      .limit(MAX_COLLECTIONS_CHECKED)
+      .execute();
     const ctx = this.deps.listing.context(s);
     const found: CollectionRow[] = [];
     for (const c of rows.map((r) => decodeCollection(this.dialect, r))) {
-      const filters: ObjectFilters = { within: membership(c), ...(c.dynamic || !c.doc.skip_head_sync ? {} : { allRevisions: true }) };
-      const hit = await objectsIn(this.db, s).select('objects.id').where('objects.id', '=', objectId).where((eb) => filterCondition(eb, filters, ctx)).executeTakeFirst();
+      const filters: ObjectFilters = {
+        within: membership(c),
+        ...(c.dynamic || !c.doc.skip_head_sync ? {} : { allRevisions: true }),
+      };
+      const hit = await objectsIn(this.db, s)
+        .select('objects.id')
+        .where('objects.id', '=', objectId)
+        .where((eb) => filterCondition(eb, filters, ctx))
+        .executeTakeFirst();
       if (hit) found.push(c);
     }
     return this.dtos(s, found);
@@ -240,16 +303,25 @@ export class CollectionService {
   async search(p: Principal, q: CollectionSearch): Promise<CollectionDto[]> {
     const s = scopeOf(p);
     const page = pageOf(q, DEFAULT_COLLECTION_PAGE);
-    const rows = await collectionsIn(this.db, s).selectAll()
+    const rows = await collectionsIn(this.db, s)
+      .selectAll()
       .where((eb) => this.condition(eb, s, q))
-      .orderBy('collections.updated_at', 'desc').orderBy('collections.id', 'desc')
-      .limit(page.limit).offset(page.offset)
+      .orderBy('collections.updated_at', 'desc')
+      .orderBy('collections.id', 'desc')
+      .limit(page.limit)
+      .offset(page.offset)
       .execute();
-    return this.dtos(s, rows.map((r) => decodeCollection(this.dialect, r)));
+    return this.dtos(
+      s,
+      rows.map((r) => decodeCollection(this.dialect, r)),
+    );
   }
 
   /** `POST /collections/facets`: `{<name>: [{_id, count}], total}` over the collections matching `query`. */
-  async facets(p: Principal, body: { facets: FacetSpec[]; query?: CollectionSearch }): Promise<Record<string, unknown>> {
+  async facets(
+    p: Principal,
+    body: { facets: FacetSpec[]; query?: CollectionSearch },
+  ): Promise<Record<string, unknown>> {
     const s = scopeOf(p);
     const q = body.query ?? {};
     if (!body.facets.length) throw new BadRequest('facets must name at least one facet: [{name, field}]');
@@ -257,36 +329,58 @@ export class CollectionService {
     const out: Record<string, unknown> = {};
     for (const spec of body.facets) {
       if (spec.name === 'total') throw new BadRequest('facet name "total" is reserved for the match count');
-      const column = Object.hasOwn(FACET_COLUMNS, spec.field) ? FACET_COLUMNS[spec.field as keyof typeof FACET_COLUMNS] : undefined;
-      if (!column) throw new BadRequest(`cannot compute a collection facet on ${JSON.stringify(spec.field)}: use status, dynamic or type`);
+      const column = Object.hasOwn(FACET_COLUMNS, spec.field)
+        ? FACET_COLUMNS[spec.field as keyof typeof FACET_COLUMNS]
+        : undefined;
+      if (!column)
+        throw new BadRequest(
+          `cannot compute a collection facet on ${JSON.stringify(spec.field)}: use status, dynamic or type`,
+        );
       const rows = await collectionsIn(this.db, s)
         .select((eb) => [eb.ref(column).as('_id'), eb.fn.countAll<number>().as('count')])
         .where((eb) => this.condition(eb, s, q))
         .groupBy(column)
         .execute();
       const buckets = rows
-        .map((r) => ({ _id: column === 'collections.dynamic' ? Number(r._id) === 1 : (r._id ?? null) as string | boolean | null, count: Number(r.count) }))
-        .sort((a, b) => b.count - a.count || (String(a._id) < String(b._id) ? -1 : String(a._id) > String(b._id) ? 1 : 0))
+        .map((r) => ({
+          _id: column === 'collections.dynamic' ? Number(r._id) === 1 : ((r._id ?? null) as string | boolean | null),
+          count: Number(r.count),
+        }))
+        .sort(
+          (a, b) => b.count - a.count || (String(a._id) < String(b._id) ? -1 : String(a._id) > String(b._id) ? 1 : 0),
+        )
         .slice(0, MAX_FACET_BUCKETS) as Array<{ _id: string | boolean | null; count: number; name?: string }>;
       if (column === 'collections.type_id') {
-        const names = await this.deps.types.refs(s, buckets.map((b) => b._id).filter((x): x is string => typeof x === 'string'));
+        const names = await this.deps.types.refs(
+          s,
+          buckets.map((b) => b._id).filter((x): x is string => typeof x === 'string'),
+        );
         for (const b of buckets) if (typeof b._id === 'string') b.name = names.get(b._id)?.name;
       }
       setOwn(out, spec.name, buckets);
     }
-    const total = await collectionsIn(this.db, s).select((eb) => eb.fn.countAll<number>().as('n'))
-      .where((eb) => this.condition(eb, s, q)).executeTakeFirstOrThrow();
+    const total = await collectionsIn(this.db, s)
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .where((eb) => this.condition(eb, s, q))
+      .executeTakeFirstOrThrow();
     out.total = Number(total.n);
     return out;
   }
 
   /** Adds or removes members of a static collection (at most MAX_IDS_PER_CALL ids, all or nothing). */
-  async updateMembers(p: Principal, id: string, action: 'add' | 'delete', members: readonly string[]): Promise<{ id: string }> {
+  async updateMembers(
+    p: Principal,
+    id: string,
+    action: 'add' | 'delete',
+    members: readonly string[],
+  ): Promise<{ id: string }> {
     checkIdCount('members', members.length);
     const s = scopeOf(p);
     const c = await this.mustExist(s, id);
     if (c.dynamic) {
-      throw new BadRequest(`collection ${id} is dynamic: its members are the objects matching its query; change the query (collections.update) instead of adding or removing members`);
+      throw new BadRequest(
+        `collection ${id} is dynamic: its members are the objects matching its query; change the query (collections.update) instead of adding or removing members`,
+      );
     }
     const ids = [...new Set(members)];
     const now = nowIso();
@@ -294,21 +388,35 @@ export class CollectionService {
       const found = await existingObjects(this.db, s, ids);
       const missing = ids.filter((x) => !found.has(x));
       if (missing.length) {
-        throw new OrreryError('not_found', 404, `${missing.length} of the ids are not objects of this project: ${missing.slice(0, 10).map((x) => JSON.stringify(x)).join(', ')}${missing.length > 10 ? ', …' : ''}`, { missing: missing.slice(0, 100) });
+        throw new OrreryError(
+          'not_found',
+          404,
+          `${missing.length} of the ids are not objects of this project: ${missing
+            .slice(0, 10)
+            .map((x) => JSON.stringify(x))
+            .join(', ')}${missing.length > 10 ? ', …' : ''}`,
+          { missing: missing.slice(0, 100) },
+        );
       }
       await this.checkAllowedTypes(s, c, found);
     }
-    await this.write(`collection ${id} or one of the objects`, () => this.db.transaction().execute(async (trx) => {
-      if (action === 'add') await addMembers(trx, s, id, ids, now);
-      else if (c.doc.skip_head_sync) await removeMembers(trx, s, id, ids);
-      else await removeMemberHistories(trx, s, id, ids);
-      await updateCollection(trx, this.dialect, s, id, { updated_at: now, updated_by: actorOf(p) });
-    }));
+    await this.write(`collection ${id} or one of the objects`, () =>
+      this.db.transaction().execute(async (trx) => {
+        if (action === 'add') await addMembers(trx, s, id, ids, now);
+        else if (c.doc.skip_head_sync) await removeMembers(trx, s, id, ids);
+        else await removeMemberHistories(trx, s, id, ids);
+        await updateCollection(trx, this.dialect, s, id, { updated_at: now, updated_by: actorOf(p) });
+      }),
+    );
     return { id };
   }
 
   /** `GET /collections/:id/members`: list items, newest `updated_at` first. */
-  async listMembers(p: Principal, id: string, q: { limit?: number; offset?: number; status?: string; type?: string; select?: string }): Promise<Partial<ObjectRecord>[]> {
+  async listMembers(
+    p: Principal,
+    id: string,
+    q: { limit?: number; offset?: number; status?: string; type?: string; select?: string },
+  ): Promise<Partial<ObjectRecord>[]> {
     const filters = await this.memberFilters(p, id, { status: q.status, type: q.type });
     return this.deps.listing.list(p, { ...filters, ...pageOf(q), select: q.select });
   }
@@ -322,23 +430,46 @@ export class CollectionService {
     if (vector && ['objectId', 'values', 'text', 'image'].some((k) => vector[k] !== undefined)) {
       if (!this.deps.similarity) throw new BadRequest('similarity search is not enabled on this server');
       return this.deps.similarity.search(p, {
-        filters, vector, fullText, embeddingType: q.embeddingType as string | undefined,
-        weights: q.weights as Record<string, unknown> | undefined, aggregation: q.score_aggregation as string | undefined,
-        ...page, select: b.select, facets: b.facets,
+        filters,
+        vector,
+        fullText,
+        embeddingType: q.embeddingType as string | undefined,
+        weights: q.weights as Record<string, unknown> | undefined,
+        aggregation: q.score_aggregation as string | undefined,
+        ...page,
+        select: b.select,
+        facets: b.facets,
       });
     }
-    return this.deps.listing.search(p, { ...filters, fullText, ...page, select: b.select, sort: b.sort, facets: b.facets });
+    return this.deps.listing.search(p, {
+      ...filters,
+      fullText,
+      ...page,
+      select: b.select,
+      sort: b.sort,
+      facets: b.facets,
+    });
   }
 
   /** `POST /collections/:id/facets`: `POST /objects/facets` over the members. */
-  async memberFacets(p: Principal, id: string, b: { facets: FacetSpec[]; query?: Record<string, unknown> }): Promise<SearchOutput['facets']> {
+  async memberFacets(
+    p: Principal,
+    id: string,
+    b: { facets: FacetSpec[]; query?: Record<string, unknown> },
+  ): Promise<SearchOutput['facets']> {
     const { vector, ...q } = (b.query ?? {}) as Record<string, unknown>;
-    if (vector !== undefined) throw new BadRequest('facets cannot be computed over a similarity query: leave query.vector out');
+    if (vector !== undefined)
+      throw new BadRequest('facets cannot be computed over a similarity query: leave query.vector out');
     return this.deps.listing.facets(p, { ...(await this.memberFilters(p, id, q)), facets: b.facets });
   }
 
   /** Nests collections under this one, or takes them out (at most MAX_IDS_PER_CALL ids); answers the links made or removed. */
-  async updateChildren(p: Principal, id: string, action: 'add' | 'delete', children: readonly string[]): Promise<{ count: number }> {
+  async updateChildren(
+    p: Principal,
+    id: string,
+    action: 'add' | 'delete',
+    children: readonly string[],
+  ): Promise<{ count: number }> {
     checkIdCount('children', children.length);
     const s = scopeOf(p);
     await this.mustExist(s, id);
@@ -351,10 +482,20 @@ export class CollectionService {
     const found = await existingCollections(this.db, s, ids);
     const missing = ids.filter((x) => !found.has(x));
     if (missing.length) {
-      throw new OrreryError('not_found', 404, `${missing.length} of the ids are not collections of this project: ${missing.slice(0, 10).map((x) => JSON.stringify(x)).join(', ')}${missing.length > 10 ? ', …' : ''}`, { missing: missing.slice(0, 100) });
+      throw new OrreryError(
+        'not_found',
+        404,
+        `${missing.length} of the ids are not collections of this project: ${missing
+          .slice(0, 10)
+          .map((x) => JSON.stringify(x))
+          .join(', ')}${missing.length > 10 ? ', …' : ''}`,
+        { missing: missing.slice(0, 100) },
+      );
     }
     await this.checkNesting(s, id, ids);
-    const count = await this.write(`collection ${id} or one of its children`, () => this.db.transaction().execute((trx) => addChildren(trx, s, id, ids, now)));
+    const count = await this.write(`collection ${id} or one of its children`, () =>
+      this.db.transaction().execute((trx) => addChildren(trx, s, id, ids, now)),
+    );
     return { count };
   }
 
@@ -375,7 +516,10 @@ export class CollectionService {
       return await run();
     } catch (err) {
       const code = (err as { code?: unknown }).code;
-      if (typeof code === 'string' && FOREIGN_KEY_VIOLATION.has(code)) throw new Conflict(`${what} was deleted while this request was being written: nothing was changed; check the ids and retry`);
+      if (typeof code === 'string' && FOREIGN_KEY_VIOLATION.has(code))
+        throw new Conflict(
+          `${what} was deleted while this request was being written: nothing was changed; check the ids and retry`,
+        );
       throw err;
     }
   }
@@ -391,20 +535,32 @@ export class CollectionService {
     const s = scopeOf(p);
     const c = await this.mustExist(s, id);
     // Pinned to revisions (skip_head_sync): the members are the very revisions added, head or not.
-    return { ...filtersOf(q), within: membership(c), ...(c.dynamic || !c.doc.skip_head_sync ? {} : { allRevisions: true }) };
+    return {
+      ...filtersOf(q),
+      within: membership(c),
+      ...(c.dynamic || !c.doc.skip_head_sync ? {} : { allRevisions: true }),
+    };
   }
 
   private statusOf(status: string | undefined): string | undefined {
     if (status === undefined) return undefined;
-    if (!(COLLECTION_STATUSES as readonly string[]).includes(status)) throw new BadRequest(`status must be one of ${COLLECTION_STATUSES.join(', ')}, got ${JSON.stringify(status)}`);
+    if (!(COLLECTION_STATUSES as readonly string[]).includes(status))
+      throw new BadRequest(`status must be one of ${COLLECTION_STATUSES.join(', ')}, got ${JSON.stringify(status)}`);
     return status;
   }
 
   /** A dynamic collection's query, compiled once to refuse a bad one when it is saved. */
-  private queryFor(s: Scope, dynamic: boolean, query: Record<string, unknown> | null | undefined): Record<string, unknown> | null {
+  private queryFor(
+    s: Scope,
+    dynamic: boolean,
+    query: Record<string, unknown> | null | undefined,
+  ): Record<string, unknown> | null {
     const q = query ?? null;
     if (!dynamic) {
-      if (q && Object.keys(q).length) throw new BadRequest('query is only for dynamic collections: set dynamic to true, or leave query out and add members by id');
+      if (q && Object.keys(q).length)
+        throw new BadRequest(
+          'query is only for dynamic collections: set dynamic to true, or leave query out and add members by id',
+        );
       return null;
     }
     if (q && Object.keys(q).length) compiledMatch(q, this.deps.listing.context(s));
@@ -438,7 +594,12 @@ export class CollectionService {
     }
     const bad = [...objects].filter(([, type]) => !type || !ids.has(type)).map(([id]) => id);
     if (bad.length) {
-      throw new BadRequest(`collection ${c.id} accepts only objects of the types ${allowed.map((t) => JSON.stringify(t)).join(', ')}; these are not: ${bad.slice(0, 10).map((x) => JSON.stringify(x)).join(', ')}${bad.length > 10 ? ', …' : ''}`);
+      throw new BadRequest(
+        `collection ${c.id} accepts only objects of the types ${allowed.map((t) => JSON.stringify(t)).join(', ')}; these are not: ${bad
+          .slice(0, 10)
+          .map((x) => JSON.stringify(x))
+          .join(', ')}${bad.length > 10 ? ', …' : ''}`,
+      );
     }
   }
 
@@ -448,31 +609,65 @@ export class CollectionService {
     const above = await ancestorsOf(this.db, s, parent, MAX_ANCESTORS);
     above.add(parent);
     const loop = children.find((c) => above.has(c));
-    if (loop) throw new BadRequest(`collection ${loop} cannot be nested under ${parent}: ${loop === parent ? 'a collection cannot contain itself' : `${loop} is already above ${parent}`}`);
+    if (loop)
+      throw new BadRequest(
+        `collection ${loop} cannot be nested under ${parent}: ${loop === parent ? 'a collection cannot contain itself' : `${loop} is already above ${parent}`}`,
+      );
   }
 
   /** The search filters of collections as one condition. */
   private condition(eb: CollectionsEb, s: Scope, q: CollectionSearch): Expression<SqlBool> {
     const all: Expression<SqlBool>[] = [];
-    const links = () => eb.selectFrom('collection_parents').where('collection_parents.account_id', '=', s.account).where('collection_parents.project_id', '=', s.project);
-    if (q.parent === null) all.push(eb.not(eb.exists(links().select('collection_parents.child_id').whereRef('collection_parents.child_id', '=', 'collections.id'))));
-    else if (q.parent !== undefined) all.push(eb('collections.id', 'in', links().select('collection_parents.child_id').where('collection_parents.parent_id', '=', q.parent)));
+    const links = () =>
+      eb
+        .selectFrom('collection_parents')
+        .where('collection_parents.account_id', '=', s.account)
+        .where('collection_parents.project_id', '=', s.project);
+    if (q.parent === null)
+      all.push(
+        eb.not(
+          eb.exists(
+            links()
+              .select('collection_parents.child_id')
+              .whereRef('collection_parents.child_id', '=', 'collections.id'),
+          ),
+        ),
+      );
+    else if (q.parent !== undefined)
+      all.push(
+        eb(
+          'collections.id',
+          'in',
+          links().select('collection_parents.child_id').where('collection_parents.parent_id', '=', q.parent),
+        ),
+      );
     if (q.dynamic !== undefined) all.push(eb('collections.dynamic', '=', q.dynamic ? 1 : 0));
     if (q.status !== undefined) all.push(eb('collections.status', '=', this.statusOf(q.status)!));
     if (q.name) all.push(this.json.likeCaseInsensitive(eb.ref('collections.name'), `%${escapeLike(q.name)}%`));
     const types = [...(q.types ?? []), ...(q.type ? [q.type] : [])];
     if (types.length) {
-      all.push(eb.or([
-        eb('collections.type_id', 'in', types),
-        eb('collections.type_id', 'in', eb.selectFrom('object_types').select('object_types.id')
-          .where('object_types.account_id', '=', s.account).where('object_types.project_id', '=', s.project).where('object_types.name', 'in', types)),
-      ]));
+      all.push(
+        eb.or([
+          eb('collections.type_id', 'in', types),
+          eb(
+            'collections.type_id',
+            'in',
+            eb
+              .selectFrom('object_types')
+              .select('object_types.id')
+              .where('object_types.account_id', '=', s.account)
+              .where('object_types.project_id', '=', s.project)
+              .where('object_types.name', 'in', types),
+          ),
+        ]),
+      );
     }
     if (q.match && Object.keys(q.match).length) {
       try {
         all.push(compileFind(q.match, resolveCollectionField, this.json, COLLECTION_FIND_FIELDS));
       } catch (err) {
-        if (err instanceof FindQueryError) throw new OrreryError(err.code, err.status, err.message, err.at ? { at: err.at } : undefined);
+        if (err instanceof FindQueryError)
+          throw new OrreryError(err.code, err.status, err.message, err.at ? { at: err.at } : undefined);
         throw err;
       }
     }
@@ -485,22 +680,37 @@ export class CollectionService {
 
   private async dtos(s: Scope, rows: CollectionRow[]): Promise<CollectionDto[]> {
     const [types, parents] = await Promise.all([
-      this.deps.types.refs(s, rows.map((r) => r.type_id).filter((x): x is string => !!x)),
-      parentsOf(this.db, s, rows.map((r) => r.id)),
+      this.deps.types.refs(
+        s,
+        rows.map((r) => r.type_id).filter((x): x is string => !!x),
+      ),
+      parentsOf(
+        this.db,
+        s,
+        rows.map((r) => r.id),
+      ),
     ]);
     return rows.map((r) => {
       const d: CollectionDto = {
-        id: r.id, name: r.name, tags: r.tags, dynamic: r.dynamic, status: r.status,
+        id: r.id,
+        name: r.name,
+        tags: r.tags,
+        dynamic: r.dynamic,
+        status: r.status,
         skip_head_sync: r.doc.skip_head_sync ?? false,
         parents: parents.get(r.id) ?? [],
         properties: r.properties,
-        created_by: r.created_by, updated_by: r.updated_by, created_at: r.created_at, updated_at: r.updated_at,
+        created_by: r.created_by,
+        updated_by: r.updated_by,
+        created_at: r.created_at,
+        updated_at: r.updated_at,
       };
       if (r.description !== null) d.description = r.description;
       const type = r.type_id ? types.get(r.type_id) : undefined;
       if (type) d.type = { id: type.id, name: type.name, ref_type: 'stored' };
       if (r.dynamic) d.query = r.query ?? {};
-      for (const f of DOC_FIELDS) if (r.doc[f] !== undefined && r.doc[f] !== null) (d as unknown as Record<string, unknown>)[f] = r.doc[f];
+      for (const f of DOC_FIELDS)
+        if (r.doc[f] !== undefined && r.doc[f] !== null) (d as unknown as Record<string, unknown>)[f] = r.doc[f];
       return d;
     });
   }
@@ -512,18 +722,28 @@ function membership(c: CollectionRow): (eb: ObjectsEb, ctx: FilterContext) => Ex
     const query = c.query ?? {};
     return (_eb, ctx) => (Object.keys(query).length ? compiledMatch(query, ctx) : sql<SqlBool>`1 = 1`);
   }
-  const rows = (eb: ObjectsEb) => eb.selectFrom('collection_members')
-    .where('collection_members.project_id', '=', c.project_id).where('collection_members.collection_id', '=', c.id);
+  const rows = (eb: ObjectsEb) =>
+    eb
+      .selectFrom('collection_members')
+      .where('collection_members.project_id', '=', c.project_id)
+      .where('collection_members.collection_id', '=', c.id);
   if (c.doc.skip_head_sync) return (eb) => eb('objects.id', 'in', rows(eb).select('collection_members.object_id'));
   // Members follow their history (skip_head_sync false, the default): a member revised since it
   // was added is listed as the head of its history (the listing shows heads only).
-  return (eb) => eb(sql<string>`COALESCE(objects.revision_root, objects.id)`, 'in', rows(eb)
-    .innerJoin('objects as member', 'member.id', 'collection_members.object_id')
-    .select(sql<string>`COALESCE(member.revision_root, member.id)`.as('root')));
+  return (eb) =>
+    eb(
+      sql<string>`COALESCE(objects.revision_root, objects.id)`,
+      'in',
+      rows(eb)
+        .innerJoin('objects as member', 'member.id', 'collection_members.object_id')
+        .select(sql<string>`COALESCE(member.revision_root, member.id)`.as('root')),
+    );
 }
 
 function checkIdCount(what: string, n: number): void {
-  if (n > MAX_IDS_PER_CALL) throw new BadRequest(`at most ${MAX_IDS_PER_CALL} ${what} per call, got ${n}: send them in batches of ${MAX_IDS_PER_CALL}`);
+  if (n > MAX_IDS_PER_CALL)
+    throw new BadRequest(
+      `at most ${MAX_IDS_PER_CALL} ${what} per call, got ${n}: send them in batches of ${MAX_IDS_PER_CALL}`,
+    );
   if (n === 0) throw new BadRequest(`${what} must name at least one id`);
 }
-

@@ -41,7 +41,10 @@ export interface CollectionRow {
 }
 
 export const collectionsIn = (db: Db, s: Scope) =>
-  db.selectFrom('collections').where('collections.account_id', '=', s.account).where('collections.project_id', '=', s.project);
+  db
+    .selectFrom('collections')
+    .where('collections.account_id', '=', s.account)
+    .where('collections.project_id', '=', s.project);
 
 export function decodeCollection(d: OrreryDialect, r: Record<string, unknown>): CollectionRow {
   return {
@@ -61,27 +64,58 @@ function encode(d: OrreryDialect, row: Partial<CollectionRow>): Partial<Collecti
   return out as Partial<CollectionTable>;
 }
 
-export async function getCollection(db: Db, d: OrreryDialect, s: Scope, id: string): Promise<CollectionRow | undefined> {
+export async function getCollection(
+  db: Db,
+  d: OrreryDialect,
+  s: Scope,
+  id: string,
+): Promise<CollectionRow | undefined> {
   const r = await collectionsIn(db, s).selectAll().where('collections.id', '=', id).executeTakeFirst();
   return r && decodeCollection(d, r);
 }
 
 export async function insertCollection(db: Db, d: OrreryDialect, row: CollectionRow): Promise<void> {
-  await db.insertInto('collections').values(encode(d, row) as CollectionTable).execute();
+  await db
+    .insertInto('collections')
+    .values(encode(d, row) as CollectionTable)
+    .execute();
 }
 
-export async function updateCollection(db: Db, d: OrreryDialect, s: Scope, id: string, patch: Partial<CollectionRow>): Promise<void> {
-  await db.updateTable('collections').set(encode(d, patch))
-    .where('account_id', '=', s.account).where('project_id', '=', s.project).where('id', '=', id).execute();
+export async function updateCollection(
+  db: Db,
+  d: OrreryDialect,
+  s: Scope,
+  id: string,
+  patch: Partial<CollectionRow>,
+): Promise<void> {
+  await db
+    .updateTable('collections')
+    .set(encode(d, patch))
+    .where('account_id', '=', s.account)
+    .where('project_id', '=', s.project)
+    .where('id', '=', id)
+    .execute();
 }
 
 /** Deletes the collection; its member rows and parent links go with it (cascade). */
 export async function deleteCollection(db: Db, s: Scope, id: string): Promise<number> {
   // Explicit deletes too, so nothing depends on the cascade being switched on.
-  await db.deleteFrom('collection_members').where('project_id', '=', s.project).where('collection_id', '=', id).execute();
-  await db.deleteFrom('collection_parents').where('project_id', '=', s.project)
-    .where((eb) => eb.or([eb('parent_id', '=', id), eb('child_id', '=', id)])).execute();
-  const r = await db.deleteFrom('collections').where('account_id', '=', s.account).where('project_id', '=', s.project).where('id', '=', id).executeTakeFirst();
+  await db
+    .deleteFrom('collection_members')
+    .where('project_id', '=', s.project)
+    .where('collection_id', '=', id)
+    .execute();
+  await db
+    .deleteFrom('collection_parents')
+    .where('project_id', '=', s.project)
+    .where((eb) => eb.or([eb('parent_id', '=', id), eb('child_id', '=', id)]))
+    .execute();
+  const r = await db
+    .deleteFrom('collections')
+    .where('account_id', '=', s.account)
+    .where('project_id', '=', s.project)
+    .where('id', '=', id)
+    .executeTakeFirst();
   return Number(r.numDeletedRows);
 }
 
@@ -89,9 +123,13 @@ export async function deleteCollection(db: Db, s: Scope, id: string): Promise<nu
 export async function existingObjects(db: Db, s: Scope, ids: readonly string[]): Promise<Map<string, string | null>> {
   const found = new Map<string, string | null>();
   for (let i = 0; i < ids.length; i += CHUNK) {
-    const rows = await db.selectFrom('objects').select(['objects.id', 'objects.type_id'])
-      .where('objects.account_id', '=', s.account).where('objects.project_id', '=', s.project)
-      .where('objects.id', 'in', ids.slice(i, i + CHUNK)).execute();
+    const rows = await db
+      .selectFrom('objects')
+      .select(['objects.id', 'objects.type_id'])
+      .where('objects.account_id', '=', s.account)
+      .where('objects.project_id', '=', s.project)
+      .where('objects.id', 'in', ids.slice(i, i + CHUNK))
+      .execute();
     for (const r of rows) found.set(r.id, r.type_id);
   }
   return found;
@@ -101,16 +139,36 @@ export async function existingObjects(db: Db, s: Scope, ids: readonly string[]):
 export async function existingCollections(db: Db, s: Scope, ids: readonly string[]): Promise<Set<string>> {
   const found = new Set<string>();
   for (let i = 0; i < ids.length; i += CHUNK) {
-    const rows = await collectionsIn(db, s).select('collections.id').where('collections.id', 'in', ids.slice(i, i + CHUNK)).execute();
+    const rows = await collectionsIn(db, s)
+      .select('collections.id')
+      .where('collections.id', 'in', ids.slice(i, i + CHUNK))
+      .execute();
     for (const r of rows) found.add(r.id);
   }
   return found;
 }
 
-export async function addMembers(db: Db, s: Scope, collectionId: string, objectIds: readonly string[], now: string): Promise<void> {
+export async function addMembers(
+  db: Db,
+  s: Scope,
+  collectionId: string,
+  objectIds: readonly string[],
+  now: string,
+): Promise<void> {
   for (let i = 0; i < objectIds.length; i += CHUNK) {
-    await db.insertInto('collection_members')
-      .values(objectIds.slice(i, i + CHUNK).map((object_id) => ({ collection_id: collectionId, object_id, account_id: s.account, project_id: s.project, added_at: now })))
+    await db
+      .insertInto('collection_members')
+      .values(
+        objectIds
+          .slice(i, i + CHUNK)
+          .map((object_id) => ({
+            collection_id: collectionId,
+            object_id,
+            account_id: s.account,
+            project_id: s.project,
+            added_at: now,
+          })),
+      )
       .onConflict((oc) => oc.columns(['collection_id', 'object_id']).doNothing())
       .execute();
   }
@@ -120,16 +178,31 @@ export async function addMembers(db: Db, s: Scope, collectionId: string, objectI
  * Removes the member rows of the histories of `objectIds`: a row naming any revision of the same
  * history as one of the ids (a member added before it was revised is removed by its head's id).
  */
-export async function removeMemberHistories(db: Db, s: Scope, collectionId: string, objectIds: readonly string[]): Promise<number> {
+export async function removeMemberHistories(
+  db: Db,
+  s: Scope,
+  collectionId: string,
+  objectIds: readonly string[],
+): Promise<number> {
   let n = 0;
   for (let i = 0; i < objectIds.length; i += CHUNK) {
     const chunk = objectIds.slice(i, i + CHUNK);
-    const roots = db.selectFrom('objects as given').select(sql<string>`COALESCE(given.revision_root, given.id)`.as('root'))
-      .where('given.account_id', '=', s.account).where('given.project_id', '=', s.project).where('given.id', 'in', chunk);
-    const revisions = db.selectFrom('objects as rev').select('rev.id')
-      .where('rev.account_id', '=', s.account).where('rev.project_id', '=', s.project)
+    const roots = db
+      .selectFrom('objects as given')
+      .select(sql<string>`COALESCE(given.revision_root, given.id)`.as('root'))
+      .where('given.account_id', '=', s.account)
+      .where('given.project_id', '=', s.project)
+      .where('given.id', 'in', chunk);
+    const revisions = db
+      .selectFrom('objects as rev')
+      .select('rev.id')
+      .where('rev.account_id', '=', s.account)
+      .where('rev.project_id', '=', s.project)
       .where(sql<string>`COALESCE(rev.revision_root, rev.id)`, 'in', roots);
-    const r = await db.deleteFrom('collection_members').where('account_id', '=', s.account).where('project_id', '=', s.project)
+    const r = await db
+      .deleteFrom('collection_members')
+      .where('account_id', '=', s.account)
+      .where('project_id', '=', s.project)
       .where('collection_id', '=', collectionId)
       .where((eb) => eb.or([eb('object_id', 'in', chunk), eb('object_id', 'in', revisions)]))
       .executeTakeFirst();
@@ -139,26 +212,58 @@ export async function removeMemberHistories(db: Db, s: Scope, collectionId: stri
 }
 
 /** Removes the member rows naming exactly `objectIds` (collections pinned to revisions). */
-export async function removeMembers(db: Db, s: Scope, collectionId: string, objectIds: readonly string[]): Promise<number> {
+export async function removeMembers(
+  db: Db,
+  s: Scope,
+  collectionId: string,
+  objectIds: readonly string[],
+): Promise<number> {
   let n = 0;
   for (let i = 0; i < objectIds.length; i += CHUNK) {
-    const r = await db.deleteFrom('collection_members').where('account_id', '=', s.account).where('project_id', '=', s.project)
-      .where('collection_id', '=', collectionId).where('object_id', 'in', objectIds.slice(i, i + CHUNK)).executeTakeFirst();
+    const r = await db
+      .deleteFrom('collection_members')
+      .where('account_id', '=', s.account)
+      .where('project_id', '=', s.project)
+      .where('collection_id', '=', collectionId)
+      .where('object_id', 'in', objectIds.slice(i, i + CHUNK))
+      .executeTakeFirst();
     n += Number(r.numDeletedRows);
   }
   return n;
 }
 
 export async function clearMembers(db: Db, s: Scope, collectionId: string): Promise<void> {
-  await db.deleteFrom('collection_members').where('account_id', '=', s.account).where('project_id', '=', s.project).where('collection_id', '=', collectionId).execute();
+  await db
+    .deleteFrom('collection_members')
+    .where('account_id', '=', s.account)
+    .where('project_id', '=', s.project)
+    .where('collection_id', '=', collectionId)
+    .execute();
 }
 
 /** Links each of `children` under `parentId`; answers how many links are new. */
-export async function addChildren(db: Db, s: Scope, parentId: string, children: readonly string[], now: string): Promise<number> {
+export async function addChildren(
+  db: Db,
+  s: Scope,
+  parentId: string,
+  children: readonly string[],
+  now: string,
+): Promise<number> {
   let n = 0;
   for (let i = 0; i < children.length; i += CHUNK) {
-    const r = await db.insertInto('collection_parents')
-      .values(children.slice(i, i + CHUNK).map((child_id) => ({ parent_id: parentId, child_id, account_id: s.account, project_id: s.project, added_at: now })))
+    const r = await db
+      .insertInto('collection_parents')
+      .values(
+        children
+          .slice(i, i + CHUNK)
+          .map((child_id) => ({
+            parent_id: parentId,
+            child_id,
+            account_id: s.account,
+            project_id: s.project,
+            added_at: now,
+          })),
+      )
       .onConflict((oc) => oc.columns(['parent_id', 'child_id']).doNothing())
       .executeTakeFirst();
     n += Number(r.numInsertedOrUpdatedRows ?? 0);
@@ -169,16 +274,32 @@ export async function addChildren(db: Db, s: Scope, parentId: string, children: 
 export async function removeChildren(db: Db, s: Scope, parentId: string, children: readonly string[]): Promise<number> {
   let n = 0;
   for (let i = 0; i < children.length; i += CHUNK) {
-    const r = await db.deleteFrom('collection_parents').where('account_id', '=', s.account).where('project_id', '=', s.project)
-      .where('parent_id', '=', parentId).where('child_id', 'in', children.slice(i, i + CHUNK)).executeTakeFirst();
+    const r = await db
+      .deleteFrom('collection_parents')
+      .where('account_id', '=', s.account)
+      .where('project_id', '=', s.project)
+      .where('parent_id', '=', parentId)
+      .where('child_id', 'in', children.slice(i, i + CHUNK))
+      .executeTakeFirst();
     n += Number(r.numDeletedRows);
   }
   return n;
 }
 
 /** Replaces the parents of `childId` with `parents`. */
-export async function setParents(db: Db, s: Scope, childId: string, parents: readonly string[], now: string): Promise<void> {
-  await db.deleteFrom('collection_parents').where('account_id', '=', s.account).where('project_id', '=', s.project).where('child_id', '=', childId).execute();
+export async function setParents(
+  db: Db,
+  s: Scope,
+  childId: string,
+  parents: readonly string[],
+  now: string,
+): Promise<void> {
+  await db
+    .deleteFrom('collection_parents')
+    .where('account_id', '=', s.account)
+    .where('project_id', '=', s.project)
+    .where('child_id', '=', childId)
+    .execute();
   for (const parent of parents) await addChildren(db, s, parent, [childId], now);
 }
 
@@ -186,10 +307,15 @@ export async function setParents(db: Db, s: Scope, childId: string, parents: rea
 export async function parentsOf(db: Db, s: Scope, ids: readonly string[]): Promise<Map<string, string[]>> {
   const out = new Map<string, string[]>();
   for (let i = 0; i < ids.length; i += CHUNK) {
-    const rows = await db.selectFrom('collection_parents').select(['child_id', 'parent_id'])
-      .where('account_id', '=', s.account).where('project_id', '=', s.project)
+    const rows = await db
+      .selectFrom('collection_parents')
+      .select(['child_id', 'parent_id'])
+      .where('account_id', '=', s.account)
+      .where('project_id', '=', s.project)
       .where('child_id', 'in', ids.slice(i, i + CHUNK))
-      .orderBy('added_at').orderBy('parent_id').execute();
+      .orderBy('added_at')
+      .orderBy('parent_id')
+      .execute();
     for (const r of rows) {
       const list = out.get(r.child_id) ?? [];
       list.push(r.parent_id);
@@ -206,7 +332,12 @@ export async function ancestorsOf(db: Db, s: Scope, id: string, limit = 10_000):
   while (frontier.length && seen.size < limit) {
     const parents = await parentsOf(db, s, frontier);
     frontier = [];
-    for (const list of parents.values()) for (const p of list) if (!seen.has(p)) { seen.add(p); frontier.push(p); }
+    for (const list of parents.values())
+      for (const p of list)
+        if (!seen.has(p)) {
+          seen.add(p);
+          frontier.push(p);
+        }
   }
   return seen;
 }

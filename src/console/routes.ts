@@ -89,7 +89,11 @@ export const consoleRoutes: FastifyPluginAsync<{ dist?: string }> = async (app, 
     try {
       html = await readFile(indexFile, 'utf8');
     } catch {
-      return securityHeaders(reply).code(503).header('cache-control', 'no-store').type('text/html; charset=utf-8').send(NOT_BUILT);
+      return securityHeaders(reply)
+        .code(503)
+        .header('cache-control', 'no-store')
+        .type('text/html; charset=utf-8')
+        .send(NOT_BUILT);
     }
     return securityHeaders(reply).header('cache-control', 'no-cache').type('text/html; charset=utf-8').send(html);
   };

@@ -18,11 +18,18 @@ export const CONTENT_ERROR_CODES = [
 export type ContentErrorCode = (typeof CONTENT_ERROR_CODES)[number];
 
 export class ContentError extends Error {
-  constructor(readonly code: ContentErrorCode, message: string) {
+  constructor(
+    readonly code: ContentErrorCode,
+    message: string,
+  ) {
     super(message);
     this.name = 'ContentError';
   }
 }
 
 export const isContentError = (e: unknown): e is ContentError =>
-  e instanceof ContentError || (typeof e === 'object' && e !== null && (e as { name?: string }).name === 'ContentError' && typeof (e as { code?: unknown }).code === 'string');
+  e instanceof ContentError ||
+  (typeof e === 'object' &&
+    e !== null &&
+    (e as { name?: string }).name === 'ContentError' &&
+    typeof (e as { code?: unknown }).code === 'string');

@@ -12,5 +12,6 @@ let musicMetadata: Promise<typeof import('music-metadata')> | undefined;
 let fileType: Promise<typeof import('file-type')> | undefined;
 
 export const loadSharp = (): Promise<Sharp> => (sharp ??= import('sharp').then((m) => m.default));
-export const loadMusicMetadata = (): Promise<typeof import('music-metadata')> => (musicMetadata ??= import('music-metadata'));
+export const loadMusicMetadata = (): Promise<typeof import('music-metadata')> =>
+  (musicMetadata ??= import('music-metadata'));
 export const loadFileType = (): Promise<typeof import('file-type')> => (fileType ??= import('file-type'));

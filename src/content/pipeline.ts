@@ -82,7 +82,14 @@ export class ContentPipeline implements ObjectProcessingHook {
       giveUp: async (job, err) => {
         const obj = await loadObject(this.deps.db, this.deps.dialect, job.scope, job.subject.split('/')[0]);
         const etag = (obj?.content as ContentSource | null)?.etag;
-        if (obj && etag) await this.renditions.recordFailure(job.scope, obj.id, etag, { name: job.payload.name, format: job.payload.format, maxHw: job.payload.maxHw }, (err as Error).message);
+        if (obj && etag)
+          await this.renditions.recordFailure(
+            job.scope,
+            obj.id,
+            etag,
+            { name: job.payload.name, format: job.payload.format, maxHw: job.payload.maxHw },
+            (err as Error).message,
+          );
       },
     });
   }
@@ -90,7 +97,12 @@ export class ContentPipeline implements ObjectProcessingHook {
   // ---- the object service's hook ----
 
   async contentChanged(s: Scope, change: ContentChange): Promise<void> {
-    await this.deps.queue.enqueue({ kind: CONTENT_JOB, scope: s, subject: change.objectId, payload: { reason: change.reason } });
+    await this.deps.queue.enqueue({
+      kind: CONTENT_JOB,
+      scope: s,
+      subject: change.objectId,
+      payload: { reason: change.reason },
+    });
   }
 
   async objectDeleted(s: Scope, objectId: string): Promise<void> {
@@ -100,7 +112,12 @@ export class ContentPipeline implements ObjectProcessingHook {
 
   /** Asks for one rendition to be made (GET …/renditions/:format with generate_if_missing). */
   async requestRendition(s: Scope, objectId: string, spec: RenditionJob): Promise<void> {
-    await this.deps.queue.enqueue({ kind: RENDITION_JOB, scope: s, subject: `${objectId}/${spec.name}`, payload: spec });
+    await this.deps.queue.enqueue({
+      kind: RENDITION_JOB,
+      scope: s,
+      subject: `${objectId}/${spec.name}`,
+      payload: spec,
+    });
   }
 
   /**
@@ -122,7 +139,13 @@ export class ContentPipeline implements ObjectProcessingHook {
 
   async recover(graceMs = 60_000): Promise<number> {
     const lost = await orphanedObjects(this.deps.db, new Date(Date.now() - graceMs).toISOString(), 100);
-    for (const o of lost) await this.deps.queue.enqueue({ kind: CONTENT_JOB, scope: o.scope, subject: o.id, payload: { reason: 'recovered' } });
+    for (const o of lost)
+      await this.deps.queue.enqueue({
+        kind: CONTENT_JOB,
+        scope: o.scope,
+        subject: o.id,
+        payload: { reason: 'recovered' },
+      });
     return lost.length;
   }
 
@@ -141,7 +164,13 @@ export class ContentPipeline implements ObjectProcessingHook {
       await this.dropRenditions(s, id, null);
       return;
     }
-    const started = await writeResults(db, dialect, s, id, expected, { status: 'processing', error: null, text: null, text_etag: null, tokens: null });
+    const started = await writeResults(db, dialect, s, id, expected, {
+      status: 'processing',
+      error: null,
+      text: null,
+      text_etag: null,
+      tokens: null,
+    });
     if (!started) return;
 
     const result: ProcessingResult = { facts: {} };
@@ -155,8 +184,17 @@ export class ContentPipeline implements ObjectProcessingHook {
         step = current.name;
         signal.throwIfAborted();
         await this.runStep(current, {
-          scope: s, objectId: id, object: obj, content: { ...content, source: content.source, etag }, bytes, sniffed,
-          limits: this.deps.limits, pool: this.deps.pool, renditions: this.renditions, signal, result,
+          scope: s,
+          objectId: id,
+          object: obj,
+          content: { ...content, source: content.source, etag },
+          bytes,
+          sniffed,
+          limits: this.deps.limits,
+          pool: this.deps.pool,
+          renditions: this.renditions,
+          signal,
+          result,
         });
       }
     } catch (err) {
@@ -193,7 +231,11 @@ export class ContentPipeline implements ObjectProcessingHook {
     const step = (err as { step?: string } | null)?.step ?? 'read';
     await writeResults(this.deps.db, this.deps.dialect, job.scope, job.subject, contentKey(obj), {
       status: 'failed',
-      error: { code: 'internal', message: `processing failed ${job.attempt} times: ${(err as Error)?.message ?? String(err)}`, step },
+      error: {
+        code: 'internal',
+        message: `processing failed ${job.attempt} times: ${(err as Error)?.message ?? String(err)}`,
+        step,
+      },
     });
   }
 
@@ -207,7 +249,8 @@ export class ContentPipeline implements ObjectProcessingHook {
     try {
       const bytes = await this.readContent(s, content.source);
       const sniffed = await sniff(bytes, content.type, content.name);
-      if (!canRender(sniffed.family, sniffed.mime)) throw new ContentError('unsupported_file', `no image rendition can be made from ${sniffed.mime}`);
+      if (!canRender(sniffed.family, sniffed.mime))
+        throw new ContentError('unsupported_file', `no image rendition can be made from ${sniffed.mime}`);
       await this.renditions.make(s, objectId, content.etag, sniffed.family, sniffed.mime, bytes, [spec], signal);
     } catch (err) {
       if (signal.aborted || err instanceof JobReleased) throw new JobReleased();
@@ -222,7 +265,10 @@ export class ContentPipeline implements ObjectProcessingHook {
     try {
       key = this.deps.blobs.keyOf(s, source, 'content.source');
     } catch {
-      throw new ContentError('content_missing', `content.source ${JSON.stringify(source)} does not name a file of this project`);
+      throw new ContentError(
+        'content_missing',
+        `content.source ${JSON.stringify(source)} does not name a file of this project`,
+      );
     }
     const max = this.deps.limits.maxInputBytes;
     let stream;
@@ -238,7 +284,10 @@ export class ContentPipeline implements ObjectProcessingHook {
       size += chunk.length;
       if (size > max) {
         stream.destroy();
-        throw new ContentError('size_limit', `the file is larger than the ${max} bytes content processing reads (ORRERY_CONTENT_MAX_INPUT)`);
+        throw new ContentError(
+          'size_limit',
+          `the file is larger than the ${max} bytes content processing reads (ORRERY_CONTENT_MAX_INPUT)`,
+        );
       }
       chunks.push(chunk);
     }
@@ -252,7 +301,17 @@ export class ContentPipeline implements ObjectProcessingHook {
 }
 
 /** Metadata keys processing computes: replaced on every run, the caller's other keys kept. */
-const COMPUTED_KEYS = ['type', 'size', 'etag', 'mime_type', 'languages', 'page_count', 'dimensions', 'duration', 'renditions'];
+const COMPUTED_KEYS = [
+  'type',
+  'size',
+  'etag',
+  'mime_type',
+  'languages',
+  'page_count',
+  'dimensions',
+  'duration',
+  'renditions',
+];
 
 function withoutComputed(metadata: Record<string, unknown> | null): Record<string, unknown> {
   const out = { ...(metadata ?? {}) };

@@ -41,7 +41,8 @@ const MIME: Record<RenditionFormat, string> = { jpeg: 'image/jpeg', png: 'image/
 export const renditionPrefix = (objectId: string) => `${DERIVED_PREFIX}renditions/${objectId}/`;
 
 /** Whether renditions can be made from content of this type (DOCX and the like have no renderer here). */
-export const canRender = (family: string, mime: string): boolean => family === 'pdf' || (family === 'image' && RENDERABLE_IMAGES.has(mime));
+export const canRender = (family: string, mime: string): boolean =>
+  family === 'pdf' || (family === 'image' && RENDERABLE_IMAGES.has(mime));
 
 export class RenditionMaker {
   constructor(
@@ -55,24 +56,62 @@ export class RenditionMaker {
    * Makes and stores the renditions `specs` of one object's content. A file that cannot be drawn
    * throws a ContentError.
    */
-  async make(s: Scope, objectId: string, sourceEtag: string, family: string, mime: string, bytes: Uint8Array, specs: readonly RenditionSpec[], signal?: AbortSignal): Promise<RenditionRow[]> {
-    if (!canRender(family, mime)) throw new ContentError('unsupported_file', `no image rendition can be made from ${mime}`);
+  async make(
+    s: Scope,
+    objectId: string,
+    sourceEtag: string,
+    family: string,
+    mime: string,
+    bytes: Uint8Array,
+    specs: readonly RenditionSpec[],
+    signal?: AbortSignal,
+  ): Promise<RenditionRow[]> {
+    if (!canRender(family, mime))
+      throw new ContentError('unsupported_file', `no image rendition can be made from ${mime}`);
     // Drawn in a worker process, each phase (the PDF page, the fitted source, each encoding)
     // within the step timeout; the process is killed past it, libvips included.
-    const drawn = await this.pool.run<Drawn[]>({
-      op: 'renditions', family: family === 'pdf' ? 'pdf' : 'image', bytes, specs: specs.map((r) => ({ format: r.format, maxHw: r.maxHw })), limits: this.limits,
-    }, this.limits.stepTimeoutMs, signal);
+    const drawn = await this.pool.run<Drawn[]>(
+      {
+        op: 'renditions',
+        family: family === 'pdf' ? 'pdf' : 'image',
+        bytes,
+        specs: specs.map((r) => ({ format: r.format, maxHw: r.maxHw })),
+        limits: this.limits,
+      },
+      this.limits.stepTimeoutMs,
+      signal,
+    );
     const rows: RenditionRow[] = [];
     for (const [i, spec] of specs.entries()) {
       signal?.throwIfAborted();
       const { data, width, height } = drawn[i];
       const file = `${spec.name}.${spec.format === 'jpeg' ? 'jpg' : spec.format}`;
       const key = `${renditionPrefix(objectId)}${file}`;
-      const stored = await this.blobs.putDerived(s, key, Buffer.from(data.buffer, data.byteOffset, data.byteLength), MIME[spec.format], file);
+      const stored = await this.blobs.putDerived(
+        s,
+        key,
+        Buffer.from(data.buffer, data.byteOffset, data.byteLength),
+        MIME[spec.format],
+        file,
+      );
       const row: RenditionRow = {
-        object_id: objectId, name: spec.name, account_id: s.account, project_id: s.project, id: newId(), format: spec.format, max_hw: spec.maxHw,
-        status: 'ready', error: null, blob_key: key, content_type: MIME[spec.format], width, height, size: stored.size,
-        etag: stored.etag, source_etag: sourceEtag, created_at: nowIso(),
+        object_id: objectId,
+        name: spec.name,
+        account_id: s.account,
+        project_id: s.project,
+        id: newId(),
+        format: spec.format,
+        max_hw: spec.maxHw,
+        status: 'ready',
+        error: null,
+        blob_key: key,
+        content_type: MIME[spec.format],
+        width,
+        height,
+        size: stored.size,
+        etag: stored.etag,
+        source_etag: sourceEtag,
+        created_at: nowIso(),
       };
       await upsertRendition(this.db, row);
       rows.push(row);
@@ -86,10 +125,31 @@ export class RenditionMaker {
   }
 
   /** Records that a rendition asked for could not be made, so that asking again answers at once. */
-  async recordFailure(s: Scope, objectId: string, sourceEtag: string, spec: RenditionSpec, error: string): Promise<void> {
+  async recordFailure(
+    s: Scope,
+    objectId: string,
+    sourceEtag: string,
+    spec: RenditionSpec,
+    error: string,
+  ): Promise<void> {
     await upsertRendition(this.db, {
-      object_id: objectId, name: spec.name, account_id: s.account, project_id: s.project, id: newId(), format: spec.format, max_hw: spec.maxHw,
-      status: 'failed', error, blob_key: null, content_type: null, width: null, height: null, size: null, etag: null, source_etag: sourceEtag, created_at: nowIso(),
+      object_id: objectId,
+      name: spec.name,
+      account_id: s.account,
+      project_id: s.project,
+      id: newId(),
+      format: spec.format,
+      max_hw: spec.maxHw,
+      status: 'failed',
+      error,
+      blob_key: null,
+      content_type: null,
+      width: null,
+      height: null,
+      size: null,
+      etag: null,
+      source_etag: sourceEtag,
+      created_at: nowIso(),
     });
   }
 }

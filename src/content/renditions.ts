@@ -12,7 +12,13 @@ import type { BlobService } from '../blobs/blob-service.ts';
 import { bareType } from '../blobs/mime.ts';
 import type { ContentSource, ObjectRecord } from '../objects/model.ts';
 import { familyOf } from './sniff.ts';
-import { canRender, DEFAULT_RENDITIONS, MAX_RENDITION_SIDE, RENDITION_FORMATS, type RenditionFormat } from './rendition-maker.ts';
+import {
+  canRender,
+  DEFAULT_RENDITIONS,
+  MAX_RENDITION_SIDE,
+  RENDITION_FORMATS,
+  type RenditionFormat,
+} from './rendition-maker.ts';
 import type { ContentPipeline } from './pipeline.ts';
 import { loadObject, renditionById, renditionsOf, type RenditionRow } from './store.ts';
 
@@ -100,7 +106,9 @@ export class RenditionService {
     }
     const maxHw = q.max_hw;
     if (maxHw !== undefined && (!Number.isInteger(maxHw) || maxHw < 1 || maxHw > MAX_RENDITION_SIDE)) {
-      throw new BadRequest(`max_hw must be a whole number of pixels from 1 to ${MAX_RENDITION_SIDE}, got ${JSON.stringify(maxHw)}`);
+      throw new BadRequest(
+        `max_hw must be a whole number of pixels from 1 to ${MAX_RENDITION_SIDE}, got ${JSON.stringify(maxHw)}`,
+      );
     }
     const obj = await loadObject(this.deps.db, this.deps.dialect, s, id);
     if (!obj) throw new NotFound('object', id);
@@ -109,7 +117,10 @@ export class RenditionService {
     // The sniffed type once processed; until then the declared one.
     const mime = (obj.metadata as { mime_type?: string } | null)?.mime_type ?? bareType(content.type ?? '');
     if (!canRender(familyOf(mime), mime)) {
-      throw new BadRequest(`object ${id} is ${mime || 'of an unknown type'}: image renditions are made from images and PDFs`, { reason: 'rendition_unsupported' });
+      throw new BadRequest(
+        `object ${id} is ${mime || 'of an unknown type'}: image renditions are made from images and PDFs`,
+        { reason: 'rendition_unsupported' },
+      );
     }
     const etag = content.etag;
     const lookup = async (): Promise<RenditionAnswer | null> => {
@@ -123,14 +134,23 @@ export class RenditionService {
     if (found) return found;
 
     const pending = obj.status === 'created' || obj.status === 'processing';
-    const comingByDefault = pending && DEFAULT_RENDITIONS.some((d) => d.format === fmt && (maxHw === undefined || d.maxHw === maxHw));
+    const comingByDefault =
+      pending && DEFAULT_RENDITIONS.some((d) => d.format === fmt && (maxHw === undefined || d.maxHw === maxHw));
     if (!comingByDefault) {
       if (!q.generate_if_missing) {
         if (obj.status === 'failed') return { status: 'failed', renditions: [] };
-        throw new OrreryError('not_found', 404, `object ${id} has no ${fmt} rendition${maxHw ? ` of max_hw ${maxHw}` : ''}: pass generate_if_missing=true to make one`);
+        throw new OrreryError(
+          'not_found',
+          404,
+          `object ${id} has no ${fmt} rendition${maxHw ? ` of max_hw ${maxHw}` : ''}: pass generate_if_missing=true to make one`,
+        );
       }
       const size = maxHw ?? DEFAULT_RENDITIONS[0].maxHw;
-      await this.deps.pipeline.requestRendition(s, id, { name: `${fmt}-${size}`, format: fmt as RenditionFormat, maxHw: size });
+      await this.deps.pipeline.requestRendition(s, id, {
+        name: `${fmt}-${size}`,
+        format: fmt as RenditionFormat,
+        maxHw: size,
+      });
     }
     if (!q.block_on_generation) return { status: 'generating', renditions: [] };
     const deadline = Date.now() + this.deps.waitMs;
@@ -149,6 +169,10 @@ export class RenditionService {
 
   private async urls(p: Principal, rows: RenditionRow[]): Promise<string[]> {
     const s = scopeOf(p);
-    return Promise.all(rows.map(async (r) => (await this.deps.blobs.downloadUrl(p, { file: this.deps.blobs.uriOf(s, r.blob_key!) })).url));
+    return Promise.all(
+      rows.map(
+        async (r) => (await this.deps.blobs.downloadUrl(p, { file: this.deps.blobs.uriOf(s, r.blob_key!) })).url,
+      ),
+    );
   }
 }

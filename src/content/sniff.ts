@@ -10,7 +10,20 @@ import { bareType, mimeOf, OCTET_STREAM } from '../blobs/mime.ts';
 import { table } from '../util/own.ts';
 
 export const CONTENT_FAMILIES = [
-  'pdf', 'docx', 'pptx', 'xlsx', 'odf', 'rtf', 'html', 'eml', 'text', 'image', 'audio', 'video', 'archive', 'binary',
+  'pdf',
+  'docx',
+  'pptx',
+  'xlsx',
+  'odf',
+  'rtf',
+  'html',
+  'eml',
+  'text',
+  'image',
+  'audio',
+  'video',
+  'archive',
+  'binary',
 ] as const;
 export type ContentFamily = (typeof CONTENT_FAMILIES)[number];
 
@@ -50,16 +63,38 @@ const FAMILY_BY_MIME: Record<string, ContentFamily> = table({
 });
 
 const NATURE: Record<ContentFamily, ContentNature> = {
-  pdf: 'document', docx: 'document', pptx: 'document', xlsx: 'document', odf: 'document', rtf: 'document',
-  html: 'document', eml: 'document', text: 'document', image: 'image', audio: 'audio', video: 'video', archive: 'other', binary: 'other',
+  pdf: 'document',
+  docx: 'document',
+  pptx: 'document',
+  xlsx: 'document',
+  odf: 'document',
+  rtf: 'document',
+  html: 'document',
+  eml: 'document',
+  text: 'document',
+  image: 'image',
+  audio: 'audio',
+  video: 'video',
+  archive: 'other',
+  binary: 'other',
 };
 
 /** Types whose bytes are text that we keep as they are (plain, Markdown, CSV, JSON, XML, YAML, code). */
 export function isTextualType(mime: string | undefined): boolean {
   if (!mime) return false;
-  return mime.startsWith('text/') || mime === 'application/json' || mime === 'application/xml' || mime === 'application/x-ndjson'
-    || mime === 'application/yaml' || mime === 'application/x-yaml' || mime === 'application/javascript' || mime === 'message/rfc822'
-    || mime === 'application/xhtml+xml' || mime.endsWith('+xml') || mime.endsWith('+json');
+  return (
+    mime.startsWith('text/') ||
+    mime === 'application/json' ||
+    mime === 'application/xml' ||
+    mime === 'application/x-ndjson' ||
+    mime === 'application/yaml' ||
+    mime === 'application/x-yaml' ||
+    mime === 'application/javascript' ||
+    mime === 'message/rfc822' ||
+    mime === 'application/xhtml+xml' ||
+    mime.endsWith('+xml') ||
+    mime.endsWith('+json')
+  );
 }
 
 export function familyOf(mime: string): ContentFamily {
@@ -82,7 +117,9 @@ export async function sniff(bytes: Uint8Array, declared?: string, name?: string)
   const byName = name ? mimeOf(name) : undefined;
   // A prefix: enough for every signature (OOXML and ODF name themselves in their first entries),
   // and file-type never walks a hostile zip of a million entries on the main thread.
-  const magic = bytes.length ? await (await loadFileType()).fileTypeFromBuffer(bytes.subarray(0, SNIFF_PREFIX)).catch(() => undefined) : undefined;
+  const magic = bytes.length
+    ? await (await loadFileType()).fileTypeFromBuffer(bytes.subarray(0, SNIFF_PREFIX)).catch(() => undefined)
+    : undefined;
   if (magic) {
     // file-type calls every XML document application/xml; a more specific XML type given by the
     // caller (SVG, XHTML, a feed) is the same bytes described better.
@@ -107,7 +144,9 @@ export async function sniff(bytes: Uint8Array, declared?: string, name?: string)
       const keep = [decl, byName].find((t) => t && familyOf(t) === familyOf(byContent));
       return classify(keep ?? byContent, 'text');
     }
-    const stated = [decl, byName].find((t) => t && t !== OCTET_STREAM && isTextualType(t) && familyOf(t) !== 'html' && familyOf(t) !== 'eml');
+    const stated = [decl, byName].find(
+      (t) => t && t !== OCTET_STREAM && isTextualType(t) && familyOf(t) !== 'html' && familyOf(t) !== 'eml',
+    );
     if (stated) return classify(stated, 'declared');
     return classify(byContent, 'text');
   }
@@ -151,7 +190,8 @@ export function decodeText(bytes: Uint8Array, partial = false): string {
   }
 }
 
-const HEADER_LINE = /^(from|to|cc|subject|date|received|return-path|message-id|mime-version|delivered-to|reply-to|x-[a-z-]+):[ \t]/i;
+const HEADER_LINE =
+  /^(from|to|cc|subject|date|received|return-path|message-id|mime-version|delivered-to|reply-to|x-[a-z-]+):[ \t]/i;
 
 /** The kind of a text from its first characters. */
 export function textKind(head: string): string {

@@ -58,7 +58,13 @@ export const textStep: PipelineStep = {
     const { family, mime } = ctx.sniffed;
     // Images, audio, video and unknown bytes have no text (extract/documents.ts): not worth
     // copying them to a worker process for that.
-    const out = NO_TEXT.has(family) ? { text: '', facts: {} } : await ctx.pool.run<Extracted>({ op: 'extract', family, mime, bytes: ctx.bytes, limits: ctx.limits }, ctx.limits.stepTimeoutMs, ctx.signal);
+    const out = NO_TEXT.has(family)
+      ? { text: '', facts: {} }
+      : await ctx.pool.run<Extracted>(
+          { op: 'extract', family, mime, bytes: ctx.bytes, limits: ctx.limits },
+          ctx.limits.stepTimeoutMs,
+          ctx.signal,
+        );
     ctx.result.text = out.text;
     // The same etag input.ts gives caller-written text: sha256 of the text.
     ctx.result.textEtag = sha256(out.text);
@@ -73,7 +79,11 @@ export const metadataStep: PipelineStep = {
     const { family, mime, nature } = ctx.sniffed;
     if (family === 'image' || family === 'audio' || family === 'video') {
       // sharp and music-metadata run in a worker process, never in the server's (worker/pool.ts).
-      const facts = await ctx.pool.run<MediaFacts>({ op: 'probe', family, mime, bytes: ctx.bytes, limits: ctx.limits }, ctx.limits.stepTimeoutMs, ctx.signal);
+      const facts = await ctx.pool.run<MediaFacts>(
+        { op: 'probe', family, mime, bytes: ctx.bytes, limits: ctx.limits },
+        ctx.limits.stepTimeoutMs,
+        ctx.signal,
+      );
       Object.assign(ctx.result.facts, facts);
     }
     const f = ctx.result.facts;
@@ -84,7 +94,9 @@ export const metadataStep: PipelineStep = {
       etag: ctx.content.etag,
       mime_type: mime,
       ...(languages.length ? { languages } : {}),
-      ...(f.page_count !== undefined && (nature === 'document' || family === 'image') ? { page_count: f.page_count } : {}),
+      ...(f.page_count !== undefined && (nature === 'document' || family === 'image')
+        ? { page_count: f.page_count }
+        : {}),
       ...(f.dimensions && (nature === 'image' || nature === 'video') ? { dimensions: f.dimensions } : {}),
       ...(f.duration !== undefined && (nature === 'audio' || nature === 'video') ? { duration: f.duration } : {}),
     };
@@ -97,13 +109,27 @@ export const renditionsStep: PipelineStep = {
   async run(ctx) {
     const { family, mime } = ctx.sniffed;
     if (!canRender(family, mime)) return;
-    const rows = await ctx.renditions.make(ctx.scope, ctx.objectId, ctx.content.etag, family, mime, ctx.bytes, DEFAULT_RENDITIONS, ctx.signal);
+    const rows = await ctx.renditions.make(
+      ctx.scope,
+      ctx.objectId,
+      ctx.content.etag,
+      family,
+      mime,
+      ctx.bytes,
+      DEFAULT_RENDITIONS,
+      ctx.signal,
+    );
     ctx.result.renditions = rows;
     ctx.result.metadata = {
       ...ctx.result.metadata,
       renditions: rows.map((r) => ({
         name: r.name,
-        content: { source: ctx.renditions.uriOf(ctx.scope, r.blob_key!), type: r.content_type, name: `${r.name}.${r.format === 'jpeg' ? 'jpg' : r.format}`, etag: r.etag },
+        content: {
+          source: ctx.renditions.uriOf(ctx.scope, r.blob_key!),
+          type: r.content_type,
+          name: `${r.name}.${r.format === 'jpeg' ? 'jpg' : r.format}`,
+          etag: r.etag,
+        },
         dimensions: { width: r.width, height: r.height },
       })),
     };
@@ -115,7 +141,9 @@ export const tokensStep: PipelineStep = {
   name: 'tokens',
   async run(ctx) {
     const text = ctx.result.text ?? '';
-    const count = text ? await ctx.pool.run<number>({ op: 'countTokens', text }, ctx.limits.stepTimeoutMs, ctx.signal) : 0;
+    const count = text
+      ? await ctx.pool.run<number>({ op: 'countTokens', text }, ctx.limits.stepTimeoutMs, ctx.signal)
+      : 0;
     ctx.result.tokens = { count, encoding: TOKEN_ENCODING, etag: ctx.result.textEtag ?? sha256(text) };
   },
 };

@@ -14,7 +14,8 @@ import type { ObjectRow } from '../objects/model.ts';
 export type Db = Kysely<Database>;
 export type RenditionRow = Selectable<ObjectRenditionTable>;
 
-export const loadObject = (db: Db, d: OrreryDialect, s: Scope, id: string): Promise<ObjectRow | undefined> => getObject(db, d, s, id);
+export const loadObject = (db: Db, d: OrreryDialect, s: Scope, id: string): Promise<ObjectRow | undefined> =>
+  getObject(db, d, s, id);
 
 /** The content an object had when processing read it: results are written only onto the same. */
 export const contentKey = (row: Pick<ObjectRow, 'content'>): string => JSON.stringify(row.content ?? null);
@@ -25,11 +26,22 @@ const MAX_CAS = 8;
  * Writes `patch` (with a new record ETag) if the object still has the content `expected`.
  * Answers false when the object is gone or its content changed: a newer job does the work.
  */
-export async function writeResults(db: Db, d: OrreryDialect, s: Scope, id: string, expected: string, patch: Updateable<ObjectTable>): Promise<boolean> {
+export async function writeResults(
+  db: Db,
+  d: OrreryDialect,
+  s: Scope,
+  id: string,
+  expected: string,
+  patch: Updateable<ObjectTable>,
+): Promise<boolean> {
   for (let attempt = 0; attempt < MAX_CAS; attempt++) {
     const row = await getObject(db, d, s, id);
     if (!row || contentKey(row) !== expected) return false;
-    const ok = await updateObject(db, d, s, id, row.etag, { ...patch, etag: randomBytes(12).toString('base64url'), updated_at: nowIso() });
+    const ok = await updateObject(db, d, s, id, row.etag, {
+      ...patch,
+      etag: randomBytes(12).toString('base64url'),
+      updated_at: nowIso(),
+    });
     if (ok) return true;
   }
   throw new Error(`object ${id} kept changing while processing results were written`);
@@ -37,35 +49,75 @@ export async function writeResults(db: Db, d: OrreryDialect, s: Scope, id: strin
 
 export async function upsertRendition(db: Db, row: RenditionRow): Promise<void> {
   const { object_id: _o, name: _n, ...rest } = row;
-  await db.insertInto('object_renditions').values(row).onConflict((oc) => oc.columns(['object_id', 'name']).doUpdateSet(rest)).execute();
+  await db
+    .insertInto('object_renditions')
+    .values(row)
+    .onConflict((oc) => oc.columns(['object_id', 'name']).doUpdateSet(rest))
+    .execute();
 }
 
 const renditionsIn = (db: Db, s: Scope, objectId: string) =>
-  db.selectFrom('object_renditions').selectAll().where('account_id', '=', s.account).where('project_id', '=', s.project).where('object_id', '=', objectId);
+  db
+    .selectFrom('object_renditions')
+    .selectAll()
+    .where('account_id', '=', s.account)
+    .where('project_id', '=', s.project)
+    .where('object_id', '=', objectId);
 
 /** Renditions made from the content with ETag `sourceEtag`, largest first. */
-export async function renditionsOf(db: Db, s: Scope, objectId: string, sourceEtag: string, filter: { format?: string; maxHw?: number; status?: string } = {}): Promise<RenditionRow[]> {
+export async function renditionsOf(
+  db: Db,
+  s: Scope,
+  objectId: string,
+  sourceEtag: string,
+  filter: { format?: string; maxHw?: number; status?: string } = {},
+): Promise<RenditionRow[]> {
   let q = renditionsIn(db, s, objectId).where('source_etag', '=', sourceEtag);
   if (filter.format) q = q.where('format', '=', filter.format);
   if (filter.maxHw !== undefined) q = q.where('max_hw', '=', filter.maxHw);
   if (filter.status) q = q.where('status', '=', filter.status);
   const rows = await q.orderBy('max_hw', 'desc').orderBy('name').execute();
-  return rows.map((r) => ({ ...r, size: r.size === null ? null : Number(r.size), width: r.width === null ? null : Number(r.width), height: r.height === null ? null : Number(r.height), max_hw: Number(r.max_hw) }));
+  return rows.map((r) => ({
+    ...r,
+    size: r.size === null ? null : Number(r.size),
+    width: r.width === null ? null : Number(r.width),
+    height: r.height === null ? null : Number(r.height),
+    max_hw: Number(r.max_hw),
+  }));
 }
 
 /** One rendition of the project by its id. */
 export async function renditionById(db: Db, s: Scope, id: string): Promise<RenditionRow | undefined> {
-  return db.selectFrom('object_renditions').selectAll().where('account_id', '=', s.account).where('project_id', '=', s.project).where('id', '=', id).executeTakeFirst();
+  return db
+    .selectFrom('object_renditions')
+    .selectAll()
+    .where('account_id', '=', s.account)
+    .where('project_id', '=', s.project)
+    .where('id', '=', id)
+    .executeTakeFirst();
 }
 
 /** Forgets renditions made from other content; answers the blob keys they used. */
-export async function deleteStaleRenditions(db: Db, s: Scope, objectId: string, keepSourceEtag: string | null): Promise<string[]> {
+export async function deleteStaleRenditions(
+  db: Db,
+  s: Scope,
+  objectId: string,
+  keepSourceEtag: string | null,
+): Promise<string[]> {
   let q = renditionsIn(db, s, objectId);
   if (keepSourceEtag !== null) q = q.where('source_etag', '<>', keepSourceEtag);
   const stale = await q.execute();
   if (!stale.length) return [];
-  await db.deleteFrom('object_renditions').where('object_id', '=', objectId).where('project_id', '=', s.project)
-    .where('name', 'in', stale.map((r) => r.name)).execute();
+  await db
+    .deleteFrom('object_renditions')
+    .where('object_id', '=', objectId)
+    .where('project_id', '=', s.project)
+    .where(
+      'name',
+      'in',
+      stale.map((r) => r.name),
+    )
+    .execute();
   return stale.map((r) => r.blob_key).filter((k): k is string => !!k);
 }
 
@@ -73,7 +125,11 @@ export async function deleteStaleRenditions(db: Db, s: Scope, objectId: string, 
  * Objects left `created` or `processing` with content and no job (a crash between the write that
  * committed and the enqueue, or a job given up without a verdict): the recovery sweep queues them.
  */
-export async function orphanedObjects(db: Db, olderThan: string, limit: number): Promise<Array<{ id: string; scope: Scope }>> {
+export async function orphanedObjects(
+  db: Db,
+  olderThan: string,
+  limit: number,
+): Promise<Array<{ id: string; scope: Scope }>> {
   const rows = await db
     .selectFrom('objects as o')
     .select(['o.id', 'o.account_id', 'o.project_id'])

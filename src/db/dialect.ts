@@ -20,8 +20,7 @@ export interface OrreryDialect {
   fromJson<T = unknown>(value: unknown): T;
 }
 
-const parseIfText = <T>(value: unknown): T =>
-  (typeof value === 'string' ? JSON.parse(value) : value) as T;
+const parseIfText = <T>(value: unknown): T => (typeof value === 'string' ? JSON.parse(value) : value) as T;
 
 export const sqliteDialect: OrreryDialect = {
   name: 'sqlite',

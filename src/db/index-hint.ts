@@ -10,4 +10,4 @@ import { sql, type RawBuilder } from 'kysely';
 import type { DialectName } from './dialect.ts';
 
 export const indexedBy = (d: DialectName, index: string): RawBuilder<unknown> =>
-  (d === 'sqlite' ? sql.raw(`INDEXED BY ${index}`) : sql``);
+  d === 'sqlite' ? sql.raw(`INDEXED BY ${index}`) : sql``;

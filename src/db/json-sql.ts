@@ -45,20 +45,32 @@ const sqliteJson: JsonSql = {
     WHEN 'integer' THEN 'number' WHEN 'real' THEN 'number' WHEN 'text' THEN 'string'
     WHEN 'true' THEN 'boolean' WHEN 'false' THEN 'boolean' ELSE json_type(${col}, ${sqlitePath(path)}) END)`,
   value: (col, path) => sql`json_extract(${col}, ${sqlitePath(path)})`,
-  elementsText: (col, path) => sql`(SELECT CAST(je.value AS TEXT) AS value FROM json_each(${col}, ${sqlitePath(path)}) AS je)`,
-  arrayLength: (col, path) => sql<number | null>`(CASE WHEN json_type(${col}, ${sqlitePath(path)}) = 'array' THEN json_array_length(${col}, ${sqlitePath(path)}) END)`,
-  likeCaseSensitive: (value, pattern) => sql<boolean>`(${value} LIKE ${pattern} ESCAPE '\\' AND instr(${value}, '') IS NOT NULL AND ${value} GLOB ${likeToGlob(pattern)})`,
+  elementsText: (col, path) =>
+    sql`(SELECT CAST(je.value AS TEXT) AS value FROM json_each(${col}, ${sqlitePath(path)}) AS je)`,
+  arrayLength: (col, path) =>
+    sql<
+      number | null
+    >`(CASE WHEN json_type(${col}, ${sqlitePath(path)}) = 'array' THEN json_array_length(${col}, ${sqlitePath(path)}) END)`,
+  likeCaseSensitive: (value, pattern) =>
+    sql<boolean>`(${value} LIKE ${pattern} ESCAPE '\\' AND instr(${value}, '') IS NOT NULL AND ${value} GLOB ${likeToGlob(pattern)})`,
   likeCaseInsensitive: (value, pattern) => sql<boolean>`(lower(${value}) LIKE lower(${pattern}) ESCAPE '\\')`,
 };
 
 const postgresJson: JsonSql = {
   dialect: 'postgres',
   text: (col, path) => sql<string | null>`(${col} #>> ${pgPath(path)})`,
-  number: (col, path) => sql<number | null>`(CASE WHEN jsonb_typeof(${col} #> ${pgPath(path)}) = 'number' THEN (${col} #>> ${pgPath(path)})::double precision END)`,
+  number: (col, path) =>
+    sql<
+      number | null
+    >`(CASE WHEN jsonb_typeof(${col} #> ${pgPath(path)}) = 'number' THEN (${col} #>> ${pgPath(path)})::double precision END)`,
   type: (col, path) => sql<string | null>`jsonb_typeof(${col} #> ${pgPath(path)})`,
   value: (col, path) => sql`(${col} #> ${pgPath(path)})`,
-  elementsText: (col, path) => sql`(SELECT je.value AS value FROM jsonb_array_elements_text(CASE WHEN jsonb_typeof(${col} #> ${pgPath(path)}) = 'array' THEN ${col} #> ${pgPath(path)} ELSE '[]'::jsonb END) AS je(value))`,
-  arrayLength: (col, path) => sql<number | null>`(CASE WHEN jsonb_typeof(${col} #> ${pgPath(path)}) = 'array' THEN jsonb_array_length(${col} #> ${pgPath(path)}) END)`,
+  elementsText: (col, path) =>
+    sql`(SELECT je.value AS value FROM jsonb_array_elements_text(CASE WHEN jsonb_typeof(${col} #> ${pgPath(path)}) = 'array' THEN ${col} #> ${pgPath(path)} ELSE '[]'::jsonb END) AS je(value))`,
+  arrayLength: (col, path) =>
+    sql<
+      number | null
+    >`(CASE WHEN jsonb_typeof(${col} #> ${pgPath(path)}) = 'array' THEN jsonb_array_length(${col} #> ${pgPath(path)}) END)`,
   likeCaseSensitive: (value, pattern) => sql<boolean>`(${value} LIKE ${pattern} ESCAPE '\\')`,
   likeCaseInsensitive: (value, pattern) => sql<boolean>`(${value} ILIKE ${pattern} ESCAPE '\\')`,
 };
@@ -90,7 +102,9 @@ export const escapeLike = (literal: string): string => literal.replace(/[\\%_]/g
  */
 export const jsonScalarsText = (dialect: DialectName, col: Expression<unknown>): RawBuilder<string | null> =>
   dialect === 'postgres'
-    ? sql<string | null>`(SELECT string_agg(v #>> '{}', ' ') FROM jsonb_path_query(${col}, 'strict $.**') AS v WHERE jsonb_typeof(v) IN ('string', 'number', 'boolean'))`
+    ? sql<
+        string | null
+      >`(SELECT string_agg(v #>> '{}', ' ') FROM jsonb_path_query(${col}, 'strict $.**') AS v WHERE jsonb_typeof(v) IN ('string', 'number', 'boolean'))`
     : sql<string | null>`(SELECT group_concat(jt.atom, ' ') FROM json_tree(${col}) AS jt WHERE jt.atom IS NOT NULL)`;
 
 // ─── Mongo-style find (src/query/find): path traversal and value tests, both dialects ───────────
@@ -166,10 +180,13 @@ const sqliteMember = (key: string) => `$."${key.replace(/[\\"]/g, (c) => `\\${c}
 
 const sqliteItem = (t: RawBuilder<unknown>, x: RawBuilder<unknown>): JsonFindItem => ({
   is: (kind) =>
-    kind === 'string' ? sql<boolean>`(${t} = 'text')`
-    : kind === 'number' ? sql<boolean>`(${t} IN ('integer', 'real'))`
-    : kind === 'boolean' ? sql<boolean>`(${t} IN ('true', 'false'))`
-    : sql<boolean>`(${t} = ${sql.lit(kind)})`,
+    kind === 'string'
+      ? sql<boolean>`(${t} = 'text')`
+      : kind === 'number'
+        ? sql<boolean>`(${t} IN ('integer', 'real'))`
+        : kind === 'boolean'
+          ? sql<boolean>`(${t} IN ('true', 'false'))`
+          : sql<boolean>`(${t} = ${sql.lit(kind)})`,
   isBoolean: (value) => sql<boolean>`(${t} = ${sql.lit(value ? 'true' : 'false')})`,
   text: sql<string | null>`${x}`,
   number: sql<number | null>`(CASE WHEN ${t} IN ('integer', 'real') THEN ${x} END)`,
@@ -183,39 +200,49 @@ const sqliteItem = (t: RawBuilder<unknown>, x: RawBuilder<unknown>): JsonFindIte
 /** Deep equality of the value at `path` in the JSON text `doc` with `value`, element by element. */
 function sqliteEqualsJson(doc: Expression<unknown>, path: string, value: unknown): RawBuilder<boolean> {
   if (value === null) return sql<boolean>`(json_type(${doc}, ${path}) = 'null')`;
-  if (typeof value === 'boolean') return sql<boolean>`(json_type(${doc}, ${path}) = ${sql.lit(value ? 'true' : 'false')})`;
-  if (typeof value === 'number') return sql<boolean>`(json_type(${doc}, ${path}) IN ('integer', 'real') AND json_extract(${doc}, ${path}) = ${value})`;
-  if (typeof value === 'string') return sql<boolean>`(json_type(${doc}, ${path}) = 'text' AND json_extract(${doc}, ${path}) = ${value})`;
+  if (typeof value === 'boolean')
+    return sql<boolean>`(json_type(${doc}, ${path}) = ${sql.lit(value ? 'true' : 'false')})`;
+  if (typeof value === 'number')
+    return sql<boolean>`(json_type(${doc}, ${path}) IN ('integer', 'real') AND json_extract(${doc}, ${path}) = ${value})`;
+  if (typeof value === 'string')
+    return sql<boolean>`(json_type(${doc}, ${path}) = 'text' AND json_extract(${doc}, ${path}) = ${value})`;
   if (Array.isArray(value)) {
     const parts = value.map((v, i) => sqliteEqualsJson(doc, `${path}[${i}]`, v));
-    return sql<boolean>`(json_type(${doc}, ${path}) = 'array' AND json_array_length(${doc}, ${path}) = ${value.length}${sql.join(parts.map((p) => sql` AND ${p}`), sql``)})`;
+    return sql<boolean>`(json_type(${doc}, ${path}) = 'array' AND json_array_length(${doc}, ${path}) = ${value.length}${sql.join(
+      parts.map((p) => sql` AND ${p}`),
+      sql``,
+    )})`;
   }
   throw new TypeError('equalsArray: arrays of scalars and arrays only');
 }
 
 const sqliteFind: JsonFindSql = {
   dialect: 'sqlite',
-  findNodes: (root, path, alias) => sql`(SELECT _fp.v AS v FROM ${sqliteLevels(root, path)} AS _fp WHERE _fp.v IS NOT NULL) AS ${sql.id(alias)}`,
+  findNodes: (root, path, alias) =>
+    sql`(SELECT _fp.v AS v FROM ${sqliteLevels(root, path)} AS _fp WHERE _fp.v IS NOT NULL) AS ${sql.id(alias)}`,
   findNode: (alias) => sql`${sql.ref(`${alias}.v`)}`,
   findItems: (root, path, alias) => sql`(SELECT _fc.type AS t, _fc.value AS x FROM ${sqliteLevels(root, path)} AS _fp,
     json_each(CASE WHEN json_type(_fp.v) = 'array' THEN json_insert(_fp.v, '$[#]', json(_fp.v)) ELSE json_array(json(_fp.v)) END) AS _fc
     WHERE _fp.v IS NOT NULL) AS ${sql.id(alias)}`,
-  findElements: (node, alias) => sql`(SELECT _fe.type AS t, _fe.value AS x FROM json_each(CASE WHEN json_type(${node}) = 'array' THEN ${node} ELSE '[]' END) AS _fe) AS ${sql.id(alias)}`,
+  findElements: (node, alias) =>
+    sql`(SELECT _fe.type AS t, _fe.value AS x FROM json_each(CASE WHEN json_type(${node}) = 'array' THEN ${node} ELSE '[]' END) AS _fe) AS ${sql.id(alias)}`,
   findItem: (alias) => sqliteItem(sql.ref(`${alias}.t`), sql.ref(`${alias}.x`)),
   findItemOf: (node) => sqliteItem(sql`json_type(${node})`, sql`(${node} ->> '$')`),
   findAt: (root, path) => {
     let node = sql`${root}`;
     for (const key of path) {
       const index = findIndex(key);
-      node = index === null
-        ? sql`(${node} -> ${sqliteMember(key)})`
-        : sql`(SELECT CASE WHEN json_type(_fs.v) = 'array' THEN _fs.v -> ${`$[${index}]`} ELSE _fs.v -> ${sqliteMember(key)} END FROM (SELECT ${node} AS v) AS _fs)`;
+      node =
+        index === null
+          ? sql`(${node} -> ${sqliteMember(key)})`
+          : sql`(SELECT CASE WHEN json_type(_fs.v) = 'array' THEN _fs.v -> ${`$[${index}]`} ELSE _fs.v -> ${sqliteMember(key)} END FROM (SELECT ${node} AS v) AS _fs)`;
     }
     return node;
   },
   byteOrder: (text) => sql<string | null>`(${text} COLLATE BINARY)`,
   compareText: (text, op, value) => sql<boolean>`(${text} COLLATE BINARY ${sql.raw(textOp(op))} ${value})`,
-  textIn: (text, values) => sql<boolean>`(${text} COLLATE BINARY IN (SELECT value FROM json_each(${JSON.stringify(values)})))`,
+  textIn: (text, values) =>
+    sql<boolean>`(${text} COLLATE BINARY IN (SELECT value FROM json_each(${JSON.stringify(values)})))`,
   numberIn: (num, values) => sql<boolean>`(${num} IN (SELECT value FROM json_each(${JSON.stringify(values)})))`,
   glob: (text, pattern, lowerAscii) => sql<boolean>`(${lowerAscii ? sql`lower(${text})` : text} GLOB ${pattern})`,
 };
@@ -226,7 +253,10 @@ function sqliteLevels(root: Expression<unknown>, path: readonly string[]): RawBu
   for (const key of path) {
     const index = findIndex(key);
     const list = index === null ? sql`_fp.v` : sql`json_insert(_fp.v, '$[#]', json(_fp.v))`;
-    const byIndex = index === null ? sql`` : sql` WHEN json_type(_fp.v) = 'array' THEN CASE WHEN _fa.key = json_array_length(_fp.v) THEN _fa.value -> ${`$[${index}]`} END`;
+    const byIndex =
+      index === null
+        ? sql``
+        : sql` WHEN json_type(_fp.v) = 'array' THEN CASE WHEN _fa.key = json_array_length(_fp.v) THEN _fa.value -> ${`$[${index}]`} END`;
     level = sql`(SELECT CASE WHEN _fa.type = 'object' THEN _fa.value -> ${sqliteMember(key)}${byIndex} END AS v
       FROM ${level} AS _fp, json_each(CASE WHEN json_type(_fp.v) = 'array' THEN ${list} ELSE json_array(json(_fp.v)) END) AS _fa)`;
   }
@@ -244,12 +274,14 @@ const postgresItem = (x: RawBuilder<unknown>): JsonFindItem => ({
 
 const postgresFind: JsonFindSql = {
   dialect: 'postgres',
-  findNodes: (root, path, alias) => sql`(SELECT _fp.v AS v FROM ${postgresLevels(root, path)} AS _fp WHERE _fp.v IS NOT NULL) AS ${sql.id(alias)}`,
+  findNodes: (root, path, alias) =>
+    sql`(SELECT _fp.v AS v FROM ${postgresLevels(root, path)} AS _fp WHERE _fp.v IS NOT NULL) AS ${sql.id(alias)}`,
   findNode: (alias) => sql`${sql.ref(`${alias}.v`)}`,
   findItems: (root, path, alias) => sql`(SELECT _fc.x AS x FROM ${postgresLevels(root, path)} AS _fp,
     jsonb_array_elements(CASE WHEN jsonb_typeof(_fp.v) = 'array' THEN _fp.v || jsonb_build_array(_fp.v) ELSE jsonb_build_array(_fp.v) END) AS _fc(x)
     WHERE _fp.v IS NOT NULL) AS ${sql.id(alias)}`,
-  findElements: (node, alias) => sql`(SELECT _fe.x AS x FROM jsonb_array_elements(CASE WHEN jsonb_typeof(${node}) = 'array' THEN ${node} ELSE '[]'::jsonb END) AS _fe(x)) AS ${sql.id(alias)}`,
+  findElements: (node, alias) =>
+    sql`(SELECT _fe.x AS x FROM jsonb_array_elements(CASE WHEN jsonb_typeof(${node}) = 'array' THEN ${node} ELSE '[]'::jsonb END) AS _fe(x)) AS ${sql.id(alias)}`,
   findItem: (alias) => postgresItem(sql.ref(`${alias}.x`)),
   findItemOf: (node) => postgresItem(sql`${node}`),
   // Step by step: `#>` alone would also take `-1` and `01` as array indexes.
@@ -260,8 +292,10 @@ const postgresFind: JsonFindSql = {
     ),
   byteOrder: (text) => sql<string | null>`(${text} COLLATE "C")`,
   compareText: (text, op, value) => sql<boolean>`((${text}) COLLATE "C" ${sql.raw(textOp(op))} ${value})`,
-  textIn: (text, values) => sql<boolean>`((${text}) COLLATE "C" IN (SELECT jsonb_array_elements_text(${JSON.stringify(values)}::jsonb)))`,
-  numberIn: (num, values) => sql<boolean>`(${num} IN (SELECT (_fn.x)::double precision FROM jsonb_array_elements(${JSON.stringify(values)}::jsonb) AS _fn(x)))`,
+  textIn: (text, values) =>
+    sql<boolean>`((${text}) COLLATE "C" IN (SELECT jsonb_array_elements_text(${JSON.stringify(values)}::jsonb)))`,
+  numberIn: (num, values) =>
+    sql<boolean>`(${num} IN (SELECT (_fn.x)::double precision FROM jsonb_array_elements(${JSON.stringify(values)}::jsonb) AS _fn(x)))`,
   glob: (text, pattern, lowerAscii) =>
     sql<boolean>`(${lowerAscii ? sql`lower((${text}) COLLATE "C")` : sql`(${text})`} COLLATE "C" ~ ${globToPosixRegex(pattern)})`,
 };
@@ -273,7 +307,10 @@ function postgresLevels(root: Expression<unknown>, path: readonly string[]): Raw
     const index = findIndex(key);
     const list = index === null ? sql`_fp.v` : sql`_fp.v || jsonb_build_array(_fp.v)`;
     // Nested CASE: PostgreSQL does not promise AND order, and jsonb_array_length fails on non-arrays.
-    const byIndex = index === null ? sql`` : sql` WHEN jsonb_typeof(_fp.v) = 'array' THEN CASE WHEN _fa.i > jsonb_array_length(_fp.v) THEN _fa.x -> ${index}::int END`;
+    const byIndex =
+      index === null
+        ? sql``
+        : sql` WHEN jsonb_typeof(_fp.v) = 'array' THEN CASE WHEN _fa.i > jsonb_array_length(_fp.v) THEN _fa.x -> ${index}::int END`;
     level = sql`(SELECT CASE WHEN jsonb_typeof(_fa.x) = 'object' THEN _fa.x -> ${key}::text${byIndex} END AS v
       FROM ${level} AS _fp, jsonb_array_elements(CASE WHEN jsonb_typeof(_fp.v) = 'array' THEN ${list} ELSE jsonb_build_array(_fp.v) END) WITH ORDINALITY AS _fa(x, i))`;
   }
@@ -281,7 +318,8 @@ function postgresLevels(root: Expression<unknown>, path: readonly string[]): Raw
 }
 
 const textOp = (op: JsonTextComparison): string => {
-  if (op !== '=' && op !== '<' && op !== '<=' && op !== '>' && op !== '>=') throw new TypeError(`compareText: bad operator ${String(op)}`);
+  if (op !== '=' && op !== '<' && op !== '<=' && op !== '>' && op !== '>=')
+    throw new TypeError(`compareText: bad operator ${String(op)}`);
   return op;
 };
 
@@ -298,9 +336,15 @@ export function globToPosixRegex(pattern: string): string {
       // SQLite: `^` first negates, `]` first is literal, `-` between two members is a range.
       let j = i + 1;
       let negated = false;
-      if (cps[j] === '^') { negated = true; j++; }
+      if (cps[j] === '^') {
+        negated = true;
+        j++;
+      }
       let body = '';
-      if (cps[j] === ']') { body += lit(']'); j++; }
+      if (cps[j] === ']') {
+        body += lit(']');
+        j++;
+      }
       let prior = '';
       for (; j < cps.length && cps[j] !== ']'; j++) {
         if (cps[j] === '-' && prior && j + 1 < cps.length && cps[j + 1] !== ']') {
@@ -347,7 +391,9 @@ export const jsonSomeElement = (
     const v = sql.ref('je.v');
     const el: JsonElementSql = {
       kind: sql<string>`jsonb_typeof(${v})`,
-      text: sql<string | null>`(CASE WHEN jsonb_typeof(${v}) IN ('string', 'number', 'boolean') THEN ${v} #>> '{}' END)`,
+      text: sql<
+        string | null
+      >`(CASE WHEN jsonb_typeof(${v}) IN ('string', 'number', 'boolean') THEN ${v} #>> '{}' END)`,
       num: sql<number | null>`(CASE WHEN jsonb_typeof(${v}) = 'number' THEN (${v} #>> '{}')::double precision END)`,
     };
     return sql<SqlBool>`EXISTS (SELECT 1 FROM jsonb_array_elements(CASE WHEN jsonb_typeof(${col} #> ${pgPath(path)}) = 'array'
@@ -369,7 +415,11 @@ export const jsonSomeElement = (
 };
 
 /** The value at `path` when it is a JSON string, else NULL. */
-export const jsonString = (dialect: DialectName, col: Expression<unknown>, path: readonly (string | number)[]): RawBuilder<string | null> => {
+export const jsonString = (
+  dialect: DialectName,
+  col: Expression<unknown>,
+  path: readonly (string | number)[],
+): RawBuilder<string | null> => {
   const j = jsonSql(dialect);
   return sql<string | null>`(CASE WHEN ${j.type(col, path)} = 'string' THEN ${j.text(col, path)} END)`;
 };

@@ -61,7 +61,9 @@ class PostgresNotifier implements Notifier {
     this.emitter.on(channel, listener);
     if (!this.channels.has(channel)) {
       this.channels.add(channel);
-      void this.connect().then(async () => this.client?.query(`LISTEN ${(await loadPg()).escapeIdentifier(channel)}`)).catch(() => {});
+      void this.connect()
+        .then(async () => this.client?.query(`LISTEN ${(await loadPg()).escapeIdentifier(channel)}`))
+        .catch(() => {});
     }
     return () => this.emitter.off(channel, listener);
   }
@@ -76,7 +78,14 @@ class PostgresNotifier implements Notifier {
       client.on('error', () => {
         this.client = undefined;
         client.end().catch(() => {});
-        if (!this.closed) setTimeout(() => void this.connect().then(() => this.relisten()).catch(() => {}), 1000).unref();
+        if (!this.closed)
+          setTimeout(
+            () =>
+              void this.connect()
+                .then(() => this.relisten())
+                .catch(() => {}),
+            1000,
+          ).unref();
       });
       await client.connect();
       this.client = client;

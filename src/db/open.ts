@@ -37,7 +37,12 @@ export async function openDatabase(opts: { databaseUrl?: string; dataDir: string
 function openSqlite(dataDir: string): OpenedDatabase {
   mkdirSync(dataDir, { recursive: true });
   const file = join(dataDir, 'orrery.db');
-  return { db: openSqliteConnection(file, { eventLoop: true }), dialect: sqliteDialect, describe: `sqlite:${file}`, file };
+  return {
+    db: openSqliteConnection(file, { eventLoop: true }),
+    dialect: sqliteDialect,
+    describe: `sqlite:${file}`,
+    file,
+  };
 }
 
 /**
@@ -48,7 +53,9 @@ function openSqlite(dataDir: string): OpenedDatabase {
  */
 export function openSqliteConnection(file: string, { eventLoop }: { eventLoop: boolean }): Kysely<Database> {
   const config = { database: withStatementCache(openSqliteHandle(file, { eventLoop })) };
-  return new Kysely<Database>({ dialect: eventLoop ? new LockWaitingSqliteDialect(config) : new SqliteDialect(config) });
+  return new Kysely<Database>({
+    dialect: eventLoop ? new LockWaitingSqliteDialect(config) : new SqliteDialect(config),
+  });
 }
 
 /**

@@ -25,7 +25,12 @@ export class QueryTimeout extends OrreryError {
 
 const QUERY_CANCELED = '57014';
 
-export async function boundedRead<D, T>(db: Kysely<D>, dialect: OrreryDialect, ms: number, read: (db: Kysely<D>) => Promise<T>): Promise<T> {
+export async function boundedRead<D, T>(
+  db: Kysely<D>,
+  dialect: OrreryDialect,
+  ms: number,
+  read: (db: Kysely<D>) => Promise<T>,
+): Promise<T> {
   if (dialect.name !== 'postgres') return read(db);
   const run = async (trx: Kysely<D>) => {
     // set_config(…, true) is SET LOCAL with a bound value.

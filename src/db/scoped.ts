@@ -56,19 +56,44 @@ export class ScopedTable<N extends ScopedName> {
   async insert(row: Insertable<Database[N]>, by?: Principal, action: AuditAction = 'create'): Promise<void> {
     await this.audited(by, async (db) => {
       await (db as any).insertInto(this.table).values(this.encode(row)).execute();
-      return { result: undefined, before: null, after: row as Record<string, unknown>, id: String((row as Record<string, unknown>).id), action };
+      return {
+        result: undefined,
+        before: null,
+        after: row as Record<string, unknown>,
+        id: String((row as Record<string, unknown>).id),
+        action,
+      };
     });
   }
 
   /** Returns false when no row of the scope has that id (or `where` does not hold). With `by`, audited. */
-  async update(s: Scope, id: string, patch: Updateable<Database[N]>, where?: { column: string; value: unknown }, by?: Principal): Promise<boolean> {
+  async update(
+    s: Scope,
+    id: string,
+    patch: Updateable<Database[N]>,
+    where?: { column: string; value: unknown },
+    by?: Principal,
+  ): Promise<boolean> {
     return this.audited(by, async (db) => {
-      const before = by ? (await this.selectWith(db, s, (q) => q.where('id', '=', id)))[0] as Record<string, unknown> | undefined : undefined;
-      let q = (db as any).updateTable(this.table).set(this.encode(patch)).where('account_id', '=', s.account).where('project_id', '=', s.project).where('id', '=', id);
+      const before = by
+        ? ((await this.selectWith(db, s, (q) => q.where('id', '=', id)))[0] as Record<string, unknown> | undefined)
+        : undefined;
+      let q = (db as any)
+        .updateTable(this.table)
+        .set(this.encode(patch))
+        .where('account_id', '=', s.account)
+        .where('project_id', '=', s.project)
+        .where('id', '=', id);
       if (where) q = q.where(where.column, '=', where.value);
       const r = await q.executeTakeFirst();
       const ok = Number(r.numUpdatedRows) > 0;
-      return { result: ok, before: before ?? null, after: ok && before ? { ...before, ...(patch as Record<string, unknown>) } : null, id, action: ok ? 'update' as const : null };
+      return {
+        result: ok,
+        before: before ?? null,
+        after: ok && before ? { ...before, ...(patch as Record<string, unknown>) } : null,
+        id,
+        action: ok ? ('update' as const) : null,
+      };
     });
   }
 
@@ -81,7 +106,12 @@ export class ScopedTable<N extends ScopedName> {
         const rows = await this.selectWith(trx, s, (q) => q.where('id', 'in', ids));
         const n = await this.deleteWith(trx, s, ids);
         for (const row of rows) {
-          await audit.log.write(trx, by, { action: 'delete', resourceType: audit.resourceType, resourceId: String(row.id), changes: changesOf(this.view(row), null, { secret: audit.secret }) });
+          await audit.log.write(trx, by, {
+            action: 'delete',
+            resourceType: audit.resourceType,
+            resourceId: String(row.id),
+            changes: changesOf(this.view(row), null, { secret: audit.secret }),
+          });
         }
         return n;
       });
@@ -90,12 +120,21 @@ export class ScopedTable<N extends ScopedName> {
   }
 
   private async deleteWith(db: Kysely<Database>, s: Scope, ids: readonly string[]): Promise<number> {
-    const r = await (db as any).deleteFrom(this.table).where('account_id', '=', s.account).where('project_id', '=', s.project).where('id', 'in', ids).executeTakeFirst();
+    const r = await (db as any)
+      .deleteFrom(this.table)
+      .where('account_id', '=', s.account)
+      .where('project_id', '=', s.project)
+      .where('id', 'in', ids)
+      .executeTakeFirst();
     return Number(r.numDeletedRows);
   }
 
   private async selectWith(db: Kysely<Database>, s: Scope, build: (q: any) => any): Promise<any[]> {
-    const base = (db as any).selectFrom(this.table).selectAll().where('account_id', '=', s.account).where('project_id', '=', s.project);
+    const base = (db as any)
+      .selectFrom(this.table)
+      .selectAll()
+      .where('account_id', '=', s.account)
+      .where('project_id', '=', s.project);
     const rows = await build(base).execute();
     return rows.map((r: Record<string, unknown>) => this.decode(r));
   }
@@ -103,16 +142,27 @@ export class ScopedTable<N extends ScopedName> {
   /** Runs a write, in a transaction with its audit row when `by` is given and the table is audited. */
   private async audited<T>(
     by: Principal | undefined,
-    write: (db: Kysely<Database>) => Promise<{ result: T; before: Record<string, unknown> | null; after: Record<string, unknown> | null; id: string; action: AuditAction | null }>,
+    write: (
+      db: Kysely<Database>,
+    ) => Promise<{
+      result: T;
+      before: Record<string, unknown> | null;
+      after: Record<string, unknown> | null;
+      id: string;
+      action: AuditAction | null;
+    }>,
   ): Promise<T> {
     const audit = this.audit;
     if (!by || !audit) return (await write(this.db)).result;
     return audit.log.record(by, async (trx) => {
       const w = await write(trx);
-      const changes = changesOf(w.before && this.view(w.before), w.after && this.view(w.after), { secret: audit.secret });
-      const entry = w.action && (w.action !== 'update' || Object.keys(changes).length)
-        ? { action: w.action, resourceType: audit.resourceType, resourceId: w.id, changes }
-        : null;
+      const changes = changesOf(w.before && this.view(w.before), w.after && this.view(w.after), {
+        secret: audit.secret,
+      });
+      const entry =
+        w.action && (w.action !== 'update' || Object.keys(changes).length)
+          ? { action: w.action, resourceType: audit.resourceType, resourceId: w.id, changes }
+          : null;
       return { result: w.result, entry };
     });
   }

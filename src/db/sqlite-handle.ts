@@ -22,7 +22,10 @@ const READER_CACHE_KIB = 65_536;
  * `eventLoop`: the HTTP thread's handle, which must never sleep in SQLite's busy handler
  * (db/sqlite-lock-wait.ts). `cacheKiB`: its page cache (READER_CACHE_KIB unless told).
  */
-export function openSqliteHandle(file: string, { eventLoop, cacheKiB = READER_CACHE_KIB }: { eventLoop: boolean; cacheKiB?: number }): SQLite.Database {
+export function openSqliteHandle(
+  file: string,
+  { eventLoop, cacheKiB = READER_CACHE_KIB }: { eventLoop: boolean; cacheKiB?: number },
+): SQLite.Database {
   const sqlite = new SQLite(file);
   sqlite.pragma(`busy_timeout = ${eventLoop ? 0 : LOCK_WAIT_MS}`);
   sqlite.pragma('journal_mode = WAL');

@@ -11,14 +11,26 @@
  * meet SQLITE_BUSY.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { SqliteDialect, SqliteDriver, type CompiledQuery, type DatabaseConnection, type Driver, type QueryResult, type SqliteDialectConfig } from 'kysely';
+import {
+  SqliteDialect,
+  SqliteDriver,
+  type CompiledQuery,
+  type DatabaseConnection,
+  type Driver,
+  type QueryResult,
+  type SqliteDialectConfig,
+} from 'kysely';
 
 import { LOCK_WAIT_MS } from './sqlite-handle.ts';
 
-const isBusy = (err: unknown): boolean => typeof (err as { code?: unknown })?.code === 'string' && (err as { code: string }).code.startsWith('SQLITE_BUSY');
+const isBusy = (err: unknown): boolean =>
+  typeof (err as { code?: unknown })?.code === 'string' && (err as { code: string }).code.startsWith('SQLITE_BUSY');
 
 /** Runs `query`, again after 1, 2, 4 … 16 ms while the database is locked, up to LOCK_WAIT_MS. */
-export async function whenUnlocked<R>(query: () => Promise<QueryResult<R>>, waitMs = LOCK_WAIT_MS): Promise<QueryResult<R>> {
+export async function whenUnlocked<R>(
+  query: () => Promise<QueryResult<R>>,
+  waitMs = LOCK_WAIT_MS,
+): Promise<QueryResult<R>> {
   const until = Date.now() + waitMs;
   for (let delay = 1; ; delay = Math.min(delay * 2, 16)) {
     try {

@@ -6,7 +6,16 @@
 export type StorageFailure = 'unavailable' | 'full';
 
 // Socket errors from connecting to PostgreSQL (node:net, DNS).
-const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'EPIPE']);
+const NETWORK_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EPIPE',
+]);
 // PostgreSQL SQLSTATEs: the server is shutting down, starting, or refusing connections.
 const PG_UNAVAILABLE = new Set(['57P01', '57P02', '57P03', '53300', '58030']);
 // pg and pg-pool raise these without a code.

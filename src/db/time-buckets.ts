@@ -14,9 +14,12 @@ export type TimeBucket = (typeof TIME_BUCKETS)[number];
 /** The bucket of an ISO text timestamp column, as text: `2026-11-25T14` (hour), `2026-11-25` (day, week), `2026-11` (month). */
 export function bucketOf(d: DialectName, unit: TimeBucket, col: Expression<unknown>): RawBuilder<string> {
   switch (unit) {
-    case 'hour': return sql<string>`substr(${col}, 1, 13)`;
-    case 'day': return sql<string>`substr(${col}, 1, 10)`;
-    case 'month': return sql<string>`substr(${col}, 1, 7)`;
+    case 'hour':
+      return sql<string>`substr(${col}, 1, 13)`;
+    case 'day':
+      return sql<string>`substr(${col}, 1, 10)`;
+    case 'month':
+      return sql<string>`substr(${col}, 1, 7)`;
     case 'week':
       // SQLite: back 6 days, then forward to the next Monday (the same day when it is one).
       return d === 'sqlite'
@@ -36,9 +39,12 @@ export function bucketStart(unit: TimeBucket, key: string): string {
 export function floorToBucket(unit: TimeBucket, ms: number): number {
   const t = new Date(ms);
   switch (unit) {
-    case 'hour': return Date.UTC(t.getUTCFullYear(), t.getUTCMonth(), t.getUTCDate(), t.getUTCHours());
-    case 'day': return Date.UTC(t.getUTCFullYear(), t.getUTCMonth(), t.getUTCDate());
-    case 'month': return Date.UTC(t.getUTCFullYear(), t.getUTCMonth(), 1);
+    case 'hour':
+      return Date.UTC(t.getUTCFullYear(), t.getUTCMonth(), t.getUTCDate(), t.getUTCHours());
+    case 'day':
+      return Date.UTC(t.getUTCFullYear(), t.getUTCMonth(), t.getUTCDate());
+    case 'month':
+      return Date.UTC(t.getUTCFullYear(), t.getUTCMonth(), 1);
     case 'week': {
       const day = Date.UTC(t.getUTCFullYear(), t.getUTCMonth(), t.getUTCDate());
       return day - ((t.getUTCDay() + 6) % 7) * 86_400_000;

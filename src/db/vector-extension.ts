@@ -11,7 +11,9 @@ export type VectorExtension = 'not_postgres' | 'absent' | 'available' | 'install
 
 export async function detectVectorExtension(db: Kysely<any>, dialect: OrreryDialect): Promise<VectorExtension> {
   if (!dialect.caps.notify) return 'not_postgres';
-  const r = await sql<{ installed: string | null }>`SELECT installed_version AS installed FROM pg_available_extensions WHERE name = 'vector'`.execute(db);
+  const r = await sql<{
+    installed: string | null;
+  }>`SELECT installed_version AS installed FROM pg_available_extensions WHERE name = 'vector'`.execute(db);
   if (!r.rows.length) return 'absent';
   return r.rows[0].installed ? 'installed' : 'available';
 }

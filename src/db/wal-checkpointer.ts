@@ -60,7 +60,10 @@ export class WalCheckpointer {
     let thread: Worker;
     try {
       // Plain JavaScript: none of the process's node flags (a TypeScript loader under tsx) is needed.
-      thread = new Worker(ENTRY, { workerData: { file: this.file, everyMs: this.timing.everyMs, idleEndMs: this.timing.idleEndMs }, execArgv: [] });
+      thread = new Worker(ENTRY, {
+        workerData: { file: this.file, everyMs: this.timing.everyMs, idleEndMs: this.timing.idleEndMs },
+        execArgv: [],
+      });
     } catch (err) {
       // Never the write's failure: the connections' own checkpoints go on meanwhile.
       this.failed((err as Error).message);

@@ -20,7 +20,9 @@ export function chunkText(text: string, maxChars: number, maxChunks = MAX_CHUNKS
       const window = text.slice(at, end);
       // Prefer a paragraph break, then a sentence end, then a space, in the last 30% of the chunk.
       const floor = Math.floor(window.length * 0.7);
-      const cut = [window.lastIndexOf('\n\n'), lastSentenceEnd(window), window.lastIndexOf(' ')].find((i) => i >= floor);
+      const cut = [window.lastIndexOf('\n\n'), lastSentenceEnd(window), window.lastIndexOf(' ')].find(
+        (i) => i >= floor,
+      );
       if (cut !== undefined) end = at + cut + 1;
     }
     const piece = text.slice(at, end).trim();
@@ -42,17 +44,29 @@ function lastSentenceEnd(s: string): number {
 const BATCH = 32;
 
 /** One normalised vector for each text (null for a text with nothing to embed). */
-export async function embedLong(embedder: Embedder, texts: string[], signal?: AbortSignal): Promise<(Float32Array | null)[]> {
+export async function embedLong(
+  embedder: Embedder,
+  texts: string[],
+  signal?: AbortSignal,
+): Promise<(Float32Array | null)[]> {
   const pieces: { owner: number; text: string }[] = [];
   texts.forEach((t, owner) => {
     for (const text of chunkText(t, embedder.maxInputChars)) pieces.push({ owner, text });
   });
   const vectors: Float32Array[] = [];
   for (let i = 0; i < pieces.length; i += BATCH) {
-    vectors.push(...(await embedder.embed(pieces.slice(i, i + BATCH).map((p) => p.text), signal)));
+    vectors.push(
+      ...(await embedder.embed(
+        pieces.slice(i, i + BATCH).map((p) => p.text),
+        signal,
+      )),
+    );
   }
   return texts.map((_, owner) => {
     const mine = pieces.map((p, i) => ({ p, v: vectors[i] })).filter((x) => x.p.owner === owner);
-    return combine(mine.map((x) => x.v), mine.map((x) => x.p.text.length));
+    return combine(
+      mine.map((x) => x.v),
+      mine.map((x) => x.p.text.length),
+    );
   });
 }

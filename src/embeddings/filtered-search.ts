@@ -55,7 +55,10 @@ export async function filteredSearch(i: FilteredSearchInput): Promise<FilteredSe
   for (let round = 1; ; round++) {
     const whole = width >= index.size;
     // Past half the index a graph search costs more than a scan, and a scan is exact.
-    const found = whole || (index.mode === 'hnsw' && width * 2 >= index.size) ? index.scan(query, Math.min(width, index.size)) : await index.nearest(query, width);
+    const found =
+      whole || (index.mode === 'hnsw' && width * 2 >= index.size)
+        ? index.scan(query, Math.min(width, index.size))
+        : await index.nearest(query, width);
     const ids = found.map((h) => h.ownerId).filter((id) => id !== exclude);
     const accepted = await filter.accept(ids);
     const hits = found.filter((h) => h.ownerId !== exclude && accepted.has(h.ownerId));

@@ -34,9 +34,10 @@ export function fuse(lists: RankedList[], aggregation: Aggregation): Array<{ id:
     const min = Math.min(...list.hits.map((h) => h.score));
     list.hits.forEach((h, rank) => {
       if (!firstSeen.has(h.id)) firstSeen.set(h.id, order++);
-      const part = aggregation === 'rrf'
-        ? list.weight / (RRF_K + rank + 1)
-        : (list.weight * (max > min ? (h.score - min) / (max - min) : 1)) / weightSum;
+      const part =
+        aggregation === 'rrf'
+          ? list.weight / (RRF_K + rank + 1)
+          : (list.weight * (max > min ? (h.score - min) / (max - min) : 1)) / weightSum;
       scores.set(h.id, (scores.get(h.id) ?? 0) + part);
     });
   }

@@ -64,8 +64,12 @@ export interface GraphFileParts {
 export function graphFileStream(p: GraphFileParts): Readable {
   const owners = Buffer.from(JSON.stringify(p.owners));
   const header: GraphHeader = {
-    format: 1, ...p.header, count: p.owners.reduce((n, o) => n + (o === null ? 0 : 1), 0), slots: p.owners.length,
-    ownersBytes: owners.length, graphBytes: p.graphBytes,
+    format: 1,
+    ...p.header,
+    count: p.owners.reduce((n, o) => n + (o === null ? 0 : 1), 0),
+    slots: p.owners.length,
+    ownersBytes: owners.length,
+    graphBytes: p.graphBytes,
   };
   const headerBytes = Buffer.from(JSON.stringify(header));
   const len = Buffer.alloc(4);
@@ -83,13 +87,15 @@ export function graphFileStream(p: GraphFileParts): Readable {
     yield out(owners);
     const bytes = new Uint8Array(p.data.buffer, p.data.byteOffset, vectorBytes);
     // Copies: the live buffer keeps changing (a write after the save is replayed on load).
-    for (let i = 0; i < vectorBytes; i += CHUNK) yield out(Buffer.from(bytes.slice(i, Math.min(vectorBytes, i + CHUNK))));
+    for (let i = 0; i < vectorBytes; i += CHUNK)
+      yield out(Buffer.from(bytes.slice(i, Math.min(vectorBytes, i + CHUNK))));
     let graphRead = 0;
     for await (const chunk of createReadStream(p.graphPath, { highWaterMark: CHUNK })) {
       graphRead += (chunk as Buffer).length;
       yield out(chunk as Buffer);
     }
-    if (graphRead !== p.graphBytes) throw new Error(`the graph file changed while it was saved (${graphRead} of ${p.graphBytes} bytes)`);
+    if (graphRead !== p.graphBytes)
+      throw new Error(`the graph file changed while it was saved (${graphRead} of ${p.graphBytes} bytes)`);
     yield hash.digest();
   }
   return Readable.from(parts(), { objectMode: false });
@@ -155,7 +161,11 @@ export interface ReadGraph {
  * Reads and checks a saved graph: the graph part goes to `graphPath` (usearch loads from a
  * file), the rest into memory. `expect` checks the header before the big parts are read.
  */
-export async function readGraphFile(body: AsyncIterable<Buffer>, graphPath: string, expect: (h: GraphHeader) => string | null): Promise<ReadGraph> {
+export async function readGraphFile(
+  body: AsyncIterable<Buffer>,
+  graphPath: string,
+  expect: (h: GraphHeader) => string | null,
+): Promise<ReadGraph> {
   const r = new ByteReader(body);
   try {
     if (!(await r.take(MAGIC.length)).equals(MAGIC)) throw new GraphFileInvalid('not a vector graph file');
@@ -176,8 +186,10 @@ export async function readGraphFile(body: AsyncIterable<Buffer>, graphPath: stri
     } catch {
       throw new GraphFileInvalid('owners are not JSON');
     }
-    if (!Array.isArray(owners) || owners.length !== header.slots) throw new GraphFileInvalid('owners do not match the header');
-    if (owners.reduce((n, o) => n + (o === null ? 0 : 1), 0) !== header.count) throw new GraphFileInvalid('count does not match the header');
+    if (!Array.isArray(owners) || owners.length !== header.slots)
+      throw new GraphFileInvalid('owners do not match the header');
+    if (owners.reduce((n, o) => n + (o === null ? 0 : 1), 0) !== header.count)
+      throw new GraphFileInvalid('count does not match the header');
     let capacity = 1024;
     while (capacity < header.slots) capacity *= 2;
     const data = new Float32Array(new SharedArrayBuffer(capacity * header.dimensions * 4));

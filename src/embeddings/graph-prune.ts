@@ -22,10 +22,17 @@ export async function configuredPartitions(db: Db, project: string): Promise<Set
   const row = await db.selectFrom('projects').select('settings').where('id', '=', project).executeTakeFirst();
   if (!row) return null;
   // SQLite answers JSON as text, PostgreSQL as an object.
-  const all = (typeof row.settings === 'string' ? JSON.parse(row.settings) : row.settings) as Record<string, unknown> | null;
+  const all = (typeof row.settings === 'string' ? JSON.parse(row.settings) : row.settings) as Record<
+    string,
+    unknown
+  > | null;
   const settings = parseStored(all?.embeddings);
   // Vectors are stored for objects only (a run's are answered, not kept).
-  return new Set(EMBEDDING_KINDS.filter((type) => !isDisabled(settings, type)).map((type) => `${project}|object|${type}|${settings.model}`));
+  return new Set(
+    EMBEDDING_KINDS.filter((type) => !isDisabled(settings, type)).map(
+      (type) => `${project}|object|${type}|${settings.model}`,
+    ),
+  );
 }
 
 export interface PruneInput {
@@ -37,7 +44,9 @@ export interface PruneInput {
 }
 
 /** Deletes the saved graphs no partition is configured for; answers them, and the partition ids still configured per project looked at. */
-export async function pruneGraphs(i: PruneInput): Promise<{ deleted: Array<{ project: string; key: string }>; kept: Map<string, Set<string> | null> }> {
+export async function pruneGraphs(
+  i: PruneInput,
+): Promise<{ deleted: Array<{ project: string; key: string }>; kept: Map<string, Set<string> | null> }> {
   const from = i.project === undefined ? i.prefix : `${i.prefix}${encodeURIComponent(i.project)}/`;
   const byProject = new Map<string, string[]>();
   for await (const key of i.store.list(from)) {

@@ -19,30 +19,47 @@ const anyDb = (db: Db) => db as unknown as Kysely<any>;
  */
 export async function settledRevision(db: Db, dialect: DialectName): Promise<number> {
   if (dialect === 'sqlite') {
-    const r = await anyDb(db).selectFrom('vector_clock').select('revision').where('id', '=', 1).executeTakeFirstOrThrow();
+    const r = await anyDb(db)
+      .selectFrom('vector_clock')
+      .select('revision')
+      .where('id', '=', 1)
+      .executeTakeFirstOrThrow();
     return Number(r.revision);
   }
   return db.transaction().execute(async (trx) => {
     await sql`SELECT pg_advisory_xact_lock(${WRITERS_LOCK})`.execute(trx);
-    const r = await sql<{ v: string }>`SELECT CASE WHEN is_called THEN last_value ELSE 0 END AS v FROM vector_revision_seq`.execute(trx);
+    const r = await sql<{
+      v: string;
+    }>`SELECT CASE WHEN is_called THEN last_value ELSE 0 END AS v FROM vector_revision_seq`.execute(trx);
     return Number(r.rows[0].v);
   });
 }
 
 /** The lowest revision whose tombstones are all kept: a graph saved before it cannot be replayed. */
 export async function tombstonesFrom(db: Db): Promise<number> {
-  const r = await anyDb(db).selectFrom('vector_clock').select('tombstones_from').where('id', '=', 1).executeTakeFirstOrThrow();
+  const r = await anyDb(db)
+    .selectFrom('vector_clock')
+    .select('tombstones_from')
+    .where('id', '=', 1)
+    .executeTakeFirstOrThrow();
   return Number(r.tombstones_from);
 }
 
 const inPartition = (db: Db, table: 'vectors' | 'vector_tombstones', k: PartitionKey) =>
-  anyDb(db).selectFrom(table).where('project_id', '=', k.scope.project).where('owner_kind', '=', k.kind)
-    .where('type', '=', k.type).where('model', '=', k.model);
+  anyDb(db)
+    .selectFrom(table)
+    .where('project_id', '=', k.scope.project)
+    .where('owner_kind', '=', k.kind)
+    .where('type', '=', k.type)
+    .where('model', '=', k.model);
 
 /** Owners of a partition written or deleted after `revision` (their current rows are read back by the caller). */
 export async function changedSince(db: Db, k: PartitionKey, revision: number): Promise<string[]> {
   const written = await inPartition(db, 'vectors', k).where('revision', '>', revision).select('owner_id').execute();
-  const deleted = await inPartition(db, 'vector_tombstones', k).where('revision', '>', revision).select('owner_id').execute();
+  const deleted = await inPartition(db, 'vector_tombstones', k)
+    .where('revision', '>', revision)
+    .select('owner_id')
+    .execute();
   return [...new Set([...written, ...deleted].map((r: { owner_id: string }) => r.owner_id))];
 }
 
@@ -50,11 +67,20 @@ export async function changedSince(db: Db, k: PartitionKey, revision: number): P
 export async function pruneTombstones(db: Db, before: string): Promise<void> {
   await db.transaction().execute(async (trx) => {
     const t = anyDb(trx);
-    const r = await t.selectFrom('vector_tombstones').select((eb) => eb.fn.max('revision').as('m')).where('deleted_at', '<', before).executeTakeFirst();
+    const r = await t
+      .selectFrom('vector_tombstones')
+      .select((eb) => eb.fn.max('revision').as('m'))
+      .where('deleted_at', '<', before)
+      .executeTakeFirst();
     if (r?.m === null || r?.m === undefined) return;
     const max = Number(r.m);
     await t.deleteFrom('vector_tombstones').where('revision', '<=', max).execute();
-    await t.updateTable('vector_clock').set({ tombstones_from: max + 1 }).where('id', '=', 1).where('tombstones_from', '<=', max).execute();
+    await t
+      .updateTable('vector_clock')
+      .set({ tombstones_from: max + 1 })
+      .where('id', '=', 1)
+      .where('tombstones_from', '<=', max)
+      .execute();
   });
 }
 
@@ -65,19 +91,39 @@ export async function pruneTombstones(db: Db, before: string): Promise<void> {
 export async function acquireLease(db: Db, partition: string, holder: string, ms: number): Promise<boolean> {
   const now = new Date();
   const expires = new Date(now.getTime() + ms).toISOString();
-  const rows = await anyDb(db).insertInto('vector_graph_leases').values({ partition_id: partition, holder, expires_at: expires })
-    .onConflict((oc) => oc.column('partition_id').doUpdateSet({ holder, expires_at: expires })
-      .where((eb) => eb.or([eb('vector_graph_leases.holder', '=', holder), eb('vector_graph_leases.expires_at', '<', now.toISOString())])))
-    .returning('holder').execute();
+  const rows = await anyDb(db)
+    .insertInto('vector_graph_leases')
+    .values({ partition_id: partition, holder, expires_at: expires })
+    .onConflict((oc) =>
+      oc
+        .column('partition_id')
+        .doUpdateSet({ holder, expires_at: expires })
+        .where((eb) =>
+          eb.or([
+            eb('vector_graph_leases.holder', '=', holder),
+            eb('vector_graph_leases.expires_at', '<', now.toISOString()),
+          ]),
+        ),
+    )
+    .returning('holder')
+    .execute();
   return rows.length === 1 && rows[0].holder === holder;
 }
 
 export async function releaseLease(db: Db, partition: string, holder: string): Promise<void> {
-  await anyDb(db).deleteFrom('vector_graph_leases').where('partition_id', '=', partition).where('holder', '=', holder).execute();
+  await anyDb(db)
+    .deleteFrom('vector_graph_leases')
+    .where('partition_id', '=', partition)
+    .where('holder', '=', holder)
+    .execute();
 }
 
 /** Who holds the lease of a partition now (null: nobody, or it expired). */
 export async function leaseHolder(db: Db, partition: string): Promise<string | null> {
-  const r = await anyDb(db).selectFrom('vector_graph_leases').select(['holder', 'expires_at']).where('partition_id', '=', partition).executeTakeFirst();
+  const r = await anyDb(db)
+    .selectFrom('vector_graph_leases')
+    .select(['holder', 'expires_at'])
+    .where('partition_id', '=', partition)
+    .executeTakeFirst();
   return r && r.expires_at > new Date().toISOString() ? r.holder : null;
 }

@@ -29,7 +29,10 @@ interface Waiting {
 }
 
 /** A vector that owns its buffer: posting a view would copy (or share) the whole buffer behind it. */
-const own = (v: Float32Array): Float32Array => (v.byteOffset === 0 && v.byteLength === v.buffer.byteLength && !(v.buffer instanceof SharedArrayBuffer) ? v : v.slice());
+const own = (v: Float32Array): Float32Array =>
+  v.byteOffset === 0 && v.byteLength === v.buffer.byteLength && !(v.buffer instanceof SharedArrayBuffer)
+    ? v
+    : v.slice();
 
 export class GraphClosed extends Error {
   constructor() {
@@ -45,7 +48,10 @@ export class GraphThread {
   private stopped: Error | null = null;
 
   constructor(private readonly opts: GraphThreadOptions) {
-    this.worker = new Worker(WORKER, { workerData: { dimensions: opts.dimensions, scalar: opts.scalar, options: opts.hnsw }, execArgv: [] });
+    this.worker = new Worker(WORKER, {
+      workerData: { dimensions: opts.dimensions, scalar: opts.scalar, options: opts.hnsw },
+      execArgv: [],
+    });
     this.worker.unref();
     this.worker.on('message', (m: { id: number; result?: unknown; error?: string; op?: string }) => {
       if (m.error !== undefined) {
@@ -61,7 +67,9 @@ export class GraphThread {
       this.settle(m.id);
     });
     this.worker.on('error', (err) => this.fail(err, true));
-    this.worker.on('exit', (code) => this.fail(new Error(`the similarity graph worker stopped with code ${code}`), true));
+    this.worker.on('exit', (code) =>
+      this.fail(new Error(`the similarity graph worker stopped with code ${code}`), true),
+    );
   }
 
   build(buffer: SharedArrayBuffer, slots: Int32Array, savePath?: string): Promise<{ size: number }> {
@@ -74,7 +82,11 @@ export class GraphThread {
 
   /** Many writes at once; resolves once the graph holds them. */
   apply(remove: BigUint64Array, keys: BigUint64Array, vectors: Float32Array): Promise<{ size: number }> {
-    return this.request({ op: 'apply', remove, keys, vectors }, [remove.buffer, keys.buffer, vectors.buffer] as ArrayBuffer[]);
+    return this.request({ op: 'apply', remove, keys, vectors }, [
+      remove.buffer,
+      keys.buffer,
+      vectors.buffer,
+    ] as ArrayBuffer[]);
   }
 
   /** The `k` nearest (and a few more, best first) from a search with a candidate list of `ef`. */

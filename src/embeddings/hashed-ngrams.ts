@@ -125,4 +125,3 @@ function add(v: Float32Array, h: number, weight: number): void {
   // The low bits pick the bucket, the top bit the sign.
   v[h % DIMENSIONS] += h & 0x80000000 ? -weight : weight;
 }
-

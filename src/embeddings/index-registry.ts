@@ -33,7 +33,14 @@ import type { OwnerKind } from './embedder.ts';
 import { countPartition, partitionId, partitionPage, partitionRows, type Db, type PartitionKey } from './store.ts';
 import { DEFAULT_HNSW, PartitionIndex, type HnswOptions, type PartitionHooks } from './vector-index.ts';
 import { GraphFileInvalid, graphFileStream, readGraphFile, type GraphHeader, type ScalarKind } from './graph-file.ts';
-import { acquireLease, changedSince, pruneTombstones, releaseLease, settledRevision, tombstonesFrom } from './graph-sql.ts';
+import {
+  acquireLease,
+  changedSince,
+  pruneTombstones,
+  releaseLease,
+  settledRevision,
+  tombstonesFrom,
+} from './graph-sql.ts';
 import { graphKeyOf, pruneGraphs } from './graph-prune.ts';
 
 export const VECTOR_CHANNEL = 'orrery_vectors';
@@ -118,7 +125,9 @@ export class VectorIndexes {
     private readonly notifier: Notifier,
     private readonly opts: IndexOptions,
   ) {
-    this.unsubscribe = notifier.crossProcess ? notifier.subscribe(VECTOR_CHANNEL, (payload) => this.heard(payload)) : () => {};
+    this.unsubscribe = notifier.crossProcess
+      ? notifier.subscribe(VECTOR_CHANNEL, (payload) => this.heard(payload))
+      : () => {};
     this.sweeper = setInterval(() => this.evictIdle(), Math.min(60_000, opts.idleMs ?? 600_000));
     this.sweeper.unref();
     const every = opts.graphs?.pruneEveryMs ?? 6 * 3_600_000;
@@ -127,7 +136,9 @@ export class VectorIndexes {
       const sweep = (after: number) => {
         if (this.closed) return;
         this.pruner = setTimeout(() => {
-          this.pruneGraphs().catch((err) => this.opts.onError?.(err, 'prune saved similarity graphs')).finally(() => sweep(every));
+          this.pruneGraphs()
+            .catch((err) => this.opts.onError?.(err, 'prune saved similarity graphs'))
+            .finally(() => sweep(every));
         }, after);
         this.pruner.unref();
       };
@@ -158,7 +169,17 @@ export class VectorIndexes {
     const id = partitionId(key);
     let entry = this.loaded.get(id);
     if (!entry) {
-      entry = { key, index: null, loading: null, pending: new Map(), stale: new Set(), usedAt: Date.now(), revision: 0, swapping: false, rejected: null };
+      entry = {
+        key,
+        index: null,
+        loading: null,
+        pending: new Map(),
+        stale: new Set(),
+        usedAt: Date.now(),
+        revision: 0,
+        swapping: false,
+        rejected: null,
+      };
       this.loaded.set(id, entry);
     }
     entry.usedAt = Date.now();
@@ -232,7 +253,13 @@ export class VectorIndexes {
   }
 
   private create(dimensions: number, entry: Loaded): PartitionIndex {
-    return new PartitionIndex(dimensions, this.opts.exactBelow, this.opts.hnsw ?? DEFAULT_HNSW, (err) => this.opts.onError?.(err, 'build a similarity index'), this.hooks(entry));
+    return new PartitionIndex(
+      dimensions,
+      this.opts.exactBelow,
+      this.opts.hnsw ?? DEFAULT_HNSW,
+      (err) => this.opts.onError?.(err, 'build a similarity index'),
+      this.hooks(entry),
+    );
   }
 
   private hooks(entry: Loaded): PartitionHooks {
@@ -241,8 +268,11 @@ export class VectorIndexes {
       searched: this.opts.searched,
       // A graph is wanted: decided once the partition is loaded (so the build sees all of it).
       wantGraph: this.opts.graphs
-        ? () => void Promise.resolve(entry.loading).catch(() => {}).then(() => this.planGraph(entry))
-          .catch((err) => this.opts.onError?.(err, 'build or load a similarity graph'))
+        ? () =>
+            void Promise.resolve(entry.loading)
+              .catch(() => {})
+              .then(() => this.planGraph(entry))
+              .catch((err) => this.opts.onError?.(err, 'build or load a similarity graph'))
         : undefined,
     };
   }
@@ -284,19 +314,32 @@ export class VectorIndexes {
       const now = await settledRevision(this.db, g.dialect);
       const hnsw = this.opts.hnsw ?? DEFAULT_HNSW;
       const expect = (h: GraphHeader): string | null =>
-        h.partition !== partitionId(k) ? `it is of partition ${h.partition}`
-          : dimensions !== undefined && dimensions > 0 && h.dimensions !== dimensions ? `${h.dimensions} dimensions, not ${dimensions}`
-          : h.scalar !== (this.opts.scalar ?? 'f32') ? `scalar kind ${h.scalar}, not ${this.opts.scalar ?? 'f32'}`
-          : h.connectivity !== hnsw.connectivity || h.expansionAdd !== hnsw.expansionAdd ? 'built with other HNSW parameters'
-          : h.revision > now ? `revision ${h.revision} is ahead of the database (${now})`
-          : h.revision + 1 < floor ? `revision ${h.revision} is older than the kept tombstones (${floor})`
-          : null;
+        h.partition !== partitionId(k)
+          ? `it is of partition ${h.partition}`
+          : dimensions !== undefined && dimensions > 0 && h.dimensions !== dimensions
+            ? `${h.dimensions} dimensions, not ${dimensions}`
+            : h.scalar !== (this.opts.scalar ?? 'f32')
+              ? `scalar kind ${h.scalar}, not ${this.opts.scalar ?? 'f32'}`
+              : h.connectivity !== hnsw.connectivity || h.expansionAdd !== hnsw.expansionAdd
+                ? 'built with other HNSW parameters'
+                : h.revision > now
+                  ? `revision ${h.revision} is ahead of the database (${now})`
+                  : h.revision + 1 < floor
+                    ? `revision ${h.revision} is older than the kept tombstones (${floor})`
+                    : null;
       const graphPath = join(dir, 'graph.usearch');
       const t0 = performance.now();
-      const read = await readGraphFile(await g.store.get(key) as AsyncIterable<Buffer>, graphPath, expect);
+      const read = await readGraphFile((await g.store.get(key)) as AsyncIterable<Buffer>, graphPath, expect);
       let index: PartitionIndex;
       try {
-        index = await PartitionIndex.restore(read, graphPath, this.opts.exactBelow, hnsw, (err) => this.opts.onError?.(err, 'build a similarity index'), this.hooks(entry));
+        index = await PartitionIndex.restore(
+          read,
+          graphPath,
+          this.opts.exactBelow,
+          hnsw,
+          (err) => this.opts.onError?.(err, 'build a similarity index'),
+          this.hooks(entry),
+        );
       } catch (err) {
         throw new GraphFileInvalid((err as Error).message);
       }
@@ -310,7 +353,10 @@ export class VectorIndexes {
         await index.applyMany(changed.map((owner) => [owner, rows.get(owner) ?? null] as const));
         t2 = performance.now();
         const count = await countPartition(this.db, k);
-        if (count !== index.size) throw new GraphFileInvalid(`${index.size} vectors after replaying ${changed.length} changes, the table has ${count}`);
+        if (count !== index.size)
+          throw new GraphFileInvalid(
+            `${index.size} vectors after replaying ${changed.length} changes, the table has ${count}`,
+          );
       } catch (err) {
         // Its graph worker ends with it.
         index.close();
@@ -318,7 +364,11 @@ export class VectorIndexes {
       }
       entry.revision = now;
       const secs = (a: number, b: number) => ((b - a) / 1000).toFixed(2);
-      this.event('loaded', k, `${changed.length} replayed; read ${secs(t0, t1)} s, replay ${secs(t1, t2)} s, count ${secs(t2, performance.now())} s`);
+      this.event(
+        'loaded',
+        k,
+        `${changed.length} replayed; read ${secs(t0, t1)} s, replay ${secs(t1, t2)} s, count ${secs(t2, performance.now())} s`,
+      );
       // Many changes replayed: save the graph as it is now, so the next start replays few.
       if (changed.length > Math.max(1000, index.size / 10)) {
         void this.resave(k, index, now).catch((err) => this.opts.onError?.(err, 'save a similarity graph'));
@@ -340,19 +390,27 @@ export class VectorIndexes {
     const id = partitionId(entry.key);
     const leaseMs = g.leaseMs ?? 120_000;
     let busyTold = false;
-    const current = () => !this.closed && this.loaded.get(id) === entry && entry.index !== null && !entry.index.hasGraph;
+    const current = () =>
+      !this.closed && this.loaded.get(id) === entry && entry.index !== null && !entry.index.hasGraph;
     while (current()) {
       if (await acquireLease(this.db, id, this.opts.replicaId, leaseMs)) {
-        const renew = setInterval(() => {
-          acquireLease(this.db, id, this.opts.replicaId, leaseMs).catch((err) => this.opts.onError?.(err, 'renew a graph build lease'));
-        }, Math.max(50, leaseMs / 3));
+        const renew = setInterval(
+          () => {
+            acquireLease(this.db, id, this.opts.replicaId, leaseMs).catch((err) =>
+              this.opts.onError?.(err, 'renew a graph build lease'),
+            );
+          },
+          Math.max(50, leaseMs / 3),
+        );
         renew.unref();
         let released = false;
         const release = async () => {
           if (released) return;
           released = true;
           clearInterval(renew);
-          await releaseLease(this.db, id, this.opts.replicaId).catch((err) => this.opts.onError?.(err, 'release a graph build lease'));
+          await releaseLease(this.db, id, this.opts.replicaId).catch((err) =>
+            this.opts.onError?.(err, 'release a graph build lease'),
+          );
         };
         try {
           // Published by a replica whose lease we now follow (or since we loaded)? Load it rather than build.
@@ -414,22 +472,42 @@ export class VectorIndexes {
   }
 
   /** Publishes a graph; `published` runs once it is in the store, before the `saved` event. */
-  private async save(k: PartitionKey, index: PartitionIndex, revision: number, graphPath: string, owners: Array<string | null>, published?: () => Promise<void>): Promise<void> {
+  private async save(
+    k: PartitionKey,
+    index: PartitionIndex,
+    revision: number,
+    graphPath: string,
+    owners: Array<string | null>,
+    published?: () => Promise<void>,
+  ): Promise<void> {
     const g = this.opts.graphs!;
     const hnsw = this.opts.hnsw ?? DEFAULT_HNSW;
     const graphBytes = (await stat(graphPath)).size;
     const body = graphFileStream({
       header: {
-        partition: partitionId(k), project: k.scope.project, kind: k.kind, type: k.type, model: k.model, dimensions: index.dimensions,
-        scalar: index.scalar, connectivity: hnsw.connectivity, expansionAdd: hnsw.expansionAdd, revision, savedAt: new Date().toISOString(),
+        partition: partitionId(k),
+        project: k.scope.project,
+        kind: k.kind,
+        type: k.type,
+        model: k.model,
+        dimensions: index.dimensions,
+        scalar: index.scalar,
+        connectivity: hnsw.connectivity,
+        expansionAdd: hnsw.expansionAdd,
+        revision,
+        savedAt: new Date().toISOString(),
       },
-      owners, data: index.snapshot().data, graphPath, graphBytes,
+      owners,
+      data: index.snapshot().data,
+      graphPath,
+      graphBytes,
     });
     await g.store.put(this.graphKey(k), body);
     await published?.();
     this.event('saved', k);
-    await pruneTombstones(this.db, new Date(Date.now() - (g.tombstoneMs ?? 7 * 86_400_000)).toISOString())
-      .catch((err) => this.opts.onError?.(err, 'prune vector tombstones'));
+    await pruneTombstones(this.db, new Date(Date.now() - (g.tombstoneMs ?? 7 * 86_400_000)).toISOString()).catch(
+      (err) => this.opts.onError?.(err, 'prune vector tombstones'),
+    );
   }
 
   private async refresh(entry: Loaded): Promise<void> {
@@ -469,7 +547,8 @@ export class VectorIndexes {
   private signal(s: Signal): void {
     if (!this.notifier.crossProcess || !s.o.length) return;
     for (let i = 0; i < s.o.length; i += OWNERS_PER_SIGNAL) {
-      this.notifier.publish(VECTOR_CHANNEL, JSON.stringify({ ...s, o: s.o.slice(i, i + OWNERS_PER_SIGNAL) }))
+      this.notifier
+        .publish(VECTOR_CHANNEL, JSON.stringify({ ...s, o: s.o.slice(i, i + OWNERS_PER_SIGNAL) }))
         .catch((err) => this.opts.onError?.(err, 'signal a vector write to other replicas'));
     }
   }
@@ -485,4 +564,5 @@ export class VectorIndexes {
   }
 }
 
-const sameFile = (a: BlobStat, b: BlobStat) => a.size === b.size && a.modifiedAt.getTime() === b.modifiedAt.getTime() && a.etag === b.etag;
+const sameFile = (a: BlobStat, b: BlobStat) =>
+  a.size === b.size && a.modifiedAt.getTime() === b.modifiedAt.getTime() && a.etag === b.etag;

@@ -65,7 +65,12 @@ export class ObjectSimilarity {
   ) {}
 
   /** `GET /objects?similarTo=`: the most similar objects, without the object itself. */
-  async similarTo(p: Principal, objectId: string, embeddingType: string | undefined, rest: { filters: ObjectFilters; limit: number; offset: number; select?: string }): Promise<Partial<ObjectRecord>[]> {
+  async similarTo(
+    p: Principal,
+    objectId: string,
+    embeddingType: string | undefined,
+    rest: { filters: ObjectFilters; limit: number; offset: number; select?: string },
+  ): Promise<Partial<ObjectRecord>[]> {
     const out = await this.search(p, { ...rest, vector: { objectId }, embeddingType: embeddingType ?? 'text' }, false);
     return out.results;
   }
@@ -75,7 +80,10 @@ export class ObjectSimilarity {
     const types = typesOf(q.vector, q.embeddingType);
     const resolved = await this.embeddings.resolve(s);
     const off = types.find((t) => isDisabled(resolved.settings, t));
-    if (off) throw new Conflict(`${off} embeddings are disabled in this project: turn them on with embeddings.activate("${off}", …) (POST /embeddings/${off}/enable)`);
+    if (off)
+      throw new Conflict(
+        `${off} embeddings are disabled in this project: turn them on with embeddings.activate("${off}", …) (POST /embeddings/${off}/enable)`,
+      );
     const aggregation = aggregationOf(q.aggregation);
     const weights = weightsOf(q.weights);
     const window = Math.min(MAX_LIST, Math.max(MIN_LIST, (q.offset + q.limit) * LIST_FACTOR));
@@ -89,24 +97,41 @@ export class ObjectSimilarity {
     const queryVector = await this.sharedQueryVector(s, q.vector, resolved);
     for (const type of types) {
       if (type === 'image' && !resolved.embedder.supportsImages) {
-        throw new BadRequest(`the project's embedding model ${resolved.settings.model} does not embed images: search with type text or properties`);
+        throw new BadRequest(
+          `the project's embedding model ${resolved.settings.model} does not embed images: search with type text or properties`,
+        );
       }
       const weight = weights[type] ?? 1;
       if (weight <= 0) continue;
-      const vector = queryVector ?? (q.vector.objectId !== undefined ? await this.embeddings.objectVector(s, String(q.vector.objectId), type, resolved) : null);
+      const vector =
+        queryVector ??
+        (q.vector.objectId !== undefined
+          ? await this.embeddings.objectVector(s, String(q.vector.objectId), type, resolved)
+          : null);
       if (!vector) continue;
       const index = await this.embeddings.index(s, 'object', type, resolved.settings);
       if (!index) {
         lists.push({ name: type, weight, hits: [] });
         continue;
       }
-      const found = await filteredSearch({ index, query: vector, k: window, exclude: q.vector.objectId, filter, exactLimit: this.exactLimit });
+      const found = await filteredSearch({
+        index,
+        query: vector,
+        k: window,
+        exclude: q.vector.objectId,
+        filter,
+        exactLimit: this.exactLimit,
+      });
       lists.push({ name: type, weight, hits: found.hits.map((h) => ({ id: h.ownerId, score: h.score })) });
     }
     const fullText = q.fullText?.trim();
     if (fullText && (weights.full_text ?? 1) > 0) {
       const page = await this.listing.search(p, { ...filters, fullText, limit: window, offset: 0, select: 'id score' });
-      lists.push({ name: 'full_text', weight: weights.full_text ?? 1, hits: page.results.map((r) => ({ id: r.id!, score: Number(r.score ?? 0) })) });
+      lists.push({
+        name: 'full_text',
+        weight: weights.full_text ?? 1,
+        hits: page.results.map((r) => ({ id: r.id!, score: Number(r.score ?? 0) })),
+      });
     }
     const ranked = lists.length ? fuse(lists, aggregation) : [];
     const pageHits = ranked.slice(q.offset, q.offset + q.limit);
@@ -121,30 +146,45 @@ export class ObjectSimilarity {
 
   /** The query vector when it does not depend on the type: given values, or embedded text. */
   private async sharedQueryVector(s: Scope, v: VectorQuery, resolved: ResolvedEmbedder): Promise<Float32Array | null> {
-    const given = [v.objectId !== undefined, v.values !== undefined, v.text !== undefined, v.image !== undefined].filter(Boolean).length;
+    const given = [
+      v.objectId !== undefined,
+      v.values !== undefined,
+      v.text !== undefined,
+      v.image !== undefined,
+    ].filter(Boolean).length;
     if (given === 0) throw new BadRequest('query.vector needs one of objectId, values or text');
     if (given > 1) throw new BadRequest('query.vector takes one of objectId, values, text or image, not several');
     if (v.image !== undefined) {
-      throw new BadRequest(`the project's embedding model ${resolved.settings.model} does not embed images: query with text, values or objectId`);
+      throw new BadRequest(
+        `the project's embedding model ${resolved.settings.model} does not embed images: query with text, values or objectId`,
+      );
     }
     if (v.values !== undefined) {
       if (!Array.isArray(v.values) || !v.values.every((x) => typeof x === 'number' && Number.isFinite(x))) {
         throw new BadRequest('query.vector.values must be an array of numbers');
       }
       if (v.values.length !== resolved.settings.dimensions) {
-        throw new OrreryError('dimension_mismatch', 400, `query.vector.values has ${v.values.length} dimensions; the project's embedding model ${resolved.settings.model} has ${resolved.settings.dimensions}`, { expected: resolved.settings.dimensions, got: v.values.length, model: resolved.settings.model });
+        throw new OrreryError(
+          'dimension_mismatch',
+          400,
+          `query.vector.values has ${v.values.length} dimensions; the project's embedding model ${resolved.settings.model} has ${resolved.settings.dimensions}`,
+          { expected: resolved.settings.dimensions, got: v.values.length, model: resolved.settings.model },
+        );
       }
       const vector = Float32Array.from(v.values as number[]);
-      if (!normalise(vector)) throw new BadRequest('query.vector.values is a zero vector: it has no direction to compare');
+      if (!normalise(vector))
+        throw new BadRequest('query.vector.values is a zero vector: it has no direction to compare');
       return vector;
     }
     if (v.text !== undefined) {
-      if (typeof v.text !== 'string' || !v.text.trim()) throw new BadRequest('query.vector.text must be a non-empty string');
+      if (typeof v.text !== 'string' || !v.text.trim())
+        throw new BadRequest('query.vector.text must be a non-empty string');
       const vector = await this.embeddings.textVector(s, v.text, resolved);
       if (!vector) throw new BadRequest('query.vector.text has no words to compare');
       return vector;
     }
-    if (typeof v.objectId !== 'string' || !v.objectId) throw new BadRequest('query.vector.objectId must be an object id');
+    if (typeof v.objectId !== 'string' || !v.objectId)
+      throw new BadRequest('query.vector.objectId must be an object id');
     return null;
   }
 
@@ -155,15 +195,22 @@ export class ObjectSimilarity {
     return {
       all: filtered
         ? async (limit) => {
-          const rows = await objectsIn(this.db, s).select('objects.id').where((eb) => filterCondition(eb, f, ctx)).limit(limit + 1).execute();
-          return rows.length > limit ? null : rows.map((r) => r.id);
-        }
+            const rows = await objectsIn(this.db, s)
+              .select('objects.id')
+              .where((eb) => filterCondition(eb, f, ctx))
+              .limit(limit + 1)
+              .execute();
+            return rows.length > limit ? null : rows.map((r) => r.id);
+          }
         : undefined,
       accept: async (ids) => {
         const ok = new Set<string>();
         for (let i = 0; i < ids.length; i += CHUNK) {
           // Always through the filters: with none given, they still keep earlier revisions out.
-          const q = objectsIn(this.db, s).select('objects.id').where('objects.id', 'in', ids.slice(i, i + CHUNK)).where((eb) => filterCondition(eb, f, ctx));
+          const q = objectsIn(this.db, s)
+            .select('objects.id')
+            .where('objects.id', 'in', ids.slice(i, i + CHUNK))
+            .where((eb) => filterCondition(eb, f, ctx));
           for (const r of await q.execute()) ok.add(r.id);
         }
         return ok;
@@ -172,7 +219,11 @@ export class ObjectSimilarity {
   }
 
   /** List items of the page, in score order, each with its score. */
-  private async hydrate(p: Principal, hits: Array<{ id: string; score: number }>, select?: string): Promise<Partial<ObjectRecord>[]> {
+  private async hydrate(
+    p: Principal,
+    hits: Array<{ id: string; score: number }>,
+    select?: string,
+  ): Promise<Partial<ObjectRecord>[]> {
     if (!hits.length) return [];
     const items = await this.listing.list(p, { ids: hits.map((h) => h.id), limit: hits.length, offset: 0, select });
     const byId = new Map(items.map((i) => [i.id, i]));
@@ -183,7 +234,9 @@ export class ObjectSimilarity {
 const round = (x: number) => Math.round(x * 1e6) / 1e6;
 
 function hasFilters(f: ObjectFilters): boolean {
-  return Object.entries(f).some(([k, v]) => k !== 'fullText' && v !== undefined && !(k === 'match' && v && !Object.keys(v as object).length));
+  return Object.entries(f).some(
+    ([k, v]) => k !== 'fullText' && v !== undefined && !(k === 'match' && v && !Object.keys(v as object).length),
+  );
 }
 
 function typesOf(v: VectorQuery, embeddingType?: string): ObjectEmbeddingType[] {
@@ -192,7 +245,10 @@ function typesOf(v: VectorQuery, embeddingType?: string): ObjectEmbeddingType[] 
     if (on.length) return on;
   }
   const one = v.type ?? embeddingType ?? 'text';
-  if (!isObjectEmbeddingType(one)) throw new BadRequest(`embedding type must be one of ${OBJECT_EMBEDDING_TYPES.join(', ')}, got ${JSON.stringify(one)}`);
+  if (!isObjectEmbeddingType(one))
+    throw new BadRequest(
+      `embedding type must be one of ${OBJECT_EMBEDDING_TYPES.join(', ')}, got ${JSON.stringify(one)}`,
+    );
   return [one];
 }
 
@@ -204,11 +260,14 @@ function aggregationOf(a: string | undefined): Aggregation {
 
 function weightsOf(w: Record<string, unknown> | undefined): Record<string, number> {
   if (w === undefined || w === null) return {};
-  if (typeof w !== 'object' || Array.isArray(w)) throw new BadRequest('weights must be an object {text, image, properties, full_text} of numbers');
+  if (typeof w !== 'object' || Array.isArray(w))
+    throw new BadRequest('weights must be an object {text, image, properties, full_text} of numbers');
   const out: Record<string, number> = {};
   for (const [k, v] of Object.entries(w)) {
-    if (![...OBJECT_EMBEDDING_TYPES, 'full_text'].includes(k)) throw new BadRequest(`weights.${k} is not a search type; use text, image, properties or full_text`);
-    if (typeof v !== 'number' || !Number.isFinite(v) || v < 0) throw new BadRequest(`weights.${k} must be a number, 0 or more`);
+    if (![...OBJECT_EMBEDDING_TYPES, 'full_text'].includes(k))
+      throw new BadRequest(`weights.${k} is not a search type; use text, image, properties or full_text`);
+    if (typeof v !== 'number' || !Number.isFinite(v) || v < 0)
+      throw new BadRequest(`weights.${k} must be a number, 0 or more`);
     out[k] = v;
   }
   return out;

@@ -38,7 +38,10 @@ export class OpenAIEmbedder implements Embedder {
     const vectors = await requestEmbeddings(this.opts, texts, signal);
     for (const v of vectors) {
       if (v.length !== this.dimensions) {
-        throw new ProviderError('provider_error', `${label(this.opts)} answered ${v.length} dimensions for model ${this.model}, expected ${this.dimensions}: the model changed; set the project's embeddings again`);
+        throw new ProviderError(
+          'provider_error',
+          `${label(this.opts)} answered ${v.length} dimensions for model ${this.model}, expected ${this.dimensions}: the model changed; set the project's embeddings again`,
+        );
       }
     }
     return vectors;
@@ -46,21 +49,35 @@ export class OpenAIEmbedder implements Embedder {
 }
 
 const label = (o: Pick<OpenAIEmbeddingsOptions, 'provider' | 'connection'>) =>
-  o.connection.endpoint_url ? `${o.provider === 'openai' ? 'OpenAI' : 'OpenAI-compatible server'} at ${openAIBaseUrl(o.connection.endpoint_url)}` : 'OpenAI';
+  o.connection.endpoint_url
+    ? `${o.provider === 'openai' ? 'OpenAI' : 'OpenAI-compatible server'} at ${openAIBaseUrl(o.connection.endpoint_url)}`
+    : 'OpenAI';
 
 /** One call; answers the vectors in input order, normalised (not every server normalises). */
-export async function requestEmbeddings(o: Pick<OpenAIEmbeddingsOptions, 'provider' | 'connection' | 'model'>, texts: string[], signal?: AbortSignal): Promise<Float32Array[]> {
+export async function requestEmbeddings(
+  o: Pick<OpenAIEmbeddingsOptions, 'provider' | 'connection' | 'model'>,
+  texts: string[],
+  signal?: AbortSignal,
+): Promise<Float32Array[]> {
   const given = o.connection.endpoint_url?.trim();
   if (!given && o.provider === 'openai_compatible') {
-    throw new ProviderError('provider_bad_request', 'OpenAI-compatible server needs an endpoint URL (the server\'s base URL, e.g. http://localhost:11434/v1); the environment has none');
+    throw new ProviderError(
+      'provider_bad_request',
+      "OpenAI-compatible server needs an endpoint URL (the server's base URL, e.g. http://localhost:11434/v1); the environment has none",
+    );
   }
   const base = given ? openAIBaseUrl(given) : OPENAI_BASE;
   const name = label(o);
   const headers: Record<string, string> = {};
   if (o.connection.api_key) headers.authorization = `Bearer ${o.connection.api_key}`;
-  else if (o.provider === 'openai') throw new ProviderError('provider_auth', `${name} needs an API key; the environment has none`);
+  else if (o.provider === 'openai')
+    throw new ProviderError('provider_auth', `${name} needs an API key; the environment has none`);
   const res = await postToProvider({
-    label: name, url: `${base}/embeddings`, headers, signal, timeoutMs: Math.min(timeoutOf(o.connection), 120_000),
+    label: name,
+    url: `${base}/embeddings`,
+    headers,
+    signal,
+    timeoutMs: Math.min(timeoutOf(o.connection), 120_000),
     body: { model: o.model, input: texts, encoding_format: 'float' },
     outbound: o.connection.outbound,
   }).catch((err: unknown) => {
@@ -69,18 +86,36 @@ export async function requestEmbeddings(o: Pick<OpenAIEmbeddingsOptions, 'provid
   });
   const answer = (await res.json()) as { data?: Array<{ index?: number; embedding?: unknown }> };
   if (!Array.isArray(answer?.data) || answer.data.length !== texts.length) {
-    throw new ProviderError('provider_error', `${name} answered ${Array.isArray(answer?.data) ? answer.data.length : 'no'} embeddings for ${texts.length} inputs`, res.status);
+    throw new ProviderError(
+      'provider_error',
+      `${name} answered ${Array.isArray(answer?.data) ? answer.data.length : 'no'} embeddings for ${texts.length} inputs`,
+      res.status,
+    );
   }
   const out = new Array<Float32Array>(texts.length);
   answer.data.forEach((d, i) => {
     const at = typeof d.index === 'number' ? d.index : i;
-    if (!Array.isArray(d.embedding) || !d.embedding.every((x) => typeof x === 'number') || at < 0 || at >= texts.length) {
-      throw new ProviderError('provider_error', `${name} answered an embedding that is not an array of numbers (base64 encoding is not read)`, res.status);
+    if (
+      !Array.isArray(d.embedding) ||
+      !d.embedding.every((x) => typeof x === 'number') ||
+      at < 0 ||
+      at >= texts.length
+    ) {
+      throw new ProviderError(
+        'provider_error',
+        `${name} answered an embedding that is not an array of numbers (base64 encoding is not read)`,
+        res.status,
+      );
     }
     const v = Float32Array.from(d.embedding as number[]);
     normalise(v);
     out[at] = v;
   });
-  if (out.some((v) => !v)) throw new ProviderError('provider_error', `${name} answered embeddings with repeated or missing indexes`, res.status);
+  if (out.some((v) => !v))
+    throw new ProviderError(
+      'provider_error',
+      `${name} answered embeddings with repeated or missing indexes`,
+      res.status,
+    );
   return out;
 }

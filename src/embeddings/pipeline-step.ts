@@ -12,9 +12,16 @@ export const embeddingsStep = (embeddings: EmbeddingService): PipelineStep => ({
   name: 'embeddings',
   async run(ctx) {
     const o = ctx.object;
-    await embeddings.embedObject(ctx.scope, {
-      id: ctx.objectId, name: o.name, description: o.description, properties: o.properties,
-      text: ctx.result.text ?? o.text,
-    }, { signal: ctx.signal });
+    await embeddings.embedObject(
+      ctx.scope,
+      {
+        id: ctx.objectId,
+        name: o.name,
+        description: o.description,
+        properties: o.properties,
+        text: ctx.result.text ?? o.text,
+      },
+      { signal: ctx.signal },
+    );
   },
 });

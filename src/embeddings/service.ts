@@ -28,10 +28,34 @@ import type { EmbeddingType, ObjectEmbeddingType, OwnerKind } from './embedder.t
 import type { VectorIndexes } from './index-registry.ts';
 import type { RunEmbeddingHook, RunEmbeddingInput, RunVectors } from './run-embeddings.ts';
 import { providerFailure } from '../providers/provider-failure.ts';
-import { EMBEDDING_KINDS, isDisabled, type EmbeddingKind, type EmbeddingSettings, type EmbeddingSettingsStore, type ResolvedEmbedder } from './settings.ts';
+import {
+  EMBEDDING_KINDS,
+  isDisabled,
+  type EmbeddingKind,
+  type EmbeddingSettings,
+  type EmbeddingSettingsStore,
+  type ResolvedEmbedder,
+} from './settings.ts';
 import { objectSources, sourceEtag, sourceStamp, type SourceFields } from './sources.ts';
-import { countPartition, deleteVectors, getVector, modelsOf, upsertVectors, vectorsOf, vectorStamps, type PartitionKey, type VectorRow } from './store.ts';
-import { embeddingMaps, prepareEmbedding, prepareEmbeddingMap, toEmbedding, type EmbeddingMap, type PreparedEmbeddings } from './object-vectors.ts';
+import {
+  countPartition,
+  deleteVectors,
+  getVector,
+  modelsOf,
+  upsertVectors,
+  vectorsOf,
+  vectorStamps,
+  type PartitionKey,
+  type VectorRow,
+} from './store.ts';
+import {
+  embeddingMaps,
+  prepareEmbedding,
+  prepareEmbeddingMap,
+  toEmbedding,
+  type EmbeddingMap,
+  type PreparedEmbeddings,
+} from './object-vectors.ts';
 import { toWire } from './vectors.ts';
 import { detectVectorExtension, type VectorExtension } from '../db/vector-extension.ts';
 import type { PartitionIndex } from './vector-index.ts';
@@ -69,8 +93,12 @@ export class EmbeddingService implements RunEmbeddingHook {
   private pgvector: Promise<VectorExtension> | undefined;
 
   constructor(private readonly deps: EmbeddingServiceDeps) {
-    deps.queue.register<null>(EMBED_OBJECT_JOB, { run: (job, signal) => this.embedObjectById(job.scope, job.subject, signal) });
-    deps.queue.register<{ model: string; force?: ObjectEmbeddingType[] }>(EMBED_PROJECT_JOB, { run: (job, signal) => this.reembedProject(job.scope, job.payload?.model, signal, job.payload?.force) });
+    deps.queue.register<null>(EMBED_OBJECT_JOB, {
+      run: (job, signal) => this.embedObjectById(job.scope, job.subject, signal),
+    });
+    deps.queue.register<{ model: string; force?: ObjectEmbeddingType[] }>(EMBED_PROJECT_JOB, {
+      run: (job, signal) => this.reembedProject(job.scope, job.payload?.model, signal, job.payload?.force),
+    });
   }
 
   get settings(): EmbeddingSettingsStore {
@@ -107,7 +135,16 @@ export class EmbeddingService implements RunEmbeddingHook {
    * and drops those whose source is now empty. `text` overrides the stored text (content
    * processing passes the text it just extracted).
    */
-  async embedObject(s: Scope, o: EmbeddableObject, opts: { signal?: AbortSignal; skip?: ObjectEmbeddingType[]; force?: ObjectEmbeddingType[]; resolved?: ResolvedEmbedder } = {}): Promise<void> {
+  async embedObject(
+    s: Scope,
+    o: EmbeddableObject,
+    opts: {
+      signal?: AbortSignal;
+      skip?: ObjectEmbeddingType[];
+      force?: ObjectEmbeddingType[];
+      resolved?: ResolvedEmbedder;
+    } = {},
+  ): Promise<void> {
     const { embedder, settings } = opts.resolved ?? (await this.resolve(s));
     const sources = objectSources(o);
     const stamps = await vectorStamps(this.deps.db, s, 'object', o.id);
@@ -123,18 +160,24 @@ export class EmbeddingService implements RunEmbeddingHook {
         if (stamp && (stamp.etag !== etag || stamp.model !== embedder.model)) drop.push(type);
         continue;
       }
-      if (!stamp || stamp.model !== embedder.model || stamp.etag !== etag || opts.force?.includes(type)) todo.push({ type, source, etag });
+      if (!stamp || stamp.model !== embedder.model || stamp.etag !== etag || opts.force?.includes(type))
+        todo.push({ type, source, etag });
     }
     if (drop.length) {
       await deleteVectors(this.deps.db, s, 'object', o.id, drop);
       this.deps.indexes.removed(s, 'object', [o.id], drop);
     }
     if (!todo.length) return;
-    const vectors = await embedLong(embedder, todo.map((t) => t.source), opts.signal);
+    const vectors = await embedLong(
+      embedder,
+      todo.map((t) => t.source),
+      opts.signal,
+    );
     const rows: VectorRow[] = [];
     todo.forEach((t, i) => {
       const vector = vectors[i];
-      if (vector) rows.push({ ownerKind: 'object', ownerId: o.id, type: t.type, model: embedder.model, etag: t.etag, vector });
+      if (vector)
+        rows.push({ ownerKind: 'object', ownerId: o.id, type: t.type, model: embedder.model, etag: t.etag, vector });
     });
     // A vector the caller set for the same source meanwhile stays (keepSameSource).
     this.indexWritten(s, await upsertVectors(this.deps.db, s, rows, { keepSameSource: true }));
@@ -158,9 +201,21 @@ export class EmbeddingService implements RunEmbeddingHook {
    * object has after that write, and forgets the types given as null. `embeddingsStored` follows
    * the commit.
    */
-  async storeEmbeddings(trx: Kysely<Database>, s: Scope, objectId: string, prepared: PreparedEmbeddings, sources: SourceFields): Promise<StoredEmbeddings> {
+  async storeEmbeddings(
+    trx: Kysely<Database>,
+    s: Scope,
+    objectId: string,
+    prepared: PreparedEmbeddings,
+    sources: SourceFields,
+  ): Promise<StoredEmbeddings> {
     const rows: VectorRow[] = prepared.set.map((v) => ({
-      ownerKind: 'object', ownerId: objectId, type: v.type, model: prepared.model, etag: sourceStamp(sources, v.type), callerEtag: v.callerEtag, vector: v.vector,
+      ownerKind: 'object',
+      ownerId: objectId,
+      type: v.type,
+      model: prepared.model,
+      etag: sourceStamp(sources, v.type),
+      callerEtag: v.callerEtag,
+      vector: v.vector,
     }));
     const reset = prepared.reset.filter((t) => !prepared.set.some((v) => v.type === t));
     if (reset.length) await deleteVectors(trx, s, 'object', objectId, reset);
@@ -181,7 +236,13 @@ export class EmbeddingService implements RunEmbeddingHook {
     const resolved = await this.resolve(s);
     const v = prepareEmbedding(type, body, resolved, 'body');
     const row: VectorRow = {
-      ownerKind: 'object', ownerId: objectId, type: v.type, model: resolved.settings.model, etag: sourceStamp(object, v.type), callerEtag: v.callerEtag, vector: v.vector,
+      ownerKind: 'object',
+      ownerId: objectId,
+      type: v.type,
+      model: resolved.settings.model,
+      etag: sourceStamp(object, v.type),
+      callerEtag: v.callerEtag,
+      vector: v.vector,
     };
     await upsertVectors(this.deps.db, s, [row]);
     if (!(await this.objectExists(s, objectId))) {
@@ -197,7 +258,12 @@ export class EmbeddingService implements RunEmbeddingHook {
   }
 
   /** The query vector of an object for a type: its stored one, or computed now from its sources. */
-  async objectVector(s: Scope, objectId: string, type: ObjectEmbeddingType, resolved: ResolvedEmbedder): Promise<Float32Array | null> {
+  async objectVector(
+    s: Scope,
+    objectId: string,
+    type: ObjectEmbeddingType,
+    resolved: ResolvedEmbedder,
+  ): Promise<Float32Array | null> {
     const stored = await getVector(this.deps.db, s, 'object', objectId, type);
     if (stored && stored.model === resolved.settings.model) return stored.vector;
     const row = await this.objectRow(s, objectId);
@@ -225,13 +291,23 @@ export class EmbeddingService implements RunEmbeddingHook {
   }
 
   /** The index of a project's vectors of one kind and type, for its current model (null: none yet). */
-  async index(s: Scope, kind: OwnerKind, type: EmbeddingType, settings: EmbeddingSettings): Promise<PartitionIndex | null> {
+  async index(
+    s: Scope,
+    kind: OwnerKind,
+    type: EmbeddingType,
+    settings: EmbeddingSettings,
+  ): Promise<PartitionIndex | null> {
     return this.deps.indexes.get({ scope: s, kind, type, model: settings.model }, settings.dimensions);
   }
 
   private async objectRow(s: Scope, id: string): Promise<EmbeddableObject | undefined> {
-    const row = await this.deps.db.selectFrom('objects').select([...OBJECT_COLUMNS])
-      .where('account_id', '=', s.account).where('project_id', '=', s.project).where('id', '=', id).executeTakeFirst();
+    const row = await this.deps.db
+      .selectFrom('objects')
+      .select([...OBJECT_COLUMNS])
+      .where('account_id', '=', s.account)
+      .where('project_id', '=', s.project)
+      .where('id', '=', id)
+      .executeTakeFirst();
     return row && { ...row, properties: this.deps.dialect.fromJson(row.properties) };
   }
 
@@ -288,11 +364,18 @@ export class EmbeddingService implements RunEmbeddingHook {
     this.deps.settings.forget(s.project);
     // A replaced model or a disabled type: its saved graphs go (rebuilt from the table if needed again).
     if (before.model !== after.model || (after.disabled ?? []).some((t) => !before.disabled?.includes(t))) {
-      await this.deps.indexes.pruneGraphs(s.project).catch((err) => this.report(err, `prune the similarity graphs of project ${s.project}`));
+      await this.deps.indexes
+        .pruneGraphs(s.project)
+        .catch((err) => this.report(err, `prune the similarity graphs of project ${s.project}`));
     }
     // Only a new model re-embeds; runs made while run embeddings were off stay without vectors.
     if (before.model !== after.model || before.environment !== after.environment) {
-      await this.deps.queue.enqueue({ kind: EMBED_PROJECT_JOB, scope: s, subject: `embeddings:${s.project}`, payload: { model: after.model } });
+      await this.deps.queue.enqueue({
+        kind: EMBED_PROJECT_JOB,
+        scope: s,
+        subject: `embeddings:${s.project}`,
+        payload: { model: after.model },
+      });
     }
   }
 
@@ -303,13 +386,32 @@ export class EmbeddingService implements RunEmbeddingHook {
   async recalculate(s: Scope, type: string): Promise<{ status: string; message: string }> {
     const kind = embeddingKindOf(type);
     const { settings, embedder } = await this.resolve(s);
-    if (isDisabled(settings, kind)) throw new Conflict(`${kind} embeddings are disabled in this project: activate them first (POST /embeddings/${kind}/enable)`);
-    if (kind === 'image') throw new Conflict(`the project's embedding model ${embedder.model} embeds no images: there is nothing to recalculate`);
-    await this.deps.queue.enqueue({ kind: EMBED_PROJECT_JOB, scope: s, subject: `embeddings:${s.project}:${kind}`, payload: { model: settings.model, force: [kind] } });
-    return { status: 'processing', message: `${kind} embeddings of every object are being computed again with ${settings.model}; embeddings.status("${kind}") shows the progress` };
+    if (isDisabled(settings, kind))
+      throw new Conflict(
+        `${kind} embeddings are disabled in this project: activate them first (POST /embeddings/${kind}/enable)`,
+      );
+    if (kind === 'image')
+      throw new Conflict(
+        `the project's embedding model ${embedder.model} embeds no images: there is nothing to recalculate`,
+      );
+    await this.deps.queue.enqueue({
+      kind: EMBED_PROJECT_JOB,
+      scope: s,
+      subject: `embeddings:${s.project}:${kind}`,
+      payload: { model: settings.model, force: [kind] },
+    });
+    return {
+      status: 'processing',
+      message: `${kind} embeddings of every object are being computed again with ${settings.model}; embeddings.status("${kind}") shows the progress`,
+    };
   }
 
-  private async reembedProject(s: Scope, model: string | undefined, signal: AbortSignal, force?: ObjectEmbeddingType[]): Promise<void> {
+  private async reembedProject(
+    s: Scope,
+    model: string | undefined,
+    signal: AbortSignal,
+    force?: ObjectEmbeddingType[],
+  ): Promise<void> {
     this.deps.settings.forget(s.project);
     const resolved = await this.resolve(s);
     const stillCurrent = async () => {
@@ -320,10 +422,19 @@ export class EmbeddingService implements RunEmbeddingHook {
     for (;;) {
       signal.throwIfAborted();
       if (!(await stillCurrent())) return; // a newer change queued its own job
-      let q = this.deps.db.selectFrom('objects').select([...OBJECT_COLUMNS]).where('account_id', '=', s.account).where('project_id', '=', s.project);
+      let q = this.deps.db
+        .selectFrom('objects')
+        .select([...OBJECT_COLUMNS])
+        .where('account_id', '=', s.account)
+        .where('project_id', '=', s.project);
       if (after !== null) q = q.where('id', '>', after);
       const rows = await q.orderBy('id').limit(PAGE).execute();
-      for (const row of rows) await this.embedObject(s, { ...row, properties: this.deps.dialect.fromJson(row.properties) }, { signal, resolved, force });
+      for (const row of rows)
+        await this.embedObject(
+          s,
+          { ...row, properties: this.deps.dialect.fromJson(row.properties) },
+          { signal, resolved, force },
+        );
       await yieldToRequests();
       if (rows.length < PAGE) break;
       after = rows[rows.length - 1].id;
@@ -338,18 +449,31 @@ export class EmbeddingService implements RunEmbeddingHook {
     const { settings, embedder } = await this.resolve(s);
     const key: PartitionKey = { scope: s, kind: 'object', type: type as EmbeddingType, model: settings.model };
     const [jobs, objects, withVectors, models] = await Promise.all([
-      this.deps.db.selectFrom('jobs').select((eb) => eb.fn.countAll<number>().as('n'))
-        .where('account_id', '=', s.account).where('project_id', '=', s.project)
-        .where('kind', 'in', [EMBED_OBJECT_JOB, EMBED_PROJECT_JOB, 'content']).executeTakeFirstOrThrow(),
-      this.deps.db.selectFrom('objects').select((eb) => eb.fn.countAll<number>().as('n'))
-        .where('account_id', '=', s.account).where('project_id', '=', s.project).executeTakeFirstOrThrow(),
+      this.deps.db
+        .selectFrom('jobs')
+        .select((eb) => eb.fn.countAll<number>().as('n'))
+        .where('account_id', '=', s.account)
+        .where('project_id', '=', s.project)
+        .where('kind', 'in', [EMBED_OBJECT_JOB, EMBED_PROJECT_JOB, 'content'])
+        .executeTakeFirstOrThrow(),
+      this.deps.db
+        .selectFrom('objects')
+        .select((eb) => eb.fn.countAll<number>().as('n'))
+        .where('account_id', '=', s.account)
+        .where('project_id', '=', s.project)
+        .executeTakeFirstOrThrow(),
       countPartition(this.deps.db, key),
       modelsOf(this.deps.db, s, 'object', type),
     ]);
     const inProgress = Number(jobs.n);
     const index = await this.deps.indexes.get(key, settings.dimensions);
     return {
-      status: isDisabled(settings, type) || (type === 'image' && !embedder.supportsImages) ? 'disabled' : inProgress ? 'processing' : 'ready',
+      status:
+        isDisabled(settings, type) || (type === 'image' && !embedder.supportsImages)
+          ? 'disabled'
+          : inProgress
+            ? 'processing'
+            : 'ready',
       enabled: !isDisabled(settings, type),
       embeddingRunsInProgress: inProgress,
       totalIndexableObjects: Number(objects.n),
@@ -364,7 +488,9 @@ export class EmbeddingService implements RunEmbeddingHook {
         name: `${s.project}/${type}/${settings.model}`,
         type: index?.mode === 'hnsw' ? 'usearch-hnsw' : 'exact',
         // pgvector: reported, not used (the in-process index serves both databases).
-        pgvector: await (this.pgvector ??= detectVectorExtension(this.deps.db, this.deps.dialect).catch(() => 'absent' as const)),
+        pgvector: await (this.pgvector ??= detectVectorExtension(this.deps.db, this.deps.dialect).catch(
+          () => 'absent' as const,
+        )),
       },
     };
   }
@@ -391,14 +517,21 @@ export class EmbeddingService implements RunEmbeddingHook {
 const yieldToRequests = () => new Promise((r) => setTimeout(r, 10));
 
 function promptText(prompt: RunEmbeddingInput['prompt']): string {
-  return prompt.map((m) => (typeof m?.content === 'string' ? m.content : '')).filter(Boolean).join('\n\n');
+  return prompt
+    .map((m) => (typeof m?.content === 'string' ? m.content : ''))
+    .filter(Boolean)
+    .join('\n\n');
 }
 
 function resultText(result: RunEmbeddingInput['result']): string {
-  return result.map((p) => (typeof p.value === 'string' ? p.value : p.value === undefined ? '' : JSON.stringify(p.value))).filter(Boolean).join('\n\n');
+  return result
+    .map((p) => (typeof p.value === 'string' ? p.value : p.value === undefined ? '' : JSON.stringify(p.value)))
+    .filter(Boolean)
+    .join('\n\n');
 }
 
 export function embeddingKindOf(type: string): EmbeddingKind {
-  if (!(EMBEDDING_KINDS as readonly string[]).includes(type)) throw new BadRequest(`embedding type must be ${EMBEDDING_KINDS.join(', ')}, got ${JSON.stringify(type)}`);
+  if (!(EMBEDDING_KINDS as readonly string[]).includes(type))
+    throw new BadRequest(`embedding type must be ${EMBEDDING_KINDS.join(', ')}, got ${JSON.stringify(type)}`);
   return type as EmbeddingKind;
 }

@@ -30,7 +30,12 @@ export interface EmbeddingSettings {
 export const EMBEDDING_KINDS = ['text', 'image', 'properties'] as const;
 export type EmbeddingKind = (typeof EMBEDDING_KINDS)[number];
 
-export const BUILTIN: EmbeddingSettings = { environment: null, model: HASHED_NGRAMS_MODEL, dimensions: 384, runs: true };
+export const BUILTIN: EmbeddingSettings = {
+  environment: null,
+  model: HASHED_NGRAMS_MODEL,
+  dimensions: 384,
+  runs: true,
+};
 
 /** Providers whose environments can embed (an OpenAI-compatible `/embeddings` endpoint). */
 export const EMBEDDING_PROVIDERS = ['openai', 'openai_compatible'] as const;
@@ -47,7 +52,11 @@ export const builtinEmbedder = new HashedNgramsEmbedder();
 
 /** The principal-shaped scope the environment service needs, for background work. */
 export const systemPrincipal = (s: Scope): Principal => ({
-  account: { id: s.account, name: '' }, project: { id: s.project, name: '' }, keyId: 'system', role: 'developer', via: 'apikey',
+  account: { id: s.account, name: '' },
+  project: { id: s.project, name: '' },
+  keyId: 'system',
+  role: 'developer',
+  via: 'apikey',
 });
 
 export class EmbeddingSettingsStore {
@@ -82,7 +91,12 @@ export class EmbeddingSettingsStore {
   }
 
   async settings(s: Scope): Promise<EmbeddingSettings> {
-    const row = await this.db.selectFrom('projects').select('settings').where('account_id', '=', s.account).where('id', '=', s.project).executeTakeFirst();
+    const row = await this.db
+      .selectFrom('projects')
+      .select('settings')
+      .where('account_id', '=', s.account)
+      .where('id', '=', s.project)
+      .executeTakeFirst();
     const all = row ? (this.dialect.fromJson<Record<string, unknown> | null>(row.settings) ?? {}) : {};
     return parseStored(all.embeddings);
   }
@@ -93,39 +107,59 @@ export class EmbeddingSettingsStore {
    */
   async prepare(s: Scope, input: unknown, current: EmbeddingSettings): Promise<EmbeddingSettings> {
     if (input === null) return { ...BUILTIN, runs: current.runs };
-    if (typeof input !== 'object' || Array.isArray(input)) throw new BadRequest('embeddings must be an object {environment, model, runs}');
+    if (typeof input !== 'object' || Array.isArray(input))
+      throw new BadRequest('embeddings must be an object {environment, model, runs}');
     const i = input as Record<string, unknown>;
     for (const k of Object.keys(i)) {
-      if (!['environment', 'model', 'runs', 'disabled'].includes(k)) throw new BadRequest(`embeddings.${k} is not a setting; use environment, model, runs and disabled`);
+      if (!['environment', 'model', 'runs', 'disabled'].includes(k))
+        throw new BadRequest(`embeddings.${k} is not a setting; use environment, model, runs and disabled`);
     }
-    if (i.runs !== undefined && typeof i.runs !== 'boolean') throw new BadRequest('embeddings.runs must be true or false');
+    if (i.runs !== undefined && typeof i.runs !== 'boolean')
+      throw new BadRequest('embeddings.runs must be true or false');
     const runs = (i.runs as boolean | undefined) ?? current.runs;
     const disabled = i.disabled === undefined ? current.disabled : disabledOf(i.disabled);
-    const withDisabled = (x: EmbeddingSettings): EmbeddingSettings => (disabled?.length ? { ...x, disabled } : { ...x, disabled: undefined });
+    const withDisabled = (x: EmbeddingSettings): EmbeddingSettings =>
+      disabled?.length ? { ...x, disabled } : { ...x, disabled: undefined };
     if (!('environment' in i) && !('model' in i)) return withDisabled({ ...current, runs });
     const env = i.environment;
     if (env === null || env === undefined || env === '' || env === 'builtin') {
       if (i.model !== undefined && i.model !== HASHED_NGRAMS_MODEL) {
-        throw new BadRequest(`without an environment the embedder is the built-in ${HASHED_NGRAMS_MODEL}; pass an environment to use model ${JSON.stringify(i.model)}`);
+        throw new BadRequest(
+          `without an environment the embedder is the built-in ${HASHED_NGRAMS_MODEL}; pass an environment to use model ${JSON.stringify(i.model)}`,
+        );
       }
       return withDisabled({ ...BUILTIN, runs });
     }
-    if (typeof env !== 'string') throw new BadRequest('embeddings.environment must be an environment id, or null for the built-in embedder');
-    if (typeof i.model !== 'string' || !i.model.trim()) throw new BadRequest('embeddings.model is required with an environment: the embedding model to call, e.g. text-embedding-3-small or nomic-embed-text');
+    if (typeof env !== 'string')
+      throw new BadRequest('embeddings.environment must be an environment id, or null for the built-in embedder');
+    if (typeof i.model !== 'string' || !i.model.trim())
+      throw new BadRequest(
+        'embeddings.model is required with an environment: the embedding model to call, e.g. text-embedding-3-small or nomic-embed-text',
+      );
     const model = i.model.trim();
     const resolved = await this.environments.resolve(systemPrincipal(s), env);
     const provider = resolved.dto.provider;
     if (!(EMBEDDING_PROVIDERS as readonly string[]).includes(provider)) {
-      throw new BadRequest(`environment "${resolved.dto.name}" uses provider "${provider}", which has no embeddings endpoint Orrery can call; use an ${EMBEDDING_PROVIDERS.join(' or ')} environment`);
+      throw new BadRequest(
+        `environment "${resolved.dto.name}" uses provider "${provider}", which has no embeddings endpoint Orrery can call; use an ${EMBEDDING_PROVIDERS.join(' or ')} environment`,
+      );
     }
     let dimensions: number;
     try {
-      const [probe] = await requestEmbeddings({ provider: provider as 'openai', connection: resolved.connection, model }, ['Orrery checks that this environment can embed text.']);
+      const [probe] = await requestEmbeddings(
+        { provider: provider as 'openai', connection: resolved.connection, model },
+        ['Orrery checks that this environment can embed text.'],
+      );
       dimensions = probe.length;
     } catch (err) {
       throw providerFailure(err, 'configure embeddings');
     }
-    if (!dimensions) throw new OrreryError('provider_error', 502, `environment "${resolved.dto.name}" answered an empty embedding for model ${model}`);
+    if (!dimensions)
+      throw new OrreryError(
+        'provider_error',
+        502,
+        `environment "${resolved.dto.name}" answered an empty embedding for model ${model}`,
+      );
     return withDisabled({ environment: resolved.dto.id, model, dimensions, runs });
   }
 
@@ -137,12 +171,24 @@ export class EmbeddingSettingsStore {
       resolved = await this.environments.resolve(systemPrincipal(s), settings.environment);
     } catch (err) {
       if (err instanceof NotFound) {
-        throw new OrreryError('embeddings_unavailable', 409, `the project's embedding environment ${settings.environment} was deleted: set embeddings again with PUT /projects/${s.project}`);
+        throw new OrreryError(
+          'embeddings_unavailable',
+          409,
+          `the project's embedding environment ${settings.environment} was deleted: set embeddings again with PUT /projects/${s.project}`,
+        );
       }
       throw err;
     }
     const provider = resolved.dto.provider as 'openai' | 'openai_compatible';
-    return { settings, embedder: new OpenAIEmbedder({ provider, model: settings.model, dimensions: settings.dimensions, connection: resolved.connection }) };
+    return {
+      settings,
+      embedder: new OpenAIEmbedder({
+        provider,
+        model: settings.model,
+        dimensions: settings.dimensions,
+        connection: resolved.connection,
+      }),
+    };
   }
 }
 
@@ -150,10 +196,13 @@ export function parseStored(v: unknown): EmbeddingSettings {
   if (!v || typeof v !== 'object') return BUILTIN;
   const o = v as Partial<EmbeddingSettings>;
   const runs = typeof o.runs === 'boolean' ? o.runs : true;
-  const disabled = Array.isArray(o.disabled) ? o.disabled.filter((t): t is EmbeddingKind => (EMBEDDING_KINDS as readonly string[]).includes(t)) : [];
-  const base = !o.environment || typeof o.model !== 'string' || typeof o.dimensions !== 'number'
-    ? { ...BUILTIN, runs }
-    : { environment: o.environment, model: o.model, dimensions: o.dimensions, runs };
+  const disabled = Array.isArray(o.disabled)
+    ? o.disabled.filter((t): t is EmbeddingKind => (EMBEDDING_KINDS as readonly string[]).includes(t))
+    : [];
+  const base =
+    !o.environment || typeof o.model !== 'string' || typeof o.dimensions !== 'number'
+      ? { ...BUILTIN, runs }
+      : { environment: o.environment, model: o.model, dimensions: o.dimensions, runs };
   return disabled.length ? { ...base, disabled } : base;
 }
 
@@ -165,4 +214,5 @@ function disabledOf(v: unknown): EmbeddingKind[] {
   return [...new Set(v as EmbeddingKind[])];
 }
 
-export const isDisabled = (settings: EmbeddingSettings, type: string): boolean => !!settings.disabled?.includes(type as EmbeddingKind);
+export const isDisabled = (settings: EmbeddingSettings, type: string): boolean =>
+  !!settings.disabled?.includes(type as EmbeddingKind);

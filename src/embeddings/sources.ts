@@ -22,14 +22,17 @@ export interface SourceFields {
 }
 
 export function objectSources(o: SourceFields): ObjectSources {
-  const text = o.text?.trim() ? o.text : [o.name, o.description].filter((x) => typeof x === 'string' && x.trim()).join('\n') || null;
+  const text = o.text?.trim()
+    ? o.text
+    : [o.name, o.description].filter((x) => typeof x === 'string' && x.trim()).join('\n') || null;
   const lines: string[] = [];
   flatten(o.properties, '', lines, 0);
   return { text, properties: lines.length ? lines.join('\n') : null };
 }
 
 /** The ETag of a source for a model: a vector is current when both match. */
-export const sourceEtag = (source: string): string => createHash('sha256').update(source).digest('base64url').slice(0, 27);
+export const sourceEtag = (source: string): string =>
+  createHash('sha256').update(source).digest('base64url').slice(0, 27);
 
 /**
  * The stamp of the source an object's vector of `type` describes now: what a vector the caller
@@ -55,7 +58,8 @@ function flatten(v: unknown, path: string, out: string[], depth: number): void {
     return;
   }
   if (typeof v === 'object') {
-    for (const k of Object.keys(v as object).sort()) flatten((v as Record<string, unknown>)[k], path ? `${path}.${k}` : k, out, depth + 1);
+    for (const k of Object.keys(v as object).sort())
+      flatten((v as Record<string, unknown>)[k], path ? `${path}.${k}` : k, out, depth + 1);
     return;
   }
   const s = String(v);

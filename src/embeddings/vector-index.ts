@@ -101,7 +101,14 @@ export class PartitionIndex {
    * An index made from a saved graph (graph-file.ts read it; its graph part is at `graphPath`).
    * Throws when usearch cannot load it or it does not hold the owners the file says.
    */
-  static async restore(read: ReadGraph, graphPath: string, exactBelow: number, hnswOptions: HnswOptions, onError: (err: unknown) => void, hooks: PartitionHooks): Promise<PartitionIndex> {
+  static async restore(
+    read: ReadGraph,
+    graphPath: string,
+    exactBelow: number,
+    hnswOptions: HnswOptions,
+    onError: (err: unknown) => void,
+    hooks: PartitionHooks,
+  ): Promise<PartitionIndex> {
     const index = new PartitionIndex(read.header.dimensions, exactBelow, hnswOptions, onError, hooks);
     index.data = read.data;
     index.capacity = read.capacity;
@@ -175,7 +182,8 @@ export class PartitionIndex {
 
   /** Writes `vector` into the owner's slot (a new one if it has none); answers the slot. */
   private place(ownerId: string, vector: Float32Array): number {
-    if (vector.length !== this.dimensions) throw new Error(`vector of ${vector.length} dimensions in an index of ${this.dimensions}`);
+    if (vector.length !== this.dimensions)
+      throw new Error(`vector of ${vector.length} dimensions in an index of ${this.dimensions}`);
     let slot = this.slots.get(ownerId);
     if (slot === undefined) {
       slot = this.free.pop() ?? this.owners.length;
@@ -227,7 +235,14 @@ export class PartitionIndex {
         vectors.set(this.data.subarray(slot * this.dimensions, (slot + 1) * this.dimensions), i * this.dimensions);
         i++;
       }
-      await graph.apply(BigUint64Array.from([...removed].filter((s) => !added.has(s)), BigInt), keys, vectors);
+      await graph.apply(
+        BigUint64Array.from(
+          [...removed].filter((s) => !added.has(s)),
+          BigInt,
+        ),
+        keys,
+        vectors,
+      );
     }
     this.maybeBuild();
   }
@@ -248,7 +263,11 @@ export class PartitionIndex {
     const asOf = this.frees;
     let found;
     try {
-      found = await graph.search(query, Math.min(k, this.slots.size), Math.max(k, ef ?? searchExpansion(this.slots.size, this.hnswOptions.expansionSearch)));
+      found = await graph.search(
+        query,
+        Math.min(k, this.slots.size),
+        Math.max(k, ef ?? searchExpansion(this.slots.size, this.hnswOptions.expansionSearch)),
+      );
     } catch {
       // Closed (replaced by a newer graph, evicted) or failed meanwhile: the vectors are still here.
       return this.scan(query, k);
@@ -346,7 +365,9 @@ export class PartitionIndex {
 
   private newGraph(): GraphThread {
     const graph: GraphThread = new GraphThread({
-      dimensions: this.dimensions, scalar: this.scalar, hnsw: this.hnswOptions,
+      dimensions: this.dimensions,
+      scalar: this.scalar,
+      hnsw: this.hnswOptions,
       // Behind the table now: answer exactly (a failed build is reported by startBuild).
       onFailure: (err) => {
         if (this.graph !== graph) return;

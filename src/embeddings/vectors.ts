@@ -37,7 +37,8 @@ export function encodeVector(v: Float32Array): Buffer {
 
 export function decodeVector(bytes: Uint8Array): Float32Array {
   // A pooled Buffer may start at an offset that is not a multiple of 4: copy then.
-  if (bytes.byteOffset % 4 === 0) return new Float32Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength));
+  if (bytes.byteOffset % 4 === 0)
+    return new Float32Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength));
   const out = new Float32Array(bytes.byteLength / 4);
   new Uint8Array(out.buffer).set(bytes);
   return out;

@@ -31,9 +31,18 @@ export function installErrorHandling(app: FastifyInstance): void {
       const first = err.validation[0];
       const path = first?.instancePath ? first.instancePath.replace(/^\//, '').replace(/\//g, '.') : '';
       let what = `${where}${path ? `.${path}` : ''} ${first?.message ?? 'is invalid'}`;
-      if (first?.keyword === 'required') what = `${where}${path ? `.${path}` : ''} must have property "${(first.params as { missingProperty?: string }).missingProperty}"`;
-      if (first?.keyword === 'enum') what += `: ${((first.params as { allowedValues?: unknown[] }).allowedValues ?? []).join(', ')}`;
-      return reply.code(400).send(wireError('bad_request', 400, what, err.validation.map((v) => ({ path: v.instancePath, message: v.message }))));
+      if (first?.keyword === 'required')
+        what = `${where}${path ? `.${path}` : ''} must have property "${(first.params as { missingProperty?: string }).missingProperty}"`;
+      if (first?.keyword === 'enum')
+        what += `: ${((first.params as { allowedValues?: unknown[] }).allowedValues ?? []).join(', ')}`;
+      return reply.code(400).send(
+        wireError(
+          'bad_request',
+          400,
+          what,
+          err.validation.map((v) => ({ path: v.instancePath, message: v.message })),
+        ),
+      );
     }
     const status = err.statusCode ?? 500;
     if (status >= 400 && status < 500) {
@@ -45,11 +54,21 @@ export function installErrorHandling(app: FastifyInstance): void {
     if (storage === 'unavailable') {
       req.log.error({ err }, 'database unavailable');
       reply.header('retry-after', String(DATABASE_RETRY_AFTER_SECONDS));
-      return reply.code(503).send(wireError('database_unavailable', 503, 'the database cannot be reached; retry later'));
+      return reply
+        .code(503)
+        .send(wireError('database_unavailable', 503, 'the database cannot be reached; retry later'));
     }
     if (storage === 'full') {
       req.log.error({ err }, 'storage full');
-      return reply.code(507).send(wireError('insufficient_storage', 507, 'the server has no space left to store this; free disk space and retry'));
+      return reply
+        .code(507)
+        .send(
+          wireError(
+            'insufficient_storage',
+            507,
+            'the server has no space left to store this; free disk space and retry',
+          ),
+        );
     }
     req.log.error({ err }, 'unhandled error');
     return reply.code(500).send(wireError('internal', 500, 'Internal server error'));
@@ -67,7 +86,8 @@ export function installErrorHandling(app: FastifyInstance): void {
  */
 export function installJsonParser(app: FastifyInstance): void {
   app.addHook('preValidation', async (req) => {
-    if (req.body === undefined && (req.method === 'POST' || req.method === 'PUT' || req.method === 'PATCH')) req.body = {};
+    if (req.body === undefined && (req.method === 'POST' || req.method === 'PUT' || req.method === 'PATCH'))
+      req.body = {};
   });
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => {
@@ -83,16 +103,24 @@ export function installJsonParser(app: FastifyInstance): void {
  * Requests Node's HTTP parser refuses before Fastify sees them (headers or URL over 16 KiB, a
  * malformed request line, a request that takes too long): answered in the one error shape.
  */
-export function clientErrorHandler(this: { log: { trace: (o: object, m: string) => void } }, err: NodeJS.ErrnoException, socket: import('node:net').Socket): void {
+export function clientErrorHandler(
+  this: { log: { trace: (o: object, m: string) => void } },
+  err: NodeJS.ErrnoException,
+  socket: import('node:net').Socket,
+): void {
   if (err.code === 'ECONNRESET' || socket.destroyed) return;
   const [status, code, message] =
-    err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? [408, 'request_timeout', 'the request took too long to arrive']
-      : err.code === 'HPE_HEADER_OVERFLOW' ? [431, 'headers_too_large', 'the URL and headers exceed 16 KiB; send long lists or queries in a POST body']
+    err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+      ? [408, 'request_timeout', 'the request took too long to arrive']
+      : err.code === 'HPE_HEADER_OVERFLOW'
+        ? [431, 'headers_too_large', 'the URL and headers exceed 16 KiB; send long lists or queries in a POST body']
         : [400, 'bad_request', 'malformed HTTP request'];
   this.log.trace({ err }, 'client error');
   if (socket.writable) {
     const body = JSON.stringify(wireError(code, status, message));
-    socket.write(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n${body}`);
+    socket.write(
+      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n${body}`,
+    );
   }
   socket.destroy(err);
 }

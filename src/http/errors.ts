@@ -53,7 +53,13 @@ export interface WireError {
   [extra: string]: unknown;
 }
 
-export const wireError = (code: string, status: number, message: string, details?: unknown, extra?: Record<string, unknown>): WireError => ({
+export const wireError = (
+  code: string,
+  status: number,
+  message: string,
+  details?: unknown,
+  extra?: Record<string, unknown>,
+): WireError => ({
   ...extra,
   error: code,
   status,

@@ -21,12 +21,15 @@ export function parseJsonBody(text: string): unknown {
   } catch (err) {
     const message = (err as Error).message;
     if (/prototype property/i.test(message)) {
-      throw new BadRequest('JSON body: the keys "__proto__" and "constructor.prototype" are not allowed (they would change object prototypes)');
+      throw new BadRequest(
+        'JSON body: the keys "__proto__" and "constructor.prototype" are not allowed (they would change object prototypes)',
+      );
     }
     throw new BadRequest(`malformed JSON body: ${message}`);
   }
   const deep = tooDeep(value, MAX_JSON_DEPTH);
-  if (deep) throw new BadRequest(`JSON body: nesting deeper than ${MAX_JSON_DEPTH} levels at ${deep}; flatten the value`);
+  if (deep)
+    throw new BadRequest(`JSON body: nesting deeper than ${MAX_JSON_DEPTH} levels at ${deep}; flatten the value`);
   // \u0000 and a lone surrogate (\ud800) are valid JSON but no database text holds them
   // (PostgreSQL refuses both in text and jsonb): refused here, for every route at once.
   // Most bodies hold no \u escape at all: one fast substring search spares them both regex scans
@@ -36,7 +39,9 @@ export function parseJsonBody(text: string): unknown {
   if (nul !== undefined) throw new BadRequest(`JSON body: ${nul} may not contain the NUL character (\\u0000)`);
   const lone = escapes && SURROGATE_ESCAPE.test(text) ? whereString(value, (s) => LONE_SURROGATE.test(s)) : undefined;
   if (lone !== undefined) {
-    throw new BadRequest(`JSON body: ${lone} must be well-formed Unicode; a lone surrogate escape (\\ud800 to \\udfff without its pair) is not`);
+    throw new BadRequest(
+      `JSON body: ${lone} must be well-formed Unicode; a lone surrogate escape (\\ud800 to \\udfff without its pair) is not`,
+    );
   }
   return value;
 }
@@ -82,7 +87,8 @@ export function tooDeep(value: unknown, max: number): string | undefined {
     } else {
       for (const k of Object.keys(v)) {
         const c = (v as Record<string, unknown>)[k];
-        if (c !== null && typeof c === 'object') stack.push({ v: c, depth: depth + 1, path: path ? `${path}.${k}` : k });
+        if (c !== null && typeof c === 'object')
+          stack.push({ v: c, depth: depth + 1, path: path ? `${path}.${k}` : k });
       }
     }
   }

@@ -13,10 +13,23 @@ const CENSOR = '[REDACTED]';
 
 /** Query parameters whose value is a credential (compared in lower case). */
 export const SECRET_QUERY_PARAMS = [
-  'access_token', 'token', 'sig', 'signature', 'x-amz-signature', 'x-amz-credential', 'x-amz-security-token',
-  'key', 'apikey', 'api_key', 'code', 'client_secret',
+  'access_token',
+  'token',
+  'sig',
+  'signature',
+  'x-amz-signature',
+  'x-amz-credential',
+  'x-amz-security-token',
+  'key',
+  'apikey',
+  'api_key',
+  'code',
+  'client_secret',
 ];
-const SECRET_PARAM = new RegExp(`([?&](?:${SECRET_QUERY_PARAMS.map((p) => p.replace(/[-_]/g, '[-_]')).join('|')})=)[^&#\\s"']*`, 'gi');
+const SECRET_PARAM = new RegExp(
+  `([?&](?:${SECRET_QUERY_PARAMS.map((p) => p.replace(/[-_]/g, '[-_]')).join('|')})=)[^&#\\s"']*`,
+  'gi',
+);
 /** Orrery API keys and JWTs (three base64url parts) wherever they appear in text. */
 const SK_KEY = /\bsk-[A-Za-z0-9_-]{8,}/g;
 const JWT = /\beyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}/g;
@@ -40,13 +53,25 @@ interface LoggedRequest {
 }
 
 /** Logger options for Fastify's pino: redaction, and serializers that scrub what they print. */
-export function redactingLoggerOptions(): Pick<Exclude<FastifyServerOptions['logger'], boolean | undefined>, 'redact' | 'serializers'> {
+export function redactingLoggerOptions(): Pick<
+  Exclude<FastifyServerOptions['logger'], boolean | undefined>,
+  'redact' | 'serializers'
+> {
   return {
     redact: {
       paths: [
-        'req.headers.authorization', 'req.headers.cookie', 'req.headers["x-api-key"]', 'req.headers["proxy-authorization"]',
-        'res.headers["set-cookie"]', 'headers.authorization', 'headers.cookie', 'headers["x-api-key"]',
-        'body.key', 'body.apiKey', 'body.api_key', 'body.value',
+        'req.headers.authorization',
+        'req.headers.cookie',
+        'req.headers["x-api-key"]',
+        'req.headers["proxy-authorization"]',
+        'res.headers["set-cookie"]',
+        'headers.authorization',
+        'headers.cookie',
+        'headers["x-api-key"]',
+        'body.key',
+        'body.apiKey',
+        'body.api_key',
+        'body.value',
       ],
       censor: CENSOR,
     },

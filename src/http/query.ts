@@ -15,7 +15,8 @@ export function listParam(value: unknown, what = 'a list filter'): string[] | un
     .filter(Boolean);
   if (!items.length) return undefined;
   const unique = [...new Set(items)];
-  if (unique.length > MAX_LIST_VALUES) throw new BadRequest(`${what} takes at most ${MAX_LIST_VALUES} values, got ${unique.length}`);
+  if (unique.length > MAX_LIST_VALUES)
+    throw new BadRequest(`${what} takes at most ${MAX_LIST_VALUES} values, got ${unique.length}`);
   return unique;
 }
 
@@ -32,7 +33,9 @@ export function pageOf(q: { limit?: unknown; offset?: unknown }, fallback = 100)
   const limit = q.limit === undefined || q.limit === null || q.limit === '' ? fallback : Number(q.limit);
   const offset = q.offset === undefined || q.offset === null || q.offset === '' ? 0 : Number(q.offset);
   if (!Number.isInteger(offset) || offset < 0 || offset > MAX_OFFSET) {
-    throw new BadRequest(`offset must be an integer from 0 to ${MAX_OFFSET}, got ${JSON.stringify(q.offset)}; to go deeper, narrow the query with filters`);
+    throw new BadRequest(
+      `offset must be an integer from 0 to ${MAX_OFFSET}, got ${JSON.stringify(q.offset)}; to go deeper, narrow the query with filters`,
+    );
   }
   return { limit: Math.min(Math.max(Number.isFinite(limit) ? Math.trunc(limit) : fallback, 0), MAX_PAGE), offset };
 }

@@ -26,17 +26,23 @@ export const MAX_TAGS = 1000;
 export const MAX_DESCRIPTION_LENGTH = 100_000;
 
 /** A name, id, path or other short string a user gives. */
-export const ShortString = (options: Record<string, unknown> = {}) => Type.String({ maxLength: MAX_NAME_LENGTH, ...options });
+export const ShortString = (options: Record<string, unknown> = {}) =>
+  Type.String({ maxLength: MAX_NAME_LENGTH, ...options });
 /** Tags: at most MAX_TAGS of at most MAX_TAG_LENGTH characters each. */
-export const TagList = (options: Record<string, unknown> = {}) => Type.Array(Type.String({ maxLength: MAX_TAG_LENGTH }), { maxItems: MAX_TAGS, ...options });
-export const Description = (options: Record<string, unknown> = {}) => Type.String({ maxLength: MAX_DESCRIPTION_LENGTH, ...options });
+export const TagList = (options: Record<string, unknown> = {}) =>
+  Type.Array(Type.String({ maxLength: MAX_TAG_LENGTH }), { maxItems: MAX_TAGS, ...options });
+export const Description = (options: Record<string, unknown> = {}) =>
+  Type.String({ maxLength: MAX_DESCRIPTION_LENGTH, ...options });
 
 /** `offset` of every list, find and search: 0 to MAX_OFFSET (http/query.ts). */
-export const Offset = (description = 'Items to skip, default 0, at most 100,000') => Type.Integer({ minimum: 0, maximum: MAX_OFFSET, description });
+export const Offset = (description = 'Items to skip, default 0, at most 100,000') =>
+  Type.Integer({ minimum: 0, maximum: MAX_OFFSET, description });
 
 /** limit/offset as the interface says: numbers in the query string. */
 export const PageQuery = {
-  limit: Type.Optional(Type.Integer({ minimum: 0, description: 'Page size, default 100, at most 1,000 (larger values are clamped)' })),
+  limit: Type.Optional(
+    Type.Integer({ minimum: 0, description: 'Page size, default 100, at most 1,000 (larger values are clamped)' }),
+  ),
   offset: Type.Optional(Offset()),
 };
 

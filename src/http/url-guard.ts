@@ -9,7 +9,9 @@ import { wireError } from './errors.ts';
 export function installUrlGuard(app: FastifyInstance): void {
   app.addHook('onRequest', async (req, reply) => {
     if (req.url.includes('%00')) {
-      return reply.code(400).send(wireError('bad_request', 400, 'the URL contains %00 (NUL), which no path or parameter may hold'));
+      return reply
+        .code(400)
+        .send(wireError('bad_request', 400, 'the URL contains %00 (NUL), which no path or parameter may hold'));
     }
   });
 }

@@ -24,7 +24,10 @@ import { fileURLToPath } from 'node:url';
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
 const require = createRequire(import.meta.url);
-type SerializerFactory = (externalSchemas: unknown, serializerOpts: unknown) => (info: { schema: object }) => (data: unknown) => string;
+type SerializerFactory = (
+  externalSchemas: unknown,
+  serializerOpts: unknown,
+) => (info: { schema: object }) => (data: unknown) => string;
 /**
  * Fastify's own serializer compiler and the fast-json-stringify it uses, resolved from fastify
  * (they are its dependencies, not ours); loaded only when a schema is not in the build's table
@@ -32,8 +35,11 @@ type SerializerFactory = (externalSchemas: unknown, serializerOpts: unknown) => 
  */
 let compilerRequire: NodeRequire | undefined;
 const fromCompiler = (): NodeRequire =>
-  (compilerRequire ??= createRequire(createRequire(require.resolve('fastify')).resolve('@fastify/fast-json-stringify-compiler')));
-const serializerFactory = (): SerializerFactory => (fromCompiler()('@fastify/fast-json-stringify-compiler') as () => SerializerFactory)();
+  (compilerRequire ??= createRequire(
+    createRequire(require.resolve('fastify')).resolve('@fastify/fast-json-stringify-compiler'),
+  ));
+const serializerFactory = (): SerializerFactory =>
+  (fromCompiler()('@fastify/fast-json-stringify-compiler') as () => SerializerFactory)();
 /** Where the build resolves fast-json-stringify from (scripts/compile-schemas.mjs). */
 export const resolveSerializerLibrary = (): string => fromCompiler().resolve('fast-json-stringify');
 
@@ -42,7 +48,16 @@ export type ValidatorKind = 'text' | 'json';
 
 /** The one place the Ajv options are set; the build adds `code: { source: true }` to emit the code. */
 export const makeAjv = (kind: ValidatorKind, extra: AjvOptions = {}): Ajv =>
-  addFormats(new Ajv({ coerceTypes: kind === 'text' ? 'array' : false, useDefaults: true, removeAdditional: false, allErrors: false, strict: false, ...extra }));
+  addFormats(
+    new Ajv({
+      coerceTypes: kind === 'text' ? 'array' : false,
+      useDefaults: true,
+      removeAdditional: false,
+      allErrors: false,
+      strict: false,
+      ...extra,
+    }),
+  );
 
 type Validate = (data: unknown) => boolean;
 type Serialize = (data: unknown) => string;
@@ -100,18 +115,21 @@ function exactJson(v: unknown): boolean {
 let versions: string | undefined;
 /** The generated code depends on the libraries that generated it, so their versions are in every key. */
 function libraryVersions(): string {
-  versions ??= ['ajv', 'ajv-formats', 'fast-json-stringify'].map((p) => {
-    try {
-      const from = p === 'fast-json-stringify' ? fromCompiler() : require;
-      return `${p}@${(JSON.parse(readFileSync(from.resolve(`${p}/package.json`), 'utf8')) as { version: string }).version}`;
-    } catch {
-      return `${p}@?`;
-    }
-  }).join(' ');
+  versions ??= ['ajv', 'ajv-formats', 'fast-json-stringify']
+    .map((p) => {
+      try {
+        const from = p === 'fast-json-stringify' ? fromCompiler() : require;
+        return `${p}@${(JSON.parse(readFileSync(from.resolve(`${p}/package.json`), 'utf8')) as { version: string }).version}`;
+      } catch {
+        return `${p}@?`;
+      }
+    })
+    .join(' ');
   return versions;
 }
 
-const keyOf = (...parts: string[]) => createHash('sha256').update(libraryVersions()).update('\0').update(parts.join('\0')).digest('base64url').slice(0, 32);
+const keyOf = (...parts: string[]) =>
+  createHash('sha256').update(libraryVersions()).update('\0').update(parts.join('\0')).digest('base64url').slice(0, 32);
 
 interface Table {
   text?: Record<string, () => Validate>;
@@ -145,7 +163,8 @@ export function installValidation(app: FastifyInstance): void {
     const kind: ValidatorKind = httpPart === 'body' ? 'json' : 'text';
     // A schema with an $id or a $ref depends on what else this Ajv instance holds: always compiled here.
     const source = jsonOf(schema);
-    const key = source !== undefined && !source.includes('"$id"') && !source.includes('"$ref"') ? keyOf(kind, source) : undefined;
+    const key =
+      source !== undefined && !source.includes('"$id"') && !source.includes('"$ref"') ? keyOf(kind, source) : undefined;
     const ready = key !== undefined ? compiled()[kind]?.[key] : undefined;
     if (ready) return ready();
     if (key !== undefined) recorder?.validator(kind, key, schema as object);
@@ -162,7 +181,8 @@ export const schemaController: NonNullable<FastifyServerOptions['schemaControlle
   compilersFactory: {
     buildSerializer: ((externalSchemas: unknown, serializerOpts: unknown) => {
       let factory: ReturnType<SerializerFactory> | undefined;
-      const compile = (info: { schema: object }) => (factory ??= serializerFactory()(externalSchemas, serializerOpts))(info);
+      const compile = (info: { schema: object }) =>
+        (factory ??= serializerFactory()(externalSchemas, serializerOpts))(info);
       // Mirrors the options Fastify's compiler hands fast-json-stringify, including its one change
       // of them (a route schema whose $id is also a shared schema drops that shared schema).
       let shared = externalSchemas as Record<string, unknown> | undefined;
@@ -178,10 +198,14 @@ export const schemaController: NonNullable<FastifyServerOptions['schemaControlle
         }
         if (sharedKey === null) sharedKey = jsonOf(shared ?? null);
         const source = jsonOf(info.schema);
-        const key = source !== undefined && sharedKey !== undefined && optsKey !== undefined ? keyOf('serializer', optsKey, sharedKey, source) : undefined;
+        const key =
+          source !== undefined && sharedKey !== undefined && optsKey !== undefined
+            ? keyOf('serializer', optsKey, sharedKey, source)
+            : undefined;
         const ready = key !== undefined ? compiled().serializers?.[key] : undefined;
         if (ready) return ready();
-        if (key !== undefined) recorder?.serializer(key, info.schema, { ...(serializerOpts as object | undefined), schema: shared });
+        if (key !== undefined)
+          recorder?.serializer(key, info.schema, { ...(serializerOpts as object | undefined), schema: shared });
         return compile(info);
       };
     }) as NonNullable<NonNullable<FastifyServerOptions['schemaController']>['compilersFactory']>['buildSerializer'],

@@ -108,7 +108,12 @@ export function numbersJson(xs: readonly number[]): string {
  * `keys` written as numbersJson writes them after it (those keys must be declared arrays of numbers in the
  * schema, so the schema would have written them as they are). A body without them is answered as usual.
  */
-export function sendWithVectors<T extends object>(reply: FastifyReply, body: T, keys: readonly string[], status = 200): T {
+export function sendWithVectors<T extends object>(
+  reply: FastifyReply,
+  body: T,
+  keys: readonly string[],
+  status = 200,
+): T {
   const b = body as Record<string, unknown>;
   if (!keys.some((k) => Array.isArray(b[k]))) return body;
   const serialize = reply.getSerializationFunction(String(status));

@@ -24,20 +24,29 @@ export interface ImportFlags {
 
 function kindsOf(include: string | undefined): Kind[] {
   if (!include) return DEFAULT_KINDS;
-  const kinds = include.split(',').map((k) => k.trim()).filter(Boolean);
+  const kinds = include
+    .split(',')
+    .map((k) => k.trim())
+    .filter(Boolean);
   const bad = kinds.filter((k) => !(KINDS as readonly string[]).includes(k));
   if (bad.length) throw new Error(`--include: unknown ${bad.join(', ')}; choose among ${KINDS.join(', ')}`);
   return kinds as Kind[];
 }
 
-export async function importCommand(config: Config, flags: ImportFlags, out: NodeJS.WriteStream = process.stdout): Promise<number> {
-  if (!flags.from || !flags.key) throw new Error('import needs --from <source URL> and --key <API key or JWT of the source>');
+export async function importCommand(
+  config: Config,
+  flags: ImportFlags,
+  out: NodeJS.WriteStream = process.stdout,
+): Promise<number> {
+  if (!flags.from || !flags.key)
+    throw new Error('import needs --from <source URL> and --key <API key or JWT of the source>');
   const from = sourceKey(flags.from);
   const include = kindsOf(flags.include);
   let since: Date | undefined;
   if (flags.since !== undefined) {
     since = new Date(flags.since);
-    if (Number.isNaN(since.getTime())) throw new Error(`--since must be an ISO 8601 date, got ${JSON.stringify(flags.since)}`);
+    if (Number.isNaN(since.getTime()))
+      throw new Error(`--since must be an ISO 8601 date, got ${JSON.stringify(flags.since)}`);
   }
   if (!!flags.to !== !!flags['to-key']) throw new Error('--to and --to-key go together');
   const dryRun = !!flags['dry-run'];
@@ -46,19 +55,25 @@ export async function importCommand(config: Config, flags: ImportFlags, out: Nod
     target = new HttpTarget(flags.to, flags['to-key']!);
     if (flags.project) {
       const p = await target.project();
-      if (p.id !== flags.project && p.name !== flags.project) throw new Error(`--to-key belongs to project "${p.name}" (${p.id}), not ${flags.project}: use a key of the target project`);
+      if (p.id !== flags.project && p.name !== flags.project)
+        throw new Error(
+          `--to-key belongs to project "${p.name}" (${p.id}), not ${flags.project}: use a key of the target project`,
+        );
     }
   } else {
     // Loaded only here: the local mode opens the whole server, --to needs none of it.
     const { openLocalTarget } = await import('./local.ts');
     const local = await openLocalTarget(config, flags.project, dryRun);
-    if (local.createdAdminKey) out.write(`Created the default account and project; admin API key (shown once): ${local.createdAdminKey}\n\n`);
+    if (local.createdAdminKey)
+      out.write(`Created the default account and project; admin API key (shown once): ${local.createdAdminKey}\n\n`);
     target = local.target;
   }
   try {
     const source = new SourceReader(from, flags.key);
     const progress = out.isTTY ? new TtyProgress(out) : new PlainProgress(out);
-    out.write(`${dryRun ? 'Dry run: nothing is changed. ' : ''}Importing ${include.join(', ')} from ${from} into ${target.describe}\n`);
+    out.write(
+      `${dryRun ? 'Dry run: nothing is changed. ' : ''}Importing ${include.join(', ')} from ${from} into ${target.describe}\n`,
+    );
     const summary = await new Importer(source, target, { include, since, dryRun }, progress).run();
     out.write(renderSummary(summary));
     return summary.failures.length ? 1 : 0;
@@ -68,20 +83,31 @@ export async function importCommand(config: Config, flags: ImportFlags, out: Nod
 }
 
 export function renderSummary(s: ImportSummary): string {
-  const lines: string[] = ['', `${s.dryRun ? 'Would import' : 'Imported'} into project "${s.project.name}" (${s.project.id}):`];
+  const lines: string[] = [
+    '',
+    `${s.dryRun ? 'Would import' : 'Imported'} into project "${s.project.name}" (${s.project.id}):`,
+  ];
   for (const [kind, p] of Object.entries(s.kinds)) {
-    lines.push(`  ${kind.padEnd(13)} ${s.dryRun ? 'to copy' : 'copied'} ${p.copied}, skipped ${p.skipped} (unchanged), failed ${p.failed}${p.bytes ? `, ${formatBytes(p.bytes)}` : ''}`);
+    lines.push(
+      `  ${kind.padEnd(13)} ${s.dryRun ? 'to copy' : 'copied'} ${p.copied}, skipped ${p.skipped} (unchanged), failed ${p.failed}${p.bytes ? `, ${formatBytes(p.bytes)}` : ''}`,
+    );
   }
   if (s.dryRun && s.planned.length) {
     lines.push('', 'Would copy:');
-    for (const x of s.planned) lines.push(`  ${x.action.padEnd(6)} ${x.kind.replace(/s$/, '')} ${x.name ? `"${x.name}" ` : ''}(${x.id})`);
+    for (const x of s.planned)
+      lines.push(`  ${x.action.padEnd(6)} ${x.kind.replace(/s$/, '')} ${x.name ? `"${x.name}" ` : ''}(${x.id})`);
   }
   if (s.failures.length) {
     lines.push('', 'Failed:');
-    for (const f of s.failures) lines.push(`  ${f.kind.replace(/s$/, '')} ${f.name ? `"${f.name}" ` : ''}(${f.id}): ${f.reason}`);
+    for (const f of s.failures)
+      lines.push(`  ${f.kind.replace(/s$/, '')} ${f.name ? `"${f.name}" ` : ''}(${f.id}): ${f.reason}`);
   }
   if (s.keysNeeded.length) {
-    lines.push('', 'Key needed: API keys cannot be read from the source. Set each one with', '  orrery environments set-key <id> [--project <project>] < key-file');
+    lines.push(
+      '',
+      'Key needed: API keys cannot be read from the source. Set each one with',
+      '  orrery environments set-key <id> [--project <project>] < key-file',
+    );
     for (const k of s.keysNeeded) lines.push(`  ${k.id}  "${k.name}" (${k.provider})`);
   }
   if (s.notes.length) {
@@ -111,12 +137,18 @@ export async function setKeyCommand(config: Config, env: string | undefined, fla
   if (!!flags.to !== !!flags['to-key']) throw new Error('--to and --to-key go together');
   const apiKey = flags['api-key'] ?? (await readStdin());
   if (!apiKey) throw new Error('no API key given (--api-key, or on standard input)');
-  const target = flags.to ? new HttpTarget(flags.to, flags['to-key']!) : (await (await import('./local.ts')).openLocalTarget(config, flags.project, false)).target;
+  const target = flags.to
+    ? new HttpTarget(flags.to, flags['to-key']!)
+    : (await (await import('./local.ts')).openLocalTarget(config, flags.project, false)).target;
   try {
     const envs = await target.list('environments');
     const matches = envs.filter((e) => e.id === env || e.name === env);
-    if (!matches.length) throw new Error(`environment ${JSON.stringify(env)} was not found in project "${(await target.project()).name}"`);
-    if (matches.length > 1) throw new Error(`${matches.length} environments are named ${JSON.stringify(env)}: give the id (${matches.map((e) => e.id).join(', ')})`);
+    if (!matches.length)
+      throw new Error(`environment ${JSON.stringify(env)} was not found in project "${(await target.project()).name}"`);
+    if (matches.length > 1)
+      throw new Error(
+        `${matches.length} environments are named ${JSON.stringify(env)}: give the id (${matches.map((e) => e.id).join(', ')})`,
+      );
     const updated = await target.update('environments', matches[0].id, { apiKey });
     console.log(`environment ${updated.id} "${updated.name}": API key set (${updated.apikey_hint ?? 'hidden'})`);
   } catch (err) {

@@ -20,7 +20,14 @@ export type Kind = (typeof KINDS)[number];
 export const DEFAULT_KINDS: Kind[] = ['environments', 'prompts', 'interactions', 'types', 'objects'];
 
 type LinkKind = ImportLink['kind'];
-const LINK_KIND: Record<Kind, LinkKind> = { environments: 'environment', prompts: 'prompt', interactions: 'interaction', types: 'type', runs: 'run', objects: 'object' };
+const LINK_KIND: Record<Kind, LinkKind> = {
+  environments: 'environment',
+  prompts: 'prompt',
+  interactions: 'interaction',
+  types: 'type',
+  runs: 'run',
+  objects: 'object',
+};
 
 export interface ImportOptions {
   include: Kind[];
@@ -73,8 +80,15 @@ export class Importer {
     private readonly progress: ProgressSink = SILENT,
   ) {
     this.summary = {
-      source: source.url, target: target.describe, project: { id: '', name: '' }, dryRun: opts.dryRun,
-      kinds: {}, failures: [], keysNeeded: [], planned: [], notes: [],
+      source: source.url,
+      target: target.describe,
+      project: { id: '', name: '' },
+      dryRun: opts.dryRun,
+      kinds: {},
+      failures: [],
+      keysNeeded: [],
+      planned: [],
+      notes: [],
     };
   }
 
@@ -131,7 +145,11 @@ export class Importer {
    * on a dry run; otherwise update the copy (or create it when it is gone) and link it.
    */
   private async copyOne(
-    p: KindProgress, kind: Kind, item: Json, version: string, collection: string | null,
+    p: KindProgress,
+    kind: Kind,
+    item: Json,
+    version: string,
+    collection: string | null,
     write: (existing: string | undefined) => Promise<string>,
   ): Promise<string | undefined> {
     const lk = LINK_KIND[kind];
@@ -166,18 +184,43 @@ export class Importer {
     const all = (await this.source.environments()).filter((e) => this.selected(e));
     p.total = all.length;
     // Virtual environments name other environments in their config: those go first.
-    const ordered = [...all.filter((e) => !String(e.provider).startsWith('virtual_')), ...all.filter((e) => String(e.provider).startsWith('virtual_'))];
+    const ordered = [
+      ...all.filter((e) => !String(e.provider).startsWith('virtual_')),
+      ...all.filter((e) => String(e.provider).startsWith('virtual_')),
+    ];
     for (const env of ordered) {
-      const envIds = new Map([...this.links.values()].filter((l) => l.kind === 'environment').map((l) => [l.source_id, l.target_id]));
+      const envIds = new Map(
+        [...this.links.values()].filter((l) => l.kind === 'environment').map((l) => [l.source_id, l.target_id]),
+      );
       const body: Json = {
-        name: env.name, provider: env.provider, description: env.description ?? null, endpoint_url: env.endpoint_url ?? null,
-        default_model: env.default_model ?? null, enabled_models: env.enabled_models ?? [], config: replaceIds(env.config ?? {}, envIds),
+        name: env.name,
+        provider: env.provider,
+        description: env.description ?? null,
+        endpoint_url: env.endpoint_url ?? null,
+        default_model: env.default_model ?? null,
+        enabled_models: env.enabled_models ?? [],
+        config: replaceIds(env.config ?? {}, envIds),
       };
-      const id = await this.copyOne(p, 'environments', env, versionOf(env), 'environments', async (existing) =>
-        (existing ? await this.target.update('environments', existing, body) : await this.target.create('environments', body)).id);
+      const id = await this.copyOne(
+        p,
+        'environments',
+        env,
+        versionOf(env),
+        'environments',
+        async (existing) =>
+          (existing
+            ? await this.target.update('environments', existing, body)
+            : await this.target.create('environments', body)
+          ).id,
+      );
       if (!KEYLESS.has(env.provider)) {
         const copy = id ? await this.target.get('environments', id).catch(() => undefined) : undefined;
-        if (!copy?.has_api_key) this.summary.keysNeeded.push({ id: id ?? `(not copied yet: source ${env.id})`, name: env.name, provider: env.provider });
+        if (!copy?.has_api_key)
+          this.summary.keysNeeded.push({
+            id: id ?? `(not copied yet: source ${env.id})`,
+            name: env.name,
+            provider: env.provider,
+          });
       }
     }
   }
@@ -187,11 +230,25 @@ export class Importer {
     p.total = all.length;
     for (const t of all) {
       const body: Json = {
-        name: t.name, role: t.role, content: t.content, content_type: t.content_type, description: t.description ?? null,
-        ...(t.inputSchema ? { inputSchema: t.inputSchema } : {}), tags: t.tags ?? [], ...(t.test_data !== undefined ? { test_data: t.test_data } : {}),
+        name: t.name,
+        role: t.role,
+        content: t.content,
+        content_type: t.content_type,
+        description: t.description ?? null,
+        ...(t.inputSchema ? { inputSchema: t.inputSchema } : {}),
+        tags: t.tags ?? [],
+        ...(t.test_data !== undefined ? { test_data: t.test_data } : {}),
       };
-      await this.copyOne(p, 'prompts', t, versionOf(t), 'prompts', async (existing) =>
-        (existing ? await this.target.update('prompts', existing, body) : await this.target.create('prompts', body)).id);
+      await this.copyOne(
+        p,
+        'prompts',
+        t,
+        versionOf(t),
+        'prompts',
+        async (existing) =>
+          (existing ? await this.target.update('prompts', existing, body) : await this.target.create('prompts', body))
+            .id,
+      );
     }
   }
 
@@ -199,7 +256,10 @@ export class Importer {
   private segments(prompts: Json[] | undefined, inlineAll: boolean): Json[] {
     return (prompts ?? []).map((s) => {
       const t = s.template;
-      const seg: Json = { type: s.type ?? 'template', ...(s.configuration !== undefined ? { configuration: s.configuration } : {}) };
+      const seg: Json = {
+        type: s.type ?? 'template',
+        ...(s.configuration !== undefined ? { configuration: s.configuration } : {}),
+      };
       if (typeof t === 'string') {
         const id = this.mapped('prompt', t);
         if (!id) throw new Error(`its prompt template ${t} was not copied (not in --include, or it failed)`);
@@ -208,7 +268,13 @@ export class Importer {
         const id = this.mapped('prompt', t.id);
         if (id && !inlineAll) seg.template = id;
         else if (t.content !== undefined) {
-          seg.template = { name: t.name, role: t.role, content: t.content, content_type: t.content_type, ...(t.inputSchema ? { inputSchema: t.inputSchema } : {}) };
+          seg.template = {
+            name: t.name,
+            role: t.role,
+            content: t.content,
+            content_type: t.content_type,
+            ...(t.inputSchema ? { inputSchema: t.inputSchema } : {}),
+          };
         } else if (id) seg.template = id;
         else throw new Error(`its prompt template ${t.id} was not copied (not in --include, or it failed)`);
       }
@@ -217,24 +283,47 @@ export class Importer {
   }
 
   private interactionBody(x: Json, inlineAll: boolean): Json {
-    const environment = x.environment ? this.mapped('environment', typeof x.environment === 'object' ? x.environment.id : x.environment) : null;
-    if (x.environment && !environment) throw new Error(`its environment ${typeof x.environment === 'object' ? x.environment.id : x.environment} was not copied`);
+    const environment = x.environment
+      ? this.mapped('environment', typeof x.environment === 'object' ? x.environment.id : x.environment)
+      : null;
+    if (x.environment && !environment)
+      throw new Error(
+        `its environment ${typeof x.environment === 'object' ? x.environment.id : x.environment} was not copied`,
+      );
     return {
-      name: x.name, description: x.description ?? null, prompts: this.segments(x.prompts, inlineAll), environment: environment ?? null,
-      model: x.model ?? null, model_options: x.model_options ?? null, result_schema: x.result_schema ?? null,
-      interaction_schema: x.interaction_schema ?? null, cache_policy: x.cache_policy ?? null,
-      ...(x.test_data !== undefined ? { test_data: x.test_data } : {}), tags: x.tags ?? [], visibility: x.visibility ?? 'private',
+      name: x.name,
+      description: x.description ?? null,
+      prompts: this.segments(x.prompts, inlineAll),
+      environment: environment ?? null,
+      model: x.model ?? null,
+      model_options: x.model_options ?? null,
+      result_schema: x.result_schema ?? null,
+      interaction_schema: x.interaction_schema ?? null,
+      cache_policy: x.cache_policy ?? null,
+      ...(x.test_data !== undefined ? { test_data: x.test_data } : {}),
+      tags: x.tags ?? [],
+      visibility: x.visibility ?? 'private',
     };
   }
 
   private async interactions(p: KindProgress): Promise<void> {
-    const all = (await this.source.interactions()).filter((x) => this.selected(x.draft) || x.versions.some((v) => this.selected(v)));
+    const all = (await this.source.interactions()).filter(
+      (x) => this.selected(x.draft) || x.versions.some((v) => this.selected(v)),
+    );
     p.total = all.length;
     for (const { draft, versions } of all) {
       // The version: the draft's, and every published version's id (a new version changes it).
       const version = [versionOf(draft), ...versions.map((v) => v.id)].join('|');
       await this.copyOne(p, 'interactions', draft, version, 'interactions', async (existing) => {
-        const id = existing ?? (await this.target.create('interactions', { ...this.interactionBody(draft, false), endpoint: draft.endpoint, status: 'draft' })).id;
+        const id =
+          existing ??
+          (
+            await this.target.create('interactions', {
+              ...this.interactionBody(draft, false),
+              endpoint: draft.endpoint,
+              status: 'draft',
+            })
+          ).id;
         // Published versions, oldest first: the draft takes each version's content (its
         // templates inline, as a published version holds them), then is published with its tags.
         const have = new Map((await this.target.versions(id)).map((v) => [v.version, v.id]));
@@ -245,12 +334,17 @@ export class Importer {
             await this.target.update('interactions', id, this.interactionBody(v, true));
             copy = (await this.target.publish(id, { tags: v.tags ?? [], visibility: v.visibility })).id as string;
             if ((await this.target.get('interactions', copy))?.version !== v.version) {
-              this.summary.notes.push(`interaction "${draft.name}": source version ${v.version} became version ${(await this.target.get('interactions', copy))?.version} (the source skips numbers)`);
+              this.summary.notes.push(
+                `interaction "${draft.name}": source version ${v.version} became version ${(await this.target.get('interactions', copy))?.version} (the source skips numbers)`,
+              );
             }
           }
           await this.remember('interaction_version', v.id, copy, v.updated_at ?? null);
         }
-        await this.target.update('interactions', id, { ...this.interactionBody(draft, false), ...(draft.status === 'archived' ? { status: 'archived' } : {}) });
+        await this.target.update('interactions', id, {
+          ...this.interactionBody(draft, false),
+          ...(draft.status === 'archived' ? { status: 'archived' } : {}),
+        });
         return id;
       });
     }
@@ -261,11 +355,22 @@ export class Importer {
     p.total = all.length;
     for (const t of all) {
       const body: Json = {
-        name: t.name, description: t.description ?? null, tags: t.tags ?? [], object_schema: t.object_schema ?? null, table_layout: t.table_layout ?? null,
+        name: t.name,
+        description: t.description ?? null,
+        tags: t.tags ?? [],
+        object_schema: t.object_schema ?? null,
+        table_layout: t.table_layout ?? null,
         ...pick(t, ['is_chunkable', 'strict_mode', 'status', 'intake', 'editing']),
       };
-      await this.copyOne(p, 'types', t, versionOf(t), 'types', async (existing) =>
-        (existing ? await this.target.update('types', existing, body) : await this.target.create('types', body)).id);
+      await this.copyOne(
+        p,
+        'types',
+        t,
+        versionOf(t),
+        'types',
+        async (existing) =>
+          (existing ? await this.target.update('types', existing, body) : await this.target.create('types', body)).id,
+      );
     }
   }
 
@@ -286,18 +391,34 @@ export class Importer {
       await this.copyOne(p, 'runs', { ...ref, name: undefined }, version, null, async () => {
         const run = await this.source.run(ref.id);
         const interactionId = idOf(run.interaction);
-        const interaction = this.mapped('interaction', interactionId) ?? this.mapped('interaction_version', interactionId);
+        const interaction =
+          this.mapped('interaction', interactionId) ?? this.mapped('interaction_version', interactionId);
         if (!interaction) throw new Error(`its interaction ${interactionId} was not copied`);
         const envId = idOf(run.environment);
         const environment = envId ? this.mapped('environment', envId) : undefined;
         if (envId && !environment) throw new Error(`its environment ${envId} was not copied`);
         const imported: ImportedRun = {
-          status: run.status, interaction: { id: interaction }, environment: environment ? { id: environment } : null,
-          modelId: run.modelId ?? run.model ?? null, parent: this.mapped('run', run.parent) ?? null, finish_reason: run.finish_reason ?? null,
-          execution_time: run.execution_time ?? null, token_use: run.token_use ?? null, tags: run.tags ?? [], result: run.result,
-          parameters: run.parameters, prompt: run.prompt, config: run.config ?? {}, error: run.error ?? null, source: run.source ?? null,
-          ttl: run.ttl ?? null, result_schema: run.result_schema ?? null, cost: run.cost ?? null, created_by: run.created_by,
-          created_at: run.created_at, updated_at: run.updated_at,
+          status: run.status,
+          interaction: { id: interaction },
+          environment: environment ? { id: environment } : null,
+          modelId: run.modelId ?? run.model ?? null,
+          parent: this.mapped('run', run.parent) ?? null,
+          finish_reason: run.finish_reason ?? null,
+          execution_time: run.execution_time ?? null,
+          token_use: run.token_use ?? null,
+          tags: run.tags ?? [],
+          result: run.result,
+          parameters: run.parameters,
+          prompt: run.prompt,
+          config: run.config ?? {},
+          error: run.error ?? null,
+          source: run.source ?? null,
+          ttl: run.ttl ?? null,
+          result_schema: run.result_schema ?? null,
+          cost: run.cost ?? null,
+          created_by: run.created_by,
+          created_at: run.created_at,
+          updated_at: run.updated_at,
         };
         return (await this.target.importRun(this.sourceKey, ref.id, version, imported)).id;
       });
@@ -328,15 +449,23 @@ export class Importer {
       const version = objectVersion(obj);
       await this.copyOne(p, 'objects', obj, version, 'objects', async (existing) => {
         const body: Json = {
-          name: obj.name, description: obj.description ?? null, tags: obj.tags ?? [], properties: obj.properties ?? {},
-          ...(obj.metadata ? { metadata: obj.metadata } : {}), external_id: obj.external_id ?? null, location: obj.location ?? '/',
+          name: obj.name,
+          description: obj.description ?? null,
+          tags: obj.tags ?? [],
+          properties: obj.properties ?? {},
+          ...(obj.metadata ? { metadata: obj.metadata } : {}),
+          external_id: obj.external_id ?? null,
+          location: obj.location ?? '/',
           ...(obj.tokens ? { tokens: obj.tokens } : {}),
         };
         const typeId = idOf(obj.type);
         if (typeId) {
           const t = this.mapped('type', typeId);
           if (t) body.type = t;
-          else this.summary.notes.push(`object "${obj.name}" (${obj.id}): its type ${typeId} was not copied; the copy has no type`);
+          else
+            this.summary.notes.push(
+              `object "${obj.name}" (${obj.id}): its type ${typeId} was not copied; the copy has no type`,
+            );
         }
         const parent = this.mapped('object', idOf(obj.parent));
         if (parent) body.parent = parent;
@@ -347,10 +476,16 @@ export class Importer {
           const previous = known?.source_version?.split('|')[1];
           // Same bytes as the copy already holds: keep its content as it is.
           if (!(existing && previous !== undefined && previous === String(content.etag ?? ''))) {
-            body.content = { source: await this.copyContent(p, obj, content), type: content.type, name: content.name ?? obj.name };
+            body.content = {
+              source: await this.copyContent(p, obj, content),
+              type: content.type,
+              name: content.name ?? obj.name,
+            };
           }
         } else if (existing) body.content = null;
-        return (existing ? await this.target.update('objects', existing, body) : await this.target.create('objects', body)).id;
+        return (
+          existing ? await this.target.update('objects', existing, body) : await this.target.create('objects', body)
+        ).id;
       });
     }
   }
@@ -372,9 +507,18 @@ export class Importer {
     const piping = pipeline(download.body, counted).catch(() => {});
     // One key per source object and content version: a resumed upload overwrites its own
     // earlier attempt instead of leaving a second file.
-    const key = `imported-${createHash('sha256').update(`${this.sourceKey}\n${obj.id}\n${content.etag ?? obj.updated_at ?? ''}`).digest('hex').slice(0, 32)}`;
+    const key = `imported-${createHash('sha256')
+      .update(`${this.sourceKey}\n${obj.id}\n${content.etag ?? obj.updated_at ?? ''}`)
+      .digest('hex')
+      .slice(0, 32)}`;
     try {
-      return await this.target.upload(key, content.name ?? obj.name, content.type ?? 'application/octet-stream', download.size, counted);
+      return await this.target.upload(
+        key,
+        content.name ?? obj.name,
+        content.type ?? 'application/octet-stream',
+        download.size,
+        counted,
+      );
     } finally {
       // The upload failed first: let go of the source's connection.
       download.body.destroy();
@@ -386,15 +530,21 @@ export class Importer {
 const objectVersion = (o: Json) => `${o.updated_at ?? ''}|${o.content?.etag ?? ''}`;
 
 const idOf = (v: unknown): string | undefined =>
-  typeof v === 'string' ? v : v && typeof v === 'object' && typeof (v as Json).id === 'string' ? (v as Json).id : undefined;
+  typeof v === 'string'
+    ? v
+    : v && typeof v === 'object' && typeof (v as Json).id === 'string'
+      ? (v as Json).id
+      : undefined;
 
-const pick = (o: Json, keys: string[]): Json => Object.fromEntries(keys.filter((k) => o[k] !== undefined).map((k) => [k, o[k]]));
+const pick = (o: Json, keys: string[]): Json =>
+  Object.fromEntries(keys.filter((k) => o[k] !== undefined).map((k) => [k, o[k]]));
 
 /** Every string of `value` that is a source id in `ids`, replaced by its copy's id. */
 function replaceIds(value: unknown, ids: Map<string, string>): any {
   if (typeof value === 'string') return ids.get(value) ?? value;
   if (Array.isArray(value)) return value.map((v) => replaceIds(v, ids));
-  if (value && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, replaceIds(v, ids)]));
+  if (value && typeof value === 'object')
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, replaceIds(v, ids)]));
   return value;
 }
 

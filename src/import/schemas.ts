@@ -12,19 +12,36 @@ const Num = Type.Number();
 
 export const ImportedRunSchema = OpenObject({
   status: Type.String(),
-  interaction: OpenObject({ id: Type.String({ minLength: 1 }), name: Type.Optional(Str), endpoint: Type.Optional(Str), version: Type.Optional(Num) }),
-  environment: Type.Optional(Nullable(OpenObject({ id: Type.String(), name: Type.Optional(Str), provider: Type.Optional(Str) }))),
+  interaction: OpenObject({
+    id: Type.String({ minLength: 1 }),
+    name: Type.Optional(Str),
+    endpoint: Type.Optional(Str),
+    version: Type.Optional(Num),
+  }),
+  environment: Type.Optional(
+    Nullable(OpenObject({ id: Type.String(), name: Type.Optional(Str), provider: Type.Optional(Str) })),
+  ),
   modelId: Type.Optional(Nullable(Str)),
   parent: Type.Optional(Nullable(Str)),
   finish_reason: Type.Optional(Nullable(Str)),
   execution_time: Type.Optional(Nullable(Num)),
-  token_use: Type.Optional(Nullable(OpenObject({ prompt: Type.Optional(Nullable(Num)), result: Type.Optional(Nullable(Num)), total: Type.Optional(Nullable(Num)) }))),
+  token_use: Type.Optional(
+    Nullable(
+      OpenObject({
+        prompt: Type.Optional(Nullable(Num)),
+        result: Type.Optional(Nullable(Num)),
+        total: Type.Optional(Nullable(Num)),
+      }),
+    ),
+  ),
   tags: Type.Optional(TagList()),
   result: Type.Optional(Type.Unknown()),
   parameters: Type.Optional(Type.Unknown()),
   prompt: Type.Optional(Type.Unknown()),
   config: Type.Optional(OpenObject({})),
-  error: Type.Optional(Nullable(OpenObject({ code: Type.String(), message: Type.String(), data: Type.Optional(Type.Unknown()) }))),
+  error: Type.Optional(
+    Nullable(OpenObject({ code: Type.String(), message: Type.String(), data: Type.Optional(Type.Unknown()) })),
+  ),
   source: Type.Optional(Nullable(OpenObject({}))),
   ttl: Type.Optional(Nullable(Num)),
   result_schema: Type.Optional(Nullable(OpenObject({}))),

@@ -14,7 +14,15 @@ import { insertRun, runsIn } from '../runs/store.ts';
 import type { ResultPart, RunDoc, RunRow } from '../runs/model.ts';
 import { findLink, linksOf, listLinks, putLink, type ImportLink, type LinksDb } from './links-store.ts';
 
-export const LINK_KINDS = ['environment', 'prompt', 'interaction', 'interaction_version', 'type', 'object', 'run'] as const;
+export const LINK_KINDS = [
+  'environment',
+  'prompt',
+  'interaction',
+  'interaction_version',
+  'type',
+  'object',
+  'run',
+] as const;
 export type LinkKind = (typeof LINK_KINDS)[number];
 
 /** A source run as the official client retrieves it, references already rewritten to the copies. */
@@ -47,16 +55,25 @@ const num = (v: unknown): number | null => (typeof v === 'number' && Number.isFi
 export class ImportService {
   private readonly links: Kysely<LinksDb>;
 
-  constructor(private readonly db: Kysely<Database>, private readonly dialect: OrreryDialect, private readonly maxInlineJson?: number) {
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly dialect: OrreryDialect,
+    private readonly maxInlineJson?: number,
+  ) {
     this.links = linksOf(db as Kysely<unknown>);
   }
 
-  list(p: Principal, source: string, opts: { kind?: string; after?: { kind: string; source_id: string }; limit: number }): Promise<ImportLink[]> {
+  list(
+    p: Principal,
+    source: string,
+    opts: { kind?: string; after?: { kind: string; source_id: string }; limit: number },
+  ): Promise<ImportLink[]> {
     return listLinks(this.links, scopeOf(p), sourceKey(source), opts);
   }
 
   async put(p: Principal, source: string, link: ImportLink): Promise<ImportLink> {
-    if (!(LINK_KINDS as readonly string[]).includes(link.kind)) throw new BadRequest(`kind must be one of ${LINK_KINDS.join(', ')}`);
+    if (!(LINK_KINDS as readonly string[]).includes(link.kind))
+      throw new BadRequest(`kind must be one of ${LINK_KINDS.join(', ')}`);
     await putLink(this.links, scopeOf(p), sourceKey(source), link);
     return link;
   }
@@ -66,25 +83,47 @@ export class ImportService {
    * source run answers the copy made by the first. Only ended runs are copied (a `processing`
    * copy would be failed by the lost-run sweeper, since no replica executes it).
    */
-  async importRun(p: Principal, source: string, sourceId: string, sourceVersion: string | null, run: ImportedRun): Promise<{ id: string; created: boolean }> {
-    for (const field of ['parameters', 'result', 'prompt'] as const) checkInlineJson(run[field], `run.${field}`, this.maxInlineJson);
+  async importRun(
+    p: Principal,
+    source: string,
+    sourceId: string,
+    sourceVersion: string | null,
+    run: ImportedRun,
+  ): Promise<{ id: string; created: boolean }> {
+    for (const field of ['parameters', 'result', 'prompt'] as const)
+      checkInlineJson(run[field], `run.${field}`, this.maxInlineJson);
     const s = scopeOf(p);
     const key = sourceKey(source);
-    if (run.status !== 'completed' && run.status !== 'failed') throw new BadRequest(`only ended runs (completed, failed) can be imported, not "${run.status}"`);
+    if (run.status !== 'completed' && run.status !== 'failed')
+      throw new BadRequest(`only ended runs (completed, failed) can be imported, not "${run.status}"`);
     if (!run.interaction?.id) throw new BadRequest('run.interaction.id is required');
-    for (const [field, v] of [['created_at', run.created_at], ['updated_at', run.updated_at]] as const) {
-      if (typeof v !== 'string' || Number.isNaN(Date.parse(v))) throw new BadRequest(`run.${field} must be an ISO 8601 date`);
+    for (const [field, v] of [
+      ['created_at', run.created_at],
+      ['updated_at', run.updated_at],
+    ] as const) {
+      if (typeof v !== 'string' || Number.isNaN(Date.parse(v)))
+        throw new BadRequest(`run.${field} must be an ISO 8601 date`);
     }
     const existing = await findLink(this.links, s, key, 'run', sourceId);
     if (existing && (await runsIn(this.db, s).select('id').where('id', '=', existing.target_id).executeTakeFirst())) {
       return { id: existing.target_id, created: false };
     }
-    const interaction = await this.db.selectFrom('interactions').select(['id', 'name', 'endpoint', 'version'])
-      .where('account_id', '=', s.account).where('project_id', '=', s.project).where('id', '=', run.interaction.id).executeTakeFirst();
+    const interaction = await this.db
+      .selectFrom('interactions')
+      .select(['id', 'name', 'endpoint', 'version'])
+      .where('account_id', '=', s.account)
+      .where('project_id', '=', s.project)
+      .where('id', '=', run.interaction.id)
+      .executeTakeFirst();
     if (!interaction) throw new NotFound('interaction', run.interaction.id);
     const env = run.environment?.id
-      ? await this.db.selectFrom('environments').select(['id', 'name', 'provider'])
-        .where('account_id', '=', s.account).where('project_id', '=', s.project).where('id', '=', run.environment.id).executeTakeFirst()
+      ? await this.db
+          .selectFrom('environments')
+          .select(['id', 'name', 'provider'])
+          .where('account_id', '=', s.account)
+          .where('project_id', '=', s.project)
+          .where('id', '=', run.environment.id)
+          .executeTakeFirst()
       : undefined;
     if (run.environment?.id && !env) throw new NotFound('environment', run.environment.id);
     const tokens = run.token_use ?? {};
@@ -94,10 +133,22 @@ export class ImportService {
       prompt: (Array.isArray(run.prompt) ? run.prompt : []) as RunDoc['prompt'],
       config: run.config ?? {},
       ...(run.error ? { error: run.error } : {}),
-      source: { type: 'import', label: `imported from ${key}`, principal_type: 'apikey', principal_id: p.keyId, client_ip: '', ...(run.source ?? {}) } as RunDoc['source'],
+      source: {
+        type: 'import',
+        label: `imported from ${key}`,
+        principal_type: 'apikey',
+        principal_id: p.keyId,
+        client_ip: '',
+        ...(run.source ?? {}),
+      } as RunDoc['source'],
       ttl: num(run.ttl) ?? 0,
       stream: false,
-      interaction: { id: interaction.id, name: interaction.name, endpoint: interaction.endpoint, version: interaction.version },
+      interaction: {
+        id: interaction.id,
+        name: interaction.name,
+        endpoint: interaction.endpoint,
+        version: interaction.version,
+      },
       environment: env ? { id: env.id, name: env.name, provider: env.provider } : null,
       ...(run.result_schema ? { result_schema: run.result_schema } : {}),
       account: p.account,
@@ -106,14 +157,33 @@ export class ImportService {
       cost: (run.cost ?? null) as RunDoc['cost'],
     };
     const row: RunRow = {
-      id: newId(), account_id: s.account, project_id: s.project, interaction_id: interaction.id, environment_id: env?.id ?? null,
-      model_id: run.modelId ?? null, status: run.status, parent_id: run.parent ?? null, finish_reason: run.finish_reason ?? null,
-      execution_time: num(run.execution_time), token_prompt: num(tokens.prompt), token_result: num(tokens.result), token_total: num(tokens.total),
-      tags: run.tags ?? [], created_at: run.created_at, updated_at: run.updated_at, doc, executor: null,
+      id: newId(),
+      account_id: s.account,
+      project_id: s.project,
+      interaction_id: interaction.id,
+      environment_id: env?.id ?? null,
+      model_id: run.modelId ?? null,
+      status: run.status,
+      parent_id: run.parent ?? null,
+      finish_reason: run.finish_reason ?? null,
+      execution_time: num(run.execution_time),
+      token_prompt: num(tokens.prompt),
+      token_result: num(tokens.result),
+      token_total: num(tokens.total),
+      tags: run.tags ?? [],
+      created_at: run.created_at,
+      updated_at: run.updated_at,
+      doc,
+      executor: null,
     };
     await this.db.transaction().execute(async (trx) => {
       await insertRun(trx, this.dialect, row, [...new Set(run.tags ?? [])]);
-      await putLink(linksOf(trx as unknown as Kysely<unknown>), s, key, { kind: 'run', source_id: sourceId, target_id: row.id, source_version: sourceVersion });
+      await putLink(linksOf(trx as unknown as Kysely<unknown>), s, key, {
+        kind: 'run',
+        source_id: sourceId,
+        target_id: row.id,
+        source_version: sourceVersion,
+      });
     });
     return { id: row.id, created: true };
   }

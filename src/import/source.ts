@@ -42,7 +42,9 @@ export class SourceReader {
 
   async prompts(): Promise<Json[]> {
     const out: Json[] = [];
-    for await (const ref of this.paged((limit, offset) => this.client.prompts.list({ query: { limit, offset } as never }) as unknown as Promise<Json[]>)) {
+    for await (const ref of this.paged(
+      (limit, offset) => this.client.prompts.list({ query: { limit, offset } as never }) as unknown as Promise<Json[]>,
+    )) {
       out.push(await (this.client.prompts.retrieve(ref.id) as unknown as Promise<Json>));
     }
     return out;
@@ -51,12 +53,18 @@ export class SourceReader {
   /** Drafts (the interactions of the list), each with its published versions, oldest first. */
   async interactions(): Promise<Array<{ draft: Json; versions: Json[] }>> {
     const out: Array<{ draft: Json; versions: Json[] }> = [];
-    for await (const ref of this.paged((limit, offset) => this.client.interactions.list({ query: { limit, offset } as never }) as unknown as Promise<Json[]>)) {
+    for await (const ref of this.paged(
+      (limit, offset) =>
+        this.client.interactions.list({ query: { limit, offset } as never }) as unknown as Promise<Json[]>,
+    )) {
       if (ref.parent) continue; // a published version listed on its own: copied with its draft
       const draft = (await this.client.interactions.retrieve(ref.id)) as unknown as Json;
-      const refs = ((await this.client.interactions.listVersions(ref.id)) as unknown as Json[]).filter((v) => v.id !== ref.id);
+      const refs = ((await this.client.interactions.listVersions(ref.id)) as unknown as Json[]).filter(
+        (v) => v.id !== ref.id,
+      );
       const versions: Json[] = [];
-      for (const v of refs.sort((a, b) => a.version - b.version)) versions.push((await this.client.interactions.retrieve(v.id)) as unknown as Json);
+      for (const v of refs.sort((a, b) => a.version - b.version))
+        versions.push((await this.client.interactions.retrieve(v.id)) as unknown as Json);
       out.push({ draft, versions });
     }
     return out;
@@ -64,13 +72,18 @@ export class SourceReader {
 
   async types(): Promise<Json[]> {
     const refs: Json[] = [];
-    for await (const t of this.paged((limit, offset) => this.client.types.list({ limit, offset }) as unknown as Promise<Json[]>)) refs.push(t);
+    for await (const t of this.paged(
+      (limit, offset) => this.client.types.list({ limit, offset }) as unknown as Promise<Json[]>,
+    ))
+      refs.push(t);
     return Promise.all(refs.map((t) => this.client.types.retrieve(t.id) as unknown as Promise<Json>));
   }
 
   /** Run references, newest updated first; stops below `since`. */
   async *runRefs(since?: Date): AsyncGenerator<Json> {
-    for await (const r of this.paged((limit, offset) => this.client.runs.list({ limit, offset }) as unknown as Promise<Json[]>)) {
+    for await (const r of this.paged(
+      (limit, offset) => this.client.runs.list({ limit, offset }) as unknown as Promise<Json[]>,
+    )) {
       if (since && Date.parse(r.updated_at) < since.getTime()) return;
       yield r;
     }
@@ -96,7 +109,8 @@ export class SourceReader {
   async download(source: string, name?: string): Promise<Download> {
     const { url } = await this.client.objects.getDownloadUrl(source, name);
     const res = await request(url, { method: 'GET' });
-    if (res.statusCode >= 300) throw new Error(`download of ${source}: ${res.statusCode} ${(await res.body.text()).slice(0, 200)}`);
+    if (res.statusCode >= 300)
+      throw new Error(`download of ${source}: ${res.statusCode} ${(await res.body.text()).slice(0, 200)}`);
     const length = res.headers['content-length'];
     return { body: res.body, size: typeof length === 'string' ? Number(length) : undefined };
   }

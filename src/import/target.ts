@@ -30,12 +30,20 @@ export interface ImportTarget {
    * leaves nothing a record could point at.
    */
   upload(key: string, name: string, mimeType: string, size: number | undefined, body: Readable): Promise<string>;
-  importRun(source: string, sourceId: string, sourceVersion: string | null, run: ImportedRun): Promise<{ id: string; created: boolean }>;
+  importRun(
+    source: string,
+    sourceId: string,
+    sourceVersion: string | null,
+    run: ImportedRun,
+  ): Promise<{ id: string; created: boolean }>;
   close(): Promise<void>;
 }
 
 export class TargetError extends Error {
-  constructor(readonly status: number, message: string) {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
     super(message);
   }
 }
@@ -45,7 +53,12 @@ export class HttpTarget implements ImportTarget {
   readonly describe: string;
   private readonly url: string;
 
-  constructor(url: string, private readonly key: string, private readonly onClose: () => Promise<void> = async () => {}, describe?: string) {
+  constructor(
+    url: string,
+    private readonly key: string,
+    private readonly onClose: () => Promise<void> = async () => {},
+    describe?: string,
+  ) {
     this.url = url.replace(/\/+$/, '');
     this.describe = describe ?? this.url;
   }
@@ -53,7 +66,11 @@ export class HttpTarget implements ImportTarget {
   private async call<T = Json>(method: string, path: string, body?: unknown, okMissing = false): Promise<T> {
     const res = await fetch(`${this.url}/api/v1${path}`, {
       method,
-      headers: { authorization: `Bearer ${this.key}`, accept: 'application/json', ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+      headers: {
+        authorization: `Bearer ${this.key}`,
+        accept: 'application/json',
+        ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+      },
       body: body === undefined ? undefined : JSON.stringify(body),
     });
     const text = await res.text();
@@ -64,7 +81,11 @@ export class HttpTarget implements ImportTarget {
       parsed = text;
     }
     if (okMissing && res.status === 404) return undefined as T;
-    if (!res.ok) throw new TargetError(res.status, `target ${method} ${path.split('?')[0]}: ${res.status} ${parsed?.message ?? parsed?.error ?? text.slice(0, 200)}`);
+    if (!res.ok)
+      throw new TargetError(
+        res.status,
+        `target ${method} ${path.split('?')[0]}: ${res.status} ${parsed?.message ?? parsed?.error ?? text.slice(0, 200)}`,
+      );
     return parsed as T;
   }
 
@@ -75,17 +96,25 @@ export class HttpTarget implements ImportTarget {
 
   async project(): Promise<{ id: string; name: string }> {
     // The project of the key: its token says so (an sk- key is exchanged for one first).
-    const token = this.key.split('.').length === 3 ? { token: this.key } : await this.call<{ token: string }>('POST', '/token/issue');
+    const token =
+      this.key.split('.').length === 3
+        ? { token: this.key }
+        : await this.call<{ token: string }>('POST', '/token/issue');
     const claims = JSON.parse(Buffer.from(token.token.split('.')[1], 'base64url').toString('utf8'));
     const project = claims.project;
-    return typeof project === 'object' ? { id: project.id, name: project.name ?? project.id } : { id: String(project), name: String(project) };
+    return typeof project === 'object'
+      ? { id: project.id, name: project.name ?? project.id }
+      : { id: String(project), name: String(project) };
   }
 
   async links(source: string): Promise<ImportLink[]> {
     // Every link, page by page (the route answers at most 10,000 at a time).
     const all: ImportLink[] = [];
     for (let after: ImportLink | undefined; ;) {
-      const q = new URLSearchParams({ source, ...(after ? { after_kind: after.kind, after_id: after.source_id } : {}) });
+      const q = new URLSearchParams({
+        source,
+        ...(after ? { after_kind: after.kind, after_id: after.source_id } : {}),
+      });
       const page: ImportLink[] = await this.call('GET', `/import/links?${q}`);
       all.push(...page);
       if (page.length < 10_000) return all;
@@ -118,7 +147,11 @@ export class HttpTarget implements ImportTarget {
   }
 
   async upload(key: string, name: string, mimeType: string, size: number | undefined, body: Readable): Promise<string> {
-    const signed = await this.call<{ url: string; id: string }>('POST', '/objects/upload-url', { name, id: key, mime_type: mimeType });
+    const signed = await this.call<{ url: string; id: string }>('POST', '/objects/upload-url', {
+      name,
+      id: key,
+      mime_type: mimeType,
+    });
     // undici writes `body` only as fast as the socket drains, and the source download is paused
     // meanwhile (backpressure): a few chunks in memory, whatever the size. (fetch with a web
     // stream body, on Node 20, read the source ahead and held the whole file.)
@@ -128,11 +161,17 @@ export class HttpTarget implements ImportTarget {
       body,
     });
     const text = await res.body.text();
-    if (res.statusCode >= 300) throw new TargetError(res.statusCode, `upload of ${name}: ${res.statusCode} ${text.slice(0, 200)}`);
+    if (res.statusCode >= 300)
+      throw new TargetError(res.statusCode, `upload of ${name}: ${res.statusCode} ${text.slice(0, 200)}`);
     return signed.id;
   }
 
-  importRun(source: string, sourceId: string, sourceVersion: string | null, run: ImportedRun): Promise<{ id: string; created: boolean }> {
+  importRun(
+    source: string,
+    sourceId: string,
+    sourceVersion: string | null,
+    run: ImportedRun,
+  ): Promise<{ id: string; created: boolean }> {
     return this.call('POST', '/import/runs', { source, source_id: sourceId, source_version: sourceVersion, run });
   }
 

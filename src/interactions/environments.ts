@@ -90,10 +90,18 @@ export class EnvironmentService {
     /** The audit trail: every change of an environment, its API key shown only as changed. */
     audit?: AuditLog,
   ) {
-    this.table = new ScopedTable(db, dialect, 'environments', ['enabled_models', 'config'], audit && {
-      log: audit, resourceType: 'environment', secret: ['api_key'],
-      view: ({ api_key_enc, ...rest }) => ({ ...rest, api_key: api_key_enc ?? null }),
-    });
+    this.table = new ScopedTable(
+      db,
+      dialect,
+      'environments',
+      ['enabled_models', 'config'],
+      audit && {
+        log: audit,
+        resourceType: 'environment',
+        secret: ['api_key'],
+        view: ({ api_key_enc, ...rest }) => ({ ...rest, api_key: api_key_enc ?? null }),
+      },
+    );
   }
 
   providers() {
@@ -108,11 +116,22 @@ export class EnvironmentService {
     const now = nowIso();
     const key = input.apiKey ?? input.api_key ?? null;
     const row: Row = {
-      id: newId(), account_id: p.account.id, project_id: p.project.id, name: input.name.trim(), provider: input.provider,
-      description: input.description ?? null, endpoint_url: this.checkUrl(input.endpoint_url ?? null),
-      default_model: input.default_model ?? null, enabled_models: input.enabled_models ?? [],
-      api_key_enc: key ? encrypt(this.encryptionKey, key) : null, apikey_hint: key ? hint(key) : null,
-      config: input.config ?? {}, created_by: actorOf(p), updated_by: actorOf(p), created_at: now, updated_at: now,
+      id: newId(),
+      account_id: p.account.id,
+      project_id: p.project.id,
+      name: input.name.trim(),
+      provider: input.provider,
+      description: input.description ?? null,
+      endpoint_url: this.checkUrl(input.endpoint_url ?? null),
+      default_model: input.default_model ?? null,
+      enabled_models: input.enabled_models ?? [],
+      api_key_enc: key ? encrypt(this.encryptionKey, key) : null,
+      apikey_hint: key ? hint(key) : null,
+      config: input.config ?? {},
+      created_by: actorOf(p),
+      updated_by: actorOf(p),
+      created_at: now,
+      updated_at: now,
     };
     await this.table.insert(row, p);
     this.changes.bump(p.project.id);
@@ -133,7 +152,8 @@ export class EnvironmentService {
     if (input.provider !== undefined) this.checkProvider(input.provider);
     if (input.name !== undefined && !input.name.trim()) throw new BadRequest('name must not be empty');
     const provider = input.provider ?? current.provider;
-    if (isVirtualProvider(provider)) parseVirtualConfig(provider, input.config !== undefined ? input.config : current.config);
+    if (isVirtualProvider(provider))
+      parseVirtualConfig(provider, input.config !== undefined ? input.config : current.config);
     const key = input.apiKey !== undefined ? input.apiKey : input.api_key;
     const patch: Partial<Row> = { updated_at: nowIso(), updated_by: actorOf(p) };
     if (input.name !== undefined) patch.name = input.name.trim();
@@ -181,7 +201,8 @@ export class EnvironmentService {
    * the id as given). Enabling an enabled model changes nothing.
    */
   async enableModel(p: Principal, id: string, modelId: string): Promise<EnvironmentDto> {
-    if (!modelId?.trim()) throw new BadRequest('body must have property "model_id", the id of a model the environment lists');
+    if (!modelId?.trim())
+      throw new BadRequest('body must have property "model_id", the id of a model the environment lists');
     const env = await this.resolve(p, id);
     const enabled = env.dto.enabled_models;
     if (enabled.some((m) => modelIdOf(m) === modelId)) return env.dto;
@@ -190,8 +211,13 @@ export class EnvironmentService {
     if (available) {
       const found = available.find((m) => m.id === modelId);
       if (!found) {
-        const shown = available.slice(0, 50).map((m) => m.id).join(', ');
-        throw new BadRequest(`model "${modelId}" is not among the models of environment "${env.dto.name}": ${shown}${available.length > 50 ? ', …' : ''}`);
+        const shown = available
+          .slice(0, 50)
+          .map((m) => m.id)
+          .join(', ');
+        throw new BadRequest(
+          `model "${modelId}" is not among the models of environment "${env.dto.name}": ${shown}${available.length > 50 ? ', …' : ''}`,
+        );
       }
       model = found;
     }
@@ -203,7 +229,11 @@ export class EnvironmentService {
     const env = await this.get(p, id);
     const kept = env.enabled_models.filter((m) => modelIdOf(m) !== modelId);
     if (kept.length === env.enabled_models.length) {
-      throw new OrreryError('not_found', 404, `model "${modelId}" is not enabled in environment "${env.name}"; enabled: ${env.enabled_models.map(modelIdOf).join(', ') || 'none'}`);
+      throw new OrreryError(
+        'not_found',
+        404,
+        `model "${modelId}" is not enabled in environment "${env.name}"; enabled: ${env.enabled_models.map(modelIdOf).join(', ') || 'none'}`,
+      );
     }
     return this.update(p, id, { enabled_models: kept });
   }
@@ -212,7 +242,11 @@ export class EnvironmentService {
    * `PUT /environments/:id/config`: replaces `enabled_models` when given and merges `config` into
    * the stored one (fields not given are kept).
    */
-  async updateConfig(p: Principal, id: string, input: { enabled_models?: unknown[]; config?: Record<string, unknown> }): Promise<EnvironmentDto> {
+  async updateConfig(
+    p: Principal,
+    id: string,
+    input: { enabled_models?: unknown[]; config?: Record<string, unknown> },
+  ): Promise<EnvironmentDto> {
     const current = await this.get(p, id);
     if (input.enabled_models !== undefined) {
       input.enabled_models.forEach((m, i) => {
@@ -245,28 +279,44 @@ export class EnvironmentService {
   async embeddings(p: Principal, id: string, body: EmbeddingsRequest): Promise<EmbeddingsAnswer> {
     const env = await this.resolve(p, id);
     const texts = body.inputs.map((input, i) => {
-      if (input.type !== 'text') throw new BadRequest(`inputs[${i}].type "${input.type}" is not supported: Orrery embeds text inputs only`);
-      if (typeof input.text !== 'string' || !input.text) throw new BadRequest(`inputs[${i}].text must be a non-empty string`);
+      if (input.type !== 'text')
+        throw new BadRequest(`inputs[${i}].type "${input.type}" is not supported: Orrery embeds text inputs only`);
+      if (typeof input.text !== 'string' || !input.text)
+        throw new BadRequest(`inputs[${i}].text must be a non-empty string`);
       return input.text;
     });
-    if (body.dimensions !== undefined) throw new BadRequest("dimensions is not supported: the model's own dimensions are used; omit it");
+    if (body.dimensions !== undefined)
+      throw new BadRequest("dimensions is not supported: the model's own dimensions are used; omit it");
     const provider = env.dto.provider;
     let model: string;
     let vectors: Float32Array[];
     if (provider === 'test') {
       model = HASHED_NGRAMS_MODEL;
-      if (body.model !== undefined && body.model !== model) throw new BadRequest(`a test environment embeds with Orrery's built-in model "${model}"; omit model or give that one`);
+      if (body.model !== undefined && body.model !== model)
+        throw new BadRequest(
+          `a test environment embeds with Orrery's built-in model "${model}"; omit model or give that one`,
+        );
       vectors = texts.map((t) => builtinTextEmbedder.embedNow(t));
     } else if (provider === 'openai' || provider === 'openai_compatible') {
-      if (!body.model) throw new BadRequest(`body must have property "model", the embedding model of environment "${env.dto.name}" to use (e.g. text-embedding-3-small)`);
+      if (!body.model)
+        throw new BadRequest(
+          `body must have property "model", the embedding model of environment "${env.dto.name}" to use (e.g. text-embedding-3-small)`,
+        );
       model = body.model;
-      vectors = await requestEmbeddings({ provider, connection: env.connection, model }, texts).catch((err: unknown) => {
-        throw providerFailure(err, `embed with environment "${env.dto.name}"`, false);
-      });
+      vectors = await requestEmbeddings({ provider, connection: env.connection, model }, texts).catch(
+        (err: unknown) => {
+          throw providerFailure(err, `embed with environment "${env.dto.name}"`, false);
+        },
+      );
     } else {
-      throw new BadRequest(`environment "${env.dto.name}" (provider ${provider}) cannot embed in Orrery; use an openai, openai_compatible or test environment`);
+      throw new BadRequest(
+        `environment "${env.dto.name}" (provider ${provider}) cannot embed in Orrery; use an openai, openai_compatible or test environment`,
+      );
     }
-    return { model, results: vectors.map((v) => ({ outputs: [{ values: Array.from(v), modality: 'text' as const }] })) };
+    return {
+      model,
+      results: vectors.map((v) => ({ outputs: [{ values: Array.from(v), modality: 'text' as const }] })),
+    };
   }
 
   /** The environment with its decrypted key, for execution. */
@@ -308,7 +358,8 @@ export class EnvironmentService {
       try {
         checkEndpointLiteral(url, this.outbound.policy);
       } catch (err) {
-        if (err instanceof EgressRefused) throw new BadRequest(`endpoint_url: ${err.message}`, { reason: 'egress_refused' });
+        if (err instanceof EgressRefused)
+          throw new BadRequest(`endpoint_url: ${err.message}`, { reason: 'egress_refused' });
         throw err;
       }
     }
@@ -317,7 +368,9 @@ export class EnvironmentService {
 
   private toDto(r: Row): EnvironmentDto {
     return {
-      id: r.id, name: r.name, provider: r.provider,
+      id: r.id,
+      name: r.name,
+      provider: r.provider,
       ...(r.description ? { description: r.description } : {}),
       ...(r.endpoint_url ? { endpoint_url: r.endpoint_url } : {}),
       ...(r.default_model ? { default_model: r.default_model } : {}),
@@ -325,14 +378,22 @@ export class EnvironmentService {
       ...(r.apikey_hint ? { apikey_hint: r.apikey_hint } : {}),
       has_api_key: r.api_key_enc !== null,
       config: (r.config as Record<string, unknown> | null) ?? {},
-      account: r.account_id, project: r.project_id,
-      created_by: r.created_by, updated_by: r.updated_by, created_at: r.created_at, updated_at: r.updated_at,
+      account: r.account_id,
+      project: r.project_id,
+      created_by: r.created_by,
+      updated_by: r.updated_by,
+      created_at: r.created_at,
+      updated_at: r.updated_at,
     };
   }
 }
 
 /** A stored enabled model is a model {id, …} or, from older writes, its id. */
 const modelIdOf = (m: unknown): string | undefined =>
-  typeof m === 'string' ? m : m && typeof m === 'object' && typeof (m as { id?: unknown }).id === 'string' ? (m as { id: string }).id : undefined;
+  typeof m === 'string'
+    ? m
+    : m && typeof m === 'object' && typeof (m as { id?: unknown }).id === 'string'
+      ? (m as { id: string }).id
+      : undefined;
 
 const hint = (key: string) => (key.length > 8 ? `…${key.slice(-4)}` : '…');

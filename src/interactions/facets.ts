@@ -23,14 +23,18 @@ export function computeFacets<R>(
   fields: Record<string, (r: R) => unknown>,
   what: string,
 ): Record<string, unknown> & { total: number } {
-  if (!Array.isArray(specs) || specs.length === 0) throw new BadRequest('facets must be a non-empty array of {name, field}');
+  if (!Array.isArray(specs) || specs.length === 0)
+    throw new BadRequest('facets must be a non-empty array of {name, field}');
   const seen = new Set<string>();
   for (const [i, f] of specs.entries()) {
-    if (f.name === 'total') throw new BadRequest(`facets[${i}].name "total" is reserved for the match count; choose another name`);
+    if (f.name === 'total')
+      throw new BadRequest(`facets[${i}].name "total" is reserved for the match count; choose another name`);
     if (seen.has(f.name)) throw new BadRequest(`facets[${i}].name "${f.name}" is used twice; facet names must differ`);
     seen.add(f.name);
     if (!Object.hasOwn(fields, f.field)) {
-      throw new BadRequest(`facets[${i}].field "${f.field}" cannot be faceted on ${what}; use one of ${Object.keys(fields).join(', ')}`);
+      throw new BadRequest(
+        `facets[${i}].field "${f.field}" cannot be faceted on ${what}; use one of ${Object.keys(fields).join(', ')}`,
+      );
     }
   }
   const out: Record<string, unknown> & { total: number } = { total: rows.length };
@@ -45,10 +49,14 @@ export function computeFacets<R>(
       }
     }
     // A caller's name is a data key, even "__proto__" (util/own.ts).
-    setOwn(out, f.name, [...counts]
-      .map(([_id, count]) => ({ _id, count }))
-      .sort((a, b) => b.count - a.count || String(a._id ?? '').localeCompare(String(b._id ?? '')))
-      .slice(0, MAX_BUCKETS));
+    setOwn(
+      out,
+      f.name,
+      [...counts]
+        .map(([_id, count]) => ({ _id, count }))
+        .sort((a, b) => b.count - a.count || String(a._id ?? '').localeCompare(String(b._id ?? '')))
+        .slice(0, MAX_BUCKETS),
+    );
   }
   return out;
 }

@@ -111,7 +111,20 @@ export interface InteractionDto {
   updated_at: string;
 }
 
-export type InteractionRefDto = Pick<InteractionDto, 'id' | 'name' | 'endpoint' | 'status' | 'version' | 'tags' | 'updated_at' | 'parent' | 'model' | 'description' | 'visibility'>;
+export type InteractionRefDto = Pick<
+  InteractionDto,
+  | 'id'
+  | 'name'
+  | 'endpoint'
+  | 'status'
+  | 'version'
+  | 'tags'
+  | 'updated_at'
+  | 'parent'
+  | 'model'
+  | 'description'
+  | 'visibility'
+>;
 
 type Row = Selectable<InteractionTable>;
 
@@ -164,7 +177,12 @@ export interface ResolvedExecutionDto {
 
 export type ExportedDto = InteractionRefDto & {
   result_schema?: Record<string, unknown>;
-  prompts: { id: string; type: string; template?: { id: string; inputSchema?: Record<string, unknown> }; configuration?: unknown }[];
+  prompts: {
+    id: string;
+    type: string;
+    template?: { id: string; inputSchema?: Record<string, unknown> };
+    configuration?: unknown;
+  }[];
 };
 
 export interface CatalogEntryDto {
@@ -202,31 +220,58 @@ export class InteractionService {
     private readonly changes: ChangeClock,
     audit?: AuditLog,
   ) {
-    this.table = new ScopedTable(db, dialect, 'interactions', ['prompts', 'model_options', 'result_schema', 'interaction_schema', 'cache_policy', 'test_data', 'tags'], audit && { log: audit, resourceType: 'interaction' });
+    this.table = new ScopedTable(
+      db,
+      dialect,
+      'interactions',
+      ['prompts', 'model_options', 'result_schema', 'interaction_schema', 'cache_policy', 'test_data', 'tags'],
+      audit && { log: audit, resourceType: 'interaction' },
+    );
   }
 
   async create(p: Principal, input: InteractionInput): Promise<InteractionDto> {
     if (!input.name?.trim()) throw new BadRequest('body must have property "name"');
     const status = input.status ?? 'draft';
-    if (status !== 'draft') throw new BadRequest('a new interaction is a "draft"; publish it with POST /interactions/:id/publish');
+    if (status !== 'draft')
+      throw new BadRequest('a new interaction is a "draft"; publish it with POST /interactions/:id/publish');
     const segments = await this.segments(p, input.prompts ?? []);
     await this.checkRefs(p, input);
     const now = nowIso();
     const row: Row = {
-      id: newId(), account_id: p.account.id, project_id: p.project.id, name: input.name.trim(),
+      id: newId(),
+      account_id: p.account.id,
+      project_id: p.project.id,
+      name: input.name.trim(),
       endpoint: await this.freeEndpoint(p, input.endpoint ?? endpointOf(input.name), undefined),
-      description: input.description ?? null, status, version: 0, edit_revision: 1, parent_id: null,
-      prompts: segments, environment_id: input.environment ?? null, model: input.model ?? null,
-      model_options: input.model_options ?? null, result_schema: input.result_schema ?? null,
-      interaction_schema: input.interaction_schema ?? null, cache_policy: input.cache_policy ?? null, test_data: input.test_data ?? null,
-      tags: input.tags ?? [], visibility: input.visibility ?? 'private', forked_from: null,
-      created_by: actorOf(p), updated_by: actorOf(p), created_at: now, updated_at: now,
+      description: input.description ?? null,
+      status,
+      version: 0,
+      edit_revision: 1,
+      parent_id: null,
+      prompts: segments,
+      environment_id: input.environment ?? null,
+      model: input.model ?? null,
+      model_options: input.model_options ?? null,
+      result_schema: input.result_schema ?? null,
+      interaction_schema: input.interaction_schema ?? null,
+      cache_policy: input.cache_policy ?? null,
+      test_data: input.test_data ?? null,
+      tags: input.tags ?? [],
+      visibility: input.visibility ?? 'private',
+      forked_from: null,
+      created_by: actorOf(p),
+      updated_by: actorOf(p),
+      created_at: now,
+      updated_at: now,
     };
     await this.table.insert(row, p);
     return this.expand(p, row);
   }
 
-  async list(p: Principal, q: { name?: string; status?: string; tag?: string[]; limit: number; offset: number }): Promise<InteractionRefDto[]> {
+  async list(
+    p: Principal,
+    q: { name?: string; status?: string; tag?: string[]; limit: number; offset: number },
+  ): Promise<InteractionRefDto[]> {
     const rows = await this.table.select(scopeOf(p), (query) => {
       // Published versions are listed through /interactions/:id/versions, not here.
       query = q.status === 'published' ? query.where('status', '=', 'published') : query.where('parent_id', 'is', null);
@@ -244,15 +289,27 @@ export class InteractionService {
 
   async update(p: Principal, id: string, input: InteractionInput): Promise<InteractionDto> {
     const current = await this.row(p, id);
-    if (current.status === 'published') throw new BadRequest('a published version cannot be changed; update the draft and publish again');
+    if (current.status === 'published')
+      throw new BadRequest('a published version cannot be changed; update the draft and publish again');
     if (input.expected_edit_revision !== undefined && input.expected_edit_revision !== current.edit_revision) {
-      throw new Conflict(`interaction ${id} is at edit_revision ${current.edit_revision}, not ${input.expected_edit_revision}; reload it and retry`);
+      throw new Conflict(
+        `interaction ${id} is at edit_revision ${current.edit_revision}, not ${input.expected_edit_revision}; reload it and retry`,
+      );
     }
-    if (input.status !== undefined && input.status !== current.status && input.status !== 'archived' && input.status !== 'draft') {
+    if (
+      input.status !== undefined &&
+      input.status !== current.status &&
+      input.status !== 'archived' &&
+      input.status !== 'draft'
+    ) {
       throw new BadRequest('status may be set to "draft" or "archived"; publish with POST /interactions/:id/publish');
     }
     await this.checkRefs(p, input);
-    const patch: Partial<Row> = { updated_at: nowIso(), updated_by: actorOf(p), edit_revision: current.edit_revision + 1 };
+    const patch: Partial<Row> = {
+      updated_at: nowIso(),
+      updated_by: actorOf(p),
+      edit_revision: current.edit_revision + 1,
+    };
     if (input.name !== undefined) {
       if (!input.name.trim()) throw new BadRequest('name must not be empty');
       patch.name = input.name.trim();
@@ -270,7 +327,13 @@ export class InteractionService {
     if (input.test_data !== undefined) patch.test_data = input.test_data;
     if (input.tags !== undefined) patch.tags = input.tags;
     if (input.visibility !== undefined) patch.visibility = input.visibility;
-    const ok = await this.table.update(scopeOf(p), id, patch, { column: 'edit_revision', value: current.edit_revision }, p);
+    const ok = await this.table.update(
+      scopeOf(p),
+      id,
+      patch,
+      { column: 'edit_revision', value: current.edit_revision },
+      p,
+    );
     if (!ok) throw new Conflict(`interaction ${id} was changed concurrently; reload it and retry`);
     this.changes.bump(p.project.id);
     return this.expand(p, { ...current, ...patch });
@@ -285,9 +348,14 @@ export class InteractionService {
     return { id };
   }
 
-  async publish(p: Principal, id: string, input: { visibility?: 'public' | 'private'; tags?: string[] }): Promise<InteractionDto> {
+  async publish(
+    p: Principal,
+    id: string,
+    input: { visibility?: 'public' | 'private'; tags?: string[] },
+  ): Promise<InteractionDto> {
     const draft = await this.row(p, id);
-    if (draft.parent_id) throw new BadRequest(`interaction ${id} is already a published version; publish its draft ${draft.parent_id}`);
+    if (draft.parent_id)
+      throw new BadRequest(`interaction ${id} is already a published version; publish its draft ${draft.parent_id}`);
     const versions = await this.versionRows(p, id);
     const version = versions.reduce((m, v) => Math.max(m, v.version), 0) + 1;
     const tags = input.tags ?? this.tags(draft);
@@ -298,14 +366,27 @@ export class InteractionService {
     }
     const expanded = await this.expand(p, draft);
     const frozen: StoredSegment[] = expanded.prompts.map((s) => ({
-      id: s.id, type: s.type, configuration: s.configuration,
+      id: s.id,
+      type: s.type,
+      configuration: s.configuration,
       ...(s.template ? { inline: { ...s.template } } : {}),
     }));
     const now = nowIso();
     const row: Row = {
-      ...draft, id: newId(), status: 'published', version, edit_revision: 1, parent_id: draft.id,
-      prompts: frozen, tags: tags, visibility: input.visibility ?? draft.visibility, forked_from: null,
-      created_by: actorOf(p), updated_by: actorOf(p), created_at: now, updated_at: now,
+      ...draft,
+      id: newId(),
+      status: 'published',
+      version,
+      edit_revision: 1,
+      parent_id: draft.id,
+      prompts: frozen,
+      tags: tags,
+      visibility: input.visibility ?? draft.visibility,
+      forked_from: null,
+      created_by: actorOf(p),
+      updated_by: actorOf(p),
+      created_at: now,
+      updated_at: now,
     };
     await this.table.insert(row, p, 'publish');
     this.changes.bump(p.project.id);
@@ -329,8 +410,11 @@ export class InteractionService {
     const base = at > 0 ? selector.slice(0, at) : selector;
     const which = at > 0 ? selector.slice(at + 1) : '';
     const scope = scopeOf(p);
-    const drafts = await this.table.select(scope, (q) => q.where('parent_id', 'is', null)
-      .where((eb: any) => eb.or([eb('endpoint', '=', base), eb('name', '=', base), eb('id', '=', base)])));
+    const drafts = await this.table.select(scope, (q) =>
+      q
+        .where('parent_id', 'is', null)
+        .where((eb: any) => eb.or([eb('endpoint', '=', base), eb('name', '=', base), eb('id', '=', base)])),
+    );
     const draft = drafts.find((d) => d.id === base) ?? drafts.find((d) => d.endpoint === base) ?? drafts[0];
     if (!draft) throw new NotFound('interaction', selector);
     if (which === 'draft') return this.expand(p, draft);
@@ -345,7 +429,9 @@ export class InteractionService {
 
   /** `GET /interactions/names`: the drafts' ids and names, by name, for a name picker. */
   async names(p: Principal): Promise<{ id: string; name: string }[]> {
-    const rows = await this.table.select(scopeOf(p), (q) => q.where('parent_id', 'is', null).orderBy('name').orderBy('id').limit(MAX_LIST));
+    const rows = await this.table.select(scopeOf(p), (q) =>
+      q.where('parent_id', 'is', null).orderBy('name').orderBy('id').limit(MAX_LIST),
+    );
     return rows.map((r) => ({ id: r.id, name: r.name }));
   }
 
@@ -354,7 +440,10 @@ export class InteractionService {
    * first. Without a status, drafts and published versions both count (a version tag such as
    * "production" lives on a version).
    */
-  async tagList(p: Principal, q: InteractionQuery): Promise<{ tag: string; count: number; interactions: InteractionRefDto[] }[]> {
+  async tagList(
+    p: Principal,
+    q: InteractionQuery,
+  ): Promise<{ tag: string; count: number; interactions: InteractionRefDto[] }[]> {
     const rows = await this.matching(p, q, true);
     const byTag = new Map<string, Row[]>();
     for (const r of rows) for (const t of new Set(this.tags(r))) byTag.set(t, [...(byTag.get(t) ?? []), r]);
@@ -362,16 +451,34 @@ export class InteractionService {
     return [...byTag]
       .sort(([a, ra], [b, rb]) => rb.length - ra.length || a.localeCompare(b))
       .slice(offset, offset + limit)
-      .map(([tag, tagged]) => ({ tag, count: tagged.length, interactions: tagged.slice(0, MAX_LIST).map((r) => this.ref(r)) }));
+      .map(([tag, tagged]) => ({
+        tag,
+        count: tagged.length,
+        interactions: tagged.slice(0, MAX_LIST).map((r) => this.ref(r)),
+      }));
   }
 
   /** `POST /interactions/facets`: `{<name>: [{_id, count}], total}` over the interactions the query matches. */
-  async facets(p: Principal, body: { facets: FacetSpec[]; query?: InteractionQuery }): Promise<Record<string, unknown> & { total: number }> {
+  async facets(
+    p: Principal,
+    body: { facets: FacetSpec[]; query?: InteractionQuery },
+  ): Promise<Record<string, unknown> & { total: number }> {
     const rows = await this.matching(p, body.query ?? {}, false);
-    return computeFacets(rows, body.facets, {
-      status: (r) => r.status, tags: (r) => this.tags(r), model: (r) => r.model, environment: (r) => r.environment_id,
-      visibility: (r) => r.visibility, name: (r) => r.name, endpoint: (r) => r.endpoint, version: (r) => r.version,
-    }, 'interactions');
+    return computeFacets(
+      rows,
+      body.facets,
+      {
+        status: (r) => r.status,
+        tags: (r) => this.tags(r),
+        model: (r) => r.model,
+        environment: (r) => r.environment_id,
+        visibility: (r) => r.visibility,
+        name: (r) => r.name,
+        endpoint: (r) => r.endpoint,
+        version: (r) => r.version,
+      },
+      'interactions',
+    );
   }
 
   /**
@@ -386,7 +493,8 @@ export class InteractionService {
       const versions = await this.table.select(scopeOf(p), (query) => query.where('status', '=', 'published'));
       const chosen = new Map<string, Row>();
       for (const v of versions) {
-        if (q.version !== undefined ? v.version !== q.version : (chosen.get(v.parent_id!)?.version ?? 0) > v.version) continue;
+        if (q.version !== undefined ? v.version !== q.version : (chosen.get(v.parent_id!)?.version ?? 0) > v.version)
+          continue;
         chosen.set(v.parent_id!, v);
       }
       rows = [...chosen.values()];
@@ -403,8 +511,14 @@ export class InteractionService {
       const params = r.interaction_schema as Record<string, unknown> | null;
       const result = r.result_schema as Record<string, unknown> | null;
       return {
-        id: r.id, name: r.name, endpoint: r.endpoint, ...(r.description ? { description: r.description } : {}),
-        status: r.status, visibility: r.visibility, version: r.version, tags: this.tags(r),
+        id: r.id,
+        name: r.name,
+        endpoint: r.endpoint,
+        ...(r.description ? { description: r.description } : {}),
+        status: r.status,
+        visibility: r.visibility,
+        version: r.version,
+        tags: this.tags(r),
         ...(q.include_params_schema && params ? { params_schema: params } : {}),
         ...(q.include_result_schema && result ? { result_schema: result } : {}),
       };
@@ -413,8 +527,14 @@ export class InteractionService {
 
   /** `GET /interactions/versions/:name`: every published version whose endpoint is `name`, newest first. */
   async versionsByName(p: Principal, name: string): Promise<InteractionRefDto[]> {
-    const rows = await this.table.select(scopeOf(p), (q) => q.where('status', '=', 'published').where('endpoint', '=', name)
-      .orderBy('version', 'desc').orderBy('id', 'desc').limit(MAX_LIST));
+    const rows = await this.table.select(scopeOf(p), (q) =>
+      q
+        .where('status', '=', 'published')
+        .where('endpoint', '=', name)
+        .orderBy('version', 'desc')
+        .orderBy('id', 'desc')
+        .limit(MAX_LIST),
+    );
     return rows.map((r) => this.ref(r));
   }
 
@@ -423,18 +543,36 @@ export class InteractionService {
    * `Name@draft`, `Name@3`, `Name@tag`) runs, with the environment and model a run would use: the
    * ones given, else the interaction's, else the environment's default model.
    */
-  async resolveExecution(p: Principal, nameOrId: string, opts: { environment?: string; model?: string }): Promise<ResolvedExecutionDto> {
+  async resolveExecution(
+    p: Principal,
+    nameOrId: string,
+    opts: { environment?: string; model?: string },
+  ): Promise<ResolvedExecutionDto> {
     const byId = await this.table.get(scopeOf(p), nameOrId);
     const interaction = byId ? await this.expand(p, byId) : await this.resolveSelector(p, nameOrId);
     const envId = opts.environment ?? interaction.environment;
     if (!envId) {
-      throw new BadRequest(`interaction "${interaction.endpoint}" has no environment; pass ?environment=<environment id> or set one on the interaction`);
+      throw new BadRequest(
+        `interaction "${interaction.endpoint}" has no environment; pass ?environment=<environment id> or set one on the interaction`,
+      );
     }
     const env = await this.environmentExists(p, envId);
-    const [model, source] = opts.model ? [opts.model, 'config'] : interaction.model ? [interaction.model, 'interaction'] : [env.default_model, 'environmentDefault'];
+    const [model, source] = opts.model
+      ? [opts.model, 'config']
+      : interaction.model
+        ? [interaction.model, 'interaction']
+        : [env.default_model, 'environmentDefault'];
     return {
-      id: interaction.id, name: interaction.endpoint, version: interaction.version, status: interaction.status, tags: interaction.tags,
-      resolved: { environment: { id: env.id, name: env.name, provider: env.provider }, ...(model ? { model } : {}), model_source: source },
+      id: interaction.id,
+      name: interaction.endpoint,
+      version: interaction.version,
+      status: interaction.status,
+      tags: interaction.tags,
+      resolved: {
+        environment: { id: env.id, name: env.name, provider: env.provider },
+        ...(model ? { model } : {}),
+        model_source: source,
+      },
     };
   }
 
@@ -443,14 +581,25 @@ export class InteractionService {
    * schema. `versions` picks, per interaction: `draft`, `latest` (the newest published version, or
    * the draft when none is published; the default) or a version number.
    */
-  async exportRefs(p: Principal, q: { name?: string; tags?: string[]; versions?: (number | 'draft' | 'latest')[] }): Promise<ExportedDto[]> {
+  async exportRefs(
+    p: Principal,
+    q: { name?: string; tags?: string[]; versions?: (number | 'draft' | 'latest')[] },
+  ): Promise<ExportedDto[]> {
     const wanted = q.versions?.length ? q.versions : ['latest' as const];
     const drafts = await this.table.select(scopeOf(p), (query) => {
       query = query.where('parent_id', 'is', null);
       if (q.name) query = query.where((eb: any) => eb.or([eb('name', '=', q.name), eb('endpoint', '=', q.name)]));
       return query.orderBy('endpoint').orderBy('id');
     });
-    const versions = drafts.length ? await this.table.select(scopeOf(p), (query) => query.where('parent_id', 'in', drafts.map((d) => d.id))) : [];
+    const versions = drafts.length
+      ? await this.table.select(scopeOf(p), (query) =>
+          query.where(
+            'parent_id',
+            'in',
+            drafts.map((d) => d.id),
+          ),
+        )
+      : [];
     const out: Row[] = [];
     for (const d of drafts) {
       const mine = versions.filter((v) => v.parent_id === d.id).sort((a, b) => b.version - a.version);
@@ -469,8 +618,16 @@ export class InteractionService {
         ...this.ref(r),
         ...(full.result_schema ? { result_schema: full.result_schema } : {}),
         prompts: full.prompts.map((s) => ({
-          id: s.id, type: s.type,
-          ...(s.template ? { template: { id: s.template.id, ...(s.template.inputSchema ? { inputSchema: s.template.inputSchema } : {}) } } : {}),
+          id: s.id,
+          type: s.type,
+          ...(s.template
+            ? {
+                template: {
+                  id: s.template.id,
+                  ...(s.template.inputSchema ? { inputSchema: s.template.inputSchema } : {}),
+                },
+              }
+            : {}),
           ...(s.configuration !== undefined ? { configuration: s.configuration } : {}),
         })),
       });
@@ -483,9 +640,15 @@ export class InteractionService {
    * "<name> (fork)" with a free endpoint; `keepTags` keeps the tags, `forkPrompts` forks the prompt
    * templates it references too (else the fork shares them). Forks stay in the caller's project.
    */
-  async fork(p: Principal, id: string, input: { keepTags?: boolean; forkPrompts?: boolean; targetProject?: string }): Promise<InteractionDto> {
+  async fork(
+    p: Principal,
+    id: string,
+    input: { keepTags?: boolean; forkPrompts?: boolean; targetProject?: string },
+  ): Promise<InteractionDto> {
     if (input.targetProject !== undefined && input.targetProject !== p.project.id) {
-      throw new BadRequest(`targetProject must be this project (${p.project.id}) or absent: to fork into another project, export the interaction and create it there with that project's API key`);
+      throw new BadRequest(
+        `targetProject must be this project (${p.project.id}) or absent: to fork into another project, export the interaction and create it there with that project's API key`,
+      );
     }
     const source = await this.row(p, id);
     const stored = (source.prompts as StoredSegment[] | null) ?? [];
@@ -496,14 +659,27 @@ export class InteractionService {
       }
     }
     const segments: StoredSegment[] = stored.map((s) => ({
-      ...s, id: newId(), ...(s.template_id ? { template_id: forkedPrompts.get(s.template_id) ?? s.template_id } : {}),
+      ...s,
+      id: newId(),
+      ...(s.template_id ? { template_id: forkedPrompts.get(s.template_id) ?? s.template_id } : {}),
     }));
     const now = nowIso();
     const row: Row = {
-      ...source, id: newId(), name: `${source.name} (fork)`, endpoint: await this.forkEndpoint(p, source.endpoint),
-      status: 'draft', version: 0, edit_revision: 1, parent_id: null, prompts: segments,
-      tags: input.keepTags ? this.tags(source) : [], forked_from: source.id,
-      created_by: actorOf(p), updated_by: actorOf(p), created_at: now, updated_at: now,
+      ...source,
+      id: newId(),
+      name: `${source.name} (fork)`,
+      endpoint: await this.forkEndpoint(p, source.endpoint),
+      status: 'draft',
+      version: 0,
+      edit_revision: 1,
+      parent_id: null,
+      prompts: segments,
+      tags: input.keepTags ? this.tags(source) : [],
+      forked_from: source.id,
+      created_by: actorOf(p),
+      updated_by: actorOf(p),
+      created_at: now,
+      updated_at: now,
     };
     await this.table.insert(row, p);
     this.changes.bump(p.project.id);
@@ -513,7 +689,9 @@ export class InteractionService {
   /** `GET /interactions/:id/forks`: the drafts forked from this interaction, newest first. */
   async forks(p: Principal, id: string): Promise<InteractionRefDto[]> {
     await this.row(p, id);
-    const rows = await this.table.select(scopeOf(p), (q) => q.where('forked_from', '=', id).orderBy('created_at', 'desc').orderBy('id', 'desc').limit(MAX_LIST));
+    const rows = await this.table.select(scopeOf(p), (q) =>
+      q.where('forked_from', '=', id).orderBy('created_at', 'desc').orderBy('id', 'desc').limit(MAX_LIST),
+    );
     return rows.map((r) => this.ref(r));
   }
 
@@ -528,25 +706,34 @@ export class InteractionService {
     }
     const all = await this.table.select(scopeOf(p), (query) => query.orderBy('endpoint').orderBy('version', 'desc'));
     const latest = new Map<string, Row>();
-    for (const r of all) if (r.parent_id && (latest.get(r.parent_id)?.version ?? -1) < r.version) latest.set(r.parent_id, r);
+    for (const r of all)
+      if (r.parent_id && (latest.get(r.parent_id)?.version ?? -1) < r.version) latest.set(r.parent_id, r);
     const out: CatalogEntryDto[] = [];
     for (const d of all.filter((r) => !r.parent_id)) {
       const published = latest.get(d.id);
       const r = q.status === 'draft' ? d : q.status === 'published' ? published : (published ?? d);
       if (!r || (q.tag && !this.tags(r).includes(q.tag))) continue;
-      out.push(r.parent_id
-        ? { type: 'stored', id: r.id, name: r.endpoint, version: r.version, published: true }
-        : { type: 'draft', id: r.id, name: r.endpoint, version: r.version, published: false });
+      out.push(
+        r.parent_id
+          ? { type: 'stored', id: r.id, name: r.endpoint, version: r.version, published: true }
+          : { type: 'draft', id: r.id, name: r.endpoint, version: r.version, published: false },
+      );
       if (out.length >= MAX_LIST) break;
     }
     return out;
   }
 
   /** `GET /prompts/:id/interactions`: the interactions whose draft or published versions use the prompt. */
-  async promptUsage(p: Principal, promptId: string): Promise<{ prompt: string; interactions: { id: string; name: string; versions: { version: number }[] }[] }> {
+  async promptUsage(
+    p: Principal,
+    promptId: string,
+  ): Promise<{ prompt: string; interactions: { id: string; name: string; versions: { version: number }[] }[] }> {
     await this.prompts.get(p, promptId);
     const rows = await this.table.select(scopeOf(p), (q) => q.orderBy('name').orderBy('version'));
-    const uses = (r: Row) => ((r.prompts as StoredSegment[] | null) ?? []).some((s) => s.template_id === promptId || s.inline?.id === promptId);
+    const uses = (r: Row) =>
+      ((r.prompts as StoredSegment[] | null) ?? []).some(
+        (s) => s.template_id === promptId || s.inline?.id === promptId,
+      );
     const byDraft = new Map<string, { id: string; name: string; versions: { version: number }[] }>();
     const names = new Map(rows.filter((r) => !r.parent_id).map((r) => [r.id, r.name]));
     for (const r of rows.filter(uses)) {
@@ -562,7 +749,8 @@ export class InteractionService {
   private async matching(p: Principal, q: InteractionQuery, allByDefault: boolean): Promise<Row[]> {
     const statuses = q.status === undefined ? [] : Array.isArray(q.status) ? q.status : [q.status];
     for (const s of statuses) {
-      if (!(INTERACTION_STATUSES as readonly string[]).includes(s)) throw new BadRequest(`status must be one of ${INTERACTION_STATUSES.join(', ')}; got ${JSON.stringify(s)}`);
+      if (!(INTERACTION_STATUSES as readonly string[]).includes(s))
+        throw new BadRequest(`status must be one of ${INTERACTION_STATUSES.join(', ')}; got ${JSON.stringify(s)}`);
     }
     const rows = await this.table.select(scopeOf(p), (query) => {
       if (statuses.length) query = query.where('status', 'in', statuses);
@@ -573,13 +761,18 @@ export class InteractionService {
     });
     const name = q.name?.toLowerCase();
     const tags = q.tags === undefined ? [] : Array.isArray(q.tags) ? q.tags : [q.tags];
-    return rows.filter((r) => (!name || r.name.toLowerCase().includes(name) || r.endpoint.toLowerCase().includes(name))
-      && (!tags.length || this.tags(r).some((t) => tags.includes(t))));
+    return rows.filter(
+      (r) =>
+        (!name || r.name.toLowerCase().includes(name) || r.endpoint.toLowerCase().includes(name)) &&
+        (!tags.length || this.tags(r).some((t) => tags.includes(t))),
+    );
   }
 
   /** `<endpoint>_fork`, then `_fork2`, `_fork3`…: the first no draft of the project uses. */
   private async forkEndpoint(p: Principal, endpoint: string): Promise<string> {
-    const taken = new Set((await this.table.select(scopeOf(p), (q) => q.where('parent_id', 'is', null))).map((r) => r.endpoint));
+    const taken = new Set(
+      (await this.table.select(scopeOf(p), (q) => q.where('parent_id', 'is', null))).map((r) => r.endpoint),
+    );
     for (let i = 1; ; i++) {
       const suffix = i === 1 ? '_fork' : `_fork${i}`;
       const candidate = endpoint.slice(0, 128 - suffix.length) + suffix;
@@ -599,7 +792,10 @@ export class InteractionService {
 
   private async checkRefs(p: Principal, input: InteractionInput) {
     if (input.environment) await this.environmentExists(p, input.environment);
-    for (const [field, schema] of [['result_schema', input.result_schema], ['interaction_schema', input.interaction_schema]] as const) {
+    for (const [field, schema] of [
+      ['result_schema', input.result_schema],
+      ['interaction_schema', input.interaction_schema],
+    ] as const) {
       if (schema) {
         try {
           compileSchema(schema);
@@ -612,10 +808,15 @@ export class InteractionService {
 
   private async freeEndpoint(p: Principal, endpoint: string, self: string | undefined): Promise<string> {
     if (!/^[A-Za-z0-9_.:-]{1,128}$/.test(endpoint)) {
-      throw new BadRequest('endpoint must be 1-128 letters, digits, "_", "-", "." or ":" (no "@", which selects a version)');
+      throw new BadRequest(
+        'endpoint must be 1-128 letters, digits, "_", "-", "." or ":" (no "@", which selects a version)',
+      );
     }
-    const clash = await this.table.select(scopeOf(p), (q) => q.where('endpoint', '=', endpoint).where('parent_id', 'is', null));
-    if (clash.some((r) => r.id !== self)) throw new Conflict(`another interaction of this project already has endpoint "${endpoint}"; choose another`);
+    const clash = await this.table.select(scopeOf(p), (q) =>
+      q.where('endpoint', '=', endpoint).where('parent_id', 'is', null),
+    );
+    if (clash.some((r) => r.id !== self))
+      throw new Conflict(`another interaction of this project already has endpoint "${endpoint}"; choose another`);
     return endpoint;
   }
 
@@ -625,8 +826,13 @@ export class InteractionService {
     const found = new Set((await this.prompts.table.getMany(scopeOf(p), [...new Set(ids)])).map((r) => r.id));
     const segments = input.map((s, i) => {
       const type = s.type ?? 'template';
-      if (type !== 'template' && type !== 'chat') throw new BadRequest(`prompts[${i}].type must be "template" or "chat"`);
-      const seg: StoredSegment = { id: newId(), type, ...(s.configuration !== undefined ? { configuration: s.configuration } : {}) };
+      if (type !== 'template' && type !== 'chat')
+        throw new BadRequest(`prompts[${i}].type must be "template" or "chat"`);
+      const seg: StoredSegment = {
+        id: newId(),
+        type,
+        ...(s.configuration !== undefined ? { configuration: s.configuration } : {}),
+      };
       if (typeof s.template === 'string') {
         if (!found.has(s.template)) throw new NotFound('prompt', s.template);
         seg.template_id = s.template;
@@ -636,15 +842,19 @@ export class InteractionService {
           if (!found.has(t.id) && !ids.includes(t.id)) return this.refById(seg, t.id, found);
           seg.template_id = t.id;
         } else {
-          if (!PROMPT_ROLES.includes(t.role)) throw new BadRequest(`prompts[${i}].template.role must be one of ${PROMPT_ROLES.join(', ')}`);
-          if (!CONTENT_TYPES.includes(t.content_type)) throw new BadRequest(`prompts[${i}].template.content_type must be one of ${CONTENT_TYPES.join(', ')}`);
+          if (!PROMPT_ROLES.includes(t.role))
+            throw new BadRequest(`prompts[${i}].template.role must be one of ${PROMPT_ROLES.join(', ')}`);
+          if (!CONTENT_TYPES.includes(t.content_type))
+            throw new BadRequest(`prompts[${i}].template.content_type must be one of ${CONTENT_TYPES.join(', ')}`);
           if (typeof t.content !== 'string') throw new BadRequest(`prompts[${i}].template.content must be a string`);
           const name = t.name ?? `segment ${i + 1}`;
           const inputSchema = t.inputSchema && typeof t.inputSchema === 'object' ? { inputSchema: t.inputSchema } : {};
           seg.inline = { name, role: t.role, content: t.content, content_type: t.content_type, ...inputSchema };
         }
       } else if (type === 'template') {
-        throw new BadRequest(`prompts[${i}].template must be a prompt id or an inline template {role, content, content_type}`);
+        throw new BadRequest(
+          `prompts[${i}].template must be a prompt id or an inline template {role, content, content_type}`,
+        );
       }
       return seg;
     });
@@ -664,11 +874,30 @@ export class InteractionService {
     const prompts: SegmentDto[] = stored.map((s) => {
       const t = s.template_id ? templates.get(s.template_id) : undefined;
       const template: SegmentTemplateDto | undefined = t
-        ? { id: t.id, name: t.name, role: t.role as PromptRole, content: t.content, content_type: t.content_type as ContentType, ...(t.input_schema ? { inputSchema: t.input_schema as Record<string, unknown> } : {}) }
+        ? {
+            id: t.id,
+            name: t.name,
+            role: t.role as PromptRole,
+            content: t.content,
+            content_type: t.content_type as ContentType,
+            ...(t.input_schema ? { inputSchema: t.input_schema as Record<string, unknown> } : {}),
+          }
         : s.inline
-          ? { id: s.inline.id ?? s.id, name: s.inline.name, role: s.inline.role, content: s.inline.content, content_type: s.inline.content_type, ...(s.inline.inputSchema ? { inputSchema: s.inline.inputSchema } : {}) }
+          ? {
+              id: s.inline.id ?? s.id,
+              name: s.inline.name,
+              role: s.inline.role,
+              content: s.inline.content,
+              content_type: s.inline.content_type,
+              ...(s.inline.inputSchema ? { inputSchema: s.inline.inputSchema } : {}),
+            }
           : undefined;
-      return { id: s.id, type: s.type, ...(template ? { template } : {}), ...(s.configuration !== undefined ? { configuration: s.configuration } : {}) };
+      return {
+        id: s.id,
+        type: s.type,
+        ...(template ? { template } : {}),
+        ...(s.configuration !== undefined ? { configuration: s.configuration } : {}),
+      };
     });
     const j = <T>(v: unknown) => (v ?? null) as T | null;
     const modelOptions = j<Record<string, unknown>>(r.model_options);
@@ -677,22 +906,46 @@ export class InteractionService {
     const testData = j(r.test_data);
     const cachePolicy = j<CachePolicy>(r.cache_policy);
     return {
-      id: r.id, name: r.name, endpoint: r.endpoint, ...(r.description ? { description: r.description } : {}),
-      status: r.status, version: r.version, edit_revision: r.edit_revision, visibility: r.visibility, tags: this.tags(r), prompts,
-      ...(r.environment_id ? { environment: r.environment_id } : {}), ...(r.model ? { model: r.model } : {}),
-      ...(modelOptions ? { model_options: modelOptions } : {}), ...(resultSchema ? { result_schema: resultSchema } : {}),
-      ...(inputSchema ? { interaction_schema: inputSchema } : {}), ...(cachePolicy ? { cache_policy: cachePolicy } : {}),
+      id: r.id,
+      name: r.name,
+      endpoint: r.endpoint,
+      ...(r.description ? { description: r.description } : {}),
+      status: r.status,
+      version: r.version,
+      edit_revision: r.edit_revision,
+      visibility: r.visibility,
+      tags: this.tags(r),
+      prompts,
+      ...(r.environment_id ? { environment: r.environment_id } : {}),
+      ...(r.model ? { model: r.model } : {}),
+      ...(modelOptions ? { model_options: modelOptions } : {}),
+      ...(resultSchema ? { result_schema: resultSchema } : {}),
+      ...(inputSchema ? { interaction_schema: inputSchema } : {}),
+      ...(cachePolicy ? { cache_policy: cachePolicy } : {}),
       ...(testData !== null ? { test_data: testData } : {}),
-      ...(r.parent_id ? { parent: r.parent_id } : {}), project: r.project_id, account: r.account_id,
-      created_by: r.created_by, updated_by: r.updated_by, created_at: r.created_at, updated_at: r.updated_at,
+      ...(r.parent_id ? { parent: r.parent_id } : {}),
+      project: r.project_id,
+      account: r.account_id,
+      created_by: r.created_by,
+      updated_by: r.updated_by,
+      created_at: r.created_at,
+      updated_at: r.updated_at,
     };
   }
 
   private ref(r: Row): InteractionRefDto {
     return {
-      id: r.id, name: r.name, endpoint: r.endpoint, status: r.status, version: r.version, tags: this.tags(r), updated_at: r.updated_at,
-      ...(r.parent_id ? { parent: r.parent_id } : {}), ...(r.model ? { model: r.model } : {}),
-      ...(r.description ? { description: r.description } : {}), visibility: r.visibility,
+      id: r.id,
+      name: r.name,
+      endpoint: r.endpoint,
+      status: r.status,
+      version: r.version,
+      tags: this.tags(r),
+      updated_at: r.updated_at,
+      ...(r.parent_id ? { parent: r.parent_id } : {}),
+      ...(r.model ? { model: r.model } : {}),
+      ...(r.description ? { description: r.description } : {}),
+      visibility: r.visibility,
     };
   }
 
@@ -703,4 +956,10 @@ export class InteractionService {
 
 /** Default endpoint: the name without spaces or characters a selector cannot carry. */
 export const endpointOf = (name: string): string =>
-  name.trim().split(/\s+/).map((w) => w.charAt(0).toUpperCase() + w.slice(1)).join('').replace(/[^A-Za-z0-9_.:-]/g, '').slice(0, 128) || 'Interaction';
+  name
+    .trim()
+    .split(/\s+/)
+    .map((w) => w.charAt(0).toUpperCase() + w.slice(1))
+    .join('')
+    .replace(/[^A-Za-z0-9_.:-]/g, '')
+    .slice(0, 128) || 'Interaction';

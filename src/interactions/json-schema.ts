@@ -26,9 +26,12 @@ export function describeErrors(root: string, errors: ErrorObject[] | null | unde
     .slice(0, 5)
     .map((e) => {
       const path = root + e.instancePath.replace(/\//g, '.');
-      if (e.keyword === 'required') return `${path} must have property "${(e.params as { missingProperty: string }).missingProperty}"`;
-      if (e.keyword === 'additionalProperties') return `${path} must not have property "${(e.params as { additionalProperty: string }).additionalProperty}"`;
-      if (e.keyword === 'enum') return `${path} must be one of ${((e.params as { allowedValues: unknown[] }).allowedValues).map((v) => JSON.stringify(v)).join(', ')}`;
+      if (e.keyword === 'required')
+        return `${path} must have property "${(e.params as { missingProperty: string }).missingProperty}"`;
+      if (e.keyword === 'additionalProperties')
+        return `${path} must not have property "${(e.params as { additionalProperty: string }).additionalProperty}"`;
+      if (e.keyword === 'enum')
+        return `${path} must be one of ${(e.params as { allowedValues: unknown[] }).allowedValues.map((v) => JSON.stringify(v)).join(', ')}`;
       return `${path} ${e.message}`;
     })
     .join('; ');

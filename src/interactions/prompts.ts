@@ -93,21 +93,46 @@ export class PromptService {
     readonly templates: TemplateEngine,
     audit?: AuditLog,
   ) {
-    this.table = new ScopedTable(db, dialect, 'prompts', ['input_schema', 'tags', 'test_data'], audit && { log: audit, resourceType: 'prompt' });
+    this.table = new ScopedTable(
+      db,
+      dialect,
+      'prompts',
+      ['input_schema', 'tags', 'test_data'],
+      audit && { log: audit, resourceType: 'prompt' },
+    );
   }
 
   async create(p: Principal, input: PromptInput): Promise<PromptDto> {
     for (const f of ['name', 'role', 'content', 'content_type'] as const) {
       if (input[f] === undefined || input[f] === null) throw new BadRequest(`body must have property "${f}"`);
     }
-    await this.checkSyntax({ name: input.name!, content_type: input.content_type!, content: input.content!, inputSchema: input.inputSchema });
+    await this.checkSyntax({
+      name: input.name!,
+      content_type: input.content_type!,
+      content: input.content!,
+      inputSchema: input.inputSchema,
+    });
     const now = nowIso();
     const row: Row = {
-      id: newId(), account_id: p.account.id, project_id: p.project.id, name: input.name!, role: input.role!,
-      content: input.content!, content_type: input.content_type!, description: input.description ?? null,
-      input_schema: input.inputSchema ?? null, tags: input.tags ?? [],
-      test_data: input.test_data ?? null, status: 'draft', version: 1, edit_revision: 1, forked_from: null,
-      created_by: actorOf(p), updated_by: actorOf(p), created_at: now, updated_at: now,
+      id: newId(),
+      account_id: p.account.id,
+      project_id: p.project.id,
+      name: input.name!,
+      role: input.role!,
+      content: input.content!,
+      content_type: input.content_type!,
+      description: input.description ?? null,
+      input_schema: input.inputSchema ?? null,
+      tags: input.tags ?? [],
+      test_data: input.test_data ?? null,
+      status: 'draft',
+      version: 1,
+      edit_revision: 1,
+      forked_from: null,
+      created_by: actorOf(p),
+      updated_by: actorOf(p),
+      created_at: now,
+      updated_at: now,
     };
     await this.table.insert(row, p);
     return this.toDto(row);
@@ -115,7 +140,12 @@ export class PromptService {
 
   async list(p: Principal, q: { name?: string; limit: number; offset: number }): Promise<PromptDto[]> {
     const rows = await this.table.select(scopeOf(p), (query) =>
-      (q.name ? query.where('name', '=', q.name) : query).orderBy('updated_at', 'desc').orderBy('id', 'desc').limit(q.limit).offset(q.offset));
+      (q.name ? query.where('name', '=', q.name) : query)
+        .orderBy('updated_at', 'desc')
+        .orderBy('id', 'desc')
+        .limit(q.limit)
+        .offset(q.offset),
+    );
     return rows.map((r) => this.toDto(r));
   }
 
@@ -126,9 +156,15 @@ export class PromptService {
   async update(p: Principal, id: string, input: PromptInput): Promise<PromptDto> {
     const current = await this.row(p, id);
     if (input.expected_edit_revision !== undefined && input.expected_edit_revision !== current.edit_revision) {
-      throw new Conflict(`prompt ${id} is at edit_revision ${current.edit_revision}, not ${input.expected_edit_revision}; reload it and retry`);
+      throw new Conflict(
+        `prompt ${id} is at edit_revision ${current.edit_revision}, not ${input.expected_edit_revision}; reload it and retry`,
+      );
     }
-    const patch: Partial<Row> = { updated_at: nowIso(), updated_by: actorOf(p), edit_revision: current.edit_revision + 1 };
+    const patch: Partial<Row> = {
+      updated_at: nowIso(),
+      updated_by: actorOf(p),
+      edit_revision: current.edit_revision + 1,
+    };
     if (input.name !== undefined) patch.name = input.name;
     if (input.role !== undefined) patch.role = input.role;
     if (input.content !== undefined) patch.content = input.content;
@@ -138,8 +174,19 @@ export class PromptService {
     if (input.tags !== undefined) patch.tags = input.tags;
     if (input.test_data !== undefined) patch.test_data = input.test_data;
     const next = { ...current, ...patch };
-    await this.checkSyntax({ name: next.name, content_type: next.content_type as ContentType, content: next.content, inputSchema: next.input_schema as Record<string, unknown> | null });
-    const ok = await this.table.update(scopeOf(p), id, patch, { column: 'edit_revision', value: current.edit_revision }, p);
+    await this.checkSyntax({
+      name: next.name,
+      content_type: next.content_type as ContentType,
+      content: next.content,
+      inputSchema: next.input_schema as Record<string, unknown> | null,
+    });
+    const ok = await this.table.update(
+      scopeOf(p),
+      id,
+      patch,
+      { column: 'edit_revision', value: current.edit_revision },
+      p,
+    );
     if (!ok) throw new Conflict(`prompt ${id} was changed concurrently; reload it and retry`);
     this.changes.bump(p.project.id);
     return this.toDto(next);
@@ -163,13 +210,25 @@ export class PromptService {
   /** `POST /prompts/:id/fork`: a copy named "<name> (fork)"; `keepTags` keeps the tags. Forks stay in the caller's project. */
   async fork(p: Principal, id: string, input: { keepTags?: boolean; targetProject?: string }): Promise<PromptDto> {
     if (input.targetProject !== undefined && input.targetProject !== p.project.id) {
-      throw new BadRequest(`targetProject must be this project (${p.project.id}) or absent: to copy a prompt into another project, create it there with that project's API key`);
+      throw new BadRequest(
+        `targetProject must be this project (${p.project.id}) or absent: to copy a prompt into another project, create it there with that project's API key`,
+      );
     }
     const source = await this.row(p, id);
     const now = nowIso();
     const row: Row = {
-      ...source, id: newId(), name: `${source.name} (fork)`, tags: input.keepTags ? source.tags : [], status: 'draft', version: 1,
-      edit_revision: 1, forked_from: source.id, created_by: actorOf(p), updated_by: actorOf(p), created_at: now, updated_at: now,
+      ...source,
+      id: newId(),
+      name: `${source.name} (fork)`,
+      tags: input.keepTags ? source.tags : [],
+      status: 'draft',
+      version: 1,
+      edit_revision: 1,
+      forked_from: source.id,
+      created_by: actorOf(p),
+      updated_by: actorOf(p),
+      created_at: now,
+      updated_at: now,
     };
     await this.table.insert(row, p);
     this.changes.bump(p.project.id);
@@ -179,34 +238,54 @@ export class PromptService {
   /** `GET /prompts/:id/forks`: the prompts forked from this one, newest first. */
   async forks(p: Principal, id: string): Promise<PromptRefDto[]> {
     await this.row(p, id);
-    const rows = await this.table.select(scopeOf(p), (q) => q.where('forked_from', '=', id).orderBy('created_at', 'desc').orderBy('id', 'desc').limit(MAX_LIST));
+    const rows = await this.table.select(scopeOf(p), (q) =>
+      q.where('forked_from', '=', id).orderBy('created_at', 'desc').orderBy('id', 'desc').limit(MAX_LIST),
+    );
     return rows.map((r) => this.toRef(r));
   }
 
   /** `GET /prompts/options/:field`: the distinct values of a field across the project's prompts, sorted. */
   async options(p: Principal, field: string): Promise<string[]> {
     const get = Object.hasOwn(PROMPT_FIELDS, field) ? PROMPT_FIELDS[field] : undefined;
-    if (!get) throw new BadRequest(`field "${field}" has no options; use one of ${Object.keys(PROMPT_FIELDS).join(', ')}`);
+    if (!get)
+      throw new BadRequest(`field "${field}" has no options; use one of ${Object.keys(PROMPT_FIELDS).join(', ')}`);
     const rows = await this.table.select(scopeOf(p));
     const values = new Set<string>();
-    for (const r of rows) for (const v of [get(r)].flat()) if (v !== null && v !== undefined && v !== '') values.add(String(v));
+    for (const r of rows)
+      for (const v of [get(r)].flat()) if (v !== null && v !== undefined && v !== '') values.add(String(v));
     return [...values].sort((a, b) => a.localeCompare(b)).slice(0, MAX_LIST);
   }
 
   /** `POST /prompts/facets`: `{<name>: [{_id, count}], total}` over the prompts the query matches. */
-  async facets(p: Principal, body: { facets: FacetSpec[]; query?: PromptQuery }): Promise<Record<string, unknown> & { total: number }> {
+  async facets(
+    p: Principal,
+    body: { facets: FacetSpec[]; query?: PromptQuery },
+  ): Promise<Record<string, unknown> & { total: number }> {
     const q = body.query ?? {};
     const name = q.name?.toLowerCase();
     const tags = q.tags ?? [];
-    const rows = (await this.table.select(scopeOf(p), (query) => (q.role ? query.where('role', '=', q.role) : query)))
-      .filter((r) => (!name || r.name.toLowerCase().includes(name)) && (!tags.length || ((r.tags as string[] | null) ?? []).some((t) => tags.includes(t))));
+    const rows = (
+      await this.table.select(scopeOf(p), (query) => (q.role ? query.where('role', '=', q.role) : query))
+    ).filter(
+      (r) =>
+        (!name || r.name.toLowerCase().includes(name)) &&
+        (!tags.length || ((r.tags as string[] | null) ?? []).some((t) => tags.includes(t))),
+    );
     return computeFacets(rows, body.facets, PROMPT_FIELDS, 'prompts');
   }
 
   toRef(r: Row): PromptRefDto {
     return {
-      id: r.id, name: r.name, ...(r.description ? { description: r.description } : {}), role: r.role as PromptRole, version: r.version,
-      status: r.status, content_type: r.content_type as ContentType, tags: (r.tags as string[] | null) ?? [], created_at: r.created_at, updated_at: r.updated_at,
+      id: r.id,
+      name: r.name,
+      ...(r.description ? { description: r.description } : {}),
+      role: r.role as PromptRole,
+      version: r.version,
+      status: r.status,
+      content_type: r.content_type as ContentType,
+      tags: (r.tags as string[] | null) ?? [],
+      created_at: r.created_at,
+      updated_at: r.updated_at,
     };
   }
 
@@ -220,22 +299,42 @@ export class PromptService {
     const inputSchema = r.input_schema as Record<string, unknown> | null;
     const testData = r.test_data ?? null;
     return {
-      id: r.id, name: r.name, role: r.role as PromptRole, content: r.content, content_type: r.content_type as ContentType,
+      id: r.id,
+      name: r.name,
+      role: r.role as PromptRole,
+      content: r.content,
+      content_type: r.content_type as ContentType,
       ...(r.description ? { description: r.description } : {}),
       ...(inputSchema ? { inputSchema } : {}),
       tags: (r.tags as string[] | null) ?? [],
       ...(testData !== null ? { test_data: testData } : {}),
-      status: r.status, version: r.version, edit_revision: r.edit_revision, project: r.project_id, account: r.account_id,
-      created_by: r.created_by, updated_by: r.updated_by, created_at: r.created_at, updated_at: r.updated_at,
+      status: r.status,
+      version: r.version,
+      edit_revision: r.edit_revision,
+      project: r.project_id,
+      account: r.account_id,
+      created_by: r.created_by,
+      updated_by: r.updated_by,
+      created_at: r.created_at,
+      updated_at: r.updated_at,
     };
   }
 
   /** A broken template is refused when it is written (a 400 with its position), not when a run first uses it. */
-  async checkSyntax(t: { name: string; content_type: ContentType; content: string; inputSchema?: Record<string, unknown> | null }): Promise<void> {
+  async checkSyntax(t: {
+    name: string;
+    content_type: ContentType;
+    content: string;
+    inputSchema?: Record<string, unknown> | null;
+  }): Promise<void> {
     try {
       await this.templates.validate(t);
     } catch (err) {
-      if (err instanceof TemplateError) throw new BadRequest(err.message, err.position ? { line: err.position.line, column: err.position.column } : undefined);
+      if (err instanceof TemplateError)
+        throw new BadRequest(
+          err.message,
+          err.position ? { line: err.position.line, column: err.position.column } : undefined,
+        );
       throw err;
     }
   }
@@ -245,29 +344,71 @@ export class PromptService {
    * prompt rendered with the variables, as a run would render it, without running a model.
    * A template that fails is a 400 with the message and position.
    */
-  async render(p: Principal, id: string, variables: unknown, model?: string): Promise<{ id: string; name: string; role: PromptRole; content_type: ContentType; rendered: string }> {
+  async render(
+    p: Principal,
+    id: string,
+    variables: unknown,
+    model?: string,
+  ): Promise<{ id: string; name: string; role: PromptRole; content_type: ContentType; rendered: string }> {
     const prompt = this.toDto(await this.row(p, id));
-    const rendered = await this.renderText(p, { name: prompt.name, content_type: prompt.content_type, content: prompt.content, inputSchema: prompt.inputSchema }, variables, model);
+    const rendered = await this.renderText(
+      p,
+      {
+        name: prompt.name,
+        content_type: prompt.content_type,
+        content: prompt.content,
+        inputSchema: prompt.inputSchema,
+      },
+      variables,
+      model,
+    );
     return { id: prompt.id, name: prompt.name, role: prompt.role, content_type: prompt.content_type, rendered };
   }
 
   /** A template that is not saved (the console's playground): the same rendering, the same bounds. */
   async renderDraft(
     p: Principal,
-    input: { content: string; content_type: ContentType; role?: PromptRole; name?: string; inputSchema?: Record<string, unknown> | null; data?: Record<string, unknown> },
+    input: {
+      content: string;
+      content_type: ContentType;
+      role?: PromptRole;
+      name?: string;
+      inputSchema?: Record<string, unknown> | null;
+      data?: Record<string, unknown>;
+    },
     model?: string,
   ): Promise<{ name: string; role: PromptRole; content_type: ContentType; rendered: string }> {
     const name = input.name ?? 'draft';
-    const rendered = await this.renderText(p, { name, content_type: input.content_type, content: input.content, inputSchema: input.inputSchema ?? null }, input.data, model);
+    const rendered = await this.renderText(
+      p,
+      { name, content_type: input.content_type, content: input.content, inputSchema: input.inputSchema ?? null },
+      input.data,
+      model,
+    );
     return { name, role: input.role ?? 'user', content_type: input.content_type, rendered };
   }
 
-  private async renderText(p: Principal, template: { name: string; content_type: ContentType; content: string; inputSchema: Record<string, unknown> | null | undefined }, variables: unknown, model?: string): Promise<string> {
+  private async renderText(
+    p: Principal,
+    template: {
+      name: string;
+      content_type: ContentType;
+      content: string;
+      inputSchema: Record<string, unknown> | null | undefined;
+    },
+    variables: unknown,
+    model?: string,
+  ): Promise<string> {
     try {
       return await this.templates.render(template as never, variables ?? {}, model ?? '', p.project.id);
     } catch (err) {
       if (err instanceof TemplateError) {
-        throw new OrreryError(templateErrorCode(err), 400, err.message, err.position ? { line: err.position.line, column: err.position.column } : undefined);
+        throw new OrreryError(
+          templateErrorCode(err),
+          400,
+          err.message,
+          err.position ? { line: err.position.line, column: err.position.column } : undefined,
+        );
       }
       throw err;
     }

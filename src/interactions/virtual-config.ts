@@ -15,16 +15,27 @@ export type VirtualProvider = (typeof VIRTUAL_PROVIDERS)[number];
 /** For the provider listing: they have no driver, they run through their entries. */
 export const VIRTUAL_PROVIDER_INFO: readonly ProviderInfo[] = [
   {
-    id: 'virtual_lb', name: 'Virtual: load balancer', test: false, requires_endpoint_url: false, requires_api_key: false,
-    description: 'Sends each run to one of config.entries [{model: "<environment id>::<model>", weight}] picked by weight; with config.failover, a failing entry is skipped for a cooldown (config.cooldown_ms, default 30000) and the next is tried.',
+    id: 'virtual_lb',
+    name: 'Virtual: load balancer',
+    test: false,
+    requires_endpoint_url: false,
+    requires_api_key: false,
+    description:
+      'Sends each run to one of config.entries [{model: "<environment id>::<model>", weight}] picked by weight; with config.failover, a failing entry is skipped for a cooldown (config.cooldown_ms, default 30000) and the next is tried.',
   },
   {
-    id: 'virtual_mediator', name: 'Virtual: mediator', test: false, requires_endpoint_url: false, requires_api_key: false,
-    description: 'Runs every entry of config.entries [{model: "<environment id>::<model>"}] (config.max_concurrent_requests at once); config.mediators judge the answers and pick one, else the first success wins.',
+    id: 'virtual_mediator',
+    name: 'Virtual: mediator',
+    test: false,
+    requires_endpoint_url: false,
+    requires_api_key: false,
+    description:
+      'Runs every entry of config.entries [{model: "<environment id>::<model>"}] (config.max_concurrent_requests at once); config.mediators judge the answers and pick one, else the first success wins.',
   },
 ];
 
-export const isVirtualProvider = (provider: string): provider is VirtualProvider => (VIRTUAL_PROVIDERS as readonly string[]).includes(provider);
+export const isVirtualProvider = (provider: string): provider is VirtualProvider =>
+  (VIRTUAL_PROVIDERS as readonly string[]).includes(provider);
 
 /** Bounds: a virtual run fans out to its entries, so their number drives work. */
 export const MAX_VIRTUAL_ENTRIES = 16;
@@ -55,9 +66,16 @@ export interface VirtualConfig {
 export function parseVirtualConfig(provider: VirtualProvider, config: unknown): VirtualConfig {
   const c = (config && typeof config === 'object' && !Array.isArray(config) ? config : {}) as Record<string, unknown>;
   const entries = entryList(c.entries, 'config.entries', provider === 'virtual_lb');
-  if (entries.length === 0) throw new BadRequest(`a ${provider} environment needs config.entries: [{model: "<environment id>::<model>"${provider === 'virtual_lb' ? ', weight: 1' : ''}}]`);
-  if (provider === 'virtual_lb' && !entries.some((e) => e.weight > 0)) throw new BadRequest('config.entries: at least one entry needs a weight above 0');
-  const mediators = provider === 'virtual_mediator' && c.mediators !== undefined ? entryList(c.mediators, 'config.mediators', false) : [];
+  if (entries.length === 0)
+    throw new BadRequest(
+      `a ${provider} environment needs config.entries: [{model: "<environment id>::<model>"${provider === 'virtual_lb' ? ', weight: 1' : ''}}]`,
+    );
+  if (provider === 'virtual_lb' && !entries.some((e) => e.weight > 0))
+    throw new BadRequest('config.entries: at least one entry needs a weight above 0');
+  const mediators =
+    provider === 'virtual_mediator' && c.mediators !== undefined
+      ? entryList(c.mediators, 'config.mediators', false)
+      : [];
   const max = c.max_concurrent_requests;
   if (max !== undefined && !(Number.isInteger(max) && (max as number) >= 1 && (max as number) <= MAX_CONCURRENT)) {
     throw new BadRequest(`config.max_concurrent_requests must be an integer from 1 to ${MAX_CONCURRENT}`);
@@ -66,9 +84,11 @@ export function parseVirtualConfig(provider: VirtualProvider, config: unknown): 
   if (cooldown !== undefined && !(typeof cooldown === 'number' && cooldown >= 0 && cooldown <= 3_600_000)) {
     throw new BadRequest('config.cooldown_ms must be a number of milliseconds from 0 to 3600000');
   }
-  if (c.failover !== undefined && typeof c.failover !== 'boolean') throw new BadRequest('config.failover must be true or false');
+  if (c.failover !== undefined && typeof c.failover !== 'boolean')
+    throw new BadRequest('config.failover must be true or false');
   const options = c.model_options;
-  if (options !== undefined && (!options || typeof options !== 'object' || Array.isArray(options))) throw new BadRequest('config.model_options must be an object');
+  if (options !== undefined && (!options || typeof options !== 'object' || Array.isArray(options)))
+    throw new BadRequest('config.model_options must be an object');
   return {
     provider,
     entries,
@@ -83,7 +103,8 @@ export function parseVirtualConfig(provider: VirtualProvider, config: unknown): 
 function entryList(value: unknown, where: string, weighted: boolean): VirtualEntry[] {
   if (value === undefined) return [];
   if (!Array.isArray(value)) throw new BadRequest(`${where} must be an array of {model: "<environment id>::<model>"}`);
-  if (value.length > MAX_VIRTUAL_ENTRIES) throw new BadRequest(`${where} holds ${value.length} entries; at most ${MAX_VIRTUAL_ENTRIES}`);
+  if (value.length > MAX_VIRTUAL_ENTRIES)
+    throw new BadRequest(`${where} holds ${value.length} entries; at most ${MAX_VIRTUAL_ENTRIES}`);
   return value.map((item, i) => {
     const ref = (item as { model?: unknown } | null)?.model;
     const sep = typeof ref === 'string' ? ref.indexOf('::') : -1;
@@ -94,6 +115,11 @@ function entryList(value: unknown, where: string, weighted: boolean): VirtualEnt
     if (weighted && weight !== undefined && !(typeof weight === 'number' && Number.isFinite(weight) && weight >= 0)) {
       throw new BadRequest(`${where}[${i}].weight must be a number, 0 or more`);
     }
-    return { ref, environment: ref.slice(0, sep), model: ref.slice(sep + 2), weight: typeof weight === 'number' ? weight : 1 };
+    return {
+      ref,
+      environment: ref.slice(0, sep),
+      model: ref.slice(sep + 2),
+      weight: typeof weight === 'number' ? weight : 1,
+    };
   });
 }

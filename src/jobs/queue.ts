@@ -150,7 +150,9 @@ export class JobQueue {
     for (;;) {
       const free = this.opts.concurrency - this.running.size;
       if (free <= 0 || this.stopping) return;
-      const rows = await claimJobs(this.db, this.dialect, free, this.opts.owner, this.opts.leaseMs, [...this.handlers.keys()]);
+      const rows = await claimJobs(this.db, this.dialect, free, this.opts.owner, this.opts.leaseMs, [
+        ...this.handlers.keys(),
+      ]);
       for (const row of rows) this.launch(row);
       if (rows.length < free) return;
     }
@@ -172,13 +174,21 @@ export class JobQueue {
   private async execute(row: JobRow, token: string, signal: AbortSignal): Promise<void> {
     const handler = this.handlers.get(row.kind)!;
     const job: Job = {
-      id: row.id, kind: row.kind, scope: { account: row.account_id, project: row.project_id }, subject: row.subject,
-      payload: this.dialect.fromJson(row.payload), attempt: Number(row.attempts), maxAttempts: Number(row.max_attempts), lastError: row.last_error,
+      id: row.id,
+      kind: row.kind,
+      scope: { account: row.account_id, project: row.project_id },
+      subject: row.subject,
+      payload: this.dialect.fromJson(row.payload),
+      attempt: Number(row.attempts),
+      maxAttempts: Number(row.max_attempts),
+      lastError: row.last_error,
     };
     const count = (outcome: string) => this.opts.metrics?.jobs.inc({ kind: row.kind, outcome });
     if (job.attempt > job.maxAttempts) {
       // Claimed again after its lease expired, attempt after attempt: its process keeps dying.
-      const err = new PermanentJobError(`the job was started ${job.maxAttempts} times and never finished (the process running it stopped or was killed each time)${job.lastError ? `; last error: ${job.lastError}` : ''}`);
+      const err = new PermanentJobError(
+        `the job was started ${job.maxAttempts} times and never finished (the process running it stopped or was killed each time)${job.lastError ? `; last error: ${job.lastError}` : ''}`,
+      );
       await this.giveUp(handler, job, err);
       await deleteJob(this.db, row.id, token);
       count('failed');
@@ -201,7 +211,10 @@ export class JobQueue {
         count('failed');
         return;
       }
-      this.opts.onError?.(err, `run job ${row.kind} ${row.id} (attempt ${job.attempt} of ${job.maxAttempts}; will retry)`);
+      this.opts.onError?.(
+        err,
+        `run job ${row.kind} ${row.id} (attempt ${job.attempt} of ${job.maxAttempts}; will retry)`,
+      );
       await requeueJob(this.db, row.id, token, (this.opts.backoffMs ?? defaultBackoff)(job.attempt), message, true);
       count('retried');
     }
@@ -221,7 +234,8 @@ export class JobQueue {
     try {
       const lost = await extendLeases(this.db, held, this.opts.leaseMs);
       // Another process took the job (our lease had expired): stop working on it.
-      for (const id of lost) this.running.get(id)?.abort.abort(new Error('the lease of this job was lost to another process'));
+      for (const id of lost)
+        this.running.get(id)?.abort.abort(new Error('the lease of this job was lost to another process'));
     } catch (err) {
       this.opts.onError?.(err, 'extend job leases');
     }

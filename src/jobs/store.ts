@@ -28,15 +28,39 @@ export async function insertJob(db: Db, d: OrreryDialect, input: EnqueueInput, m
   await db
     .insertInto('jobs')
     .values({
-      id: newId(), kind: input.kind, account_id: input.scope.account, project_id: input.scope.project, subject: input.subject,
-      payload, state: 'queued', attempts: 0, max_attempts: maxAttempts, run_after: runAfter,
-      lease_until: null, lease_owner: null, lease_token: null, last_error: null, created_at: now, updated_at: now,
+      id: newId(),
+      kind: input.kind,
+      account_id: input.scope.account,
+      project_id: input.scope.project,
+      subject: input.subject,
+      payload,
+      state: 'queued',
+      attempts: 0,
+      max_attempts: maxAttempts,
+      run_after: runAfter,
+      lease_until: null,
+      lease_owner: null,
+      lease_token: null,
+      last_error: null,
+      created_at: now,
+      updated_at: now,
     })
     // The predicate must be literal SQL: PostgreSQL matches it against the partial index when planning.
-    .onConflict((oc) => oc.columns(['kind', 'subject']).where(sql<boolean>`state = 'queued'`).doUpdateSet({
-      payload, run_after: runAfter, attempts: 0, max_attempts: maxAttempts, last_error: null, updated_at: now,
-      account_id: input.scope.account, project_id: input.scope.project,
-    }))
+    .onConflict((oc) =>
+      oc
+        .columns(['kind', 'subject'])
+        .where(sql<boolean>`state = 'queued'`)
+        .doUpdateSet({
+          payload,
+          run_after: runAfter,
+          attempts: 0,
+          max_attempts: maxAttempts,
+          last_error: null,
+          updated_at: now,
+          account_id: input.scope.account,
+          project_id: input.scope.project,
+        }),
+    )
     .execute();
 }
 
@@ -45,24 +69,39 @@ export async function insertJob(db: Db, d: OrreryDialect, input: EnqueueInput, m
  * expired (their process died). A subject with a job running under a live lease is skipped, so
  * one object is never processed twice at once.
  */
-export async function claimJobs(db: Db, d: OrreryDialect, n: number, owner: string, leaseMs: number, kinds: readonly string[]): Promise<JobRow[]> {
+export async function claimJobs(
+  db: Db,
+  d: OrreryDialect,
+  n: number,
+  owner: string,
+  leaseMs: number,
+  kinds: readonly string[],
+): Promise<JobRow[]> {
   if (n <= 0 || kinds.length === 0) return [];
   const now = nowIso();
   let pick = db
     .selectFrom('jobs as j')
     .select('j.id')
     .where('j.kind', 'in', kinds)
-    .where((eb) => eb.or([
-      eb.and([eb('j.state', '=', 'queued'), eb('j.run_after', '<=', now)]),
-      eb.and([eb('j.state', '=', 'running'), eb('j.lease_until', '<', now)]),
-    ]))
-    .where((eb) => eb.not(eb.exists(
-      eb.selectFrom('jobs as r').select('r.id')
-        .whereRef('r.subject', '=', 'j.subject')
-        .whereRef('r.id', '<>', 'j.id')
-        .where('r.state', '=', 'running')
-        .where('r.lease_until', '>=', now),
-    )))
+    .where((eb) =>
+      eb.or([
+        eb.and([eb('j.state', '=', 'queued'), eb('j.run_after', '<=', now)]),
+        eb.and([eb('j.state', '=', 'running'), eb('j.lease_until', '<', now)]),
+      ]),
+    )
+    .where((eb) =>
+      eb.not(
+        eb.exists(
+          eb
+            .selectFrom('jobs as r')
+            .select('r.id')
+            .whereRef('r.subject', '=', 'j.subject')
+            .whereRef('r.id', '<>', 'j.id')
+            .where('r.state', '=', 'running')
+            .where('r.lease_until', '>=', now),
+        ),
+      ),
+    )
     .orderBy('j.run_after')
     .orderBy('j.id')
     .limit(n);
@@ -70,8 +109,12 @@ export async function claimJobs(db: Db, d: OrreryDialect, n: number, owner: stri
   return db
     .updateTable('jobs')
     .set({
-      state: 'running', lease_until: isoIn(leaseMs), lease_owner: owner, lease_token: newId(),
-      attempts: sql<number>`attempts + 1`, updated_at: now,
+      state: 'running',
+      lease_until: isoIn(leaseMs),
+      lease_owner: owner,
+      lease_token: newId(),
+      attempts: sql<number>`attempts + 1`,
+      updated_at: now,
     })
     .where('id', 'in', pick)
     .returningAll()
@@ -79,11 +122,20 @@ export async function claimJobs(db: Db, d: OrreryDialect, n: number, owner: stri
 }
 
 /** Extends the leases of jobs still held; answers the ids whose lease was lost. */
-export async function extendLeases(db: Db, held: ReadonlyArray<{ id: string; token: string }>, leaseMs: number): Promise<string[]> {
+export async function extendLeases(
+  db: Db,
+  held: ReadonlyArray<{ id: string; token: string }>,
+  leaseMs: number,
+): Promise<string[]> {
   const lost: string[] = [];
   const until = isoIn(leaseMs);
   for (const h of held) {
-    const r = await db.updateTable('jobs').set({ lease_until: until }).where('id', '=', h.id).where('lease_token', '=', h.token).executeTakeFirst();
+    const r = await db
+      .updateTable('jobs')
+      .set({ lease_until: until })
+      .where('id', '=', h.id)
+      .where('lease_token', '=', h.token)
+      .executeTakeFirst();
     if (Number(r.numUpdatedRows) === 0) lost.push(h.id);
   }
   return lost;
@@ -100,10 +152,28 @@ export async function deleteJob(db: Db, id: string, token: string): Promise<bool
  * the same kind and subject exists (enqueued while this one ran), this one is dropped instead:
  * the newer one does the same work on fresher input.
  */
-export async function requeueJob(db: Db, id: string, token: string, delayMs: number, error: string | null, countAttempt: boolean): Promise<void> {
-  const row = await db.selectFrom('jobs').select(['kind', 'subject']).where('id', '=', id).where('lease_token', '=', token).executeTakeFirst();
+export async function requeueJob(
+  db: Db,
+  id: string,
+  token: string,
+  delayMs: number,
+  error: string | null,
+  countAttempt: boolean,
+): Promise<void> {
+  const row = await db
+    .selectFrom('jobs')
+    .select(['kind', 'subject'])
+    .where('id', '=', id)
+    .where('lease_token', '=', token)
+    .executeTakeFirst();
   if (!row) return;
-  const newer = await db.selectFrom('jobs').select('id').where('kind', '=', row.kind).where('subject', '=', row.subject).where('state', '=', 'queued').executeTakeFirst();
+  const newer = await db
+    .selectFrom('jobs')
+    .select('id')
+    .where('kind', '=', row.kind)
+    .where('subject', '=', row.subject)
+    .where('state', '=', 'queued')
+    .executeTakeFirst();
   const drop = () => db.deleteFrom('jobs').where('id', '=', id).where('lease_token', '=', token).execute();
   if (newer) {
     await drop();
@@ -113,7 +183,11 @@ export async function requeueJob(db: Db, id: string, token: string, delayMs: num
     await db
       .updateTable('jobs')
       .set({
-        state: 'queued', run_after: isoIn(delayMs), lease_until: null, lease_owner: null, lease_token: null,
+        state: 'queued',
+        run_after: isoIn(delayMs),
+        lease_until: null,
+        lease_owner: null,
+        lease_token: null,
         ...(error !== null ? { last_error: error.slice(0, 2000) } : {}),
         ...(countAttempt ? {} : { attempts: sql<number>`attempts - 1` }),
         updated_at: nowIso(),
@@ -123,18 +197,39 @@ export async function requeueJob(db: Db, id: string, token: string, delayMs: num
       .execute();
   } catch (err) {
     // A newer job was queued between the check and the update (the one-queued-job index).
-    if (!(await db.selectFrom('jobs').select('id').where('kind', '=', row.kind).where('subject', '=', row.subject).where('state', '=', 'queued').executeTakeFirst())) throw err;
+    if (
+      !(await db
+        .selectFrom('jobs')
+        .select('id')
+        .where('kind', '=', row.kind)
+        .where('subject', '=', row.subject)
+        .where('state', '=', 'queued')
+        .executeTakeFirst())
+    )
+      throw err;
     await drop();
   }
 }
 
 /** Queued jobs by kind (for the `orrery_jobs_queued` gauge). */
 export async function countQueued(db: Db): Promise<Map<string, number>> {
-  const rows = await db.selectFrom('jobs').select(['kind', (eb) => eb.fn.countAll<number>().as('n')]).where('state', '=', 'queued').groupBy('kind').execute();
+  const rows = await db
+    .selectFrom('jobs')
+    .select(['kind', (eb) => eb.fn.countAll<number>().as('n')])
+    .where('state', '=', 'queued')
+    .groupBy('kind')
+    .execute();
   return new Map(rows.map((r) => [r.kind, Number(r.n)]));
 }
 
 /** Whether a job of `kind` for `subject` is queued or running. */
 export async function hasJob(db: Db, kind: string, subject: string): Promise<boolean> {
-  return (await db.selectFrom('jobs').select('id').where('kind', '=', kind).where('subject', '=', subject).executeTakeFirst()) !== undefined;
+  return (
+    (await db
+      .selectFrom('jobs')
+      .select('id')
+      .where('kind', '=', kind)
+      .where('subject', '=', subject)
+      .executeTakeFirst()) !== undefined
+  );
 }

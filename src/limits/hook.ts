@@ -7,7 +7,8 @@ export function installLimits(app: FastifyInstance, limiter: Limiter): void {
     // `/token/issue` may authenticate from its body: exchanging a key is not limited.
     // Without limits (as cached), nothing is counted: the request goes on in the same turn.
     if (!req.principal || limiter.unlimited(req.principal)) return done();
-    limiter.admit(req.principal, req.routeOptions.config?.permission === 'interaction:execute')
+    limiter
+      .admit(req.principal, req.routeOptions.config?.permission === 'interaction:execute')
       .then((headers) => {
         if (headers) reply.headers(headers);
       })

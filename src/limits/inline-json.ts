@@ -12,7 +12,7 @@ export const DEFAULT_MAX_INLINE_JSON = 1024 ** 2;
 export function checkInlineJson(value: unknown, field: string, limit: number = DEFAULT_MAX_INLINE_JSON): void {
   if (value === undefined || value === null) return;
   // A string's UTF-8 bytes are at most 3 per UTF-16 unit: most values need no stringify at all.
-  const text = typeof value === 'string' ? value : JSON.stringify(value) ?? '';
+  const text = typeof value === 'string' ? value : (JSON.stringify(value) ?? '');
   if (text.length * 3 <= limit) return;
   const size = Buffer.byteLength(typeof value === 'string' ? JSON.stringify(value) : text, 'utf8');
   if (size <= limit) return;

@@ -50,7 +50,8 @@ const DAY_MS = 86_400_000;
 /** `{limits}` of a project or a key: each a positive number, or the whole `null` (no limits). */
 export function limitsOf(value: unknown, where: string): Limits | null {
   if (value === null) return null;
-  if (typeof value !== 'object' || Array.isArray(value)) throw new BadRequest(`${where} must be an object {requests_per_minute, tokens_per_minute, cost_per_day} or null`);
+  if (typeof value !== 'object' || Array.isArray(value))
+    throw new BadRequest(`${where} must be an object {requests_per_minute, tokens_per_minute, cost_per_day} or null`);
   const out: Limits = {};
   for (const [k, v] of Object.entries(value as Record<string, unknown>)) {
     if (k !== 'requests_per_minute' && k !== 'tokens_per_minute' && k !== 'cost_per_day') {
@@ -87,7 +88,7 @@ export class Limiter {
    * minute or the cost of today already reached their limit. Answers the headers to add.
    */
   async admit(p: Principal, executes: boolean): Promise<Record<string, string> | undefined> {
-    const subjects = this.cachedSubjects(p.account.id, p.project.id, p.keyId) ?? await this.subjectsOf(p);
+    const subjects = this.cachedSubjects(p.account.id, p.project.id, p.keyId) ?? (await this.subjectsOf(p));
     if (!subjects.length) return undefined;
     const now = this.now();
     const minute = Math.floor(now / MINUTE_MS);
@@ -97,7 +98,10 @@ export class Limiter {
       if (limit === undefined) continue;
       const count = await this.bump(`${s.kind}:${s.id}`, `m:${minute}`, (minute + 2) * MINUTE_MS);
       const remaining = Math.max(0, limit - count);
-      if (headers['x-ratelimit-remaining-requests'] === undefined || remaining < Number(headers['x-ratelimit-remaining-requests'])) {
+      if (
+        headers['x-ratelimit-remaining-requests'] === undefined ||
+        remaining < Number(headers['x-ratelimit-remaining-requests'])
+      ) {
         headers['x-ratelimit-limit-requests'] = String(limit);
         headers['x-ratelimit-remaining-requests'] = String(remaining);
       }
@@ -109,8 +113,10 @@ export class Limiter {
         const { tokens_per_minute: tpm, cost_per_day: cpd } = s.limits;
         if (tpm === undefined && cpd === undefined) continue;
         const use = await this.read(`${s.kind}:${s.id}`, minute, day);
-        if (tpm !== undefined && use.tokens_this_minute >= tpm) throw tooMany(s, 'tokens', 'minute', tpm, (minute + 1) * MINUTE_MS - now, headers);
-        if (cpd !== undefined && use.cost_today >= cpd) throw tooMany(s, 'cost', 'day', cpd, nextDay(now) - now, headers);
+        if (tpm !== undefined && use.tokens_this_minute >= tpm)
+          throw tooMany(s, 'tokens', 'minute', tpm, (minute + 1) * MINUTE_MS - now, headers);
+        if (cpd !== undefined && use.cost_today >= cpd)
+          throw tooMany(s, 'cost', 'day', cpd, nextDay(now) - now, headers);
       }
     }
     return headers;
@@ -119,28 +125,38 @@ export class Limiter {
   /** After a run ended: its tokens and cost count against the limits of its key and project (if they have any). */
   async charge(account: string, project: string, keyId: string | null, tokens: number, cost: number): Promise<void> {
     if (!(tokens > 0) && !(cost > 0)) return;
-    const subjects = this.cachedSubjects(account, project, keyId) ?? await this.subjectsFor(account, project, keyId);
+    const subjects = this.cachedSubjects(account, project, keyId) ?? (await this.subjectsFor(account, project, keyId));
     const now = this.now();
     const minute = Math.floor(now / MINUTE_MS);
     for (const s of subjects) {
-      if (tokens > 0 && s.limits.tokens_per_minute !== undefined) await this.add(`${s.kind}:${s.id}`, `m:${minute}`, (minute + 2) * MINUTE_MS, { tokens });
-      if (cost > 0 && s.limits.cost_per_day !== undefined) await this.add(`${s.kind}:${s.id}`, `d:${dayOf(now)}`, nextDay(now) + DAY_MS, { cost });
+      if (tokens > 0 && s.limits.tokens_per_minute !== undefined)
+        await this.add(`${s.kind}:${s.id}`, `m:${minute}`, (minute + 2) * MINUTE_MS, { tokens });
+      if (cost > 0 && s.limits.cost_per_day !== undefined)
+        await this.add(`${s.kind}:${s.id}`, `d:${dayOf(now)}`, nextDay(now) + DAY_MS, { cost });
     }
   }
 
   /** `GET /limits`: the caller's limits (project and key) and what was used of them. */
-  async report(p: Principal): Promise<{ project: { limits: Limits | null; use: Usage }; key: { limits: Limits | null; use: Usage } }> {
+  async report(
+    p: Principal,
+  ): Promise<{ project: { limits: Limits | null; use: Usage }; key: { limits: Limits | null; use: Usage } }> {
     const [project, key] = await Promise.all([this.projectLimits(p.account.id, p.project.id), this.keyLimits(p.keyId)]);
     const now = this.now();
     const minute = Math.floor(now / MINUTE_MS);
     const day = dayOf(now);
-    const [pu, ku] = await Promise.all([this.read(`project:${p.project.id}`, minute, day), this.read(`key:${p.keyId}`, minute, day)]);
+    const [pu, ku] = await Promise.all([
+      this.read(`project:${p.project.id}`, minute, day),
+      this.read(`key:${p.keyId}`, minute, day),
+    ]);
     return { project: { limits: project, use: pu }, key: { limits: key, use: ku } };
   }
 
   /** Deletes counters of windows long past (the retention sweeper calls it). */
   async sweep(): Promise<number> {
-    const r = await this.db.deleteFrom('usage_counters').where('expires_at', '<', new Date(this.now()).toISOString()).executeTakeFirst();
+    const r = await this.db
+      .deleteFrom('usage_counters')
+      .where('expires_at', '<', new Date(this.now()).toISOString())
+      .executeTakeFirst();
     return Number(r.numDeletedRows);
   }
 
@@ -173,7 +189,12 @@ export class Limiter {
 
   private async projectLimits(account: string, project: string): Promise<Limits | null> {
     return this.cached(this.projects, project, async () => {
-      const row = await this.db.selectFrom('projects').select('settings').where('account_id', '=', account).where('id', '=', project).executeTakeFirst();
+      const row = await this.db
+        .selectFrom('projects')
+        .select('settings')
+        .where('account_id', '=', account)
+        .where('id', '=', project)
+        .executeTakeFirst();
       const settings = row ? (this.dialect.fromJson<Record<string, unknown> | null>(row.settings) ?? {}) : {};
       return (settings.limits as Limits | null | undefined) ?? null;
     });
@@ -192,7 +213,11 @@ export class Limiter {
     return hit && hit.until > now ? hit : undefined;
   }
 
-  private async cached(map: Map<string, CachedLimits>, id: string, load: () => Promise<Limits | null>): Promise<Limits | null> {
+  private async cached(
+    map: Map<string, CachedLimits>,
+    id: string,
+    load: () => Promise<Limits | null>,
+  ): Promise<Limits | null> {
     const now = this.now();
     const hit = this.fresh(map, id, now);
     if (hit) return hit.limits;
@@ -204,7 +229,8 @@ export class Limiter {
 
   /** One more request in the window, in one statement: answers the count with it. */
   private async bump(subject: string, window: string, expires: number): Promise<number> {
-    const r = await this.db.insertInto('usage_counters')
+    const r = await this.db
+      .insertInto('usage_counters')
       .values({ subject, bucket: window, requests: 1, tokens: 0, cost: 0, expires_at: new Date(expires).toISOString() })
       .onConflict((oc) => oc.columns(['subject', 'bucket']).doUpdateSet({ requests: sql`usage_counters.requests + 1` }))
       .returning('requests')
@@ -212,21 +238,39 @@ export class Limiter {
     return Number(r.requests);
   }
 
-  private async add(subject: string, window: string, expires: number, by: { tokens?: number; cost?: number }): Promise<void> {
+  private async add(
+    subject: string,
+    window: string,
+    expires: number,
+    by: { tokens?: number; cost?: number },
+  ): Promise<void> {
     const tokens = Math.round(by.tokens ?? 0);
     const cost = by.cost ?? 0;
-    await this.db.insertInto('usage_counters')
+    await this.db
+      .insertInto('usage_counters')
       .values({ subject, bucket: window, requests: 0, tokens, cost, expires_at: new Date(expires).toISOString() })
-      .onConflict((oc) => oc.columns(['subject', 'bucket']).doUpdateSet({ tokens: sql`usage_counters.tokens + ${tokens}`, cost: sql`usage_counters.cost + ${cost}` }))
+      .onConflict((oc) =>
+        oc
+          .columns(['subject', 'bucket'])
+          .doUpdateSet({ tokens: sql`usage_counters.tokens + ${tokens}`, cost: sql`usage_counters.cost + ${cost}` }),
+      )
       .execute();
   }
 
   private async read(subject: string, minute: number, day: string): Promise<Usage> {
-    const rows = await this.db.selectFrom('usage_counters').select(['bucket', 'requests', 'tokens', 'cost'])
-      .where('subject', '=', subject).where('bucket', 'in', [`m:${minute}`, `d:${day}`]).execute();
+    const rows = await this.db
+      .selectFrom('usage_counters')
+      .select(['bucket', 'requests', 'tokens', 'cost'])
+      .where('subject', '=', subject)
+      .where('bucket', 'in', [`m:${minute}`, `d:${day}`])
+      .execute();
     const m = rows.find((r) => r.bucket === `m:${minute}`);
     const d = rows.find((r) => r.bucket === `d:${day}`);
-    return { requests_this_minute: Number(m?.requests ?? 0), tokens_this_minute: Number(m?.tokens ?? 0), cost_today: Number(d?.cost ?? 0) };
+    return {
+      requests_this_minute: Number(m?.requests ?? 0),
+      tokens_this_minute: Number(m?.tokens ?? 0),
+      cost_today: Number(d?.cost ?? 0),
+    };
   }
 }
 
@@ -235,12 +279,23 @@ const nextDay = (ms: number): number => (Math.floor(ms / DAY_MS) + 1) * DAY_MS;
 
 /** Raised over a limit; the error handler answers 429 with the JSON error shape and these headers. */
 export class RateLimited extends OrreryError {
-  constructor(message: string, details: Record<string, unknown>, readonly headers: Record<string, string>) {
+  constructor(
+    message: string,
+    details: Record<string, unknown>,
+    readonly headers: Record<string, string>,
+  ) {
     super('rate_limited', 429, message, details);
   }
 }
 
-function tooMany(s: Subject, resource: 'requests' | 'tokens' | 'cost', window: 'minute' | 'day', limit: number, waitMs: number, headers: Record<string, string>): RateLimited {
+function tooMany(
+  s: Subject,
+  resource: 'requests' | 'tokens' | 'cost',
+  window: 'minute' | 'day',
+  limit: number,
+  waitMs: number,
+  headers: Record<string, string>,
+): RateLimited {
   const wait = Math.max(1, Math.ceil(waitMs));
   const who = s.kind === 'key' ? 'this API key' : 'this project';
   const what = resource === 'cost' ? `USD ${limit} of run cost per day (UTC)` : `${limit} ${resource} per minute`;

@@ -14,7 +14,12 @@ export interface RecordRefs {
   embeddings?: Map<string, EmbeddingMap>;
 }
 
-export function toRecord(row: ObjectRow, refs: RecordRefs, hidden: ReadonlySet<HiddenField>, item?: { score: number }): ObjectRecord {
+export function toRecord(
+  row: ObjectRow,
+  refs: RecordRefs,
+  hidden: ReadonlySet<HiddenField>,
+  item?: { score: number },
+): ObjectRecord {
   const type = row.type_id ? refs.types.get(row.type_id) : undefined;
   const rec: ObjectRecord = {
     id: row.id,

@@ -23,7 +23,13 @@ export interface ObjectEmbeddingsHook {
   /** Validates a payload's `embeddings` (a 400 otherwise) before anything is written. */
   prepareEmbeddings(s: Scope, input: unknown): Promise<PreparedEmbeddings>;
   /** Stores them in the object's write transaction, for the sources the object has after it. */
-  storeEmbeddings(trx: Kysely<Database>, s: Scope, objectId: string, prepared: PreparedEmbeddings, sources: SourceFields): Promise<StoredEmbeddings>;
+  storeEmbeddings(
+    trx: Kysely<Database>,
+    s: Scope,
+    objectId: string,
+    prepared: PreparedEmbeddings,
+    sources: SourceFields,
+  ): Promise<StoredEmbeddings>;
   /** After that transaction committed. */
   embeddingsStored(s: Scope, stored: StoredEmbeddings): void;
 }

@@ -69,7 +69,11 @@ export class ObjectExporter {
     const s = scopeOf(p);
     const format = formatOf(input.type);
     const layout = await this.layoutOf(s, input, format);
-    const hidden = new Set((layout ?? []).map((c) => c.field.split('.')[0]).filter((f): f is HiddenField => (HIDDEN_FIELDS as readonly string[]).includes(f)));
+    const hidden = new Set(
+      (layout ?? [])
+        .map((c) => c.field.split('.')[0])
+        .filter((f): f is HiddenField => (HIDDEN_FIELDS as readonly string[]).includes(f)),
+    );
     const pages = this.pages(s, input, hidden);
     const first = await pages.next();
     const name = `${fileSlug(p.project.name)}-${stamp(new Date())}.${FORMATS[format].ext}`;
@@ -123,12 +127,16 @@ export class ObjectExporter {
     const ctx = this.listing.context(s);
     let after: { updated_at: string; id: string } | undefined;
     for (;;) {
-      let q = objectsIn(this.db, s).select(columnsFor(hidden)).where((eb) => filterCondition(eb, filters, ctx));
+      let q = objectsIn(this.db, s)
+        .select(columnsFor(hidden))
+        .where((eb) => filterCondition(eb, filters, ctx));
       if (after) {
         const a = after;
         q = q.where((eb) => eb(eb.refTuple('objects.updated_at', 'objects.id'), '<', eb.tuple(a.updated_at, a.id)));
       }
-      const rows = (await q.orderBy('objects.updated_at', 'desc').orderBy('objects.id', 'desc').limit(PAGE).execute()).map((r) => decodeObject(this.dialect, r));
+      const rows = (
+        await q.orderBy('objects.updated_at', 'desc').orderBy('objects.id', 'desc').limit(PAGE).execute()
+      ).map((r) => decodeObject(this.dialect, r));
       if (rows.length) yield this.records(s, rows, hidden);
       if (rows.length < PAGE) return;
       const last = rows[rows.length - 1];
@@ -138,7 +146,10 @@ export class ObjectExporter {
 
   private async records(s: Scope, rows: ObjectRow[], hidden: ReadonlySet<HiddenField>): Promise<ObjectRecord[]> {
     const [types, embeddings] = await Promise.all([
-      this.types.refs(s, rows.map((r) => r.type_id).filter((x): x is string => !!x)),
+      this.types.refs(
+        s,
+        rows.map((r) => r.type_id).filter((x): x is string => !!x),
+      ),
       this.listing.embeddingsOf(s, rows, hidden),
     ]);
     return rows.map((r) => toRecord(r, { types, embeddings }, hidden));
@@ -154,21 +165,26 @@ interface Renderer {
 function csvRenderer(layout: ColumnLayout[]): Renderer {
   return {
     start: () => stringify([layout.map((c) => escapeFormula(c.name))], CSV_OPTIONS),
-    page: (records) => stringify(records.map((r) => layout.map((c) => cellOf(r, c))), {
-      ...CSV_OPTIONS,
-      cast: {
-        string: escapeFormula,
-        boolean: (v) => (v ? 'true' : 'false'),
-        object: (v) => escapeFormula(JSON.stringify(v)),
-        date: (v) => v.toISOString(),
-      },
-    }),
+    page: (records) =>
+      stringify(
+        records.map((r) => layout.map((c) => cellOf(r, c))),
+        {
+          ...CSV_OPTIONS,
+          cast: {
+            string: escapeFormula,
+            boolean: (v) => (v ? 'true' : 'false'),
+            object: (v) => escapeFormula(JSON.stringify(v)),
+            date: (v) => v.toISOString(),
+          },
+        },
+      ),
     end: () => '',
   };
 }
 
 function jsonRenderer(layout: ColumnLayout[] | undefined): Renderer {
-  const shape = (r: ObjectRecord) => (layout ? Object.fromEntries(layout.map((c) => [c.name, cellOf(r, c) ?? null])) : r);
+  const shape = (r: ObjectRecord) =>
+    layout ? Object.fromEntries(layout.map((c) => [c.name, cellOf(r, c) ?? null])) : r;
   return {
     start: () => '[',
     page: (records, first) => (first ? '' : ',') + records.map((r) => JSON.stringify(shape(r))).join(','),
@@ -194,7 +210,6 @@ function valueAt(record: ObjectRecord, field: string): unknown {
   return cur;
 }
 
-
 function formatOf(type: string | undefined): Format {
   const f = (type ?? '').trim().toLowerCase();
   if (f === 'csv' || f === 'text/csv') return 'csv';
@@ -205,6 +220,14 @@ function formatOf(type: string | undefined): Format {
 /** The inside of a JSON string literal holding `s`. */
 const jsonStringBody = (s: string) => JSON.stringify(s).slice(1, -1);
 
-const fileSlug = (name: string) => name.trim().replace(/[^A-Za-z0-9._-]+/g, '-').replace(/^-+|-+$/g, '') || 'export';
+const fileSlug = (name: string) =>
+  name
+    .trim()
+    .replace(/[^A-Za-z0-9._-]+/g, '-')
+    .replace(/^-+|-+$/g, '') || 'export';
 
-const stamp = (d: Date) => d.toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z');
+const stamp = (d: Date) =>
+  d
+    .toISOString()
+    .replace(/[-:]/g, '')
+    .replace(/\.\d+Z$/, 'Z');

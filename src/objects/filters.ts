@@ -48,7 +48,12 @@ const MAX_TERMS = 12;
 
 /** The words of a full-text query (at most 12, each at most 200 characters). */
 export const fullTextTerms = (q: string | undefined): string[] =>
-  (q ?? '').split(/\s+/).map((t) => t.trim()).filter(Boolean).slice(0, MAX_TERMS).map((t) => t.slice(0, 200));
+  (q ?? '')
+    .split(/\s+/)
+    .map((t) => t.trim())
+    .filter(Boolean)
+    .slice(0, MAX_TERMS)
+    .map((t) => t.slice(0, 200));
 
 export function filterCondition(eb: Eb, f: ObjectFilters, ctx: FilterContext): Expression<SqlBool> {
   const all: Expression<SqlBool>[] = [];
@@ -62,12 +67,21 @@ export function filterCondition(eb: Eb, f: ObjectFilters, ctx: FilterContext): E
   }
   if (f.types?.length) {
     // An id, or the name of a type of the project.
-    all.push(eb.or([
-      eb('objects.type_id', 'in', f.types),
-      eb('objects.type_id', 'in', eb.selectFrom('object_types').select('object_types.id')
-        .where('object_types.account_id', '=', ctx.scope.account).where('object_types.project_id', '=', ctx.scope.project)
-        .where('object_types.name', 'in', f.types)),
-    ]));
+    all.push(
+      eb.or([
+        eb('objects.type_id', 'in', f.types),
+        eb(
+          'objects.type_id',
+          'in',
+          eb
+            .selectFrom('object_types')
+            .select('object_types.id')
+            .where('object_types.account_id', '=', ctx.scope.account)
+            .where('object_types.project_id', '=', ctx.scope.project)
+            .where('object_types.name', 'in', f.types),
+        ),
+      ]),
+    );
   }
   if (f.parent !== undefined) all.push(eb('objects.parent_id', '=', f.parent));
   if (f.location !== undefined) all.push(eb('objects.location', '=', f.location));
@@ -95,7 +109,10 @@ export function fullTextScore(eb: Eb, q: string | undefined, ctx: FilterContext)
   const weights = [3, 2, 1, 1];
   const parts = terms.flatMap((term) => {
     const like = `%${escapeLike(term)}%`;
-    return textSources(eb, ctx).map((src, i) => sql<number>`(CASE WHEN ${ctx.json.likeCaseInsensitive(src, like)} THEN ${sql.lit(weights[i])} ELSE 0 END)`);
+    return textSources(eb, ctx).map(
+      (src, i) =>
+        sql<number>`(CASE WHEN ${ctx.json.likeCaseInsensitive(src, like)} THEN ${sql.lit(weights[i])} ELSE 0 END)`,
+    );
   });
   return sql<number>`(${sql.join(parts, sql` + `)})`;
 }
@@ -109,11 +126,13 @@ const textSources = (eb: Eb, ctx: FilterContext): Expression<unknown>[] => [
 
 /** A Mongo-style match (query/find); a query the caller must fix is a 400 `invalid_query`. */
 export function compiledMatch(match: Record<string, unknown>, ctx: FilterContext): Expression<SqlBool> {
-  if (match === null || typeof match !== 'object' || Array.isArray(match)) throw new BadRequest('query must be an object of {path: condition}');
+  if (match === null || typeof match !== 'object' || Array.isArray(match))
+    throw new BadRequest('query must be an object of {path: condition}');
   try {
     return compileFind(match, resolveObjectField, ctx.json, FIND_FIELDS);
   } catch (err) {
-    if (err instanceof FindQueryError) throw new OrreryError(err.code, err.status, err.message, err.at ? { at: err.at } : undefined);
+    if (err instanceof FindQueryError)
+      throw new OrreryError(err.code, err.status, err.message, err.at ? { at: err.at } : undefined);
     throw err;
   }
 }

@@ -12,7 +12,12 @@ import { checkMimeType } from '../blobs/mime-type.ts';
 import { checkInlineJson } from '../limits/inline-json.ts';
 import { OBJECT_STATUSES, type ContentSource, type ObjectInput, type ObjectRow } from './model.ts';
 
-export type ObjectPatch = Partial<Omit<ObjectRow, 'id' | 'account_id' | 'project_id' | 'etag' | 'created_by' | 'created_at' | 'updated_by' | 'updated_at'>>;
+export type ObjectPatch = Partial<
+  Omit<
+    ObjectRow,
+    'id' | 'account_id' | 'project_id' | 'etag' | 'created_by' | 'created_at' | 'updated_by' | 'updated_at'
+  >
+>;
 
 export interface InputContext {
   scope: Scope;
@@ -26,7 +31,8 @@ export interface InputContext {
   maxInlineJson?: number;
 }
 
-const isPlainObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
+const isPlainObject = (v: unknown): v is Record<string, unknown> =>
+  v !== null && typeof v === 'object' && !Array.isArray(v);
 
 export async function patchOf(input: ObjectInput, ctx: InputContext, mode: 'create' | 'update'): Promise<ObjectPatch> {
   const out: ObjectPatch = {};
@@ -43,7 +49,8 @@ export async function patchOf(input: ObjectInput, ctx: InputContext, mode: 'crea
   if (has('type')) out.type_id = input.type ? (await ctx.resolveType(input.type)).id : null;
   if (has('external_id')) out.external_id = input.external_id ?? null;
   if (has('properties')) {
-    if (input.properties !== null && !isPlainObject(input.properties)) throw new BadRequest('properties must be an object');
+    if (input.properties !== null && !isPlainObject(input.properties))
+      throw new BadRequest('properties must be an object');
     out.properties = input.properties ?? {};
   }
   if (has('metadata')) {
@@ -102,7 +109,9 @@ async function contentOf(content: ContentSource | null, ctx: InputContext): Prom
   if (out.source) {
     const blob = await ctx.blobs.find(ctx.scope, out.source, 'content.source');
     if (!blob) {
-      throw new BadRequest(`content.source ${JSON.stringify(out.source)} is not an uploaded file of this project: upload it first (POST /api/v1/objects/upload-url, then PUT the bytes) and pass the returned id`);
+      throw new BadRequest(
+        `content.source ${JSON.stringify(out.source)} is not an uploaded file of this project: upload it first (POST /api/v1/objects/upload-url, then PUT the bytes) and pass the returned id`,
+      );
     }
     out.source = blob.uri;
     out.etag = blob.row.etag;

@@ -81,9 +81,16 @@ export class ObjectListing {
   }
 
   /** The vectors of a page of rows when the hidden field `embeddings` is asked for (one query per 500 rows). */
-  async embeddingsOf(s: Scope, rows: readonly Pick<ObjectRow, 'id'>[], hidden: ReadonlySet<HiddenField>): Promise<Map<string, EmbeddingMap> | undefined> {
+  async embeddingsOf(
+    s: Scope,
+    rows: readonly Pick<ObjectRow, 'id'>[],
+    hidden: ReadonlySet<HiddenField>,
+  ): Promise<Map<string, EmbeddingMap> | undefined> {
     if (!hidden.has('embeddings') || !this.embeddings || !rows.length) return undefined;
-    return this.embeddings.embeddingsOf(s, rows.map((r) => r.id));
+    return this.embeddings.embeddingsOf(
+      s,
+      rows.map((r) => r.id),
+    );
   }
 
   /** `GET /objects`: items newest `updated_at` first, ties by id. */
@@ -93,33 +100,57 @@ export class ObjectListing {
     const rows = await objectsIn(this.db, s)
       .select(columnsFor(projection.hidden))
       .where((eb) => filterCondition(eb, f, this.context(s)))
-      .orderBy('objects.updated_at', 'desc').orderBy('objects.id', 'desc')
-      .limit(f.limit).offset(f.offset)
+      .orderBy('objects.updated_at', 'desc')
+      .orderBy('objects.id', 'desc')
+      .limit(f.limit)
+      .offset(f.offset)
       .execute();
-    return this.items(s, rows.map((r) => ({ row: decodeObject(this.dialect, r), score: 1 })), projection);
+    return this.items(
+      s,
+      rows.map((r) => ({ row: decodeObject(this.dialect, r), score: 1 })),
+      projection,
+    );
   }
 
   /** `POST /objects/find`: full records (projected), newest first. */
-  async find(p: Principal, q: { query: Record<string, unknown> } & Page & { select?: string }): Promise<Partial<ObjectRecord>[]> {
+  async find(
+    p: Principal,
+    q: { query: Record<string, unknown> } & Page & { select?: string },
+  ): Promise<Partial<ObjectRecord>[]> {
     const s = scopeOf(p);
     const projection = parseSelect(q.select);
-    const rows = await boundedRead(this.db, this.dialect, this.queryTimeoutMs, (db) => objectsIn(db, s)
-      .select(columnsFor(projection.hidden))
-      .where((eb) => filterCondition(eb, { match: queryOf(q.query) }, this.context(s)))
-      .orderBy('objects.updated_at', 'desc').orderBy('objects.id', 'desc')
-      .limit(q.limit).offset(q.offset)
-      .execute());
+    const rows = await boundedRead(this.db, this.dialect, this.queryTimeoutMs, (db) =>
+      objectsIn(db, s)
+        .select(columnsFor(projection.hidden))
+        .where((eb) => filterCondition(eb, { match: queryOf(q.query) }, this.context(s)))
+        .orderBy('objects.updated_at', 'desc')
+        .orderBy('objects.id', 'desc')
+        .limit(q.limit)
+        .offset(q.offset)
+        .execute(),
+    );
     const decoded = rows.map((r) => decodeObject(this.dialect, r));
-    const [types, embeddings] = await Promise.all([this.types.refs(s, typeIds(decoded)), this.embeddingsOf(s, decoded, projection.hidden)]);
-    return decoded.map((row) => project(toRecord(row, { types, embeddings }, projection.hidden) as unknown as Record<string, unknown>, projection) as Partial<ObjectRecord>);
+    const [types, embeddings] = await Promise.all([
+      this.types.refs(s, typeIds(decoded)),
+      this.embeddingsOf(s, decoded, projection.hidden),
+    ]);
+    return decoded.map(
+      (row) =>
+        project(
+          toRecord(row, { types, embeddings }, projection.hidden) as unknown as Record<string, unknown>,
+          projection,
+        ) as Partial<ObjectRecord>,
+    );
   }
 
   async count(p: Principal, q: { query: Record<string, unknown> }): Promise<{ count: number }> {
     const s = scopeOf(p);
-    const r = await boundedRead(this.db, this.dialect, this.queryTimeoutMs, (db) => objectsIn(db, s)
-      .select((eb) => eb.fn.countAll<number>().as('n'))
-      .where((eb) => filterCondition(eb, { match: queryOf(q.query) }, this.context(s)))
-      .executeTakeFirstOrThrow());
+    const r = await boundedRead(this.db, this.dialect, this.queryTimeoutMs, (db) =>
+      objectsIn(db, s)
+        .select((eb) => eb.fn.countAll<number>().as('n'))
+        .where((eb) => filterCondition(eb, { match: queryOf(q.query) }, this.context(s)))
+        .executeTakeFirstOrThrow(),
+    );
     return { count: Number(r.n) };
   }
 
@@ -129,7 +160,8 @@ export class ObjectListing {
     const ctx = this.context(s);
     const projection = parseSelect(q.select);
     if ((q.facets?.length ?? 0) > MAX_FACETS) throw new BadRequest(`at most ${MAX_FACETS} facets per search`);
-    for (const f of q.facets ?? []) if (f.name === 'total') throw new BadRequest('facet name "total" is reserved for the match count');
+    for (const f of q.facets ?? [])
+      if (f.name === 'total') throw new BadRequest('facet name "total" is reserved for the match count');
     let query = objectsIn(this.db, s)
       .select(columnsFor(projection.hidden))
       .select((eb) => fullTextScore(eb, q.fullText, ctx).as('score'))
@@ -137,11 +169,19 @@ export class ObjectListing {
     const sort = q.sort?.length ? q.sort : q.fullText?.trim() ? [{ field: 'score', order: 'desc' as const }] : [];
     for (const spec of sort) {
       const dir = spec.order === 'asc' ? 'asc' : 'desc';
-      for (const expr of this.sortExpressions(spec.field)) query = query.orderBy(expr, (ob) => (dir === 'asc' ? ob.asc() : ob.desc()).nullsLast());
+      for (const expr of this.sortExpressions(spec.field))
+        query = query.orderBy(expr, (ob) => (dir === 'asc' ? ob.asc() : ob.desc()).nullsLast());
     }
     query = query.orderBy('objects.updated_at', 'desc').orderBy('objects.id', 'desc').limit(q.limit).offset(q.offset);
     const rows = await query.execute();
-    const results = await this.items(s, rows.map((r) => ({ row: decodeObject(this.dialect, r), score: Number((r as unknown as { score: unknown }).score) })), projection);
+    const results = await this.items(
+      s,
+      rows.map((r) => ({
+        row: decodeObject(this.dialect, r),
+        score: Number((r as unknown as { score: unknown }).score),
+      })),
+      projection,
+    );
     return { results, facets: await this.facetsOf(s, q, q.facets ?? []) };
   }
 
@@ -153,7 +193,8 @@ export class ObjectListing {
     const s = scopeOf(p);
     if (q.facets.length === 0) throw new BadRequest('facets must name at least one facet: [{name, field}]');
     if (q.facets.length > MAX_FACETS) throw new BadRequest(`at most ${MAX_FACETS} facets per request`);
-    for (const f of q.facets) if (f.name === 'total') throw new BadRequest('facet name "total" is reserved for the match count');
+    for (const f of q.facets)
+      if (f.name === 'total') throw new BadRequest('facet name "total" is reserved for the match count');
     return this.facetsOf(s, q, q.facets);
   }
 
@@ -179,10 +220,13 @@ export class ObjectListing {
     const where = sql<SqlBool>`objects.account_id = ${s.account} AND objects.project_id = ${s.project} AND ${filterCondition(eb, f, this.context(s))}`;
     let rows: { _id: unknown; count: unknown }[];
     if (spec.field === 'tags') {
-      const elements = this.dialect.name === 'postgres'
-        ? sql`jsonb_array_elements_text(CASE WHEN jsonb_typeof(objects.tags) = 'array' THEN objects.tags ELSE '[]'::jsonb END) AS facet(value)`
-        : sql`json_each(CASE WHEN json_type(objects.tags) = 'array' THEN objects.tags ELSE '[]' END) AS facet`;
-      rows = await this.buckets(sql`SELECT facet.value AS _id, count(*) AS count FROM objects, ${elements} WHERE ${where} GROUP BY facet.value`);
+      const elements =
+        this.dialect.name === 'postgres'
+          ? sql`jsonb_array_elements_text(CASE WHEN jsonb_typeof(objects.tags) = 'array' THEN objects.tags ELSE '[]'::jsonb END) AS facet(value)`
+          : sql`json_each(CASE WHEN json_type(objects.tags) = 'array' THEN objects.tags ELSE '[]' END) AS facet`;
+      rows = await this.buckets(
+        sql`SELECT facet.value AS _id, count(*) AS count FROM objects, ${elements} WHERE ${where} GROUP BY facet.value`,
+      );
     } else {
       const value = this.facetExpression(eb, spec.field);
       rows = await this.buckets(sql`SELECT ${value} AS _id, count(*) AS count FROM objects WHERE ${where} GROUP BY 1`);
@@ -190,9 +234,24 @@ export class ObjectListing {
     // Largest first, ties by value in code-point order, null last: the same on both databases.
     const buckets: FacetBucket[] = rows
       .map((r) => ({ _id: (r._id ?? null) as FacetBucket['_id'], count: Number(r.count) }))
-      .sort((a, b) => b.count - a.count || (a._id === null ? 1 : b._id === null ? -1 : String(a._id) < String(b._id) ? -1 : String(a._id) > String(b._id) ? 1 : 0));
+      .sort(
+        (a, b) =>
+          b.count - a.count ||
+          (a._id === null
+            ? 1
+            : b._id === null
+              ? -1
+              : String(a._id) < String(b._id)
+                ? -1
+                : String(a._id) > String(b._id)
+                  ? 1
+                  : 0),
+      );
     if (spec.field === 'type' || spec.field === 'type.id') {
-      const names = await this.types.refs(s, buckets.map((b) => b._id).filter((x): x is string => typeof x === 'string'));
+      const names = await this.types.refs(
+        s,
+        buckets.map((b) => b._id).filter((x): x is string => typeof x === 'string'),
+      );
       for (const b of buckets) if (typeof b._id === 'string') b.name = names.get(b._id)?.name;
     }
     return buckets;
@@ -208,7 +267,9 @@ export class ObjectListing {
   private facetExpression(eb: Eb, field: string): Expression<unknown> {
     const ref = resolveObjectField(field.split('.'));
     if (!ref || field === 'text' || (ref.kind === 'column' && ref.type === 'json')) {
-      throw new BadRequest(`cannot compute a facet on ${JSON.stringify(field)}: use a record field (status, type, location, parent, tags, …) or a path under properties, metadata or content`);
+      throw new BadRequest(
+        `cannot compute a facet on ${JSON.stringify(field)}: use a record field (status, type, location, parent, tags, …) or a path under properties, metadata or content`,
+      );
     }
     if (ref.kind === 'column') return eb.ref(ref.column as never);
     return this.json.text(eb.ref(ref.column as never), ref.path);
@@ -219,7 +280,9 @@ export class ObjectListing {
     if (field === 'score') return [sql.ref('score')];
     const ref = resolveObjectField(field.split('.'));
     if (!ref || field === 'text' || (ref.kind === 'column' && ref.type === 'json')) {
-      throw new BadRequest(`cannot sort on ${JSON.stringify(field)}: use a record field or a path under properties, metadata or content`);
+      throw new BadRequest(
+        `cannot sort on ${JSON.stringify(field)}: use a record field or a path under properties, metadata or content`,
+      );
     }
     // Text in code-point order on both databases (PostgreSQL's collation would differ).
     if (ref.kind === 'column') return [this.order.byteOrder(eb.ref(ref.column as never))];
@@ -229,15 +292,27 @@ export class ObjectListing {
   }
 
   /** List and search items: `parent` as `{id, name}`, a score, projected. */
-  private async items(s: Scope, rows: { row: ObjectRow; score: number }[], projection: Projection): Promise<Partial<ObjectRecord>[]> {
+  private async items(
+    s: Scope,
+    rows: { row: ObjectRow; score: number }[],
+    projection: Projection,
+  ): Promise<Partial<ObjectRecord>[]> {
     const decoded = rows.map((r) => r.row);
     const [types, parents, embeddings] = await Promise.all([
       this.types.refs(s, typeIds(decoded)),
       objectNames(this.db, s, [...new Set(decoded.map((r) => r.parent_id).filter((x): x is string => !!x))]),
       this.embeddingsOf(s, decoded, projection.hidden),
     ]);
-    return rows.map(({ row, score }) =>
-      project(toRecord(row, { types, parents, embeddings }, projection.hidden, { score }) as unknown as Record<string, unknown>, projection) as Partial<ObjectRecord>);
+    return rows.map(
+      ({ row, score }) =>
+        project(
+          toRecord(row, { types, parents, embeddings }, projection.hidden, { score }) as unknown as Record<
+            string,
+            unknown
+          >,
+          projection,
+        ) as Partial<ObjectRecord>,
+    );
   }
 }
 
@@ -245,7 +320,8 @@ const typeIds = (rows: ObjectRow[]) => rows.map((r) => r.type_id).filter((x): x 
 
 function queryOf(query: unknown): Record<string, unknown> {
   if (query === undefined || query === null) return {};
-  if (typeof query !== 'object' || Array.isArray(query)) throw new BadRequest('query must be an object of {path: condition}');
+  if (typeof query !== 'object' || Array.isArray(query))
+    throw new BadRequest('query must be an object of {path: condition}');
   return query as Record<string, unknown>;
 }
 
@@ -254,10 +330,14 @@ export function filtersOf(q: Record<string, unknown> | undefined): ObjectFilters
   if (!q) return {};
   const list = (v: unknown): string[] | undefined => {
     if (v === undefined || v === null || v === '') return undefined;
-    const items = (Array.isArray(v) ? v : [v]).flatMap((x) => String(x).split(',')).map((x) => x.trim()).filter(Boolean);
+    const items = (Array.isArray(v) ? v : [v])
+      .flatMap((x) => String(x).split(','))
+      .map((x) => x.trim())
+      .filter(Boolean);
     return items.length ? [...new Set(items)] : undefined;
   };
-  const str = (v: unknown): string | undefined => (typeof v === 'string' && v !== '' ? v : v === undefined || v === null || v === '' ? undefined : String(v));
+  const str = (v: unknown): string | undefined =>
+    typeof v === 'string' && v !== '' ? v : v === undefined || v === null || v === '' ? undefined : String(v);
   const ids = [...(list(q.ids) ?? []), ...(list(q.id) ?? [])];
   const types = [...(list(q.types) ?? []), ...(list(q.type) ?? [])];
   const f: ObjectFilters = {
@@ -265,9 +345,13 @@ export function filtersOf(q: Record<string, unknown> | undefined): ObjectFilters
     status: list(q.status),
     types: types.length ? types : undefined,
     parent: str(q.parent),
-    location: q.location === undefined || q.location === null || q.location === '' ? undefined : locationOf(String(q.location)),
+    location:
+      q.location === undefined || q.location === null || q.location === '' ? undefined : locationOf(String(q.location)),
     name: str(q.name),
-    createdFrom: str(q.createdFrom), createdTo: str(q.createdTo), updatedFrom: str(q.updatedFrom), updatedTo: str(q.updatedTo),
+    createdFrom: str(q.createdFrom),
+    createdTo: str(q.createdTo),
+    updatedFrom: str(q.updatedFrom),
+    updatedTo: str(q.updatedTo),
     fullText: str(q.full_text),
     allRevisions: q.all_revisions === true || q.all_revisions === 'true' || undefined,
     fromRoot: str(q.from_root),

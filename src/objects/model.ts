@@ -19,7 +19,16 @@ export const HIDDEN_COLUMNS: Record<HiddenField, readonly (keyof ObjectTable)[]>
 };
 
 /** JSON columns: encoded by the store on the way in, decoded on the way out (style K7). */
-export const OBJECT_JSON_COLUMNS = ['content', 'tags', 'properties', 'metadata', 'tokens', 'parts', 'transcript', 'error'] as const;
+export const OBJECT_JSON_COLUMNS = [
+  'content',
+  'tags',
+  'properties',
+  'metadata',
+  'tokens',
+  'parts',
+  'transcript',
+  'error',
+] as const;
 
 export type ObjectRow = Selectable<ObjectTable>;
 

@@ -30,13 +30,15 @@ export function parseSelect(select: string | undefined | null): Projection {
   const exclude: string[][] = [];
   const hidden = new Set<HiddenField>();
   const tokens = select.split(/[\s,]+/).filter(Boolean);
-  if (tokens.length > MAX_SELECT_PATHS) throw new BadRequest(`select names ${tokens.length} paths; at most ${MAX_SELECT_PATHS}`);
+  if (tokens.length > MAX_SELECT_PATHS)
+    throw new BadRequest(`select names ${tokens.length} paths; at most ${MAX_SELECT_PATHS}`);
   for (const token of tokens) {
     const sign = token[0] === '+' || token[0] === '-' ? token[0] : '';
     const path = sign ? token.slice(1) : token;
     if (!PATH.test(path)) throw new BadRequest(`select: ${JSON.stringify(token)} is not a field path`);
     const parts = path.split('.');
-    if (parts.some(isPrototypeKey)) throw new BadRequest(`select: ${JSON.stringify(token)} names a prototype, not a field`);
+    if (parts.some(isPrototypeKey))
+      throw new BadRequest(`select: ${JSON.stringify(token)} names a prototype, not a field`);
     if (sign === '-') {
       exclude.push(parts);
       continue;

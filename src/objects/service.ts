@@ -27,7 +27,19 @@ import type { ObjectEmbeddingsHook, PreparedEmbeddings, StoredEmbeddings } from 
 import { patchOf, type InputContext, type ObjectPatch } from './input.ts';
 import { toRecord } from './dto.ts';
 import { parseSelect, project } from './projection.ts';
-import { countBySource, deleteObject, detachChildren, getObject, getWholeObject, headOf, insertObject, objectExists, promoteHead, revisionsOf, updateObject } from './store.ts';
+import {
+  countBySource,
+  deleteObject,
+  detachChildren,
+  getObject,
+  getWholeObject,
+  headOf,
+  insertObject,
+  objectExists,
+  promoteHead,
+  revisionsOf,
+  updateObject,
+} from './store.ts';
 import type { ContentSource, ObjectInput, ObjectRecord, ObjectRow } from './model.ts';
 import { changesOf, type AuditEntry, type AuditLog } from '../audit/log.ts';
 
@@ -40,7 +52,10 @@ export interface ObjectServiceDeps {
   runExists?: (p: Principal, id: string) => Promise<boolean>;
   processing?: ObjectProcessingHook;
   /** The renditions content processing made of an object (records whose parent is the object). */
-  renditions?: { list(p: Principal, id: string): Promise<ObjectRecord[]>; record(p: Principal, renditionId: string): Promise<ObjectRecord | undefined> };
+  renditions?: {
+    list(p: Principal, id: string): Promise<ObjectRecord[]>;
+    record(p: Principal, renditionId: string): Promise<ObjectRecord | undefined>;
+  };
   /** Where failures after commit (blob cleanup, the processing hook) are reported. */
   onBackgroundError?: (err: unknown, what: string) => void;
   /** Embeddings (src/embeddings): told after writes and deletions, and the store of the `embeddings` field. */
@@ -92,16 +107,33 @@ export class ObjectService {
     const row: ObjectRow = {
       ...emptyRow(),
       ...patch,
-      id, account_id: s.account, project_id: s.project, name, status: 'created', revision_root: id,
-      etag: newEtag(), created_by: actorOf(p), updated_by: actorOf(p), created_at: now, updated_at: now,
+      id,
+      account_id: s.account,
+      project_id: s.project,
+      name,
+      status: 'created',
+      revision_root: id,
+      etag: newEtag(),
+      created_by: actorOf(p),
+      updated_by: actorOf(p),
+      created_at: now,
+      updated_at: now,
     };
-    const stored = await this.withClaimedContent(p, s, row.id, row, () => this.db.transaction().execute(async (trx) => {
-      await this.holdBlob(trx, s, row.content_source);
-      await insertObject(trx, this.deps.dialect, row);
-      return this.storeEmbeddings(trx, s, row, vectors);
-    }));
+    const stored = await this.withClaimedContent(p, s, row.id, row, () =>
+      this.db.transaction().execute(async (trx) => {
+        await this.holdBlob(trx, s, row.content_source);
+        await insertObject(trx, this.deps.dialect, row);
+        return this.storeEmbeddings(trx, s, row, vectors);
+      }),
+    );
     this.embeddingsStored(s, stored);
-    if (row.content) this.afterCommit(s, { objectId: row.id, content: row.content as ContentSource, previous: null, reason: 'created' });
+    if (row.content)
+      this.afterCommit(s, {
+        objectId: row.id,
+        content: row.content as ContentSource,
+        previous: null,
+        reason: 'created',
+      });
     this.embed(s, row.id);
     return this.written(s, row);
   }
@@ -116,28 +148,59 @@ export class ObjectService {
     return this.withClaimedContent(p, s, id, patch, () => this.replaceWith(p, s, id, patch, vectors));
   }
 
-  private async replaceWith(p: Principal, s: Scope, id: string, patch: ObjectPatch, vectors: PreparedEmbeddings | undefined): Promise<WrittenObject> {
+  private async replaceWith(
+    p: Principal,
+    s: Scope,
+    id: string,
+    patch: ObjectPatch,
+    vectors: PreparedEmbeddings | undefined,
+  ): Promise<WrittenObject> {
     for (let attempt = 0; ; attempt++) {
       const current = await getWholeObject(this.db, this.deps.dialect, s, id);
       if (!current) throw new NotFound('object', id);
       const name = patch.name ?? (patch.content as ContentSource | null | undefined)?.name;
       if (!name) throw new BadRequest('body must have property "name" (or content with a name)');
       const next: ObjectRow = {
-        ...emptyRow(), ...patch,
-        id, account_id: s.account, project_id: s.project, name, status: 'created', etag: newEtag(),
-        created_by: current.created_by, created_at: current.created_at, updated_by: actorOf(p), updated_at: nowIso(),
+        ...emptyRow(),
+        ...patch,
+        id,
+        account_id: s.account,
+        project_id: s.project,
+        name,
+        status: 'created',
+        etag: newEtag(),
+        created_by: current.created_by,
+        created_at: current.created_at,
+        updated_by: actorOf(p),
+        updated_at: nowIso(),
         // A replaced record keeps its place in its history.
-        revision_root: current.revision_root ?? id, revision_parent: current.revision_parent, revision_head: current.revision_head, revision_label: current.revision_label,
+        revision_root: current.revision_root ?? id,
+        revision_parent: current.revision_parent,
+        revision_head: current.revision_head,
+        revision_label: current.revision_label,
       };
       const { id: _i, account_id: _a, project_id: _p, created_by: _cb, created_at: _ca, ...columns } = next;
       const result = await this.writeCas(s, current, columns, (trx) => this.storeEmbeddings(trx, s, next, vectors));
       if (result === 'changed' && attempt < MAX_CAS_RETRIES) continue;
-      if (result === 'changed') throw new PreconditionFailed(`object ${id} kept changing while it was being replaced: retry`);
+      if (result === 'changed')
+        throw new PreconditionFailed(`object ${id} kept changing while it was being replaced: retry`);
       this.embeddingsStored(s, result.stored);
-      this.contentMoved(s, id, current.content as ContentSource | null, next.content as ContentSource | null, 'replaced', result.purge);
+      this.contentMoved(
+        s,
+        id,
+        current.content as ContentSource | null,
+        next.content as ContentSource | null,
+        'replaced',
+        result.purge,
+      );
       // A replaced record starts over (status created, no text): process it even when its content is the same.
       if (next.content && JSON.stringify(current.content) === JSON.stringify(next.content)) {
-        this.afterCommit(s, { objectId: id, content: next.content as ContentSource, previous: current.content as ContentSource | null, reason: 'replaced' });
+        this.afterCommit(s, {
+          objectId: id,
+          content: next.content as ContentSource,
+          previous: current.content as ContentSource | null,
+          reason: 'replaced',
+        });
       }
       this.embed(s, id);
       return this.written(s, next);
@@ -152,13 +215,24 @@ export class ObjectService {
       // The ids of `GET /objects/:id/renditions` records name renditions: they can be read too.
       const rendition = await this.deps.renditions?.record(p, id);
       if (!rendition) throw new NotFound('object', id);
-      return { record: project(rendition as unknown as Record<string, unknown>, projection) as Partial<ObjectRecord>, etag: `"${rendition.content?.etag}"` };
+      return {
+        record: project(rendition as unknown as Record<string, unknown>, projection) as Partial<ObjectRecord>,
+        etag: `"${rendition.content?.etag}"`,
+      };
     }
     const [types, embeddings] = await Promise.all([
       this.deps.types.refs(s, row.type_id ? [row.type_id] : []),
-      projection.hidden.has('embeddings') && this.deps.embeddings ? this.deps.embeddings.embeddingsOf(s, [row.id]) : undefined,
+      projection.hidden.has('embeddings') && this.deps.embeddings
+        ? this.deps.embeddings.embeddingsOf(s, [row.id])
+        : undefined,
     ]);
-    return { record: project(toRecord(row, { types, embeddings }, projection.hidden) as unknown as Record<string, unknown>, projection) as Partial<ObjectRecord>, etag: `"${row.etag}"` };
+    return {
+      record: project(
+        toRecord(row, { types, embeddings }, projection.hidden) as unknown as Record<string, unknown>,
+        projection,
+      ) as Partial<ObjectRecord>,
+      etag: `"${row.etag}"`,
+    };
   }
 
   /**
@@ -166,13 +240,21 @@ export class ObjectService {
    * current ETag (as GET sends it) or, as upstream clients use it, its content's ETag; `*`
    * matches any existing record. A stale value is a 412 and nothing is written.
    */
-  async update(p: Principal, id: string, input: ObjectInput, ifMatch?: string, revision?: NewRevision): Promise<WrittenObject> {
+  async update(
+    p: Principal,
+    id: string,
+    input: ObjectInput,
+    ifMatch?: string,
+    revision?: NewRevision,
+  ): Promise<WrittenObject> {
     const s = scopeOf(p);
     const patch = await patchOf(input, { ...this.inputContext(p), selfId: id }, 'update');
     const vectors = await this.prepareEmbeddings(s, input);
     if (revision) {
       const revisionId = newId();
-      return this.withClaimedContent(p, s, revisionId, patch, () => this.reviseWith(p, s, id, revisionId, patch, vectors, revision, ifMatch));
+      return this.withClaimedContent(p, s, revisionId, patch, () =>
+        this.reviseWith(p, s, id, revisionId, patch, vectors, revision, ifMatch),
+      );
     }
     return this.withClaimedContent(p, s, id, patch, () => this.updateWith(p, s, id, patch, vectors, ifMatch));
   }
@@ -183,40 +265,73 @@ export class ObjectService {
    * can be revised, so that a history stays a line.
    */
   private async reviseWith(
-    p: Principal, s: Scope, id: string, revisionId: string, patch: ObjectPatch, vectors: PreparedEmbeddings | undefined,
-    revision: NewRevision, ifMatch?: string,
+    p: Principal,
+    s: Scope,
+    id: string,
+    revisionId: string,
+    patch: ObjectPatch,
+    vectors: PreparedEmbeddings | undefined,
+    revision: NewRevision,
+    ifMatch?: string,
   ): Promise<WrittenObject> {
     for (let attempt = 0; ; attempt++) {
       const current = await getWholeObject(this.db, this.deps.dialect, s, id);
       if (!current) throw new NotFound('object', id);
       if (ifMatch !== undefined && !ifMatchAccepts(ifMatch, current)) {
-        throw new PreconditionFailed(`if-match ${ifMatch} does not match the current ETag "${current.etag}" of object ${id}: it was changed since you read it`, { etag: `"${current.etag}"` });
+        throw new PreconditionFailed(
+          `if-match ${ifMatch} does not match the current ETag "${current.etag}" of object ${id}: it was changed since you read it`,
+          { etag: `"${current.etag}"` },
+        );
       }
       const root = current.revision_root ?? current.id;
       if (!current.revision_head) {
         const head = await headOf(this.db, s, root);
-        throw new Conflict(`object ${id} is an earlier revision: make the new revision from the head of its history${head ? `, ${head}` : ''}`, head ? { head } : undefined);
+        throw new Conflict(
+          `object ${id} is an earlier revision: make the new revision from the head of its history${head ? `, ${head}` : ''}`,
+          head ? { head } : undefined,
+        );
       }
       const now = nowIso();
       const next: ObjectRow = {
-        ...current, ...updateColumns(p, current, patch),
-        id: revisionId, created_by: actorOf(p), created_at: now, updated_at: now,
-        revision_root: root, revision_parent: current.id, revision_head: 1, revision_label: revision.label ?? null,
+        ...current,
+        ...updateColumns(p, current, patch),
+        id: revisionId,
+        created_by: actorOf(p),
+        created_at: now,
+        updated_at: now,
+        revision_root: root,
+        revision_parent: current.id,
+        revision_head: 1,
+        revision_label: revision.label ?? null,
       };
       const stored = await this.db.transaction().execute(async (trx) => {
-        if (!(await updateObject(trx, this.deps.dialect, s, current.id, current.etag, { revision_root: root, revision_head: 0, etag: newEtag() }))) return 'changed' as const;
+        if (
+          !(await updateObject(trx, this.deps.dialect, s, current.id, current.etag, {
+            revision_root: root,
+            revision_head: 0,
+            etag: newEtag(),
+          }))
+        )
+          return 'changed' as const;
         await this.holdBlob(trx, s, next.content_source);
         await insertObject(trx, this.deps.dialect, next);
         return { stored: await this.storeEmbeddings(trx, s, next, vectors) };
       });
       if (stored === 'changed') {
-        if (ifMatch !== undefined) throw new PreconditionFailed(`object ${id} was changed while the revision was being written`);
+        if (ifMatch !== undefined)
+          throw new PreconditionFailed(`object ${id} was changed while the revision was being written`);
         if (attempt < MAX_CAS_RETRIES) continue;
         throw new PreconditionFailed(`object ${id} kept changing while its revision was being written: retry`);
       }
       this.embeddingsStored(s, stored.stored);
       // The new revision is an object of its own: its content is processed (text, renditions) for it.
-      if (next.content) this.afterCommit(s, { objectId: next.id, content: next.content as ContentSource, previous: null, reason: 'created' });
+      if (next.content)
+        this.afterCommit(s, {
+          objectId: next.id,
+          content: next.content as ContentSource,
+          previous: null,
+          reason: 'created',
+        });
       this.embed(s, next.id);
       return this.written(s, next);
     }
@@ -232,25 +347,45 @@ export class ObjectService {
     return rows.map((r) => toRecord(r, { types }, new Set()));
   }
 
-  private async updateWith(p: Principal, s: Scope, id: string, patch: ObjectPatch, vectors: PreparedEmbeddings | undefined, ifMatch?: string): Promise<WrittenObject> {
+  private async updateWith(
+    p: Principal,
+    s: Scope,
+    id: string,
+    patch: ObjectPatch,
+    vectors: PreparedEmbeddings | undefined,
+    ifMatch?: string,
+  ): Promise<WrittenObject> {
     for (let attempt = 0; ; attempt++) {
       const current = await getWholeObject(this.db, this.deps.dialect, s, id);
       if (!current) throw new NotFound('object', id);
       if (ifMatch !== undefined && !ifMatchAccepts(ifMatch, current)) {
-        throw new PreconditionFailed(`if-match ${ifMatch} does not match the current ETag "${current.etag}" of object ${id}: it was changed since you read it`, { etag: `"${current.etag}"` });
+        throw new PreconditionFailed(
+          `if-match ${ifMatch} does not match the current ETag "${current.etag}" of object ${id}: it was changed since you read it`,
+          { etag: `"${current.etag}"` },
+        );
       }
       const columns = updateColumns(p, current, patch);
       const next: ObjectRow = { ...current, ...columns } as ObjectRow;
       const result = await this.writeCas(s, current, columns, (trx) => this.storeEmbeddings(trx, s, next, vectors));
       if (result === 'changed') {
         // With if-match the caller asked for exactly the version it read: a concurrent write wins.
-        if (ifMatch !== undefined) throw new PreconditionFailed(`object ${id} was changed while this update was being written`);
+        if (ifMatch !== undefined)
+          throw new PreconditionFailed(`object ${id} was changed while this update was being written`);
         if (attempt < MAX_CAS_RETRIES) continue;
         throw new PreconditionFailed(`object ${id} kept changing while it was being updated: retry`);
       }
       this.embeddingsStored(s, result.stored);
-      if ('content' in patch) this.contentMoved(s, id, current.content as ContentSource | null, next.content as ContentSource | null, 'updated', result.purge);
-      if (['text', 'name', 'description', 'properties', 'content'].some((k) => k in patch) || vectors) this.embed(s, id);
+      if ('content' in patch)
+        this.contentMoved(
+          s,
+          id,
+          current.content as ContentSource | null,
+          next.content as ContentSource | null,
+          'updated',
+          result.purge,
+        );
+      if (['text', 'name', 'description', 'properties', 'content'].some((k) => k in patch) || vectors)
+        this.embed(s, id);
       return this.written(s, next);
     }
   }
@@ -267,8 +402,10 @@ export class ObjectService {
       return row.content_source ? this.releaseBlob(trx, s, row.content_source) : undefined;
     });
     if (purge) this.background(this.deps.blobs.purge(s, purge), 'delete an unreferenced blob');
-    if (this.processing.objectDeleted) this.background(this.processing.objectDeleted(s, id), 'delete the renditions of a deleted object');
-    if (this.deps.embeddings) this.background(this.deps.embeddings.objectDeleted(s, id), 'delete the embeddings of a deleted object');
+    if (this.processing.objectDeleted)
+      this.background(this.processing.objectDeleted(s, id), 'delete the renditions of a deleted object');
+    if (this.deps.embeddings)
+      this.background(this.deps.embeddings.objectDeleted(s, id), 'delete the embeddings of a deleted object');
     return { id, count: 1 };
   }
 
@@ -327,11 +464,18 @@ export class ObjectService {
     });
     for (const key of purges) this.background(this.deps.blobs.purge(s, key), 'delete an unreferenced blob');
     for (const id of deleted) {
-      if (this.processing.objectDeleted) this.background(this.processing.objectDeleted(s, id), 'delete the renditions of a deleted object');
-      if (this.deps.embeddings) this.background(this.deps.embeddings.objectDeleted(s, id), 'delete the embeddings of a deleted object');
+      if (this.processing.objectDeleted)
+        this.background(this.processing.objectDeleted(s, id), 'delete the renditions of a deleted object');
+      if (this.deps.embeddings)
+        this.background(this.deps.embeddings.objectDeleted(s, id), 'delete the embeddings of a deleted object');
     }
     const gone = new Set(deleted);
-    return { operation: 'delete', status: unique.length && !deleted.length ? 'failed' : 'completed', deleted: deleted.length, failed: unique.filter((id) => !gone.has(id)) };
+    return {
+      operation: 'delete',
+      status: unique.length && !deleted.length ? 'failed' : 'completed',
+      deleted: deleted.length,
+      failed: unique.filter((id) => !gone.has(id)),
+    };
   }
 
   /**
@@ -357,7 +501,15 @@ export class ObjectService {
     }
     prepared.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
     const shared = new Map<string, ClaimedBlob>();
-    type Written = { id: string; current: ObjectRow; next: ObjectRow; patch: ObjectPatch; vectors?: PreparedEmbeddings; purge?: string; stored?: StoredEmbeddings };
+    type Written = {
+      id: string;
+      current: ObjectRow;
+      next: ObjectRow;
+      patch: ObjectPatch;
+      vectors?: PreparedEmbeddings;
+      purge?: string;
+      stored?: StoredEmbeddings;
+    };
     let written: Written[];
     try {
       for (const item of prepared) item.claimed = await this.claimContent(p, s, item.id, item.patch, shared);
@@ -371,13 +523,20 @@ export class ObjectService {
           }
           const columns = updateColumns(p, current, item.patch);
           const next: ObjectRow = { ...current, ...columns } as ObjectRow;
-          const newSource = 'content_source' in columns ? columns.content_source ?? null : current.content_source;
+          const newSource = 'content_source' in columns ? (columns.content_source ?? null) : current.content_source;
           if (newSource && newSource !== current.content_source) await this.holdBlob(trx, s, newSource);
           if (!(await updateObject(trx, this.deps.dialect, s, current.id, current.etag, columns))) {
             failed.push(item.id);
             continue;
           }
-          out.push({ id: item.id, current, next, patch: item.patch, vectors: item.vectors, stored: await this.storeEmbeddings(trx, s, next, item.vectors) });
+          out.push({
+            id: item.id,
+            current,
+            next,
+            patch: item.patch,
+            vectors: item.vectors,
+            stored: await this.storeEmbeddings(trx, s, next, item.vectors),
+          });
         }
         // A file is forgotten only once no object of the batch points at it any more.
         for (const w of out) {
@@ -387,18 +546,42 @@ export class ObjectService {
         return out;
       });
     } catch (err) {
-      for (const item of prepared) if (item.claimed) this.background(this.deps.blobs.unclaim(s, item.claimed), 'delete the content of an object that was not written');
+      for (const item of prepared)
+        if (item.claimed)
+          this.background(
+            this.deps.blobs.unclaim(s, item.claimed),
+            'delete the content of an object that was not written',
+          );
       if (!isClientError(err)) throw err;
       return { operation: 'update', status: 'failed', updated: 0, failed: Object.keys(updates) };
     }
     const done = new Set(written.map((w) => w.id));
-    for (const item of prepared) if (item.claimed && !done.has(item.id)) this.background(this.deps.blobs.unclaim(s, item.claimed), 'delete the content of an object that was not written');
+    for (const item of prepared)
+      if (item.claimed && !done.has(item.id))
+        this.background(
+          this.deps.blobs.unclaim(s, item.claimed),
+          'delete the content of an object that was not written',
+        );
     for (const w of written) {
       this.embeddingsStored(s, w.stored);
-      if ('content' in w.patch) this.contentMoved(s, w.id, w.current.content as ContentSource | null, w.next.content as ContentSource | null, 'updated', w.purge);
-      if (['text', 'name', 'description', 'properties', 'content'].some((k) => k in w.patch) || w.vectors) this.embed(s, w.id);
+      if ('content' in w.patch)
+        this.contentMoved(
+          s,
+          w.id,
+          w.current.content as ContentSource | null,
+          w.next.content as ContentSource | null,
+          'updated',
+          w.purge,
+        );
+      if (['text', 'name', 'description', 'properties', 'content'].some((k) => k in w.patch) || w.vectors)
+        this.embed(s, w.id);
     }
-    return { operation: 'update', status: Object.keys(updates).length && !written.length ? 'failed' : 'completed', updated: written.length, failed };
+    return {
+      operation: 'update',
+      status: Object.keys(updates).length && !written.length ? 'failed' : 'completed',
+      updated: written.length,
+      failed,
+    };
   }
 
   /**
@@ -417,7 +600,10 @@ export class ObjectService {
     for (const [index, input] of inputs.entries()) {
       try {
         const body = checkedPayload(input);
-        if (body.id !== undefined && body.id !== null && body.id !== '') throw new BadRequest('id cannot be given in a bulk create: leave it out (update existing objects with bulkUpdate)');
+        if (body.id !== undefined && body.id !== null && body.id !== '')
+          throw new BadRequest(
+            'id cannot be given in a bulk create: leave it out (update existing objects with bulkUpdate)',
+          );
         const patch = await patchOf(body, this.inputContext(p), 'create');
         const name = patch.name ?? (patch.content as ContentSource | null | undefined)?.name;
         if (!name) throw new BadRequest('an object must have property "name" (or content with a name)');
@@ -425,9 +611,19 @@ export class ObjectService {
         const now = nowIso();
         const id = newId();
         const row: ObjectRow = {
-          ...emptyRow(), ...patch,
-          id, account_id: s.account, project_id: s.project, name, status: 'created', revision_root: id,
-          etag: newEtag(), created_by: actorOf(p), updated_by: actorOf(p), created_at: now, updated_at: now,
+          ...emptyRow(),
+          ...patch,
+          id,
+          account_id: s.account,
+          project_id: s.project,
+          name,
+          status: 'created',
+          revision_root: id,
+          etag: newEtag(),
+          created_by: actorOf(p),
+          updated_by: actorOf(p),
+          created_at: now,
+          updated_at: now,
         };
         prepared.push({ index, row, vectors });
       } catch (err) {
@@ -451,22 +647,49 @@ export class ObjectService {
         return out;
       });
     } catch (err) {
-      for (const item of prepared) if (item.claimed) this.background(this.deps.blobs.unclaim(s, item.claimed), 'delete the content of an object that was not written');
+      for (const item of prepared)
+        if (item.claimed)
+          this.background(
+            this.deps.blobs.unclaim(s, item.claimed),
+            'delete the content of an object that was not written',
+          );
       if (!isClientError(err)) throw err;
       const reason = (err as Error).message;
       return {
-        operation: 'create', status: 'failed', created: 0, objects: [],
-        failed: inputs.map((input, index) => failed.find((f) => f.index === index) ?? { index, ...externalIdOf(input), error: `nothing was written: ${reason}` }),
+        operation: 'create',
+        status: 'failed',
+        created: 0,
+        objects: [],
+        failed: inputs.map(
+          (input, index) =>
+            failed.find((f) => f.index === index) ?? {
+              index,
+              ...externalIdOf(input),
+              error: `nothing was written: ${reason}`,
+            },
+        ),
       };
     }
     for (const [i, item] of prepared.entries()) {
       this.embeddingsStored(s, stored[i]);
-      if (item.row.content) this.afterCommit(s, { objectId: item.row.id, content: item.row.content as ContentSource, previous: null, reason: 'created' });
+      if (item.row.content)
+        this.afterCommit(s, {
+          objectId: item.row.id,
+          content: item.row.content as ContentSource,
+          previous: null,
+          reason: 'created',
+        });
       this.embed(s, item.row.id);
     }
     return {
-      operation: 'create', status: inputs.length && !prepared.length ? 'failed' : 'completed', created: prepared.length,
-      objects: prepared.map((item) => ({ id: item.row.id, index: item.index, ...(item.row.external_id ? { external_id: item.row.external_id } : {}) })),
+      operation: 'create',
+      status: inputs.length && !prepared.length ? 'failed' : 'completed',
+      created: prepared.length,
+      objects: prepared.map((item) => ({
+        id: item.row.id,
+        index: item.index,
+        ...(item.row.external_id ? { external_id: item.row.external_id } : {}),
+      })),
       failed,
     };
   }
@@ -492,11 +715,13 @@ export class ObjectService {
    * Answers the key to purge after commit and the embeddings written, or 'changed'.
    */
   private async writeCas(
-    s: Scope, current: ObjectRow, columns: ObjectPatch & { etag: string },
+    s: Scope,
+    current: ObjectRow,
+    columns: ObjectPatch & { etag: string },
     vectors: (trx: Kysely<Database>) => Promise<StoredEmbeddings | undefined>,
   ): Promise<{ purge?: string; stored?: StoredEmbeddings } | 'changed'> {
     return this.db.transaction().execute(async (trx) => {
-      const newSource = 'content_source' in columns ? columns.content_source ?? null : current.content_source;
+      const newSource = 'content_source' in columns ? (columns.content_source ?? null) : current.content_source;
       if (newSource && newSource !== current.content_source) await this.holdBlob(trx, s, newSource);
       const ok = await updateObject(trx, this.deps.dialect, s, current.id, current.etag, columns);
       if (!ok) return 'changed' as const;
@@ -513,7 +738,12 @@ export class ObjectService {
     return this.deps.embeddings.prepareEmbeddings(s, input.embeddings);
   }
 
-  private async storeEmbeddings(trx: Kysely<Database>, s: Scope, row: ObjectRow, prepared: PreparedEmbeddings | undefined): Promise<StoredEmbeddings | undefined> {
+  private async storeEmbeddings(
+    trx: Kysely<Database>,
+    s: Scope,
+    row: ObjectRow,
+    prepared: PreparedEmbeddings | undefined,
+  ): Promise<StoredEmbeddings | undefined> {
     return prepared && this.deps.embeddings!.storeEmbeddings(trx, s, row.id, prepared, row);
   }
 
@@ -526,12 +756,19 @@ export class ObjectService {
    * bytes move where no upload URL reaches, so the ETag recorded here stays true); `write` then
    * stores the record. When the write fails, the claimed bytes go again.
    */
-  private async withClaimedContent<T>(p: Principal, s: Scope, objectId: string, patch: ObjectPatch, write: () => Promise<T>): Promise<T> {
+  private async withClaimedContent<T>(
+    p: Principal,
+    s: Scope,
+    objectId: string,
+    patch: ObjectPatch,
+    write: () => Promise<T>,
+  ): Promise<T> {
     const claimed = await this.claimContent(p, s, objectId, patch);
     try {
       return await write();
     } catch (err) {
-      if (claimed) this.background(this.deps.blobs.unclaim(s, claimed), 'delete the content of an object that was not written');
+      if (claimed)
+        this.background(this.deps.blobs.unclaim(s, claimed), 'delete the content of an object that was not written');
       throw err;
     }
   }
@@ -541,12 +778,19 @@ export class ObjectService {
    * claimed bytes. `shared` (a bulk write) maps an upload already claimed in this batch to its
    * claim, so that objects of one batch naming the same upload share its content.
    */
-  private async claimContent(p: Principal, s: Scope, objectId: string, patch: ObjectPatch, shared?: Map<string, ClaimedBlob>): Promise<ClaimedBlob | undefined> {
+  private async claimContent(
+    p: Principal,
+    s: Scope,
+    objectId: string,
+    patch: ObjectPatch,
+    shared?: Map<string, ClaimedBlob>,
+  ): Promise<ClaimedBlob | undefined> {
     const content = patch.content as ContentSource | null | undefined;
     if (!content?.source) return undefined;
     const earlier = shared?.get(content.source);
     // Taking the upload away from the files API is a delete: without that permission, copy it.
-    const claimed = earlier ?? (await this.deps.blobs.claim(s, content.source, objectId, !can(p.role, 'content:delete')));
+    const claimed =
+      earlier ?? (await this.deps.blobs.claim(s, content.source, objectId, !can(p.role, 'content:delete')));
     if (!claimed) return undefined;
     if (!earlier) shared?.set(content.source, claimed);
     patch.content = { ...content, source: claimed.uri, etag: claimed.etag };
@@ -558,7 +802,9 @@ export class ObjectService {
   private async holdBlob(trx: Kysely<Database>, s: Scope, source: string | null): Promise<void> {
     if (!source) return;
     if (!(await this.deps.blobs.lock(trx, s, source))) {
-      throw new BadRequest(`content.source ${JSON.stringify(source)} is not an uploaded file of this project (it was deleted meanwhile)`);
+      throw new BadRequest(
+        `content.source ${JSON.stringify(source)} is not an uploaded file of this project (it was deleted meanwhile)`,
+      );
     }
   }
 
@@ -569,7 +815,14 @@ export class ObjectService {
     return this.deps.blobs.forget(trx, s, source);
   }
 
-  private contentMoved(s: Scope, objectId: string, previous: ContentSource | null, content: ContentSource | null, reason: ContentChange['reason'], purge?: string): void {
+  private contentMoved(
+    s: Scope,
+    objectId: string,
+    previous: ContentSource | null,
+    content: ContentSource | null,
+    reason: ContentChange['reason'],
+    purge?: string,
+  ): void {
     if (purge) this.background(this.deps.blobs.purge(s, purge), 'delete an unreferenced blob');
     if (JSON.stringify(previous) !== JSON.stringify(content) && (content || previous)) {
       this.afterCommit(s, { objectId, content, previous, reason });
@@ -582,7 +835,8 @@ export class ObjectService {
 
   /** Text, name, description or properties may have changed: embeddings follow (a queued job). */
   private embed(s: Scope, objectId: string): void {
-    if (this.deps.embeddings) this.background(this.deps.embeddings.objectWritten(s, objectId), 'queue the embeddings of an object');
+    if (this.deps.embeddings)
+      this.background(this.deps.embeddings.objectWritten(s, objectId), 'queue the embeddings of an object');
   }
 
   private background(work: Promise<unknown>, what: string): void {
@@ -595,17 +849,57 @@ export class ObjectService {
   }
 }
 
-function emptyRow(): Omit<ObjectRow, 'id' | 'account_id' | 'project_id' | 'name' | 'status' | 'etag' | 'created_by' | 'updated_by' | 'created_at' | 'updated_at'> {
+function emptyRow(): Omit<
+  ObjectRow,
+  | 'id'
+  | 'account_id'
+  | 'project_id'
+  | 'name'
+  | 'status'
+  | 'etag'
+  | 'created_by'
+  | 'updated_by'
+  | 'created_at'
+  | 'updated_at'
+> {
   return {
-    description: null, type_id: null, parent_id: null, location: '/', external_id: null, content_source: null, run_id: null,
-    content: null, tags: [], properties: {}, metadata: null, tokens: null, text: null, text_etag: null,
-    parts: null, transcript: null, error: null,
-    revision_root: null, revision_parent: null, revision_head: 1, revision_label: null, expires_at: null,
+    description: null,
+    type_id: null,
+    parent_id: null,
+    location: '/',
+    external_id: null,
+    content_source: null,
+    run_id: null,
+    content: null,
+    tags: [],
+    properties: {},
+    metadata: null,
+    tokens: null,
+    text: null,
+    text_etag: null,
+    parts: null,
+    transcript: null,
+    error: null,
+    revision_root: null,
+    revision_parent: null,
+    revision_head: 1,
+    revision_label: null,
+    expires_at: null,
   };
 }
 
-export interface BulkDeleteResult { operation: 'delete'; status: 'completed' | 'failed'; deleted: number; failed: string[] }
-export interface BulkUpdateResult { operation: 'update'; status: 'completed' | 'failed'; updated: number; failed: string[] }
+export interface BulkDeleteResult {
+  operation: 'delete';
+  status: 'completed' | 'failed';
+  deleted: number;
+  failed: string[];
+}
+export interface BulkUpdateResult {
+  operation: 'update';
+  status: 'completed' | 'failed';
+  updated: number;
+  failed: string[];
+}
 export interface BulkCreateResult {
   operation: 'create';
   status: 'completed' | 'failed';
@@ -620,18 +914,34 @@ const isClientError = (err: unknown): boolean => err instanceof OrreryError && e
 function checkedPayload(input: unknown): ObjectInput {
   if (!Value.Check(ObjectBody, input)) {
     const first = Value.Errors(ObjectBody, input).First();
-    throw new BadRequest(first && first.path ? `${first.path.slice(1).replace(/\//g, '.')}: ${first.message}` : 'each payload must be a JSON object like the body of POST /objects');
+    throw new BadRequest(
+      first && first.path
+        ? `${first.path.slice(1).replace(/\//g, '.')}: ${first.message}`
+        : 'each payload must be a JSON object like the body of POST /objects',
+    );
   }
   return input as ObjectInput;
 }
 
 /** The columns an update writes: the patch, a new version, and `created` again for new content. */
-function updateColumns(p: Principal, current: ObjectRow, patch: ObjectPatch): ObjectPatch & Pick<ObjectRow, 'etag' | 'updated_by' | 'updated_at'> {
+function updateColumns(
+  p: Principal,
+  current: ObjectRow,
+  patch: ObjectPatch,
+): ObjectPatch & Pick<ObjectRow, 'etag' | 'updated_by' | 'updated_at'> {
   const columns: ObjectPatch & Pick<ObjectRow, 'etag' | 'updated_by' | 'updated_at'> = {
-    ...patch, etag: newEtag(), updated_by: actorOf(p), updated_at: nowIso(),
+    ...patch,
+    etag: newEtag(),
+    updated_by: actorOf(p),
+    updated_at: nowIso(),
   };
   // New content is processed again: the object is `created` until the pipeline takes it.
-  if ('content' in patch && !('status' in patch) && JSON.stringify(current.content ?? null) !== JSON.stringify(patch.content ?? null) && patch.content) {
+  if (
+    'content' in patch &&
+    !('status' in patch) &&
+    JSON.stringify(current.content ?? null) !== JSON.stringify(patch.content ?? null) &&
+    patch.content
+  ) {
     Object.assign(columns, { status: 'created', error: null });
   }
   return columns;
@@ -642,11 +952,25 @@ function ifMatchAccepts(header: string, row: ObjectRow): boolean {
   const h = header.trim();
   if (h === '*') return true;
   const contentEtag = (row.content as ContentSource | null)?.etag;
-  return h.split(',').map((t) => t.trim().replace(/^W\//, '').replace(/^"(.*)"$/, '$1')).some((t) => t === row.etag || (!!contentEtag && t === contentEtag));
+  return h
+    .split(',')
+    .map((t) =>
+      t
+        .trim()
+        .replace(/^W\//, '')
+        .replace(/^"(.*)"$/, '$1'),
+    )
+    .some((t) => t === row.etag || (!!contentEtag && t === contentEtag));
 }
 
 /** The audit row of an object's deletion: what it was. */
 function deletionEntry(row: ObjectRow): AuditEntry {
-  const was = { name: row.name, type: row.type_id, location: row.location, content: row.content_source, revision_root: row.revision_root };
+  const was = {
+    name: row.name,
+    type: row.type_id,
+    location: row.location,
+    content: row.content_source,
+    revision_root: row.revision_root,
+  };
   return { action: 'delete', resourceType: 'object', resourceId: row.id, changes: changesOf(was, null) };
 }

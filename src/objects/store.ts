@@ -13,9 +13,34 @@ export type Db = Kysely<Database>;
 
 /** Every column except the hidden ones. */
 export const VISIBLE_COLUMNS = [
-  'id', 'account_id', 'project_id', 'name', 'description', 'status', 'type_id', 'parent_id', 'location', 'external_id',
-  'content_source', 'run_id', 'content', 'tags', 'properties', 'metadata', 'tokens', 'error', 'etag', 'created_by', 'updated_by',
-  'created_at', 'updated_at', 'revision_root', 'revision_parent', 'revision_head', 'revision_label', 'expires_at',
+  'id',
+  'account_id',
+  'project_id',
+  'name',
+  'description',
+  'status',
+  'type_id',
+  'parent_id',
+  'location',
+  'external_id',
+  'content_source',
+  'run_id',
+  'content',
+  'tags',
+  'properties',
+  'metadata',
+  'tokens',
+  'error',
+  'etag',
+  'created_by',
+  'updated_by',
+  'created_at',
+  'updated_at',
+  'revision_root',
+  'revision_parent',
+  'revision_head',
+  'revision_label',
+  'expires_at',
 ] as const satisfies readonly (keyof ObjectTable)[];
 
 export const columnsFor = (hidden: ReadonlySet<HiddenField>): SelectExpression<Database, 'objects'>[] => [
@@ -38,7 +63,13 @@ export function decodeObject(d: OrreryDialect, row: Record<string, unknown>): Ob
   return out as unknown as ObjectRow;
 }
 
-export async function getObject(db: Db, d: OrreryDialect, s: Scope, id: string, hidden: ReadonlySet<HiddenField> = new Set()): Promise<ObjectRow | undefined> {
+export async function getObject(
+  db: Db,
+  d: OrreryDialect,
+  s: Scope,
+  id: string,
+  hidden: ReadonlySet<HiddenField> = new Set(),
+): Promise<ObjectRow | undefined> {
   const row = await objectsIn(db, s).select(columnsFor(hidden)).where('objects.id', '=', id).executeTakeFirst();
   return row && decodeObject(d, row);
 }
@@ -54,7 +85,14 @@ export async function insertObject(db: Db, d: OrreryDialect, row: ObjectRow): Pr
 }
 
 /** Writes `patch` if the record still has `etag` (a compare-and-set): false when it changed or is gone. */
-export async function updateObject(db: Db, d: OrreryDialect, s: Scope, id: string, etag: string, patch: Updateable<ObjectTable>): Promise<boolean> {
+export async function updateObject(
+  db: Db,
+  d: OrreryDialect,
+  s: Scope,
+  id: string,
+  etag: string,
+  patch: Updateable<ObjectTable>,
+): Promise<boolean> {
   const r = await db
     .updateTable('objects')
     .set(encodeObject(d, patch as Partial<ObjectRow>))
@@ -67,7 +105,12 @@ export async function updateObject(db: Db, d: OrreryDialect, s: Scope, id: strin
 }
 
 export async function deleteObject(db: Db, s: Scope, id: string): Promise<number> {
-  const r = await db.deleteFrom('objects').where('account_id', '=', s.account).where('project_id', '=', s.project).where('id', '=', id).executeTakeFirst();
+  const r = await db
+    .deleteFrom('objects')
+    .where('account_id', '=', s.account)
+    .where('project_id', '=', s.project)
+    .where('id', '=', id)
+    .executeTakeFirst();
   return Number(r.numDeletedRows);
 }
 
@@ -75,22 +118,47 @@ export async function deleteObject(db: Db, s: Scope, id: string): Promise<number
  * Children of a deleted object are detached (their `parent` becomes null, a new version), not
  * deleted: a parent is a grouping, and deleting content must be asked for object by object.
  */
-export async function detachChildren(db: Db, s: Scope, parentId: string, version: { etag: string; updated_at: string; updated_by: string }): Promise<number> {
-  const r = await db.updateTable('objects').set({ parent_id: null, ...version })
-    .where('account_id', '=', s.account).where('project_id', '=', s.project).where('parent_id', '=', parentId).executeTakeFirst();
+export async function detachChildren(
+  db: Db,
+  s: Scope,
+  parentId: string,
+  version: { etag: string; updated_at: string; updated_by: string },
+): Promise<number> {
+  const r = await db
+    .updateTable('objects')
+    .set({ parent_id: null, ...version })
+    .where('account_id', '=', s.account)
+    .where('project_id', '=', s.project)
+    .where('parent_id', '=', parentId)
+    .executeTakeFirst();
   return Number(r.numUpdatedRows);
 }
 
 /** The revisions of the history that starts at `root`, newest first. */
-export async function revisionsOf(db: Db, d: OrreryDialect, s: Scope, root: string, limit: number): Promise<ObjectRow[]> {
-  const rows = await objectsIn(db, s).select(columnsFor(new Set())).where('objects.revision_root', '=', root)
-    .orderBy('objects.created_at', 'desc').orderBy('objects.id', 'desc').limit(limit).execute();
+export async function revisionsOf(
+  db: Db,
+  d: OrreryDialect,
+  s: Scope,
+  root: string,
+  limit: number,
+): Promise<ObjectRow[]> {
+  const rows = await objectsIn(db, s)
+    .select(columnsFor(new Set()))
+    .where('objects.revision_root', '=', root)
+    .orderBy('objects.created_at', 'desc')
+    .orderBy('objects.id', 'desc')
+    .limit(limit)
+    .execute();
   return rows.map((r) => decodeObject(d, r));
 }
 
 /** The id of the head of the history that starts at `root`. */
 export async function headOf(db: Db, s: Scope, root: string): Promise<string | undefined> {
-  const r = await objectsIn(db, s).select('objects.id').where('objects.revision_root', '=', root).where('objects.revision_head', '=', 1).executeTakeFirst();
+  const r = await objectsIn(db, s)
+    .select('objects.id')
+    .where('objects.revision_root', '=', root)
+    .where('objects.revision_head', '=', 1)
+    .executeTakeFirst();
   return r?.id;
 }
 
@@ -100,16 +168,29 @@ export async function headOf(db: Db, s: Scope, root: string): Promise<string | u
  */
 export async function promoteHead(db: Db, s: Scope, root: string, etag: string): Promise<void> {
   if (await headOf(db, s, root)) return;
-  const newest = await objectsIn(db, s).select('objects.id').where('objects.revision_root', '=', root)
-    .orderBy('objects.created_at', 'desc').orderBy('objects.id', 'desc').limit(1).executeTakeFirst();
+  const newest = await objectsIn(db, s)
+    .select('objects.id')
+    .where('objects.revision_root', '=', root)
+    .orderBy('objects.created_at', 'desc')
+    .orderBy('objects.id', 'desc')
+    .limit(1)
+    .executeTakeFirst();
   if (!newest) return;
-  await db.updateTable('objects').set({ revision_head: 1, etag })
-    .where('account_id', '=', s.account).where('project_id', '=', s.project).where('id', '=', newest.id).execute();
+  await db
+    .updateTable('objects')
+    .set({ revision_head: 1, etag })
+    .where('account_id', '=', s.account)
+    .where('project_id', '=', s.project)
+    .where('id', '=', newest.id)
+    .execute();
 }
 
 /** How many objects of the project point at the storage URI `source`. */
 export async function countBySource(db: Db, s: Scope, source: string): Promise<number> {
-  const r = await objectsIn(db, s).select((eb) => eb.fn.countAll<number>().as('n')).where('objects.content_source', '=', source).executeTakeFirstOrThrow();
+  const r = await objectsIn(db, s)
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('objects.content_source', '=', source)
+    .executeTakeFirstOrThrow();
   return Number(r.n);
 }
 
@@ -121,14 +202,20 @@ export async function objectExists(db: Db, s: Scope, id: string): Promise<boolea
 export async function objectNames(db: Db, s: Scope, ids: readonly string[]): Promise<Map<string, string>> {
   const out = new Map<string, string>();
   for (let i = 0; i < ids.length; i += CHUNK) {
-    const rows = await objectsIn(db, s).select(['objects.id', 'objects.name']).where('objects.id', 'in', ids.slice(i, i + CHUNK)).execute();
+    const rows = await objectsIn(db, s)
+      .select(['objects.id', 'objects.name'])
+      .where('objects.id', 'in', ids.slice(i, i + CHUNK))
+      .execute();
     for (const r of rows) out.set(r.id, r.name);
   }
   return out;
 }
 
 export async function countByType(db: Db, s: Scope, typeId: string): Promise<number> {
-  const r = await objectsIn(db, s).select((eb) => eb.fn.countAll<number>().as('n')).where('objects.type_id', '=', typeId).executeTakeFirstOrThrow();
+  const r = await objectsIn(db, s)
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('objects.type_id', '=', typeId)
+    .executeTakeFirstOrThrow();
   return Number(r.n);
 }
 

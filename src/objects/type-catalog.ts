@@ -28,7 +28,16 @@ const COLUMNS: Record<string, FieldRef> = table({
   edit_revision: { kind: 'column', column: 'object_types.edit_revision', type: 'number' },
 });
 /** Fields kept in the type's JSON document. */
-const DOC_FIELDS = ['tags', 'status', 'is_chunkable', 'strict_mode', 'object_schema', 'table_layout', 'intake', 'editing'];
+const DOC_FIELDS = [
+  'tags',
+  'status',
+  'is_chunkable',
+  'strict_mode',
+  'object_schema',
+  'table_layout',
+  'intake',
+  'editing',
+];
 export const TYPE_FIND_FIELDS = [...Object.keys(COLUMNS), ...DOC_FIELDS.map((f) => `${f}(.*)`)];
 
 function resolveTypeField(path: string[]): FieldRef | null {
@@ -68,11 +77,18 @@ export class TypeCatalog {
   async find(p: Principal, input: TypeFindInput): Promise<Array<{ id: string } & Partial<ObjectTypeDto>>> {
     const match = input.query ?? {};
     if (match === null || typeof match !== 'object' || Array.isArray(match)) {
-      throw new BadRequest('query must be an object of {field: condition}, e.g. {"name": "Invoice"} or {"tags": {"$in": ["finance"]}}');
+      throw new BadRequest(
+        'query must be an object of {field: condition}, e.g. {"name": "Invoice"} or {"tags": {"$in": ["finance"]}}',
+      );
     }
     const rows = await this.query(p, match as Record<string, unknown>, pageOf(input));
     const projection = parseSelect(input.select);
-    return rows.map((r) => project(toDto(r, { layout: true, schema: true }) as unknown as Record<string, unknown>, projection) as { id: string } & Partial<ObjectTypeDto>);
+    return rows.map(
+      (r) =>
+        project(toDto(r, { layout: true, schema: true }) as unknown as Record<string, unknown>, projection) as {
+          id: string;
+        } & Partial<ObjectTypeDto>,
+    );
   }
 
   /** `GET /types/catalog` (and `/stored`): the project's types by name, optionally those with a tag. */
@@ -84,8 +100,11 @@ export class TypeCatalog {
   /** `GET /types/catalog/resolve/:type`: a type of the project by id, else by exact name. */
   async resolve(p: Principal, idOrName: string): Promise<ObjectTypeDto> {
     const s = scopeOf(p);
-    const r = await this.db.selectFrom('object_types').selectAll()
-      .where('account_id', '=', s.account).where('project_id', '=', s.project)
+    const r = await this.db
+      .selectFrom('object_types')
+      .selectAll()
+      .where('account_id', '=', s.account)
+      .where('project_id', '=', s.project)
       .where((eb) => eb.or([eb('id', '=', idOrName), eb('name', '=', idOrName)]))
       .orderBy((eb) => eb.case().when('id', '=', idOrName).then(0).else(1).end())
       .executeTakeFirst();
@@ -93,19 +112,31 @@ export class TypeCatalog {
     return toDto({ ...r, doc: this.dialect.fromJson(r.doc) ?? {} } as ObjectTypeRow, { layout: true, schema: true });
   }
 
-  private async query(p: Principal, match: Record<string, unknown>, page: { limit: number; offset: number }): Promise<ObjectTypeRow[]> {
+  private async query(
+    p: Principal,
+    match: Record<string, unknown>,
+    page: { limit: number; offset: number },
+  ): Promise<ObjectTypeRow[]> {
     const s = scopeOf(p);
     let condition;
     try {
       condition = compileFind(match, resolveTypeField, this.json, TYPE_FIND_FIELDS);
     } catch (err) {
-      if (err instanceof FindQueryError) throw new OrreryError(err.code, err.status, err.message, err.at ? { at: err.at } : undefined);
+      if (err instanceof FindQueryError)
+        throw new OrreryError(err.code, err.status, err.message, err.at ? { at: err.at } : undefined);
       throw err;
     }
-    const rows = await this.db.selectFrom('object_types').selectAll()
-      .where('account_id', '=', s.account).where('project_id', '=', s.project)
+    const rows = await this.db
+      .selectFrom('object_types')
+      .selectAll()
+      .where('account_id', '=', s.account)
+      .where('project_id', '=', s.project)
       .where(sql<SqlBool>`(${condition})`)
-      .orderBy('name').orderBy('id').limit(page.limit).offset(page.offset).execute();
+      .orderBy('name')
+      .orderBy('id')
+      .limit(page.limit)
+      .offset(page.offset)
+      .execute();
     return rows.map((r) => ({ ...r, doc: this.dialect.fromJson(r.doc) ?? {} }) as ObjectTypeRow);
   }
 }

@@ -54,7 +54,16 @@ export interface ObjectTypeDto {
 }
 
 /** Fields kept in the `doc` JSON column. */
-const DOC_FIELDS = ['tags', 'object_schema', 'table_layout', 'is_chunkable', 'strict_mode', 'status', 'intake', 'editing'] as const;
+const DOC_FIELDS = [
+  'tags',
+  'object_schema',
+  'table_layout',
+  'is_chunkable',
+  'strict_mode',
+  'status',
+  'intake',
+  'editing',
+] as const;
 type Doc = Partial<Pick<ObjectTypeDto, (typeof DOC_FIELDS)[number]>>;
 export type ObjectTypeRow = Omit<Selectable<ObjectTypeTable>, 'doc'> & { doc: Doc };
 type Row = ObjectTypeRow;
@@ -74,7 +83,11 @@ export class ObjectTypeService {
   }
 
   private typesIn(s: Scope) {
-    return this.db.selectFrom('object_types').selectAll().where('account_id', '=', s.account).where('project_id', '=', s.project);
+    return this.db
+      .selectFrom('object_types')
+      .selectAll()
+      .where('account_id', '=', s.account)
+      .where('project_id', '=', s.project);
   }
 
   private decode(r: Selectable<ObjectTypeTable>): Row {
@@ -86,19 +99,38 @@ export class ObjectTypeService {
     if (!name) throw new BadRequest('body must have property "name"');
     const now = nowIso();
     const row: Row = {
-      id: newId(), account_id: p.account.id, project_id: p.project.id, name, description: input.description ?? null, edit_revision: 1,
-      doc: docOf({ tags: [] }, input), created_by: actorOf(p), updated_by: actorOf(p), created_at: now, updated_at: now,
+      id: newId(),
+      account_id: p.account.id,
+      project_id: p.project.id,
+      name,
+      description: input.description ?? null,
+      edit_revision: 1,
+      doc: docOf({ tags: [] }, input),
+      created_by: actorOf(p),
+      updated_by: actorOf(p),
+      created_at: now,
+      updated_at: now,
     };
     try {
-      await this.audited(p, { action: 'create', resourceType: 'object_type', resourceId: row.id, changes: changesOf(null, typeView(row)) },
-        (db) => db.insertInto('object_types').values({ ...row, doc: this.dialect.toJson(row.doc) }).execute());
+      await this.audited(
+        p,
+        { action: 'create', resourceType: 'object_type', resourceId: row.id, changes: changesOf(null, typeView(row)) },
+        (db) =>
+          db
+            .insertInto('object_types')
+            .values({ ...row, doc: this.dialect.toJson(row.doc) })
+            .execute(),
+      );
     } catch (err) {
       throw this.translate(err, name);
     }
     return toDto(row, { layout: true, schema: true });
   }
 
-  async list(p: Principal, q: { name?: string; limit: number; offset: number; layout?: boolean; schema?: boolean }): Promise<ObjectTypeDto[]> {
+  async list(
+    p: Principal,
+    q: { name?: string; limit: number; offset: number; layout?: boolean; schema?: boolean },
+  ): Promise<ObjectTypeDto[]> {
     let query = this.typesIn(scopeOf(p));
     if (q.name) query = query.where('name', '=', q.name);
     const rows = await query.orderBy('name').orderBy('id').limit(q.limit).offset(q.offset).execute();
@@ -119,25 +151,53 @@ export class ObjectTypeService {
     const s = scopeOf(p);
     const current = await this.row(s, id);
     if (input.expected_edit_revision !== undefined && input.expected_edit_revision !== current.edit_revision) {
-      throw new Conflict(`object type ${id} is at edit_revision ${current.edit_revision}, not ${input.expected_edit_revision}: reload and retry`);
+      throw new Conflict(
+        `object type ${id} is at edit_revision ${current.edit_revision}, not ${input.expected_edit_revision}: reload and retry`,
+      );
     }
     const name = input.name === undefined ? current.name : input.name.trim();
     if (!name) throw new BadRequest('name must not be empty');
     const next: Row = {
-      ...current, name, description: input.description === undefined ? current.description : input.description,
-      doc: docOf(current.doc, input), edit_revision: current.edit_revision + 1, updated_by: actorOf(p), updated_at: nowIso(),
+      ...current,
+      name,
+      description: input.description === undefined ? current.description : input.description,
+      doc: docOf(current.doc, input),
+      edit_revision: current.edit_revision + 1,
+      updated_by: actorOf(p),
+      updated_at: nowIso(),
     };
     let r;
     try {
-      r = await this.audited(p, { action: 'update', resourceType: 'object_type', resourceId: id, changes: changesOf(typeView(current), typeView(next)) }, async (db) => {
-        const done = await db.updateTable('object_types')
-          .set({ name: next.name, description: next.description, doc: this.dialect.toJson(next.doc), edit_revision: next.edit_revision, updated_by: next.updated_by, updated_at: next.updated_at })
-          .where('account_id', '=', s.account).where('project_id', '=', s.project).where('id', '=', id).where('edit_revision', '=', current.edit_revision)
-          .executeTakeFirst();
-        // Nothing changed: no audit row either (the transaction is undone).
-        if (Number(done.numUpdatedRows) === 0) throw new Conflict(`object type ${id} was changed meanwhile: reload and retry`);
-        return done;
-      });
+      r = await this.audited(
+        p,
+        {
+          action: 'update',
+          resourceType: 'object_type',
+          resourceId: id,
+          changes: changesOf(typeView(current), typeView(next)),
+        },
+        async (db) => {
+          const done = await db
+            .updateTable('object_types')
+            .set({
+              name: next.name,
+              description: next.description,
+              doc: this.dialect.toJson(next.doc),
+              edit_revision: next.edit_revision,
+              updated_by: next.updated_by,
+              updated_at: next.updated_at,
+            })
+            .where('account_id', '=', s.account)
+            .where('project_id', '=', s.project)
+            .where('id', '=', id)
+            .where('edit_revision', '=', current.edit_revision)
+            .executeTakeFirst();
+          // Nothing changed: no audit row either (the transaction is undone).
+          if (Number(done.numUpdatedRows) === 0)
+            throw new Conflict(`object type ${id} was changed meanwhile: reload and retry`);
+          return done;
+        },
+      );
     } catch (err) {
       throw this.translate(err, name);
     }
@@ -149,9 +209,21 @@ export class ObjectTypeService {
     const s = scopeOf(p);
     const current = await this.row(s, id);
     const used = await countByType(this.db, s, id);
-    if (used > 0) throw new Conflict(`object type ${id} is the type of ${used} object(s): change or delete them first`, { objects: used });
-    await this.audited(p, { action: 'delete', resourceType: 'object_type', resourceId: id, changes: changesOf(typeView(current), null) },
-      (db) => db.deleteFrom('object_types').where('account_id', '=', s.account).where('project_id', '=', s.project).where('id', '=', id).execute());
+    if (used > 0)
+      throw new Conflict(`object type ${id} is the type of ${used} object(s): change or delete them first`, {
+        objects: used,
+      });
+    await this.audited(
+      p,
+      { action: 'delete', resourceType: 'object_type', resourceId: id, changes: changesOf(typeView(current), null) },
+      (db) =>
+        db
+          .deleteFrom('object_types')
+          .where('account_id', '=', s.account)
+          .where('project_id', '=', s.project)
+          .where('id', '=', id)
+          .execute(),
+    );
     return { id };
   }
 
@@ -160,16 +232,24 @@ export class ObjectTypeService {
     const out = new Map<string, TypeRef>();
     const unique = [...new Set(ids)];
     if (!unique.length) return out;
-    const rows = await this.db.selectFrom('object_types').select(['id', 'name'])
-      .where('account_id', '=', s.account).where('project_id', '=', s.project).where('id', 'in', unique).execute();
+    const rows = await this.db
+      .selectFrom('object_types')
+      .select(['id', 'name'])
+      .where('account_id', '=', s.account)
+      .where('project_id', '=', s.project)
+      .where('id', 'in', unique)
+      .execute();
     for (const r of rows) out.set(r.id, { id: r.id, name: r.name, ref_type: 'stored' });
     return out;
   }
 
   /** The type named by an id, or else by its exact name; NotFound otherwise. */
   async resolve(s: Scope, idOrName: string): Promise<TypeRef> {
-    const r = await this.db.selectFrom('object_types').select(['id', 'name'])
-      .where('account_id', '=', s.account).where('project_id', '=', s.project)
+    const r = await this.db
+      .selectFrom('object_types')
+      .select(['id', 'name'])
+      .where('account_id', '=', s.account)
+      .where('project_id', '=', s.project)
       .where((eb) => eb.or([eb('id', '=', idOrName), eb('name', '=', idOrName)]))
       .orderBy((eb) => eb.case().when('id', '=', idOrName).then(0).else(1).end())
       .executeTakeFirst();
@@ -191,7 +271,9 @@ export class ObjectTypeService {
 
   private translate(err: unknown, name: string): unknown {
     const code = (err as { code?: unknown }).code;
-    return typeof code === 'string' && UNIQUE_VIOLATION.has(code) ? new Conflict(`an object type named ${JSON.stringify(name)} already exists in this project`) : err;
+    return typeof code === 'string' && UNIQUE_VIOLATION.has(code)
+      ? new Conflict(`an object type named ${JSON.stringify(name)} already exists in this project`)
+      : err;
   }
 }
 
@@ -218,10 +300,19 @@ export function checkLayout(layout: unknown): asserts layout is ColumnLayout[] {
 export function toDto(r: ObjectTypeRow, opts: { layout?: boolean; schema?: boolean }): ObjectTypeDto {
   const d = r.doc;
   return {
-    id: r.id, edit_revision: r.edit_revision, name: r.name, ...(r.description ? { description: r.description } : {}), tags: d.tags ?? [],
-    created_by: r.created_by, updated_by: r.updated_by, created_at: r.created_at, updated_at: r.updated_at,
-    ...(d.status ? { status: d.status } : {}), ...(d.is_chunkable !== undefined ? { is_chunkable: d.is_chunkable } : {}),
-    ...(d.intake ? { intake: d.intake } : {}), ...(d.editing ? { editing: d.editing } : {}),
+    id: r.id,
+    edit_revision: r.edit_revision,
+    name: r.name,
+    ...(r.description ? { description: r.description } : {}),
+    tags: d.tags ?? [],
+    created_by: r.created_by,
+    updated_by: r.updated_by,
+    created_at: r.created_at,
+    updated_at: r.updated_at,
+    ...(d.status ? { status: d.status } : {}),
+    ...(d.is_chunkable !== undefined ? { is_chunkable: d.is_chunkable } : {}),
+    ...(d.intake ? { intake: d.intake } : {}),
+    ...(d.editing ? { editing: d.editing } : {}),
     ...(opts.layout && d.table_layout ? { table_layout: d.table_layout } : {}),
     ...(opts.schema && d.object_schema ? { object_schema: d.object_schema } : {}),
     ...(d.strict_mode !== undefined ? { strict_mode: d.strict_mode } : {}),
@@ -229,4 +320,8 @@ export function toDto(r: ObjectTypeRow, opts: { layout?: boolean; schema?: boole
 }
 
 /** What the audit trail shows of a type. */
-const typeView = (row: Row): Record<string, unknown> => ({ name: row.name, description: row.description, ...(row.doc as Record<string, unknown>) });
+const typeView = (row: Row): Record<string, unknown> => ({
+  name: row.name,
+  description: row.description,
+  ...(row.doc as Record<string, unknown>),
+});

@@ -75,13 +75,28 @@ const PROVIDERS: Readonly<Record<string, { litellm: readonly string[]; keys: (mo
   openai: { litellm: ['openai', 'text-completion-openai'], keys: (m) => [m] },
   // An Azure deployment name is often not a model name: the Azure entry, else OpenAI's for the same name.
   azure_openai: { litellm: ['azure', 'openai'], keys: (m) => [prefixed('azure/', m), m] },
-  azure_foundry: { litellm: ['azure_ai', 'azure', 'openai'], keys: (m) => [prefixed('azure_ai/', m), prefixed('azure/', m), m] },
+  azure_foundry: {
+    litellm: ['azure_ai', 'azure', 'openai'],
+    keys: (m) => [prefixed('azure_ai/', m), prefixed('azure/', m), m],
+  },
   anthropic: { litellm: ['anthropic'], keys: (m) => [m] },
   bedrock: { litellm: ['bedrock', 'bedrock_converse'], keys: bedrockKeys },
-  bedrock_mantle: { litellm: ['bedrock_mantle', 'bedrock', 'bedrock_converse'], keys: (m) => [prefixed('bedrock_mantle/', m), ...bedrockKeys(m)] },
+  bedrock_mantle: {
+    litellm: ['bedrock_mantle', 'bedrock', 'bedrock_converse'],
+    keys: (m) => [prefixed('bedrock_mantle/', m), ...bedrockKeys(m)],
+  },
   vertexai: {
-    litellm: ['vertex_ai', 'vertex_ai-language-models', 'vertex_ai-anthropic_models', 'vertex_ai-mistral_models', 'vertex_ai-llama_models',
-      'vertex_ai-deepseek_models', 'vertex_ai-ai21_models', 'vertex_ai-qwen_models', 'vertex_ai-openai_models'],
+    litellm: [
+      'vertex_ai',
+      'vertex_ai-language-models',
+      'vertex_ai-anthropic_models',
+      'vertex_ai-mistral_models',
+      'vertex_ai-llama_models',
+      'vertex_ai-deepseek_models',
+      'vertex_ai-ai21_models',
+      'vertex_ai-qwen_models',
+      'vertex_ai-openai_models',
+    ],
     keys: vertexKeys,
   },
   groq: { litellm: ['groq'], keys: (m) => [prefixed('groq/', m)] },
@@ -90,7 +105,10 @@ const PROVIDERS: Readonly<Record<string, { litellm: readonly string[]; keys: (mo
   xai: { litellm: ['xai'], keys: (m) => [prefixed('xai/', m)] },
   watsonx: { litellm: ['watsonx'], keys: (m) => [prefixed('watsonx/', m)] },
   // Replicate ids may pin a version (`owner/model:sha`); the price is the model's.
-  replicate: { litellm: ['replicate'], keys: (m) => [prefixed('replicate/', m), prefixed('replicate/', m.replace(/:[^/]*$/, ''))] },
+  replicate: {
+    litellm: ['replicate'],
+    keys: (m) => [prefixed('replicate/', m), prefixed('replicate/', m.replace(/:[^/]*$/, ''))],
+  },
 };
 
 function prefixed(prefix: string, model: string): string {
@@ -125,7 +143,8 @@ export function tableEntry(provider: string, model: string): TableEntry | undefi
 }
 
 const PER_MILLION = 1e-6;
-const price = (v: unknown): number | undefined => (typeof v === 'number' && Number.isFinite(v) && v >= 0 ? v : undefined);
+const price = (v: unknown): number | undefined =>
+  typeof v === 'number' && Number.isFinite(v) && v >= 0 ? v : undefined;
 
 /**
  * The environment's price for a model, from `config.prices[model]`: `{input, output, cache_read?,
@@ -142,7 +161,13 @@ export function environmentPrices(prices: unknown, model: string): TokenPrices |
     const v = price(p[k]);
     return v === undefined ? {} : { [k]: v * PER_MILLION };
   };
-  return { input: input * PER_MILLION, output: output * PER_MILLION, ...opt('cache_read'), ...opt('cache_write'), ...opt('reasoning') };
+  return {
+    input: input * PER_MILLION,
+    output: output * PER_MILLION,
+    ...opt('cache_read'),
+    ...opt('cache_write'),
+    ...opt('reasoning'),
+  };
 }
 
 const round = (usd: number): number => Math.round(usd * 1e9) / 1e9;
@@ -165,7 +190,16 @@ export function priceUsage(usage: TokenUsage, prices: TokenPrices, priceTableNam
   const total = round(parts.input + parts.output + parts.cache_read + parts.cache_write + parts.reasoning);
   // Every key written out, not `{ ...parts, total }`: keys added after a spread cost a hidden class
   // per run (runs/search-index.ts, withColumns).
-  return { input: parts.input, output: parts.output, cache_read: parts.cache_read, cache_write: parts.cache_write, reasoning: parts.reasoning, total, currency: 'USD', price_table: priceTableName };
+  return {
+    input: parts.input,
+    output: parts.output,
+    cache_read: parts.cache_read,
+    cache_write: parts.cache_write,
+    reasoning: parts.reasoning,
+    total,
+    currency: 'USD',
+    price_table: priceTableName,
+  };
 }
 
 export interface CostQuery {

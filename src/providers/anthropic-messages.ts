@@ -11,7 +11,14 @@ import {
   type ProviderConnection,
   type TokenUsage,
 } from './driver.ts';
-import { isRetryableStatus, postToProvider, providerMessage, timeoutOf, trimSlashes, type ProviderResponse } from './provider-http.ts';
+import {
+  isRetryableStatus,
+  postToProvider,
+  providerMessage,
+  timeoutOf,
+  trimSlashes,
+  type ProviderResponse,
+} from './provider-http.ts';
 import { table } from '../util/own.ts';
 
 export const ANTHROPIC_DEFAULT_BASE_URL = 'https://api.anthropic.com';
@@ -30,7 +37,10 @@ export function anthropicBaseUrl(endpointUrl: string | undefined): string {
   try {
     new URL(given);
   } catch {
-    throw new ProviderError('provider_bad_request', `the endpoint URL ${JSON.stringify(endpointUrl)} is not a valid URL`);
+    throw new ProviderError(
+      'provider_bad_request',
+      `the endpoint URL ${JSON.stringify(endpointUrl)} is not a valid URL`,
+    );
   }
   return trimSlashes(given).replace(/\/v1$/, '');
 }
@@ -68,7 +78,11 @@ export interface AnthropicMessagesOptions {
   /** Provider id the driver answers for; default `anthropic`. */
   provider?: string;
   /** By default `{base}/v1/messages` with `x-api-key`; may fetch a token first. */
-  route?: (conn: ProviderConnection, req: CompletionRequest, stream: boolean) => AnthropicRoute | Promise<AnthropicRoute>;
+  route?: (
+    conn: ProviderConnection,
+    req: CompletionRequest,
+    stream: boolean,
+  ) => AnthropicRoute | Promise<AnthropicRoute>;
 }
 
 export class AnthropicMessagesDriver implements ModelDriver {
@@ -95,7 +109,11 @@ export class AnthropicMessagesDriver implements ModelDriver {
     return out;
   }
 
-  async *stream(conn: ProviderConnection, req: CompletionRequest, signal?: AbortSignal): AsyncGenerator<CompletionChunk> {
+  async *stream(
+    conn: ProviderConnection,
+    req: CompletionRequest,
+    signal?: AbortSignal,
+  ): AsyncGenerator<CompletionChunk> {
     const { res, label } = await this.post(conn, req, true, signal);
     let startUsage: AnthropicUsage | undefined;
     let deltaUsage: AnthropicUsage | undefined;
@@ -106,7 +124,10 @@ export class AnthropicMessagesDriver implements ModelDriver {
       try {
         data = JSON.parse(ev.data) as StreamEvent;
       } catch {
-        throw new ProviderError('provider_error', `${label} sent a stream event that is not JSON: ${ev.data.slice(0, 200)}`);
+        throw new ProviderError(
+          'provider_error',
+          `${label} sent a stream event that is not JSON: ${ev.data.slice(0, 200)}`,
+        );
       }
       const type = typeof data?.type === 'string' ? data.type : ev.event;
       if (type === 'error') throw streamError(label, data);
@@ -220,7 +241,8 @@ function toTokenUsage(start: AnthropicUsage | undefined, delta: AnthropicUsage |
   const input = pick('input_tokens');
   const output = pick('output_tokens');
   const out: TokenUsage = {};
-  if (input !== undefined) out.prompt = input + (pick('cache_creation_input_tokens') ?? 0) + (pick('cache_read_input_tokens') ?? 0);
+  if (input !== undefined)
+    out.prompt = input + (pick('cache_creation_input_tokens') ?? 0) + (pick('cache_read_input_tokens') ?? 0);
   if (output !== undefined) out.result = output;
   // Counted in prompt above and priced apart (src/pricing).
   const cacheRead = pick('cache_read_input_tokens');
@@ -235,7 +257,12 @@ function streamError(label: string, data: StreamEvent): ProviderError {
   const type = typeof data.error?.type === 'string' ? data.error.type : 'api_error';
   const known = ERROR_TYPES[type] ?? ERROR_TYPES.api_error;
   const said = providerMessage(data) ?? type;
-  return new ProviderError(known.code, `${label} failed mid-stream: ${said}`, undefined, isRetryableStatus(known.status));
+  return new ProviderError(
+    known.code,
+    `${label} failed mid-stream: ${said}`,
+    undefined,
+    isRetryableStatus(known.status),
+  );
 }
 
 interface AnthropicUsage {

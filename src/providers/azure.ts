@@ -20,7 +20,11 @@ export const AZURE_FOUNDRY_API_VERSION = '2024-05-01-preview';
 
 function endpointOf(conn: ProviderConnection, name: string): string {
   const given = conn.endpoint_url?.trim();
-  if (!given) throw new ProviderError('provider_bad_request', `${name} needs the resource's endpoint URL (e.g. https://my-resource.openai.azure.com); the environment has none`);
+  if (!given)
+    throw new ProviderError(
+      'provider_bad_request',
+      `${name} needs the resource's endpoint URL (e.g. https://my-resource.openai.azure.com); the environment has none`,
+    );
   try {
     new URL(given);
   } catch {
@@ -31,7 +35,11 @@ function endpointOf(conn: ProviderConnection, name: string): string {
 
 function authHeaders(conn: ProviderConnection, label: string): Record<string, string> {
   const key = conn.api_key?.trim();
-  if (!key) throw new ProviderError('provider_auth', `${label} needs an API key or a Microsoft Entra ID token; the environment has none`);
+  if (!key)
+    throw new ProviderError(
+      'provider_auth',
+      `${label} needs an API key or a Microsoft Entra ID token; the environment has none`,
+    );
   const bearer = conn.config?.auth === 'entra' || /^eyJ[\w-]+\.[\w-]+\.[\w-]*$/.test(key.replace(/^Bearer\s+/i, ''));
   return bearer ? { authorization: `Bearer ${key.replace(/^Bearer\s+/i, '')}` } : { 'api-key': key };
 }
@@ -46,12 +54,20 @@ export function azureOpenAIRoute(conn: ProviderConnection, model: string): ChatR
   const label = `Azure OpenAI at ${endpoint}`;
   const version = stringConfig(conn, 'api_version') ?? AZURE_OPENAI_API_VERSION;
   if (version === 'v1') {
-    return { url: `${endpoint}/openai/v1/chat/completions`, label, headers: authHeaders(conn, label), modelInBody: true, modelsUrl: `${endpoint}/openai/v1/models` };
+    return {
+      url: `${endpoint}/openai/v1/chat/completions`,
+      label,
+      headers: authHeaders(conn, label),
+      modelInBody: true,
+      modelsUrl: `${endpoint}/openai/v1/models`,
+    };
   }
   const deployment = stringConfig(conn, 'deployment') ?? model;
   return {
     url: `${endpoint}/openai/deployments/${encodeURIComponent(deployment)}/chat/completions?api-version=${encodeURIComponent(version)}`,
-    label, headers: authHeaders(conn, label), modelInBody: false,
+    label,
+    headers: authHeaders(conn, label),
+    modelInBody: false,
   };
 }
 
@@ -60,5 +76,10 @@ export function azureFoundryRoute(conn: ProviderConnection): ChatRoute {
   const label = `Azure AI Foundry at ${endpoint}`;
   const version = stringConfig(conn, 'api_version') ?? AZURE_FOUNDRY_API_VERSION;
   const base = endpoint.endsWith('/models') ? endpoint : `${endpoint}/models`;
-  return { url: `${base}/chat/completions?api-version=${encodeURIComponent(version)}`, label, headers: authHeaders(conn, label), modelInBody: true };
+  return {
+    url: `${base}/chat/completions?api-version=${encodeURIComponent(version)}`,
+    label,
+    headers: authHeaders(conn, label),
+    modelInBody: true,
+  };
 }

@@ -27,7 +27,14 @@ import {
   type TokenUsage,
 } from './driver.ts';
 import { OpenAIChatDriver, openAIBaseUrl } from './openai-chat.ts';
-import { codeForStatus, isRetryableStatus, postToProvider, providerMessage, timeoutOf, trimSlashes } from './provider-http.ts';
+import {
+  codeForStatus,
+  isRetryableStatus,
+  postToProvider,
+  providerMessage,
+  timeoutOf,
+  trimSlashes,
+} from './provider-http.ts';
 import { schemaInstruction } from './anthropic-messages.ts';
 import { TokenCache } from './token-cache.ts';
 import { table } from '../util/own.ts';
@@ -52,10 +59,17 @@ type Auth = { kind: 'sigv4'; credentials: AwsCredentials } | { kind: 'bearer'; t
 /** `config.region`, else the process's AWS region, else us-east-1. */
 export function regionOf(conn: ProviderConnection): string {
   const given = conn.config?.region;
-  const region = (typeof given === 'string' && given.trim()) || process.env.AWS_REGION || process.env.AWS_DEFAULT_REGION || BEDROCK_DEFAULT_REGION;
+  const region =
+    (typeof given === 'string' && given.trim()) ||
+    process.env.AWS_REGION ||
+    process.env.AWS_DEFAULT_REGION ||
+    BEDROCK_DEFAULT_REGION;
   // The region becomes a host name and a signing scope: refuse anything that is not one.
   if (!/^[a-z]{2}(-[a-z0-9]+)+-\d+$/.test(region.trim())) {
-    throw new ProviderError('provider_bad_request', `the Bedrock region ${JSON.stringify(region)} is not an AWS region name (e.g. us-east-1)`);
+    throw new ProviderError(
+      'provider_bad_request',
+      `the Bedrock region ${JSON.stringify(region)} is not an AWS region name (e.g. us-east-1)`,
+    );
   }
   return region.trim();
 }
@@ -86,13 +100,28 @@ export function controlEndpoint(conn: ProviderConnection, region: string): strin
 /** The environment's key: AWS access keys for SigV4, or a Bedrock API key; never echoed in errors. */
 export function parseKey(key: string, conn: ProviderConnection, label: string): Auth {
   const k = key.trim().replace(/^Bearer\s+/i, '');
-  if (conn.config?.auth === 'api_key' || k.startsWith('bedrock-api-key-') || k.startsWith('ABSK')) return { kind: 'bearer', token: k };
+  if (conn.config?.auth === 'api_key' || k.startsWith('bedrock-api-key-') || k.startsWith('ABSK'))
+    return { kind: 'bearer', token: k };
   const parts = k.split(':');
   // Access key ids are 16 to 128 upper-case letters and digits (IAM's AccessKey type).
-  if ((parts.length === 2 || parts.length === 3) && /^[A-Z0-9]{16,128}$/.test(parts[0]) && parts.slice(1).every((p) => p !== '')) {
-    return { kind: 'sigv4', credentials: { accessKeyId: parts[0], secretAccessKey: parts[1], ...(parts[2] ? { sessionToken: parts[2] } : {}) } };
+  if (
+    (parts.length === 2 || parts.length === 3) &&
+    /^[A-Z0-9]{16,128}$/.test(parts[0]) &&
+    parts.slice(1).every((p) => p !== '')
+  ) {
+    return {
+      kind: 'sigv4',
+      credentials: {
+        accessKeyId: parts[0],
+        secretAccessKey: parts[1],
+        ...(parts[2] ? { sessionToken: parts[2] } : {}),
+      },
+    };
   }
-  throw new ProviderError('provider_auth', `${label}: the environment's API key is not in a form Bedrock takes; expected ${KEY_FORMS}`);
+  throw new ProviderError(
+    'provider_auth',
+    `${label}: the environment's API key is not in a form Bedrock takes; expected ${KEY_FORMS}`,
+  );
 }
 
 let chain: Promise<() => Promise<AwsCredentials>> | undefined;
@@ -101,11 +130,16 @@ let chain: Promise<() => Promise<AwsCredentials>> | undefined;
 async function chainCredentials(label: string): Promise<AwsCredentials> {
   chain ??= import('@aws-sdk/credential-provider-node').then((m) => m.defaultProvider());
   try {
-    return await (await chain)();
+    return await (
+      await chain
+    )();
   } catch (err) {
     chain = undefined; // a later run may find credentials that appeared since (a mounted role, a login)
     const said = err instanceof Error ? err.message : String(err);
-    throw new ProviderError('provider_auth', `${label}: the environment has no API key and the AWS credential chain found no credentials: ${said}`);
+    throw new ProviderError(
+      'provider_auth',
+      `${label}: the environment has no API key and the AWS credential chain found no credentials: ${said}`,
+    );
   }
 }
 
@@ -119,7 +153,11 @@ async function authOf(conn: ProviderConnection, label: string): Promise<Auth> {
 
 type SourceData = string | ArrayBuffer | ArrayBufferView;
 const bytesOf = (d: SourceData): Buffer =>
-  typeof d === 'string' ? Buffer.from(d, 'utf8') : ArrayBuffer.isView(d) ? Buffer.from(d.buffer, d.byteOffset, d.byteLength) : Buffer.from(d);
+  typeof d === 'string'
+    ? Buffer.from(d, 'utf8')
+    : ArrayBuffer.isView(d)
+      ? Buffer.from(d.buffer, d.byteOffset, d.byteLength)
+      : Buffer.from(d);
 
 /** The hash SignatureV4 asks for: SHA-256, or HMAC-SHA-256 when constructed with a secret. */
 export class Sha256 {
@@ -150,7 +188,14 @@ const loadAws = () =>
  * The headers that authenticate one request: SigV4 over method, path, query, host, the given
  * headers and the exact body (sent as is, as `rawBody`), or the bearer key.
  */
-async function authHeaders(auth: Auth, region: string, method: 'GET' | 'POST', url: string, headers: Record<string, string>, body?: string): Promise<Record<string, string>> {
+async function authHeaders(
+  auth: Auth,
+  region: string,
+  method: 'GET' | 'POST',
+  url: string,
+  headers: Record<string, string>,
+  body?: string,
+): Promise<Record<string, string>> {
   if (auth.kind === 'bearer') return { ...headers, authorization: `Bearer ${auth.token}` };
   const u = new URL(url);
   const { SignatureV4 } = await loadAws();
@@ -259,7 +304,8 @@ interface ConverseUsage {
 function toTokenUsage(u: ConverseUsage | null | undefined): TokenUsage | undefined {
   if (!u || typeof u !== 'object') return undefined;
   const out: TokenUsage = {};
-  if (typeof u.inputTokens === 'number') out.prompt = u.inputTokens + (u.cacheReadInputTokens ?? 0) + (u.cacheWriteInputTokens ?? 0);
+  if (typeof u.inputTokens === 'number')
+    out.prompt = u.inputTokens + (u.cacheReadInputTokens ?? 0) + (u.cacheWriteInputTokens ?? 0);
   if (typeof u.outputTokens === 'number') out.result = u.outputTokens;
   // Counted in prompt above and priced apart (src/pricing).
   if (u.cacheReadInputTokens) out.cache_read = u.cacheReadInputTokens;
@@ -272,7 +318,10 @@ function toTokenUsage(u: ConverseUsage | null | undefined): TokenUsage | undefin
 const textOf = (content: unknown): string =>
   Array.isArray(content)
     ? content
-        .filter((b): b is { text: string } => !!b && typeof b === 'object' && typeof (b as { text?: unknown }).text === 'string')
+        .filter(
+          (b): b is { text: string } =>
+            !!b && typeof b === 'object' && typeof (b as { text?: unknown }).text === 'string',
+        )
         .map((b) => b.text)
         .join('')
     : '';
@@ -292,14 +341,18 @@ export interface StreamMessage {
  * Frames from a body that arrives in arbitrary pieces: each frame starts with its total length
  * (4 bytes, big-endian), so pieces accumulate until a whole frame is there. The codec checks both CRCs.
  */
-export async function* decodeEventStream(pieces: AsyncIterable<Uint8Array>, label: string): AsyncGenerator<StreamMessage> {
+export async function* decodeEventStream(
+  pieces: AsyncIterable<Uint8Array>,
+  label: string,
+): AsyncGenerator<StreamMessage> {
   const { codec } = await loadAws();
   let buf = Buffer.alloc(0);
   for await (const piece of pieces) {
     buf = buf.length === 0 ? Buffer.from(piece) : Buffer.concat([buf, piece]);
     while (buf.length >= 4) {
       const total = buf.readUInt32BE(0);
-      if (total < 16) throw new ProviderError('provider_error', `${label} sent a malformed event-stream frame (length ${total})`);
+      if (total < 16)
+        throw new ProviderError('provider_error', `${label} sent a malformed event-stream frame (length ${total})`);
       if (buf.length < total) break;
       const frame = buf.subarray(0, total);
       buf = buf.subarray(total);
@@ -307,7 +360,10 @@ export async function* decodeEventStream(pieces: AsyncIterable<Uint8Array>, labe
       try {
         decoded = codec.decode(frame);
       } catch (err) {
-        throw new ProviderError('provider_error', `${label} sent a malformed event-stream frame: ${err instanceof Error ? err.message : String(err)}`);
+        throw new ProviderError(
+          'provider_error',
+          `${label} sent a malformed event-stream frame: ${err instanceof Error ? err.message : String(err)}`,
+        );
       }
       const header = (name: string) => {
         const h = decoded.headers[name];
@@ -324,21 +380,33 @@ export async function* decodeEventStream(pieces: AsyncIterable<Uint8Array>, labe
       if (messageType === 'error') {
         yield { messageType, type: header(':error-code') ?? 'InternalError', body: header(':error-message') ?? body };
       } else {
-        yield { messageType, type: header(messageType === 'exception' ? ':exception-type' : ':event-type') ?? '', body };
+        yield {
+          messageType,
+          type: header(messageType === 'exception' ? ':exception-type' : ':event-type') ?? '',
+          body,
+        };
       }
     }
   }
-  if (buf.length > 0) throw new ProviderError('provider_error', `${label} ended the stream in the middle of an event-stream frame`);
+  if (buf.length > 0)
+    throw new ProviderError('provider_error', `${label} ended the stream in the middle of an event-stream frame`);
 }
 
 function streamException(label: string, m: StreamMessage): ProviderError {
   const known = EXCEPTIONS[m.type] ?? EXCEPTIONS[`${m.type.charAt(0).toLowerCase()}${m.type.slice(1)}`];
   const said = providerMessage(m.body) ?? m.type;
   const message = `${label} failed mid-stream: ${m.type}: ${said}`;
-  if (known) return new ProviderError(known.code, message, known.status, isRetryableStatus(known.status) || known.status === 424);
+  if (known)
+    return new ProviderError(
+      known.code,
+      message,
+      known.status,
+      isRetryableStatus(known.status) || known.status === 424,
+    );
   // An exception this table does not know: an HTTP status in the body, if any, decides.
   const status = (m.body as { originalStatusCode?: unknown } | null)?.originalStatusCode;
-  if (typeof status === 'number') return new ProviderError(codeForStatus(status), message, status, isRetryableStatus(status));
+  if (typeof status === 'number')
+    return new ProviderError(codeForStatus(status), message, status, isRetryableStatus(status));
   return new ProviderError('provider_error', message, undefined, true);
 }
 
@@ -353,7 +421,11 @@ export class BedrockConverseDriver implements ModelDriver {
     const answer = (await res.json()) as ConverseResponse;
     const message = answer?.output?.message;
     if (!message || typeof message !== 'object' || !Array.isArray(message.content)) {
-      throw new ProviderError('provider_error', `${label} answered without a message to read (no output.message.content)`, res.status);
+      throw new ProviderError(
+        'provider_error',
+        `${label} answered without a message to read (no output.message.content)`,
+        res.status,
+      );
     }
     const out: Completion = { text: textOf(message.content) };
     if (typeof answer.stopReason === 'string') out.finish_reason = toFinish(answer.stopReason);
@@ -362,7 +434,11 @@ export class BedrockConverseDriver implements ModelDriver {
     return out;
   }
 
-  async *stream(conn: ProviderConnection, req: CompletionRequest, signal?: AbortSignal): AsyncGenerator<CompletionChunk> {
+  async *stream(
+    conn: ProviderConnection,
+    req: CompletionRequest,
+    signal?: AbortSignal,
+  ): AsyncGenerator<CompletionChunk> {
     const { res, label } = await this.post(conn, req, 'converse-stream', signal);
     let stop: string | undefined;
     let usage: TokenUsage | undefined;
@@ -392,26 +468,46 @@ export class BedrockConverseDriver implements ModelDriver {
   async listModels(conn: ProviderConnection, signal?: AbortSignal): Promise<ModelInfo[]> {
     const region = regionOf(conn);
     const base = controlEndpoint(conn, region);
-    const label = conn.endpoint_url?.trim() || conn.config?.models_endpoint ? `Bedrock at ${base}` : `Bedrock (${region})`;
+    const label =
+      conn.endpoint_url?.trim() || conn.config?.models_endpoint ? `Bedrock at ${base}` : `Bedrock (${region})`;
     const auth = await authOf(conn, label);
     const get = async (url: string) => {
       const headers = await authHeaders(auth, region, 'GET', url, { accept: 'application/json' });
-      const res = await postToProvider({ label, url, method: 'GET', headers, signal, timeoutMs: Math.min(timeoutOf(conn), 60_000), outbound: conn.outbound });
+      const res = await postToProvider({
+        label,
+        url,
+        method: 'GET',
+        headers,
+        signal,
+        timeoutMs: Math.min(timeoutOf(conn), 60_000),
+        outbound: conn.outbound,
+      });
       return res.json();
     };
-    const listed = (await get(`${base}/foundation-models?byOutputModality=TEXT`)) as { modelSummaries?: FoundationModel[] };
+    const listed = (await get(`${base}/foundation-models?byOutputModality=TEXT`)) as {
+      modelSummaries?: FoundationModel[];
+    };
     const text = (listed?.modelSummaries ?? []).filter(
-      (m) => typeof m?.modelId === 'string' && (!Array.isArray(m.outputModalities) || m.outputModalities.includes('TEXT')),
+      (m) =>
+        typeof m?.modelId === 'string' && (!Array.isArray(m.outputModalities) || m.outputModalities.includes('TEXT')),
     );
     const out: ModelInfo[] = text
       .filter((m) => !Array.isArray(m.inferenceTypesSupported) || m.inferenceTypesSupported.includes('ON_DEMAND'))
-      .map((m) => ({ id: m.modelId!, name: [m.providerName, m.modelName].filter(Boolean).join(' ') || m.modelId!, ...(m.modelLifecycle?.status === 'LEGACY' ? { description: 'Legacy model' } : {}) }));
+      .map((m) => ({
+        id: m.modelId!,
+        name: [m.providerName, m.modelName].filter(Boolean).join(' ') || m.modelId!,
+        ...(m.modelLifecycle?.status === 'LEGACY' ? { description: 'Legacy model' } : {}),
+      }));
     const textIds = new Set(text.map((m) => m.modelId!));
     // Profiles need their own permission (bedrock:ListInferenceProfiles); without it, the foundation models still list.
     for (const p of await this.profiles(get, base).catch(() => [] as InferenceProfile[])) {
       const over = (p.models ?? []).map((x) => x.modelArn?.split('/').pop()).filter((id): id is string => !!id);
       if (typeof p.inferenceProfileId === 'string' && p.status !== 'INACTIVE' && over.some((id) => textIds.has(id))) {
-        out.push({ id: p.inferenceProfileId, name: p.inferenceProfileName ?? p.inferenceProfileId, ...(p.description ? { description: p.description } : {}) });
+        out.push({
+          id: p.inferenceProfileId,
+          name: p.inferenceProfileName ?? p.inferenceProfileId,
+          ...(p.description ? { description: p.description } : {}),
+        });
       }
     }
     return out;
@@ -422,7 +518,10 @@ export class BedrockConverseDriver implements ModelDriver {
     let next: string | undefined;
     for (let page = 0; page < 20; page++) {
       const q = `typeEquals=SYSTEM_DEFINED&maxResults=1000${next ? `&nextToken=${encodeURIComponent(next)}` : ''}`;
-      const answer = (await get(`${base}/inference-profiles?${q}`)) as { inferenceProfileSummaries?: InferenceProfile[]; nextToken?: string };
+      const answer = (await get(`${base}/inference-profiles?${q}`)) as {
+        inferenceProfileSummaries?: InferenceProfile[];
+        nextToken?: string;
+      };
       out.push(...(answer?.inferenceProfileSummaries ?? []));
       next = answer?.nextToken;
       if (!next) break;
@@ -430,7 +529,12 @@ export class BedrockConverseDriver implements ModelDriver {
     return out;
   }
 
-  private async post(conn: ProviderConnection, req: CompletionRequest, op: 'converse' | 'converse-stream', signal: AbortSignal | undefined) {
+  private async post(
+    conn: ProviderConnection,
+    req: CompletionRequest,
+    op: 'converse' | 'converse-stream',
+    signal: AbortSignal | undefined,
+  ) {
     const region = regionOf(conn);
     const base = runtimeEndpoint(conn, region);
     const label = conn.endpoint_url?.trim() ? `Bedrock at ${base}` : `Bedrock (${region})`;
@@ -439,13 +543,29 @@ export class BedrockConverseDriver implements ModelDriver {
     const url = `${base}/model/${encodeURIComponent(req.model)}/${op}`;
     const rawBody = JSON.stringify(converseBody(req));
     const accept = op === 'converse' ? 'application/json' : 'application/vnd.amazon.eventstream';
-    const headers = await authHeaders(auth, region, 'POST', url, { 'content-type': 'application/json', accept }, rawBody);
+    const headers = await authHeaders(
+      auth,
+      region,
+      'POST',
+      url,
+      { 'content-type': 'application/json', accept },
+      rawBody,
+    );
     try {
-      const res = await postToProvider({ label, url, headers, rawBody, signal, timeoutMs: timeoutOf(conn), outbound: conn.outbound });
+      const res = await postToProvider({
+        label,
+        url,
+        headers,
+        rawBody,
+        signal,
+        timeoutMs: timeoutOf(conn),
+        outbound: conn.outbound,
+      });
       return { res, label };
     } catch (err) {
       // 424 is Bedrock's ModelErrorException: the model failed on its side, not a request to fix.
-      if (err instanceof ProviderError && err.upstreamStatus === 424) throw new ProviderError('provider_error', err.message, 424, true);
+      if (err instanceof ProviderError && err.upstreamStatus === 424)
+        throw new ProviderError('provider_error', err.message, 424, true);
       throw err;
     }
   }
@@ -496,7 +616,14 @@ export async function bedrockApiKey(credentials: AwsCredentials, region: string,
   const { SignatureV4 } = await loadAws();
   const signer = new SignatureV4({ service: 'bedrock', region, credentials, sha256: Sha256 });
   const presigned = await signer.presign(
-    { method: 'POST', protocol: 'https:', hostname: 'bedrock.amazonaws.com', path: '/', query: { Action: 'CallWithBearerToken' }, headers: { host: 'bedrock.amazonaws.com' } },
+    {
+      method: 'POST',
+      protocol: 'https:',
+      hostname: 'bedrock.amazonaws.com',
+      path: '/',
+      query: { Action: 'CallWithBearerToken' },
+      headers: { host: 'bedrock.amazonaws.com' },
+    },
     { expiresIn: TOKEN_TTL_S, signingDate: now },
   );
   const query = Object.entries(presigned.query ?? {})
@@ -511,7 +638,8 @@ export function mantleBaseUrl(conn: ProviderConnection): string {
   return given ? openAIBaseUrl(given) : `https://bedrock-mantle.${regionOf(conn)}.api.aws/v1`;
 }
 
-const mantleLabel = (conn: ProviderConnection) => (conn.endpoint_url?.trim() ? `Bedrock Mantle at ${mantleBaseUrl(conn)}` : `Bedrock Mantle (${regionOf(conn)})`);
+const mantleLabel = (conn: ProviderConnection) =>
+  conn.endpoint_url?.trim() ? `Bedrock Mantle at ${mantleBaseUrl(conn)}` : `Bedrock Mantle (${regionOf(conn)})`;
 
 /** The bearer for Mantle: a Bedrock API key as given, or one made from AWS credentials (cached until shortly before it lapses). */
 async function mantleBearer(conn: ProviderConnection): Promise<string> {
@@ -520,7 +648,9 @@ async function mantleBearer(conn: ProviderConnection): Promise<string> {
   if (auth.kind === 'bearer') return auth.token;
   const region = regionOf(conn);
   const c = auth.credentials;
-  const lives = c.expiration ? Math.min(TOKEN_TTL_S, Math.floor((c.expiration.getTime() - Date.now()) / 1000)) : TOKEN_TTL_S;
+  const lives = c.expiration
+    ? Math.min(TOKEN_TTL_S, Math.floor((c.expiration.getTime() - Date.now()) / 1000))
+    : TOKEN_TTL_S;
   return mantleTokens.get(`${region}\0${c.accessKeyId}\0${c.secretAccessKey}\0${c.sessionToken ?? ''}`, async () => ({
     token: await bedrockApiKey(c, region),
     expiresInS: lives,
@@ -543,7 +673,13 @@ export class BedrockMantleDriver implements ModelDriver {
     // The bearer was resolved (and made, for AWS credentials) before the call: see withBearer.
     route: (conn) => {
       const base = mantleBaseUrl(conn);
-      return { url: `${base}/chat/completions`, label: mantleLabel(conn), headers: { authorization: `Bearer ${conn.api_key}` }, modelInBody: true, modelsUrl: `${base}/models` };
+      return {
+        url: `${base}/chat/completions`,
+        label: mantleLabel(conn),
+        headers: { authorization: `Bearer ${conn.api_key}` },
+        modelInBody: true,
+        modelsUrl: `${base}/models`,
+      };
     },
   });
 
@@ -551,7 +687,11 @@ export class BedrockMantleDriver implements ModelDriver {
     return this.chat.complete(await withBearer(conn), req, signal);
   }
 
-  async *stream(conn: ProviderConnection, req: CompletionRequest, signal?: AbortSignal): AsyncGenerator<CompletionChunk> {
+  async *stream(
+    conn: ProviderConnection,
+    req: CompletionRequest,
+    signal?: AbortSignal,
+  ): AsyncGenerator<CompletionChunk> {
     yield* this.chat.stream(await withBearer(conn), req, signal);
   }
 
@@ -561,4 +701,7 @@ export class BedrockMantleDriver implements ModelDriver {
   }
 }
 
-const withBearer = async (conn: ProviderConnection): Promise<ProviderConnection> => ({ ...conn, api_key: await mantleBearer(conn) });
+const withBearer = async (conn: ProviderConnection): Promise<ProviderConnection> => ({
+  ...conn,
+  api_key: await mantleBearer(conn),
+});

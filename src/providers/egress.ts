@@ -26,17 +26,44 @@ function blockList(entries: Array<[string, number, 'ipv4' | 'ipv6']>): BlockList
   return list;
 }
 
-const METADATA = blockList([['169.254.169.254', 32, 'ipv4'], ['100.100.100.200', 32, 'ipv4'], ['fd00:ec2::254', 128, 'ipv6'], ['169.254.170.2', 32, 'ipv4']]);
-const UNSPECIFIED = blockList([['0.0.0.0', 8, 'ipv4'], ['::', 128, 'ipv6']]);
-const LOOPBACK = blockList([['127.0.0.0', 8, 'ipv4'], ['::1', 128, 'ipv6']]);
-const LINK_LOCAL = blockList([['169.254.0.0', 16, 'ipv4'], ['fe80::', 10, 'ipv6']]);
+const METADATA = blockList([
+  ['169.254.169.254', 32, 'ipv4'],
+  ['100.100.100.200', 32, 'ipv4'],
+  ['fd00:ec2::254', 128, 'ipv6'],
+  ['169.254.170.2', 32, 'ipv4'],
+]);
+const UNSPECIFIED = blockList([
+  ['0.0.0.0', 8, 'ipv4'],
+  ['::', 128, 'ipv6'],
+]);
+const LOOPBACK = blockList([
+  ['127.0.0.0', 8, 'ipv4'],
+  ['::1', 128, 'ipv6'],
+]);
+const LINK_LOCAL = blockList([
+  ['169.254.0.0', 16, 'ipv4'],
+  ['fe80::', 10, 'ipv6'],
+]);
 const PRIVATE = blockList([
-  ['10.0.0.0', 8, 'ipv4'], ['172.16.0.0', 12, 'ipv4'], ['192.168.0.0', 16, 'ipv4'], ['100.64.0.0', 10, 'ipv4'], ['fc00::', 7, 'ipv6'],
+  ['10.0.0.0', 8, 'ipv4'],
+  ['172.16.0.0', 12, 'ipv4'],
+  ['192.168.0.0', 16, 'ipv4'],
+  ['100.64.0.0', 10, 'ipv4'],
+  ['fc00::', 7, 'ipv6'],
 ]);
 /** Not routable on the internet and not a network of one's own: documentation, benchmarking, multicast, reserved. */
 const RESERVED = blockList([
-  ['192.0.0.0', 24, 'ipv4'], ['192.0.2.0', 24, 'ipv4'], ['198.18.0.0', 15, 'ipv4'], ['198.51.100.0', 24, 'ipv4'], ['203.0.113.0', 24, 'ipv4'],
-  ['224.0.0.0', 4, 'ipv4'], ['240.0.0.0', 4, 'ipv4'], ['ff00::', 8, 'ipv6'], ['2001:db8::', 32, 'ipv6'], ['64:ff9b:1::', 48, 'ipv6'], ['100::', 64, 'ipv6'],
+  ['192.0.0.0', 24, 'ipv4'],
+  ['192.0.2.0', 24, 'ipv4'],
+  ['198.18.0.0', 15, 'ipv4'],
+  ['198.51.100.0', 24, 'ipv4'],
+  ['203.0.113.0', 24, 'ipv4'],
+  ['224.0.0.0', 4, 'ipv4'],
+  ['240.0.0.0', 4, 'ipv4'],
+  ['ff00::', 8, 'ipv6'],
+  ['2001:db8::', 32, 'ipv6'],
+  ['64:ff9b:1::', 48, 'ipv6'],
+  ['100::', 64, 'ipv6'],
 ]);
 
 /** `::ffff:127.0.0.1` (and its hex form) is 127.0.0.1: check IPv4-mapped addresses as IPv4. */
@@ -73,9 +100,16 @@ export class EgressPolicy {
   private readonly suffixes: string[] = [];
 
   /** `setting` as ORRERY_EGRESS gives it; `source` says where the policy came from, for messages. */
-  constructor(readonly setting: string, readonly source: string) {
-    const items = setting.split(',').map((s) => s.trim().toLowerCase()).filter(Boolean);
-    if (!items.length) throw new Error('ORRERY_EGRESS is empty: use public, private, or a list of CIDRs and host names');
+  constructor(
+    readonly setting: string,
+    readonly source: string,
+  ) {
+    const items = setting
+      .split(',')
+      .map((s) => s.trim().toLowerCase())
+      .filter(Boolean);
+    if (!items.length)
+      throw new Error('ORRERY_EGRESS is empty: use public, private, or a list of CIDRs and host names');
     let pub = false;
     let priv = false;
     for (const item of items) {
@@ -94,7 +128,10 @@ export class EgressPolicy {
         this.ranges.addAddress(address, family);
       } else if (item.startsWith('*.')) this.suffixes.push(item.slice(1));
       else if (/^[a-z0-9.-]+$/.test(item)) this.hosts.add(item.replace(/\.$/, ''));
-      else throw new Error(`ORRERY_EGRESS: ${JSON.stringify(item)} is not public, private, a CIDR range, an IP address or a host name`);
+      else
+        throw new Error(
+          `ORRERY_EGRESS: ${JSON.stringify(item)} is not public, private, a CIDR range, an IP address or a host name`,
+        );
     }
     this.publicOk = pub;
     this.privateOk = priv;
@@ -102,7 +139,8 @@ export class EgressPolicy {
 
   /** The default: `private` on a loopback-only listener, `public` otherwise. */
   static forListener(host: string): EgressPolicy {
-    const loopbackOnly = host === 'localhost' || (isIP(host.replace(/^\[|\]$/g, '')) !== 0 && classify(host) === 'loopback');
+    const loopbackOnly =
+      host === 'localhost' || (isIP(host.replace(/^\[|\]$/g, '')) !== 0 && classify(host) === 'loopback');
     return loopbackOnly
       ? new EgressPolicy('private', `the default for a server listening on ${host} only`)
       : new EgressPolicy('public', `the default for a server listening on ${host}`);
@@ -126,8 +164,10 @@ export class EgressPolicy {
   /** For messages: what refused it and how to allow it. */
   explain(target: string, ip?: string): string {
     const kind = ip ? classify(ip) : undefined;
-    return `${target}${ip && ip !== target ? ` (${ip})` : ''} is ${kind ? `a ${kind} address` : 'not allowed'}, refused by the egress policy ` +
-      `ORRERY_EGRESS=${this.setting} (${this.source}); an operator can allow it by adding it to ORRERY_EGRESS`;
+    return (
+      `${target}${ip && ip !== target ? ` (${ip})` : ''} is ${kind ? `a ${kind} address` : 'not allowed'}, refused by the egress policy ` +
+      `ORRERY_EGRESS=${this.setting} (${this.source}); an operator can allow it by adding it to ORRERY_EGRESS`
+    );
   }
 }
 

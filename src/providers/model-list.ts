@@ -14,7 +14,8 @@ export const MAX_LISTED_MODELS = 2_000;
  */
 export function modelList(answer: unknown, label: string): ModelInfo[] {
   const items = Array.isArray(answer) ? answer : (answer as { data?: unknown } | null)?.data;
-  if (!Array.isArray(items)) throw new ProviderError('provider_error', `${label} answered a model list without a data array`);
+  if (!Array.isArray(items))
+    throw new ProviderError('provider_error', `${label} answered a model list without a data array`);
   const models: ModelInfo[] = [];
   for (const item of items) {
     if (!item || typeof item !== 'object' || typeof (item as { id?: unknown }).id !== 'string') continue;

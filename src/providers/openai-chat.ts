@@ -58,7 +58,10 @@ export function openAIBaseUrl(endpointUrl: string): string {
   try {
     url = new URL(trimmed);
   } catch {
-    throw new ProviderError('provider_bad_request', `the endpoint URL ${JSON.stringify(endpointUrl)} is not a valid URL`);
+    throw new ProviderError(
+      'provider_bad_request',
+      `the endpoint URL ${JSON.stringify(endpointUrl)} is not a valid URL`,
+    );
   }
   return url.pathname === '/' || url.pathname === '' ? `${trimmed}/v1` : trimmed;
 }
@@ -77,7 +80,11 @@ export class OpenAIChatDriver implements ModelDriver {
     const answer = (await res.json()) as ChatCompletion;
     const choice = Array.isArray(answer?.choices) ? answer.choices[0] : undefined;
     if (!choice || typeof choice.message !== 'object' || choice.message === null) {
-      throw new ProviderError('provider_error', `${label} answered without a choice to read (no choices[0].message)`, res.status);
+      throw new ProviderError(
+        'provider_error',
+        `${label} answered without a choice to read (no choices[0].message)`,
+        res.status,
+      );
     }
     const m = choice.message;
     // A refusal comes with content null; its words are still the answer the run should record.
@@ -89,7 +96,11 @@ export class OpenAIChatDriver implements ModelDriver {
     return out;
   }
 
-  async *stream(conn: ProviderConnection, req: CompletionRequest, signal?: AbortSignal): AsyncGenerator<CompletionChunk> {
+  async *stream(
+    conn: ProviderConnection,
+    req: CompletionRequest,
+    signal?: AbortSignal,
+  ): AsyncGenerator<CompletionChunk> {
     const route = this.routeOf(conn, req.model);
     const { label } = route;
     const res = await this.post(conn, route, this.body(conn, req, true, route), signal);
@@ -106,7 +117,10 @@ export class OpenAIChatDriver implements ModelDriver {
       try {
         chunk = JSON.parse(ev.data) as ChatCompletionChunk;
       } catch {
-        throw new ProviderError('provider_error', `${label} sent a stream piece that is not JSON: ${ev.data.slice(0, 200)}`);
+        throw new ProviderError(
+          'provider_error',
+          `${label} sent a stream piece that is not JSON: ${ev.data.slice(0, 200)}`,
+        );
       }
       if (chunk.error !== undefined && chunk.error !== null) throw streamError(label, chunk);
       const choice = Array.isArray(chunk.choices) ? chunk.choices[0] : undefined;
@@ -133,7 +147,15 @@ export class OpenAIChatDriver implements ModelDriver {
   async listModels(conn: ProviderConnection, signal?: AbortSignal): Promise<ModelInfo[] | undefined> {
     const route = this.routeOf(conn, '');
     if (!route.modelsUrl) return undefined;
-    const res = await postToProvider({ label: route.label, url: route.modelsUrl, method: 'GET', headers: route.headers, signal, timeoutMs: Math.min(timeoutOf(conn), MODEL_LIST_TIMEOUT_MS), outbound: conn.outbound });
+    const res = await postToProvider({
+      label: route.label,
+      url: route.modelsUrl,
+      method: 'GET',
+      headers: route.headers,
+      signal,
+      timeoutMs: Math.min(timeoutOf(conn), MODEL_LIST_TIMEOUT_MS),
+      outbound: conn.outbound,
+    });
     return modelList(await res.json(), route.label);
   }
 
@@ -165,7 +187,12 @@ export class OpenAIChatDriver implements ModelDriver {
     return { base: this.opts.defaultBaseUrl, label: this.opts.name };
   }
 
-  private body(conn: ProviderConnection, req: CompletionRequest, stream: boolean, route: ChatRoute): Record<string, unknown> {
+  private body(
+    conn: ProviderConnection,
+    req: CompletionRequest,
+    stream: boolean,
+    route: ChatRoute,
+  ): Record<string, unknown> {
     const body: Record<string, unknown> = {
       ...(route.modelInBody ? { model: req.model } : {}),
       messages: req.messages.map((m) => ({ role: m.role, content: m.content })),
@@ -180,18 +207,35 @@ export class OpenAIChatDriver implements ModelDriver {
     if (req.stop && req.stop.length > 0) body.stop = req.stop;
     if (req.result_schema) {
       // strict:false because OpenAI's strict mode accepts only a subset of JSON Schema.
-      body.response_format = { type: 'json_schema', json_schema: { name: 'result', schema: req.result_schema, strict: false } };
+      body.response_format = {
+        type: 'json_schema',
+        json_schema: { name: 'result', schema: req.result_schema, strict: false },
+      };
     }
     if (stream) {
       body.stream = true;
-      const wantUsage = typeof conn.config?.stream_usage === 'boolean' ? conn.config.stream_usage : this.opts.streamUsage;
+      const wantUsage =
+        typeof conn.config?.stream_usage === 'boolean' ? conn.config.stream_usage : this.opts.streamUsage;
       if (wantUsage) body.stream_options = { include_usage: true };
     }
     return body;
   }
 
-  private post(conn: ProviderConnection, route: ChatRoute, body: Record<string, unknown>, signal: AbortSignal | undefined) {
-    return postToProvider({ label: route.label, url: route.url, headers: route.headers, body, signal, timeoutMs: timeoutOf(conn), outbound: conn.outbound });
+  private post(
+    conn: ProviderConnection,
+    route: ChatRoute,
+    body: Record<string, unknown>,
+    signal: AbortSignal | undefined,
+  ) {
+    return postToProvider({
+      label: route.label,
+      url: route.url,
+      headers: route.headers,
+      body,
+      signal,
+      timeoutMs: timeoutOf(conn),
+      outbound: conn.outbound,
+    });
   }
 }
 
@@ -227,7 +271,8 @@ function streamError(label: string, chunk: ChatCompletionChunk): ProviderError {
     const kind = `${String(err.type ?? '')} ${String(err.code ?? '')}`;
     if (/rate_limit/.test(kind)) return new ProviderError('provider_rate_limited', message, undefined, true);
     if (/invalid_api_key|authentication|permission/.test(kind)) return new ProviderError('provider_auth', message);
-    if (/invalid_request|not_found|context_length/.test(kind)) return new ProviderError('provider_bad_request', message);
+    if (/invalid_request|not_found|context_length/.test(kind))
+      return new ProviderError('provider_bad_request', message);
   }
   return new ProviderError('provider_error', message, undefined, true);
 }

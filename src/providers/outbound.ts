@@ -66,4 +66,5 @@ export class Outbound {
 
 /** For drivers used without a server (unit tests): loopback and private targets allowed. */
 let fallback: Outbound | undefined;
-export const defaultOutbound = (): Outbound => (fallback ??= new Outbound({ policy: new EgressPolicy('private', 'the default for code outside a server') }));
+export const defaultOutbound = (): Outbound =>
+  (fallback ??= new Outbound({ policy: new EgressPolicy('private', 'the default for code outside a server') }));

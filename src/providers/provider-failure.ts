@@ -11,5 +11,10 @@ import { ProviderError } from './driver.ts';
 export function providerFailure(err: unknown, what: string, configuring = true): unknown {
   if (!(err instanceof ProviderError)) return err;
   const callerFault = configuring && (err.code === 'provider_bad_request' || err.code === 'provider_auth');
-  return new OrreryError(err.code, callerFault ? 400 : 502, `could not ${what}: ${err.message}`, err.upstreamStatus ? { upstream_status: err.upstreamStatus } : undefined);
+  return new OrreryError(
+    err.code,
+    callerFault ? 400 : 502,
+    `could not ${what}: ${err.message}`,
+    err.upstreamStatus ? { upstream_status: err.upstreamStatus } : undefined,
+  );
 }

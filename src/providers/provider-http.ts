@@ -56,7 +56,13 @@ export function codeForStatus(status: number): ProviderErrorCode {
 
 /** Worth trying again later: rate limits, timeouts, overload, gateway trouble. */
 export const isRetryableStatus = (status: number) =>
-  status === 408 || status === 429 || status === 500 || status === 502 || status === 503 || status === 504 || status === 529;
+  status === 408 ||
+  status === 429 ||
+  status === 500 ||
+  status === 502 ||
+  status === 503 ||
+  status === 504 ||
+  status === 529;
 
 /**
  * The provider's own words from an error body. OpenAI: `{error:{message}}`; Anthropic:
@@ -69,7 +75,8 @@ export function providerMessage(body: unknown): string | undefined {
   const b = body as Record<string, unknown>;
   const err = b.error;
   // OAuth 2.0 token endpoints (RFC 6749 §5.2, Google's, IBM's): `{error:"invalid_grant", error_description:"…"}`.
-  if (typeof err === 'string' && err && typeof b.error_description === 'string' && b.error_description) return `${err}: ${b.error_description}`;
+  if (typeof err === 'string' && err && typeof b.error_description === 'string' && b.error_description)
+    return `${err}: ${b.error_description}`;
   if (typeof err === 'string' && err) return err;
   if (err && typeof err === 'object' && typeof (err as Record<string, unknown>).message === 'string') {
     return (err as Record<string, unknown>).message as string;
@@ -79,7 +86,9 @@ export function providerMessage(body: unknown): string | undefined {
   // IBM Cloud IAM: `{errorCode, errorMessage}`; watsonx.ai: `{errors:[{code, message}], trace, status_code}`.
   if (typeof b.errorMessage === 'string' && b.errorMessage) return b.errorMessage;
   if (Array.isArray(b.errors)) {
-    const first = b.errors.find((e) => e && typeof e === 'object' && typeof (e as Record<string, unknown>).message === 'string');
+    const first = b.errors.find(
+      (e) => e && typeof e === 'object' && typeof (e as Record<string, unknown>).message === 'string',
+    );
     if (first) return (first as Record<string, unknown>).message as string;
   }
   return undefined;
@@ -103,17 +112,20 @@ export async function postToProvider(req: ProviderPost): Promise<ProviderRespons
     call.arm();
     const method = req.method ?? 'POST';
     const url = new URL(req.url);
-    (req.outbound ?? defaultOutbound()).agent.dispatch({
-      origin: url.origin,
-      path: url.pathname + url.search,
-      method,
-      headers: {
-        ...(method === 'POST' ? { 'content-type': 'application/json' } : {}),
-        accept: 'application/json, text/event-stream',
-        ...req.headers,
+    (req.outbound ?? defaultOutbound()).agent.dispatch(
+      {
+        origin: url.origin,
+        path: url.pathname + url.search,
+        method,
+        headers: {
+          ...(method === 'POST' ? { 'content-type': 'application/json' } : {}),
+          accept: 'application/json, text/event-stream',
+          ...req.headers,
+        },
+        body: method === 'GET' ? undefined : (req.rawBody ?? JSON.stringify(req.body)),
       },
-      body: method === 'GET' ? undefined : (req.rawBody ?? JSON.stringify(req.body)),
-    }, exchange);
+      exchange,
+    );
     await exchange.started;
   } catch (err) {
     call.end();
@@ -146,7 +158,11 @@ export async function postToProvider(req: ProviderPost): Promise<ProviderRespons
       try {
         return JSON.parse(text) as unknown;
       } catch {
-        throw new ProviderError('provider_error', `${req.label} answered something that is not JSON: ${clip(text)}`, status);
+        throw new ProviderError(
+          'provider_error',
+          `${req.label} answered something that is not JSON: ${clip(text)}`,
+          status,
+        );
       }
     },
     events: () => call.events(exchange.pieces()),
@@ -198,7 +214,11 @@ class Exchange implements Dispatcher.DispatchHandler {
     if (this.abortedWith) controller.abort(this.abortedWith);
   }
 
-  onResponseStart(_c: Dispatcher.DispatchController, statusCode: number, headers: Record<string, string | string[] | undefined>): void {
+  onResponseStart(
+    _c: Dispatcher.DispatchController,
+    statusCode: number,
+    headers: Record<string, string | string[] | undefined>,
+  ): void {
     if (statusCode < 200) return; // informational (100 Continue): the answer is still to come
     this.status = statusCode;
     this.headers = headers;
@@ -259,7 +279,12 @@ class Exchange implements Dispatcher.DispatchHandler {
 }
 
 /** A ProviderError for a non-2xx answer, with the provider's message and the wait it asked for. */
-export function httpError(label: string, status: number, bodyText: string, headers?: Record<string, string | string[] | undefined>): ProviderError {
+export function httpError(
+  label: string,
+  status: number,
+  bodyText: string,
+  headers?: Record<string, string | string[] | undefined>,
+): ProviderError {
   let parsed: unknown = bodyText;
   try {
     parsed = JSON.parse(bodyText);
@@ -268,14 +293,23 @@ export function httpError(label: string, status: number, bodyText: string, heade
   }
   const said = providerMessage(parsed);
   const message = `${label} answered HTTP ${status}${said ? `: ${clip(said)}` : ''}`;
-  return new ProviderError(codeForStatus(status), message, status, isRetryableStatus(status), headers ? retryAfterMs(headers) : undefined);
+  return new ProviderError(
+    codeForStatus(status),
+    message,
+    status,
+    isRetryableStatus(status),
+    headers ? retryAfterMs(headers) : undefined,
+  );
 }
 
 /**
  * How long the provider asked us to wait: `retry-after-ms` and `x-ms-retry-after-ms` (Azure) in
  * milliseconds, else `retry-after` in seconds or as an HTTP date.
  */
-export function retryAfterMs(headers: Record<string, string | string[] | undefined>, now = Date.now()): number | undefined {
+export function retryAfterMs(
+  headers: Record<string, string | string[] | undefined>,
+  now = Date.now(),
+): number | undefined {
   const header = (name: string) => {
     const v = headers[name];
     return Array.isArray(v) ? v[0] : v;
@@ -300,7 +334,10 @@ class Call {
     this.exchange.abort(reason instanceof Error ? reason : new Error('aborted'));
   };
 
-  constructor(private readonly req: ProviderPost, private readonly exchange: Exchange) {}
+  constructor(
+    private readonly req: ProviderPost,
+    private readonly exchange: Exchange,
+  ) {}
 
   /** Starts the timer and listens to the caller's signal. */
   arm(): void {
@@ -360,7 +397,12 @@ class Call {
     const { label, url, timeoutMs } = this.req;
     if (this.timedOut) {
       const what = phase === 'connect' ? 'did not answer' : 'stopped sending';
-      return new ProviderError('provider_unreachable', `${label} ${what} within ${timeoutMs} ms (${url})`, undefined, true);
+      return new ProviderError(
+        'provider_unreachable',
+        `${label} ${what} within ${timeoutMs} ms (${url})`,
+        undefined,
+        true,
+      );
     }
     const cause = describeCause(err);
     if (phase === 'connect') {

@@ -43,8 +43,9 @@ interface Entry {
 }
 
 /** Hosted services that speak Chat Completions: one driver, their base URL, their name. */
-const hosted = (o: Omit<OpenAIChatOptions, 'requiresApiKey' | 'maxTokensField' | 'streamUsage'> & Partial<OpenAIChatOptions>) =>
-  new OpenAIChatDriver({ requiresApiKey: true, maxTokensField: 'max_tokens', streamUsage: true, ...o });
+const hosted = (
+  o: Omit<OpenAIChatOptions, 'requiresApiKey' | 'maxTokensField' | 'streamUsage'> & Partial<OpenAIChatOptions>,
+) => new OpenAIChatDriver({ requiresApiKey: true, maxTokensField: 'max_tokens', streamUsage: true, ...o });
 
 const ENTRIES: Entry[] = [
   {
@@ -104,7 +105,12 @@ const ENTRIES: Entry[] = [
   {
     info: hostedInfo('mistralai', 'Mistral AI'),
     // Mistral validates request fields strictly and sends usage in its last chunk unasked.
-    driver: hosted({ provider: 'mistralai', name: 'Mistral AI', defaultBaseUrl: 'https://api.mistral.ai/v1', streamUsage: false }),
+    driver: hosted({
+      provider: 'mistralai',
+      name: 'Mistral AI',
+      defaultBaseUrl: 'https://api.mistral.ai/v1',
+      streamUsage: false,
+    }),
   },
   {
     info: hostedInfo('xai', 'xAI'),
@@ -114,13 +120,18 @@ const ENTRIES: Entry[] = [
     info: {
       id: 'azure_openai',
       name: 'Azure OpenAI',
-      description: 'Azure OpenAI Chat Completions: the endpoint URL is the resource (https://<resource>.openai.azure.com); the model (or config.deployment) is the deployment; config.api_version (default 2024-10-21, or "v1"); an API key or a Microsoft Entra ID token.',
+      description:
+        'Azure OpenAI Chat Completions: the endpoint URL is the resource (https://<resource>.openai.azure.com); the model (or config.deployment) is the deployment; config.api_version (default 2024-10-21, or "v1"); an API key or a Microsoft Entra ID token.',
       test: false,
       requires_endpoint_url: true,
       requires_api_key: true,
     },
     driver: new OpenAIChatDriver({
-      provider: 'azure_openai', name: 'Azure OpenAI', requiresApiKey: true, maxTokensField: 'max_completion_tokens', streamUsage: true,
+      provider: 'azure_openai',
+      name: 'Azure OpenAI',
+      requiresApiKey: true,
+      maxTokensField: 'max_completion_tokens',
+      streamUsage: true,
       route: (conn, model) => azureOpenAIRoute(conn, model),
     }),
   },
@@ -128,13 +139,18 @@ const ENTRIES: Entry[] = [
     info: {
       id: 'azure_foundry',
       name: 'Azure AI Foundry',
-      description: 'Azure AI Foundry model inference (Chat Completions): the endpoint URL of the project or resource (https://<name>.services.ai.azure.com); the model is a deployment or model name; config.api_version (default 2024-05-01-preview); an API key or a Microsoft Entra ID token.',
+      description:
+        'Azure AI Foundry model inference (Chat Completions): the endpoint URL of the project or resource (https://<name>.services.ai.azure.com); the model is a deployment or model name; config.api_version (default 2024-05-01-preview); an API key or a Microsoft Entra ID token.',
       test: false,
       requires_endpoint_url: true,
       requires_api_key: true,
     },
     driver: new OpenAIChatDriver({
-      provider: 'azure_foundry', name: 'Azure AI Foundry', requiresApiKey: true, maxTokensField: 'max_tokens', streamUsage: true,
+      provider: 'azure_foundry',
+      name: 'Azure AI Foundry',
+      requiresApiKey: true,
+      maxTokensField: 'max_tokens',
+      streamUsage: true,
       route: (conn) => azureFoundryRoute(conn),
     }),
   },
@@ -142,18 +158,26 @@ const ENTRIES: Entry[] = [
     info: {
       id: 'huggingface_ie',
       name: 'Hugging Face Inference Endpoints',
-      description: 'A Hugging Face Inference Endpoint (TGI, vLLM) through its OpenAI-compatible Messages API: the endpoint URL (https://<name>.endpoints.huggingface.cloud) and a Hugging Face access token.',
+      description:
+        'A Hugging Face Inference Endpoint (TGI, vLLM) through its OpenAI-compatible Messages API: the endpoint URL (https://<name>.endpoints.huggingface.cloud) and a Hugging Face access token.',
       test: false,
       requires_endpoint_url: true,
       requires_api_key: true,
     },
-    driver: new OpenAIChatDriver({ provider: 'huggingface_ie', name: 'Hugging Face Inference Endpoint', requiresApiKey: true, maxTokensField: 'max_tokens', streamUsage: true }),
+    driver: new OpenAIChatDriver({
+      provider: 'huggingface_ie',
+      name: 'Hugging Face Inference Endpoint',
+      requiresApiKey: true,
+      maxTokensField: 'max_tokens',
+      streamUsage: true,
+    }),
   },
   {
     info: {
       id: 'vertexai',
       name: 'Google Vertex AI',
-      description: 'Gemini (generateContent) and Claude on Vertex AI (rawPredict): the API key is a service account key file\'s JSON; config.project (default: the key\'s project_id) and config.region (default us-central1, or global); the endpoint URL is optional and overrides https://{region}-aiplatform.googleapis.com.',
+      description:
+        "Gemini (generateContent) and Claude on Vertex AI (rawPredict): the API key is a service account key file's JSON; config.project (default: the key's project_id) and config.region (default us-central1, or global); the endpoint URL is optional and overrides https://{region}-aiplatform.googleapis.com.",
       test: false,
       requires_endpoint_url: false,
       requires_api_key: true,
@@ -164,7 +188,8 @@ const ENTRIES: Entry[] = [
     info: {
       id: 'watsonx',
       name: 'IBM watsonx.ai',
-      description: 'IBM watsonx.ai chat API: the endpoint URL is the regional URL (https://us-south.ml.cloud.ibm.com); the key is an IBM Cloud API key (exchanged at IBM Cloud IAM); config.project_id (or config.space_id) is required; config.version (default 2024-05-31); config.api: "generation" for the text generation API.',
+      description:
+        'IBM watsonx.ai chat API: the endpoint URL is the regional URL (https://us-south.ml.cloud.ibm.com); the key is an IBM Cloud API key (exchanged at IBM Cloud IAM); config.project_id (or config.space_id) is required; config.version (default 2024-05-31); config.api: "generation" for the text generation API.',
       test: false,
       requires_endpoint_url: true,
       requires_api_key: true,
@@ -175,7 +200,8 @@ const ENTRIES: Entry[] = [
     info: {
       id: 'replicate',
       name: 'Replicate',
-      description: 'Replicate predictions: models as owner/name or owner/name:version; the key is a Replicate API token; the endpoint URL is optional and overrides https://api.replicate.com.',
+      description:
+        'Replicate predictions: models as owner/name or owner/name:version; the key is a Replicate API token; the endpoint URL is optional and overrides https://api.replicate.com.',
       test: false,
       requires_endpoint_url: false,
       requires_api_key: true,
@@ -186,7 +212,8 @@ const ENTRIES: Entry[] = [
     info: {
       id: 'bedrock',
       name: 'Amazon Bedrock',
-      description: 'Amazon Bedrock Runtime Converse API: config.region (default AWS_REGION or us-east-1); the key is ACCESS_KEY_ID:SECRET_ACCESS_KEY[:SESSION_TOKEN] (SigV4) or a Bedrock API key, or none for the AWS credential chain; the endpoint URL is optional (a VPC endpoint). Models are model ids, inference profiles or ARNs.',
+      description:
+        'Amazon Bedrock Runtime Converse API: config.region (default AWS_REGION or us-east-1); the key is ACCESS_KEY_ID:SECRET_ACCESS_KEY[:SESSION_TOKEN] (SigV4) or a Bedrock API key, or none for the AWS credential chain; the endpoint URL is optional (a VPC endpoint). Models are model ids, inference profiles or ARNs.',
       test: false,
       requires_endpoint_url: false,
       requires_api_key: false,
@@ -197,7 +224,8 @@ const ENTRIES: Entry[] = [
     info: {
       id: 'bedrock_mantle',
       name: 'Amazon Bedrock Mantle',
-      description: "Amazon Bedrock's OpenAI-compatible endpoint (https://bedrock-mantle.<region>.api.aws/v1) through Chat Completions: config.region; a Bedrock API key, or AWS keys (ACCESS_KEY_ID:SECRET_ACCESS_KEY[:SESSION_TOKEN]) or the AWS credential chain, from which a short-term key is made.",
+      description:
+        "Amazon Bedrock's OpenAI-compatible endpoint (https://bedrock-mantle.<region>.api.aws/v1) through Chat Completions: config.region; a Bedrock API key, or AWS keys (ACCESS_KEY_ID:SECRET_ACCESS_KEY[:SESSION_TOKEN]) or the AWS credential chain, from which a short-term key is made.",
       test: false,
       requires_endpoint_url: false,
       requires_api_key: false,
@@ -208,7 +236,8 @@ const ENTRIES: Entry[] = [
     info: {
       id: 'test',
       name: 'Test (offline, deterministic)',
-      description: 'Offline test models (echo, json, error) and fault models (slow, flaky, rate_limit, error_mid_stream, stall) that need no network and no API key. Not a real LLM.',
+      description:
+        'Offline test models (echo, json, error) and fault models (slow, flaky, rate_limit, error_mid_stream, stall) that need no network and no API key. Not a real LLM.',
       test: true,
       requires_endpoint_url: false,
       requires_api_key: false,
@@ -234,7 +263,8 @@ const BY_ID = new Map(ENTRIES.map((e) => [e.info.id, { ...e, driver: scrubbingDr
 /** The providers Orrery can run, for listings. */
 export const PROVIDERS: readonly ProviderInfo[] = ENTRIES.map((e) => e.info);
 
-export const isSupported = (id: string): id is SupportedProviderId => (SUPPORTED_PROVIDER_IDS as readonly string[]).includes(id);
+export const isSupported = (id: string): id is SupportedProviderId =>
+  (SUPPORTED_PROVIDER_IDS as readonly string[]).includes(id);
 
 /** True when Orrery has a driver for the provider, so runs on it can execute. */
 export const isImplemented = (id: string): boolean => BY_ID.has(id);
@@ -247,7 +277,9 @@ export function getDriver(providerId: string): ModelDriver {
   if (entry) return entry.driver;
   const implemented = ENTRIES.map((e) => e.info.id).join(', ');
   if (providerId === 'virtual_lb' || providerId === 'virtual_mediator') {
-    throw new Error(`provider "${providerId}" is virtual: its runs go to the environments its config.entries name (runs/virtual.ts)`);
+    throw new Error(
+      `provider "${providerId}" is virtual: its runs go to the environments its config.entries name (runs/virtual.ts)`,
+    );
   }
   throw new Error(`unknown provider "${providerId}"; the implemented providers are ${implemented}`);
 }

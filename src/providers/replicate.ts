@@ -75,13 +75,20 @@ export class ReplicateDriver implements ModelDriver {
     return finished(api.label, prediction);
   }
 
-  async *stream(conn: ProviderConnection, req: CompletionRequest, signal?: AbortSignal): AsyncGenerator<CompletionChunk> {
+  async *stream(
+    conn: ProviderConnection,
+    req: CompletionRequest,
+    signal?: AbortSignal,
+  ): AsyncGenerator<CompletionChunk> {
     const api = apiOf(conn);
     const prediction = await this.create(conn, api, req, true, signal);
     const streamUrl = prediction.urls?.stream;
     if (typeof streamUrl !== 'string' || !streamUrl) {
       // A model that cannot stream: wait for it and hand back the whole answer as one piece.
-      const done = finished(api.label, FINISHED.has(String(prediction.status)) ? prediction : await this.poll(conn, api, prediction, signal));
+      const done = finished(
+        api.label,
+        FINISHED.has(String(prediction.status)) ? prediction : await this.poll(conn, api, prediction, signal),
+      );
       if (done.text) yield { text: done.text };
       if (done.token_use) yield { token_use: done.token_use };
       return;
@@ -93,7 +100,11 @@ export class ReplicateDriver implements ModelDriver {
         url: streamUrl,
         method: 'GET',
         // The stream URL needs no token; it is sent only to the API's own origin.
-        headers: { accept: 'text/event-stream', 'cache-control': 'no-store', ...(sameOrigin(streamUrl, api.base) ? api.headers : {}) },
+        headers: {
+          accept: 'text/event-stream',
+          'cache-control': 'no-store',
+          ...(sameOrigin(streamUrl, api.base) ? api.headers : {}),
+        },
         signal,
         timeoutMs: timeoutOf(conn),
         outbound: conn.outbound,
@@ -110,7 +121,10 @@ export class ReplicateDriver implements ModelDriver {
           } catch {
             said = ev.data.trim() || undefined;
           }
-          throw new ProviderError('provider_error', `${api.label}: prediction ${prediction.id} failed: ${said ?? 'unknown error'}`);
+          throw new ProviderError(
+            'provider_error',
+            `${api.label}: prediction ${prediction.id} failed: ${said ?? 'unknown error'}`,
+          );
         } else if (kind === 'done') {
           ended = true;
           let reason: unknown;
@@ -120,7 +134,10 @@ export class ReplicateDriver implements ModelDriver {
             // `done` with data that is not JSON: nothing to read from it
           }
           if (reason === 'canceled' || reason === 'error') {
-            throw new ProviderError('provider_error', `${api.label}: prediction ${prediction.id} ${reason === 'canceled' ? 'was canceled' : 'failed'}`);
+            throw new ProviderError(
+              'provider_error',
+              `${api.label}: prediction ${prediction.id} ${reason === 'canceled' ? 'was canceled' : 'failed'}`,
+            );
           }
           break;
         }
@@ -129,12 +146,19 @@ export class ReplicateDriver implements ModelDriver {
     } finally {
       if (!ended) this.cancel(conn, api, prediction);
     }
-    if (!ended) throw new ProviderError('provider_error', `${api.label} ended the stream of prediction ${prediction.id} before its done event`);
+    if (!ended)
+      throw new ProviderError(
+        'provider_error',
+        `${api.label} ended the stream of prediction ${prediction.id} before its done event`,
+      );
     // The token counts are on the finished prediction: one cheap GET; a failure only loses them.
-    const usage = await this.get(conn, api, prediction, signal).then((p) => usageOf(p), (err) => {
-      if (signal?.aborted) throw err;
-      return undefined;
-    });
+    const usage = await this.get(conn, api, prediction, signal).then(
+      (p) => usageOf(p),
+      (err) => {
+        if (signal?.aborted) throw err;
+        return undefined;
+      },
+    );
     if (usage) yield { token_use: usage };
   }
 
@@ -142,7 +166,13 @@ export class ReplicateDriver implements ModelDriver {
     return REPLICATE_LANGUAGE_MODELS.map((m) => ({ ...m }));
   }
 
-  private async create(conn: ProviderConnection, api: Api, req: CompletionRequest, stream: boolean, signal: AbortSignal | undefined): Promise<Prediction> {
+  private async create(
+    conn: ProviderConnection,
+    api: Api,
+    req: CompletionRequest,
+    stream: boolean,
+    signal: AbortSignal | undefined,
+  ): Promise<Prediction> {
     const { url, version } = routeOf(api.base, req.model);
     const body: Record<string, unknown> = { ...(version ? { version } : {}), input: inputOf(conn, req) };
     if (stream) body.stream = true;
@@ -159,7 +189,12 @@ export class ReplicateDriver implements ModelDriver {
     return readPrediction(api.label, await res.json(), res.status);
   }
 
-  private async get(conn: ProviderConnection, api: Api, prediction: Prediction, signal: AbortSignal | undefined): Promise<Prediction> {
+  private async get(
+    conn: ProviderConnection,
+    api: Api,
+    prediction: Prediction,
+    signal: AbortSignal | undefined,
+  ): Promise<Prediction> {
     const res = await postToProvider({
       label: api.label,
       url: `${api.base}/v1/predictions/${encodeURIComponent(prediction.id)}`,
@@ -173,14 +208,24 @@ export class ReplicateDriver implements ModelDriver {
   }
 
   /** GET the prediction until it has finished, waiting 250 ms, 500 ms, 1 s, then 2 s between looks; within the timeout. */
-  private async poll(conn: ProviderConnection, api: Api, prediction: Prediction, signal: AbortSignal | undefined): Promise<Prediction> {
+  private async poll(
+    conn: ProviderConnection,
+    api: Api,
+    prediction: Prediction,
+    signal: AbortSignal | undefined,
+  ): Promise<Prediction> {
     const deadline = Date.now() + timeoutOf(conn);
     let wait = POLL_FIRST_MS;
     let current = prediction;
     while (!FINISHED.has(String(current.status))) {
       if (Date.now() + wait > deadline) {
         this.cancel(conn, api, current);
-        throw new ProviderError('provider_unreachable', `${api.label}: prediction ${current.id} did not finish within ${timeoutOf(conn)} ms (status ${String(current.status)})`, undefined, true);
+        throw new ProviderError(
+          'provider_unreachable',
+          `${api.label}: prediction ${current.id} did not finish within ${timeoutOf(conn)} ms (status ${String(current.status)})`,
+          undefined,
+          true,
+        );
       }
       await sleep(wait, signal);
       wait = Math.min(wait * 2, POLL_MAX_MS);
@@ -199,7 +244,12 @@ export class ReplicateDriver implements ModelDriver {
       body: {},
       timeoutMs: 10_000,
       outbound: conn.outbound,
-    }).then((res) => res.json(), () => undefined).catch(() => undefined);
+    })
+      .then(
+        (res) => res.json(),
+        () => undefined,
+      )
+      .catch(() => undefined);
   }
 }
 
@@ -232,7 +282,10 @@ function routeOf(base: string, model: string): { url: string; version?: string }
   if (/^[0-9a-f]{64}$/i.test(m)) return { url: `${base}/v1/predictions`, version: m };
   const match = /^([^/\s:]+)\/([^/\s:]+)(?::([^/\s:]+))?$/.exec(m);
   if (!match) {
-    throw new ProviderError('provider_bad_request', `Replicate models are named owner/name or owner/name:version, not ${JSON.stringify(model)}`);
+    throw new ProviderError(
+      'provider_bad_request',
+      `Replicate models are named owner/name or owner/name:version, not ${JSON.stringify(model)}`,
+    );
   }
   const [, owner, name, version] = match;
   if (version) return { url: `${base}/v1/predictions`, version };
@@ -291,12 +344,17 @@ function finished(label: string, p: Prediction): Completion {
     const said = typeof p.error === 'string' ? p.error : p.error ? JSON.stringify(p.error) : 'no reason given';
     throw new ProviderError('provider_error', `${label}: prediction ${p.id} failed: ${said}`);
   }
-  if (p.status !== 'succeeded') throw new ProviderError('provider_error', `${label}: prediction ${p.id} was ${p.status}`);
+  if (p.status !== 'succeeded')
+    throw new ProviderError('provider_error', `${label}: prediction ${p.id} was ${p.status}`);
   let text: string;
   if (typeof p.output === 'string') text = p.output;
   else if (Array.isArray(p.output) && p.output.every((x) => typeof x === 'string')) text = p.output.join('');
   else if (p.output === null || p.output === undefined) text = '';
-  else throw new ProviderError('provider_error', `${label}: prediction ${p.id} answered an output that is not text: ${JSON.stringify(p.output).slice(0, 200)}`);
+  else
+    throw new ProviderError(
+      'provider_error',
+      `${label}: prediction ${p.id} answered an output that is not text: ${JSON.stringify(p.output).slice(0, 200)}`,
+    );
   const out: Completion = { text };
   const usage = usageOf(p);
   if (usage) out.token_use = usage;

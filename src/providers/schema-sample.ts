@@ -93,7 +93,8 @@ function sampleObject(s: Schema, root: unknown, depth: number): Record<string, u
   // required names without a declared schema: any value conforms, unless additionalProperties says otherwise
   if (Array.isArray(s.required)) {
     for (const name of s.required) {
-      if (typeof name === 'string' && !(name in out)) out[name] = sample(s.additionalProperties ?? true, root, 0, depth + 1);
+      if (typeof name === 'string' && !(name in out))
+        out[name] = sample(s.additionalProperties ?? true, root, 0, depth + 1);
     }
   }
   return out;

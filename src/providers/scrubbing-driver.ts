@@ -11,7 +11,8 @@ export function scrubbedError(err: unknown, conn: ProviderConnection | undefined
   const message = scrubConnectionSecrets(err.message, conn);
   if (message === err.message) return err;
   // A new error, not a patched one: the old stack and cause still quote the secret.
-  if (err instanceof ProviderError) return new ProviderError(err.code, message, err.upstreamStatus, err.retryable, err.retryAfterMs);
+  if (err instanceof ProviderError)
+    return new ProviderError(err.code, message, err.upstreamStatus, err.retryable, err.retryAfterMs);
   const clean = new Error(message);
   clean.name = err.name;
   return clean;
@@ -22,7 +23,10 @@ export function scrubbingDriver(driver: ModelDriver): ModelDriver {
   const listModels = driver.listModels?.bind(driver);
   return {
     provider: driver.provider,
-    complete: (conn, req, signal) => driver.complete(conn, req, signal).catch((err: unknown) => { throw scrubbedError(err, conn); }),
+    complete: (conn, req, signal) =>
+      driver.complete(conn, req, signal).catch((err: unknown) => {
+        throw scrubbedError(err, conn);
+      }),
     async *stream(conn, req, signal) {
       try {
         yield* driver.stream(conn, req, signal);
@@ -30,6 +34,13 @@ export function scrubbingDriver(driver: ModelDriver): ModelDriver {
         throw scrubbedError(err, conn);
       }
     },
-    ...(listModels ? { listModels: (conn: ProviderConnection, signal?: AbortSignal) => listModels(conn, signal).catch((err: unknown) => { throw scrubbedError(err, conn); }) } : {}),
+    ...(listModels
+      ? {
+          listModels: (conn: ProviderConnection, signal?: AbortSignal) =>
+            listModels(conn, signal).catch((err: unknown) => {
+              throw scrubbedError(err, conn);
+            }),
+        }
+      : {}),
   };
 }

@@ -10,7 +10,14 @@ const CENSOR = '[REDACTED]';
 /** Shorter values (or encoded cores) would match ordinary text. */
 const MIN_SECRET = 8;
 /** Fields of a JSON key (a Vertex service account key file) that are credentials themselves. */
-const JSON_SECRET_FIELDS = ['private_key', 'private_key_id', 'client_secret', 'refresh_token', 'secret_access_key', 'session_token'];
+const JSON_SECRET_FIELDS = [
+  'private_key',
+  'private_key_id',
+  'client_secret',
+  'refresh_token',
+  'secret_access_key',
+  'session_token',
+];
 
 /** The secret values a connection holds: its key, the parts of an `ID:SECRET[:TOKEN]` key, a JSON key's secret fields. */
 export function connectionSecrets(conn: ProviderConnection | undefined): string[] {
@@ -55,7 +62,12 @@ function base64Cores(value: string): string[] {
 
 /** Every form of `secret` to cut out, longest first (so a form is not left half cut by a shorter one). */
 export function secretForms(secret: string): string[] {
-  const forms = new Set([secret, encodeURIComponent(secret), JSON.stringify(secret).slice(1, -1), ...base64Cores(secret)]);
+  const forms = new Set([
+    secret,
+    encodeURIComponent(secret),
+    JSON.stringify(secret).slice(1, -1),
+    ...base64Cores(secret),
+  ]);
   return [...forms].filter((f) => f.length >= MIN_SECRET).sort((a, b) => b.length - a.length);
 }
 

@@ -28,14 +28,39 @@ import { sampleFromSchema } from './schema-sample.ts';
 import { timeoutOf } from './provider-http.ts';
 
 export const TEST_MODELS: readonly ModelInfo[] = [
-  { id: 'echo', name: 'Echo', description: 'Offline test model: answers the last user message verbatim, streamed word by word.' },
-  { id: 'json', name: 'JSON', description: 'Offline test model: answers a deterministic JSON value that conforms to the result schema.' },
+  {
+    id: 'echo',
+    name: 'Echo',
+    description: 'Offline test model: answers the last user message verbatim, streamed word by word.',
+  },
+  {
+    id: 'json',
+    name: 'JSON',
+    description: 'Offline test model: answers a deterministic JSON value that conforms to the result schema.',
+  },
   { id: 'error', name: 'Error', description: 'Offline test model: always fails with a provider error.' },
   { id: 'slow', name: 'Slow', description: 'Fault model: slow:MS waits MS ms (default 1000), then answers as echo.' },
-  { id: 'flaky', name: 'Flaky', description: 'Fault model: flaky:N fails the first N calls with the same prompt (503), then answers as echo.' },
-  { id: 'rate_limit', name: 'Rate limit', description: 'Fault model: rate_limit:N:MS answers 429 (retry after MS ms) to the first N calls with the same prompt.' },
-  { id: 'error_mid_stream', name: 'Error mid-stream', description: 'Fault model: error_mid_stream:K streams K chunks, then fails (502).' },
-  { id: 'stall', name: 'Stall', description: 'Fault model: stall:K streams K chunks, then stops sending until the timeout.' },
+  {
+    id: 'flaky',
+    name: 'Flaky',
+    description: 'Fault model: flaky:N fails the first N calls with the same prompt (503), then answers as echo.',
+  },
+  {
+    id: 'rate_limit',
+    name: 'Rate limit',
+    description:
+      'Fault model: rate_limit:N:MS answers 429 (retry after MS ms) to the first N calls with the same prompt.',
+  },
+  {
+    id: 'error_mid_stream',
+    name: 'Error mid-stream',
+    description: 'Fault model: error_mid_stream:K streams K chunks, then fails (502).',
+  },
+  {
+    id: 'stall',
+    name: 'Stall',
+    description: 'Fault model: stall:K streams K chunks, then stops sending until the timeout.',
+  },
 ];
 
 /** Calls so far of the counting fault models, by model and prompt (bounded: the oldest go first). */
@@ -59,7 +84,11 @@ function faultOf(model: string): Fault | undefined {
   if (!['slow', 'flaky', 'rate_limit', 'error_mid_stream', 'stall'].includes(kind)) return undefined;
   const args = rest.map(Number);
   if (args.some((n) => !Number.isFinite(n) || n < 0)) {
-    throw new ProviderError('provider_bad_request', `test provider: ${JSON.stringify(model)} takes non-negative numbers after its name (${kind}:N)`, 400);
+    throw new ProviderError(
+      'provider_bad_request',
+      `test provider: ${JSON.stringify(model)} takes non-negative numbers after its name (${kind}:N)`,
+      400,
+    );
   }
   return { kind: kind as Fault['kind'], args };
 }
@@ -104,13 +133,18 @@ export class TestProviderDriver implements ModelDriver {
     return { text, finish_reason: 'stop', token_use: usage(req.messages, text) };
   }
 
-  async *stream(conn: ProviderConnection, req: CompletionRequest, signal?: AbortSignal): AsyncGenerator<CompletionChunk> {
+  async *stream(
+    conn: ProviderConnection,
+    req: CompletionRequest,
+    signal?: AbortSignal,
+  ): AsyncGenerator<CompletionChunk> {
     signal?.throwIfAborted();
     const fault = faultOf(req.model);
     await beforeAnswer(fault, req, signal);
     const { text, pieces } = answer(req); // the error model throws here, before any chunk
     const delay = chunkDelay(conn);
-    const cut = fault && (fault.kind === 'error_mid_stream' || fault.kind === 'stall') ? (fault.args[0] ?? 1) : Infinity;
+    const cut =
+      fault && (fault.kind === 'error_mid_stream' || fault.kind === 'stall') ? (fault.args[0] ?? 1) : Infinity;
     for (const [i, piece] of pieces.entries()) {
       if (i >= cut) {
         if (fault!.kind === 'error_mid_stream') throw midStream();
@@ -131,7 +165,12 @@ export class TestProviderDriver implements ModelDriver {
 
 const midStream = () => new ProviderError('provider_error', 'test provider: the stream broke off (502)', 502, true);
 const stopped = (conn: ProviderConnection) =>
-  new ProviderError('provider_unreachable', `test provider stopped sending within ${timeoutOf(conn)} ms`, undefined, true);
+  new ProviderError(
+    'provider_unreachable',
+    `test provider stopped sending within ${timeoutOf(conn)} ms`,
+    undefined,
+    true,
+  );
 
 function answer(req: CompletionRequest): Answer {
   const model = faultOf(req.model) ? 'echo' : req.model;

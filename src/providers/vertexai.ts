@@ -33,7 +33,14 @@ import {
   type TokenUsage,
 } from './driver.ts';
 import { AnthropicMessagesDriver, type AnthropicRoute } from './anthropic-messages.ts';
-import { codeForStatus, isRetryableStatus, postToProvider, providerMessage, timeoutOf, trimSlashes } from './provider-http.ts';
+import {
+  codeForStatus,
+  isRetryableStatus,
+  postToProvider,
+  providerMessage,
+  timeoutOf,
+  trimSlashes,
+} from './provider-http.ts';
 import { TokenCache } from './token-cache.ts';
 import { table } from '../util/own.ts';
 
@@ -66,10 +73,18 @@ export const VERTEX_MODELS: readonly ModelInfo[] = [
   { id: 'gemini-2.0-flash-lite-001', name: 'Gemini 2.0 Flash-Lite', description: 'Google Gemini 2.0 Flash-Lite' },
   { id: 'claude-opus-4-1@20250805', name: 'Claude Opus 4.1', description: 'Anthropic Claude Opus 4.1 on Vertex AI' },
   { id: 'claude-opus-4@20250514', name: 'Claude Opus 4', description: 'Anthropic Claude Opus 4 on Vertex AI' },
-  { id: 'claude-sonnet-4-5@20250929', name: 'Claude Sonnet 4.5', description: 'Anthropic Claude Sonnet 4.5 on Vertex AI' },
+  {
+    id: 'claude-sonnet-4-5@20250929',
+    name: 'Claude Sonnet 4.5',
+    description: 'Anthropic Claude Sonnet 4.5 on Vertex AI',
+  },
   { id: 'claude-sonnet-4@20250514', name: 'Claude Sonnet 4', description: 'Anthropic Claude Sonnet 4 on Vertex AI' },
   { id: 'claude-haiku-4-5@20251001', name: 'Claude Haiku 4.5', description: 'Anthropic Claude Haiku 4.5 on Vertex AI' },
-  { id: 'claude-3-7-sonnet@20250219', name: 'Claude 3.7 Sonnet', description: 'Anthropic Claude 3.7 Sonnet on Vertex AI' },
+  {
+    id: 'claude-3-7-sonnet@20250219',
+    name: 'Claude 3.7 Sonnet',
+    description: 'Anthropic Claude 3.7 Sonnet on Vertex AI',
+  },
   { id: 'claude-3-5-haiku@20241022', name: 'Claude 3.5 Haiku', description: 'Anthropic Claude 3.5 Haiku on Vertex AI' },
 ];
 
@@ -87,7 +102,7 @@ interface ServiceAccount {
 type Credential = { kind: 'service_account'; account: ServiceAccount } | { kind: 'access_token'; token: string };
 
 const EXPECTED_KEY =
-  'Vertex AI needs a Google service account key as the environment\'s API key: the JSON of the key file ' +
+  "Vertex AI needs a Google service account key as the environment's API key: the JSON of the key file " +
   '({"type":"service_account","project_id":…,"private_key_id":…,"private_key":"-----BEGIN PRIVATE KEY-----…","client_email":…,"token_uri":…})';
 
 function credentialOf(conn: ProviderConnection): Credential {
@@ -96,7 +111,10 @@ function credentialOf(conn: ProviderConnection): Credential {
   if (!key.startsWith('{')) {
     const bare = key.replace(/^Bearer\s+/i, '');
     if (/^ya29\.[\w.-]+$/.test(bare)) return { kind: 'access_token', token: bare };
-    throw new ProviderError('provider_auth', `${EXPECTED_KEY}; the key given is neither (nor an OAuth access token, ya29.…)`);
+    throw new ProviderError(
+      'provider_auth',
+      `${EXPECTED_KEY}; the key given is neither (nor an OAuth access token, ya29.…)`,
+    );
   }
   let parsed: unknown;
   try {
@@ -110,12 +128,16 @@ function credentialOf(conn: ProviderConnection): Credential {
     throw new ProviderError('provider_auth', `${EXPECTED_KEY}; the key given is ${said}`);
   }
   const missing = ['client_email', 'private_key'].filter((f) => typeof sa[f] !== 'string' || !(sa[f] as string).trim());
-  if (missing.length) throw new ProviderError('provider_auth', `${EXPECTED_KEY}; the service account key has no ${missing.join(' or ')}`);
+  if (missing.length)
+    throw new ProviderError('provider_auth', `${EXPECTED_KEY}; the service account key has no ${missing.join(' or ')}`);
   const tokenUri = typeof sa.token_uri === 'string' && sa.token_uri.trim() ? sa.token_uri.trim() : GOOGLE_TOKEN_URI;
   try {
     new URL(tokenUri);
   } catch {
-    throw new ProviderError('provider_auth', `the service account's token_uri ${JSON.stringify(tokenUri)} is not a valid URL`);
+    throw new ProviderError(
+      'provider_auth',
+      `the service account's token_uri ${JSON.stringify(tokenUri)} is not a valid URL`,
+    );
   }
   return {
     kind: 'service_account',
@@ -142,7 +164,10 @@ async function accessToken(conn: ProviderConnection, cred: Credential): Promise<
     try {
       key = await importPKCS8(sa.private_key, 'RS256');
     } catch {
-      throw new ProviderError('provider_auth', `the private_key of the service account ${sa.client_email} is not an RSA private key in PKCS#8 PEM (-----BEGIN PRIVATE KEY-----)`);
+      throw new ProviderError(
+        'provider_auth',
+        `the private_key of the service account ${sa.client_email} is not an RSA private key in PKCS#8 PEM (-----BEGIN PRIVATE KEY-----)`,
+      );
     }
     const now = Math.floor(Date.now() / 1000);
     const assertion = await new SignJWT({ scope: VERTEX_SCOPE })
@@ -167,8 +192,16 @@ async function accessToken(conn: ProviderConnection, cred: Credential): Promise<
     } catch (err) {
       // A refused assertion (invalid_grant: bad signature, unknown or disabled account, deleted key)
       // is a credential problem; rate limits, 5xx and network failures keep their own codes.
-      if (err instanceof ProviderError && err.upstreamStatus !== undefined && codeForStatus(err.upstreamStatus) === 'provider_bad_request') {
-        throw new ProviderError('provider_auth', `Vertex AI could not get an access token for ${sa.client_email}: ${err.message}`, err.upstreamStatus);
+      if (
+        err instanceof ProviderError &&
+        err.upstreamStatus !== undefined &&
+        codeForStatus(err.upstreamStatus) === 'provider_bad_request'
+      ) {
+        throw new ProviderError(
+          'provider_auth',
+          `Vertex AI could not get an access token for ${sa.client_email}: ${err.message}`,
+          err.upstreamStatus,
+        );
       }
       throw err;
     }
@@ -206,7 +239,11 @@ const segment = (s: string) => encodeURIComponent(s).replace(/%40/g, '@');
 function targetOf(conn: ProviderConnection, model: string, cred: Credential): Target {
   const m = MODEL_PATH.exec(model.trim());
   const name = m ? m[4] : model.trim();
-  if (!name) throw new ProviderError('provider_bad_request', 'Vertex AI needs a model id (e.g. gemini-2.5-flash); the run has none');
+  if (!name)
+    throw new ProviderError(
+      'provider_bad_request',
+      'Vertex AI needs a model id (e.g. gemini-2.5-flash); the run has none',
+    );
   const publisher = m ? m[3] : /^claude/i.test(name) ? 'anthropic' : 'google';
   if (publisher !== 'google' && publisher !== 'anthropic') {
     throw new ProviderError(
@@ -215,10 +252,18 @@ function targetOf(conn: ProviderConnection, model: string, cred: Credential): Ta
     );
   }
   const region = (m?.[2] ?? stringConfig(conn, 'region') ?? VERTEX_DEFAULT_REGION).toLowerCase();
-  if (!REGION.test(region)) throw new ProviderError('provider_bad_request', `Vertex AI region ${JSON.stringify(region)} is not a Google Cloud location (e.g. us-central1, europe-west1, global)`);
-  const project = m?.[1] ?? stringConfig(conn, 'project') ?? (cred.kind === 'service_account' ? cred.account.project_id : undefined);
+  if (!REGION.test(region))
+    throw new ProviderError(
+      'provider_bad_request',
+      `Vertex AI region ${JSON.stringify(region)} is not a Google Cloud location (e.g. us-central1, europe-west1, global)`,
+    );
+  const project =
+    m?.[1] ?? stringConfig(conn, 'project') ?? (cred.kind === 'service_account' ? cred.account.project_id : undefined);
   if (!project) {
-    throw new ProviderError('provider_bad_request', "Vertex AI needs a Google Cloud project: set the environment's config.project (or use a service account key that has a project_id)");
+    throw new ProviderError(
+      'provider_bad_request',
+      "Vertex AI needs a Google Cloud project: set the environment's config.project (or use a service account key that has a project_id)",
+    );
   }
   let base: string;
   let label = 'Vertex AI';
@@ -278,7 +323,8 @@ export class VertexAIDriver implements ModelDriver {
       });
       const answer = (await res.json()) as GenerateContentResponse;
       const piece = readGemini(target.label, answer, res.status);
-      if (!piece.candidate) throw new ProviderError('provider_error', `${target.label} answered without a candidate to read`, res.status);
+      if (!piece.candidate)
+        throw new ProviderError('provider_error', `${target.label} answered without a candidate to read`, res.status);
       const out: Completion = { text: piece.text };
       if (piece.finish) out.finish_reason = piece.finish;
       if (piece.usage) out.token_use = piece.usage;
@@ -288,7 +334,11 @@ export class VertexAIDriver implements ModelDriver {
     }
   }
 
-  async *stream(conn: ProviderConnection, req: CompletionRequest, signal?: AbortSignal): AsyncGenerator<CompletionChunk> {
+  async *stream(
+    conn: ProviderConnection,
+    req: CompletionRequest,
+    signal?: AbortSignal,
+  ): AsyncGenerator<CompletionChunk> {
     const cred = credentialOf(conn);
     const target = targetOf(conn, req.model, cred);
     try {
@@ -314,7 +364,10 @@ export class VertexAIDriver implements ModelDriver {
         try {
           data = JSON.parse(ev.data) as GenerateContentResponse;
         } catch {
-          throw new ProviderError('provider_error', `${label} sent a stream piece that is not JSON: ${ev.data.slice(0, 200)}`);
+          throw new ProviderError(
+            'provider_error',
+            `${label} sent a stream piece that is not JSON: ${ev.data.slice(0, 200)}`,
+          );
         }
         const piece = readGemini(label, data, undefined);
         if (piece.text) yield { text: piece.text };
@@ -322,7 +375,11 @@ export class VertexAIDriver implements ModelDriver {
         if (piece.usage) usage = piece.usage;
       }
       // Vertex ends an SSE stream without a terminator; the last piece's finishReason proves it whole.
-      if (!finish) throw new ProviderError('provider_error', `${label} ended the stream before the answer was complete (no finishReason)`);
+      if (!finish)
+        throw new ProviderError(
+          'provider_error',
+          `${label} ended the stream before the answer was complete (no finishReason)`,
+        );
       const last: CompletionChunk = { finish_reason: finish };
       if (usage) last.token_use = usage;
       yield last;
@@ -338,7 +395,8 @@ export class VertexAIDriver implements ModelDriver {
 
 /** Vertex refused the token (401: revoked, expired early): the next run exchanges a fresh one. */
 function forgetRefused(cred: Credential, err: unknown): unknown {
-  if (cred.kind === 'service_account' && err instanceof ProviderError && err.upstreamStatus === 401) tokens.drop(cacheKeyOf(cred.account));
+  if (cred.kind === 'service_account' && err instanceof ProviderError && err.upstreamStatus === 401)
+    tokens.drop(cacheKeyOf(cred.account));
   return err;
 }
 
@@ -402,13 +460,22 @@ function readGemini(
   answer: GenerateContentResponse,
   status: number | undefined,
 ): { candidate: boolean; text: string; finish?: string; usage?: TokenUsage } {
-  if (!answer || typeof answer !== 'object') throw new ProviderError('provider_error', `${label} answered something that is not a GenerateContentResponse`, status);
+  if (!answer || typeof answer !== 'object')
+    throw new ProviderError(
+      'provider_error',
+      `${label} answered something that is not a GenerateContentResponse`,
+      status,
+    );
   if (answer.error !== undefined && answer.error !== null) throw answerError(label, answer);
   const candidate = Array.isArray(answer.candidates) ? answer.candidates[0] : undefined;
   const blocked = answer.promptFeedback?.blockReason;
   if (!candidate && blocked && blocked !== 'BLOCKED_REASON_UNSPECIFIED') {
     const why = answer.promptFeedback?.blockReasonMessage;
-    throw new ProviderError('provider_bad_request', `${label} blocked the prompt (${blocked})${why ? `: ${why}` : ''}`, status);
+    throw new ProviderError(
+      'provider_bad_request',
+      `${label} blocked the prompt (${blocked})${why ? `: ${why}` : ''}`,
+      status,
+    );
   }
   const parts = Array.isArray(candidate?.content?.parts) ? candidate.content.parts : [];
   // Thought summaries (`thought: true`) are the model's reasoning, not its answer.
@@ -416,7 +483,10 @@ function readGemini(
     .filter((p) => p && typeof p.text === 'string' && p.thought !== true)
     .map((p) => p.text as string)
     .join('');
-  const out: { candidate: boolean; text: string; finish?: string; usage?: TokenUsage } = { candidate: candidate !== undefined, text };
+  const out: { candidate: boolean; text: string; finish?: string; usage?: TokenUsage } = {
+    candidate: candidate !== undefined,
+    text,
+  };
   const reason = candidate?.finishReason;
   if (typeof reason === 'string' && reason && reason !== 'FINISH_REASON_UNSPECIFIED') out.finish = toFinish(reason);
   const usage = toTokenUsage(answer.usageMetadata);

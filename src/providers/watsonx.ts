@@ -60,12 +60,22 @@ export class WatsonxDriver implements ModelDriver {
   async complete(conn: ProviderConnection, req: CompletionRequest, signal?: AbortSignal): Promise<Completion> {
     const api = apiOf(conn);
     const t = target(conn);
-    const res = await this.call(conn, t, `/ml/v1/text/${api === 'chat' ? 'chat' : 'generation'}`, requestBody(conn, req, api), signal);
+    const res = await this.call(
+      conn,
+      t,
+      `/ml/v1/text/${api === 'chat' ? 'chat' : 'generation'}`,
+      requestBody(conn, req, api),
+      signal,
+    );
     const answer = (await res.json()) as ChatAnswer & GenerationAnswer;
     if (api === 'chat') {
       const choice = Array.isArray(answer?.choices) ? answer.choices[0] : undefined;
       if (!choice || typeof choice.message !== 'object' || choice.message === null) {
-        throw new ProviderError('provider_error', `${t.label} answered without a choice to read (no choices[0].message)`, res.status);
+        throw new ProviderError(
+          'provider_error',
+          `${t.label} answered without a choice to read (no choices[0].message)`,
+          res.status,
+        );
       }
       const out: Completion = { text: typeof choice.message.content === 'string' ? choice.message.content : '' };
       if (choice.finish_reason) out.finish_reason = toFinish(choice.finish_reason);
@@ -75,7 +85,11 @@ export class WatsonxDriver implements ModelDriver {
     }
     const result = Array.isArray(answer?.results) ? answer.results[0] : undefined;
     if (!result || typeof result !== 'object') {
-      throw new ProviderError('provider_error', `${t.label} answered without a result to read (no results[0])`, res.status);
+      throw new ProviderError(
+        'provider_error',
+        `${t.label} answered without a result to read (no results[0])`,
+        res.status,
+      );
     }
     const out: Completion = { text: typeof result.generated_text === 'string' ? result.generated_text : '' };
     if (result.stop_reason) out.finish_reason = toFinish(result.stop_reason);
@@ -84,7 +98,11 @@ export class WatsonxDriver implements ModelDriver {
     return out;
   }
 
-  async *stream(conn: ProviderConnection, req: CompletionRequest, signal?: AbortSignal): AsyncGenerator<CompletionChunk> {
+  async *stream(
+    conn: ProviderConnection,
+    req: CompletionRequest,
+    signal?: AbortSignal,
+  ): AsyncGenerator<CompletionChunk> {
     const api = apiOf(conn);
     const t = target(conn);
     const path = `/ml/v1/text/${api === 'chat' ? 'chat_stream' : 'generation_stream'}`;
@@ -97,7 +115,10 @@ export class WatsonxDriver implements ModelDriver {
       try {
         data = JSON.parse(ev.data) as typeof data;
       } catch {
-        throw new ProviderError('provider_error', `${t.label} sent a stream event that is not JSON: ${ev.data.slice(0, 200)}`);
+        throw new ProviderError(
+          'provider_error',
+          `${t.label} sent a stream event that is not JSON: ${ev.data.slice(0, 200)}`,
+        );
       }
       // An error after the answer started: `event: error` with IBM's `{errors:[…], status_code}`.
       if (ev.event === 'error' || Array.isArray(data?.errors)) throw streamError(t.label, data);
@@ -111,14 +132,16 @@ export class WatsonxDriver implements ModelDriver {
       } else {
         const result = Array.isArray(data.results) ? data.results[0] : undefined;
         if (!result) continue;
-        if (typeof result.generated_text === 'string' && result.generated_text !== '') yield { text: result.generated_text };
+        if (typeof result.generated_text === 'string' && result.generated_text !== '')
+          yield { text: result.generated_text };
         if (result.stop_reason && result.stop_reason !== 'not_finished') finish = result.stop_reason;
         // Each event carries the counts so far: the last one holds the totals.
         const u = generationUsage(result);
         if (u) usage = u;
       }
     }
-    if (!finish) throw new ProviderError('provider_error', `${t.label} ended the stream before the answer was complete`);
+    if (!finish)
+      throw new ProviderError('provider_error', `${t.label} ended the stream before the answer was complete`);
     const last: CompletionChunk = { finish_reason: toFinish(finish) };
     if (usage) last.token_use = usage;
     yield last;
@@ -131,14 +154,29 @@ export class WatsonxDriver implements ModelDriver {
     const filter = api === 'chat' ? 'function_text_chat' : 'function_text_generation';
     const url = `${t.base}/ml/v1/foundation_model_specs?version=${encodeURIComponent(t.version)}&filters=${filter}&limit=200`;
     // The specs are public; a key, when there is one, is sent anyway (some deployments want it).
-    const headers: Record<string, string> = conn.api_key?.trim() ? { authorization: `Bearer ${await this.token(conn)}` } : {};
-    const res = await postToProvider({ label: t.label, url, method: 'GET', headers, timeoutMs: timeoutOf(conn), outbound: conn.outbound });
-    const answer = (await res.json()) as { resources?: { model_id?: string; label?: string; short_description?: string }[] };
-    if (!Array.isArray(answer?.resources)) throw new ProviderError('provider_error', `${t.label} answered a model list without resources`, res.status);
+    const headers: Record<string, string> = conn.api_key?.trim()
+      ? { authorization: `Bearer ${await this.token(conn)}` }
+      : {};
+    const res = await postToProvider({
+      label: t.label,
+      url,
+      method: 'GET',
+      headers,
+      timeoutMs: timeoutOf(conn),
+      outbound: conn.outbound,
+    });
+    const answer = (await res.json()) as {
+      resources?: { model_id?: string; label?: string; short_description?: string }[];
+    };
+    if (!Array.isArray(answer?.resources))
+      throw new ProviderError('provider_error', `${t.label} answered a model list without resources`, res.status);
     return answer.resources
       .filter((m) => m && typeof m.model_id === 'string')
       .map((m) => {
-        const info: ModelInfo = { id: m.model_id!, name: typeof m.label === 'string' && m.label ? m.label : m.model_id! };
+        const info: ModelInfo = {
+          id: m.model_id!,
+          name: typeof m.label === 'string' && m.label ? m.label : m.model_id!,
+        };
         if (typeof m.short_description === 'string' && m.short_description) info.description = m.short_description;
         return info;
       });
@@ -148,13 +186,27 @@ export class WatsonxDriver implements ModelDriver {
    * One authenticated POST. A 401 with a cached token (revoked, or expired early) drops it and
    * tries once more with a fresh one; a 401 with a token just issued is the answer.
    */
-  private async call(conn: ProviderConnection, t: Target, path: string, body: Record<string, unknown>, signal: AbortSignal | undefined): Promise<ProviderResponse> {
+  private async call(
+    conn: ProviderConnection,
+    t: Target,
+    path: string,
+    body: Record<string, unknown>,
+    signal: AbortSignal | undefined,
+  ): Promise<ProviderResponse> {
     const url = `${t.base}${path}?version=${encodeURIComponent(t.version)}`;
     for (let attempt = 0; ; attempt++) {
       let fresh = false;
       const token = await this.token(conn, () => (fresh = true));
       try {
-        return await postToProvider({ label: t.label, url, headers: { authorization: `Bearer ${token}` }, body, signal, timeoutMs: timeoutOf(conn), outbound: conn.outbound });
+        return await postToProvider({
+          label: t.label,
+          url,
+          headers: { authorization: `Bearer ${token}` },
+          body,
+          signal,
+          timeoutMs: timeoutOf(conn),
+          outbound: conn.outbound,
+        });
       } catch (err) {
         if (err instanceof ProviderError && err.upstreamStatus === 401) {
           this.tokens.drop(credentialOf(conn));
@@ -195,7 +247,10 @@ async function exchange(conn: ProviderConnection, apiKey: string): Promise<{ tok
     });
   } catch (err) {
     // IAM answers 400 (BXNIM0415E "Provided API key could not be found") for an unknown key.
-    if (err instanceof ProviderError && (err.upstreamStatus === 400 || err.upstreamStatus === 401 || err.upstreamStatus === 403)) {
+    if (
+      err instanceof ProviderError &&
+      (err.upstreamStatus === 400 || err.upstreamStatus === 401 || err.upstreamStatus === 403)
+    ) {
       throw new ProviderError('provider_auth', `${LABEL}: ${err.message}`, err.upstreamStatus);
     }
     throw err;
@@ -205,9 +260,11 @@ async function exchange(conn: ProviderConnection, apiKey: string): Promise<{ tok
     throw new ProviderError('provider_error', `${label} answered without an access_token`, res.status);
   }
   const expiresInS =
-    typeof answer.expires_in === 'number' ? answer.expires_in
-    : typeof answer.expiration === 'number' ? answer.expiration - Date.now() / 1000
-    : 0;
+    typeof answer.expires_in === 'number'
+      ? answer.expires_in
+      : typeof answer.expiration === 'number'
+        ? answer.expiration - Date.now() / 1000
+        : 0;
   return { token: answer.access_token, expiresInS };
 }
 
@@ -215,13 +272,19 @@ function apiOf(conn: ProviderConnection): Api {
   const api = stringConfig(conn, 'api');
   if (api === undefined || api === 'chat') return 'chat';
   if (api === 'generation' || api === 'text_generation') return 'generation';
-  throw new ProviderError('provider_bad_request', `${LABEL}: config.api must be "chat" or "generation", not ${JSON.stringify(api)}`);
+  throw new ProviderError(
+    'provider_bad_request',
+    `${LABEL}: config.api must be "chat" or "generation", not ${JSON.stringify(api)}`,
+  );
 }
 
 function target(conn: ProviderConnection): Target {
   const given = conn.endpoint_url?.trim();
   if (!given) {
-    throw new ProviderError('provider_bad_request', `${LABEL} needs the regional endpoint URL (e.g. https://us-south.ml.cloud.ibm.com); the environment has none`);
+    throw new ProviderError(
+      'provider_bad_request',
+      `${LABEL} needs the regional endpoint URL (e.g. https://us-south.ml.cloud.ibm.com); the environment has none`,
+    );
   }
   try {
     new URL(given);
@@ -264,7 +327,11 @@ function requestBody(conn: ProviderConnection, req: CompletionRequest, api: Api)
       const instruction = schemaInstruction(req.result_schema);
       const firstNonSystem = messages.findIndex((m) => m.role !== 'system');
       const systemCount = firstNonSystem === -1 ? messages.length : firstNonSystem;
-      if (systemCount > 0) messages[systemCount - 1] = { role: 'system', content: `${messages[systemCount - 1].content}\n\n${instruction}` };
+      if (systemCount > 0)
+        messages[systemCount - 1] = {
+          role: 'system',
+          content: `${messages[systemCount - 1].content}\n\n${instruction}`,
+        };
       else messages.unshift({ role: 'system', content: instruction });
     }
     return body;
@@ -331,12 +398,17 @@ function streamError(label: string, data: unknown): ProviderError {
   const status = (data as { status_code?: unknown })?.status_code;
   const message = `${label} failed mid-stream: ${said}`;
   if (status === 429) return new ProviderError('provider_rate_limited', message, 429, true);
-  if (typeof status === 'number' && status >= 400 && status < 500) return new ProviderError('provider_bad_request', message, status);
+  if (typeof status === 'number' && status >= 400 && status < 500)
+    return new ProviderError('provider_bad_request', message, status);
   return new ProviderError('provider_error', message, typeof status === 'number' ? status : undefined, true);
 }
 
 interface ChatAnswer {
-  choices?: { message?: { content?: string | null } | null; delta?: { content?: string | null }; finish_reason?: string | null }[];
+  choices?: {
+    message?: { content?: string | null } | null;
+    delta?: { content?: string | null };
+    finish_reason?: string | null;
+  }[];
   usage?: { prompt_tokens?: number; completion_tokens?: number; total_tokens?: number } | null;
 }
 

@@ -32,7 +32,10 @@ export const MAX_EXPORT = 1_000_000;
 const PAGE = 500;
 /** Runs rendered per piece of the body. */
 const PER_PIECE = 25;
-const FORMATS = { jsonl: { mime: 'application/x-ndjson; charset=utf-8', ext: 'jsonl' }, csv: { mime: 'text/csv; charset=utf-8', ext: 'csv' } } as const;
+const FORMATS = {
+  jsonl: { mime: 'application/x-ndjson; charset=utf-8', ext: 'jsonl' },
+  csv: { mime: 'text/csv; charset=utf-8', ext: 'csv' },
+} as const;
 type Format = keyof typeof FORMATS;
 
 /** The CSV columns, in order, and what each holds (README, "Analytics and export"). */
@@ -58,13 +61,24 @@ export const EXPORT_COLUMNS: ReadonlyArray<{ name: string; value: (r: RunRow) =>
   { name: 'error_code', value: (r) => docOf(r).error?.code },
   { name: 'error_message', value: (r) => docOf(r).error?.message },
   { name: 'result', value: (r) => resultText(docOf(r).result) },
-  { name: 'parameters', value: (r) => (docOf(r).parameters === undefined ? undefined : JSON.stringify(docOf(r).parameters)) },
+  {
+    name: 'parameters',
+    value: (r) => (docOf(r).parameters === undefined ? undefined : JSON.stringify(docOf(r).parameters)),
+  },
 ];
 
 /** The result as text: text parts as they are, JSON parts as JSON, one per line. */
 function resultText(result: unknown): string {
   if (!Array.isArray(result)) return '';
-  return result.map((p) => (p && typeof p === 'object' && 'value' in p ? (typeof p.value === 'string' ? p.value : JSON.stringify(p.value)) : '')).join('\n');
+  return result
+    .map((p) =>
+      p && typeof p === 'object' && 'value' in p
+        ? typeof p.value === 'string'
+          ? p.value
+          : JSON.stringify(p.value)
+        : '',
+    )
+    .join('\n');
 }
 
 export interface ExportAnswer {
@@ -85,20 +99,41 @@ export class RunExporter {
   async start(p: Principal, q: Json): Promise<ExportAnswer> {
     const format = formatOf(q.format);
     const limit = limitOf(q.limit);
-    if (q.offset !== undefined) throw new BadRequest('offset is not accepted by an export: narrow it with the query and filters (anchorDate) instead');
-    const { limit: _l, offset: _o, format: _f, query: text, default_query_path: snake, defaultQueryPath: camel, ...filters } = q;
+    if (q.offset !== undefined)
+      throw new BadRequest(
+        'offset is not accepted by an export: narrow it with the query and filters (anchorDate) instead',
+      );
+    const {
+      limit: _l,
+      offset: _o,
+      format: _f,
+      query: text,
+      default_query_path: snake,
+      defaultQueryPath: camel,
+      ...filters
+    } = q;
     const path = snake ?? camel;
     const list = listRequest(filters);
     const lucene = luceneOf(text === '' ? undefined : text, path);
     const scope = scopeOf(p);
-    const plan = lucene.query ? await pagePlan(this.db, this.dialect, fullTextWords(lucene.query, lucene.defaultPath)) : { purpose: 'page' as const };
-    const query = lucene.query && compileRunQuery(lucene.query, { dialect: this.dialect.name, defaultPath: lucene.defaultPath, plan });
+    const plan = lucene.query
+      ? await pagePlan(this.db, this.dialect, fullTextWords(lucene.query, lucene.defaultPath))
+      : { purpose: 'page' as const };
+    const query =
+      lucene.query &&
+      compileRunQuery(lucene.query, { dialect: this.dialect.name, defaultPath: lucene.defaultPath, plan });
     const where = whereOf(this.dialect, scope, list.filters, query, plan);
 
     const size = this.pageSize;
     const per = PER_PIECE;
-    const pageAfter = (after: RunRow | undefined, n: number) => findRuns(this.db, this.dialect,
-      after ? sql<SqlBool>`${where} AND (runs.updated_at, runs.id) < (${after.updated_at}, ${after.id})` : where, n, 0);
+    const pageAfter = (after: RunRow | undefined, n: number) =>
+      findRuns(
+        this.db,
+        this.dialect,
+        after ? sql<SqlBool>`${where} AND (runs.updated_at, runs.id) < (${after.updated_at}, ${after.id})` : where,
+        n,
+        0,
+      );
     let first = limit > 0 ? await pageAfter(undefined, Math.min(size, limit)) : [];
     const render = format === 'csv' ? csvPage : jsonlPage;
 
@@ -121,16 +156,28 @@ export class RunExporter {
     }
     const name = `runs-${fileSlug(p.project.name)}-${stamp(new Date())}.${FORMATS[format].ext}`;
     // A page at a time: the next page is read once the socket has drained this one.
-    return { mime: FORMATS[format].mime, filename: name, body: Readable.from(body(), { objectMode: false, highWaterMark: 64 * 1024 }) };
+    return {
+      mime: FORMATS[format].mime,
+      filename: name,
+      body: Readable.from(body(), { objectMode: false, highWaterMark: 64 * 1024 }),
+    };
   }
 }
 
 const jsonlPage = (rows: RunRow[]): string => rows.map((r) => JSON.stringify(toRun(r))).join('\n') + '\n';
 
-const csvPage = (rows: RunRow[]): string => stringify(rows.map((r) => EXPORT_COLUMNS.map((c) => c.value(r) ?? null)), {
-  ...CSV_OPTIONS,
-  cast: { string: escapeFormula, boolean: (v) => (v ? 'true' : 'false'), object: (v) => escapeFormula(JSON.stringify(v)) },
-});
+const csvPage = (rows: RunRow[]): string =>
+  stringify(
+    rows.map((r) => EXPORT_COLUMNS.map((c) => c.value(r) ?? null)),
+    {
+      ...CSV_OPTIONS,
+      cast: {
+        string: escapeFormula,
+        boolean: (v) => (v ? 'true' : 'false'),
+        object: (v) => escapeFormula(JSON.stringify(v)),
+      },
+    },
+  );
 
 function formatOf(value: unknown): Format {
   if (value === undefined || value === '') return 'jsonl';
@@ -141,9 +188,20 @@ function formatOf(value: unknown): Format {
 function limitOf(value: unknown): number {
   if (value === undefined || value === '') return MAX_EXPORT;
   const n = typeof value === 'number' ? value : typeof value === 'string' && /^\d+$/.test(value) ? Number(value) : NaN;
-  if (!Number.isInteger(n) || n < 0 || n > MAX_EXPORT) throw new BadRequest(`limit must be an integer from 0 to ${MAX_EXPORT.toLocaleString('en')}, got ${JSON.stringify(value)}`);
+  if (!Number.isInteger(n) || n < 0 || n > MAX_EXPORT)
+    throw new BadRequest(
+      `limit must be an integer from 0 to ${MAX_EXPORT.toLocaleString('en')}, got ${JSON.stringify(value)}`,
+    );
   return n;
 }
 
-const fileSlug = (name: string) => name.trim().replace(/[^A-Za-z0-9._-]+/g, '-').replace(/^-+|-+$/g, '') || 'project';
-const stamp = (d: Date) => d.toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z');
+const fileSlug = (name: string) =>
+  name
+    .trim()
+    .replace(/[^A-Za-z0-9._-]+/g, '-')
+    .replace(/^-+|-+$/g, '') || 'project';
+const stamp = (d: Date) =>
+  d
+    .toISOString()
+    .replace(/[-:]/g, '')
+    .replace(/\.\d+Z$/, 'Z');

@@ -57,8 +57,20 @@ const COLUMNS: Readonly<Record<string, FieldRef>> = table({
 
 /** Run fields kept in the `doc` JSON column: the path continues inside it. */
 const DOC_FIELDS = [
-  'parameters', 'config', 'source', 'error', 'result', 'prompt', 'ttl', 'created_by', 'evaluation', 'result_schema', 'chunks',
-  'cached', 'cached_from', 'cost',
+  'parameters',
+  'config',
+  'source',
+  'error',
+  'result',
+  'prompt',
+  'ttl',
+  'created_by',
+  'evaluation',
+  'result_schema',
+  'chunks',
+  'cached',
+  'cached_from',
+  'cost',
 ];
 
 export const RUN_FIND_FIELDS = [...Object.keys(COLUMNS), 'updated_by', ...DOC_FIELDS.map((f) => `${f}.*`)];
@@ -114,29 +126,51 @@ export class RunFinder {
   async find(scope: Scope, input: FindInput): Promise<Array<{ id: string } & Record<string, unknown>>> {
     const match = input.query;
     if (match === null || typeof match !== 'object' || Array.isArray(match)) {
-      throw new BadRequest('query must be an object of {field: condition}, e.g. {"status": "completed", "tags": {"$in": ["a"]}}');
+      throw new BadRequest(
+        'query must be an object of {field: condition}, e.g. {"status": "completed", "tags": {"$in": ["a"]}}',
+      );
     }
     let condition: Cond;
     try {
-      condition = compileFind(match as Record<string, unknown>, resolveRunField, this.json, RUN_FIND_FIELDS) as unknown as Cond;
+      condition = compileFind(
+        match as Record<string, unknown>,
+        resolveRunField,
+        this.json,
+        RUN_FIND_FIELDS,
+      ) as unknown as Cond;
     } catch (err) {
-      if (err instanceof FindQueryError) throw new OrreryError(err.code, err.status, err.message, err.at ? { at: err.at } : undefined);
+      if (err instanceof FindQueryError)
+        throw new OrreryError(err.code, err.status, err.message, err.at ? { at: err.at } : undefined);
       throw err;
     }
     const projection = parseSelect(input.select);
     const { limit, offset } = pageOf(input);
     const where = whereOf(this.dialect, scope, {}, sql<SqlBool>`(${condition})`);
-    const rows = await boundedRead(this.db, this.dialect, this.queryTimeoutMs, (db) => findRuns(db, this.dialect, where, limit, offset));
-    return rows.map((row) => project(storedRun(row) as unknown as Record<string, unknown>, projection) as { id: string } & Record<string, unknown>);
+    const rows = await boundedRead(this.db, this.dialect, this.queryTimeoutMs, (db) =>
+      findRuns(db, this.dialect, where, limit, offset),
+    );
+    return rows.map(
+      (row) =>
+        project(storedRun(row) as unknown as Record<string, unknown>, projection) as { id: string } & Record<
+          string,
+          unknown
+        >,
+    );
   }
 
   /** GET /runs/filter-options/:field with the list filters of GET /runs. */
   async filterOptions(scope: Scope, field: string, query: Record<string, unknown>): Promise<FilterOption[]> {
     const column = Object.hasOwn(OPTION_FIELDS, field) ? OPTION_FIELDS[field] : undefined;
-    if (!column) throw new BadRequest(`filter options exist for ${FILTER_OPTION_FIELDS.join(', ')}; got ${JSON.stringify(field)}`, { field, fields: FILTER_OPTION_FIELDS });
+    if (!column)
+      throw new BadRequest(
+        `filter options exist for ${FILTER_OPTION_FIELDS.join(', ')}; got ${JSON.stringify(field)}`,
+        { field, fields: FILTER_OPTION_FIELDS },
+      );
     const { filters } = listRequest(query);
     const where = whereOf(this.dialect, scope, filters, null, { purpose: 'count' });
-    const meta = await countAndFacets(this.db, this.dialect, where, [{ kind: 'values', column, limit: MAX_PAGE, withNull: false }]);
+    const meta = await countAndFacets(this.db, this.dialect, where, [
+      { kind: 'values', column, limit: MAX_PAGE, withNull: false },
+    ]);
     return meta.facets[0]
       .filter((r) => r.key !== null)
       .map((r) => ({ id: String(r.key), name: r.name ?? String(r.key), count: Number(r.count) }));
@@ -153,7 +187,13 @@ export class RunFinder {
 /** A stored run as `find` answers it: references as ids (the client's FindRunResult). */
 function storedRun(row: RunRow): Run {
   const doc = docOf(row);
-  return { ...toRun(row), interaction: doc.interaction.id, environment: doc.environment?.id ?? null, account: doc.account.id, project: doc.project.id };
+  return {
+    ...toRun(row),
+    interaction: doc.interaction.id,
+    environment: doc.environment?.id ?? null,
+    account: doc.account.id,
+    project: doc.project.id,
+  };
 }
 
 /** `populate` of GET /runs/:id: absent, empty, `true` or `1` expand; `false` or `0` do not. */

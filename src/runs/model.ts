@@ -102,19 +102,44 @@ export interface Run {
 }
 
 /** The search columns (0003) are derived by the store and never read back as part of a run. */
-export type SearchColumn = 'search_fields' | 'search_rowid' | 'search_tsv' | 'interaction_name' | 'environment_name' | 'cost_total' | 'expires_at';
+export type SearchColumn =
+  | 'search_fields'
+  | 'search_rowid'
+  | 'search_tsv'
+  | 'interaction_name'
+  | 'environment_name'
+  | 'cost_total'
+  | 'expires_at';
 export type RunRow = Omit<Selectable<RunTable>, SearchColumn>;
 
 /**
  * The columns a run's end sets: RunService.execute's patch, and what the lost-run sweep sets when
  * it stores a run answered from its intent-log entry (RunService.restoreLost).
  */
-export type RunOutcome = Pick<RunRow, 'status' | 'updated_at' | 'finish_reason' | 'execution_time' | 'token_prompt' | 'token_result' | 'token_total' | 'doc' | 'executor'>;
+export type RunOutcome = Pick<
+  RunRow,
+  | 'status'
+  | 'updated_at'
+  | 'finish_reason'
+  | 'execution_time'
+  | 'token_prompt'
+  | 'token_result'
+  | 'token_total'
+  | 'doc'
+  | 'executor'
+>;
 
 /** A run's outcome columns, as it ended. */
 export const outcomeOf = (r: RunOutcome): RunOutcome => ({
-  status: r.status, updated_at: r.updated_at, finish_reason: r.finish_reason, execution_time: r.execution_time,
-  token_prompt: r.token_prompt, token_result: r.token_result, token_total: r.token_total, doc: r.doc, executor: r.executor,
+  status: r.status,
+  updated_at: r.updated_at,
+  finish_reason: r.finish_reason,
+  execution_time: r.execution_time,
+  token_prompt: r.token_prompt,
+  token_result: r.token_result,
+  token_total: r.token_total,
+  doc: r.doc,
+  executor: r.executor,
 });
 
 /** Rows reach the service decoded (runs/store.ts), so `doc` and `tags` are plain values. */

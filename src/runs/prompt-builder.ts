@@ -25,7 +25,10 @@ export function validateInput(interaction: InteractionDto, data: unknown): void 
   if (!schema) return;
   const validate = compileSchema(schema);
   if (!validate(data ?? {})) {
-    throw new BadRequest(`data does not match the input schema of interaction "${interaction.name}": ${describeErrors('data', validate.errors)}`, validate.errors);
+    throw new BadRequest(
+      `data does not match the input schema of interaction "${interaction.name}": ${describeErrors('data', validate.errors)}`,
+      validate.errors,
+    );
   }
 }
 
@@ -34,7 +37,13 @@ export function validateInput(interaction: InteractionDto, data: unknown): void 
  * `_model`) into chat messages. A template that fails throws its TemplateError: the run service
  * records the run as failed with it. `tenant` (the project) takes its turn in the template workers.
  */
-export async function buildMessages(templates: TemplateEngine, interaction: InteractionDto, data: unknown, model: string, tenant: string): Promise<ChatMessage[]> {
+export async function buildMessages(
+  templates: TemplateEngine,
+  interaction: InteractionDto,
+  data: unknown,
+  model: string,
+  tenant: string,
+): Promise<ChatMessage[]> {
   const messages: ChatMessage[] = [];
   for (const segment of interaction.prompts) {
     if (segment.type !== 'template' || !segment.template) continue; // `chat` marks conversation history: none yet

@@ -64,9 +64,20 @@ export class ResultCache {
   /** Undefined when the policy caches nothing. */
   decide(policy: CachePolicy | undefined, parts: KeyParts): CacheDecision | undefined {
     if (!policy || (policy.type !== 'cache' && policy.type !== 'cache_and_refresh')) return undefined;
-    const varies = Object.fromEntries((policy.varies_on ?? []).map((path) => [path, valueAt(parts.data, path) ?? null]));
+    const varies = Object.fromEntries(
+      (policy.varies_on ?? []).map((path) => [path, valueAt(parts.data, path) ?? null]),
+    );
     const key = createHash('sha256')
-      .update(canonicalJson({ e: parts.environment, m: parts.model, o: parts.options, p: parts.messages, s: parts.resultSchema ?? null, v: varies }))
+      .update(
+        canonicalJson({
+          e: parts.environment,
+          m: parts.model,
+          o: parts.options,
+          p: parts.messages,
+          s: parts.resultSchema ?? null,
+          v: varies,
+        }),
+      )
       .digest('hex');
     const refresh = policy.type === 'cache_and_refresh' && this.random() < (policy.refresh_probability ?? 0);
     return { key, ttlSeconds: policy.ttl && policy.ttl > 0 ? policy.ttl : DEFAULT_TTL_SECONDS, refresh };
@@ -86,22 +97,39 @@ export class ResultCache {
   }
 
   /** Keeps a completed run's answer under the key; false when it is too large to keep. */
-  async store(scope: CacheScope, decision: CacheDecision, runId: string, result: ResultPart[], finishReason: string | undefined): Promise<boolean> {
+  async store(
+    scope: CacheScope,
+    decision: CacheDecision,
+    runId: string,
+    result: ResultPart[],
+    finishReason: string | undefined,
+  ): Promise<boolean> {
     const encoded = JSON.stringify(result);
     if (Buffer.byteLength(encoded) > MAX_RESULT_BYTES) return false;
     const now = new Date();
     const row = {
-      project_id: scope.project, key: decision.key, account_id: scope.account, run_id: runId,
-      result: this.dialect.toJson(result), finish_reason: finishReason ?? null,
-      created_at: now.toISOString(), expires_at: new Date(now.getTime() + decision.ttlSeconds * 1000).toISOString(),
+      project_id: scope.project,
+      key: decision.key,
+      account_id: scope.account,
+      run_id: runId,
+      result: this.dialect.toJson(result),
+      finish_reason: finishReason ?? null,
+      created_at: now.toISOString(),
+      expires_at: new Date(now.getTime() + decision.ttlSeconds * 1000).toISOString(),
     };
     await this.db
       .insertInto('run_cache')
       .values(row)
-      .onConflict((oc) => oc.columns(['project_id', 'key']).doUpdateSet({
-        account_id: row.account_id, run_id: row.run_id, result: row.result, finish_reason: row.finish_reason,
-        created_at: row.created_at, expires_at: row.expires_at,
-      }))
+      .onConflict((oc) =>
+        oc.columns(['project_id', 'key']).doUpdateSet({
+          account_id: row.account_id,
+          run_id: row.run_id,
+          result: row.result,
+          finish_reason: row.finish_reason,
+          created_at: row.created_at,
+          expires_at: row.expires_at,
+        }),
+      )
       .execute();
     if (++this.stores % TRIM_EVERY === 0) await this.trim(scope.project);
     return true;
@@ -117,12 +145,20 @@ export class ResultCache {
       .limit(1)
       .offset(MAX_ENTRIES_PER_PROJECT)
       .executeTakeFirst();
-    if (cutoff) await this.db.deleteFrom('run_cache').where('project_id', '=', project).where('created_at', '<=', cutoff.created_at).execute();
+    if (cutoff)
+      await this.db
+        .deleteFrom('run_cache')
+        .where('project_id', '=', project)
+        .where('created_at', '<=', cutoff.created_at)
+        .execute();
   }
 
   /** Drops expired entries of every project (the periodic sweep); answers how many. */
   async sweep(): Promise<number> {
-    const r = await this.db.deleteFrom('run_cache').where('expires_at', '<=', new Date().toISOString()).executeTakeFirst();
+    const r = await this.db
+      .deleteFrom('run_cache')
+      .where('expires_at', '<=', new Date().toISOString())
+      .executeTakeFirst();
     return Number(r.numDeletedRows ?? 0);
   }
 }
@@ -131,7 +167,11 @@ export class ResultCache {
 export function canonicalJson(value: unknown): string {
   return JSON.stringify(value, (_key, v: unknown) =>
     v && typeof v === 'object' && !Array.isArray(v)
-      ? Object.fromEntries(Object.keys(v as object).sort().map((k) => [k, (v as Record<string, unknown>)[k]]))
+      ? Object.fromEntries(
+          Object.keys(v as object)
+            .sort()
+            .map((k) => [k, (v as Record<string, unknown>)[k]]),
+        )
       : v,
   );
 }

@@ -39,12 +39,16 @@ export function parseResult(text: string, schema: Record<string, unknown>): Pars
   const deep = tooDeep(value, MAX_JSON_DEPTH);
   if (deep) throw new InvalidResult(`the model's answer nests deeper than ${MAX_JSON_DEPTH} levels at ${deep}`);
   const validate = compileSchema(schema);
-  if (!validate(value)) throw new InvalidResult(`the model's answer does not match result_schema: ${describeErrors('result', validate.errors)}`);
+  if (!validate(value))
+    throw new InvalidResult(
+      `the model's answer does not match result_schema: ${describeErrors('result', validate.errors)}`,
+    );
   return { value, repaired };
 }
 
 /** Prototype keys dropped, as for request bodies. */
-const parseSafely = (text: string): unknown => sjson.parse(text, undefined, { protoAction: 'remove', constructorAction: 'remove' });
+const parseSafely = (text: string): unknown =>
+  sjson.parse(text, undefined, { protoAction: 'remove', constructorAction: 'remove' });
 
 function mend(text: string): unknown {
   if (text.length > MAX_REPAIR_CHARS || !/[[{"]/.test(text)) return undefined;

@@ -51,14 +51,25 @@ export class RunRetention {
   /** `DELETE /runs/:id`: the run and what hangs off it. A run still executing is a 409. */
   async delete(p: Principal, id: string): Promise<{ id: string; count: number }> {
     const s = scopeOf(p);
-    const run = await this.deps.db.selectFrom('runs').select(['id', 'status', 'interaction_id']).where('account_id', '=', s.account).where('project_id', '=', s.project).where('id', '=', id).executeTakeFirst();
+    const run = await this.deps.db
+      .selectFrom('runs')
+      .select(['id', 'status', 'interaction_id'])
+      .where('account_id', '=', s.account)
+      .where('project_id', '=', s.project)
+      .where('id', '=', id)
+      .executeTakeFirst();
     if (!run) throw new NotFound('run', id);
     if (run.status === 'created' || run.status === 'processing') {
       throw new Conflict(`run ${id} is still ${run.status}: delete it once it has completed or failed`);
     }
     await this.deps.db.transaction().execute(async (trx) => {
       await deleteRunRows(trx, this.deps.dialect, s, [id]);
-      await this.deps.audit?.write(trx, p, { action: 'delete', resourceType: 'run', resourceId: id, details: { interaction: run.interaction_id, status: run.status } });
+      await this.deps.audit?.write(trx, p, {
+        action: 'delete',
+        resourceType: 'run',
+        resourceId: id,
+        details: { interaction: run.interaction_id, status: run.status },
+      });
     });
     return { id, count: 1 };
   }
@@ -68,9 +79,14 @@ export class RunRetention {
     const at = now.toISOString();
     const result: SweepResult = { expiredRuns: 0, retainedRuns: 0, expiredObjects: 0 };
     for (;;) {
-      const rows = await this.deps.db.selectFrom('runs').select(['id', 'account_id', 'project_id'])
-        .where('expires_at', 'is not', null).where('expires_at', '<=', at)
-        .orderBy('expires_at').limit(RETENTION_BATCH).execute();
+      const rows = await this.deps.db
+        .selectFrom('runs')
+        .select(['id', 'account_id', 'project_id'])
+        .where('expires_at', 'is not', null)
+        .where('expires_at', '<=', at)
+        .orderBy('expires_at')
+        .limit(RETENTION_BATCH)
+        .execute();
       result.expiredRuns += await this.deleteBatch(rows);
       if (rows.length < RETENTION_BATCH) break;
       await this.pause();
@@ -80,10 +96,18 @@ export class RunRetention {
       for (;;) {
         // Oldest first along runs_recent_cover (project_id, updated_at, id), which holds no run in
         // flight (run-arms.ts: the term says so to SQLite); runs with a ttl follow it instead.
-        const rows = await this.deps.db.selectFrom('runs').select(['id', 'account_id', 'project_id'])
-          .where('project_id', '=', project.id).where('account_id', '=', project.account)
-          .where('updated_at', '<', before).where('expires_at', 'is', null).where('status', 'in', ['completed', 'failed']).where(NOT_IN_FLIGHT)
-          .orderBy('updated_at').limit(RETENTION_BATCH).execute();
+        const rows = await this.deps.db
+          .selectFrom('runs')
+          .select(['id', 'account_id', 'project_id'])
+          .where('project_id', '=', project.id)
+          .where('account_id', '=', project.account)
+          .where('updated_at', '<', before)
+          .where('expires_at', 'is', null)
+          .where('status', 'in', ['completed', 'failed'])
+          .where(NOT_IN_FLIGHT)
+          .orderBy('updated_at')
+          .limit(RETENTION_BATCH)
+          .execute();
         result.retainedRuns += await this.deleteBatch(rows);
         if (rows.length < RETENTION_BATCH) break;
         await this.pause();
@@ -91,9 +115,14 @@ export class RunRetention {
     }
     if (this.deps.deleteObjects) {
       for (;;) {
-        const rows = await this.deps.db.selectFrom('objects').select(['id', 'account_id', 'project_id'])
-          .where('expires_at', 'is not', null).where('expires_at', '<=', at)
-          .orderBy('expires_at').limit(RETENTION_BATCH).execute();
+        const rows = await this.deps.db
+          .selectFrom('objects')
+          .select(['id', 'account_id', 'project_id'])
+          .where('expires_at', 'is not', null)
+          .where('expires_at', '<=', at)
+          .orderBy('expires_at')
+          .limit(RETENTION_BATCH)
+          .execute();
         for (const [s, ids] of byScope(rows)) await this.deps.deleteObjects(s, ids);
         result.expiredObjects += rows.length;
         if (rows.length < RETENTION_BATCH) break;
@@ -133,18 +162,30 @@ export class RunRetention {
 }
 
 /** Deletes runs of one scope with their tags, chunks, full-text rows and cached answers; answers how many runs went. */
-export async function deleteRunRows(trx: Kysely<Database>, d: OrreryDialect, s: Scope, ids: readonly string[]): Promise<number> {
+export async function deleteRunRows(
+  trx: Kysely<Database>,
+  d: OrreryDialect,
+  s: Scope,
+  ids: readonly string[],
+): Promise<number> {
   if (!ids.length) return 0;
   // The runs of the scope among the ids, read once: every other delete is then by key.
   // `search_rowid` keys the full-text row on SQLite; PostgreSQL has no such column (its tsvector is in the row).
   const columns = d.name === 'sqlite' ? (['id', 'search_rowid'] as const) : (['id'] as const);
-  const mine: Array<{ id: string; search_rowid?: number | null }> = await trx.selectFrom('runs').select([...columns]).where('account_id', '=', s.account).where('project_id', '=', s.project).where('id', 'in', ids).execute();
+  const mine: Array<{ id: string; search_rowid?: number | null }> = await trx
+    .selectFrom('runs')
+    .select([...columns])
+    .where('account_id', '=', s.account)
+    .where('project_id', '=', s.project)
+    .where('id', 'in', ids)
+    .execute();
   if (!mine.length) return 0;
   const runIds = mine.map((r) => r.id);
   await trx.deleteFrom('run_tags').where('run_id', 'in', runIds).execute();
   await trx.deleteFrom('run_chunks').where('run_id', 'in', runIds).execute();
   const rowids = mine.map((r) => r.search_rowid).filter((x): x is number => typeof x === 'number');
-  if (d.name === 'sqlite' && rowids.length) await sql`DELETE FROM runs_fts WHERE rowid IN (${sql.join(rowids)})`.execute(trx);
+  if (d.name === 'sqlite' && rowids.length)
+    await sql`DELETE FROM runs_fts WHERE rowid IN (${sql.join(rowids)})`.execute(trx);
   await trx.deleteFrom('run_cache').where('run_id', 'in', runIds).where('project_id', '=', s.project).execute();
   const r = await trx.deleteFrom('runs').where('id', 'in', runIds).executeTakeFirst();
   return Number(r.numDeletedRows);
@@ -153,18 +194,23 @@ export async function deleteRunRows(trx: Kysely<Database>, d: OrreryDialect, s: 
 /** `PUT /projects/:id {retention}`: `{runs_days}` (a whole number of days, 1 to 36,500) or null (keep runs). */
 export function retentionSettingsOf(value: unknown): RetentionSettings | null {
   if (value === null) return null;
-  if (typeof value !== 'object' || Array.isArray(value)) throw new BadRequest('retention must be an object {runs_days} or null');
+  if (typeof value !== 'object' || Array.isArray(value))
+    throw new BadRequest('retention must be an object {runs_days} or null');
   const { runs_days: days, ...rest } = value as Record<string, unknown>;
   const extra = Object.keys(rest)[0];
   if (extra !== undefined) throw new BadRequest(`retention.${extra} is not a setting; use runs_days`);
   if (days === null || days === undefined) return {};
   if (typeof days !== 'number' || !Number.isInteger(days) || days < 1 || days > MAX_RETENTION_DAYS) {
-    throw new BadRequest(`retention.runs_days must be a whole number of days from 1 to ${MAX_RETENTION_DAYS}, or null to keep runs`);
+    throw new BadRequest(
+      `retention.runs_days must be a whole number of days from 1 to ${MAX_RETENTION_DAYS}, or null to keep runs`,
+    );
   }
   return { runs_days: days };
 }
 
-function byScope<R extends { id: string; account_id: string; project_id: string }>(rows: readonly R[]): Map<Scope, string[]> {
+function byScope<R extends { id: string; account_id: string; project_id: string }>(
+  rows: readonly R[],
+): Map<Scope, string[]> {
   const groups = new Map<string, { s: Scope; ids: string[] }>();
   for (const r of rows) {
     const key = `${r.account_id}|${r.project_id}`;
@@ -174,5 +220,3 @@ function byScope<R extends { id: string; account_id: string; project_id: string 
   }
   return new Map([...groups.values()].map((g) => [g.s, g.ids]));
 }
-
-

@@ -19,13 +19,20 @@ export interface RetryPolicy {
   maxDelayMs: number;
 }
 
-export const DEFAULT_RETRY_POLICY: RetryPolicy = { maxRetries: 3, maxTimeMs: 60_000, baseDelayMs: 500, maxDelayMs: 30_000 };
+export const DEFAULT_RETRY_POLICY: RetryPolicy = {
+  maxRetries: 3,
+  maxTimeMs: 60_000,
+  baseDelayMs: 500,
+  maxDelayMs: 30_000,
+};
 
 /** The environment's `config.retries` over the defaults; malformed values keep the default. */
 export function retryPolicyOf(config: Record<string, unknown> | undefined): RetryPolicy {
   const r = config?.retries;
-  const num = (v: unknown, min: number, max: number) => (typeof v === 'number' && Number.isFinite(v) && v >= min && v <= max ? v : undefined);
-  if (typeof r === 'number') return { ...DEFAULT_RETRY_POLICY, maxRetries: num(Math.floor(r), 0, 10) ?? DEFAULT_RETRY_POLICY.maxRetries };
+  const num = (v: unknown, min: number, max: number) =>
+    typeof v === 'number' && Number.isFinite(v) && v >= min && v <= max ? v : undefined;
+  if (typeof r === 'number')
+    return { ...DEFAULT_RETRY_POLICY, maxRetries: num(Math.floor(r), 0, 10) ?? DEFAULT_RETRY_POLICY.maxRetries };
   if (!r || typeof r !== 'object') return DEFAULT_RETRY_POLICY;
   const o = r as Record<string, unknown>;
   return {
@@ -41,7 +48,13 @@ export function retryPolicyOf(config: Record<string, unknown> | undefined): Retr
  * retryable, the retries are spent, or the wait would end past the time budget.
  * `retry` is the number of the retry about to be made (1 for the first).
  */
-export function nextDelay(err: unknown, retry: number, elapsedMs: number, policy: RetryPolicy, random = Math.random): number | undefined {
+export function nextDelay(
+  err: unknown,
+  retry: number,
+  elapsedMs: number,
+  policy: RetryPolicy,
+  random = Math.random,
+): number | undefined {
   if (!(err instanceof ProviderError) || !err.retryable || retry > policy.maxRetries) return undefined;
   const ceiling = Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** (retry - 1));
   const delay = err.retryAfterMs !== undefined ? err.retryAfterMs : Math.round(random() * ceiling);

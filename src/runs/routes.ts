@@ -8,8 +8,19 @@ import { openSse } from '../http/sse.ts';
 import { sendWithVectors } from '../http/vector-json.ts';
 import type { RunService } from './service.ts';
 import {
-  FilterOptionParams, FilterOptionsAnswer, RetrieveQuery, RunCreateBody, RunFacetsAnswer, RunFacetsBody, RunFindAnswer, RunFindBody, RunListQuery,
-  RunExportQuery, RunSearchAnswer, RunSearchBody, StreamQuery,
+  FilterOptionParams,
+  FilterOptionsAnswer,
+  RetrieveQuery,
+  RunCreateBody,
+  RunFacetsAnswer,
+  RunFacetsBody,
+  RunFindAnswer,
+  RunFindBody,
+  RunListQuery,
+  RunExportQuery,
+  RunSearchAnswer,
+  RunSearchBody,
+  StreamQuery,
 } from './schemas.ts';
 import type { RunExporter } from './export.ts';
 import { populateOf, type RunFinder } from './find.ts';
@@ -20,139 +31,213 @@ const POLL_MS = 500;
 /** The vectors of a run's creation answer, written by http/vector-json.ts rather than number by number. */
 const RUN_VECTORS = ['input_embedding', 'result_embedding'] as const;
 
-export const runRoutes: FastifyPluginAsyncTypebox<{ runs: RunService; finder: RunFinder; metrics: Metrics; exporter: RunExporter }> = async (app, { runs, finder, metrics, exporter }) => {
-  const caller = (req: { ip: string; headers: Record<string, unknown> }) => ({ ip: req.ip, userAgent: req.headers['user-agent'] as string | undefined });
-
-  app.post('/runs', {
-    config: { readsRuns: false }, // reads a parent only once the runs answered before their commit are stored (RunService)
-    schema: {
-      tags: ['runs'],
-      summary: 'Execute an interaction: blocking (answers the completed run) or stream: true (answers at once with status created)',
-      body: RunCreateBody,
-      response: { 200: Type.Ref('Run'), ...errorResponses(400, 401, 404, 502) },
-    },
-  }, async (req, reply) => sendWithVectors(reply, await runs.create(principalOf(req), req.body as never, caller(req)), RUN_VECTORS));
-
-  app.post('/execute', {
-    config: { readsRuns: false }, // reads a parent only once the runs answered before their commit are stored (RunService)
-    schema: {
-      tags: ['runs'],
-      summary: 'Execute an interaction by endpoint selector: Name (latest published, else draft), Name@draft, Name@<version>, Name@<tag>',
-      body: RunCreateBody,
-      response: { 200: Type.Ref('Run'), ...errorResponses(400, 401, 404, 502) },
-    },
-  }, async (req, reply) => sendWithVectors(reply, await runs.executeByName(principalOf(req), req.body as never, caller(req)), RUN_VECTORS));
-
-  app.get('/runs', {
-    schema: { tags: ['runs'], summary: 'List runs of the project, newest updated_at first (ties by id), with the filters of the interface', querystring: RunListQuery, response: { 200: Type.Array(Type.Ref('RunRef')), ...errorResponses(400, 401) } },
-  }, (req) => runs.list(principalOf(req), req.query));
-
-  app.post('/runs/search', {
-    schema: {
-      tags: ['runs'],
-      summary: 'Search runs: a Lucene query, filters and facets. Without facets: an array of run references; with facets: {count, facet} (onlyMeta) or {results, count, facet}',
-      body: RunSearchBody,
-      response: { 200: RunSearchAnswer, ...errorResponses(400, 401) },
-    },
-  }, (req) => runs.search(principalOf(req), req.body as Record<string, unknown>));
-
-  app.post('/runs/facets', {
-    schema: {
-      tags: ['runs'],
-      summary: "Facets of runs (the official client's computeFacets): {<name>: [{_id, count}], total}",
-      body: RunFacetsBody,
-      response: { 200: RunFacetsAnswer, ...errorResponses(400, 401) },
-    },
-  }, (req) => runs.facets(principalOf(req), req.body as Record<string, unknown>));
-
-  app.post('/runs/find', {
-    schema: {
-      tags: ['runs'],
-      summary: "Find runs with a Mongo-style query (the official client's runs.find): stored runs, references as ids, projected by select, newest updated_at first",
-      body: RunFindBody,
-      response: { 200: RunFindAnswer, ...errorResponses(400, 401) },
-    },
-  }, (req) => finder.find(scopeOf(principalOf(req)), req.body));
-
-  app.get('/runs/filter-options/:field', {
-    schema: {
-      tags: ['runs'],
-      summary: "Distinct values of a run field among the runs matching the GET /runs filters, as [{id, name, count}] (the official client's runs.filterOptions)",
-      params: FilterOptionParams,
-      querystring: RunListQuery,
-      response: { 200: FilterOptionsAnswer, ...errorResponses(400, 401) },
-    },
-  }, (req) => finder.filterOptions(scopeOf(principalOf(req)), req.params.field, req.query));
-
-  app.get('/runs/export', {
-    schema: {
-      tags: ['runs'],
-      summary: 'Export the runs matching a Lucene query and the GET /runs filters, newest updated_at first, streamed as JSON Lines (a run per line) or CSV (content-disposition: attachment); at most 1,000,000 runs',
-      querystring: RunExportQuery,
-      produces: ['application/x-ndjson', 'text/csv'],
-      response: { 200: Type.String({ description: 'application/x-ndjson or text/csv, streamed' }), ...errorResponses(400, 401) },
-    },
-  }, async (req, reply) => {
-    const { mime, filename, body } = await exporter.start(principalOf(req), req.query as Record<string, unknown>);
-    return reply.type(mime).header('content-disposition', `attachment; filename="${filename}"`).send(body as never);
+export const runRoutes: FastifyPluginAsyncTypebox<{
+  runs: RunService;
+  finder: RunFinder;
+  metrics: Metrics;
+  exporter: RunExporter;
+}> = async (app, { runs, finder, metrics, exporter }) => {
+  const caller = (req: { ip: string; headers: Record<string, unknown> }) => ({
+    ip: req.ip,
+    userAgent: req.headers['user-agent'] as string | undefined,
   });
 
-  app.get('/runs/:id', {
-    schema: {
-      tags: ['runs'],
-      summary: 'Retrieve a run, with interaction and environment expanded (populate=false: as stored)',
-      params: IdParams,
-      querystring: RetrieveQuery,
-      response: { 200: Type.Ref('Run'), ...errorResponses(400, 401, 404) },
+  app.post(
+    '/runs',
+    {
+      config: { readsRuns: false }, // reads a parent only once the runs answered before their commit are stored (RunService)
+      schema: {
+        tags: ['runs'],
+        summary:
+          'Execute an interaction: blocking (answers the completed run) or stream: true (answers at once with status created)',
+        body: RunCreateBody,
+        response: { 200: Type.Ref('Run'), ...errorResponses(400, 401, 404, 502) },
+      },
     },
-  }, (req) => (populateOf(req.query.populate) ? runs.get(principalOf(req), req.params.id) : finder.stored(scopeOf(principalOf(req)), req.params.id)));
+    async (req, reply) =>
+      sendWithVectors(reply, await runs.create(principalOf(req), req.body as never, caller(req)), RUN_VECTORS),
+  );
 
-  app.get('/runs/:id/stream', {
-    config: { queryToken: true },
-    schema: {
-      tags: ['runs'],
-      summary: 'Server-Sent Events of a run: message events (data: a JSON string chunk), then event close (data: the final run). Accepts ?access_token= and Last-Event-ID.',
-      params: IdParams,
-      querystring: StreamQuery,
-      produces: ['text/event-stream'],
-      response: { 200: Type.String({ description: 'text/event-stream' }), ...errorResponses(401, 404) },
+  app.post(
+    '/execute',
+    {
+      config: { readsRuns: false }, // reads a parent only once the runs answered before their commit are stored (RunService)
+      schema: {
+        tags: ['runs'],
+        summary:
+          'Execute an interaction by endpoint selector: Name (latest published, else draft), Name@draft, Name@<version>, Name@<tag>',
+        body: RunCreateBody,
+        response: { 200: Type.Ref('Run'), ...errorResponses(400, 401, 404, 502) },
+      },
     },
-  }, async (req, reply) => {
-    const p = principalOf(req);
-    const lastEventId = lastEventIdOf(req.headers['last-event-id'] ?? req.query.lastEventId);
-    const followed = await runs.follow(p, req.params.id);
-    const sse = openSse(reply);
-    metrics.openStreams.inc();
-    sse.onClose(() => metrics.openStreams.dec());
-    const close = async (run: unknown) => {
-      const final = run ?? (await runs.get(p, req.params.id).catch(() => ({ id: req.params.id, status: 'failed' })));
-      sse.send({ event: 'close', data: JSON.stringify(final) });
-      sse.end();
-    };
-    if (followed.finished) return close(followed.finished);
-    if (followed.live) {
-      const unsubscribe = followed.live.subscribe(lastEventId, (e) => {
-        if (e.kind === 'chunk') sse.send({ id: e.seq, data: JSON.stringify(e.text) });
-        else void close(e.run);
-      });
-      sse.onClose(unsubscribe);
-      return;
-    }
-    const timer = setInterval(async () => {
-      const done = await followed.poll!().catch(() => undefined);
-      if (done) {
-        clearInterval(timer);
-        void close(done);
+    async (req, reply) =>
+      sendWithVectors(reply, await runs.executeByName(principalOf(req), req.body as never, caller(req)), RUN_VECTORS),
+  );
+
+  app.get(
+    '/runs',
+    {
+      schema: {
+        tags: ['runs'],
+        summary: 'List runs of the project, newest updated_at first (ties by id), with the filters of the interface',
+        querystring: RunListQuery,
+        response: { 200: Type.Array(Type.Ref('RunRef')), ...errorResponses(400, 401) },
+      },
+    },
+    (req) => runs.list(principalOf(req), req.query),
+  );
+
+  app.post(
+    '/runs/search',
+    {
+      schema: {
+        tags: ['runs'],
+        summary:
+          'Search runs: a Lucene query, filters and facets. Without facets: an array of run references; with facets: {count, facet} (onlyMeta) or {results, count, facet}',
+        body: RunSearchBody,
+        response: { 200: RunSearchAnswer, ...errorResponses(400, 401) },
+      },
+    },
+    (req) => runs.search(principalOf(req), req.body as Record<string, unknown>),
+  );
+
+  app.post(
+    '/runs/facets',
+    {
+      schema: {
+        tags: ['runs'],
+        summary: "Facets of runs (the official client's computeFacets): {<name>: [{_id, count}], total}",
+        body: RunFacetsBody,
+        response: { 200: RunFacetsAnswer, ...errorResponses(400, 401) },
+      },
+    },
+    (req) => runs.facets(principalOf(req), req.body as Record<string, unknown>),
+  );
+
+  app.post(
+    '/runs/find',
+    {
+      schema: {
+        tags: ['runs'],
+        summary:
+          "Find runs with a Mongo-style query (the official client's runs.find): stored runs, references as ids, projected by select, newest updated_at first",
+        body: RunFindBody,
+        response: { 200: RunFindAnswer, ...errorResponses(400, 401) },
+      },
+    },
+    (req) => finder.find(scopeOf(principalOf(req)), req.body),
+  );
+
+  app.get(
+    '/runs/filter-options/:field',
+    {
+      schema: {
+        tags: ['runs'],
+        summary:
+          "Distinct values of a run field among the runs matching the GET /runs filters, as [{id, name, count}] (the official client's runs.filterOptions)",
+        params: FilterOptionParams,
+        querystring: RunListQuery,
+        response: { 200: FilterOptionsAnswer, ...errorResponses(400, 401) },
+      },
+    },
+    (req) => finder.filterOptions(scopeOf(principalOf(req)), req.params.field, req.query),
+  );
+
+  app.get(
+    '/runs/export',
+    {
+      schema: {
+        tags: ['runs'],
+        summary:
+          'Export the runs matching a Lucene query and the GET /runs filters, newest updated_at first, streamed as JSON Lines (a run per line) or CSV (content-disposition: attachment); at most 1,000,000 runs',
+        querystring: RunExportQuery,
+        produces: ['application/x-ndjson', 'text/csv'],
+        response: {
+          200: Type.String({ description: 'application/x-ndjson or text/csv, streamed' }),
+          ...errorResponses(400, 401),
+        },
+      },
+    },
+    async (req, reply) => {
+      const { mime, filename, body } = await exporter.start(principalOf(req), req.query as Record<string, unknown>);
+      return reply
+        .type(mime)
+        .header('content-disposition', `attachment; filename="${filename}"`)
+        .send(body as never);
+    },
+  );
+
+  app.get(
+    '/runs/:id',
+    {
+      schema: {
+        tags: ['runs'],
+        summary: 'Retrieve a run, with interaction and environment expanded (populate=false: as stored)',
+        params: IdParams,
+        querystring: RetrieveQuery,
+        response: { 200: Type.Ref('Run'), ...errorResponses(400, 401, 404) },
+      },
+    },
+    (req) =>
+      populateOf(req.query.populate)
+        ? runs.get(principalOf(req), req.params.id)
+        : finder.stored(scopeOf(principalOf(req)), req.params.id),
+  );
+
+  app.get(
+    '/runs/:id/stream',
+    {
+      config: { queryToken: true },
+      schema: {
+        tags: ['runs'],
+        summary:
+          'Server-Sent Events of a run: message events (data: a JSON string chunk), then event close (data: the final run). Accepts ?access_token= and Last-Event-ID.',
+        params: IdParams,
+        querystring: StreamQuery,
+        produces: ['text/event-stream'],
+        response: { 200: Type.String({ description: 'text/event-stream' }), ...errorResponses(401, 404) },
+      },
+    },
+    async (req, reply) => {
+      const p = principalOf(req);
+      const lastEventId = lastEventIdOf(req.headers['last-event-id'] ?? req.query.lastEventId);
+      const followed = await runs.follow(p, req.params.id);
+      const sse = openSse(reply);
+      metrics.openStreams.inc();
+      sse.onClose(() => metrics.openStreams.dec());
+      const close = async (run: unknown) => {
+        const final = run ?? (await runs.get(p, req.params.id).catch(() => ({ id: req.params.id, status: 'failed' })));
+        sse.send({ event: 'close', data: JSON.stringify(final) });
+        sse.end();
+      };
+      if (followed.finished) return close(followed.finished);
+      if (followed.live) {
+        const unsubscribe = followed.live.subscribe(lastEventId, (e) => {
+          if (e.kind === 'chunk') sse.send({ id: e.seq, data: JSON.stringify(e.text) });
+          else void close(e.run);
+        });
+        sse.onClose(unsubscribe);
+        return;
       }
-    }, POLL_MS);
-    sse.onClose(() => clearInterval(timer));
-  });
+      const timer = setInterval(async () => {
+        const done = await followed.poll!().catch(() => undefined);
+        if (done) {
+          clearInterval(timer);
+          void close(done);
+        }
+      }, POLL_MS);
+      sse.onClose(() => clearInterval(timer));
+    },
+  );
 };
 
 /** `Last-Event-ID` (or `?lastEventId=`): the number of the last chunk the client has, as our events carry it. */
 function lastEventIdOf(value: unknown): number {
   if (value === undefined || value === '') return 0;
   const text = String(Array.isArray(value) ? value[0] : value).trim();
-  if (!/^\d{1,15}$/.test(text)) throw new BadRequest(`Last-Event-ID must be the number of a chunk (the id of a message event), got ${JSON.stringify(text.slice(0, 50))}`);
+  if (!/^\d{1,15}$/.test(text))
+    throw new BadRequest(
+      `Last-Event-ID must be the number of a chunk (the id of a message event), got ${JSON.stringify(text.slice(0, 50))}`,
+    );
   return Number(text);
 }

@@ -24,4 +24,7 @@ export const runArms = (d: DialectName, where: Cond): Cond[] =>
 
 /** `SELECT ${columns} FROM runs` of each arm, as one `UNION ALL`. */
 export const armRows = (d: DialectName, columns: RawBuilder<unknown>, where: Cond): RawBuilder<unknown> =>
-  sql.join(runArms(d, where).map((w) => sql`SELECT ${columns} FROM runs WHERE ${w}`), sql` UNION ALL `);
+  sql.join(
+    runArms(d, where).map((w) => sql`SELECT ${columns} FROM runs WHERE ${w}`),
+    sql` UNION ALL `,
+  );

@@ -97,7 +97,9 @@ export class RunIntentLog {
       this.end = 0;
       this.epoch++;
     }
-    const line = Buffer.from(`${this.epoch.toString(16).padStart(EPOCH_WIDTH, '0')}\t${KIND_LETTER[kind]}\t${JSON.stringify(head)}\t${doc}\n`);
+    const line = Buffer.from(
+      `${this.epoch.toString(16).padStart(EPOCH_WIDTH, '0')}\t${KIND_LETTER[kind]}\t${JSON.stringify(head)}\t${doc}\n`,
+    );
     if (this.end + line.length > INTENT_LOG_MAX_BYTES) return undefined;
     try {
       this.fd ??= this.open();

@@ -57,7 +57,13 @@ export class RunMirrors {
   follow(runId: string, source: MirrorSource): LiveRun {
     const existing = this.mirrors.get(runId);
     if (existing) return existing.live;
-    const mirror: Mirror = { live: new LiveRun(), seq: 0, work: Promise.resolve(), source, timer: setInterval(() => this.sync(runId, mirror), POLL_MS) };
+    const mirror: Mirror = {
+      live: new LiveRun(),
+      seq: 0,
+      work: Promise.resolve(),
+      source,
+      timer: setInterval(() => this.sync(runId, mirror), POLL_MS),
+    };
     mirror.timer.unref();
     this.mirrors.set(runId, mirror);
     this.sync(runId, mirror);

@@ -22,7 +22,14 @@ export type WireRow = readonly [columns: string, values: readonly unknown[], der
 
 export type WireWrite =
   | readonly ['insert', rows: readonly WireRow[], fts: readonly (WireFts | null)[], tags: readonly WireTag[]]
-  | readonly ['update', id: string, set: WireColumns, fts: WireFts | null, text: boolean | null, fromStatus: string | null]
+  | readonly [
+      'update',
+      id: string,
+      set: WireColumns,
+      fts: WireFts | null,
+      text: boolean | null,
+      fromStatus: string | null,
+    ]
   | readonly ['patch', id: string, set: WireColumns, fromStatus: string | null];
 
 /** A tag of the insert's `rows[run]`. */

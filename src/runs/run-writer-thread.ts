@@ -40,7 +40,8 @@ export type ThreadWrite = readonly [seq: number, write: WireWrite];
 export type ThreadRequest = { batch: ThreadWrite[] } | { close: true };
 export type ThreadReplyError = { message: string; code?: string };
 /** What a write returned, or why it failed. */
-export type ThreadReply = readonly [seq: number, value: boolean] | readonly [seq: number, value: null, error: ThreadReplyError];
+export type ThreadReply =
+  readonly [seq: number, value: boolean] | readonly [seq: number, value: null, error: ThreadReplyError];
 /** What the thread posts: once `ready` (its connection open), then the replies to each batch. */
 export type ThreadMessage = { ready: true } | { replies: ThreadReply[] };
 
@@ -123,7 +124,8 @@ export class ThreadRunWriter implements RunWrites {
   started(): Promise<void> {
     if (this.ready) return Promise.resolve();
     this.start();
-    if (!this.worker) return Promise.reject(new Error('the run writer thread could not start (writes go through the main connection)'));
+    if (!this.worker)
+      return Promise.reject(new Error('the run writer thread could not start (writes go through the main connection)'));
     this.worker.ref(); // until it is ready: someone waits for it
     return new Promise((resolve, reject) => this.readyWaiters.push({ resolve, reject }));
   }
@@ -182,13 +184,17 @@ export class ThreadRunWriter implements RunWrites {
     const worker = this.worker;
     this.worker = undefined;
     // A thread still loading will never take writes now: nobody waits for it.
-    for (const w of this.readyWaiters.splice(0)) w.reject(new Error('the run writer is closed (the server is shutting down)'));
+    for (const w of this.readyWaiters.splice(0))
+      w.reject(new Error('the run writer is closed (the server is shutting down)'));
     // threadId is -1 once the thread is gone, possibly before its 'exit' event.
     if (!worker || worker.threadId === -1) return;
     const exited = new Promise<void>((r) => worker.once('exit', () => r()));
     worker.ref(); // until it has closed its connection
     worker.postMessage({ close: true } satisfies ThreadRequest);
-    if (await Promise.race([exited.then(() => true), sleep(CLOSE_WAIT_MS, undefined, { ref: false }).then(() => false)])) return;
+    if (
+      await Promise.race([exited.then(() => true), sleep(CLOSE_WAIT_MS, undefined, { ref: false }).then(() => false)])
+    )
+      return;
     await worker.terminate();
   }
 
@@ -227,13 +233,18 @@ export class ThreadRunWriter implements RunWrites {
     if (!thread || !this.ready) {
       // The thread stopped since these were queued: they never reached it, so they are written here.
       for (const w of batch) {
-        this.writeHere(w.write).then((v) => this.settle(w.seq, (x) => x.resolve(v)), (err) => this.settle(w.seq, (x) => x.reject(err)));
+        this.writeHere(w.write).then(
+          (v) => this.settle(w.seq, (x) => x.resolve(v)),
+          (err) => this.settle(w.seq, (x) => x.reject(err)),
+        );
       }
       return;
     }
     try {
       thread.ref();
-      thread.postMessage({ batch: batch.map(({ seq, write }): ThreadWrite => [seq, toWire(write)]) } satisfies ThreadRequest);
+      thread.postMessage({
+        batch: batch.map(({ seq, write }): ThreadWrite => [seq, toWire(write)]),
+      } satisfies ThreadRequest);
       for (const w of batch) {
         const waiting = this.waiting.get(w.seq);
         if (waiting) waiting.thread = thread;
@@ -268,7 +279,11 @@ export class ThreadRunWriter implements RunWrites {
         return;
       }
       for (const [seq, value, error] of msg.replies) {
-        this.settle(seq, (w) => (error ? w.reject(Object.assign(new Error(error.message), error.code ? { code: error.code } : {})) : w.resolve(value ?? false)));
+        this.settle(seq, (w) =>
+          error
+            ? w.reject(Object.assign(new Error(error.message), error.code ? { code: error.code } : {}))
+            : w.resolve(value ?? false),
+        );
       }
     });
     // 'error' then 'exit' for a thread that throws: the first one fails its writes, the second finds none.
@@ -276,14 +291,16 @@ export class ThreadRunWriter implements RunWrites {
       if (this.worker === worker) {
         if (!this.ready) {
           this.failedStartAt = performance.now();
-          for (const w of this.readyWaiters.splice(0)) w.reject(new Error(`the run writer thread stopped (${why}) before it was ready`));
+          for (const w of this.readyWaiters.splice(0))
+            w.reject(new Error(`the run writer thread stopped (${why}) before it was ready`));
         }
         this.worker = undefined;
         this.ready = false;
       }
       // Writes handed to this thread may or may not be committed; their callers must not wait forever.
       for (const [seq, w] of [...this.waiting]) {
-        if (w.thread === worker) this.settle(seq, (x) => x.reject(new Error(`the run writer thread stopped (${why}) before answering`)));
+        if (w.thread === worker)
+          this.settle(seq, (x) => x.reject(new Error(`the run writer thread stopped (${why}) before answering`)));
       }
     };
     worker.on('error', (err) => stopped(err.message));

@@ -44,10 +44,12 @@ function writePending(): void {
   while (pending.length) {
     const part = pending.splice(0, BATCH);
     const outcomes = writes.applyWire(part.map((w) => w[1]));
-    port.postMessage({ replies: part.map(([seq], i): ThreadReply => {
-      const o = outcomes[i];
-      return 'error' in o ? [seq, null, describe(o.error)] : [seq, o.value];
-    }) } satisfies ThreadMessage);
+    port.postMessage({
+      replies: part.map(([seq], i): ThreadReply => {
+        const o = outcomes[i];
+        return 'error' in o ? [seq, null, describe(o.error)] : [seq, o.value];
+      }),
+    } satisfies ThreadMessage);
   }
 }
 

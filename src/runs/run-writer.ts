@@ -43,8 +43,12 @@ export interface RunWrites {
 /** `writes`, with `wrote` told of each write as it is handed over (the WAL checkpointer, db/wal-checkpointer.ts). */
 export const signallingWrites = (writes: RunWrites, sink: { wrote(): void }): RunWrites => ({
   insert: (row, tags) => (sink.wrote(), writes.insert(row, tags)),
-  ...(writes.insertAhead ? { insertAhead: (row: RunRow, tags: readonly string[]) => (sink.wrote(), writes.insertAhead!(row, tags)) } : {}),
-  ...(writes.updateAhead ? { updateAhead: (ended: RunRow, patch: Updateable<RunTable>) => (sink.wrote(), writes.updateAhead!(ended, patch)) } : {}),
+  ...(writes.insertAhead
+    ? { insertAhead: (row: RunRow, tags: readonly string[]) => (sink.wrote(), writes.insertAhead!(row, tags)) }
+    : {}),
+  ...(writes.updateAhead
+    ? { updateAhead: (ended: RunRow, patch: Updateable<RunTable>) => (sink.wrote(), writes.updateAhead!(ended, patch)) }
+    : {}),
   update: (id, patch, fromStatus) => (sink.wrote(), writes.update(id, patch, fromStatus)),
   run: (op) => (sink.wrote(), writes.run(op)),
   close: () => writes.close(),
@@ -113,11 +117,13 @@ export class RunWriter implements RunWrites {
     while (this.queue.length) {
       const batch = this.queue.splice(0, this.maxBatch);
       try {
-        const results = await this.db.transaction().execute((trx) => fullTextLast(trx, async () => {
-          const out: boolean[] = [];
-          for (const p of batch) out.push(await p.op(trx));
-          return out;
-        }));
+        const results = await this.db.transaction().execute((trx) =>
+          fullTextLast(trx, async () => {
+            const out: boolean[] = [];
+            for (const p of batch) out.push(await p.op(trx));
+            return out;
+          }),
+        );
         batch.forEach((p, i) => p.resolve(results[i]));
       } catch {
         for (const p of batch) {

@@ -6,21 +6,43 @@ import { MAX_OFFSET } from '../http/query.ts';
 export const RunStatusSchema = Type.Union(RUN_STATUSES.map((s) => Type.Literal(s)));
 
 export const RunCreateBody = OpenObject({
-  interaction: Type.String({ minLength: 1, description: 'Interaction id (POST /runs) or endpoint selector Name, Name@draft, Name@3, Name@tag (POST /execute)' }),
+  interaction: Type.String({
+    minLength: 1,
+    description: 'Interaction id (POST /runs) or endpoint selector Name, Name@draft, Name@3, Name@tag (POST /execute)',
+  }),
   stream: Type.Optional(Type.Boolean({ default: false })),
   data: Type.Optional(Type.Unknown({ description: 'Input data for the prompt templates' })),
-  tags: Type.Optional(Type.Union([Type.String(), Type.Array(Type.String())], { description: 'Comma-separated string or array' })),
-  config: Type.Optional(OpenObject({
-    environment: Type.Optional(Type.String()),
-    model: Type.Optional(Type.String()),
-    temperature: Type.Optional(Type.Number()),
-    max_tokens: Type.Optional(Type.Integer()),
-    formatter: Type.Optional(Type.Unknown()),
-    model_options: Type.Optional(OpenObject({}, { description: 'temperature, max_tokens, top_p, top_k, presence_penalty, frequency_penalty, seed, stop (or stop_sequence); wins over the fields above' })),
-  })),
+  tags: Type.Optional(
+    Type.Union([Type.String(), Type.Array(Type.String())], { description: 'Comma-separated string or array' }),
+  ),
+  config: Type.Optional(
+    OpenObject({
+      environment: Type.Optional(Type.String()),
+      model: Type.Optional(Type.String()),
+      temperature: Type.Optional(Type.Number()),
+      max_tokens: Type.Optional(Type.Integer()),
+      formatter: Type.Optional(Type.Unknown()),
+      model_options: Type.Optional(
+        OpenObject(
+          {},
+          {
+            description:
+              'temperature, max_tokens, top_p, top_k, presence_penalty, frequency_penalty, seed, stop (or stop_sequence); wins over the fields above',
+          },
+        ),
+      ),
+    }),
+  ),
   result_schema: Type.Optional(Type.Union([Type.Record(Type.String(), Type.Unknown()), Type.Null()])),
   parent: Type.Optional(Type.String({ description: 'Id of the parent run (records a child run)' })),
-  ttl: Type.Optional(Type.Number({ minimum: 0, maximum: 3_153_600_000, description: 'Seconds to keep the run (at most 100 years); the retention sweeper deletes it within a minute after it expires. 0 or absent: forever (or the project retention)' })),
+  ttl: Type.Optional(
+    Type.Number({
+      minimum: 0,
+      maximum: 3_153_600_000,
+      description:
+        'Seconds to keep the run (at most 100 years); the retention sweeper deletes it within a minute after it expires. 0 or absent: forever (or the project retention)',
+    }),
+  ),
 });
 
 const TokenUse = Type.Object({
@@ -30,133 +52,216 @@ const TokenUse = Type.Object({
 });
 
 const usd = (description: string) => Type.Number({ description: `USD: ${description}` });
-const RunCostSchema = Type.Union([
-  Type.Object({
-    input: usd('input tokens not read from or written to a prompt cache'),
-    output: usd('output tokens other than reasoning'),
-    cache_read: usd('input tokens read from the prompt cache'),
-    cache_write: usd('input tokens written to the prompt cache'),
-    reasoning: usd('reasoning (thinking) tokens'),
-    total: usd('the sum of the parts'),
-    currency: Type.Literal('USD'),
-    price_table: Type.String({ description: 'The prices used: "litellm <date>" (the vendored table) or "environment" (config.prices)' }),
-  }),
-  Type.Null(),
-], { description: "What the run cost, rounded to 1e-9 USD; null while it executes, or when its usage or its model's price is unknown" });
+const RunCostSchema = Type.Union(
+  [
+    Type.Object({
+      input: usd('input tokens not read from or written to a prompt cache'),
+      output: usd('output tokens other than reasoning'),
+      cache_read: usd('input tokens read from the prompt cache'),
+      cache_write: usd('input tokens written to the prompt cache'),
+      reasoning: usd('reasoning (thinking) tokens'),
+      total: usd('the sum of the parts'),
+      currency: Type.Literal('USD'),
+      price_table: Type.String({
+        description: 'The prices used: "litellm <date>" (the vendored table) or "environment" (config.prices)',
+      }),
+    }),
+    Type.Null(),
+  ],
+  {
+    description:
+      "What the run cost, rounded to 1e-9 USD; null while it executes, or when its usage or its model's price is unknown",
+  },
+);
 
-export const RunSchema = OpenObject({
-  id: Type.String(),
-  status: RunStatusSchema,
-  result: Type.Array(Type.Unknown()),
-  parameters: Type.Unknown(),
-  interaction: Type.Unknown({ description: 'Id string in the POST answer, expanded object in GET' }),
-  environment: Type.Unknown(),
-  modelId: Type.Union([Type.String(), Type.Null()]),
-  model: Type.Union([Type.String(), Type.Null()]),
-  ttl: Type.Number(),
-  token_use: TokenUse,
-  execution_time: Type.Optional(Type.Number()),
-  finish_reason: Type.Optional(Type.String()),
-  cost: Type.Optional(RunCostSchema),
-  created_at: Type.String(),
-  updated_at: Type.String(),
-  account: Type.Unknown(),
-  project: Type.Unknown(),
-  config: Type.Record(Type.String(), Type.Unknown()),
-  error: Type.Optional(Type.Object({ code: Type.String(), message: Type.String(), data: Type.Optional(Type.Unknown()) })),
-  tags: Type.Array(Type.String()),
-  source: Type.Record(Type.String(), Type.String()),
-  prompt: Type.Unknown(),
-  parent: Type.Optional(Type.String()),
-  cached: Type.Optional(Type.Boolean({ description: "true when the interaction's cache_policy answered this run from the result cache" })),
-  cached_from: Type.Optional(Type.String({ description: 'The run whose answer the cache served' })),
-  evaluation: Type.Optional(Type.Object({ score: Type.Optional(Type.Number()), selected: Type.Optional(Type.Boolean()) }, { description: "A virtual_mediator's judgement of this child run: its score (0 to 10) and whether it was chosen" })),
-  attempts: Type.Optional(Type.Array(Type.Object({
-    status: Type.String({ description: 'completed or failed' }),
-    error: Type.Optional(Type.Object({ code: Type.String(), message: Type.String() })),
-    duration_ms: Type.Number(),
-    repair: Type.Optional(Type.Boolean({ description: "true on the one re-ask of an answer that did not match result_schema" })),
-    run: Type.Optional(Type.String({ description: 'The child run of this attempt (virtual environments)' })),
-  }), { description: 'The provider calls of a run that was retried or asked again for its result_schema, in order (absent when the first call ended it)' })),
-  input_embedding: Type.Optional(Type.Array(Type.Number(), { description: "Vector of the prompt (the project's embedding model); only in the answer of the run's creation and its stream's close" })),
-  result_embedding: Type.Optional(Type.Array(Type.Number(), { description: 'Vector of the result; only in the answer of the run\'s creation and its stream\'s close' })),
-}, { $id: 'Run' });
+export const RunSchema = OpenObject(
+  {
+    id: Type.String(),
+    status: RunStatusSchema,
+    result: Type.Array(Type.Unknown()),
+    parameters: Type.Unknown(),
+    interaction: Type.Unknown({ description: 'Id string in the POST answer, expanded object in GET' }),
+    environment: Type.Unknown(),
+    modelId: Type.Union([Type.String(), Type.Null()]),
+    model: Type.Union([Type.String(), Type.Null()]),
+    ttl: Type.Number(),
+    token_use: TokenUse,
+    execution_time: Type.Optional(Type.Number()),
+    finish_reason: Type.Optional(Type.String()),
+    cost: Type.Optional(RunCostSchema),
+    created_at: Type.String(),
+    updated_at: Type.String(),
+    account: Type.Unknown(),
+    project: Type.Unknown(),
+    config: Type.Record(Type.String(), Type.Unknown()),
+    error: Type.Optional(
+      Type.Object({ code: Type.String(), message: Type.String(), data: Type.Optional(Type.Unknown()) }),
+    ),
+    tags: Type.Array(Type.String()),
+    source: Type.Record(Type.String(), Type.String()),
+    prompt: Type.Unknown(),
+    parent: Type.Optional(Type.String()),
+    cached: Type.Optional(
+      Type.Boolean({ description: "true when the interaction's cache_policy answered this run from the result cache" }),
+    ),
+    cached_from: Type.Optional(Type.String({ description: 'The run whose answer the cache served' })),
+    evaluation: Type.Optional(
+      Type.Object(
+        { score: Type.Optional(Type.Number()), selected: Type.Optional(Type.Boolean()) },
+        {
+          description:
+            "A virtual_mediator's judgement of this child run: its score (0 to 10) and whether it was chosen",
+        },
+      ),
+    ),
+    attempts: Type.Optional(
+      Type.Array(
+        Type.Object({
+          status: Type.String({ description: 'completed or failed' }),
+          error: Type.Optional(Type.Object({ code: Type.String(), message: Type.String() })),
+          duration_ms: Type.Number(),
+          repair: Type.Optional(
+            Type.Boolean({ description: 'true on the one re-ask of an answer that did not match result_schema' }),
+          ),
+          run: Type.Optional(Type.String({ description: 'The child run of this attempt (virtual environments)' })),
+        }),
+        {
+          description:
+            'The provider calls of a run that was retried or asked again for its result_schema, in order (absent when the first call ended it)',
+        },
+      ),
+    ),
+    input_embedding: Type.Optional(
+      Type.Array(Type.Number(), {
+        description:
+          "Vector of the prompt (the project's embedding model); only in the answer of the run's creation and its stream's close",
+      }),
+    ),
+    result_embedding: Type.Optional(
+      Type.Array(Type.Number(), {
+        description: "Vector of the result; only in the answer of the run's creation and its stream's close",
+      }),
+    ),
+  },
+  { $id: 'Run' },
+);
 
-export const RunRefSchema = OpenObject({
-  id: Type.String(),
-  status: RunStatusSchema,
-  interaction: RefSchema,
-  environment: Type.Union([RefSchema, Type.Null()]),
-  modelId: Type.Union([Type.String(), Type.Null()]),
-  model: Type.Union([Type.String(), Type.Null()]),
-  tags: Type.Array(Type.String()),
-  parent: Type.Optional(Type.String()),
-  finish_reason: Type.Optional(Type.String()),
-  token_use: TokenUse,
-  execution_time: Type.Optional(Type.Number()),
-  cost: Type.Optional(RunCostSchema),
-  source: Type.Record(Type.String(), Type.String()),
-  account: RefSchema,
-  project: RefSchema,
-  created_at: Type.String(),
-  updated_at: Type.String(),
-}, { $id: 'RunRef' });
+export const RunRefSchema = OpenObject(
+  {
+    id: Type.String(),
+    status: RunStatusSchema,
+    interaction: RefSchema,
+    environment: Type.Union([RefSchema, Type.Null()]),
+    modelId: Type.Union([Type.String(), Type.Null()]),
+    model: Type.Union([Type.String(), Type.Null()]),
+    tags: Type.Array(Type.String()),
+    parent: Type.Optional(Type.String()),
+    finish_reason: Type.Optional(Type.String()),
+    token_use: TokenUse,
+    execution_time: Type.Optional(Type.Number()),
+    cost: Type.Optional(RunCostSchema),
+    source: Type.Record(Type.String(), Type.String()),
+    account: RefSchema,
+    project: RefSchema,
+    created_at: Type.String(),
+    updated_at: Type.String(),
+  },
+  { $id: 'RunRef' },
+);
 
-export const RunListQuery = Type.Object({
-  ...PageQuery,
-  interaction: ListParam('Interaction id(s), comma-separated or repeated'),
-  model: ListParam('Model id(s)'),
-  environment: ListParam('Environment id(s)'),
-  status: ListParam('created, processing, completed or failed'),
-  tag: ListParam('Tag(s): a run matches when it has any of them'),
-  anchorDate: Type.Optional(Type.String({ description: 'ISO date: anchor of the updated_at filter' })),
-  anchorDateDirection: Type.Optional(Type.Union([Type.Literal('before'), Type.Literal('after')], { description: 'after (default): updated_at >= anchorDate; before: updated_at < anchorDate' })),
-  parent: ListParam('A parent run id (its children), or false (top-level runs only)'),
-  is_root: Type.Optional(Type.Boolean({ description: 'true: top-level runs only (the official client)' })),
-  workflow_run_ids: ListParam('Workflow run ids: Orrery runs belong to no workflow, so any value matches nothing'),
-  workflow_ids: ListParam('Workflow ids: as workflow_run_ids'),
-}, { additionalProperties: true });
+export const RunListQuery = Type.Object(
+  {
+    ...PageQuery,
+    interaction: ListParam('Interaction id(s), comma-separated or repeated'),
+    model: ListParam('Model id(s)'),
+    environment: ListParam('Environment id(s)'),
+    status: ListParam('created, processing, completed or failed'),
+    tag: ListParam('Tag(s): a run matches when it has any of them'),
+    anchorDate: Type.Optional(Type.String({ description: 'ISO date: anchor of the updated_at filter' })),
+    anchorDateDirection: Type.Optional(
+      Type.Union([Type.Literal('before'), Type.Literal('after')], {
+        description: 'after (default): updated_at >= anchorDate; before: updated_at < anchorDate',
+      }),
+    ),
+    parent: ListParam('A parent run id (its children), or false (top-level runs only)'),
+    is_root: Type.Optional(Type.Boolean({ description: 'true: top-level runs only (the official client)' })),
+    workflow_run_ids: ListParam('Workflow run ids: Orrery runs belong to no workflow, so any value matches nothing'),
+    workflow_ids: ListParam('Workflow ids: as workflow_run_ids'),
+  },
+  { additionalProperties: true },
+);
 
-export const StreamQuery = Type.Object({
-  access_token: Type.Optional(Type.String({ description: 'The bearer token (EventSource cannot send headers)' })),
-  lastEventId: Type.Optional(Type.String()),
-}, { additionalProperties: true });
+export const StreamQuery = Type.Object(
+  {
+    access_token: Type.Optional(Type.String({ description: 'The bearer token (EventSource cannot send headers)' })),
+    lastEventId: Type.Optional(Type.String()),
+  },
+  { additionalProperties: true },
+);
 
 // ---- search and facets (issue 4) ------------------------------------------------------------
 
-const FACET_FIELD_NOTE = 'modelId, status, tags, environment, interaction, finish_reason (string); updated_at (date); execution_time, cost.total (number)';
+const FACET_FIELD_NOTE =
+  'modelId, status, tags, environment, interaction, finish_reason (string); updated_at (date); execution_time, cost.total (number)';
 
-const SearchFilters = OpenObject({
-  interaction: Type.Optional(Type.Unknown({ description: 'Interaction id (or a list: any of them)' })),
-  environemnt: Type.Optional(Type.Unknown({ description: 'Environment id; the key is spelled so in the interface' })),
-  environment: Type.Optional(Type.Unknown({ description: 'Environment id (the correct spelling is accepted too)' })),
-  parent: Type.Optional(Type.Unknown({ description: 'A parent run id (its children), or false (top-level runs only)' })),
-  status: Type.Optional(Type.Unknown({ description: 'created, processing, completed or failed (or a list)' })),
-  tags: Type.Optional(Type.Unknown({ description: 'Tags: a run must carry ALL of them' })),
-  modelId: Type.Optional(Type.Unknown({ description: 'Model id (or a list)' })),
-  finish_reason: Type.Optional(Type.Unknown({ description: 'Finish reason (or a list)' })),
-  updated_at: Type.Optional(Type.Unknown({ description: '{lt, lte, gt, gte}: ISO 8601 bounds on updated_at' })),
-  created_at: Type.Optional(Type.Unknown({ description: '{lt, lte, gt, gte}: ISO 8601 bounds on created_at' })),
-}, { description: 'Filters ANDed with the query; an unknown key is a 400 that lists these' });
+const SearchFilters = OpenObject(
+  {
+    interaction: Type.Optional(Type.Unknown({ description: 'Interaction id (or a list: any of them)' })),
+    environemnt: Type.Optional(Type.Unknown({ description: 'Environment id; the key is spelled so in the interface' })),
+    environment: Type.Optional(Type.Unknown({ description: 'Environment id (the correct spelling is accepted too)' })),
+    parent: Type.Optional(
+      Type.Unknown({ description: 'A parent run id (its children), or false (top-level runs only)' }),
+    ),
+    status: Type.Optional(Type.Unknown({ description: 'created, processing, completed or failed (or a list)' })),
+    tags: Type.Optional(Type.Unknown({ description: 'Tags: a run must carry ALL of them' })),
+    modelId: Type.Optional(Type.Unknown({ description: 'Model id (or a list)' })),
+    finish_reason: Type.Optional(Type.Unknown({ description: 'Finish reason (or a list)' })),
+    updated_at: Type.Optional(Type.Unknown({ description: '{lt, lte, gt, gte}: ISO 8601 bounds on updated_at' })),
+    created_at: Type.Optional(Type.Unknown({ description: '{lt, lte, gt, gte}: ISO 8601 bounds on created_at' })),
+  },
+  { description: 'Filters ANDed with the query; an unknown key is a 400 that lists these' },
+);
 
-export const RunSearchBody = OpenObject({
-  query: Type.Optional(Type.Union([
-    Type.String({ description: 'A Lucene query over the runs (see the README, "Search syntax")' }),
-    OpenObject({}, { description: "The official client's RunSearchQuery: {query, default_query_path, status, interaction, environment, model, tags (all), exclude_tags, parent, is_root, start, end (on created_at), finish_reason, run_ids, name, created_by}" }),
-  ])),
-  defaultQueryPath: Type.Optional(Type.String({ description: 'The field a bare term searches; default: the run text (prompt, result, parameter strings)' })),
-  filters: Type.Optional(SearchFilters),
-  facets: Type.Optional(Type.Unknown({
-    description: `Map of name to {type: string|number|date, path, numBuckets?, boundaries?, default?}; paths: ${FACET_FIELD_NOTE}. ` +
-      'With facets the answer is {count, facet} (onlyMeta) or {results, count, facet}. An array (the client form) is ignored here: use POST /runs/facets.',
-  })),
-  onlyMeta: Type.Optional(Type.Boolean({ description: 'With facets: answer only {count, facet}' })),
-  limit: Type.Optional(Type.Number({ description: 'Page size, default 100, at most 1,000' })),
-  offset: Type.Optional(Type.Number({ minimum: 0, maximum: MAX_OFFSET, description: 'Runs to skip, default 0, at most 100,000' })),
-}, { description: "The interface's shape ({query: string, …}) or the official client's ({query: {…}, limit, offset})" });
+export const RunSearchBody = OpenObject(
+  {
+    query: Type.Optional(
+      Type.Union([
+        Type.String({ description: 'A Lucene query over the runs (see the README, "Search syntax")' }),
+        OpenObject(
+          {},
+          {
+            description:
+              "The official client's RunSearchQuery: {query, default_query_path, status, interaction, environment, model, tags (all), exclude_tags, parent, is_root, start, end (on created_at), finish_reason, run_ids, name, created_by}",
+          },
+        ),
+      ]),
+    ),
+    defaultQueryPath: Type.Optional(
+      Type.String({
+        description: 'The field a bare term searches; default: the run text (prompt, result, parameter strings)',
+      }),
+    ),
+    filters: Type.Optional(SearchFilters),
+    facets: Type.Optional(
+      Type.Unknown({
+        description:
+          `Map of name to {type: string|number|date, path, numBuckets?, boundaries?, default?}; paths: ${FACET_FIELD_NOTE}. ` +
+          'With facets the answer is {count, facet} (onlyMeta) or {results, count, facet}. An array (the client form) is ignored here: use POST /runs/facets.',
+      }),
+    ),
+    onlyMeta: Type.Optional(Type.Boolean({ description: 'With facets: answer only {count, facet}' })),
+    limit: Type.Optional(Type.Number({ description: 'Page size, default 100, at most 1,000' })),
+    offset: Type.Optional(
+      Type.Number({ minimum: 0, maximum: MAX_OFFSET, description: 'Runs to skip, default 0, at most 100,000' }),
+    ),
+  },
+  { description: "The interface's shape ({query: string, …}) or the official client's ({query: {…}, limit, offset})" },
+);
 
 const Bucket = Type.Object({
-  _id: Type.Union([Type.String(), Type.Number(), Type.Null()], { description: 'The value; for number and date facets the lower boundary of the bucket, or the default bucket name' }),
+  _id: Type.Union([Type.String(), Type.Number(), Type.Null()], {
+    description: 'The value; for number and date facets the lower boundary of the bucket, or the default bucket name',
+  }),
   count: Type.Integer(),
   name: Type.Optional(Type.String({ description: 'interaction and environment buckets: the name' })),
 });
@@ -167,64 +272,121 @@ const SearchMeta = {
 };
 
 export const RunSearchAnswer = Type.Union([
-  Type.Array(Type.Ref('RunRef'), { description: 'Without facets: the page of run references, newest updated_at first' }),
+  Type.Array(Type.Ref('RunRef'), {
+    description: 'Without facets: the page of run references, newest updated_at first',
+  }),
   Type.Object({ results: Type.Array(Type.Ref('RunRef')), ...SearchMeta }, { description: 'With facets' }),
   Type.Object(SearchMeta, { description: 'With facets and onlyMeta: true' }),
 ]);
 
 export const RunFacetsBody = OpenObject({
-  facets: Type.Array(OpenObject({
-    name: Type.String({ description: 'The key the buckets are answered under ("total" is reserved)' }),
-    field: Type.String({ description: FACET_FIELD_NOTE }),
-  }), { description: 'Up to 25 facets' }),
-  query: Type.Optional(OpenObject({}, { description: "The official client's RunSearchQuery (as in POST /runs/search)" })),
+  facets: Type.Array(
+    OpenObject({
+      name: Type.String({ description: 'The key the buckets are answered under ("total" is reserved)' }),
+      field: Type.String({ description: FACET_FIELD_NOTE }),
+    }),
+    { description: 'Up to 25 facets' },
+  ),
+  query: Type.Optional(
+    OpenObject({}, { description: "The official client's RunSearchQuery (as in POST /runs/search)" }),
+  ),
 });
 
 export const RunFacetsAnswer = Type.Object(
   { total: Type.Integer({ description: 'Runs matching the query' }) },
-  { additionalProperties: Type.Array(Bucket), description: '{<name>: [{_id, count, name?}], total}: values most frequent first; runs without a value are the _id null bucket' },
+  {
+    additionalProperties: Type.Array(Bucket),
+    description:
+      '{<name>: [{_id, count, name?}], total}: values most frequent first; runs without a value are the _id null bucket',
+  },
 );
 
 // ---- the official client's find, filter options and populate (issue 24) ---------------------
 
-export const RunFindBody = OpenObject({
-  query: Type.Record(Type.String(), Type.Unknown(), {
-    description: 'Mongo-style match on run fields: {"status": "completed", "tags": {"$in": ["a"]}, "parameters.text": {"$regex": "^hi"}}; ' +
-      'fields: id, status, modelId, interaction(.id|.name), environment(.id|.name), parent, finish_reason, execution_time, token_use.*, cost.total, ' +
-      'created_at, updated_at, tags, updated_by, and paths under parameters, config, source, error, result, prompt, ttl, created_by, evaluation, result_schema, chunks, cached, cached_from, cost',
-  }),
-  limit: Type.Optional(Type.Integer({ minimum: 0, description: 'Page size, default 100, at most 1,000 (larger values are clamped)' })),
-  offset: Type.Optional(Type.Integer({ minimum: 0, maximum: MAX_OFFSET, description: 'Runs to skip, default 0, at most 100,000' })),
-  select: Type.Optional(Type.String({ maxLength: 10_000, description: 'Projection: "status tags parameters.text" keeps those (and id); "-prompt" drops a field' })),
-}, { description: "The official client's FindPayload" });
+export const RunFindBody = OpenObject(
+  {
+    query: Type.Record(Type.String(), Type.Unknown(), {
+      description:
+        'Mongo-style match on run fields: {"status": "completed", "tags": {"$in": ["a"]}, "parameters.text": {"$regex": "^hi"}}; ' +
+        'fields: id, status, modelId, interaction(.id|.name), environment(.id|.name), parent, finish_reason, execution_time, token_use.*, cost.total, ' +
+        'created_at, updated_at, tags, updated_by, and paths under parameters, config, source, error, result, prompt, ttl, created_by, evaluation, result_schema, chunks, cached, cached_from, cost',
+    }),
+    limit: Type.Optional(
+      Type.Integer({ minimum: 0, description: 'Page size, default 100, at most 1,000 (larger values are clamped)' }),
+    ),
+    offset: Type.Optional(
+      Type.Integer({ minimum: 0, maximum: MAX_OFFSET, description: 'Runs to skip, default 0, at most 100,000' }),
+    ),
+    select: Type.Optional(
+      Type.String({
+        maxLength: 10_000,
+        description: 'Projection: "status tags parameters.text" keeps those (and id); "-prompt" drops a field',
+      }),
+    ),
+  },
+  { description: "The official client's FindPayload" },
+);
 
 export const RunFindAnswer = Type.Array(
-  OpenObject({ id: Type.String() }, { description: 'A stored run (projected by select) with interaction, environment, account and project as ids' }),
+  OpenObject(
+    { id: Type.String() },
+    { description: 'A stored run (projected by select) with interaction, environment, account and project as ids' },
+  ),
 );
 
 export const FilterOptionParams = Type.Object({
-  field: Type.String({ minLength: 1, maxLength: 100, description: 'interaction, environment, model (or modelId), status, tags (or tag), finish_reason' }),
+  field: Type.String({
+    minLength: 1,
+    maxLength: 100,
+    description: 'interaction, environment, model (or modelId), status, tags (or tag), finish_reason',
+  }),
 });
 
-export const FilterOptionsAnswer = Type.Array(Type.Object({
-  id: Type.String({ description: 'The value' }),
-  name: Type.String({ description: 'Its name: the interaction or environment name, else the value itself' }),
-  count: Type.Integer({ description: 'Matching runs with that value' }),
-}), { description: 'Most frequent first, ties by value; at most 1,000' });
+export const FilterOptionsAnswer = Type.Array(
+  Type.Object({
+    id: Type.String({ description: 'The value' }),
+    name: Type.String({ description: 'Its name: the interaction or environment name, else the value itself' }),
+    count: Type.Integer({ description: 'Matching runs with that value' }),
+  }),
+  { description: 'Most frequent first, ties by value; at most 1,000' },
+);
 
-export const RetrieveQuery = Type.Object({
-  populate: Type.Optional(Type.String({ description: 'true (default): interaction and environment expanded as objects; false: as stored ({id, name, …})' })),
-}, { additionalProperties: true });
+export const RetrieveQuery = Type.Object(
+  {
+    populate: Type.Optional(
+      Type.String({
+        description:
+          'true (default): interaction and environment expanded as objects; false: as stored ({id, name, …})',
+      }),
+    ),
+  },
+  { additionalProperties: true },
+);
 
 // ---- export (issue 18) ----------------------------------------------------------------------
 
 const { limit: _listLimit, offset: _listOffset, ...listFilters } = RunListQuery.properties;
 
 /** GET /runs/export: the filters of GET /runs, a Lucene query, a format and a limit (no offset: keyset pages). */
-export const RunExportQuery = Type.Object({
-  ...listFilters,
-  format: Type.Optional(Type.Union([Type.Literal('jsonl'), Type.Literal('csv')], { description: 'jsonl (default): one run per line; csv: the columns listed in the README' })),
-  query: Type.Optional(Type.String({ description: 'A Lucene query over the runs, as POST /runs/search takes it' })),
-  default_query_path: Type.Optional(Type.String({ description: 'The field a bare term searches (default: the full text)' })),
-  limit: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000, description: 'At most this many runs, default and maximum 1,000,000' })),
-}, { additionalProperties: true });
+export const RunExportQuery = Type.Object(
+  {
+    ...listFilters,
+    format: Type.Optional(
+      Type.Union([Type.Literal('jsonl'), Type.Literal('csv')], {
+        description: 'jsonl (default): one run per line; csv: the columns listed in the README',
+      }),
+    ),
+    query: Type.Optional(Type.String({ description: 'A Lucene query over the runs, as POST /runs/search takes it' })),
+    default_query_path: Type.Optional(
+      Type.String({ description: 'The field a bare term searches (default: the full text)' }),
+    ),
+    limit: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        maximum: 1_000_000,
+        description: 'At most this many runs, default and maximum 1,000,000',
+      }),
+    ),
+  },
+  { additionalProperties: true },
+);

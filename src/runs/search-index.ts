@@ -15,7 +15,15 @@ import type { Updateable } from 'kysely';
 import { sql } from 'kysely';
 import type { OrreryDialect } from '../db/dialect.ts';
 import type { RunTable } from '../db/schema.ts';
-import { ftsRow, runSearchDoc, runSearchFields, tsvectorLiteral, type FtsRow, type RunSearchDoc, type SearchSource } from '../query/lucene-sql/index.ts';
+import {
+  ftsRow,
+  runSearchDoc,
+  runSearchFields,
+  tsvectorLiteral,
+  type FtsRow,
+  type RunSearchDoc,
+  type SearchSource,
+} from '../query/lucene-sql/index.ts';
 import { hasEnded, type RunRow } from './model.ts';
 import type { Db } from './store.ts';
 
@@ -32,7 +40,8 @@ const TAGS_PER_INSERT = 1000;
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 const nameOf = (ref: unknown): string | null => (isObject(ref) && typeof ref.name === 'string' ? ref.name : null);
 /** `doc.cost.total` (src/pricing/cost.ts), for the `cost_total` column (0009). */
-const costTotalOf = (cost: unknown): number | null => (isObject(cost) && typeof cost.total === 'number' && Number.isFinite(cost.total) ? cost.total : null);
+const costTotalOf = (cost: unknown): number | null =>
+  isObject(cost) && typeof cost.total === 'number' && Number.isFinite(cost.total) ? cost.total : null;
 
 interface IndexDialect {
   /**
@@ -55,15 +64,33 @@ interface IndexDialect {
    * 1.4 µs and 0.5 KB of old space per key and per object, which only a full GC frees
    * (bench/README.md, issue 22, seventh pass). The same holds wherever a run's objects are built.
    */
-  withColumns(d: OrreryDialect, s: RunSearchDoc, doc: Record<string, unknown>, text: boolean | undefined, rest: Record<string, unknown>, fields: boolean): Record<string, unknown>;
+  withColumns(
+    d: OrreryDialect,
+    s: RunSearchDoc,
+    doc: Record<string, unknown>,
+    text: boolean | undefined,
+    rest: Record<string, unknown>,
+    fields: boolean,
+  ): Record<string, unknown>;
   /** Full-text row of a run for SQLite's FTS5 table; none for PostgreSQL (its tsvector is a column). */
   fts(s: RunSearchDoc): FtsRow | null;
   /** Inserts the rows (already encoded) with their tags and search data; full text where `fts[i]` is given. */
-  insert(trx: Db, rows: Record<string, unknown>[], fts: (FtsRow | null)[], tags: { run: number; tag: string }[]): Promise<void>;
+  insert(
+    trx: Db,
+    rows: Record<string, unknown>[],
+    fts: (FtsRow | null)[],
+    tags: { run: number; tag: string }[],
+  ): Promise<void>;
   /** Updates one row (`text`: and writes its full text; undefined: if the run has ended); false when no row matched. */
-  update(trx: Db, id: string, set: Record<string, unknown>, fts: FtsRow | null, text: boolean | undefined, fromStatus?: string): Promise<boolean>;
+  update(
+    trx: Db,
+    id: string,
+    set: Record<string, unknown>,
+    fts: FtsRow | null,
+    text: boolean | undefined,
+    fromStatus?: string,
+  ): Promise<boolean>;
 }
-
 
 const NO_WORDS: readonly string[] = Object.freeze([]);
 
@@ -97,14 +124,23 @@ const slotOf = (doc: SearchSource): FieldsSlot | undefined => (doc as { [FIELDS_
 /** The slot of `doc` if it was made from the objects `doc` holds now. */
 function currentSlot(doc: SearchSource): FieldsSlot | undefined {
   const hit = slotOf(doc);
-  return hit && hit.parameters === doc.parameters && hit.config === doc.config && hit.source === doc.source ? hit : undefined;
+  return hit && hit.parameters === doc.parameters && hit.config === doc.config && hit.source === doc.source
+    ? hit
+    : undefined;
 }
 
 /** The current slot of `doc`, made (without fields) if it has none and can take one. */
 function slotFor(doc: SearchSource): FieldsSlot | undefined {
   const hit = currentSlot(doc);
   if (hit || !Object.isExtensible(doc)) return hit;
-  const slot: FieldsSlot = { parameters: doc.parameters, config: doc.config, source: doc.source, fields: undefined, json: undefined, storedFor: undefined };
+  const slot: FieldsSlot = {
+    parameters: doc.parameters,
+    config: doc.config,
+    source: doc.source,
+    fields: undefined,
+    json: undefined,
+    storedFor: undefined,
+  };
   (doc as { [FIELDS_SLOT]?: FieldsSlot })[FIELDS_SLOT] = slot;
   return slot;
 }
@@ -145,8 +181,12 @@ const NO_FIELDS: SearchFields = Object.freeze({});
 const searchData = (doc: SearchSource, words: boolean, ordered: SearchSource = doc, fields = true): RunSearchDoc =>
   words
     ? runSearchDoc(ordered, fields ? fieldsOf(doc, ordered) : NO_FIELDS)
-    : { promptWords: NO_WORDS, resultWords: NO_WORDS, paramWords: NO_WORDS, fields: fields ? fieldsOf(doc, ordered) : NO_FIELDS };
-
+    : {
+        promptWords: NO_WORDS,
+        resultWords: NO_WORDS,
+        paramWords: NO_WORDS,
+        fields: fields ? fieldsOf(doc, ordered) : NO_FIELDS,
+      };
 
 const chunks = <T>(xs: readonly T[], n: number): T[][] => {
   const out: T[][] = [];
@@ -192,27 +232,44 @@ async function insertFts(trx: Db, entries: { rowid: number; f: FtsRow }[]): Prom
 const sqliteIndex: IndexDialect = {
   fieldsFromText: true,
   searchDoc: (doc, words, fields) => searchData(doc as SearchSource, words, doc as SearchSource, fields),
-  withColumns: (d, s, doc, _text, rest, fields) => (fields
-    ? {
-      search_fields: encodedFields(d, doc as SearchSource, s.fields),
-      interaction_name: nameOf(doc.interaction),
-      environment_name: nameOf(doc.environment),
-      cost_total: costTotalOf(doc.cost),
-      ...rest,
-    }
-    : { interaction_name: nameOf(doc.interaction), environment_name: nameOf(doc.environment), cost_total: costTotalOf(doc.cost), ...rest }),
+  withColumns: (d, s, doc, _text, rest, fields) =>
+    fields
+      ? {
+          search_fields: encodedFields(d, doc as SearchSource, s.fields),
+          interaction_name: nameOf(doc.interaction),
+          environment_name: nameOf(doc.environment),
+          cost_total: costTotalOf(doc.cost),
+          ...rest,
+        }
+      : {
+          interaction_name: nameOf(doc.interaction),
+          environment_name: nameOf(doc.environment),
+          cost_total: costTotalOf(doc.cost),
+          ...rest,
+        },
   fts: (s) => ftsRow(s),
   async insert(trx, rows, fts, tags) {
     const { m } = (await sql<{ m: number }>`SELECT COALESCE(MAX(search_rowid), 0) AS m FROM runs`.execute(trx)).rows[0];
     rows.forEach((r, i) => (r.search_rowid = m + 1 + i));
-    for (const part of chunks(rows, RUNS_PER_INSERT)) await trx.insertInto('runs').values(part as never).execute();
+    for (const part of chunks(rows, RUNS_PER_INSERT))
+      await trx
+        .insertInto('runs')
+        .values(part as never)
+        .execute();
     const tagRows = tags.map(({ run, tag }) => ({ run_id: rows[run].id as string, tag, search_rowid: m + 1 + run }));
-    for (const part of chunks(tagRows, TAGS_PER_INSERT)) await trx.insertInto('run_tags').values(part as never).execute();
+    for (const part of chunks(tagRows, TAGS_PER_INSERT))
+      await trx
+        .insertInto('run_tags')
+        .values(part as never)
+        .execute();
     const entries = fts.flatMap((f, i) => (f ? [{ rowid: m + 1 + i, f }] : []));
     if (entries.length) await writeFullText(trx, () => insertFts(trx, entries));
   },
   async update(trx, id, set, fts, text, fromStatus) {
-    let q = trx.updateTable('runs').set(set as never).where('id', '=', id);
+    let q = trx
+      .updateTable('runs')
+      .set(set as never)
+      .where('id', '=', id);
     if (fromStatus) q = q.where('status', '=', fromStatus);
     const r = await q.returning(['search_rowid', 'status']).executeTakeFirst();
     if (!r) return false;
@@ -239,19 +296,29 @@ const postgresIndex: IndexDialect = {
     interaction_name: nameOf(doc.interaction),
     environment_name: nameOf(doc.environment),
     cost_total: costTotalOf(doc.cost),
-    search_tsv: text === undefined
-      ? sql`CASE WHEN runs.status IN ('completed', 'failed') THEN CAST(${tsvectorLiteral(s)} AS tsvector) ELSE ''::tsvector END`
-      : text ? tsvectorLiteral(s) : '',
+    search_tsv:
+      text === undefined
+        ? sql`CASE WHEN runs.status IN ('completed', 'failed') THEN CAST(${tsvectorLiteral(s)} AS tsvector) ELSE ''::tsvector END`
+        : text
+          ? tsvectorLiteral(s)
+          : '',
     ...rest,
   }),
   fts: () => null,
   async insert(trx, rows, _fts, tags) {
-    for (const part of chunks(rows, RUNS_PER_INSERT)) await trx.insertInto('runs').values(part as never).execute();
+    for (const part of chunks(rows, RUNS_PER_INSERT))
+      await trx
+        .insertInto('runs')
+        .values(part as never)
+        .execute();
     const tagRows = tags.map(({ run, tag }) => ({ run_id: rows[run].id as string, tag }));
     for (const part of chunks(tagRows, TAGS_PER_INSERT)) await trx.insertInto('run_tags').values(part).execute();
   },
   async update(trx, id, set, _fts, _text, fromStatus) {
-    let q = trx.updateTable('runs').set(set as never).where('id', '=', id);
+    let q = trx
+      .updateTable('runs')
+      .set(set as never)
+      .where('id', '=', id);
     if (fromStatus) q = q.where('status', '=', fromStatus);
     const r = await q.executeTakeFirst();
     return Number(r.numUpdatedRows) > 0;
@@ -267,13 +334,20 @@ const jsonbKeyOrder = (a: string, b: string): number => {
 
 /** A copy of a JSON value with every object's keys in jsonb's order. */
 export const jsonbOrder = (v: unknown): unknown =>
-  Array.isArray(v) ? v.map(jsonbOrder)
-  : isObject(v) ? Object.fromEntries(Object.keys(v).sort(jsonbKeyOrder).map((k) => [k, jsonbOrder(v[k])]))
-  : v;
+  Array.isArray(v)
+    ? v.map(jsonbOrder)
+    : isObject(v)
+      ? Object.fromEntries(
+          Object.keys(v)
+            .sort(jsonbKeyOrder)
+            .map((k) => [k, jsonbOrder(v[k])]),
+        )
+      : v;
 
 const indexOf = (d: OrreryDialect): IndexDialect => (d.name === 'postgres' ? postgresIndex : sqliteIndex);
 
-const inTransaction = <T>(db: Db, fn: (trx: Db) => Promise<T>): Promise<T> => (db.isTransaction ? fn(db) : db.transaction().execute(fn));
+const inTransaction = <T>(db: Db, fn: (trx: Db) => Promise<T>): Promise<T> =>
+  db.isTransaction ? fn(db) : db.transaction().execute(fn);
 
 const docOfRow = (doc: unknown): Record<string, unknown> => (isObject(doc) ? doc : {});
 
@@ -313,7 +387,12 @@ export interface PrepareInsertOptions {
 }
 
 /** `encode` turns a row into column values (runs/store.ts `encodeRun`). Full text only for runs that have ended. */
-export function prepareInsert(d: OrreryDialect, runs: readonly NewRun[], encode: (row: RunRow) => Record<string, unknown>, options: PrepareInsertOptions = {}): PreparedInsert {
+export function prepareInsert(
+  d: OrreryDialect,
+  runs: readonly NewRun[],
+  encode: (row: RunRow) => Record<string, unknown>,
+  options: PrepareInsertOptions = {},
+): PreparedInsert {
   const index = indexOf(d);
   const rows: Record<string, unknown>[] = [];
   const fts: (FtsRow | null)[] = [];
@@ -324,19 +403,27 @@ export function prepareInsert(d: OrreryDialect, runs: readonly NewRun[], encode:
     const defer = options.deferFields === true && !text && index.fieldsFromText;
     const s = index.searchDoc(doc, text, !defer);
     if (defer) deferred.push({ row: rows.length, doc: doc as SearchSource });
-    rows.push(index.withColumns(d, s, doc, text, { expires_at: expiryOf(doc.ttl, row.created_at), ...encode(row) }, !defer));
+    rows.push(
+      index.withColumns(d, s, doc, text, { expires_at: expiryOf(doc.ttl, row.created_at), ...encode(row) }, !defer),
+    );
     fts.push(text ? index.fts(s) : null);
     const slot = slotFor(doc as SearchSource);
     if (slot) slot.storedFor = row.id;
   }
-  return { rows, fts, tags: runs.flatMap(({ tags }, run) => tags.map((tag) => ({ run, tag }))), ...(deferred.length ? { deferred } : {}) };
+  return {
+    rows,
+    fts,
+    tags: runs.flatMap(({ tags }, run) => tags.map((tag) => ({ run, tag }))),
+    ...(deferred.length ? { deferred } : {}),
+  };
 }
 
 /** The search fields of rows prepared without them, computed here (a writer other than the thread). */
 function completeFields(d: OrreryDialect, p: PreparedInsert): Record<string, unknown>[] {
   if (!p.deferred) return p.rows;
   const rows = [...p.rows];
-  for (const { row, doc } of p.deferred) rows[row] = { search_fields: encodedFields(d, doc, fieldsOf(doc, doc)), ...rows[row] };
+  for (const { row, doc } of p.deferred)
+    rows[row] = { search_fields: encodedFields(d, doc, fieldsOf(doc, doc)), ...rows[row] };
   return rows;
 }
 
@@ -356,7 +443,12 @@ export async function writeInsert(db: Db, d: OrreryDialect, p: PreparedInsert): 
 }
 
 /** Inserts runs with their tags and search data, in the caller's transaction when `db` is one. */
-export function insertRuns(db: Db, d: OrreryDialect, runs: readonly NewRun[], encode: (row: RunRow) => Record<string, unknown>): Promise<void> {
+export function insertRuns(
+  db: Db,
+  d: OrreryDialect,
+  runs: readonly NewRun[],
+  encode: (row: RunRow) => Record<string, unknown>,
+): Promise<void> {
   return writeInsert(db, d, prepareInsert(d, runs, encode));
 }
 
@@ -365,14 +457,27 @@ export function insertRuns(db: Db, d: OrreryDialect, runs: readonly NewRun[], en
  * document) with its search data; with `fromStatus`, only if the run is still in that status. The
  * full text is written when the run's status after the update is an end (set here, or kept from before).
  */
-export function prepareUpdate(d: OrreryDialect, id: string, set: Updateable<RunTable>, doc: unknown, fromStatus?: string): PreparedUpdate {
+export function prepareUpdate(
+  d: OrreryDialect,
+  id: string,
+  set: Updateable<RunTable>,
+  doc: unknown,
+  fromStatus?: string,
+): PreparedUpdate {
   const index = indexOf(d);
-  const text = set.status !== undefined ? hasEnded(set.status) : fromStatus !== undefined ? hasEnded(fromStatus) : undefined;
+  const text =
+    set.status !== undefined ? hasEnded(set.status) : fromStatus !== undefined ? hasEnded(fromStatus) : undefined;
   const newDoc = docOfRow(doc);
   const fields = !fieldsStored(newDoc as SearchSource, id);
   const s = index.searchDoc(newDoc, text !== false, fields);
   const fts = text === false ? null : index.fts(s);
-  return { id, set: index.withColumns(d, s, newDoc, text, set, fields), fts, text, ...(fromStatus !== undefined ? { fromStatus } : {}) };
+  return {
+    id,
+    set: index.withColumns(d, s, newDoc, text, set, fields),
+    fts,
+    text,
+    ...(fromStatus !== undefined ? { fromStatus } : {}),
+  };
 }
 
 /** Applies a prepared update, in the caller's transaction when `db` is one; false when no row matched. */

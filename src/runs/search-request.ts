@@ -8,7 +8,15 @@
 import { BadRequest, OrreryError } from '../http/errors.ts';
 import { MAX_PAGE, listParam, pageOf } from '../http/query.ts';
 import {
-  LuceneSyntaxError, RUN_FIELD_LIST, UnknownFieldError, isRunField, parseInstant, parseDateInterval, parseLucene, runField, type QueryNode,
+  LuceneSyntaxError,
+  RUN_FIELD_LIST,
+  UnknownFieldError,
+  isRunField,
+  parseInstant,
+  parseDateInterval,
+  parseLucene,
+  runField,
+  type QueryNode,
 } from '../query/lucene/index.ts';
 import { isoBound } from '../query/lucene-sql/index.ts';
 import { RUN_STATUSES } from './model.ts';
@@ -48,7 +56,8 @@ const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null 
 function strings(value: unknown, what: string): string[] | undefined {
   if (value === undefined || value === null) return undefined;
   const items = Array.isArray(value) ? value : [value];
-  if (!items.every((v) => typeof v === 'string')) throw new BadRequest(`${what} must be a string or an array of strings`);
+  if (!items.every((v) => typeof v === 'string'))
+    throw new BadRequest(`${what} must be a string or an array of strings`);
   return listParam(items, what);
 }
 
@@ -70,7 +79,8 @@ function timeBounds(value: unknown, what: string): TimeBounds | undefined {
   if (!isObject(value)) throw new BadRequest(`${what} must be an object with lt, lte, gt and/or gte`);
   const out: Record<string, string> = {};
   for (const [k, v] of Object.entries(value)) {
-    if (!['lt', 'lte', 'gt', 'gte'].includes(k)) throw new BadRequest(`${what} accepts lt, lte, gt and gte, not "${k}"`);
+    if (!['lt', 'lte', 'gt', 'gte'].includes(k))
+      throw new BadRequest(`${what} accepts lt, lte, gt and gte, not "${k}"`);
     out[k] = isoBound(instant(v, `${what}.${k}`));
   }
   if (!Object.keys(out).length) throw new BadRequest(`${what} needs at least one of lt, lte, gt, gte`);
@@ -89,7 +99,8 @@ function bool(value: unknown): boolean {
 }
 
 /** Orrery runs belong to no workflow, object or agent run: asking for one matches nothing. */
-const nonEmpty = (value: unknown): boolean => (Array.isArray(value) ? value.length > 0 : value !== undefined && value !== null && value !== '');
+const nonEmpty = (value: unknown): boolean =>
+  Array.isArray(value) ? value.length > 0 : value !== undefined && value !== null && value !== '';
 
 // ---- the Lucene query -----------------------------------------------------------------------
 
@@ -106,7 +117,12 @@ export function luceneOf(text: unknown, defaultPath: unknown): { query: QueryNod
     return { query: parseLucene(text, { isField: isRunField, fieldList: RUN_FIELD_LIST }), defaultPath: path };
   } catch (err) {
     if (err instanceof LuceneSyntaxError) {
-      throw new OrreryError('invalid_query', 400, err.message, { position: err.position, line: err.line, column: err.column, detail: err.detail });
+      throw new OrreryError('invalid_query', 400, err.message, {
+        position: err.position,
+        line: err.line,
+        column: err.column,
+        detail: err.detail,
+      });
     }
     if (err instanceof UnknownFieldError) throw unknownField(err);
     throw err;
@@ -114,7 +130,11 @@ export function luceneOf(text: unknown, defaultPath: unknown): { query: QueryNod
 }
 
 const unknownField = (err: UnknownFieldError) =>
-  new OrreryError('unknown_field', 400, err.message, { field: err.field, searchable: err.searchable, ...(err.position === null ? {} : { position: err.position }) });
+  new OrreryError('unknown_field', 400, err.message, {
+    field: err.field,
+    searchable: err.searchable,
+    ...(err.position === null ? {} : { position: err.position }),
+  });
 
 // ---- the three request shapes ---------------------------------------------------------------
 
@@ -123,11 +143,13 @@ export function listRequest(q: Json): RunQuery {
   let anchor: string | undefined;
   if (q.anchorDate !== undefined && q.anchorDate !== '') {
     const t = typeof q.anchorDate === 'string' ? Date.parse(q.anchorDate) : NaN;
-    if (Number.isNaN(t)) throw new BadRequest(`anchorDate must be an ISO 8601 date, got ${JSON.stringify(q.anchorDate)}`);
+    if (Number.isNaN(t))
+      throw new BadRequest(`anchorDate must be an ISO 8601 date, got ${JSON.stringify(q.anchorDate)}`);
     anchor = isoBound(t);
   }
   const direction = q.anchorDateDirection ?? 'after';
-  if (direction !== 'after' && direction !== 'before') throw new BadRequest('anchorDateDirection must be before or after');
+  if (direction !== 'after' && direction !== 'before')
+    throw new BadRequest('anchorDateDirection must be before or after');
   const parent = parentOf(q.parent, 'parent');
   return {
     ...pageOf(q),
@@ -140,7 +162,11 @@ export function listRequest(q: Json): RunQuery {
       tagsAny: strings(q.tag, 'tag'),
       parent: bool(q.is_root) ? false : parent,
       updated: anchor === undefined ? undefined : direction === 'before' ? { lt: anchor } : { gte: anchor },
-      none: (bool(q.is_root) && Array.isArray(parent) && parent.length > 0) || nonEmpty(q.workflow_run_ids) || nonEmpty(q.workflow_ids) || undefined,
+      none:
+        (bool(q.is_root) && Array.isArray(parent) && parent.length > 0) ||
+        nonEmpty(q.workflow_run_ids) ||
+        nonEmpty(q.workflow_ids) ||
+        undefined,
     },
   };
 }
@@ -170,28 +196,52 @@ export function clientQuery(q: Json, page: { limit?: unknown; offset?: unknown }
       parent: q.is_root === true ? false : parent,
       created: Object.keys(created).length ? created : undefined,
       // is_root with parent ids: no run is both top-level and a child.
-      none: (q.is_root === true && Array.isArray(parent) && parent.length > 0)
-        || nonEmpty(q.workflow_run_ids) || nonEmpty(q.workflow_ids) || nonEmpty(q.object) || q.is_agent === true || undefined,
+      none:
+        (q.is_root === true && Array.isArray(parent) && parent.length > 0) ||
+        nonEmpty(q.workflow_run_ids) ||
+        nonEmpty(q.workflow_ids) ||
+        nonEmpty(q.object) ||
+        q.is_agent === true ||
+        undefined,
     },
   };
 }
 
 function interval(value: unknown, what: string) {
   const span = typeof value === 'string' ? parseDateInterval(value) : null;
-  if (span === null) throw new BadRequest(`${what} must be an ISO 8601 date or date-time, got ${JSON.stringify(value)}`);
+  if (span === null)
+    throw new BadRequest(`${what} must be an ISO 8601 date or date-time, got ${JSON.stringify(value)}`);
   return span;
 }
 
 /** The filter keys of the interface's search body (with `environemnt` spelled as there). */
-export const FILTER_KEYS = ['interaction', 'environemnt', 'environment', 'parent', 'status', 'tags', 'modelId', 'model', 'finish_reason', 'updated_at', 'created_at'] as const;
+export const FILTER_KEYS = [
+  'interaction',
+  'environemnt',
+  'environment',
+  'parent',
+  'status',
+  'tags',
+  'modelId',
+  'model',
+  'finish_reason',
+  'updated_at',
+  'created_at',
+] as const;
 
 function interfaceFilters(value: unknown): RunFilters {
   if (value === undefined || value === null) return {};
   if (!isObject(value)) throw new BadRequest('filters must be an object');
   const unknown = Object.keys(value).find((k) => !(FILTER_KEYS as readonly string[]).includes(k));
   if (unknown !== undefined) throw new BadRequest(`unknown filter "${unknown}"; filters are ${FILTER_KEYS.join(', ')}`);
-  const env = [...(strings(value.environemnt, 'filters.environemnt') ?? []), ...(strings(value.environment, 'filters.environment') ?? [])];
-  const model = [...(strings(value.modelId, 'filters.modelId') ?? []), ...(strings(value.model, 'filters.model') ?? [])];
+  const env = [
+    ...(strings(value.environemnt, 'filters.environemnt') ?? []),
+    ...(strings(value.environment, 'filters.environment') ?? []),
+  ];
+  const model = [
+    ...(strings(value.modelId, 'filters.modelId') ?? []),
+    ...(strings(value.model, 'filters.model') ?? []),
+  ];
   return {
     interaction: strings(value.interaction, 'filters.interaction'),
     environment: value.environemnt !== undefined || value.environment !== undefined ? env : undefined,
@@ -209,7 +259,8 @@ function interfaceFilters(value: unknown): RunFilters {
 export function searchRequest(body: Json): SearchRequest {
   if (isObject(body.query)) return { ...clientQuery(body.query, body), onlyMeta: false };
   const lucene = luceneOf(body.query === '' ? undefined : body.query, body.defaultQueryPath);
-  if (body.onlyMeta !== undefined && typeof body.onlyMeta !== 'boolean') throw new BadRequest('onlyMeta must be a boolean');
+  if (body.onlyMeta !== undefined && typeof body.onlyMeta !== 'boolean')
+    throw new BadRequest('onlyMeta must be a boolean');
   return {
     ...pageOf(body),
     ...lucene,
@@ -246,40 +297,60 @@ const DEFAULT_BUCKETS = 10;
 
 function facetField(value: unknown, what: string) {
   if (typeof value !== 'string' || !Object.hasOwn(FACET_FIELDS, value)) {
-    throw new BadRequest(`${what} must be one of the facetable fields: ${FACETABLE}`, { field: value, facetable: Object.keys(FACET_FIELDS) });
+    throw new BadRequest(`${what} must be one of the facetable fields: ${FACETABLE}`, {
+      field: value,
+      facetable: Object.keys(FACET_FIELDS),
+    });
   }
   return FACET_FIELDS[value];
 }
 
 function interfaceFacets(facets: Json): FacetSpec[] {
   const entries = Object.entries(facets);
-  if (entries.length > MAX_FACETS) throw new BadRequest(`at most ${MAX_FACETS} facets per request, got ${entries.length}`);
+  if (entries.length > MAX_FACETS)
+    throw new BadRequest(`at most ${MAX_FACETS} facets per request, got ${entries.length}`);
   return entries.map(([name, spec]) => {
     const what = `facets.${name}`;
     if (!isObject(spec)) throw new BadRequest(`${what} must be an object with type and path`);
     const field = facetField(spec.path, `${what}.path`);
     const type = spec.type ?? field.type;
-    if (type !== 'string' && type !== 'number' && type !== 'date') throw new BadRequest(`${what}.type must be string, number or date`);
+    if (type !== 'string' && type !== 'number' && type !== 'date')
+      throw new BadRequest(`${what}.type must be string, number or date`);
     if (type === 'string') {
       if (spec.boundaries !== undefined) throw new BadRequest(`${what}.boundaries apply to number and date facets`);
       const n = spec.numBuckets ?? DEFAULT_BUCKETS;
-      if (typeof n !== 'number' || !Number.isInteger(n) || n < 1 || n > MAX_PAGE) throw new BadRequest(`${what}.numBuckets must be an integer from 1 to ${MAX_PAGE}`);
+      if (typeof n !== 'number' || !Number.isInteger(n) || n < 1 || n > MAX_PAGE)
+        throw new BadRequest(`${what}.numBuckets must be an integer from 1 to ${MAX_PAGE}`);
       return { name, sql: { kind: 'values', column: field.column, limit: n, withNull: false } };
     }
-    if (field.type !== type) throw new BadRequest(`${what}: a ${type} facet needs a ${type} field (${type === 'number' ? 'execution_time, cost.total' : 'updated_at'}), not ${spec.path}`);
-    if (spec.default !== undefined && typeof spec.default !== 'string') throw new BadRequest(`${what}.default must be a string (the name of the bucket for values outside the boundaries)`);
+    if (field.type !== type)
+      throw new BadRequest(
+        `${what}: a ${type} facet needs a ${type} field (${type === 'number' ? 'execution_time, cost.total' : 'updated_at'}), not ${spec.path}`,
+      );
+    if (spec.default !== undefined && typeof spec.default !== 'string')
+      throw new BadRequest(
+        `${what}.default must be a string (the name of the bucket for values outside the boundaries)`,
+      );
     const b = spec.boundaries;
-    if (!Array.isArray(b) || b.length < 2) throw new BadRequest(`${what}.boundaries must be an array of at least two ${type === 'number' ? 'numbers' : 'ISO 8601 dates'}, ascending`);
-    if (b.length > MAX_BOUNDARIES) throw new BadRequest(`${what}.boundaries has ${b.length} values; at most ${MAX_BOUNDARIES}`);
+    if (!Array.isArray(b) || b.length < 2)
+      throw new BadRequest(
+        `${what}.boundaries must be an array of at least two ${type === 'number' ? 'numbers' : 'ISO 8601 dates'}, ascending`,
+      );
+    if (b.length > MAX_BOUNDARIES)
+      throw new BadRequest(`${what}.boundaries has ${b.length} values; at most ${MAX_BOUNDARIES}`);
     const values = b.map((x, i) => {
       if (type === 'number') {
-        if (typeof x !== 'number' || !Number.isFinite(x)) throw new BadRequest(`${what}.boundaries[${i}] must be a finite number`);
+        if (typeof x !== 'number' || !Number.isFinite(x))
+          throw new BadRequest(`${what}.boundaries[${i}] must be a finite number`);
         return x;
       }
       return isoBound(instant(x, `${what}.boundaries[${i}]`));
     });
     for (let i = 1; i < values.length; i++) {
-      if (!(values[i] > values[i - 1])) throw new BadRequest(`${what}.boundaries must be strictly ascending: ${JSON.stringify(b[i])} does not come after ${JSON.stringify(b[i - 1])}`);
+      if (!(values[i] > values[i - 1]))
+        throw new BadRequest(
+          `${what}.boundaries must be strictly ascending: ${JSON.stringify(b[i])} does not come after ${JSON.stringify(b[i - 1])}`,
+        );
     }
     return {
       name,
@@ -297,13 +368,19 @@ export function facetsRequest(body: Json): { facets: FacetSpec[]; run: RunQuery 
   if (list.length > MAX_FACETS) throw new BadRequest(`at most ${MAX_FACETS} facets per request, got ${list.length}`);
   const names = new Set<string>();
   const facets = list.map((f, i): FacetSpec => {
-    if (!isObject(f) || typeof f.name !== 'string' || f.name === '') throw new BadRequest(`facets[${i}] must be {name, field} with a non-empty name`);
-    if (f.name === 'total') throw new BadRequest(`facets[${i}].name "total" is reserved for the number of matching runs`);
+    if (!isObject(f) || typeof f.name !== 'string' || f.name === '')
+      throw new BadRequest(`facets[${i}] must be {name, field} with a non-empty name`);
+    if (f.name === 'total')
+      throw new BadRequest(`facets[${i}].name "total" is reserved for the number of matching runs`);
     if (names.has(f.name)) throw new BadRequest(`facets[${i}].name "${f.name}" is used twice`);
     names.add(f.name);
     const field = facetField(f.field, `facets[${i}].field`);
-    return { name: f.name, sql: { kind: 'values', column: field.column, limit: MAX_PAGE, withNull: field.column !== 'tags' } };
+    return {
+      name: f.name,
+      sql: { kind: 'values', column: field.column, limit: MAX_PAGE, withNull: field.column !== 'tags' },
+    };
   });
-  if (body.query !== undefined && body.query !== null && !isObject(body.query)) throw new BadRequest('query must be an object (RunSearchQuery)');
+  if (body.query !== undefined && body.query !== null && !isObject(body.query))
+    throw new BadRequest('query must be an object (RunSearchQuery)');
   return { facets, run: clientQuery(isObject(body.query) ? body.query : {}, {}) };
 }

@@ -49,7 +49,16 @@ export interface RunFilters {
   readonly none?: boolean;
 }
 
-export type FacetColumn = 'status' | 'model_id' | 'finish_reason' | 'interaction_id' | 'environment_id' | 'updated_at' | 'execution_time' | 'cost_total' | 'tags';
+export type FacetColumn =
+  | 'status'
+  | 'model_id'
+  | 'finish_reason'
+  | 'interaction_id'
+  | 'environment_id'
+  | 'updated_at'
+  | 'execution_time'
+  | 'cost_total'
+  | 'tags';
 /** The columns a number or date facet buckets. */
 export type BucketColumn = 'updated_at' | 'execution_time' | 'cost_total';
 
@@ -67,8 +76,27 @@ export interface FacetRow {
 }
 
 const RUN_COLUMNS = sql.raw(
-  ['id', 'account_id', 'project_id', 'interaction_id', 'environment_id', 'model_id', 'status', 'parent_id', 'finish_reason',
-    'execution_time', 'token_prompt', 'token_result', 'token_total', 'tags', 'created_at', 'updated_at', 'doc'].map((c) => `runs.${c}`).join(', '),
+  [
+    'id',
+    'account_id',
+    'project_id',
+    'interaction_id',
+    'environment_id',
+    'model_id',
+    'status',
+    'parent_id',
+    'finish_reason',
+    'execution_time',
+    'token_prompt',
+    'token_result',
+    'token_total',
+    'tags',
+    'created_at',
+    'updated_at',
+    'doc',
+  ]
+    .map((c) => `runs.${c}`)
+    .join(', '),
 );
 
 const col = (c: string) => sql.ref(`runs.${c}`);
@@ -90,7 +118,13 @@ const timeBounds = (c: Expression<unknown>, b: TimeBounds | undefined): Cond[] =
  * nothing), and an account condition made SQLite prefer a full table scan over every
  * project-first index (measured at 1M runs).
  */
-export function whereOf(d: OrreryDialect, scope: Scope, f: RunFilters, query: Cond | null, plan: SearchPlan = {}): Cond {
+export function whereOf(
+  d: OrreryDialect,
+  scope: Scope,
+  f: RunFilters,
+  query: Cond | null,
+  plan: SearchPlan = {},
+): Cond {
   const s = searchSql(d.name, plan);
   const parts: Cond[] = [sql<SqlBool>`runs.project_id = ${scope.project}`];
   if (plan.purpose === 'count' && s.countHint) parts.push(s.countHint);
@@ -122,7 +156,12 @@ const RARE_WORD_RUNS = 10_000;
  * The plan of a page query: which full-text words are rare (SQLite keeps exact per-word run
  * counts in its FTS5 vocabulary; PostgreSQL estimates them in its statistics of the tsvector).
  */
-export async function pagePlan(db: Db, d: OrreryDialect, words: readonly string[], rareRuns = RARE_WORD_RUNS): Promise<SearchPlan> {
+export async function pagePlan(
+  db: Db,
+  d: OrreryDialect,
+  words: readonly string[],
+  rareRuns = RARE_WORD_RUNS,
+): Promise<SearchPlan> {
   const asked = words.slice(0, 16);
   const query = searchSql(d.name).wordRuns(asked);
   if (!query) return { purpose: 'page' };
@@ -132,16 +171,29 @@ export async function pagePlan(db: Db, d: OrreryDialect, words: readonly string[
 }
 
 /** One page of matching runs, newest first. */
-export async function findRuns(db: Db, d: OrreryDialect, where: Cond, limit: number, offset: number): Promise<RunRow[]> {
+export async function findRuns(
+  db: Db,
+  d: OrreryDialect,
+  where: Cond,
+  limit: number,
+  offset: number,
+): Promise<RunRow[]> {
   if (limit <= 0) return [];
   const key = searchSql(d.name).rowKey;
   const arms = runArms(d.name, where);
   // Two arms (run-arms.ts): each one's first offset + limit runs, merged, then the page of those.
-  const page = arms.length === 1
-    ? sql`SELECT ${key} FROM runs WHERE ${where} ORDER BY ${ORDER} LIMIT ${limit} OFFSET ${offset}`
-    : sql`SELECT k FROM (${sql.join(arms.map((w) => sql`SELECT * FROM (SELECT ${key} AS k, runs.updated_at AS u, runs.id AS i
-        FROM runs WHERE ${w} ORDER BY ${ORDER} LIMIT ${offset + limit})`), sql` UNION ALL `)}) ORDER BY u DESC, i DESC LIMIT ${limit} OFFSET ${offset}`;
-  const { rows } = await sql<RunRow>`SELECT ${RUN_COLUMNS} FROM runs WHERE ${key} IN (${page}) ORDER BY ${ORDER}`.execute(db);
+  const page =
+    arms.length === 1
+      ? sql`SELECT ${key} FROM runs WHERE ${where} ORDER BY ${ORDER} LIMIT ${limit} OFFSET ${offset}`
+      : sql`SELECT k FROM (${sql.join(
+          arms.map(
+            (w) => sql`SELECT * FROM (SELECT ${key} AS k, runs.updated_at AS u, runs.id AS i
+        FROM runs WHERE ${w} ORDER BY ${ORDER} LIMIT ${offset + limit})`,
+          ),
+          sql` UNION ALL `,
+        )}) ORDER BY u DESC, i DESC LIMIT ${limit} OFFSET ${offset}`;
+  const { rows } =
+    await sql<RunRow>`SELECT ${RUN_COLUMNS} FROM runs WHERE ${key} IN (${page}) ORDER BY ${ORDER}`.execute(db);
   return rows.map((r) => decodeRun(d, r));
 }
 
@@ -157,15 +209,27 @@ const FACET_SOURCE: Record<FacetColumn, string[]> = {
   cost_total: ['cost_total'],
   tags: [],
 };
-const NAME_COLUMN: Partial<Record<FacetColumn, string>> = { interaction_id: 'interaction_name', environment_id: 'environment_name' };
+const NAME_COLUMN: Partial<Record<FacetColumn, string>> = {
+  interaction_id: 'interaction_name',
+  environment_id: 'environment_name',
+};
 
 /** The number of matching runs and the rows of each facet (in the order of `facets`). */
-export async function countAndFacets(db: Db, d: OrreryDialect, where: Cond, facets: readonly FacetQuery[]): Promise<{ total: number; facets: FacetRow[][] }> {
+export async function countAndFacets(
+  db: Db,
+  d: OrreryDialect,
+  where: Cond,
+  facets: readonly FacetQuery[],
+): Promise<{ total: number; facets: FacetRow[][] }> {
   if (!facets.length) {
     const arms = runArms(d.name, where);
-    const count = arms.length === 1
-      ? sql<{ n: number }>`SELECT count(*) AS n FROM runs WHERE ${where}`
-      : sql<{ n: number }>`SELECT ${sql.join(arms.map((w) => sql`(SELECT count(*) FROM runs WHERE ${w})`), sql` + `)} AS n`;
+    const count =
+      arms.length === 1
+        ? sql<{ n: number }>`SELECT count(*) AS n FROM runs WHERE ${where}`
+        : sql<{ n: number }>`SELECT ${sql.join(
+            arms.map((w) => sql`(SELECT count(*) FROM runs WHERE ${w})`),
+            sql` + `,
+          )} AS n`;
     const { rows } = await count.execute(db);
     return { total: Number(rows[0].n), facets: [] };
   }
@@ -181,8 +245,12 @@ export async function countAndFacets(db: Db, d: OrreryDialect, where: Cond, face
   const branches: RawBuilder<unknown>[] = facets.map((f, i) => {
     if (f.kind === 'buckets') {
       const c = mc(f.column);
-      const cases = f.boundaries.slice(1).map((upper, b) =>
-        sql`WHEN ${typeof upper === 'number' ? s.compareNumber(c, '<', upper) : sql`${c} < ${upper}`} THEN ${sql.raw(String(b))}`);
+      const cases = f.boundaries
+        .slice(1)
+        .map(
+          (upper, b) =>
+            sql`WHEN ${typeof upper === 'number' ? s.compareNumber(c, '<', upper) : sql`${c} < ${upper}`} THEN ${sql.raw(String(b))}`,
+        );
       const first = f.boundaries[0];
       const below = typeof first === 'number' ? s.compareNumber(c, '<', first) : sql`${c} < ${first}`;
       const bucket = sql`(CASE WHEN ${c} IS NULL THEN -1 WHEN ${below} THEN -1 ${sql.join(cases, sql` `)} ELSE -1 END)`;
@@ -202,7 +270,10 @@ export async function countAndFacets(db: Db, d: OrreryDialect, where: Cond, face
   const { rows } = await sql<{ f: number; k: string | null; n: number; name: string | null }>`WITH m AS MATERIALIZED
     (${armRows(d.name, m, where)})
     SELECT -1 AS f, CAST(NULL AS TEXT) AS k, count(*) AS n, CAST(NULL AS TEXT) AS name FROM m
-    ${sql.join(branches.map((b) => sql`UNION ALL ${b}`), sql` `)}`.execute(db);
+    ${sql.join(
+      branches.map((b) => sql`UNION ALL ${b}`),
+      sql` `,
+    )}`.execute(db);
   const out: FacetRow[][] = facets.map(() => []);
   let total = 0;
   for (const r of rows) {

@@ -56,7 +56,12 @@ export class RunSearch {
     const req = searchRequest(body);
     if (!req.facets) return this.page(scope, req);
     const [meta, results] = await Promise.all([
-      countAndFacets(this.db, this.dialect, this.where(scope, req, { purpose: 'count' }), req.facets.map((f) => f.sql)),
+      countAndFacets(
+        this.db,
+        this.dialect,
+        this.where(scope, req, { purpose: 'count' }),
+        req.facets.map((f) => f.sql),
+      ),
       req.onlyMeta ? Promise.resolve(undefined) : this.page(scope, req),
     ]);
     const answer: SearchMeta = {
@@ -69,19 +74,30 @@ export class RunSearch {
   /** POST /runs/facets (the official client's computeFacets). */
   async facets(scope: Scope, body: Json): Promise<FacetsAnswer> {
     const { facets, run } = facetsRequest(body);
-    const meta = await countAndFacets(this.db, this.dialect, this.where(scope, run, { purpose: 'count' }), facets.map((f) => f.sql));
-    return { ...Object.fromEntries(facets.map((f, i) => [f.name, bucketsOf(f, meta.facets[i], true)])), total: meta.total } as FacetsAnswer;
+    const meta = await countAndFacets(
+      this.db,
+      this.dialect,
+      this.where(scope, run, { purpose: 'count' }),
+      facets.map((f) => f.sql),
+    );
+    return {
+      ...Object.fromEntries(facets.map((f, i) => [f.name, bucketsOf(f, meta.facets[i], true)])),
+      total: meta.total,
+    } as FacetsAnswer;
   }
 
   /** The condition of a request, shaped for its use (SQLite plans pages and counts differently). */
   private where(scope: Scope, req: RunQuery, plan: SearchPlan) {
-    const query = req.query && compileRunQuery(req.query, { dialect: this.dialect.name, defaultPath: req.defaultPath, plan });
+    const query =
+      req.query && compileRunQuery(req.query, { dialect: this.dialect.name, defaultPath: req.defaultPath, plan });
     return whereOf(this.dialect, scope, req.filters, query, plan);
   }
 
   private async page(scope: Scope, req: RunQuery): Promise<RunRef[]> {
     if (req.limit <= 0) return [];
-    const plan = req.query ? await pagePlan(this.db, this.dialect, fullTextWords(req.query, req.defaultPath)) : { purpose: 'page' as const };
+    const plan = req.query
+      ? await pagePlan(this.db, this.dialect, fullTextWords(req.query, req.defaultPath))
+      : { purpose: 'page' as const };
     const rows = await findRuns(this.db, this.dialect, this.where(scope, req, plan), req.limit, req.offset);
     return rows.map(toRunRef);
   }

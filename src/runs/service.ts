@@ -16,13 +16,33 @@ import { BadRequest, NotFound, OrreryError } from '../http/errors.ts';
 import { checkInlineJson } from '../limits/inline-json.ts';
 import { getDriver, isImplemented, PROVIDERS } from '../providers/registry.ts';
 import { boundErrorMessage } from '../util/error-message.ts';
-import { ProviderError, type ChatMessage, type CompletionRequest, type ModelDriver, type ProviderConnection, type TokenUsage } from '../providers/driver.ts';
+import {
+  ProviderError,
+  type ChatMessage,
+  type CompletionRequest,
+  type ModelDriver,
+  type ProviderConnection,
+  type TokenUsage,
+} from '../providers/driver.ts';
 import type { EnvironmentService } from '../interactions/environments.ts';
 import type { InteractionDto, InteractionService } from '../interactions/interactions.ts';
 import { compileSchema } from '../interactions/json-schema.ts';
 import { InvalidResult, parseResult, repairMessages } from './result-schema.ts';
 import { buildMessages, validateInput } from './prompt-builder.ts';
-import { toRun, docOf, hasEnded, outcomeOf, tagsOf, type Run, type RunDoc, type RunError, type RunOutcome, type RunRow, type ResultPart, type RunSource } from './model.ts';
+import {
+  toRun,
+  docOf,
+  hasEnded,
+  outcomeOf,
+  tagsOf,
+  type Run,
+  type RunDoc,
+  type RunError,
+  type RunOutcome,
+  type RunRow,
+  type ResultPart,
+  type RunSource,
+} from './model.ts';
 import * as store from './store.ts';
 import { getProject } from '../auth/store.ts';
 import type { StreamHub, LiveRun } from './stream-hub.ts';
@@ -39,7 +59,12 @@ import type { RunEmbeddingHook, RunVectors } from '../embeddings/run-embeddings.
 import { TemplateError, type TemplateEngine } from '../templates/render.ts';
 import { templateErrorCode } from '../interactions/prompts.ts';
 import { nextDelay, retryPolicyOf, type Attempt } from './retry.ts';
-import { isVirtualProvider, parseVirtualConfig, type VirtualConfig, type VirtualEntry } from '../interactions/virtual-config.ts';
+import {
+  isVirtualProvider,
+  parseVirtualConfig,
+  type VirtualConfig,
+  type VirtualEntry,
+} from '../interactions/virtual-config.ts';
 import { VirtualRunner, textOf, type ChildOutcome, type ChunkSink } from './virtual.ts';
 import { ResultCache, type CacheDecision, type CachedAnswer } from './result-cache.ts';
 import { costOf, type RunCost } from '../pricing/cost.ts';
@@ -129,7 +154,10 @@ const DEFAULT_TEMPERATURE = 0.7;
 /** How long a resolved interaction and environment may serve runs before they are read again. */
 const CONTEXT_TTL_MS = 1000;
 /** The error of a run whose process died before it ended (a dead replica's `processing` row, or an entry of its intent log). */
-const EXECUTOR_LOST: RunError = { code: 'executor_lost', message: 'the server process executing this run stopped before it ended; run it again' };
+const EXECUTOR_LOST: RunError = {
+  code: 'executor_lost',
+  message: 'the server process executing this run stopped before it ended; run it again',
+};
 
 /** A `processing` run of this replica that it no longer executes is failed once it is this old. */
 const ORPHAN_AFTER_MS = 5000;
@@ -142,7 +170,12 @@ const CHUNK_KEEP_MS = 5 * 60_000;
  * than `{ ...config, environment, … }`: keys added after a spread cost a hidden class per run
  * (runs/search-index.ts, withColumns).
  */
-function runConfig(config: Record<string, unknown>, environment: string, model: string, options: SamplingOptions): Record<string, unknown> {
+function runConfig(
+  config: Record<string, unknown>,
+  environment: string,
+  model: string,
+  options: SamplingOptions,
+): Record<string, unknown> {
   const out: Record<string, unknown> = { environment, model, temperature: options.temperature, ...config };
   out.environment = environment;
   out.model = model;
@@ -235,7 +268,13 @@ export class RunService {
   }
 
   /** Counted from the request's arrival, so that shutdown waits for a run still being prepared too. */
-  private async start(p: Principal, input: RunCreateInput, caller: CallerInfo, load: () => Promise<InteractionDto>, cacheKey?: string): Promise<Run> {
+  private async start(
+    p: Principal,
+    input: RunCreateInput,
+    caller: CallerInfo,
+    load: () => Promise<InteractionDto>,
+    cacheKey?: string,
+  ): Promise<Run> {
     this.starting++;
     try {
       return await this.startRun(p, input, caller, load, cacheKey);
@@ -244,18 +283,34 @@ export class RunService {
     }
   }
 
-  private async startRun(p: Principal, input: RunCreateInput, caller: CallerInfo, load: () => Promise<InteractionDto>, cacheKey?: string): Promise<Run> {
-    if (typeof input.interaction !== 'string' || !input.interaction) throw new BadRequest('body must have property "interaction"');
+  private async startRun(
+    p: Principal,
+    input: RunCreateInput,
+    caller: CallerInfo,
+    load: () => Promise<InteractionDto>,
+    cacheKey?: string,
+  ): Promise<Run> {
+    if (typeof input.interaction !== 'string' || !input.interaction)
+      throw new BadRequest('body must have property "interaction"');
     checkInlineJson(input.data, 'data', this.maxInlineJson);
     const config = { ...(input.config ?? {}) };
     const { interaction, env } = await this.context(p, config.environment as string | undefined, load, cacheKey);
     const virtual = isVirtualProvider(env.dto.provider) ? await this.virtualTargets(p, env) : undefined;
     if (!virtual && !isImplemented(env.dto.provider)) {
-      throw new BadRequest(`environment "${env.dto.name}" uses provider "${env.dto.provider}", which Orrery cannot execute yet; use one of ${PROVIDERS.map((p) => p.id).join(', ')}`);
+      throw new BadRequest(
+        `environment "${env.dto.name}" uses provider "${env.dto.provider}", which Orrery cannot execute yet; use one of ${PROVIDERS.map((p) => p.id).join(', ')}`,
+      );
     }
     // A virtual environment's entries name their own models; the run is labelled with the provider.
-    const model = (config.model as string | undefined) ?? interaction.model ?? env.dto.default_model ?? (virtual ? env.dto.provider : undefined);
-    if (!model) throw new BadRequest(`no model: pass config.model, or set a model on interaction "${interaction.name}" or a default_model on environment "${env.dto.name}"`);
+    const model =
+      (config.model as string | undefined) ??
+      interaction.model ??
+      env.dto.default_model ??
+      (virtual ? env.dto.provider : undefined);
+    if (!model)
+      throw new BadRequest(
+        `no model: pass config.model, or set a model on interaction "${interaction.name}" or a default_model on environment "${env.dto.name}"`,
+      );
     const options = modelOptions(interaction, config);
     validateInput(interaction, input.data);
     // A template that fails on this data fails the run, which is recorded (not the request's 400).
@@ -265,7 +320,11 @@ export class RunService {
       messages = await buildMessages(this.templates, interaction, input.data, model, p.project.id);
     } catch (err) {
       if (!(err instanceof TemplateError)) throw err;
-      templateFailure = { code: templateErrorCode(err), message: boundErrorMessage(err.message), ...(err.position ? { data: { line: err.position.line, column: err.position.column } } : {}) };
+      templateFailure = {
+        code: templateErrorCode(err),
+        message: boundErrorMessage(err.message),
+        ...(err.position ? { data: { line: err.position.line, column: err.position.column } } : {}),
+      };
     }
     const resultSchema = input.result_schema ?? interaction.result_schema ?? undefined;
     if (input.result_schema) {
@@ -278,7 +337,8 @@ export class RunService {
     if (input.parent !== undefined) {
       // Run creation does not wait for runs answered before their commit (runs/read-barrier.ts), except to read a parent.
       await this.whenStored();
-      if (!(await store.getRun(this.db, this.dialect, scopeOf(p), input.parent))) throw new NotFound('run', input.parent);
+      if (!(await store.getRun(this.db, this.dialect, scopeOf(p), input.parent)))
+        throw new NotFound('run', input.parent);
     }
     const ttl = input.ttl ?? 0;
     if (!Number.isFinite(ttl) || ttl < 0) throw new BadRequest('ttl must be a number of seconds, 0 or more');
@@ -301,19 +361,53 @@ export class RunService {
       source,
       ttl,
       stream,
-      interaction: { id: interaction.id, name: interaction.name, endpoint: interaction.endpoint, version: interaction.version },
+      interaction: {
+        id: interaction.id,
+        name: interaction.name,
+        endpoint: interaction.endpoint,
+        version: interaction.version,
+      },
       environment: { id: env.dto.id, name: env.dto.name, provider: env.dto.provider },
       ...(resultSchema ? { result_schema: resultSchema } : {}),
       account: p.account,
       project: p.project,
       created_by: actorOf(p),
     };
-    if (templateFailure) return this.failOnTemplate(p, doc, { interaction: interaction.id, environment: env.dto.id, model, parent: input.parent, tags, now, stream, provider: env.dto.provider }, templateFailure);
+    if (templateFailure)
+      return this.failOnTemplate(
+        p,
+        doc,
+        {
+          interaction: interaction.id,
+          environment: env.dto.id,
+          model,
+          parent: input.parent,
+          tags,
+          now,
+          stream,
+          provider: env.dto.provider,
+        },
+        templateFailure,
+      );
     const row: RunRow = {
-      id: newId(), account_id: p.account.id, project_id: p.project.id, interaction_id: interaction.id, environment_id: env.dto.id,
-      model_id: model, status: stream ? 'created' : 'processing', parent_id: input.parent ?? null, finish_reason: null,
-      execution_time: null, token_prompt: null, token_result: null, token_total: null, tags,
-      created_at: now, updated_at: now, doc, executor: stream ? null : this.replica.id,
+      id: newId(),
+      account_id: p.account.id,
+      project_id: p.project.id,
+      interaction_id: interaction.id,
+      environment_id: env.dto.id,
+      model_id: model,
+      status: stream ? 'created' : 'processing',
+      parent_id: input.parent ?? null,
+      finish_reason: null,
+      execution_time: null,
+      token_prompt: null,
+      token_result: null,
+      token_total: null,
+      tags,
+      created_at: now,
+      updated_at: now,
+      doc,
+      executor: stream ? null : this.replica.id,
     };
     // A blocking run alone in this process, whose row the writer would commit alone, is recorded in
     // the intent log instead of waiting (runs/run-intents.ts). Under load, not waiting broke up the
@@ -322,7 +416,8 @@ export class RunService {
     if (!stream) this.executingHere.add(row.id);
     const ahead = alone && this.writer.insertAhead ? this.writer.insertAhead(row, tags) : undefined;
     try {
-      if (ahead?.recorded) ahead.committed.catch(() => {}); // execute() waits for it before storing the outcome
+      if (ahead?.recorded)
+        ahead.committed.catch(() => {}); // execute() waits for it before storing the outcome
       else await (ahead?.committed ?? this.writer.insert(row, tags));
     } catch (err) {
       // Maybe committed after all (a writer thread that stopped): sweepLost fails such a row.
@@ -330,11 +425,23 @@ export class RunService {
       throw err;
     }
 
-    const request: CompletionRequest = { model, messages, ...options, ...(resultSchema ? { result_schema: resultSchema } : {}) };
+    const request: CompletionRequest = {
+      model,
+      messages,
+      ...options,
+      ...(resultSchema ? { result_schema: resultSchema } : {}),
+    };
     const plan: Plan = virtual
       ? { kind: 'virtual', ...virtual, connection: env.connection, request }
       : { kind: 'provider', driver: getDriver(env.dto.provider), connection: env.connection, request };
-    plan.cache = this.cache.decide(interaction.cache_policy, { environment: env.dto.id, model, options, messages, resultSchema, data: input.data });
+    plan.cache = this.cache.decide(interaction.cache_policy, {
+      environment: env.dto.id,
+      model,
+      options,
+      messages,
+      resultSchema,
+      data: input.data,
+    });
     if (plan.cache && !plan.cache.refresh) plan.cached = await this.cache.lookup(scopeOf(p), plan.cache.key);
     if (stream) {
       this.pending.set(row.id, { row, plan });
@@ -343,7 +450,10 @@ export class RunService {
     const final = await this.execute(row, doc, plan, undefined, ahead?.recorded ? { ahead } : {});
     if (final.status === 'failed') {
       const err = docOf(final).error!;
-      throw new OrreryError(err.code, 502, `run ${final.id} failed: ${err.message}`, err.data, { id: final.id, run: this.forCreation(final) });
+      throw new OrreryError(err.code, 502, `run ${final.id} failed: ${err.message}`, err.data, {
+        id: final.id,
+        run: this.forCreation(final),
+      });
     }
     return this.withEmbeddings(final, this.forCreation(final));
   }
@@ -355,25 +465,60 @@ export class RunService {
    * failed run, and its stream closes with it.
    */
   private async failOnTemplate(
-    p: Principal, doc: RunDoc,
-    at: { interaction: string; environment: string; model: string; parent?: string; tags: string[]; now: string; stream: boolean; provider: string },
+    p: Principal,
+    doc: RunDoc,
+    at: {
+      interaction: string;
+      environment: string;
+      model: string;
+      parent?: string;
+      tags: string[];
+      now: string;
+      stream: boolean;
+      provider: string;
+    },
     error: RunError,
   ): Promise<Run> {
     const row: RunRow = {
-      id: newId(), account_id: p.account.id, project_id: p.project.id, interaction_id: at.interaction, environment_id: at.environment,
-      model_id: at.model, status: 'failed', parent_id: at.parent ?? null, finish_reason: null, execution_time: 0,
-      token_prompt: null, token_result: null, token_total: null, tags: at.tags, created_at: at.now, updated_at: at.now,
-      doc: { ...doc, error }, executor: null,
+      id: newId(),
+      account_id: p.account.id,
+      project_id: p.project.id,
+      interaction_id: at.interaction,
+      environment_id: at.environment,
+      model_id: at.model,
+      status: 'failed',
+      parent_id: at.parent ?? null,
+      finish_reason: null,
+      execution_time: 0,
+      token_prompt: null,
+      token_result: null,
+      token_total: null,
+      tags: at.tags,
+      created_at: at.now,
+      updated_at: at.now,
+      doc: { ...doc, error },
+      executor: null,
     };
     await this.writer.insert(row, at.tags);
     this.metrics.runs.inc({ status: 'failed', provider: at.provider, mode: at.stream ? 'stream' : 'blocking' });
     const run = this.forCreation(row);
     if (at.stream) return run;
-    throw new OrreryError(error.code, 422, `run ${row.id} failed: ${error.message}`, { run_id: row.id, ...(error.data ?? {}) }, { id: row.id, run });
+    throw new OrreryError(
+      error.code,
+      422,
+      `run ${row.id} failed: ${error.message}`,
+      { run_id: row.id, ...(error.data ?? {}) },
+      { id: row.id, run },
+    );
   }
 
   /** The interaction and environment of a run, from the cache while nothing changed. */
-  private async context(p: Principal, envOverride: string | undefined, load: () => Promise<InteractionDto>, cacheKey?: string): Promise<ExecutionContext> {
+  private async context(
+    p: Principal,
+    envOverride: string | undefined,
+    load: () => Promise<InteractionDto>,
+    cacheKey?: string,
+  ): Promise<ExecutionContext> {
     const key = cacheKey && `${p.project.id}|${cacheKey}|${envOverride ?? ''}`;
     const version = this.changes.version(p.project.id);
     const now = Date.now();
@@ -381,7 +526,8 @@ export class RunService {
     if (hit && hit.version === version && hit.until > now) return hit.ctx;
     const interaction = await load();
     const envId = envOverride ?? interaction.environment;
-    if (!envId) throw new BadRequest(`interaction "${interaction.name}" has no default environment; pass config.environment`);
+    if (!envId)
+      throw new BadRequest(`interaction "${interaction.name}" has no default environment; pass config.environment`);
     const ctx = { interaction, env: await this.environments.resolve(p, envId) };
     if (key) {
       if (this.contexts.size > 10_000) this.contexts.clear();
@@ -415,10 +561,14 @@ export class RunService {
    * Opens the stream of a run: a `created` run starts executing (once, whoever asks first); a run
    * executing here is followed live after a replay; a finished run just closes.
    */
-  async follow(p: Principal, id: string): Promise<{ live?: LiveRun; finished?: Run; poll?: () => Promise<Run | undefined> }> {
+  async follow(
+    p: Principal,
+    id: string,
+  ): Promise<{ live?: LiveRun; finished?: Run; poll?: () => Promise<Run | undefined> }> {
     // A run this process created and nobody streams yet is as it was written: no need to read it.
     const mine = this.pending.get(id)?.row;
-    const row = mine && mine.account_id === p.account.id && mine.project_id === p.project.id ? mine : await this.row(p, id);
+    const row =
+      mine && mine.account_id === p.account.id && mine.project_id === p.project.id ? mine : await this.row(p, id);
     if (hasEnded(row.status)) return { finished: await this.expand(p, row) };
     // A claim in progress here (another subscriber's): its stream, once the claim is stored.
     const live = this.hub.get(id) ?? (await this.claims.get(id));
@@ -469,7 +619,11 @@ export class RunService {
     const mine = this.pending.get(id);
     const plan = mine?.plan ?? (await this.replan(p, row));
     this.executingHere.add(id);
-    const claim = this.writer.update(id, { status: 'processing', updated_at: nowIso(), executor: this.replica.id }, 'created');
+    const claim = this.writer.update(
+      id,
+      { status: 'processing', updated_at: nowIso(), executor: this.replica.id },
+      'created',
+    );
     // One process (SQLite) that created the run and holds its plan: no other process can claim it,
     // and this one claims it once (claim()), so it starts at once and its claim is written
     // meanwhile, ahead of its outcome. The row was `created` before any provider call (principle
@@ -498,7 +652,11 @@ export class RunService {
   /** Executes a claimed streamed run; its stream closes with the final run (undefined: subscribers read it). */
   private runStream(p: Principal, row: RunRow, plan: Plan, live: LiveRun, claim?: Promise<boolean>): void {
     void this.execute({ ...row, status: 'processing' }, docOf(row), plan, live, { claim }).then(
-      async (final) => this.hub.close(row.id, await this.withEmbeddings(final, await this.expand(p, final).catch(() => this.forCreation(final)))),
+      async (final) =>
+        this.hub.close(
+          row.id,
+          await this.withEmbeddings(final, await this.expand(p, final).catch(() => this.forCreation(final))),
+        ),
       () => this.hub.close(row.id, undefined),
     );
   }
@@ -518,7 +676,8 @@ export class RunService {
 
   /** Drops the stored chunks of runs that ended a while ago (their result holds the text). */
   async sweepChunks(): Promise<void> {
-    if (this.notifier.crossProcess) await store.deleteEndedChunks(this.db, new Date(Date.now() - CHUNK_KEEP_MS).toISOString());
+    if (this.notifier.crossProcess)
+      await store.deleteEndedChunks(this.db, new Date(Date.now() - CHUNK_KEEP_MS).toISOString());
   }
 
   /** Fails streamed runs that nobody streamed in time (`stream_not_consumed`). */
@@ -528,8 +687,17 @@ export class RunService {
     let failed = 0;
     for (const row of stale) {
       const doc = docOf(row);
-      const error: RunError = { code: 'stream_not_consumed', message: `the run was created with stream: true and not streamed within ${this.streamTimeoutSeconds} s` };
-      const ok = await store.updateRun(this.db, this.dialect, row.id, { status: 'failed', updated_at: nowIso(), doc: { ...doc, error } }, 'created');
+      const error: RunError = {
+        code: 'stream_not_consumed',
+        message: `the run was created with stream: true and not streamed within ${this.streamTimeoutSeconds} s`,
+      };
+      const ok = await store.updateRun(
+        this.db,
+        this.dialect,
+        row.id,
+        { status: 'failed', updated_at: nowIso(), doc: { ...doc, error } },
+        'created',
+      );
       if (ok) {
         failed++;
         this.pending.delete(row.id);
@@ -543,8 +711,14 @@ export class RunService {
    * asked again once with the validator's words, unless the answer stopped on length (a longer
    * answer would be cut off again). The re-ask is an attempt of the run (`repair: true`).
    */
-  private async structuredResult(plan: ProviderPlan, text: string, finishReason: string | undefined, attempts: Attempt[]): Promise<
-    { value: unknown; usage?: TokenUsage; finishReason?: string } | { error: RunError; text: string; usage?: TokenUsage; finishReason?: string }
+  private async structuredResult(
+    plan: ProviderPlan,
+    text: string,
+    finishReason: string | undefined,
+    attempts: Attempt[],
+  ): Promise<
+    | { value: unknown; usage?: TokenUsage; finishReason?: string }
+    | { error: RunError; text: string; usage?: TokenUsage; finishReason?: string }
   > {
     const schema = plan.request.result_schema!;
     let problem: InvalidResult;
@@ -555,16 +729,33 @@ export class RunService {
       problem = err;
     }
     if (finishReason === 'length') {
-      return { error: { code: 'invalid_result', message: `${problem.message} (the answer stopped on max_tokens, so it was not asked again)` }, text };
+      return {
+        error: {
+          code: 'invalid_result',
+          message: `${problem.message} (the answer stopped on max_tokens, so it was not asked again)`,
+        },
+        text,
+      };
     }
     const started = performance.now();
     let second;
     try {
-      second = await plan.driver.complete(plan.connection, { ...plan.request, messages: repairMessages(plan.request.messages, text, problem) });
+      second = await plan.driver.complete(plan.connection, {
+        ...plan.request,
+        messages: repairMessages(plan.request.messages, text, problem),
+      });
     } catch (err) {
       const failure = toRunError(err);
-      attempts.push({ status: 'failed', repair: true, error: { code: failure.code, message: failure.message }, duration_ms: Math.round(performance.now() - started) });
-      return { error: { code: 'invalid_result', message: `${problem.message}; asking again failed: ${failure.message}` }, text };
+      attempts.push({
+        status: 'failed',
+        repair: true,
+        error: { code: failure.code, message: failure.message },
+        duration_ms: Math.round(performance.now() - started),
+      });
+      return {
+        error: { code: 'invalid_result', message: `${problem.message}; asking again failed: ${failure.message}` },
+        text,
+      };
     }
     const more = { usage: second.token_use, finishReason: second.finish_reason };
     try {
@@ -574,7 +765,12 @@ export class RunService {
     } catch (err) {
       if (!(err instanceof InvalidResult)) throw err;
       const message = `${err.message} (asked again once after: ${problem.message})`;
-      attempts.push({ status: 'failed', repair: true, error: { code: 'invalid_result', message }, duration_ms: Math.round(performance.now() - started) });
+      attempts.push({
+        status: 'failed',
+        repair: true,
+        error: { code: 'invalid_result', message },
+        duration_ms: Math.round(performance.now() - started),
+      });
       return { error: { code: 'invalid_result', message }, text: second.text, ...more };
     }
   }
@@ -583,17 +779,29 @@ export class RunService {
    * A virtual environment's config, read and checked, with every environment its entries and
    * mediators name resolved in the caller's project: a 400 that says what to fix otherwise.
    */
-  private async virtualTargets(p: Principal, env: ResolvedEnvironment): Promise<{ config: VirtualConfig; targets: Map<string, ResolvedEnvironment> }> {
+  private async virtualTargets(
+    p: Principal,
+    env: ResolvedEnvironment,
+  ): Promise<{ config: VirtualConfig; targets: Map<string, ResolvedEnvironment> }> {
     const config = parseVirtualConfig(env.dto.provider as VirtualConfig['provider'], env.dto.config);
     const targets = new Map<string, ResolvedEnvironment>();
     for (const entry of [...config.entries, ...config.mediators]) {
       if (targets.has(entry.environment)) continue;
       const target = await this.environments.resolve(p, entry.environment).catch((err) => {
-        if (err instanceof NotFound) throw new BadRequest(`virtual environment "${env.dto.name}" names environment ${entry.environment} (in "${entry.ref}"), which this project does not have`);
+        if (err instanceof NotFound)
+          throw new BadRequest(
+            `virtual environment "${env.dto.name}" names environment ${entry.environment} (in "${entry.ref}"), which this project does not have`,
+          );
         throw err;
       });
-      if (isVirtualProvider(target.dto.provider)) throw new BadRequest(`virtual environment "${env.dto.name}" names "${target.dto.name}", another virtual environment; entries must be real providers`);
-      if (!isImplemented(target.dto.provider)) throw new BadRequest(`virtual environment "${env.dto.name}" names "${target.dto.name}", whose provider "${target.dto.provider}" Orrery cannot execute`);
+      if (isVirtualProvider(target.dto.provider))
+        throw new BadRequest(
+          `virtual environment "${env.dto.name}" names "${target.dto.name}", another virtual environment; entries must be real providers`,
+        );
+      if (!isImplemented(target.dto.provider))
+        throw new BadRequest(
+          `virtual environment "${env.dto.name}" names "${target.dto.name}", whose provider "${target.dto.provider}" Orrery cannot execute`,
+        );
       targets.set(entry.environment, target);
     }
     return { config, targets };
@@ -614,7 +822,16 @@ export class RunService {
       ...(cached.finishReason ? { finishReason: cached.finishReason } : {}),
       attempts: [],
       chunks,
-      cost: { input: 0, output: 0, cache_read: 0, cache_write: 0, reasoning: 0, total: 0, currency: 'USD', price_table: 'result cache' },
+      cost: {
+        input: 0,
+        output: 0,
+        cache_read: 0,
+        cache_write: 0,
+        reasoning: 0,
+        total: 0,
+        currency: 'USD',
+        price_table: 'result cache',
+      },
       cachedFrom: cached.runId,
     };
   }
@@ -625,7 +842,12 @@ export class RunService {
   }
 
   /** A virtual run: its entries run as child runs (runs/virtual.ts); it keeps the chosen one's answer. */
-  private async callVirtual(row: RunRow, doc: RunDoc, plan: VirtualPlan, live: ChunkSink | undefined): Promise<Outcome> {
+  private async callVirtual(
+    row: RunRow,
+    doc: RunDoc,
+    plan: VirtualPlan,
+    live: ChunkSink | undefined,
+  ): Promise<Outcome> {
     let chunks = 0;
     const sink = live && {
       push: (text: string) => {
@@ -643,8 +865,15 @@ export class RunService {
       },
       ask: async (mediator, messages, schema) => {
         const target = plan.targets.get(mediator.environment)!;
-        const options = modelOptions({ model_options: plan.config.modelOptions } as unknown as InteractionDto, { temperature: plan.config.modelOptions.temperature ?? 0 });
-        const answer = await getDriver(target.dto.provider).complete(target.connection, { model: mediator.model, messages, ...options, result_schema: schema });
+        const options = modelOptions({ model_options: plan.config.modelOptions } as unknown as InteractionDto, {
+          temperature: plan.config.modelOptions.temperature ?? 0,
+        });
+        const answer = await getDriver(target.dto.provider).complete(target.connection, {
+          model: mediator.model,
+          messages,
+          ...options,
+          result_schema: schema,
+        });
         return parseResult(answer.text, schema).value;
       },
       evaluate: async (childId, evaluation) => {
@@ -664,7 +893,13 @@ export class RunService {
   }
 
   /** One attempt of a virtual run: a child run (parent = the virtual run) on the entry's environment and model. */
-  private async runChild(parent: RunRow, parentDoc: RunDoc, plan: VirtualPlan, entry: VirtualEntry, sink: ChunkSink | undefined): Promise<{ id: string; doc: RunDoc; outcome: ChildOutcome }> {
+  private async runChild(
+    parent: RunRow,
+    parentDoc: RunDoc,
+    plan: VirtualPlan,
+    entry: VirtualEntry,
+    sink: ChunkSink | undefined,
+  ): Promise<{ id: string; doc: RunDoc; outcome: ChildOutcome }> {
     const target = plan.targets.get(entry.environment)!;
     const now = nowIso();
     const tags = tagsOf(parent);
@@ -676,9 +911,24 @@ export class RunService {
       environment: { id: target.dto.id, name: target.dto.name, provider: target.dto.provider },
     };
     const row: RunRow = {
-      id: newId(), account_id: parent.account_id, project_id: parent.project_id, interaction_id: parent.interaction_id, environment_id: target.dto.id,
-      model_id: entry.model, status: 'processing', parent_id: parent.id, finish_reason: null, execution_time: null,
-      token_prompt: null, token_result: null, token_total: null, tags, created_at: now, updated_at: now, doc, executor: this.replica.id,
+      id: newId(),
+      account_id: parent.account_id,
+      project_id: parent.project_id,
+      interaction_id: parent.interaction_id,
+      environment_id: target.dto.id,
+      model_id: entry.model,
+      status: 'processing',
+      parent_id: parent.id,
+      finish_reason: null,
+      execution_time: null,
+      token_prompt: null,
+      token_result: null,
+      token_total: null,
+      tags,
+      created_at: now,
+      updated_at: now,
+      doc,
+      executor: this.replica.id,
     };
     this.executingHere.add(row.id);
     try {
@@ -686,18 +936,39 @@ export class RunService {
     } catch (err) {
       this.executingHere.delete(row.id);
       const message = (err as Error)?.message ?? String(err);
-      return { id: row.id, doc, outcome: { id: row.id, entry, result: [], error: { code: 'storage_error', message: `the child run could not be stored: ${message}` }, durationMs: 0 } };
+      return {
+        id: row.id,
+        doc,
+        outcome: {
+          id: row.id,
+          entry,
+          result: [],
+          error: { code: 'storage_error', message: `the child run could not be stored: ${message}` },
+          durationMs: 0,
+        },
+      };
     }
     const started = performance.now();
-    const childPlan: ProviderPlan = { kind: 'provider', driver: getDriver(target.dto.provider), connection: target.connection, request: { ...plan.request, model: entry.model } };
+    const childPlan: ProviderPlan = {
+      kind: 'provider',
+      driver: getDriver(target.dto.provider),
+      connection: target.connection,
+      request: { ...plan.request, model: entry.model },
+    };
     const final = await this.execute(row, doc, childPlan, sink);
     const finalDoc = docOf(final);
-    const usage = { prompt: final.token_prompt ?? undefined, result: final.token_result ?? undefined, total: final.token_total ?? undefined };
+    const usage = {
+      prompt: final.token_prompt ?? undefined,
+      result: final.token_result ?? undefined,
+      total: final.token_total ?? undefined,
+    };
     return {
       id: row.id,
       doc: finalDoc,
       outcome: {
-        id: row.id, entry, result: finalDoc.result,
+        id: row.id,
+        entry,
+        result: finalDoc.result,
         ...(finalDoc.error ? { error: finalDoc.error } : {}),
         ...(final.token_total !== null || final.token_prompt !== null ? { usage } : {}),
         ...(final.finish_reason ? { finishReason: final.finish_reason } : {}),
@@ -707,7 +978,12 @@ export class RunService {
   }
 
   /** The provider call with its retries (runs/retry.ts), then the answer against result_schema. */
-  private async callProvider(row: RunRow, plan: ProviderPlan, live: ChunkSink | undefined, provider: string): Promise<Outcome> {
+  private async callProvider(
+    row: RunRow,
+    plan: ProviderPlan,
+    live: ChunkSink | undefined,
+    provider: string,
+  ): Promise<Outcome> {
     const started = performance.now();
     let text = '';
     let usage: TokenUsage | undefined;
@@ -727,7 +1003,8 @@ export class RunService {
               text += chunk.text;
               chunks++;
               live.push(chunk.text);
-              if (this.notifier.crossProcess) void this.writer.run(this.storeChunk(row.id, chunks, chunk.text)).catch(() => {});
+              if (this.notifier.crossProcess)
+                void this.writer.run(this.storeChunk(row.id, chunks, chunk.text)).catch(() => {});
             }
             if (chunk.token_use) usage = chunk.token_use;
             if (chunk.finish_reason) finishReason = chunk.finish_reason;
@@ -743,7 +1020,11 @@ export class RunService {
         break;
       } catch (err) {
         const failure = toRunError(err);
-        attempts.push({ status: 'failed', error: { code: failure.code, message: failure.message }, duration_ms: Math.round(performance.now() - attemptStart) });
+        attempts.push({
+          status: 'failed',
+          error: { code: failure.code, message: failure.message },
+          duration_ms: Math.round(performance.now() - attemptStart),
+        });
         const delay = chunks > 0 ? undefined : nextDelay(err, retry + 1, performance.now() - started, policy);
         if (delay === undefined) {
           error = failure;
@@ -775,7 +1056,10 @@ export class RunService {
    * `ahead` (an insert recorded in the intent log, not yet known committed): see endAhead.
    */
   private async execute(
-    row: RunRow, doc: RunDoc, plan: Plan, live: ChunkSink | undefined,
+    row: RunRow,
+    doc: RunDoc,
+    plan: Plan,
+    live: ChunkSink | undefined,
     { claim, ahead }: { claim?: Promise<boolean>; ahead?: AheadWrite } = {},
   ): Promise<RunRow> {
     const started = performance.now();
@@ -787,21 +1071,38 @@ export class RunService {
         : await this.callProvider(row, plan, live, provider);
     const executionTime = Math.round(performance.now() - started);
     // A cache hit made no provider call: it would only drag the provider's latency down.
-    if (!cachedFrom) this.metrics.providerLatency.observe({ provider, outcome: error ? 'error' : 'ok' }, executionTime / 1000);
+    if (!cachedFrom)
+      this.metrics.providerLatency.observe({ provider, outcome: error ? 'error' : 'ok' }, executionTime / 1000);
     this.metrics.runs.inc({ status: error ? 'failed' : 'completed', provider, mode: live ? 'stream' : 'blocking' });
-    const runCost = cost !== undefined ? cost : costOf({ provider, model: plan.request.model, usage, prices: plan.connection.config?.prices });
+    const runCost =
+      cost !== undefined
+        ? cost
+        : costOf({ provider, model: plan.request.model, usage, prices: plan.connection.config?.prices });
     // A virtual run's usage is its children's, which are charged as they end.
     if (this.onRunEnded && plan.kind !== 'virtual' && !cachedFrom) {
-      const createdBy = typeof doc.created_by === 'string' && doc.created_by.startsWith('apikey:') ? doc.created_by.slice('apikey:'.length) : null;
-      const tokens = usage?.total ?? ((usage?.prompt ?? 0) + (usage?.result ?? 0));
-      this.onRunEnded({ account: row.account_id, project: row.project_id, keyId: createdBy, tokens, cost: runCost?.total ?? 0 });
+      const createdBy =
+        typeof doc.created_by === 'string' && doc.created_by.startsWith('apikey:')
+          ? doc.created_by.slice('apikey:'.length)
+          : null;
+      const tokens = usage?.total ?? (usage?.prompt ?? 0) + (usage?.result ?? 0);
+      this.onRunEnded({
+        account: row.account_id,
+        project: row.project_id,
+        keyId: createdBy,
+        tokens,
+        cost: runCost?.total ?? 0,
+      });
     }
     // The keys a run's end adds come before the document's (none of them is in it before its end):
     // keys added after a spread cost a hidden class per run (runs/search-index.ts, withColumns).
     const finalDoc: RunDoc = {
-      cost: runCost, ...(error ? { error } : {}), ...(live ? { chunks } : {}), ...(attempts.length > 1 ? { attempts } : {}),
+      cost: runCost,
+      ...(error ? { error } : {}),
+      ...(live ? { chunks } : {}),
+      ...(attempts.length > 1 ? { attempts } : {}),
       ...(cachedFrom ? { cached: true, cached_from: cachedFrom } : {}),
-      ...doc, result,
+      ...doc,
+      result,
     };
     const patch = {
       status: error ? 'failed' : 'completed',
@@ -810,23 +1111,29 @@ export class RunService {
       execution_time: executionTime,
       token_prompt: usage?.prompt ?? null,
       token_result: usage?.result ?? null,
-      token_total: usage?.total ?? (usage?.prompt !== undefined && usage?.result !== undefined ? usage.prompt + usage.result : null),
+      token_total:
+        usage?.total ??
+        (usage?.prompt !== undefined && usage?.result !== undefined ? usage.prompt + usage.result : null),
       doc: finalDoc,
       executor: null,
     } satisfies RunOutcome;
     // A provider's answer may go before its run is stored; not under a cache policy (a cache entry is written once its run is stored).
     if (ahead) await this.endAhead({ ...row, ...patch }, patch, ahead, plan.kind === 'provider' && !plan.cache);
     else {
-      const storeOutcome = () => live && this.notifier.crossProcess
-        // The end of a streamed run: stored and signalled; its chunks stay a while for late followers.
-        ? this.writer.run(async (trx) => {
-          const ok = await store.updateRun(trx, this.dialect, row.id, patch);
-          await this.notifier.publish(RUN_CHANNEL, JSON.stringify({ r: row.id, d: 1 } satisfies RunSignal), trx);
-          return ok;
-        })
-        : this.writer.update(row.id, patch);
+      const storeOutcome = () =>
+        live && this.notifier.crossProcess
+          ? // The end of a streamed run: stored and signalled; its chunks stay a while for late followers.
+            this.writer.run(async (trx) => {
+              const ok = await store.updateRun(trx, this.dialect, row.id, patch);
+              await this.notifier.publish(RUN_CHANNEL, JSON.stringify({ r: row.id, d: 1 } satisfies RunSignal), trx);
+              return ok;
+            })
+          : this.writer.update(row.id, patch);
       try {
-        if (claim && !(await claim)) throw new Error(`run ${row.id} left 'created' before this process's claim was written; its stored state stands`);
+        if (claim && !(await claim))
+          throw new Error(
+            `run ${row.id} left 'created' before this process's claim was written; its stored state stands`,
+          );
         // Once more if the first write was lost (a writer thread that stopped, a dropped connection):
         // the same outcome, so writing it twice is harmless.
         await storeOutcome().catch(storeOutcome);
@@ -837,7 +1144,9 @@ export class RunService {
     }
     if (plan.cache && !error && !cachedFrom) {
       // A cache that cannot be written costs a later hit, never this run.
-      await this.cache.store({ account: row.account_id, project: row.project_id }, plan.cache, row.id, result, finishReason).catch(() => {});
+      await this.cache
+        .store({ account: row.account_id, project: row.project_id }, plan.cache, row.id, result, finishReason)
+        .catch(() => {});
     }
     return { ...row, ...patch };
   }
@@ -864,7 +1173,13 @@ export class RunService {
       },
       // Answered, so never failed as storage_error: the run stays executing here, and each lost-run
       // sweep tries to store it from its entry until one does (sweepLost).
-      () => void this.unstored.set(ended.id, { kind: 'end', row: ended, doc: docOf(ended), stored: () => (ahead.stored(), end.stored()) }),
+      () =>
+        void this.unstored.set(ended.id, {
+          kind: 'end',
+          row: ended,
+          doc: docOf(ended),
+          stored: () => (ahead.stored(), end.stored()),
+        }),
     );
     this.storing.add(done);
     void done.finally(() => this.storing.delete(done));
@@ -879,9 +1194,20 @@ export class RunService {
    * settled. If that fails too, the entry stays, and the lost-run sweep of the next process
    * restores the run.
    */
-  private async storeAhead(ended: RunRow, ahead: AheadWrite, update: Promise<boolean>, retry: () => Promise<boolean>): Promise<void> {
-    const updated = update.catch(retry).then((ok) => ({ ok }), (err: unknown) => ({ ok: false, err }));
-    const inserted = await ahead.committed.then(() => true, () => false);
+  private async storeAhead(
+    ended: RunRow,
+    ahead: AheadWrite,
+    update: Promise<boolean>,
+    retry: () => Promise<boolean>,
+  ): Promise<void> {
+    const updated = update.catch(retry).then(
+      (ok) => ({ ok }),
+      (err: unknown) => ({ ok: false, err }),
+    );
+    const inserted = await ahead.committed.then(
+      () => true,
+      () => false,
+    );
     const outcome = await updated;
     if (inserted) {
       if ('err' in outcome) throw outcome.err;
@@ -931,14 +1257,23 @@ export class RunService {
     let failed = swept?.restored ?? 0;
     const lost = (await store.runsExecutedBy(this.db, this.dialect, alive)).filter((r) => !swept?.unrestored.has(r.id));
     const settled = new Date(Date.now() - ORPHAN_AFTER_MS).toISOString();
-    const mine = (await store.runsOfExecutor(this.db, this.dialect, this.replica.id, settled)).filter((r) => !this.executingHere.has(r.id));
+    const mine = (await store.runsOfExecutor(this.db, this.dialect, this.replica.id, settled)).filter(
+      (r) => !this.executingHere.has(r.id),
+    );
     for (const row of [...lost, ...mine]) {
       const doc = docOf(row);
-      const error: RunError = row.executor === this.replica.id
-        ? { code: 'storage_error', message: 'the server could not store how this run ended; run it again' }
-        : EXECUTOR_LOST;
+      const error: RunError =
+        row.executor === this.replica.id
+          ? { code: 'storage_error', message: 'the server could not store how this run ended; run it again' }
+          : EXECUTOR_LOST;
       const ok = await this.writer.run(async (trx) => {
-        const updated = await store.updateRun(trx, this.dialect, row.id, { status: 'failed', updated_at: nowIso(), executor: null, doc: { ...doc, error } }, 'processing');
+        const updated = await store.updateRun(
+          trx,
+          this.dialect,
+          row.id,
+          { status: 'failed', updated_at: nowIso(), executor: null, doc: { ...doc, error } },
+          'processing',
+        );
         if (updated) {
           await this.notifier.publish(RUN_CHANNEL, JSON.stringify({ r: row.id, d: 1 } satisfies RunSignal), trx);
         }
@@ -959,7 +1294,10 @@ export class RunService {
     }
     if (swept?.error) {
       // Said once the rest is done: the server logs it, and the next sweep tries again.
-      throw new Error(`could not store ${swept.unrestored.size} run(s) from the intent log of a stopped process (kept for the next sweep): ${(swept.error as Error)?.message ?? swept.error}`, { cause: swept.error });
+      throw new Error(
+        `could not store ${swept.unrestored.size} run(s) from the intent log of a stopped process (kept for the next sweep): ${(swept.error as Error)?.message ?? swept.error}`,
+        { cause: swept.error },
+      );
     }
     return failed;
   }
@@ -971,9 +1309,16 @@ export class RunService {
    * Never inserted into a project deleted meanwhile (its runs went with it).
    */
   private restoreLost(run: RecordedRun): Promise<boolean> {
-    const row: RunRow = run.kind === 'end'
-      ? { ...run.row, doc: run.doc }
-      : { ...run.row, status: 'failed', updated_at: nowIso(), executor: null, doc: { ...run.doc, error: EXECUTOR_LOST } };
+    const row: RunRow =
+      run.kind === 'end'
+        ? { ...run.row, doc: run.doc }
+        : {
+            ...run.row,
+            status: 'failed',
+            updated_at: nowIso(),
+            executor: null,
+            doc: { ...run.doc, error: EXECUTOR_LOST },
+          };
     return this.writer.run(async (trx) => {
       if (await store.runExists(trx, row.id)) {
         if (run.kind !== 'end') return false;
@@ -998,7 +1343,8 @@ export class RunService {
       ...(c.max_tokens !== undefined ? { max_tokens: c.max_tokens as number } : {}),
       ...(doc.result_schema ? { result_schema: doc.result_schema } : {}),
     };
-    if (isVirtualProvider(env.dto.provider)) return { kind: 'virtual', ...(await this.virtualTargets(p, env)), connection: env.connection, request };
+    if (isVirtualProvider(env.dto.provider))
+      return { kind: 'virtual', ...(await this.virtualTargets(p, env)), connection: env.connection, request };
     return { kind: 'provider', driver: getDriver(env.dto.provider), connection: env.connection, request };
   }
 
@@ -1012,10 +1358,17 @@ export class RunService {
   private async withEmbeddings(row: RunRow, run: Run): Promise<Run> {
     if (!this.embeddings || row.status !== 'completed') return run;
     const doc = docOf(row);
-    const vectors = await this.embeddings.embedRun({ account: row.account_id, project: row.project_id }, { id: row.id, prompt: doc.prompt, result: doc.result });
+    const vectors = await this.embeddings.embedRun(
+      { account: row.account_id, project: row.project_id },
+      { id: row.id, prompt: doc.prompt, result: doc.result },
+    );
     // Added keys first, the run spread after them (runs/search-index.ts, withColumns).
     if (!vectors) return run;
-    const withVectors: Run & RunVectors = { input_embedding: vectors.input_embedding, result_embedding: vectors.result_embedding, ...run };
+    const withVectors: Run & RunVectors = {
+      input_embedding: vectors.input_embedding,
+      result_embedding: vectors.result_embedding,
+      ...run,
+    };
     return withVectors;
   }
 
@@ -1023,19 +1376,30 @@ export class RunService {
   private forCreation(row: RunRow): Run {
     const run = toRun(row);
     const doc = docOf(row);
-    return { ...run, account: doc.account.id, project: doc.project.id, interaction: doc.interaction.id, environment: doc.environment ? { id: doc.environment.id, name: doc.environment.name } : null };
+    return {
+      ...run,
+      account: doc.account.id,
+      project: doc.project.id,
+      interaction: doc.interaction.id,
+      environment: doc.environment ? { id: doc.environment.id, name: doc.environment.name } : null,
+    };
   }
 
   private async expand(p: Principal, row: RunRow): Promise<Run> {
     const run = toRun(row);
     const doc = docOf(row);
     const interaction = await this.interactions.get(p, doc.interaction.id).catch(() => doc.interaction);
-    const environment = doc.environment ? await this.environments.get(p, doc.environment.id).catch(() => doc.environment) : null;
+    const environment = doc.environment
+      ? await this.environments.get(p, doc.environment.id).catch(() => doc.environment)
+      : null;
     return { ...run, interaction, environment };
   }
 }
 
-type SamplingOptions = Pick<CompletionRequest, 'temperature' | 'max_tokens' | 'top_p' | 'top_k' | 'presence_penalty' | 'frequency_penalty' | 'seed' | 'stop'>;
+type SamplingOptions = Pick<
+  CompletionRequest,
+  'temperature' | 'max_tokens' | 'top_p' | 'top_k' | 'presence_penalty' | 'frequency_penalty' | 'seed' | 'stop'
+>;
 
 /**
  * Options from the interaction, then config, then config.model_options (which wins: decisions.md).
@@ -1050,18 +1414,22 @@ function modelOptions(interaction: InteractionDto, config: Record<string, unknow
   if (merged.stop === undefined && merged.stop_sequence !== undefined) merged.stop = merged.stop_sequence;
   const given = (k: string) => merged[k] !== undefined && merged[k] !== null;
   const temperature = merged.temperature ?? DEFAULT_TEMPERATURE;
-  if (typeof temperature !== 'number' || !(temperature >= 0 && temperature <= 2)) throw new BadRequest('temperature must be a number from 0 to 2');
+  if (typeof temperature !== 'number' || !(temperature >= 0 && temperature <= 2))
+    throw new BadRequest('temperature must be a number from 0 to 2');
   const out: SamplingOptions = { temperature };
   if (given('max_tokens')) {
-    if (!Number.isInteger(merged.max_tokens) || (merged.max_tokens as number) < 1) throw new BadRequest('max_tokens must be a positive integer');
+    if (!Number.isInteger(merged.max_tokens) || (merged.max_tokens as number) < 1)
+      throw new BadRequest('max_tokens must be a positive integer');
     out.max_tokens = merged.max_tokens as number;
   }
   if (given('top_p')) {
-    if (typeof merged.top_p !== 'number' || merged.top_p < 0 || merged.top_p > 1) throw new BadRequest('top_p must be a number from 0 to 1');
+    if (typeof merged.top_p !== 'number' || merged.top_p < 0 || merged.top_p > 1)
+      throw new BadRequest('top_p must be a number from 0 to 1');
     out.top_p = merged.top_p;
   }
   if (given('top_k')) {
-    if (!Number.isInteger(merged.top_k) || (merged.top_k as number) < 1) throw new BadRequest('top_k must be a positive integer');
+    if (!Number.isInteger(merged.top_k) || (merged.top_k as number) < 1)
+      throw new BadRequest('top_k must be a positive integer');
     out.top_k = merged.top_k as number;
   }
   for (const k of ['presence_penalty', 'frequency_penalty'] as const) {
@@ -1098,7 +1466,12 @@ export function normaliseTags(tags: unknown): string[] {
 }
 
 function toRunError(err: unknown): RunError {
-  if (err instanceof ProviderError) return { code: err.code, message: boundErrorMessage(err.message), ...(err.upstreamStatus ? { data: { upstream_status: err.upstreamStatus } } : {}) };
+  if (err instanceof ProviderError)
+    return {
+      code: err.code,
+      message: boundErrorMessage(err.message),
+      ...(err.upstreamStatus ? { data: { upstream_status: err.upstreamStatus } } : {}),
+    };
   return { code: 'execution_error', message: boundErrorMessage((err as Error)?.message ?? String(err)) };
 }
 
@@ -1108,7 +1481,11 @@ function addUsage(a: TokenUsage | undefined, b: TokenUsage): TokenUsage | undefi
   const sum = (x?: number, y?: number) => (x === undefined || y === undefined ? undefined : x + y);
   // Absent cache and reasoning counts are zero, not unknown: the provider reports them only when used.
   const extra = (x?: number, y?: number) => (x || y ? (x ?? 0) + (y ?? 0) : undefined);
-  const out: TokenUsage = { prompt: sum(a.prompt, b.prompt), result: sum(a.result, b.result), total: sum(a.total, b.total) };
+  const out: TokenUsage = {
+    prompt: sum(a.prompt, b.prompt),
+    result: sum(a.result, b.result),
+    total: sum(a.total, b.total),
+  };
   for (const k of ['cache_read', 'cache_write', 'reasoning'] as const) {
     const v = extra(a[k], b[k]);
     if (v !== undefined) out[k] = v;
@@ -1120,10 +1497,17 @@ function addUsage(a: TokenUsage | undefined, b: TokenUsage): TokenUsage | undefi
 function sumCosts(costs: Array<RunCost | null | undefined>): RunCost | null {
   if (costs.length === 0 || costs.some((c) => !c)) return null;
   const known = costs as RunCost[];
-  const add = (k: 'input' | 'output' | 'cache_read' | 'cache_write' | 'reasoning' | 'total') => Math.round(known.reduce((t, c) => t + c[k], 0) * 1e9) / 1e9;
+  const add = (k: 'input' | 'output' | 'cache_read' | 'cache_write' | 'reasoning' | 'total') =>
+    Math.round(known.reduce((t, c) => t + c[k], 0) * 1e9) / 1e9;
   const tables = [...new Set(known.map((c) => c.price_table))];
   return {
-    input: add('input'), output: add('output'), cache_read: add('cache_read'), cache_write: add('cache_write'),
-    reasoning: add('reasoning'), total: add('total'), currency: 'USD', price_table: tables.join(', '),
+    input: add('input'),
+    output: add('output'),
+    cache_read: add('cache_read'),
+    cache_write: add('cache_write'),
+    reasoning: add('reasoning'),
+    total: add('total'),
+    currency: 'USD',
+    price_table: tables.join(', '),
   };
 }

@@ -10,7 +10,15 @@
  */
 import type SQLite from 'better-sqlite3';
 import { hasEnded } from './model.ts';
-import { COLUMN_SEPARATOR, toWire, type WireColumns, type WireFts, type WireRow, type WireTag, type WireWrite } from './run-write-wire.ts';
+import {
+  COLUMN_SEPARATOR,
+  toWire,
+  type WireColumns,
+  type WireFts,
+  type WireRow,
+  type WireTag,
+  type WireWrite,
+} from './run-write-wire.ts';
 import { runSearchFieldsJson } from '../query/lucene-sql/search-doc.ts';
 import type { PreparedRunWrite } from './store.ts';
 
@@ -130,25 +138,35 @@ export class SqliteRunWrites {
     if (w[0] === 'update') return this.update(w[1], w[2], w[3], w[4], w[5]);
     const [, id, [columns, values], fromStatus] = w;
     const claim = fromStatus ? ' AND status = ?' : '';
-    const r = this.forColumns(`patch${claim}`, columns, (names) => `UPDATE runs SET ${assignments(names)} WHERE id = ?${claim}`)
-      .statement.run(...values, id, ...(claim ? [fromStatus] : []));
+    const r = this.forColumns(
+      `patch${claim}`,
+      columns,
+      (names) => `UPDATE runs SET ${assignments(names)} WHERE id = ?${claim}`,
+    ).statement.run(...values, id, ...(claim ? [fromStatus] : []));
     return r.changes > 0;
   }
 
   private insert(rows: readonly WireRow[], fts: readonly (WireFts | null)[], tags: readonly WireTag[]): boolean {
-    this.nextRowid ??= (this.statement('SELECT COALESCE(MAX(search_rowid), 0) AS m FROM runs').get() as { m: number }).m + 1;
+    this.nextRowid ??=
+      (this.statement('SELECT COALESCE(MAX(search_rowid), 0) AS m FROM runs').get() as { m: number }).m + 1;
     const m = this.nextRowid - 1;
     this.nextRowid += rows.length;
     const ids: unknown[] = [];
     rows.forEach(([columns, values, derive], i) => {
       const also = derive ? ', search_fields' : '';
-      const s = this.forColumns(`insert${also}`, columns, (names) => `INSERT INTO runs (${names.map((c) => `"${c}"`).join(', ')}${also}, search_rowid) VALUES (${names.map(() => '?').join(', ')}${derive ? ', ?' : ''}, ?)`);
+      const s = this.forColumns(
+        `insert${also}`,
+        columns,
+        (names) =>
+          `INSERT INTO runs (${names.map((c) => `"${c}"`).join(', ')}${also}, search_rowid) VALUES (${names.map(() => '?').join(', ')}${derive ? ', ?' : ''}, ?)`,
+      );
       const r = derive
         ? s.statement.run(...values, searchFieldsOf(values[s.doc]), m + 1 + i)
         : s.statement.run(...values, m + 1 + i);
       const id = values[s.id];
       ids.push(id);
-      if (!hasEnded(values[s.status] as string)) this.remember(id as string, { rowid: Number(r.lastInsertRowid), searchRowid: m + 1 + i });
+      if (!hasEnded(values[s.status] as string))
+        this.remember(id as string, { rowid: Number(r.lastInsertRowid), searchRowid: m + 1 + i });
     });
     const tag = this.statement('INSERT INTO run_tags (run_id, tag, search_rowid) VALUES (?, ?, ?)');
     for (const [run, name] of tags) tag.run(ids[run], name, m + 1 + run);
@@ -156,12 +174,22 @@ export class SqliteRunWrites {
     return true;
   }
 
-  private update(id: string, [columns, values]: WireColumns, fts: WireFts | null, text: boolean | null, fromStatus: string | null): boolean {
+  private update(
+    id: string,
+    [columns, values]: WireColumns,
+    fts: WireFts | null,
+    text: boolean | null,
+    fromStatus: string | null,
+  ): boolean {
     const claim = fromStatus ? ' AND status = ?' : '';
     const claimed = claim ? [fromStatus] : [];
-    const r = this.updateRemembered(id, columns, values, claim, claimed)
-      ?? this.forColumns(`update${claim}`, columns, (names) => `UPDATE runs SET ${assignments(names)} WHERE id = ?${claim} RETURNING search_rowid, status`)
-        .statement.get(...values, id, ...claimed) as { search_rowid: number; status: string } | undefined;
+    const r =
+      this.updateRemembered(id, columns, values, claim, claimed) ??
+      (this.forColumns(
+        `update${claim}`,
+        columns,
+        (names) => `UPDATE runs SET ${assignments(names)} WHERE id = ?${claim} RETURNING search_rowid, status`,
+      ).statement.get(...values, id, ...claimed) as { search_rowid: number; status: string } | undefined);
     if (!r) return false;
     // Deleting a row the FTS table does not hold costs ~1 µs (contentless_delete): no need to know.
     this.fullText.push({ rowid: r.search_rowid, replace: true, row: fts && (text ?? hasEnded(r.status)) ? fts : null });
@@ -173,10 +201,20 @@ export class SqliteRunWrites {
    * run's, as inserted (its id and search_rowid say): no lookup by id, and no RETURNING for what is
    * known. Undefined when the run is not remembered, its status is not set, or no row matched.
    */
-  private updateRemembered(id: string, columns: string, values: readonly unknown[], claim: string, claimed: unknown[]): { search_rowid: number; status: string } | undefined {
+  private updateRemembered(
+    id: string,
+    columns: string,
+    values: readonly unknown[],
+    claim: string,
+    claimed: unknown[],
+  ): { search_rowid: number; status: string } | undefined {
     const known = this.inFlight.get(id);
     if (!known) return undefined;
-    const s = this.forColumns(`update at${claim}`, columns, (names) => `UPDATE runs SET ${assignments(names)} WHERE rowid = ? AND id = ? AND search_rowid = ?${claim}`);
+    const s = this.forColumns(
+      `update at${claim}`,
+      columns,
+      (names) => `UPDATE runs SET ${assignments(names)} WHERE rowid = ? AND id = ? AND search_rowid = ?${claim}`,
+    );
     const status = values[s.status];
     if (typeof status !== 'string') return undefined;
     this.inFlight.delete(id);
@@ -192,7 +230,13 @@ export class SqliteRunWrites {
 
   private writeFullText({ rowid, replace, row }: FullTextChange): void {
     if (replace) this.statement('DELETE FROM runs_fts WHERE rowid = ?').run(rowid);
-    if (row) this.statement('INSERT INTO runs_fts (rowid, body, prompt, result) VALUES (?, ?, ?, ?)').run(rowid, row[0], row[1], row[2]);
+    if (row)
+      this.statement('INSERT INTO runs_fts (rowid, body, prompt, result) VALUES (?, ?, ?, ?)').run(
+        rowid,
+        row[0],
+        row[1],
+        row[2],
+      );
   }
 
   /** The statement `sql` builds for `columns`, the same as last time for this `kind` when its columns are. */
@@ -201,7 +245,13 @@ export class SqliteRunWrites {
     if (last?.columns === columns) return last;
     const names = columns.split(COLUMN_SEPARATOR);
     for (const c of names) if (!COLUMN.test(c)) throw new Error(`not a run column: ${JSON.stringify(c)}`);
-    const built = { columns, statement: this.statement(sql(names)), id: names.indexOf('id'), status: names.indexOf('status'), doc: names.indexOf('doc') };
+    const built = {
+      columns,
+      statement: this.statement(sql(names)),
+      id: names.indexOf('id'),
+      status: names.indexOf('status'),
+      doc: names.indexOf('doc'),
+    };
     this.last.set(kind, built);
     return built;
   }

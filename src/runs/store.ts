@@ -4,7 +4,15 @@ import type { Database, RunTable } from '../db/schema.ts';
 import type { OrreryDialect } from '../db/dialect.ts';
 import type { Scope } from '../auth/principal.ts';
 import type { RunRow } from './model.ts';
-import { prepareInsert, prepareUpdate, writeInsert, writeUpdate, type PrepareInsertOptions, type PreparedInsert, type PreparedUpdate } from './search-index.ts';
+import {
+  prepareInsert,
+  prepareUpdate,
+  writeInsert,
+  writeUpdate,
+  type PrepareInsertOptions,
+  type PreparedInsert,
+  type PreparedUpdate,
+} from './search-index.ts';
 
 export type Db = Kysely<Database>;
 
@@ -15,7 +23,11 @@ export const encodeRun = <T extends Partial<RunRow>>(d: OrreryDialect, row: T): 
   ...('doc' in row ? { doc: d.toJson(row.doc) } : {}),
 });
 
-export const decodeRun = (d: OrreryDialect, row: RunRow): RunRow => ({ ...row, tags: d.fromJson(row.tags), doc: d.fromJson(row.doc) });
+export const decodeRun = (d: OrreryDialect, row: RunRow): RunRow => ({
+  ...row,
+  tags: d.fromJson(row.tags),
+  doc: d.fromJson(row.doc),
+});
 
 export const runsIn = (db: Db, s: Scope) =>
   db.selectFrom('runs').where('runs.account_id', '=', s.account).where('runs.project_id', '=', s.project);
@@ -29,11 +41,20 @@ export type PreparedRunWrite =
   | { update: PreparedUpdate }
   | { patch: { id: string; set: Record<string, unknown>; fromStatus?: string } };
 
-export const prepareRunInsert = (d: OrreryDialect, row: RunRow, tags: readonly string[], options?: PrepareInsertOptions): PreparedRunWrite =>
-  ({ insert: prepareInsert(d, [{ row, tags }], (r) => encodeRun(d, r), options) });
+export const prepareRunInsert = (
+  d: OrreryDialect,
+  row: RunRow,
+  tags: readonly string[],
+  options?: PrepareInsertOptions,
+): PreparedRunWrite => ({ insert: prepareInsert(d, [{ row, tags }], (r) => encodeRun(d, r), options) });
 
 /** With `fromStatus`, the update applies only if the run is still in that status (a claim). */
-export function prepareRunUpdate(d: OrreryDialect, id: string, patch: Updateable<RunTable>, fromStatus?: string): PreparedRunWrite {
+export function prepareRunUpdate(
+  d: OrreryDialect,
+  id: string,
+  patch: Updateable<RunTable>,
+  fromStatus?: string,
+): PreparedRunWrite {
   const set = encodeRun(d, patch as Partial<RunRow>);
   // A new document means new search data, written in the same transaction.
   if (patch.doc !== undefined) return { update: prepareUpdate(d, id, set, patch.doc, fromStatus) };
@@ -69,12 +90,23 @@ export async function getRun(db: Db, d: OrreryDialect, s: Scope, id: string): Pr
 }
 
 /** Update a run; with `fromStatus`, only if it is still in that status (a claim). */
-export const updateRun = (db: Db, d: OrreryDialect, id: string, patch: Updateable<RunTable>, fromStatus?: string): Promise<boolean> =>
-  applyRunWrite(db, d, prepareRunUpdate(d, id, patch, fromStatus));
+export const updateRun = (
+  db: Db,
+  d: OrreryDialect,
+  id: string,
+  patch: Updateable<RunTable>,
+  fromStatus?: string,
+): Promise<boolean> => applyRunWrite(db, d, prepareRunUpdate(d, id, patch, fromStatus));
 
 /** Runs created for streaming that nobody streamed before `before` (any project). */
 export async function staleCreatedRuns(db: Db, d: OrreryDialect, before: string, limit = 500): Promise<RunRow[]> {
-  const rows = await db.selectFrom('runs').selectAll().where('status', '=', 'created').where('created_at', '<', before).limit(limit).execute();
+  const rows = await db
+    .selectFrom('runs')
+    .selectAll()
+    .where('status', '=', 'created')
+    .where('created_at', '<', before)
+    .limit(limit)
+    .execute();
   return rows.map((r) => decodeRun(d, r));
 }
 
@@ -90,10 +122,22 @@ export async function runsExecutedBy(db: Db, d: OrreryDialect, alive: Set<string
  * `processing` runs that this replica is named as executing, last updated before `before` (any
  * project), oldest first: runs in flight are recent, so they never crowd an orphan out of the page.
  */
-export async function runsOfExecutor(db: Db, d: OrreryDialect, executor: string, before: string, limit = 500): Promise<RunRow[]> {
-  const rows = await db.selectFrom('runs').selectAll()
-    .where('status', '=', 'processing').where('executor', '=', executor).where('updated_at', '<', before)
-    .orderBy('updated_at').limit(limit).execute();
+export async function runsOfExecutor(
+  db: Db,
+  d: OrreryDialect,
+  executor: string,
+  before: string,
+  limit = 500,
+): Promise<RunRow[]> {
+  const rows = await db
+    .selectFrom('runs')
+    .selectAll()
+    .where('status', '=', 'processing')
+    .where('executor', '=', executor)
+    .where('updated_at', '<', before)
+    .orderBy('updated_at')
+    .limit(limit)
+    .execute();
   return rows.map((r) => decodeRun(d, r));
 }
 
@@ -102,9 +146,22 @@ export const insertChunk = (db: Db, runId: string, seq: number, text: string) =>
 
 /** Chunks of runs that ended before `before`. */
 export const deleteEndedChunks = (db: Db, before: string) =>
-  db.deleteFrom('run_chunks')
-    .where('run_id', 'in', (eb) => eb.selectFrom('runs').select('id').where('status', 'in', ['completed', 'failed']).where('updated_at', '<', before))
+  db
+    .deleteFrom('run_chunks')
+    .where('run_id', 'in', (eb) =>
+      eb
+        .selectFrom('runs')
+        .select('id')
+        .where('status', 'in', ['completed', 'failed'])
+        .where('updated_at', '<', before),
+    )
     .execute();
 
 export const chunksAfter = (db: Db, runId: string, seq: number) =>
-  db.selectFrom('run_chunks').select(['seq', 'text']).where('run_id', '=', runId).where('seq', '>', seq).orderBy('seq').execute();
+  db
+    .selectFrom('run_chunks')
+    .select(['seq', 'text'])
+    .where('run_id', '=', runId)
+    .where('seq', '>', seq)
+    .orderBy('seq')
+    .execute();

@@ -42,7 +42,8 @@ export class LiveRun {
 
   /** Replays chunks after `afterSeq`, then follows live (still skipping those up to `afterSeq`). */
   subscribe(afterSeq: number, listener: Listener): () => void {
-    if (!Number.isSafeInteger(afterSeq) || afterSeq < 0) throw new RangeError(`afterSeq must be a chunk number, got ${afterSeq}`);
+    if (!Number.isSafeInteger(afterSeq) || afterSeq < 0)
+      throw new RangeError(`afterSeq must be a chunk number, got ${afterSeq}`);
     for (let i = afterSeq; i < this.chunks.length; i++) listener({ kind: 'chunk', seq: i + 1, text: this.chunks[i] });
     if (this.done) {
       listener({ kind: 'close', run: this.final });

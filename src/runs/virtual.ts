@@ -51,13 +51,27 @@ export class VirtualRunner {
   /** Entry ref → until when it is skipped (failover balancers). */
   private readonly cooldowns = new Map<string, number>();
 
-  constructor(private readonly now: () => number = Date.now, private readonly random: () => number = Math.random) {}
+  constructor(
+    private readonly now: () => number = Date.now,
+    private readonly random: () => number = Math.random,
+  ) {}
 
-  run(config: VirtualConfig, prompt: ChatMessage[], sink: ChunkSink | undefined, hooks: VirtualHooks): Promise<VirtualOutcome> {
-    return config.provider === 'virtual_lb' ? this.balance(config, sink, hooks) : this.mediate(config, prompt, sink, hooks);
+  run(
+    config: VirtualConfig,
+    prompt: ChatMessage[],
+    sink: ChunkSink | undefined,
+    hooks: VirtualHooks,
+  ): Promise<VirtualOutcome> {
+    return config.provider === 'virtual_lb'
+      ? this.balance(config, sink, hooks)
+      : this.mediate(config, prompt, sink, hooks);
   }
 
-  private async balance(config: VirtualConfig, sink: ChunkSink | undefined, hooks: VirtualHooks): Promise<VirtualOutcome> {
+  private async balance(
+    config: VirtualConfig,
+    sink: ChunkSink | undefined,
+    hooks: VirtualHooks,
+  ): Promise<VirtualOutcome> {
     const attempts: Attempt[] = [];
     const tried = new Set<VirtualEntry>();
     for (;;) {
@@ -65,7 +79,12 @@ export class VirtualRunner {
       if (!entry) break;
       tried.add(entry);
       let pushed = 0;
-      const counting = sink && { push: (text: string) => { pushed++; sink.push(text); } };
+      const counting = sink && {
+        push: (text: string) => {
+          pushed++;
+          sink.push(text);
+        },
+      };
       const child = await hooks.runChild(entry, counting);
       attempts.push(attemptOf(child));
       if (!child.error) return { chosen: child, attempts };
@@ -91,7 +110,12 @@ export class VirtualRunner {
     return pool[pool.length - 1];
   }
 
-  private async mediate(config: VirtualConfig, prompt: ChatMessage[], sink: ChunkSink | undefined, hooks: VirtualHooks): Promise<VirtualOutcome> {
+  private async mediate(
+    config: VirtualConfig,
+    prompt: ChatMessage[],
+    sink: ChunkSink | undefined,
+    hooks: VirtualHooks,
+  ): Promise<VirtualOutcome> {
     const attempts: Attempt[] = [];
     const successes: ChildOutcome[] = [];
     let firstSuccess: (child: ChildOutcome) => void = () => {};
@@ -113,14 +137,24 @@ export class VirtualRunner {
     }
     await all;
     if (successes.length === 0) return { error: allFailed(attempts), attempts };
-    const chosen = successes.length === 1 ? { child: successes[0], scores: [10] } : await this.judge(config, prompt, successes, hooks);
-    await Promise.all(successes.map((c, i) => hooks.evaluate(c.id, { score: chosen.scores[i], selected: c === chosen.child })));
+    const chosen =
+      successes.length === 1
+        ? { child: successes[0], scores: [10] }
+        : await this.judge(config, prompt, successes, hooks);
+    await Promise.all(
+      successes.map((c, i) => hooks.evaluate(c.id, { score: chosen.scores[i], selected: c === chosen.child })),
+    );
     sendWhole(sink, chosen.child);
     return { chosen: chosen.child, attempts };
   }
 
   /** The first mediator that answers picks; when none does, the first success stands (score 0 each). */
-  private async judge(config: VirtualConfig, prompt: ChatMessage[], answers: ChildOutcome[], hooks: VirtualHooks): Promise<{ child: ChildOutcome; scores: number[] }> {
+  private async judge(
+    config: VirtualConfig,
+    prompt: ChatMessage[],
+    answers: ChildOutcome[],
+    hooks: VirtualHooks,
+  ): Promise<{ child: ChildOutcome; scores: number[] }> {
     const n = answers.length;
     const schema = {
       type: 'object',
@@ -153,7 +187,10 @@ const attemptOf = (child: ChildOutcome): Attempt => ({
 function allFailed(attempts: Attempt[]): RunError {
   const last = [...attempts].reverse().find((a) => a.error);
   if (!last?.error) return { code: 'execution_error', message: 'the virtual environment has no entry to run' };
-  return { code: last.error.code, message: `every entry of the virtual environment failed (${attempts.length}); the last: ${last.error.message}` };
+  return {
+    code: last.error.code,
+    message: `every entry of the virtual environment failed (${attempts.length}); the last: ${last.error.message}`,
+  };
 }
 
 /** A mediated answer arrives whole: the stream gets it as one chunk. */

@@ -57,7 +57,12 @@ function checkProgram(program: hbs.AST.Program | undefined): void {
 }
 
 /** A call with arguments must name a helper; sub-expressions inside it are checked too. */
-function checkCall(node: Node, path: PathExpression | hbs.AST.Literal, params: Expression[], hash: hbs.AST.Hash | undefined): void {
+function checkCall(
+  node: Node,
+  path: PathExpression | hbs.AST.Literal,
+  params: Expression[],
+  hash: hbs.AST.Hash | undefined,
+): void {
   if (params.length > 0 || (hash && hash.pairs.length > 0)) {
     const name = path.type === 'PathExpression' ? (path as PathExpression).original : 'a literal';
     if (path.type !== 'PathExpression' || !KNOWN_HELPERS.includes(name)) {
@@ -92,7 +97,10 @@ function handlebarsSyntaxError(err: unknown): TemplateError {
   if (message.startsWith('Lexical error')) {
     const consumed = lexer.matched ?? '';
     const lines = consumed.split('\n');
-    return syntaxErrorAtPosition({ line: lines.length, column: lines[lines.length - 1].length + 1 }, 'unrecognized text (an unclosed comment or mustache?)');
+    return syntaxErrorAtPosition(
+      { line: lines.length, column: lines[lines.length - 1].length + 1 },
+      'unrecognized text (an unclosed comment or mustache?)',
+    );
   }
   return new TemplateError(`syntax error: ${message}`, 'syntax');
 }
@@ -103,10 +111,25 @@ interface JisonLexer {
 }
 
 const TOKEN_NAMES: Record<string, string> = {
-  EOF: 'the end of the template', CLOSE: '"}}"', CLOSE_UNESCAPED: '"}}}"', CLOSE_RAW_BLOCK: '"}}}}"', OPEN_ENDBLOCK: '"{{/…}}"',
-  INVERSE: '"{{else}}"', OPEN_INVERSE_CHAIN: '"{{else …}}"', OPEN_SEXPR: '"("', CLOSE_SEXPR: '")"', EQUALS: '"="',
-  ID: 'a name', STRING: 'a string', NUMBER: 'a number', BOOLEAN: 'true/false', DATA: 'an @variable', INVALID: 'invalid characters',
-  OPEN_BLOCK_PARAMS: '"as |…|"', CLOSE_BLOCK_PARAMS: '"|"', SEP: '"." or "/"',
+  EOF: 'the end of the template',
+  CLOSE: '"}}"',
+  CLOSE_UNESCAPED: '"}}}"',
+  CLOSE_RAW_BLOCK: '"}}}}"',
+  OPEN_ENDBLOCK: '"{{/…}}"',
+  INVERSE: '"{{else}}"',
+  OPEN_INVERSE_CHAIN: '"{{else …}}"',
+  OPEN_SEXPR: '"("',
+  CLOSE_SEXPR: '")"',
+  EQUALS: '"="',
+  ID: 'a name',
+  STRING: 'a string',
+  NUMBER: 'a number',
+  BOOLEAN: 'true/false',
+  DATA: 'an @variable',
+  INVALID: 'invalid characters',
+  OPEN_BLOCK_PARAMS: '"as |…|"',
+  CLOSE_BLOCK_PARAMS: '"|"',
+  SEP: '"." or "/"',
 };
 
 /** Turns jison's "Expecting 'ID', 'STRING', …, got 'EOF'" into words a prompt author can act on. */
@@ -117,5 +140,7 @@ function describeParseError(message: string): string {
   const got = Object.hasOwn(TOKEN_NAMES, match[2]) ? TOKEN_NAMES[match[2]] : `"${match[2]}"`;
   if (match[2] === 'EOF' && expected.includes('OPEN_ENDBLOCK')) return 'a block is never closed: add its {{/…}}';
   const wanted = expected.filter((t) => Object.hasOwn(TOKEN_NAMES, t)).map((t) => TOKEN_NAMES[t]);
-  return wanted.length > 0 && wanted.length <= 6 ? `unexpected ${got}, expected ${wanted.join(' or ')}` : `unexpected ${got}`;
+  return wanted.length > 0 && wanted.length <= 6
+    ? `unexpected ${got}, expected ${wanted.join(' or ')}`
+    : `unexpected ${got}`;
 }

@@ -33,12 +33,30 @@ export const PROMPT_HELPERS: Readonly<Record<string, Helper>> = {
     const [value, indent] = withoutOptions(args);
     return new Handlebars.SafeString(JSON.stringify(value, null, typeof indent === 'number' ? indent : 2) ?? '');
   },
-  eq: (...args) => { const [a, b] = withoutOptions(args); return a === b; },
-  ne: (...args) => { const [a, b] = withoutOptions(args); return a !== b; },
-  gt: (...args) => { const [a, b] = withoutOptions(args); return (a as number) > (b as number); },
-  lt: (...args) => { const [a, b] = withoutOptions(args); return (a as number) < (b as number); },
-  gte: (...args) => { const [a, b] = withoutOptions(args); return (a as number) >= (b as number); },
-  lte: (...args) => { const [a, b] = withoutOptions(args); return (a as number) <= (b as number); },
+  eq: (...args) => {
+    const [a, b] = withoutOptions(args);
+    return a === b;
+  },
+  ne: (...args) => {
+    const [a, b] = withoutOptions(args);
+    return a !== b;
+  },
+  gt: (...args) => {
+    const [a, b] = withoutOptions(args);
+    return (a as number) > (b as number);
+  },
+  lt: (...args) => {
+    const [a, b] = withoutOptions(args);
+    return (a as number) < (b as number);
+  },
+  gte: (...args) => {
+    const [a, b] = withoutOptions(args);
+    return (a as number) >= (b as number);
+  },
+  lte: (...args) => {
+    const [a, b] = withoutOptions(args);
+    return (a as number) <= (b as number);
+  },
   /** Like JavaScript's `&&`: the first falsy argument, else the last one. */
   and: (...args) => {
     const values = withoutOptions(args);

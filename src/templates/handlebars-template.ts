@@ -27,7 +27,10 @@ env.registerHelper('each', function (this: unknown, context: unknown, options: H
   const body = options.fn;
   const counted = function (this: unknown, ...args: Parameters<typeof body>): string {
     if (++state.iterations > state.limits.maxSteps) {
-      throw new TemplateError(`the template does too much work (more than ${state.limits.maxSteps} block iterations)`, 'output');
+      throw new TemplateError(
+        `the template does too much work (more than ${state.limits.maxSteps} block iterations)`,
+        'output',
+      );
     }
     const out = body.apply(this, args);
     checkOutput(out, state.limits);
@@ -55,7 +58,8 @@ const IMPLICIT_HELPERS = new Set(['helperMissing', 'blockHelperMissing', 'each']
 function environmentFor(spec: string): typeof env {
   const named = new Set(spec.match(/[A-Za-z_$][\w$]*/g));
   const helpers: Record<string, unknown> = {};
-  for (const [name, helper] of Object.entries(env.helpers)) if (IMPLICIT_HELPERS.has(name) || named.has(name)) helpers[name] = helper;
+  for (const [name, helper] of Object.entries(env.helpers))
+    if (IMPLICIT_HELPERS.has(name) || named.has(name)) helpers[name] = helper;
   return Object.create(env, { helpers: { value: helpers } }) as typeof env;
 }
 
@@ -64,7 +68,11 @@ export function instantiateHandlebars(spec: string): CompiledHandlebars {
   // eslint-disable-next-line no-new-func -- Handlebars' own generated code, as Handlebars.compile evaluates it
   const specObject = new Function(`return ${spec}`)() as TemplateSpecification;
   // `env.template(spec)` is `env.VM.template(spec, env)`; the same runtime, with the template's environment.
-  const vm = (env as unknown as { VM: { template(spec: TemplateSpecification, environment: typeof env): HandlebarsTemplateDelegate } }).VM;
+  const vm = (
+    env as unknown as {
+      VM: { template(spec: TemplateSpecification, environment: typeof env): HandlebarsTemplateDelegate };
+    }
+  ).VM;
   const template = vm.template(specObject, environmentFor(spec));
   return {
     render(data, limits = DEFAULT_RENDER_LIMITS) {
@@ -96,7 +104,10 @@ function runtimeError(err: unknown): TemplateError {
   const message = (e.message ?? String(err)).replace(/ - \d+:\d+$/, '');
   if (err instanceof RangeError) return new TemplateError('the template is too deeply nested to render', 'evaluation');
   if (typeof e.lineNumber === 'number' && typeof e.column === 'number') {
-    return new TemplateError(`${message} (at line ${e.lineNumber}, column ${e.column + 1})`, 'evaluation', undefined, { line: e.lineNumber, column: e.column + 1 });
+    return new TemplateError(`${message} (at line ${e.lineNumber}, column ${e.column + 1})`, 'evaluation', undefined, {
+      line: e.lineNumber,
+      column: e.column + 1,
+    });
   }
   return new TemplateError(message, 'evaluation');
 }

@@ -11,12 +11,65 @@ import { syntaxErrorAtPosition, TemplateError } from './template-error.ts';
 
 /** The standard ECMAScript globals a template may use without declaring them. */
 export const STANDARD_BUILTINS = new Set([
-  'globalThis', 'Infinity', 'NaN', 'undefined', 'eval', 'isFinite', 'isNaN', 'parseFloat', 'parseInt', 'decodeURI',
-  'decodeURIComponent', 'encodeURI', 'encodeURIComponent', 'escape', 'unescape', 'Array', 'ArrayBuffer', 'SharedArrayBuffer',
-  'Atomics', 'BigInt', 'BigInt64Array', 'BigUint64Array', 'Boolean', 'DataView', 'Date', 'Error', 'AggregateError', 'EvalError',
-  'RangeError', 'ReferenceError', 'SyntaxError', 'TypeError', 'URIError', 'Float32Array', 'Float64Array', 'Function', 'Int8Array',
-  'Int16Array', 'Int32Array', 'Uint8Array', 'Uint8ClampedArray', 'Uint16Array', 'Uint32Array', 'Map', 'Set', 'WeakMap', 'WeakSet',
-  'WeakRef', 'FinalizationRegistry', 'Math', 'Number', 'Object', 'Promise', 'Proxy', 'Reflect', 'RegExp', 'String', 'Symbol', 'JSON',
+  'globalThis',
+  'Infinity',
+  'NaN',
+  'undefined',
+  'eval',
+  'isFinite',
+  'isNaN',
+  'parseFloat',
+  'parseInt',
+  'decodeURI',
+  'decodeURIComponent',
+  'encodeURI',
+  'encodeURIComponent',
+  'escape',
+  'unescape',
+  'Array',
+  'ArrayBuffer',
+  'SharedArrayBuffer',
+  'Atomics',
+  'BigInt',
+  'BigInt64Array',
+  'BigUint64Array',
+  'Boolean',
+  'DataView',
+  'Date',
+  'Error',
+  'AggregateError',
+  'EvalError',
+  'RangeError',
+  'ReferenceError',
+  'SyntaxError',
+  'TypeError',
+  'URIError',
+  'Float32Array',
+  'Float64Array',
+  'Function',
+  'Int8Array',
+  'Int16Array',
+  'Int32Array',
+  'Uint8Array',
+  'Uint8ClampedArray',
+  'Uint16Array',
+  'Uint32Array',
+  'Map',
+  'Set',
+  'WeakMap',
+  'WeakSet',
+  'WeakRef',
+  'FinalizationRegistry',
+  'Math',
+  'Number',
+  'Object',
+  'Promise',
+  'Proxy',
+  'Reflect',
+  'RegExp',
+  'String',
+  'Symbol',
+  'JSON',
 ]);
 
 /** Names every template has: the run's model id and Vertesia's helpers. */
@@ -39,22 +92,33 @@ export interface JstAnalysis {
 export function analyzeJst(source: string): JstAnalysis {
   let program: Program;
   try {
-    program = parse(source, { ecmaVersion: 'latest', sourceType: 'script', allowReturnOutsideFunction: true, locations: true, ranges: true });
+    program = parse(source, {
+      ecmaVersion: 'latest',
+      sourceType: 'script',
+      allowReturnOutsideFunction: true,
+      locations: true,
+      ranges: true,
+    });
   } catch (err) {
     const e = err as Error & { loc?: { line: number; column: number } };
     const message = e.message.replace(/\s*\(\d+:\d+\)$/, '');
     if (e.loc) throw syntaxErrorAtPosition({ line: e.loc.line, column: e.loc.column + 1 }, message);
     throw new TemplateError(`syntax error: ${message}`, 'syntax');
   }
-  const imported = findNode(program, 'ImportExpression') as { loc?: { start: { line: number; column: number } } } | undefined;
+  const imported = findNode(program, 'ImportExpression') as
+    { loc?: { start: { line: number; column: number } } } | undefined;
   if (imported) {
-    throw syntaxErrorAtPosition({ line: imported.loc?.start.line ?? 1, column: (imported.loc?.start.column ?? 0) + 1 }, 'import() is not available in templates: they load nothing');
+    throw syntaxErrorAtPosition(
+      { line: imported.loc?.start.line ?? 1, column: (imported.loc?.start.column ?? 0) + 1 },
+      'import() is not available in templates: they load nothing',
+    );
   }
   const scopes = analyze(program as never, { ecmaVersion: 2022, sourceType: 'script' });
   const seen = new Map<string, FreeIdentifier>();
   for (const ref of scopes.globalScope!.through) {
     const id = ref.identifier as { name: string; loc?: { start: { line: number; column: number } } };
-    if (!seen.has(id.name)) seen.set(id.name, { name: id.name, line: id.loc?.start.line ?? 1, column: (id.loc?.start.column ?? 0) + 1 });
+    if (!seen.has(id.name))
+      seen.set(id.name, { name: id.name, line: id.loc?.start.line ?? 1, column: (id.loc?.start.column ?? 0) + 1 });
   }
   return { free: [...seen.values()] };
 }
@@ -66,7 +130,8 @@ function findNode(node: unknown, type: string): unknown {
     const n = stack.pop();
     if (!n || typeof n !== 'object') continue;
     if ((n as { type?: string }).type === type) return n;
-    for (const [k, v] of Object.entries(n)) if (k !== 'loc' && k !== 'range') stack.push(...(Array.isArray(v) ? v : [v]));
+    for (const [k, v] of Object.entries(n))
+      if (k !== 'loc' && k !== 'range') stack.push(...(Array.isArray(v) ? v : [v]));
   }
   return undefined;
 }
@@ -97,7 +162,10 @@ export function dataBindings(analysis: JstAnalysis, schemaProperties: readonly s
   const schema = new Set(schemaProperties ?? []);
   return analysis.free
     .map((id) => id.name)
-    .filter((name) => !TEMPLATE_GLOBALS.has(name) && !UNBINDABLE.has(name) && (schema.has(name) || !STANDARD_BUILTINS.has(name)));
+    .filter(
+      (name) =>
+        !TEMPLATE_GLOBALS.has(name) && !UNBINDABLE.has(name) && (schema.has(name) || !STANDARD_BUILTINS.has(name)),
+    );
 }
 
 /** The top-level property names of a JSON Schema that has them. */

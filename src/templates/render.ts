@@ -46,7 +46,11 @@ export interface TemplateLimits extends RenderLimits {
   readonly memoryBytes: number;
 }
 
-export const DEFAULT_TEMPLATE_LIMITS: TemplateLimits = { ...DEFAULT_RENDER_LIMITS, cpuMs: 1000, memoryBytes: 64 * 1024 * 1024 };
+export const DEFAULT_TEMPLATE_LIMITS: TemplateLimits = {
+  ...DEFAULT_RENDER_LIMITS,
+  cpuMs: 1000,
+  memoryBytes: 64 * 1024 * 1024,
+};
 
 export interface TemplateEngineOptions {
   limits?: Partial<TemplateLimits>;
@@ -115,7 +119,9 @@ export class TemplateEngine {
     let compiled = this.handlebars.get(content);
     if (!compiled) {
       checkTemplateBounds('handlebars', content);
-      compiled = this.pool.compileHandlebars(content, tenant).then((outcome) => instantiateHandlebars(fromOutcome(outcome)));
+      compiled = this.pool
+        .compileHandlebars(content, tenant)
+        .then((outcome) => instantiateHandlebars(fromOutcome(outcome)));
       // A failed compile is not kept: the next use reports it again (and a worker failure heals).
       compiled.catch(() => this.handlebars.delete(content));
       this.handlebars.set(content, compiled);
@@ -125,7 +131,11 @@ export class TemplateEngine {
 
   private compiledJst(t: PromptTemplateSource): CompileRequest {
     const properties = schemaPropertyNames(t.inputSchema);
-    const key = createHash('sha256').update(t.content).update('\0').update((properties ?? []).join('\0')).digest('base64url');
+    const key = createHash('sha256')
+      .update(t.content)
+      .update('\0')
+      .update((properties ?? []).join('\0'))
+      .digest('base64url');
     let request = this.jst.get(key);
     if (!request) {
       checkTemplateBounds('jst', t.content);
@@ -137,7 +147,11 @@ export class TemplateEngine {
 }
 
 const KIND: Record<Exclude<RenderOutcome, { ok: true }>['kind'], TemplateErrorKind> = {
-  error: 'evaluation', syntax: 'syntax', timeout: 'timeout', memory: 'memory', output: 'output',
+  error: 'evaluation',
+  syntax: 'syntax',
+  timeout: 'timeout',
+  memory: 'memory',
+  output: 'output',
 };
 
 function fromOutcome(outcome: RenderOutcome): string {
@@ -150,4 +164,7 @@ function fromOutcome(outcome: RenderOutcome): string {
 const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
 
 const unknownType = (type: unknown) =>
-  new TemplateError(`unknown content_type ${JSON.stringify(type)}; expected one of ${TEMPLATE_CONTENT_TYPES.join(', ')}`, 'syntax');
+  new TemplateError(
+    `unknown content_type ${JSON.stringify(type)}; expected one of ${TEMPLATE_CONTENT_TYPES.join(', ')}`,
+    'syntax',
+  );

@@ -52,5 +52,10 @@ export function syntaxErrorAt(content: string, offset: number, message: string):
 }
 
 export function syntaxErrorAtPosition(position: TemplatePosition, message: string): TemplateError {
-  return new TemplateError(`syntax error at line ${position.line}, column ${position.column}: ${message}`, 'syntax', undefined, position);
+  return new TemplateError(
+    `syntax error at line ${position.line}, column ${position.column}: ${message}`,
+    'syntax',
+    undefined,
+    position,
+  );
 }

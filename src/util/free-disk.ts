@@ -10,5 +10,6 @@ const mib = (n: number) => `${(n / 1024 ** 2).toFixed(1)} MiB`;
 export async function assertFreeDisk(dir: string, minBytes: number): Promise<void> {
   const s = await statfs(dir);
   const free = s.bavail * s.bsize;
-  if (free < minBytes) throw new Error(`the disk of ${dir} has ${mib(free)} free, less than ORRERY_MIN_FREE_DISK (${mib(minBytes)})`);
+  if (free < minBytes)
+    throw new Error(`the disk of ${dir} has ${mib(free)} free, less than ORRERY_MIN_FREE_DISK (${mib(minBytes)})`);
 }

@@ -21,14 +21,42 @@ const r9 = (usd: number) => Math.round(usd * 1e9) / 1e9;
 
 /** March 2025: the stored runs (2025-03-10 is a Monday). */
 const STORED = [
-  { at: '2025-03-10T05:10:00.000Z', model: 'gpt-4o', prompt: 100, result: 10, cost: 0.5, status: 'completed', ms: 1000 },
+  {
+    at: '2025-03-10T05:10:00.000Z',
+    model: 'gpt-4o',
+    prompt: 100,
+    result: 10,
+    cost: 0.5,
+    status: 'completed',
+    ms: 1000,
+  },
   { at: '2025-03-10T05:50:00.000Z', model: 'gpt-4o', prompt: 200, result: 20, cost: 0.25, status: 'failed', ms: 2000 },
-  { at: '2025-03-10T07:00:00.000Z', model: 'claude', prompt: 300, result: 30, cost: null, status: 'completed', ms: 3000 },
-  { at: '2025-03-11T23:59:59.999Z', model: 'gpt-4o', prompt: 400, result: 40, cost: 0.125, status: 'completed', ms: 4000 },
+  {
+    at: '2025-03-10T07:00:00.000Z',
+    model: 'claude',
+    prompt: 300,
+    result: 30,
+    cost: null,
+    status: 'completed',
+    ms: 3000,
+  },
+  {
+    at: '2025-03-11T23:59:59.999Z',
+    model: 'gpt-4o',
+    prompt: 400,
+    result: 40,
+    cost: 0.125,
+    status: 'completed',
+    ms: 4000,
+  },
   { at: '2025-03-12T00:00:00.000Z', model: 'claude', prompt: 500, result: 50, cost: 1, status: 'completed', ms: 5000 },
 ] as const;
 
-function storedRow(scope: { account: { id: string; name: string }; project: { id: string; name: string } }, s: (typeof STORED)[number], i: number): RunRow {
+function storedRow(
+  scope: { account: { id: string; name: string }; project: { id: string; name: string } },
+  s: (typeof STORED)[number],
+  i: number,
+): RunRow {
   const doc: RunDoc = {
     result: [{ type: 'text', value: `stored ${i}` }],
     parameters: {},
@@ -42,12 +70,39 @@ function storedRow(scope: { account: { id: string; name: string }; project: { id
     account: scope.account,
     project: scope.project,
     created_by: 'apikey:t',
-    cost: s.cost === null ? null : { input: s.cost, output: 0, cache_read: 0, cache_write: 0, reasoning: 0, total: s.cost, currency: 'USD', price_table: 'environment' },
+    cost:
+      s.cost === null
+        ? null
+        : {
+            input: s.cost,
+            output: 0,
+            cache_read: 0,
+            cache_write: 0,
+            reasoning: 0,
+            total: s.cost,
+            currency: 'USD',
+            price_table: 'environment',
+          },
   };
   return {
-    id: newId(), account_id: scope.account.id, project_id: scope.project.id, interaction_id: 'ix-stored', environment_id: 'env-x', model_id: s.model,
-    status: s.status, parent_id: null, finish_reason: s.status === 'completed' ? 'stop' : null, execution_time: s.ms,
-    token_prompt: s.prompt, token_result: s.result, token_total: s.prompt + s.result, tags: [], created_at: s.at, updated_at: s.at, doc, executor: null,
+    id: newId(),
+    account_id: scope.account.id,
+    project_id: scope.project.id,
+    interaction_id: 'ix-stored',
+    environment_id: 'env-x',
+    model_id: s.model,
+    status: s.status,
+    parent_id: null,
+    finish_reason: s.status === 'completed' ? 'stop' : null,
+    execution_time: s.ms,
+    token_prompt: s.prompt,
+    token_result: s.result,
+    token_total: s.prompt + s.result,
+    tags: [],
+    created_at: s.at,
+    updated_at: s.at,
+    doc,
+    executor: null,
   } as RunRow;
 }
 
@@ -71,15 +126,29 @@ for (const dialect of TEST_DIALECTS) {
       srv = await startTestServer(dialect);
       const a = await seedEcho(srv, { name: 'Echo A', config: { prices: PRICES } });
       const b = await seedEcho(srv, { name: 'Echo B' });
-      envA = a.env.id; envB = b.env.id; ixA = a.interaction.id; ixB = b.interaction.id;
-      for (const [ix, text] of [[ixA, 'one two three'], [ixA, 'four'], [ixA, 'five six seven eight nine'], [ixB, 'ten eleven'], [ixB, 'twelve']] as const) {
+      envA = a.env.id;
+      envB = b.env.id;
+      ixA = a.interaction.id;
+      ixB = b.interaction.id;
+      for (const [ix, text] of [
+        [ixA, 'one two three'],
+        [ixA, 'four'],
+        [ixA, 'five six seven eight nine'],
+        [ixB, 'ten eleven'],
+        [ixB, 'twelve'],
+      ] as const) {
         const r = await post('/runs', { interaction: ix, data: { text } });
         assert.equal(r.status, 200, JSON.stringify(r.body));
         mine.push(r.body);
       }
       const { db, dialect: d } = srv.orrery.database;
       const { account, project } = srv.orrery.bootstrap;
-      await insertRuns(db, d, STORED.map((s, i) => ({ row: storedRow({ account, project }, s, i), tags: [] })), (row) => encodeRun(d, row));
+      await insertRuns(
+        db,
+        d,
+        STORED.map((s, i) => ({ row: storedRow({ account, project }, s, i), tags: [] })),
+        (row) => encodeRun(d, row),
+      );
 
       // Another project: executed runs and stored ones at the same times.
       const other = await post('/projects', { name: 'Other' });
@@ -87,8 +156,17 @@ for (const dialect of TEST_DIALECTS) {
       otherKey = key.body.value;
       const o = await seedEcho(srv, { token: otherKey, config: { prices: PRICES } });
       otherEnv = o.env.id;
-      for (const text of ['a b c d e f g h', 'i j k']) assert.equal((await post('/runs', { interaction: o.interaction.id, data: { text } }, otherKey)).status, 200);
-      await insertRuns(db, d, STORED.map((s, i) => ({ row: storedRow({ account, project: { id: other.body.id, name: 'Other' } }, s, i), tags: [] })), (row) => encodeRun(d, row));
+      for (const text of ['a b c d e f g h', 'i j k'])
+        assert.equal((await post('/runs', { interaction: o.interaction.id, data: { text } }, otherKey)).status, 200);
+      await insertRuns(
+        db,
+        d,
+        STORED.map((s, i) => ({
+          row: storedRow({ account, project: { id: other.body.id, name: 'Other' } }, s, i),
+          tags: [],
+        })),
+        (row) => encodeRun(d, row),
+      );
       memberKey = (await post('/apikeys', { name: 'member' })).body.value;
     });
     after(() => srv.close());
@@ -100,7 +178,10 @@ for (const dialect of TEST_DIALECTS) {
       }
       const a = mine.slice(0, 3);
       // "Say: one two three" → 4 words in, the same 4 echoed.
-      assert.deepEqual(a.map((r) => r.token_use.prompt), [4, 2, 6]);
+      assert.deepEqual(
+        a.map((r) => r.token_use.prompt),
+        [4, 2, 6],
+      );
       for (const r of a) assert.equal(r.cost.total, r9(r.token_use.prompt * 2e-6 + r.token_use.result * 10e-6));
       for (const r of mine.slice(3)) assert.equal(r.cost, null, 'environment B has no price for echo');
     });
@@ -112,29 +193,46 @@ for (const dialect of TEST_DIALECTS) {
       assert.deepEqual(r.body.byStatus, { created: 0, processing: 0, completed: 9, failed: 1 });
       const env = Object.fromEntries(r.body.byEnvironment.map((e: any) => [e.id, e]));
       assert.deepEqual(Object.keys(env).sort(), [envA, envB, 'env-x'].sort());
-      assert.deepEqual(env['env-x'], { id: 'env-x', name: 'Env X', total: 5, byStatus: { created: 0, processing: 0, completed: 4, failed: 1 } });
+      assert.deepEqual(env['env-x'], {
+        id: 'env-x',
+        name: 'Env X',
+        total: 5,
+        byStatus: { created: 0, processing: 0, completed: 4, failed: 1 },
+      });
       assert.equal(env[envA].total, 3);
       assert.equal(env[envB].total, 2);
       assert.equal(env[envA].name, 'Test env');
-      assert.deepEqual(r.body.byEnvironment.map((e: any) => e.total), [5, 3, 2], 'most runs first');
+      assert.deepEqual(
+        r.body.byEnvironment.map((e: any) => e.total),
+        [5, 3, 2],
+        'most runs first',
+      );
       const ix = Object.fromEntries(r.body.byInteraction.map((e: any) => [e.id, e.total]));
       assert.deepEqual(ix, { [ixA]: 3, [ixB]: 2, 'ix-stored': 5 });
       assert.deepEqual(r.body.queryStats, { total: 1, failed: 0 });
 
       const onlyA = await srv.client().analytics.runsSummary(undefined, envA);
       assert.equal(onlyA.total, 3);
-      assert.deepEqual(onlyA.byEnvironment.map((e) => e.id), [envA]);
+      assert.deepEqual(
+        onlyA.byEnvironment.map((e) => e.id),
+        [envA],
+      );
       const march = await srv.client().analytics.runsSummary({ start: '2025-03-10', end: '2025-03-11' });
       assert.equal(march.total, 4, 'end as a date includes that day');
       assert.deepEqual(march.byStatus, { created: 0, processing: 0, completed: 3, failed: 1 });
     });
 
     it('runs/time-series: hourly buckets for up to 72 hours, daily beyond, empty ones included', async () => {
-      const hourly = await srv.client().analytics.runsTimeSeries({ start: '2025-03-10T00:00:00Z', end: '2025-03-12T00:00:00.000Z' });
+      const hourly = await srv
+        .client()
+        .analytics.runsTimeSeries({ start: '2025-03-10T00:00:00Z', end: '2025-03-12T00:00:00.000Z' });
       assert.equal(hourly.length, 49);
       const counts = Object.fromEntries(hourly.filter((p) => p.count).map((p) => [String(p.timestamp), p.count]));
       assert.deepEqual(counts, {
-        '2025-03-10T05:00:00.000Z': 2, '2025-03-10T07:00:00.000Z': 1, '2025-03-11T23:00:00.000Z': 1, '2025-03-12T00:00:00.000Z': 1,
+        '2025-03-10T05:00:00.000Z': 2,
+        '2025-03-10T07:00:00.000Z': 1,
+        '2025-03-11T23:00:00.000Z': 1,
+        '2025-03-12T00:00:00.000Z': 1,
       });
       assert.equal(String(hourly[0].timestamp), '2025-03-10T00:00:00.000Z');
       assert.equal(String(hourly[48].timestamp), '2025-03-12T00:00:00.000Z');
@@ -142,16 +240,27 @@ for (const dialect of TEST_DIALECTS) {
       const daily = await get('/analytics/runs/time-series?start=2025-03-01&end=2025-03-31');
       assert.equal(daily.status, 200);
       assert.equal(daily.body.length, 31);
-      assert.deepEqual(daily.body.filter((p: any) => p.count), [
-        { timestamp: '2025-03-10T00:00:00.000Z', count: 3 }, { timestamp: '2025-03-11T00:00:00.000Z', count: 1 }, { timestamp: '2025-03-12T00:00:00.000Z', count: 1 },
-      ]);
+      assert.deepEqual(
+        daily.body.filter((p: any) => p.count),
+        [
+          { timestamp: '2025-03-10T00:00:00.000Z', count: 3 },
+          { timestamp: '2025-03-11T00:00:00.000Z', count: 1 },
+          { timestamp: '2025-03-12T00:00:00.000Z', count: 1 },
+        ],
+      );
 
       // Default: the 30 days before now, by day; the runs executed now are in it, the stored ones not.
       const recent = await get('/analytics/runs/time-series');
       assert.equal(recent.body.length, 31);
-      assert.equal(sum(recent.body, (p) => p.count), 5);
+      assert.equal(
+        sum(recent.body, (p) => p.count),
+        5,
+      );
       const forA = await get(`/analytics/runs/time-series?environment=${envA}`);
-      assert.equal(sum(forA.body, (p) => p.count), 3);
+      assert.equal(
+        sum(forA.body, (p) => p.count),
+        3,
+      );
     });
 
     it('runs/token-usage sums the tokens and costs per environment', async () => {
@@ -159,29 +268,57 @@ for (const dialect of TEST_DIALECTS) {
       const by = Object.fromEntries(r.byEnvironment.map((e) => [e.environmentId, e as any]));
       const a = mine.slice(0, 3);
       const b = mine.slice(3);
-      assert.equal(by[envA].totalPromptTokens, sum(a, (x) => x.token_use.prompt));
-      assert.equal(by[envA].totalResultTokens, sum(a, (x) => x.token_use.result));
-      assert.equal(by[envA].totalTokens, sum(a, (x) => x.token_use.total));
+      assert.equal(
+        by[envA].totalPromptTokens,
+        sum(a, (x) => x.token_use.prompt),
+      );
+      assert.equal(
+        by[envA].totalResultTokens,
+        sum(a, (x) => x.token_use.result),
+      );
+      assert.equal(
+        by[envA].totalTokens,
+        sum(a, (x) => x.token_use.total),
+      );
       assert.equal(by[envA].runs, 3);
       assert.equal(by[envA].totalCost, r9(sum(a, (x) => x.cost.total)));
-      assert.equal(by[envB].totalPromptTokens, sum(b, (x) => x.token_use.prompt));
+      assert.equal(
+        by[envB].totalPromptTokens,
+        sum(b, (x) => x.token_use.prompt),
+      );
       assert.equal(by[envB].totalCost, null, 'no run of B has a known cost');
       assert.equal(by['env-x'].totalPromptTokens, 1500);
       assert.equal(by['env-x'].environmentName, 'Env X');
       assert.equal(by['env-x'].totalCost, 1.875);
-      assert.deepEqual(r.byEnvironment.map((e) => e.environmentId), ['env-x', envA, envB].sort((x, y) => by[y].totalPromptTokens - by[x].totalPromptTokens || (x < y ? -1 : 1)));
+      assert.deepEqual(
+        r.byEnvironment.map((e) => e.environmentId),
+        ['env-x', envA, envB].sort((x, y) => by[y].totalPromptTokens - by[x].totalPromptTokens || (x < y ? -1 : 1)),
+      );
       const march = await get('/analytics/runs/token-usage?start=2025-03-11&end=2025-03-11');
-      assert.deepEqual(march.body.byEnvironment.map((e: any) => [e.environmentId, e.totalPromptTokens, e.runs]), [['env-x', 400, 1]]);
+      assert.deepEqual(
+        march.body.byEnvironment.map((e: any) => [e.environmentId, e.totalPromptTokens, e.runs]),
+        [['env-x', 400, 1]],
+      );
     });
 
     it('cost/analytics: sums by model and by bucket (day, week, month), with pricing and coverage', async () => {
       const cost = srv.client().store.cost;
       const r = await cost.getAnalytics({ from: '2025-03-01', to: '2025-03-31', group_by: 'model', resolution: 'day' });
-      assert.deepEqual(r.summary, { total_cost: 1.875, total_input_tokens: 1500, total_output_tokens: 150, total_calls: 5, total_duration_ms: 15000 });
+      assert.deepEqual(r.summary, {
+        total_cost: 1.875,
+        total_input_tokens: 1500,
+        total_output_tokens: 150,
+        total_calls: 5,
+        total_duration_ms: 15000,
+      });
       assert.deepEqual(r.query_range, { from: '2025-03-01T00:00:00.000Z', to: '2025-04-01T00:00:00.000Z' });
       assert.equal(r.cached, false);
       const byModel = Object.fromEntries(r.by_dimension.map((x) => [x.dimension, x]));
-      assert.deepEqual(r.by_dimension.map((x) => x.dimension), ['claude', 'gpt-4o'], 'most costly first');
+      assert.deepEqual(
+        r.by_dimension.map((x) => x.dimension),
+        ['claude', 'gpt-4o'],
+        'most costly first',
+      );
       assert.equal(byModel['gpt-4o'].cost, 0.875);
       assert.equal(byModel['gpt-4o'].calls, 3);
       assert.equal(byModel['gpt-4o'].input_tokens, 700);
@@ -189,31 +326,86 @@ for (const dialect of TEST_DIALECTS) {
       assert.equal(byModel.claude.cost, 1);
       assert.equal(byModel.claude.output_tokens, 80);
       assert.equal(byModel['gpt-4o'].periods!.length, 31);
-      assert.deepEqual(byModel['gpt-4o'].periods!.filter((p) => p.calls).map((p) => [p.timestamp, p.cost, p.calls]),
-        [['2025-03-10T00:00:00.000Z', 0.75, 2], ['2025-03-11T00:00:00.000Z', 0.125, 1]]);
+      assert.deepEqual(
+        byModel['gpt-4o'].periods!.filter((p) => p.calls).map((p) => [p.timestamp, p.cost, p.calls]),
+        [
+          ['2025-03-10T00:00:00.000Z', 0.75, 2],
+          ['2025-03-11T00:00:00.000Z', 0.125, 1],
+        ],
+      );
       assert.equal(r.time_series.length, 31);
-      assert.deepEqual(r.time_series.filter((p) => p.calls).map((p) => [p.timestamp, p.cost, p.calls, p.input_tokens]),
-        [['2025-03-10T00:00:00.000Z', 0.75, 3, 600], ['2025-03-11T00:00:00.000Z', 0.125, 1, 400], ['2025-03-12T00:00:00.000Z', 1, 1, 500]]);
+      assert.deepEqual(
+        r.time_series.filter((p) => p.calls).map((p) => [p.timestamp, p.cost, p.calls, p.input_tokens]),
+        [
+          ['2025-03-10T00:00:00.000Z', 0.75, 3, 600],
+          ['2025-03-11T00:00:00.000Z', 0.125, 1, 400],
+          ['2025-03-12T00:00:00.000Z', 1, 1, 500],
+        ],
+      );
       // Prices of the models used, from the vendored table (gpt-4o is in it; "claude" is no model id it knows).
       const gpt = r.pricing.find((x) => x.model === 'gpt-4o')!;
       assert.equal(gpt.source, 'model_pricing_daily');
       assert.equal(gpt.provider, 'openai');
       assert.ok(gpt.input_price_per_m_tokens > 0 && gpt.output_price_per_m_tokens > gpt.input_price_per_m_tokens);
       assert.equal(r.pricing.find((x) => x.model === 'claude')!.source, 'unavailable');
-      assert.deepEqual(r.pricing_coverage, { priced_calls: 4, unpriced_calls: 1, assumed_default_calls: 0, unpriced: [{ model: 'claude', provider: 'openai', service_tier: 'default', calls: 1 }] });
+      assert.deepEqual(r.pricing_coverage, {
+        priced_calls: 4,
+        unpriced_calls: 1,
+        assumed_default_calls: 0,
+        unpriced: [{ model: 'claude', provider: 'openai', service_tier: 'default', calls: 1 }],
+      });
 
-      const weekly = await cost.getAnalytics({ from: '2025-03-01', to: '2025-03-31', group_by: 'environment', resolution: 'week' });
-      assert.deepEqual(weekly.time_series.map((p) => p.timestamp), ['2025-02-24', '2025-03-03', '2025-03-10', '2025-03-17', '2025-03-24', '2025-03-31'].map((d) => `${d}T00:00:00.000Z`));
-      assert.deepEqual(weekly.time_series.map((p) => p.calls), [0, 0, 5, 0, 0, 0]);
-      assert.deepEqual(weekly.by_dimension.map((x) => [x.dimension, x.label, x.cost]), [['env-x', 'Env X', 1.875]]);
-      const monthly = await cost.getAnalytics({ from: Date.parse('2025-02-15T00:00:00Z'), to: Date.parse('2025-04-15T00:00:00Z'), resolution: 'month', group_by: 'interaction' });
-      assert.deepEqual(monthly.time_series.map((p) => [p.timestamp, p.calls]), [['2025-02-01T00:00:00.000Z', 0], ['2025-03-01T00:00:00.000Z', 5], ['2025-04-01T00:00:00.000Z', 0]]);
-      assert.deepEqual(monthly.by_dimension.map((x) => [x.dimension, x.label]), [['ix-stored', 'Stored interaction']]);
+      const weekly = await cost.getAnalytics({
+        from: '2025-03-01',
+        to: '2025-03-31',
+        group_by: 'environment',
+        resolution: 'week',
+      });
+      assert.deepEqual(
+        weekly.time_series.map((p) => p.timestamp),
+        ['2025-02-24', '2025-03-03', '2025-03-10', '2025-03-17', '2025-03-24', '2025-03-31'].map(
+          (d) => `${d}T00:00:00.000Z`,
+        ),
+      );
+      assert.deepEqual(
+        weekly.time_series.map((p) => p.calls),
+        [0, 0, 5, 0, 0, 0],
+      );
+      assert.deepEqual(
+        weekly.by_dimension.map((x) => [x.dimension, x.label, x.cost]),
+        [['env-x', 'Env X', 1.875]],
+      );
+      const monthly = await cost.getAnalytics({
+        from: Date.parse('2025-02-15T00:00:00Z'),
+        to: Date.parse('2025-04-15T00:00:00Z'),
+        resolution: 'month',
+        group_by: 'interaction',
+      });
+      assert.deepEqual(
+        monthly.time_series.map((p) => [p.timestamp, p.calls]),
+        [
+          ['2025-02-01T00:00:00.000Z', 0],
+          ['2025-03-01T00:00:00.000Z', 5],
+          ['2025-04-01T00:00:00.000Z', 0],
+        ],
+      );
+      assert.deepEqual(
+        monthly.by_dimension.map((x) => [x.dimension, x.label]),
+        [['ix-stored', 'Stored interaction']],
+      );
 
       // Hourly by default over a short range; filters by model and environment.
-      const hours = await post('/cost/analytics', { from: '2025-03-10T05:00:00Z', to: '2025-03-10T08:00:00Z', model: 'gpt-4o' });
+      const hours = await post('/cost/analytics', {
+        from: '2025-03-10T05:00:00Z',
+        to: '2025-03-10T08:00:00Z',
+        model: 'gpt-4o',
+      });
       assert.equal(hours.status, 200, JSON.stringify(hours.body));
-      assert.deepEqual(hours.body.time_series.map((p: any) => p.calls), [2, 0, 0, 0], 'the end instant is inclusive to the millisecond');
+      assert.deepEqual(
+        hours.body.time_series.map((p: any) => p.calls),
+        [2, 0, 0, 0],
+        'the end instant is inclusive to the millisecond',
+      );
       assert.equal(hours.body.summary.total_cost, 0.75);
     });
 
@@ -223,12 +415,20 @@ for (const dialect of TEST_DIALECTS) {
       const x = Object.fromEntries(byEnv.body.by_dimension.map((d: any) => [d.dimension, d]));
       assert.equal(x[envA].cost, r9(sum(a, (r) => r.cost.total)));
       assert.equal(x[envA].calls, 3);
-      assert.equal(x[envA].input_tokens, sum(a, (r) => r.token_use.prompt));
+      assert.equal(
+        x[envA].input_tokens,
+        sum(a, (r) => r.token_use.prompt),
+      );
       assert.equal(x[envB].cost, 0);
       assert.equal(byEnv.body.summary.total_calls, 5);
-      assert.deepEqual(byEnv.body.pricing_coverage.unpriced, [{ model: 'echo', provider: 'test', service_tier: 'default', calls: 2 }]);
+      assert.deepEqual(byEnv.body.pricing_coverage.unpriced, [
+        { model: 'echo', provider: 'test', service_tier: 'default', calls: 2 },
+      ]);
       const byProvider = await post('/cost/analytics', { group_by: 'provider' });
-      assert.deepEqual(byProvider.body.by_dimension.map((d: any) => [d.dimension, d.calls]), [['test', 5]]);
+      assert.deepEqual(
+        byProvider.body.by_dimension.map((d: any) => [d.dimension, d.calls]),
+        [['test', 5]],
+      );
       const onlyA = await post('/cost/analytics', { environment_id: envA });
       assert.equal(onlyA.body.summary.total_calls, 3);
       const byKey = await post('/cost/analytics', { principal_id: `apikey:${mine[0].source.principal_id}` });
@@ -242,9 +442,19 @@ for (const dialect of TEST_DIALECTS) {
 
     it('cost/analytics/global answers for the account (admin keys only); scope org likewise', async () => {
       const g = await srv.client().store.cost.getGlobalAnalytics({ from: '2025-03-01', to: '2025-03-31' });
-      assert.deepEqual(g.by_dimension.map((x) => [x.dimension, x.label, x.calls, x.cost]), [[srv.orrery.bootstrap.account.id, srv.orrery.bootstrap.account.name, 10, 3.75]]);
-      const byProject = await post('/cost/analytics/global', { from: '2025-03-01', to: '2025-03-31', group_by: 'project' });
-      assert.deepEqual(byProject.body.by_dimension.map((x: any) => x.calls), [5, 5]);
+      assert.deepEqual(
+        g.by_dimension.map((x) => [x.dimension, x.label, x.calls, x.cost]),
+        [[srv.orrery.bootstrap.account.id, srv.orrery.bootstrap.account.name, 10, 3.75]],
+      );
+      const byProject = await post('/cost/analytics/global', {
+        from: '2025-03-01',
+        to: '2025-03-31',
+        group_by: 'project',
+      });
+      assert.deepEqual(
+        byProject.body.by_dimension.map((x: any) => x.calls),
+        [5, 5],
+      );
       const org = await post('/cost/analytics', { scope: 'org', from: '2025-03-01', to: '2025-03-31' });
       assert.equal(org.body.summary.total_calls, 10);
       for (const key of [memberKey, otherKey]) {
@@ -272,10 +482,25 @@ for (const dialect of TEST_DIALECTS) {
       assert.equal(price.matched_events, 1);
       assert.equal(price.pricing_source, 'historical');
       assert.deepEqual(price.summary, {
-        total_cost: run.cost.total, total_input_tokens: run.token_use.prompt, total_output_tokens: run.token_use.result, total_calls: 1, total_duration_ms: run.execution_time,
+        total_cost: run.cost.total,
+        total_input_tokens: run.token_use.prompt,
+        total_output_tokens: run.token_use.result,
+        total_calls: 1,
+        total_duration_ms: run.execution_time,
       });
-      assert.deepEqual(price.by_model.map((m) => [m.dimension, m.provider, m.cost]), [['echo', 'test', run.cost.total]]);
-      assert.deepEqual(price.pricing, [{ model: 'echo', provider: 'test', input_price_per_m_tokens: 0, output_price_per_m_tokens: 0, source: 'unavailable' }]);
+      assert.deepEqual(
+        price.by_model.map((m) => [m.dimension, m.provider, m.cost]),
+        [['echo', 'test', run.cost.total]],
+      );
+      assert.deepEqual(price.pricing, [
+        {
+          model: 'echo',
+          provider: 'test',
+          input_price_per_m_tokens: 0,
+          output_price_per_m_tokens: 0,
+          source: 'unavailable',
+        },
+      ]);
       const compared = await cost.getRunPriceComparison({ run_id: run.id });
       assert.equal(compared.pricing!.length, prices.prices.length, 'the whole catalog');
       assert.equal(compared.summary.total_cost, run.cost.total);
@@ -302,7 +527,11 @@ for (const dialect of TEST_DIALECTS) {
         assert.equal(r.body.error, 'bad_request');
         assert.match(r.body.message, message, path);
       }
-      assert.equal((await get('/analytics/runs/summary?start=2024-03-01&end=2025-02-28')).status, 200, '365 days are fine');
+      assert.equal(
+        (await get('/analytics/runs/summary?start=2024-03-01&end=2025-02-28')).status,
+        200,
+        '365 days are fine',
+      );
       for (const env of ['nope', otherEnv]) {
         const r = await get(`/analytics/runs/summary?environment=${env}`);
         assert.equal(r.status, 404, env);

@@ -18,7 +18,12 @@ for (const dialect of TEST_DIALECTS) {
     });
 
     it('refuses a missing, malformed or unknown token with 401 and the error shape', async () => {
-      for (const [token, headers] of [[null, {}], ['sk-unknownunknownunknown1234', {}], ['not-a-token', {}], [null, { authorization: 'Basic abc' }]] as const) {
+      for (const [token, headers] of [
+        [null, {}],
+        ['sk-unknownunknownunknown1234', {}],
+        ['not-a-token', {}],
+        [null, { authorization: 'Basic abc' }],
+      ] as const) {
         const r = await srv.api('GET', '/api/v1/projects', undefined, token, headers as Record<string, string>);
         assert.equal(r.status, 401);
         assert.equal(r.body.error, 'unauthorized');
@@ -58,7 +63,10 @@ for (const dialect of TEST_DIALECTS) {
         assert.match(renewed.body.message, /API key/);
       }
       // The key itself still works, as a bearer or in the body.
-      assert.equal((await srv.api('POST', '/api/v1/token/issue', { type: 'apikey', key: srv.adminKey }, jwt)).status, 200);
+      assert.equal(
+        (await srv.api('POST', '/api/v1/token/issue', { type: 'apikey', key: srv.adminKey }, jwt)).status,
+        200,
+      );
       assert.equal((await srv.api('POST', '/api/v1/token/issue', undefined, srv.adminKey)).status, 200);
     });
 
@@ -78,11 +86,17 @@ for (const dialect of TEST_DIALECTS) {
       const listed = await srv.api('GET', '/api/v1/apikeys');
       assert.equal(listed.status, 200);
       assert.ok(listed.body.some((k: any) => k.id === key.body.id));
-      assert.ok(listed.body.every((k: any) => k.value === undefined), 'GET /apikeys never shows the secret');
+      assert.ok(
+        listed.body.every((k: any) => k.value === undefined),
+        'GET /apikeys never shows the secret',
+      );
 
       const member = key.body.value;
       const visible = await srv.api('GET', '/api/v1/projects', undefined, member);
-      assert.deepEqual(visible.body.map((p: any) => p.id), [proj.body.id]);
+      assert.deepEqual(
+        visible.body.map((p: any) => p.id),
+        [proj.body.id],
+      );
       assert.equal((await srv.api('POST', '/api/v1/projects', { name: 'x' }, member)).status, 403);
       assert.equal((await srv.api('POST', '/api/v1/apikeys', { name: 'x', role: 'admin' }, member)).status, 403);
 
@@ -92,7 +106,10 @@ for (const dialect of TEST_DIALECTS) {
       assert.equal(other.status, 404);
       assert.equal(other.body.error, 'not_found');
       assert.equal((await srv.api('GET', `/api/v1/environments/${seeded.env.id}`, undefined, member)).status, 404);
-      assert.equal((await srv.api('GET', `/api/v1/projects/${srv.orrery.bootstrap.project.id}`, undefined, member)).status, 404);
+      assert.equal(
+        (await srv.api('GET', `/api/v1/projects/${srv.orrery.bootstrap.project.id}`, undefined, member)).status,
+        404,
+      );
       const run = await srv.api('POST', '/api/v1/runs', { interaction: seeded.interaction.id, data: { text: 'hi' } });
       assert.equal((await srv.api('GET', `/api/v1/runs/${run.body.id}`, undefined, member)).status, 404);
       const runs = await srv.api('GET', '/api/v1/runs', undefined, member);
@@ -113,12 +130,22 @@ for (const dialect of TEST_DIALECTS) {
       assert.equal(issued.status, 200, JSON.stringify(issued.body));
       assert.equal((decodeJwt(issued.body.token).project as any).id, other.body.id);
       // The token acts in that project: what it creates lives there, not in the key's own project.
-      const env = await srv.api('POST', '/api/v1/environments', { name: 'switched env', provider: 'test', default_model: 'echo' }, issued.body.token);
+      const env = await srv.api(
+        'POST',
+        '/api/v1/environments',
+        { name: 'switched env', provider: 'test', default_model: 'echo' },
+        issued.body.token,
+      );
       assert.equal(env.status, 200, JSON.stringify(env.body));
-      assert.ok(((await srv.api('GET', '/api/v1/environments', undefined, issued.body.token)).body as any[]).some((e) => e.id === env.body.id));
+      assert.ok(
+        ((await srv.api('GET', '/api/v1/environments', undefined, issued.body.token)).body as any[]).some(
+          (e) => e.id === env.body.id,
+        ),
+      );
       assert.ok(!((await srv.api('GET', '/api/v1/environments')).body as any[]).some((e) => e.id === env.body.id));
       // Nor can it delete the project its key lives in (that would delete the key).
-      const home = decodeJwt((await srv.api('POST', '/api/v1/token/issue', {}, srv.adminKey)).body.token).project as any;
+      const home = decodeJwt((await srv.api('POST', '/api/v1/token/issue', {}, srv.adminKey)).body.token)
+        .project as any;
       assert.equal((await srv.api('DELETE', `/api/v1/projects/${home.id}`, undefined, issued.body.token)).status, 409);
       // An unknown project is 404; a non-admin key may not switch (403), and a forged claim fails.
       assert.equal((await srv.api('POST', '/api/v1/token/issue', { project: 'nope' }, srv.adminKey)).status, 404);

@@ -65,7 +65,11 @@ for (const dialect of TEST_DIALECTS) {
     it('updates name, role and expires_at, and checks them', async () => {
       const key = await newKey({ name: 'to update', project: second.id });
       const expires = new Date(Date.now() + 86_400_000).toISOString();
-      const updated = await client.apikeys.update(key.id, { name: 'renamed', role: 'admin' as never, expires_at: expires } as never);
+      const updated = await client.apikeys.update(key.id, {
+        name: 'renamed',
+        role: 'admin' as never,
+        expires_at: expires,
+      } as never);
       assert.equal(updated.name, 'renamed');
       assert.equal(updated.role as string, 'admin');
       assert.equal(updated.expires_at, expires);
@@ -131,9 +135,16 @@ for (const dialect of TEST_DIALECTS) {
     });
 
     it('updates the project configuration, merging keys, null clearing one', async () => {
-      const first = await client.projects.updateConfiguration(second.id, { default_model: 'echo', human_context: 'Be brief.' });
+      const first = await client.projects.updateConfiguration(second.id, {
+        default_model: 'echo',
+        human_context: 'Be brief.',
+      });
       assert.deepEqual(first, { default_model: 'echo', human_context: 'Be brief.', embeddings: {} });
-      const merged = await client.projects.updateConfiguration(second.id, { human_context: null as never, main_language: 'fr', embeddings: { text: { enabled: true } } as never });
+      const merged = await client.projects.updateConfiguration(second.id, {
+        human_context: null as never,
+        main_language: 'fr',
+        embeddings: { text: { enabled: true } } as never,
+      });
       assert.deepEqual(merged, { default_model: 'echo', main_language: 'fr', embeddings: { text: { enabled: true } } });
       const project = await client.projects.retrieve(second.id);
       assert.deepEqual(project.configuration, merged);
@@ -141,12 +152,17 @@ for (const dialect of TEST_DIALECTS) {
       const unknown = await srv.api('PUT', `/api/v1/projects/${second.id}/configuration`, { colour: 'red' });
       assert.equal(unknown.status, 400);
       assert.match(unknown.body.message, /colour.*default_environment/);
-      const wrongType = await srv.api('PUT', `/api/v1/projects/${second.id}/configuration`, { sync_content_properties: 'yes' });
+      const wrongType = await srv.api('PUT', `/api/v1/projects/${second.id}/configuration`, {
+        sync_content_properties: 'yes',
+      });
       assert.equal(wrongType.status, 400);
       assert.equal((await srv.api('PUT', '/api/v1/projects/no-such-project/configuration', {})).status, 404);
       // A member of another project does not see this one.
       const outsider = await newKey({ name: 'default member' });
-      assert.equal(await statusOf(srv.client(outsider.value).projects.updateConfiguration(second.id, { default_model: 'x' })), 404);
+      assert.equal(
+        await statusOf(srv.client(outsider.value).projects.updateConfiguration(second.id, { default_model: 'x' })),
+        404,
+      );
       assert.deepEqual((await client.projects.retrieve(second.id)).configuration, merged);
     });
 
@@ -165,20 +181,32 @@ for (const dialect of TEST_DIALECTS) {
       assert.equal((await member.account.info()).id, info.id);
     });
 
-    it('deletes a project and everything in it, for admin keys, never the caller\'s own', async () => {
+    it("deletes a project and everything in it, for admin keys, never the caller's own", async () => {
       const p = await srv.api('POST', '/api/v1/projects', { name: 'Doomed' });
       const doomed = p.body as { id: string };
       const key = await newKey({ name: 'doomed member', project: doomed.id });
       const seeded = await seedEcho(srv, { token: key.value });
-      const run = await srv.api('POST', '/api/v1/runs', { interaction: seeded.interaction.id, data: { text: 'bye' }, tags: ['gone'] }, key.value);
+      const run = await srv.api(
+        'POST',
+        '/api/v1/runs',
+        { interaction: seeded.interaction.id, data: { text: 'bye' }, tags: ['gone'] },
+        key.value,
+      );
       assert.equal(run.status, 200, JSON.stringify(run.body));
       const obj = await srv.api('POST', '/api/v1/objects', { name: 'doomed object', properties: { a: 1 } }, key.value);
       assert.equal(obj.status, 200, JSON.stringify(obj.body));
       // Data of the default project, which must survive.
       const kept = await seedEcho(srv);
-      const keptRun = await srv.api('POST', '/api/v1/runs', { interaction: kept.interaction.id, data: { text: 'stay' } });
+      const keptRun = await srv.api('POST', '/api/v1/runs', {
+        interaction: kept.interaction.id,
+        data: { text: 'stay' },
+      });
 
-      assert.equal(await statusOf(srv.client(key.value).projects.delete(doomed.id)), 403, 'a member key may not delete');
+      assert.equal(
+        await statusOf(srv.client(key.value).projects.delete(doomed.id)),
+        403,
+        'a member key may not delete',
+      );
       const own = await srv.api('DELETE', `/api/v1/projects/${srv.orrery.bootstrap.project.id}`);
       assert.equal(own.status, 409);
       assert.match(own.body.message, /lock you out/);
@@ -187,16 +215,37 @@ for (const dialect of TEST_DIALECTS) {
       const deleted = await client.projects.delete(doomed.id);
       assert.deepEqual(deleted, { id: doomed.id });
       assert.equal(await statusOf(client.projects.retrieve(doomed.id)), 404);
-      assert.equal((await srv.api('GET', '/api/v1/projects', undefined, key.value)).status, 401, "the project's keys went with it");
+      assert.equal(
+        (await srv.api('GET', '/api/v1/projects', undefined, key.value)).status,
+        401,
+        "the project's keys went with it",
+      );
       assert.equal(await statusOf(client.projects.delete(doomed.id)), 404);
       const { db } = srv.orrery.database;
-      for (const table of ['api_keys', 'environments', 'prompts', 'interactions', 'runs', 'objects', 'vectors', 'jobs'] as const) {
-        const left = await db.selectFrom(table).select((eb) => eb.fn.countAll<number>().as('n')).where('project_id', '=', doomed.id).executeTakeFirstOrThrow();
+      for (const table of [
+        'api_keys',
+        'environments',
+        'prompts',
+        'interactions',
+        'runs',
+        'objects',
+        'vectors',
+        'jobs',
+      ] as const) {
+        const left = await db
+          .selectFrom(table)
+          .select((eb) => eb.fn.countAll<number>().as('n'))
+          .where('project_id', '=', doomed.id)
+          .executeTakeFirstOrThrow();
         assert.equal(Number(left.n), 0, `${table} rows of the deleted project`);
       }
       const tags = await db.selectFrom('run_tags').select('tag').where('run_id', '=', run.body.id).execute();
       assert.deepEqual(tags, []);
-      assert.equal((await srv.api('GET', `/api/v1/runs/${keptRun.body.id}`)).status, 200, 'other projects keep their runs');
+      assert.equal(
+        (await srv.api('GET', `/api/v1/runs/${keptRun.body.id}`)).status,
+        200,
+        'other projects keep their runs',
+      );
       assert.equal((await srv.api('GET', `/api/v1/interactions/${kept.interaction.id}`)).status, 200);
       assert.ok(!(await client.account.projects()).some((x) => x.id === doomed.id));
     });

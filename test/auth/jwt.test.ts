@@ -7,7 +7,8 @@ import { JWT_AUDIENCE, verifyToken } from '../../src/auth/jwt.ts';
 
 const key = new Uint8Array(randomBytes(32));
 const claims = { key_id: 'k1', account: { id: 'a1', name: 'A' }, project: { id: 'p1', name: 'P' } };
-const sign = (build: (t: SignJWT) => SignJWT, k = key) => build(new SignJWT(claims).setProtectedHeader({ alg: 'HS256' })).sign(k);
+const sign = (build: (t: SignJWT) => SignJWT, k = key) =>
+  build(new SignJWT(claims).setProtectedHeader({ alg: 'HS256' })).sign(k);
 
 describe('JWT verification', () => {
   it('accepts a token signed with the key, for our audience, with an expiry', async () => {

@@ -18,11 +18,14 @@ describe('the permission table', () => {
   it('a route without a declared permission stops the server from starting', async () => {
     const app = Fastify();
     const start = async () => {
-      await app.register(async (authed) => {
-        installPermissions(authed);
-        authed.get('/runs', async () => 'declared');
-        authed.get('/something-new', async () => 'forgotten');
-      }, { prefix: '/api/v1' });
+      await app.register(
+        async (authed) => {
+          installPermissions(authed);
+          authed.get('/runs', async () => 'declared');
+          authed.get('/something-new', async () => 'forgotten');
+        },
+        { prefix: '/api/v1' },
+      );
       await app.ready();
     };
     await assert.rejects(start(), /GET \/something-new has no permission/);
@@ -35,7 +38,11 @@ describe('the permission table', () => {
       for (const p of ROLE_PERMISSIONS[role]) assert.match(p, /:read$/, `${role} may only read, has ${p}`);
     }
     assert.ok(!can('developer', 'project:admin') && !can('developer', 'audit:read'));
-    assert.ok(can('executor', 'interaction:execute') && !can('executor', 'interaction:write') && !can('executor', 'content:delete'));
+    assert.ok(
+      can('executor', 'interaction:execute') &&
+        !can('executor', 'interaction:write') &&
+        !can('executor', 'content:delete'),
+    );
   });
 });
 
@@ -57,11 +64,23 @@ for (const dialect of TEST_DIALECTS) {
     after(() => srv.close());
 
     it('the table names every route of the API, and nothing else', () => {
-      const registered = new Set(srv.orrery.routes.filter((r) => /^\w+ \/api\/v1\//.test(r) && !r.endsWith('/openapi.json')).map((r) => r.replace(' /api/v1', ' ')));
+      const registered = new Set(
+        srv.orrery.routes
+          .filter((r) => /^\w+ \/api\/v1\//.test(r) && !r.endsWith('/openapi.json'))
+          .map((r) => r.replace(' /api/v1', ' ')),
+      );
       assert.ok(registered.size > 100, `${registered.size} routes`);
       const declared = new Set(Object.keys(ROUTE_PERMISSIONS));
-      assert.deepEqual([...registered].filter((k) => !declared.has(k)), [], 'every route has a permission');
-      assert.deepEqual([...declared].filter((k) => !registered.has(k)), [], 'every declared route exists');
+      assert.deepEqual(
+        [...registered].filter((k) => !declared.has(k)),
+        [],
+        'every route has a permission',
+      );
+      assert.deepEqual(
+        [...declared].filter((k) => !registered.has(k)),
+        [],
+        'every declared route exists',
+      );
     });
 
     it('route by route, a key of each role is let through or refused with the permission named', async () => {
@@ -72,13 +91,17 @@ for (const dialect of TEST_DIALECTS) {
           const body = method === 'GET' || method === 'DELETE' ? undefined : {};
           const r = await srv.api(method, `/api/v1${concrete(path)}`, body, keys[role]);
           const allowed = needed === 'authenticated' || can(role, needed);
-          if (allowed && r.status === 403 && r.body?.details?.permission) wrong.push(`${role} ${route}: refused ${JSON.stringify(r.body)}`);
+          if (allowed && r.status === 403 && r.body?.details?.permission)
+            wrong.push(`${role} ${route}: refused ${JSON.stringify(r.body)}`);
           if (!allowed) {
-            if (r.status !== 403) wrong.push(`${role} ${route}: expected 403, got ${r.status} ${JSON.stringify(r.body).slice(0, 120)}`);
-            else if (r.body.details?.permission !== needed || !r.body.message.includes(needed)) wrong.push(`${role} ${route}: 403 without the permission: ${JSON.stringify(r.body)}`);
+            if (r.status !== 403)
+              wrong.push(`${role} ${route}: expected 403, got ${r.status} ${JSON.stringify(r.body).slice(0, 120)}`);
+            else if (r.body.details?.permission !== needed || !r.body.message.includes(needed))
+              wrong.push(`${role} ${route}: 403 without the permission: ${JSON.stringify(r.body)}`);
           }
           // 501 is a deliberate refusal (executeAsync, collection permissions), not a failure.
-          if (r.status >= 500 && r.status !== 501) wrong.push(`${role} ${route}: ${r.status} ${JSON.stringify(r.body).slice(0, 200)}`);
+          if (r.status >= 500 && r.status !== 501)
+            wrong.push(`${role} ${route}: ${r.status} ${JSON.stringify(r.body).slice(0, 200)}`);
         }
       }
       assert.deepEqual(wrong, []);
@@ -89,17 +112,35 @@ for (const dialect of TEST_DIALECTS) {
       const exec = srv.client(keys.executor);
       const run: any = await exec.interactions.execute(interaction.id, { data: { text: 'as executor' } } as any);
       assert.equal(run.status, 'completed');
-      assert.equal((await exec.runs.retrieve(run.id) as any).id, run.id);
+      assert.equal(((await exec.runs.retrieve(run.id)) as any).id, run.id);
       const obj: any = await exec.objects.create({ name: 'made by an executor' } as any);
-      await assert.rejects(exec.objects.delete(obj.id), (err: any) => err.status === 403 && /content:delete/.test(err.message));
-      await assert.rejects(exec.objects.update(obj.id, { name: 'renamed' } as any), (err: any) => err.status === 403 && /content:write/.test(err.message));
-      await assert.rejects(exec.interactions.create({ name: 'nope' } as any), (err: any) => err.status === 403 && /interaction:write/.test(err.message));
+      await assert.rejects(
+        exec.objects.delete(obj.id),
+        (err: any) => err.status === 403 && /content:delete/.test(err.message),
+      );
+      await assert.rejects(
+        exec.objects.update(obj.id, { name: 'renamed' } as any),
+        (err: any) => err.status === 403 && /content:write/.test(err.message),
+      );
+      await assert.rejects(
+        exec.interactions.create({ name: 'nope' } as any),
+        (err: any) => err.status === 403 && /interaction:write/.test(err.message),
+      );
       const bulk = await srv.api('POST', '/api/v1/operations', { name: 'delete', ids: [obj.id] }, keys.executor);
       assert.equal(bulk.status, 403);
       assert.match(bulk.body.message, /content:delete/);
-      const created = await srv.api('POST', '/api/v1/operations', { name: 'create', ids: [], params: { objects: [{ name: 'bulk by executor' }] } }, keys.executor);
+      const created = await srv.api(
+        'POST',
+        '/api/v1/operations',
+        { name: 'create', ids: [], params: { objects: [{ name: 'bulk by executor' }] } },
+        keys.executor,
+      );
       assert.equal(created.status, 200, JSON.stringify(created.body));
-      assert.equal((await srv.api('GET', `/api/v1/objects/${obj.id}`)).body.name, 'made by an executor', 'nothing was changed');
+      assert.equal(
+        (await srv.api('GET', `/api/v1/objects/${obj.id}`)).body.name,
+        'made by an executor',
+        'nothing was changed',
+      );
     });
 
     /** A 403 in the JSON error shape, naming the permission the change needs. */
@@ -118,11 +159,19 @@ for (const dialect of TEST_DIALECTS) {
 
     it('replacing an object through POST /objects with its id needs content:write, as PUT does', async () => {
       const obj = (await srv.api('POST', '/api/v1/objects', { name: 'original', properties: { v: 1 } })).body;
-      refused(await srv.api('POST', '/api/v1/objects', { id: obj.id, name: 'replaced by an executor' }, keys.executor), 'content:write');
+      refused(
+        await srv.api('POST', '/api/v1/objects', { id: obj.id, name: 'replaced by an executor' }, keys.executor),
+        'content:write',
+      );
       const after = (await srv.api('GET', `/api/v1/objects/${obj.id}`)).body;
       assert.equal(after.name, 'original');
       assert.deepEqual(after.properties, { v: 1 });
-      const dev = await srv.api('POST', '/api/v1/objects', { id: obj.id, name: 'replaced by a developer' }, keys.developer);
+      const dev = await srv.api(
+        'POST',
+        '/api/v1/objects',
+        { id: obj.id, name: 'replaced by a developer' },
+        keys.developer,
+      );
       assert.equal(dev.status, 200, JSON.stringify(dev.body));
       assert.equal((await srv.api('GET', `/api/v1/objects/${obj.id}`)).body.name, 'replaced by a developer');
     });
@@ -133,20 +182,39 @@ for (const dialect of TEST_DIALECTS) {
         ['/api/v1/files/upload-url', { name: 'plain.txt', id: file.path }],
         ['/api/v1/objects/upload-url', { name: 'plain.txt', id: file.id }],
         ['/api/v1/files/bulk-upload-urls', { files: [{ name: 'plain.txt', id: file.path }] }],
-      ] as const) refused(await srv.api('POST', path, body, keys.executor), 'content:write');
+      ] as const)
+        refused(await srv.api('POST', path, body, keys.executor), 'content:write');
       assert.equal(await bytesOf(file.id), 'original bytes');
-      const fresh = await srv.api('POST', '/api/v1/files/upload-url', { name: 'new.txt', id: `roles/new-${dialect}.txt` }, keys.executor);
+      const fresh = await srv.api(
+        'POST',
+        '/api/v1/files/upload-url',
+        { name: 'new.txt', id: `roles/new-${dialect}.txt` },
+        keys.executor,
+      );
       assert.equal(fresh.status, 200, JSON.stringify(fresh.body));
       await upload(srv, 'plain.txt', 'developer bytes', { id: file.path, token: keys.developer });
       assert.equal(await bytesOf(file.id), 'developer bytes');
     });
 
     it('an object made from a file takes the file away from the files API only for a role with content:delete', async () => {
-      const file = await upload(srv, 'adopt.txt', 'adopted bytes', { id: `roles/adopt-${dialect}.txt`, type: 'text/plain' });
+      const file = await upload(srv, 'adopt.txt', 'adopted bytes', {
+        id: `roles/adopt-${dialect}.txt`,
+        type: 'text/plain',
+      });
       const content = { source: file.id, type: 'text/plain', name: 'adopt.txt' };
-      const byExec = await srv.api('POST', '/api/v1/objects', { name: 'from a file, by an executor', content }, keys.executor);
+      const byExec = await srv.api(
+        'POST',
+        '/api/v1/objects',
+        { name: 'from a file, by an executor', content },
+        keys.executor,
+      );
       assert.equal(byExec.status, 200, JSON.stringify(byExec.body));
-      const bulk = await srv.api('POST', '/api/v1/operations', { name: 'create', ids: [], params: { objects: [{ name: 'bulk from a file', content }] } }, keys.executor);
+      const bulk = await srv.api(
+        'POST',
+        '/api/v1/operations',
+        { name: 'create', ids: [], params: { objects: [{ name: 'bulk from a file', content }] } },
+        keys.executor,
+      );
       assert.equal(bulk.status, 200, JSON.stringify(bulk.body));
       assert.equal(bulk.body.created, 1, JSON.stringify(bulk.body));
       refused(await srv.api('DELETE', `/api/v1/files/${file.path}`, undefined, keys.executor), 'content:delete');
@@ -155,9 +223,18 @@ for (const dialect of TEST_DIALECTS) {
       assert.equal(await bytesOf(file.id), 'adopted bytes');
       assert.notEqual(byExec.body.content.source, file.id);
       assert.equal(await bytesOf(byExec.body.content.source), 'adopted bytes');
-      const byDev = await srv.api('POST', '/api/v1/objects', { name: 'from a file, by a developer', content }, keys.developer);
+      const byDev = await srv.api(
+        'POST',
+        '/api/v1/objects',
+        { name: 'from a file, by a developer', content },
+        keys.developer,
+      );
       assert.equal(byDev.status, 200, JSON.stringify(byDev.body));
-      assert.equal((await srv.api('GET', `/api/v1/files/metadata?file=${encodeURIComponent(file.id)}`)).status, 404, 'a developer may delete files: the object adopts it');
+      assert.equal(
+        (await srv.api('GET', `/api/v1/files/metadata?file=${encodeURIComponent(file.id)}`)).status,
+        404,
+        'a developer may delete files: the object adopts it',
+      );
       assert.equal(await bytesOf(byDev.body.content.source), 'adopted bytes');
     });
 
@@ -165,14 +242,22 @@ for (const dialect of TEST_DIALECTS) {
       const { interaction } = await seedEcho(srv, { name: 'ReaderEcho' });
       for (const role of ['reader', 'auditor'] as const) {
         const c = srv.client(keys[role]);
-        assert.ok((await c.interactions.list() as any[]).some((i) => i.id === interaction.id));
+        assert.ok(((await c.interactions.list()) as any[]).some((i) => i.id === interaction.id));
         assert.ok(Array.isArray(await c.runs.list({})));
-        await assert.rejects(c.interactions.execute(interaction.id, { data: { text: 'x' } } as any), (err: any) => err.status === 403 && /interaction:execute/.test(err.message));
+        await assert.rejects(
+          c.interactions.execute(interaction.id, { data: { text: 'x' } } as any),
+          (err: any) => err.status === 403 && /interaction:execute/.test(err.message),
+        );
         await assert.rejects(c.objects.create({ name: 'x' } as any), (err: any) => err.status === 403);
         const token = await srv.api('POST', '/api/v1/token/issue', undefined, keys[role]);
         assert.equal(token.status, 200, 'any key may exchange itself for a token');
         // The token carries the key's role.
-        const viaJwt = await srv.api('POST', '/api/v1/runs', { interaction: interaction.id, data: { text: 'x' } }, token.body.token);
+        const viaJwt = await srv.api(
+          'POST',
+          '/api/v1/runs',
+          { interaction: interaction.id, data: { text: 'x' } },
+          token.body.token,
+        );
         assert.equal(viaJwt.status, 403);
       }
       assert.ok(can('auditor', 'audit:read') && !can('reader', 'audit:read'));

@@ -59,7 +59,10 @@ describe('local blob store', () => {
   });
 
   it('refuses a body over maxBytes and leaves neither the file nor a temporary one', async () => {
-    await assert.rejects(store.put('p3/big.bin', Readable.from([Buffer.alloc(600), Buffer.alloc(600)]), { maxBytes: 1000 }), BlobTooLarge);
+    await assert.rejects(
+      store.put('p3/big.bin', Readable.from([Buffer.alloc(600), Buffer.alloc(600)]), { maxBytes: 1000 }),
+      BlobTooLarge,
+    );
     assert.equal(await store.stat('p3/big.bin'), null);
     assert.deepEqual(readdirSync(join(root, 'p3')), []);
   });

@@ -13,7 +13,9 @@ const BAD = ['text/plain\r\nx-evil: 1', 'text/plain\nx', 'text/\u0001plain', 'te
 for (const dialect of TEST_DIALECTS) {
   describe(`${dialect}: MIME types that a header cannot carry`, () => {
     let srv: TestServer;
-    before(async () => { srv = await startTestServer(dialect); });
+    before(async () => {
+      srv = await startTestServer(dialect);
+    });
     after(() => srv.close());
 
     const refused = (res: { status: number; body: any }, field: string) => {
@@ -28,14 +30,20 @@ for (const dialect of TEST_DIALECTS) {
       it(`upload-url refuses ${JSON.stringify(bad)}, and so do the bulk and files routes`, async () => {
         refused(await srv.api('POST', '/api/v1/objects/upload-url', { name: 'a.txt', mime_type: bad }), 'mime_type');
         refused(await srv.api('POST', '/api/v1/files/upload-url', { name: 'a.txt', mime_type: bad }), 'mime_type');
-        refused(await srv.api('POST', '/api/v1/files/bulk-upload-urls', { files: [{ name: 'a.txt', mime_type: bad }] }), 'mime_type');
+        refused(
+          await srv.api('POST', '/api/v1/files/bulk-upload-urls', { files: [{ name: 'a.txt', mime_type: bad }] }),
+          'mime_type',
+        );
       });
     }
 
     it('an object whose content.type has CR/LF is refused', async () => {
       const up = await srv.api('POST', '/api/v1/objects/upload-url', { name: 'a.txt', mime_type: 'text/plain' });
       assert.equal((await fetch(up.body.url, { method: 'PUT', body: 'hi' })).status, 200);
-      const res = await srv.api('POST', '/api/v1/objects', { name: 'a', content: { source: up.body.id, type: 'text/plain\r\nx: y', name: 'a.txt' } });
+      const res = await srv.api('POST', '/api/v1/objects', {
+        name: 'a',
+        content: { source: up.body.id, type: 'text/plain\r\nx: y', name: 'a.txt' },
+      });
       refused(res, 'content.type');
     });
 
@@ -43,7 +51,11 @@ for (const dialect of TEST_DIALECTS) {
       const up = await srv.api('POST', '/api/v1/objects/upload-url', { name: 'old.txt', mime_type: 'text/plain' });
       assert.equal((await fetch(up.body.url, { method: 'PUT', body: 'old bytes' })).status, 200);
       // As an earlier version stored it.
-      await srv.orrery.database.db.updateTable('blobs').set({ content_type: 'text/plain\r\nx-evil: 1' }).where('key', '=', up.body.path).execute();
+      await srv.orrery.database.db
+        .updateTable('blobs')
+        .set({ content_type: 'text/plain\r\nx-evil: 1' })
+        .where('key', '=', up.body.path)
+        .execute();
       const dl = await srv.api('POST', '/api/v1/objects/download-url', { file: up.body.id });
       assert.equal(dl.status, 200, JSON.stringify(dl.body));
       const res = await fetch(dl.body.url);

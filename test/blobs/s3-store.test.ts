@@ -17,8 +17,16 @@ describe('S3 blob store against a real S3-compatible server', () => {
   after(() => s3.close());
 
   it('parses ORRERY_BLOB_URL and refuses malformed ones', () => {
-    const loc = parseS3Url('s3://bucket/some/prefix?endpoint=http%3A%2F%2F127.0.0.1%3A9000&region=eu-west-1&path_style=true');
-    assert.deepEqual(loc, { bucket: 'bucket', endpoint: 'http://127.0.0.1:9000', region: 'eu-west-1', pathStyle: true, prefix: 'some/prefix' });
+    const loc = parseS3Url(
+      's3://bucket/some/prefix?endpoint=http%3A%2F%2F127.0.0.1%3A9000&region=eu-west-1&path_style=true',
+    );
+    assert.deepEqual(loc, {
+      bucket: 'bucket',
+      endpoint: 'http://127.0.0.1:9000',
+      region: 'eu-west-1',
+      pathStyle: true,
+      prefix: 'some/prefix',
+    });
     assert.equal(parseS3Url('s3://b').pathStyle, false);
     assert.throws(() => parseS3Url('http://b'), /s3:\/\//);
     assert.throws(() => parseS3Url('s3://b?endpont=x'), /unknown parameter "endpont"/);
@@ -27,7 +35,9 @@ describe('S3 blob store against a real S3-compatible server', () => {
 
   it('streams a multi-part upload in and out, with stat, range, list and delete', async () => {
     const bytes = randomBytes(12 * 1024 * 1024 + 123); // over one 8 MiB part
-    const put = await store.put('p1/big.bin', Readable.from([bytes.subarray(0, 5e6), bytes.subarray(5e6)]), { contentType: 'application/octet-stream' });
+    const put = await store.put('p1/big.bin', Readable.from([bytes.subarray(0, 5e6), bytes.subarray(5e6)]), {
+      contentType: 'application/octet-stream',
+    });
     assert.equal(put.size, bytes.length);
     assert.equal(put.etag, createHash('sha256').update(bytes).digest('hex'));
     const stat = await store.stat('p1/big.bin');
@@ -45,16 +55,27 @@ describe('S3 blob store against a real S3-compatible server', () => {
   });
 
   it('refuses an upload over the limit and keeps nothing', async () => {
-    await assert.rejects(store.put('p1/over.bin', Readable.from([randomBytes(1000), randomBytes(1000)]), { maxBytes: 1500 }), BlobTooLarge);
+    await assert.rejects(
+      store.put('p1/over.bin', Readable.from([randomBytes(1000), randomBytes(1000)]), { maxBytes: 1500 }),
+      BlobTooLarge,
+    );
     assert.equal(await store.stat('p1/over.bin'), null);
   });
 
   it('presigns PUT and GET URLs that work without credentials', async () => {
-    const putUrl = await store.presign('p1/signed.txt', { method: 'PUT', expiresInSeconds: 60, contentType: 'text/plain' });
+    const putUrl = await store.presign('p1/signed.txt', {
+      method: 'PUT',
+      expiresInSeconds: 60,
+      contentType: 'text/plain',
+    });
     assert.match(putUrl, /X-Amz-Signature=/);
     const put = await fetch(putUrl, { method: 'PUT', body: 'signed bytes', headers: { 'content-type': 'text/plain' } });
     assert.equal(put.status, 200);
-    const getUrl = await store.presign('p1/signed.txt', { method: 'GET', expiresInSeconds: 60, disposition: 'attachment; filename="x.txt"' });
+    const getUrl = await store.presign('p1/signed.txt', {
+      method: 'GET',
+      expiresInSeconds: 60,
+      disposition: 'attachment; filename="x.txt"',
+    });
     const got = await fetch(getUrl);
     assert.equal(got.status, 200);
     assert.equal(await got.text(), 'signed bytes');

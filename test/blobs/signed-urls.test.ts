@@ -12,7 +12,9 @@ const sha256 = (b: string | Buffer) => createHash('sha256').update(b).digest('he
 
 /** Every file under a folder, recursively (to look for leftovers of refused uploads). */
 const filesUnder = (dir: string): string[] =>
-  readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? filesUnder(join(dir, e.name)) : [join(dir, e.name)]));
+  readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+    e.isDirectory() ? filesUnder(join(dir, e.name)) : [join(dir, e.name)],
+  );
 
 for (const dialect of TEST_DIALECTS) {
   describe(`${dialect}: signed upload and download URLs`, () => {
@@ -30,7 +32,11 @@ for (const dialect of TEST_DIALECTS) {
       assert.match(r.body.id, new RegExp(`^local://${project}/[0-9a-z]{26}\\.pdf$`));
       assert.equal(r.body.id, `local://${project}/${r.body.path}`);
       assert.equal(r.body.mime_type, 'application/pdf');
-      const given = await srv.api('POST', '/api/v1/objects/upload-url', { name: 'x.bin', mime_type: 'image/webp', id: 'folder/photo.webp' });
+      const given = await srv.api('POST', '/api/v1/objects/upload-url', {
+        name: 'x.bin',
+        mime_type: 'image/webp',
+        id: 'folder/photo.webp',
+      });
       assert.equal(given.body.mime_type, 'image/webp');
       assert.equal(given.body.path, 'folder/photo.webp');
       assert.equal(given.body.id, `local://${project}/folder/photo.webp`);
@@ -57,19 +63,38 @@ for (const dialect of TEST_DIALECTS) {
 
     it('accepts a PUT with no Authorization header, answers the SHA-256 ETag, and accepts a retry', async () => {
       const r = await srv.api('POST', '/api/v1/objects/upload-url', { name: 'hello.txt' });
-      const put = await fetch(r.body.url, { method: 'PUT', body: 'hello', headers: { 'content-type': 'text/plain; charset=utf-8' } });
+      const put = await fetch(r.body.url, {
+        method: 'PUT',
+        body: 'hello',
+        headers: { 'content-type': 'text/plain; charset=utf-8' },
+      });
       assert.equal(put.status, 200);
       assert.equal(put.headers.get('etag'), `"${sha256('hello')}"`);
       const body = await json(put);
-      assert.deepEqual(body, { source: r.body.id, path: r.body.path, etag: sha256('hello'), size: 5, type: 'text/plain; charset=utf-8' });
+      assert.deepEqual(body, {
+        source: r.body.id,
+        path: r.body.path,
+        etag: sha256('hello'),
+        size: 5,
+        type: 'text/plain; charset=utf-8',
+      });
       // The same URL again (a retried PUT) replaces the bytes.
-      const again = await fetch(r.body.url, { method: 'PUT', body: Buffer.from('hello again'), headers: { 'content-type': 'application/octet-stream' } });
+      const again = await fetch(r.body.url, {
+        method: 'PUT',
+        body: Buffer.from('hello again'),
+        headers: { 'content-type': 'application/octet-stream' },
+      });
       assert.equal(again.status, 200);
       assert.equal(again.headers.get('etag'), `"${sha256('hello again')}"`);
       await again.arrayBuffer();
       const meta = await srv.api('GET', `/api/v1/files/metadata?file=${encodeURIComponent(r.body.id)}`);
       // With no (or the generic) Content-Type, the type signed into the URL by upload-url applies.
-      assert.deepEqual(meta.body, { name: 'hello.txt', size: 11, contentType: 'text/plain', etag: sha256('hello again') });
+      assert.deepEqual(meta.body, {
+        name: 'hello.txt',
+        size: 11,
+        contentType: 'text/plain',
+        etag: sha256('hello again'),
+      });
     });
 
     it('serves downloads with Content-Type, Content-Length, ETag, ranges (206, 416), If-None-Match, HEAD and Content-Disposition', async () => {
@@ -115,18 +140,31 @@ for (const dialect of TEST_DIALECTS) {
       assert.equal(head.headers.get('content-length'), '20');
       assert.equal(await text(head), '');
 
-      const named = await srv.api('POST', '/api/v1/objects/download-url', { file: up.id, name: 'Résumé "final".csv', disposition: 'attachment' });
+      const named = await srv.api('POST', '/api/v1/objects/download-url', {
+        file: up.id,
+        name: 'Résumé "final".csv',
+        disposition: 'attachment',
+      });
       const attached = await fetch(named.body.url);
-      assert.equal(attached.headers.get('content-disposition'), `attachment; filename="R_sum_ _final_.csv"; filename*=UTF-8''R%C3%A9sum%C3%A9%20%22final%22.csv`);
+      assert.equal(
+        attached.headers.get('content-disposition'),
+        `attachment; filename="R_sum_ _final_.csv"; filename*=UTF-8''R%C3%A9sum%C3%A9%20%22final%22.csv`,
+      );
       await attached.arrayBuffer();
       const inline = await srv.api('POST', '/api/v1/objects/download-url', { file: up.id, disposition: 'inline' });
       const shown = await fetch(inline.body.url);
-      assert.equal(shown.headers.get('content-disposition'), `inline; filename="digits.csv"; filename*=UTF-8''digits.csv`);
+      assert.equal(
+        shown.headers.get('content-disposition'),
+        `inline; filename="digits.csv"; filename*=UTF-8''digits.csv`,
+      );
       await shown.arrayBuffer();
     });
 
     it('round-trips keys with spaces, non-ASCII characters and the full 1,024 bytes, and empty files', async () => {
-      const long = Array.from({ length: 6 }, (_, i) => String(i).repeat(200)).join('/').slice(0, 1020) + '.txt';
+      const long =
+        Array.from({ length: 6 }, (_, i) => String(i).repeat(200))
+          .join('/')
+          .slice(0, 1020) + '.txt';
       assert.equal(Buffer.byteLength(long), 1024);
       for (const id of ['dir/naïve name (1).txt', long, 'pct%2Fnot-a-slash?.txt']) {
         const up = await upload(srv, 'x.txt', `content of ${id}`, { id });
@@ -137,7 +175,11 @@ for (const dialect of TEST_DIALECTS) {
         assert.equal(await text(r), `content of ${id}`);
       }
       assert.equal((await srv.api('POST', '/api/v1/objects/upload-url', { name: 'x', id: `${long}x` })).status, 400);
-      assert.equal((await srv.api('POST', '/api/v1/objects/upload-url', { name: 'x', id: 'k'.repeat(201) })).status, 400, 'a segment over 200 bytes');
+      assert.equal(
+        (await srv.api('POST', '/api/v1/objects/upload-url', { name: 'x', id: 'k'.repeat(201) })).status,
+        400,
+        'a segment over 200 bytes',
+      );
       const empty = await upload(srv, 'empty.txt', '');
       assert.equal(empty.etag, sha256(''));
       const { body } = await srv.api('POST', '/api/v1/objects/download-url', { file: empty.id });
@@ -162,9 +204,21 @@ for (const dialect of TEST_DIALECTS) {
       const { body: dl } = await srv.api('POST', '/api/v1/objects/download-url', { file: up.id });
       const url = new URL(dl.url);
       const variants: [string, (u: URL) => void][] = [
-        ['signature', (u) => u.searchParams.set('sig', u.searchParams.get('sig')!.replace(/.$/, (c) => (c === 'A' ? 'B' : 'A')))],
+        [
+          'signature',
+          (u) =>
+            u.searchParams.set(
+              'sig',
+              u.searchParams.get('sig')!.replace(/.$/, (c) => (c === 'A' ? 'B' : 'A')),
+            ),
+        ],
         ['expiry', (u) => u.searchParams.set('expires', String(Number(u.searchParams.get('expires')) + 3600))],
-        ['path', (u) => { u.pathname = u.pathname.replace(up.path, other.path); }],
+        [
+          'path',
+          (u) => {
+            u.pathname = u.pathname.replace(up.path, other.path);
+          },
+        ],
         ['added disposition', (u) => u.searchParams.set('disposition', 'attachment')],
         ['no signature', (u) => u.searchParams.delete('sig')],
       ];
@@ -243,7 +297,9 @@ for (const dialect of TEST_DIALECTS) {
       await chunked.arrayBuffer();
       const missing = await srv.api('POST', '/api/v1/objects/download-url', { file: r.body.id });
       assert.equal(missing.status, 404, 'no blob was recorded');
-      const leftovers = filesUnder(join(srv.dataDir, 'blobs')).filter((f) => f.includes('big.bin') || f.includes('~orrery-upload'));
+      const leftovers = filesUnder(join(srv.dataDir, 'blobs')).filter(
+        (f) => f.includes('big.bin') || f.includes('~orrery-upload'),
+      );
       assert.deepEqual(leftovers, []);
       // Exactly the limit is fine.
       const atLimit = await fetch(r.body.url, { method: 'PUT', body: Buffer.alloc(LIMIT, 1) });
@@ -254,14 +310,17 @@ for (const dialect of TEST_DIALECTS) {
     it('never lets a key leave the blob folder', async () => {
       const { body } = await srv.api('POST', '/api/v1/objects/upload-url', { name: 'a.txt' });
       const u = new URL(body.url);
-      for (const path of [u.pathname.replace(/[^/]+$/, '..%2F..%2F..%2Fsecret'), u.pathname.replace(/[^/]+$/, '%2E%2E/x')]) {
+      for (const path of [
+        u.pathname.replace(/[^/]+$/, '..%2F..%2F..%2Fsecret'),
+        u.pathname.replace(/[^/]+$/, '%2E%2E/x'),
+      ]) {
         const r = await fetch(`${srv.url}${path}${u.search}`, { method: 'PUT', body: 'x' });
         assert.ok(r.status === 403 || r.status === 404, `${path}: ${r.status}`);
         await r.arrayBuffer();
       }
     });
 
-    it('makes another project\'s storage URI a 404 for download-url and metadata', async () => {
+    it("makes another project's storage URI a 404 for download-url and metadata", async () => {
       const mine = await upload(srv, 'mine.txt', 'mine');
       const other = await secondProject(srv);
       for (const path of ['/api/v1/objects/download-url', '/api/v1/files/download-url']) {
@@ -269,7 +328,11 @@ for (const dialect of TEST_DIALECTS) {
         assert.equal(r.status, 404, path);
         assert.equal(r.body.error, 'not_found');
       }
-      assert.equal((await srv.api('GET', `/api/v1/files/metadata?file=${encodeURIComponent(mine.id)}`, undefined, other.key)).status, 404);
+      assert.equal(
+        (await srv.api('GET', `/api/v1/files/metadata?file=${encodeURIComponent(mine.id)}`, undefined, other.key))
+          .status,
+        404,
+      );
       // A URI of another scheme or a key that was never uploaded names nothing either.
       assert.equal((await srv.api('POST', '/api/v1/objects/download-url', { file: 'gs://bucket/x.txt' })).status, 404);
       assert.equal((await srv.api('POST', '/api/v1/objects/download-url', { file: 'never/uploaded.txt' })).status, 404);
@@ -280,7 +343,12 @@ for (const dialect of TEST_DIALECTS) {
     it('works with the official client: objects.upload, objects.getDownloadUrl, files.getDownloadUrl, files.getMetadata', async () => {
       const client = srv.client();
       const bytes = Buffer.from('through the official client');
-      const stream = new ReadableStream({ start(c) { c.enqueue(new Uint8Array(bytes)); c.close(); } });
+      const stream = new ReadableStream({
+        start(c) {
+          c.enqueue(new Uint8Array(bytes));
+          c.close();
+        },
+      });
       const content = await client.objects.upload(new StreamSource(stream, 'client.txt', 'text/plain'));
       assert.match(content.source, /^local:\/\//);
       assert.equal(content.etag, sha256(bytes));
@@ -291,7 +359,12 @@ for (const dialect of TEST_DIALECTS) {
       const viaFiles = await client.files.getDownloadUrl(content.source);
       assert.equal(await text(await fetch(viaFiles.url)), 'through the official client');
       const meta = await client.files.getMetadata(content.source);
-      assert.deepEqual(meta, { name: 'client.txt', size: bytes.length, contentType: 'text/plain', etag: sha256(bytes) });
+      assert.deepEqual(meta, {
+        name: 'client.txt',
+        size: bytes.length,
+        contentType: 'text/plain',
+        etag: sha256(bytes),
+      });
       const downloaded = await client.files.downloadFile(content.source);
       assert.equal(await text(new Response(downloaded) as any), 'through the official client');
     });

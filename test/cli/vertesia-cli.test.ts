@@ -44,7 +44,8 @@ function run(args: string[], env: Record<string, string>, opts: { cwd?: string; 
     if (opts.input !== undefined) child.stdin!.end(opts.input);
     child.once('error', reject);
     child.once('close', (code, signal) => {
-      if (signal === 'SIGKILL') return reject(new Error(`${args.join(' ')} hung (killed after ${CLI_TIMEOUT_MS} ms)\n${stdout}\n${stderr}`));
+      if (signal === 'SIGKILL')
+        return reject(new Error(`${args.join(' ')} hung (killed after ${CLI_TIMEOUT_MS} ms)\n${stdout}\n${stderr}`));
       resolve({ code, stdout: stripAnsi(stdout), stderr: stripAnsi(stderr) });
     });
   });
@@ -57,7 +58,11 @@ function jsonAfterSpinner(out: string): any {
   return JSON.parse(out.slice(start));
 }
 
-const jsonl = (out: string): any[] => out.split('\n').filter((l) => l.trim()).map((l) => JSON.parse(l));
+const jsonl = (out: string): any[] =>
+  out
+    .split('\n')
+    .filter((l) => l.trim())
+    .map((l) => JSON.parse(l));
 
 const ok = (r: Cli, what: string) => assert.equal(r.code, 0, `${what} failed:\n${r.stdout}\n${r.stderr}`);
 
@@ -81,14 +86,22 @@ for (const dialect of TEST_DIALECTS) {
     before(async () => {
       srv = await startTestServer(dialect);
       seeded = await seedEcho(srv);
-      const second = await srv.api('POST', '/api/v1/environments', { name: 'Second env', provider: 'test', default_model: 'echo' });
+      const second = await srv.api('POST', '/api/v1/environments', {
+        name: 'Second env',
+        provider: 'test',
+        default_model: 'echo',
+      });
       assert.equal(second.status, 200, JSON.stringify(second.body));
       secondEnv = second.body;
       // Version 1 (tagged stable) says "Say: …"; the draft then changes to "Draft: …".
-      const published = await srv.api('POST', `/api/v1/interactions/${seeded.interaction.id}/publish`, { tags: ['stable'] });
+      const published = await srv.api('POST', `/api/v1/interactions/${seeded.interaction.id}/publish`, {
+        tags: ['stable'],
+      });
       assert.equal(published.status, 200, JSON.stringify(published.body));
       const draft = await srv.api('PUT', `/api/v1/interactions/${seeded.interaction.id}`, {
-        prompts: [{ type: 'template', template: { role: 'user', content_type: 'handlebars', content: 'Draft: {{text}}' } }],
+        prompts: [
+          { type: 'template', template: { role: 'user', content_type: 'handlebars', content: 'Draft: {{text}}' } },
+        ],
       });
       assert.equal(draft.status, 200, JSON.stringify(draft.body));
       // `content post` needs an existing object type (see the README).
@@ -98,10 +111,23 @@ for (const dialect of TEST_DIALECTS) {
       home = mkdtempSync(join(tmpdir(), 'orrery-cli-home-'));
       work = mkdtempSync(join(tmpdir(), 'orrery-cli-work-'));
       // The management command, on the same database (and so the same secret) as the server.
-      const keys = await run([
-        '--import', 'tsx', 'src/cli.ts', 'keys', 'create', '--name', 'vertesia cli', '--data-dir', srv.dataDir, '--public-url', srv.url,
-        ...(srv.databaseUrl ? ['--database-url', srv.databaseUrl] : []),
-      ], { HOME: home });
+      const keys = await run(
+        [
+          '--import',
+          'tsx',
+          'src/cli.ts',
+          'keys',
+          'create',
+          '--name',
+          'vertesia cli',
+          '--data-dir',
+          srv.dataDir,
+          '--public-url',
+          srv.url,
+          ...(srv.databaseUrl ? ['--database-url', srv.databaseUrl] : []),
+        ],
+        { HOME: home },
+      );
       ok(keys, 'orrery keys create');
       keysOutput = keys.stdout;
       env = { HOME: home };
@@ -114,7 +140,13 @@ for (const dialect of TEST_DIALECTS) {
     });
 
     it('connects with the variables `orrery keys create` prints (a token, never the sk- key); projects, envs, interactions', async () => {
-      assert.deepEqual(Object.keys(env).sort(), ['HOME', 'VERTESIA_SERVER_URL', 'VERTESIA_STORE_URL', 'VERTESIA_TOKEN', 'VERTESIA_TOKEN_SERVER_URL']);
+      assert.deepEqual(Object.keys(env).sort(), [
+        'HOME',
+        'VERTESIA_SERVER_URL',
+        'VERTESIA_STORE_URL',
+        'VERTESIA_TOKEN',
+        'VERTESIA_TOKEN_SERVER_URL',
+      ]);
       assert.equal(env.VERTESIA_SERVER_URL, srv.url);
       assert.equal(env.VERTESIA_STORE_URL, srv.url);
       assert.equal(env.VERTESIA_TOKEN_SERVER_URL, `${srv.url}/api/v1`);
@@ -124,9 +156,16 @@ for (const dialect of TEST_DIALECTS) {
       const refresh = /^export VERTESIA_TOKEN=\$\(.*\)$/m.exec(keysOutput)?.[0];
       assert.ok(refresh && refresh.includes(`${srv.url}/api/v1/token/issue`), keysOutput);
       assert.ok(!refresh.includes(key), 'the sk- key is not in the refresh command');
-      const renewed = (await execFileP('bash', ['-c', `${refresh}; printf %s "$VERTESIA_TOKEN"`], { env: { ...process.env, ORRERY_API_KEY: key } })).stdout;
+      const renewed = (
+        await execFileP('bash', ['-c', `${refresh}; printf %s "$VERTESIA_TOKEN"`], {
+          env: { ...process.env, ORRERY_API_KEY: key },
+        })
+      ).stdout;
       assert.match(renewed, /^eyJ[\w-]+\.[\w-]+\.[\w-]+$/);
-      assert.equal((await fetch(`${srv.url}/api/v1/projects`, { headers: { authorization: `Bearer ${renewed}` } })).status, 200);
+      assert.equal(
+        (await fetch(`${srv.url}/api/v1/projects`, { headers: { authorization: `Bearer ${renewed}` } })).status,
+        200,
+      );
 
       const [projects, envs, interactions, oneEnv, draft] = await Promise.all([
         vertesia(['projects']),
@@ -135,18 +174,45 @@ for (const dialect of TEST_DIALECTS) {
         // No VERTESIA_TOKEN_SERVER_URL: the client falls back to the token's `iss`, which must be a URL.
         vertesia(['interactions'], { env: { ...env, VERTESIA_TOKEN_SERVER_URL: '' } }),
         // A JWT in VERTESIA_APIKEY is sent as it is (only sk-/pk- keys are exchanged).
-        vertesia(['envs', seeded.env.id], { env: { HOME: home, VERTESIA_SERVER_URL: srv.url, VERTESIA_STORE_URL: srv.url, VERTESIA_APIKEY: env.VERTESIA_TOKEN } }),
+        vertesia(['envs', seeded.env.id], {
+          env: {
+            HOME: home,
+            VERTESIA_SERVER_URL: srv.url,
+            VERTESIA_STORE_URL: srv.url,
+            VERTESIA_APIKEY: env.VERTESIA_TOKEN,
+          },
+        }),
         vertesia(['interactions', seeded.interaction.id]),
       ]);
-      for (const [r, what] of [[projects, 'projects'], [envs, 'envs'], [interactions, 'interactions'], [oneEnv, 'envs <id>'], [draft, 'interactions <id>']] as const) ok(r, what);
+      for (const [r, what] of [
+        [projects, 'projects'],
+        [envs, 'envs'],
+        [interactions, 'interactions'],
+        [oneEnv, 'envs <id>'],
+        [draft, 'interactions <id>'],
+      ] as const)
+        ok(r, what);
       assert.equal(projects.stdout.trim(), `Default project [${srv.orrery.bootstrap.project.id}] ✔`);
-      assert.deepEqual(envs.stdout.trim().split('\n').sort(), [`Second env [${secondEnv.id}]`, `Test env [${seeded.env.id}]`]);
+      assert.deepEqual(envs.stdout.trim().split('\n').sort(), [
+        `Second env [${secondEnv.id}]`,
+        `Test env [${seeded.env.id}]`,
+      ]);
       assert.deepEqual(oneEnv.stdout.trim().split('\n'), [
-        `Test env [${seeded.env.id}]`, 'Provider: test', 'Description: n/a', 'Default Model: echo', 'Enabled Models: n/a',
+        `Test env [${seeded.env.id}]`,
+        'Provider: test',
+        'Description: n/a',
+        'Default Model: echo',
+        'Enabled Models: n/a',
       ]);
       assert.equal(interactions.stdout.trim(), `Echo [${seeded.interaction.id}]`);
       assert.deepEqual(draft.stdout.trim().split('\n'), [
-        `Echo [${seeded.interaction.id}]`, 'Description: n/a', 'Class name: Echo', 'Status: draft', 'Version: 0', 'Tags: n/a', 'Published Versions: 1',
+        `Echo [${seeded.interaction.id}]`,
+        'Description: n/a',
+        'Class name: Echo',
+        'Status: draft',
+        'Version: 0',
+        'Tags: n/a',
+        'Published Versions: 1',
       ]);
     });
 
@@ -154,12 +220,31 @@ for (const dialect of TEST_DIALECTS) {
       writeFileSync(join(work, 'input.json'), JSON.stringify({ text: 'from a file' }));
       const [streamed, blocking, otherModel, byId, counted] = await Promise.all([
         vertesia(['run', 'Echo@draft', '-d', '{"text":"hello world"}']),
-        vertesia(['run', 'Echo@draft', '--no-stream', '-d', '{"text":"tagged"}', '-T', 'a,b', '-t', '0.25', '-e', secondEnv.id]),
+        vertesia([
+          'run',
+          'Echo@draft',
+          '--no-stream',
+          '-d',
+          '{"text":"tagged"}',
+          '-T',
+          'a,b',
+          '-t',
+          '0.25',
+          '-e',
+          secondEnv.id,
+        ]),
         vertesia(['run', 'Echo@draft', '-S', '-d', '{"text":"x"}', '-m', 'json']),
         vertesia(['run', seeded.interaction.id, '--by-id', '-i', 'input.json'], { cwd: work }),
         vertesia(['run', 'Echo@draft', '-S', '-c', '2', '--jsonl', '-d', '{"text":"twice"}']),
       ]);
-      for (const [r, what] of [[streamed, 'streamed'], [blocking, '--no-stream'], [otherModel, '-m'], [byId, '--by-id -i'], [counted, '-c 2']] as const) ok(r, `run ${what}`);
+      for (const [r, what] of [
+        [streamed, 'streamed'],
+        [blocking, '--no-stream'],
+        [otherModel, '-m'],
+        [byId, '--by-id -i'],
+        [counted, '-c 2'],
+      ] as const)
+        ok(r, `run ${what}`);
 
       // Streamed: only the chunks, joined, on stdout.
       assert.equal(streamed.stdout, 'Draft: hello world');
@@ -204,7 +289,11 @@ for (const dialect of TEST_DIALECTS) {
         vertesia(['run', 'Echo@draft', '-d', '{"text":"boom, streamed"}', '-m', 'error']),
       ]);
       // A bare name is the latest published version (version 1 says "Say:", the draft "Draft:").
-      for (const [r, text] of [[latest, 'Say: latest'], [version, 'Say: one'], [tag, 'Say: tagged']] as const) {
+      for (const [r, text] of [
+        [latest, 'Say: latest'],
+        [version, 'Say: one'],
+        [tag, 'Say: tagged'],
+      ] as const) {
         ok(r, `run ${text}`);
         assert.equal(r.stdout, text);
       }
@@ -240,17 +329,42 @@ for (const dialect of TEST_DIALECTS) {
       ]);
       for (const r of [everything, tagged, failed, byEnv, byModel, lucene, page]) ok(r, 'runs');
       const lines = jsonl(everything.stdout);
-      assert.deepEqual(lines.map((r) => r.id), ids, 'newest first, as GET /runs lists them');
-      for (const r of lines) assert.ok(r.status && r.interaction?.name && r.environment?.id && r.created_at, JSON.stringify(r));
+      assert.deepEqual(
+        lines.map((r) => r.id),
+        ids,
+        'newest first, as GET /runs lists them',
+      );
+      for (const r of lines)
+        assert.ok(r.status && r.interaction?.name && r.environment?.id && r.created_at, JSON.stringify(r));
       const failedRuns = JSON.parse(failed.stdout);
-      assert.deepEqual(failedRuns, lines.filter((r) => r.status === 'failed'), '-f json prints the same references as an array');
+      assert.deepEqual(
+        failedRuns,
+        lines.filter((r) => r.status === 'failed'),
+        '-f json prints the same references as an array',
+      );
       assert.equal(failedRuns.length, 2);
       assert.ok(failedRuns.some((r: { id: string }) => r.id === runs.failed));
-      assert.deepEqual(jsonl(tagged.stdout).map((r) => r.id), [runs.tagged]);
-      assert.deepEqual(jsonl(byEnv.stdout).map((r) => r.id), [runs.tagged]);
-      assert.deepEqual(jsonl(byModel.stdout).map((r) => r.id), [runs.json]);
-      assert.deepEqual(jsonl(lucene.stdout).map((r) => r.id), [runs.tagged]);
-      assert.deepEqual(jsonl(page.stdout).map((r) => r.id), ids.slice(4, 8), '-P counts pages of -l from 0');
+      assert.deepEqual(
+        jsonl(tagged.stdout).map((r) => r.id),
+        [runs.tagged],
+      );
+      assert.deepEqual(
+        jsonl(byEnv.stdout).map((r) => r.id),
+        [runs.tagged],
+      );
+      assert.deepEqual(
+        jsonl(byModel.stdout).map((r) => r.id),
+        [runs.json],
+      );
+      assert.deepEqual(
+        jsonl(lucene.stdout).map((r) => r.id),
+        [runs.tagged],
+      );
+      assert.deepEqual(
+        jsonl(page.stdout).map((r) => r.id),
+        ids.slice(4, 8),
+        '-P counts pages of -l from 0',
+      );
       // A limit of the CLI itself: it searches, then refuses the format.
       assert.equal(csv.code, 1);
       assert.match(csv.stderr, /CSV format is not supported yet/);
@@ -262,8 +376,20 @@ for (const dialect of TEST_DIALECTS) {
       const [posted, filed] = await Promise.all([
         vertesia(['content', 'post', 'notes.txt', '--type', 'Note'], { cwd: work }),
         // `--type auto` is refused by the CLI itself; the label of its "auto" choice is accepted.
-        vertesia(['content', 'post', 'notes.txt', '--name', 'filed.txt', '--path', '/docs/2026',
-          '--type', 'Auto (Vertesia will analyze the file and select the most appropriate type)'], { cwd: work }),
+        vertesia(
+          [
+            'content',
+            'post',
+            'notes.txt',
+            '--name',
+            'filed.txt',
+            '--path',
+            '/docs/2026',
+            '--type',
+            'Auto (Vertesia will analyze the file and select the most appropriate type)',
+          ],
+          { cwd: work },
+        ),
       ]);
       ok(posted, 'content post');
       ok(filed, 'content post --path --type Auto…');
@@ -293,7 +419,15 @@ for (const dialect of TEST_DIALECTS) {
         vertesia(['content', 'list', '/docs/2026']),
         vertesia(['content', 'search', 'fox']),
       ]);
-      for (const [r, what] of [[got, 'get'], [text, 'text'], [download, 'download'], [list, 'list'], [listFolder, 'list <folder>'], [search, 'search']] as const) ok(r, `content ${what}`);
+      for (const [r, what] of [
+        [got, 'get'],
+        [text, 'text'],
+        [download, 'download'],
+        [list, 'list'],
+        [listFolder, 'list <folder>'],
+        [search, 'search'],
+      ] as const)
+        ok(r, `content ${what}`);
 
       assert.match(got.stdout, new RegExp(`id: '${id}'`));
       assert.match(got.stdout, /name: 'notes\.txt'/);
@@ -303,13 +437,29 @@ for (const dialect of TEST_DIALECTS) {
       assert.equal(text.stdout, `${body}\n`);
 
       assert.equal(download.stdout.trim(), 'Downloaded to: notes.txt');
-      assert.ok(readFileSync(join(out, 'notes.txt')).equals(Buffer.from(body)), 'the downloaded bytes are the posted ones');
+      assert.ok(
+        readFileSync(join(out, 'notes.txt')).equals(Buffer.from(body)),
+        'the downloaded bytes are the posted ones',
+      );
 
-      const rows = list.stdout.trim().split('\n').map((l) => l.split('\t'));
+      const rows = list.stdout
+        .trim()
+        .split('\n')
+        .map((l) => l.split('\t'));
       assert.deepEqual(rows.map((r) => r[0]).sort(), [id, filedId].sort());
-      assert.deepEqual(rows.find((r) => r[0] === id), [id, 'notes.txt', 'Note', 'ready', '/']);
+      assert.deepEqual(
+        rows.find((r) => r[0] === id),
+        [id, 'notes.txt', 'Note', 'ready', '/'],
+      );
       assert.equal(listFolder.stdout.trim(), [filedId, 'filed.txt', '', 'ready', '/docs/2026'].join('\t'));
-      assert.deepEqual(search.stdout.trim().split('\n').map((l) => l.split('\t')[0]).sort(), [id, filedId].sort());
+      assert.deepEqual(
+        search.stdout
+          .trim()
+          .split('\n')
+          .map((l) => l.split('\t')[0])
+          .sort(),
+        [id, filedId].sort(),
+      );
       assert.match(search.stderr, /Found 2 results/);
 
       const deleted = await vertesia(['content', 'delete', filedId]);

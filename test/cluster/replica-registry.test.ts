@@ -24,7 +24,10 @@ for (const dialect of TEST_DIALECTS) {
 
     async function replicaRow(host: string, beatMsAgo: number, process: string | null = null): Promise<string> {
       const id = newId();
-      await srv.orrery.database.db.insertInto('replicas').values({ id, host, process, started_at: ago(beatMsAgo), heartbeat_at: ago(beatMsAgo) }).execute();
+      await srv.orrery.database.db
+        .insertInto('replicas')
+        .values({ id, host, process, started_at: ago(beatMsAgo), heartbeat_at: ago(beatMsAgo) })
+        .execute();
       return id;
     }
 
@@ -40,7 +43,9 @@ for (const dialect of TEST_DIALECTS) {
     });
 
     it('declares a replica of this host dead at once when its process has ended', async () => {
-      const ended = spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))'], { encoding: 'utf8' });
+      const ended = spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))'], {
+        encoding: 'utf8',
+      });
       const deadPid = Number(ended.stdout);
       const gone = await replicaRow(hostname(), 0, `${namespace}/${deadPid}`);
       const running = await replicaRow(hostname(), 0, `${namespace}/${process.ppid}`);

@@ -21,22 +21,45 @@ describe('postgres: two replicas on one database', { skip: !TEST_DIALECTS.includ
   let interaction: string;
   // The scale-out deployment: one PostgreSQL, one S3-compatible bucket, two replicas.
   const env = () => ({
-    ORRERY_DATABASE_URL: database.url, ORRERY_BLOB_URL: s3.blobUrl, AWS_ACCESS_KEY_ID: 'S3RVER', AWS_SECRET_ACCESS_KEY: 'S3RVER',
-    ORRERY_ADMIN_KEY: KEY, ORRERY_SECRET: 'shared-cluster-secret-0123456789', ORRERY_REPLICA_TIMEOUT: '3',
+    ORRERY_DATABASE_URL: database.url,
+    ORRERY_BLOB_URL: s3.blobUrl,
+    AWS_ACCESS_KEY_ID: 'S3RVER',
+    AWS_SECRET_ACCESS_KEY: 'S3RVER',
+    ORRERY_ADMIN_KEY: KEY,
+    ORRERY_SECRET: 'shared-cluster-secret-0123456789',
+    ORRERY_REPLICA_TIMEOUT: '3',
   });
   const api = async (srv: ServerProcess, method: string, path: string, body?: unknown) => {
-    const r = await fetch(srv.url + path, { method, headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
+    const r = await fetch(srv.url + path, {
+      method,
+      headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
     return { status: r.status, body: (await r.json()) as any };
   };
-  const stream = (srv: ServerProcess, id: string, headers: Record<string, string> = {}) => openStream(`${srv.url}/api/v1/runs/${id}/stream?access_token=${KEY}`, headers);
-  const text = (events: Array<{ event: string; data: string }>) => events.filter((e) => e.event === 'message').map((e) => JSON.parse(e.data)).join('');
+  const stream = (srv: ServerProcess, id: string, headers: Record<string, string> = {}) =>
+    openStream(`${srv.url}/api/v1/runs/${id}/stream?access_token=${KEY}`, headers);
+  const text = (events: Array<{ event: string; data: string }>) =>
+    events
+      .filter((e) => e.event === 'message')
+      .map((e) => JSON.parse(e.data))
+      .join('');
 
   before(async () => {
     s3 = await startS3('orrery-runs-cluster');
     database = await createPgDatabase();
     [a, b] = await Promise.all([startServerProcess(env()), startServerProcess(env())]);
-    const e = await api(a, 'POST', '/api/v1/environments', { name: 'slow', provider: 'test', default_model: 'echo', config: { chunk_delay_ms: 60 } });
-    const ix = await api(a, 'POST', '/api/v1/interactions', { name: 'Cluster', environment: e.body.id, prompts: [{ type: 'template', template: { role: 'user', content_type: 'handlebars', content: '{{text}}' } }] });
+    const e = await api(a, 'POST', '/api/v1/environments', {
+      name: 'slow',
+      provider: 'test',
+      default_model: 'echo',
+      config: { chunk_delay_ms: 60 },
+    });
+    const ix = await api(a, 'POST', '/api/v1/interactions', {
+      name: 'Cluster',
+      environment: e.body.id,
+      prompts: [{ type: 'template', template: { role: 'user', content_type: 'handlebars', content: '{{text}}' } }],
+    });
     interaction = ix.body.id;
   });
   after(async () => {
@@ -58,18 +81,27 @@ describe('postgres: two replicas on one database', { skip: !TEST_DIALECTS.includ
     const onA = await stream(a, run.body.id); // A claims and executes
     const first = await onA.next();
     assert.equal(first?.event, 'message');
-    const [restA, onB1, onB2] = await Promise.all([onA.all(), stream(b, run.body.id).then((s) => s.all()), stream(b, run.body.id).then((s) => s.all())]);
+    const [restA, onB1, onB2] = await Promise.all([
+      onA.all(),
+      stream(b, run.body.id).then((s) => s.all()),
+      stream(b, run.body.id).then((s) => s.all()),
+    ]);
     assert.equal(text([first!, ...restA]), WORDS);
     assert.equal(text(onB1), WORDS, 'B replays what A produced before it came, then follows live');
     assert.equal(text(onB2), WORDS);
-    assert.deepEqual(onB1.filter((e) => e.event === 'message').map((e) => e.id), onB1.filter((e) => e.event === 'message').map((_, i) => String(i + 1)));
+    assert.deepEqual(
+      onB1.filter((e) => e.event === 'message').map((e) => e.id),
+      onB1.filter((e) => e.event === 'message').map((_, i) => String(i + 1)),
+    );
     assert.equal(JSON.parse(onB1.at(-1)!.data).status, 'completed');
   });
 
   it("answers on B from the result cache that A filled (issue 16): the cache is the database's", async () => {
     const e = await api(a, 'POST', '/api/v1/environments', { name: 'cached', provider: 'test', default_model: 'echo' });
     const ix = await api(a, 'POST', '/api/v1/interactions', {
-      name: 'Cached across replicas', environment: e.body.id, cache_policy: { type: 'cache', ttl: 600, varies_on: [], refresh_probability: 0 },
+      name: 'Cached across replicas',
+      environment: e.body.id,
+      cache_policy: { type: 'cache', ttl: 600, varies_on: [], refresh_probability: 0 },
       prompts: [{ type: 'template', template: { role: 'user', content_type: 'handlebars', content: '{{text}}' } }],
     });
     const first = await api(a, 'POST', '/api/v1/runs', { interaction: ix.body.id, data: { text: 'shared answer' } });

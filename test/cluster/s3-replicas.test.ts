@@ -18,14 +18,19 @@ describe('postgres + S3: objects across two replicas', { skip: !TEST_DIALECTS.in
   let a: ServerProcess;
   let b: ServerProcess;
   let database: Awaited<ReturnType<typeof createPgDatabase>>;
-  const client = (srv: ServerProcess) => new VertesiaClient({ serverUrl: srv.url, storeUrl: srv.url, tokenServerUrl: `${srv.url}/api/v1`, apikey: KEY });
+  const client = (srv: ServerProcess) =>
+    new VertesiaClient({ serverUrl: srv.url, storeUrl: srv.url, tokenServerUrl: `${srv.url}/api/v1`, apikey: KEY });
 
   before(async () => {
     s3 = await startS3('orrery-cluster');
     database = await createPgDatabase();
     const env = {
-      ORRERY_DATABASE_URL: database.url, ORRERY_BLOB_URL: s3.blobUrl, ORRERY_ADMIN_KEY: KEY, ORRERY_SECRET: 'shared-s3-cluster-secret-0123456789',
-      AWS_ACCESS_KEY_ID: 'S3RVER', AWS_SECRET_ACCESS_KEY: 'S3RVER',
+      ORRERY_DATABASE_URL: database.url,
+      ORRERY_BLOB_URL: s3.blobUrl,
+      ORRERY_ADMIN_KEY: KEY,
+      ORRERY_SECRET: 'shared-s3-cluster-secret-0123456789',
+      AWS_ACCESS_KEY_ID: 'S3RVER',
+      AWS_SECRET_ACCESS_KEY: 'S3RVER',
     };
     [a, b] = await Promise.all([startServerProcess(env), startServerProcess(env)]);
   });
@@ -40,16 +45,28 @@ describe('postgres + S3: objects across two replicas', { skip: !TEST_DIALECTS.in
     const cb = client(b);
     const text = 'Replicas share one bucket and one database.';
     const upload = await ca.objects.getUploadUrl({ name: 'note.txt', mime_type: 'text/plain' } as any);
-    assert.match(upload.url, new RegExp(`^${s3.endpoint}/orrery-cluster/`), 'the upload URL is presigned by S3, not served by Orrery');
+    assert.match(
+      upload.url,
+      new RegExp(`^${s3.endpoint}/orrery-cluster/`),
+      'the upload URL is presigned by S3, not served by Orrery',
+    );
     const put = await fetch(upload.url, { method: 'PUT', body: text, headers: { 'content-type': 'text/plain' } });
     assert.equal(put.status, 200);
-    const created = await ca.objects.create({ name: 'note', content: { source: upload.id, type: 'text/plain', name: 'note.txt' } } as any);
+    const created = await ca.objects.create({
+      name: 'note',
+      content: { source: upload.id, type: 'text/plain', name: 'note.txt' },
+    } as any);
 
     const seen = await cb.objects.retrieve(created.id);
     assert.equal(seen.name, 'note');
     const source = await cb.objects.getContentSource(created.id);
     // The object owns its content: the upload moved under .orrery/content/<object id>/ (issue 14).
-    assert.match(source.source!, new RegExp(`^s3://[0-9a-z]+/\\.orrery/content/${created.id}/[0-9a-z]{26}/${upload.path.split('/').pop()!.replace('.', '\\.')}$`));
+    assert.match(
+      source.source!,
+      new RegExp(
+        `^s3://[0-9a-z]+/\\.orrery/content/${created.id}/[0-9a-z]{26}/${upload.path.split('/').pop()!.replace('.', '\\.')}$`,
+      ),
+    );
     const { url } = await cb.files.getDownloadUrl(source.source!);
     assert.match(url, /X-Amz-Signature=/);
     assert.equal(await (await fetch(url)).text(), text);
@@ -63,8 +80,12 @@ describe('postgres + S3: objects across two replicas', { skip: !TEST_DIALECTS.in
     assert.equal((await ca.objects.getObjectText(created.id)).text, text);
 
     const bad = await fetch(`${b.url}/api/v1/objects`, {
-      method: 'POST', headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ name: 'x', content: { source: 's3://' + upload.id.split('://')[1].replace(/\/[^/]+$/, '/never-uploaded.txt') } }),
+      method: 'POST',
+      headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
+      body: JSON.stringify({
+        name: 'x',
+        content: { source: 's3://' + upload.id.split('://')[1].replace(/\/[^/]+$/, '/never-uploaded.txt') },
+      }),
     });
     assert.equal(bad.status, 400, 'a storage URI with no uploaded bytes is refused');
 

@@ -19,8 +19,14 @@ import { CONSOLE_DIST } from '../../src/console/routes.ts';
 export const CHROMIUM = process.env.ORRERY_CHROMIUM ?? '/usr/bin/chromium';
 /** The flags of the machine notes: without the background-networking ones Chromium dials out. */
 export const CHROMIUM_ARGS = [
-  '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-  '--disable-background-networking', '--disable-component-update', '--disable-sync',
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
 ];
 export const DESKTOP = { width: 1280, height: 800 } as const;
 export const PHONE = { width: 390, height: 844 } as const;
@@ -28,16 +34,22 @@ export const PHONE = { width: 390, height: 844 } as const;
  * Where screenshots go: a temporary folder, so that `npm test` leaves the checkout as it was;
  * `ORRERY_SCREENSHOTS=docs/screenshots` refreshes the committed PNGs the README shows.
  */
-export const SCREENSHOTS = process.env.ORRERY_SCREENSHOTS ? resolve(process.env.ORRERY_SCREENSHOTS) : join(tmpdir(), 'orrery-screenshots');
+export const SCREENSHOTS = process.env.ORRERY_SCREENSHOTS
+  ? resolve(process.env.ORRERY_SCREENSHOTS)
+  : join(tmpdir(), 'orrery-screenshots');
 /** Whether this run includes PostgreSQL (`npm test` does; ORRERY_TEST_DIALECTS=sqlite does not). */
 export const WITH_POSTGRES = TEST_DIALECTS.includes('postgres') && !!process.env.ORRERY_TEST_PG_URL;
 
 export function assertConsoleBuilt(): void {
   if (!existsSync(join(CONSOLE_DIST, 'index.html'))) {
-    throw new Error(`the console is not built (${CONSOLE_DIST} is missing): run \`npm run build\` (npm install / npm ci build it too)`);
+    throw new Error(
+      `the console is not built (${CONSOLE_DIST} is missing): run \`npm run build\` (npm install / npm ci build it too)`,
+    );
   }
   if (!existsSync(CHROMIUM)) {
-    throw new Error(`Chromium is not installed at ${CHROMIUM}: apt-get install -y chromium (.ci/run installs it when missing)`);
+    throw new Error(
+      `Chromium is not installed at ${CHROMIUM}: apt-get install -y chromium (.ci/run installs it when missing)`,
+    );
   }
 }
 
@@ -141,7 +153,9 @@ export interface AxeViolation {
  */
 export async function checkA11y(page: Page, what = page.url()): Promise<AxeViolation[]> {
   await page.evaluate(`${axeSource}\n;void 0`);
-  const violations = (await page.evaluate(`axe.run(document, { resultTypes: ['violations'] }).then((r) => r.violations.map((v) => ({ id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.slice(0, 5).map((n) => ({ target: n.target, failureSummary: n.failureSummary })) })))`)) as AxeViolation[];
+  const violations = (await page.evaluate(
+    `axe.run(document, { resultTypes: ['violations'] }).then((r) => r.violations.map((v) => ({ id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.slice(0, 5).map((n) => ({ target: n.target, failureSummary: n.failureSummary })) })))`,
+  )) as AxeViolation[];
   const bad = violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
   assert.deepEqual(
     bad.map((v) => `${v.impact} ${v.id}: ${v.help} at ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`),

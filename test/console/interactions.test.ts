@@ -8,7 +8,15 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Page } from 'playwright-core';
-import { assertNoHorizontalOverflow, atPhoneWidth, checkA11y, screenshot, signIn, startConsole, type ConsoleHarness } from './browser.ts';
+import {
+  assertNoHorizontalOverflow,
+  atPhoneWidth,
+  checkA11y,
+  screenshot,
+  signIn,
+  startConsole,
+  type ConsoleHarness,
+} from './browser.ts';
 import { seedEcho } from '../support/server.ts';
 
 const SECRET = 'sk-console-secret-key-XYZ9876';
@@ -36,7 +44,10 @@ describe('console: environments, interactions and the playground (sqlite)', () =
     page.on('response', (res) => {
       if (!new URL(res.url()).pathname.startsWith('/api/')) return;
       if ((res.headers()['content-type'] ?? '').includes('event-stream')) return;
-      void res.text().then((t) => received.push(t), () => {});
+      void res.text().then(
+        (t) => received.push(t),
+        () => {},
+      );
     });
     await signIn(page, h);
   });
@@ -47,7 +58,10 @@ describe('console: environments, interactions and the playground (sqlite)', () =
   it('creates an environment: its key is shown only as a hint; lists its models', async () => {
     await page.goto(h.url('/environments'));
     await page.getByRole('heading', { level: 1, name: 'Environments' }).waitFor();
-    await page.getByRole('table', { name: 'Environments' }).getByRole('row', { name: /Test env/ }).waitFor();
+    await page
+      .getByRole('table', { name: 'Environments' })
+      .getByRole('row', { name: /Test env/ })
+      .waitFor();
     await page.getByLabel('Name', { exact: true }).fill('Local test');
     await page.getByLabel('Provider').selectOption('test');
     await page.getByLabel('Default model').fill('echo');
@@ -60,7 +74,11 @@ describe('console: environments, interactions and the playground (sqlite)', () =
     assert.equal(await page.getByLabel(/^API key/).inputValue(), '', 'the key field is cleared');
     // The models of the new environment (selected after creation).
     await page.getByRole('heading', { name: 'Models of Local test' }).waitFor();
-    await page.getByRole('table', { name: 'Models of Local test' }).getByRole('row', { name: /echo/ }).first().waitFor();
+    await page
+      .getByRole('table', { name: 'Models of Local test' })
+      .getByRole('row', { name: /echo/ })
+      .first()
+      .waitFor();
     const envs = (await h.srv.api('GET', '/api/v1/environments')).body as Array<{ name: string; apikey_hint?: string }>;
     assert.equal(envs.find((e) => e.name === 'Local test')?.apikey_hint, '…9876');
 
@@ -81,7 +99,10 @@ describe('console: environments, interactions and the playground (sqlite)', () =
     await page.getByRole('link', { name: 'Interactions', exact: true }).click();
     await page.getByRole('heading', { level: 1, name: 'Interactions' }).waitFor();
     await page.getByRole('table', { name: 'Interactions' }).getByRole('row', { name: /Echo/ }).waitFor();
-    await page.getByRole('table', { name: 'Prompt templates' }).getByRole('row', { name: /echo prompt/ }).waitFor();
+    await page
+      .getByRole('table', { name: 'Prompt templates' })
+      .getByRole('row', { name: /echo prompt/ })
+      .waitFor();
     await checkA11y(page, 'interactions');
     await screenshot(page, 'interactions');
     await atPhoneWidth(page, () => assertNoHorizontalOverflow(page));
@@ -112,10 +133,16 @@ describe('console: environments, interactions and the playground (sqlite)', () =
     await page.getByLabel('Content type of segment 1').selectOption('handlebars');
     await typeInto(page, 'Template 1', 'Please answer: {{question}}');
     await page.getByRole('button', { name: 'Save draft' }).click();
-    await page.getByRole('status').filter({ hasText: /^Saved$/ }).waitFor();
+    await page
+      .getByRole('status')
+      .filter({ hasText: /^Saved$/ })
+      .waitFor();
     await page.reload();
     await page.getByRole('heading', { level: 1, name: 'Sky questions' }).waitFor();
-    assert.equal(await page.getByRole('textbox', { name: 'Template 1', exact: true }).innerText(), 'Please answer: {{question}}');
+    assert.equal(
+      await page.getByRole('textbox', { name: 'Template 1', exact: true }).innerText(),
+      'Please answer: {{question}}',
+    );
     const ix = (await h.srv.api('GET', `/api/v1/interactions/${interactionId}`)).body;
     assert.equal(ix.prompts[0].template.content, 'Please answer: {{question}}');
     assert.equal(ix.model, 'echo');
@@ -145,7 +172,10 @@ describe('console: environments, interactions and the playground (sqlite)', () =
     await row.waitFor();
     assert.match(await row.innerText(), /production/);
     const versions = (await h.srv.api('GET', `/api/v1/interactions/${interactionId}/versions`)).body;
-    assert.deepEqual(versions.map((v: { version: number; tags: string[] }) => [v.version, v.tags]), [[1, ['production']]]);
+    assert.deepEqual(
+      versions.map((v: { version: number; tags: string[] }) => [v.version, v.tags]),
+      [[1, ['production']]],
+    );
   });
 
   it('the playground renders the prompt for sample data, runs it streamed, and links the run', async () => {

@@ -9,14 +9,26 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import sharp from 'sharp';
 import type { Page } from 'playwright-core';
-import { assertNoHorizontalOverflow, atPhoneWidth, checkA11y, screenshot, signIn, startConsole, type ConsoleHarness } from './browser.ts';
+import {
+  assertNoHorizontalOverflow,
+  atPhoneWidth,
+  checkA11y,
+  screenshot,
+  signIn,
+  startConsole,
+  type ConsoleHarness,
+} from './browser.ts';
 import { processed, upload } from '../objects/helpers.ts';
 
 const NOTES = 'Meeting notes of the orrery team.\nThe telescope arrives on Tuesday; bring the brass polish.\n';
 
 async function seedObject(h: ConsoleHarness, name: string, text: string, location: string): Promise<string> {
   const up = await upload(h.srv, name, text, { type: 'text/plain' });
-  const r = await h.srv.api('POST', '/api/v1/objects', { name, location, content: { source: up.id, name, type: 'text/plain', etag: up.etag } });
+  const r = await h.srv.api('POST', '/api/v1/objects', {
+    name,
+    location,
+    content: { source: up.id, name, type: 'text/plain', etag: up.etag },
+  });
   assert.equal(r.status, 200, JSON.stringify(r.body));
   return r.body.id;
 }
@@ -25,12 +37,15 @@ async function seedObject(h: ConsoleHarness, name: string, text: string, locatio
 async function phoneCheck(page: Page, name: string): Promise<void> {
   await atPhoneWidth(page, async () => {
     await assertNoHorizontalOverflow(page);
-    if (process.env.OBJECTS_PHONE_SHOTS) await page.screenshot({ path: `${process.env.OBJECTS_PHONE_SHOTS}/${name}.png`, fullPage: true });
+    if (process.env.OBJECTS_PHONE_SHOTS)
+      await page.screenshot({ path: `${process.env.OBJECTS_PHONE_SHOTS}/${name}.png`, fullPage: true });
   });
 }
 
 const rowNames = async (page: Page): Promise<string[]> =>
-  (await page.getByRole('table', { name: 'Objects' }).locator('tbody tr:not(.spacer) .obj-name').allTextContents()).sort();
+  (
+    await page.getByRole('table', { name: 'Objects' }).locator('tbody tr:not(.spacer) .obj-name').allTextContents()
+  ).sort();
 
 /** Polls a JavaScript expression in the page until it is truthy (waitForFunction evaluates strings, which the CSP forbids). */
 async function until(page: Page, expression: string, timeoutMs = 15_000): Promise<void> {
@@ -63,7 +78,9 @@ describe('console objects and keys (sqlite)', () => {
 
   before(async () => {
     h = await startConsole();
-    png = await sharp({ create: { width: 96, height: 64, channels: 3, background: { r: 200, g: 40, b: 40 } } }).png().toBuffer();
+    png = await sharp({ create: { width: 96, height: 64, channels: 3, background: { r: 200, g: 40, b: 40 } } })
+      .png()
+      .toBuffer();
     // Seeded through the API; their processing runs while the browser signs in and uploads.
     const [summary, q3] = await Promise.all([
       seedObject(h, 'summary.txt', 'Quarterly summary: sales rose.', '/reports'),
@@ -87,17 +104,27 @@ describe('console objects and keys (sqlite)', () => {
       { name: 'notes.txt', mimeType: 'text/plain', buffer: Buffer.from(NOTES) },
       { name: 'pixel.png', mimeType: 'image/png', buffer: png },
     ]);
-    for (const [name, size] of [['notes.txt', Buffer.byteLength(NOTES)], ['pixel.png', png.length]] as const) {
+    for (const [name, size] of [
+      ['notes.txt', Buffer.byteLength(NOTES)],
+      ['pixel.png', png.length],
+    ] as const) {
       const bar = page.getByRole('progressbar', { name: `Upload of ${name}` });
       await bar.waitFor();
       assert.equal(await bar.getAttribute('max'), String(size));
-      await until(page, `(() => { const p = document.querySelector('progress[aria-label="Upload of ${name}"]'); return p && p.value === p.max; })()`);
+      await until(
+        page,
+        `(() => { const p = document.querySelector('progress[aria-label="Upload of ${name}"]'); return p && p.value === p.max; })()`,
+      );
       // The upload list follows the object's status until it is processed.
       await page.locator('.upload-item', { hasText: name }).locator('.obj-status-ready').waitFor({ timeout: 30_000 });
     }
     await expectRows(page, ['notes.txt', 'pixel.png', 'q3.txt', 'summary.txt']);
     // Uploaded at the top level.
-    const objs = (await h.srv.api('GET', '/api/v1/objects?location=/&limit=10')).body as Array<{ id: string; name: string; status: string }>;
+    const objs = (await h.srv.api('GET', '/api/v1/objects?location=/&limit=10')).body as Array<{
+      id: string;
+      name: string;
+      status: string;
+    }>;
     for (const o of objs) ids[o.name] = o.id;
     assert.deepEqual(objs.map((o) => o.name).sort(), ['notes.txt', 'pixel.png']);
     const row = page.getByRole('table', { name: 'Objects' }).getByRole('row').filter({ hasText: 'pixel.png' });
@@ -152,24 +179,40 @@ describe('console objects and keys (sqlite)', () => {
     await table.getByRole('checkbox', { name: 'Select notes.txt' }).check();
     await table.getByRole('checkbox', { name: 'Select pixel.png' }).check();
     await page.getByText('2 selected').waitFor();
-    const [csv] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Export 2 as CSV' }).click()]);
+    const [csv] = await Promise.all([
+      page.waitForEvent('download'),
+      page.getByRole('button', { name: 'Export 2 as CSV' }).click(),
+    ]);
     assert.match(csv.suggestedFilename(), /\.csv$/);
     const csvText = readFileSync((await csv.path())!, 'utf8');
     assert.match(csvText, /notes\.txt/);
     assert.match(csvText, /pixel\.png/);
     assert.doesNotMatch(csvText, /q3\.txt|summary\.txt/);
     assert.equal(csvText.trim().split(/\r?\n/).length, 3, 'a header and two rows');
-    const [json] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Export 2 as JSON' }).click()]);
+    const [json] = await Promise.all([
+      page.waitForEvent('download'),
+      page.getByRole('button', { name: 'Export 2 as JSON' }).click(),
+    ]);
     assert.match(json.suggestedFilename(), /\.json$/);
-    const list = JSON.parse(readFileSync((await json.path())!, 'utf8')) as Array<{ id: string; name: string; status: string }>;
+    const list = JSON.parse(readFileSync((await json.path())!, 'utf8')) as Array<{
+      id: string;
+      name: string;
+      status: string;
+    }>;
     assert.ok(Array.isArray(list));
     assert.deepEqual(list.map((o) => o.name).sort(), ['notes.txt', 'pixel.png']);
     assert.deepEqual(list.map((o) => o.id).sort(), [ids['notes.txt'], ids['pixel.png']].sort());
     // Nothing selected: the current folder.
     await page.getByRole('button', { name: 'Clear selection' }).click();
-    await page.getByRole('navigation', { name: 'Folders' }).getByRole('link', { name: /^reports/ }).click();
+    await page
+      .getByRole('navigation', { name: 'Folders' })
+      .getByRole('link', { name: /^reports/ })
+      .click();
     await expectRows(page, ['summary.txt']);
-    const [folderCsv] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Export CSV' }).click()]);
+    const [folderCsv] = await Promise.all([
+      page.waitForEvent('download'),
+      page.getByRole('button', { name: 'Export CSV' }).click(),
+    ]);
     const folderText = readFileSync((await folderCsv.path())!, 'utf8');
     assert.match(folderText, /summary\.txt/);
     assert.doesNotMatch(folderText, /notes\.txt|pixel\.png|q3\.txt/);
@@ -178,15 +221,25 @@ describe('console objects and keys (sqlite)', () => {
   it('object detail: text, tokens, metadata, renditions, similar objects, download; a processing error', async () => {
     const broken = (async () => {
       const up = await upload(h.srv, 'broken.pdf', '%PDF-1.7\nthis is not a PDF at all\n%%EOF');
-      const r = await h.srv.api('POST', '/api/v1/objects', { name: 'broken.pdf', location: '/broken', content: { source: up.id, name: 'broken.pdf', type: 'application/pdf', etag: up.etag } });
+      const r = await h.srv.api('POST', '/api/v1/objects', {
+        name: 'broken.pdf',
+        location: '/broken',
+        content: { source: up.id, name: 'broken.pdf', type: 'application/pdf', etag: up.etag },
+      });
       return r.body.id as string;
     })();
     await page.goto(h.url(`/objects/${ids['notes.txt']}`));
     await page.getByRole('heading', { level: 1, name: 'notes.txt' }).waitFor();
-    await page.getByRole('region', { name: 'Extracted text' }).getByText(/brass polish/).waitFor();
+    await page
+      .getByRole('region', { name: 'Extracted text' })
+      .getByText(/brass polish/)
+      .waitFor();
     assert.match((await page.getByTestId('token-count').textContent()) ?? '', /^\d+/);
     await page.getByRole('heading', { name: 'Metadata' }).waitFor();
-    assert.match((await page.getByRole('region', { name: 'Metadata' }).locator('pre').textContent()) ?? '', /"size": \d+/);
+    assert.match(
+      (await page.getByRole('region', { name: 'Metadata' }).locator('pre').textContent()) ?? '',
+      /"size": \d+/,
+    );
     await page.getByRole('heading', { name: 'Properties' }).waitFor();
     await page.getByRole('heading', { name: 'Similar objects' }).waitFor();
     const similar = page.getByRole('region', { name: 'Similar objects' });
@@ -237,7 +290,10 @@ describe('console objects and keys (sqlite)', () => {
     await page.getByRole('progressbar', { name: 'Upload of dropped.txt' }).waitFor();
     await expectRows(page, ['dropped.txt']);
     const dropped = (await h.srv.api('GET', '/api/v1/objects?name=dropped.txt')).body as Array<{ location: string }>;
-    assert.deepEqual(dropped.map((o) => o.location), ['/reports']);
+    assert.deepEqual(
+      dropped.map((o) => o.location),
+      ['/reports'],
+    );
   });
 
   it('keys: create (secret once, copy), use, reload, revoke', async () => {
@@ -272,7 +328,10 @@ describe('console objects and keys (sqlite)', () => {
     assert.equal(await page.getByTestId('new-key-secret').count(), 0);
     // Revoke, with a confirmation.
     await row.getByRole('button', { name: 'Revoke CI reader' }).click();
-    await page.getByRole('alertdialog', { name: 'Revoke CI reader?' }).getByRole('button', { name: 'Yes, revoke' }).click();
+    await page
+      .getByRole('alertdialog', { name: 'Revoke CI reader?' })
+      .getByRole('button', { name: 'Yes, revoke' })
+      .click();
     await table.getByRole('row').filter({ hasText: 'CI reader' }).waitFor({ state: 'detached' });
     const refused = await fetch(h.url('/api/v1/objects?limit=1'), { headers: { authorization: `Bearer ${secret}` } });
     assert.equal(refused.status, 401);
@@ -292,7 +351,16 @@ describe('console objects and keys (sqlite)', () => {
     await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Objects', exact: true }).click();
     await page.getByText('No objects here.').waitFor();
     // The JWT now acts in the other project with the same key: no key was minted for the switch.
-    const claims = await page.evaluate(() => JSON.parse(atob(JSON.parse((globalThis as any).sessionStorage.getItem('orrery.token')).token.split('.')[1].replace(/-/g, '+').replace(/_/g, '/'))));
+    const claims = await page.evaluate(() =>
+      JSON.parse(
+        atob(
+          JSON.parse((globalThis as any).sessionStorage.getItem('orrery.token'))
+            .token.split('.')[1]
+            .replace(/-/g, '+')
+            .replace(/_/g, '/'),
+        ),
+      ),
+    );
     assert.equal(claims.project.id, other.body.id);
     const keysBefore = (await h.srv.api('GET', '/api/v1/apikeys')).body as Array<{ name: string }>;
     assert.ok(!keysBefore.some((k) => /session/i.test(k.name)), 'switching minted no key');

@@ -9,7 +9,15 @@ import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { cpus } from 'node:os';
 import type { Page } from 'playwright-core';
-import { assertNoHorizontalOverflow, atPhoneWidth, checkA11y, screenshot, signIn, startConsole, type ConsoleHarness } from './browser.ts';
+import {
+  assertNoHorizontalOverflow,
+  atPhoneWidth,
+  checkA11y,
+  screenshot,
+  signIn,
+  startConsole,
+  type ConsoleHarness,
+} from './browser.ts';
 import { seedEcho } from '../support/server.ts';
 
 const RUNS = 1000;
@@ -36,17 +44,27 @@ describe('console runs screens (sqlite)', () => {
         if (fail) counts.failed++;
         if (tags.includes('alpha')) counts.alpha++;
         const r = await h.srv.api('POST', '/api/v1/runs', {
-          interaction: echo.interaction.id, data: { text: `seeded run number ${i}` }, tags,
+          interaction: echo.interaction.id,
+          data: { text: `seeded run number ${i}` },
+          tags,
           ...(fail ? { config: { model: 'error' } } : {}),
         });
         assert.equal(r.status, fail ? 502 : 200, JSON.stringify(r.body));
       }
     };
     // Seed (the server's work) while the browser opens a tab and signs in.
-    const seeding = Promise.all(Array.from({ length: 12 }, worker)).then(() => console.log(`# seeded ${RUNS} runs in ${Date.now() - started} ms`));
+    const seeding = Promise.all(Array.from({ length: 12 }, worker)).then(() =>
+      console.log(`# seeded ${RUNS} runs in ${Date.now() - started} ms`),
+    );
     page = await h.newPage();
     page.on('response', (res) => {
-      if (res.url().includes('/api/') && res.status() >= 400 && !res.url().includes('/runs/search') && !res.url().includes('/runs/facets')) console.log(`# ${res.request().method()} ${res.url()} → ${res.status()}`);
+      if (
+        res.url().includes('/api/') &&
+        res.status() >= 400 &&
+        !res.url().includes('/runs/search') &&
+        !res.url().includes('/runs/facets')
+      )
+        console.log(`# ${res.request().method()} ${res.url()} → ${res.status()}`);
     });
     await signIn(page, h);
     await seeding;
@@ -88,7 +106,9 @@ describe('console runs screens (sqlite)', () => {
 
   it('loads more runs when scrolled near the end', async () => {
     await summary().filter({ hasText: '200 loaded' }).waitFor();
-    const toEnd = (el: any) => { el.scrollTop = el.scrollHeight; };
+    const toEnd = (el: any) => {
+      el.scrollTop = el.scrollHeight;
+    };
     await page.locator('.data-table').evaluate(toEnd);
     await summary().filter({ hasText: '400 loaded' }).waitFor();
     await page.locator('.data-table').evaluate(toEnd);
@@ -104,7 +124,9 @@ describe('console runs screens (sqlite)', () => {
     const box = page.getByRole('searchbox', { name: 'Search runs' });
     await box.fill('status:failed');
     await box.press('Enter');
-    await summary().filter({ hasText: `${counts.failed} runs` }).waitFor();
+    await summary()
+      .filter({ hasText: `${counts.failed} runs` })
+      .waitFor();
     assert.match(page.url(), /q=status%3Afailed|q=status:failed/);
     assert.equal(await table().locator('tr.run-failed').count(), await dataRows().count(), 'every row is a failed run');
 
@@ -124,15 +146,28 @@ describe('console runs screens (sqlite)', () => {
 
   it('narrows with a facet chip kept in the URL; a reload restores the view', async () => {
     await page.getByRole('button', { name: /^tags: alpha \d/ }).click();
-    await summary().filter({ hasText: `${counts.alpha} runs` }).waitFor();
+    await summary()
+      .filter({ hasText: `${counts.alpha} runs` })
+      .waitFor();
     assert.match(decodeURIComponent(page.url()), /facets=.*alpha/);
     const box = page.getByRole('searchbox', { name: 'Search runs' });
     await box.fill('status:completed');
     await box.press('Enter');
-    const both = (await h.srv.api('POST', '/api/v1/runs/search', { query: 'status:completed', filters: { tags: ['alpha'] }, facets: { s: { path: 'status' } }, onlyMeta: true })).body.count.total;
-    await summary().filter({ hasText: `${both.toLocaleString('en-US')} runs` }).waitFor();
+    const both = (
+      await h.srv.api('POST', '/api/v1/runs/search', {
+        query: 'status:completed',
+        filters: { tags: ['alpha'] },
+        facets: { s: { path: 'status' } },
+        onlyMeta: true,
+      })
+    ).body.count.total;
+    await summary()
+      .filter({ hasText: `${both.toLocaleString('en-US')} runs` })
+      .waitFor();
     await page.reload();
-    await summary().filter({ hasText: `${both.toLocaleString('en-US')} runs` }).waitFor();
+    await summary()
+      .filter({ hasText: `${both.toLocaleString('en-US')} runs` })
+      .waitFor();
     assert.equal(await box.inputValue(), 'status:completed');
     await page.getByRole('button', { name: /^Remove filter tags: alpha/i }).waitFor();
     assert.equal(await page.getByRole('button', { name: /^tags: alpha \d/ }).getAttribute('aria-pressed'), 'true');
@@ -162,7 +197,11 @@ describe('console runs screens (sqlite)', () => {
   it('shows a run created after "Live" was turned on', async () => {
     await page.getByRole('checkbox', { name: 'Live' }).check();
     await page.waitForURL(/live=true/);
-    const r = await h.srv.api('POST', '/api/v1/runs', { interaction: echo.interaction.id, data: { text: 'a live one' }, tags: ['live'] });
+    const r = await h.srv.api('POST', '/api/v1/runs', {
+      interaction: echo.interaction.id,
+      data: { text: 'a live one' },
+      tags: ['live'],
+    });
     assert.equal(r.status, 200);
     await table().locator(`tr[data-row-id="${r.body.id}"]`).waitFor({ timeout: 10_000 });
     assert.equal(await dataRows().first().getAttribute('data-row-id'), r.body.id, 'on top');
@@ -231,14 +270,25 @@ describe('console runs screens (sqlite)', () => {
     await result.getByText(/Showing 20,000 of 240,00\d characters/).waitFor();
     assert.ok((await page.getByLabel('Result text').innerText()).length <= 20_000);
     await result.getByRole('button', { name: 'Download' }).waitFor();
-    await page.locator('.messages').getByText(/Showing 8,000 of/).waitFor();
+    await page
+      .locator('.messages')
+      .getByText(/Showing 8,000 of/)
+      .waitFor();
   });
 
   it("lists a run's attempts and child runs, as links", async () => {
-    const retried = await h.srv.api('POST', '/api/v1/runs', { interaction: echo.interaction.id, data: { text: 'retried once, unique' }, config: { model: 'flaky:1' } });
+    const retried = await h.srv.api('POST', '/api/v1/runs', {
+      interaction: echo.interaction.id,
+      data: { text: 'retried once, unique' },
+      config: { model: 'flaky:1' },
+    });
     assert.equal(retried.status, 200, JSON.stringify(retried.body));
     assert.equal(retried.body.attempts?.length, 2, JSON.stringify(retried.body.attempts));
-    const child = await h.srv.api('POST', '/api/v1/runs', { interaction: echo.interaction.id, data: { text: 'a child' }, parent: retried.body.id });
+    const child = await h.srv.api('POST', '/api/v1/runs', {
+      interaction: echo.interaction.id,
+      data: { text: 'a child' },
+      parent: retried.body.id,
+    });
     assert.equal(child.status, 200, JSON.stringify(child.body));
     await page.goto(h.url(`/runs/${retried.body.id}`));
     const attempts = page.locator('section.card', { has: page.getByRole('heading', { name: 'Attempts' }) });
@@ -252,7 +302,12 @@ describe('console runs screens (sqlite)', () => {
 
   it('streams a running run live, then shows its final status', async () => {
     const words = Array.from({ length: 12 }, (_, i) => `word${i}`).join(' ');
-    const r = await h.srv.api('POST', '/api/v1/runs', { interaction: slow.interaction.id, data: { text: words }, stream: true, tags: ['streamed'] });
+    const r = await h.srv.api('POST', '/api/v1/runs', {
+      interaction: slow.interaction.id,
+      data: { text: words },
+      stream: true,
+      tags: ['streamed'],
+    });
     assert.equal(r.status, 200);
     assert.notEqual(r.body.status, 'completed');
     await page.goto(h.url(`/runs/${r.body.id}`));
@@ -262,14 +317,19 @@ describe('console runs screens (sqlite)', () => {
     const partial = await stream.innerText();
     assert.ok(!partial.includes('word11'), `chunks arrive one by one (saw: ${partial})`);
     await page.locator('.run-summary .run-status.status-completed').waitFor({ timeout: 15_000 });
-    await page.getByLabel('Result text').getByText(/word11/).waitFor();
+    await page
+      .getByLabel('Result text')
+      .getByText(/word11/)
+      .waitFor();
     await checkA11y(page, 'run detail');
     await atPhoneWidth(page, () => assertNoHorizontalOverflow(page));
     await screenshot(page, 'run-detail');
   });
 
   it('first contentful paint of the runs page with 1,000 runs (recorded)', async () => {
-    const total = (await h.srv.api('POST', '/api/v1/runs/search', { query: '', facets: { s: { path: 'status' } }, onlyMeta: true })).body.count.total as number;
+    const total = (
+      await h.srv.api('POST', '/api/v1/runs/search', { query: '', facets: { s: { path: 'status' } }, onlyMeta: true })
+    ).body.count.total as number;
     const all = `${total.toLocaleString('en-US')} runs`;
     await page.goto(h.url('/runs'));
     await summary().filter({ hasText: all }).waitFor();
@@ -278,10 +338,16 @@ describe('console runs screens (sqlite)', () => {
       await page.reload();
       await summary().filter({ hasText: all }).waitFor();
       await table().getByRole('row').nth(5).waitFor();
-      const fcp = (await page.evaluate(`performance.getEntriesByType('paint').find((e) => e.name === 'first-contentful-paint')?.startTime ?? -1`)) as number;
-      const rows = (await page.evaluate(`(() => { const m = performance.getEntriesByType('mark'); const n = performance.getEntriesByType('navigation')[0]; return n ? n.domContentLoadedEventEnd : -1; })()`)) as number;
+      const fcp = (await page.evaluate(
+        `performance.getEntriesByType('paint').find((e) => e.name === 'first-contentful-paint')?.startTime ?? -1`,
+      )) as number;
+      const rows = (await page.evaluate(
+        `(() => { const m = performance.getEntriesByType('mark'); const n = performance.getEntriesByType('navigation')[0]; return n ? n.domContentLoadedEventEnd : -1; })()`,
+      )) as number;
       fcps.push(Math.round(fcp));
-      console.log(`# runs page: first contentful paint ${Math.round(fcp)} ms, DOMContentLoaded ${Math.round(rows)} ms (${cpus().length} cores)`);
+      console.log(
+        `# runs page: first contentful paint ${Math.round(fcp)} ms, DOMContentLoaded ${Math.round(rows)} ms (${cpus().length} cores)`,
+      );
     }
     const best = Math.min(...fcps);
     assert.ok(best > 0, 'a first contentful paint was recorded');

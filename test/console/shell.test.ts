@@ -12,8 +12,16 @@ import Fastify from 'fastify';
 import type { Page } from 'playwright-core';
 import { consoleRoutes } from '../../src/console/routes.ts';
 import {
-  assertNoHorizontalOverflow, atPhoneWidth, checkA11y, screenshot, sessionStorageOf, signIn, signOut, startConsole,
-  WITH_POSTGRES, type ConsoleHarness,
+  assertNoHorizontalOverflow,
+  atPhoneWidth,
+  checkA11y,
+  screenshot,
+  sessionStorageOf,
+  signIn,
+  signOut,
+  startConsole,
+  WITH_POSTGRES,
+  type ConsoleHarness,
 } from './browser.ts';
 
 const NAV = ['Runs', 'Interactions', 'Environments', 'Objects', 'Keys'];
@@ -63,8 +71,14 @@ describe('console shell (sqlite)', () => {
       const r = await fetch(h.url(`/assets/${name}`));
       assert.equal(r.status, 200, name);
       const text = await r.text();
-      if (name.endsWith('.css')) assert.doesNotMatch(text, /url\(\s*["']?(https?:)?\/\/|@import/, `${name} loads nothing from elsewhere`);
-      if (name.endsWith('.js')) assert.doesNotMatch(text, /(?:import\s*\(\s*|from\s*|importScripts\s*\(\s*)["'`](https?:)?\/\//, `${name} imports nothing from elsewhere`);
+      if (name.endsWith('.css'))
+        assert.doesNotMatch(text, /url\(\s*["']?(https?:)?\/\/|@import/, `${name} loads nothing from elsewhere`);
+      if (name.endsWith('.js'))
+        assert.doesNotMatch(
+          text,
+          /(?:import\s*\(\s*|from\s*|importScripts\s*\(\s*)["'`](https?:)?\/\//,
+          `${name} imports nothing from elsewhere`,
+        );
     }
   });
 
@@ -96,7 +110,10 @@ describe('console shell (sqlite)', () => {
     assert.equal(((await health.json()) as { status: string }).status, 'ok');
     const openapi = await h.srv.api('GET', '/api/v1/openapi.json');
     const paths = Object.keys(openapi.body.paths);
-    assert.ok(!paths.some((p) => p === '/' || p.startsWith('/assets') || p === '/*'), 'console routes are not in the OpenAPI document');
+    assert.ok(
+      !paths.some((p) => p === '/' || p.startsWith('/assets') || p === '/*'),
+      'console routes are not in the OpenAPI document',
+    );
   });
 
   it('a bad key is refused with a message; the sign-in page passes axe', async () => {
@@ -107,9 +124,18 @@ describe('console shell (sqlite)', () => {
     await screenshot(page, 'console-signin');
     await page.getByLabel('API key').fill('sk-not-a-real-key');
     await page.getByRole('button', { name: 'Sign in' }).click();
-    await assert.doesNotReject(page.getByRole('alert').filter({ hasText: /not accepted/i }).waitFor());
+    await assert.doesNotReject(
+      page
+        .getByRole('alert')
+        .filter({ hasText: /not accepted/i })
+        .waitFor(),
+    );
     assert.match(page.url(), /\/signin/);
-    assert.deepEqual(Object.keys(await sessionStorageOf(page)).filter((k) => k.startsWith('orrery.')), [], 'nothing is kept after a refused key');
+    assert.deepEqual(
+      Object.keys(await sessionStorageOf(page)).filter((k) => k.startsWith('orrery.')),
+      [],
+      'nothing is kept after a refused key',
+    );
   });
 
   it('after sign-in, a redirect to another origin is ignored (the runs page instead); a path of the console is kept', async () => {
@@ -158,24 +184,34 @@ describe('console shell (sqlite)', () => {
   it('the shared components work: official client, virtualised table, code editor, capped text', async () => {
     await h.srv.api('POST', '/api/v1/environments', { name: 'Gallery env', provider: 'test', default_model: 'echo' });
     // An expired JWT is replaced from the key in sessionStorage before the first call.
-    await page.evaluate(`sessionStorage.setItem('orrery.token', JSON.stringify({ token: 'expired.jwt.x', expiresAt: 0 }))`);
+    await page.evaluate(
+      `sessionStorage.setItem('orrery.token', JSON.stringify({ token: 'expired.jwt.x', expiresAt: 0 }))`,
+    );
     await page.goto(h.url('/_components'));
     await page.getByRole('heading', { level: 1, name: 'Components' }).waitFor();
     await page.getByText('1 environment(s)').waitFor();
-    assert.notEqual(JSON.parse((await sessionStorageOf(page))['orrery.token']).token, 'expired.jwt.x', 'the JWT was refreshed');
+    assert.notEqual(
+      JSON.parse((await sessionStorageOf(page))['orrery.token']).token,
+      'expired.jwt.x',
+      'the JWT was refreshed',
+    );
     const table = page.getByRole('table', { name: 'Sample rows' });
     const rendered = await table.getByRole('row').count();
     assert.ok(rendered > 5 && rendered < 100, `10,000 rows, ${rendered} in the DOM`);
     await table.getByRole('row', { name: /Row 3 completed/ }).click();
     await page.getByText('Picked Row 3').waitFor();
-    await page.getByRole('region', { name: 'Sample rows (scrollable)' }).evaluate((e: { scrollTop: number; scrollHeight: number }) => { e.scrollTop = e.scrollHeight; });
+    await page
+      .getByRole('region', { name: 'Sample rows (scrollable)' })
+      .evaluate((e: { scrollTop: number; scrollHeight: number }) => {
+        e.scrollTop = e.scrollHeight;
+      });
     await table.getByRole('row', { name: /Row 10000 / }).waitFor();
     const editor = page.getByRole('textbox', { name: 'Template' });
     await editor.click();
     await page.keyboard.press('End');
     await page.keyboard.type(' {{more}}');
     await page.getByText(/^57 characters$/).waitFor();
-    assert.ok(await page.locator('.code-editor .cm-line span').count() > 0, 'handlebars tags are highlighted');
+    assert.ok((await page.locator('.code-editor .cm-line span').count()) > 0, 'handlebars tags are highlighted');
     assert.equal((await page.locator('.capped pre').textContent())!.length, 1000);
     await page.getByRole('button', { name: 'Show all' }).click();
     assert.equal((await page.locator('.capped pre').textContent())!.length, 50_000);
@@ -188,7 +224,8 @@ describe('console shell (sqlite)', () => {
       await page.goto(h.url('/runs'));
       await page.getByRole('heading', { level: 1, name: 'Runs' }).waitFor();
       await assertNoHorizontalOverflow(page);
-      for (const name of NAV) assert.ok(await page.getByRole('link', { name, exact: true }).isVisible(), `${name} is visible`);
+      for (const name of NAV)
+        assert.ok(await page.getByRole('link', { name, exact: true }).isVisible(), `${name} is visible`);
       assert.ok(await page.getByRole('button', { name: 'Sign out' }).isVisible());
       await page.goto(h.url('/signin'));
       await assertNoHorizontalOverflow(page);
@@ -201,22 +238,30 @@ describe('console shell (sqlite)', () => {
     await signOut(page);
     await page.getByLabel('API key').waitFor();
     const left = await sessionStorageOf(page);
-    assert.deepEqual(Object.keys(left).filter((k) => k.startsWith('orrery.')), [], 'the key and the token are dropped');
+    assert.deepEqual(
+      Object.keys(left).filter((k) => k.startsWith('orrery.')),
+      [],
+      'the key and the token are dropped',
+    );
     assert.ok(!JSON.stringify(left).includes(h.srv.adminKey));
     await page.goto(h.url('/objects'));
     await page.waitForURL((u) => u.pathname === '/signin');
     assert.deepEqual(h.pageErrors, [], 'no uncaught errors in the pages');
   });
 
-  it('on PostgreSQL: sign in and see the runs page (smoke)', { skip: !WITH_POSTGRES && 'the run does not include PostgreSQL' }, async () => {
-    const pg = await startConsole({ dialect: 'postgres', browser: h.browser });
-    try {
-      const p = await pg.newPage();
-      await signIn(p, pg);
-      await p.getByRole('heading', { level: 1, name: 'Runs' }).waitFor();
-      assert.equal(new URL(p.url()).pathname, '/runs');
-    } finally {
-      await pg.close();
-    }
-  });
+  it(
+    'on PostgreSQL: sign in and see the runs page (smoke)',
+    { skip: !WITH_POSTGRES && 'the run does not include PostgreSQL' },
+    async () => {
+      const pg = await startConsole({ dialect: 'postgres', browser: h.browser });
+      try {
+        const p = await pg.newPage();
+        await signIn(p, pg);
+        await p.getByRole('heading', { level: 1, name: 'Runs' }).waitFor();
+        assert.equal(new URL(p.url()).pathname, '/runs');
+      } finally {
+        await pg.close();
+      }
+    },
+  );
 });

@@ -11,7 +11,16 @@ describe('console sign-in redirect', () => {
   });
 
   it('refuses anything that leaves the origin', () => {
-    for (const raw of ['https://evil.example', '//evil.example', '/\\evil.example', '/\t/evil.example', '\\\\evil.example', 'javascript:alert(1)', ' https://evil.example', '']) {
+    for (const raw of [
+      'https://evil.example',
+      '//evil.example',
+      '/\\evil.example',
+      '/\t/evil.example',
+      '\\\\evil.example',
+      'javascript:alert(1)',
+      ' https://evil.example',
+      '',
+    ]) {
       assert.equal(sameOriginRedirect(raw, ORIGIN), undefined, JSON.stringify(raw));
     }
     assert.equal(sameOriginRedirect(42, ORIGIN), undefined);

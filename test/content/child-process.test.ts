@@ -23,12 +23,21 @@ import { alive, gone, startServerProcess, type ServerProcess } from '../support/
 import { makePdf, makePng, makeWav } from './helpers.ts';
 
 const LIMITS: ContentLimits = {
-  maxPages: 100_000, maxDecompressedBytes: 64 << 20, maxImagePixels: 50_000_000, maxInputBytes: 64 << 20, stepTimeoutMs: 60_000, workerMemoryMb: 512,
+  maxPages: 100_000,
+  maxDecompressedBytes: 64 << 20,
+  maxImagePixels: 50_000_000,
+  maxInputBytes: 64 << 20,
+  stepTimeoutMs: 60_000,
+  workerMemoryMb: 512,
 };
 
 const count = (pool: WorkerPool, text: string, ms = 30_000) => pool.run<number>({ op: 'countTokens', text }, ms);
 const extractPdf = async (pool: WorkerPool, bytes: Buffer, ms: number, signal?: AbortSignal) =>
-  pool.run<{ text: string }>({ op: 'extract', family: 'pdf', mime: 'application/pdf', bytes, limits: LIMITS }, ms, signal);
+  pool.run<{ text: string }>(
+    { op: 'extract', family: 'pdf', mime: 'application/pdf', bytes, limits: LIMITS },
+    ms,
+    signal,
+  );
 
 describe('content worker processes', () => {
   let slowPdf: Buffer;
@@ -39,13 +48,16 @@ describe('content worker processes', () => {
   it('a task past its deadline kills its process (step_timeout); the next task gets a fresh one', async () => {
     const pool = new WorkerPool({ size: 1, memoryMb: 512 });
     try {
-      assert.ok(await count(pool, 'warm up') > 0);
+      assert.ok((await count(pool, 'warm up')) > 0);
       const [pid] = pool.pids;
-      const err = await extractPdf(pool, slowPdf, 300).then(() => null, (e) => e);
+      const err = await extractPdf(pool, slowPdf, 300).then(
+        () => null,
+        (e) => e,
+      );
       assert.equal(err?.code, 'step_timeout', String(err));
       assert.match(err.message, /longer than 300 ms/);
       assert.ok(await gone(pid), `process ${pid} killed`);
-      assert.ok(await count(pool, 'next one') > 0, 'the next task works');
+      assert.ok((await count(pool, 'next one')) > 0, 'the next task works');
       assert.notEqual(pool.pids[0], pid);
     } finally {
       await pool.close();
@@ -55,16 +67,19 @@ describe('content worker processes', () => {
   it('a process killed mid-task fails that task (corrupt_file, not a hang) and the pool recovers', async () => {
     const pool = new WorkerPool({ size: 1, memoryMb: 512 });
     try {
-      assert.ok(await count(pool, 'warm up') > 0);
+      assert.ok((await count(pool, 'warm up')) > 0);
       const [pid] = pool.pids;
-      const task = extractPdf(pool, slowPdf, 60_000).then(() => null, (e) => e);
+      const task = extractPdf(pool, slowPdf, 60_000).then(
+        () => null,
+        (e) => e,
+      );
       await sleep(200);
       process.kill(pid, 'SIGKILL');
       const err = await task;
       assert.equal(err?.code, 'corrupt_file', String(err));
       assert.match(err.message, /SIGKILL/);
       assert.ok(await gone(pid));
-      assert.ok(await count(pool, 'after the crash') > 0, 'the next task works');
+      assert.ok((await count(pool, 'after the crash')) > 0, 'the next task works');
       assert.equal(pool.processes, 1);
       assert.notEqual(pool.pids[0], pid);
     } finally {
@@ -75,13 +90,16 @@ describe('content worker processes', () => {
   it('a task that exhausts the heap limit fails with memory_limit; the next task works', async () => {
     const pool = new WorkerPool({ size: 1, memoryMb: 64 });
     try {
-      assert.ok(await count(pool, 'warm up') > 0, 'the libraries load within 64 MB');
+      assert.ok((await count(pool, 'warm up')) > 0, 'the libraries load within 64 MB');
       const [pid] = pool.pids;
       const huge = Array.from({ length: 4_000_000 }, (_, i) => `w${(i * 7919) % 100_000}`).join(' ');
-      const err = await count(pool, huge, 120_000).then(() => null, (e) => e);
+      const err = await count(pool, huge, 120_000).then(
+        () => null,
+        (e) => e,
+      );
       assert.equal(err?.code, 'memory_limit', String(err));
       assert.ok(await gone(pid));
-      assert.ok(await count(pool, 'still here') > 0);
+      assert.ok((await count(pool, 'still here')) > 0);
     } finally {
       await pool.close();
     }
@@ -103,14 +121,45 @@ describe('content worker processes', () => {
     };
     try {
       const png = await makePng(640, 480);
-      const facts = await pool.run<any>({ op: 'probe', family: 'image', mime: 'image/png', bytes: png, limits: LIMITS }, 30_000);
+      const facts = await pool.run<any>(
+        { op: 'probe', family: 'image', mime: 'image/png', bytes: png, limits: LIMITS },
+        30_000,
+      );
       assert.deepEqual(facts.dimensions, { width: 640, height: 480 });
-      const drawn = await pool.run<any[]>({ op: 'renditions', family: 'image', bytes: png, specs: [{ format: 'jpeg', maxHw: 256 }, { format: 'png', maxHw: 64 }], limits: LIMITS }, 30_000);
-      assert.deepEqual(drawn.map((d) => [d.width, d.height]), [[256, 192], [64, 48]]);
+      const drawn = await pool.run<any[]>(
+        {
+          op: 'renditions',
+          family: 'image',
+          bytes: png,
+          specs: [
+            { format: 'jpeg', maxHw: 256 },
+            { format: 'png', maxHw: 64 },
+          ],
+          limits: LIMITS,
+        },
+        30_000,
+      );
+      assert.deepEqual(
+        drawn.map((d) => [d.width, d.height]),
+        [
+          [256, 192],
+          [64, 48],
+        ],
+      );
       const other = await makePng(100, 50);
-      const facts2 = await pool.run<any>({ op: 'probe', family: 'image', mime: 'image/png', bytes: other, limits: LIMITS }, 30_000);
+      const facts2 = await pool.run<any>(
+        { op: 'probe', family: 'image', mime: 'image/png', bytes: other, limits: LIMITS },
+        30_000,
+      );
       assert.deepEqual(facts2.dimensions, { width: 100, height: 50 }, 'another input is sent, not the held one used');
-      assert.deepEqual(sent.map((m) => [m.op, m.bytes]), [['probe', true], ['renditions', false], ['probe', true]]);
+      assert.deepEqual(
+        sent.map((m) => [m.op, m.bytes]),
+        [
+          ['probe', true],
+          ['renditions', false],
+          ['probe', true],
+        ],
+      );
       assert.equal(sent[0].held, sent[1].held);
       assert.notEqual(sent[2].held, sent[1].held);
     } finally {
@@ -125,7 +174,10 @@ describe('content worker processes', () => {
       const pids = pool.pids;
       assert.equal(pids.length, 2);
       const ac = new AbortController();
-      const task = extractPdf(pool, slowPdf, 60_000, ac.signal).then(() => null, (e) => e);
+      const task = extractPdf(pool, slowPdf, 60_000, ac.signal).then(
+        () => null,
+        (e) => e,
+      );
       await sleep(100);
       const t0 = Date.now();
       ac.abort(new Error('shutting down'));
@@ -160,7 +212,14 @@ function childrenOf(pid: number): number[] {
 }
 
 const NATIVE = /libvips|sharp-linux|skia\.|canvas/;
-const mapped = (pid: number) => [...new Set(readFileSync(`/proc/${pid}/maps`, 'utf8').split('\n').map((l) => l.split(/\s+/)[5]).filter((f) => f && NATIVE.test(f)))];
+const mapped = (pid: number) => [
+  ...new Set(
+    readFileSync(`/proc/${pid}/maps`, 'utf8')
+      .split('\n')
+      .map((l) => l.split(/\s+/)[5])
+      .filter((f) => f && NATIVE.test(f)),
+  ),
+];
 
 /**
  * Loaded before the server's code: records every content library the server's process resolves
@@ -182,17 +241,30 @@ describe('the server process', () => {
   let url: string;
   const key = 'sk-child-process-test-key-0001';
   const api = async (method: string, path: string, body?: unknown) => {
-    const r = await fetch(url + path, { method, headers: { authorization: `Bearer ${key}`, ...(body ? { 'content-type': 'application/json' } : {}) }, body: body ? JSON.stringify(body) : undefined });
-    return { status: r.status, body: await r.json() as any };
+    const r = await fetch(url + path, {
+      method,
+      headers: { authorization: `Bearer ${key}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+      body: body ? JSON.stringify(body) : undefined,
+    });
+    return { status: r.status, body: (await r.json()) as any };
   };
 
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), 'orrery-child-process-'));
     writeFileSync(join(dir, 'hooks.mjs'), HOOKS);
-    writeFileSync(join(dir, 'watch.mjs'), `import { register } from 'node:module';\nregister('./hooks.mjs', import.meta.url);\n`);
+    writeFileSync(
+      join(dir, 'watch.mjs'),
+      `import { register } from 'node:module';\nregister('./hooks.mjs', import.meta.url);\n`,
+    );
     writeFileSync(join(dir, 'resolved.log'), '');
     server = await startServerProcess(
-      { NODE_OPTIONS: '', NODE_TEST_CONTEXT: '', ORRERY_ADMIN_KEY: key, ORRERY_DATA_DIR: join(dir, 'data'), H22_RESOLVE_LOG: join(dir, 'resolved.log') },
+      {
+        NODE_OPTIONS: '',
+        NODE_TEST_CONTEXT: '',
+        ORRERY_ADMIN_KEY: key,
+        ORRERY_DATA_DIR: join(dir, 'data'),
+        H22_RESOLVE_LOG: join(dir, 'resolved.log'),
+      },
       ['--import', join(dir, 'watch.mjs')],
     );
     url = server.url;
@@ -204,7 +276,11 @@ describe('the server process', () => {
   });
 
   it('processes a PNG, a PDF and a WAV through HTTP without loading sharp, pdf.js, canvas or music-metadata', async () => {
-    const files: [string, Buffer][] = [['photo.png', await makePng(1200, 800)], ['report.pdf', await makePdf(3)], ['tone.wav', makeWav(1)]];
+    const files: [string, Buffer][] = [
+      ['photo.png', await makePng(1200, 800)],
+      ['report.pdf', await makePdf(3)],
+      ['tone.wav', makeWav(1)],
+    ];
     const ids: string[] = [];
     for (const [name, bytes] of files) {
       const up = await api('POST', '/api/v1/objects/upload-url', { name });
@@ -223,13 +299,20 @@ describe('the server process', () => {
         if (obj.status === 'ready' || obj.status === 'failed' || Date.now() > until) break;
       }
       assert.equal(obj.status, 'ready', JSON.stringify(obj.error ?? obj.status));
-      if (obj.metadata.type === 'image' || obj.metadata.type === 'document') assert.equal(obj.metadata.renditions?.length, 2, `${obj.name}: renditions`);
+      if (obj.metadata.type === 'image' || obj.metadata.type === 'document')
+        assert.equal(obj.metadata.renditions?.length, 2, `${obj.name}: renditions`);
     }
     // The check can see the libraries: the worker processes (alive for 10 s after their last task) mapped them.
     const workers = childrenOf(server.proc.pid!);
     assert.ok(workers.length >= 1, 'the server has worker processes');
-    assert.ok(workers.some((pid) => mapped(pid).some((f) => /libvips/.test(f))), 'a worker process mapped libvips');
-    assert.ok(workers.some((pid) => mapped(pid).some((f) => /skia/.test(f))), 'a worker process mapped skia (canvas)');
+    assert.ok(
+      workers.some((pid) => mapped(pid).some((f) => /libvips/.test(f))),
+      'a worker process mapped libvips',
+    );
+    assert.ok(
+      workers.some((pid) => mapped(pid).some((f) => /skia/.test(f))),
+      'a worker process mapped skia (canvas)',
+    );
     assert.deepEqual(mapped(server.proc.pid!), [], 'the server maps no content library');
     assert.equal(readFileSync(join(dir, 'resolved.log'), 'utf8'), '', 'the server resolved no content library');
   });

@@ -9,17 +9,36 @@ import { createHash } from 'node:crypto';
 import { countTokens } from 'gpt-tokenizer/encoding/o200k_base';
 import { TEST_DIALECTS, startTestServer, type TestServer } from '../support/server.ts';
 import {
-  createObject, DOCX_TEXT, EML, EML_TEXT, fixture, HTML, HTML_TEXT, makeDocx, makeJpeg, makePdf, makePng, makePptx, makeWav, makeXlsx, makeZip,
-  ODT_TEXT, PPTX_TEXT, processed, XLSX_TEXT,
+  createObject,
+  DOCX_TEXT,
+  EML,
+  EML_TEXT,
+  fixture,
+  HTML,
+  HTML_TEXT,
+  makeDocx,
+  makeJpeg,
+  makePdf,
+  makePng,
+  makePptx,
+  makeWav,
+  makeXlsx,
+  makeZip,
+  ODT_TEXT,
+  PPTX_TEXT,
+  processed,
+  XLSX_TEXT,
 } from './helpers.ts';
 
 const sha256 = (b: string | Buffer) => createHash('sha256').update(b).digest('hex');
 const tokensOf = (text: string) => countTokens(text, { disallowedSpecial: new Set() });
 
-const ENGLISH = 'The quick brown fox jumps over the lazy dog. It is the first line of the story, and the dog was not amused by this at all. '
-  + 'Then the fox ran into the woods with the rest of the pack, which was waiting for it by the river.';
-const FRENCH = 'Le renard brun saute par-dessus le chien paresseux. C\'est la première ligne de l\'histoire, et le chien ne trouve pas cela drôle. '
-  + 'Puis le renard court dans les bois avec les autres, qui l\'attendent au bord de la rivière pour la nuit.';
+const ENGLISH =
+  'The quick brown fox jumps over the lazy dog. It is the first line of the story, and the dog was not amused by this at all. ' +
+  'Then the fox ran into the woods with the rest of the pack, which was waiting for it by the river.';
+const FRENCH =
+  "Le renard brun saute par-dessus le chien paresseux. C'est la première ligne de l'histoire, et le chien ne trouve pas cela drôle. " +
+  "Puis le renard court dans les bois avec les autres, qui l'attendent au bord de la rivière pour la nuit.";
 
 interface Case {
   name: string;
@@ -30,27 +49,116 @@ interface Case {
 }
 
 const CASES: Case[] = [
-  { name: 'notes.txt', bytes: () => Buffer.from(ENGLISH), text: ENGLISH, metadata: { type: 'document', mime_type: 'text/plain', languages: ['en'] } },
-  { name: 'notes-fr.txt', bytes: () => Buffer.from(FRENCH), text: FRENCH, metadata: { type: 'document', mime_type: 'text/plain', languages: ['fr'] } },
-  { name: 'readme.md', bytes: () => Buffer.from('# Title\n\nSome *emphasis* and `code`.\n'), text: '# Title\n\nSome *emphasis* and `code`.\n', metadata: { type: 'document', mime_type: 'text/markdown' } },
-  { name: 'table.csv', bytes: () => Buffer.from('name,amount\r\n"ACME, Inc.",42\r\n'), text: 'name,amount\r\n"ACME, Inc.",42\r\n', metadata: { type: 'document', mime_type: 'text/csv' } },
-  { name: 'data.json', bytes: () => Buffer.from('{"a": [1, 2], "b": "x"}'), text: '{"a": [1, 2], "b": "x"}', metadata: { type: 'document', mime_type: 'application/json' } },
-  { name: 'feed.xml', bytes: () => Buffer.from('<?xml version="1.0"?>\n<note><to>Tove</to><body>Hi</body></note>'), text: '<?xml version="1.0"?>\n<note><to>Tove</to><body>Hi</body></note>', metadata: { type: 'document', mime_type: 'application/xml' } },
-  { name: 'page.html', bytes: () => Buffer.from(HTML), text: HTML_TEXT, metadata: { type: 'document', mime_type: 'text/html' } },
   {
-    name: 'report.pdf', bytes: () => makePdf(3), text: 'Page 1 begins here\nand ends on page 1.\n\f\nPage 2 begins here\nand ends on page 2.\n\f\nPage 3 begins here\nand ends on page 3.',
+    name: 'notes.txt',
+    bytes: () => Buffer.from(ENGLISH),
+    text: ENGLISH,
+    metadata: { type: 'document', mime_type: 'text/plain', languages: ['en'] },
+  },
+  {
+    name: 'notes-fr.txt',
+    bytes: () => Buffer.from(FRENCH),
+    text: FRENCH,
+    metadata: { type: 'document', mime_type: 'text/plain', languages: ['fr'] },
+  },
+  {
+    name: 'readme.md',
+    bytes: () => Buffer.from('# Title\n\nSome *emphasis* and `code`.\n'),
+    text: '# Title\n\nSome *emphasis* and `code`.\n',
+    metadata: { type: 'document', mime_type: 'text/markdown' },
+  },
+  {
+    name: 'table.csv',
+    bytes: () => Buffer.from('name,amount\r\n"ACME, Inc.",42\r\n'),
+    text: 'name,amount\r\n"ACME, Inc.",42\r\n',
+    metadata: { type: 'document', mime_type: 'text/csv' },
+  },
+  {
+    name: 'data.json',
+    bytes: () => Buffer.from('{"a": [1, 2], "b": "x"}'),
+    text: '{"a": [1, 2], "b": "x"}',
+    metadata: { type: 'document', mime_type: 'application/json' },
+  },
+  {
+    name: 'feed.xml',
+    bytes: () => Buffer.from('<?xml version="1.0"?>\n<note><to>Tove</to><body>Hi</body></note>'),
+    text: '<?xml version="1.0"?>\n<note><to>Tove</to><body>Hi</body></note>',
+    metadata: { type: 'document', mime_type: 'application/xml' },
+  },
+  {
+    name: 'page.html',
+    bytes: () => Buffer.from(HTML),
+    text: HTML_TEXT,
+    metadata: { type: 'document', mime_type: 'text/html' },
+  },
+  {
+    name: 'report.pdf',
+    bytes: () => makePdf(3),
+    text: 'Page 1 begins here\nand ends on page 1.\n\f\nPage 2 begins here\nand ends on page 2.\n\f\nPage 3 begins here\nand ends on page 3.',
     metadata: { type: 'document', mime_type: 'application/pdf', page_count: 3, languages: ['en'] },
   },
-  { name: 'report.docx', bytes: makeDocx, text: DOCX_TEXT, metadata: { type: 'document', mime_type: 'application/vnd.openxmlformats-officedocument.wordprocessingml.document' } },
-  { name: 'deck.pptx', bytes: makePptx, text: PPTX_TEXT, metadata: { type: 'document', mime_type: 'application/vnd.openxmlformats-officedocument.presentationml.presentation', page_count: 2 } },
-  { name: 'book.xlsx', bytes: makeXlsx, text: XLSX_TEXT, metadata: { type: 'document', mime_type: 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet' } },
-  { name: 'memo.odt', bytes: () => fixture('memo.odt'), text: ODT_TEXT, metadata: { type: 'document', mime_type: 'application/vnd.oasis.opendocument.text', page_count: 1 } },
-  { name: 'memo.rtf', bytes: () => fixture('memo.rtf'), text: ODT_TEXT, metadata: { type: 'document', mime_type: 'application/rtf' } },
-  { name: 'message.eml', bytes: () => Buffer.from(EML), text: EML_TEXT, metadata: { type: 'document', mime_type: 'message/rfc822', languages: ['en'] } },
-  { name: 'photo.png', bytes: () => makePng(1600, 1000), text: '', metadata: { type: 'image', mime_type: 'image/png', dimensions: { width: 1600, height: 1000 } } },
-  { name: 'photo.jpg', bytes: () => makeJpeg(300, 500), text: '', metadata: { type: 'image', mime_type: 'image/jpeg', dimensions: { width: 300, height: 500 } } },
+  {
+    name: 'report.docx',
+    bytes: makeDocx,
+    text: DOCX_TEXT,
+    metadata: {
+      type: 'document',
+      mime_type: 'application/vnd.openxmlformats-officedocument.wordprocessingml.document',
+    },
+  },
+  {
+    name: 'deck.pptx',
+    bytes: makePptx,
+    text: PPTX_TEXT,
+    metadata: {
+      type: 'document',
+      mime_type: 'application/vnd.openxmlformats-officedocument.presentationml.presentation',
+      page_count: 2,
+    },
+  },
+  {
+    name: 'book.xlsx',
+    bytes: makeXlsx,
+    text: XLSX_TEXT,
+    metadata: { type: 'document', mime_type: 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet' },
+  },
+  {
+    name: 'memo.odt',
+    bytes: () => fixture('memo.odt'),
+    text: ODT_TEXT,
+    metadata: { type: 'document', mime_type: 'application/vnd.oasis.opendocument.text', page_count: 1 },
+  },
+  {
+    name: 'memo.rtf',
+    bytes: () => fixture('memo.rtf'),
+    text: ODT_TEXT,
+    metadata: { type: 'document', mime_type: 'application/rtf' },
+  },
+  {
+    name: 'message.eml',
+    bytes: () => Buffer.from(EML),
+    text: EML_TEXT,
+    metadata: { type: 'document', mime_type: 'message/rfc822', languages: ['en'] },
+  },
+  {
+    name: 'photo.png',
+    bytes: () => makePng(1600, 1000),
+    text: '',
+    metadata: { type: 'image', mime_type: 'image/png', dimensions: { width: 1600, height: 1000 } },
+  },
+  {
+    name: 'photo.jpg',
+    bytes: () => makeJpeg(300, 500),
+    text: '',
+    metadata: { type: 'image', mime_type: 'image/jpeg', dimensions: { width: 300, height: 500 } },
+  },
   { name: 'tone.wav', bytes: () => makeWav(2.5), text: '', metadata: { type: 'audio', duration: 2.5 } },
-  { name: 'bundle.zip', bytes: () => makeZip({ 'a.txt': 'inside' }), text: '', metadata: { type: 'other', mime_type: 'application/zip' } },
+  {
+    name: 'bundle.zip',
+    bytes: () => makeZip({ 'a.txt': 'inside' }),
+    text: '',
+    metadata: { type: 'other', mime_type: 'application/zip' },
+  },
 ];
 
 for (const dialect of TEST_DIALECTS) {
@@ -60,10 +168,12 @@ for (const dialect of TEST_DIALECTS) {
     before(async () => {
       srv = await startTestServer(dialect);
       // Created together: the queue processes them with bounded concurrency.
-      await Promise.all(CASES.map(async (c) => {
-        const bytes = await c.bytes();
-        made.set(c.name, { id: await createObject(srv, c.name, bytes, { type: c.type }), bytes });
-      }));
+      await Promise.all(
+        CASES.map(async (c) => {
+          const bytes = await c.bytes();
+          made.set(c.name, { id: await createObject(srv, c.name, bytes, { type: c.type }), bytes });
+        }),
+      );
     });
     after(() => srv.close());
 
@@ -130,7 +240,8 @@ for (const dialect of TEST_DIALECTS) {
       assert.equal(put.body.status, 'created', 'new content puts the object back to created');
       let obj = await processed(srv, id);
       // It may still show the first run's "ready" for an instant: wait for the new text.
-      for (let i = 0; i < 100 && obj.text !== 'second version, longer than the first one'; i++) obj = await processed(srv, id);
+      for (let i = 0; i < 100 && obj.text !== 'second version, longer than the first one'; i++)
+        obj = await processed(srv, id);
       assert.equal(obj.text, 'second version, longer than the first one');
       assert.equal(obj.tokens.count, tokensOf(obj.text));
       assert.equal(obj.metadata.source_system, 'crm');

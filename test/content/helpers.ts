@@ -19,7 +19,10 @@ export const FIXTURES = new URL('../fixtures/content/', import.meta.url);
 export const fixture = (name: string) => readFileSync(new URL(name, FIXTURES));
 
 /** A PDF whose page n holds the lines `lines(n)`. */
-export async function makePdf(pages: number, lines: (n: number) => string[] = (n) => [`Page ${n} begins here`, `and ends on page ${n}.`]): Promise<Buffer> {
+export async function makePdf(
+  pages: number,
+  lines: (n: number) => string[] = (n) => [`Page ${n} begins here`, `and ends on page ${n}.`],
+): Promise<Buffer> {
   const doc = await PDFDocument.create();
   const font = await doc.embedFont(StandardFonts.Helvetica);
   for (let n = 1; n <= pages; n++) {
@@ -31,17 +34,26 @@ export async function makePdf(pages: number, lines: (n: number) => string[] = (n
 
 export async function makeDocx(): Promise<Buffer> {
   const doc = new Document({
-    sections: [{
-      children: [
-        new Paragraph({ text: 'Quarterly report', heading: HeadingLevel.HEADING_1 }),
-        new Paragraph({ children: [new TextRun('Revenue grew by '), new TextRun({ text: 'twelve percent', bold: true }), new TextRun(' this quarter.')] }),
-        new Paragraph('The team thanks every customer.'),
-      ],
-    }],
+    sections: [
+      {
+        children: [
+          new Paragraph({ text: 'Quarterly report', heading: HeadingLevel.HEADING_1 }),
+          new Paragraph({
+            children: [
+              new TextRun('Revenue grew by '),
+              new TextRun({ text: 'twelve percent', bold: true }),
+              new TextRun(' this quarter.'),
+            ],
+          }),
+          new Paragraph('The team thanks every customer.'),
+        ],
+      },
+    ],
   });
   return Packer.toBuffer(doc);
 }
-export const DOCX_TEXT = 'Quarterly report\n\nRevenue grew by twelve percent this quarter.\n\nThe team thanks every customer.';
+export const DOCX_TEXT =
+  'Quarterly report\n\nRevenue grew by twelve percent this quarter.\n\nThe team thanks every customer.';
 
 export async function makeXlsx(): Promise<Buffer> {
   const wb = new ExcelJS.Workbook();
@@ -106,18 +118,23 @@ export const HTML = `<!doctype html><html><head><title>Not shown</title><style>p
 export const HTML_TEXT = 'Welcome Home\n\nFirst bold paragraph with a link.\n\n * one\n * two';
 
 export async function makePng(width: number, height: number): Promise<Buffer> {
-  return sharp({ create: { width, height, channels: 3, background: { r: 200, g: 80, b: 40 } } }).png().toBuffer();
+  return sharp({ create: { width, height, channels: 3, background: { r: 200, g: 80, b: 40 } } })
+    .png()
+    .toBuffer();
 }
 
 export async function makeJpeg(width: number, height: number): Promise<Buffer> {
-  return sharp({ create: { width, height, channels: 3, background: { r: 20, g: 120, b: 240 } } }).jpeg().toBuffer();
+  return sharp({ create: { width, height, channels: 3, background: { r: 20, g: 120, b: 240 } } })
+    .jpeg()
+    .toBuffer();
 }
 
 /** A mono 16-bit PCM WAV of `seconds` of a 440 Hz tone (the RIFF layout any recorder writes). */
 export function makeWav(seconds: number, rate = 8000): Buffer {
   const samples = Math.round(seconds * rate);
   const data = Buffer.alloc(samples * 2);
-  for (let i = 0; i < samples; i++) data.writeInt16LE(Math.round(Math.sin((2 * Math.PI * 440 * i) / rate) * 8000), i * 2);
+  for (let i = 0; i < samples; i++)
+    data.writeInt16LE(Math.round(Math.sin((2 * Math.PI * 440 * i) / rate) * 8000), i * 2);
   const head = Buffer.alloc(44);
   head.write('RIFF', 0);
   head.writeUInt32LE(36 + data.length, 4);
@@ -142,10 +159,19 @@ export async function makeZip(files: Record<string, string | Buffer>): Promise<B
 }
 
 /** Upload the bytes, create an object on them, answer its id. */
-export async function createObject(srv: TestServer, name: string, bytes: string | Buffer, opts: { type?: string; token?: string } = {}): Promise<string> {
+export async function createObject(
+  srv: TestServer,
+  name: string,
+  bytes: string | Buffer,
+  opts: { type?: string; token?: string } = {},
+): Promise<string> {
   const up = await upload(srv, name, bytes, { type: opts.type, token: opts.token });
-  const r = await srv.api('POST', '/api/v1/objects', { name, content: { source: up.id, ...(opts.type ? { type: opts.type } : {}) } }, opts.token);
+  const r = await srv.api(
+    'POST',
+    '/api/v1/objects',
+    { name, content: { source: up.id, ...(opts.type ? { type: opts.type } : {}) } },
+    opts.token,
+  );
   if (r.status !== 200) throw new Error(`create failed: ${r.status} ${JSON.stringify(r.body)}`);
   return r.body.id;
 }
-

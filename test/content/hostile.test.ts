@@ -20,7 +20,10 @@ async function docxWithPadding(size: number): Promise<Buffer> {
 function lieAboutSize(zip: Buffer, name: string, size: number): Buffer {
   const out = Buffer.from(zip);
   for (let p = 0; p < out.length - 46; p++) {
-    if (out.readUInt32LE(p) === 0x02014b50 && out.toString('utf8', p + 46, p + 46 + out.readUInt16LE(p + 28)) === name) {
+    if (
+      out.readUInt32LE(p) === 0x02014b50 &&
+      out.toString('utf8', p + 46, p + 46 + out.readUInt16LE(p + 28)) === name
+    ) {
       out.writeUInt32LE(size, p + 24);
       const local = out.readUInt32LE(p + 42);
       out.writeUInt32LE(size, local + 22);
@@ -44,19 +47,33 @@ for (const dialect of TEST_DIALECTS) {
     let srv: TestServer;
     before(async () => {
       srv = await startTestServer(dialect, {
-        contentMaxPages: 5, contentMaxDecompressedBytes: 1024 * 1024, contentMaxPixels: 4_000_000, contentMaxInputBytes: 3 * 1024 * 1024,
+        contentMaxPages: 5,
+        contentMaxDecompressedBytes: 1024 * 1024,
+        contentMaxPixels: 4_000_000,
+        contentMaxInputBytes: 3 * 1024 * 1024,
       });
     });
     after(() => srv.close());
 
     it('a corrupt PDF fails in the text step; the object is intact', async () => {
-      const up = await import('../objects/helpers.ts').then((h) => h.upload(srv, 'broken.pdf', '%PDF-1.7\nthis is not a PDF at all\n%%EOF'));
-      const r = await srv.api('POST', '/api/v1/objects', { name: 'Broken', description: 'keep me', properties: { a: 1 }, content: { source: up.id } });
+      const up = await import('../objects/helpers.ts').then((h) =>
+        h.upload(srv, 'broken.pdf', '%PDF-1.7\nthis is not a PDF at all\n%%EOF'),
+      );
+      const r = await srv.api('POST', '/api/v1/objects', {
+        name: 'Broken',
+        description: 'keep me',
+        properties: { a: 1 },
+        content: { source: up.id },
+      });
       const obj = await failedWith(srv, r.body.id, 'corrupt_file', 'text');
       assert.equal(obj.name, 'Broken');
       assert.equal(obj.description, 'keep me');
       assert.deepEqual(obj.properties, { a: 1 });
-      assert.match(obj.content.source, new RegExp(`/\\.orrery/content/${obj.id}/[0-9a-z]{26}/${up.path.replace('.', '\\.')}$`), 'the object owns its content');
+      assert.match(
+        obj.content.source,
+        new RegExp(`/\\.orrery/content/${obj.id}/[0-9a-z]{26}/${up.path.replace('.', '\\.')}$`),
+        'the object owns its content',
+      );
       assert.equal((await srv.api('GET', `/api/v1/objects/${r.body.id}/text`)).status, 200);
     });
 
@@ -83,7 +100,12 @@ for (const dialect of TEST_DIALECTS) {
     });
 
     it('a file larger than ORRERY_CONTENT_MAX_INPUT: size_limit, before reading it all', async () => {
-      await failedWith(srv, await createObject(srv, 'big.txt', Buffer.alloc(4 * 1024 * 1024, 'a')), 'size_limit', 'read');
+      await failedWith(
+        srv,
+        await createObject(srv, 'big.txt', Buffer.alloc(4 * 1024 * 1024, 'a')),
+        'size_limit',
+        'read',
+      );
     });
 
     it('a zip bomb (a DOCX that unpacks past ORRERY_CONTENT_MAX_DECOMPRESSED) is refused from its directory', async () => {
@@ -100,7 +122,10 @@ for (const dialect of TEST_DIALECTS) {
     });
 
     it('a plain zip archive is not unpacked: no text, ready', async () => {
-      const obj = await processed(srv, await createObject(srv, 'files.zip', await makeZip({ 'big.bin': Buffer.alloc(8 * 1024 * 1024) })));
+      const obj = await processed(
+        srv,
+        await createObject(srv, 'files.zip', await makeZip({ 'big.bin': Buffer.alloc(8 * 1024 * 1024) })),
+      );
       assert.equal(obj.status, 'ready');
       assert.equal(obj.text, '');
     });

@@ -21,7 +21,10 @@ it('ends idle content processes (their pids gone) and starts one again for the n
     assert.equal(pool.processes, 2, 'two tasks at once start two processes');
     const first = pool.pids;
     assert.equal(first.length, 2);
-    assert.ok(first.every((pid) => pid !== process.pid && alive(pid)), 'separate processes, running');
+    assert.ok(
+      first.every((pid) => pid !== process.pid && alive(pid)),
+      'separate processes, running',
+    );
     // Tasks closer together than the idle time keep a process.
     for (let i = 0; i < 6; i++) {
       await sleep(150);
@@ -32,7 +35,7 @@ it('ends idle content processes (their pids gone) and starts one again for the n
     while (pool.processes && Date.now() < until) await sleep(25);
     assert.equal(pool.processes, 0, 'idle processes ended');
     for (const pid of first) assert.equal(alive(pid), false, `process ${pid} exited`);
-    assert.ok(await count(pool, 'back again') > 0, 'the next task starts a process again');
+    assert.ok((await count(pool, 'back again')) > 0, 'the next task starts a process again');
     assert.equal(pool.processes, 1);
     assert.ok(!first.includes(pool.pids[0]), 'a new process');
   } finally {

@@ -53,7 +53,10 @@ for (const dialect of TEST_DIALECTS) {
         assert.equal(r.content.type, 'image/jpeg');
         assert.equal(r.metadata.type, 'image');
       }
-      assert.deepEqual(list.map((r: any) => r.properties.max_hw).sort((a: number, b: number) => a - b), [256, 1024]);
+      assert.deepEqual(
+        list.map((r: any) => r.properties.max_hw).sort((a: number, b: number) => a - b),
+        [256, 1024],
+      );
     });
 
     it('GET /renditions/jpeg answers the stored renditions as signed URLs that decode as images', async () => {
@@ -63,7 +66,11 @@ for (const dialect of TEST_DIALECTS) {
       assert.equal(all.body.status, 'found');
       assert.equal(all.body.renditions.length, 2);
       const sizes = await Promise.all(all.body.renditions.map(decode));
-      assert.deepEqual(sizes.map((s) => Math.max(s.width!, s.height!)), [1024, 256], 'largest first');
+      assert.deepEqual(
+        sizes.map((s) => Math.max(s.width!, s.height!)),
+        [1024, 256],
+        'largest first',
+      );
       const one = await srv.api('GET', `/api/v1/objects/${image}/renditions/jpeg?max_hw=256`);
       assert.equal(one.body.renditions.length, 1);
       assert.equal((await decode(one.body.renditions[0])).width, 256);
@@ -75,7 +82,12 @@ for (const dialect of TEST_DIALECTS) {
       assert.equal(missing.status, 404);
       assert.match(missing.body.message, /generate_if_missing/);
       const client = srv.client();
-      const got = await client.objects.getRendition(image, { format: 'webp' as any, max_hw: 300, generate_if_missing: true, block_on_generation: true });
+      const got = await client.objects.getRendition(image, {
+        format: 'webp' as any,
+        max_hw: 300,
+        generate_if_missing: true,
+        block_on_generation: true,
+      });
       assert.equal(got.status, 'found');
       const webp = await decode(got.renditions![0]);
       assert.equal(webp.format, 'webp');
@@ -102,7 +114,10 @@ for (const dialect of TEST_DIALECTS) {
       const web = obj.metadata.renditions.find((r: any) => r.name === 'web');
       assert.equal(web.dimensions.height, 1024, 'an A4 page fitted in 1024');
       assert.ok(Math.abs(web.dimensions.width - (1024 * 595) / 842) < 1, `width ${web.dimensions.width}`);
-      const got = await srv.api('GET', `/api/v1/objects/${pdf}/renditions/png?max_hw=500&generate_if_missing=true&block_on_generation=true`);
+      const got = await srv.api(
+        'GET',
+        `/api/v1/objects/${pdf}/renditions/png?max_hw=500&generate_if_missing=true&block_on_generation=true`,
+      );
       assert.equal(got.body.status, 'found');
       const img = await decode(got.body.renditions[0]);
       assert.equal(img.height, 500);
@@ -126,7 +141,10 @@ for (const dialect of TEST_DIALECTS) {
     it('renditions are deleted with their object', async () => {
       const id = await createObject(srv, 'gone.png', await makePng(800, 600));
       await processed(srv, id);
-      const got = await srv.api('GET', `/api/v1/objects/${id}/renditions/jpeg?max_hw=100&generate_if_missing=true&block_on_generation=true`);
+      const got = await srv.api(
+        'GET',
+        `/api/v1/objects/${id}/renditions/jpeg?max_hw=100&generate_if_missing=true&block_on_generation=true`,
+      );
       assert.equal(got.body.status, 'found');
       const folder = join(srv.dataDir, 'blobs', srv.orrery.bootstrap.project.id, '.orrery', 'renditions', id);
       assert.deepEqual(readdirSync(folder).sort(), ['jpeg-100.jpg', 'thumbnail.jpg', 'web.jpg']);

@@ -40,17 +40,19 @@ describe('sniff: the bytes decide, the name and declared type only refine text',
 });
 
 describe('RTF to text', () => {
-  it('skips the \\ucN fallback of \\uN characters (the officeparser 6.1.1 bug) and decodes \\\'hh in the code page', () => {
+  it("skips the \\ucN fallback of \\uN characters (the officeparser 6.1.1 bug) and decodes \\'hh in the code page", () => {
     assert.equal(rtf("{\\rtf1\\ansi\\ansicpg1252 d\\u233\\'e9j\\u224\\'e0 vu}"), 'déjà vu');
     assert.equal(rtf("{\\rtf1\\uc2 x\\u8364\\'80\\'80y}"), 'x€y');
     assert.equal(rtf("{\\rtf1 caf\\'e9}"), 'café');
     assert.equal(rtf('{\\rtf1 \\u-3913?}'), '\uF0B7');
   });
   it('keeps paragraphs, tabs and escapes; drops font tables, pictures, fields instructions and \\* destinations', () => {
-    const text = rtf([
-      '{\\rtf1{\\fonttbl{\\f0 Arial;}}{\\colortbl;\\red0\\green0\\blue0;}{\\*\\generator Writer;}{\\info{\\title T}}',
-      'First\\par Second\\tab col\\line next {\\pict 89504e47} {\\field{\\*\\fldinst HYPERLINK "x"}{\\fldrslt link}} \\{braces\\} \\\\ end\\par}',
-    ].join('\n'));
+    const text = rtf(
+      [
+        '{\\rtf1{\\fonttbl{\\f0 Arial;}}{\\colortbl;\\red0\\green0\\blue0;}{\\*\\generator Writer;}{\\info{\\title T}}',
+        'First\\par Second\\tab col\\line next {\\pict 89504e47} {\\field{\\*\\fldinst HYPERLINK "x"}{\\fldrslt link}} \\{braces\\} \\\\ end\\par}',
+      ].join('\n'),
+    );
     assert.equal(text, 'First\nSecond\tcol\nnext  link {braces} \\ end');
   });
 });
@@ -63,7 +65,11 @@ describe('zip guard', () => {
   };
   it('lists the entries of a real container with their sizes', async () => {
     const entries = listZip(await zipOf({ 'a.txt': 'hello', 'dir/b.bin': Buffer.alloc(1000) }));
-    assert.deepEqual(entries.map((e) => [e.name, e.size]).sort(), [['a.txt', 5], ['dir/', 0], ['dir/b.bin', 1000]]);
+    assert.deepEqual(entries.map((e) => [e.name, e.size]).sort(), [
+      ['a.txt', 5],
+      ['dir/', 0],
+      ['dir/b.bin', 1000],
+    ]);
   });
   it('refuses a declared total over the limit, a truncated container, and an entry that inflates past its size', async () => {
     const big = await zipOf({ 'zeros.bin': Buffer.alloc(2_000_000) });
@@ -75,15 +81,29 @@ describe('zip guard', () => {
     const liar = Buffer.from(big);
     const cd = liar.lastIndexOf(Buffer.from([0x50, 0x4b, 0x01, 0x02]));
     liar.writeUInt32LE(10, cd + 24);
-    assert.throws(() => guardZip(liar, 3_000_000), (err) => code('decompressed_size_limit')(err) && /inflates past/.test((err as Error).message));
+    assert.throws(
+      () => guardZip(liar, 3_000_000),
+      (err) => code('decompressed_size_limit')(err) && /inflates past/.test((err as Error).message),
+    );
   });
 });
 
 describe('language heuristic', () => {
   it('names the language of a text, a second one when it has enough of its own words, and nothing when unsure', () => {
-    assert.deepEqual(detectLanguages('The report of the committee is on the table and it was read by all of the members in the room.'), ['en']);
-    assert.deepEqual(detectLanguages('Der Bericht des Ausschusses liegt auf dem Tisch und die Mitglieder haben ihn mit dem Vorstand gelesen, auch wenn es spät ist.'), ['de']);
-    assert.deepEqual(detectLanguages('Это короткий текст на русском языке, написанный для проверки определения языка.'), ['ru']);
+    assert.deepEqual(
+      detectLanguages('The report of the committee is on the table and it was read by all of the members in the room.'),
+      ['en'],
+    );
+    assert.deepEqual(
+      detectLanguages(
+        'Der Bericht des Ausschusses liegt auf dem Tisch und die Mitglieder haben ihn mit dem Vorstand gelesen, auch wenn es spät ist.',
+      ),
+      ['de'],
+    );
+    assert.deepEqual(
+      detectLanguages('Это короткий текст на русском языке, написанный для проверки определения языка.'),
+      ['ru'],
+    );
     assert.deepEqual(detectLanguages('これは日本語の文章です。言語の判定を確かめるために書かれました。'), ['ja']);
     assert.deepEqual(detectLanguages('x y z'), []);
     assert.deepEqual(detectLanguages('1234 5678 90 12 34 56 78 90 12 34 56 78 90 12 34 56 78 90 12 34 56'), []);

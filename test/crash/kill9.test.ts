@@ -40,36 +40,73 @@ for (const dialect of TEST_DIALECTS) {
       const dataDir = mkdtempSync(join(tmpdir(), 'orrery-crash-'));
       const pg = dialect === 'postgres' ? await createPgDatabase() : undefined;
       const env: Record<string, string> = {
-        ORRERY_DATA_DIR: dataDir, ORRERY_ADMIN_KEY: KEY, ORRERY_SECRET: 'crash-test-secret-0123456789', ORRERY_REPLICA_TIMEOUT: '2',
-        ORRERY_UPLOAD_STALE: '1', ORRERY_JOB_LEASE: '1', ORRERY_CONTENT_WORKERS: '1', ...(pg ? { ORRERY_DATABASE_URL: pg.url } : {}),
+        ORRERY_DATA_DIR: dataDir,
+        ORRERY_ADMIN_KEY: KEY,
+        ORRERY_SECRET: 'crash-test-secret-0123456789',
+        ORRERY_REPLICA_TIMEOUT: '2',
+        ORRERY_UPLOAD_STALE: '1',
+        ORRERY_JOB_LEASE: '1',
+        ORRERY_CONTENT_WORKERS: '1',
+        ...(pg ? { ORRERY_DATABASE_URL: pg.url } : {}),
       };
       let server: ServerProcess | undefined;
       try {
         server = await startServerProcess(env);
         const base = `${server.url}/api/v1`;
         const api = async (method: string, path: string, body?: unknown) => {
-          const r = await fetch(base + path, { method, headers: { authorization: `Bearer ${KEY}`, ...(body ? { 'content-type': 'application/json' } : {}) }, body: body ? JSON.stringify(body) : undefined });
+          const r = await fetch(base + path, {
+            method,
+            headers: { authorization: `Bearer ${KEY}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+            body: body ? JSON.stringify(body) : undefined,
+          });
           return { status: r.status, body: (await r.json()) as any };
         };
-        const slowEnv = (await api('POST', '/environments', { name: 'slow', provider: 'test', default_model: 'echo', config: { chunk_delay_ms: 300 } })).body.id;
-        const fastEnv = (await api('POST', '/environments', { name: 'fast', provider: 'test', default_model: 'echo' })).body.id;
+        const slowEnv = (
+          await api('POST', '/environments', {
+            name: 'slow',
+            provider: 'test',
+            default_model: 'echo',
+            config: { chunk_delay_ms: 300 },
+          })
+        ).body.id;
+        const fastEnv = (await api('POST', '/environments', { name: 'fast', provider: 'test', default_model: 'echo' }))
+          .body.id;
         const words = Array.from({ length: 60 }, (_, i) => `word${i}`).join(' ');
-        const ix = (await api('POST', '/interactions', {
-          name: 'Long answer', status: 'draft', environment: slowEnv,
-          prompts: [{ type: 'template', template: { role: 'user', content_type: 'handlebars', content: '{{text}}' } }],
-        })).body.id;
+        const ix = (
+          await api('POST', '/interactions', {
+            name: 'Long answer',
+            status: 'draft',
+            environment: slowEnv,
+            prompts: [
+              { type: 'template', template: { role: 'user', content_type: 'handlebars', content: '{{text}}' } },
+            ],
+          })
+        ).body.id;
 
         // Acknowledged before the crash: blocking runs, and objects with content being processed.
         const acknowledgedRuns: string[] = [];
         for (let i = 0; i < 4; i++) {
-          const r = await api('POST', '/runs', { interaction: ix, data: { text: `quick ${i}` }, config: { environment: fastEnv } });
+          const r = await api('POST', '/runs', {
+            interaction: ix,
+            data: { text: `quick ${i}` },
+            config: { environment: fastEnv },
+          });
           assert.equal(r.status, 200);
           acknowledgedRuns.push(r.body.id);
         }
         const acknowledgedObjects: string[] = [];
         for (let i = 0; i < 3; i++) {
           const up = await api('POST', '/objects/upload-url', { name: `note${i}.txt` });
-          assert.equal((await fetch(up.body.url, { method: 'PUT', body: `note ${i} `.repeat(2000), headers: { 'content-type': 'text/plain' } })).status, 200);
+          assert.equal(
+            (
+              await fetch(up.body.url, {
+                method: 'PUT',
+                body: `note ${i} `.repeat(2000),
+                headers: { 'content-type': 'text/plain' },
+              })
+            ).status,
+            200,
+          );
           const o = await api('POST', '/objects', { name: `Note ${i}`, content: { source: up.body.id } });
           assert.equal(o.status, 200);
           acknowledgedObjects.push(o.body.id);
@@ -81,19 +118,34 @@ for (const dialect of TEST_DIALECTS) {
         for (let i = 0; i < 3; i++) {
           const run = await api('POST', '/runs', { interaction: ix, data: { text: words }, stream: true });
           streamed.push(run.body.id);
-          const res = await fetch(`${base}/runs/${run.body.id}/stream`, { headers: { authorization: `Bearer ${KEY}` } });
+          const res = await fetch(`${base}/runs/${run.body.id}/stream`, {
+            headers: { authorization: `Bearer ${KEY}` },
+          });
           const reader = res.body!.getReader();
           await reader.read(); // the first chunk: the run is executing
-          readers.push(reader.read().then(() => reader.cancel()).catch(() => {}));
+          readers.push(
+            reader
+              .read()
+              .then(() => reader.cancel())
+              .catch(() => {}),
+          );
         }
         const big = await api('POST', '/objects/upload-url', { name: 'big.bin' });
         const url = new URL(big.body.url);
-        const put = request({ host: url.hostname, port: url.port, path: url.pathname + url.search, method: 'PUT', headers: { 'content-type': 'application/octet-stream', 'content-length': String(50 * 1024 * 1024) } });
+        const put = request({
+          host: url.hostname,
+          port: url.port,
+          path: url.pathname + url.search,
+          method: 'PUT',
+          headers: { 'content-type': 'application/octet-stream', 'content-length': String(50 * 1024 * 1024) },
+        });
         put.on('error', () => {});
-        const body = Readable.from((async function* () {
-          for (let i = 0; i < 4; i++) yield Buffer.alloc(1024 * 1024, i);
-          await sleep(60_000); // never finishes: the process dies first
-        })());
+        const body = Readable.from(
+          (async function* () {
+            for (let i = 0; i < 4; i++) yield Buffer.alloc(1024 * 1024, i);
+            await sleep(60_000); // never finishes: the process dies first
+          })(),
+        );
         body.pipe(put);
         await until('the upload to be half written', async () => (tempUploads(dataDir).length ? true : undefined));
         assert.equal((await api('GET', `/runs/${streamed[0]}`)).body.status, 'processing');
@@ -135,7 +187,9 @@ for (const dialect of TEST_DIALECTS) {
           assert.equal((await api2(`/objects/${id}/text`)).body.text.startsWith('note'), true);
         }
         // The half-sent upload left no temporary file and no blob.
-        await until('the temporary upload file to be swept', async () => (tempUploads(dataDir).length === 0 ? true : undefined));
+        await until('the temporary upload file to be swept', async () =>
+          tempUploads(dataDir).length === 0 ? true : undefined,
+        );
         const meta = await api2(`/files/metadata?file=${encodeURIComponent(big.body.id)}`);
         assert.equal(meta.status, 404);
       } finally {

@@ -19,22 +19,50 @@ for (const dialect of TEST_DIALECTS) {
       const dataDir = mkdtempSync(join(tmpdir(), 'orrery-restart-'));
       const pg = dialect === 'postgres' ? await createPgDatabase() : undefined;
       const env: Record<string, string> = {
-        ORRERY_DATA_DIR: dataDir, ORRERY_ADMIN_KEY: KEY, ORRERY_SECRET: 'restart-test-secret-0123456789', ...(pg ? { ORRERY_DATABASE_URL: pg.url } : {}),
+        ORRERY_DATA_DIR: dataDir,
+        ORRERY_ADMIN_KEY: KEY,
+        ORRERY_SECRET: 'restart-test-secret-0123456789',
+        ...(pg ? { ORRERY_DATABASE_URL: pg.url } : {}),
       };
       let server: ServerProcess | undefined;
       try {
         server = await startServerProcess(env);
         const api = async (method: string, path: string, body?: unknown) => {
-          const r = await fetch(`${server!.url}/api/v1${path}`, { method, headers: { authorization: `Bearer ${KEY}`, ...(body ? { 'content-type': 'application/json' } : {}) }, body: body ? JSON.stringify(body) : undefined });
+          const r = await fetch(`${server!.url}/api/v1${path}`, {
+            method,
+            headers: { authorization: `Bearer ${KEY}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+            body: body ? JSON.stringify(body) : undefined,
+          });
           return { status: r.status, body: (await r.json()) as any };
         };
-        const slow = (await api('POST', '/environments', { name: 'slow', provider: 'test', default_model: 'echo', config: { chunk_delay_ms: 500 } })).body.id;
-        const ix = (await api('POST', '/interactions', {
-          name: 'Long answer', status: 'draft', environment: slow,
-          prompts: [{ type: 'template', template: { role: 'user', content_type: 'handlebars', content: '{{text}}' } }],
-        })).body.id;
-        const run = (await api('POST', '/runs', { interaction: ix, data: { text: Array.from({ length: 40 }, (_, i) => `w${i}`).join(' ') }, stream: true })).body;
-        const res = await fetch(`${server.url}/api/v1/runs/${run.id}/stream`, { headers: { authorization: `Bearer ${KEY}` } });
+        const slow = (
+          await api('POST', '/environments', {
+            name: 'slow',
+            provider: 'test',
+            default_model: 'echo',
+            config: { chunk_delay_ms: 500 },
+          })
+        ).body.id;
+        const ix = (
+          await api('POST', '/interactions', {
+            name: 'Long answer',
+            status: 'draft',
+            environment: slow,
+            prompts: [
+              { type: 'template', template: { role: 'user', content_type: 'handlebars', content: '{{text}}' } },
+            ],
+          })
+        ).body.id;
+        const run = (
+          await api('POST', '/runs', {
+            interaction: ix,
+            data: { text: Array.from({ length: 40 }, (_, i) => `w${i}`).join(' ') },
+            stream: true,
+          })
+        ).body;
+        const res = await fetch(`${server.url}/api/v1/runs/${run.id}/stream`, {
+          headers: { authorization: `Bearer ${KEY}` },
+        });
         const reader = res.body!.getReader();
         await reader.read(); // the first chunk: the run is executing
         assert.equal((await api('GET', `/runs/${run.id}`)).body.status, 'processing');

@@ -14,7 +14,9 @@ import { nowIso } from '../../src/db/ids.ts';
 
 describe('sqlite: waiting for the write lock on the main thread', () => {
   const cleanups: Array<() => Promise<void> | void> = [];
-  after(async () => { for (const c of cleanups.reverse()) await c(); });
+  after(async () => {
+    for (const c of cleanups.reverse()) await c();
+  });
 
   async function open() {
     const dir = mkdtempSync(join(tmpdir(), 'orrery-lock-'));
@@ -30,23 +32,37 @@ describe('sqlite: waiting for the write lock on the main thread', () => {
   }
 
   // With SQLite's own busy handler the writes would block this thread, which holds the other lock: a timeout, not a hang.
-  it('a transaction and a plain write wait with timers while another connection holds the lock', { timeout: 15_000 }, async () => {
-    const { db, other } = await open();
-    other.prepare('BEGIN IMMEDIATE').run();
-    let ticks = 0;
-    const ticker = setInterval(() => ticks++, 5);
-    setTimeout(() => other.prepare('COMMIT').run(), 150);
-    const started = performance.now();
-    await Promise.all([
-      db.transaction().execute((trx) => trx.insertInto('replicas').values({ id: 'a', host: 'h', started_at: nowIso(), heartbeat_at: nowIso() }).execute()),
-      db.insertInto('replicas').values({ id: 'b', host: 'h', started_at: nowIso(), heartbeat_at: nowIso() }).execute(),
-    ]);
-    clearInterval(ticker);
-    assert.ok(performance.now() - started >= 140, 'both writes waited for the lock');
-    assert.ok(ticks >= 10, `the event loop kept turning while they waited (${ticks} ticks)`);
-    const ids = (await db.selectFrom('replicas').select('id').orderBy('id').execute()).map((r) => r.id);
-    assert.deepEqual(ids, ['a', 'b']);
-  });
+  it(
+    'a transaction and a plain write wait with timers while another connection holds the lock',
+    { timeout: 15_000 },
+    async () => {
+      const { db, other } = await open();
+      other.prepare('BEGIN IMMEDIATE').run();
+      let ticks = 0;
+      const ticker = setInterval(() => ticks++, 5);
+      setTimeout(() => other.prepare('COMMIT').run(), 150);
+      const started = performance.now();
+      await Promise.all([
+        db
+          .transaction()
+          .execute((trx) =>
+            trx
+              .insertInto('replicas')
+              .values({ id: 'a', host: 'h', started_at: nowIso(), heartbeat_at: nowIso() })
+              .execute(),
+          ),
+        db
+          .insertInto('replicas')
+          .values({ id: 'b', host: 'h', started_at: nowIso(), heartbeat_at: nowIso() })
+          .execute(),
+      ]);
+      clearInterval(ticker);
+      assert.ok(performance.now() - started >= 140, 'both writes waited for the lock');
+      assert.ok(ticks >= 10, `the event loop kept turning while they waited (${ticks} ticks)`);
+      const ids = (await db.selectFrom('replicas').select('id').orderBy('id').execute()).map((r) => r.id);
+      assert.deepEqual(ids, ['a', 'b']);
+    },
+  );
 
   it('gives up with SQLITE_BUSY when the lock is not released in time, and tries until then', async () => {
     const { file, other } = await open();

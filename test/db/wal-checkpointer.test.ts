@@ -27,14 +27,18 @@ async function until(what: string, ok: () => boolean, ms = 5000): Promise<void> 
 
 describe('sqlite: the WAL checkpoint thread', () => {
   const cleanups: Array<() => Promise<void> | void> = [];
-  after(async () => { for (const c of cleanups.reverse()) await c(); });
+  after(async () => {
+    for (const c of cleanups.reverse()) await c();
+  });
 
   function open(): { db: SQLite.Database; file: string } {
     const dir = mkdtempSync(join(tmpdir(), 'orrery-ckpt-'));
     cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
     const file = join(dir, 'orrery.db');
     const db = openSqliteHandle(file, { eventLoop: false });
-    cleanups.push(() => { db.close(); });
+    cleanups.push(() => {
+      db.close();
+    });
     db.exec('CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT)');
     return { db, file };
   }

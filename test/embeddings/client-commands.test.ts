@@ -27,10 +27,20 @@ for (const dialect of TEST_DIALECTS) {
       srv = await startTestServer(dialect);
       wire = await startOpenAIWireServer({ models: [MODEL] });
       for (const [name, text] of Object.entries({ a: 'tides and moons', b: 'bread and flour', c: 'stock markets' })) {
-        assert.equal((await srv.api('POST', '/api/v1/objects', { name, text, properties: { topic: name } })).status, 200);
+        assert.equal(
+          (await srv.api('POST', '/api/v1/objects', { name, text, properties: { topic: name } })).status,
+          200,
+        );
       }
       await waitForEmbeddings(srv, 3);
-      envId = (await srv.api('POST', '/api/v1/environments', { name: 'Embeddings', provider: 'openai_compatible', endpoint_url: wire.url, apiKey: 'sk-test' })).body.id;
+      envId = (
+        await srv.api('POST', '/api/v1/environments', {
+          name: 'Embeddings',
+          provider: 'openai_compatible',
+          endpoint_url: wire.url,
+          apiKey: 'sk-test',
+        })
+      ).body.id;
     });
     after(async () => {
       await srv.close();
@@ -48,10 +58,17 @@ for (const dialect of TEST_DIALECTS) {
       assert.equal(done.enabled, true);
       const st: any = await client.store.embeddings.status('text' as any);
       assert.equal(st.model, MODEL);
-      assert.ok(wire.requests.some((q) => q.path === '/v1/embeddings'), 'the model was called on the wire');
+      assert.ok(
+        wire.requests.some((q) => q.path === '/v1/embeddings'),
+        'the model was called on the wire',
+      );
       // The project shows the same settings as PUT /projects/:id {embeddings} would.
       const project = await srv.api('GET', `/api/v1/projects/${srv.orrery.bootstrap.project.id}`);
-      assert.equal(project.body.embeddings?.model ?? project.body.settings?.embeddings?.model, MODEL, JSON.stringify(project.body));
+      assert.equal(
+        project.body.embeddings?.model ?? project.body.settings?.embeddings?.model,
+        MODEL,
+        JSON.stringify(project.body),
+      );
     });
 
     it('disable turns a type off (no similarity search of it) and activate turns it back on', async () => {
@@ -68,14 +85,14 @@ for (const dialect of TEST_DIALECTS) {
       // The other types are untouched.
       assert.equal((await srv.api('GET', `/api/v1/objects?similarTo=${some}`)).status, 200);
       // A new object gets no vector of the disabled type.
-      const before = (await client.store.embeddings.status('properties' as any) as any).objectsWithEmbeddings;
+      const before = ((await client.store.embeddings.status('properties' as any)) as any).objectsWithEmbeddings;
       await srv.api('POST', '/api/v1/objects', { name: 'late', text: 'late text', properties: { topic: 'late' } });
       await waitForEmbeddings(srv, 4, 'text');
-      assert.equal((await client.store.embeddings.status('properties' as any) as any).objectsWithEmbeddings, before);
+      assert.equal(((await client.store.embeddings.status('properties' as any)) as any).objectsWithEmbeddings, before);
 
       const on: any = await client.store.embeddings.activate('properties' as any, { environment: envId });
       assert.equal(on.status, 'enabled', 'the model already in use need not be named again');
-      assert.equal((await client.store.embeddings.status('properties' as any) as any).enabled, true);
+      assert.equal(((await client.store.embeddings.status('properties' as any)) as any).enabled, true);
       assert.equal((await srv.api('GET', `/api/v1/objects?similarTo=${some}&embeddingType=properties`)).status, 200);
     });
 
@@ -97,11 +114,18 @@ for (const dialect of TEST_DIALECTS) {
       const client = srv.client();
       await assert.rejects(client.store.embeddings.disable('sound' as any), status(400));
       await assert.rejects(client.store.embeddings.recalculate('sound' as any), status(400));
-      await assert.rejects(client.store.embeddings.activate('text' as any, { environment: 'no-such-env', model: MODEL }), status(404));
+      await assert.rejects(
+        client.store.embeddings.activate('text' as any, { environment: 'no-such-env', model: MODEL }),
+        status(404),
+      );
       const image = await srv.api('POST', '/api/v1/embeddings/image/recalculate');
       assert.equal(image.status, 409);
       assert.match(image.body.message, /no images/);
-      const extra = await srv.api('POST', '/api/v1/embeddings/text/enable', { environment: envId, model: MODEL, surprise: 1 });
+      const extra = await srv.api('POST', '/api/v1/embeddings/text/enable', {
+        environment: envId,
+        model: MODEL,
+        surprise: 1,
+      });
       assert.equal(extra.status, 400);
       await client.store.embeddings.disable('text' as any);
       const off = await srv.api('POST', '/api/v1/embeddings/text/recalculate');
@@ -118,16 +142,24 @@ for (const dialect of TEST_DIALECTS) {
       let meta: any = await client.files.getMetadata(file.id);
       assert.deepEqual(meta.customMetadata, { owner: 'ops', stage: 'draft' });
       assert.equal(meta.size, 5);
-      await client.files.setFileMetadata(file.path, { stage: 'final', 'ünïcode': 'värde' });
+      await client.files.setFileMetadata(file.path, { stage: 'final', ünïcode: 'värde' });
       meta = await client.files.getMetadata(file.id);
-      assert.deepEqual(meta.customMetadata, { owner: 'ops', stage: 'final', 'ünïcode': 'värde' }, 'keys are merged, by URI or by key');
+      assert.deepEqual(
+        meta.customMetadata,
+        { owner: 'ops', stage: 'final', ünïcode: 'värde' },
+        'keys are merged, by URI or by key',
+      );
       await client.files.setFileMetadata(file.id, { owner: null } as any);
-      assert.deepEqual((await client.files.getMetadata(file.id) as any).customMetadata, { stage: 'final', 'ünïcode': 'värde' }, 'null removes a key');
+      assert.deepEqual(
+        ((await client.files.getMetadata(file.id)) as any).customMetadata,
+        { stage: 'final', ünïcode: 'värde' },
+        'null removes a key',
+      );
 
       // New bytes at the same key start over.
       const again = await upload(srv, 'report.txt', 'hello again', { type: 'text/plain', id: file.path });
       assert.equal(again.id, file.id);
-      assert.equal((await client.files.getMetadata(file.id) as any).customMetadata, undefined);
+      assert.equal(((await client.files.getMetadata(file.id)) as any).customMetadata, undefined);
     });
 
     it('createFromExternalSource, memory packs, artifacts and executeByName work through the client', async () => {
@@ -140,17 +172,29 @@ for (const dialect of TEST_DIALECTS) {
       assert.equal(created.content.name, 'external.txt');
 
       await client.files.uploadMemoryPack(new StreamSource(stream('packed memory'), 'notes', 'application/gzip'));
-      assert.deepEqual((await client.files.listByPrefix('memories/') as any).files ?? (await client.files.listByPrefix('memories/')), ['memories/notes.tar.gz']);
+      assert.deepEqual(
+        ((await client.files.listByPrefix('memories/')) as any).files ?? (await client.files.listByPrefix('memories/')),
+        ['memories/notes.tar.gz'],
+      );
       const pack = await client.files.downloadMemoryPack('notes');
       assert.equal(await new Response(pack).text(), 'packed memory');
 
-      await client.files.uploadArtifact('run-1', 'answer.json', new StreamSource(stream('{"ok":true}'), 'answer.json', 'application/json'));
+      await client.files.uploadArtifact(
+        'run-1',
+        'answer.json',
+        new StreamSource(stream('{"ok":true}'), 'answer.json', 'application/json'),
+      );
       const artifacts: any = await client.files.listArtifacts('run-1');
       assert.deepEqual(artifacts.files ?? artifacts, ['agents/run-1/answer.json']);
-      assert.equal(await new Response(await client.files.downloadArtifact('run-1', 'answer.json')).text(), '{"ok":true}');
+      assert.equal(
+        await new Response(await client.files.downloadArtifact('run-1', 'answer.json')).text(),
+        '{"ok":true}',
+      );
 
       const { interaction } = await seedEcho(srv, { name: 'ByName' });
-      const run: any = await client.interactions.executeByName(`${interaction.name}@draft`, { data: { text: 'by name' } });
+      const run: any = await client.interactions.executeByName(`${interaction.name}@draft`, {
+        data: { text: 'by name' },
+      });
       assert.equal(run.status, 'completed');
       assert.match(JSON.stringify(run.result), /by name/);
     });
@@ -168,15 +212,28 @@ for (const dialect of TEST_DIALECTS) {
       assert.equal(tooBig.status, 413);
       const notString = await srv.api('PUT', '/api/v1/files/metadata', { file: file.id, metadata: { n: 1 } });
       assert.equal(notString.status, 400);
-      const proto = await srv.api('PUT', '/api/v1/files/metadata', { file: file.id, metadata: JSON.parse('{"constructor": "x"}') });
+      const proto = await srv.api('PUT', '/api/v1/files/metadata', {
+        file: file.id,
+        metadata: JSON.parse('{"constructor": "x"}'),
+      });
       assert.equal(proto.status, 200, 'constructor is a plain key');
-      assert.deepEqual((await client.files.getMetadata(file.id) as any).customMetadata, { keep: 'me', constructor: 'x' });
+      assert.deepEqual(((await client.files.getMetadata(file.id)) as any).customMetadata, {
+        keep: 'me',
+        constructor: 'x',
+      });
       await assert.rejects(client.files.setFileMetadata('no/such/file.txt', { a: 'b' }), status(404));
-      await assert.rejects(client.files.setFileMetadata('../../etc/passwd', { a: 'b' }), (err: any) => err.status === 400 || err.status === 404);
+      await assert.rejects(
+        client.files.setFileMetadata('../../etc/passwd', { a: 'b' }),
+        (err: any) => err.status === 400 || err.status === 404,
+      );
       const other = await secondProject(srv);
       const theirs = await srv.api('PUT', '/api/v1/files/metadata', { file: file.id, metadata: { a: 'b' } }, other.key);
       assert.ok(theirs.status === 400 || theirs.status === 404, `another project cannot touch it: ${theirs.status}`);
-      assert.deepEqual((await client.files.getMetadata(file.id) as any).customMetadata, { keep: 'me', constructor: 'x' }, 'nothing was written by the refused calls');
+      assert.deepEqual(
+        ((await client.files.getMetadata(file.id)) as any).customMetadata,
+        { keep: 'me', constructor: 'x' },
+        'nothing was written by the refused calls',
+      );
     });
   });
 }

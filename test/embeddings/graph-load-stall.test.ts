@@ -14,7 +14,17 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { TEST_DIALECTS, createPgDatabase } from '../support/server.ts';
 import { upsertVectors, type VectorRow } from '../../src/embeddings/store.ts';
 import { sleep } from './helpers.ts';
-import { MODEL, createObject, graphEvents, nearest, searches, startNode, until, vector, type Node } from './graph-nodes.ts';
+import {
+  MODEL,
+  createObject,
+  graphEvents,
+  nearest,
+  searches,
+  startNode,
+  until,
+  vector,
+  type Node,
+} from './graph-nodes.ts';
 
 const SAVED = 12_000;
 const REPLAYED = 4_000;
@@ -35,65 +45,78 @@ for (const dialect of TEST_DIALECTS) {
       rmSync(dataDir, { recursive: true, force: true });
     });
 
-    it('GET /health answers at once while a restarted server loads a saved graph and replays the writes after it', { timeout: 300_000 }, async (t) => {
-      node = await startNode(dataDir, pgdb?.url);
-      const key = node.key;
-      const first = await createObject(node, 0);
-      const row = await node.orrery.database.db.selectFrom('objects').select(['account_id', 'project_id']).where('id', '=', first).executeTakeFirstOrThrow();
-      const scope = { account: row.account_id, project: row.project_id };
-      // Vectors straight into the table (as the embedder writes them): many, quickly.
-      const write = async (from: number, to: number) => {
-        for (let i = from; i < to; i += 1000) {
-          const rows: VectorRow[] = Array.from({ length: Math.min(1000, to - i) }, (_, j) => ({
-            ownerKind: 'object', ownerId: `bulk${i + j}`, type: 'text', model: MODEL, etag: 'e', vector: Float32Array.from(vector(i + j)),
-          }));
-          await upsertVectors(node!.orrery.database.db, scope, rows);
-        }
-      };
-      await write(0, SAVED);
-      await nearest(node, vector(1));
-      await until('the graph to be saved', async () => (await graphEvents(node!, 'saved')) >= 1, 240_000);
-      await write(SAVED, SAVED + REPLAYED);
-      await node.close();
-      node = await startNode(dataDir, pgdb?.url, {}, key);
-      const n = node;
-      // A client polling /health while the first search loads the graph: the longest wait between
-      // two answers (the poller shares this process's event loop, so a held loop shows as a gap).
-      let longest = 0;
-      let polls = 0;
-      let polling = true;
-      const poller = (async () => {
-        let last = performance.now();
-        while (polling) {
-          assert.equal((await fetch(`${n.url}/health`)).status, 200);
-          const now = performance.now();
-          longest = Math.max(longest, now - last);
-          last = now;
-          polls++;
-          await sleep(5);
-        }
-      })();
-      await sleep(50);
-      const loop = monitorEventLoopDelay({ resolution: 5 });
-      loop.enable();
-      const t0 = performance.now();
-      // The vector of the one real object: found in the graph's first answer (the bulk owners are not objects).
-      assert.equal((await nearest(n, vector(0)))?.id, first);
-      const took = performance.now() - t0;
-      loop.disable();
-      polling = false;
-      await poller;
-      const stall = loop.max / 1e6;
-      const seen = `first search ${took.toFixed(0)} ms, longest gap between /health answers ${longest.toFixed(0)} ms over ${polls} polls, longest event-loop stall ${stall.toFixed(0)} ms`;
-      t.diagnostic(seen);
-      assert.equal(await graphEvents(n, 'loaded'), 1, 'the saved graph was loaded');
-      assert.equal(await graphEvents(n, 'built'), 0, 'not built again');
-      // (The bulk owners are not objects, so the search path widens past the graph to a scan; its first round asked the graph.)
-      assert.ok((await searches(n, 'hnsw')) >= 1, 'the graph answered');
-      // The load replayed 4,000 insertions: on the main thread that was one stall of most of `took`.
-      assert.ok(took > 200, `the load took long enough to tell: ${seen}`);
-      assert.ok(stall < Math.max(150, took / 4), `the event loop was held: ${seen}`);
-      assert.ok(longest < Math.max(250, took / 3), `/health waited: ${seen}`);
-    });
+    it(
+      'GET /health answers at once while a restarted server loads a saved graph and replays the writes after it',
+      { timeout: 300_000 },
+      async (t) => {
+        node = await startNode(dataDir, pgdb?.url);
+        const key = node.key;
+        const first = await createObject(node, 0);
+        const row = await node.orrery.database.db
+          .selectFrom('objects')
+          .select(['account_id', 'project_id'])
+          .where('id', '=', first)
+          .executeTakeFirstOrThrow();
+        const scope = { account: row.account_id, project: row.project_id };
+        // Vectors straight into the table (as the embedder writes them): many, quickly.
+        const write = async (from: number, to: number) => {
+          for (let i = from; i < to; i += 1000) {
+            const rows: VectorRow[] = Array.from({ length: Math.min(1000, to - i) }, (_, j) => ({
+              ownerKind: 'object',
+              ownerId: `bulk${i + j}`,
+              type: 'text',
+              model: MODEL,
+              etag: 'e',
+              vector: Float32Array.from(vector(i + j)),
+            }));
+            await upsertVectors(node!.orrery.database.db, scope, rows);
+          }
+        };
+        await write(0, SAVED);
+        await nearest(node, vector(1));
+        await until('the graph to be saved', async () => (await graphEvents(node!, 'saved')) >= 1, 240_000);
+        await write(SAVED, SAVED + REPLAYED);
+        await node.close();
+        node = await startNode(dataDir, pgdb?.url, {}, key);
+        const n = node;
+        // A client polling /health while the first search loads the graph: the longest wait between
+        // two answers (the poller shares this process's event loop, so a held loop shows as a gap).
+        let longest = 0;
+        let polls = 0;
+        let polling = true;
+        const poller = (async () => {
+          let last = performance.now();
+          while (polling) {
+            assert.equal((await fetch(`${n.url}/health`)).status, 200);
+            const now = performance.now();
+            longest = Math.max(longest, now - last);
+            last = now;
+            polls++;
+            await sleep(5);
+          }
+        })();
+        await sleep(50);
+        const loop = monitorEventLoopDelay({ resolution: 5 });
+        loop.enable();
+        const t0 = performance.now();
+        // The vector of the one real object: found in the graph's first answer (the bulk owners are not objects).
+        assert.equal((await nearest(n, vector(0)))?.id, first);
+        const took = performance.now() - t0;
+        loop.disable();
+        polling = false;
+        await poller;
+        const stall = loop.max / 1e6;
+        const seen = `first search ${took.toFixed(0)} ms, longest gap between /health answers ${longest.toFixed(0)} ms over ${polls} polls, longest event-loop stall ${stall.toFixed(0)} ms`;
+        t.diagnostic(seen);
+        assert.equal(await graphEvents(n, 'loaded'), 1, 'the saved graph was loaded');
+        assert.equal(await graphEvents(n, 'built'), 0, 'not built again');
+        // (The bulk owners are not objects, so the search path widens past the graph to a scan; its first round asked the graph.)
+        assert.ok((await searches(n, 'hnsw')) >= 1, 'the graph answered');
+        // The load replayed 4,000 insertions: on the main thread that was one stall of most of `took`.
+        assert.ok(took > 200, `the load took long enough to tell: ${seen}`);
+        assert.ok(stall < Math.max(150, took / 4), `the event loop was held: ${seen}`);
+        assert.ok(longest < Math.max(250, took / 3), `/health waited: ${seen}`);
+      },
+    );
   });
 }

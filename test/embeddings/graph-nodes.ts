@@ -37,17 +37,35 @@ export interface Node {
 }
 
 /** A server on a given data folder and database (so it can be restarted on the same ones). */
-export async function startNode(dataDir: string, databaseUrl: string | undefined, overrides: Partial<Config> = {}, adminKey?: string): Promise<Node> {
-  const config = loadConfig({}, {
-    port: 0, host: '127.0.0.1', dataDir, databaseUrl, logLevel: 'silent', vectorExactThreshold: 40, vectorGraphPollMs: 100,
-    ...overrides,
-  });
+export async function startNode(
+  dataDir: string,
+  databaseUrl: string | undefined,
+  overrides: Partial<Config> = {},
+  adminKey?: string,
+): Promise<Node> {
+  const config = loadConfig(
+    {},
+    {
+      port: 0,
+      host: '127.0.0.1',
+      dataDir,
+      databaseUrl,
+      logLevel: 'silent',
+      vectorExactThreshold: 40,
+      vectorGraphPollMs: 100,
+      ...overrides,
+    },
+  );
   const orrery = await buildServer(config, { logger: false });
   const url = await orrery.app.listen({ port: 0, host: '127.0.0.1' });
   const key = adminKey ?? orrery.bootstrap.key!;
   const api = async (method: string, path: string, body?: unknown, token = key) => {
     const res = await fetch(url + path, {
-      method, headers: { authorization: `Bearer ${token}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+      method,
+      headers: {
+        authorization: `Bearer ${token}`,
+        ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+      },
       body: body === undefined ? undefined : JSON.stringify(body),
     });
     const text = await res.text();
@@ -73,15 +91,28 @@ export async function until(what: string, check: () => Promise<boolean>, ms = 15
 }
 
 /** The id of the nearest object to `values` (by the text vectors). */
-export async function nearest(n: Node, values: number[], token?: string): Promise<{ id: string; score: number } | undefined> {
-  const r = await n.api('POST', '/api/v1/objects/search', { query: { vector: { values, type: 'text' } }, limit: 1 }, token);
+export async function nearest(
+  n: Node,
+  values: number[],
+  token?: string,
+): Promise<{ id: string; score: number } | undefined> {
+  const r = await n.api(
+    'POST',
+    '/api/v1/objects/search',
+    { query: { vector: { values, type: 'text' } }, limit: 1 },
+    token,
+  );
   assert.equal(r.status, 200, JSON.stringify(r.body));
   return r.body.results[0];
 }
 
 export async function createObject(n: Node, seed: number, token?: string): Promise<string> {
-  const r = await n.api('POST', '/api/v1/objects', { name: `v${seed}`, embeddings: { text: { model: MODEL, values: vector(seed) } } }, token);
+  const r = await n.api(
+    'POST',
+    '/api/v1/objects',
+    { name: `v${seed}`, embeddings: { text: { model: MODEL, values: vector(seed) } } },
+    token,
+  );
   assert.equal(r.status, 200, JSON.stringify(r.body));
   return r.body.id;
 }
-

@@ -26,7 +26,8 @@ async function keys(store: BlobStore, prefix: string): Promise<string[]> {
 
 /** N objects with vectors in the project of `token`, one query, and its graph saved. */
 async function seedGraph(n: Node, saved: number, token?: string): Promise<void> {
-  for (let i = 0; i < N; i += 10) await Promise.all(Array.from({ length: 10 }, (_, j) => createObject(n, i + j, token)));
+  for (let i = 0; i < N; i += 10)
+    await Promise.all(Array.from({ length: 10 }, (_, j) => createObject(n, i + j, token)));
   await nearest(n, vector(0), token);
   await until('the graph to be saved', async () => (await graphEvents(n, 'saved')) >= saved);
 }
@@ -55,7 +56,9 @@ for (const dialect of TEST_DIALECTS) {
         node = await startNode(dataDir, pgdb?.url, s3 ? { blobUrl: s3.blobUrl } : {});
         const n = node;
         // The store and key prefix the server saves graphs in (server.ts).
-        const store: BlobStore = s3 ? new S3BlobStore(parseS3Url(s3.blobUrl)) : new LocalBlobStore(join(dataDir, 'vector-graphs'), { durable: false });
+        const store: BlobStore = s3
+          ? new S3BlobStore(parseS3Url(s3.blobUrl))
+          : new LocalBlobStore(join(dataDir, 'vector-graphs'), { durable: false });
         const prefix = s3 ? 'vector-graphs/' : '';
         const home = n.orrery.bootstrap.project.id;
         const other = await n.api('POST', '/api/v1/projects', { name: 'other' });

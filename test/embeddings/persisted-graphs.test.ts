@@ -23,7 +23,8 @@ import { N, createObject, graphEvents, nearest, searches, startNode, until, vect
 /** Creates N objects with vectors, queries once (loads the partition) and waits until its graph is saved. */
 async function seedAndSave(n: Node): Promise<string[]> {
   const ids: string[] = [];
-  for (let i = 0; i < N; i += 10) ids.push(...(await Promise.all(Array.from({ length: 10 }, (_, j) => createObject(n, i + j)))));
+  for (let i = 0; i < N; i += 10)
+    ids.push(...(await Promise.all(Array.from({ length: 10 }, (_, j) => createObject(n, i + j)))));
   await nearest(n, vector(0));
   await until('the graph to be saved', async () => (await graphEvents(n, 'saved')) >= 1);
   return ids;
@@ -31,7 +32,8 @@ async function seedAndSave(n: Node): Promise<string[]> {
 
 function graphFiles(dataDir: string): string[] {
   const root = join(dataDir, 'vector-graphs');
-  const walk = (d: string): string[] => readdirSync(d).flatMap((f) => (statSync(join(d, f)).isDirectory() ? walk(join(d, f)) : [join(d, f)]));
+  const walk = (d: string): string[] =>
+    readdirSync(d).flatMap((f) => (statSync(join(d, f)).isDirectory() ? walk(join(d, f)) : [join(d, f)]));
   return walk(root).filter((f) => f.endsWith('.graph'));
 }
 
@@ -68,7 +70,10 @@ for (const dialect of TEST_DIALECTS) {
       // After the save: a new object, a deletion, and a changed vector.
       const added = await createObject(node, 1000);
       assert.equal((await node.api('DELETE', `/api/v1/objects/${ids[3]}`)).status, 200);
-      assert.equal((await node.api('PUT', `/api/v1/objects/${ids[5]}/embeddings/text`, { values: vector(2000) })).status, 200);
+      assert.equal(
+        (await node.api('PUT', `/api/v1/objects/${ids[5]}/embeddings/text`, { values: vector(2000) })).status,
+        200,
+      );
 
       const n = await restart();
       assert.equal(await graphEvents(n, 'built'), 0);
@@ -135,84 +140,90 @@ for (const dialect of TEST_DIALECTS) {
       assert.equal(await leaseHolder(db, 'p|object|text|m'), 'a');
       await sleep(350);
       assert.equal(await leaseHolder(db, 'p|object|text|m'), null, 'expired');
-      assert.equal(await acquireLease(db, 'p|object|text|m', 'b', 300), true, 'a crashed holder does not block forever');
+      assert.equal(
+        await acquireLease(db, 'p|object|text|m', 'b', 300),
+        true,
+        'a crashed holder does not block forever',
+      );
       await releaseLease(db, 'p|object|text|m', 'b');
       assert.equal(await leaseHolder(db, 'p|object|text|m'), null);
     });
   });
 }
 
-for (const dialect of TEST_DIALECTS) describe(`${dialect}: saved graphs in the S3 blob store`, () => {
-  let s3: TestS3;
-  let pgdb: { url: string; drop: () => Promise<void> } | undefined;
-  const dirs: string[] = [];
-  const nodes: Node[] = [];
+for (const dialect of TEST_DIALECTS)
+  describe(`${dialect}: saved graphs in the S3 blob store`, () => {
+    let s3: TestS3;
+    let pgdb: { url: string; drop: () => Promise<void> } | undefined;
+    const dirs: string[] = [];
+    const nodes: Node[] = [];
 
-  before(async () => {
-    s3 = await startS3('orrery-graphs');
-    pgdb = dialect === 'postgres' ? await createPgDatabase() : undefined;
-  });
-  after(async () => {
-    for (const n of nodes) await n.close().catch(() => {});
-    await s3.close();
-    await pgdb?.drop();
-    for (const d of dirs) rmSync(d, { recursive: true, force: true });
-  });
+    before(async () => {
+      s3 = await startS3('orrery-graphs');
+      pgdb = dialect === 'postgres' ? await createPgDatabase() : undefined;
+    });
+    after(async () => {
+      for (const n of nodes) await n.close().catch(() => {});
+      await s3.close();
+      await pgdb?.drop();
+      for (const d of dirs) rmSync(d, { recursive: true, force: true });
+    });
 
-  const dir = () => {
-    const d = mkdtempSync(join(tmpdir(), 'orrery-graphs-s3-'));
-    dirs.push(d);
-    return d;
-  };
+    const dir = () => {
+      const d = mkdtempSync(join(tmpdir(), 'orrery-graphs-s3-'));
+      dirs.push(d);
+      return d;
+    };
 
-  it(`a restarted server or a new replica loads the graph saved in the bucket; two replicas build it once (lease)`, async () => {
-    const first = await startNode(dir(), pgdb?.url ?? undefined, { blobUrl: s3.blobUrl });
-    nodes.push(first);
-    if (!pgdb) {
-      // SQLite: one database file; the second "replica" is a restart on the same folder with S3 graphs.
-      const ids = await seedAndSave(first);
-      const added = await createObject(first, 1000);
-      await first.close();
-      nodes.pop();
-      const home = dirs[0];
-      const second = await startNode(home, undefined, { blobUrl: s3.blobUrl }, first.key);
+    it(`a restarted server or a new replica loads the graph saved in the bucket; two replicas build it once (lease)`, async () => {
+      const first = await startNode(dir(), pgdb?.url ?? undefined, { blobUrl: s3.blobUrl });
+      nodes.push(first);
+      if (!pgdb) {
+        // SQLite: one database file; the second "replica" is a restart on the same folder with S3 graphs.
+        const ids = await seedAndSave(first);
+        const added = await createObject(first, 1000);
+        await first.close();
+        nodes.pop();
+        const home = dirs[0];
+        const second = await startNode(home, undefined, { blobUrl: s3.blobUrl }, first.key);
+        nodes.push(second);
+        assert.equal((await nearest(second, vector(1000)))?.id, added);
+        assert.equal((await nearest(second, vector(4)))?.id, ids[4]);
+        assert.equal(await graphEvents(second, 'loaded'), 1);
+        assert.equal(await graphEvents(second, 'built'), 0);
+        return;
+      }
+      // PostgreSQL: two replicas (own data folders) on one database and one bucket, both needing
+      // the same new graph at once: one takes the lease, builds and publishes; the other finds the
+      // lease held, keeps answering exactly, and loads the published graph.
+      const second = await startNode(dir(), pgdb.url, { blobUrl: s3.blobUrl }, first.key);
       nodes.push(second);
-      assert.equal((await nearest(second, vector(1000)))?.id, added);
-      assert.equal((await nearest(second, vector(4)))?.id, ids[4]);
-      assert.equal(await graphEvents(second, 'loaded'), 1);
-      assert.equal(await graphEvents(second, 'built'), 0);
-      return;
-    }
-    // PostgreSQL: two replicas (own data folders) on one database and one bucket, both needing
-    // the same new graph at once: one takes the lease, builds and publishes; the other finds the
-    // lease held, keeps answering exactly, and loads the published graph.
-    const second = await startNode(dir(), pgdb.url, { blobUrl: s3.blobUrl }, first.key);
-    nodes.push(second);
-    const [a, b] = [first, second];
-    const ids: string[] = [];
-    for (let i = 0; i < N; i += 10) ids.push(...(await Promise.all(Array.from({ length: 10 }, (_, j) => createObject(a, i + j)))));
-    const count = async () => ({
-      built: (await graphEvents(a, 'built')) + (await graphEvents(b, 'built')),
-      saved: (await graphEvents(a, 'saved')) + (await graphEvents(b, 'saved')),
-      waited: (await graphEvents(a, 'lease_busy')) + (await graphEvents(b, 'lease_busy')),
-      loaded: (await graphEvents(a, 'loaded')) + (await graphEvents(b, 'loaded')),
-      hnsw: [await searches(a, 'hnsw'), await searches(b, 'hnsw')],
+      const [a, b] = [first, second];
+      const ids: string[] = [];
+      for (let i = 0; i < N; i += 10)
+        ids.push(...(await Promise.all(Array.from({ length: 10 }, (_, j) => createObject(a, i + j)))));
+      const count = async () => ({
+        built: (await graphEvents(a, 'built')) + (await graphEvents(b, 'built')),
+        saved: (await graphEvents(a, 'saved')) + (await graphEvents(b, 'saved')),
+        waited: (await graphEvents(a, 'lease_busy')) + (await graphEvents(b, 'lease_busy')),
+        loaded: (await graphEvents(a, 'loaded')) + (await graphEvents(b, 'loaded')),
+        hnsw: [await searches(a, 'hnsw'), await searches(b, 'hnsw')],
+      });
+      // Both load the partition and reach the threshold at once.
+      await Promise.all([nearest(a, vector(1)), nearest(b, vector(2))]);
+      await until('both replicas to answer from the graph', async () => {
+        const r = await Promise.all([nearest(a, vector(3)), nearest(b, vector(4))]);
+        const now = await count();
+        return r[0]?.id === ids[3] && r[1]?.id === ids[4] && now.saved > 0 && now.hnsw[0] > 0 && now.hnsw[1] > 0;
+      });
+      const end = await count();
+      assert.equal(end.built, 1, 'one replica built the graph');
+      assert.equal(end.saved, 1, 'and published it');
+      assert.equal(end.loaded, 1, 'the other loaded it');
+      assert.ok(end.waited <= 1, 'after finding the lease held (or the graph already published)');
+      // Kept current on both: a write on one is found on the other (NOTIFY), from the graph.
+      const added = await createObject(a, 1000);
+      await until('the other replica to see the write', async () => (await nearest(b, vector(1000)))?.id === added);
+      assert.equal((await nearest(b, vector(9)))?.id, ids[9]);
     });
-    // Both load the partition and reach the threshold at once.
-    await Promise.all([nearest(a, vector(1)), nearest(b, vector(2))]);
-    await until('both replicas to answer from the graph', async () => {
-      const r = await Promise.all([nearest(a, vector(3)), nearest(b, vector(4))]);
-      const now = await count();
-      return r[0]?.id === ids[3] && r[1]?.id === ids[4] && now.saved > 0 && now.hnsw[0] > 0 && now.hnsw[1] > 0;
-    });
-    const end = await count();
-    assert.equal(end.built, 1, 'one replica built the graph');
-    assert.equal(end.saved, 1, 'and published it');
-    assert.equal(end.loaded, 1, 'the other loaded it');
-    assert.ok(end.waited <= 1, 'after finding the lease held (or the graph already published)');
-    // Kept current on both: a write on one is found on the other (NOTIFY), from the graph.
-    const added = await createObject(a, 1000);
-    await until('the other replica to see the write', async () => (await nearest(b, vector(1000)))?.id === added);
-    assert.equal((await nearest(b, vector(9)))?.id, ids[9]);
   });
-});

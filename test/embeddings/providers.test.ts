@@ -19,11 +19,22 @@ for (const dialect of TEST_DIALECTS) {
       srv = await startTestServer(dialect);
       wire = await startOpenAIWireServer({ models: [MODEL, 'gpt-4o-mini'] });
       project = srv.orrery.bootstrap.project.id;
-      for (const [k, text] of Object.entries({ a: 'identical text about tides', b: 'identical text about tides', c: 'something else entirely' })) {
+      for (const [k, text] of Object.entries({
+        a: 'identical text about tides',
+        b: 'identical text about tides',
+        c: 'something else entirely',
+      })) {
         ids[k] = (await srv.api('POST', '/api/v1/objects', { name: k, text })).body.id;
       }
       await waitForEmbeddings(srv, 3);
-      envId = (await srv.api('POST', '/api/v1/environments', { name: 'Embeddings', provider: 'openai_compatible', endpoint_url: wire.url, apiKey: 'sk-test' })).body.id;
+      envId = (
+        await srv.api('POST', '/api/v1/environments', {
+          name: 'Embeddings',
+          provider: 'openai_compatible',
+          endpoint_url: wire.url,
+          apiKey: 'sk-test',
+        })
+      ).body.id;
     });
     after(async () => {
       await srv.close();
@@ -31,7 +42,9 @@ for (const dialect of TEST_DIALECTS) {
     });
 
     it('PUT /projects/:id {embeddings} checks the environment with one call and records model and dimensions', async () => {
-      const r = await srv.api('PUT', `/api/v1/projects/${project}`, { embeddings: { environment: envId, model: MODEL } });
+      const r = await srv.api('PUT', `/api/v1/projects/${project}`, {
+        embeddings: { environment: envId, model: MODEL },
+      });
       assert.equal(r.status, 200, JSON.stringify(r.body));
       assert.deepEqual(r.body.settings.embeddings, { environment: envId, model: MODEL, dimensions: 1536, runs: true });
       const probe = wire.requests.find((q) => q.path === '/v1/embeddings')!;
@@ -44,8 +57,12 @@ for (const dialect of TEST_DIALECTS) {
       const status = await waitForEmbeddings(srv, 3, 'text', undefined, MODEL);
       assert.equal(status.dimensions, 1536);
       assert.ok(status.embeddingsModels.includes(MODEL));
-      const rows = await srv.orrery.database.db.selectFrom('vectors').select(['owner_id', 'model', 'dimensions'])
-        .where('owner_kind', '=', 'object').where('type', '=', 'text').execute();
+      const rows = await srv.orrery.database.db
+        .selectFrom('vectors')
+        .select(['owner_id', 'model', 'dimensions'])
+        .where('owner_kind', '=', 'object')
+        .where('type', '=', 'text')
+        .execute();
       assert.equal(rows.length, 3);
       assert.ok(rows.every((r) => r.model === MODEL && Number(r.dimensions) === 1536));
       // The wire server's vectors are hashes of the text: identical texts are the only close pair.
@@ -56,18 +73,23 @@ for (const dialect of TEST_DIALECTS) {
     });
 
     it('vector queries use the provider: text is embedded by it, values must have its dimensions', async () => {
-      const byText = await srv.api('POST', '/api/v1/objects/search', { query: { vector: { text: 'something else entirely' } }, limit: 1 });
+      const byText = await srv.api('POST', '/api/v1/objects/search', {
+        query: { vector: { text: 'something else entirely' } },
+        limit: 1,
+      });
       assert.equal(byText.status, 200, JSON.stringify(byText.body));
       assert.equal(byText.body.results[0].id, ids.c);
       const values = wireEmbedding('identical text about tides', 1536);
       const byValues = await srv.api('POST', '/api/v1/objects/search', { query: { vector: { values } }, limit: 2 });
       assert.deepEqual(new Set(byValues.body.results.map((o: any) => o.id)), new Set([ids.a, ids.b]));
-      const mismatch = await srv.api('POST', '/api/v1/objects/search', { query: { vector: { values: values.slice(0, 384) } } });
+      const mismatch = await srv.api('POST', '/api/v1/objects/search', {
+        query: { vector: { values: values.slice(0, 384) } },
+      });
       assert.equal(mismatch.status, 400);
       assert.equal(mismatch.body.error, 'dimension_mismatch');
     });
 
-    it('runs get the provider\'s vectors of their prompt and result', async () => {
+    it("runs get the provider's vectors of their prompt and result", async () => {
       const { interaction } = await seedEcho(srv, { name: 'Echo for embeddings' });
       const r = await srv.api('POST', '/api/v1/runs', { interaction: interaction.id, data: { text: 'high tide' } });
       assert.equal(r.status, 200, JSON.stringify(r.body));
@@ -81,11 +103,24 @@ for (const dialect of TEST_DIALECTS) {
       const unknownModel = await put({ environment: envId, model: 'no-such-model' });
       assert.equal(unknownModel.status, 400, JSON.stringify(unknownModel.body));
       assert.match(unknownModel.body.message, /does not exist/);
-      const badKeyEnv = (await srv.api('POST', '/api/v1/environments', { name: 'Bad key', provider: 'openai_compatible', endpoint_url: wire.url, apiKey: 'sk-wrong' })).body.id;
+      const badKeyEnv = (
+        await srv.api('POST', '/api/v1/environments', {
+          name: 'Bad key',
+          provider: 'openai_compatible',
+          endpoint_url: wire.url,
+          apiKey: 'sk-wrong',
+        })
+      ).body.id;
       const badKey = await put({ environment: badKeyEnv, model: MODEL });
       assert.equal(badKey.status, 400);
       assert.equal(badKey.body.error, 'provider_auth');
-      const downEnv = (await srv.api('POST', '/api/v1/environments', { name: 'Down', provider: 'openai_compatible', endpoint_url: 'http://127.0.0.1:9/v1' })).body.id;
+      const downEnv = (
+        await srv.api('POST', '/api/v1/environments', {
+          name: 'Down',
+          provider: 'openai_compatible',
+          endpoint_url: 'http://127.0.0.1:9/v1',
+        })
+      ).body.id;
       const down = await put({ environment: downEnv, model: MODEL });
       assert.equal(down.status, 502);
       assert.equal(down.body.error, 'provider_unreachable');

@@ -6,7 +6,8 @@ import { HashedNgramsEmbedder } from '../../src/embeddings/hashed-ngrams.ts';
 
 const embedder = new HashedNgramsEmbedder();
 const norm = (v: number[]) => Math.hypot(...v);
-const close = (a: number[], b: ArrayLike<number>) => a.length === b.length && a.every((x, i) => Math.abs(x - b[i]) < 1e-6);
+const close = (a: number[], b: ArrayLike<number>) =>
+  a.length === b.length && a.every((x, i) => Math.abs(x - b[i]) < 1e-6);
 
 for (const dialect of TEST_DIALECTS) {
   describe(`${dialect}: input_embedding and result_embedding of runs`, () => {
@@ -15,8 +16,13 @@ for (const dialect of TEST_DIALECTS) {
     let project: string;
 
     const storedVectors = async (runId: string) => {
-      const rows = await srv.orrery.database.db.selectFrom('vectors').select(['type', 'model', 'dimensions'])
-        .where('owner_kind', '=', 'run').where('owner_id', '=', runId).orderBy('type').execute();
+      const rows = await srv.orrery.database.db
+        .selectFrom('vectors')
+        .select(['type', 'model', 'dimensions'])
+        .where('owner_kind', '=', 'run')
+        .where('owner_id', '=', runId)
+        .orderBy('type')
+        .execute();
       return rows.map((r) => ({ ...r, dimensions: Number(r.dimensions) }));
     };
 
@@ -28,7 +34,10 @@ for (const dialect of TEST_DIALECTS) {
     after(() => srv.close());
 
     it('a blocking run answers the vectors of its prompt and result (built-in embedder, on by default), without storing them', async () => {
-      const r = await srv.api('POST', '/api/v1/runs', { interaction, data: { text: 'the orbits of the outer planets' } });
+      const r = await srv.api('POST', '/api/v1/runs', {
+        interaction,
+        data: { text: 'the orbits of the outer planets' },
+      });
       assert.equal(r.status, 200, JSON.stringify(r.body));
       const run = r.body;
       assert.equal(run.input_embedding.length, 384);
@@ -51,7 +60,11 @@ for (const dialect of TEST_DIALECTS) {
     });
 
     it('a streamed run has them on its final run (the close event), not on the created one', async () => {
-      const created = await srv.api('POST', '/api/v1/runs', { interaction, data: { text: 'streamed words here' }, stream: true });
+      const created = await srv.api('POST', '/api/v1/runs', {
+        interaction,
+        data: { text: 'streamed words here' },
+        stream: true,
+      });
       assert.equal(created.status, 200);
       assert.equal(created.body.input_embedding, undefined);
       const s = await openStream(`${srv.url}/api/v1/runs/${created.body.id}/stream?access_token=${srv.adminKey}`);
@@ -97,7 +110,11 @@ for (const dialect of TEST_DIALECTS) {
       await bad({ colour: 'blue' });
       await bad({ model: 'text-embedding-3-small' });
       await bad({ environment: 'no-such-env', model: 'm' }, 404);
-      const env = await srv.api('POST', '/api/v1/environments', { name: 'Chat only', provider: 'test', default_model: 'echo' });
+      const env = await srv.api('POST', '/api/v1/environments', {
+        name: 'Chat only',
+        provider: 'test',
+        default_model: 'echo',
+      });
       const msg = await bad({ environment: env.body.id, model: 'echo' });
       assert.match(msg.message, /no embeddings endpoint/);
       await bad({ environment: env.body.id });

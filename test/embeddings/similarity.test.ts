@@ -21,7 +21,11 @@ for (const dialect of TEST_DIALECTS) {
     after(() => srv.close());
 
     it('similarTo answers the near-duplicate first, then its topic group, with scores, without the object itself', async () => {
-      for (const [k, dup] of [['bread1', 'bread1dup'], ['markets1', 'markets1dup'], ['space1', 'space1dup']]) {
+      for (const [k, dup] of [
+        ['bread1', 'bread1dup'],
+        ['markets1', 'markets1dup'],
+        ['space1', 'space1dup'],
+      ]) {
         const r = await srv.api('GET', `/api/v1/objects?similarTo=${ids[k]}&embeddingType=text&limit=3`);
         assert.equal(r.status, 200, JSON.stringify(r.body));
         const got = keys(r.body) as string[];
@@ -29,8 +33,15 @@ for (const dialect of TEST_DIALECTS) {
         assert.ok(!got.includes(k), 'the object itself is excluded');
         assert.deepEqual(got.map(topicOf), [topicOf(k), topicOf(k), topicOf(k)], `${k}: ${got}`);
         const scores = r.body.map((o: any) => o.score);
-        assert.ok(scores.every((s: number) => typeof s === 'number' && s > 0 && s <= 1.000001), `scores ${scores}`);
-        assert.deepEqual(scores, [...scores].sort((a: number, b: number) => b - a), 'best first');
+        assert.ok(
+          scores.every((s: number) => typeof s === 'number' && s > 0 && s <= 1.000001),
+          `scores ${scores}`,
+        );
+        assert.deepEqual(
+          scores,
+          [...scores].sort((a: number, b: number) => b - a),
+          'best first',
+        );
         assert.ok(scores[0] > 0.9, `a near-duplicate scores close to 1: ${scores[0]}`);
         assert.deepEqual(r.body[0].parent, undefined);
         assert.equal(r.body[0].root, undefined, 'list items have no root');
@@ -46,22 +57,45 @@ for (const dialect of TEST_DIALECTS) {
 
     it('the official client: objects.list with similarTo, and objects.search with a vector', async () => {
       const client = srv.client();
-      const list = await client.objects.list({ query: { similarTo: ids.markets2, embeddingType: 'text' } as any, limit: 3 });
-      assert.deepEqual(keys(list).map((k) => topicOf(k!)), ['markets', 'markets', 'markets']);
-      const found = await client.objects.search({ query: { vector: { objectId: ids.space2, config: { text: true } } }, limit: 3 });
-      assert.deepEqual(keys(found.results).map((k) => topicOf(k!)), ['space', 'space', 'space']);
+      const list = await client.objects.list({
+        query: { similarTo: ids.markets2, embeddingType: 'text' } as any,
+        limit: 3,
+      });
+      assert.deepEqual(
+        keys(list).map((k) => topicOf(k!)),
+        ['markets', 'markets', 'markets'],
+      );
+      const found = await client.objects.search({
+        query: { vector: { objectId: ids.space2, config: { text: true } } },
+        limit: 3,
+      });
+      assert.deepEqual(
+        keys(found.results).map((k) => topicOf(k!)),
+        ['space', 'space', 'space'],
+      );
       assert.ok(typeof found.facets.total === 'number');
-      const byText = await client.objects.search({ query: { vector: { text: 'feed the sourdough starter, knead the dough' } }, limit: 4 });
-      assert.deepEqual(keys(byText.results).map((k) => topicOf(k!)), ['bread', 'bread', 'bread', 'bread']);
+      const byText = await client.objects.search({
+        query: { vector: { text: 'feed the sourdough starter, knead the dough' } },
+        limit: 4,
+      });
+      assert.deepEqual(
+        keys(byText.results).map((k) => topicOf(k!)),
+        ['bread', 'bread', 'bread', 'bread'],
+      );
     });
 
     it('a vector of values: the nearest object first; a wrong number of dimensions is a 400', async () => {
       const values = Array.from(new HashedNgramsEmbedder().embedNow(CORPUS.find((d) => d.key === 'markets3')!.text));
-      const r = await srv.api('POST', '/api/v1/objects/search', { query: { vector: { values, type: 'text' } }, limit: 1 });
+      const r = await srv.api('POST', '/api/v1/objects/search', {
+        query: { vector: { values, type: 'text' } },
+        limit: 1,
+      });
       assert.equal(r.status, 200, JSON.stringify(r.body));
       assert.deepEqual(keys(r.body.results), ['markets3']);
       assert.ok(r.body.results[0].score > 0.999);
-      const bad = await srv.api('POST', '/api/v1/objects/search', { query: { vector: { values: values.slice(0, 100) } } });
+      const bad = await srv.api('POST', '/api/v1/objects/search', {
+        query: { vector: { values: values.slice(0, 100) } },
+      });
       assert.equal(bad.status, 400);
       assert.equal(bad.body.error, 'dimension_mismatch');
       assert.match(bad.body.message, /100 dimensions.*384/);
@@ -69,7 +103,7 @@ for (const dialect of TEST_DIALECTS) {
       assert.equal(notNumbers.status, 400);
     });
 
-    it('unknown objects are a 404 (similarTo, vector.objectId, another project\'s object); bad types are a 400', async () => {
+    it("unknown objects are a 404 (similarTo, vector.objectId, another project's object); bad types are a 400", async () => {
       assert.equal((await srv.api('GET', '/api/v1/objects?similarTo=does-not-exist')).status, 404);
       const r = await srv.api('POST', '/api/v1/objects/search', { query: { vector: { objectId: 'nope' } } });
       assert.equal(r.status, 404);
@@ -77,11 +111,37 @@ for (const dialect of TEST_DIALECTS) {
       const other = await secondProject(srv);
       assert.equal((await srv.api('GET', `/api/v1/objects?similarTo=${ids.bread1}`, undefined, other.key)).status, 404);
       assert.equal((await srv.api('GET', `/api/v1/objects?similarTo=${ids.bread1}&embeddingType=colour`)).status, 400);
-      assert.equal((await srv.api('GET', `/api/v1/objects?similarTo=${ids.bread1}&embeddingType=image`)).status, 400, 'the built-in model embeds no images');
-      assert.equal((await srv.api('GET', '/api/v1/objects?embeddingType=text')).status, 400, 'embeddingType without similarTo');
-      assert.equal((await srv.api('POST', '/api/v1/objects/search', { query: { vector: { objectId: ids.bread1, text: 'x' } } })).status, 400);
-      assert.equal((await srv.api('POST', '/api/v1/objects/search', { query: { vector: { objectId: ids.bread1 }, score_aggregation: 'max' } })).status, 400);
-      assert.equal((await srv.api('POST', '/api/v1/objects/search', { query: { vector: { objectId: ids.bread1 }, weights: { text: -1 } } })).status, 400);
+      assert.equal(
+        (await srv.api('GET', `/api/v1/objects?similarTo=${ids.bread1}&embeddingType=image`)).status,
+        400,
+        'the built-in model embeds no images',
+      );
+      assert.equal(
+        (await srv.api('GET', '/api/v1/objects?embeddingType=text')).status,
+        400,
+        'embeddingType without similarTo',
+      );
+      assert.equal(
+        (await srv.api('POST', '/api/v1/objects/search', { query: { vector: { objectId: ids.bread1, text: 'x' } } }))
+          .status,
+        400,
+      );
+      assert.equal(
+        (
+          await srv.api('POST', '/api/v1/objects/search', {
+            query: { vector: { objectId: ids.bread1 }, score_aggregation: 'max' },
+          })
+        ).status,
+        400,
+      );
+      assert.equal(
+        (
+          await srv.api('POST', '/api/v1/objects/search', {
+            query: { vector: { objectId: ids.bread1 }, weights: { text: -1 } },
+          })
+        ).status,
+        400,
+      );
     });
 
     it('filters apply before the top k is cut: the only matches are far down the similarity order, and still answered', async () => {
@@ -92,7 +152,8 @@ for (const dialect of TEST_DIALECTS) {
       assert.equal(r.body.length, 2);
       assert.ok(keys(r.body).every((k) => CORPUS.find((d) => d.key === k)!.location === '/finance'));
       const s = await srv.api('POST', '/api/v1/objects/search', {
-        query: { vector: { objectId: ids.space1 }, location: '/archive', match: { 'properties.level': 'advanced' } }, limit: 5,
+        query: { vector: { objectId: ids.space1 }, location: '/archive', match: { 'properties.level': 'advanced' } },
+        limit: 5,
       });
       assert.equal(s.status, 200, JSON.stringify(s.body));
       assert.deepEqual(new Set(keys(s.body.results)), new Set(['space3', 'markets3', 'bread3']));
@@ -103,28 +164,61 @@ for (const dialect of TEST_DIALECTS) {
     });
 
     it('vector + full text: both lists fused (rrf by default, rsf), weighted, with facets', async () => {
-      const body = (extra: Record<string, unknown>) => ({ query: { vector: { text: 'giant planet moons orbit' }, full_text: 'bond', ...extra }, limit: 12, facets: [{ name: 'location', field: 'location' }] });
+      const body = (extra: Record<string, unknown>) => ({
+        query: { vector: { text: 'giant planet moons orbit' }, full_text: 'bond', ...extra },
+        limit: 12,
+        facets: [{ name: 'location', field: 'location' }],
+      });
       const rrf = await srv.api('POST', '/api/v1/objects/search', body({}));
       assert.equal(rrf.status, 200, JSON.stringify(rrf.body));
       const got = keys(rrf.body.results) as string[];
       // Markets documents are in both lists (they hold "bond", and every object is somewhere in the
       // vector list), so they come first; then the best vector matches (space); bread last.
-      assert.deepEqual(got.map(topicOf), ['markets', 'markets', 'markets', 'markets', 'space', 'space', 'space', 'space', 'bread', 'bread', 'bread', 'bread'], got.join());
+      assert.deepEqual(
+        got.map(topicOf),
+        [
+          'markets',
+          'markets',
+          'markets',
+          'markets',
+          'space',
+          'space',
+          'space',
+          'space',
+          'bread',
+          'bread',
+          'bread',
+          'bread',
+        ],
+        got.join(),
+      );
       const scores = rrf.body.results.map((o: any) => o.score);
-      assert.deepEqual(scores, [...scores].sort((a: number, b: number) => b - a));
+      assert.deepEqual(
+        scores,
+        [...scores].sort((a: number, b: number) => b - a),
+      );
       assert.ok(scores[0] < 0.05, 'rrf scores are 1/(60 + rank) sums');
       assert.ok(Array.isArray(rrf.body.facets.location));
       assert.equal(rrf.body.facets.total, CORPUS.length);
       // Weighting full text away leaves the vector order; weighting the vector away, the text order.
       const vectorOnly = await srv.api('POST', '/api/v1/objects/search', body({ weights: { full_text: 0 } }));
-      assert.deepEqual((keys(vectorOnly.body.results) as string[]).slice(0, 4).map(topicOf), ['space', 'space', 'space', 'space']);
+      assert.deepEqual((keys(vectorOnly.body.results) as string[]).slice(0, 4).map(topicOf), [
+        'space',
+        'space',
+        'space',
+        'space',
+      ]);
       const textOnly = await srv.api('POST', '/api/v1/objects/search', body({ weights: { text: 0 } }));
       assert.ok((keys(textOnly.body.results) as string[]).every((k) => topicOf(k) === 'markets'));
       const rsf = await srv.api('POST', '/api/v1/objects/search', body({ score_aggregation: 'rsf' }));
       assert.equal(rsf.status, 200);
       const rsfScores = rsf.body.results.map((o: any) => o.score);
       assert.ok(rsfScores[0] <= 1 && rsfScores[0] >= 0.5, `rsf scores are scaled to [0, 1]: ${rsfScores}`);
-      assert.deepEqual(new Set(keys(rsf.body.results)), new Set(keys(rrf.body.results)), 'the same union, ordered differently');
+      assert.deepEqual(
+        new Set(keys(rsf.body.results)),
+        new Set(keys(rrf.body.results)),
+        'the same union, ordered differently',
+      );
     });
 
     it('properties embeddings: similarTo by properties groups objects with the same properties', async () => {
@@ -132,16 +226,24 @@ for (const dialect of TEST_DIALECTS) {
       const r = await srv.api('GET', `/api/v1/objects?similarTo=${ids.bread1}&embeddingType=properties&limit=1`);
       assert.equal(r.status, 200);
       assert.deepEqual(keys(r.body), ['bread1dup'], 'identical properties {subject: baking, level: intro}');
-      const both = await srv.api('POST', '/api/v1/objects/search', { query: { vector: { objectId: ids.markets1, config: { text: true, properties: true } } }, limit: 1 });
+      const both = await srv.api('POST', '/api/v1/objects/search', {
+        query: { vector: { objectId: ids.markets1, config: { text: true, properties: true } } },
+        limit: 1,
+      });
       assert.deepEqual(keys(both.body.results), ['markets1dup']);
     });
 
     it('a changed text is embedded again; a deleted object leaves the results', async () => {
-      const extra = await srv.api('POST', '/api/v1/objects', { name: 'late', text: 'Neptune is a giant planet of the solar system; its moon Triton orbits the planet.' });
+      const extra = await srv.api('POST', '/api/v1/objects', {
+        name: 'late',
+        text: 'Neptune is a giant planet of the solar system; its moon Triton orbits the planet.',
+      });
       await waitForEmbeddings(srv, CORPUS.length + 1);
       const before = await srv.api('GET', `/api/v1/objects?similarTo=${extra.body.id}&limit=1`);
       assert.equal(topicOf(keys(before.body)[0]!), 'space');
-      await srv.api('PUT', `/api/v1/objects/${extra.body.id}`, { text: 'Sourdough bread: feed the starter, knead the dough, bake the loaf.' });
+      await srv.api('PUT', `/api/v1/objects/${extra.body.id}`, {
+        text: 'Sourdough bread: feed the starter, knead the dough, bake the loaf.',
+      });
       const until = Date.now() + 10_000;
       let first: string | undefined;
       while (Date.now() < until) {
@@ -157,9 +259,17 @@ for (const dialect of TEST_DIALECTS) {
       assert.ok(!after.body.some((o: any) => o.id === extra.body.id));
     });
 
-    it('a file\'s extracted text is embedded by content processing (its embeddings step) before the object is ready', async () => {
-      const up = await upload(srv, 'loaf.txt', 'Sourdough loaf notes: feed the starter, knead the dough with flour and water, bake the bread hot.', { type: 'text/plain' });
-      const created = await srv.api('POST', '/api/v1/objects', { name: 'File without words in its name', content: { source: up.id, type: 'text/plain', name: 'loaf.txt' } });
+    it("a file's extracted text is embedded by content processing (its embeddings step) before the object is ready", async () => {
+      const up = await upload(
+        srv,
+        'loaf.txt',
+        'Sourdough loaf notes: feed the starter, knead the dough with flour and water, bake the bread hot.',
+        { type: 'text/plain' },
+      );
+      const created = await srv.api('POST', '/api/v1/objects', {
+        name: 'File without words in its name',
+        content: { source: up.id, type: 'text/plain', name: 'loaf.txt' },
+      });
       assert.equal(created.status, 200, JSON.stringify(created.body));
       assert.equal((await processed(srv, created.body.id, { timeoutMs: 20_000 })).status, 'ready');
       const r = await srv.api('GET', `/api/v1/objects?similarTo=${created.body.id}&limit=3`);
@@ -167,7 +277,7 @@ for (const dialect of TEST_DIALECTS) {
       await srv.api('DELETE', `/api/v1/objects/${created.body.id}`);
     });
 
-    it('the status of the project\'s embeddings names the built-in model', async () => {
+    it("the status of the project's embeddings names the built-in model", async () => {
       const s = await srv.client().store.embeddings.status('text' as any);
       assert.equal((s as any).model, 'orrery-hashed-ngrams-384');
       assert.equal((s as any).dimensions, 384);
@@ -204,7 +314,10 @@ for (const dialect of TEST_DIALECTS) {
 
     it('a broad filter (more matches than the exact limit) still answers the full filtered top k', async () => {
       // 9 objects are not in /archive: more than 4, so the graph is asked for more and more neighbours.
-      const r = await srv.api('POST', '/api/v1/objects/search', { query: { vector: { objectId: ids.bread1 }, match: { location: { $ne: '/archive' } } }, limit: 8 });
+      const r = await srv.api('POST', '/api/v1/objects/search', {
+        query: { vector: { objectId: ids.bread1 }, match: { location: { $ne: '/archive' } } },
+        limit: 8,
+      });
       assert.equal(r.status, 200, JSON.stringify(r.body));
       const got = keys(r.body.results) as string[];
       assert.equal(got.length, 8);
@@ -217,10 +330,16 @@ for (const dialect of TEST_DIALECTS) {
     });
 
     it('new objects join the graph as they are embedded', async () => {
-      const extra = await srv.api('POST', '/api/v1/objects', { name: 'x', text: 'Stock markets fell as bond yields rose; investors sold shares of banks and the index closed lower today.' });
+      const extra = await srv.api('POST', '/api/v1/objects', {
+        name: 'x',
+        text: 'Stock markets fell as bond yields rose; investors sold shares of banks and the index closed lower today.',
+      });
       await waitForEmbeddings(srv, CORPUS.length + 1);
       const r = await srv.api('GET', `/api/v1/objects?similarTo=${ids.markets1}&limit=2`);
-      assert.ok(r.body.some((o: any) => o.id === extra.body.id), JSON.stringify(keys(r.body)));
+      assert.ok(
+        r.body.some((o: any) => o.id === extra.body.id),
+        JSON.stringify(keys(r.body)),
+      );
     });
   });
 }

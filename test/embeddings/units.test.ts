@@ -31,8 +31,14 @@ describe('the built-in embedder orrery-hashed-ngrams-384', () => {
     assert.equal(v.length, 384);
     assert.ok(Math.abs(dot(v, v) - 1) < 1e-5);
     assert.deepEqual(Array.from(e.embedNow('Jupiter and its moons')), Array.from(v));
-    assert.ok(e.embedNow('  , . !! ').every((x) => x === 0), 'punctuation only: a zero vector (not stored)');
-    assert.ok(e.embedNow('the and of').every((x) => x === 0), 'stop words only');
+    assert.ok(
+      e.embedNow('  , . !! ').every((x) => x === 0),
+      'punctuation only: a zero vector (not stored)',
+    );
+    assert.ok(
+      e.embedNow('the and of').every((x) => x === 0),
+      'stop words only',
+    );
   });
 
   it('is case-insensitive, and near-duplicates > same topic > unrelated', () => {
@@ -47,7 +53,8 @@ describe('the built-in embedder orrery-hashed-ngrams-384', () => {
   });
 
   it('costs microseconds for a short text (the run hot path)', () => {
-    const text = 'Summarise the orbits of the outer planets in one line: Jupiter, Saturn, Uranus and Neptune travel on long, slow paths around the Sun, for 12 to 165 years.';
+    const text =
+      'Summarise the orbits of the outer planets in one line: Jupiter, Saturn, Uranus and Neptune travel on long, slow paths around the Sun, for 12 to 165 years.';
     for (let i = 0; i < 2000; i++) e.embedNow(text + i);
     const n = 20_000;
     const t = performance.now();
@@ -65,14 +72,20 @@ describe('chunking and sources', () => {
     const chunks = chunkText(text, 400);
     assert.ok(chunks.length > 3);
     assert.ok(chunks.every((c) => c.length <= 400));
-    assert.ok(chunks.every((c) => /[.]$/.test(c)), 'every chunk ends at a sentence end');
+    assert.ok(
+      chunks.every((c) => /[.]$/.test(c)),
+      'every chunk ends at a sentence end',
+    );
     assert.equal(chunkText('x '.repeat(10_000), 100, 5).length, 5);
   });
 
   it('combines chunk vectors into one normalised vector per text (length-weighted mean)', async () => {
     const calls: string[][] = [];
     const fake: Embedder = {
-      model: 'fake', dimensions: 2, supportsImages: false, maxInputChars: 10,
+      model: 'fake',
+      dimensions: 2,
+      supportsImages: false,
+      maxInputChars: 10,
       embed: async (texts) => {
         calls.push(texts);
         return texts.map((t) => (t.startsWith('a') ? Float32Array.of(1, 0) : Float32Array.of(0, 1)));
@@ -87,7 +100,10 @@ describe('chunking and sources', () => {
   it('text falls back to name and description; properties become sorted path: value lines', () => {
     assert.equal(objectSources({ name: 'N', description: 'D', text: null }).text, 'N\nD');
     assert.equal(objectSources({ name: 'N', text: 'body' }).text, 'body');
-    assert.equal(objectSources({ properties: { b: 1, a: { y: [1, 2], x: 'v' } } }).properties, 'a.x: v\na.y: 1, 2\nb: 1');
+    assert.equal(
+      objectSources({ properties: { b: 1, a: { y: [1, 2], x: 'v' } } }).properties,
+      'a.x: v\na.y: 1, 2\nb: 1',
+    );
     assert.equal(objectSources({ properties: {} }).properties, null);
     assert.equal(sourceEtag('a'), sourceEtag('a'));
     assert.notEqual(sourceEtag('a'), sourceEtag('b'));
@@ -102,22 +118,46 @@ describe('chunking and sources', () => {
 });
 
 describe('fusion of ranked lists', () => {
-  const a = { name: 'text', weight: 1, hits: [{ id: 'x', score: 0.9 }, { id: 'y', score: 0.8 }, { id: 'z', score: 0.1 }] };
-  const b = { name: 'full_text', weight: 1, hits: [{ id: 'y', score: 5 }, { id: 'z', score: 4 }] };
+  const a = {
+    name: 'text',
+    weight: 1,
+    hits: [
+      { id: 'x', score: 0.9 },
+      { id: 'y', score: 0.8 },
+      { id: 'z', score: 0.1 },
+    ],
+  };
+  const b = {
+    name: 'full_text',
+    weight: 1,
+    hits: [
+      { id: 'y', score: 5 },
+      { id: 'z', score: 4 },
+    ],
+  };
 
   it('rrf: Σ w / (60 + rank); items in both lists rise', () => {
     const out = fuse([a, b], 'rrf');
-    assert.deepEqual(out.map((h) => h.id), ['y', 'z', 'x']);
+    assert.deepEqual(
+      out.map((h) => h.id),
+      ['y', 'z', 'x'],
+    );
     assert.ok(Math.abs(out[0].score - (1 / 62 + 1 / 61)) < 1e-12);
   });
 
   it('rsf: min-max scaled scores, weighted mean; one list alone keeps its own scores; weight 0 drops a list', () => {
     const out = fuse([a, b], 'rsf');
-    assert.deepEqual(out.map((h) => h.id), ['y', 'x', 'z']);
+    assert.deepEqual(
+      out.map((h) => h.id),
+      ['y', 'x', 'z'],
+    );
     assert.ok(Math.abs(out[0].score - (0.875 + 1) / 2) < 1e-9);
     assert.ok(out.every((h) => h.score >= 0 && h.score <= 1));
     assert.deepEqual(fuse([a], 'rrf'), a.hits);
-    assert.deepEqual(fuse([a, { ...b, weight: 0 }], 'rsf').map((h) => h.id), ['x', 'y', 'z']);
+    assert.deepEqual(
+      fuse([a, { ...b, weight: 0 }], 'rsf').map((h) => h.id),
+      ['x', 'y', 'z'],
+    );
   });
 });
 
@@ -166,7 +206,13 @@ describe('the partition index and the filtered search', () => {
     const answered = await pending;
     assert.ok(!answered.some((h) => h.ownerId === 'newcomer' || h.ownerId === 'o7'));
     assert.equal(answered.length, 3, 'the freed slot is skipped and the next best takes its place');
-    assert.equal((await index.nearest(vectors[250], 2)).map((h) => h.ownerId).sort().join(), 'newcomer,o250');
+    assert.equal(
+      (await index.nearest(vectors[250], 2))
+        .map((h) => h.ownerId)
+        .sort()
+        .join(),
+      'newcomer,o250',
+    );
     index.close();
     assert.equal((await index.nearest(vectors[9], 1))[0].ownerId, 'o9', 'a closed index still answers, exactly');
   });
@@ -187,27 +233,58 @@ describe('the partition index and the filtered search', () => {
     vectors.forEach((v, i) => index.upsert(`o${i}`, v));
     const odd = (id: string) => Number(id.slice(1)) % 2 === 1;
     const small = await filteredSearch({
-      index, query: vectors[10], k: 5, exclude: 'o10', exactLimit: 1000,
-      filter: { all: async () => ['o1', 'o3', 'o10', 'o99'], accept: async () => { throw new Error('not called'); } },
+      index,
+      query: vectors[10],
+      k: 5,
+      exclude: 'o10',
+      exactLimit: 1000,
+      filter: {
+        all: async () => ['o1', 'o3', 'o10', 'o99'],
+        accept: async () => {
+          throw new Error('not called');
+        },
+      },
     });
     assert.equal(small.strategy, 'exact-candidates');
     assert.deepEqual(new Set(small.hits.map((h) => h.ownerId)), new Set(['o1', 'o3', 'o99']));
     let asked = 0;
     const broad = await filteredSearch({
-      index, query: vectors[10], k: 20, exclude: 'o11', exactLimit: 10,
-      filter: { all: async () => null, accept: async (ids) => { asked++; return new Set(ids.filter(odd)); } },
+      index,
+      query: vectors[10],
+      k: 20,
+      exclude: 'o11',
+      exactLimit: 10,
+      filter: {
+        all: async () => null,
+        accept: async (ids) => {
+          asked++;
+          return new Set(ids.filter(odd));
+        },
+      },
     });
     assert.equal(broad.strategy, 'index-widening');
     assert.equal(broad.hits.length, 20);
     assert.ok(broad.hits.every((h) => odd(h.ownerId) && h.ownerId !== 'o11'));
     // The same as filtering the exact order of everything.
-    const truth = index.scan(vectors[10], 300).filter((h) => odd(h.ownerId) && h.ownerId !== 'o11').slice(0, 20);
-    assert.deepEqual(broad.hits.map((h) => h.ownerId), truth.map((h) => h.ownerId));
+    const truth = index
+      .scan(vectors[10], 300)
+      .filter((h) => odd(h.ownerId) && h.ownerId !== 'o11')
+      .slice(0, 20);
+    assert.deepEqual(
+      broad.hits.map((h) => h.ownerId),
+      truth.map((h) => h.ownerId),
+    );
     assert.ok(asked >= 1);
     // Only 3 pass in the whole index: widening ends with a scan of everything, and answers the 3.
     const rare = await filteredSearch({
-      index, query: vectors[10], k: 10, exactLimit: 1,
-      filter: { all: async () => null, accept: async (ids) => new Set(ids.filter((i) => ['o5', 'o250', 'o299'].includes(i))) },
+      index,
+      query: vectors[10],
+      k: 10,
+      exactLimit: 1,
+      filter: {
+        all: async () => null,
+        accept: async (ids) => new Set(ids.filter((i) => ['o5', 'o250', 'o299'].includes(i))),
+      },
     });
     assert.equal(rare.strategy, 'exact-scan');
     assert.deepEqual(new Set(rare.hits.map((h) => h.ownerId)), new Set(['o5', 'o250', 'o299']));

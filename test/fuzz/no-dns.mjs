@@ -6,7 +6,11 @@ import { isIP } from 'node:net';
 import { syncBuiltinESMExports } from 'node:module';
 
 const local = (host) => isIP(host) !== 0 || host === 'localhost';
-const refuse = (host) => Object.assign(new Error(`getaddrinfo ENOTFOUND ${host} (the fuzz suite resolves no names)`), { code: 'ENOTFOUND', hostname: host });
+const refuse = (host) =>
+  Object.assign(new Error(`getaddrinfo ENOTFOUND ${host} (the fuzz suite resolves no names)`), {
+    code: 'ENOTFOUND',
+    hostname: host,
+  });
 const lookup = dns.lookup;
 const lookupAsync = dns.promises.lookup;
 dns.lookup = (host, options, callback) => {

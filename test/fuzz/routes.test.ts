@@ -48,7 +48,12 @@ function operationsOf(doc: Record<string, any>): Operation[] {
   const ops: Operation[] = [];
   for (const [path, item] of Object.entries<Record<string, any>>(doc.paths)) {
     for (const [method, op] of Object.entries<Record<string, any>>(item)) {
-      ops.push({ method: method.toUpperCase(), path, params: op.parameters ?? [], body: op.requestBody?.content?.['application/json']?.schema });
+      ops.push({
+        method: method.toUpperCase(),
+        path,
+        params: op.parameters ?? [],
+        body: op.requestBody?.content?.['application/json']?.schema,
+      });
     }
   }
   return ops;
@@ -56,14 +61,21 @@ function operationsOf(doc: Record<string, any>): Operation[] {
 
 /** Project data, before and after: nothing another project does may change it. */
 async function snapshot(srv: TestServer, key: string): Promise<string> {
-  const parts = await Promise.all([
-    '/api/v1/objects?limit=1000', '/api/v1/runs?limit=1000', '/api/v1/interactions?limit=1000', '/api/v1/prompts?limit=1000',
-    '/api/v1/environments', '/api/v1/types?limit=1000', '/api/v1/apikeys',
-  ].map(async (path) => {
-    const r = await srv.api('GET', path, undefined, key);
-    assert.equal(r.status, 200, `${path}: ${JSON.stringify(r.body)}`);
-    return r.body;
-  }));
+  const parts = await Promise.all(
+    [
+      '/api/v1/objects?limit=1000',
+      '/api/v1/runs?limit=1000',
+      '/api/v1/interactions?limit=1000',
+      '/api/v1/prompts?limit=1000',
+      '/api/v1/environments',
+      '/api/v1/types?limit=1000',
+      '/api/v1/apikeys',
+    ].map(async (path) => {
+      const r = await srv.api('GET', path, undefined, key);
+      assert.equal(r.status, 200, `${path}: ${JSON.stringify(r.body)}`);
+      return r.body;
+    }),
+  );
   return JSON.stringify(parts);
 }
 
@@ -83,8 +95,12 @@ for (const dialect of TEST_DIALECTS) {
       dataDir = mkdtempSync(join(tmpdir(), 'orrery-fuzz-'));
       pg = dialect === 'postgres' ? await createPgDatabase() : undefined;
       proc = await startServerProcess({
-        ORRERY_DATA_DIR: dataDir, ORRERY_ADMIN_KEY: ADMIN_KEY, ORRERY_EGRESS: '127.0.0.0/8,::1', ORRERY_STREAM_TIMEOUT: '5',
-        NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --import ${NO_DNS}`.trim(), ...(pg ? { ORRERY_DATABASE_URL: pg.url } : {}),
+        ORRERY_DATA_DIR: dataDir,
+        ORRERY_ADMIN_KEY: ADMIN_KEY,
+        ORRERY_EGRESS: '127.0.0.0/8,::1',
+        ORRERY_STREAM_TIMEOUT: '5',
+        NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --import ${NO_DNS}`.trim(),
+        ...(pg ? { ORRERY_DATABASE_URL: pg.url } : {}),
       });
       srv = remoteServer(proc.url, dialect);
       const doc = (await srv.api('GET', '/api/v1/openapi.json')).body;
@@ -96,22 +112,54 @@ for (const dialect of TEST_DIALECTS) {
       memberKey = (await srv.api('POST', '/api/v1/apikeys', { name: 'fuzzer', project: mine.body.id })).body.value;
       const spare = (await srv.api('POST', '/api/v1/apikeys', { name: 'spare', project: mine.body.id })).body.id;
       const seeded = await seedEcho(srv, { token: memberKey });
-      const run = await srv.api('POST', '/api/v1/runs', { interaction: seeded.interaction.id, data: { text: 'hello fuzz' }, tags: ['a'] }, memberKey);
-      const streamed = await srv.api('POST', '/api/v1/runs', { interaction: seeded.interaction.id, data: { text: 'later' }, stream: true }, memberKey);
-      const type = await srv.api('POST', '/api/v1/types', { name: 'Doc', table_layout: [{ field: 'name', name: 'n' }] }, memberKey);
-      const obj = await srv.api('POST', '/api/v1/objects', { name: 'target', properties: { a: 1 }, text: 'some words' }, memberKey);
+      const run = await srv.api(
+        'POST',
+        '/api/v1/runs',
+        { interaction: seeded.interaction.id, data: { text: 'hello fuzz' }, tags: ['a'] },
+        memberKey,
+      );
+      const streamed = await srv.api(
+        'POST',
+        '/api/v1/runs',
+        { interaction: seeded.interaction.id, data: { text: 'later' }, stream: true },
+        memberKey,
+      );
+      const type = await srv.api(
+        'POST',
+        '/api/v1/types',
+        { name: 'Doc', table_layout: [{ field: 'name', name: 'n' }] },
+        memberKey,
+      );
+      const obj = await srv.api(
+        'POST',
+        '/api/v1/objects',
+        { name: 'target', properties: { a: 1 }, text: 'some words' },
+        memberKey,
+      );
       // The victim: another project of the same account, with data of every kind.
       const theirs = await srv.api('POST', '/api/v1/projects', { name: 'Victim' });
       otherKey = (await srv.api('POST', '/api/v1/apikeys', { name: 'victim', project: theirs.body.id })).body.value;
       const victim = await seedEcho(srv, { token: otherKey });
-      const victimRun = await srv.api('POST', '/api/v1/runs', { interaction: victim.interaction.id, data: { text: 'private' } }, otherKey);
+      const victimRun = await srv.api(
+        'POST',
+        '/api/v1/runs',
+        { interaction: victim.interaction.id, data: { text: 'private' } },
+        otherKey,
+      );
       const victimObj = await srv.api('POST', '/api/v1/objects', { name: 'private', text: 'secret' }, otherKey);
       otherBefore = await snapshot(srv, otherKey);
       ids = {
-        environments: [seeded.env.id, victim.env.id], prompts: [seeded.prompt.id, victim.prompt.id],
-        interactions: [seeded.interaction.id, victim.interaction.id], runs: [run.body.id, streamed.body.id, victimRun.body.id],
-        objects: [obj.body.id, victimObj.body.id], types: [type.body.id], apikeys: [spare], projects: [mine.body.id, theirs.body.id],
-        name: ['Doc', 'Echo'], type: ['text', 'properties', 'image'], format: ['png', 'jpeg'],
+        environments: [seeded.env.id, victim.env.id],
+        prompts: [seeded.prompt.id, victim.prompt.id],
+        interactions: [seeded.interaction.id, victim.interaction.id],
+        runs: [run.body.id, streamed.body.id, victimRun.body.id],
+        objects: [obj.body.id, victimObj.body.id],
+        types: [type.body.id],
+        apikeys: [spare],
+        projects: [mine.body.id, theirs.body.id],
+        name: ['Doc', 'Echo'],
+        type: ['text', 'properties', 'image'],
+        format: ['png', 'jpeg'],
       };
     });
     after(async () => {
@@ -128,28 +176,44 @@ for (const dialect of TEST_DIALECTS) {
       const pathValue = (name: string, path: string) => {
         const kind = path.split('/')[1];
         const known = ids[name === 'id' ? kind : name] ?? [];
-        return fc.oneof({ weight: 4, arbitrary: known.length ? fc.constantFrom(...known) : fc.constant('x') }, { weight: 1, arbitrary: hostileString });
+        return fc.oneof(
+          { weight: 4, arbitrary: known.length ? fc.constantFrom(...known) : fc.constant('x') },
+          { weight: 1, arbitrary: hostileString },
+        );
       };
 
       const requestOf = (op: Operation): fc.Arbitrary<Sent> => {
         const pathParams = op.params.filter((p) => p.in === 'path');
         const queryParams = op.params.filter((p) => p.in === 'query');
-        return fc.record({
-          path: fc.tuple(...pathParams.map((p) => pathValue(p.name, op.path))),
-          query: fc.tuple(...queryParams.map((p) => fc.option(arbOf(p.schema), { nil: undefined }))),
-          body: op.body ? arbOf(op.body) : fc.constant(undefined),
-        }).map(({ path, query, body }) => {
-          let url = `/api/v1${op.path}`;
-          pathParams.forEach((p, i) => (url = url.replace(`{${p.name}}`, encodeURIComponent((String(path[i]) as string & { toWellFormed(): string }).toWellFormed()))));
-          const qs = new URLSearchParams();
-          queryParams.forEach((p, i) => {
-            const v = query[i];
-            if (v === undefined) return;
-            for (const item of Array.isArray(v) ? v : [v]) qs.append(p.name, typeof item === 'string' ? item : JSON.stringify(item));
+        return fc
+          .record({
+            path: fc.tuple(...pathParams.map((p) => pathValue(p.name, op.path))),
+            query: fc.tuple(...queryParams.map((p) => fc.option(arbOf(p.schema), { nil: undefined }))),
+            body: op.body ? arbOf(op.body) : fc.constant(undefined),
+          })
+          .map(({ path, query, body }) => {
+            let url = `/api/v1${op.path}`;
+            pathParams.forEach(
+              (p, i) =>
+                (url = url.replace(
+                  `{${p.name}}`,
+                  encodeURIComponent((String(path[i]) as string & { toWellFormed(): string }).toWellFormed()),
+                )),
+            );
+            const qs = new URLSearchParams();
+            queryParams.forEach((p, i) => {
+              const v = query[i];
+              if (v === undefined) return;
+              for (const item of Array.isArray(v) ? v : [v])
+                qs.append(p.name, typeof item === 'string' ? item : JSON.stringify(item));
+            });
+            const q = qs.toString();
+            return {
+              method: op.method,
+              url: q ? `${url}?${q}` : url,
+              body: body === undefined ? undefined : JSON.stringify(body),
+            };
           });
-          const q = qs.toString();
-          return { method: op.method, url: q ? `${url}?${q}` : url, body: body === undefined ? undefined : JSON.stringify(body) };
-        });
       };
 
       // GET /health on its own connection, all the while.
@@ -182,7 +246,10 @@ for (const dialect of TEST_DIALECTS) {
             try {
               res = await fetch(srv.url + req.url, {
                 method: req.method,
-                headers: { authorization: `Bearer ${memberKey}`, ...(req.body !== undefined ? { 'content-type': 'application/json' } : {}) },
+                headers: {
+                  authorization: `Bearer ${memberKey}`,
+                  ...(req.body !== undefined ? { 'content-type': 'application/json' } : {}),
+                },
                 body: req.body,
                 signal: AbortSignal.timeout(15_000),
               });
@@ -200,18 +267,30 @@ for (const dialect of TEST_DIALECTS) {
               // The deliberate 5xx: what the official client can ask and Orrery refuses with 501 (issue 24):
               // executeAsync (it needs workflows) and collection permissions (no per-object access control).
               const path = req.url.split('?')[0];
-              const refusedByContract = res.status === 501 && body.error === 'not_implemented' && (
-                (req.method === 'POST' && path === '/api/v1/execute/async')
-                || (req.method === 'PUT' && /^\/api\/v1\/collections\/[^/]+\/permissions$/.test(path))
-                || (req.method === 'POST' && /^\/api\/v1\/collections\/[^/]+\/propagate-(permissions|shared-props)$/.test(path)));
+              const refusedByContract =
+                res.status === 501 &&
+                body.error === 'not_implemented' &&
+                ((req.method === 'POST' && path === '/api/v1/execute/async') ||
+                  (req.method === 'PUT' && /^\/api\/v1\/collections\/[^/]+\/permissions$/.test(path)) ||
+                  (req.method === 'POST' &&
+                    /^\/api\/v1\/collections\/[^/]+\/propagate-(permissions|shared-props)$/.test(path)));
               assert.ok((res.status === 502 && PROVIDER_CODES.test(body.error ?? '')) || refusedByContract, what);
             }
             if (res.status >= 400) {
               const body = JSON.parse(text) as Record<string, unknown>;
-              assert.ok(typeof body.error === 'string' && body.status === res.status && typeof body.message === 'string', `not the error shape: ${what}`);
+              assert.ok(
+                typeof body.error === 'string' && body.status === res.status && typeof body.message === 'string',
+                `not the error shape: ${what}`,
+              );
             }
           }),
-          { interruptAfterTimeLimit: SECONDS * 1000, markInterruptAsFailure: false, numRuns: 1_000_000, seed: SEED, endOnFailure: true },
+          {
+            interruptAfterTimeLimit: SECONDS * 1000,
+            markInterruptAsFailure: false,
+            numRuns: 1_000_000,
+            seed: SEED,
+            endOnFailure: true,
+          },
         );
       } catch (err) {
         // fast-check prints the whole counterexample: keep the report readable.
@@ -222,9 +301,14 @@ for (const dialect of TEST_DIALECTS) {
         await monitor;
         inFlight = undefined;
       }
-      console.log(`fuzzed ${count} requests over ${ops.length} operations; statuses ${JSON.stringify(Object.fromEntries(statuses))}; slowest GET /health ${worstHealth.toFixed(0)} ms`);
+      console.log(
+        `fuzzed ${count} requests over ${ops.length} operations; statuses ${JSON.stringify(Object.fromEntries(statuses))}; slowest GET /health ${worstHealth.toFixed(0)} ms`,
+      );
       assert.ok(count > 50, `only ${count} requests were sent`);
-      assert.ok(worstHealth < HEALTH_BUDGET_MS, `GET /health took ${worstHealth.toFixed(0)} ms during ${worstDuring?.method} ${worstDuring?.url.slice(0, 200)}`);
+      assert.ok(
+        worstHealth < HEALTH_BUDGET_MS,
+        `GET /health took ${worstHealth.toFixed(0)} ms during ${worstDuring?.method} ${worstDuring?.url.slice(0, 200)}`,
+      );
       assert.equal(await snapshot(srv, otherKey), otherBefore, 'another project changed');
       assert.equal((await srv.api('GET', '/health', undefined, null)).status, 200);
       assert.equal(proc.proc.exitCode, null, `the server exited:\n${proc.output().slice(-2000)}`);
@@ -234,10 +318,18 @@ for (const dialect of TEST_DIALECTS) {
 
 /** The parts of TestServer the suite uses, for a server in another process. */
 function remoteServer(url: string, dialect: TestServer['dialect']): TestServer {
-  const api = async (method: string, path: string, body?: unknown, token: string | null = ADMIN_KEY): Promise<ApiResponse> => {
+  const api = async (
+    method: string,
+    path: string,
+    body?: unknown,
+    token: string | null = ADMIN_KEY,
+  ): Promise<ApiResponse> => {
     const res = await fetch(url + path, {
       method,
-      headers: { ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...(token ? { authorization: `Bearer ${token}` } : {}) },
+      headers: {
+        ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+        ...(token ? { authorization: `Bearer ${token}` } : {}),
+      },
       body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
     });
     const text = await res.text();

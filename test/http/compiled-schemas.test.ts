@@ -37,7 +37,8 @@ const copy = (v: unknown): unknown => (v === undefined ? undefined : JSON.parse(
  * replaced, so a low rate still gives most inputs of a large schema a hostile part; the fuzz
  * suite sends the rest).
  */
-const inputs = (schema: object, components: Record<string, Schema>) => arbitraryOf(schema as Schema, { components, hostility: 0.05 });
+const inputs = (schema: object, components: Record<string, Schema>) =>
+  arbitraryOf(schema as Schema, { components, hostility: 0.05 });
 const RUNS = { numRuns: 6, seed: 22 };
 const outcome = (f: () => unknown): { ok: unknown } | { threw: string } => {
   try {
@@ -58,7 +59,9 @@ describe('route schemas compiled at build time', () => {
     });
     const dir = mkdtempSync(join(tmpdir(), 'orrery-compiled-schemas-'));
     try {
-      const orrery = await buildServer(loadConfig({ ORRERY_DATA_DIR: dir, ORRERY_LOG_LEVEL: 'silent' }), { logger: false });
+      const orrery = await buildServer(loadConfig({ ORRERY_DATA_DIR: dir, ORRERY_LOG_LEVEL: 'silent' }), {
+        logger: false,
+      });
       await orrery.app.close();
     } finally {
       rmSync(dir, { recursive: true, force: true });
@@ -72,29 +75,43 @@ describe('route schemas compiled at build time', () => {
 
   it('validators: the generated code gives the verdict, errors and data of Ajv compiling at start-up', () => {
     const runtime = { text: makeAjv('text'), json: makeAjv('json') };
-    const generating = { text: makeAjv('text', { code: { source: true } }), json: makeAjv('json', { code: { source: true } }) };
+    const generating = {
+      text: makeAjv('text', { code: { source: true } }),
+      json: makeAjv('json', { code: { source: true } }),
+    };
     for (const { kind, schema } of validators) {
       const compiled = runtime[kind].compile(schema) as Validate;
       const generated = load<Validate>(standaloneCode(generating[kind], generating[kind].compile(schema)));
-      fc.assert(fc.property(inputs(schema, {}), (value) => {
-        const a = copy(value);
-        const b = copy(value);
-        const ra = outcome(() => compiled(a));
-        const rb = outcome(() => generated(b));
-        assert.deepEqual(rb, ra);
-        assert.deepEqual(generated.errors, compiled.errors);
-        assert.deepEqual(b, a);
-      }), RUNS);
+      fc.assert(
+        fc.property(inputs(schema, {}), (value) => {
+          const a = copy(value);
+          const b = copy(value);
+          const ra = outcome(() => compiled(a));
+          const rb = outcome(() => generated(b));
+          assert.deepEqual(rb, ra);
+          assert.deepEqual(generated.errors, compiled.errors);
+          assert.deepEqual(b, a);
+        }),
+        RUNS,
+      );
     }
   });
 
   it('serializers: the generated code writes the JSON text fast-json-stringify compiling at start-up writes', () => {
     for (const { schema, fjsOptions } of serializers) {
       const compiled = fastJsonStringify(schema, fjsOptions) as (d: unknown) => string;
-      const generated = load<(d: unknown) => string>(fastJsonStringify(schema, { ...fjsOptions, mode: 'standalone' }) as string);
-      fc.assert(fc.property(inputs(schema, fjsOptions.schema ?? {}), (value) => {
-        assert.deepEqual(outcome(() => generated(copy(value))), outcome(() => compiled(copy(value))));
-      }), RUNS);
+      const generated = load<(d: unknown) => string>(
+        fastJsonStringify(schema, { ...fjsOptions, mode: 'standalone' }) as string,
+      );
+      fc.assert(
+        fc.property(inputs(schema, fjsOptions.schema ?? {}), (value) => {
+          assert.deepEqual(
+            outcome(() => generated(copy(value))),
+            outcome(() => compiled(copy(value))),
+          );
+        }),
+        RUNS,
+      );
     }
   });
 });

@@ -45,21 +45,118 @@ for (const dialect of TEST_DIALECTS) {
     after(() => srv.close());
 
     const hostile: Array<[string, string, string, unknown, RegExp]> = [
-      ['handlebars nesting', 'POST', '/api/v1/prompts', { name: 'p', role: 'user', content_type: 'handlebars', content: '{{#if a}}'.repeat(3000) + 'x' + '{{/if}}'.repeat(3000) }, /nested more than 32/],
-      ['handlebars expressions', 'POST', '/api/v1/prompts', { name: 'p', role: 'user', content_type: 'handlebars', content: '{{a}}'.repeat(50_000) }, /more than 1000 \{\{…\}\} expressions/],
-      ['template size', 'POST', '/api/v1/prompts', { name: 'p', role: 'user', content_type: 'text', content: 'x'.repeat(300_000) }, /at most 262144/],
-      ['object search sort keys', 'POST', '/api/v1/objects/search', { query: {}, sort: range(10_000).map((i) => ({ field: `properties.f${i}`, order: 'asc' })) }, /sort/],
-      ['lucene terms', 'POST', '/api/v1/runs/search', { query: range(100_000).map((i) => `w${i}`).join(' OR ').slice(0, 9_999) }, /more than 256 terms/],
-      ['lucene length', 'POST', '/api/v1/runs/search', { query: range(100_000).map((i) => `w${i}`).join(' OR ') }, /longer than 10000 characters/],
-      ['facet boundaries', 'POST', '/api/v1/runs/search', { query: 'x', facets: { e: { type: 'number', path: 'execution_time', boundaries: range(1_000_000) } } }, /at most 400/],
-      ['tags filter', 'POST', '/api/v1/runs/search', { query: 'x', filters: { tags: range(50_000).map((i) => `t${i}`) } }, /at most 1000 values/],
-      ['client tags filter', 'POST', '/api/v1/runs/search', { query: { tags: range(50_000).map((i) => `t${i}`) } }, /at most 1000 values/],
-      ['$in values', 'POST', '/api/v1/objects/find', { query: { name: { $in: range(100_001).map((i) => `n${i}`) } } }, /at most 100000 values/],
-      ['select paths', 'POST', '/api/v1/objects/find', { query: {}, select: range(3000).map((i) => `properties.p${i}`).join(' ') }, /at most 200/],
+      [
+        'handlebars nesting',
+        'POST',
+        '/api/v1/prompts',
+        {
+          name: 'p',
+          role: 'user',
+          content_type: 'handlebars',
+          content: '{{#if a}}'.repeat(3000) + 'x' + '{{/if}}'.repeat(3000),
+        },
+        /nested more than 32/,
+      ],
+      [
+        'handlebars expressions',
+        'POST',
+        '/api/v1/prompts',
+        { name: 'p', role: 'user', content_type: 'handlebars', content: '{{a}}'.repeat(50_000) },
+        /more than 1000 \{\{…\}\} expressions/,
+      ],
+      [
+        'template size',
+        'POST',
+        '/api/v1/prompts',
+        { name: 'p', role: 'user', content_type: 'text', content: 'x'.repeat(300_000) },
+        /at most 262144/,
+      ],
+      [
+        'object search sort keys',
+        'POST',
+        '/api/v1/objects/search',
+        { query: {}, sort: range(10_000).map((i) => ({ field: `properties.f${i}`, order: 'asc' })) },
+        /sort/,
+      ],
+      [
+        'lucene terms',
+        'POST',
+        '/api/v1/runs/search',
+        {
+          query: range(100_000)
+            .map((i) => `w${i}`)
+            .join(' OR ')
+            .slice(0, 9_999),
+        },
+        /more than 256 terms/,
+      ],
+      [
+        'lucene length',
+        'POST',
+        '/api/v1/runs/search',
+        {
+          query: range(100_000)
+            .map((i) => `w${i}`)
+            .join(' OR '),
+        },
+        /longer than 10000 characters/,
+      ],
+      [
+        'facet boundaries',
+        'POST',
+        '/api/v1/runs/search',
+        { query: 'x', facets: { e: { type: 'number', path: 'execution_time', boundaries: range(1_000_000) } } },
+        /at most 400/,
+      ],
+      [
+        'tags filter',
+        'POST',
+        '/api/v1/runs/search',
+        { query: 'x', filters: { tags: range(50_000).map((i) => `t${i}`) } },
+        /at most 1000 values/,
+      ],
+      [
+        'client tags filter',
+        'POST',
+        '/api/v1/runs/search',
+        { query: { tags: range(50_000).map((i) => `t${i}`) } },
+        /at most 1000 values/,
+      ],
+      [
+        '$in values',
+        'POST',
+        '/api/v1/objects/find',
+        { query: { name: { $in: range(100_001).map((i) => `n${i}`) } } },
+        /at most 100000 values/,
+      ],
+      [
+        'select paths',
+        'POST',
+        '/api/v1/objects/find',
+        {
+          query: {},
+          select: range(3000)
+            .map((i) => `properties.p${i}`)
+            .join(' '),
+        },
+        /at most 200/,
+      ],
       ['object name', 'POST', '/api/v1/objects', { name: 'n'.repeat(100_000) }, /1000 characters/],
       ['object tags', 'POST', '/api/v1/objects', { name: 'n', tags: range(5000).map(String) }, /1000 items/],
-      ['object facets', 'POST', '/api/v1/objects/search', { query: {}, facets: range(1000).map((i) => ({ name: `f${i}`, field: 'status' })) }, /10 items/],
-      ['run facets', 'POST', '/api/v1/runs/facets', { facets: range(1000).map((i) => ({ name: `f${i}`, field: 'status' })) }, /at most 25 facets/],
+      [
+        'object facets',
+        'POST',
+        '/api/v1/objects/search',
+        { query: {}, facets: range(1000).map((i) => ({ name: `f${i}`, field: 'status' })) },
+        /10 items/,
+      ],
+      [
+        'run facets',
+        'POST',
+        '/api/v1/runs/facets',
+        { facets: range(1000).map((i) => ({ name: `f${i}`, field: 'status' })) },
+        /at most 25 facets/,
+      ],
     ];
 
     for (const [what, method, path, body, message] of hostile) {
@@ -83,7 +180,9 @@ for (const dialect of TEST_DIALECTS) {
     });
 
     it('answers an oversized URL with 431 in the JSON error shape', async () => {
-      const r = await fetch(`${srv.url}/api/v1/runs?tag=${'t,'.repeat(20_000)}`, { headers: { authorization: `Bearer ${srv.adminKey}` } });
+      const r = await fetch(`${srv.url}/api/v1/runs?tag=${'t,'.repeat(20_000)}`, {
+        headers: { authorization: `Bearer ${srv.adminKey}` },
+      });
       assert.equal(r.status, 431);
       const body = (await r.json()) as Record<string, unknown>;
       assert.deepEqual(Object.keys(body).sort(), ['error', 'message', 'status']);
@@ -114,7 +213,10 @@ describe('process guards', () => {
         console.log('still alive');
       }, 100);
     `;
-    const r = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { encoding: 'utf8', timeout: 30_000 });
+    const r = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+      encoding: 'utf8',
+      timeout: 30_000,
+    });
     assert.equal(r.status, 0, r.stderr);
     assert.match(r.stdout, /"level":60.*boom in a timer/);
     assert.match(r.stdout, /"level":50.*nobody awaited me/);

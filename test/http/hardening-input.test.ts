@@ -20,7 +20,10 @@ for (const dialect of TEST_DIALECTS) {
     before(async () => {
       srv = await startTestServer(dialect);
       other = await secondProject(srv);
-      const o = await srv.api('POST', '/api/v1/objects', { name: 'plain', properties: { a: 1, constructor: 'named constructor', nested: { toString: 'x' } } });
+      const o = await srv.api('POST', '/api/v1/objects', {
+        name: 'plain',
+        properties: { a: 1, constructor: 'named constructor', nested: { toString: 'x' } },
+      });
       assert.equal(o.status, 200, JSON.stringify(o.body));
       objectId = o.body.id;
     });
@@ -41,9 +44,15 @@ for (const dialect of TEST_DIALECTS) {
     });
 
     it('keeps a property merely named constructor legal, and projects only own properties', async () => {
-      const got = await srv.api('GET', `/api/v1/objects/${objectId}?select=properties.constructor,properties.nested.toString,properties.toString`);
+      const got = await srv.api(
+        'GET',
+        `/api/v1/objects/${objectId}?select=properties.constructor,properties.nested.toString,properties.toString`,
+      );
       assert.equal(got.status, 200);
-      assert.deepEqual(got.body, { id: objectId, properties: { constructor: 'named constructor', nested: { toString: 'x' } } });
+      assert.deepEqual(got.body, {
+        id: objectId,
+        properties: { constructor: 'named constructor', nested: { toString: 'x' } },
+      });
       const proto = await srv.api('GET', `/api/v1/objects/${objectId}?select=properties.__proto__.ppmark`);
       assert.equal(proto.status, 400);
       assert.match(proto.body.message, /prototype/);
@@ -51,7 +60,10 @@ for (const dialect of TEST_DIALECTS) {
     });
 
     it('answers field names of Object.prototype members as unknown fields, never 500', async () => {
-      const layout = [...PROTOTYPE_NAMES.map((f) => ({ field: f, name: f })), { field: 'properties.constructor', name: 'own' }];
+      const layout = [
+        ...PROTOTYPE_NAMES.map((f) => ({ field: f, name: f })),
+        { field: 'properties.constructor', name: 'own' },
+      ];
       const type = await srv.api('POST', '/api/v1/types', { name: 'Layout', table_layout: layout });
       assert.equal(type.status, 200, JSON.stringify(type.body));
       for (const f of PROTOTYPE_NAMES) {
@@ -70,7 +82,11 @@ for (const dialect of TEST_DIALECTS) {
         }
       }
       // Layout fields that name prototype members are empty cells; an own property of that name is data.
-      const csv = await srv.api('POST', '/api/v1/objects/export', { objectIds: [objectId], type: 'csv', layout: type.body.id });
+      const csv = await srv.api('POST', '/api/v1/objects/export', {
+        objectIds: [objectId],
+        type: 'csv',
+        layout: type.body.id,
+      });
       assert.equal(csv.status, 200);
       assert.equal(csv.body.data, `${PROTOTYPE_NAMES.join(',')},own\r\n,,,,,named constructor\r\n`);
     });
@@ -86,7 +102,11 @@ for (const dialect of TEST_DIALECTS) {
       assert.equal((await srv.api('POST', '/api/v1/objects', { name: 'fine', properties: ok })).status, 200);
       // The project still searches and facets.
       assert.equal((await srv.api('POST', '/api/v1/objects/search', { query: { full_text: 'leaf' } })).status, 200);
-      const arrays = await srv.api('POST', '/api/v1/runs/search', `{"query":"x","filters":${'['.repeat(100)}${']'.repeat(100)}}`);
+      const arrays = await srv.api(
+        'POST',
+        '/api/v1/runs/search',
+        `{"query":"x","filters":${'['.repeat(100)}${']'.repeat(100)}}`,
+      );
       assert.equal(arrays.status, 400);
     });
 
@@ -103,7 +123,11 @@ for (const dialect of TEST_DIALECTS) {
         ['POST', '/api/v1/runs/search', { query: {}, offset: 2 ** 64 }],
       ] as const) {
         const r = await srv.api(method, path, body);
-        assert.equal(r.status, 400, `${method} ${path} ${JSON.stringify(body)} → ${r.status} ${JSON.stringify(r.body)}`);
+        assert.equal(
+          r.status,
+          400,
+          `${method} ${path} ${JSON.stringify(body)} → ${r.status} ${JSON.stringify(r.body)}`,
+        );
         assert.match(r.body.message, /offset/);
       }
       assert.equal((await srv.api('GET', '/api/v1/objects?offset=100000')).status, 200);
@@ -118,14 +142,29 @@ for (const dialect of TEST_DIALECTS) {
     it('holds model answers to the same rules: no prototype keys, no nesting past 64 levels', async () => {
       let deep = '1';
       for (let i = 0; i < 100; i++) deep = `{"a":${deep}}`;
-      const wire = await startOpenAIWireServer({ apiKey: null, text: (body) => (JSON.stringify(body).includes('deep please') ? deep : '{"__proto__":{"ppmark":"model"},"ok":true}') });
+      const wire = await startOpenAIWireServer({
+        apiKey: null,
+        text: (body) =>
+          JSON.stringify(body).includes('deep please') ? deep : '{"__proto__":{"ppmark":"model"},"ok":true}',
+      });
       try {
-        const env = await srv.api('POST', '/api/v1/environments', { name: 'wire', provider: 'openai_compatible', endpoint_url: wire.url, default_model: 'm' });
+        const env = await srv.api('POST', '/api/v1/environments', {
+          name: 'wire',
+          provider: 'openai_compatible',
+          endpoint_url: wire.url,
+          default_model: 'm',
+        });
         const ix = await srv.api('POST', '/api/v1/interactions', {
-          name: 'json answers', status: 'draft', environment: env.body.id, result_schema: { type: 'object' },
+          name: 'json answers',
+          status: 'draft',
+          environment: env.body.id,
+          result_schema: { type: 'object' },
           prompts: [{ type: 'template', template: { role: 'user', content_type: 'handlebars', content: '{{ask}}' } }],
         });
-        const tooDeep = await srv.api('POST', '/api/v1/runs', { interaction: ix.body.id, data: { ask: 'deep please' } });
+        const tooDeep = await srv.api('POST', '/api/v1/runs', {
+          interaction: ix.body.id,
+          data: { ask: 'deep please' },
+        });
         assert.equal(tooDeep.status, 502);
         assert.equal(tooDeep.body.error, 'invalid_result');
         assert.match(tooDeep.body.message, /deeper than 64 levels/);
@@ -144,12 +183,20 @@ for (const dialect of TEST_DIALECTS) {
         assert.equal(r.status, 400, path);
         assert.match(r.body.message, /NUL/);
       }
-      for (const body of ['{"name":"a\\u0000b"}', '{"name":"ok","properties":{"k\\u0000":1}}', '{"name":"ok","tags":["\\u0000"]}']) {
+      for (const body of [
+        '{"name":"a\\u0000b"}',
+        '{"name":"ok","properties":{"k\\u0000":1}}',
+        '{"name":"ok","tags":["\\u0000"]}',
+      ]) {
         const r = await srv.api('POST', '/api/v1/objects', body);
         assert.equal(r.status, 400, body);
         assert.match(r.body.message, /NUL/);
       }
-      assert.equal((await srv.api('POST', '/api/v1/objects', '{"name":"escaped \\\\u0000 is text"}')).status, 200, 'a backslash before u0000 is plain text');
+      assert.equal(
+        (await srv.api('POST', '/api/v1/objects', '{"name":"escaped \\\\u0000 is text"}')).status,
+        200,
+        'a backslash before u0000 is plain text',
+      );
     });
 
     it('refuses lone surrogates in JSON strings and keys, which PostgreSQL cannot store (POST /files/upload-url answered 500)', async () => {
@@ -171,28 +218,62 @@ for (const dialect of TEST_DIALECTS) {
     });
 
     it('refuses a Last-Event-ID that is not a chunk number, before the stream starts the run', async () => {
-      const env = await srv.api('POST', '/api/v1/environments', { name: 'offline', provider: 'test', default_model: 'echo' });
+      const env = await srv.api('POST', '/api/v1/environments', {
+        name: 'offline',
+        provider: 'test',
+        default_model: 'echo',
+      });
       const ix = await srv.api('POST', '/api/v1/interactions', {
-        name: 'streamed', status: 'draft', environment: env.body.id,
+        name: 'streamed',
+        status: 'draft',
+        environment: env.body.id,
         prompts: [{ type: 'template', template: { role: 'user', content_type: 'text', content: 'one two three' } }],
       });
       const run = await srv.api('POST', '/api/v1/runs', { interaction: ix.body.id, stream: true });
-      for (const [query, headers] of [['?lastEventId=0.5', {}], ['', { 'last-event-id': 'abc' }], ['?lastEventId=-1', {}], ['?lastEventId=1e400', {}]] as const) {
-        const r = await fetch(`${srv.url}/api/v1/runs/${run.body.id}/stream${query}`, { headers: { authorization: `Bearer ${srv.adminKey}`, ...headers }, signal: AbortSignal.timeout(5000) });
+      for (const [query, headers] of [
+        ['?lastEventId=0.5', {}],
+        ['', { 'last-event-id': 'abc' }],
+        ['?lastEventId=-1', {}],
+        ['?lastEventId=1e400', {}],
+      ] as const) {
+        const r = await fetch(`${srv.url}/api/v1/runs/${run.body.id}/stream${query}`, {
+          headers: { authorization: `Bearer ${srv.adminKey}`, ...headers },
+          signal: AbortSignal.timeout(5000),
+        });
         assert.equal(r.status, 400, `${query} ${JSON.stringify(headers)}`);
         assert.match(((await r.json()) as { message: string }).message, /Last-Event-ID must be the number of a chunk/);
       }
-      assert.equal((await srv.api('GET', `/api/v1/runs/${run.body.id}`)).body.status, 'created', 'no refused request started the run');
-      const ok = await fetch(`${srv.url}/api/v1/runs/${run.body.id}/stream?lastEventId=1`, { headers: { authorization: `Bearer ${srv.adminKey}` }, signal: AbortSignal.timeout(5000) });
+      assert.equal(
+        (await srv.api('GET', `/api/v1/runs/${run.body.id}`)).body.status,
+        'created',
+        'no refused request started the run',
+      );
+      const ok = await fetch(`${srv.url}/api/v1/runs/${run.body.id}/stream?lastEventId=1`, {
+        headers: { authorization: `Bearer ${srv.adminKey}` },
+        signal: AbortSignal.timeout(5000),
+      });
       const text = await ok.text();
       assert.match(text, /event: close/);
       assert.doesNotMatch(text, /^id: 1$/m, 'chunk 1 is skipped after Last-Event-ID 1');
     });
 
     it('quotes CSV fields with any line break and escapes formulas at the start of every line', async () => {
-      const o = await srv.api('POST', '/api/v1/objects', { name: 'line\n=1+1', description: 'a\r=HYPERLINK("x")\r\n+2\n-3\n@4\n\tb' });
-      const type = await srv.api('POST', '/api/v1/types', { name: 'Two', table_layout: [{ field: 'name', name: 'n' }, { field: 'description', name: 'd' }] });
-      const csv = await srv.api('POST', '/api/v1/objects/export', { objectIds: [o.body.id], type: 'csv', layout: type.body.id });
+      const o = await srv.api('POST', '/api/v1/objects', {
+        name: 'line\n=1+1',
+        description: 'a\r=HYPERLINK("x")\r\n+2\n-3\n@4\n\tb',
+      });
+      const type = await srv.api('POST', '/api/v1/types', {
+        name: 'Two',
+        table_layout: [
+          { field: 'name', name: 'n' },
+          { field: 'description', name: 'd' },
+        ],
+      });
+      const csv = await srv.api('POST', '/api/v1/objects/export', {
+        objectIds: [o.body.id],
+        type: 'csv',
+        layout: type.body.id,
+      });
       assert.equal(csv.status, 200);
       assert.equal(csv.body.data, `n,d\r\n"line\n'=1+1","a\r'=HYPERLINK(""x"")\r\n'+2\n'-3\n'@4\n'\tb"\r\n`);
       // Nothing of that leaked into the other project.

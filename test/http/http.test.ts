@@ -19,14 +19,35 @@ for (const dialect of TEST_DIALECTS) {
       const documented = new Set<string>();
       for (const [path, ops] of Object.entries<Record<string, unknown>>(r.body.paths)) {
         // `{*}` is a wildcard route's rest of the path (DELETE /files/*).
-        for (const method of Object.keys(ops)) documented.add(`${method.toUpperCase()} ${base}${path.replace(/\{\*\}$/, '*').replace(/\{(\w+)\}/g, ':$1')}`);
+        for (const method of Object.keys(ops))
+          documented.add(`${method.toUpperCase()} ${base}${path.replace(/\{\*\}$/, '*').replace(/\{(\w+)\}/g, ':$1')}`);
       }
       for (const expected of [
-        'POST /api/v1/token/issue', 'GET /api/v1/projects', 'POST /api/v1/projects', 'GET /api/v1/apikeys', 'POST /api/v1/apikeys', 'DELETE /api/v1/apikeys/:id',
-        'POST /api/v1/environments', 'GET /api/v1/environments', 'GET /api/v1/environments/:id', 'PUT /api/v1/environments/:id', 'DELETE /api/v1/environments/:id',
-        'POST /api/v1/prompts', 'GET /api/v1/prompts/:id', 'DELETE /api/v1/prompts/:id', 'POST /api/v1/interactions', 'GET /api/v1/interactions',
-        'GET /api/v1/interactions/:id', 'PUT /api/v1/interactions/:id', 'DELETE /api/v1/interactions/:id', 'POST /api/v1/interactions/:id/publish',
-        'POST /api/v1/runs', 'GET /api/v1/runs', 'GET /api/v1/runs/:id', 'GET /api/v1/runs/:id/stream', 'POST /api/v1/execute',
+        'POST /api/v1/token/issue',
+        'GET /api/v1/projects',
+        'POST /api/v1/projects',
+        'GET /api/v1/apikeys',
+        'POST /api/v1/apikeys',
+        'DELETE /api/v1/apikeys/:id',
+        'POST /api/v1/environments',
+        'GET /api/v1/environments',
+        'GET /api/v1/environments/:id',
+        'PUT /api/v1/environments/:id',
+        'DELETE /api/v1/environments/:id',
+        'POST /api/v1/prompts',
+        'GET /api/v1/prompts/:id',
+        'DELETE /api/v1/prompts/:id',
+        'POST /api/v1/interactions',
+        'GET /api/v1/interactions',
+        'GET /api/v1/interactions/:id',
+        'PUT /api/v1/interactions/:id',
+        'DELETE /api/v1/interactions/:id',
+        'POST /api/v1/interactions/:id/publish',
+        'POST /api/v1/runs',
+        'GET /api/v1/runs',
+        'GET /api/v1/runs/:id',
+        'GET /api/v1/runs/:id/stream',
+        'POST /api/v1/execute',
       ]) {
         assert.ok(documented.has(expected), `${expected} is documented`);
       }
@@ -43,10 +64,16 @@ for (const dialect of TEST_DIALECTS) {
       assert.equal(malformed.status, 400);
       assert.equal(malformed.body.error, 'bad_request');
       assert.match(malformed.body.message, /malformed JSON/);
-      const huge = await srv.api('POST', '/api/v1/prompts', JSON.stringify({ name: 'x', content: 'a'.repeat(17 * 1024 * 1024) }));
+      const huge = await srv.api(
+        'POST',
+        '/api/v1/prompts',
+        JSON.stringify({ name: 'x', content: 'a'.repeat(17 * 1024 * 1024) }),
+      );
       assert.equal(huge.status, 413);
       assert.equal(huge.body.status, 413);
-      const wrongType = await srv.api('POST', '/api/v1/prompts', 'name=x', srv.adminKey, { 'content-type': 'application/x-www-form-urlencoded' });
+      const wrongType = await srv.api('POST', '/api/v1/prompts', 'name=x', srv.adminKey, {
+        'content-type': 'application/x-www-form-urlencoded',
+      });
       assert.equal(wrongType.status, 415);
       assert.equal(typeof wrongType.body.message, 'string');
       const emptyBody = await srv.api('POST', '/api/v1/runs', '', srv.adminKey, { 'content-type': 'application/json' });
@@ -55,7 +82,13 @@ for (const dialect of TEST_DIALECTS) {
     });
 
     it('ignores the x-api-version header and unknown body fields', async () => {
-      const r = await srv.api('POST', '/api/v1/environments', { name: 'e', provider: 'test', surprise: true }, srv.adminKey, { 'x-api-version': '20260803' });
+      const r = await srv.api(
+        'POST',
+        '/api/v1/environments',
+        { name: 'e', provider: 'test', surprise: true },
+        srv.adminKey,
+        { 'x-api-version': '20260803' },
+      );
       assert.equal(r.status, 200);
     });
   });

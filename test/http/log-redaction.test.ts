@@ -28,7 +28,11 @@ for (const dialect of TEST_DIALECTS) {
       const key = srv.adminKey;
       const { interaction } = await seedEcho(srv);
       // The header, as every client sends it.
-      const run = await srv.api('POST', '/api/v1/runs', { interaction: interaction.id, data: { text: 'hi' }, stream: true });
+      const run = await srv.api('POST', '/api/v1/runs', {
+        interaction: interaction.id,
+        data: { text: 'hi' },
+        stream: true,
+      });
       assert.equal(run.status, 200);
       // ?access_token= on the stream route (the README's curl line), with the key and with a JWT.
       const streamed = await fetch(`${srv.url}/api/v1/runs/${run.body.id}/stream?access_token=${key}`);
@@ -39,7 +43,11 @@ for (const dialect of TEST_DIALECTS) {
       assert.equal(issued.status, 200, JSON.stringify(issued.body));
       const jwt = issued.body.token as string;
       assert.equal((await srv.api('GET', '/api/v1/projects', undefined, jwt)).status, 200);
-      assert.equal((await fetch(`${srv.url}/api/v1/runs/${run.body.id}/stream?access_token=${jwt}`).then((r) => r.text())).length > 0, true);
+      assert.equal(
+        (await fetch(`${srv.url}/api/v1/runs/${run.body.id}/stream?access_token=${jwt}`).then((r) => r.text())).length >
+          0,
+        true,
+      );
       // Signed upload and download URLs.
       const up = await srv.api('POST', '/api/v1/objects/upload-url', { name: 'a.txt' });
       const put = await fetch(up.body.url, { method: 'PUT', body: 'hello', headers: { 'content-type': 'text/plain' } });
@@ -52,8 +60,14 @@ for (const dialect of TEST_DIALECTS) {
       assert.equal((await srv.api('GET', '/api/v1/projects', undefined, wrong)).status, 401);
       assert.equal((await fetch(`${srv.url}/api/v1/runs/${run.body.id}/stream?access_token=${wrong}`)).status, 401);
       assert.equal((await srv.api('POST', '/api/v1/token/issue', { type: 'apikey', key: wrong }, null)).status, 401);
-      assert.equal((await fetch(up.body.url.replace(/sig=[^&]+/, 'sig=AAAA'), { method: 'PUT', body: 'x' })).status >= 400, true);
-      assert.equal((await fetch(`${srv.url}/api/v1/nowhere?token=${key}`, { headers: { cookie: `session=${key}` } })).status, 404);
+      assert.equal(
+        (await fetch(up.body.url.replace(/sig=[^&]+/, 'sig=AAAA'), { method: 'PUT', body: 'x' })).status >= 400,
+        true,
+      );
+      assert.equal(
+        (await fetch(`${srv.url}/api/v1/nowhere?token=${key}`, { headers: { cookie: `session=${key}` } })).status,
+        404,
+      );
 
       const log = lines.join('');
       assert.ok(log.includes('"url":"/api/v1/runs/'), 'request URLs are logged');
@@ -69,10 +83,15 @@ describe('scrubSecrets', () => {
   it('censors every parameter, header form and key shape the server may print', () => {
     const jwt = 'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ4In0.c2lnbmF0dXJlLWhlcmU';
     assert.equal(
-      scrubSecrets(`GET /x?access_token=sk-abcdefghijklmnop&a=1&sig=abc&X-Amz-Signature=f00&X-Amz-Credential=AKIA%2F&token=${jwt}&Signature=zz`),
+      scrubSecrets(
+        `GET /x?access_token=sk-abcdefghijklmnop&a=1&sig=abc&X-Amz-Signature=f00&X-Amz-Credential=AKIA%2F&token=${jwt}&Signature=zz`,
+      ),
       'GET /x?access_token=[REDACTED]&a=1&sig=[REDACTED]&X-Amz-Signature=[REDACTED]&X-Amz-Credential=[REDACTED]&token=[REDACTED]&Signature=[REDACTED]',
     );
-    assert.equal(scrubSecrets(`failed with Authorization: Bearer ${jwt}`), 'failed with Authorization: Bearer [REDACTED]');
+    assert.equal(
+      scrubSecrets(`failed with Authorization: Bearer ${jwt}`),
+      'failed with Authorization: Bearer [REDACTED]',
+    );
     assert.equal(scrubSecrets('key sk-0123456789abcdefXYZ in a message'), 'key [REDACTED] in a message');
     assert.equal(scrubSecrets(`token ${jwt}.`), 'token [REDACTED].');
   });

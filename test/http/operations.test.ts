@@ -36,7 +36,7 @@ for (const dialect of TEST_DIALECTS) {
       }
     });
 
-    it('fails /ready with 503 when the data folder\'s disk has less free space than ORRERY_MIN_FREE_DISK', async () => {
+    it("fails /ready with 503 when the data folder's disk has less free space than ORRERY_MIN_FREE_DISK", async () => {
       // No disk here is a petabyte free: the bound stands for a full disk.
       const full = await startTestServer(dialect, { minFreeDiskBytes: 2 ** 50 });
       try {
@@ -44,7 +44,11 @@ for (const dialect of TEST_DIALECTS) {
         assert.equal(r.status, 503);
         assert.equal(r.body.error, 'not_ready');
         assert.match(r.body.message, /ORRERY_MIN_FREE_DISK/);
-        assert.equal((await full.api('GET', '/health', undefined, null)).status, 200, 'still alive: only readiness fails');
+        assert.equal(
+          (await full.api('GET', '/health', undefined, null)).status,
+          200,
+          'still alive: only readiness fails',
+        );
       } finally {
         await full.close();
       }
@@ -53,7 +57,11 @@ for (const dialect of TEST_DIALECTS) {
     it('exports Prometheus metrics behind ORRERY_METRICS_TOKEN', async () => {
       const seeded = await seedEcho(srv);
       await srv.api('POST', '/api/v1/runs', { interaction: seeded.interaction.id, data: { text: 'x' } });
-      await srv.api('POST', '/api/v1/runs', { interaction: seeded.interaction.id, data: { text: 'x' }, config: { model: 'error' } });
+      await srv.api('POST', '/api/v1/runs', {
+        interaction: seeded.interaction.id,
+        data: { text: 'x' },
+        config: { model: 'error' },
+      });
       assert.equal((await srv.api('GET', '/metrics', undefined, null)).status, 401);
       const r = await fetch(`${srv.url}/metrics`, { headers: { authorization: 'Bearer scrape-me' } });
       assert.equal(r.status, 200);
@@ -74,9 +82,22 @@ for (const dialect of TEST_DIALECTS) {
       // under it, and was left `processing` until the sweep failed it.
       const s = await startTestServer(dialect);
       try {
-        const env = await s.api('POST', '/api/v1/environments', { name: 'slow', provider: 'test', default_model: 'slow:800' });
-        const ix = await s.api('POST', '/api/v1/interactions', { name: 'Slow', environment: env.body.id, prompts: [{ type: 'template', template: { role: 'user', content_type: 'text', content: 'patience' } }] });
-        const answer = s.orrery.app.inject({ method: 'POST', url: '/api/v1/runs', headers: { authorization: `Bearer ${s.adminKey}` }, payload: { interaction: ix.body.id } });
+        const env = await s.api('POST', '/api/v1/environments', {
+          name: 'slow',
+          provider: 'test',
+          default_model: 'slow:800',
+        });
+        const ix = await s.api('POST', '/api/v1/interactions', {
+          name: 'Slow',
+          environment: env.body.id,
+          prompts: [{ type: 'template', template: { role: 'user', content_type: 'text', content: 'patience' } }],
+        });
+        const answer = s.orrery.app.inject({
+          method: 'POST',
+          url: '/api/v1/runs',
+          headers: { authorization: `Bearer ${s.adminKey}` },
+          payload: { interaction: ix.body.id },
+        });
         await new Promise((r) => setTimeout(r, 300)); // with the provider
         await s.orrery.app.close();
         const r = await answer;
@@ -94,9 +115,24 @@ describe('graceful shutdown', () => {
     const key = 'sk-shutdown-test-admin-key-0123456789';
     const srv = await startServerProcess({ ORRERY_ADMIN_KEY: key });
     const h = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
-    const post = async (path: string, body: unknown) => (await (await fetch(srv.url + path, { method: 'POST', headers: h, body: JSON.stringify(body) })).json()) as any;
-    const env = await post('/api/v1/environments', { name: 's', provider: 'test', default_model: 'echo', config: { chunk_delay_ms: 50 } });
-    const ix = await post('/api/v1/interactions', { name: 'S', environment: env.id, prompts: [{ type: 'template', template: { role: 'user', content_type: 'text', content: 'one two three four five six seven eight nine ten' } }] });
+    const post = async (path: string, body: unknown) =>
+      (await (await fetch(srv.url + path, { method: 'POST', headers: h, body: JSON.stringify(body) })).json()) as any;
+    const env = await post('/api/v1/environments', {
+      name: 's',
+      provider: 'test',
+      default_model: 'echo',
+      config: { chunk_delay_ms: 50 },
+    });
+    const ix = await post('/api/v1/interactions', {
+      name: 'S',
+      environment: env.id,
+      prompts: [
+        {
+          type: 'template',
+          template: { role: 'user', content_type: 'text', content: 'one two three four five six seven eight nine ten' },
+        },
+      ],
+    });
     const run = await post('/api/v1/runs', { interaction: ix.id, stream: true });
     const s = await openStream(`${srv.url}/api/v1/runs/${run.id}/stream?access_token=${key}`);
     assert.equal((await s.next())?.event, 'message');
@@ -116,15 +152,27 @@ describe('graceful shutdown', () => {
     const env = { ORRERY_ADMIN_KEY: key, ORRERY_DATA_DIR: dataDir };
     let srv = await startServerProcess(env);
     const h = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
-    const post = async (path: string, body: unknown) => fetch(srv.url + path, { method: 'POST', headers: h, body: JSON.stringify(body) });
-    const e = (await (await post('/api/v1/environments', { name: 's', provider: 'test', default_model: 'slow:600' })).json()) as any;
-    const ix = (await (await post('/api/v1/interactions', { name: 'S', environment: e.id, prompts: [{ type: 'template', template: { role: 'user', content_type: 'text', content: 'patience' } }] })).json()) as any;
+    const post = async (path: string, body: unknown) =>
+      fetch(srv.url + path, { method: 'POST', headers: h, body: JSON.stringify(body) });
+    const e = (await (
+      await post('/api/v1/environments', { name: 's', provider: 'test', default_model: 'slow:600' })
+    ).json()) as any;
+    const ix = (await (
+      await post('/api/v1/interactions', {
+        name: 'S',
+        environment: e.id,
+        prompts: [{ type: 'template', template: { role: 'user', content_type: 'text', content: 'patience' } }],
+      })
+    ).json()) as any;
     const answers = Array.from({ length: 6 }, () => post('/api/v1/runs', { interaction: ix.id }));
     await new Promise((r) => setTimeout(r, 200)); // every run is with the provider (600 ms)
     const stopping = Date.now();
     const exited = srv.stop();
     const replies = await Promise.all(answers);
-    assert.deepEqual(replies.map((r) => r.status), [200, 200, 200, 200, 200, 200]);
+    assert.deepEqual(
+      replies.map((r) => r.status),
+      [200, 200, 200, 200, 200, 200],
+    );
     const ids = await Promise.all(replies.map(async (r) => ((await r.json()) as any).id as string));
     assert.equal(await exited, 0);
     // Not held open by the clients' keep-alive connections (72 s) once the runs have answered.

@@ -22,17 +22,20 @@ export class FlakyProxy {
       const up = new URL(this.upstream);
       const download = req.method === 'GET' && (req.url ?? '').startsWith('/blobs/');
       const fail = download && ++this.downloads > this.failDownloadsAfter;
-      const fwd = request({ host: up.hostname, port: up.port, method: req.method, path: req.url, headers: req.headers }, (answer) => {
-        res.writeHead(answer.statusCode ?? 502, answer.headers);
-        if (!fail) return void answer.pipe(res);
-        answer.once('data', (chunk: Buffer) => {
-          res.write(chunk.subarray(0, Math.min(chunk.length, 100)));
-          setTimeout(() => {
-            answer.destroy();
-            res.destroy();
-          }, 20);
-        });
-      });
+      const fwd = request(
+        { host: up.hostname, port: up.port, method: req.method, path: req.url, headers: req.headers },
+        (answer) => {
+          res.writeHead(answer.statusCode ?? 502, answer.headers);
+          if (!fail) return void answer.pipe(res);
+          answer.once('data', (chunk: Buffer) => {
+            res.write(chunk.subarray(0, Math.min(chunk.length, 100)));
+            setTimeout(() => {
+              answer.destroy();
+              res.destroy();
+            }, 20);
+          });
+        },
+      );
       fwd.on('error', () => res.destroy());
       req.pipe(fwd);
     });
@@ -70,13 +73,19 @@ export async function runImport(target: TestServer, flags: ImportFlags): Promise
 
 /** The "copied N" of a kind in the summary. */
 export function copiedOf(out: string, kind: string): number {
-  const m = new RegExp(`^\\s+${kind}\\s+(?:copied|to copy) (\\d+), skipped (\\d+) \\(unchanged\\), failed (\\d+)`, 'm').exec(out);
+  const m = new RegExp(
+    `^\\s+${kind}\\s+(?:copied|to copy) (\\d+), skipped (\\d+) \\(unchanged\\), failed (\\d+)`,
+    'm',
+  ).exec(out);
   if (!m) throw new Error(`no summary line for ${kind} in:\n${out}`);
   return Number(m[1]);
 }
 
 export function countsOf(out: string, kind: string): { copied: number; skipped: number; failed: number } {
-  const m = new RegExp(`^\\s+${kind}\\s+(?:copied|to copy) (\\d+), skipped (\\d+) \\(unchanged\\), failed (\\d+)`, 'm').exec(out);
+  const m = new RegExp(
+    `^\\s+${kind}\\s+(?:copied|to copy) (\\d+), skipped (\\d+) \\(unchanged\\), failed (\\d+)`,
+    'm',
+  ).exec(out);
   if (!m) throw new Error(`no summary line for ${kind} in:\n${out}`);
   return { copied: Number(m[1]), skipped: Number(m[2]), failed: Number(m[3]) };
 }

@@ -49,18 +49,47 @@ describe('orrery import: a 200 MB object', () => {
   });
 
   it('is streamed from source to target with flat memory in the import process', async () => {
-    const up = await src.api('POST', '/api/v1/objects/upload-url', { name: 'big.bin', mime_type: 'application/octet-stream' });
+    const up = await src.api('POST', '/api/v1/objects/upload-url', {
+      name: 'big.bin',
+      mime_type: 'application/octet-stream',
+    });
     const put = await fetch(up.body.url, {
-      method: 'PUT', headers: { 'content-type': 'application/octet-stream', 'content-length': String(SIZE) },
-      body: Readable.toWeb(Readable.from(bytes())) as never, duplex: 'half',
+      method: 'PUT',
+      headers: { 'content-type': 'application/octet-stream', 'content-length': String(SIZE) },
+      body: Readable.toWeb(Readable.from(bytes())) as never,
+      duplex: 'half',
     } as RequestInit);
     assert.equal(put.status, 200, await put.text());
-    const created = await src.api('POST', '/api/v1/objects', { name: 'big.bin', content: { source: up.body.id, type: 'application/octet-stream', name: 'big.bin' } });
+    const created = await src.api('POST', '/api/v1/objects', {
+      name: 'big.bin',
+      content: { source: up.body.id, type: 'application/octet-stream', name: 'big.bin' },
+    });
     assert.equal(created.status, 200, JSON.stringify(created.body));
 
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'import', '--from', src.url, '--key', src.adminKey, '--to', dst.url, '--to-key', dst.adminKey, '--include', 'objects'], {
-      cwd: ROOT, env: { ...process.env, NODE_OPTIONS: '', ORRERY_LOG_LEVEL: 'silent' }, stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = spawn(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        'src/cli.ts',
+        'import',
+        '--from',
+        src.url,
+        '--key',
+        src.adminKey,
+        '--to',
+        dst.url,
+        '--to-key',
+        dst.adminKey,
+        '--include',
+        'objects',
+      ],
+      {
+        cwd: ROOT,
+        env: { ...process.env, NODE_OPTIONS: '', ORRERY_LOG_LEVEL: 'silent' },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     let out = '';
     let peak = 0;
     // The peak before the first byte: the CLI with its modules loaded (the whole server's
@@ -79,7 +108,10 @@ describe('orrery import: a 200 MB object', () => {
     assert.ok(before > 0 && peak >= before, `the peaks were measured (${before}, ${peak} kB)`);
     const grewMb = (peak - before) / 1024;
     // Holding the object would add 200 MB (and did, before the copy used undici's streams).
-    assert.ok(grewMb < 80, `the import's peak RSS grew by ${grewMb.toFixed(0)} MB while copying 200 MB (from ${(before / 1024).toFixed(0)} MB)\n${out}`);
+    assert.ok(
+      grewMb < 80,
+      `the import's peak RSS grew by ${grewMb.toFixed(0)} MB while copying 200 MB (from ${(before / 1024).toFixed(0)} MB)\n${out}`,
+    );
 
     const [copy] = (await dst.api('GET', '/api/v1/objects')).body;
     const full = (await dst.api('GET', `/api/v1/objects/${copy.id}`)).body;
@@ -90,6 +122,8 @@ describe('orrery import: a 200 MB object', () => {
     assert.equal(full.content.etag, created.body.content.etag, 'the copy has the same bytes');
     const head = await fetch(there.body.url, { method: 'HEAD' });
     assert.equal(Number(head.headers.get('content-length')), SIZE);
-    console.log(`# import of 200 MB: peak RSS ${(before / 1024).toFixed(0)} MB before, ${(peak / 1024).toFixed(0)} MB after`);
+    console.log(
+      `# import of 200 MB: peak RSS ${(before / 1024).toFixed(0)} MB before, ${(peak / 1024).toFixed(0)} MB after`,
+    );
   });
 });

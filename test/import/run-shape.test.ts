@@ -11,10 +11,13 @@ for (const dialect of TEST_DIALECTS) {
     let srv: TestServer;
     let interaction: string;
     const now = new Date().toISOString();
-    const post = (run: Record<string, unknown>, id = 'src-run') => srv.api('POST', '/api/v1/import/runs', {
-      source: 'https://source.example', source_id: id, source_version: null,
-      run: { status: 'completed', interaction: { id: interaction }, created_at: now, updated_at: now, ...run },
-    });
+    const post = (run: Record<string, unknown>, id = 'src-run') =>
+      srv.api('POST', '/api/v1/import/runs', {
+        source: 'https://source.example',
+        source_id: id,
+        source_version: null,
+        run: { status: 'completed', interaction: { id: interaction }, created_at: now, updated_at: now, ...run },
+      });
 
     before(async () => {
       srv = await startTestServer(dialect);
@@ -47,7 +50,19 @@ for (const dialect of TEST_DIALECTS) {
     }
 
     it('a well-formed run with nulls is still stored', async () => {
-      const res = await post({ tags: ['x'], environment: null, modelId: null, token_use: null, error: null, source: null, ttl: null, result_schema: null }, 'ok-run');
+      const res = await post(
+        {
+          tags: ['x'],
+          environment: null,
+          modelId: null,
+          token_use: null,
+          error: null,
+          source: null,
+          ttl: null,
+          result_schema: null,
+        },
+        'ok-run',
+      );
       assert.equal(res.status, 200, JSON.stringify(res.body));
       assert.equal(res.body.created, true);
     });

@@ -19,7 +19,10 @@ const ADMIN = 'sk-durability-test-key-0123456789';
 async function api(url: string, method: string, path: string, body?: unknown) {
   const res = await fetch(url + path, {
     method,
-    headers: { authorization: `Bearer ${ADMIN}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    headers: {
+      authorization: `Bearer ${ADMIN}`,
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+    },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   return { status: res.status, body: (await res.json()) as any };
@@ -50,14 +53,18 @@ for (const dialect of TEST_DIALECTS) {
       const pg = dialect === 'postgres' ? await createPgDatabase() : undefined;
       if (pg) cleanups.push(pg.drop);
       const env = {
-        ORRERY_DATA_DIR: dataDir, ORRERY_ADMIN_KEY: ADMIN, ORRERY_SECRET: 'durability-test-secret-0123456789', ORRERY_JOB_LEASE: '2',
+        ORRERY_DATA_DIR: dataDir,
+        ORRERY_ADMIN_KEY: ADMIN,
+        ORRERY_SECRET: 'durability-test-secret-0123456789',
+        ORRERY_JOB_LEASE: '2',
         ...(pg ? { ORRERY_DATABASE_URL: pg.url } : {}),
       };
       let first: ServerProcess | undefined = await startServerProcess(env);
       cleanups.push(() => first!.kill());
       // 500 pages keep the job running for seconds after it starts: long enough to be killed mid-way.
       const id = await createPdfObject(first.url, 500);
-      for (let i = 0; i < 1000 && (await statusOf(first.url, id)).status !== 'processing'; i++) await new Promise((r) => setTimeout(r, 10));
+      for (let i = 0; i < 1000 && (await statusOf(first.url, id)).status !== 'processing'; i++)
+        await new Promise((r) => setTimeout(r, 10));
       assert.equal((await statusOf(first.url, id)).status, 'processing');
       await first.kill();
 
@@ -83,7 +90,19 @@ for (const dialect of TEST_DIALECTS) {
       const servers: Orrery[] = [];
       const urls: string[] = [];
       for (let i = 0; i < 2; i++) {
-        const config = loadConfig({}, { port: 0, host: '127.0.0.1', dataDir, databaseUrl: pg?.url, logLevel: 'silent', adminKey: ADMIN, secret: 'pair-test-secret-0123456789', contentWorkers: 2 });
+        const config = loadConfig(
+          {},
+          {
+            port: 0,
+            host: '127.0.0.1',
+            dataDir,
+            databaseUrl: pg?.url,
+            logLevel: 'silent',
+            adminKey: ADMIN,
+            secret: 'pair-test-secret-0123456789',
+            contentWorkers: 2,
+          },
+        );
         const orrery = await buildServer(config, { logger: false });
         const url = await orrery.app.listen({ port: 0, host: '127.0.0.1' });
         config.publicUrl = url;
@@ -101,10 +120,15 @@ for (const dialect of TEST_DIALECTS) {
         }
         assert.equal(obj.status, 'ready', JSON.stringify(obj.error));
       }
-      const completedJobs = () => Promise.all(servers.map(async (s) => {
-        const m = await s.metrics.jobs.get();
-        return m.values.filter((v) => v.labels.kind === 'content' && v.labels.outcome === 'completed').reduce((n, v) => n + v.value, 0);
-      }));
+      const completedJobs = () =>
+        Promise.all(
+          servers.map(async (s) => {
+            const m = await s.metrics.jobs.get();
+            return m.values
+              .filter((v) => v.labels.kind === 'content' && v.labels.outcome === 'completed')
+              .reduce((n, v) => n + v.value, 0);
+          }),
+        );
       // A job is counted after its object reads ready and its row is deleted: give the last count
       // a moment, then check that no object was processed twice.
       let completed = await completedJobs();

@@ -36,7 +36,10 @@ async function place(dialect: TestDialect): Promise<Place> {
     return { open: () => openDatabase({ databaseUrl: pg.url, dataDir: tmpdir() }), drop: pg.drop };
   }
   const dir = mkdtempSync(join(tmpdir(), 'orrery-jobs-'));
-  return { open: () => openDatabase({ dataDir: dir }), drop: async () => rmSync(dir, { recursive: true, force: true }) };
+  return {
+    open: () => openDatabase({ dataDir: dir }),
+    drop: async () => rmSync(dir, { recursive: true, force: true }),
+  };
 }
 
 for (const dialect of TEST_DIALECTS) {
@@ -50,7 +53,15 @@ for (const dialect of TEST_DIALECTS) {
       return d;
     };
     const queue = (d: OpenedDatabase, opts: Partial<ConstructorParameters<typeof JobQueue>[2]> = {}) => {
-      const q = new JobQueue(d.db, d.dialect, { concurrency: 2, leaseMs: 5000, maxAttempts: 3, pollMs: 25, owner: `q${queues.length}`, backoffMs: () => 30, ...opts });
+      const q = new JobQueue(d.db, d.dialect, {
+        concurrency: 2,
+        leaseMs: 5000,
+        maxAttempts: 3,
+        pollMs: 25,
+        owner: `q${queues.length}`,
+        backoffMs: () => 30,
+        ...opts,
+      });
       queues.push(q);
       return q;
     };
@@ -81,7 +92,9 @@ for (const dialect of TEST_DIALECTS) {
       for (let i = 0; i < 30; i++) await q.enqueue({ kind: 'bounded', scope, subject: `s${i}` });
       q.start();
       await until(() => runs.size === 30 && now === 0);
-      await until(async () => (await d.db.selectFrom('jobs').select('id').where('kind', '=', 'bounded').execute()).length === 0);
+      await until(
+        async () => (await d.db.selectFrom('jobs').select('id').where('kind', '=', 'bounded').execute()).length === 0,
+      );
       assert.equal(peak, 3);
       assert.deepEqual([...new Set(runs.values())], [1]);
     });
@@ -92,7 +105,10 @@ for (const dialect of TEST_DIALECTS) {
       const qa = queue(a, { concurrency: 4 });
       const qb = queue(b, { concurrency: 4 });
       const runs = new Map<string, string[]>();
-      for (const [name, q] of [['a', qa], ['b', qb]] as const) {
+      for (const [name, q] of [
+        ['a', qa],
+        ['b', qb],
+      ] as const) {
         q.register('shared', {
           run: async (job) => {
             runs.set(job.subject, [...(runs.get(job.subject) ?? []), name]);
@@ -106,7 +122,8 @@ for (const dialect of TEST_DIALECTS) {
       await until(() => runs.size === 120);
       await sleep(100);
       assert.equal(runs.size, 120);
-      for (const [subject, by] of runs) assert.equal(by.length, 1, `${subject} ran ${by.length} times (${by.join(', ')})`);
+      for (const [subject, by] of runs)
+        assert.equal(by.length, 1, `${subject} ran ${by.length} times (${by.join(', ')})`);
       const byA = [...runs.values()].filter((r) => r[0] === 'a').length;
       assert.ok(byA > 0 && byA < 120, `both consumers worked: a took ${byA} of 120`);
     });
@@ -136,18 +153,31 @@ for (const dialect of TEST_DIALECTS) {
           if (job.subject === 'permanent') throw new PermanentJobError('no use retrying');
           if (job.subject === 'always' || job.attempt < 2) throw new Error(`transient ${job.attempt}`);
         },
-        giveUp: async (job, err) => void gaveUp.push({ subject: job.subject, message: (err as Error).message, attempt: job.attempt }),
+        giveUp: async (job, err) =>
+          void gaveUp.push({ subject: job.subject, message: (err as Error).message, attempt: job.attempt }),
       });
       for (const s of ['once', 'permanent', 'always']) await q.enqueue({ kind: 'flaky', scope, subject: s });
       q.start();
       await until(() => gaveUp.length === 2 && attempts.filter((a) => a.subject === 'once').length === 2);
       await sleep(150);
       const of = (s: string) => attempts.filter((a) => a.subject === s);
-      assert.deepEqual(of('once').map((a) => a.attempt), [1, 2]);
+      assert.deepEqual(
+        of('once').map((a) => a.attempt),
+        [1, 2],
+      );
       assert.ok(of('once')[1].at - of('once')[0].at >= 35, 'the retry waited for its backoff');
-      assert.deepEqual(of('permanent').map((a) => a.attempt), [1]);
-      assert.deepEqual(of('always').map((a) => a.attempt), [1, 2, 3]);
-      assert.deepEqual(gaveUp.map((g) => [g.subject, g.attempt]).sort(), [['always', 3], ['permanent', 1]]);
+      assert.deepEqual(
+        of('permanent').map((a) => a.attempt),
+        [1],
+      );
+      assert.deepEqual(
+        of('always').map((a) => a.attempt),
+        [1, 2, 3],
+      );
+      assert.deepEqual(gaveUp.map((g) => [g.subject, g.attempt]).sort(), [
+        ['always', 3],
+        ['permanent', 1],
+      ]);
       assert.equal((await d.db.selectFrom('jobs').select('id').where('kind', '=', 'flaky').execute()).length, 0);
     });
 
@@ -156,16 +186,21 @@ for (const dialect of TEST_DIALECTS) {
       const qa = queue(a, { leaseMs: 60_000 });
       let started = false;
       qa.register('durable', {
-        run: (_job, signal) => new Promise((_, reject) => {
-          started = true;
-          signal.addEventListener('abort', () => reject(signal.reason));
-        }),
+        run: (_job, signal) =>
+          new Promise((_, reject) => {
+            started = true;
+            signal.addEventListener('abort', () => reject(signal.reason));
+          }),
       });
       await qa.enqueue({ kind: 'durable', scope, subject: 'stopped-mid-job' });
       qa.start();
       await until(() => started);
       await qa.stop();
-      const row = await a.db.selectFrom('jobs').selectAll().where('subject', '=', 'stopped-mid-job').executeTakeFirstOrThrow();
+      const row = await a.db
+        .selectFrom('jobs')
+        .selectAll()
+        .where('subject', '=', 'stopped-mid-job')
+        .executeTakeFirstOrThrow();
       assert.equal(row.state, 'queued');
       assert.equal(Number(row.attempts), 0, 'a released attempt does not count');
       const b = await open();
@@ -181,7 +216,12 @@ for (const dialect of TEST_DIALECTS) {
       const a = await open();
       const qa = queue(a, { leaseMs: 400 });
       let started = false;
-      qa.register('lease', { run: () => new Promise(() => { started = true; }) }); // hangs: the process "dies" below
+      qa.register('lease', {
+        run: () =>
+          new Promise(() => {
+            started = true;
+          }),
+      }); // hangs: the process "dies" below
       await qa.enqueue({ kind: 'lease', scope, subject: 'orphan' });
       qa.start();
       await until(() => started);
@@ -189,12 +229,18 @@ for (const dialect of TEST_DIALECTS) {
       await a.db.destroy();
       opened.splice(opened.indexOf(a), 1);
       const b = await open();
-      const held = await b.db.selectFrom('jobs').select(['state', 'lease_until']).where('subject', '=', 'orphan').executeTakeFirstOrThrow();
+      const held = await b.db
+        .selectFrom('jobs')
+        .select(['state', 'lease_until'])
+        .where('subject', '=', 'orphan')
+        .executeTakeFirstOrThrow();
       assert.equal(held.state, 'running');
       const leaseEnd = Date.parse(held.lease_until!);
       const qb = queue(b, { leaseMs: 400 });
       const done: Array<{ subject: string; attempt: number; at: number }> = [];
-      qb.register('lease', { run: async (job) => void done.push({ subject: job.subject, attempt: job.attempt, at: Date.now() }) });
+      qb.register('lease', {
+        run: async (job) => void done.push({ subject: job.subject, attempt: job.attempt, at: Date.now() }),
+      });
       qb.start();
       await until(() => done.length === 1);
       assert.equal(done[0].subject, 'orphan');

@@ -50,10 +50,13 @@ for (const dialect of TEST_DIALECTS) {
 
     it("an imported run's parameters or result over the bound are refused", async () => {
       const now = new Date().toISOString();
-      const post = (run: Record<string, unknown>) => srv.api('POST', '/api/v1/import/runs', {
-        source: 'https://source.example', source_id: 'big-run', source_version: null,
-        run: { status: 'completed', interaction: { id: interaction }, created_at: now, updated_at: now, ...run },
-      });
+      const post = (run: Record<string, unknown>) =>
+        srv.api('POST', '/api/v1/import/runs', {
+          source: 'https://source.example',
+          source_id: 'big-run',
+          source_version: null,
+          run: { status: 'completed', interaction: { id: interaction }, created_at: now, updated_at: now, ...run },
+        });
       tooLarge(await post({ parameters: big() }), 'run.parameters');
       tooLarge(await post({ result: [{ type: 'text', value: 'y'.repeat(MiB) }] }), 'run.result');
       const links = await srv.api('GET', `/api/v1/import/links?source=${encodeURIComponent('https://source.example')}`);

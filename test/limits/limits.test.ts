@@ -25,7 +25,8 @@ for (const dialect of TEST_DIALECTS) {
       assert.equal(r.status, 200, JSON.stringify(r.body));
       return r.body as { id: string; value: string; limits: unknown };
     };
-    const run = (token: string, text = 'one two three') => srv.api('POST', '/api/v1/runs', { interaction, data: { text } }, token);
+    const run = (token: string, text = 'one two three') =>
+      srv.api('POST', '/api/v1/runs', { interaction, data: { text } }, token);
 
     before(async () => {
       srv = await startTestServer(dialect);
@@ -58,7 +59,11 @@ for (const dialect of TEST_DIALECTS) {
       assert.ok(Number(over.headers.get('x-ratelimit-retry-ms')) <= 60_000);
       // The official client reads the same headers and gives up when the wait is longer than it pauses for (3 s).
       await assert.rejects(client.interactions.list(), (err: any) => err.status === 429);
-      assert.equal((await srv.api('GET', '/api/v1/interactions', undefined, free.value)).status, 200, 'another key is not limited');
+      assert.equal(
+        (await srv.api('GET', '/api/v1/interactions', undefined, free.value)).status,
+        200,
+        'another key is not limited',
+      );
       const report = await srv.api('GET', '/api/v1/limits', undefined, free.value);
       assert.equal(report.status, 200);
       assert.equal(report.body.key.limits, null);
@@ -67,7 +72,12 @@ for (const dialect of TEST_DIALECTS) {
     it("a project's limit binds every key of it; only an admin sets it", async () => {
       const project = (await srv.api('POST', '/api/v1/projects', { name: 'Limited project' })).body.id;
       const dev = await key('dev of the project', { project });
-      const byDev = await srv.api('PUT', `/api/v1/projects/${project}`, { limits: { requests_per_minute: 1_000_000 } }, dev.value);
+      const byDev = await srv.api(
+        'PUT',
+        `/api/v1/projects/${project}`,
+        { limits: { requests_per_minute: 1_000_000 } },
+        dev.value,
+      );
       assert.equal(byDev.status, 403);
       assert.match(byDev.body.message, /only an admin/);
       const other = await key('another dev', { project });
@@ -76,13 +86,18 @@ for (const dialect of TEST_DIALECTS) {
       assert.equal(set.status, 200, JSON.stringify(set.body));
       assert.deepEqual(set.body.settings.limits, { requests_per_minute: 4 });
       const statuses: number[] = [];
-      for (const k of [dev, other, dev, other, dev]) statuses.push((await srv.api('GET', '/api/v1/environments', undefined, k.value)).status);
+      for (const k of [dev, other, dev, other, dev])
+        statuses.push((await srv.api('GET', '/api/v1/environments', undefined, k.value)).status);
       assert.deepEqual(statuses, [200, 200, 200, 200, 429], 'four for the project, whichever key');
       const report = await srv.api('GET', '/api/v1/limits', undefined, other.value);
       assert.equal(report.status, 429, 'reading the report is a request of the project too');
       // The admin key belongs to another project: it is not limited, and clears the limit.
       assert.equal((await srv.api('PUT', `/api/v1/projects/${project}`, { limits: null })).status, 200);
-      assert.equal((await srv.api('GET', '/api/v1/environments', undefined, dev.value)).status, 200, 'the change applies at once on this replica');
+      assert.equal(
+        (await srv.api('GET', '/api/v1/environments', undefined, dev.value)).status,
+        200,
+        'the change applies at once on this replica',
+      );
     });
 
     it('tokens per minute: a run that used up the tokens makes the next run wait; reading is not limited by tokens', async () => {
@@ -98,19 +113,41 @@ for (const dialect of TEST_DIALECTS) {
         if (use.tokens_this_minute > 0) break;
         await sleep(50);
       }
-      assert.equal(use.tokens_this_minute, first.body.token_use.total, 'the run\'s tokens were counted');
+      assert.equal(use.tokens_this_minute, first.body.token_use.total, "the run's tokens were counted");
       const second = await run(k.value);
       assert.equal(second.status, 429);
       assert.equal(second.body.details.resource, 'tokens');
       assert.equal(second.headers.get('x-ratelimit-resource'), 'tokens');
-      assert.equal((await srv.api('GET', '/api/v1/runs?limit=1', undefined, k.value)).status, 200, 'reading is not counted against tokens');
+      assert.equal(
+        (await srv.api('GET', '/api/v1/runs?limit=1', undefined, k.value)).status,
+        200,
+        'reading is not counted against tokens',
+      );
     });
 
     it('cost per day: once a key spent its day, runs are refused until midnight UTC (a quota, not pacing)', async () => {
-      const env = (await srv.api('POST', '/api/v1/environments', { name: 'Priced', provider: 'test', default_model: 'echo', config: { prices: { echo: { input: 100_000, output: 100_000 } } } })).body;
-      const priced = (await srv.api('POST', '/api/v1/interactions', { name: 'Priced echo', environment: env.id, prompts: [{ type: 'template', template: { role: 'user', content_type: 'handlebars', content: '{{text}}' } }] })).body;
+      const env = (
+        await srv.api('POST', '/api/v1/environments', {
+          name: 'Priced',
+          provider: 'test',
+          default_model: 'echo',
+          config: { prices: { echo: { input: 100_000, output: 100_000 } } },
+        })
+      ).body;
+      const priced = (
+        await srv.api('POST', '/api/v1/interactions', {
+          name: 'Priced echo',
+          environment: env.id,
+          prompts: [{ type: 'template', template: { role: 'user', content_type: 'handlebars', content: '{{text}}' } }],
+        })
+      ).body;
       const k = await key('a dollar a day', { limits: { cost_per_day: 1 } });
-      const first = await srv.api('POST', '/api/v1/runs', { interaction: priced.id, data: { text: 'spend spend spend spend spend spend' } }, k.value);
+      const first = await srv.api(
+        'POST',
+        '/api/v1/runs',
+        { interaction: priced.id, data: { text: 'spend spend spend spend spend spend' } },
+        k.value,
+      );
       assert.equal(first.status, 200, JSON.stringify(first.body));
       assert.ok(first.body.cost.total > 1, JSON.stringify(first.body.cost));
       await sleep(300);
@@ -129,18 +166,32 @@ for (const dialect of TEST_DIALECTS) {
       const own = await srv.api('PUT', `/api/v1/apikeys/${k.id}`, { limits: null }, k.value);
       assert.equal(own.status, 403);
       assert.match(own.body.message, /own limits/);
-      for (const limits of [{ requests_per_minute: 0 }, { requests_per_minute: -1 }, { requests_per_minute: 1.5 }, { tokens_per_minute: 'many' }, { cost_per_day: 0 }, { burst: 3 }, [1], 'fast']) {
+      for (const limits of [
+        { requests_per_minute: 0 },
+        { requests_per_minute: -1 },
+        { requests_per_minute: 1.5 },
+        { tokens_per_minute: 'many' },
+        { cost_per_day: 0 },
+        { burst: 3 },
+        [1],
+        'fast',
+      ]) {
         const onKey = await srv.api('PUT', `/api/v1/apikeys/${k.id}`, { limits });
         assert.equal(onKey.status, 400, `${JSON.stringify(limits)}: ${JSON.stringify(onKey.body)}`);
         assert.match(onKey.body.message, /limits/);
         const onProject = await srv.api('PUT', `/api/v1/projects/${srv.orrery.bootstrap.project.id}`, { limits });
         assert.equal(onProject.status, 400, JSON.stringify(limits));
       }
-      const set = await srv.api('PUT', `/api/v1/apikeys/${k.id}`, { limits: { requests_per_minute: 100, cost_per_day: 2.5 } });
+      const set = await srv.api('PUT', `/api/v1/apikeys/${k.id}`, {
+        limits: { requests_per_minute: 100, cost_per_day: 2.5 },
+      });
       assert.equal(set.status, 200);
       assert.deepEqual(set.body.limits, { requests_per_minute: 100, cost_per_day: 2.5 });
       const trail = await srv.api('GET', `/api/v1/audit-trail?resourceId=${k.id}`);
-      assert.deepEqual(trail.body.events[0].details.changes.limits, { before: null, after: { requests_per_minute: 100, cost_per_day: 2.5 } });
+      assert.deepEqual(trail.body.events[0].details.changes.limits, {
+        before: null,
+        after: { requests_per_minute: 100, cost_per_day: 2.5 },
+      });
     });
   });
 }
@@ -151,13 +202,21 @@ describe('postgres: a limit holds exactly across two replicas', { skip: !TEST_DI
   let b: ServerProcess;
   let database: Awaited<ReturnType<typeof createPgDatabase>>;
   const call = async (srv: ServerProcess, method: string, path: string, body?: unknown, token = KEY) => {
-    const r = await fetch(srv.url + path, { method, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
+    const r = await fetch(srv.url + path, {
+      method,
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
     return { status: r.status, body: (await r.json()) as any };
   };
 
   before(async () => {
     database = await createPgDatabase();
-    const env = { ORRERY_DATABASE_URL: database.url, ORRERY_ADMIN_KEY: KEY, ORRERY_SECRET: 'shared-limits-secret-0123456789' };
+    const env = {
+      ORRERY_DATABASE_URL: database.url,
+      ORRERY_ADMIN_KEY: KEY,
+      ORRERY_SECRET: 'shared-limits-secret-0123456789',
+    };
     [a, b] = await Promise.all([startServerProcess(env), startServerProcess(env)]);
   });
   after(async () => {
@@ -166,9 +225,19 @@ describe('postgres: a limit holds exactly across two replicas', { skip: !TEST_DI
   });
 
   it('30 requests at once, half on each replica, against a limit of 20: exactly 20 answered', async () => {
-    const dev = (await call(a, 'POST', '/api/v1/apikeys', { name: 'burst', role: 'developer', limits: { requests_per_minute: 20 } })).body.value;
+    const dev = (
+      await call(a, 'POST', '/api/v1/apikeys', {
+        name: 'burst',
+        role: 'developer',
+        limits: { requests_per_minute: 20 },
+      })
+    ).body.value;
     await freshMinute(15_000);
-    const statuses = await Promise.all(Array.from({ length: 30 }, (_, i) => call(i % 2 ? a : b, 'GET', '/api/v1/interactions', undefined, dev).then((r) => r.status)));
+    const statuses = await Promise.all(
+      Array.from({ length: 30 }, (_, i) =>
+        call(i % 2 ? a : b, 'GET', '/api/v1/interactions', undefined, dev).then((r) => r.status),
+      ),
+    );
     assert.equal(statuses.filter((s) => s === 200).length, 20, JSON.stringify(statuses));
     assert.equal(statuses.filter((s) => s === 429).length, 10);
     const report = await call(b, 'GET', '/api/v1/limits', undefined, dev);

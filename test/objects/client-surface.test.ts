@@ -14,15 +14,23 @@ for (const dialect of TEST_DIALECTS) {
     let srv: TestServer;
     let other: { id: string; key: string };
     let otherId: string;
-    const post = (body: unknown) => srv.api('POST', '/api/v1/objects', body).then((r) => {
-      if (r.status !== 200) throw new Error(JSON.stringify(r.body));
-      return r.body;
-    });
+    const post = (body: unknown) =>
+      srv.api('POST', '/api/v1/objects', body).then((r) => {
+        if (r.status !== 200) throw new Error(JSON.stringify(r.body));
+        return r.body;
+      });
 
     before(async () => {
       srv = await startTestServer(dialect);
       other = await secondProject(srv);
-      otherId = (await srv.api('POST', '/api/v1/objects', { name: 'Elsewhere', location: '/facets', tags: ['a'], properties: { color: 'red' } }, other.key)).body.id;
+      otherId = (
+        await srv.api(
+          'POST',
+          '/api/v1/objects',
+          { name: 'Elsewhere', location: '/facets', tags: ['a'], properties: { color: 'red' } },
+          other.key,
+        )
+      ).body.id;
     });
     after(() => srv.close());
 
@@ -33,34 +41,71 @@ for (const dialect of TEST_DIALECTS) {
       await post({ name: 'Not here', location: '/elsewhere', tags: ['a'], properties: { color: 'red' } });
       const client = srv.client();
       const r: any = await client.objects.computeFacets({
-        facets: [{ name: 'colors', field: 'properties.color' }, { name: 'tags', field: 'tags' }, { name: 'where', field: 'location' }],
+        facets: [
+          { name: 'colors', field: 'properties.color' },
+          { name: 'tags', field: 'tags' },
+          { name: 'where', field: 'location' },
+        ],
         query: { location: '/facets' },
       } as any);
       assert.equal(r.total, 3, 'the other project and the other location are not counted');
-      assert.deepEqual(r.colors, [{ _id: 'red', count: 2 }, { _id: 'blue', count: 1 }]);
-      assert.deepEqual(r.tags, [{ _id: 'a', count: 2 }, { _id: 'b', count: 1 }]);
+      assert.deepEqual(r.colors, [
+        { _id: 'red', count: 2 },
+        { _id: 'blue', count: 1 },
+      ]);
+      assert.deepEqual(r.tags, [
+        { _id: 'a', count: 2 },
+        { _id: 'b', count: 1 },
+      ]);
       assert.deepEqual(r.where, [{ _id: '/facets', count: 3 }]);
       assert.equal(r.results, undefined, 'facets only, no results');
-      const all: any = await client.objects.computeFacets({ facets: [{ name: 'colors', field: 'properties.color' }] } as any);
+      const all: any = await client.objects.computeFacets({
+        facets: [{ name: 'colors', field: 'properties.color' }],
+      } as any);
       assert.equal(all.total, 4);
-      assert.deepEqual(all.colors, [{ _id: 'red', count: 3 }, { _id: 'blue', count: 1 }]);
-      const named: any = await client.objects.computeFacets({ facets: [{ name: 'n', field: 'name' }], query: { name: 'f', location: '/facets' } } as any);
+      assert.deepEqual(all.colors, [
+        { _id: 'red', count: 3 },
+        { _id: 'blue', count: 1 },
+      ]);
+      const named: any = await client.objects.computeFacets({
+        facets: [{ name: 'n', field: 'name' }],
+        query: { name: 'f', location: '/facets' },
+      } as any);
       assert.equal(named.total, 3);
       // A facet named like a prototype key is a data key of the answer, nothing more.
-      const proto = await srv.api('POST', '/api/v1/objects/facets', { facets: [{ name: '__proto__', field: 'properties.color' }] });
+      const proto = await srv.api('POST', '/api/v1/objects/facets', {
+        facets: [{ name: '__proto__', field: 'properties.color' }],
+      });
       assert.equal(proto.status, 200, JSON.stringify(proto.body));
       assert.ok(Object.hasOwn(proto.body, '__proto__'), JSON.stringify(proto.body));
-      assert.deepEqual(proto.body['__proto__'], [{ _id: 'red', count: 3 }, { _id: 'blue', count: 1 }]);
+      assert.deepEqual(proto.body['__proto__'], [
+        { _id: 'red', count: 3 },
+        { _id: 'blue', count: 1 },
+      ]);
     });
 
     it('computeFacets refuses bad input with a 400 that says what to fix', async () => {
       const client = srv.client();
       await assert.rejects(client.objects.computeFacets({ facets: [] } as any), status(400));
       await assert.rejects(client.objects.computeFacets({} as any), status(400));
-      await assert.rejects(client.objects.computeFacets({ facets: [{ name: 'total', field: 'status' }] } as any), (err: any) => status(400)(err) && /reserved/.test(err.message));
-      await assert.rejects(client.objects.computeFacets({ facets: [{ name: 'x', field: 'nope' }] } as any), (err: any) => status(400)(err) && /nope/.test(err.message));
-      await assert.rejects(client.objects.computeFacets({ facets: Array.from({ length: 11 }, (_, i) => ({ name: `f${i}`, field: 'status' })) } as any), status(400));
-      const raw = await srv.api('POST', '/api/v1/objects/facets', { facets: [{ name: 'x', field: 'status' }], query: { vector: { text: 'x' } } });
+      await assert.rejects(
+        client.objects.computeFacets({ facets: [{ name: 'total', field: 'status' }] } as any),
+        (err: any) => status(400)(err) && /reserved/.test(err.message),
+      );
+      await assert.rejects(
+        client.objects.computeFacets({ facets: [{ name: 'x', field: 'nope' }] } as any),
+        (err: any) => status(400)(err) && /nope/.test(err.message),
+      );
+      await assert.rejects(
+        client.objects.computeFacets({
+          facets: Array.from({ length: 11 }, (_, i) => ({ name: `f${i}`, field: 'status' })),
+        } as any),
+        status(400),
+      );
+      const raw = await srv.api('POST', '/api/v1/objects/facets', {
+        facets: [{ name: 'x', field: 'status' }],
+        query: { vector: { text: 'x' } },
+      });
       assert.equal(raw.status, 400);
       assert.match(raw.body.message, /vector/);
     });
@@ -74,8 +119,16 @@ for (const dialect of TEST_DIALECTS) {
       assert.deepEqual(r, { operation: 'delete', status: 'completed', deleted: 2, failed: ['nothing-here', otherId] });
       assert.equal((await srv.api('GET', `/api/v1/objects/${a.id}`)).status, 404);
       assert.equal((await srv.api('GET', `/api/v1/objects/${b.id}`)).status, 404);
-      assert.equal((await client.objects.retrieve(child.id) as any).parent ?? null, null, 'children are detached, not deleted');
-      assert.equal((await srv.api('GET', `/api/v1/objects/${otherId}`, undefined, other.key)).status, 200, 'another project\'s object is untouched');
+      assert.equal(
+        ((await client.objects.retrieve(child.id)) as any).parent ?? null,
+        null,
+        'children are detached, not deleted',
+      );
+      assert.equal(
+        (await srv.api('GET', `/api/v1/objects/${otherId}`, undefined, other.key)).status,
+        200,
+        "another project's object is untouched",
+      );
       const none: any = await client.objects.delete(['nothing-here']);
       assert.deepEqual(none, { operation: 'delete', status: 'failed', deleted: 0, failed: ['nothing-here'] });
     });
@@ -98,18 +151,24 @@ for (const dialect of TEST_DIALECTS) {
       assert.deepEqual(ra.properties, { n: 10 });
       assert.deepEqual(ra.tags, ['x']);
       assert.equal(ra.description, 'kept', 'only the given fields change');
-      assert.equal((await client.objects.retrieve(b.id) as any).name, 'Up B renamed');
+      assert.equal(((await client.objects.retrieve(b.id)) as any).name, 'Up B renamed');
       assert.equal((await srv.api('GET', `/api/v1/objects/${otherId}`, undefined, other.key)).body.name, 'Elsewhere');
 
       // With options the client wraps the map in {updates, ...options}.
-      const wrapped: any = await client.objects.bulkUpdate({ [a.id]: { name: 'Up A wrapped' } }, { idempotency_key: 'k1' } as any);
+      const wrapped: any = await client.objects.bulkUpdate({ [a.id]: { name: 'Up A wrapped' } }, {
+        idempotency_key: 'k1',
+      } as any);
       assert.deepEqual(wrapped, { operation: 'update', status: 'completed', updated: 1, failed: [] });
-      assert.equal((await client.objects.retrieve(a.id) as any).name, 'Up A wrapped');
+      assert.equal(((await client.objects.retrieve(a.id)) as any).name, 'Up A wrapped');
 
       // An invalid payload is left out; the valid ones are still written.
       const mixed: any = await client.objects.bulkUpdate({ [a.id]: { name: '' }, [b.id]: { status: 'bogus' } as any });
       assert.deepEqual(mixed, { operation: 'update', status: 'failed', updated: 0, failed: [a.id, b.id] });
-      assert.equal((await client.objects.retrieve(a.id) as any).name, 'Up A wrapped', 'a refused payload writes nothing');
+      assert.equal(
+        ((await client.objects.retrieve(a.id)) as any).name,
+        'Up A wrapped',
+        'a refused payload writes nothing',
+      );
     });
 
     it('bulkCreate creates every valid object, with a result per object', async () => {
@@ -123,8 +182,20 @@ for (const dialect of TEST_DIALECTS) {
       assert.equal(r.operation, 'create');
       assert.equal(r.status, 'completed');
       assert.equal(r.created, 2);
-      assert.deepEqual(r.objects.map((o: any) => [o.index, o.external_id]), [[0, 'e1'], [3, undefined]]);
-      assert.deepEqual(r.failed.map((f: any) => [f.index, f.external_id]), [[1, 'e2'], [2, undefined]]);
+      assert.deepEqual(
+        r.objects.map((o: any) => [o.index, o.external_id]),
+        [
+          [0, 'e1'],
+          [3, undefined],
+        ],
+      );
+      assert.deepEqual(
+        r.failed.map((f: any) => [f.index, f.external_id]),
+        [
+          [1, 'e2'],
+          [2, undefined],
+        ],
+      );
       assert.match(r.failed[0].error, /name/);
       assert.match(r.failed[1].error, /no-such-type/);
       const made: any = await client.objects.retrieve(r.objects[0].id);
@@ -133,7 +204,11 @@ for (const dialect of TEST_DIALECTS) {
       assert.deepEqual(made.revision, { root: made.id, head: true });
       const listed = (await srv.api('GET', '/api/v1/objects?location=/bulk-create')).body;
       assert.deepEqual(listed.map((o: any) => o.name).sort(), ['Made 1', 'Made 4']);
-      assert.deepEqual((await srv.api('GET', '/api/v1/objects?location=/bulk-create', undefined, other.key)).body, [], 'nothing in the other project');
+      assert.deepEqual(
+        (await srv.api('GET', '/api/v1/objects?location=/bulk-create', undefined, other.key)).body,
+        [],
+        'nothing in the other project',
+      );
       const bad: any = await client.objects.bulkCreate([{ id: 'x', name: 'With id' } as any]);
       assert.equal(bad.status, 'failed');
       assert.match(bad.failed[0].error, /id/);
@@ -148,7 +223,7 @@ for (const dialect of TEST_DIALECTS) {
       ] as any);
       assert.equal(r.created, 2, JSON.stringify(r));
       const [one, two]: any[] = await Promise.all(r.objects.map((o: any) => client.objects.retrieve(o.id)));
-      assert.notEqual(one.content.source, up.id, 'the upload became the object\'s own');
+      assert.notEqual(one.content.source, up.id, "the upload became the object's own");
       assert.equal(one.content.source, two.content.source);
       assert.equal(one.content.etag, up.etag);
       const up2 = await upload(srv, 'other.txt', 'other bytes', { type: 'text/plain' });
@@ -158,7 +233,9 @@ for (const dialect of TEST_DIALECTS) {
       assert.equal(after.content.etag, up2.etag);
       const src = await srv.api('GET', `/api/v1/objects/${two.id}/content-source`);
       assert.equal(src.body.etag, up.etag, 'the other object keeps the shared file');
-      const gone: any = await client.objects.bulkCreate([{ name: 'Bad file', content: { source: 'local://nope/x' } }] as any);
+      const gone: any = await client.objects.bulkCreate([
+        { name: 'Bad file', content: { source: 'local://nope/x' } },
+      ] as any);
       assert.equal(gone.status, 'failed');
       assert.match(gone.failed[0].error, /content.source/);
     });
@@ -171,7 +248,14 @@ for (const dialect of TEST_DIALECTS) {
         [{ name: 'create', ids: [], params: { objects: [], collection_id: 'c' } }, /collection/],
         [{ name: 'create', ids: [], params: { objects: Array.from({ length: 1001 }, () => ({ name: 'x' })) } }, /1000/],
         [{ name: 'delete', ids: Array.from({ length: 1001 }, (_, i) => `id${i}`), params: {} }, /1000/],
-        [{ name: 'update', ids: [], params: Object.fromEntries(Array.from({ length: 1001 }, (_, i) => [`id${i}`, { name: 'x' }])) }, /1000/],
+        [
+          {
+            name: 'update',
+            ids: [],
+            params: Object.fromEntries(Array.from({ length: 1001 }, (_, i) => [`id${i}`, { name: 'x' }])),
+          },
+          /1000/,
+        ],
         [{ name: 'delete' }, /ids/],
       ];
       for (const [body, message] of cases) {

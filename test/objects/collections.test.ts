@@ -37,7 +37,15 @@ for (const dialect of TEST_DIALECTS) {
       const c = srv.client().store.collections;
       const type = await srv.api('POST', '/api/v1/types', { name: 'Invoice' });
       assert.equal(type.status, 200, JSON.stringify(type.body));
-      const created: any = await c.create({ name: 'Invoices 2026', dynamic: false, description: 'All of them', tags: ['finance', 'finance', 'q4'], type: 'Invoice', properties: { year: 2026 }, table_layout: [{ field: 'name', name: 'Name' }] } as any);
+      const created: any = await c.create({
+        name: 'Invoices 2026',
+        dynamic: false,
+        description: 'All of them',
+        tags: ['finance', 'finance', 'q4'],
+        type: 'Invoice',
+        properties: { year: 2026 },
+        table_layout: [{ field: 'name', name: 'Name' }],
+      } as any);
       assert.equal(created.name, 'Invoices 2026');
       assert.equal(created.dynamic, false);
       assert.equal(created.status, 'active');
@@ -53,7 +61,12 @@ for (const dialect of TEST_DIALECTS) {
       const got: any = await c.retrieve(created.id);
       assert.deepEqual(got, created);
 
-      const updated: any = await c.update(created.id, { name: 'Invoices', status: 'archived', description: null, properties: { year: 2025 } } as any);
+      const updated: any = await c.update(created.id, {
+        name: 'Invoices',
+        status: 'archived',
+        description: null,
+        properties: { year: 2025 },
+      } as any);
       assert.equal(updated.id, created.id);
       assert.equal(updated.name, 'Invoices');
       assert.equal(updated.status, 'archived');
@@ -101,26 +114,52 @@ for (const dialect of TEST_DIALECTS) {
       assert.deepEqual(ids(await c.listMembers(col.id, { status: 'created' as any })), [a, b, d].sort());
       assert.deepEqual(await c.listMembers(col.id, { status: 'ready' as any }), []);
 
-      const found: any = await c.searchMembers(col.id, { query: { full_text: 'report' }, facets: [{ name: 'color', field: 'properties.color' }] } as any);
+      const found: any = await c.searchMembers(col.id, {
+        query: { full_text: 'report' },
+        facets: [{ name: 'color', field: 'properties.color' }],
+      } as any);
       assert.deepEqual(ids(found.results), [a, b].sort(), 'the object outside the collection is not found');
       assert.equal(found.facets.total, 2);
-      assert.deepEqual(found.facets.color, [{ _id: 'blue', count: 1 }, { _id: 'red', count: 1 }]);
+      assert.deepEqual(found.facets.color, [
+        { _id: 'blue', count: 1 },
+        { _id: 'red', count: 1 },
+      ]);
       const matched: any = await c.searchMembers(col.id, { query: { match: { 'properties.color': 'red' } } } as any);
       assert.deepEqual(ids(matched.results), [a, d].sort());
 
-      const facets: any = await c.computeFacets(col.id, { facets: [{ name: 'color', field: 'properties.color' }] } as any);
+      const facets: any = await c.computeFacets(col.id, {
+        facets: [{ name: 'color', field: 'properties.color' }],
+      } as any);
       assert.equal(facets.total, 3, 'counts the members only');
-      assert.deepEqual(facets.color, [{ _id: 'red', count: 2 }, { _id: 'blue', count: 1 }]);
+      assert.deepEqual(facets.color, [
+        { _id: 'red', count: 2 },
+        { _id: 'blue', count: 1 },
+      ]);
 
-      assert.deepEqual(await c.deleteMembers(col.id, [b, outside]), { id: col.id }, 'removing a non-member is not an error');
+      assert.deepEqual(
+        await c.deleteMembers(col.id, [b, outside]),
+        { id: col.id },
+        'removing a non-member is not an error',
+      );
       assert.deepEqual(ids(await c.listMembers(col.id, {})), [a, d].sort());
 
       const del = await srv.api('DELETE', `/api/v1/objects/${a}`);
       assert.equal(del.status, 200);
       assert.deepEqual(ids(await c.listMembers(col.id, {})), [d]);
-      const rows = await srv.orrery.database.db.selectFrom('collection_members').select('object_id').where('collection_id', '=', col.id).execute();
-      assert.deepEqual(rows.map((r) => r.object_id), [d], 'the member row went with its object');
-      assert.equal(((await c.computeFacets(col.id, { facets: [{ name: 's', field: 'status' }] } as any)) as any).total, 1);
+      const rows = await srv.orrery.database.db
+        .selectFrom('collection_members')
+        .select('object_id')
+        .where('collection_id', '=', col.id)
+        .execute();
+      assert.deepEqual(
+        rows.map((r) => r.object_id),
+        [d],
+        'the member row went with its object',
+      );
+      assert.equal(
+        ((await c.computeFacets(col.id, { facets: [{ name: 's', field: 'status' }] } as any)) as any).total,
+        1,
+      );
       // The objects themselves are untouched by removing members or deleting the collection.
       await c.delete(col.id);
       assert.equal((await srv.api('GET', `/api/v1/objects/${d}`)).status, 200);
@@ -135,14 +174,16 @@ for (const dialect of TEST_DIALECTS) {
       assert.equal(pinned.skip_head_sync, true);
       await c.addMembers(synced.id, [first]);
       await c.addMembers(pinned.id, [first]);
-      const head: any = await srv.client().objects.update(first, { properties: { v: 2 } } as any, { createRevision: true, revisionLabel: 'v2' });
+      const head: any = await srv
+        .client()
+        .objects.update(first, { properties: { v: 2 } } as any, { createRevision: true, revisionLabel: 'v2' });
       assert.notEqual(head.id, first, 'a revision is a new object');
-      assert.deepEqual(ids(await c.listMembers(synced.id, {})), [head.id], 'the head of the member\'s history');
+      assert.deepEqual(ids(await c.listMembers(synced.id, {})), [head.id], "the head of the member's history");
       assert.deepEqual(ids(await c.listMembers(pinned.id, {})), [first], 'the very revision added');
       const searched: any = await c.searchMembers(synced.id, { query: { match: { 'properties.v': 2 } } } as any);
       assert.deepEqual(ids(searched.results), [head.id]);
       await c.deleteMembers(synced.id, [head.id]);
-      assert.deepEqual(await c.listMembers(synced.id, {}), [], 'removed by the head\'s id');
+      assert.deepEqual(await c.listMembers(synced.id, {}), [], "removed by the head's id");
       await c.deleteMembers(pinned.id, [head.id]);
       assert.deepEqual(ids(await c.listMembers(pinned.id, {})), [first], 'pinned: only the exact id removes it');
       await c.deleteMembers(pinned.id, [first]);
@@ -159,7 +200,11 @@ for (const dialect of TEST_DIALECTS) {
       const col: any = await c.create({ name: 'Some texts', dynamic: false });
       await c.addMembers(col.id, [tart, car]);
       const r: any = await c.searchMembers(col.id, { query: { vector: { text: 'apple recipe' } }, limit: 10 } as any);
-      assert.deepEqual(ids(r.results), [tart, car].sort(), 'the most similar object outside the collection is not found');
+      assert.deepEqual(
+        ids(r.results),
+        [tart, car].sort(),
+        'the most similar object outside the collection is not found',
+      );
       assert.equal(r.results[0].id, tart, 'most similar first');
       assert.ok(r.results[0].score > r.results[1].score);
       assert.equal(r.facets.total, 2);
@@ -176,7 +221,10 @@ for (const dialect of TEST_DIALECTS) {
       assert.deepEqual(col.query, { 'properties.color': 'red' });
       assert.ok(ids(await c.listMembers(col.id, {})).includes(red));
       assert.ok(!ids(await c.listMembers(col.id, {})).includes(blue));
-      assert.ok(!ids(await c.listMembers(col.id, { limit: 1000 })).includes(otherObject), 'never another project\'s objects');
+      assert.ok(
+        !ids(await c.listMembers(col.id, { limit: 1000 })).includes(otherObject),
+        "never another project's objects",
+      );
 
       // The blue object turns red: it is a member now; the red one turns green: it is not.
       await srv.client().objects.update(blue, { properties: { color: 'red', shade: 1 } } as any);
@@ -204,7 +252,11 @@ for (const dialect of TEST_DIALECTS) {
       await c.addMembers(col.id, [blue]);
       assert.deepEqual(ids(await c.listMembers(col.id, {})), [blue]);
       await c.update(col.id, { dynamic: true, query: { 'properties.color': 'green' } });
-      assert.deepEqual(ids(await c.listMembers(col.id, { limit: 1000 })), [red], 'explicit members are dropped when it turns dynamic');
+      assert.deepEqual(
+        ids(await c.listMembers(col.id, { limit: 1000 })),
+        [red],
+        'explicit members are dropped when it turns dynamic',
+      );
       await c.update(col.id, { dynamic: false });
       assert.deepEqual(await c.listMembers(col.id, {}), [], 'the old rows did not come back');
       await c.delete(col.id);
@@ -220,12 +272,15 @@ for (const dialect of TEST_DIALECTS) {
       const other: any = await c.create({ name: 'Unrelated', dynamic: true, query: { 'properties.tier': 'silver' } });
       await c.addMembers(stat.id, [o]);
       await c.addMembers(pinned.id, [o]);
-      const holders = async (id: string) => ((await srv.client().objects.getCollections(id)) as any[]).map((x) => x.id).sort();
+      const holders = async (id: string) =>
+        ((await srv.client().objects.getCollections(id)) as any[]).map((x) => x.id).sort();
       assert.deepEqual(await holders(o), [stat.id, pinned.id, dyn.id].sort());
       assert.deepEqual(await holders(plain), []);
       assert.ok(!(await holders(o)).includes(other.id));
       // After a revision the head is listed by the synced and dynamic collections; the pinned one keeps the old revision.
-      const head: any = await srv.client().objects.update(o, { description: 'revised' } as any, { createRevision: true });
+      const head: any = await srv
+        .client()
+        .objects.update(o, { description: 'revised' } as any, { createRevision: true });
       assert.deepEqual(await holders(head.id), [stat.id, dyn.id].sort());
       assert.deepEqual(await holders(o), [pinned.id]);
       const missing = await srv.api('GET', '/api/v1/objects/no-such-object/collections');
@@ -253,11 +308,22 @@ for (const dialect of TEST_DIALECTS) {
       await assert.rejects(c.addChildren(mid.id, [mid.id]), status(400, /itself/));
       await assert.rejects(c.update(top.id, { parent: leaf.id }), status(400, /above/));
 
-      const facets: any = await c.computeListFacets({ facets: [{ name: 'kind', field: 'dynamic' }, { name: 'status', field: 'status' }] });
+      const facets: any = await c.computeListFacets({
+        facets: [
+          { name: 'kind', field: 'dynamic' },
+          { name: 'status', field: 'status' },
+        ],
+      });
       assert.equal(facets.total, 3);
-      assert.deepEqual(facets.kind, [{ _id: false, count: 2 }, { _id: true, count: 1 }]);
+      assert.deepEqual(facets.kind, [
+        { _id: false, count: 2 },
+        { _id: true, count: 1 },
+      ]);
       assert.deepEqual(facets.status, [{ _id: 'active', count: 3 }]);
-      const under: any = await c.computeListFacets({ facets: [{ name: 'kind', field: 'dynamic' }], query: { parent: top.id } });
+      const under: any = await c.computeListFacets({
+        facets: [{ name: 'kind', field: 'dynamic' }],
+        query: { parent: top.id },
+      });
       assert.equal(under.total, 2);
 
       assert.deepEqual(await c.deleteChildren(top.id, [leaf.id, mid.id]), { count: 2 });
@@ -287,14 +353,23 @@ for (const dialect of TEST_DIALECTS) {
       assert.equal(r.status, 200, JSON.stringify(r.body));
       const db = srv.orrery.database.db;
       for (const table of ['collections', 'collection_members', 'collection_parents'] as const) {
-        const left = await db.selectFrom(table).select((eb) => eb.fn.countAll<number>().as('n')).where('project_id', '=', doomed.id).executeTakeFirstOrThrow();
+        const left = await db
+          .selectFrom(table)
+          .select((eb) => eb.fn.countAll<number>().as('n'))
+          .where('project_id', '=', doomed.id)
+          .executeTakeFirstOrThrow();
         assert.equal(Number(left.n), 0, `${table} of the deleted project`);
       }
     });
 
     it('permissions and property propagation are refused with 501 and a reason', async () => {
       const c = srv.client().store.collections;
-      const col: any = await c.create({ name: 'Shared', dynamic: false, shared_properties: ['year'], properties: { year: 1 } });
+      const col: any = await c.create({
+        name: 'Shared',
+        dynamic: false,
+        shared_properties: ['year'],
+        properties: { year: 1 },
+      });
       assert.deepEqual(col.shared_properties, ['year']);
       await assert.rejects(c.updatePermissions(col.id, { 'content:read': ['user:1'] }), status(501, /access control/));
       await assert.rejects(c.propagatePermissions(col.id), status(501, /access control/));
@@ -324,14 +399,30 @@ for (const dialect of TEST_DIALECTS) {
       }
       const theirs = await srv.api('GET', `/api/v1/collections/${col.id}`, undefined, other.key);
       assert.equal(theirs.status, 404, 'another project does not see the collection');
-      const foreign = await srv.api('POST', `/api/v1/collections/${col.id}/members`, { action: 'add', members: [a, otherObject, 'missing'] });
+      const foreign = await srv.api('POST', `/api/v1/collections/${col.id}/members`, {
+        action: 'add',
+        members: [a, otherObject, 'missing'],
+      });
       assert.equal(foreign.status, 404);
       assert.match(foreign.body.message, /2 of the ids are not objects of this project/);
-      assert.deepEqual((await srv.api('GET', `/api/v1/collections/${col.id}/members`)).body, [], 'all or nothing: the valid id was not added');
-      const badChild = await srv.api('POST', `/api/v1/collections/${col.id}/children`, { action: 'add', children: ['missing'] });
+      assert.deepEqual(
+        (await srv.api('GET', `/api/v1/collections/${col.id}/members`)).body,
+        [],
+        'all or nothing: the valid id was not added',
+      );
+      const badChild = await srv.api('POST', `/api/v1/collections/${col.id}/children`, {
+        action: 'add',
+        children: ['missing'],
+      });
       assert.equal(badChild.status, 404);
-      assert.equal((await srv.api('POST', '/api/v1/collections', { name: 'x', dynamic: false, parent: 'missing' })).status, 404);
-      assert.equal((await srv.api('POST', '/api/v1/collections', { name: 'x', dynamic: false, type: 'NoSuchType' })).status, 404);
+      assert.equal(
+        (await srv.api('POST', '/api/v1/collections', { name: 'x', dynamic: false, parent: 'missing' })).status,
+        404,
+      );
+      assert.equal(
+        (await srv.api('POST', '/api/v1/collections', { name: 'x', dynamic: false, type: 'NoSuchType' })).status,
+        404,
+      );
 
       // Too many ids: refused before any work.
       const many = Array.from({ length: 1001 }, (_, i) => `id${i}`);
@@ -388,12 +479,22 @@ for (const dialect of TEST_DIALECTS) {
       // Allowed types: a static collection refuses objects of other types.
       const t = await srv.api('POST', '/api/v1/types', { name: 'Memo' });
       const memo = await obj({ name: 'A memo', type: t.body.id });
-      const typed = await srv.api('POST', '/api/v1/collections', { name: 'Memos', dynamic: false, allowed_types: ['Memo'] });
+      const typed = await srv.api('POST', '/api/v1/collections', {
+        name: 'Memos',
+        dynamic: false,
+        allowed_types: ['Memo'],
+      });
       assert.equal(typed.status, 200, JSON.stringify(typed.body));
-      const refused = await srv.api('POST', `/api/v1/collections/${typed.body.id}/members`, { action: 'add', members: [memo, a] });
+      const refused = await srv.api('POST', `/api/v1/collections/${typed.body.id}/members`, {
+        action: 'add',
+        members: [memo, a],
+      });
       assert.equal(refused.status, 400);
       assert.match(refused.body.message, /accepts only objects of the types "Memo"/);
-      const ok = await srv.api('POST', `/api/v1/collections/${typed.body.id}/members`, { action: 'add', members: [memo] });
+      const ok = await srv.api('POST', `/api/v1/collections/${typed.body.id}/members`, {
+        action: 'add',
+        members: [memo],
+      });
       assert.equal(ok.status, 200, JSON.stringify(ok.body));
 
       // Page sizes are clamped to 1,000.

@@ -19,24 +19,64 @@ for (const dialect of TEST_DIALECTS) {
 
     before(async () => {
       srv = await startTestServer(dialect);
-      const api = (body: unknown) => srv.api('POST', '/api/v1/objects', body).then((r) => {
-        if (r.status !== 200) throw new Error(JSON.stringify(r.body));
-        return r.body;
-      });
+      const api = (body: unknown) =>
+        srv.api('POST', '/api/v1/objects', body).then((r) => {
+          if (r.status !== 200) throw new Error(JSON.stringify(r.body));
+          return r.body;
+        });
       typeId = (await srv.api('POST', '/api/v1/types', { name: 'Report' })).body.id;
       t0 = new Date().toISOString();
       const folder = await api({ name: 'Folder', location: '/' });
       folderId = folder.id;
       ids = { folder: folder.id };
-      ids.red = (await api({ name: 'Red apple report', type: typeId, parent: folder.id, location: '/fruit', tags: ['fruit', 'red'], properties: { color: 'red', weight: 150, origin: { country: 'FR' }, sizes: [1, 2, 3] } })).id;
+      ids.red = (
+        await api({
+          name: 'Red apple report',
+          type: typeId,
+          parent: folder.id,
+          location: '/fruit',
+          tags: ['fruit', 'red'],
+          properties: { color: 'red', weight: 150, origin: { country: 'FR' }, sizes: [1, 2, 3] },
+        })
+      ).id;
       await new Promise((r) => setTimeout(r, 15));
       tMid = new Date().toISOString();
-      ids.green = (await api({ name: 'Green apple', type: typeId, parent: folder.id, location: '/fruit', tags: ['fruit'], properties: { color: 'green', weight: 120, origin: { country: 'IT' } }, description: 'crisp and sour' })).id;
-      ids.banana = (await api({ name: 'Banana', location: '/fruit', tags: ['fruit', 'yellow'], properties: { color: 'yellow', weight: 200 }, text: 'potassium rich' })).id;
-      ids.car = (await api({ name: 'Red car', location: '/vehicles', properties: { color: 'red', wheels: 4 }, metadata: { type: 'document', page_count: 3 } })).id;
+      ids.green = (
+        await api({
+          name: 'Green apple',
+          type: typeId,
+          parent: folder.id,
+          location: '/fruit',
+          tags: ['fruit'],
+          properties: { color: 'green', weight: 120, origin: { country: 'IT' } },
+          description: 'crisp and sour',
+        })
+      ).id;
+      ids.banana = (
+        await api({
+          name: 'Banana',
+          location: '/fruit',
+          tags: ['fruit', 'yellow'],
+          properties: { color: 'yellow', weight: 200 },
+          text: 'potassium rich',
+        })
+      ).id;
+      ids.car = (
+        await api({
+          name: 'Red car',
+          location: '/vehicles',
+          properties: { color: 'red', wheels: 4 },
+          metadata: { type: 'document', page_count: 3 },
+        })
+      ).id;
       await srv.api('PUT', `/api/v1/objects/${ids.car}`, { status: 'archived' });
       const other = await secondProject(srv);
-      await srv.api('POST', '/api/v1/objects', { name: 'Red apple elsewhere', location: '/fruit', properties: { color: 'red' } }, other.key);
+      await srv.api(
+        'POST',
+        '/api/v1/objects',
+        { name: 'Red apple elsewhere', location: '/fruit', properties: { color: 'red' } },
+        other.key,
+      );
     });
     after(() => srv.close());
 
@@ -58,7 +98,11 @@ for (const dialect of TEST_DIALECTS) {
       const q = async (query: string) => names((await srv.api('GET', `/api/v1/objects?${query}`)).body);
       assert.deepEqual(await q('location=/fruit'), ['Banana', 'Green apple', 'Red apple report']);
       assert.deepEqual(await q('location=/'), ['Folder']);
-      assert.deepEqual(await q('location=fruit/'), ['Banana', 'Green apple', 'Red apple report'], 'normalised like stored locations');
+      assert.deepEqual(
+        await q('location=fruit/'),
+        ['Banana', 'Green apple', 'Red apple report'],
+        'normalised like stored locations',
+      );
       assert.deepEqual(await q('status=archived'), ['Red car']);
       assert.deepEqual(await q('status=archived&status=created&location=/vehicles'), ['Red car']);
       assert.deepEqual(await q(`type=${typeId}`), ['Green apple', 'Red apple report']);
@@ -70,14 +114,20 @@ for (const dialect of TEST_DIALECTS) {
       assert.deepEqual(await q(`ids=${ids.car}&ids=${ids.banana}`), ['Red car', 'Banana']);
       assert.deepEqual(await q(`id=${ids.car},${ids.folder}`), ['Red car', 'Folder']);
       assert.deepEqual(await q(`createdFrom=${encodeURIComponent(tMid)}&location=/fruit`), ['Banana', 'Green apple']);
-      assert.deepEqual(await q(`createdTo=${encodeURIComponent(tMid)}&createdFrom=${encodeURIComponent(t0)}`), ['Red apple report', 'Folder']);
+      assert.deepEqual(await q(`createdTo=${encodeURIComponent(tMid)}&createdFrom=${encodeURIComponent(t0)}`), [
+        'Red apple report',
+        'Folder',
+      ]);
       assert.deepEqual(await q(`updatedFrom=${encodeURIComponent(new Date(Date.now() + 60_000).toISOString())}`), []);
       assert.deepEqual(await q('limit=2'), ['Red car', 'Banana']);
       assert.deepEqual(await q('limit=2&offset=2'), ['Green apple', 'Red apple report']);
       const projected = (await srv.api('GET', `/api/v1/objects?select=name&location=/vehicles`)).body;
       assert.deepEqual(projected, [{ id: ids.car, name: 'Red car' }]);
       const client = srv.client();
-      const viaClient = await client.objects.list({ limit: 10, query: { location: '/fruit', types: [typeId], name: 'red' } as any });
+      const viaClient = await client.objects.list({
+        limit: 10,
+        query: { location: '/fruit', types: [typeId], name: 'red' } as any,
+      });
       assert.deepEqual(names(viaClient), ['Red apple report']);
       assert.equal((await srv.api('GET', '/api/v1/objects?status=bogus')).status, 400);
       assert.equal((await srv.api('GET', '/api/v1/objects?createdFrom=yesterday')).status, 400);
@@ -87,11 +137,15 @@ for (const dialect of TEST_DIALECTS) {
 
     it('finds with Mongo-style queries on columns and on properties.* and metadata.* paths', async () => {
       const client = srv.client();
-      const find = async (query: Record<string, unknown>, more: Record<string, unknown> = {}) => names(await client.objects.find({ query, ...more } as any));
+      const find = async (query: Record<string, unknown>, more: Record<string, unknown> = {}) =>
+        names(await client.objects.find({ query, ...more } as any));
       assert.deepEqual(await find({ 'properties.color': 'red' }), ['Red car', 'Red apple report']);
       assert.deepEqual(await find({ 'properties.weight': { $gt: 120, $lte: 200 } }), ['Banana', 'Red apple report']);
       assert.deepEqual(await find({ 'properties.color': { $in: ['green', 'yellow'] } }), ['Banana', 'Green apple']);
-      assert.deepEqual(await find({ 'properties.color': { $nin: ['red'] }, location: '/fruit' }), ['Banana', 'Green apple']);
+      assert.deepEqual(await find({ 'properties.color': { $nin: ['red'] }, location: '/fruit' }), [
+        'Banana',
+        'Green apple',
+      ]);
       assert.deepEqual(await find({ 'properties.color': { $ne: 'red' }, name: { $regex: '^B' } }), ['Banana']);
       assert.deepEqual(await find({ 'properties.origin.country': 'FR' }), ['Red apple report']);
       assert.deepEqual(await find({ 'properties.wheels': { $exists: true } }), ['Red car']);
@@ -99,27 +153,51 @@ for (const dialect of TEST_DIALECTS) {
       assert.deepEqual(await find({ tags: 'yellow' }), ['Banana']);
       assert.deepEqual(await find({ tags: { $all: ['fruit', 'red'] } }), ['Red apple report']);
       assert.deepEqual(await find({ 'properties.sizes': { $size: 3 } }), ['Red apple report']);
-      assert.deepEqual(await find({ $or: [{ status: 'archived' }, { 'properties.weight': { $lt: 130 } }] }), ['Red car', 'Green apple']);
-      assert.deepEqual(await find({ 'properties.weight': { $not: { $gt: 130 } }, location: '/fruit' }), ['Green apple']);
-      assert.deepEqual(await find({ $and: [{ type: typeId }, { parent: folderId }] }), ['Green apple', 'Red apple report']);
-      assert.deepEqual(await find({ name: { $regex: 'apple', $options: 'i' } }, { limit: 1, offset: 1 }), ['Red apple report']);
-      assert.deepEqual(await client.objects.find({ query: { 'properties.color': 'red' }, select: 'name properties.color' } as any), [
-        { id: ids.car, name: 'Red car', properties: { color: 'red' } },
-        { id: ids.red, name: 'Red apple report', properties: { color: 'red' } },
-      ] as any);
+      assert.deepEqual(await find({ $or: [{ status: 'archived' }, { 'properties.weight': { $lt: 130 } }] }), [
+        'Red car',
+        'Green apple',
+      ]);
+      assert.deepEqual(await find({ 'properties.weight': { $not: { $gt: 130 } }, location: '/fruit' }), [
+        'Green apple',
+      ]);
+      assert.deepEqual(await find({ $and: [{ type: typeId }, { parent: folderId }] }), [
+        'Green apple',
+        'Red apple report',
+      ]);
+      assert.deepEqual(await find({ name: { $regex: 'apple', $options: 'i' } }, { limit: 1, offset: 1 }), [
+        'Red apple report',
+      ]);
+      assert.deepEqual(
+        await client.objects.find({ query: { 'properties.color': 'red' }, select: 'name properties.color' } as any),
+        [
+          { id: ids.car, name: 'Red car', properties: { color: 'red' } },
+          { id: ids.red, name: 'Red apple report', properties: { color: 'red' } },
+        ] as any,
+      );
       const full = await client.objects.find({ query: { 'content.source': null, text: 'potassium rich' } } as any);
       assert.deepEqual(names(full), ['Banana']);
       assert.equal((full[0] as any).root, ids.banana, 'find answers full records');
       assert.equal((full[0] as any).text, undefined);
       assert.deepEqual(await client.objects.count({ query: { 'properties.color': 'red' } } as any), { count: 2 });
       assert.deepEqual(await client.objects.count({ query: {} } as any), { count: 5 });
-      assert.deepEqual(await client.objects.count({ query: { location: '/fruit', 'properties.weight': { $gte: 150 } } } as any), { count: 2 });
+      assert.deepEqual(
+        await client.objects.count({ query: { location: '/fruit', 'properties.weight': { $gte: 150 } } } as any),
+        { count: 2 },
+      );
     });
 
     it('refuses an unknown operator or field with 400', async () => {
       const client = srv.client();
-      await assert.rejects(client.objects.find({ query: { 'properties.color': { $near: 'red' } } } as any), status(400));
-      for (const query of [{ 'properties.x': { $where: 'this.a' } }, { $expr: { $eq: [1, 1] } }, { nonsense_field: 1 }, { 'properties.a': { $gt: {} } }]) {
+      await assert.rejects(
+        client.objects.find({ query: { 'properties.color': { $near: 'red' } } } as any),
+        status(400),
+      );
+      for (const query of [
+        { 'properties.x': { $where: 'this.a' } },
+        { $expr: { $eq: [1, 1] } },
+        { nonsense_field: 1 },
+        { 'properties.a': { $gt: {} } },
+      ]) {
         const r = await srv.api('POST', '/api/v1/objects/find', { query });
         assert.equal(r.status, 400, JSON.stringify(query));
         assert.equal(r.body.status, 400);
@@ -134,23 +212,50 @@ for (const dialect of TEST_DIALECTS) {
     it("never finds another project's objects", async () => {
       const all = await srv.api('POST', '/api/v1/objects/find', { query: { name: { $regex: 'elsewhere' } } });
       assert.deepEqual(all.body, []);
-      assert.deepEqual((await srv.api('POST', '/api/v1/objects/count', { query: { 'properties.color': 'red' } })).body, { count: 2 });
+      assert.deepEqual(
+        (await srv.api('POST', '/api/v1/objects/count', { query: { 'properties.color': 'red' } })).body,
+        { count: 2 },
+      );
     });
 
     it('searches with name, full_text, match, status, type and dates; answers {results, facets} with scores', async () => {
       const client = srv.client();
-      const res = await client.objects.search({
+      const res = (await client.objects.search({
         query: { full_text: 'red' },
-        facets: [{ name: 'statuses', field: 'status' }, { name: 'tags', field: 'tags' }, { name: 'colors', field: 'properties.color' }, { name: 'types', field: 'type' }],
-      } as any) as any;
+        facets: [
+          { name: 'statuses', field: 'status' },
+          { name: 'tags', field: 'tags' },
+          { name: 'colors', field: 'properties.color' },
+          { name: 'types', field: 'type' },
+        ],
+      } as any)) as any;
       // The name counts 3 per term, a property value 1.
-      assert.deepEqual(res.results.map((o: any) => [o.name, o.score]), [['Red car', 4], ['Red apple report', 4]]);
+      assert.deepEqual(
+        res.results.map((o: any) => [o.name, o.score]),
+        [
+          ['Red car', 4],
+          ['Red apple report', 4],
+        ],
+      );
       assert.deepEqual(res.results[1].parent, { id: folderId, name: 'Folder' });
       assert.equal(res.facets.total, 2);
-      assert.deepEqual(res.facets.statuses, [{ _id: 'archived', count: 1 }, { _id: 'created', count: 1 }]);
-      assert.deepEqual(res.facets.tags, [{ _id: 'fruit', count: 1 }, { _id: 'red', count: 1 }]);
+      assert.deepEqual(res.facets.statuses, [
+        { _id: 'archived', count: 1 },
+        { _id: 'created', count: 1 },
+      ]);
+      assert.deepEqual(res.facets.tags, [
+        { _id: 'fruit', count: 1 },
+        { _id: 'red', count: 1 },
+      ]);
       assert.deepEqual(res.facets.colors, [{ _id: 'red', count: 2 }]);
-      assert.deepEqual(res.facets.types, [{ _id: typeId, count: 1, name: 'Report' }, { _id: null, count: 1 }], 'ties by value, null last');
+      assert.deepEqual(
+        res.facets.types,
+        [
+          { _id: typeId, count: 1, name: 'Report' },
+          { _id: null, count: 1 },
+        ],
+        'ties by value, null last',
+      );
 
       const text = await client.objects.search({ query: { full_text: 'potassium' } } as any);
       assert.deepEqual(names(text.results), ['Banana'], 'full_text matches the extracted text');
@@ -159,11 +264,21 @@ for (const dialect of TEST_DIALECTS) {
       const byName = await client.objects.search({ query: { name: 'apple', status: ['created'] } } as any);
       assert.deepEqual(names(byName.results), ['Green apple', 'Red apple report']);
       assert.equal(byName.facets.total, 2);
-      const matched = await client.objects.search({ query: { match: { 'properties.weight': { $gte: 150 } }, type: typeId } } as any);
+      const matched = await client.objects.search({
+        query: { match: { 'properties.weight': { $gte: 150 } }, type: typeId },
+      } as any);
       assert.deepEqual(names(matched.results), ['Red apple report']);
-      const sorted = await client.objects.search({ query: { location: '/fruit' }, sort: [{ field: 'properties.weight', order: 'asc' }] } as any);
+      const sorted = await client.objects.search({
+        query: { location: '/fruit' },
+        sort: [{ field: 'properties.weight', order: 'asc' }],
+      } as any);
       assert.deepEqual(names(sorted.results), ['Green apple', 'Red apple report', 'Banana']);
-      const byNameAsc = await client.objects.search({ query: {}, sort: [{ field: 'name', order: 'asc' }], limit: 2, offset: 1 } as any);
+      const byNameAsc = await client.objects.search({
+        query: {},
+        sort: [{ field: 'name', order: 'asc' }],
+        limit: 2,
+        offset: 1,
+      } as any);
       assert.deepEqual(names(byNameAsc.results), ['Folder', 'Green apple']);
       assert.equal(byNameAsc.facets.total, 5);
       const dated = await client.objects.search({ query: { createdFrom: tMid, location: '/fruit' } } as any);

@@ -8,7 +8,13 @@ import { TEST_DIALECTS, startTestServer, seedEcho, type TestServer } from '../su
 import { secondProject, text, upload } from './helpers.ts';
 
 const sha256 = (b: string | Buffer) => createHash('sha256').update(b).digest('hex');
-const streamOf = (s: string) => new ReadableStream({ start(c) { c.enqueue(new TextEncoder().encode(s)); c.close(); } });
+const streamOf = (s: string) =>
+  new ReadableStream({
+    start(c) {
+      c.enqueue(new TextEncoder().encode(s));
+      c.close();
+    },
+  });
 const status = (code: number) => (err: any) => {
   assert.equal(err.status, code, `expected ${code}, got ${err.status}: ${err.message}`);
   return true;
@@ -17,7 +23,15 @@ const status = (code: number) => (err: any) => {
 /** The storage URI an object owns once it adopted `up`; asserts its shape and answers it. */
 function ownedSource(up: { id: string; path: string }, objectId: string, actual: string): string {
   const prefix = up.id.slice(0, up.id.length - up.path.length);
-  assert.match(actual, new RegExp(`^${prefix.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\.orrery/content/${objectId}/[0-9a-z]{26}/${up.path.split('/').pop()!.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`));
+  assert.match(
+    actual,
+    new RegExp(
+      `^${prefix.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\.orrery/content/${objectId}/[0-9a-z]{26}/${up.path
+        .split('/')
+        .pop()!
+        .replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`,
+    ),
+  );
   return actual;
 }
 
@@ -33,10 +47,16 @@ for (const dialect of TEST_DIALECTS) {
       const client = srv.client();
       const type = await client.types.create({ name: 'Invoice' } as any);
       const obj = await client.objects.create({
-        name: 'Invoice 42', description: 'March', tags: ['finance', 'q1', 'finance'], type: type.id,
+        name: 'Invoice 42',
+        description: 'March',
+        tags: ['finance', 'q1', 'finance'],
+        type: type.id,
         content: new StreamSource(streamOf('%PDF-1.4 fake'), 'invoice-42.pdf', 'application/pdf'),
-        properties: { amount: 42.5, customer: { name: 'ACME' } }, metadata: { type: 'document', page_count: 1 },
-        tokens: { count: 12, encoding: 'o200k_base' }, external_id: 'ext-42', location: '/finance/2024',
+        properties: { amount: 42.5, customer: { name: 'ACME' } },
+        metadata: { type: 'document', page_count: 1 },
+        tokens: { count: 12, encoding: 'o200k_base' },
+        external_id: 'ext-42',
+        location: '/finance/2024',
       } as any);
       assert.equal(obj.name, 'Invoice 42');
       assert.equal(obj.status, 'created');
@@ -46,8 +66,14 @@ for (const dialect of TEST_DIALECTS) {
       assert.deepEqual(obj.tags, ['finance', 'q1']);
       assert.deepEqual(obj.type, { id: type.id, name: 'Invoice', ref_type: 'stored' } as any);
       // The object owns its content: the upload moved under .orrery/content/<object id>/ (issue 14).
-      assert.match(obj.content!.source!, new RegExp(`^local://[0-9a-z]+/\\.orrery/content/${obj.id}/[0-9a-z]{26}/[0-9a-z]{26}\\.pdf$`));
-      assert.deepEqual({ ...obj.content, source: undefined }, { source: undefined, type: 'application/pdf', name: 'invoice-42.pdf', etag: sha256('%PDF-1.4 fake') });
+      assert.match(
+        obj.content!.source!,
+        new RegExp(`^local://[0-9a-z]+/\\.orrery/content/${obj.id}/[0-9a-z]{26}/[0-9a-z]{26}\\.pdf$`),
+      );
+      assert.deepEqual(
+        { ...obj.content, source: undefined },
+        { source: undefined, type: 'application/pdf', name: 'invoice-42.pdf', etag: sha256('%PDF-1.4 fake') },
+      );
       assert.deepEqual(obj.properties, { amount: 42.5, customer: { name: 'ACME' } });
       assert.deepEqual(obj.metadata, { type: 'document', page_count: 1 });
       assert.deepEqual(obj.tokens, { count: 12, encoding: 'o200k_base' });
@@ -60,7 +86,14 @@ for (const dialect of TEST_DIALECTS) {
 
       // Content processing (status, tokens, metadata) may already be at work on it: compare the rest.
       const got = await client.objects.retrieve(obj.id);
-      const stable = (o: any) => ({ ...o, status: undefined, tokens: undefined, metadata: undefined, updated_at: undefined, updated_by: undefined });
+      const stable = (o: any) => ({
+        ...o,
+        status: undefined,
+        tokens: undefined,
+        metadata: undefined,
+        updated_at: undefined,
+        updated_by: undefined,
+      });
       assert.deepEqual(stable(got), stable(obj));
       const source = await client.objects.getContentSource(obj.id);
       assert.deepEqual(source, obj.content);
@@ -82,37 +115,66 @@ for (const dialect of TEST_DIALECTS) {
       assert.equal(r.body.external_id, null);
       assert.equal(r.body.tokens, null);
       assert.equal(r.body.parent, undefined);
-      assert.deepEqual(r.body.content, { source: ownedSource(up, r.body.id, r.body.content.source), type: 'text/plain', name: 'notes.txt', etag: up.etag });
+      assert.deepEqual(r.body.content, {
+        source: ownedSource(up, r.body.id, r.body.content.source),
+        type: 'text/plain',
+        name: 'notes.txt',
+        etag: up.etag,
+      });
       assert.equal((await srv.api('POST', '/api/v1/objects', { properties: {} })).status, 400, 'a name is needed');
     });
 
     it('projects with select: keep, drop, and add hidden fields', async () => {
       const client = srv.client();
-      const obj = await client.objects.create({ name: 'Projected', description: 'd', properties: { a: 1, b: { c: 2 } }, text: 'the text' } as any);
-      assert.deepEqual(await client.objects.retrieve(obj.id, 'name properties'), { id: obj.id, name: 'Projected', properties: { a: 1, b: { c: 2 } } });
-      assert.deepEqual(await client.objects.retrieve(obj.id, 'properties.b.c'), { id: obj.id, properties: { b: { c: 2 } } });
-      const dropped = await client.objects.retrieve(obj.id, '-description -properties') as any;
+      const obj = await client.objects.create({
+        name: 'Projected',
+        description: 'd',
+        properties: { a: 1, b: { c: 2 } },
+        text: 'the text',
+      } as any);
+      assert.deepEqual(await client.objects.retrieve(obj.id, 'name properties'), {
+        id: obj.id,
+        name: 'Projected',
+        properties: { a: 1, b: { c: 2 } },
+      });
+      assert.deepEqual(await client.objects.retrieve(obj.id, 'properties.b.c'), {
+        id: obj.id,
+        properties: { b: { c: 2 } },
+      });
+      const dropped = (await client.objects.retrieve(obj.id, '-description -properties')) as any;
       assert.equal(dropped.description, undefined);
       assert.equal(dropped.properties, undefined);
       assert.equal(dropped.name, 'Projected');
       assert.equal(dropped.text, undefined);
-      const withText = await client.objects.retrieve(obj.id, '+text') as any;
+      const withText = (await client.objects.retrieve(obj.id, '+text')) as any;
       assert.equal(withText.text, 'the text');
       assert.equal(withText.text_etag, sha256('the text'));
       assert.equal(withText.name, 'Projected', '+field keeps the default fields');
-      const several = await client.objects.retrieve(obj.id, '+text +embeddings +parts +tokens') as any;
+      const several = (await client.objects.retrieve(obj.id, '+text +embeddings +parts +tokens')) as any;
       // The object's vectors (test/embeddings/object-embeddings.test.ts): its text's, once embedded.
       assert.ok(several.embeddings && typeof several.embeddings === 'object' && !Array.isArray(several.embeddings));
       for (const e of Object.values(several.embeddings) as any[]) assert.equal(e.values.length, 384);
       assert.equal(several.tokens, null);
-      assert.deepEqual(await client.objects.retrieve(obj.id, 'name +text'), { id: obj.id, name: 'Projected', text: 'the text' } as any);
+      assert.deepEqual(await client.objects.retrieve(obj.id, 'name +text'), {
+        id: obj.id,
+        name: 'Projected',
+        text: 'the text',
+      } as any);
       assert.deepEqual(await client.objects.getObjectText(obj.id), { text: 'the text' });
-      assert.equal((await srv.api('GET', `/api/v1/objects/${obj.id}?select=${encodeURIComponent('na(me')}`)).status, 400);
+      assert.equal(
+        (await srv.api('GET', `/api/v1/objects/${obj.id}?select=${encodeURIComponent('na(me')}`)).status,
+        400,
+      );
     });
 
     it('updates the given fields only; if-match with a stale ETag is a 412 and writes nothing', async () => {
       const client = srv.client();
-      const obj = await client.objects.create({ name: 'Versioned', description: 'v1', properties: { n: 1 }, tags: ['x'] } as any);
+      const obj = await client.objects.create({
+        name: 'Versioned',
+        description: 'v1',
+        properties: { n: 1 },
+        tags: ['x'],
+      } as any);
       const first = await srv.api('GET', `/api/v1/objects/${obj.id}`);
       const etag1 = first.headers.get('etag')!;
       assert.match(etag1, /^"[A-Za-z0-9_-]+"$/);
@@ -125,18 +187,31 @@ for (const dialect of TEST_DIALECTS) {
       const etag2 = (await srv.api('GET', `/api/v1/objects/${obj.id}`)).headers.get('etag')!;
       assert.notEqual(etag2, etag1);
 
-      await assert.rejects(client.objects.update(obj.id, { description: 'lost update' } as any, { ifMatch: etag1 }), status(412));
-      const stale = await srv.api('PUT', `/api/v1/objects/${obj.id}`, { description: 'lost' }, undefined, { 'if-match': etag1 });
+      await assert.rejects(
+        client.objects.update(obj.id, { description: 'lost update' } as any, { ifMatch: etag1 }),
+        status(412),
+      );
+      const stale = await srv.api('PUT', `/api/v1/objects/${obj.id}`, { description: 'lost' }, undefined, {
+        'if-match': etag1,
+      });
       assert.equal(stale.status, 412);
       assert.equal(stale.body.error, 'precondition_failed');
       assert.equal(stale.body.details.etag, etag2);
       assert.equal((await client.objects.retrieve(obj.id)).description, 'v2', 'nothing was written');
       // Unquoted, weak and list forms, and *, are accepted too.
-      const ok = await srv.api('PUT', `/api/v1/objects/${obj.id}`, { properties: { n: 2 } }, undefined, { 'if-match': `W/"nope", ${etag2.replace(/"/g, '')}` });
+      const ok = await srv.api('PUT', `/api/v1/objects/${obj.id}`, { properties: { n: 2 } }, undefined, {
+        'if-match': `W/"nope", ${etag2.replace(/"/g, '')}`,
+      });
       assert.equal(ok.status, 200);
       assert.equal(ok.headers.get('etag'), (await srv.api('GET', `/api/v1/objects/${obj.id}`)).headers.get('etag'));
-      assert.equal((await srv.api('PUT', `/api/v1/objects/${obj.id}`, { tags: [] }, undefined, { 'if-match': '*' })).status, 200);
-      assert.equal((await srv.api('PUT', `/api/v1/objects/nope`, { tags: [] }, undefined, { 'if-match': '*' })).status, 404);
+      assert.equal(
+        (await srv.api('PUT', `/api/v1/objects/${obj.id}`, { tags: [] }, undefined, { 'if-match': '*' })).status,
+        200,
+      );
+      assert.equal(
+        (await srv.api('PUT', `/api/v1/objects/nope`, { tags: [] }, undefined, { 'if-match': '*' })).status,
+        404,
+      );
     });
 
     it('accepts the content ETag as if-match (how upstream clients use it)', async () => {
@@ -178,29 +253,58 @@ for (const dialect of TEST_DIALECTS) {
       const { interaction } = await seedEcho(srv);
       const run = await srv.api('POST', '/api/v1/runs', { interaction: interaction.id, data: { text: 'hi' } });
       const parent = await srv.api('POST', '/api/v1/objects', { name: 'Folder' });
-      const child = await srv.api('POST', '/api/v1/objects', { name: 'Child', parent: parent.body.id, run: run.body.id, location: 'folder/sub/' });
+      const child = await srv.api('POST', '/api/v1/objects', {
+        name: 'Child',
+        parent: parent.body.id,
+        run: run.body.id,
+        location: 'folder/sub/',
+      });
       assert.equal(child.status, 200);
       assert.equal(child.body.parent, parent.body.id);
       assert.equal(child.body.run, run.body.id);
       assert.equal(child.body.location, '/folder/sub');
-      for (const [field, value] of [['type', 'no-such-type'], ['parent', 'no-such-object'], ['run', 'no-such-run']]) {
+      for (const [field, value] of [
+        ['type', 'no-such-type'],
+        ['parent', 'no-such-object'],
+        ['run', 'no-such-run'],
+      ]) {
         const r = await srv.api('POST', '/api/v1/objects', { name: 'x', [field]: value });
         assert.equal(r.status, 404, field);
         assert.equal(r.body.error, 'not_found');
       }
-      assert.equal((await srv.api('PUT', `/api/v1/objects/${child.body.id}`, { parent: child.body.id })).status, 400, 'not its own parent');
+      assert.equal(
+        (await srv.api('PUT', `/api/v1/objects/${child.body.id}`, { parent: child.body.id })).status,
+        400,
+        'not its own parent',
+      );
       assert.equal((await srv.api('PUT', `/api/v1/objects/${child.body.id}`, { status: 'bogus' })).status, 400);
-      assert.equal((await srv.api('PUT', `/api/v1/objects/${child.body.id}`, { status: 'archived' })).body.status, 'archived');
-      assert.equal((await srv.api('POST', '/api/v1/objects', { name: 'x', status: 'ready' })).body.status, 'created', 'new objects are always created');
+      assert.equal(
+        (await srv.api('PUT', `/api/v1/objects/${child.body.id}`, { status: 'archived' })).body.status,
+        'archived',
+      );
+      assert.equal(
+        (await srv.api('POST', '/api/v1/objects', { name: 'x', status: 'ready' })).body.status,
+        'created',
+        'new objects are always created',
+      );
     });
 
     it('replaces an object when created with its id', async () => {
       const client = srv.client();
       const a = await upload(srv, 'a.txt', 'AAA');
       const b = await upload(srv, 'b.txt', 'BBB');
-      const obj = await client.objects.create({ name: 'Original', description: 'd', properties: { keep: false }, content: { source: a.id } } as any);
+      const obj = await client.objects.create({
+        name: 'Original',
+        description: 'd',
+        properties: { keep: false },
+        content: { source: a.id },
+      } as any);
       await client.objects.update(obj.id, { status: 'archived' } as any);
-      const replaced = await client.objects.create({ id: obj.id, name: 'Replacement', content: { source: b.id } } as any);
+      const replaced = await client.objects.create({
+        id: obj.id,
+        name: 'Replacement',
+        content: { source: b.id },
+      } as any);
       assert.equal(replaced.id, obj.id);
       assert.equal(replaced.name, 'Replacement');
       assert.equal(replaced.description, null, 'fields not given are reset');
@@ -208,8 +312,16 @@ for (const dialect of TEST_DIALECTS) {
       assert.equal(replaced.status, 'created');
       assert.equal(replaced.created_at, obj.created_at);
       assert.equal(replaced.content!.source, ownedSource(b, obj.id, replaced.content!.source!));
-      assert.equal((await srv.api('POST', '/api/v1/objects/download-url', { file: obj.content!.source })).status, 404, 'the replaced content, now unreferenced, is deleted');
-      assert.equal((await srv.api('POST', '/api/v1/objects/download-url', { file: a.id })).status, 404, 'the upload itself moved to the object');
+      assert.equal(
+        (await srv.api('POST', '/api/v1/objects/download-url', { file: obj.content!.source })).status,
+        404,
+        'the replaced content, now unreferenced, is deleted',
+      );
+      assert.equal(
+        (await srv.api('POST', '/api/v1/objects/download-url', { file: a.id })).status,
+        404,
+        'the upload itself moved to the object',
+      );
       assert.equal((await srv.api('POST', '/api/v1/objects', { id: 'no-such-object', name: 'x' })).status, 404);
     });
 
@@ -223,7 +335,11 @@ for (const dialect of TEST_DIALECTS) {
       const owned = one.content!.source!.split('/').slice(3).join('/');
       const file = join(srv.dataDir, 'blobs', shared.id.split('/')[2], owned);
       assert.ok(existsSync(file));
-      assert.equal(existsSync(join(srv.dataDir, 'blobs', shared.id.split('/')[2], shared.path)), false, 'the upload key is empty');
+      assert.equal(
+        existsSync(join(srv.dataDir, 'blobs', shared.id.split('/')[2], shared.path)),
+        false,
+        'the upload key is empty',
+      );
       assert.deepEqual(await client.objects.delete(one.id), { id: one.id, count: 1 });
       await assert.rejects(client.objects.retrieve(one.id), status(404));
       assert.ok(existsSync(file), 'still referenced by "two"');
@@ -239,8 +355,14 @@ for (const dialect of TEST_DIALECTS) {
       const c2 = await upload(srv, 'c2.txt', 'c2');
       const moving = await client.objects.create({ name: 'moving', content: { source: c1.id } } as any);
       const moved = await client.objects.update(moving.id, { content: { source: c2.id } } as any);
-      assert.equal((await srv.api('POST', '/api/v1/objects/download-url', { file: moving.content!.source })).status, 404);
-      assert.equal((await srv.api('POST', '/api/v1/objects/download-url', { file: moved.content!.source })).status, 200);
+      assert.equal(
+        (await srv.api('POST', '/api/v1/objects/download-url', { file: moving.content!.source })).status,
+        404,
+      );
+      assert.equal(
+        (await srv.api('POST', '/api/v1/objects/download-url', { file: moved.content!.source })).status,
+        200,
+      );
     });
 
     it("makes another project's objects a 404 everywhere", async () => {
@@ -248,9 +370,14 @@ for (const dialect of TEST_DIALECTS) {
       const other = await secondProject(srv);
       const id = obj.body.id;
       const calls: [string, string, unknown?][] = [
-        ['GET', `/api/v1/objects/${id}`], ['PUT', `/api/v1/objects/${id}`, { name: 'stolen' }], ['DELETE', `/api/v1/objects/${id}`],
-        ['GET', `/api/v1/objects/${id}/text`], ['GET', `/api/v1/objects/${id}/content-source`], ['GET', `/api/v1/objects/${id}/renditions`],
-        ['POST', '/api/v1/objects', { id, name: 'replace theirs' }], ['POST', '/api/v1/objects', { name: 'child', parent: id }],
+        ['GET', `/api/v1/objects/${id}`],
+        ['PUT', `/api/v1/objects/${id}`, { name: 'stolen' }],
+        ['DELETE', `/api/v1/objects/${id}`],
+        ['GET', `/api/v1/objects/${id}/text`],
+        ['GET', `/api/v1/objects/${id}/content-source`],
+        ['GET', `/api/v1/objects/${id}/renditions`],
+        ['POST', '/api/v1/objects', { id, name: 'replace theirs' }],
+        ['POST', '/api/v1/objects', { name: 'child', parent: id }],
       ];
       for (const [method, path, body] of calls) {
         const r = await srv.api(method, path, body, other.key);
@@ -259,7 +386,10 @@ for (const dialect of TEST_DIALECTS) {
       }
       const client = srv.client(other.key);
       await assert.rejects(client.objects.retrieve(id), status(404));
-      assert.equal((await client.objects.list()).some((o) => o.id === id), false);
+      assert.equal(
+        (await client.objects.list()).some((o) => o.id === id),
+        false,
+      );
       assert.equal((await srv.api('GET', `/api/v1/objects/${id}`)).body.name, 'private', 'untouched');
     });
 

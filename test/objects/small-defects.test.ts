@@ -60,13 +60,23 @@ for (const dialect of TEST_DIALECTS) {
 
     it('serves only passive types inline; every XML-family and active type is a sandboxed attachment', async () => {
       const cases: Array<[string, string, boolean]> = [
-        ['feed.rss', 'application/rss+xml', false], ['a.atom', 'application/atom+xml', false], ['m.mml', 'application/mathml+xml', false],
-        ['x.xsl', 'text/xsl', false], ['p.svg', 'image/svg+xml', false], ['page.html', 'text/html', false], ['any.thing', 'application/x-custom+xml', false],
-        ['photo.png', 'image/png', true], ['doc.pdf', 'application/pdf', true], ['notes.txt', 'text/plain', true],
+        ['feed.rss', 'application/rss+xml', false],
+        ['a.atom', 'application/atom+xml', false],
+        ['m.mml', 'application/mathml+xml', false],
+        ['x.xsl', 'text/xsl', false],
+        ['p.svg', 'image/svg+xml', false],
+        ['page.html', 'text/html', false],
+        ['any.thing', 'application/x-custom+xml', false],
+        ['photo.png', 'image/png', true],
+        ['doc.pdf', 'application/pdf', true],
+        ['notes.txt', 'text/plain', true],
       ];
       for (const [name, type, passive] of cases) {
         const up = await srv.api('POST', '/api/v1/objects/upload-url', { name, mime_type: type });
-        assert.equal((await fetch(up.body.url, { method: 'PUT', body: '<x/>', headers: { 'content-type': type } })).status, 200);
+        assert.equal(
+          (await fetch(up.body.url, { method: 'PUT', body: '<x/>', headers: { 'content-type': type } })).status,
+          200,
+        );
         const url = await srv.api('POST', '/api/v1/objects/download-url', { file: up.body.id, disposition: 'inline' });
         const res = await fetch(url.body.url);
         await res.arrayBuffer();
@@ -83,7 +93,9 @@ for (const dialect of TEST_DIALECTS) {
     });
 
     it('lets the ids of rendition records be retrieved', async () => {
-      const png = await sharp({ create: { width: 64, height: 48, channels: 3, background: '#3366cc' } }).png().toBuffer();
+      const png = await sharp({ create: { width: 64, height: 48, channels: 3, background: '#3366cc' } })
+        .png()
+        .toBuffer();
       const up = await upload(srv, 'pic.png', png, { type: 'image/png' });
       const client = srv.client();
       const obj = await client.objects.create({ name: 'Picture', content: { source: up.id } } as any);
@@ -106,7 +118,11 @@ for (const dialect of TEST_DIALECTS) {
 
     it('detaches the children of a deleted parent instead of leaving them pointing at nothing', async () => {
       const parent = await srv.api('POST', '/api/v1/objects', { name: 'Folder' });
-      const child = await srv.api('POST', '/api/v1/objects', { name: 'Child', parent: parent.body.id, location: '/folder' });
+      const child = await srv.api('POST', '/api/v1/objects', {
+        name: 'Child',
+        parent: parent.body.id,
+        location: '/folder',
+      });
       assert.equal(child.body.parent, parent.body.id);
       assert.equal((await srv.api('DELETE', `/api/v1/objects/${parent.body.id}`)).status, 200);
       const after = await srv.api('GET', `/api/v1/objects/${child.body.id}`);

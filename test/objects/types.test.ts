@@ -18,9 +18,19 @@ for (const dialect of TEST_DIALECTS) {
 
     it('creates, retrieves, lists, updates and deletes types through the official client', async () => {
       const client = srv.client();
-      const layout = [{ field: 'properties.title', name: 'Title' }, { field: 'status', name: 'Status', default: 'created' }];
+      const layout = [
+        { field: 'properties.title', name: 'Title' },
+        { field: 'status', name: 'Status', default: 'created' },
+      ];
       const schema = { type: 'object', properties: { title: { type: 'string' } } };
-      const t = await client.types.create({ name: 'Article', description: 'news', tags: ['web'], table_layout: layout, object_schema: schema, is_chunkable: true } as any);
+      const t = await client.types.create({
+        name: 'Article',
+        description: 'news',
+        tags: ['web'],
+        table_layout: layout,
+        object_schema: schema,
+        is_chunkable: true,
+      } as any);
       assert.equal(t.name, 'Article');
       assert.equal(t.edit_revision, 1);
       assert.deepEqual(t.table_layout, layout);
@@ -37,11 +47,17 @@ for (const dialect of TEST_DIALECTS) {
       const withLayout = await client.types.list({}, { layout: true, schema: true });
       assert.deepEqual(withLayout.find((x) => x.id === t.id)!.table_layout, layout);
 
-      const updated = await client.types.update(t.id, { description: 'news articles', expected_edit_revision: 1 } as any);
+      const updated = await client.types.update(t.id, {
+        description: 'news articles',
+        expected_edit_revision: 1,
+      } as any);
       assert.equal(updated.description, 'news articles');
       assert.equal(updated.edit_revision, 2);
       assert.deepEqual(updated.table_layout, layout, 'untouched fields stay');
-      await assert.rejects(client.types.update(t.id, { description: 'stale', expected_edit_revision: 1 } as any), status(409));
+      await assert.rejects(
+        client.types.update(t.id, { description: 'stale', expected_edit_revision: 1 } as any),
+        status(409),
+      );
       const cleared = await client.types.update(t.id, { table_layout: null } as any);
       assert.equal(cleared.table_layout, undefined);
 
@@ -56,7 +72,11 @@ for (const dialect of TEST_DIALECTS) {
       assert.equal(dup.status, 409);
       assert.equal(dup.body.error, 'conflict');
       const other = await srv.api('POST', '/api/v1/types', { name: 'Other' });
-      assert.equal((await srv.api('PUT', `/api/v1/types/${other.body.id}`, { name: 'Unique' })).status, 409, 'rename onto a taken name');
+      assert.equal(
+        (await srv.api('PUT', `/api/v1/types/${other.body.id}`, { name: 'Unique' })).status,
+        409,
+        'rename onto a taken name',
+      );
       assert.equal((await srv.api('POST', '/api/v1/types', {})).status, 400);
       assert.equal((await srv.api('POST', '/api/v1/types', { name: 'L', table_layout: [{ field: 'x' }] })).status, 400);
       assert.equal((await srv.api('GET', '/api/v1/types/nope')).status, 404);
@@ -75,7 +95,10 @@ for (const dialect of TEST_DIALECTS) {
       const other = await secondProject(srv);
       assert.equal((await srv.api('GET', `/api/v1/types/${mine.body.id}`, undefined, other.key)).status, 404);
       assert.equal((await srv.api('DELETE', `/api/v1/types/${mine.body.id}`, undefined, other.key)).status, 404);
-      assert.equal((await srv.api('POST', '/api/v1/objects', { name: 'x', type: mine.body.id }, other.key)).status, 404);
+      assert.equal(
+        (await srv.api('POST', '/api/v1/objects', { name: 'x', type: mine.body.id }, other.key)).status,
+        404,
+      );
       assert.equal((await srv.api('POST', '/api/v1/types', { name: 'Shared name' }, other.key)).status, 200);
       assert.equal((await srv.api('GET', '/api/v1/types', undefined, other.key)).body.length, 1);
     });

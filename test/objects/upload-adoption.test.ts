@@ -38,34 +38,56 @@ for (const dialect of TEST_DIALECTS) {
 
       it('keeps the adopted bytes and their ETag when the upload URL is used again', async () => {
         const up = await srv.api('POST', '/api/v1/objects/upload-url', { name: 'report.txt' });
-        const first = await fetch(up.body.url, { method: 'PUT', body: 'the original bytes', headers: { 'content-type': 'text/plain' } });
+        const first = await fetch(up.body.url, {
+          method: 'PUT',
+          body: 'the original bytes',
+          headers: { 'content-type': 'text/plain' },
+        });
         assert.equal(first.status, 200);
         const client = srv.client();
         const obj = await client.objects.create({ name: 'Report', content: { source: up.body.id } } as any);
         assert.notEqual(obj.content!.source, up.body.id, 'the object points at a key of its own');
 
         // The URL is still valid: a second PUT is accepted (it is a new upload) …
-        const again = await fetch(up.body.url, { method: 'PUT', body: 'REPLACED by someone else', headers: { 'content-type': 'text/plain' } });
+        const again = await fetch(up.body.url, {
+          method: 'PUT',
+          body: 'REPLACED by someone else',
+          headers: { 'content-type': 'text/plain' },
+        });
         assert.equal(again.status, 200);
         // … and changes nothing the object serves.
         const { content, bytes } = await served(obj.id);
         assert.equal(bytes.toString(), 'the original bytes');
-        assert.ok(content.etag === sha256(bytes) || content.etag === md5(bytes), `etag ${content.etag} describes the served bytes`);
+        assert.ok(
+          content.etag === sha256(bytes) || content.etag === md5(bytes),
+          `etag ${content.etag} describes the served bytes`,
+        );
         assert.deepEqual(await client.objects.getContentSource(obj.id), content);
 
         // An update that adopts another upload moves it too; the object's previous content goes.
         const up2 = await srv.api('POST', '/api/v1/objects/upload-url', { name: 'v2.txt' });
         await fetch(up2.body.url, { method: 'PUT', body: 'version 2', headers: { 'content-type': 'text/plain' } });
         const updated = await client.objects.update(obj.id, { content: { source: up2.body.id } } as any);
-        await fetch(up2.body.url, { method: 'PUT', body: 'version 2, tampered', headers: { 'content-type': 'text/plain' } });
+        await fetch(up2.body.url, {
+          method: 'PUT',
+          body: 'version 2, tampered',
+          headers: { 'content-type': 'text/plain' },
+        });
         const after = await served(updated.id);
         assert.equal(after.bytes.toString(), 'version 2');
         assert.ok(after.content.etag === sha256(after.bytes) || after.content.etag === md5(after.bytes));
-        assert.equal((await srv.api('POST', '/api/v1/objects/download-url', { file: obj.content!.source })).status, 404, 'the first content was released');
+        assert.equal(
+          (await srv.api('POST', '/api/v1/objects/download-url', { file: obj.content!.source })).status,
+          404,
+          'the first content was released',
+        );
       });
 
-      it('refuses an upload id under the server\'s own prefix, so no upload URL reaches adopted bytes', async () => {
-        const r = await srv.api('POST', '/api/v1/objects/upload-url', { name: 'x.txt', id: '.orrery/content/anything/x.txt' });
+      it("refuses an upload id under the server's own prefix, so no upload URL reaches adopted bytes", async () => {
+        const r = await srv.api('POST', '/api/v1/objects/upload-url', {
+          name: 'x.txt',
+          id: '.orrery/content/anything/x.txt',
+        });
         assert.equal(r.status, 400);
       });
 
@@ -73,15 +95,27 @@ for (const dialect of TEST_DIALECTS) {
         it('refuses a PUT whose Content-Type differs from the type the URL was signed for', async () => {
           const up = await srv.api('POST', '/api/v1/objects/upload-url', { name: 'photo.png' });
           assert.equal(up.body.mime_type, 'image/png');
-          const html = await fetch(up.body.url, { method: 'PUT', body: '<script>alert(1)</script>', headers: { 'content-type': 'text/html' } });
+          const html = await fetch(up.body.url, {
+            method: 'PUT',
+            body: '<script>alert(1)</script>',
+            headers: { 'content-type': 'text/html' },
+          });
           assert.equal(html.status, 415);
-          assert.match((await html.json() as { message: string }).message, /signed for Content-Type image\/png/);
-          const generic = await fetch(up.body.url, { method: 'PUT', body: 'png bytes', headers: { 'content-type': 'application/octet-stream' } });
+          assert.match(((await html.json()) as { message: string }).message, /signed for Content-Type image\/png/);
+          const generic = await fetch(up.body.url, {
+            method: 'PUT',
+            body: 'png bytes',
+            headers: { 'content-type': 'application/octet-stream' },
+          });
           assert.equal(generic.status, 200);
           const meta = await srv.api('GET', `/api/v1/files/metadata?file=${encodeURIComponent(up.body.id)}`);
           assert.equal(meta.status, 200, JSON.stringify(meta.body));
           assert.equal(meta.body.contentType, 'image/png');
-          const same = await fetch(up.body.url, { method: 'PUT', body: 'png bytes', headers: { 'content-type': 'image/png; charset=binary' } });
+          const same = await fetch(up.body.url, {
+            method: 'PUT',
+            body: 'png bytes',
+            headers: { 'content-type': 'image/png; charset=binary' },
+          });
           assert.equal(same.status, 200);
         });
       }

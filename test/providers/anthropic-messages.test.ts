@@ -1,10 +1,19 @@
 import assert from 'node:assert/strict';
 import { createServer } from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import { ProviderError, type CompletionChunk, type CompletionRequest, type ProviderConnection } from '../../src/providers/driver.ts';
+import {
+  ProviderError,
+  type CompletionChunk,
+  type CompletionRequest,
+  type ProviderConnection,
+} from '../../src/providers/driver.ts';
 import { anthropicBaseUrl } from '../../src/providers/anthropic-messages.ts';
 import { getDriver } from '../../src/providers/registry.ts';
-import { startAnthropicWireServer, type AnthropicWireOptions, type AnthropicWireServer } from '../support/anthropic-wire-server.ts';
+import {
+  startAnthropicWireServer,
+  type AnthropicWireOptions,
+  type AnthropicWireServer,
+} from '../support/anthropic-wire-server.ts';
 
 const anthropic = getDriver('anthropic');
 const KEY = 'sk-ant-test';
@@ -32,7 +41,12 @@ async function closedPort(): Promise<number> {
   return port;
 }
 
-async function rejectsProvider(p: Promise<unknown>, code: ProviderError['code'], status: number | undefined, text: RegExp) {
+async function rejectsProvider(
+  p: Promise<unknown>,
+  code: ProviderError['code'],
+  status: number | undefined,
+  text: RegExp,
+) {
   await assert.rejects(p, (err: unknown) => {
     assert.ok(err instanceof ProviderError, `expected ProviderError, got ${String(err)}`);
     assert.equal(err.code, code);
@@ -58,7 +72,11 @@ describe('anthropic-messages driver against the Anthropic wire server', () => {
   it('completes blocking: text, finish reason, usage, request shape', async () => {
     reset({ text: 'Hello there.', usage: { input_tokens: 12, output_tokens: 3, cache_read_input_tokens: 5 } });
     const out = await anthropic.complete(conn, req({ stop: ['END'], top_p: 0.5 }));
-    assert.deepEqual(out, { text: 'Hello there.', finish_reason: 'stop', token_use: { prompt: 17, result: 3, total: 20, cache_read: 5 } });
+    assert.deepEqual(out, {
+      text: 'Hello there.',
+      finish_reason: 'stop',
+      token_use: { prompt: 17, result: 3, total: 20, cache_read: 5 },
+    });
     const r = srv.requests[0];
     assert.equal(r.path, '/v1/messages');
     assert.equal(r.headers['x-api-key'], KEY);
@@ -121,7 +139,11 @@ describe('anthropic-messages driver against the Anthropic wire server', () => {
     assert.equal(out.text, '{"n":1}');
     const b = srv.requests[0].body;
     assert.equal('response_format' in b, false);
-    assert.ok(b.system.startsWith('You are terse.\n\nAnswer only with a JSON value that conforms to the following JSON Schema.'));
+    assert.ok(
+      b.system.startsWith(
+        'You are terse.\n\nAnswer only with a JSON value that conforms to the following JSON Schema.',
+      ),
+    );
     assert.ok(b.system.endsWith(JSON.stringify(schema)));
     // without any system message the instruction is the whole system prompt
     reset({ text: '{"n":1}' });
@@ -131,17 +153,42 @@ describe('anthropic-messages driver against the Anthropic wire server', () => {
 
   it('a wrong key is provider_auth with Anthropic’s message; no key fails before the network', async () => {
     reset();
-    await rejectsProvider(anthropic.complete({ ...conn, api_key: 'sk-ant-wrong' }, req()), 'provider_auth', 401, /Anthropic at http:\/\/127\.0\.0\.1:\d+ answered HTTP 401: invalid x-api-key/);
-    await rejectsProvider(collect(anthropic.stream({ ...conn, api_key: 'sk-ant-wrong' }, req())), 'provider_auth', 401, /invalid x-api-key/);
-    await rejectsProvider(anthropic.complete({ endpoint_url: srv.url }, req()), 'provider_auth', undefined, /needs an API key/);
+    await rejectsProvider(
+      anthropic.complete({ ...conn, api_key: 'sk-ant-wrong' }, req()),
+      'provider_auth',
+      401,
+      /Anthropic at http:\/\/127\.0\.0\.1:\d+ answered HTTP 401: invalid x-api-key/,
+    );
+    await rejectsProvider(
+      collect(anthropic.stream({ ...conn, api_key: 'sk-ant-wrong' }, req())),
+      'provider_auth',
+      401,
+      /invalid x-api-key/,
+    );
+    await rejectsProvider(
+      anthropic.complete({ endpoint_url: srv.url }, req()),
+      'provider_auth',
+      undefined,
+      /needs an API key/,
+    );
     assert.equal(srv.requests.length, 2);
   });
 
   it('4xx: unknown model (404) and an invalid request (400) are provider_bad_request', async () => {
     reset({ models: ['claude-sonnet-4-5'] });
-    await rejectsProvider(anthropic.complete(conn, req({ model: 'claude-nope' })), 'provider_bad_request', 404, /HTTP 404: model: claude-nope/);
+    await rejectsProvider(
+      anthropic.complete(conn, req({ model: 'claude-nope' })),
+      'provider_bad_request',
+      404,
+      /HTTP 404: model: claude-nope/,
+    );
     reset();
-    await rejectsProvider(anthropic.complete(conn, req({ temperature: 1.5 })), 'provider_bad_request', 400, /temperature: Input should be less than or equal to 1/);
+    await rejectsProvider(
+      anthropic.complete(conn, req({ temperature: 1.5 })),
+      'provider_bad_request',
+      400,
+      /temperature: Input should be less than or equal to 1/,
+    );
   });
 
   it('429 is rate_limited; 500 and 529 are provider_error', async () => {
@@ -160,7 +207,10 @@ describe('anthropic-messages driver against the Anthropic wire server', () => {
   });
 
   it('event: error mid-stream throws from the iterator after the first chunks', async () => {
-    reset({ chunks: ['one ', 'two ', 'three'], midStreamError: { afterChunks: 1, type: 'overloaded_error', message: 'Overloaded' } });
+    reset({
+      chunks: ['one ', 'two ', 'three'],
+      midStreamError: { afterChunks: 1, type: 'overloaded_error', message: 'Overloaded' },
+    });
     const seen: string[] = [];
     await rejectsProvider(
       (async () => {
@@ -178,7 +228,14 @@ describe('anthropic-messages driver against the Anthropic wire server', () => {
   it('a closed port is provider_unreachable', async () => {
     const port = await closedPort();
     const dead = { endpoint_url: `http://127.0.0.1:${port}`, api_key: KEY };
-    await rejectsProvider(anthropic.complete(dead, req()), 'provider_unreachable', undefined, new RegExp(`is unreachable: connect ECONNREFUSED 127\\.0\\.0\\.1:${port} \\(http://127\\.0\\.0\\.1:${port}/v1/messages\\)`));
+    await rejectsProvider(
+      anthropic.complete(dead, req()),
+      'provider_unreachable',
+      undefined,
+      new RegExp(
+        `is unreachable: connect ECONNREFUSED 127\\.0\\.0\\.1:${port} \\(http://127\\.0\\.0\\.1:${port}/v1/messages\\)`,
+      ),
+    );
     await rejectsProvider(collect(anthropic.stream(dead, req())), 'provider_unreachable', undefined, /ECONNREFUSED/);
   });
 
@@ -195,7 +252,12 @@ describe('anthropic-messages driver against the Anthropic wire server', () => {
     );
     assert.deepEqual(seen, [{ text: 'a ' }]);
     reset({ hang: true });
-    await rejectsProvider(anthropic.complete({ ...conn, config: { timeout_ms: 100 } }, req()), 'provider_unreachable', undefined, /did not answer within 100 ms/);
+    await rejectsProvider(
+      anthropic.complete({ ...conn, config: { timeout_ms: 100 } }, req()),
+      'provider_unreachable',
+      undefined,
+      /did not answer within 100 ms/,
+    );
   });
 
   it('abort: rejects with the caller’s AbortError, blocking and mid-stream', async () => {
@@ -237,7 +299,9 @@ describe('anthropic-messages driver against the Anthropic wire server', () => {
     const raw = createHttp((q, res) => {
       q.resume();
       res.writeHead(200, { 'content-type': 'text/event-stream' });
-      res.end('event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"half"}}\n\n');
+      res.end(
+        'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"half"}}\n\n',
+      );
     });
     await new Promise<void>((r) => raw.listen(0, '127.0.0.1', r));
     try {
@@ -263,7 +327,10 @@ describe('anthropicBaseUrl', () => {
     assert.equal(anthropicBaseUrl(undefined), 'https://api.anthropic.com');
     assert.equal(anthropicBaseUrl('https://proxy.example/anthropic/'), 'https://proxy.example/anthropic');
     assert.equal(anthropicBaseUrl('https://proxy.example/anthropic/v1'), 'https://proxy.example/anthropic');
-    assert.throws(() => anthropicBaseUrl('::nope'), (e: ProviderError) => e.code === 'provider_bad_request');
+    assert.throws(
+      () => anthropicBaseUrl('::nope'),
+      (e: ProviderError) => e.code === 'provider_bad_request',
+    );
   });
 
   it('reaches the wire server with or without /v1 in the endpoint URL', async () => {
@@ -271,7 +338,10 @@ describe('anthropicBaseUrl', () => {
     try {
       assert.equal((await anthropic.complete({ endpoint_url: `${srv.url}/v1`, api_key: KEY }, req())).text, 'hi');
       assert.equal((await anthropic.complete({ endpoint_url: srv.url, api_key: KEY }, req())).text, 'hi');
-      assert.deepEqual(srv.requests.map((r) => r.path), ['/v1/messages', '/v1/messages']);
+      assert.deepEqual(
+        srv.requests.map((r) => r.path),
+        ['/v1/messages', '/v1/messages'],
+      );
     } finally {
       await srv.close();
     }

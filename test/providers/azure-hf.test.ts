@@ -20,7 +20,11 @@ for (const dialect of TEST_DIALECTS) {
 
     before(async () => {
       srv = await startTestServer(dialect);
-      wire = await startOpenAIWireServer({ apiKey: 'azure-key-1', text: 'Bonjour from Azure', usage: { prompt_tokens: 7, completion_tokens: 3, total_tokens: 10 } });
+      wire = await startOpenAIWireServer({
+        apiKey: 'azure-key-1',
+        text: 'Bonjour from Azure',
+        usage: { prompt_tokens: 7, completion_tokens: 3, total_tokens: 10 },
+      });
     });
     after(async () => {
       await srv.close();
@@ -28,19 +32,36 @@ for (const dialect of TEST_DIALECTS) {
     });
 
     const setup = async (provider: string, env: Record<string, unknown>) => {
-      const e = await srv.api('POST', '/api/v1/environments', { name: `${provider} ${++n}`, provider, endpoint_url: wire.origin, ...env });
+      const e = await srv.api('POST', '/api/v1/environments', {
+        name: `${provider} ${++n}`,
+        provider,
+        endpoint_url: wire.origin,
+        ...env,
+      });
       assert.equal(e.status, 200, JSON.stringify(e.body));
       const ix = await srv.api('POST', '/api/v1/interactions', {
-        name: `ix ${n}`, status: 'draft', environment: e.body.id,
-        prompts: [{ type: 'template', template: { role: 'user', content_type: 'text', content: 'Say hello in French' } }],
+        name: `ix ${n}`,
+        status: 'draft',
+        environment: e.body.id,
+        prompts: [
+          { type: 'template', template: { role: 'user', content_type: 'text', content: 'Say hello in French' } },
+        ],
       });
       return { env: e.body.id as string, ix: ix.body.id as string };
     };
 
     it('azure_openai: deployment URL with api-version, api-key header, model options, usage; blocking and streamed', async () => {
-      const { ix } = await setup('azure_openai', { apiKey: 'azure-key-1', default_model: 'gpt-4o-prod', config: { api_version: '2024-10-21' } });
+      const { ix } = await setup('azure_openai', {
+        apiKey: 'azure-key-1',
+        default_model: 'gpt-4o-prod',
+        config: { api_version: '2024-10-21' },
+      });
       const from = wire.requests.length;
-      const run = await srv.client().interactions.execute(ix, { config: { model_options: { temperature: 0.2, max_tokens: 64, top_p: 0.9, stop: ['\n\n'] } } } as any);
+      const run = await srv
+        .client()
+        .interactions.execute(ix, {
+          config: { model_options: { temperature: 0.2, max_tokens: 64, top_p: 0.9, stop: ['\n\n'] } },
+        } as any);
       assert.equal(run.result.text(), 'Bonjour from Azure');
       assert.deepEqual(run.token_use, { prompt: 7, result: 3, total: 10 });
       const sent = wire.requests[from];
@@ -65,11 +86,19 @@ for (const dialect of TEST_DIALECTS) {
     });
 
     it('azure_openai: config.deployment, the v1 API, and an Entra ID token as a bearer', async () => {
-      const dep = await setup('azure_openai', { apiKey: 'azure-key-1', default_model: 'gpt-4o', config: { deployment: 'my-deployment' } });
+      const dep = await setup('azure_openai', {
+        apiKey: 'azure-key-1',
+        default_model: 'gpt-4o',
+        config: { deployment: 'my-deployment' },
+      });
       await srv.api('POST', '/api/v1/runs', { interaction: dep.ix });
       assert.equal(wire.requests.at(-1)!.path, '/openai/deployments/my-deployment/chat/completions');
       assert.equal(wire.requests.at(-1)!.query['api-version'], '2024-10-21');
-      const v1 = await setup('azure_openai', { apiKey: 'azure-key-1', default_model: 'gpt-4o', config: { api_version: 'v1' } });
+      const v1 = await setup('azure_openai', {
+        apiKey: 'azure-key-1',
+        default_model: 'gpt-4o',
+        config: { api_version: 'v1' },
+      });
       await srv.api('POST', '/api/v1/runs', { interaction: v1.ix });
       assert.equal(wire.requests.at(-1)!.path, '/openai/v1/chat/completions');
       assert.equal(wire.requests.at(-1)!.body.model, 'gpt-4o');
@@ -106,14 +135,19 @@ for (const dialect of TEST_DIALECTS) {
       }
     });
 
-    it('translates errors with the provider\'s message, and retries a 429 after its retry-after', async () => {
+    it("translates errors with the provider's message, and retries a 429 after its retry-after", async () => {
       const bad = await setup('azure_openai', { apiKey: 'wrong-key', default_model: 'gpt-4o', config: { retries: 0 } });
       const auth = await srv.api('POST', '/api/v1/runs', { interaction: bad.ix });
       assert.equal(auth.status, 502);
       assert.equal(auth.body.error, 'provider_auth');
       assert.match(auth.body.message, /Azure OpenAI at http:\/\/127\.0\.0\.1:\d+ answered HTTP 401: Access denied/);
       const ok = await setup('azure_foundry', { apiKey: 'azure-key-1', default_model: 'Phi-4' });
-      wire.options.fail = { status: 429, message: 'Requests to the ChatCompletions_Create Operation have exceeded rate limit', headers: { 'retry-after-ms': '120' }, times: 1 };
+      wire.options.fail = {
+        status: 429,
+        message: 'Requests to the ChatCompletions_Create Operation have exceeded rate limit',
+        headers: { 'retry-after-ms': '120' },
+        times: 1,
+      };
       const limited = await srv.api('POST', '/api/v1/runs', { interaction: ok.ix });
       wire.options.fail = undefined;
       assert.equal(limited.status, 200, JSON.stringify(limited.body));
@@ -124,8 +158,17 @@ for (const dialect of TEST_DIALECTS) {
       wire.options.fail = undefined;
       assert.equal(refused.body.error, 'provider_bad_request');
       assert.match(refused.body.message, /Unsupported value/);
-      const noEndpoint = await srv.api('POST', '/api/v1/environments', { name: 'no endpoint', provider: 'azure_openai', apiKey: 'k', default_model: 'x' });
-      const ixNo = await srv.api('POST', '/api/v1/interactions', { name: `none ${++n}`, environment: noEndpoint.body.id, prompts: [{ type: 'template', template: { role: 'user', content_type: 'text', content: 'hi' } }] });
+      const noEndpoint = await srv.api('POST', '/api/v1/environments', {
+        name: 'no endpoint',
+        provider: 'azure_openai',
+        apiKey: 'k',
+        default_model: 'x',
+      });
+      const ixNo = await srv.api('POST', '/api/v1/interactions', {
+        name: `none ${++n}`,
+        environment: noEndpoint.body.id,
+        prompts: [{ type: 'template', template: { role: 'user', content_type: 'text', content: 'hi' } }],
+      });
       const missing = await srv.api('POST', '/api/v1/runs', { interaction: ixNo.body.id });
       assert.equal(missing.body.error, 'provider_bad_request');
       assert.match(missing.body.message, /needs the resource's endpoint URL/);

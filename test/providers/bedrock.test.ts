@@ -20,7 +20,14 @@ import {
   type BedrockWireServer,
 } from '../support/bedrock-wire-server.ts';
 import { startOpenAIWireServer, type WireServer } from '../support/openai-wire-server.ts';
-import { BedrockConverseDriver, bedrockApiKey, converseBody, decodeEventStream, parseKey, regionOf } from '../../src/providers/bedrock.ts';
+import {
+  BedrockConverseDriver,
+  bedrockApiKey,
+  converseBody,
+  decodeEventStream,
+  parseKey,
+  regionOf,
+} from '../../src/providers/bedrock.ts';
 import { ProviderError } from '../../src/providers/driver.ts';
 
 const KEY = `${TEST_ACCESS_KEY_ID}:${TEST_SECRET}`;
@@ -32,9 +39,15 @@ const REGION = regionOf({});
 describe('bedrock: pieces', () => {
   it("the wire server's SigV4 check computes AWS's own test-suite signature (get-vanilla)", () => {
     const signature = sigv4Signature({
-      method: 'GET', rawPath: '/', query: [], headers: { host: 'example.amazonaws.com', 'x-amz-date': '20150830T123600Z' },
-      signedHeaders: ['host', 'x-amz-date'], payloadHash: createHash('sha256').update('').digest('hex'), amzDate: '20150830T123600Z',
-      scope: '20150830/us-east-1/service/aws4_request', secret: 'wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY',
+      method: 'GET',
+      rawPath: '/',
+      query: [],
+      headers: { host: 'example.amazonaws.com', 'x-amz-date': '20150830T123600Z' },
+      signedHeaders: ['host', 'x-amz-date'],
+      payloadHash: createHash('sha256').update('').digest('hex'),
+      amzDate: '20150830T123600Z',
+      scope: '20150830/us-east-1/service/aws4_request',
+      secret: 'wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY',
     });
     assert.equal(signature, '5fa00fa31553b73ebf1942676e86291e8372ff2a2260956d9b8aae1d763fbf31');
   });
@@ -48,7 +61,11 @@ describe('bedrock: pieces', () => {
     const expected = [
       { messageType: 'event', type: 'messageStart', body: { role: 'assistant' } },
       { messageType: 'event', type: 'contentBlockDelta', body: { contentBlockIndex: 0, delta: { text: 'héllo ' } } },
-      { messageType: 'exception', type: 'throttlingException', body: { message: 'Too many tokens, please wait before trying again.' } },
+      {
+        messageType: 'exception',
+        type: 'throttlingException',
+        body: { message: 'Too many tokens, please wait before trying again.' },
+      },
     ];
     for (const size of [1, 3, 7, 16, 50, frames.length]) {
       async function* pieces() {
@@ -65,7 +82,10 @@ describe('bedrock: pieces', () => {
       (async () => {
         for await (const _ of decodeEventStream(truncated(), 'Bedrock'));
       })(),
-      (err: unknown) => err instanceof ProviderError && err.code === 'provider_error' && /in the middle of an event-stream frame/.test(err.message),
+      (err: unknown) =>
+        err instanceof ProviderError &&
+        err.code === 'provider_error' &&
+        /in the middle of an event-stream frame/.test(err.message),
     );
     const corrupt = Buffer.from(frames);
     corrupt[20] ^= 0xff;
@@ -76,7 +96,10 @@ describe('bedrock: pieces', () => {
       (async () => {
         for await (const _ of decodeEventStream(bad(), 'Bedrock'));
       })(),
-      (err: unknown) => err instanceof ProviderError && err.code === 'provider_error' && /malformed event-stream frame/.test(err.message),
+      (err: unknown) =>
+        err instanceof ProviderError &&
+        err.code === 'provider_error' &&
+        /malformed event-stream frame/.test(err.message),
     );
   });
 
@@ -109,31 +132,58 @@ describe('bedrock: pieces', () => {
     assert.match(system[1].text, /JSON Schema/);
     assert.deepEqual(body.inferenceConfig, { maxTokens: 100, temperature: 0.3, topP: 0.8, stopSequences: ['END'] });
     assert.deepEqual(body.additionalModelRequestFields, { top_k: 40 });
-    assert.deepEqual(Object.keys(body).sort(), ['additionalModelRequestFields', 'inferenceConfig', 'messages', 'system']);
+    assert.deepEqual(Object.keys(body).sort(), [
+      'additionalModelRequestFields',
+      'inferenceConfig',
+      'messages',
+      'system',
+    ]);
     const nova = converseBody({ model: 'amazon.nova-pro-v1:0', messages: [{ role: 'user', content: 'x' }], top_k: 5 });
     assert.deepEqual(nova.additionalModelRequestFields, { inferenceConfig: { topK: 5 } });
-    const llama = converseBody({ model: 'meta.llama3-8b-instruct-v1:0', messages: [{ role: 'user', content: 'x' }], top_k: 5 });
+    const llama = converseBody({
+      model: 'meta.llama3-8b-instruct-v1:0',
+      messages: [{ role: 'user', content: 'x' }],
+      top_k: 5,
+    });
     assert.equal(llama.additionalModelRequestFields, undefined, 'Llama takes no top_k field');
     assert.equal(llama.inferenceConfig, undefined);
   });
 
   it('reads the key: AWS keys, with a session token, a Bedrock API key; anything else names the forms', () => {
-    assert.deepEqual(parseKey(KEY, {}, 'Bedrock'), { kind: 'sigv4', credentials: { accessKeyId: TEST_ACCESS_KEY_ID, secretAccessKey: TEST_SECRET } });
+    assert.deepEqual(parseKey(KEY, {}, 'Bedrock'), {
+      kind: 'sigv4',
+      credentials: { accessKeyId: TEST_ACCESS_KEY_ID, secretAccessKey: TEST_SECRET },
+    });
     assert.deepEqual(parseKey(`${KEY}:FwoGZXIvYXdzEJr//token`, {}, 'Bedrock'), {
       kind: 'sigv4',
-      credentials: { accessKeyId: TEST_ACCESS_KEY_ID, secretAccessKey: TEST_SECRET, sessionToken: 'FwoGZXIvYXdzEJr//token' },
+      credentials: {
+        accessKeyId: TEST_ACCESS_KEY_ID,
+        secretAccessKey: TEST_SECRET,
+        sessionToken: 'FwoGZXIvYXdzEJr//token',
+      },
     });
-    assert.deepEqual(parseKey('ABSKQmVkcm9ja0FQSUtleQ==', {}, 'Bedrock'), { kind: 'bearer', token: 'ABSKQmVkcm9ja0FQSUtleQ==' });
+    assert.deepEqual(parseKey('ABSKQmVkcm9ja0FQSUtleQ==', {}, 'Bedrock'), {
+      kind: 'bearer',
+      token: 'ABSKQmVkcm9ja0FQSUtleQ==',
+    });
     for (const bad of ['just-a-secret', `${TEST_ACCESS_KEY_ID}:`, 'lowercase-id-here:secret', `${KEY}:tok:extra`]) {
       assert.throws(
         () => parseKey(bad, {}, 'Bedrock'),
-        (err: unknown) => err instanceof ProviderError && err.code === 'provider_auth' && /ACCESS_KEY_ID:SECRET_ACCESS_KEY/.test(err.message) && !err.message.includes(bad),
+        (err: unknown) =>
+          err instanceof ProviderError &&
+          err.code === 'provider_auth' &&
+          /ACCESS_KEY_ID:SECRET_ACCESS_KEY/.test(err.message) &&
+          !err.message.includes(bad),
       );
     }
   });
 
   it('makes a short-term Bedrock API key that verifies against the secret, and not against another', async () => {
-    const token = await bedrockApiKey({ accessKeyId: TEST_ACCESS_KEY_ID, secretAccessKey: TEST_SECRET }, 'us-west-2', new Date('2026-01-02T03:04:05Z'));
+    const token = await bedrockApiKey(
+      { accessKeyId: TEST_ACCESS_KEY_ID, secretAccessKey: TEST_SECRET },
+      'us-west-2',
+      new Date('2026-01-02T03:04:05Z'),
+    );
     assert.match(token, /^bedrock-api-key-[A-Za-z0-9+/]+=*$/);
     const decoded = Buffer.from(token.slice(16), 'base64').toString();
     assert.match(decoded, /^bedrock\.amazonaws\.com\/\?Action=CallWithBearerToken&/);
@@ -146,16 +196,27 @@ describe('bedrock: pieces', () => {
 
   it('with no key, the AWS credential chain (here: the environment variables) signs the request', async () => {
     const wire = await startBedrockWireServer({ region: REGION, text: TEXT, sessionToken: 'chain-session' });
-    const saved = { id: process.env.AWS_ACCESS_KEY_ID, secret: process.env.AWS_SECRET_ACCESS_KEY, token: process.env.AWS_SESSION_TOKEN };
+    const saved = {
+      id: process.env.AWS_ACCESS_KEY_ID,
+      secret: process.env.AWS_SECRET_ACCESS_KEY,
+      token: process.env.AWS_SESSION_TOKEN,
+    };
     process.env.AWS_ACCESS_KEY_ID = TEST_ACCESS_KEY_ID;
     process.env.AWS_SECRET_ACCESS_KEY = TEST_SECRET;
     process.env.AWS_SESSION_TOKEN = 'chain-session';
     try {
-      const out = await new BedrockConverseDriver().complete({ endpoint_url: wire.url }, { model: 'amazon.nova-pro-v1:0', messages: [{ role: 'user', content: 'hi' }] });
+      const out = await new BedrockConverseDriver().complete(
+        { endpoint_url: wire.url },
+        { model: 'amazon.nova-pro-v1:0', messages: [{ role: 'user', content: 'hi' }] },
+      );
       assert.equal(out.text, TEXT);
       assert.equal(wire.requests.at(-1)!.headers['x-amz-security-token'], 'chain-session');
     } finally {
-      for (const [k, v] of [['AWS_ACCESS_KEY_ID', saved.id], ['AWS_SECRET_ACCESS_KEY', saved.secret], ['AWS_SESSION_TOKEN', saved.token]] as const) {
+      for (const [k, v] of [
+        ['AWS_ACCESS_KEY_ID', saved.id],
+        ['AWS_SECRET_ACCESS_KEY', saved.secret],
+        ['AWS_SESSION_TOKEN', saved.token],
+      ] as const) {
         if (v === undefined) delete process.env[k];
         else process.env[k] = v;
       }
@@ -164,17 +225,35 @@ describe('bedrock: pieces', () => {
   });
 
   it('the driver alone: a blocking answer, and a stream whose frames arrive split', async () => {
-    const wire = await startBedrockWireServer({ region: REGION, text: TEXT, splitBytes: 5, usage: { inputTokens: 11, outputTokens: 6, totalTokens: 20, cacheReadInputTokens: 3 } });
+    const wire = await startBedrockWireServer({
+      region: REGION,
+      text: TEXT,
+      splitBytes: 5,
+      usage: { inputTokens: 11, outputTokens: 6, totalTokens: 20, cacheReadInputTokens: 3 },
+    });
     try {
       const driver = new BedrockConverseDriver();
       const conn = { endpoint_url: wire.url, api_key: KEY };
       const req = { model: CLAUDE, messages: [{ role: 'user' as const, content: 'hi' }], max_tokens: 50 };
       const out = await driver.complete(conn, req);
-      assert.deepEqual(out, { text: TEXT, finish_reason: 'stop', token_use: { prompt: 14, result: 6, total: 20, cache_read: 3 } });
+      assert.deepEqual(out, {
+        text: TEXT,
+        finish_reason: 'stop',
+        token_use: { prompt: 14, result: 6, total: 20, cache_read: 3 },
+      });
       const chunks = [];
       for await (const c of driver.stream(conn, req)) chunks.push(c);
-      assert.equal(chunks.filter((c) => c.text).map((c) => c.text).join(''), TEXT);
-      assert.deepEqual(chunks.at(-1), { finish_reason: 'stop', token_use: { prompt: 14, result: 6, total: 20, cache_read: 3 } });
+      assert.equal(
+        chunks
+          .filter((c) => c.text)
+          .map((c) => c.text)
+          .join(''),
+        TEXT,
+      );
+      assert.deepEqual(chunks.at(-1), {
+        finish_reason: 'stop',
+        token_use: { prompt: 14, result: 6, total: 20, cache_read: 3 },
+      });
       assert.equal(wire.requests.at(-1)!.path, `/model/${encodeURIComponent(CLAUDE)}/converse-stream`);
     } finally {
       await wire.close();
@@ -191,8 +270,16 @@ for (const dialect of TEST_DIALECTS) {
 
     before(async () => {
       srv = await startTestServer(dialect);
-      wire = await startBedrockWireServer({ region: REGION, text: TEXT, usage: { inputTokens: 9, outputTokens: 7, totalTokens: 16 } });
-      openai = await startOpenAIWireServer({ apiKey: 'bedrock-api-key-mantle-test', text: 'Hello from Mantle', usage: { prompt_tokens: 5, completion_tokens: 3, total_tokens: 8 } });
+      wire = await startBedrockWireServer({
+        region: REGION,
+        text: TEXT,
+        usage: { inputTokens: 9, outputTokens: 7, totalTokens: 16 },
+      });
+      openai = await startOpenAIWireServer({
+        apiKey: 'bedrock-api-key-mantle-test',
+        text: 'Hello from Mantle',
+        usage: { prompt_tokens: 5, completion_tokens: 3, total_tokens: 8 },
+      });
     });
     after(async () => {
       await srv.close();
@@ -207,7 +294,12 @@ for (const dialect of TEST_DIALECTS) {
         ...(system ? [{ type: 'template', template: { role: 'system', content_type: 'text', content: system } }] : []),
         { type: 'template', template: { role: 'user', content_type: 'text', content: 'Say hello in French' } },
       ];
-      const ix = await srv.api('POST', '/api/v1/interactions', { name: `ix ${n}`, status: 'draft', environment: e.body.id, prompts });
+      const ix = await srv.api('POST', '/api/v1/interactions', {
+        name: `ix ${n}`,
+        status: 'draft',
+        environment: e.body.id,
+        prompts,
+      });
       assert.equal(ix.status, 200, JSON.stringify(ix.body));
       return { env: e.body.id as string, ix: ix.body.id as string };
     };
@@ -225,7 +317,12 @@ for (const dialect of TEST_DIALECTS) {
       assert.equal(r.body.finish_reason, 'stop');
       const sent = wire.requests[from];
       assert.equal(sent.path, '/model/us.anthropic.claude-sonnet-4-20250514-v1%3A0/converse');
-      assert.match(String(sent.headers.authorization), new RegExp(`^AWS4-HMAC-SHA256 Credential=AKIAIOSFODNN7EXAMPLE/\\d{8}/${REGION}/bedrock/aws4_request, SignedHeaders=[^,]*host[^,]*, Signature=[0-9a-f]{64}$`));
+      assert.match(
+        String(sent.headers.authorization),
+        new RegExp(
+          `^AWS4-HMAC-SHA256 Credential=AKIAIOSFODNN7EXAMPLE/\\d{8}/${REGION}/bedrock/aws4_request, SignedHeaders=[^,]*host[^,]*, Signature=[0-9a-f]{64}$`,
+        ),
+      );
       assert.equal(sent.headers['content-type'], 'application/json');
       // The system prompt is top-level; the conversation holds only the user turn.
       assert.deepEqual(sent.body.system, [{ text: 'You are terse.' }]);
@@ -251,7 +348,11 @@ for (const dialect of TEST_DIALECTS) {
     it('maps model options onto the body Bedrock received', async () => {
       const { ix } = await bedrock();
       const from = wire.requests.length;
-      const run = await srv.client().interactions.execute(ix, { config: { model_options: { temperature: 0.2, max_tokens: 64, top_p: 0.9, top_k: 30, stop: ['\n\n'] } } } as any);
+      const run = await srv
+        .client()
+        .interactions.execute(ix, {
+          config: { model_options: { temperature: 0.2, max_tokens: 64, top_p: 0.9, top_k: 30, stop: ['\n\n'] } },
+        } as any);
       assert.equal(run.result.text(), TEXT);
       const sent = wire.requests[from].body;
       assert.deepEqual(sent.inferenceConfig, { maxTokens: 64, temperature: 0.2, topP: 0.9, stopSequences: ['\n\n'] });
@@ -286,12 +387,15 @@ for (const dialect of TEST_DIALECTS) {
       }
     });
 
-    it('a wrong secret fails the run as provider_auth with the provider\'s message', async () => {
+    it("a wrong secret fails the run as provider_auth with the provider's message", async () => {
       const { ix } = await bedrock({ apiKey: `${TEST_ACCESS_KEY_ID}:not-the-secret`, config: { retries: 0 } });
       const r = await srv.api('POST', '/api/v1/runs', { interaction: ix });
       assert.equal(r.status, 502);
       assert.equal(r.body.error, 'provider_auth');
-      assert.match(r.body.message, /Bedrock at http:\/\/127\.0\.0\.1:\d+ answered HTTP 403: The request signature we calculated does not match the signature you provided/);
+      assert.match(
+        r.body.message,
+        /Bedrock at http:\/\/127\.0\.0\.1:\d+ answered HTTP 403: The request signature we calculated does not match the signature you provided/,
+      );
       assert.equal(r.body.run.status, 'failed');
       const chunks: string[] = [];
       const streamed = await srv.client().interactions.execute(ix, {}, (c: string) => chunks.push(c));
@@ -307,14 +411,23 @@ for (const dialect of TEST_DIALECTS) {
       const r = await srv.api('POST', '/api/v1/runs', { interaction: ix });
       assert.equal(r.status, 502);
       assert.equal(r.body.error, 'provider_auth');
-      assert.match(r.body.message, /expected ACCESS_KEY_ID:SECRET_ACCESS_KEY, ACCESS_KEY_ID:SECRET_ACCESS_KEY:SESSION_TOKEN, or a Bedrock API key/);
+      assert.match(
+        r.body.message,
+        /expected ACCESS_KEY_ID:SECRET_ACCESS_KEY, ACCESS_KEY_ID:SECRET_ACCESS_KEY:SESSION_TOKEN, or a Bedrock API key/,
+      );
       assert.doesNotMatch(r.body.message, /not-an-aws-key/);
       assert.equal(wire.requests.length, from);
     });
 
     it('a 429 ThrottlingException with retry-after is retried and the run succeeds; a 400 ValidationException is provider_bad_request', async () => {
       const { ix } = await bedrock({ config: { retries: { base_delay_ms: 5 } } });
-      wire.options.fail = { status: 429, type: 'ThrottlingException', message: 'Too many requests, please wait before trying again.', headers: { 'retry-after': '1' }, times: 1 };
+      wire.options.fail = {
+        status: 429,
+        type: 'ThrottlingException',
+        message: 'Too many requests, please wait before trying again.',
+        headers: { 'retry-after': '1' },
+        times: 1,
+      };
       const started = Date.now();
       const r = await srv.api('POST', '/api/v1/runs', { interaction: ix });
       wire.options.fail = undefined;
@@ -323,14 +436,22 @@ for (const dialect of TEST_DIALECTS) {
       assert.equal(r.body.attempts[0].error.code, 'provider_rate_limited');
       assert.match(r.body.attempts[0].error.message, /HTTP 429: Too many requests, please wait/);
       assert.equal(r.body.attempts.at(-1).status, 'completed');
-      wire.options.fail = { status: 400, type: 'ValidationException', message: 'The provided model identifier is invalid.' };
+      wire.options.fail = {
+        status: 400,
+        type: 'ValidationException',
+        message: 'The provided model identifier is invalid.',
+      };
       const bad = await srv.api('POST', '/api/v1/runs', { interaction: ix });
       wire.options.fail = undefined;
       assert.equal(bad.status, 502);
       assert.equal(bad.body.error, 'provider_bad_request');
       assert.match(bad.body.message, /HTTP 400: The provided model identifier is invalid\./);
       assert.equal(bad.body.run.attempts, undefined, 'not retried');
-      wire.options.fail = { status: 424, type: 'ModelErrorException', message: 'The system encountered an unexpected error during processing. Try your request again.' };
+      wire.options.fail = {
+        status: 424,
+        type: 'ModelErrorException',
+        message: 'The system encountered an unexpected error during processing. Try your request again.',
+      };
       const modelError = await srv.api('POST', '/api/v1/runs', { interaction: ix, config: { max_tokens: 10 } });
       wire.options.fail = undefined;
       assert.equal(modelError.body.error, 'provider_error');
@@ -343,16 +464,32 @@ for (const dialect of TEST_DIALECTS) {
 
     it('a mid-stream exception fails the streamed run with its code and message', async () => {
       const { ix } = await bedrock({ config: { retries: 0 } });
-      wire.options.midStreamException = { afterChunks: 2, type: 'throttlingException', message: 'Too many tokens, please wait before trying again.' };
+      wire.options.midStreamException = {
+        afterChunks: 2,
+        type: 'throttlingException',
+        message: 'Too many tokens, please wait before trying again.',
+      };
       try {
         const chunks: string[] = [];
         const streamed = await srv.client().interactions.execute(ix, {}, (c: string) => chunks.push(c));
         const final = await srv.client().runs.retrieve(streamed.id);
         assert.equal(final.status, 'failed');
         assert.equal((final as any).error.code, 'provider_rate_limited');
-        assert.match((final as any).error.message, /failed mid-stream: throttlingException: Too many tokens, please wait before trying again\./);
-        assert.equal(chunks.join(''), TEXT.split(/(?<= )/).slice(0, 2).join(''));
-        wire.options.midStreamException = { afterChunks: 1, type: 'modelStreamErrorException', message: 'Model stream error: the model stopped.' };
+        assert.match(
+          (final as any).error.message,
+          /failed mid-stream: throttlingException: Too many tokens, please wait before trying again\./,
+        );
+        assert.equal(
+          chunks.join(''),
+          TEXT.split(/(?<= )/)
+            .slice(0, 2)
+            .join(''),
+        );
+        wire.options.midStreamException = {
+          afterChunks: 1,
+          type: 'modelStreamErrorException',
+          message: 'Model stream error: the model stopped.',
+        };
         const again = await srv.client().interactions.execute(ix, {}, () => {});
         const failed = await srv.client().runs.retrieve(again.id);
         assert.equal((failed as any).error.code, 'provider_error');
@@ -366,7 +503,10 @@ for (const dialect of TEST_DIALECTS) {
       const { env } = await bedrock();
       const r = await srv.api('GET', `/api/v1/environments/${env}/models`);
       assert.equal(r.status, 200, JSON.stringify(r.body));
-      assert.deepEqual(r.body.map((m: any) => m.id), ['amazon.nova-pro-v1:0', 'meta.llama3-8b-instruct-v1:0', 'us.anthropic.claude-sonnet-4-20250514-v1:0']);
+      assert.deepEqual(
+        r.body.map((m: any) => m.id),
+        ['amazon.nova-pro-v1:0', 'meta.llama3-8b-instruct-v1:0', 'us.anthropic.claude-sonnet-4-20250514-v1:0'],
+      );
       assert.equal(r.body[0].name, 'Amazon Nova Pro');
       const listing = wire.requests.filter((x) => x.method === 'GET');
       assert.deepEqual(listing.at(-2)!.query, { byOutputModality: 'TEXT' });
@@ -376,7 +516,10 @@ for (const dialect of TEST_DIALECTS) {
       wire.options.inferenceProfiles = null;
       try {
         const partial = await srv.api('GET', `/api/v1/environments/${env}/models`);
-        assert.deepEqual(partial.body.map((m: any) => m.id), ['amazon.nova-pro-v1:0', 'meta.llama3-8b-instruct-v1:0']);
+        assert.deepEqual(
+          partial.body.map((m: any) => m.id),
+          ['amazon.nova-pro-v1:0', 'meta.llama3-8b-instruct-v1:0'],
+        );
       } finally {
         wire.options.inferenceProfiles = undefined;
       }
@@ -387,9 +530,15 @@ for (const dialect of TEST_DIALECTS) {
     });
 
     it('bedrock_mantle: Chat Completions with a Bedrock API key, blocking and streamed, and its model list', async () => {
-      const { ix, env } = await setup('bedrock_mantle', { endpoint_url: openai.url, apiKey: 'bedrock-api-key-mantle-test', default_model: 'openai.gpt-oss-120b' });
+      const { ix, env } = await setup('bedrock_mantle', {
+        endpoint_url: openai.url,
+        apiKey: 'bedrock-api-key-mantle-test',
+        default_model: 'openai.gpt-oss-120b',
+      });
       const from = openai.requests.length;
-      const run = await srv.client().interactions.execute(ix, { config: { model_options: { max_tokens: 30, temperature: 0.1 } } } as any);
+      const run = await srv
+        .client()
+        .interactions.execute(ix, { config: { model_options: { max_tokens: 30, temperature: 0.1 } } } as any);
       assert.equal(run.result.text(), 'Hello from Mantle');
       assert.deepEqual(run.token_use, { prompt: 5, result: 3, total: 8 });
       const sent = openai.requests[from];
@@ -411,7 +560,12 @@ for (const dialect of TEST_DIALECTS) {
     });
 
     it('bedrock_mantle: AWS keys become a short-term Bedrock API key that verifies; a wrong key is provider_auth', async () => {
-      const { ix } = await setup('bedrock_mantle', { endpoint_url: openai.url, apiKey: KEY, default_model: 'mistral.magistral-small-2509', config: { region: 'us-west-2' } });
+      const { ix } = await setup('bedrock_mantle', {
+        endpoint_url: openai.url,
+        apiKey: KEY,
+        default_model: 'mistral.magistral-small-2509',
+        config: { region: 'us-west-2' },
+      });
       openai.options.apiKey = null;
       try {
         const r = await srv.api('POST', '/api/v1/runs', { interaction: ix });
@@ -422,7 +576,12 @@ for (const dialect of TEST_DIALECTS) {
       } finally {
         openai.options.apiKey = 'bedrock-api-key-mantle-test';
       }
-      const { ix: wrong } = await setup('bedrock_mantle', { endpoint_url: openai.url, apiKey: 'bedrock-api-key-revoked', default_model: 'qwen.qwen3-32b-v1:0', config: { retries: 0 } });
+      const { ix: wrong } = await setup('bedrock_mantle', {
+        endpoint_url: openai.url,
+        apiKey: 'bedrock-api-key-revoked',
+        default_model: 'qwen.qwen3-32b-v1:0',
+        config: { retries: 0 },
+      });
       const refused = await srv.api('POST', '/api/v1/runs', { interaction: wrong });
       assert.equal(refused.status, 502);
       assert.equal(refused.body.error, 'provider_auth');

@@ -15,11 +15,28 @@ import { classify, EgressPolicy, type Resolver } from '../../src/providers/egres
 describe('egress policy', () => {
   it('classifies every form of an address, IPv4-mapped IPv6 included', () => {
     const cases: Array<[string, string]> = [
-      ['127.0.0.1', 'loopback'], ['127.9.9.9', 'loopback'], ['::1', 'loopback'], ['::ffff:127.0.0.1', 'loopback'], ['::ffff:7f00:1', 'loopback'],
-      ['10.1.2.3', 'private'], ['172.20.0.1', 'private'], ['192.168.1.1', 'private'], ['100.64.0.1', 'private'], ['fd12::1', 'private'],
-      ['169.254.169.254', 'metadata'], ['100.100.100.200', 'metadata'], ['fd00:ec2::254', 'metadata'], ['169.254.1.1', 'link-local'], ['fe80::1', 'link-local'],
-      ['0.0.0.0', 'unspecified'], ['::', 'unspecified'], ['224.0.0.1', 'reserved'], ['192.0.2.10', 'reserved'],
-      ['93.184.216.34', 'public'], ['2606:4700::1111', 'public'], ['::ffff:8.8.8.8', 'public'],
+      ['127.0.0.1', 'loopback'],
+      ['127.9.9.9', 'loopback'],
+      ['::1', 'loopback'],
+      ['::ffff:127.0.0.1', 'loopback'],
+      ['::ffff:7f00:1', 'loopback'],
+      ['10.1.2.3', 'private'],
+      ['172.20.0.1', 'private'],
+      ['192.168.1.1', 'private'],
+      ['100.64.0.1', 'private'],
+      ['fd12::1', 'private'],
+      ['169.254.169.254', 'metadata'],
+      ['100.100.100.200', 'metadata'],
+      ['fd00:ec2::254', 'metadata'],
+      ['169.254.1.1', 'link-local'],
+      ['fe80::1', 'link-local'],
+      ['0.0.0.0', 'unspecified'],
+      ['::', 'unspecified'],
+      ['224.0.0.1', 'reserved'],
+      ['192.0.2.10', 'reserved'],
+      ['93.184.216.34', 'public'],
+      ['2606:4700::1111', 'public'],
+      ['::ffff:8.8.8.8', 'public'],
     ];
     for (const [ip, kind] of cases) assert.equal(classify(ip), kind, ip);
   });
@@ -52,11 +69,13 @@ describe('egress policy', () => {
 });
 
 /** A stub DNS: names of the test resolve to loopback addresses only. */
-const stubResolver = (table: Record<string, string[]>): Resolver => async (host) => {
-  const found = table[host];
-  if (!found) throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${host}`), { code: 'ENOTFOUND' });
-  return found.map((address) => ({ address, family: address.includes(':') ? 6 : 4 }));
-};
+const stubResolver =
+  (table: Record<string, string[]>): Resolver =>
+  async (host) => {
+    const found = table[host];
+    if (!found) throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${host}`), { code: 'ENOTFOUND' });
+    return found.map((address) => ({ address, family: address.includes(':') ? 6 : 4 }));
+  };
 
 for (const dialect of TEST_DIALECTS) {
   describe(`${dialect}: egress through environments and runs`, () => {
@@ -80,10 +99,17 @@ for (const dialect of TEST_DIALECTS) {
 
     let n = 0;
     async function runOn(srv: TestServer, endpoint: string) {
-      const env = await srv.api('POST', '/api/v1/environments', { name: 'e', provider: 'openai_compatible', endpoint_url: endpoint, default_model: 'm' });
+      const env = await srv.api('POST', '/api/v1/environments', {
+        name: 'e',
+        provider: 'openai_compatible',
+        endpoint_url: endpoint,
+        default_model: 'm',
+      });
       assert.equal(env.status, 200, JSON.stringify(env.body));
       const ix = await srv.api('POST', '/api/v1/interactions', {
-        name: `ix${++n}`, status: 'draft', environment: env.body.id,
+        name: `ix${++n}`,
+        status: 'draft',
+        environment: env.body.id,
         prompts: [{ type: 'template', template: { role: 'user', content_type: 'text', content: 'hi' } }],
       });
       return srv.api('POST', '/api/v1/runs', { interaction: ix.body.id });
@@ -93,25 +119,52 @@ for (const dialect of TEST_DIALECTS) {
       let srv: TestServer;
       const port = () => new URL(wire.url).port;
       before(async () => {
-        srv = await startTestServer(dialect, { host: '0.0.0.0' }, { resolve: stubResolver({ 'llm.example.test': ['127.0.0.1'], 'mixed.example.test': ['127.0.0.1', '::1'] }) });
+        srv = await startTestServer(
+          dialect,
+          { host: '0.0.0.0' },
+          { resolve: stubResolver({ 'llm.example.test': ['127.0.0.1'], 'mixed.example.test': ['127.0.0.1', '::1'] }) },
+        );
       });
       after(() => srv.close());
 
       it('refuses loopback, private, link-local, metadata and unspecified literals when an environment is saved', async () => {
         for (const endpoint of [
-          'http://127.0.0.1:11434/v1', 'http://localhost:11434/v1', 'http://2130706433/v1', 'http://0x7f.0.0.1/v1', 'http://017700000001/v1',
-          'http://[::1]:8000/v1', 'http://[::ffff:127.0.0.1]/v1', 'http://[::ffff:7f00:1]/v1', 'http://10.0.0.5/v1', 'http://192.168.1.10/v1',
-          'http://169.254.169.254/latest', 'http://[fd00:ec2::254]/', 'http://100.100.100.200/', 'http://0.0.0.0:8080/v1', 'http://[::]/v1',
+          'http://127.0.0.1:11434/v1',
+          'http://localhost:11434/v1',
+          'http://2130706433/v1',
+          'http://0x7f.0.0.1/v1',
+          'http://017700000001/v1',
+          'http://[::1]:8000/v1',
+          'http://[::ffff:127.0.0.1]/v1',
+          'http://[::ffff:7f00:1]/v1',
+          'http://10.0.0.5/v1',
+          'http://192.168.1.10/v1',
+          'http://169.254.169.254/latest',
+          'http://[fd00:ec2::254]/',
+          'http://100.100.100.200/',
+          'http://0.0.0.0:8080/v1',
+          'http://[::]/v1',
         ]) {
-          const r = await srv.api('POST', '/api/v1/environments', { name: 'x', provider: 'openai_compatible', endpoint_url: endpoint });
+          const r = await srv.api('POST', '/api/v1/environments', {
+            name: 'x',
+            provider: 'openai_compatible',
+            endpoint_url: endpoint,
+          });
           assert.equal(r.status, 400, `${endpoint}: ${JSON.stringify(r.body)}`);
           assert.match(r.body.message, /egress policy ORRERY_EGRESS=public/);
           assert.equal(r.body.details.reason, 'egress_refused');
         }
-        const ok = await srv.api('POST', '/api/v1/environments', { name: 'x', provider: 'openai_compatible', endpoint_url: 'http://llm.example.test/v1' });
+        const ok = await srv.api('POST', '/api/v1/environments', {
+          name: 'x',
+          provider: 'openai_compatible',
+          endpoint_url: 'http://llm.example.test/v1',
+        });
         assert.equal(ok.status, 200, 'a name is checked when connecting, not when saved');
         const env = ok.body.id;
-        assert.equal((await srv.api('PUT', `/api/v1/environments/${env}`, { endpoint_url: 'http://127.0.0.1/v1' })).status, 400);
+        assert.equal(
+          (await srv.api('PUT', `/api/v1/environments/${env}`, { endpoint_url: 'http://127.0.0.1/v1' })).status,
+          400,
+        );
       });
 
       it('fails a run whose endpoint name resolves to a refused address with egress_refused, sending nothing', async () => {
@@ -131,9 +184,16 @@ for (const dialect of TEST_DIALECTS) {
     describe('ORRERY_EGRESS naming a host and a single address', () => {
       let srv: TestServer;
       before(async () => {
-        srv = await startTestServer(dialect, { host: '0.0.0.0', egress: 'public,llm.example.test,127.0.0.2' }, {
-          resolve: stubResolver({ 'llm.example.test': ['127.0.0.1'], 'pinned.example.test': ['127.0.0.1', '127.0.0.2'] }),
-        });
+        srv = await startTestServer(
+          dialect,
+          { host: '0.0.0.0', egress: 'public,llm.example.test,127.0.0.2' },
+          {
+            resolve: stubResolver({
+              'llm.example.test': ['127.0.0.1'],
+              'pinned.example.test': ['127.0.0.1', '127.0.0.2'],
+            }),
+          },
+        );
       });
       after(() => srv.close());
 
@@ -165,7 +225,11 @@ for (const dialect of TEST_DIALECTS) {
       it('keeps a local model server working, and refuses metadata addresses', async () => {
         const r = await runOn(srv, wire.url);
         assert.equal(r.status, 200, JSON.stringify(r.body));
-        const meta = await srv.api('POST', '/api/v1/environments', { name: 'm', provider: 'openai_compatible', endpoint_url: 'http://169.254.169.254/v1' });
+        const meta = await srv.api('POST', '/api/v1/environments', {
+          name: 'm',
+          provider: 'openai_compatible',
+          endpoint_url: 'http://169.254.169.254/v1',
+        });
         assert.equal(meta.status, 400);
         assert.match(meta.body.message, /ORRERY_EGRESS=private/);
       });

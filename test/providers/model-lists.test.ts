@@ -45,14 +45,25 @@ for (const dialect of TEST_DIALECTS) {
       assert.equal(sent.path, '/v1/models');
       assert.equal(sent.headers.authorization, 'Bearer sk-list');
       const viaClient = await srv.client().environments.listModels(id);
-      assert.deepEqual(viaClient.map((m: any) => m.id), ['llama3.1:8b', 'mistral-nemo', 'qwen2.5:7b']);
+      assert.deepEqual(
+        viaClient.map((m: any) => m.id),
+        ['llama3.1:8b', 'mistral-nemo', 'qwen2.5:7b'],
+      );
     });
 
     it('keeps enabled_models first, and asks nothing of the provider then', async () => {
-      const id = await env({ provider: 'openai_compatible', endpoint_url: wire.url, apiKey: 'sk-list', enabled_models: ['only-this'] });
+      const id = await env({
+        provider: 'openai_compatible',
+        endpoint_url: wire.url,
+        apiKey: 'sk-list',
+        enabled_models: ['only-this'],
+      });
       const from = wire.requests.length;
       const r = await srv.api('GET', `/api/v1/environments/${id}/models`);
-      assert.deepEqual(r.body.map((m: any) => m.id), ['only-this']);
+      assert.deepEqual(
+        r.body.map((m: any) => m.id),
+        ['only-this'],
+      );
       assert.equal(wire.requests.length, from);
     });
 
@@ -61,7 +72,10 @@ for (const dialect of TEST_DIALECTS) {
       const r = await srv.api('GET', `/api/v1/environments/${id}/models`);
       assert.equal(r.status, 502);
       assert.equal(r.body.error, 'provider_auth');
-      assert.match(r.body.message, /could not list the models of environment "models \d+": OpenAI-compatible server at http:\/\/127\.0\.0\.1:\d+\/v1 answered HTTP 401: Incorrect API key/);
+      assert.match(
+        r.body.message,
+        /could not list the models of environment "models \d+": OpenAI-compatible server at http:\/\/127\.0\.0\.1:\d+\/v1 answered HTTP 401: Incorrect API key/,
+      );
       const gone = await env({ provider: 'openai_compatible', endpoint_url: 'http://127.0.0.1:9/v1' });
       const down = await srv.api('GET', `/api/v1/environments/${gone}/models`);
       assert.equal(down.status, 502);
@@ -71,14 +85,24 @@ for (const dialect of TEST_DIALECTS) {
     it("Azure OpenAI lists on the v1 API; on deployment URLs the environment's default model stands", async () => {
       wire.options.apiKey = 'azure-key';
       try {
-        const v1 = await env({ provider: 'azure_openai', endpoint_url: wire.origin, apiKey: 'azure-key', config: { api_version: 'v1' } });
+        const v1 = await env({
+          provider: 'azure_openai',
+          endpoint_url: wire.origin,
+          apiKey: 'azure-key',
+          config: { api_version: 'v1' },
+        });
         const from = wire.requests.length;
         const listed = await srv.api('GET', `/api/v1/environments/${v1}/models`);
         assert.equal(listed.status, 200, JSON.stringify(listed.body));
         assert.equal(listed.body.length, 3);
         assert.equal(wire.requests[from].path, '/openai/v1/models');
         assert.equal(wire.requests[from].headers['api-key'], 'azure-key');
-        const dated = await env({ provider: 'azure_openai', endpoint_url: wire.origin, apiKey: 'azure-key', default_model: 'my-gpt4o-deployment' });
+        const dated = await env({
+          provider: 'azure_openai',
+          endpoint_url: wire.origin,
+          apiKey: 'azure-key',
+          default_model: 'my-gpt4o-deployment',
+        });
         const before = wire.requests.length;
         const fallback = await srv.api('GET', `/api/v1/environments/${dated}/models`);
         assert.deepEqual(fallback.body, [{ id: 'my-gpt4o-deployment', name: 'my-gpt4o-deployment' }]);

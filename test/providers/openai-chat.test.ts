@@ -1,7 +1,12 @@
 import assert from 'node:assert/strict';
 import { createServer } from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import { ProviderError, type CompletionChunk, type CompletionRequest, type ProviderConnection } from '../../src/providers/driver.ts';
+import {
+  ProviderError,
+  type CompletionChunk,
+  type CompletionRequest,
+  type ProviderConnection,
+} from '../../src/providers/driver.ts';
 import { OpenAIChatDriver, openAIBaseUrl } from '../../src/providers/openai-chat.ts';
 import { getDriver } from '../../src/providers/registry.ts';
 import { startOpenAIWireServer, type WireServer } from '../support/openai-wire-server.ts';
@@ -33,7 +38,12 @@ async function closedPort(): Promise<number> {
   return port;
 }
 
-async function rejectsProvider(p: Promise<unknown>, code: ProviderError['code'], status: number | undefined, text: RegExp) {
+async function rejectsProvider(
+  p: Promise<unknown>,
+  code: ProviderError['code'],
+  status: number | undefined,
+  text: RegExp,
+) {
   await assert.rejects(p, (err: unknown) => {
     assert.ok(err instanceof ProviderError, `expected ProviderError, got ${String(err)}`);
     assert.equal(err.code, code);
@@ -59,7 +69,11 @@ describe('openai-chat driver against the OpenAI wire server', () => {
   it('completes blocking: text, finish reason, usage, request shape', async () => {
     reset({ text: 'Hello there, friend.', usage: { prompt_tokens: 11, completion_tokens: 4, total_tokens: 15 } });
     const out = await compatible.complete(conn, req({ max_tokens: 50, stop: ['\n\n'], top_p: 0.9 }));
-    assert.deepEqual(out, { text: 'Hello there, friend.', finish_reason: 'stop', token_use: { prompt: 11, result: 4, total: 15 } });
+    assert.deepEqual(out, {
+      text: 'Hello there, friend.',
+      finish_reason: 'stop',
+      token_use: { prompt: 11, result: 4, total: 15 },
+    });
     assert.equal(srv.requests.length, 1);
     const r = srv.requests[0];
     assert.equal(r.path, '/v1/chat/completions');
@@ -135,26 +149,63 @@ describe('openai-chat driver against the OpenAI wire server', () => {
   it('a wrong key is provider_auth with OpenAI’s message', async () => {
     reset();
     const p = compatible.complete({ ...conn, api_key: 'sk-wrong-key-123' }, req());
-    await rejectsProvider(p, 'provider_auth', 401, /OpenAI-compatible server at http:\/\/127\.0\.0\.1:\d+\/v1 answered HTTP 401: Incorrect API key provided/);
-    await rejectsProvider(collect(compatible.stream({ ...conn, api_key: 'nope' }, req())), 'provider_auth', 401, /Incorrect API key/);
+    await rejectsProvider(
+      p,
+      'provider_auth',
+      401,
+      /OpenAI-compatible server at http:\/\/127\.0\.0\.1:\d+\/v1 answered HTTP 401: Incorrect API key provided/,
+    );
+    await rejectsProvider(
+      collect(compatible.stream({ ...conn, api_key: 'nope' }, req())),
+      'provider_auth',
+      401,
+      /Incorrect API key/,
+    );
   });
 
   it('no key at all is a 401 from the server, reported as provider_auth', async () => {
     reset();
-    await rejectsProvider(compatible.complete({ endpoint_url: srv.url }, req()), 'provider_auth', 401, /You didn't provide an API key/);
+    await rejectsProvider(
+      compatible.complete({ endpoint_url: srv.url }, req()),
+      'provider_auth',
+      401,
+      /You didn't provide an API key/,
+    );
     assert.equal(srv.requests[0].headers.authorization, undefined);
   });
 
   it('4xx: unknown model is provider_bad_request (404), missing model is 400', async () => {
     reset({ models: ['gpt-4o-mini'] });
-    await rejectsProvider(compatible.complete(conn, req({ model: 'gpt-nope' })), 'provider_bad_request', 404, /The model `gpt-nope` does not exist/);
-    await rejectsProvider(compatible.complete(conn, req({ model: '' })), 'provider_bad_request', 400, /you must provide a model parameter/);
+    await rejectsProvider(
+      compatible.complete(conn, req({ model: 'gpt-nope' })),
+      'provider_bad_request',
+      404,
+      /The model `gpt-nope` does not exist/,
+    );
+    await rejectsProvider(
+      compatible.complete(conn, req({ model: '' })),
+      'provider_bad_request',
+      400,
+      /you must provide a model parameter/,
+    );
   });
 
   it('422 and 429 map to bad_request and rate_limited', async () => {
     reset({ fail: { status: 422, message: 'Unprocessable thing' } });
-    await rejectsProvider(compatible.complete(conn, req()), 'provider_bad_request', 422, /HTTP 422: Unprocessable thing/);
-    reset({ fail: { status: 429, message: 'Rate limit reached for gpt-4o-mini', type: 'requests', code: 'rate_limit_exceeded' } });
+    await rejectsProvider(
+      compatible.complete(conn, req()),
+      'provider_bad_request',
+      422,
+      /HTTP 422: Unprocessable thing/,
+    );
+    reset({
+      fail: {
+        status: 429,
+        message: 'Rate limit reached for gpt-4o-mini',
+        type: 'requests',
+        code: 'rate_limit_exceeded',
+      },
+    });
     await assert.rejects(compatible.complete(conn, req()), (e: ProviderError) => {
       assert.equal(e.code, 'provider_rate_limited');
       assert.equal(e.retryable, true);
@@ -167,11 +218,19 @@ describe('openai-chat driver against the OpenAI wire server', () => {
     reset({ fail: { status: 500, message: 'The server had an error while processing your request.' } });
     await rejectsProvider(compatible.complete(conn, req()), 'provider_error', 500, /HTTP 500: The server had an error/);
     reset({ fail: { status: 502, rawBody: '<html>Bad Gateway</html>' } });
-    await rejectsProvider(collect(compatible.stream(conn, req())), 'provider_error', 502, /HTTP 502: <html>Bad Gateway<\/html>/);
+    await rejectsProvider(
+      collect(compatible.stream(conn, req())),
+      'provider_error',
+      502,
+      /HTTP 502: <html>Bad Gateway<\/html>/,
+    );
   });
 
   it('an error object mid-stream throws from the iterator after the first chunks', async () => {
-    reset({ chunks: ['one ', 'two ', 'three'], midStreamError: { afterChunks: 2, message: 'The server overloaded mid-answer', type: 'server_error' } });
+    reset({
+      chunks: ['one ', 'two ', 'three'],
+      midStreamError: { afterChunks: 2, message: 'The server overloaded mid-answer', type: 'server_error' },
+    });
     const seen: string[] = [];
     await rejectsProvider(
       (async () => {
@@ -206,13 +265,23 @@ describe('openai-chat driver against the OpenAI wire server', () => {
   it('a malformed blocking answer is provider_error', async () => {
     const raw = await startRawServer('{"object":"chat.completion","choices":[]}', 'application/json');
     try {
-      await rejectsProvider(compatible.complete({ endpoint_url: raw.url }, req()), 'provider_error', 200, /without a choice/);
+      await rejectsProvider(
+        compatible.complete({ endpoint_url: raw.url }, req()),
+        'provider_error',
+        200,
+        /without a choice/,
+      );
     } finally {
       await raw.close();
     }
     const notJson = await startRawServer('this is not json', 'application/json');
     try {
-      await rejectsProvider(compatible.complete({ endpoint_url: notJson.url }, req()), 'provider_error', 200, /not JSON: this is not json/);
+      await rejectsProvider(
+        compatible.complete({ endpoint_url: notJson.url }, req()),
+        'provider_error',
+        200,
+        /not JSON: this is not json/,
+      );
     } finally {
       await notJson.close();
     }
@@ -221,14 +290,26 @@ describe('openai-chat driver against the OpenAI wire server', () => {
   it('a closed port is provider_unreachable', async () => {
     const port = await closedPort();
     const dead = { endpoint_url: `http://127.0.0.1:${port}/v1`, api_key: KEY };
-    await rejectsProvider(compatible.complete(dead, req()), 'provider_unreachable', undefined, new RegExp(`is unreachable: connect ECONNREFUSED 127\\.0\\.0\\.1:${port} \\(http://127\\.0\\.0\\.1:${port}/v1/chat/completions\\)`));
+    await rejectsProvider(
+      compatible.complete(dead, req()),
+      'provider_unreachable',
+      undefined,
+      new RegExp(
+        `is unreachable: connect ECONNREFUSED 127\\.0\\.0\\.1:${port} \\(http://127\\.0\\.0\\.1:${port}/v1/chat/completions\\)`,
+      ),
+    );
     await rejectsProvider(collect(compatible.stream(dead, req())), 'provider_unreachable', undefined, /ECONNREFUSED/);
   });
 
   it('a hanging server hits conn.config.timeout_ms as provider_unreachable', async () => {
     reset({ hang: true });
     const t0 = Date.now();
-    await rejectsProvider(compatible.complete({ ...conn, config: { timeout_ms: 150 } }, req()), 'provider_unreachable', undefined, /did not answer within 150 ms/);
+    await rejectsProvider(
+      compatible.complete({ ...conn, config: { timeout_ms: 150 } }, req()),
+      'provider_unreachable',
+      undefined,
+      /did not answer within 150 ms/,
+    );
     assert.ok(Date.now() - t0 < 2000);
     reset({ chunks: ['a ', 'b ', 'c'], hangAfterChunks: 1 });
     const seen: CompletionChunk[] = [];
@@ -279,7 +360,10 @@ describe('openAIBaseUrl', () => {
     assert.equal(openAIBaseUrl('http://localhost:8000/v1/'), 'http://localhost:8000/v1');
     assert.equal(openAIBaseUrl('https://api.groq.com/openai/v1'), 'https://api.groq.com/openai/v1');
     assert.equal(openAIBaseUrl('https://openrouter.ai/api/v1'), 'https://openrouter.ai/api/v1');
-    assert.throws(() => openAIBaseUrl('not a url'), (e: ProviderError) => e.code === 'provider_bad_request');
+    assert.throws(
+      () => openAIBaseUrl('not a url'),
+      (e: ProviderError) => e.code === 'provider_bad_request',
+    );
   });
 
   it('reaches the wire server with or without /v1 in the endpoint URL', async () => {
@@ -287,7 +371,10 @@ describe('openAIBaseUrl', () => {
     try {
       assert.equal((await compatible.complete({ endpoint_url: srv.origin, api_key: KEY }, req())).text, 'hi');
       assert.equal((await compatible.complete({ endpoint_url: `${srv.url}/`, api_key: KEY }, req())).text, 'hi');
-      assert.deepEqual(srv.requests.map((r) => r.path), ['/v1/chat/completions', '/v1/chat/completions']);
+      assert.deepEqual(
+        srv.requests.map((r) => r.path),
+        ['/v1/chat/completions', '/v1/chat/completions'],
+      );
     } finally {
       await srv.close();
     }

@@ -45,7 +45,11 @@ describe('provider-http: reading answers', () => {
     const text = JSON.stringify({ answer: 'é'.repeat(5000), n: 42 });
     const bytes = Buffer.from(text);
     // Cut inside a two-byte character too: pieces are bytes, the text is decoded once, whole.
-    for (const [a, b] of [[0, 1], [1, 7777], [7777, bytes.length]]) {
+    for (const [a, b] of [
+      [0, 1],
+      [1, 7777],
+      [7777, bytes.length],
+    ]) {
       res.write(bytes.subarray(a, b));
       await new Promise((r) => setTimeout(r, 10));
     }
@@ -65,7 +69,15 @@ describe('provider-http: reading answers', () => {
     res.end();
   }
 
-  const post = (path: string) => postToProvider({ label: 'the test server', url: base + path, method: 'GET', headers: {}, timeoutMs: 10_000, outbound });
+  const post = (path: string) =>
+    postToProvider({
+      label: 'the test server',
+      url: base + path,
+      method: 'GET',
+      headers: {},
+      timeoutMs: 10_000,
+      outbound,
+    });
 
   it('reads an answer sent in pieces as one JSON document', async () => {
     const res = await post('/pieces');
@@ -77,7 +89,10 @@ describe('provider-http: reading answers', () => {
     const pieces = res.bytes();
     const first = await pieces.next(); // reading has started, then nothing is read for a while
     await new Promise((r) => setTimeout(r, 400));
-    assert.ok(big.written < BIG / 2, `the server could write ${big.written} bytes of ${BIG} to a reader that read none: the connection was not paused`);
+    assert.ok(
+      big.written < BIG / 2,
+      `the server could write ${big.written} bytes of ${BIG} to a reader that read none: the connection was not paused`,
+    );
     let total = (first.value as Uint8Array).length;
     for await (const p of { [Symbol.asyncIterator]: () => pieces }) total += p.length;
     assert.equal(total, BIG);
@@ -96,12 +111,24 @@ describe('provider-http: reading answers', () => {
   it('times out a call still waiting for a connection at its own deadline, not after the call ahead of it', async () => {
     const one = new Outbound({ policy: new EgressPolicy('private', 'this test'), connections: 1 });
     try {
-      const call = (timeoutMs: number) => postToProvider({ label: 'the test server', url: `${base}/hang`, method: 'GET', headers: {}, timeoutMs, outbound: one });
+      const call = (timeoutMs: number) =>
+        postToProvider({
+          label: 'the test server',
+          url: `${base}/hang`,
+          method: 'GET',
+          headers: {},
+          timeoutMs,
+          outbound: one,
+        });
       const ahead = call(60_000); // holds the only connection
       ahead.catch(() => {});
       await new Promise((r) => setTimeout(r, 50));
       const started = performance.now();
-      await assert.rejects(call(200), (err: Error & { code?: string }) => err.code === 'provider_unreachable' && /did not answer within 200 ms/.test(err.message));
+      await assert.rejects(
+        call(200),
+        (err: Error & { code?: string }) =>
+          err.code === 'provider_unreachable' && /did not answer within 200 ms/.test(err.message),
+      );
       const waited = performance.now() - started;
       assert.ok(waited < 2000, `answered after ${Math.round(waited)} ms`);
     } finally {

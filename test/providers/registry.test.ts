@@ -1,17 +1,28 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { PROVIDERS, SUPPORTED_PROVIDER_IDS, getDriver, getProviderInfo, isImplemented, isSupported } from '../../src/providers/registry.ts';
+import {
+  PROVIDERS,
+  SUPPORTED_PROVIDER_IDS,
+  getDriver,
+  getProviderInfo,
+  isImplemented,
+  isSupported,
+} from '../../src/providers/registry.ts';
 import { startOpenAIWireServer } from '../support/openai-wire-server.ts';
 
 describe('provider registry', () => {
   it('lists the implemented providers, the test one labelled', () => {
     const ids = PROVIDERS.map((p) => p.id);
-    for (const id of ['openai', 'openai_compatible', 'anthropic', 'test', 'groq', 'togetherai', 'mistralai', 'xai']) assert.ok(ids.includes(id), id);
+    for (const id of ['openai', 'openai_compatible', 'anthropic', 'test', 'groq', 'togetherai', 'mistralai', 'xai'])
+      assert.ok(ids.includes(id), id);
     const t = getProviderInfo('test')!;
     assert.equal(t.test, true);
     assert.equal(t.name, 'Test (offline, deterministic)');
     assert.equal(t.requires_api_key, false);
-    assert.deepEqual(PROVIDERS.filter((p) => p.test).map((p) => p.id), ['test']);
+    assert.deepEqual(
+      PROVIDERS.filter((p) => p.test).map((p) => p.id),
+      ['test'],
+    );
     assert.equal(getProviderInfo('openai_compatible')!.requires_endpoint_url, true);
     assert.equal(getProviderInfo('openai')!.requires_api_key, true);
   });
@@ -27,18 +38,33 @@ describe('provider registry', () => {
 
   it('getDriver answers a driver per implemented id, and a clear Error otherwise', () => {
     for (const p of PROVIDERS) assert.equal(getDriver(p.id).provider, p.id);
-    assert.throws(() => getDriver('virtual_lb'), /provider "virtual_lb" is virtual: its runs go to the environments its config.entries name/);
-    assert.throws(() => getDriver('nope'), (e: Error) => e.constructor === Error && /unknown provider "nope"/.test(e.message));
+    assert.throws(
+      () => getDriver('virtual_lb'),
+      /provider "virtual_lb" is virtual: its runs go to the environments its config.entries name/,
+    );
+    assert.throws(
+      () => getDriver('nope'),
+      (e: Error) => e.constructor === Error && /unknown provider "nope"/.test(e.message),
+    );
   });
 
   it('groq uses Chat Completions with its endpoint URL as an override and its own name in errors', async () => {
     const srv = await startOpenAIWireServer({ apiKey: 'gsk-1', text: 'from groq' });
     try {
       const groq = getDriver('groq');
-      const out = await groq.complete({ endpoint_url: srv.url, api_key: 'gsk-1' }, { model: 'llama-3.3-70b', messages: [{ role: 'user', content: 'hi' }], max_tokens: 5 });
+      const out = await groq.complete(
+        { endpoint_url: srv.url, api_key: 'gsk-1' },
+        { model: 'llama-3.3-70b', messages: [{ role: 'user', content: 'hi' }], max_tokens: 5 },
+      );
       assert.equal(out.text, 'from groq');
       assert.equal(srv.requests[0].body.max_tokens, 5);
-      await assert.rejects(groq.complete({ endpoint_url: srv.url, api_key: 'bad' }, { model: 'm', messages: [{ role: 'user', content: 'hi' }] }), /^ProviderError: Groq at http:\/\/127\.0\.0\.1:\d+\/v1 answered HTTP 401/);
+      await assert.rejects(
+        groq.complete(
+          { endpoint_url: srv.url, api_key: 'bad' },
+          { model: 'm', messages: [{ role: 'user', content: 'hi' }] },
+        ),
+        /^ProviderError: Groq at http:\/\/127\.0\.0\.1:\d+\/v1 answered HTTP 401/,
+      );
     } finally {
       await srv.close();
     }

@@ -18,11 +18,15 @@ describe('readSse', () => {
     const expected = [{ event: 'a', data: '1' }, { event: 'b', data: '2' }, { data: '3' }, { data: 'x\ny' }];
     assert.deepEqual(await parse([text]), expected);
     // every split point, including between \r and \n
-    for (let i = 1; i < text.length; i++) assert.deepEqual(await parse([text.slice(0, i), text.slice(i)]), expected, `split at ${i}`);
+    for (let i = 1; i < text.length; i++)
+      assert.deepEqual(await parse([text.slice(0, i), text.slice(i)]), expected, `split at ${i}`);
   });
 
   it('skips comments and blank runs, keeps a last event without its blank line', async () => {
-    assert.deepEqual(await parse([': ping\n\n\n\ndata:{"a":1}\n\ndata: tail']), [{ data: '{"a":1}' }, { data: 'tail' }]);
+    assert.deepEqual(await parse([': ping\n\n\n\ndata:{"a":1}\n\ndata: tail']), [
+      { data: '{"a":1}' },
+      { data: 'tail' },
+    ]);
   });
 
   it('decodes multi-byte characters split between reads', async () => {

@@ -8,7 +8,9 @@ import { sampleFromSchema } from '../../src/providers/schema-sample.ts';
 import { splitWords } from '../../src/providers/test-provider.ts';
 
 // ajv-formats is CommonJS; under ESM its function sits on .default
-const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as (a: Ajv2020) => Ajv2020;
+const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as (
+  a: Ajv2020,
+) => Ajv2020;
 const ajv = addFormats(new Ajv2020({ strict: false, allErrors: true }));
 
 const test = getDriver('test');
@@ -59,7 +61,8 @@ describe('test provider: echo', () => {
 
   it('chunk_delay_ms spaces the chunks out, so a stream can be watched live', async () => {
     const stamps: number[] = [];
-    for await (const c of test.stream({ config: { chunk_delay_ms: 40 } }, ask('echo', 'a b c'))) if (c.text) stamps.push(Date.now());
+    for await (const c of test.stream({ config: { chunk_delay_ms: 40 } }, ask('echo', 'a b c')))
+      if (c.text) stamps.push(Date.now());
     assert.equal(stamps.length, 3);
     assert.ok(stamps[2] - stamps[0] >= 70, `chunks came ${stamps[2] - stamps[0]} ms apart in total`);
   });
@@ -103,7 +106,12 @@ describe('test provider: json', () => {
       type: 'object',
       properties: {
         tags: { type: 'array', items: { type: 'string' }, minItems: 3, uniqueItems: true },
-        scores: { type: 'array', items: { type: 'integer', minimum: 5, multipleOf: 5 }, minItems: 2, uniqueItems: true },
+        scores: {
+          type: 'array',
+          items: { type: 'integer', minimum: 5, multipleOf: 5 },
+          minItems: 2,
+          uniqueItems: true,
+        },
         empty_ok: { type: 'array', items: { type: 'number' } },
       },
       required: ['tags', 'scores'],
@@ -116,7 +124,9 @@ describe('test provider: json', () => {
         maybe: { type: ['null', 'string'], maxLength: 2 },
         nested: {
           type: 'object',
-          properties: { deep: { type: 'array', items: { type: 'object', properties: { x: { type: 'number' } }, required: ['x'] } } },
+          properties: {
+            deep: { type: 'array', items: { type: 'object', properties: { x: { type: 'number' } }, required: ['x'] } },
+          },
           required: ['deep'],
         },
       },
@@ -125,7 +135,10 @@ describe('test provider: json', () => {
     refs: {
       $defs: { point: { type: 'object', properties: { x: { type: 'integer', minimum: 3 } }, required: ['x'] } },
       type: 'object',
-      properties: { a: { $ref: '#/$defs/point' }, b: { allOf: [{ $ref: '#/$defs/point' }, { properties: { y: { type: 'string' } }, required: ['y'] }] } },
+      properties: {
+        a: { $ref: '#/$defs/point' },
+        b: { allOf: [{ $ref: '#/$defs/point' }, { properties: { y: { type: 'string' } }, required: ['y'] }] },
+      },
       required: ['a', 'b'],
     },
     scalar: { type: 'number', minimum: 0.5, maximum: 0.75 },
@@ -195,29 +208,50 @@ describe('test provider: error and unknown models', () => {
   });
 
   it('an unknown model is provider_bad_request 404 naming the models', async () => {
-    const expected = isError('provider_bad_request', 404, 'test provider has no model "gpt-4"; its models are echo, json, error, slow, flaky, rate_limit, error_mid_stream, stall');
+    const expected = isError(
+      'provider_bad_request',
+      404,
+      'test provider has no model "gpt-4"; its models are echo, json, error, slow, flaky, rate_limit, error_mid_stream, stall',
+    );
     await assert.rejects(test.complete(conn, ask('gpt-4', 'x')), expected);
     await assert.rejects(collect(test.stream(conn, ask('gpt-4', 'x'))), expected);
   });
 
   it('lists its three models and its five fault models, each described', async () => {
     const models = (await test.listModels!(conn)) ?? [];
-    assert.deepEqual(models.map((m) => m.id), ['echo', 'json', 'error', 'slow', 'flaky', 'rate_limit', 'error_mid_stream', 'stall']);
+    assert.deepEqual(
+      models.map((m) => m.id),
+      ['echo', 'json', 'error', 'slow', 'flaky', 'rate_limit', 'error_mid_stream', 'stall'],
+    );
     for (const m of models.slice(0, 3)) assert.match(m.description ?? '', /^Offline test model/);
     for (const m of models.slice(3)) assert.match(m.description ?? '', new RegExp(`^Fault model: ${m.id}`));
   });
 
   it('fault models fail as they say, then answer as echo', async () => {
     const flaky = ask('flaky:2', `flaky ${Math.random()}`);
-    await assert.rejects(test.complete(conn, flaky), isError('provider_error', 503, 'test provider: the flaky model failed this call (503)'));
+    await assert.rejects(
+      test.complete(conn, flaky),
+      isError('provider_error', 503, 'test provider: the flaky model failed this call (503)'),
+    );
     await assert.rejects(test.complete(conn, flaky), (e: { retryable?: boolean }) => e.retryable === true);
     assert.equal((await test.complete(conn, flaky)).text, flaky.messages.at(-1)!.content);
     const limited = ask('rate_limit:1:250', `limited ${Math.random()}`);
-    await assert.rejects(test.complete(conn, limited), (e: { code?: string; upstreamStatus?: number; retryAfterMs?: number }) => e.code === 'provider_rate_limited' && e.upstreamStatus === 429 && e.retryAfterMs === 250);
+    await assert.rejects(
+      test.complete(conn, limited),
+      (e: { code?: string; upstreamStatus?: number; retryAfterMs?: number }) =>
+        e.code === 'provider_rate_limited' && e.upstreamStatus === 429 && e.retryAfterMs === 250,
+    );
     assert.equal((await test.complete(conn, limited)).text, limited.messages.at(-1)!.content);
     const started = performance.now();
     assert.equal((await test.complete(conn, ask('slow:120', 'patience'))).text, 'patience');
     assert.ok(performance.now() - started >= 120, `answered after ${performance.now() - started} ms`);
-    await assert.rejects(test.complete(conn, ask('flaky:x', 'x')), isError('provider_bad_request', 400, 'test provider: "flaky:x" takes non-negative numbers after its name (flaky:N)'));
+    await assert.rejects(
+      test.complete(conn, ask('flaky:x', 'x')),
+      isError(
+        'provider_bad_request',
+        400,
+        'test provider: "flaky:x" takes non-negative numbers after its name (flaky:N)',
+      ),
+    );
   });
 });

@@ -12,7 +12,8 @@ import { decodeJwt, decodeProtectedHeader } from 'jose';
 import { TEST_DIALECTS, startTestServer, type TestServer } from '../support/server.ts';
 import { startVertexWireServer, CLOUD_PLATFORM_SCOPE, type VertexWireServer } from '../support/vertex-wire-server.ts';
 
-const GEMINI_PATH = /^\/v1\/projects\/orrery-test\/locations\/us-central1\/publishers\/google\/models\/gemini-2\.5-flash:generateContent$/;
+const GEMINI_PATH =
+  /^\/v1\/projects\/orrery-test\/locations\/us-central1\/publishers\/google\/models\/gemini-2\.5-flash:generateContent$/;
 
 for (const dialect of TEST_DIALECTS) {
   describe(`${dialect}: Google Vertex AI (Gemini and Claude)`, () => {
@@ -41,16 +42,29 @@ for (const dialect of TEST_DIALECTS) {
 
     const setup = async (env: Record<string, unknown>, extra: Record<string, unknown> = {}) => {
       const e = await srv.api('POST', '/api/v1/environments', {
-        name: `vertex ${++n}`, provider: 'vertexai', endpoint_url: wire.origin, apiKey: sa, default_model: 'gemini-2.5-flash', ...env,
+        name: `vertex ${++n}`,
+        provider: 'vertexai',
+        endpoint_url: wire.origin,
+        apiKey: sa,
+        default_model: 'gemini-2.5-flash',
+        ...env,
       });
       assert.equal(e.status, 200, JSON.stringify(e.body));
-      const ix = await srv.api('POST', '/api/v1/interactions', { name: `vertex ix ${n}`, status: 'draft', environment: e.body.id, prompts, ...extra });
+      const ix = await srv.api('POST', '/api/v1/interactions', {
+        name: `vertex ix ${n}`,
+        status: 'draft',
+        environment: e.body.id,
+        prompts,
+        ...extra,
+      });
       assert.equal(ix.status, 200, JSON.stringify(ix.body));
       return { env: e.body.id as string, ix: ix.body.id as string };
     };
     const tokenRequestsFor = (key: string) => {
       const email = JSON.parse(key).client_email;
-      return wire.requests.filter((r) => r.kind === 'token' && r.body.assertion && decodeJwt(r.body.assertion).iss === email);
+      return wire.requests.filter(
+        (r) => r.kind === 'token' && r.body.assertion && decodeJwt(r.body.assertion).iss === email,
+      );
     };
 
     it('Gemini blocking: the token exchange, the URL, model options, systemInstruction and merged turns; HTTP and the official client', async () => {
@@ -58,7 +72,18 @@ for (const dialect of TEST_DIALECTS) {
       const from = wire.requests.length;
       const r = await srv.api('POST', '/api/v1/runs', {
         interaction: ix,
-        config: { model_options: { temperature: 0.2, max_tokens: 64, top_p: 0.9, top_k: 20, presence_penalty: 0.5, frequency_penalty: 0.25, seed: 7, stop: ['END'] } },
+        config: {
+          model_options: {
+            temperature: 0.2,
+            max_tokens: 64,
+            top_p: 0.9,
+            top_k: 20,
+            presence_penalty: 0.5,
+            frequency_penalty: 0.25,
+            seed: 7,
+            stop: ['END'],
+          },
+        },
       });
       assert.equal(r.status, 200, JSON.stringify(r.body));
       assert.equal(r.body.status, 'completed');
@@ -68,7 +93,10 @@ for (const dialect of TEST_DIALECTS) {
       assert.deepEqual(r.body.token_use, { prompt: 9, result: 3, total: 12 });
 
       const sent = wire.requests.slice(from);
-      assert.deepEqual(sent.map((q) => q.kind), ['token', 'gemini']);
+      assert.deepEqual(
+        sent.map((q) => q.kind),
+        ['token', 'gemini'],
+      );
       const tokenReq = sent[0];
       assert.equal(tokenReq.headers['content-type'], 'application/x-www-form-urlencoded');
       assert.equal(tokenReq.body.grant_type, 'urn:ietf:params:oauth:grant-type:jwt-bearer');
@@ -93,10 +121,19 @@ for (const dialect of TEST_DIALECTS) {
         { role: 'user', parts: [{ text: 'Again' }] },
       ]);
       assert.deepEqual(call.body.generationConfig, {
-        temperature: 0.2, maxOutputTokens: 64, topP: 0.9, topK: 20, stopSequences: ['END'], presencePenalty: 0.5, frequencyPenalty: 0.25, seed: 7,
+        temperature: 0.2,
+        maxOutputTokens: 64,
+        topP: 0.9,
+        topK: 20,
+        stopSequences: ['END'],
+        presencePenalty: 0.5,
+        frequencyPenalty: 0.25,
+        seed: 7,
       });
 
-      const run = await srv.client().interactions.execute(ix, { config: { model_options: { temperature: 0.1 } } } as any);
+      const run = await srv
+        .client()
+        .interactions.execute(ix, { config: { model_options: { temperature: 0.1 } } } as any);
       assert.equal(run.status, 'completed');
       assert.equal(run.result.text(), 'Bonjour from Gemini');
       assert.equal(run.token_use?.total, 12);
@@ -106,7 +143,12 @@ for (const dialect of TEST_DIALECTS) {
     it('Gemini streamed through the official client: several chunks, the final run with token_use and finish_reason', async () => {
       const { ix } = await setup({});
       wire.options.text = 'Bonjour, je suis Gemini sur Vertex';
-      wire.options.usage = { promptTokenCount: 11, candidatesTokenCount: 6, thoughtsTokenCount: 4, totalTokenCount: 21 };
+      wire.options.usage = {
+        promptTokenCount: 11,
+        candidatesTokenCount: 6,
+        thoughtsTokenCount: 4,
+        totalTokenCount: 21,
+      };
       try {
         const chunks: string[] = [];
         const started = await srv.client().interactions.execute(ix, {}, (c: string) => chunks.push(c));
@@ -129,7 +171,11 @@ for (const dialect of TEST_DIALECTS) {
     });
 
     it('result_schema asks for JSON with responseJsonSchema and gives a JSON result', async () => {
-      const schema = { type: 'object', required: ['greeting'], properties: { greeting: { type: 'string' }, lang: { type: 'string', enum: ['fr', 'en'] } } };
+      const schema = {
+        type: 'object',
+        required: ['greeting'],
+        properties: { greeting: { type: 'string' }, lang: { type: 'string', enum: ['fr', 'en'] } },
+      };
       const { ix } = await setup({}, { result_schema: schema });
       wire.options.text = '{"greeting":"Bonjour","lang":"fr"}';
       try {
@@ -176,7 +222,7 @@ for (const dialect of TEST_DIALECTS) {
       assert.notEqual(wire.requests.at(-1)!.headers.authorization, `Bearer ${revoked}`);
     });
 
-    it('a key whose signature Google cannot verify fails the run as provider_auth with Google\'s message', async () => {
+    it("a key whose signature Google cannot verify fails the run as provider_auth with Google's message", async () => {
       const good = JSON.parse(wire.serviceAccount());
       const forged = wire.serviceAccount({ email: good.client_email, register: false });
       const { ix } = await setup({ apiKey: forged });
@@ -194,7 +240,9 @@ for (const dialect of TEST_DIALECTS) {
       const r2 = await srv.api('POST', '/api/v1/runs', { interaction: notJson.ix });
       assert.equal(r2.body.error, 'provider_auth');
       assert.match(r2.body.message, /service account key/);
-      const userCreds = await setup({ apiKey: JSON.stringify({ type: 'authorized_user', client_id: 'x', refresh_token: 'y' }) });
+      const userCreds = await setup({
+        apiKey: JSON.stringify({ type: 'authorized_user', client_id: 'x', refresh_token: 'y' }),
+      });
       const r3 = await srv.api('POST', '/api/v1/runs', { interaction: userCreds.ix });
       assert.equal(r3.body.error, 'provider_auth');
       assert.match(r3.body.message, /"type":"service_account".*a key of type "authorized_user"/);
@@ -202,7 +250,8 @@ for (const dialect of TEST_DIALECTS) {
 
     it('retries a 429 RESOURCE_EXHAUSTED after its retry-after; with retries 0 the run fails as provider_rate_limited', async () => {
       const { ix } = await setup({});
-      const message = 'Resource exhausted. Please try again later. Please refer to https://cloud.google.com/vertex-ai/generative-ai/docs/error-code-429 for more details.';
+      const message =
+        'Resource exhausted. Please try again later. Please refer to https://cloud.google.com/vertex-ai/generative-ai/docs/error-code-429 for more details.';
       wire.options.fail = { status: 429, message, headers: { 'retry-after': '1' }, times: 1 };
       const t0 = Date.now();
       const r = await srv.api('POST', '/api/v1/runs', { interaction: ix });
@@ -221,9 +270,14 @@ for (const dialect of TEST_DIALECTS) {
       assert.match(failed.body.message, /Vertex AI at http:\/\/127\.0\.0\.1:\d+ answered HTTP 429: Resource exhausted/);
     });
 
-    it('400 INVALID_ARGUMENT → provider_bad_request, 403 PERMISSION_DENIED → provider_auth, with Google\'s messages', async () => {
+    it("400 INVALID_ARGUMENT → provider_bad_request, 403 PERMISSION_DENIED → provider_auth, with Google's messages", async () => {
       const { ix } = await setup({ config: { retries: 0 } });
-      wire.options.fail = { status: 400, message: 'Unable to submit request because it has a topK value of 500 but the supported range is from 1 (inclusive) to 41 (exclusive).', times: 1 };
+      wire.options.fail = {
+        status: 400,
+        message:
+          'Unable to submit request because it has a topK value of 500 but the supported range is from 1 (inclusive) to 41 (exclusive).',
+        times: 1,
+      };
       const bad = await srv.api('POST', '/api/v1/runs', { interaction: ix });
       assert.equal(bad.status, 502);
       assert.equal(bad.body.error, 'provider_bad_request');
@@ -233,14 +287,23 @@ for (const dialect of TEST_DIALECTS) {
       const other = await setup({ config: { retries: 0, project: 'someone-elses-project' } });
       const denied = await srv.api('POST', '/api/v1/runs', { interaction: other.ix });
       assert.equal(denied.body.error, 'provider_auth');
-      assert.match(denied.body.message, /HTTP 403: Permission 'aiplatform\.endpoints\.predict' denied on resource '\/\/aiplatform\.googleapis\.com\/projects\/someone-elses-project\/locations\/us-central1\/publishers\/google\/models\/gemini-2\.5-flash'/);
+      assert.match(
+        denied.body.message,
+        /HTTP 403: Permission 'aiplatform\.endpoints\.predict' denied on resource '\/\/aiplatform\.googleapis\.com\/projects\/someone-elses-project\/locations\/us-central1\/publishers\/google\/models\/gemini-2\.5-flash'/,
+      );
 
       // Unknown model: 404 NOT_FOUND.
       wire.options.models = ['gemini-2.5-flash'];
       try {
-        const missing = await srv.api('POST', '/api/v1/runs', { interaction: ix, config: { model: 'gemini-0.9-imaginary' } });
+        const missing = await srv.api('POST', '/api/v1/runs', {
+          interaction: ix,
+          config: { model: 'gemini-0.9-imaginary' },
+        });
         assert.equal(missing.body.error, 'provider_bad_request');
-        assert.match(missing.body.message, /Publisher Model `projects\/orrery-test\/locations\/us-central1\/publishers\/google\/models\/gemini-0\.9-imaginary` was not found/);
+        assert.match(
+          missing.body.message,
+          /Publisher Model `projects\/orrery-test\/locations\/us-central1\/publishers\/google\/models\/gemini-0\.9-imaginary` was not found/,
+        );
       } finally {
         wire.options.models = undefined;
       }
@@ -248,12 +311,18 @@ for (const dialect of TEST_DIALECTS) {
 
     it('a blocked prompt is a clear provider_bad_request; MAX_TOKENS and SAFETY map to length and content_filter', async () => {
       const { ix } = await setup({ config: { retries: 0 } });
-      wire.options.blockPrompt = { blockReason: 'PROHIBITED_CONTENT', blockReasonMessage: 'The prompt was blocked due to prohibited content.' };
+      wire.options.blockPrompt = {
+        blockReason: 'PROHIBITED_CONTENT',
+        blockReasonMessage: 'The prompt was blocked due to prohibited content.',
+      };
       try {
         const blocked = await srv.api('POST', '/api/v1/runs', { interaction: ix });
         assert.equal(blocked.status, 502);
         assert.equal(blocked.body.error, 'provider_bad_request');
-        assert.match(blocked.body.message, /Vertex AI at .* blocked the prompt \(PROHIBITED_CONTENT\): The prompt was blocked due to prohibited content\./);
+        assert.match(
+          blocked.body.message,
+          /Vertex AI at .* blocked the prompt \(PROHIBITED_CONTENT\): The prompt was blocked due to prohibited content\./,
+        );
         const chunks: string[] = [];
         const streamed = await srv.client().interactions.execute(ix, {}, (c: string) => chunks.push(c));
         const final = await srv.client().runs.retrieve(streamed.id);
@@ -281,13 +350,19 @@ for (const dialect of TEST_DIALECTS) {
       wire.options.text = 'Bonjour from Claude on Vertex';
       wire.options.claudeUsage = { input_tokens: 12, output_tokens: 5 };
       try {
-        const r = await srv.api('POST', '/api/v1/runs', { interaction: ix, config: { model_options: { temperature: 0.3, max_tokens: 100, top_k: 5 } } });
+        const r = await srv.api('POST', '/api/v1/runs', {
+          interaction: ix,
+          config: { model_options: { temperature: 0.3, max_tokens: 100, top_k: 5 } },
+        });
         assert.equal(r.status, 200, JSON.stringify(r.body));
         assert.deepEqual(r.body.result, [{ type: 'text', value: 'Bonjour from Claude on Vertex' }]);
         assert.equal(r.body.finish_reason, 'stop');
         assert.deepEqual(r.body.token_use, { prompt: 12, result: 5, total: 17 });
         const call = wire.requests.at(-1)!;
-        assert.equal(call.path, '/v1/projects/orrery-test/locations/us-east5/publishers/anthropic/models/claude-sonnet-4@20250514:rawPredict');
+        assert.equal(
+          call.path,
+          '/v1/projects/orrery-test/locations/us-east5/publishers/anthropic/models/claude-sonnet-4@20250514:rawPredict',
+        );
         assert.ok(wire.issued.has(String(call.headers.authorization).replace(/^Bearer /, '')));
         assert.equal(call.headers['x-api-key'], undefined);
         assert.equal(call.body.anthropic_version, 'vertex-2023-10-16');
@@ -310,7 +385,10 @@ for (const dialect of TEST_DIALECTS) {
         assert.ok(chunks.length > 1, `several chunks, got ${chunks.length}`);
         assert.equal(chunks.join(''), 'Bonjour from Claude on Vertex');
         const s = wire.requests.at(-1)!;
-        assert.equal(s.path, '/v1/projects/orrery-test/locations/us-east5/publishers/anthropic/models/claude-sonnet-4@20250514:streamRawPredict');
+        assert.equal(
+          s.path,
+          '/v1/projects/orrery-test/locations/us-east5/publishers/anthropic/models/claude-sonnet-4@20250514:streamRawPredict',
+        );
         assert.equal(s.body.anthropic_version, 'vertex-2023-10-16');
         assert.equal(s.body.stream, true);
         assert.equal(s.body.model, undefined);
@@ -328,11 +406,23 @@ for (const dialect of TEST_DIALECTS) {
       const { ix } = await setup({ config: { region: 'global' } });
       const g = await srv.api('POST', '/api/v1/runs', { interaction: ix });
       assert.equal(g.status, 200, JSON.stringify(g.body));
-      assert.equal(wire.requests.at(-1)!.path, '/v1/projects/orrery-test/locations/global/publishers/google/models/gemini-2.5-flash:generateContent');
-      const p = await srv.api('POST', '/api/v1/runs', { interaction: ix, config: { model: 'locations/europe-west1/publishers/anthropic/models/claude-3-5-haiku@20241022' } });
+      assert.equal(
+        wire.requests.at(-1)!.path,
+        '/v1/projects/orrery-test/locations/global/publishers/google/models/gemini-2.5-flash:generateContent',
+      );
+      const p = await srv.api('POST', '/api/v1/runs', {
+        interaction: ix,
+        config: { model: 'locations/europe-west1/publishers/anthropic/models/claude-3-5-haiku@20241022' },
+      });
       assert.equal(p.status, 200, JSON.stringify(p.body));
-      assert.equal(wire.requests.at(-1)!.path, '/v1/projects/orrery-test/locations/europe-west1/publishers/anthropic/models/claude-3-5-haiku@20241022:rawPredict');
-      const other = await srv.api('POST', '/api/v1/runs', { interaction: ix, config: { model: 'publishers/meta/models/llama-4' } });
+      assert.equal(
+        wire.requests.at(-1)!.path,
+        '/v1/projects/orrery-test/locations/europe-west1/publishers/anthropic/models/claude-3-5-haiku@20241022:rawPredict',
+      );
+      const other = await srv.api('POST', '/api/v1/runs', {
+        interaction: ix,
+        config: { model: 'publishers/meta/models/llama-4' },
+      });
       assert.equal(other.body.error, 'provider_bad_request');
       assert.match(other.body.message, /publisher "meta"/);
 

@@ -9,7 +9,11 @@ import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { TEST_DIALECTS, startTestServer, type TestServer } from '../support/server.ts';
 import { startWatsonxWireServer, type WatsonxWireServer } from '../support/watsonx-wire-server.ts';
-import { REPLICATE_VERSION, startReplicateWireServer, type ReplicateWireServer } from '../support/replicate-wire-server.ts';
+import {
+  REPLICATE_VERSION,
+  startReplicateWireServer,
+  type ReplicateWireServer,
+} from '../support/replicate-wire-server.ts';
 
 const SCHEMA = { type: 'object', properties: { greeting: { type: 'string' } }, required: ['greeting'] };
 
@@ -22,8 +26,16 @@ for (const dialect of TEST_DIALECTS) {
 
     before(async () => {
       srv = await startTestServer(dialect);
-      wx = await startWatsonxWireServer({ apiKey: 'ibm-key-1', text: 'Bonjour from watsonx', usage: { prompt_tokens: 12, completion_tokens: 4 } });
-      rep = await startReplicateWireServer({ token: 'r8_good', text: 'Bonjour from Replicate', metrics: { input_token_count: 9, output_token_count: 5 } });
+      wx = await startWatsonxWireServer({
+        apiKey: 'ibm-key-1',
+        text: 'Bonjour from watsonx',
+        usage: { prompt_tokens: 12, completion_tokens: 4 },
+      });
+      rep = await startReplicateWireServer({
+        token: 'r8_good',
+        text: 'Bonjour from Replicate',
+        metrics: { input_token_count: 9, output_token_count: 5 },
+      });
     });
     after(async () => {
       await srv.close();
@@ -35,7 +47,9 @@ for (const dialect of TEST_DIALECTS) {
       const e = await srv.api('POST', '/api/v1/environments', { name: `${provider} ${++n}`, provider, ...env });
       assert.equal(e.status, 200, JSON.stringify(e.body));
       const created = await srv.api('POST', '/api/v1/interactions', {
-        name: `ix ${n}`, status: 'draft', environment: e.body.id,
+        name: `ix ${n}`,
+        status: 'draft',
+        environment: e.body.id,
         prompts: [
           { type: 'template', template: { role: 'system', content_type: 'text', content: 'You are terse.' } },
           { type: 'template', template: { role: 'user', content_type: 'text', content: 'Say hello in French' } },
@@ -46,17 +60,26 @@ for (const dialect of TEST_DIALECTS) {
       return { env: e.body.id as string, ix: created.body.id as string };
     };
     const watsonxEnv = (extra: Record<string, unknown> = {}, config: Record<string, unknown> = {}) => ({
-      endpoint_url: wx.origin, apiKey: 'ibm-key-1', default_model: 'ibm/granite-3-8b-instruct',
-      config: { iam_url: wx.iamUrl, project_id: 'proj-1', ...config }, ...extra,
+      endpoint_url: wx.origin,
+      apiKey: 'ibm-key-1',
+      default_model: 'ibm/granite-3-8b-instruct',
+      config: { iam_url: wx.iamUrl, project_id: 'proj-1', ...config },
+      ...extra,
     });
     const replicateEnv = (extra: Record<string, unknown> = {}, config: Record<string, unknown> = {}) => ({
-      endpoint_url: rep.origin, apiKey: 'r8_good', default_model: 'meta/meta-llama-3-8b-instruct', config, ...extra,
+      endpoint_url: rep.origin,
+      apiKey: 'r8_good',
+      default_model: 'meta/meta-llama-3-8b-instruct',
+      config,
+      ...extra,
     });
     /** A streamed run over HTTP: its chunks and the final run from the close event. */
     const streamOverHttp = async (ix: string) => {
       const created = await srv.api('POST', '/api/v1/runs', { interaction: ix, stream: true });
       assert.equal(created.status, 200, JSON.stringify(created.body));
-      const text = await (await fetch(`${srv.url}/api/v1/runs/${created.body.id}/stream?access_token=${srv.adminKey}`)).text();
+      const text = await (
+        await fetch(`${srv.url}/api/v1/runs/${created.body.id}/stream?access_token=${srv.adminKey}`)
+      ).text();
       const chunks = [...text.matchAll(/^data: (".*")$/gm)].map((m) => JSON.parse(m[1]) as string);
       return { chunks, final: JSON.parse(/event: close\ndata: (.*)\n/.exec(text)![1]) };
     };
@@ -74,7 +97,18 @@ for (const dialect of TEST_DIALECTS) {
         const from = wx.requests.length;
         const r = await srv.api('POST', '/api/v1/runs', {
           interaction: ix,
-          config: { model_options: { temperature: 0.3, max_tokens: 50, top_p: 0.8, top_k: 20, stop: ['END'], presence_penalty: 0.5, frequency_penalty: -0.5, seed: 42 } },
+          config: {
+            model_options: {
+              temperature: 0.3,
+              max_tokens: 50,
+              top_p: 0.8,
+              top_k: 20,
+              stop: ['END'],
+              presence_penalty: 0.5,
+              frequency_penalty: -0.5,
+              seed: 42,
+            },
+          },
         });
         assert.equal(r.status, 200, JSON.stringify(r.body));
         assert.equal(r.body.status, 'completed');
@@ -91,11 +125,25 @@ for (const dialect of TEST_DIALECTS) {
         assert.equal(sent.path, '/ml/v1/text/chat');
         assert.deepEqual(sent.query, { version: '2024-05-31' });
         assert.equal(sent.headers.authorization, `Bearer iam-token-${issued + 1}`);
-        assert.deepEqual(sent.body, {
-          model_id: 'ibm/granite-3-8b-instruct', project_id: 'proj-1',
-          messages: [{ role: 'system', content: 'You are terse.' }, { role: 'user', content: 'Say hello in French' }],
-          max_tokens: 50, temperature: 0.3, top_p: 0.8, presence_penalty: 0.5, frequency_penalty: -0.5, seed: 42, stop: ['END'],
-        }, 'the chat API has no top_k: it is left out');
+        assert.deepEqual(
+          sent.body,
+          {
+            model_id: 'ibm/granite-3-8b-instruct',
+            project_id: 'proj-1',
+            messages: [
+              { role: 'system', content: 'You are terse.' },
+              { role: 'user', content: 'Say hello in French' },
+            ],
+            max_tokens: 50,
+            temperature: 0.3,
+            top_p: 0.8,
+            presence_penalty: 0.5,
+            frequency_penalty: -0.5,
+            seed: 42,
+            stop: ['END'],
+          },
+          'the chat API has no top_k: it is left out',
+        );
 
         const run = await srv.client().interactions.execute(ix, {} as any);
         assert.equal(run.result.text(), 'Bonjour from watsonx');
@@ -126,8 +174,16 @@ for (const dialect of TEST_DIALECTS) {
       it('config.api "generation": the text generation API with llumiverse\'s prompt, parameters mapped, stop reasons translated', async () => {
         wx.options.finishReason = 'length';
         try {
-          const { ix } = await setup('watsonx', watsonxEnv({}, { api: 'generation', space_id: 'space-9', project_id: undefined, version: '2025-02-11' }));
-          const r = await srv.api('POST', '/api/v1/runs', { interaction: ix, config: { model_options: { temperature: 0.6, max_tokens: 30, top_k: 5, top_p: 0.9, stop: ['\n\n'], seed: 7 } } });
+          const { ix } = await setup(
+            'watsonx',
+            watsonxEnv({}, { api: 'generation', space_id: 'space-9', project_id: undefined, version: '2025-02-11' }),
+          );
+          const r = await srv.api('POST', '/api/v1/runs', {
+            interaction: ix,
+            config: {
+              model_options: { temperature: 0.6, max_tokens: 30, top_k: 5, top_p: 0.9, stop: ['\n\n'], seed: 7 },
+            },
+          });
           assert.equal(r.status, 200, JSON.stringify(r.body));
           assert.equal(r.body.result[0].value, 'Bonjour from watsonx');
           assert.equal(r.body.finish_reason, 'length');
@@ -136,9 +192,18 @@ for (const dialect of TEST_DIALECTS) {
           assert.equal(sent.path, '/ml/v1/text/generation');
           assert.equal(sent.query.version, '2025-02-11');
           assert.deepEqual(sent.body, {
-            model_id: 'ibm/granite-3-8b-instruct', space_id: 'space-9',
+            model_id: 'ibm/granite-3-8b-instruct',
+            space_id: 'space-9',
             input: 'CONTEXT: You are terse.\nINSTRUCTION: Say hello in French\n',
-            parameters: { decoding_method: 'sample', max_new_tokens: 30, temperature: 0.6, top_p: 0.9, top_k: 5, random_seed: 7, stop_sequences: ['\n\n'] },
+            parameters: {
+              decoding_method: 'sample',
+              max_new_tokens: 30,
+              temperature: 0.6,
+              top_p: 0.9,
+              top_k: 5,
+              random_seed: 7,
+              stop_sequences: ['\n\n'],
+            },
           });
           const { chunks, final } = await streamThroughClient(ix);
           assert.ok(chunks.length > 1, JSON.stringify(chunks));
@@ -163,7 +228,10 @@ for (const dialect of TEST_DIALECTS) {
           assert.deepEqual(sent.response_format, { type: 'json_object' });
           assert.equal(sent.messages.length, 2);
           assert.equal(sent.messages[0].role, 'system');
-          assert.match(sent.messages[0].content, /^You are terse\.\n\nAnswer only with a JSON value that conforms to the following JSON Schema/);
+          assert.match(
+            sent.messages[0].content,
+            /^You are terse\.\n\nAnswer only with a JSON value that conforms to the following JSON Schema/,
+          );
           // PostgreSQL's jsonb stores the schema's keys in its own order: compare the schema, not its text.
           const stated = /JSON Schema[^\n]*\n(.*)$/s.exec(sent.messages[0].content)?.[1];
           assert.deepEqual(JSON.parse(stated ?? 'null'), SCHEMA);
@@ -172,7 +240,7 @@ for (const dialect of TEST_DIALECTS) {
         }
       });
 
-      it('a refused API key is provider_auth with IBM\'s message; missing project or endpoint are clear errors', async () => {
+      it("a refused API key is provider_auth with IBM's message; missing project or endpoint are clear errors", async () => {
         const bad = await setup('watsonx', watsonxEnv({ apiKey: 'wrong-key' }, { retries: 0 }));
         const auth = await srv.api('POST', '/api/v1/runs', { interaction: bad.ix });
         assert.equal(auth.status, 502);
@@ -183,7 +251,10 @@ for (const dialect of TEST_DIALECTS) {
         const before = wx.requests.length;
         const missing = await srv.api('POST', '/api/v1/runs', { interaction: noProject.ix });
         assert.equal(missing.body.error, 'provider_bad_request');
-        assert.match(missing.body.message, /watsonx\.ai needs a project or deployment space: set config\.project_id \(or config\.space_id\)/);
+        assert.match(
+          missing.body.message,
+          /watsonx\.ai needs a project or deployment space: set config\.project_id \(or config\.space_id\)/,
+        );
         assert.equal(wx.requests.slice(before).filter((q) => q.path.startsWith('/ml/')).length, 0, 'nothing was sent');
 
         const noEndpoint = await setup('watsonx', watsonxEnv({ endpoint_url: undefined }));
@@ -204,12 +275,21 @@ for (const dialect of TEST_DIALECTS) {
 
         const unknown = await srv.api('POST', '/api/v1/runs', { interaction: ix, config: { model: 'ibm/nope' } });
         assert.equal(unknown.body.error, 'provider_bad_request');
-        assert.match(unknown.body.message, /answered HTTP 404: Model 'ibm\/nope' is not supported for this environment\./);
+        assert.match(
+          unknown.body.message,
+          /answered HTTP 404: Model 'ibm\/nope' is not supported for this environment\./,
+        );
       });
 
       it('retries a 429 after its retry-after; an error event mid-stream fails the run', async () => {
         const { ix } = await setup('watsonx', watsonxEnv());
-        wx.options.fail = { status: 429, code: 'token_quota_reached', message: 'Rate limit exceeded for this project', headers: { 'retry-after': '1' }, times: 1 };
+        wx.options.fail = {
+          status: 429,
+          code: 'token_quota_reached',
+          message: 'Rate limit exceeded for this project',
+          headers: { 'retry-after': '1' },
+          times: 1,
+        };
         const started = Date.now();
         const limited = await srv.api('POST', '/api/v1/runs', { interaction: ix });
         wx.options.fail = undefined;
@@ -219,7 +299,12 @@ for (const dialect of TEST_DIALECTS) {
         assert.match(limited.body.attempts[0].error.message, /HTTP 429: Rate limit exceeded for this project/);
         assert.equal(limited.body.result[0].value, 'Bonjour from watsonx');
 
-        wx.options.midStreamError = { afterChunks: 1, status: 500, code: 'internal_error', message: 'Model backend crashed' };
+        wx.options.midStreamError = {
+          afterChunks: 1,
+          status: 500,
+          code: 'internal_error',
+          message: 'Model backend crashed',
+        };
         try {
           const broken = await streamOverHttp(ix);
           assert.deepEqual(broken.chunks, ['Bonjour ']);
@@ -235,7 +320,10 @@ for (const dialect of TEST_DIALECTS) {
         const { env } = await setup('watsonx', watsonxEnv());
         const r = await srv.api('GET', `/api/v1/environments/${env}/models`);
         assert.equal(r.status, 200, JSON.stringify(r.body));
-        assert.deepEqual(r.body.map((m: { id: string }) => m.id), ['ibm/granite-3-8b-instruct', 'meta-llama/llama-3-3-70b-instruct']);
+        assert.deepEqual(
+          r.body.map((m: { id: string }) => m.id),
+          ['ibm/granite-3-8b-instruct', 'meta-llama/llama-3-3-70b-instruct'],
+        );
         assert.equal(r.body[0].name, 'granite-3-8b-instruct');
         assert.match(r.body[0].description, /Granite/);
         const sent = wx.requests.at(-1)!;
@@ -247,12 +335,23 @@ for (const dialect of TEST_DIALECTS) {
     });
 
     describe('replicate', () => {
-      it('blocking in sync mode through HTTP and the client: the model\'s predictions URL, Prefer: wait, input as sent', async () => {
+      it("blocking in sync mode through HTTP and the client: the model's predictions URL, Prefer: wait, input as sent", async () => {
         const { ix } = await setup('replicate', replicateEnv());
         const from = rep.requests.length;
         const r = await srv.api('POST', '/api/v1/runs', {
           interaction: ix,
-          config: { model_options: { temperature: 0.4, max_tokens: 64, top_p: 0.95, top_k: 40, stop: ['END', '###'], presence_penalty: 0.2, frequency_penalty: 0.1, seed: 3 } },
+          config: {
+            model_options: {
+              temperature: 0.4,
+              max_tokens: 64,
+              top_p: 0.95,
+              top_k: 40,
+              stop: ['END', '###'],
+              presence_penalty: 0.2,
+              frequency_penalty: 0.1,
+              seed: 3,
+            },
+          },
         });
         assert.equal(r.status, 200, JSON.stringify(r.body));
         assert.equal(r.body.status, 'completed');
@@ -265,9 +364,17 @@ for (const dialect of TEST_DIALECTS) {
         assert.equal(sent[0].headers.authorization, 'Bearer r8_good');
         assert.deepEqual(sent[0].body, {
           input: {
-            prompt: 'Say hello in French', system_prompt: 'You are terse.',
-            max_new_tokens: 64, max_tokens: 64, temperature: 0.4, top_p: 0.95, top_k: 40,
-            presence_penalty: 0.2, frequency_penalty: 0.1, seed: 3, stop_sequences: 'END,###',
+            prompt: 'Say hello in French',
+            system_prompt: 'You are terse.',
+            max_new_tokens: 64,
+            max_tokens: 64,
+            temperature: 0.4,
+            top_p: 0.95,
+            top_k: 40,
+            presence_penalty: 0.2,
+            frequency_penalty: 0.1,
+            seed: 3,
+            stop_sequences: 'END,###',
           },
         });
         const run = await srv.client().interactions.execute(ix, {} as any);
@@ -278,7 +385,10 @@ for (const dialect of TEST_DIALECTS) {
       it('polls a prediction that is still running, and runs a pinned version (owner/name:version)', async () => {
         rep.options.pollsBeforeDone = 2;
         try {
-          const { ix } = await setup('replicate', replicateEnv({ default_model: `meta/meta-llama-3-8b-instruct:${REPLICATE_VERSION}` }));
+          const { ix } = await setup(
+            'replicate',
+            replicateEnv({ default_model: `meta/meta-llama-3-8b-instruct:${REPLICATE_VERSION}` }),
+          );
           const from = rep.requests.length;
           const r = await srv.api('POST', '/api/v1/runs', { interaction: ix });
           assert.equal(r.status, 200, JSON.stringify(r.body));
@@ -355,12 +465,15 @@ for (const dialect of TEST_DIALECTS) {
         }
       });
 
-      it('a wrong token is provider_auth with Replicate\'s detail; a 429 with retry-after is retried', async () => {
+      it("a wrong token is provider_auth with Replicate's detail; a 429 with retry-after is retried", async () => {
         const bad = await setup('replicate', replicateEnv({ apiKey: 'r8_wrong' }, { retries: 0 }));
         const auth = await srv.api('POST', '/api/v1/runs', { interaction: bad.ix });
         assert.equal(auth.status, 502);
         assert.equal(auth.body.error, 'provider_auth');
-        assert.match(auth.body.message, /Replicate at http:\/\/127\.0\.0\.1:\d+ answered HTTP 401: You did not pass a valid authentication token/);
+        assert.match(
+          auth.body.message,
+          /Replicate at http:\/\/127\.0\.0\.1:\d+ answered HTTP 401: You did not pass a valid authentication token/,
+        );
 
         const unknown = await setup('replicate', replicateEnv({ default_model: 'someone/nothing' }, { retries: 0 }));
         const missing = await srv.api('POST', '/api/v1/runs', { interaction: unknown.ix });
@@ -368,7 +481,13 @@ for (const dialect of TEST_DIALECTS) {
         assert.match(missing.body.message, /HTTP 404: The requested resource could not be found/);
 
         const { ix } = await setup('replicate', replicateEnv());
-        rep.options.fail = { status: 429, title: 'Request was throttled.', detail: 'Request was throttled. Expected available in 1 second.', headers: { 'retry-after': '1' }, times: 1 };
+        rep.options.fail = {
+          status: 429,
+          title: 'Request was throttled.',
+          detail: 'Request was throttled. Expected available in 1 second.',
+          headers: { 'retry-after': '1' },
+          times: 1,
+        };
         const started = Date.now();
         const limited = await srv.api('POST', '/api/v1/runs', { interaction: ix });
         rep.options.fail = undefined;
@@ -386,7 +505,10 @@ for (const dialect of TEST_DIALECTS) {
         assert.equal(r.status, 200, JSON.stringify(r.body));
         const ids = r.body.map((m: { id: string }) => m.id);
         assert.ok(ids.includes('meta/meta-llama-3-70b-instruct'), JSON.stringify(ids));
-        assert.ok(r.body.every((m: { id: string; name: string }) => /^[\w.-]+\/[\w.-]+$/.test(m.id) && m.name), JSON.stringify(r.body));
+        assert.ok(
+          r.body.every((m: { id: string; name: string }) => /^[\w.-]+\/[\w.-]+$/.test(m.id) && m.name),
+          JSON.stringify(r.body),
+        );
         assert.equal(rep.requests.length, from, 'a static list: no request');
       });
     });

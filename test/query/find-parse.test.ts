@@ -3,11 +3,20 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { jsonSql, globToPosixRegex } from '../../src/db/json-sql.ts';
 import {
-  FIELD_OPERATORS, FIND_LIMITS, FindQueryError, LOGICAL_OPERATORS, compileFind, compileSort, parseFind, regexToGlob, type FieldResolver,
+  FIELD_OPERATORS,
+  FIND_LIMITS,
+  FindQueryError,
+  LOGICAL_OPERATORS,
+  compileFind,
+  compileSort,
+  parseFind,
+  regexToGlob,
+  type FieldResolver,
 } from '../../src/query/find/index.ts';
 
 const resolve: FieldResolver = (p) => {
-  if (p.length === 1 && (p[0] === 'name' || p[0] === 'status')) return { kind: 'column', column: `d.${p[0]}`, type: 'text' };
+  if (p.length === 1 && (p[0] === 'name' || p[0] === 'status'))
+    return { kind: 'column', column: `d.${p[0]}`, type: 'text' };
   if (p[0] === 'properties') return { kind: 'json', column: 'd.properties', path: p.slice(1) };
   return null;
 };
@@ -28,31 +37,62 @@ const refusal = (q: unknown): FindQueryError => {
 
 describe('find: parse', () => {
   it('parses to frozen, kind-tagged nodes', () => {
-    const node = parseFind({ name: 'x', 'properties.n': { $gte: 3, $lt: 9 }, $or: [{ status: 'a' }, { status: { $ne: 'b' } }] });
+    const node = parseFind({
+      name: 'x',
+      'properties.n': { $gte: 3, $lt: 9 },
+      $or: [{ status: 'a' }, { status: { $ne: 'b' } }],
+    });
     assert.equal(node.kind, 'and');
     assert.ok(Object.isFrozen(node));
     assert.deepEqual(node, {
       kind: 'and',
       nodes: [
         { kind: 'field', field: 'name', path: ['name'], cond: { kind: 'eq', value: 'x' } },
-        { kind: 'field', field: 'properties.n', path: ['properties', 'n'], cond: { kind: 'every', conds: [{ kind: 'cmp', op: 'gte', value: 3 }, { kind: 'cmp', op: 'lt', value: 9 }] } },
-        { kind: 'or', nodes: [
-          { kind: 'field', field: 'status', path: ['status'], cond: { kind: 'eq', value: 'a' } },
-          { kind: 'field', field: 'status', path: ['status'], cond: { kind: 'not', cond: { kind: 'eq', value: 'b' } } },
-        ] },
+        {
+          kind: 'field',
+          field: 'properties.n',
+          path: ['properties', 'n'],
+          cond: {
+            kind: 'every',
+            conds: [
+              { kind: 'cmp', op: 'gte', value: 3 },
+              { kind: 'cmp', op: 'lt', value: 9 },
+            ],
+          },
+        },
+        {
+          kind: 'or',
+          nodes: [
+            { kind: 'field', field: 'status', path: ['status'], cond: { kind: 'eq', value: 'a' } },
+            {
+              kind: 'field',
+              field: 'status',
+              path: ['status'],
+              cond: { kind: 'not', cond: { kind: 'eq', value: 'b' } },
+            },
+          ],
+        },
       ],
     });
   });
 
   it('an empty query is TRUE; $all [] and $in [] are empty sets', () => {
     assert.deepEqual(parseFind({}), { kind: 'and', nodes: [] });
-    assert.deepEqual(parseFind({ name: { $all: [] } }), { kind: 'field', field: 'name', path: ['name'], cond: { kind: 'in', values: [] } });
+    assert.deepEqual(parseFind({ name: { $all: [] } }), {
+      kind: 'field',
+      field: 'name',
+      path: ['name'],
+      cond: { kind: 'in', values: [] },
+    });
   });
 
   it('$elemMatch: operators → one value; fields or logical operators → a sub-match', () => {
     assert.equal((parseFind({ 'properties.a': { $elemMatch: { $gt: 1 } } }) as any).cond.kind, 'elemMatch');
     assert.equal((parseFind({ 'properties.a': { $elemMatch: { sku: 'x' } } }) as any).cond.kind, 'elemMatchDoc');
-    assert.equal((parseFind({ 'properties.a': { $elemMatch: { $or: [{ sku: 'x' }] } } }) as any).cond.kind, 'elemMatchDoc');
+    assert.equal(
+      (parseFind({ 'properties.a': { $elemMatch: { $or: [{ sku: 'x' }] } } }) as any).cond.kind,
+      'elemMatchDoc',
+    );
   });
 
   it('refuses unknown and unsupported operators, naming them and the supported ones', () => {
@@ -131,14 +171,29 @@ describe('find: parse', () => {
     let deepArray: unknown = 1;
     for (let i = 0; i < 10_000; i++) deepArray = [deepArray];
     assert.match(refusal({ name: deepArray }).message, /deeper than/);
-    assert.match(refusal({ $or: Array.from({ length: FIND_LIMITS.clauses + 1 }, (_, i) => ({ name: `v${i}` })) }).message, /more than 500 conditions/);
-    assert.match(refusal({ name: { $all: Array.from({ length: 600 }, (_, i) => `v${i}`) } }).message, /more than 500 conditions/);
+    assert.match(
+      refusal({ $or: Array.from({ length: FIND_LIMITS.clauses + 1 }, (_, i) => ({ name: `v${i}` })) }).message,
+      /more than 500 conditions/,
+    );
+    assert.match(
+      refusal({ name: { $all: Array.from({ length: 600 }, (_, i) => `v${i}`) } }).message,
+      /more than 500 conditions/,
+    );
     assert.match(refusal({ name: Array.from({ length: 600 }, (_, i) => i) }).message, /more than 500 conditions/);
     compileFind({ name: { $in: Array.from({ length: FIND_LIMITS.inValues }, (_, i) => `v${i}`) } }, resolve, json);
-    assert.match(refusal({ name: { $in: Array.from({ length: FIND_LIMITS.inValues + 1 }, (_, i) => i) } }).message, /at most 100000 values/);
+    assert.match(
+      refusal({ name: { $in: Array.from({ length: FIND_LIMITS.inValues + 1 }, (_, i) => i) } }).message,
+      /at most 100000 values/,
+    );
     assert.match(refusal({ [`properties${'.a'.repeat(FIND_LIMITS.pathSegments)}`]: 1 }).message, /at most 16 segments/);
-    assert.match(refusal({ [`properties.${'a'.repeat(FIND_LIMITS.fieldLength)}`]: 1 }).message, /at most 500 characters/);
-    assert.match(refusal({ name: { $regex: 'a'.repeat(FIND_LIMITS.regexLength + 1) } }).message, /at most 1000 characters/);
+    assert.match(
+      refusal({ [`properties.${'a'.repeat(FIND_LIMITS.fieldLength)}`]: 1 }).message,
+      /at most 500 characters/,
+    );
+    assert.match(
+      refusal({ name: { $regex: 'a'.repeat(FIND_LIMITS.regexLength + 1) } }).message,
+      /at most 1000 characters/,
+    );
   });
 
   it('adversarial inputs finish quickly', { timeout: 60_000 }, () => {
@@ -239,9 +294,27 @@ describe('find: $regex → GLOB', () => {
       ['abc\\', /lone backslash/],
     ];
     for (const [re, msg] of cases) {
-      assert.throws(() => glob(re), (err: unknown) => err instanceof FindQueryError && msg.test(err.message) && /supported|not supported|refused|never|NUL|digits|class|range|backslash|only/.test(err.message), re);
+      assert.throws(
+        () => glob(re),
+        (err: unknown) =>
+          err instanceof FindQueryError &&
+          msg.test(err.message) &&
+          /supported|not supported|refused|never|NUL|digits|class|range|backslash|only/.test(err.message),
+        re,
+      );
     }
-    assert.match(String((() => { try { glob('a|b'); } catch (e) { return (e as Error).message; } })()), /supported: \^ first, \$ last/);
+    assert.match(
+      String(
+        (() => {
+          try {
+            glob('a|b');
+          } catch (e) {
+            return (e as Error).message;
+          }
+        })(),
+      ),
+      /supported: \^ first, \$ last/,
+    );
   });
 
   it('GLOB → POSIX regex for PostgreSQL escapes every literal', () => {
@@ -265,7 +338,12 @@ describe('find: sort keys', () => {
       [[{ field: '__proto__' }], /unknown field "__proto__"/],
       [Array.from({ length: FIND_LIMITS.sortKeys + 1 }, () => ({ field: 'name' })), /at most 8 keys/],
     ];
-    for (const [s, re] of bad) assert.throws(() => compileSort(s, resolve, json), (e: unknown) => e instanceof FindQueryError && re.test(e.message), JSON.stringify(s));
+    for (const [s, re] of bad)
+      assert.throws(
+        () => compileSort(s, resolve, json),
+        (e: unknown) => e instanceof FindQueryError && re.test(e.message),
+        JSON.stringify(s),
+      );
     assert.deepEqual(compileSort(undefined, resolve, json), []);
     assert.equal(compileSort([{ field: 'name' }, { field: 'properties.a', order: 'desc' }], resolve, json).length, 5);
   });

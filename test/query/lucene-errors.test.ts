@@ -2,7 +2,16 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import {
-  LuceneSyntaxError, MAX_QUERY_DEPTH, MAX_QUERY_LENGTH, MAX_QUERY_TERMS, Q, RUN_FIELD_LIST, UnknownFieldError, isRunField, parseLucene, validateFields,
+  LuceneSyntaxError,
+  MAX_QUERY_DEPTH,
+  MAX_QUERY_LENGTH,
+  MAX_QUERY_TERMS,
+  Q,
+  RUN_FIELD_LIST,
+  UnknownFieldError,
+  isRunField,
+  parseLucene,
+  validateFields,
 } from '../../src/query/lucene/index.ts';
 
 /** [query, 0-based position, a fragment of the message]. */
@@ -12,7 +21,7 @@ const SYNTAX: [string, number, string][] = [
   ['a (b OR (c)', 2, "unclosed '('"],
   ['a)', 1, "unexpected ')'"],
   [')', 0, "unexpected ')'"],
-  ['()', 1, "empty group"],
+  ['()', 1, 'empty group'],
   ['status:()', 8, 'empty group'],
   ['"abc', 0, 'unclosed quote'],
   ['a "b\\"', 2, 'unclosed quote'],
@@ -88,13 +97,16 @@ const SYNTAX: [string, number, string][] = [
 describe('parseLucene: syntax errors', () => {
   for (const [query, position, fragment] of SYNTAX) {
     it(`${JSON.stringify(query)} → position ${position}`, () => {
-      assert.throws(() => parseLucene(query), (err: unknown) => {
-        assert.ok(err instanceof LuceneSyntaxError, `not a LuceneSyntaxError: ${String(err)}`);
-        assert.equal(err.position, position, err.message);
-        assert.ok(err.message.includes(fragment), `${err.message} lacks ${fragment}`);
-        assert.ok(err.message.startsWith(`Lucene syntax error at position ${position}: `));
-        return true;
-      });
+      assert.throws(
+        () => parseLucene(query),
+        (err: unknown) => {
+          assert.ok(err instanceof LuceneSyntaxError, `not a LuceneSyntaxError: ${String(err)}`);
+          assert.equal(err.position, position, err.message);
+          assert.ok(err.message.includes(fragment), `${err.message} lacks ${fragment}`);
+          assert.ok(err.message.startsWith(`Lucene syntax error at position ${position}: `));
+          return true;
+        },
+      );
     });
   }
 
@@ -112,7 +124,11 @@ describe('parseLucene: syntax errors', () => {
   });
 
   it(`refuses nesting deeper than ${MAX_QUERY_DEPTH}`, () => {
-    for (const query of [`${'('.repeat(MAX_QUERY_DEPTH + 1)}a${')'.repeat(MAX_QUERY_DEPTH + 1)}`, `${'NOT '.repeat(MAX_QUERY_DEPTH + 1)}a`, `${'!'.repeat(9_000)}a`]) {
+    for (const query of [
+      `${'('.repeat(MAX_QUERY_DEPTH + 1)}a${')'.repeat(MAX_QUERY_DEPTH + 1)}`,
+      `${'NOT '.repeat(MAX_QUERY_DEPTH + 1)}a`,
+      `${'!'.repeat(9_000)}a`,
+    ]) {
       const err = catchError(() => parseLucene(query));
       assert.ok(err instanceof LuceneSyntaxError);
       assert.match(err.message, /nested too deeply/);
@@ -170,16 +186,35 @@ describe('unknown fields', () => {
   });
 
   it('accept the catalogue and the families', () => {
-    for (const query of ['id:x', 'modelId:x', 'tags:x', 'interaction:x', 'environment:x', 'result:x', 'prompt:x', 'finish_reason:x',
-      'token_use.total:1', 'execution_time:>1', 'updated_at:>2024', 'created_at:2024', 'parameters.customer.id:x', 'config.model:x',
-      'source.principal_id:x', 'parameters:x', '_exists_:parameters.größe', 'parameters.a_b-c.0:x']) {
+    for (const query of [
+      'id:x',
+      'modelId:x',
+      'tags:x',
+      'interaction:x',
+      'environment:x',
+      'result:x',
+      'prompt:x',
+      'finish_reason:x',
+      'token_use.total:1',
+      'execution_time:>1',
+      'updated_at:>2024',
+      'created_at:2024',
+      'parameters.customer.id:x',
+      'config.model:x',
+      'source.principal_id:x',
+      'parameters:x',
+      '_exists_:parameters.größe',
+      'parameters.a_b-c.0:x',
+    ]) {
       assert.doesNotThrow(() => parseLucene(query, opts), query);
     }
   });
 
   it('validateFields checks an AST', () => {
     validateFields(parseLucene('status:x AND tags:(a b) AND _exists_:result'), isRunField, RUN_FIELD_LIST);
-    const err = catchError(() => validateFields(Q.and(Q.term('status', 'x'), Q.not(Q.exists('colour'))), isRunField, ['status']));
+    const err = catchError(() =>
+      validateFields(Q.and(Q.term('status', 'x'), Q.not(Q.exists('colour'))), isRunField, ['status']),
+    );
     assert.ok(err instanceof UnknownFieldError);
     assert.equal(err.field, 'colour');
     assert.equal(err.position, null);

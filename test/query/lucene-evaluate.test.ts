@@ -2,8 +2,23 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import {
-  Q, UnknownFieldError, compareCodePoints, compileMatcher, globParts, globToRegExp, instantToIso, matches, parseDateInterval,
-  parseLucene, parseNumber, promptText, resultText, runText, tokenize, type MatchOptions, type RunDocument,
+  Q,
+  UnknownFieldError,
+  compareCodePoints,
+  compileMatcher,
+  globParts,
+  globToRegExp,
+  instantToIso,
+  matches,
+  parseDateInterval,
+  parseLucene,
+  parseNumber,
+  promptText,
+  resultText,
+  runText,
+  tokenize,
+  type MatchOptions,
+  type RunDocument,
 } from '../../src/query/lucene/index.ts';
 
 const RUNS: RunDocument[] = [
@@ -14,9 +29,18 @@ const RUNS: RunDocument[] = [
     tags: ['alpha', 'beta'],
     interaction: { id: 'ix1', name: 'Summarize' },
     environment: { id: 'env1', name: 'openai-prod' },
-    parameters: { customer: { id: 'c-42', name: 'Ada Lovelace' }, topic: 'Quarterly report', count: 3, flag: true, items: [{ sku: 'A-1' }, { sku: 'B-2' }] },
+    parameters: {
+      customer: { id: 'c-42', name: 'Ada Lovelace' },
+      topic: 'Quarterly report',
+      count: 3,
+      flag: true,
+      items: [{ sku: 'A-1' }, { sku: 'B-2' }],
+    },
     result: [{ type: 'text', value: 'Hello world! The café is open.' }],
-    prompt: [{ role: 'system', content: 'You are helpful.' }, { role: 'user', content: 'Summarize the quarterly report' }],
+    prompt: [
+      { role: 'system', content: 'You are helpful.' },
+      { role: 'user', content: 'Summarize the quarterly report' },
+    ],
     token_use: { prompt: 100, result: 50, total: 150 },
     execution_time: 1234,
     created_at: '2024-03-05T09:59:00.000Z',
@@ -48,7 +72,10 @@ const RUNS: RunDocument[] = [
     modelId: 'GPT-4O',
     tags: ['Alpha', 'a b', 'x*y'],
     interaction: { id: 'ix1', name: 'Summarize' },
-    result: [{ type: 'json', value: { answer: 'hello' } }, { type: 'text', value: 'Ωmega 日本語 テキスト ÉTÉ' }],
+    result: [
+      { type: 'json', value: { answer: 'hello' } },
+      { type: 'text', value: 'Ωmega 日本語 テキスト ÉTÉ' },
+    ],
     prompt: [],
     token_use: { prompt: 1, result: 1, total: 2 },
     updated_at: '2025-06-15T12:30:45.500Z',
@@ -278,8 +305,18 @@ describe('run text', () => {
 
 describe('value rules', () => {
   it('parseNumber is strict', () => {
-    for (const [s, n] of [['42', 42], ['-1.5', -1.5], ['+2', 2], ['.5', 0.5], ['5.', 5], ['1e3', 1000], ['-0', -0]] as const) assert.equal(parseNumber(s), n, s);
-    for (const s of ['', ' 1', '1 ', '0x10', '1_000', 'Infinity', 'NaN', '1e999', '--1', '1.2.3', 'abc', '.']) assert.equal(parseNumber(s), null, s);
+    for (const [s, n] of [
+      ['42', 42],
+      ['-1.5', -1.5],
+      ['+2', 2],
+      ['.5', 0.5],
+      ['5.', 5],
+      ['1e3', 1000],
+      ['-0', -0],
+    ] as const)
+      assert.equal(parseNumber(s), n, s);
+    for (const s of ['', ' 1', '1 ', '0x10', '1_000', 'Infinity', 'NaN', '1e999', '--1', '1.2.3', 'abc', '.'])
+      assert.equal(parseNumber(s), null, s);
   });
 
   it('parseDateInterval covers the precision written', () => {
@@ -298,7 +335,19 @@ describe('value rules', () => {
     assert.deepEqual(iv('2024-03-05 10:00+02:00'), ['2024-03-05T08:00:00.000Z', '2024-03-05T08:01:00.000Z']);
     assert.deepEqual(iv('2024-03-05T01:00-0130'), ['2024-03-05T02:30:00.000Z', '2024-03-05T02:31:00.000Z']);
     assert.deepEqual(iv('0050-01-01'), ['0050-01-01T00:00:00.000Z', '0050-01-02T00:00:00.000Z']);
-    for (const s of ['2023-02-29', '2024-00', '2024-13-01', '2024-01-32', '2024-01-01T24:00', '2024-01-01T10:60', '2024-01-01Z', '24-01-01', '2024-1-1', 'x', '']) {
+    for (const s of [
+      '2023-02-29',
+      '2024-00',
+      '2024-13-01',
+      '2024-01-32',
+      '2024-01-01T24:00',
+      '2024-01-01T10:60',
+      '2024-01-01Z',
+      '24-01-01',
+      '2024-1-1',
+      'x',
+      '',
+    ]) {
       assert.equal(parseDateInterval(s), null, s);
     }
   });

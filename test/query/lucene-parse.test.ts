@@ -6,7 +6,8 @@ import { MAX_QUERY_TERMS, Q, parseLucene, type QueryNode } from '../../src/query
 const t = (field: string | null, value: string): QueryNode => Q.term(field, value);
 const ph = (field: string | null, value: string): QueryNode => Q.term(field, value, { phrase: true });
 const wc = (field: string | null, value: string): QueryNode => Q.term(field, value, { wildcard: true });
-const r = (field: string, lo: string | null, hi: string | null, il = true, iu = true): QueryNode => Q.range(field, lo, hi, il, iu);
+const r = (field: string, lo: string | null, hi: string | null, il = true, iu = true): QueryNode =>
+  Q.range(field, lo, hi, il, iu);
 const { and, or, not, exists, all } = Q;
 
 const CASES: [string, QueryNode][] = [
@@ -118,7 +119,10 @@ const CASES: [string, QueryNode][] = [
   ['tags:("a b" c*)', or(ph('tags', 'a b'), wc('tags', 'c*'))],
   ['tags:(a OR (b AND c))', or(t('tags', 'a'), and(t('tags', 'b'), t('tags', 'c')))],
   ['-tags:(a b)', not(or(t('tags', 'a'), t('tags', 'b')))],
-  ['token_use.total:(>10 AND <20)', and(r('token_use.total', '10', null, false, false), r('token_use.total', null, '20', false, false))],
+  [
+    'token_use.total:(>10 AND <20)',
+    and(r('token_use.total', '10', null, false, false), r('token_use.total', null, '20', false, false)),
+  ],
   ['token_use.total:([1 TO 5] OR 9)', or(r('token_use.total', '1', '5'), t('token_use.total', '9'))],
   ['tags:(a status:b)', or(t('tags', 'a'), t('status', 'b'))],
   ['tags:(*)', exists('tags')],

@@ -8,13 +8,26 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import {
-  LuceneSyntaxError, RUN_FIELD_LIST, compileMatcher, isRunField, parseLucene, type MatchOptions,
+  LuceneSyntaxError,
+  RUN_FIELD_LIST,
+  compileMatcher,
+  isRunField,
+  parseLucene,
+  type MatchOptions,
 } from '../../src/query/lucene/index.ts';
 import { ast, checkInvariants, malformed, noise, printQuery, runDoc, wellFormed } from './lucene-gen.ts';
 
 const numRuns = Number(process.env.ORRERY_PROPERTY_RUNS ?? 500);
 const fieldOpts = { isField: isRunField, fieldList: RUN_FIELD_LIST };
-const defaultPaths = fc.constantFrom<MatchOptions>({}, {}, { defaultPath: 'tags' }, { defaultPath: 'result' }, { defaultPath: 'parameters.topic' }, { defaultPath: 'updated_at' }, { defaultPath: 'token_use.total' });
+const defaultPaths = fc.constantFrom<MatchOptions>(
+  {},
+  {},
+  { defaultPath: 'tags' },
+  { defaultPath: 'result' },
+  { defaultPath: 'parameters.topic' },
+  { defaultPath: 'updated_at' },
+  { defaultPath: 'token_use.total' },
+);
 
 /**
  * Fails the property with the query when parsing takes pathologically long (a hang would never
@@ -57,7 +70,10 @@ describe('Lucene parser properties', () => {
           timed(q, () => parseLucene(q, fieldOpts));
         } catch (err) {
           if (!(err instanceof LuceneSyntaxError)) throw err;
-          assert.ok(err.position >= 0 && err.position <= q.length, `position ${err.position} outside ${JSON.stringify(q)}`);
+          assert.ok(
+            err.position >= 0 && err.position <= q.length,
+            `position ${err.position} outside ${JSON.stringify(q)}`,
+          );
           assert.ok(err.line >= 1 && err.column >= 1);
           return;
         }

@@ -51,7 +51,12 @@ for (const dialect of TEST_DIALECTS) {
       const key = await srv.api('POST', '/api/v1/apikeys', { name: 'other', project: project.body.id });
       assert.equal(key.status, 200, JSON.stringify(key.body));
       const seeded = await seedEcho(srv, { token: key.body.value, name: 'Hidden echo' });
-      const r = await srv.api('POST', '/api/v1/runs', { interaction: seeded.interaction.id, data: { text: 'secret' }, tags: ['red'] }, key.body.value);
+      const r = await srv.api(
+        'POST',
+        '/api/v1/runs',
+        { interaction: seeded.interaction.id, data: { text: 'secret' }, tags: ['red'] },
+        key.body.value,
+      );
       assert.equal(r.status, 200, JSON.stringify(r.body));
       otherRun = r.body.id;
       other = srv.client(key.body.value);
@@ -60,8 +65,14 @@ for (const dialect of TEST_DIALECTS) {
 
     it('finds runs with a Mongo-style query, newest first, references as ids', async () => {
       const red = await client.runs.find({ query: { tags: 'red' } });
-      const expected = runs.filter((r) => r.tags.includes('red')).map((r) => r.id).reverse();
-      assert.deepEqual(red.map((r) => r.id), expected);
+      const expected = runs
+        .filter((r) => r.tags.includes('red'))
+        .map((r) => r.id)
+        .reverse();
+      assert.deepEqual(
+        red.map((r) => r.id),
+        expected,
+      );
       const first = red[0] as Record<string, unknown>;
       assert.equal(first.interaction, beta.interaction.id);
       assert.equal(first.environment, beta.env.id);
@@ -70,10 +81,18 @@ for (const dialect of TEST_DIALECTS) {
       assert.ok(Array.isArray(first.result));
 
       const failed = await client.runs.find({ query: { status: 'failed' } });
-      assert.deepEqual(failed.map((r) => r.id), runs.filter((r) => r.status === 'failed').map((r) => r.id));
+      assert.deepEqual(
+        failed.map((r) => r.id),
+        runs.filter((r) => r.status === 'failed').map((r) => r.id),
+      );
 
-      const byParam = await client.runs.find({ query: { 'parameters.text': { $in: ['one', 'three'] }, interaction: alpha.interaction.id } });
-      assert.deepEqual(byParam.map((r) => r.id), [runs[0].id]);
+      const byParam = await client.runs.find({
+        query: { 'parameters.text': { $in: ['one', 'three'] }, interaction: alpha.interaction.id },
+      });
+      assert.deepEqual(
+        byParam.map((r) => r.id),
+        [runs[0].id],
+      );
 
       const both = await client.runs.find({ query: { $or: [{ tags: 'blue' }, { status: 'failed' }] } });
       assert.deepEqual(new Set(both.map((r) => r.id)), new Set([runs[0].id, runs[2].id, runs[3].id]));
@@ -83,7 +102,10 @@ for (const dialect of TEST_DIALECTS) {
       const all = await client.runs.find({ query: {} });
       assert.equal(all.length, runs.length);
       const page = await client.runs.find({ query: {}, limit: 2, offset: 1 });
-      assert.deepEqual(page.map((r) => r.id), all.slice(1, 3).map((r) => r.id));
+      assert.deepEqual(
+        page.map((r) => r.id),
+        all.slice(1, 3).map((r) => r.id),
+      );
       const projected = await client.runs.find({ query: { tags: 'blue' }, select: 'status tags' });
       for (const r of projected) assert.deepEqual(Object.keys(r).sort(), ['id', 'status', 'tags']);
       const dropped = await client.runs.find({ query: {}, select: '-prompt -result', limit: 1 });
@@ -118,25 +140,40 @@ for (const dialect of TEST_DIALECTS) {
       const mine = await client.runs.find({ query: { id: otherRun } });
       assert.deepEqual(mine, []);
       const theirs = await other.runs.find({ query: {} });
-      assert.deepEqual(theirs.map((r) => r.id), [otherRun]);
+      assert.deepEqual(
+        theirs.map((r) => r.id),
+        [otherRun],
+      );
     });
 
     it('answers filter options with counts and names, honouring the list filters', async () => {
       const interactions = await client.runs.filterOptions('interaction', {});
       assert.deepEqual(
         [...interactions].sort((x, y) => x.name.localeCompare(y.name)),
-        [{ id: alpha.interaction.id, name: 'Alpha echo', count: 2 }, { id: beta.interaction.id, name: 'Beta echo', count: 2 }],
+        [
+          { id: alpha.interaction.id, name: 'Alpha echo', count: 2 },
+          { id: beta.interaction.id, name: 'Beta echo', count: 2 },
+        ],
       );
       const tags = await client.runs.filterOptions('tags', {});
-      assert.deepEqual(tags, [{ id: 'red', name: 'red', count: 3 }, { id: 'blue', name: 'blue', count: 2 }]);
+      assert.deepEqual(tags, [
+        { id: 'red', name: 'red', count: 3 },
+        { id: 'blue', name: 'blue', count: 2 },
+      ]);
       const statuses = await client.runs.filterOptions('status', { interaction: beta.interaction.id });
-      assert.deepEqual(statuses.map((s) => [s.id, s.count]).sort(), [['completed', 1], ['failed', 1]]);
+      assert.deepEqual(statuses.map((s) => [s.id, s.count]).sort(), [
+        ['completed', 1],
+        ['failed', 1],
+      ]);
       const envs = await client.runs.filterOptions('environment', { tag: 'blue' });
       assert.deepEqual(new Set(envs.map((e) => e.id)), new Set([alpha.env.id, beta.env.id]));
       assert.ok(envs.every((e) => e.name === 'Test env' && e.count === 1));
       const models = await client.runs.filterOptions('model', {});
       assert.ok(models.length >= 1 && models.every((m) => m.id === m.name));
-      assert.equal(models.reduce((n, m) => n + m.count, 0), runs.length);
+      assert.equal(
+        models.reduce((n, m) => n + m.count, 0),
+        runs.length,
+      );
     });
 
     it("refuses an unknown filter-options field, and never counts another project's runs", async () => {

@@ -15,17 +15,29 @@ for (const dialect of TEST_DIALECTS) {
     before(async () => {
       // Building a 5 MB string takes a while on a busy machine: the CPU bound is not what is tested.
       srv = await startTestServer(dialect, { templateCpuMs: 30_000 });
-      const env = (await srv.api('POST', '/api/v1/environments', { name: 'offline', provider: 'test', default_model: 'echo' })).body.id;
-      ix = (await srv.api('POST', '/api/v1/interactions', {
-        name: 'thrower', status: 'draft', environment: env,
-        prompts: [{ type: 'template', template: { role: 'user', content_type: 'jst', content: "throw new Error('e'.repeat(5e6))" } }],
-      })).body.id;
+      const env = (
+        await srv.api('POST', '/api/v1/environments', { name: 'offline', provider: 'test', default_model: 'echo' })
+      ).body.id;
+      ix = (
+        await srv.api('POST', '/api/v1/interactions', {
+          name: 'thrower',
+          status: 'draft',
+          environment: env,
+          prompts: [
+            {
+              type: 'template',
+              template: { role: 'user', content_type: 'jst', content: "throw new Error('e'.repeat(5e6))" },
+            },
+          ],
+        })
+      ).body.id;
     });
     after(() => srv.close());
 
     it('cuts a template error in the answer and the stored run, and says it was cut', async () => {
       const res = await fetch(`${srv.url}/api/v1/runs`, {
-        method: 'POST', headers: { authorization: `Bearer ${srv.adminKey}`, 'content-type': 'application/json' },
+        method: 'POST',
+        headers: { authorization: `Bearer ${srv.adminKey}`, 'content-type': 'application/json' },
         body: JSON.stringify({ interaction: ix, data: {} }),
       });
       const text = await res.text();
@@ -38,7 +50,10 @@ for (const dialect of TEST_DIALECTS) {
       const stored = await srv.api('GET', `/api/v1/runs/${body.details.run_id}`);
       assert.equal(stored.body.status, 'failed');
       assert.equal(stored.body.error.code, 'template_error');
-      assert.ok(stored.body.error.message.length <= MAX_ERROR_MESSAGE_CHARS, `stored message of ${stored.body.error.message.length}`);
+      assert.ok(
+        stored.body.error.message.length <= MAX_ERROR_MESSAGE_CHARS,
+        `stored message of ${stored.body.error.message.length}`,
+      );
       assert.match(stored.body.error.message, /^Error: e+|e{100}/);
       assert.match(stored.body.error.message, /error message cut: \d+ more characters\]$/);
       assert.ok(JSON.stringify(stored.body).length < 4 * MAX_ERROR_MESSAGE_CHARS);

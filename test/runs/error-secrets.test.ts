@@ -13,7 +13,8 @@ const FORMS = [KEY, Buffer.from(KEY).toString('base64'), encodeURIComponent(KEY)
 const BASIC = Buffer.from(`apikey:${KEY}`).toString('base64');
 const ECHO = `Incorrect API key provided: ${FORMS[0]}; as base64 ${FORMS[1]}; in the URL ?key=${FORMS[2]}; header Basic ${BASIC}`;
 
-const leaks = (text: string) => [...FORMS, Buffer.from(KEY).toString('base64').slice(4, 24)].filter((f) => text.includes(f));
+const leaks = (text: string) =>
+  [...FORMS, Buffer.from(KEY).toString('base64').slice(4, 24)].filter((f) => text.includes(f));
 
 for (const dialect of TEST_DIALECTS) {
   describe(`${dialect}: provider errors never give back the environment's secrets`, () => {
@@ -24,14 +25,28 @@ for (const dialect of TEST_DIALECTS) {
 
     before(async () => {
       srv = await startTestServer(dialect);
-      wire = await startOpenAIWireServer({ apiKey: null, fail: { status: 401, message: ECHO, code: 'invalid_api_key' }, failModels: { status: 401, message: ECHO } });
-      const created = await srv.api('POST', '/api/v1/environments', { name: 'echoing', provider: 'openai_compatible', endpoint_url: wire.url, api_key: KEY, default_model: 'm' });
+      wire = await startOpenAIWireServer({
+        apiKey: null,
+        fail: { status: 401, message: ECHO, code: 'invalid_api_key' },
+        failModels: { status: 401, message: ECHO },
+      });
+      const created = await srv.api('POST', '/api/v1/environments', {
+        name: 'echoing',
+        provider: 'openai_compatible',
+        endpoint_url: wire.url,
+        api_key: KEY,
+        default_model: 'm',
+      });
       assert.equal(created.status, 200, JSON.stringify(created.body));
       env = created.body.id;
-      ix = (await srv.api('POST', '/api/v1/interactions', {
-        name: 'ask', status: 'draft', environment: env,
-        prompts: [{ type: 'template', template: { role: 'user', content_type: 'text', content: 'hello' } }],
-      })).body.id;
+      ix = (
+        await srv.api('POST', '/api/v1/interactions', {
+          name: 'ask',
+          status: 'draft',
+          environment: env,
+          prompts: [{ type: 'template', template: { role: 'user', content_type: 'text', content: 'hello' } }],
+        })
+      ).body.id;
     });
     after(async () => {
       await srv.close();
@@ -53,7 +68,9 @@ for (const dialect of TEST_DIALECTS) {
     it('scrubs the SSE stream of a streamed run', async () => {
       const created = await srv.api('POST', '/api/v1/runs', { interaction: ix, stream: true });
       assert.equal(created.status, 200, JSON.stringify(created.body));
-      const text = await (await fetch(`${srv.url}/api/v1/runs/${created.body.id}/stream?access_token=${srv.adminKey}`)).text();
+      const text = await (
+        await fetch(`${srv.url}/api/v1/runs/${created.body.id}/stream?access_token=${srv.adminKey}`)
+      ).text();
       const close = JSON.parse(/event: close\ndata: (.*)\n/.exec(text)![1]);
       assert.equal(close.status, 'failed');
       assert.match(close.error.message, /\[REDACTED\]/);
@@ -68,7 +85,10 @@ for (const dialect of TEST_DIALECTS) {
     });
 
     it('scrubs an embeddings failure', async () => {
-      const r = await srv.api('POST', `/api/v1/environments/${env}/embeddings`, { inputs: [{ type: 'text', text: 'hi' }], model: 'text-embedding-3-small' });
+      const r = await srv.api('POST', `/api/v1/environments/${env}/embeddings`, {
+        inputs: [{ type: 'text', text: 'hi' }],
+        model: 'text-embedding-3-small',
+      });
       assert.equal(r.status, 502, JSON.stringify(r.body));
       assert.match(r.body.message, /\[REDACTED\]/);
       assert.deepEqual(leaks(JSON.stringify(r.body)), []);

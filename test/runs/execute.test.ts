@@ -15,9 +15,18 @@ for (const dialect of TEST_DIALECTS) {
     after(() => srv.close());
 
     it('executes a blocking run and records every field of the run', async () => {
-      const r = await srv.api('POST', '/api/v1/runs', {
-        interaction: seeded.interaction.id, data: { text: 'hello world' }, tags: 'a,b', config: { max_tokens: 50 },
-      }, srv.adminKey, { 'user-agent': 'orrery-test' });
+      const r = await srv.api(
+        'POST',
+        '/api/v1/runs',
+        {
+          interaction: seeded.interaction.id,
+          data: { text: 'hello world' },
+          tags: 'a,b',
+          config: { max_tokens: 50 },
+        },
+        srv.adminKey,
+        { 'user-agent': 'orrery-test' },
+      );
       assert.equal(r.status, 200, JSON.stringify(r.body));
       const run = r.body;
       assert.equal(run.status, 'completed');
@@ -56,7 +65,10 @@ for (const dialect of TEST_DIALECTS) {
 
     it('accepts options as config.model_options, which win', async () => {
       const r = await srv.api('POST', '/api/v1/runs', {
-        interaction: seeded.interaction.id, data: { text: 'x' }, config: { temperature: 0.1, model_options: { temperature: 0.3, max_tokens: 9 } }, tags: ['p,q', 'q'],
+        interaction: seeded.interaction.id,
+        data: { text: 'x' },
+        config: { temperature: 0.1, model_options: { temperature: 0.3, max_tokens: 9 } },
+        tags: ['p,q', 'q'],
       });
       assert.equal(r.body.config.temperature, 0.3);
       assert.equal(r.body.config.max_tokens, 9);
@@ -65,12 +77,18 @@ for (const dialect of TEST_DIALECTS) {
 
     it('executes a blocking and a streamed run through the official client', async () => {
       const client = srv.client();
-      const blocking = await client.interactions.execute(seeded.interaction.id, { data: { text: 'from the client' } } as any);
+      const blocking = await client.interactions.execute(seeded.interaction.id, {
+        data: { text: 'from the client' },
+      } as any);
       assert.equal(blocking.status, 'completed');
       assert.equal((blocking.result as any).text(), 'Say: from the client');
 
       const chunks: string[] = [];
-      const started = await client.interactions.execute(seeded.interaction.id, { data: { text: 'one two three four five' } } as any, (c: any) => chunks.push(c));
+      const started = await client.interactions.execute(
+        seeded.interaction.id,
+        { data: { text: 'one two three four five' } } as any,
+        (c: any) => chunks.push(c),
+      );
       assert.ok(['created', 'processing'].includes(started.status));
       assert.ok(chunks.length >= 2, `several chunks, got ${chunks.length}`);
       assert.equal(chunks.join(''), 'Say: one two three four five');
@@ -80,15 +98,28 @@ for (const dialect of TEST_DIALECTS) {
     });
 
     it('answers the result as JSON with result_schema, parsed and validated', async () => {
-      const schema = { type: 'object', required: ['title', 'score'], properties: { title: { type: 'string' }, score: { type: 'integer', minimum: 1, maximum: 5 } } };
-      const r = await srv.api('POST', '/api/v1/runs', { interaction: seeded.interaction.id, data: { text: 'x' }, config: { model: 'json' }, result_schema: schema });
+      const schema = {
+        type: 'object',
+        required: ['title', 'score'],
+        properties: { title: { type: 'string' }, score: { type: 'integer', minimum: 1, maximum: 5 } },
+      };
+      const r = await srv.api('POST', '/api/v1/runs', {
+        interaction: seeded.interaction.id,
+        data: { text: 'x' },
+        config: { model: 'json' },
+        result_schema: schema,
+      });
       assert.equal(r.status, 200, JSON.stringify(r.body));
       assert.equal(r.body.result.length, 1);
       assert.equal(r.body.result[0].type, 'json');
       assert.equal(typeof r.body.result[0].value.title, 'string');
       assert.ok(r.body.result[0].value.score >= 1 && r.body.result[0].value.score <= 5);
       // The echo model cannot answer JSON: the run fails as invalid_result, and stays retrievable.
-      const bad = await srv.api('POST', '/api/v1/runs', { interaction: seeded.interaction.id, data: { text: 'not json' }, result_schema: schema });
+      const bad = await srv.api('POST', '/api/v1/runs', {
+        interaction: seeded.interaction.id,
+        data: { text: 'not json' },
+        result_schema: schema,
+      });
       assert.equal(bad.status, 502);
       assert.equal(bad.body.error, 'invalid_result');
       assert.ok(bad.body.id);
@@ -98,7 +129,11 @@ for (const dialect of TEST_DIALECTS) {
     });
 
     it('records a provider failure as a failed run and answers 502 with the run id', async () => {
-      const r = await srv.api('POST', '/api/v1/runs', { interaction: seeded.interaction.id, data: { text: 'x' }, config: { model: 'error' } });
+      const r = await srv.api('POST', '/api/v1/runs', {
+        interaction: seeded.interaction.id,
+        data: { text: 'x' },
+        config: { model: 'error' },
+      });
       assert.equal(r.status, 502);
       assert.equal(r.body.error, 'provider_error');
       assert.equal(r.body.status, 502);
@@ -110,8 +145,17 @@ for (const dialect of TEST_DIALECTS) {
     });
 
     it('fails cleanly when the provider is unreachable', async () => {
-      const env = await srv.api('POST', '/api/v1/environments', { name: 'down', provider: 'openai_compatible', endpoint_url: 'http://127.0.0.1:1/v1', default_model: 'm' });
-      const r = await srv.api('POST', '/api/v1/runs', { interaction: seeded.interaction.id, data: { text: 'x' }, config: { environment: env.body.id } });
+      const env = await srv.api('POST', '/api/v1/environments', {
+        name: 'down',
+        provider: 'openai_compatible',
+        endpoint_url: 'http://127.0.0.1:1/v1',
+        default_model: 'm',
+      });
+      const r = await srv.api('POST', '/api/v1/runs', {
+        interaction: seeded.interaction.id,
+        data: { text: 'x' },
+        config: { environment: env.body.id },
+      });
       assert.equal(r.status, 502);
       assert.equal(r.body.error, 'provider_unreachable');
       const stored = await srv.api('GET', `/api/v1/runs/${r.body.id}`);
@@ -123,8 +167,16 @@ for (const dialect of TEST_DIALECTS) {
         [{}, 400, /interaction/],
         [{ interaction: 42 }, 400, /interaction/],
         [{ interaction: 'no-such-interaction' }, 404, /no-such-interaction/],
-        [{ interaction: seeded.interaction.id, data: { text: 'x' }, config: { environment: 'nope' } }, 404, /environment/],
-        [{ interaction: seeded.interaction.id, data: { text: 'x' }, config: { model: 'nonexistent' } }, 502, /nonexistent/],
+        [
+          { interaction: seeded.interaction.id, data: { text: 'x' }, config: { environment: 'nope' } },
+          404,
+          /environment/,
+        ],
+        [
+          { interaction: seeded.interaction.id, data: { text: 'x' }, config: { model: 'nonexistent' } },
+          502,
+          /nonexistent/,
+        ],
         [{ interaction: seeded.interaction.id, data: { text: 'x' }, config: { temperature: 7 } }, 400, /temperature/],
         [{ interaction: seeded.interaction.id, data: { text: 'x' }, config: { max_tokens: -1 } }, 400, /max_tokens/],
         [{ interaction: seeded.interaction.id, data: { text: 'x' }, parent: 'no-such-run' }, 404, /no-such-run/],
@@ -147,9 +199,19 @@ for (const dialect of TEST_DIALECTS) {
 
     it('validates data against the interaction input schema, naming the bad field', async () => {
       const ix = await srv.api('POST', '/api/v1/interactions', {
-        name: 'Typed', environment: seeded.env.id,
-        interaction_schema: { type: 'object', required: ['customer'], properties: { customer: { type: 'object', required: ['name'], properties: { name: { type: 'string' } } } } },
-        prompts: [{ type: 'template', template: { role: 'user', content: 'return `Hi ${customer.name}`', content_type: 'jst' } }],
+        name: 'Typed',
+        environment: seeded.env.id,
+        interaction_schema: {
+          type: 'object',
+          required: ['customer'],
+          properties: { customer: { type: 'object', required: ['name'], properties: { name: { type: 'string' } } } },
+        },
+        prompts: [
+          {
+            type: 'template',
+            template: { role: 'user', content: 'return `Hi ${customer.name}`', content_type: 'jst' },
+          },
+        ],
       });
       assert.equal(ix.status, 200, JSON.stringify(ix.body));
       const bad = await srv.api('POST', '/api/v1/runs', { interaction: ix.body.id, data: { customer: { name: 5 } } });
@@ -158,25 +220,59 @@ for (const dialect of TEST_DIALECTS) {
       const missing = await srv.api('POST', '/api/v1/runs', { interaction: ix.body.id, data: {} });
       assert.equal(missing.status, 400);
       assert.match(missing.body.message, /customer/);
-      const ok = await srv.api('POST', '/api/v1/runs', { interaction: ix.body.id, data: { customer: { name: 'Ada' } } });
+      const ok = await srv.api('POST', '/api/v1/runs', {
+        interaction: ix.body.id,
+        data: { customer: { name: 'Ada' } },
+      });
       assert.equal(ok.body.result[0].value, 'Hi Ada');
     });
 
     it('records child runs with parent', async () => {
       const parent = await srv.api('POST', '/api/v1/runs', { interaction: seeded.interaction.id, data: { text: 'p' } });
-      const child = await srv.api('POST', '/api/v1/runs', { interaction: seeded.interaction.id, data: { text: 'c' }, parent: parent.body.id });
+      const child = await srv.api('POST', '/api/v1/runs', {
+        interaction: seeded.interaction.id,
+        data: { text: 'c' },
+        parent: parent.body.id,
+      });
       assert.equal(child.body.parent, parent.body.id);
       const children = await srv.api('GET', `/api/v1/runs?parent=${parent.body.id}`);
-      assert.deepEqual(children.body.map((r: any) => r.id), [child.body.id]);
+      assert.deepEqual(
+        children.body.map((r: any) => r.id),
+        [child.body.id],
+      );
     });
 
     it('executes against OpenAI and Anthropic wire servers', async () => {
-      const openai = await startOpenAIWireServer({ apiKey: 'sk-upstream', text: 'from openai', usage: { prompt_tokens: 7, completion_tokens: 2 } } as any);
-      const anthropic = await startAnthropicWireServer({ apiKey: 'ak-upstream', text: 'from claude', usage: { input_tokens: 5, output_tokens: 3 } } as any);
+      const openai = await startOpenAIWireServer({
+        apiKey: 'sk-upstream',
+        text: 'from openai',
+        usage: { prompt_tokens: 7, completion_tokens: 2 },
+      } as any);
+      const anthropic = await startAnthropicWireServer({
+        apiKey: 'ak-upstream',
+        text: 'from claude',
+        usage: { input_tokens: 5, output_tokens: 3 },
+      } as any);
       try {
-        const oe = await srv.api('POST', '/api/v1/environments', { name: 'oai', provider: 'openai_compatible', endpoint_url: openai.url, default_model: 'gpt-x', apiKey: 'sk-upstream' });
-        const ae = await srv.api('POST', '/api/v1/environments', { name: 'ant', provider: 'anthropic', endpoint_url: anthropic.url, default_model: 'claude-x', apiKey: 'ak-upstream' });
-        const o = await srv.api('POST', '/api/v1/runs', { interaction: seeded.interaction.id, data: { text: 'q' }, config: { environment: oe.body.id } });
+        const oe = await srv.api('POST', '/api/v1/environments', {
+          name: 'oai',
+          provider: 'openai_compatible',
+          endpoint_url: openai.url,
+          default_model: 'gpt-x',
+          apiKey: 'sk-upstream',
+        });
+        const ae = await srv.api('POST', '/api/v1/environments', {
+          name: 'ant',
+          provider: 'anthropic',
+          endpoint_url: anthropic.url,
+          default_model: 'claude-x',
+          apiKey: 'ak-upstream',
+        });
+        const o = await srv.api('POST', '/api/v1/runs', {
+          interaction: seeded.interaction.id,
+          data: { text: 'q' },
+          config: { environment: oe.body.id },
+        });
         assert.equal(o.status, 200, JSON.stringify(o.body));
         assert.equal(o.body.result[0].value, 'from openai');
         assert.deepEqual(o.body.token_use, { prompt: 7, result: 2, total: 9 });
@@ -184,18 +280,30 @@ for (const dialect of TEST_DIALECTS) {
         assert.equal(sent.body.model, 'gpt-x');
         assert.equal(sent.body.temperature, 0.7);
         assert.deepEqual(sent.body.messages, [{ role: 'user', content: 'Say: q' }]);
-        const a = await srv.api('POST', '/api/v1/runs', { interaction: seeded.interaction.id, data: { text: 'q' }, config: { environment: ae.body.id } });
+        const a = await srv.api('POST', '/api/v1/runs', {
+          interaction: seeded.interaction.id,
+          data: { text: 'q' },
+          config: { environment: ae.body.id },
+        });
         assert.equal(a.status, 200, JSON.stringify(a.body));
         assert.equal(a.body.result[0].value, 'from claude');
         assert.equal(a.body.token_use.total, 8);
         const client = srv.client();
         const chunks: string[] = [];
-        const streamed = await client.interactions.execute(seeded.interaction.id, { data: { text: 'q' }, config: { environment: ae.body.id } } as any, (c: any) => chunks.push(c));
+        const streamed = await client.interactions.execute(
+          seeded.interaction.id,
+          { data: { text: 'q' }, config: { environment: ae.body.id } } as any,
+          (c: any) => chunks.push(c),
+        );
         assert.equal(chunks.join(''), 'from claude');
         assert.equal((await client.runs.retrieve(streamed.id)).status, 'completed');
         // A wrong upstream key is the provider's refusal, recorded on the run.
         await srv.api('PUT', `/api/v1/environments/${oe.body.id}`, { apiKey: 'sk-wrong' });
-        const denied = await srv.api('POST', '/api/v1/runs', { interaction: seeded.interaction.id, data: { text: 'q' }, config: { environment: oe.body.id } });
+        const denied = await srv.api('POST', '/api/v1/runs', {
+          interaction: seeded.interaction.id,
+          data: { text: 'q' },
+          config: { environment: oe.body.id },
+        });
         assert.equal(denied.status, 502);
         assert.equal(denied.body.error, 'provider_auth');
       } finally {

@@ -30,10 +30,16 @@ for (const dialect of TEST_DIALECTS) {
     let otherKey: string;
 
     const exportOf = async (qs: string, token?: string) => {
-      const res = await fetch(`${srv.url}/api/v1/runs/export?${qs}`, { headers: { authorization: `Bearer ${token ?? srv.adminKey}` } });
+      const res = await fetch(`${srv.url}/api/v1/runs/export?${qs}`, {
+        headers: { authorization: `Bearer ${token ?? srv.adminKey}` },
+      });
       return { res, text: await res.text() };
     };
-    const jsonl = (text: string) => text.split('\n').filter(Boolean).map((l) => JSON.parse(l));
+    const jsonl = (text: string) =>
+      text
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l));
 
     before(async () => {
       srv = await startTestServer(dialect);
@@ -44,7 +50,11 @@ for (const dialect of TEST_DIALECTS) {
         { text: 'gamma quarterly report', tags: ['plain'] },
       ];
       for (const x of inputs) {
-        const r = await srv.api('POST', '/api/v1/runs', { interaction: seeded.interaction.id, data: { text: x.text }, tags: x.tags });
+        const r = await srv.api('POST', '/api/v1/runs', {
+          interaction: seeded.interaction.id,
+          data: { text: x.text },
+          tags: x.tags,
+        });
         assert.equal(r.status, 200, JSON.stringify(r.body));
         executed.push(r.body);
       }
@@ -59,7 +69,13 @@ for (const dialect of TEST_DIALECTS) {
           parameters: { i },
           prompt: [{ role: 'user', content: `bulk ${i}` }],
           config: { model: 'echo' },
-          source: { type: 'api', label: 'apikey:t', principal_type: 'apikey', principal_id: 't', client_ip: '127.0.0.1' },
+          source: {
+            type: 'api',
+            label: 'apikey:t',
+            principal_type: 'apikey',
+            principal_id: 't',
+            client_ip: '127.0.0.1',
+          },
           ttl: 0,
           stream: false,
           interaction: { id: 'ix-bulk', name: 'Bulk' },
@@ -70,19 +86,44 @@ for (const dialect of TEST_DIALECTS) {
           ...(i % 10 === 0 ? { error: { code: 'provider_error', message: '=HYPERLINK("http://x")' } } : {}),
         };
         return {
-          id: newId(), account_id: account.id, project_id: project.id, interaction_id: 'ix-bulk', environment_id: 'env-bulk', model_id: 'echo',
-          status: i % 10 === 0 ? 'failed' : 'completed', parent_id: null, finish_reason: i % 10 === 0 ? null : 'stop', execution_time: i,
-          token_prompt: 3, token_result: 4, token_total: 7, tags: i % 7 === 0 ? ['seventh'] : [], created_at: at, updated_at: at, doc, executor: null,
+          id: newId(),
+          account_id: account.id,
+          project_id: project.id,
+          interaction_id: 'ix-bulk',
+          environment_id: 'env-bulk',
+          model_id: 'echo',
+          status: i % 10 === 0 ? 'failed' : 'completed',
+          parent_id: null,
+          finish_reason: i % 10 === 0 ? null : 'stop',
+          execution_time: i,
+          token_prompt: 3,
+          token_result: 4,
+          token_total: 7,
+          tags: i % 7 === 0 ? ['seventh'] : [],
+          created_at: at,
+          updated_at: at,
+          doc,
+          executor: null,
         } as RunRow;
       });
       for (let i = 0; i < bulk.length; i += 500) {
-        await insertRuns(db, d, bulk.slice(i, i + 500).map((row) => ({ row, tags: row.tags as string[] })), (row) => encodeRun(d, row));
+        await insertRuns(
+          db,
+          d,
+          bulk.slice(i, i + 500).map((row) => ({ row, tags: row.tags as string[] })),
+          (row) => encodeRun(d, row),
+        );
       }
       // Another project with runs of its own.
       const other = await srv.api('POST', '/api/v1/projects', { name: 'Other' });
       otherKey = (await srv.api('POST', '/api/v1/apikeys', { name: 'other', project: other.body.id })).body.value;
       const o = await seedEcho(srv, { token: otherKey });
-      await srv.api('POST', '/api/v1/runs', { interaction: o.interaction.id, data: { text: 'quarterly report elsewhere' } }, otherKey);
+      await srv.api(
+        'POST',
+        '/api/v1/runs',
+        { interaction: o.interaction.id, data: { text: 'quarterly report elsewhere' } },
+        otherKey,
+      );
     });
     after(() => srv.close());
 
@@ -90,11 +131,20 @@ for (const dialect of TEST_DIALECTS) {
       const { res, text } = await exportOf('format=jsonl');
       assert.equal(res.status, 200);
       assert.match(res.headers.get('content-type')!, /^application\/x-ndjson/);
-      assert.match(res.headers.get('content-disposition')!, /^attachment; filename="runs-[\w.-]+-\d{8}T\d{6}Z\.jsonl"$/);
+      assert.match(
+        res.headers.get('content-disposition')!,
+        /^attachment; filename="runs-[\w.-]+-\d{8}T\d{6}Z\.jsonl"$/,
+      );
       const runs = jsonl(text);
       assert.equal(runs.length, BULK + executed.length);
-      const expected = [...executed].reverse().map((r) => r.id).concat([...bulk].reverse().map((r) => r.id));
-      assert.deepEqual(runs.map((r) => r.id), expected);
+      const expected = [...executed]
+        .reverse()
+        .map((r) => r.id)
+        .concat([...bulk].reverse().map((r) => r.id));
+      assert.deepEqual(
+        runs.map((r) => r.id),
+        expected,
+      );
       const stored = await srv.api('GET', `/api/v1/runs/${executed[0].id}?populate=false`);
       assert.deepEqual(runs[executed.length - 1], stored.body);
       assert.deepEqual(runs[executed.length].result, [{ type: 'text', value: `bulk result ${BULK - 1}` }]);
@@ -102,15 +152,36 @@ for (const dialect of TEST_DIALECTS) {
 
     it('applies the Lucene query and the GET /runs filters, and limit', async () => {
       const phrase = jsonl((await exportOf(`query=${encodeURIComponent('"quarterly report"')}`)).text);
-      assert.deepEqual(phrase.map((r) => r.id), [executed[2].id, executed[0].id], 'full text, only this project');
-      const failed = jsonl((await exportOf(`query=${encodeURIComponent('status:failed AND execution_time:[0 TO 99]')}`)).text);
-      assert.deepEqual(failed.map((r) => r.parameters.i), [90, 80, 70, 60, 50, 40, 30, 20, 10, 0]);
+      assert.deepEqual(
+        phrase.map((r) => r.id),
+        [executed[2].id, executed[0].id],
+        'full text, only this project',
+      );
+      const failed = jsonl(
+        (await exportOf(`query=${encodeURIComponent('status:failed AND execution_time:[0 TO 99]')}`)).text,
+      );
+      assert.deepEqual(
+        failed.map((r) => r.parameters.i),
+        [90, 80, 70, 60, 50, 40, 30, 20, 10, 0],
+      );
       const tagged = jsonl((await exportOf('tag=seventh&status=failed&environment=env-bulk&limit=3')).text);
-      assert.deepEqual(tagged.map((r) => r.parameters.i), [4970, 4900, 4830], 'tag, status, environment and limit');
-      const both = jsonl((await exportOf(`interaction=${seeded.interaction.id}&query=${encodeURIComponent('tags:plain')}`)).text);
-      assert.deepEqual(both.map((r) => r.id), [executed[2].id, executed[0].id]);
+      assert.deepEqual(
+        tagged.map((r) => r.parameters.i),
+        [4970, 4900, 4830],
+        'tag, status, environment and limit',
+      );
+      const both = jsonl(
+        (await exportOf(`interaction=${seeded.interaction.id}&query=${encodeURIComponent('tags:plain')}`)).text,
+      );
+      assert.deepEqual(
+        both.map((r) => r.id),
+        [executed[2].id, executed[0].id],
+      );
       const before = jsonl((await exportOf('anchorDate=2025-01-01T00:00:03.000Z&anchorDateDirection=before')).text);
-      assert.deepEqual(before.map((r) => r.parameters.i), [2, 1, 0]);
+      assert.deepEqual(
+        before.map((r) => r.parameters.i),
+        [2, 1, 0],
+      );
       const none = await exportOf('limit=0&format=csv');
       assert.equal(none.text, `${EXPORT_COLUMNS.map((c) => c.name).join(',')}\r\n`);
       const theirs = jsonl((await exportOf('', otherKey)).text);
@@ -118,15 +189,38 @@ for (const dialect of TEST_DIALECTS) {
     });
 
     it('CSV: documented columns, one row per run, formula cells neutralised', async () => {
-      const { res, text } = await exportOf(`format=csv&query=${encodeURIComponent('execution_time:[0 TO 9] OR interaction:Echo')}`);
+      const { res, text } = await exportOf(
+        `format=csv&query=${encodeURIComponent('execution_time:[0 TO 9] OR interaction:Echo')}`,
+      );
       assert.equal(res.status, 200);
       assert.match(res.headers.get('content-type')!, /^text\/csv/);
       assert.match(res.headers.get('content-disposition')!, /^attachment; filename=".+\.csv"$/);
       const rows = parseCsv(text);
       const head = rows[0];
-      assert.deepEqual(head, ['id', 'created_at', 'updated_at', 'status', 'interaction_id', 'interaction_name', 'environment_id', 'environment_name', 'provider',
-        'model', 'finish_reason', 'execution_time_ms', 'prompt_tokens', 'result_tokens', 'total_tokens', 'cost_usd', 'tags', 'parent_id', 'error_code',
-        'error_message', 'result', 'parameters']);
+      assert.deepEqual(head, [
+        'id',
+        'created_at',
+        'updated_at',
+        'status',
+        'interaction_id',
+        'interaction_name',
+        'environment_id',
+        'environment_name',
+        'provider',
+        'model',
+        'finish_reason',
+        'execution_time_ms',
+        'prompt_tokens',
+        'result_tokens',
+        'total_tokens',
+        'cost_usd',
+        'tags',
+        'parent_id',
+        'error_code',
+        'error_message',
+        'result',
+        'parameters',
+      ]);
       assert.equal(rows.length, 1 + 3 + 10);
       const byId = new Map(rows.slice(1).map((r) => [r[0], Object.fromEntries(head.map((h, i) => [h, r[i]]))]));
       const first = byId.get(executed[0].id)!;
@@ -139,16 +233,28 @@ for (const dialect of TEST_DIALECTS) {
       assert.equal(first.prompt_tokens, String(executed[0].token_use.prompt));
       assert.equal(first.parameters, '{"text":"alpha quarterly report"}');
       const results = Object.fromEntries(bulk.slice(0, 7).map((r, i) => [i, byId.get(r.id)!.result]));
-      assert.deepEqual(results, { 0: "'=1+1", 1: "'+SUM(A1:A9)", 2: "'-2+3", 3: "'@cmd", 4: "'\tTAB", 5: "'\rCR", 6: "line\n'=2+2" });
+      assert.deepEqual(results, {
+        0: "'=1+1",
+        1: "'+SUM(A1:A9)",
+        2: "'-2+3",
+        3: "'@cmd",
+        4: "'\tTAB",
+        5: "'\rCR",
+        6: "line\n'=2+2",
+      });
       assert.equal(byId.get(bulk[0].id)!.error_message, `'=HYPERLINK("http://x")`);
       assert.equal(byId.get(bulk[0].id)!.status, 'failed');
       assert.equal(byId.get(bulk[1].id)!.execution_time_ms, '1');
       // No unescaped formula cell anywhere in the file.
-      for (const r of rows.slice(1)) for (const cell of r) for (const line of cell.split(/\r\n|\r|\n/)) assert.ok(!/^[=+\-@\t]/.test(line), JSON.stringify(cell));
+      for (const r of rows.slice(1))
+        for (const cell of r)
+          for (const line of cell.split(/\r\n|\r|\n/)) assert.ok(!/^[=+\-@\t]/.test(line), JSON.stringify(cell));
     });
 
     it('streams a large export in chunks', async () => {
-      const res = await fetch(`${srv.url}/api/v1/runs/export?format=csv`, { headers: { authorization: `Bearer ${srv.adminKey}` } });
+      const res = await fetch(`${srv.url}/api/v1/runs/export?format=csv`, {
+        headers: { authorization: `Bearer ${srv.adminKey}` },
+      });
       assert.equal(res.status, 200);
       assert.equal(res.headers.get('content-length'), null, 'no length: the body is streamed');
       const reader = res.body!.getReader();
@@ -170,10 +276,22 @@ for (const dialect of TEST_DIALECTS) {
     it('reads a page only when the consumer takes the previous one, and none after it goes away', async () => {
       const { db, dialect: d } = srv.orrery.database;
       let queries = 0;
-      const counting: KyselyPlugin = { transformQuery: (a) => { queries++; return a.node; }, transformResult: async (a) => a.result };
+      const counting: KyselyPlugin = {
+        transformQuery: (a) => {
+          queries++;
+          return a.node;
+        },
+        transformResult: async (a) => a.result,
+      };
       const exporter = new RunExporter(db.withPlugin(counting), d, 50);
       const { bootstrap } = srv.orrery;
-      const p: Principal = { account: bootstrap.account, project: bootstrap.project, keyId: 'k', role: 'admin', via: 'apikey' };
+      const p: Principal = {
+        account: bootstrap.account,
+        project: bootstrap.project,
+        keyId: 'k',
+        role: 'admin',
+        via: 'apikey',
+      };
       const { body } = await exporter.start(p, { format: 'jsonl' });
       assert.equal(queries, 1, 'the first page is read before the answer starts');
       await sleep(100);
@@ -192,7 +310,10 @@ for (const dialect of TEST_DIALECTS) {
 
       // Through HTTP: a client that goes away mid-export leaves the server answering.
       const ac = new AbortController();
-      const res = await fetch(`${srv.url}/api/v1/runs/export`, { headers: { authorization: `Bearer ${srv.adminKey}` }, signal: ac.signal });
+      const res = await fetch(`${srv.url}/api/v1/runs/export`, {
+        headers: { authorization: `Bearer ${srv.adminKey}` },
+        signal: ac.signal,
+      });
       await res.body!.getReader().read();
       ac.abort();
       await sleep(50);
@@ -203,7 +324,10 @@ for (const dialect of TEST_DIALECTS) {
       const syntax = await srv.api('GET', `/api/v1/runs/export?query=${encodeURIComponent('status:(completed')}`);
       assert.equal(syntax.status, 400);
       assert.equal(syntax.body.error, 'invalid_query');
-      assert.deepEqual({ position: syntax.body.details.position, line: syntax.body.details.line, column: syntax.body.details.column }, { position: 7, line: 1, column: 8 });
+      assert.deepEqual(
+        { position: syntax.body.details.position, line: syntax.body.details.line, column: syntax.body.details.column },
+        { position: 7, line: 1, column: 8 },
+      );
       const unknown = await srv.api('GET', `/api/v1/runs/export?query=${encodeURIComponent('hello AND colour:red')}`);
       assert.equal(unknown.status, 400);
       assert.equal(unknown.body.details.field, 'colour');

@@ -10,7 +10,11 @@ import { after, before, describe, it } from 'node:test';
 import { TEST_DIALECTS, seedEcho, startTestServer, type TestServer } from '../support/server.ts';
 import { byRecency } from './search-fixtures.ts';
 
-interface Ref { id: string; status: string; updated_at: string }
+interface Ref {
+  id: string;
+  status: string;
+  updated_at: string;
+}
 
 /** Long enough for every read below on a slow machine; the runs are awaited at the end. */
 const IN_FLIGHT_MS = 10_000;
@@ -34,10 +38,17 @@ for (const dialect of TEST_DIALECTS) {
       return r.body;
     };
     const ids = (xs: { id: string }[]) => xs.map((x) => x.id);
-    const endRun = async (text: string) => ended.push((await post('/runs', { interaction: seeded.interaction.id, data: { text } })).id);
+    const endRun = async (text: string) =>
+      ended.push((await post('/runs', { interaction: seeded.interaction.id, data: { text } })).id);
     /** Starts a run that stays in flight and waits until it is listed as such. */
     const startSlow = async () => {
-      slow.push(srv.api('POST', '/api/v1/runs', { interaction: seeded.interaction.id, data: { text: 'slow' }, config: { model: `slow:${IN_FLIGHT_MS}` } }));
+      slow.push(
+        srv.api('POST', '/api/v1/runs', {
+          interaction: seeded.interaction.id,
+          data: { text: 'slow' },
+          config: { model: `slow:${IN_FLIGHT_MS}` },
+        }),
+      );
       const deadline = Date.now() + 5_000;
       for (;;) {
         const found: Ref[] = await get('/runs?status=processing');
@@ -68,28 +79,46 @@ for (const dialect of TEST_DIALECTS) {
       const order = await expectedOrder();
       assert.equal(order.length, 9);
       const [s1, s2] = inFlight;
-      assert.deepEqual(order.filter((id) => inFlight.includes(id)), [s2, s1], 'both in flight, between runs that ended');
+      assert.deepEqual(
+        order.filter((id) => inFlight.includes(id)),
+        [s2, s1],
+        'both in flight, between runs that ended',
+      );
       assert.notEqual(order[0], s2, 'a run that ended is newer than the last one in flight');
       assert.equal((await get(`/runs/${s1}`)).status, 'processing');
 
       assert.deepEqual(ids(await get('/runs')), order);
       for (const limit of [1, 2, 4]) {
         const paged: string[] = [];
-        for (let offset = 0; offset < order.length + limit; offset += limit) paged.push(...ids(await get(`/runs?limit=${limit}&offset=${offset}`)));
+        for (let offset = 0; offset < order.length + limit; offset += limit)
+          paged.push(...ids(await get(`/runs?limit=${limit}&offset=${offset}`)));
         assert.deepEqual(paged, order, `pages of ${limit}`);
       }
       assert.deepEqual(ids(await get('/runs?status=processing')), [s2, s1]);
-      assert.deepEqual(ids(await get('/runs?status=completed')), order.filter((id) => !inFlight.includes(id)));
-      assert.deepEqual(ids(await get(`/runs?interaction=${seeded.interaction.id}&limit=3&offset=2`)), order.slice(2, 5));
+      assert.deepEqual(
+        ids(await get('/runs?status=completed')),
+        order.filter((id) => !inFlight.includes(id)),
+      );
+      assert.deepEqual(
+        ids(await get(`/runs?interaction=${seeded.interaction.id}&limit=3&offset=2`)),
+        order.slice(2, 5),
+      );
     });
 
     it('finds, counts and facets them in search, find, filter options and export', async () => {
       const order = await expectedOrder();
       assert.deepEqual(ids(await post('/runs/search', { query: 'status:processing' })), [inFlight[1], inFlight[0]]);
       assert.deepEqual(ids(await post('/runs/search', { query: 'modelId:slow*', limit: 1, offset: 1 })), [inFlight[0]]);
-      const meta = await post('/runs/search', { facets: { statuses: { type: 'string', path: 'status' } }, limit: 3, offset: 1 });
+      const meta = await post('/runs/search', {
+        facets: { statuses: { type: 'string', path: 'status' } },
+        limit: 3,
+        offset: 1,
+      });
       assert.equal(meta.count.total, 9);
-      assert.deepEqual(meta.facet.statuses.buckets, [{ _id: 'completed', count: 7 }, { _id: 'processing', count: 2 }]);
+      assert.deepEqual(meta.facet.statuses.buckets, [
+        { _id: 'completed', count: 7 },
+        { _id: 'processing', count: 2 },
+      ]);
       assert.deepEqual(ids(meta.results), order.slice(1, 4));
       const counted = await post('/runs/search', { query: 'status:processing', facets: {}, onlyMeta: true });
       assert.equal(counted.count.total, 2);
@@ -99,11 +128,22 @@ for (const dialect of TEST_DIALECTS) {
       assert.deepEqual(ids(await post('/runs/find', { query: { status: 'processing' } })), [inFlight[1], inFlight[0]]);
       assert.deepEqual(ids(await post('/runs/find', { query: {}, limit: 4, offset: 1 })), order.slice(1, 5));
       const options: { id: string; count: number }[] = await get('/runs/filter-options/status');
-      assert.deepEqual(options.map((o) => [o.id, o.count]), [['completed', 7], ['processing', 2]]);
+      assert.deepEqual(
+        options.map((o) => [o.id, o.count]),
+        [
+          ['completed', 7],
+          ['processing', 2],
+        ],
+      );
 
-      const res = await fetch(`${srv.url}/api/v1/runs/export`, { headers: { authorization: `Bearer ${srv.adminKey}` } });
+      const res = await fetch(`${srv.url}/api/v1/runs/export`, {
+        headers: { authorization: `Bearer ${srv.adminKey}` },
+      });
       assert.equal(res.status, 200);
-      const exported = (await res.text()).split('\n').filter(Boolean).map((l) => JSON.parse(l));
+      const exported = (await res.text())
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l));
       assert.deepEqual(ids(exported), order);
     });
 
@@ -111,13 +151,22 @@ for (const dialect of TEST_DIALECTS) {
       const summary = await get('/analytics/runs/summary');
       assert.equal(summary.total, 9);
       assert.deepEqual(summary.byStatus, { created: 0, processing: 2, completed: 7, failed: 0 });
-      assert.deepEqual(summary.byEnvironment.map((e: { total: number }) => e.total), [9]);
+      assert.deepEqual(
+        summary.byEnvironment.map((e: { total: number }) => e.total),
+        [9],
+      );
       // Today's bucket holds the runs of both: one bucket of 9, not one of 7 and one of 2.
       const series: { timestamp: string; count: number }[] = await get('/analytics/runs/time-series');
       assert.equal(new Set(series.map((p) => p.timestamp)).size, series.length);
-      assert.deepEqual(series.filter((p) => p.count).map((p) => p.count), [9]);
+      assert.deepEqual(
+        series.filter((p) => p.count).map((p) => p.count),
+        [9],
+      );
       const tokens = await get('/analytics/runs/token-usage');
-      assert.deepEqual(tokens.byEnvironment.map((e: { runs: number }) => e.runs), [9]);
+      assert.deepEqual(
+        tokens.byEnvironment.map((e: { runs: number }) => e.runs),
+        [9],
+      );
       const cost = await post('/cost/analytics', { group_by: 'environment', resolution: 'day' });
       assert.equal(cost.summary.total_calls, 9);
     });
@@ -128,10 +177,18 @@ for (const dialect of TEST_DIALECTS) {
       assert.deepEqual(order.slice(0, 2).sort(), [...inFlight].sort(), 'the runs that ended last are the newest');
       assert.deepEqual(ids(await get('/runs')), order);
       assert.deepEqual(await get('/runs?status=processing'), []);
-      const meta = await post('/runs/search', { facets: { statuses: { type: 'string', path: 'status' } }, onlyMeta: true });
+      const meta = await post('/runs/search', {
+        facets: { statuses: { type: 'string', path: 'status' } },
+        onlyMeta: true,
+      });
       assert.equal(meta.count.total, 9);
       assert.deepEqual(meta.facet.statuses.buckets, [{ _id: 'completed', count: 9 }]);
-      assert.deepEqual((await get('/analytics/runs/summary')).byStatus, { created: 0, processing: 0, completed: 9, failed: 0 });
+      assert.deepEqual((await get('/analytics/runs/summary')).byStatus, {
+        created: 0,
+        processing: 0,
+        completed: 9,
+        failed: 0,
+      });
     });
   });
 }

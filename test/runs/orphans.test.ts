@@ -34,8 +34,18 @@ for (const dialect of TEST_DIALECTS) {
       await srv.orrery.services.runs.whenStored();
       const row = (await getRun(db, d, { account: account.id, project: project.id }, model.id))!;
       const copy: RunRow = {
-        ...row, id: newId(), status: 'processing', finish_reason: null, execution_time: null, token_prompt: null, token_result: null, token_total: null,
-        created_at: at, updated_at: at, executor: srv.orrery.replica.id, doc: { ...(row.doc as object), result: [] } as RunRow['doc'],
+        ...row,
+        id: newId(),
+        status: 'processing',
+        finish_reason: null,
+        execution_time: null,
+        token_prompt: null,
+        token_result: null,
+        token_total: null,
+        created_at: at,
+        updated_at: at,
+        executor: srv.orrery.replica.id,
+        doc: { ...(row.doc as object), result: [] } as RunRow['doc'],
       };
       await insertRun(db, d, copy, []);
       return copy;
@@ -46,8 +56,18 @@ for (const dialect of TEST_DIALECTS) {
       const longAgo = new Date(Date.now() - 60_000).toISOString();
 
       // Executing here: a streamed run that takes a while, which eight subscribers race to start.
-      const live = (await srv.api('POST', '/api/v1/runs', { interaction: slow.interaction.id, data: { text: 'one two three four five six seven eight' }, stream: true })).body;
-      const streams = await Promise.all(Array.from({ length: 8 }, () => openStream(`${srv.url}/api/v1/runs/${live.id}/stream?access_token=${encodeURIComponent(srv.adminKey)}`)));
+      const live = (
+        await srv.api('POST', '/api/v1/runs', {
+          interaction: slow.interaction.id,
+          data: { text: 'one two three four five six seven eight' },
+          stream: true,
+        })
+      ).body;
+      const streams = await Promise.all(
+        Array.from({ length: 8 }, () =>
+          openStream(`${srv.url}/api/v1/runs/${live.id}/stream?access_token=${encodeURIComponent(srv.adminKey)}`),
+        ),
+      );
       for (const s of streams) assert.equal((await s.next())?.event, 'message');
       // As if it had been executing for a minute, so only "executing here" keeps the sweep off it.
       await db.updateTable('runs').set({ updated_at: longAgo }).where('id', '=', live.id).execute();
@@ -55,13 +75,21 @@ for (const dialect of TEST_DIALECTS) {
       // Orphaned: the row that a lost final write leaves, a minute old.
       const orphan = await insertProcessingCopy('lost', longAgo);
 
-      assert.equal((await srv.api('GET', `/api/v1/runs/${live.id}`)).body.status, 'processing', 'still executing when the sweep runs');
+      assert.equal(
+        (await srv.api('GET', `/api/v1/runs/${live.id}`)).body.status,
+        'processing',
+        'still executing when the sweep runs',
+      );
       assert.equal(await srv.orrery.services.runs.sweepLost(), 1, 'only the orphan is failed');
       const failed = (await srv.api('GET', `/api/v1/runs/${orphan.id}`)).body;
       assert.equal(failed.status, 'failed');
       assert.equal(failed.error.code, 'storage_error');
       assert.match(failed.error.message, /could not store how this run ended/);
-      assert.equal((await srv.api('GET', `/api/v1/runs/${live.id}`)).body.status, 'processing', 'the run executing here is left alone');
+      assert.equal(
+        (await srv.api('GET', `/api/v1/runs/${live.id}`)).body.status,
+        'processing',
+        'the run executing here is left alone',
+      );
 
       for (const s of streams) {
         const close = (await s.all()).at(-1)!;

@@ -21,8 +21,19 @@ for (const dialect of TEST_DIALECTS) {
     before(async () => {
       srv = await startTestServer(dialect);
       // Every provider call answers differently, so a served answer is visibly a cached one.
-      wire = await startOpenAIWireServer({ apiKey: null, text: () => `answer ${++answer}`, usage: { prompt_tokens: 5, completion_tokens: 2, total_tokens: 7 } });
-      env = (await srv.api('POST', '/api/v1/environments', { name: 'wire', provider: 'openai_compatible', endpoint_url: wire.url, default_model: 'gpt-4o-mini' })).body.id;
+      wire = await startOpenAIWireServer({
+        apiKey: null,
+        text: () => `answer ${++answer}`,
+        usage: { prompt_tokens: 5, completion_tokens: 2, total_tokens: 7 },
+      });
+      env = (
+        await srv.api('POST', '/api/v1/environments', {
+          name: 'wire',
+          provider: 'openai_compatible',
+          endpoint_url: wire.url,
+          default_model: 'gpt-4o-mini',
+        })
+      ).body.id;
     });
     after(async () => {
       await srv.close();
@@ -31,19 +42,32 @@ for (const dialect of TEST_DIALECTS) {
 
     const interaction = async (cache_policy: unknown) => {
       const ix = await srv.api('POST', '/api/v1/interactions', {
-        name: `cached ${++n}`, environment: env, cache_policy,
-        prompts: [{ type: 'template', template: { role: 'user', content_type: 'handlebars', content: 'Summarise {{text}}' } }],
+        name: `cached ${++n}`,
+        environment: env,
+        cache_policy,
+        prompts: [
+          { type: 'template', template: { role: 'user', content_type: 'handlebars', content: 'Summarise {{text}}' } },
+        ],
       });
       assert.equal(ix.status, 200, JSON.stringify(ix.body));
       return ix.body.id as string;
     };
-    const run = (ix: string, data: Record<string, unknown>, config: Record<string, unknown> = {}) => srv.api('POST', '/api/v1/runs', { interaction: ix, data, config });
+    const run = (ix: string, data: Record<string, unknown>, config: Record<string, unknown> = {}) =>
+      srv.api('POST', '/api/v1/runs', { interaction: ix, data, config });
 
     it('refuses a malformed policy, keeps a good one, and publishes it with the version', async () => {
-      const bad = await srv.api('POST', '/api/v1/interactions', { name: 'bad policy', environment: env, cache_policy: { type: 'sometimes' } });
+      const bad = await srv.api('POST', '/api/v1/interactions', {
+        name: 'bad policy',
+        environment: env,
+        cache_policy: { type: 'sometimes' },
+      });
       assert.equal(bad.status, 400);
       assert.match(bad.body.message, /cache_policy/);
-      const odds = await srv.api('POST', '/api/v1/interactions', { name: 'bad odds', environment: env, cache_policy: { type: 'cache_and_refresh', refresh_probability: 2 } });
+      const odds = await srv.api('POST', '/api/v1/interactions', {
+        name: 'bad odds',
+        environment: env,
+        cache_policy: { type: 'cache_and_refresh', refresh_probability: 2 },
+      });
       assert.equal(odds.status, 400);
       const policy = { type: 'cache', ttl: 600, varies_on: ['user'], refresh_probability: 0 };
       const ix = await interaction(policy);
@@ -74,8 +98,11 @@ for (const dialect of TEST_DIALECTS) {
       assert.equal((viaClient as any).cached, true);
       // Searchable: the hit is a run of its own, with the original's id.
       const listed = await srv.api('GET', `/api/v1/runs?interaction=${ix}`);
-      const items = Array.isArray(listed.body) ? listed.body : listed.body.runs ?? listed.body.results;
-      assert.ok(items.some((r: any) => r.id === second.body.id && r.cached === true), 'the cached run is listed as cached');
+      const items = Array.isArray(listed.body) ? listed.body : (listed.body.runs ?? listed.body.results);
+      assert.ok(
+        items.some((r: any) => r.id === second.body.id && r.cached === true),
+        'the cached run is listed as cached',
+      );
     });
 
     it('misses when the prompt, the options, the model or a varies_on field differ', async () => {
@@ -128,7 +155,9 @@ for (const dialect of TEST_DIALECTS) {
       const first = await run(ix, { text: 'streamed' });
       const chunks: string[] = [];
       const client = srv.client();
-      const started = await client.interactions.execute(ix, { data: { text: 'streamed' } }, (c: string) => chunks.push(c));
+      const started = await client.interactions.execute(ix, { data: { text: 'streamed' } }, (c: string) =>
+        chunks.push(c),
+      );
       assert.equal(chunks.join(''), first.body.result[0].value);
       const final = await client.runs.retrieve(started.id);
       assert.equal((final as any).cached, true);

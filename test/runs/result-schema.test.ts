@@ -9,7 +9,11 @@ import assert from 'node:assert/strict';
 import { TEST_DIALECTS, startTestServer, type TestServer } from '../support/server.ts';
 import { startOpenAIWireServer, type WireServer } from '../support/openai-wire-server.ts';
 
-const SCHEMA = { type: 'object', required: ['title', 'score'], properties: { title: { type: 'string' }, score: { type: 'integer', minimum: 1, maximum: 5 } } };
+const SCHEMA = {
+  type: 'object',
+  required: ['title', 'score'],
+  properties: { title: { type: 'string' }, score: { type: 'integer', minimum: 1, maximum: 5 } },
+};
 const REASK = /Your answer cannot be used/;
 
 for (const dialect of TEST_DIALECTS) {
@@ -29,11 +33,30 @@ for (const dialect of TEST_DIALECTS) {
         usage: { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 },
       });
       const template = { role: 'user', content_type: 'handlebars', content: '{{{text}}}' };
-      const echoEnv = await srv.api('POST', '/api/v1/environments', { name: 'offline', provider: 'test', default_model: 'echo' });
-      const ix1 = await srv.api('POST', '/api/v1/interactions', { name: 'echo json', environment: echoEnv.body.id, result_schema: SCHEMA, prompts: [{ type: 'template', template }] });
+      const echoEnv = await srv.api('POST', '/api/v1/environments', {
+        name: 'offline',
+        provider: 'test',
+        default_model: 'echo',
+      });
+      const ix1 = await srv.api('POST', '/api/v1/interactions', {
+        name: 'echo json',
+        environment: echoEnv.body.id,
+        result_schema: SCHEMA,
+        prompts: [{ type: 'template', template }],
+      });
       echoIx = ix1.body.id;
-      const wireEnv = await srv.api('POST', '/api/v1/environments', { name: 'wire', provider: 'openai_compatible', endpoint_url: wire.url, default_model: 'm' });
-      const ix2 = await srv.api('POST', '/api/v1/interactions', { name: 'wire json', environment: wireEnv.body.id, result_schema: SCHEMA, prompts: [{ type: 'template', template }] });
+      const wireEnv = await srv.api('POST', '/api/v1/environments', {
+        name: 'wire',
+        provider: 'openai_compatible',
+        endpoint_url: wire.url,
+        default_model: 'm',
+      });
+      const ix2 = await srv.api('POST', '/api/v1/interactions', {
+        name: 'wire json',
+        environment: wireEnv.body.id,
+        result_schema: SCHEMA,
+        prompts: [{ type: 'template', template }],
+      });
       wireIx = ix2.body.id;
     });
     after(async () => {
@@ -59,11 +82,20 @@ for (const dialect of TEST_DIALECTS) {
       assert.deepEqual(r.body.result, [{ type: 'json', value: { title: 'Dune', score: 5 } }]);
       assert.equal(wire.requests.length - from, 2);
       const reask = wire.requests[from + 1].body.messages;
-      assert.deepEqual(reask.slice(0, 2), [{ role: 'user', content: 'rate Dune' }, { role: 'assistant', content: answers.first }]);
+      assert.deepEqual(reask.slice(0, 2), [
+        { role: 'user', content: 'rate Dune' },
+        { role: 'assistant', content: answers.first },
+      ]);
       assert.match(reask[2].content, /does not match result_schema/);
       assert.match(reask[2].content, /score/);
       assert.match(reask[2].content, /integer/);
-      assert.deepEqual(r.body.attempts.map((a: any) => [a.status, a.repair ?? false]), [['completed', false], ['completed', true]]);
+      assert.deepEqual(
+        r.body.attempts.map((a: any) => [a.status, a.repair ?? false]),
+        [
+          ['completed', false],
+          ['completed', true],
+        ],
+      );
       assert.deepEqual(r.body.token_use, { prompt: 20, result: 10, total: 30 });
     });
 
@@ -73,14 +105,26 @@ for (const dialect of TEST_DIALECTS) {
       const r = await srv.api('POST', '/api/v1/runs', { interaction: wireIx, data: { text: 'rate Dune' } });
       assert.equal(r.status, 502);
       assert.equal(r.body.error, 'invalid_result');
-      assert.match(r.body.message, /not JSON: Sorry, five\. \(asked again once after: the model's answer is not JSON: I think Dune/);
+      assert.match(
+        r.body.message,
+        /not JSON: Sorry, five\. \(asked again once after: the model's answer is not JSON: I think Dune/,
+      );
       assert.equal(wire.requests.length - from, 2);
       const stored = await srv.api('GET', `/api/v1/runs/${r.body.id}`);
       assert.equal(stored.body.status, 'failed');
       assert.equal(stored.body.error.code, 'invalid_result');
       assert.deepEqual(stored.body.result, [{ type: 'text', value: 'Sorry, five.' }]);
-      assert.deepEqual(stored.body.attempts.map((a: any) => [a.status, a.repair ?? false, a.error?.code]), [['completed', false, undefined], ['failed', true, 'invalid_result']]);
-      await assert.rejects(srv.client().interactions.execute(wireIx, { data: { text: 'rate Dune' } }), (err: any) => err.status === 502 && /invalid_result|not JSON/.test(err.message));
+      assert.deepEqual(
+        stored.body.attempts.map((a: any) => [a.status, a.repair ?? false, a.error?.code]),
+        [
+          ['completed', false, undefined],
+          ['failed', true, 'invalid_result'],
+        ],
+      );
+      await assert.rejects(
+        srv.client().interactions.execute(wireIx, { data: { text: 'rate Dune' } }),
+        (err: any) => err.status === 502 && /invalid_result|not JSON/.test(err.message),
+      );
     });
 
     it('does not ask again when the answer stopped on max_tokens', async () => {
@@ -102,7 +146,9 @@ for (const dialect of TEST_DIALECTS) {
       answers = { first: '{"title": "Dune", "score": 9}', again: '{"title": "Dune", "score": 5}' };
       const chunks: string[] = [];
       const client = srv.client();
-      const started = await client.interactions.execute(wireIx, { data: { text: 'rate Dune' } }, (c: string) => chunks.push(c));
+      const started = await client.interactions.execute(wireIx, { data: { text: 'rate Dune' } }, (c: string) =>
+        chunks.push(c),
+      );
       assert.equal(chunks.join(''), answers.first);
       const final = await client.runs.retrieve(started.id);
       assert.equal(final.status, 'completed');

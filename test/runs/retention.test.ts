@@ -27,11 +27,20 @@ for (const dialect of TEST_DIALECTS) {
     let srv: TestServer;
     let interaction: string;
     const rows = async (table: string, column: string, value: string): Promise<number> => {
-      const r = await sql<{ n: number | string }>`SELECT count(*) AS n FROM ${sql.table(table)} WHERE ${sql.ref(column)} = ${value}`.execute(srv.orrery.database.db);
+      const r = await sql<{
+        n: number | string;
+      }>`SELECT count(*) AS n FROM ${sql.table(table)} WHERE ${sql.ref(column)} = ${value}`.execute(
+        srv.orrery.database.db,
+      );
       return Number(r.rows[0].n);
     };
     const run = async (body: Record<string, unknown> = {}) => {
-      const r = await srv.api('POST', '/api/v1/runs', { interaction, data: { text: 'keep or forget' }, tags: ['retention'], ...body });
+      const r = await srv.api('POST', '/api/v1/runs', {
+        interaction,
+        data: { text: 'keep or forget' },
+        tags: ['retention'],
+        ...body,
+      });
       assert.equal(r.status, 200, JSON.stringify(r.body));
       return r.body;
     };
@@ -46,20 +55,32 @@ for (const dialect of TEST_DIALECTS) {
       const r = await run({ stream: true });
       const streamed = await fetch(`${srv.url}/api/v1/runs/${r.id}/stream?access_token=${srv.adminKey}`);
       await streamed.text();
-      await until('the run completes', async () => (await srv.api('GET', `/api/v1/runs/${r.id}`)).body.status === 'completed');
+      await until(
+        'the run completes',
+        async () => (await srv.api('GET', `/api/v1/runs/${r.id}`)).body.status === 'completed',
+      );
       assert.ok((await rows('run_tags', 'run_id', r.id)) > 0);
       const gone = await srv.api('DELETE', `/api/v1/runs/${r.id}`);
       assert.deepEqual(gone.body, { id: r.id, count: 1 });
       assert.equal((await srv.api('GET', `/api/v1/runs/${r.id}`)).status, 404);
-      for (const [table, column] of [['runs', 'id'], ['run_tags', 'run_id'], ['run_chunks', 'run_id'], ['run_cache', 'run_id']]) {
+      for (const [table, column] of [
+        ['runs', 'id'],
+        ['run_tags', 'run_id'],
+        ['run_chunks', 'run_id'],
+        ['run_cache', 'run_id'],
+      ]) {
         assert.equal(await rows(table, column, r.id), 0, `${table} has nothing of it`);
       }
       const found = await srv.api('POST', '/api/v1/runs/search', { query: `id:${r.id}` });
       assert.equal(found.status, 200);
       assert.equal((found.body.results ?? found.body).length, 0, 'search forgot it too');
       if (dialect === 'sqlite') {
-        const fts = await sql<{ n: number }>`SELECT count(*) AS n FROM runs_fts WHERE runs_fts MATCH 'forget'`.execute(srv.orrery.database.db);
-        const left = await sql<{ n: number }>`SELECT count(*) AS n FROM runs WHERE status = 'completed'`.execute(srv.orrery.database.db);
+        const fts = await sql<{ n: number }>`SELECT count(*) AS n FROM runs_fts WHERE runs_fts MATCH 'forget'`.execute(
+          srv.orrery.database.db,
+        );
+        const left = await sql<{ n: number }>`SELECT count(*) AS n FROM runs WHERE status = 'completed'`.execute(
+          srv.orrery.database.db,
+        );
         assert.ok(Number(fts.rows[0].n) <= Number(left.rows[0].n), 'no full-text row outlives its run');
       }
       assert.equal((await srv.api('DELETE', `/api/v1/runs/${r.id}`)).status, 404);
@@ -78,7 +99,10 @@ for (const dialect of TEST_DIALECTS) {
       const short = await run({ ttl: 1 });
       const kept = await run();
       assert.equal(short.ttl, 1);
-      await until('the expired run is swept', async () => (await srv.api('GET', `/api/v1/runs/${short.id}`)).status === 404);
+      await until(
+        'the expired run is swept',
+        async () => (await srv.api('GET', `/api/v1/runs/${short.id}`)).status === 404,
+      );
       assert.equal(await rows('run_tags', 'run_id', short.id), 0);
       assert.equal((await srv.api('GET', `/api/v1/runs/${kept.id}`)).status, 200);
     });
@@ -91,8 +115,16 @@ for (const dialect of TEST_DIALECTS) {
       const forever = await srv.api('POST', '/api/v1/objects', { name: 'kept', ttl: 3600 });
       const cleared = await srv.api('PUT', `/api/v1/objects/${forever.body.id}`, { ttl: null });
       assert.equal(cleared.body.expires_at, undefined, 'a null ttl keeps the object');
-      await until('the expired object is swept', async () => (await srv.api('GET', `/api/v1/objects/${o.body.id}`)).status === 404);
-      await until('its file is purged', async () => (await srv.api('GET', `/api/v1/files/metadata?file=${encodeURIComponent(o.body.content.source)}`)).status === 404);
+      await until(
+        'the expired object is swept',
+        async () => (await srv.api('GET', `/api/v1/objects/${o.body.id}`)).status === 404,
+      );
+      await until(
+        'its file is purged',
+        async () =>
+          (await srv.api('GET', `/api/v1/files/metadata?file=${encodeURIComponent(o.body.content.source)}`)).status ===
+          404,
+      );
       assert.equal((await srv.api('GET', `/api/v1/objects/${forever.body.id}`)).status, 200);
       const trail = await srv.api('GET', `/api/v1/audit-trail?resourceId=${o.body.id}`);
       assert.equal(trail.body.events[0].principal_type, 'system', 'deleted by the server, not by a key');
@@ -120,13 +152,25 @@ for (const dialect of TEST_DIALECTS) {
 
     it('refuses bad retention and ttl values with a 400 that says what to fix', async () => {
       const project = srv.orrery.bootstrap.project.id;
-      for (const retention of [{ runs_days: 0 }, { runs_days: -1 }, { runs_days: 1.5 }, { runs_days: 'a week' }, { runs_days: 40_000 }, { keep: 1 }, 'forever']) {
+      for (const retention of [
+        { runs_days: 0 },
+        { runs_days: -1 },
+        { runs_days: 1.5 },
+        { runs_days: 'a week' },
+        { runs_days: 40_000 },
+        { keep: 1 },
+        'forever',
+      ]) {
         const r = await srv.api('PUT', `/api/v1/projects/${project}`, { retention });
         assert.equal(r.status, 400, JSON.stringify(retention));
         assert.match(r.body.message, /retention/);
       }
       for (const ttl of [-1, 1e12, 'soon']) {
-        assert.equal((await srv.api('POST', '/api/v1/runs', { interaction, data: { text: 'x' }, ttl })).status, 400, `run ttl ${ttl}`);
+        assert.equal(
+          (await srv.api('POST', '/api/v1/runs', { interaction, data: { text: 'x' }, ttl })).status,
+          400,
+          `run ttl ${ttl}`,
+        );
         assert.equal((await srv.api('POST', '/api/v1/objects', { name: 'x', ttl })).status, 400, `object ttl ${ttl}`);
       }
     });
@@ -139,13 +183,22 @@ describe('postgres: two replicas sweep the same database', { skip: !TEST_DIALECT
   let b: ServerProcess;
   let database: Awaited<ReturnType<typeof createPgDatabase>>;
   const api = async (srv: ServerProcess, method: string, path: string, body?: unknown) => {
-    const r = await fetch(srv.url + path, { method, headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
+    const r = await fetch(srv.url + path, {
+      method,
+      headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
     return { status: r.status, body: (await r.json()) as any };
   };
 
   before(async () => {
     database = await createPgDatabase();
-    const env = { ORRERY_DATABASE_URL: database.url, ORRERY_ADMIN_KEY: KEY, ORRERY_SECRET: 'shared-retention-secret-0123456789', ORRERY_RETENTION_SWEEP: '1' };
+    const env = {
+      ORRERY_DATABASE_URL: database.url,
+      ORRERY_ADMIN_KEY: KEY,
+      ORRERY_SECRET: 'shared-retention-secret-0123456789',
+      ORRERY_RETENTION_SWEEP: '1',
+    };
     [a, b] = await Promise.all([startServerProcess(env), startServerProcess(env)]);
   });
   after(async () => {
@@ -155,20 +208,32 @@ describe('postgres: two replicas sweep the same database', { skip: !TEST_DIALECT
 
   it('every expired run goes, once, while both replicas keep writing runs', async () => {
     const e = await api(a, 'POST', '/api/v1/environments', { name: 'echo', provider: 'test', default_model: 'echo' });
-    const ix = await api(a, 'POST', '/api/v1/interactions', { name: 'Sweep', environment: e.body.id, prompts: [{ type: 'template', template: { role: 'user', content_type: 'handlebars', content: '{{text}}' } }] });
+    const ix = await api(a, 'POST', '/api/v1/interactions', {
+      name: 'Sweep',
+      environment: e.body.id,
+      prompts: [{ type: 'template', template: { role: 'user', content_type: 'handlebars', content: '{{text}}' } }],
+    });
     const short: string[] = [];
     const kept: string[] = [];
     for (let i = 0; i < 40; i++) {
       const srv = i % 2 ? a : b;
-      const r = await api(srv, 'POST', '/api/v1/runs', { interaction: ix.body.id, data: { text: `run ${i}` }, ...(i % 4 === 0 ? {} : { ttl: 1 }) });
+      const r = await api(srv, 'POST', '/api/v1/runs', {
+        interaction: ix.body.id,
+        data: { text: `run ${i}` },
+        ...(i % 4 === 0 ? {} : { ttl: 1 }),
+      });
       assert.equal(r.status, 200, JSON.stringify(r.body));
       (i % 4 === 0 ? kept : short).push(r.body.id);
     }
-    await until('every expired run is swept', async () => {
-      const listed = await api(a, 'GET', '/api/v1/runs?limit=100');
-      const ids = new Set(listed.body.map((r: any) => r.id));
-      return short.every((id) => !ids.has(id));
-    }, 20_000);
+    await until(
+      'every expired run is swept',
+      async () => {
+        const listed = await api(a, 'GET', '/api/v1/runs?limit=100');
+        const ids = new Set(listed.body.map((r: any) => r.id));
+        return short.every((id) => !ids.has(id));
+      },
+      20_000,
+    );
     for (const id of kept) assert.equal((await api(b, 'GET', `/api/v1/runs/${id}`)).status, 200);
     assert.equal((await api(b, 'GET', '/health')).status, 200);
   });

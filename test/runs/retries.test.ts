@@ -16,14 +16,35 @@ describe('retry policy', () => {
   it('backs off with full jitter, doubling, within the retries and the time budget', () => {
     const p = { maxRetries: 3, maxTimeMs: 10_000, baseDelayMs: 100, maxDelayMs: 1000 };
     const retryable = new ProviderError('provider_error', 'x', 503, true);
-    assert.equal(nextDelay(retryable, 1, 0, p, () => 1), 100);
-    assert.equal(nextDelay(retryable, 2, 0, p, () => 1), 200);
-    assert.equal(nextDelay(retryable, 3, 0, p, () => 0.5), 200);
-    assert.equal(nextDelay(retryable, 4, 0, p, () => 1), undefined, 'retries spent');
-    assert.equal(nextDelay(retryable, 1, 9_950, p, () => 1), undefined, 'past the time budget');
+    assert.equal(
+      nextDelay(retryable, 1, 0, p, () => 1),
+      100,
+    );
+    assert.equal(
+      nextDelay(retryable, 2, 0, p, () => 1),
+      200,
+    );
+    assert.equal(
+      nextDelay(retryable, 3, 0, p, () => 0.5),
+      200,
+    );
+    assert.equal(
+      nextDelay(retryable, 4, 0, p, () => 1),
+      undefined,
+      'retries spent',
+    );
+    assert.equal(
+      nextDelay(retryable, 1, 9_950, p, () => 1),
+      undefined,
+      'past the time budget',
+    );
     assert.equal(nextDelay(new ProviderError('provider_bad_request', 'x', 400), 1, 0, p), undefined, 'not retryable');
     assert.equal(nextDelay(new Error('x'), 1, 0, p), undefined);
-    assert.equal(nextDelay(new ProviderError('provider_rate_limited', 'x', 429, true, 2500), 1, 0, p, () => 0), 2500, 'the wait the provider asked for');
+    assert.equal(
+      nextDelay(new ProviderError('provider_rate_limited', 'x', 429, true, 2500), 1, 0, p, () => 0),
+      2500,
+      'the wait the provider asked for',
+    );
   });
 
   it('reads retry-after-ms, x-ms-retry-after-ms, and retry-after in seconds or as a date', () => {
@@ -39,7 +60,12 @@ describe('retry policy', () => {
   it("takes an environment's config.retries as a number or an object", () => {
     assert.deepEqual(retryPolicyOf(undefined), DEFAULT_RETRY_POLICY);
     assert.equal(retryPolicyOf({ retries: 0 }).maxRetries, 0);
-    assert.deepEqual(retryPolicyOf({ retries: { max_retries: 5, max_time_ms: 2000, base_delay_ms: 10 } }), { ...DEFAULT_RETRY_POLICY, maxRetries: 5, maxTimeMs: 2000, baseDelayMs: 10 });
+    assert.deepEqual(retryPolicyOf({ retries: { max_retries: 5, max_time_ms: 2000, base_delay_ms: 10 } }), {
+      ...DEFAULT_RETRY_POLICY,
+      maxRetries: 5,
+      maxTimeMs: 2000,
+      baseDelayMs: 10,
+    });
     assert.deepEqual(retryPolicyOf({ retries: { max_retries: -1, max_time_ms: 'x' } }), DEFAULT_RETRY_POLICY);
   });
 });
@@ -54,9 +80,14 @@ for (const dialect of TEST_DIALECTS) {
     before(async () => {
       srv = await startTestServer(dialect);
       wire = await startOpenAIWireServer({ apiKey: null, text: 'wire answer' });
-      env = (await srv.api('POST', '/api/v1/environments', {
-        name: 'faults', provider: 'test', default_model: 'echo', config: { retries: { base_delay_ms: 5, max_delay_ms: 20 }, timeout_ms: 300 },
-      })).body.id;
+      env = (
+        await srv.api('POST', '/api/v1/environments', {
+          name: 'faults',
+          provider: 'test',
+          default_model: 'echo',
+          config: { retries: { base_delay_ms: 5, max_delay_ms: 20 }, timeout_ms: 300 },
+        })
+      ).body.id;
     });
     after(async () => {
       await srv.close();
@@ -64,14 +95,27 @@ for (const dialect of TEST_DIALECTS) {
     });
 
     /** An interaction whose prompt is unique (the counting fault models count per prompt). */
-    const interaction = async (environment = env) => (await srv.api('POST', '/api/v1/interactions', {
-      name: `retry ${++n}`, status: 'draft', environment,
-      prompts: [{ type: 'template', template: { role: 'user', content_type: 'text', content: `call number ${n} of ${dialect} one two three` } }],
-    })).body.id as string;
-    const run = async (model: string, extra: Record<string, unknown> = {}) => srv.api('POST', '/api/v1/runs', { interaction: await interaction(), config: { model }, ...extra });
+    const interaction = async (environment = env) =>
+      (
+        await srv.api('POST', '/api/v1/interactions', {
+          name: `retry ${++n}`,
+          status: 'draft',
+          environment,
+          prompts: [
+            {
+              type: 'template',
+              template: { role: 'user', content_type: 'text', content: `call number ${n} of ${dialect} one two three` },
+            },
+          ],
+        })
+      ).body.id as string;
+    const run = async (model: string, extra: Record<string, unknown> = {}) =>
+      srv.api('POST', '/api/v1/runs', { interaction: await interaction(), config: { model }, ...extra });
     const stream = async (model: string) => {
       const created = await run(model, { stream: true });
-      const text = await (await fetch(`${srv.url}/api/v1/runs/${created.body.id}/stream?access_token=${srv.adminKey}`)).text();
+      const text = await (
+        await fetch(`${srv.url}/api/v1/runs/${created.body.id}/stream?access_token=${srv.adminKey}`)
+      ).text();
       const chunks = [...text.matchAll(/^data: (".*")$/gm)].map((m) => JSON.parse(m[1]) as string);
       return { chunks, final: JSON.parse(/event: close\ndata: (.*)\n/.exec(text)![1]) };
     };
@@ -80,7 +124,10 @@ for (const dialect of TEST_DIALECTS) {
       const r = await run('flaky:2');
       assert.equal(r.status, 200, JSON.stringify(r.body));
       assert.equal(r.body.status, 'completed');
-      assert.deepEqual(r.body.attempts.map((a: { status: string }) => a.status), ['failed', 'failed', 'completed']);
+      assert.deepEqual(
+        r.body.attempts.map((a: { status: string }) => a.status),
+        ['failed', 'failed', 'completed'],
+      );
       assert.equal(r.body.attempts[0].error.code, 'provider_error');
       assert.match(r.body.attempts[0].error.message, /503/);
       assert.ok(r.body.attempts.every((a: { duration_ms: number }) => typeof a.duration_ms === 'number'));
@@ -95,23 +142,47 @@ for (const dialect of TEST_DIALECTS) {
       assert.equal(r.body.status, 'completed');
       assert.ok(Date.now() - started >= 400, 'the retry waited for retry-after');
       assert.ok(r.body.execution_time >= 400);
-      assert.deepEqual(r.body.attempts.map((a: { status: string; error?: { code: string } }) => a.error?.code ?? a.status), ['provider_rate_limited', 'completed']);
+      assert.deepEqual(
+        r.body.attempts.map((a: { status: string; error?: { code: string } }) => a.error?.code ?? a.status),
+        ['provider_rate_limited', 'completed'],
+      );
     });
 
     it('fails after its retries, and does not retry past the time budget or what is not retryable', async () => {
       const spent = await run('flaky:9');
       assert.equal(spent.status, 502);
       assert.equal(spent.body.run.attempts.length, 4, 'the first call and three retries');
-      const budget = await srv.api('POST', '/api/v1/environments', { name: 'tight', provider: 'test', default_model: 'echo', config: { retries: { max_time_ms: 500 } } });
-      const tight = await srv.api('POST', '/api/v1/runs', { interaction: await interaction(budget.body.id), config: { model: 'rate_limit:1:5000' } });
+      const budget = await srv.api('POST', '/api/v1/environments', {
+        name: 'tight',
+        provider: 'test',
+        default_model: 'echo',
+        config: { retries: { max_time_ms: 500 } },
+      });
+      const tight = await srv.api('POST', '/api/v1/runs', {
+        interaction: await interaction(budget.body.id),
+        config: { model: 'rate_limit:1:5000' },
+      });
       assert.equal(tight.status, 502);
       assert.equal(tight.body.error, 'provider_rate_limited');
       assert.equal(tight.body.run.attempts, undefined, 'one attempt: waiting 5 s would pass the 500 ms budget');
       const error = await run('error');
       assert.equal(error.status, 502);
       assert.equal(error.body.run.attempts, undefined);
-      const none = await srv.api('POST', '/api/v1/environments', { name: 'no retries', provider: 'test', default_model: 'echo', config: { retries: 0 } });
-      assert.equal((await srv.api('POST', '/api/v1/runs', { interaction: await interaction(none.body.id), config: { model: 'flaky:1' } })).status, 502);
+      const none = await srv.api('POST', '/api/v1/environments', {
+        name: 'no retries',
+        provider: 'test',
+        default_model: 'echo',
+        config: { retries: 0 },
+      });
+      assert.equal(
+        (
+          await srv.api('POST', '/api/v1/runs', {
+            interaction: await interaction(none.body.id),
+            config: { model: 'flaky:1' },
+          })
+        ).status,
+        502,
+      );
     });
 
     it('retries a stream that failed before its first chunk, never one that had sent a chunk', async () => {
@@ -131,10 +202,22 @@ for (const dialect of TEST_DIALECTS) {
     });
 
     it('retries a real provider that answers 429 with retry-after, and 503 with x-ms-retry-after-ms', async () => {
-      const wireEnv = (await srv.api('POST', '/api/v1/environments', {
-        name: 'wire', provider: 'openai_compatible', endpoint_url: wire.url, default_model: 'm', config: { retries: { base_delay_ms: 5 } },
-      })).body.id;
-      wire.options.fail = { status: 429, message: 'Rate limit reached', code: 'rate_limit_exceeded', headers: { 'retry-after': '1' }, times: 1 };
+      const wireEnv = (
+        await srv.api('POST', '/api/v1/environments', {
+          name: 'wire',
+          provider: 'openai_compatible',
+          endpoint_url: wire.url,
+          default_model: 'm',
+          config: { retries: { base_delay_ms: 5 } },
+        })
+      ).body.id;
+      wire.options.fail = {
+        status: 429,
+        message: 'Rate limit reached',
+        code: 'rate_limit_exceeded',
+        headers: { 'retry-after': '1' },
+        times: 1,
+      };
       const before = wire.requests.length;
       const started = Date.now();
       const r = await srv.api('POST', '/api/v1/runs', { interaction: await interaction(wireEnv) });

@@ -20,7 +20,8 @@ import { RunFinder } from '../../src/runs/find.ts';
 import * as analytics from '../../src/analytics/store.ts';
 
 /** The partial indexes of migration 0023. */
-const READ_INDEXES = /\b(runs_recent_cover|runs_search_cover|runs_model|runs_interaction|runs_environment|runs_analytics)\b/;
+const READ_INDEXES =
+  /\b(runs_recent_cover|runs_search_cover|runs_model|runs_interaction|runs_environment|runs_analytics)\b/;
 
 if (TEST_DIALECTS.includes('sqlite')) {
   describe('sqlite: the reads of runs walk the read indexes', () => {
@@ -37,13 +38,23 @@ if (TEST_DIALECTS.includes('sqlite')) {
       sent.length = 0;
       await read();
       assert.ok(sent.length > 0, 'the read sent SQL');
-      return sent.map((q) => (handle.prepare(`EXPLAIN QUERY PLAN ${q.sql}`).all(...(q.parameters as unknown[])) as { detail: string }[]).map((r) => r.detail));
+      return sent.map((q) =>
+        (handle.prepare(`EXPLAIN QUERY PLAN ${q.sql}`).all(...(q.parameters as unknown[])) as { detail: string }[]).map(
+          (r) => r.detail,
+        ),
+      );
     };
     /** Every statement that reads the runs table walks a read index, and none scans the table. */
     const assertIndexed = (name: string, plans: string[][]) => {
       for (const plan of plans.filter((lines) => lines.some((line) => /^(SEARCH|SCAN) runs\b/.test(line)))) {
-        assert.ok(plan.some((line) => READ_INDEXES.test(line)), `${name}: no read index in\n${plan.join('\n')}`);
-        assert.ok(!plan.some((line) => /^SCAN runs\b(?! USING)/.test(line)), `${name}: scans the table\n${plan.join('\n')}`);
+        assert.ok(
+          plan.some((line) => READ_INDEXES.test(line)),
+          `${name}: no read index in\n${plan.join('\n')}`,
+        );
+        assert.ok(
+          !plan.some((line) => /^SCAN runs\b(?! USING)/.test(line)),
+          `${name}: scans the table\n${plan.join('\n')}`,
+        );
       }
     };
 
@@ -51,7 +62,11 @@ if (TEST_DIALECTS.includes('sqlite')) {
       srv = await startTestServer('sqlite');
       seeded = await seedEcho(srv);
       for (let i = 0; i < 3; i++) {
-        const r = await srv.api('POST', '/api/v1/runs', { interaction: seeded.interaction.id, data: { text: `run ${i}` }, tags: ['t'] });
+        const r = await srv.api('POST', '/api/v1/runs', {
+          interaction: seeded.interaction.id,
+          data: { text: `run ${i}` },
+          tags: ['t'],
+        });
         assert.equal(r.status, 200, JSON.stringify(r.body));
         runId = r.body.id;
       }
@@ -76,9 +91,20 @@ if (TEST_DIALECTS.includes('sqlite')) {
         ['list by model and status', () => search.list(scope, { model: 'echo', status: 'completed' })],
         ['list by interaction', () => search.list(scope, { interaction: seeded.interaction.id })],
         ['list by environment and tag', () => search.list(scope, { environment: seeded.env.id, tag: 't' })],
-        ['search', () => search.search(scope, { query: 'execution_time:[0 TO 5000] AND (status:failed OR modelId:echo)' })],
+        [
+          'search',
+          () => search.search(scope, { query: 'execution_time:[0 TO 5000] AND (status:failed OR modelId:echo)' }),
+        ],
         ['search with words', () => search.search(scope, { query: '"run 1" AND status:completed' })],
-        ['count and facets', () => search.search(scope, { query: 'status:completed', onlyMeta: true, facets: { s: { type: 'string', path: 'status' }, m: { type: 'string', path: 'modelId' } } })],
+        [
+          'count and facets',
+          () =>
+            search.search(scope, {
+              query: 'status:completed',
+              onlyMeta: true,
+              facets: { s: { type: 'string', path: 'status' }, m: { type: 'string', path: 'modelId' } },
+            }),
+        ],
         ['count', () => search.search(scope, { facets: {}, onlyMeta: true })],
         ['facets', () => search.facets(scope, { facets: [{ name: 'status', field: 'status' }] })],
         ['find', () => new RunFinder(db, sqliteDialect).find(scope, { query: { status: 'completed' } })],
@@ -90,23 +116,39 @@ if (TEST_DIALECTS.includes('sqlite')) {
       const d = sqliteDialect;
       const reads: [string, () => Promise<unknown>][] = [
         ['status counts', () => analytics.statusCounts(db, d, { scope: { project: scope.project } })],
-        ['time buckets', () => analytics.bucketCounts(db, d, { scope: { project: scope.project }, from: '2026-01-01' }, 'day')],
+        [
+          'time buckets',
+          () => analytics.bucketCounts(db, d, { scope: { project: scope.project }, from: '2026-01-01' }, 'day'),
+        ],
         ['token sums', () => analytics.tokenSums(db, d, { scope: { project: scope.project } })],
-        ['cost of the account', () => analytics.costRows(db, d, { scope: { account: scope.account } }, 'model_id', 'day', true)],
+        [
+          'cost of the account',
+          () => analytics.costRows(db, d, { scope: { account: scope.account } }, 'model_id', 'day', true),
+        ],
         ['providers', () => analytics.providersOf(db, d, { project: scope.project }, [seeded.env.id])],
       ];
       for (const [name, read] of reads) assertIndexed(name, await plansOf(read));
       // One run and its children: by id (the children through runs_parent), never along the project.
       for (const scoped of [{ project: scope.project }, { account: scope.account }]) {
-        const one = (await plansOf(() => analytics.costRows(db, d, { scope: scoped, run: runId }, 'model_id', null, false))).flat();
-        assert.ok(one.some((l) => /runs_parent/.test(l)), one.join('\n'));
-        assert.ok(!one.some((l) => /^(SCAN runs|SEARCH runs USING (COVERING )?INDEX runs_\w+ \(project_id=\?\))$/.test(l)), one.join('\n'));
+        const one = (
+          await plansOf(() => analytics.costRows(db, d, { scope: scoped, run: runId }, 'model_id', null, false))
+        ).flat();
+        assert.ok(
+          one.some((l) => /runs_parent/.test(l)),
+          one.join('\n'),
+        );
+        assert.ok(
+          !one.some((l) => /^(SCAN runs|SEARCH runs USING (COVERING )?INDEX runs_\w+ \(project_id=\?\))$/.test(l)),
+          one.join('\n'),
+        );
       }
     });
 
     it('keys every index of runs in ascending order, and walks the newest-first one backwards without sorting', async () => {
       // A descending key puts each new run at a leaf's left-hand edge: more pages written per commit (migration 0024).
-      const indexes = handle.prepare(`SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'runs' AND sql IS NOT NULL`).all() as { name: string; sql: string }[];
+      const indexes = handle
+        .prepare(`SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'runs' AND sql IS NOT NULL`)
+        .all() as { name: string; sql: string }[];
       assert.ok(indexes.length >= 10, indexes.map((x) => x.name).join(' '));
       for (const { name, sql } of indexes) assert.doesNotMatch(sql, /\bdesc\b/i, name);
       const [page] = await plansOf(() => new RunSearch(db, sqliteDialect).list(scope, { limit: '10' }));

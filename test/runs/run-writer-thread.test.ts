@@ -19,23 +19,51 @@ import { getRun, prepareRunInsert, prepareRunUpdate } from '../../src/runs/store
 import { openSqliteHandle } from '../../src/db/sqlite-handle.ts';
 import { SqliteRunWrites } from '../../src/runs/sqlite-run-writes.ts';
 import { findRuns, whereOf } from '../../src/runs/search-store.ts';
-import { ThreadRunWriter, WRITER_YOUNG_GENERATION_MB, type ThreadRunWriterOptions } from '../../src/runs/run-writer-thread.ts';
+import {
+  ThreadRunWriter,
+  WRITER_YOUNG_GENERATION_MB,
+  type ThreadRunWriterOptions,
+} from '../../src/runs/run-writer-thread.ts';
 import { RunWriter } from '../../src/runs/run-writer.ts';
 import { sql } from 'kysely';
 import type { RunRow } from '../../src/runs/model.ts';
 
 const SCOPE = { account: 'acc', project: 'prj' };
 
-const runRow = (words: string): RunRow => ({
-  id: newId(), account_id: SCOPE.account, project_id: SCOPE.project, interaction_id: 'ix', environment_id: null, model_id: 'echo', status: 'processing',
-  parent_id: null, finish_reason: null, execution_time: null, token_prompt: null, token_result: null, token_total: null, tags: ['t1'],
-  created_at: nowIso(), updated_at: nowIso(), executor: 'me',
-  doc: { result: [], parameters: { topic: words }, prompt: [{ role: 'user', content: words }], config: {}, source: {}, interaction: { id: 'ix', name: 'Ix' } },
-} as unknown as RunRow);
+const runRow = (words: string): RunRow =>
+  ({
+    id: newId(),
+    account_id: SCOPE.account,
+    project_id: SCOPE.project,
+    interaction_id: 'ix',
+    environment_id: null,
+    model_id: 'echo',
+    status: 'processing',
+    parent_id: null,
+    finish_reason: null,
+    execution_time: null,
+    token_prompt: null,
+    token_result: null,
+    token_total: null,
+    tags: ['t1'],
+    created_at: nowIso(),
+    updated_at: nowIso(),
+    executor: 'me',
+    doc: {
+      result: [],
+      parameters: { topic: words },
+      prompt: [{ role: 'user', content: words }],
+      config: {},
+      source: {},
+      interaction: { id: 'ix', name: 'Ix' },
+    },
+  }) as unknown as RunRow;
 
 describe('sqlite: the run writer thread', () => {
   const cleanups: Array<() => Promise<void> | void> = [];
-  after(async () => { for (const c of cleanups.reverse()) await c(); });
+  after(async () => {
+    for (const c of cleanups.reverse()) await c();
+  });
 
   /** A writer on a fresh database, its thread ready unless `lazy` (the first write then starts it). */
   async function open(options: ThreadRunWriterOptions & { file?: (dir: string) => string; lazy?: boolean } = {}) {
@@ -47,7 +75,15 @@ describe('sqlite: the run writer thread', () => {
     cleanups.push(() => writer.close());
     if (!options.lazy) await writer.started();
     const find = async (q: string) =>
-      (await findRuns(opened.db, opened.dialect, whereOf(opened.dialect, SCOPE, {}, compileRunQuery(parseLucene(q), { dialect: 'sqlite' })), 100, 0)).map((r) => r.id);
+      (
+        await findRuns(
+          opened.db,
+          opened.dialect,
+          whereOf(opened.dialect, SCOPE, {}, compileRunQuery(parseLucene(q), { dialect: 'sqlite' })),
+          100,
+          0,
+        )
+      ).map((r) => r.id);
     return { ...opened, writer, find };
   }
 
@@ -86,7 +122,11 @@ describe('sqlite: the run writer thread', () => {
     await writer.insert(runRow('before'), []);
     const first = workerOf(writer)!;
     const exited = new Promise<number>((r) => first.once('exit', r));
-    assert.equal(await Promise.race([exited, new Promise((r) => setTimeout(() => r('still running'), 10_000))]), 0, 'the idle thread ended on its own');
+    assert.equal(
+      await Promise.race([exited, new Promise((r) => setTimeout(() => r('still running'), 10_000))]),
+      0,
+      'the idle thread ended on its own',
+    );
     assert.equal(workerOf(writer), undefined);
     const after = runRow('after');
     await writer.insert(after, []);
@@ -111,7 +151,10 @@ describe('sqlite: the run writer thread', () => {
 
   it('a wait for a thread still loading ends when the writer closes (it never hangs)', async () => {
     const { writer } = await open({ lazy: true });
-    const waited = writer.started().then(() => 'ready', (err: Error) => err.message);
+    const waited = writer.started().then(
+      () => 'ready',
+      (err: Error) => err.message,
+    );
     await writer.close(); // at once: the thread takes a few hundred ms to load
     const outcome = await Promise.race([waited, new Promise((r) => setTimeout(() => r('still waiting'), 10_000))]);
     assert.match(String(outcome), /^(ready|the run writer is closed.*)$/);
@@ -121,11 +164,25 @@ describe('sqlite: the run writer thread', () => {
     const { db, dialect, writer, find } = await open();
     const runs = Array.from({ length: 40 }, (_, i) => runRow(`word${i} orbit`));
     await Promise.all(runs.map((r) => writer.insert(r, ['t1'])));
-    for (const r of runs) assert.equal((await getRun(db, dialect, SCOPE, r.id))?.status, 'processing', 'the row exists once insert resolves');
+    for (const r of runs)
+      assert.equal(
+        (await getRun(db, dialect, SCOPE, r.id))?.status,
+        'processing',
+        'the row exists once insert resolves',
+      );
     assert.equal((await find('tags:t1')).length, 40);
     assert.deepEqual(await find('orbit'), [], 'no full text before a run ends');
 
-    const ended = await Promise.all(runs.map((r) => writer.update(r.id, { status: 'completed', updated_at: nowIso(), executor: null, doc: { ...(r.doc as object), result: [{ type: 'text', value: 'answer' }] } as never })));
+    const ended = await Promise.all(
+      runs.map((r) =>
+        writer.update(r.id, {
+          status: 'completed',
+          updated_at: nowIso(),
+          executor: null,
+          doc: { ...(r.doc as object), result: [{ type: 'text', value: 'answer' }] } as never,
+        }),
+      ),
+    );
     assert.ok(ended.every(Boolean));
     assert.equal((await getRun(db, dialect, SCOPE, runs[7].id))?.status, 'completed');
     assert.deepEqual(await find('word7'), [runs[7].id]);
@@ -138,14 +195,41 @@ describe('sqlite: the run writer thread', () => {
     const a = await open();
     const b = await open();
     const kysely = new RunWriter(b.db, b.dialect);
-    const runs = Array.from({ length: 12 }, (_, i) => ({ ...runRow(`word${i} comet`), ...(i % 3 === 0 ? { doc: { ...(runRow('x').doc as object), ttl: 3600 } } : {}) } as RunRow));
+    const runs = Array.from(
+      { length: 12 },
+      (_, i) =>
+        ({
+          ...runRow(`word${i} comet`),
+          ...(i % 3 === 0 ? { doc: { ...(runRow('x').doc as object), ttl: 3600 } } : {}),
+        }) as RunRow,
+    );
     runs[5] = { ...runs[5], status: 'completed', parent_id: runs[4].id } as RunRow; // inserted already ended: full text at once
     for (const w of [a.writer, kysely]) {
       const ended = await Promise.all(runs.map((r, i) => w.insert(r, i % 2 ? ['t1', `n${i}`] : [])));
       assert.equal(ended.length, runs.length);
       const results = await Promise.all([
-        ...runs.slice(0, 8).map((r, i) => w.update(r.id, { status: i === 2 ? 'failed' : 'completed', updated_at: '2026-01-01T00:00:00.000Z', executor: null, finish_reason: 'stop', token_prompt: 3, token_result: i, token_total: 3 + i,
-          doc: { ...(r.doc as object), result: [{ type: 'text', value: `answer${i}` }], cost: { total: 0.5 * i } } as never }, i === 7 ? 'created' : undefined)),
+        ...runs
+          .slice(0, 8)
+          .map((r, i) =>
+            w.update(
+              r.id,
+              {
+                status: i === 2 ? 'failed' : 'completed',
+                updated_at: '2026-01-01T00:00:00.000Z',
+                executor: null,
+                finish_reason: 'stop',
+                token_prompt: 3,
+                token_result: i,
+                token_total: 3 + i,
+                doc: {
+                  ...(r.doc as object),
+                  result: [{ type: 'text', value: `answer${i}` }],
+                  cost: { total: 0.5 * i },
+                } as never,
+              },
+              i === 7 ? 'created' : undefined,
+            ),
+          ),
         // A patch (no document): a claim that holds. An undefined value leaves its column as it is (as Kysely).
         w.update(runs[9].id, { updated_at: '2026-01-02T00:00:00.000Z', model_id: undefined }, 'processing'),
         w.update(runs[10].id, { updated_at: '2026-01-02T00:00:00.000Z' }, 'created'), // a claim on a run that moved on
@@ -153,13 +237,24 @@ describe('sqlite: the run writer thread', () => {
       ]);
       assert.deepEqual(results, [true, true, true, true, true, true, true, false, true, false, false]);
       // A new document without a status (an evaluation): full text only if the stored run has ended.
-      assert.equal(await w.update(runs[0].id, { doc: { ...(runs[0].doc as object), result: [{ type: 'text', value: 'evaluated' }] } as never }), true);
-      assert.equal(await w.update(runs[11].id, { doc: { ...(runs[11].doc as object), result: [{ type: 'text', value: 'pending' }] } as never }), true);
+      assert.equal(
+        await w.update(runs[0].id, {
+          doc: { ...(runs[0].doc as object), result: [{ type: 'text', value: 'evaluated' }] } as never,
+        }),
+        true,
+      );
+      assert.equal(
+        await w.update(runs[11].id, {
+          doc: { ...(runs[11].doc as object), result: [{ type: 'text', value: 'pending' }] } as never,
+        }),
+        true,
+      );
     }
     const dump = async (o: typeof a) => ({
       runs: (await sql`SELECT * FROM runs ORDER BY id`.execute(o.db)).rows,
       tags: (await sql`SELECT * FROM run_tags ORDER BY run_id, tag`.execute(o.db)).rows,
-      fts: (await sql`SELECT term, col, doc, offset FROM runs_fts_instances ORDER BY doc, col, offset`.execute(o.db)).rows,
+      fts: (await sql`SELECT term, col, doc, offset FROM runs_fts_instances ORDER BY doc, col, offset`.execute(o.db))
+        .rows,
     });
     const [viaThread, viaKysely] = [await dump(a), await dump(b)];
     assert.equal(viaThread.runs.length, 12);
@@ -179,10 +274,13 @@ describe('sqlite: the run writer thread', () => {
       const o = await open();
       const writer = via === 'the thread' ? o.writer : new RunWriter(o.db, o.dialect);
       const run = { ...runRow('first'), status: 'completed' } as RunRow;
-      const withResult = (r: RunRow, value: string) => ({ doc: { ...(r.doc as object), result: [{ type: 'text', value }] } as never });
+      const withResult = (r: RunRow, value: string) => ({
+        doc: { ...(r.doc as object), result: [{ type: 'text', value }] } as never,
+      });
       const other = runRow('bystander');
       const writes = [
-        writer.insert(run, []), writer.insert(other, []),
+        writer.insert(run, []),
+        writer.insert(other, []),
         writer.update(run.id, withResult(run, 'second')),
         writer.update(other.id, { status: 'completed', updated_at: nowIso(), ...withResult(other, 'elsewhere') }),
         writer.update(run.id, withResult(run, 'third')),
@@ -191,8 +289,10 @@ describe('sqlite: the run writer thread', () => {
       assert.deepEqual(await o.find('third'), [run.id]);
       assert.deepEqual(await o.find('second'), []);
       assert.deepEqual(await o.find('elsewhere'), [other.id]);
-      const rows = await sql<{ n: number }>`SELECT count(DISTINCT doc) AS n FROM runs_fts_instances WHERE term = 'first'`.execute(o.db);
-      assert.equal(Number(rows.rows[0].n), 1, 'the parameter word is in the run\'s row alone');
+      const rows = await sql<{
+        n: number;
+      }>`SELECT count(DISTINCT doc) AS n FROM runs_fts_instances WHERE term = 'first'`.execute(o.db);
+      assert.equal(Number(rows.rows[0].n), 1, "the parameter word is in the run's row alone");
     });
   }
 
@@ -217,15 +317,35 @@ describe('sqlite: the run writer thread', () => {
     }) as typeof handle.prepare;
     const writes = new SqliteRunWrites(handle);
     const first = Array.from({ length: 5 }, (_, i) => runRow(`batch${i}`));
-    assert.deepEqual(writes.applyAll(first.map((r) => prepareRunInsert(o.dialect, r, ['t1', `n${r.id}`]))), first.map(() => ({ value: true })));
+    assert.deepEqual(
+      writes.applyAll(first.map((r) => prepareRunInsert(o.dialect, r, ['t1', `n${r.id}`]))),
+      first.map(() => ({ value: true })),
+    );
     assert.equal(maxReads, 1);
     const second = [runRow('later')];
-    assert.deepEqual(writes.applyAll([...second.map((r) => prepareRunInsert(o.dialect, r, [])), prepareRunUpdate(o.dialect, first[0].id, { status: 'completed', updated_at: nowIso() })]), [{ value: true }, { value: true }]);
+    assert.deepEqual(
+      writes.applyAll([
+        ...second.map((r) => prepareRunInsert(o.dialect, r, [])),
+        prepareRunUpdate(o.dialect, first[0].id, { status: 'completed', updated_at: nowIso() }),
+      ]),
+      [{ value: true }, { value: true }],
+    );
     assert.equal(maxReads, 2);
-    const rows = handle.prepare('SELECT id, search_rowid FROM runs ORDER BY search_rowid').all() as Array<{ id: string; search_rowid: number }>;
-    assert.deepEqual(rows.map((r) => r.id), [...first, ...second].map((r) => r.id));
-    assert.deepEqual(rows.map((r) => r.search_rowid), rows.map((_, i) => rows[0].search_rowid + i));
-    const tagRowids = handle.prepare('SELECT DISTINCT t.search_rowid = r.search_rowid AS same FROM run_tags t JOIN runs r ON r.id = t.run_id').all();
+    const rows = handle.prepare('SELECT id, search_rowid FROM runs ORDER BY search_rowid').all() as Array<{
+      id: string;
+      search_rowid: number;
+    }>;
+    assert.deepEqual(
+      rows.map((r) => r.id),
+      [...first, ...second].map((r) => r.id),
+    );
+    assert.deepEqual(
+      rows.map((r) => r.search_rowid),
+      rows.map((_, i) => rows[0].search_rowid + i),
+    );
+    const tagRowids = handle
+      .prepare('SELECT DISTINCT t.search_rowid = r.search_rowid AS same FROM run_tags t JOIN runs r ON r.id = t.run_id')
+      .all();
     assert.deepEqual(tagRowids, [{ same: 1 }]);
   });
 
@@ -239,19 +359,43 @@ describe('sqlite: the run writer thread', () => {
     });
     const writes = new SqliteRunWrites(handle);
     const [kept, moved] = [runRow('kept'), runRow('moved')];
-    assert.deepEqual(writes.applyAll([prepareRunInsert(o.dialect, kept, []), prepareRunInsert(o.dialect, moved, [])]), [{ value: true }, { value: true }]);
-    const before = handle.prepare('SELECT rowid AS r, search_rowid AS s FROM runs WHERE id = ?').get(moved.id) as { r: number; s: number };
+    assert.deepEqual(writes.applyAll([prepareRunInsert(o.dialect, kept, []), prepareRunInsert(o.dialect, moved, [])]), [
+      { value: true },
+      { value: true },
+    ]);
+    const before = handle.prepare('SELECT rowid AS r, search_rowid AS s FROM runs WHERE id = ?').get(moved.id) as {
+      r: number;
+      s: number;
+    };
     await sql`DELETE FROM runs WHERE id = ${moved.id}`.execute(o.db);
     const other = runRow('other');
     await new RunWriter(o.db, o.dialect).insert(other, []);
     await new RunWriter(o.db, o.dialect).insert(moved, []);
-    assert.equal((handle.prepare('SELECT id FROM runs WHERE rowid = ?').get(before.r) as { id: string }).id, other.id, 'the old rowid is now another run');
-    const end = (r: RunRow, word: string) => prepareRunUpdate(o.dialect, r.id, { status: 'completed', updated_at: nowIso(), executor: null, doc: { ...(r.doc as object), result: [{ type: 'text', value: word }] } as never });
-    assert.deepEqual(writes.applyAll([end(kept, 'keptanswer'), end(moved, 'movedanswer')]), [{ value: true }, { value: true }]);
-    const status = (id: string) => (handle.prepare('SELECT status FROM runs WHERE id = ?').get(id) as { status: string }).status;
+    assert.equal(
+      (handle.prepare('SELECT id FROM runs WHERE rowid = ?').get(before.r) as { id: string }).id,
+      other.id,
+      'the old rowid is now another run',
+    );
+    const end = (r: RunRow, word: string) =>
+      prepareRunUpdate(o.dialect, r.id, {
+        status: 'completed',
+        updated_at: nowIso(),
+        executor: null,
+        doc: { ...(r.doc as object), result: [{ type: 'text', value: word }] } as never,
+      });
+    assert.deepEqual(writes.applyAll([end(kept, 'keptanswer'), end(moved, 'movedanswer')]), [
+      { value: true },
+      { value: true },
+    ]);
+    const status = (id: string) =>
+      (handle.prepare('SELECT status FROM runs WHERE id = ?').get(id) as { status: string }).status;
     assert.deepEqual([status(kept.id), status(moved.id), status(other.id)], ['completed', 'completed', 'processing']);
     assert.deepEqual(await o.find('keptanswer'), [kept.id]);
-    assert.deepEqual(await o.find('movedanswer'), [moved.id], "the full text is at the run's search_rowid now, not the one it was inserted with");
+    assert.deepEqual(
+      await o.find('movedanswer'),
+      [moved.id],
+      "the full text is at the run's search_rowid now, not the one it was inserted with",
+    );
   });
 
   it('answers false to a claim on a run that moved on, and to an update of no run', async () => {
@@ -268,7 +412,11 @@ describe('sqlite: the run writer thread', () => {
     const first = runRow('dup');
     await writer.insert(first, []);
     const others = [runRow('a'), runRow('b')];
-    const settled = await Promise.allSettled([writer.insert(others[0], []), writer.insert({ ...first }, []), writer.insert(others[1], [])]);
+    const settled = await Promise.allSettled([
+      writer.insert(others[0], []),
+      writer.insert({ ...first }, []),
+      writer.insert(others[1], []),
+    ]);
     assert.equal(settled[0].status, 'fulfilled');
     assert.equal(settled[2].status, 'fulfilled');
     assert.equal(settled[1].status, 'rejected');
@@ -316,7 +464,16 @@ describe('sqlite: the run writer thread', () => {
     const big = { ...plain, doc: { ...(plain.doc as object), prompt: [{ role: 'user', content: text }] } } as RunRow;
     const small = Array.from({ length: 500 }, (_, i) => runRow(`word${i}`));
     await Promise.all([big, ...small].map((r) => writer.insert(r, ['t1'])));
-    const ended = await Promise.all([big, ...small].map((r) => writer.update(r.id, { status: 'completed', updated_at: nowIso(), executor: null, doc: { ...(r.doc as object), result: [{ type: 'text', value: 'answer' }] } as never })));
+    const ended = await Promise.all(
+      [big, ...small].map((r) =>
+        writer.update(r.id, {
+          status: 'completed',
+          updated_at: nowIso(),
+          executor: null,
+          doc: { ...(r.doc as object), result: [{ type: 'text', value: 'answer' }] } as never,
+        }),
+      ),
+    );
     assert.ok(ended.every(Boolean));
     const stored = await getRun(db, dialect, SCOPE, big.id);
     assert.equal(stored?.status, 'completed');

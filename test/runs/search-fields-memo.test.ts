@@ -12,24 +12,50 @@ import { newId, nowIso } from '../../src/db/ids.ts';
 import { prepareRunInsert, prepareRunUpdate } from '../../src/runs/store.ts';
 import type { RunRow } from '../../src/runs/model.ts';
 
-const rowOf = (doc: Record<string, unknown>): RunRow => ({
-  id: newId(), account_id: 'a', project_id: 'p', interaction_id: 'ix', environment_id: 'env', model_id: 'm', status: 'processing', parent_id: null,
-  finish_reason: null, execution_time: null, token_prompt: null, token_result: null, token_total: null, tags: [], created_at: nowIso(), updated_at: nowIso(),
-  executor: 'me', doc,
-} as unknown as RunRow);
+const rowOf = (doc: Record<string, unknown>): RunRow =>
+  ({
+    id: newId(),
+    account_id: 'a',
+    project_id: 'p',
+    interaction_id: 'ix',
+    environment_id: 'env',
+    model_id: 'm',
+    status: 'processing',
+    parent_id: null,
+    finish_reason: null,
+    execution_time: null,
+    token_prompt: null,
+    token_result: null,
+    token_total: null,
+    tags: [],
+    created_at: nowIso(),
+    updated_at: nowIso(),
+    executor: 'me',
+    doc,
+  }) as unknown as RunRow;
 
 /** The `search_fields` column as written: JSON text on both dialects (the PostgreSQL driver parses it only when read back). */
 const parsed = (v: unknown) => (typeof v === 'string' ? JSON.parse(v) : v);
 const fieldsOfInsert = (d: typeof sqliteDialect, row: RunRow) =>
-  parsed((prepareRunInsert(d, row, []) as { insert: { rows: Array<Record<string, unknown>> } }).insert.rows[0].search_fields);
+  parsed(
+    (prepareRunInsert(d, row, []) as { insert: { rows: Array<Record<string, unknown>> } }).insert.rows[0].search_fields,
+  );
 const setOfUpdate = (d: typeof sqliteDialect, id: string, doc: Record<string, unknown>) =>
-  (prepareRunUpdate(d, id, { status: 'completed', doc } as never) as { update: { set: Record<string, unknown> } }).update.set;
-const fieldsOfUpdate = (d: typeof sqliteDialect, id: string, doc: Record<string, unknown>) => parsed(setOfUpdate(d, id, doc).search_fields);
+  (prepareRunUpdate(d, id, { status: 'completed', doc } as never) as { update: { set: Record<string, unknown> } })
+    .update.set;
+const fieldsOfUpdate = (d: typeof sqliteDialect, id: string, doc: Record<string, unknown>) =>
+  parsed(setOfUpdate(d, id, doc).search_fields);
 
 for (const d of [sqliteDialect, postgresDialect]) {
   describe(`${d.name}: search fields kept on a run's document`, () => {
-    it('are the insert\'s at the run\'s end, and a copy with other objects gets its own', () => {
-      const doc = { result: [], parameters: { topic: 'orbits' }, prompt: [], config: { model: 'first-model' }, source: { type: 'api' } };
+    it("are the insert's at the run's end, and a copy with other objects gets its own", () => {
+      const doc = {
+        result: [],
+        parameters: { topic: 'orbits' },
+        prompt: [],
+        config: { model: 'first-model' },
+        source: { type: 'api' },
+      };
       const row = rowOf(doc);
       const first = fieldsOfInsert(d, row);
       assert.ok(JSON.stringify(first).includes('first-model'));
@@ -39,11 +65,13 @@ for (const d of [sqliteDialect, postgresDialect]) {
       assert.ok(typeof end.doc === 'string' && end.doc.includes('done'));
       // The same document written to another run, or this run's with other parameters: fields of their own.
       assert.deepEqual(fieldsOfUpdate(d, newId(), { ...doc, result: [] }), first);
-      assert.ok(JSON.stringify(fieldsOfUpdate(d, row.id, { ...doc, parameters: { topic: 'tides' } })).includes('tides'));
+      assert.ok(
+        JSON.stringify(fieldsOfUpdate(d, row.id, { ...doc, parameters: { topic: 'tides' } })).includes('tides'),
+      );
       // A child: the parent's document spread, with a config of its own.
       const child = { ...doc, config: { model: 'second-model' } };
       const second = fieldsOfInsert(d, rowOf(child));
-      assert.ok(JSON.stringify(second).includes('second-model'), 'the child\'s own config');
+      assert.ok(JSON.stringify(second).includes('second-model'), "the child's own config");
       assert.ok(!JSON.stringify(second).includes('first-model'));
       // And its end, a spread of the child's document.
       assert.deepEqual(fieldsOfUpdate(d, newId(), { ...child, result: [] }), second);

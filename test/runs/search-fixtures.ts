@@ -42,9 +42,49 @@ export function rng(seed: number): Rng {
 
 /** Words and word-like strings, with the cases tokenize / FTS must agree on. */
 export const VOCAB = [
-  'hello', 'Hello', 'HELLO', 'world', 'World', 'quarterly', 'Quarterly', 'report', 'reports', 'café', 'cafe', 'CAFÉ', 'été', 'ÉTÉ',
-  '日本', 'テキスト', 'Ωmega', 'straße', 'ΟΔΟΣ', 'İstanbul', 'foo_bar', 'a-b', 'x42', '42', '3.14', 'e\u0301te\u0301', "don't",
-  'summary', 'sum', 'summit', 'hel', 'help', 'yellow', 'mellow', 'the', 'a', 'of', 'report!', '(note)', '🙂', 'x²', 'K', 'naïve',
+  'hello',
+  'Hello',
+  'HELLO',
+  'world',
+  'World',
+  'quarterly',
+  'Quarterly',
+  'report',
+  'reports',
+  'café',
+  'cafe',
+  'CAFÉ',
+  'été',
+  'ÉTÉ',
+  '日本',
+  'テキスト',
+  'Ωmega',
+  'straße',
+  'ΟΔΟΣ',
+  'İstanbul',
+  'foo_bar',
+  'a-b',
+  'x42',
+  '42',
+  '3.14',
+  'e\u0301te\u0301',
+  "don't",
+  'summary',
+  'sum',
+  'summit',
+  'hel',
+  'help',
+  'yellow',
+  'mellow',
+  'the',
+  'a',
+  'of',
+  'report!',
+  '(note)',
+  '🙂',
+  'x²',
+  'K',
+  'naïve',
 ] as const;
 const SEPARATORS = [' ', ' ', ' ', ', ', '\n', ' - ', '. '];
 
@@ -86,12 +126,22 @@ function parameters(r: Rng): unknown {
   if (r.chance(0.05)) return text(r, 1, 4);
   if (r.chance(0.03)) return [text(r, 1, 3), r.int(0, 9)];
   const p: Record<string, unknown> = {};
-  if (r.chance(0.7)) p.customer = { id: r.pick(['c-1', 'c-2', 'C-1', 'c 3']), name: text(r, 1, 3), ...(r.chance(0.2) ? { tier: r.pick([1, 2, 3]) } : {}) };
+  if (r.chance(0.7))
+    p.customer = {
+      id: r.pick(['c-1', 'c-2', 'C-1', 'c 3']),
+      name: text(r, 1, 3),
+      ...(r.chance(0.2) ? { tier: r.pick([1, 2, 3]) } : {}),
+    };
   if (r.chance(0.8)) p.topic = text(r, 0, 6);
   if (r.chance(0.5)) p.count = r.pick([0, 1, 2, 3, 5, 8, -1, 2.5]);
   if (r.chance(0.3)) p.flag = r.chance(0.5);
-  if (r.chance(0.4)) p.items = Array.from({ length: r.int(0, 3) }, () => ({ sku: r.pick(['A-1', 'B-2', 'a-1', 'C 3']), qty: r.int(1, 4) }));
-  if (r.chance(0.3)) p.list = [text(r, 1, 2), r.int(0, 5), r.chance(0.5), null, [text(r, 1, 2), [r.pick(['deep', 'deeper'])]]];
+  if (r.chance(0.4))
+    p.items = Array.from({ length: r.int(0, 3) }, () => ({
+      sku: r.pick(['A-1', 'B-2', 'a-1', 'C 3']),
+      qty: r.int(1, 4),
+    }));
+  if (r.chance(0.3))
+    p.list = [text(r, 1, 2), r.int(0, 5), r.chance(0.5), null, [text(r, 1, 2), [r.pick(['deep', 'deeper'])]]];
   if (r.chance(0.1)) p['weird.key'] = 'dotted value';
   if (r.chance(0.1)) p.empty = r.pick(['', [], {}, null]);
   if (r.chance(0.1)) p.numstr = r.pick(['3', '3.0', '12', 'abc']);
@@ -102,8 +152,13 @@ function result(r: Rng): unknown {
   const roll = r();
   if (roll < 0.1) return [];
   if (roll < 0.15) return [{ type: 'json', value: { answer: text(r, 1, 2), n: r.int(0, 9) } }];
-  if (roll < 0.2) return [{ type: 'json', value: { a: 1 } }, { type: 'text', value: text(r, 1, 5) }, { value: text(r, 1, 3) }];
-  if (roll < 0.22) return [{ type: 'text', value: 42 }, { type: null, value: 'typed null' }];
+  if (roll < 0.2)
+    return [{ type: 'json', value: { a: 1 } }, { type: 'text', value: text(r, 1, 5) }, { value: text(r, 1, 3) }];
+  if (roll < 0.22)
+    return [
+      { type: 'text', value: 42 },
+      { type: null, value: 'typed null' },
+    ];
   if (roll < 0.24) return text(r, 1, 4);
   return [{ type: 'text', value: text(r, 0, 12) }];
 }
@@ -144,12 +199,20 @@ export function generateRuns(r: Rng, n: number, scope: Scope3, executor?: string
       parameters: parameters(r),
       prompt: prompt(r) as RunDoc['prompt'],
       config: {
-        environment: env?.id, model, temperature: r.pick([0, 0.2, 0.7, 1]),
+        environment: env?.id,
+        model,
+        temperature: r.pick([0, 0.2, 0.7, 1]),
         ...(r.chance(0.5) ? { max_tokens: r.pick([16, 256, 1024]) } : {}),
         ...(r.chance(0.2) ? { model_options: { top_p: r.pick([0.5, 0.9]), stop: ['END', 'STOP'] } } : {}),
         ...(r.chance(0.1) ? { stream: r.chance(0.5) } : {}),
       },
-      source: { type: r.pick(['api', 'cli']), label: `apikey:k${r.int(1, 3)}`, principal_type: 'apikey', principal_id: `k${r.int(1, 3)}`, client_ip: '127.0.0.1' },
+      source: {
+        type: r.pick(['api', 'cli']),
+        label: `apikey:k${r.int(1, 3)}`,
+        principal_type: 'apikey',
+        principal_id: `k${r.int(1, 3)}`,
+        client_ip: '127.0.0.1',
+      },
       ttl: 0,
       stream: false,
       interaction: { ...ix, endpoint: ix.name.toLowerCase(), version: 1 },
@@ -160,12 +223,24 @@ export function generateRuns(r: Rng, n: number, scope: Scope3, executor?: string
     };
     const status = r.pick(STATUSES);
     const row = {
-      id: newId(), account_id: scope.account.id, project_id: scope.project.id, interaction_id: ix.id, environment_id: env?.id ?? null,
-      model_id: model, status, ...(executor ? { executor: status === 'processing' ? executor : null } : {}), parent_id: i > 10 && r.chance(0.15) ? runs[r.int(0, i - 1)].row.id : null,
+      id: newId(),
+      account_id: scope.account.id,
+      project_id: scope.project.id,
+      interaction_id: ix.id,
+      environment_id: env?.id ?? null,
+      model_id: model,
+      status,
+      ...(executor ? { executor: status === 'processing' ? executor : null } : {}),
+      parent_id: i > 10 && r.chance(0.15) ? runs[r.int(0, i - 1)].row.id : null,
       finish_reason: r.chance(0.7) ? r.pick(FINISH) : null,
       execution_time: r.chance(0.85) ? r.int(0, 20_000) : null,
-      token_prompt: r.chance(0.8) ? r.int(0, 2000) : null, token_result: r.chance(0.8) ? r.int(0, 2000) : null, token_total: r.chance(0.8) ? r.int(0, 4000) : null,
-      tags, created_at: iso(created), updated_at: iso(updated), doc,
+      token_prompt: r.chance(0.8) ? r.int(0, 2000) : null,
+      token_result: r.chance(0.8) ? r.int(0, 2000) : null,
+      token_total: r.chance(0.8) ? r.int(0, 4000) : null,
+      tags,
+      created_at: iso(created),
+      updated_at: iso(updated),
+      doc,
     } as RunRow;
     runs.push({ row, tags });
   }
@@ -174,7 +249,8 @@ export function generateRuns(r: Rng, n: number, scope: Scope3, executor?: string
 
 /** Writes runs through the store (bulk, in transactions), then gives some of them a final update. */
 export async function storeRuns(db: Db, d: OrreryDialect, r: Rng, runs: GeneratedRun[]): Promise<RunRow[]> {
-  for (let i = 0; i < runs.length; i += 500) await insertRuns(db, d, runs.slice(i, i + 500), (row) => encodeRun(d, row));
+  for (let i = 0; i < runs.length; i += 500)
+    await insertRuns(db, d, runs.slice(i, i + 500), (row) => encodeRun(d, row));
   const rows = runs.map((x) => x.row);
   for (let i = 0; i < rows.length; i++) {
     if (!r.chance(0.08)) continue;
@@ -186,9 +262,29 @@ export async function storeRuns(db: Db, d: OrreryDialect, r: Rng, runs: Generate
   // The runs as the database hands them back (PostgreSQL's jsonb reorders object keys, and the
   // order of parameter strings is the order of words in the run's text).
   const ids = new Set(rows.map((x) => x.id));
-  const back = await db.selectFrom('runs').select(['id', 'account_id', 'project_id', 'interaction_id', 'environment_id', 'model_id', 'status', 'parent_id',
-    'finish_reason', 'execution_time', 'token_prompt', 'token_result', 'token_total', 'tags', 'created_at', 'updated_at', 'doc'])
-    .where('project_id', '=', rows[0].project_id).execute();
+  const back = await db
+    .selectFrom('runs')
+    .select([
+      'id',
+      'account_id',
+      'project_id',
+      'interaction_id',
+      'environment_id',
+      'model_id',
+      'status',
+      'parent_id',
+      'finish_reason',
+      'execution_time',
+      'token_prompt',
+      'token_result',
+      'token_total',
+      'tags',
+      'created_at',
+      'updated_at',
+      'doc',
+    ])
+    .where('project_id', '=', rows[0].project_id)
+    .execute();
   const stored = back.filter((x) => ids.has(x.id)).map((x) => decodeRun(d, x as RunRow));
   if (stored.length !== rows.length) throw new Error(`stored ${stored.length} of ${rows.length} runs`);
   return stored;
@@ -198,7 +294,8 @@ export async function storeRuns(db: Db, d: OrreryDialect, r: Rng, runs: Generate
 export const docOfRow = (row: RunRow) => toRun(row) as unknown as Record<string, unknown>;
 
 /** Newest updated_at first, ties by id descending (decisions.md). */
-export const byRecency = (a: Pick<RunRow, 'id' | 'updated_at'>, b: Pick<RunRow, 'id' | 'updated_at'>) => (a.updated_at === b.updated_at ? (a.id < b.id ? 1 : a.id > b.id ? -1 : 0) : a.updated_at < b.updated_at ? 1 : -1);
+export const byRecency = (a: Pick<RunRow, 'id' | 'updated_at'>, b: Pick<RunRow, 'id' | 'updated_at'>) =>
+  a.updated_at === b.updated_at ? (a.id < b.id ? 1 : a.id > b.id ? -1 : 0) : a.updated_at < b.updated_at ? 1 : -1;
 
 // ---- queries --------------------------------------------------------------------------------
 
@@ -234,17 +331,64 @@ const KEYWORD_VALUES: Record<string, readonly string[]> = {
   'parameters.items.sku': ['A-1', 'B-2', 'a-1', 'C 3', 'a'],
   'parameters.numstr': ['3', '3.0', '12', 'abc'],
 };
-const NUMBER_FIELDS = ['execution_time', 'token_use.prompt', 'token_use.result', 'token_use.total', 'parameters.count', 'parameters.customer.tier',
-  'parameters.items.qty', 'config.temperature', 'config.max_tokens', 'config.model_options.top_p', 'parameters.list'];
-const TEXT_FIELDS = [null, null, null, 'result', 'prompt', 'parameters.topic', 'parameters.customer.name', 'parameters.list', 'parameters', 'parameters.weird'];
-const EXISTS_FIELDS = ['result', 'prompt', 'tags', 'parent', 'finish_reason', 'environment', 'interaction', 'modelId', 'execution_time', 'token_use.total',
-  'parameters', 'parameters.customer', 'parameters.customer.tier', 'parameters.items', 'parameters.items.sku', 'parameters.empty', 'parameters.list',
-  'parameters.weird', 'parameters.weird.key', 'config.max_tokens', 'config.model_options', 'source.label', 'created_at', 'id'];
+const NUMBER_FIELDS = [
+  'execution_time',
+  'token_use.prompt',
+  'token_use.result',
+  'token_use.total',
+  'parameters.count',
+  'parameters.customer.tier',
+  'parameters.items.qty',
+  'config.temperature',
+  'config.max_tokens',
+  'config.model_options.top_p',
+  'parameters.list',
+];
+const TEXT_FIELDS = [
+  null,
+  null,
+  null,
+  'result',
+  'prompt',
+  'parameters.topic',
+  'parameters.customer.name',
+  'parameters.list',
+  'parameters',
+  'parameters.weird',
+];
+const EXISTS_FIELDS = [
+  'result',
+  'prompt',
+  'tags',
+  'parent',
+  'finish_reason',
+  'environment',
+  'interaction',
+  'modelId',
+  'execution_time',
+  'token_use.total',
+  'parameters',
+  'parameters.customer',
+  'parameters.customer.tier',
+  'parameters.items',
+  'parameters.items.sku',
+  'parameters.empty',
+  'parameters.list',
+  'parameters.weird',
+  'parameters.weird.key',
+  'config.max_tokens',
+  'config.model_options',
+  'source.label',
+  'created_at',
+  'id',
+];
 
 const mutate = (r: Rng, s: string): string => {
   if (s.length === 0) return s;
   const i = r.int(0, s.length - 1);
-  return r.chance(0.5) ? s.slice(0, i) + (s[i] === s[i].toUpperCase() ? s[i].toLowerCase() : s[i].toUpperCase()) + s.slice(i + 1) : s.slice(0, i);
+  return r.chance(0.5)
+    ? s.slice(0, i) + (s[i] === s[i].toUpperCase() ? s[i].toLowerCase() : s[i].toUpperCase()) + s.slice(i + 1)
+    : s.slice(0, i);
 };
 
 /** A glob derived from a value: a prefix, a `?` in place of a character, a suffix, or a middle. */
@@ -253,39 +397,82 @@ const globOf = (r: Rng, s: string): string => {
   if (chars.length === 0) return '*';
   const k = r.int(0, chars.length - 1);
   switch (r.int(0, 4)) {
-    case 0: return `${chars.slice(0, Math.max(1, k)).join('')}*`;
-    case 1: return [...chars.slice(0, k), '?', ...chars.slice(k + 1)].join('');
-    case 2: return `*${chars.slice(k).join('')}`;
-    case 3: return `*${chars.slice(k, k + 2).join('')}*`;
-    default: return `${chars.slice(0, 1).join('')}*${chars.slice(-1).join('')}`;
+    case 0:
+      return `${chars.slice(0, Math.max(1, k)).join('')}*`;
+    case 1:
+      return [...chars.slice(0, k), '?', ...chars.slice(k + 1)].join('');
+    case 2:
+      return `*${chars.slice(k).join('')}`;
+    case 3:
+      return `*${chars.slice(k, k + 2).join('')}*`;
+    default:
+      return `${chars.slice(0, 1).join('')}*${chars.slice(-1).join('')}`;
   }
 };
 
 /** A word, a few consecutive words or a glob, taken from the run texts. */
 function textValue(r: Rng, v: Vocabulary): { value: string; phrase?: boolean; wildcard?: boolean } {
   const source = r.pick(v.texts);
-  const words = source.replace(/\\n/g, ' ').split(/[\s"[\]{}:,]+/).filter(Boolean);
+  const words = source
+    .replace(/\\n/g, ' ')
+    .split(/[\s"[\]{}:,]+/)
+    .filter(Boolean);
   const w = words.length ? r.pick(words) : r.pick(VOCAB);
   switch (r.int(0, 6)) {
-    case 0: return { value: r.pick(VOCAB) };
-    case 1: return { value: mutate(r, w) || 'x' };
+    case 0:
+      return { value: r.pick(VOCAB) };
+    case 1:
+      return { value: mutate(r, w) || 'x' };
     case 2: {
       const toks = tokenize(source);
       const at = r.int(0, Math.max(0, toks.length - 3));
       return { value: toks.slice(at, at + r.int(2, 3)).join(' ') || 'hello world', phrase: true };
     }
-    case 3: return { value: r.pick(['hel*', 'h?llo', '*port', 'caf?', 'οδο?', '*ος', '日*', 'e\u0301*', 'sum*it', '*ll*', 'x4?', 'Hel*', '?', '*a-b*', 'y*w']), wildcard: true };
-    case 4: return { value: globOf(r, tokenize(w)[0] ?? 'hello'), wildcard: true };
-    default: return { value: w };
+    case 3:
+      return {
+        value: r.pick([
+          'hel*',
+          'h?llo',
+          '*port',
+          'caf?',
+          'οδο?',
+          '*ος',
+          '日*',
+          'e\u0301*',
+          'sum*it',
+          '*ll*',
+          'x4?',
+          'Hel*',
+          '?',
+          '*a-b*',
+          'y*w',
+        ]),
+        wildcard: true,
+      };
+    case 4:
+      return { value: globOf(r, tokenize(w)[0] ?? 'hello'), wildcard: true };
+    default:
+      return { value: w };
   }
 }
 
 const dateAt = (r: Rng, v: Vocabulary): string => {
   const d = r.pick(v.dates);
-  return r.pick([d.slice(0, 4), d.slice(0, 7), d.slice(0, 10), d.slice(0, 16), d.slice(0, 19), d, `${d.slice(0, 16)}+02:00`]);
+  return r.pick([
+    d.slice(0, 4),
+    d.slice(0, 7),
+    d.slice(0, 10),
+    d.slice(0, 16),
+    d.slice(0, 19),
+    d,
+    `${d.slice(0, 16)}+02:00`,
+  ]);
 };
 
-const numberAt = (r: Rng): string => String(r.pick([0, 1, 2, 3, 5, 8, -1, 0.5, 0.7, 2.5, 16, 100, 256, 1000, 1024, 5000, 10_000, 20_000, r.int(0, 20_000)]));
+const numberAt = (r: Rng): string =>
+  String(
+    r.pick([0, 1, 2, 3, 5, 8, -1, 0.5, 0.7, 2.5, 16, 100, 256, 1000, 1024, 5000, 10_000, 20_000, r.int(0, 20_000)]),
+  );
 
 function leaf(r: Rng, v: Vocabulary, defaultPath: string | undefined): QueryNode {
   const kind = r.int(0, 11);
@@ -297,7 +484,9 @@ function leaf(r: Rng, v: Vocabulary, defaultPath: string | undefined): QueryNode
   if (kind <= 4) {
     const field = r.pick(Object.keys(KEYWORD_VALUES));
     const value = r.pick(KEYWORD_VALUES[field]);
-    return r.chance(0.25) ? Q.term(field, globOf(r, value), { wildcard: true }) : Q.term(field, value, { phrase: r.chance(0.2) });
+    return r.chance(0.25)
+      ? Q.term(field, globOf(r, value), { wildcard: true })
+      : Q.term(field, value, { phrase: r.chance(0.2) });
   }
   if (kind === 5) {
     const field = r.pick(['id', 'parent']);
@@ -313,21 +502,59 @@ function leaf(r: Rng, v: Vocabulary, defaultPath: string | undefined): QueryNode
   }
   if (kind === 7) {
     const field = r.pick(['created_at', 'updated_at']);
-    if (r.chance(0.4)) return r.chance(0.15) ? Q.term(field, `${dateAt(r, v).slice(0, 6)}*`, { wildcard: true }) : Q.term(field, dateAt(r, v));
+    if (r.chance(0.4))
+      return r.chance(0.15)
+        ? Q.term(field, `${dateAt(r, v).slice(0, 6)}*`, { wildcard: true })
+        : Q.term(field, dateAt(r, v));
     const lo = r.chance(0.2) ? null : dateAt(r, v);
     const hi = r.chance(0.2) ? null : r.chance(0.95) ? dateAt(r, v) : 'not-a-date';
     return Q.range(field, lo, hi ?? (lo === null ? '2024' : null), r.chance(0.5), r.chance(0.5));
   }
   if (kind === 8) {
     // string ranges: keyword columns, tags, refs, families, whole result/prompt texts
-    const field = r.pick(['status', 'modelId', 'tags', 'interaction', 'environment', 'parameters.topic', 'parameters.customer.id', 'config.model', 'result', 'prompt', 'parameters.numstr', 'id']);
-    const b = () => r.pick(['a', 'b', 'c', 'completed', 'g', 'gpt', 'Hello', 'S', 'Say', 'hello', 'ix', 'm', 'z', 'é', '日', '3', '10', 'C-1', '']);
+    const field = r.pick([
+      'status',
+      'modelId',
+      'tags',
+      'interaction',
+      'environment',
+      'parameters.topic',
+      'parameters.customer.id',
+      'config.model',
+      'result',
+      'prompt',
+      'parameters.numstr',
+      'id',
+    ]);
+    const b = () =>
+      r.pick([
+        'a',
+        'b',
+        'c',
+        'completed',
+        'g',
+        'gpt',
+        'Hello',
+        'S',
+        'Say',
+        'hello',
+        'ix',
+        'm',
+        'z',
+        'é',
+        '日',
+        '3',
+        '10',
+        'C-1',
+        '',
+      ]);
     const lo = r.chance(0.2) ? null : b();
     const hi = r.chance(0.2) ? null : b();
     return Q.range(field, lo, hi ?? (lo === null ? 'm' : null), r.chance(0.5), r.chance(0.5));
   }
   if (kind === 9) return Q.exists(r.pick(EXISTS_FIELDS));
-  if (kind === 10) return Q.term(r.pick(['parameters.flag', 'config.stream', 'parameters.list']), r.pick(['true', 'false', 'True']));
+  if (kind === 10)
+    return Q.term(r.pick(['parameters.flag', 'config.stream', 'parameters.list']), r.pick(['true', 'false', 'True']));
   return Q.term(null, textValue(r, v).value);
 }
 
@@ -340,7 +567,22 @@ export function randomQuery(r: Rng, v: Vocabulary, defaultPath: string | undefin
   return roll < 0.4 ? Q.and(...kids) : roll < 0.8 ? Q.or(...kids) : Q.not(kids[0]);
 }
 
-export const DEFAULT_PATHS = [undefined, undefined, undefined, undefined, 'tags', 'result', 'prompt', 'parameters.topic', 'parameters', 'updated_at', 'token_use.total', 'interaction', 'config.model', 'status'];
+export const DEFAULT_PATHS = [
+  undefined,
+  undefined,
+  undefined,
+  undefined,
+  'tags',
+  'result',
+  'prompt',
+  'parameters.topic',
+  'parameters',
+  'updated_at',
+  'token_use.total',
+  'interaction',
+  'config.model',
+  'status',
+];
 
 // ---- facets, computed in TypeScript ---------------------------------------------------------
 
@@ -350,38 +592,60 @@ export type FacetValue = string | number | null;
 export function facetValues(doc: Record<string, unknown>, field: string): FacetValue[] {
   const ref = (x: unknown) => (x && typeof x === 'object' ? (x as { id: string }).id : null);
   switch (field) {
-    case 'tags': return doc.tags as string[];
-    case 'environment': return [ref(doc.environment)];
-    case 'interaction': return [ref(doc.interaction)];
-    case 'modelId': return [(doc.modelId as string | null) ?? null];
-    case 'status': return [doc.status as string];
-    case 'finish_reason': return [(doc.finish_reason as string | undefined) ?? null];
-    case 'execution_time': return [(doc.execution_time as number | undefined) ?? null];
-    case 'updated_at': return [doc.updated_at as string];
-    default: throw new Error(field);
+    case 'tags':
+      return doc.tags as string[];
+    case 'environment':
+      return [ref(doc.environment)];
+    case 'interaction':
+      return [ref(doc.interaction)];
+    case 'modelId':
+      return [(doc.modelId as string | null) ?? null];
+    case 'status':
+      return [doc.status as string];
+    case 'finish_reason':
+      return [(doc.finish_reason as string | undefined) ?? null];
+    case 'execution_time':
+      return [(doc.execution_time as number | undefined) ?? null];
+    case 'updated_at':
+      return [doc.updated_at as string];
+    default:
+      throw new Error(field);
   }
 }
 
 /** Most frequent first, ties by value (code points), null last; `withNull` keeps the null bucket. */
 export function valueBuckets(docs: Record<string, unknown>[], field: string, limit: number, withNull: boolean) {
   const counts = new Map<FacetValue, number>();
-  for (const d of docs) for (const v of facetValues(d, field)) if (v !== null || withNull) counts.set(v, (counts.get(v) ?? 0) + 1);
-  return [...counts].map(([k, n]) => ({ _id: k === null ? null : String(k), count: n }))
+  for (const d of docs)
+    for (const v of facetValues(d, field)) if (v !== null || withNull) counts.set(v, (counts.get(v) ?? 0) + 1);
+  return [...counts]
+    .map(([k, n]) => ({ _id: k === null ? null : String(k), count: n }))
     .sort((a, b) => b.count - a.count || (a._id === null ? 1 : b._id === null ? -1 : compareCodePoints(a._id, b._id)))
     .slice(0, limit);
 }
 
 /** [lower, upper) buckets in order, then the default bucket (outside, or no value) when named. */
-export function rangeBuckets(docs: Record<string, unknown>[], field: string, boundaries: (number | string)[], defaultName?: string) {
+export function rangeBuckets(
+  docs: Record<string, unknown>[],
+  field: string,
+  boundaries: (number | string)[],
+  defaultName?: string,
+) {
   const at = (x: number | string) => (typeof x === 'number' ? x : parseDateInterval(x)!.from);
   const counts = boundaries.slice(0, -1).map(() => 0);
   let outside = 0;
   for (const d of docs) {
     const v = facetValues(d, field)[0];
     const x = v === null ? null : typeof v === 'number' ? v : Date.parse(v as string);
-    const i = x === null ? -1 : boundaries.findIndex((b, j) => j < boundaries.length - 1 && x >= at(b) && x < at(boundaries[j + 1]));
+    const i =
+      x === null
+        ? -1
+        : boundaries.findIndex((b, j) => j < boundaries.length - 1 && x >= at(b) && x < at(boundaries[j + 1]));
     if (i >= 0) counts[i]++;
     else outside++;
   }
-  return [...counts.map((count, i) => ({ _id: boundaries[i], count })), ...(defaultName !== undefined ? [{ _id: defaultName, count: outside }] : [])];
+  return [
+    ...counts.map((count, i) => ({ _id: boundaries[i], count })),
+    ...(defaultName !== undefined ? [{ _id: defaultName, count: outside }] : []),
+  ];
 }

@@ -25,7 +25,8 @@ for (const dialect of TEST_DIALECTS) {
       assert.equal(r.status, 200, JSON.stringify(r.body));
       return r.body;
     };
-    const streamUrl = (id: string, token = srv.adminKey) => `${srv.url}/api/v1/runs/${id}/stream?access_token=${encodeURIComponent(token)}`;
+    const streamUrl = (id: string, token = srv.adminKey) =>
+      `${srv.url}/api/v1/runs/${id}/stream?access_token=${encodeURIComponent(token)}`;
 
     it('answers created at once, then streams JSON string chunks and a close event with the final run', async () => {
       const run = await createStreamed();
@@ -58,7 +59,9 @@ for (const dialect of TEST_DIALECTS) {
       const anon = await fetch(`${srv.url}/api/v1/runs/${run.id}/stream`);
       assert.equal(anon.status, 401);
       assert.equal(((await anon.json()) as any).error, 'unauthorized');
-      const s = await openStream(`${srv.url}/api/v1/runs/${run.id}/stream`, { authorization: `Bearer ${srv.adminKey}` });
+      const s = await openStream(`${srv.url}/api/v1/runs/${run.id}/stream`, {
+        authorization: `Bearer ${srv.adminKey}`,
+      });
       const events = await s.all();
       assert.equal(events.at(-1)!.event, 'close');
     });
@@ -84,8 +87,14 @@ for (const dialect of TEST_DIALECTS) {
       assert.equal(e2?.id, '2');
       const second = await openStream(streamUrl(run.id));
       const [rest1, all2] = await Promise.all([first.all(), second.all()]);
-      const text1 = [e1!, e2!, ...rest1].filter((e) => e.event === 'message').map((e) => JSON.parse(e.data)).join('');
-      const text2 = all2.filter((e) => e.event === 'message').map((e) => JSON.parse(e.data)).join('');
+      const text1 = [e1!, e2!, ...rest1]
+        .filter((e) => e.event === 'message')
+        .map((e) => JSON.parse(e.data))
+        .join('');
+      const text2 = all2
+        .filter((e) => e.event === 'message')
+        .map((e) => JSON.parse(e.data))
+        .join('');
       assert.equal(text1, `Say: ${WORDS}`);
       assert.equal(text2, text1, 'the late subscriber got the replay, then the live chunks');
       assert.equal(all2.filter((e) => e.event === 'message')[0].id, '1');
@@ -120,7 +129,12 @@ for (const dialect of TEST_DIALECTS) {
     });
 
     it('streams a failing run to a close event with status failed', async () => {
-      const r = await srv.api('POST', '/api/v1/runs', { interaction: fast.interaction.id, data: { text: 'x' }, stream: true, config: { model: 'error' } });
+      const r = await srv.api('POST', '/api/v1/runs', {
+        interaction: fast.interaction.id,
+        data: { text: 'x' },
+        stream: true,
+        config: { model: 'error' },
+      });
       const events = await (await openStream(streamUrl(r.body.id))).all();
       const final = JSON.parse(events.at(-1)!.data);
       assert.equal(events.at(-1)!.event, 'close');
@@ -132,13 +146,19 @@ for (const dialect of TEST_DIALECTS) {
       const quick = await startTestServer(dialect, { streamTimeoutSeconds: 1 });
       try {
         const s = await seedEcho(quick);
-        const r = await quick.api('POST', '/api/v1/runs', { interaction: s.interaction.id, data: { text: 'x' }, stream: true });
+        const r = await quick.api('POST', '/api/v1/runs', {
+          interaction: s.interaction.id,
+          data: { text: 'x' },
+          stream: true,
+        });
         await sleep(1100);
         assert.equal(await quick.orrery.services.runs.sweepUnconsumed(), 1);
         const got = await quick.api('GET', `/api/v1/runs/${r.body.id}`);
         assert.equal(got.body.status, 'failed');
         assert.equal(got.body.error.code, 'stream_not_consumed');
-        const events = await (await openStream(`${quick.url}/api/v1/runs/${r.body.id}/stream?access_token=${quick.adminKey}`)).all();
+        const events = await (
+          await openStream(`${quick.url}/api/v1/runs/${r.body.id}/stream?access_token=${quick.adminKey}`)
+        ).all();
         assert.equal(JSON.parse(events.at(-1)!.data).status, 'failed');
       } finally {
         await quick.close();
@@ -150,9 +170,23 @@ for (const dialect of TEST_DIALECTS) {
       // As sweepUnconsumed does, up to the moment it would forget the run's plan: the row failed,
       // the plan still held here, so the stream starts from it.
       const { db, dialect: d } = srv.orrery.database;
-      const stored = (await getRun(db, d, { account: srv.orrery.bootstrap.account.id, project: srv.orrery.bootstrap.project.id }, run.id))!;
+      const stored = (await getRun(
+        db,
+        d,
+        { account: srv.orrery.bootstrap.account.id, project: srv.orrery.bootstrap.project.id },
+        run.id,
+      ))!;
       const error = { code: 'stream_not_consumed', message: 'failed elsewhere first' };
-      assert.equal(await updateRun(db, d, run.id, { status: 'failed', updated_at: nowIso(), doc: { ...(stored.doc as object), error } }, 'created'), true);
+      assert.equal(
+        await updateRun(
+          db,
+          d,
+          run.id,
+          { status: 'failed', updated_at: nowIso(), doc: { ...(stored.doc as object), error } },
+          'created',
+        ),
+        true,
+      );
 
       const events = await (await openStream(streamUrl(run.id))).all();
       const final = JSON.parse(events.at(-1)!.data);

@@ -32,8 +32,17 @@ for (const dialect of TEST_DIALECTS) {
         },
         usage: { prompt_tokens: 4, completion_tokens: 3, total_tokens: 7 },
       });
-      offline = (await srv.api('POST', '/api/v1/environments', { name: 'offline', provider: 'test', config: { retries: 0 } })).body.id;
-      remote = (await srv.api('POST', '/api/v1/environments', { name: 'remote', provider: 'openai_compatible', endpoint_url: wire.url, config: { retries: 0 } })).body.id;
+      offline = (
+        await srv.api('POST', '/api/v1/environments', { name: 'offline', provider: 'test', config: { retries: 0 } })
+      ).body.id;
+      remote = (
+        await srv.api('POST', '/api/v1/environments', {
+          name: 'remote',
+          provider: 'openai_compatible',
+          endpoint_url: wire.url,
+          config: { retries: 0 },
+        })
+      ).body.id;
     });
     after(async () => {
       await srv.close();
@@ -44,28 +53,48 @@ for (const dialect of TEST_DIALECTS) {
       const env = await srv.api('POST', '/api/v1/environments', { name: `virtual ${++n}`, provider, config });
       assert.equal(env.status, 200, JSON.stringify(env.body));
       const ix = await srv.api('POST', '/api/v1/interactions', {
-        name: `virtual ix ${n}`, environment: env.body.id,
+        name: `virtual ix ${n}`,
+        environment: env.body.id,
         prompts: [{ type: 'template', template: { role: 'user', content_type: 'handlebars', content: '{{text}}' } }],
       });
       return { env: env.body.id as string, ix: ix.body.id as string };
     };
     const children = async (id: string) => (await srv.api('GET', `/api/v1/runs?parent=${id}&limit=100`)).body;
-    const childList = (body: any): any[] => (Array.isArray(body) ? body : body.runs ?? body.results ?? body.items ?? []);
+    const childList = (body: any): any[] =>
+      Array.isArray(body) ? body : (body.runs ?? body.results ?? body.items ?? []);
 
     it('refuses a malformed config when saved, and entries that name nothing runnable when run', async () => {
-      const none = await srv.api('POST', '/api/v1/environments', { name: 'empty lb', provider: 'virtual_lb', config: {} });
+      const none = await srv.api('POST', '/api/v1/environments', {
+        name: 'empty lb',
+        provider: 'virtual_lb',
+        config: {},
+      });
       assert.equal(none.status, 400);
       assert.match(none.body.message, /needs config\.entries/);
-      const badRef = await srv.api('POST', '/api/v1/environments', { name: 'bad lb', provider: 'virtual_lb', config: { entries: [{ model: 'gpt-4o', weight: 1 }] } });
+      const badRef = await srv.api('POST', '/api/v1/environments', {
+        name: 'bad lb',
+        provider: 'virtual_lb',
+        config: { entries: [{ model: 'gpt-4o', weight: 1 }] },
+      });
       assert.equal(badRef.status, 400);
-      assert.match(badRef.body.message, /config\.entries\[0\]\.model must be "<environment id>::<model>", got "gpt-4o"/);
-      const tooMany = await srv.api('POST', '/api/v1/environments', { name: 'big', provider: 'virtual_mediator', config: { entries: Array.from({ length: 17 }, () => ({ model: `${offline}::echo` })) } });
+      assert.match(
+        badRef.body.message,
+        /config\.entries\[0\]\.model must be "<environment id>::<model>", got "gpt-4o"/,
+      );
+      const tooMany = await srv.api('POST', '/api/v1/environments', {
+        name: 'big',
+        provider: 'virtual_mediator',
+        config: { entries: Array.from({ length: 17 }, () => ({ model: `${offline}::echo` })) },
+      });
       assert.equal(tooMany.status, 400);
       assert.match(tooMany.body.message, /at most 16/);
       const missing = await virtualInteraction('virtual_lb', { entries: [{ model: 'no-such-env::echo', weight: 1 }] });
       const r = await srv.api('POST', '/api/v1/runs', { interaction: missing.ix, data: { text: 'hi' } });
       assert.equal(r.status, 400);
-      assert.match(r.body.message, /names environment no-such-env \(in "no-such-env::echo"\), which this project does not have/);
+      assert.match(
+        r.body.message,
+        /names environment no-such-env \(in "no-such-env::echo"\), which this project does not have/,
+      );
       const nested = await virtualInteraction('virtual_lb', { entries: [{ model: `${missing.env}::x`, weight: 1 }] });
       const r2 = await srv.api('POST', '/api/v1/runs', { interaction: nested.ix, data: { text: 'hi' } });
       assert.equal(r2.status, 400);
@@ -73,9 +102,17 @@ for (const dialect of TEST_DIALECTS) {
     });
 
     it('virtual_lb: runs one entry by weight as a child run, and holds its answer', async () => {
-      const { env, ix } = await virtualInteraction('virtual_lb', { entries: [{ model: `${offline}::echo`, weight: 1 }, { model: `${remote}::m`, weight: 0 }] });
+      const { env, ix } = await virtualInteraction('virtual_lb', {
+        entries: [
+          { model: `${offline}::echo`, weight: 1 },
+          { model: `${remote}::m`, weight: 0 },
+        ],
+      });
       const models = await srv.api('GET', `/api/v1/environments/${env}/models`);
-      assert.deepEqual(models.body.map((m: any) => m.id), [`${offline}::echo`, `${remote}::m`]);
+      assert.deepEqual(
+        models.body.map((m: any) => m.id),
+        [`${offline}::echo`, `${remote}::m`],
+      );
       const r = await srv.api('POST', '/api/v1/runs', { interaction: ix, data: { text: 'balanced' } });
       assert.equal(r.status, 200, JSON.stringify(r.body));
       assert.deepEqual(r.body.result, [{ type: 'text', value: 'balanced' }]);
@@ -92,14 +129,27 @@ for (const dialect of TEST_DIALECTS) {
     });
 
     it('virtual_lb with failover: a failing entry is skipped for a cooldown, and the next one answers', async () => {
-      const { ix } = await virtualInteraction('virtual_lb', { failover: true, cooldown_ms: 60_000, entries: [{ model: `${offline}::error`, weight: 1e9 }, { model: `${offline}::echo`, weight: 1 }] });
+      const { ix } = await virtualInteraction('virtual_lb', {
+        failover: true,
+        cooldown_ms: 60_000,
+        entries: [
+          { model: `${offline}::error`, weight: 1e9 },
+          { model: `${offline}::echo`, weight: 1 },
+        ],
+      });
       const first = await srv.api('POST', '/api/v1/runs', { interaction: ix, data: { text: 'fail over' } });
       assert.equal(first.status, 200, JSON.stringify(first.body));
       assert.deepEqual(first.body.result, [{ type: 'text', value: 'fail over' }]);
-      assert.deepEqual(first.body.attempts.map((a: any) => a.status), ['failed', 'completed']);
+      assert.deepEqual(
+        first.body.attempts.map((a: any) => a.status),
+        ['failed', 'completed'],
+      );
       assert.equal(first.body.attempts[0].error.code, 'provider_error');
       const kids = childList(await children(first.body.id));
-      assert.deepEqual(kids.map((k: any) => [k.model, k.status]).sort(), [['echo', 'completed'], ['error', 'failed']]);
+      assert.deepEqual(kids.map((k: any) => [k.model, k.status]).sort(), [
+        ['echo', 'completed'],
+        ['error', 'failed'],
+      ]);
       assert.deepEqual(kids.map((k: any) => k.id).sort(), first.body.attempts.map((a: any) => a.run).sort());
       // The failed entry cools down: the next run goes straight to the one that works.
       const second = await srv.api('POST', '/api/v1/runs', { interaction: ix, data: { text: 'again' } });
@@ -116,7 +166,9 @@ for (const dialect of TEST_DIALECTS) {
       const { ix } = await virtualInteraction('virtual_lb', { entries: [{ model: `${offline}::echo`, weight: 1 }] });
       const chunks: string[] = [];
       const client = srv.client();
-      const started = await client.interactions.execute(ix, { data: { text: 'one two three four' } }, (c: string) => chunks.push(c));
+      const started = await client.interactions.execute(ix, { data: { text: 'one two three four' } }, (c: string) =>
+        chunks.push(c),
+      );
       assert.ok(chunks.length > 1, `several chunks, got ${chunks.length}`);
       assert.equal(chunks.join(''), 'one two three four');
       const final = await client.runs.retrieve(started.id);
@@ -126,7 +178,9 @@ for (const dialect of TEST_DIALECTS) {
     });
 
     it('virtual_mediator without mediators: the first success wins', async () => {
-      const { ix } = await virtualInteraction('virtual_mediator', { entries: [{ model: `${offline}::slow:400` }, { model: `${offline}::echo` }, { model: `${offline}::error` }] });
+      const { ix } = await virtualInteraction('virtual_mediator', {
+        entries: [{ model: `${offline}::slow:400` }, { model: `${offline}::echo` }, { model: `${offline}::error` }],
+      });
       const r = await srv.api('POST', '/api/v1/runs', { interaction: ix, data: { text: 'race' } });
       assert.equal(r.status, 200, JSON.stringify(r.body));
       assert.deepEqual(r.body.result, [{ type: 'text', value: 'race' }]);
@@ -140,7 +194,11 @@ for (const dialect of TEST_DIALECTS) {
     });
 
     it("virtual_mediator with a mediator: every answer judged, the best chosen, each child's evaluation recorded", async () => {
-      const { ix } = await virtualInteraction('virtual_mediator', { entries: [{ model: `${offline}::echo` }, { model: `${remote}::m` }], mediators: [{ model: `${remote}::judge` }], max_concurrent_requests: 1 });
+      const { ix } = await virtualInteraction('virtual_mediator', {
+        entries: [{ model: `${offline}::echo` }, { model: `${remote}::m` }],
+        mediators: [{ model: `${remote}::judge` }],
+        max_concurrent_requests: 1,
+      });
       const from = wire.requests.length;
       const r = await srv.api('POST', '/api/v1/runs', { interaction: ix, data: { text: 'the echo answer' } });
       assert.equal(r.status, 200, JSON.stringify(r.body));
@@ -157,7 +215,9 @@ for (const dialect of TEST_DIALECTS) {
       assert.deepEqual((viaClient as any).evaluation, { score: 9, selected: true });
       // A streamed mediated run gets the chosen answer whole, then closes.
       const chunks: string[] = [];
-      const started = await srv.client().interactions.execute(ix, { data: { text: 'streamed' } }, (c: string) => chunks.push(c));
+      const started = await srv
+        .client()
+        .interactions.execute(ix, { data: { text: 'streamed' } }, (c: string) => chunks.push(c));
       assert.equal(chunks.join(''), 'the wire answer');
       assert.equal((await srv.client().runs.retrieve(started.id)).status, 'completed');
     });

@@ -15,7 +15,12 @@ export interface AnthropicWireOptions {
   text?: string | ((body: Record<string, unknown>) => string);
   /** Exact stream pieces; default: the text split after each space. */
   chunks?: string[];
-  usage?: { input_tokens: number; output_tokens: number; cache_creation_input_tokens?: number; cache_read_input_tokens?: number };
+  usage?: {
+    input_tokens: number;
+    output_tokens: number;
+    cache_creation_input_tokens?: number;
+    cache_read_input_tokens?: number;
+  };
   stopReason?: string;
   /** Models that exist; others get 404 not_found_error. Default: any model. */
   models?: string[];
@@ -98,13 +103,19 @@ async function handle(req: IncomingMessage, res: ServerResponse, state: Anthropi
   const given = req.headers['x-api-key'];
   if (key !== null && !given) return sendError(res, 401, 'authentication_error', 'x-api-key header is required');
   if (key !== null && given !== key) return sendError(res, 401, 'authentication_error', 'invalid x-api-key');
-  if (!req.headers['anthropic-version']) return sendError(res, 400, 'invalid_request_error', 'anthropic-version: header is required');
+  if (!req.headers['anthropic-version'])
+    return sendError(res, 400, 'invalid_request_error', 'anthropic-version: header is required');
   if (!parsed || typeof body !== 'object' || body === null || Array.isArray(body)) {
     return sendError(res, 400, 'invalid_request_error', 'There was an error parsing the body of your request');
   }
   if (o.fail) {
     const type = o.fail.type ?? TYPE_FOR_STATUS[o.fail.status] ?? 'api_error';
-    return sendError(res, o.fail.status, type, o.fail.message ?? (o.fail.status === 529 ? 'Overloaded' : 'Internal server error'));
+    return sendError(
+      res,
+      o.fail.status,
+      type,
+      o.fail.message ?? (o.fail.status === 529 ? 'Overloaded' : 'Internal server error'),
+    );
   }
   const invalid = validate(body);
   if (invalid) return sendError(res, 400, 'invalid_request_error', invalid);
@@ -119,16 +130,22 @@ function validate(body: any): string | undefined {
   if (body.messages === undefined) return 'messages: Field required';
   if (!Array.isArray(body.messages)) return 'messages: Input should be a valid list';
   if (body.max_tokens === undefined) return 'max_tokens: Field required';
-  if (!Number.isInteger(body.max_tokens) || body.max_tokens < 1) return 'max_tokens: Input should be greater than or equal to 1';
+  if (!Number.isInteger(body.max_tokens) || body.max_tokens < 1)
+    return 'max_tokens: Input should be greater than or equal to 1';
   if (body.messages.length === 0) return 'messages: at least one message is required';
   for (const [i, m] of body.messages.entries()) {
     if (m?.role === 'system') {
       return `messages: Unexpected role "system". The Messages API accepts a top-level \`system\` parameter, not "system" as an input message role.`;
     }
-    if (m?.role !== 'user' && m?.role !== 'assistant') return `messages.${i}.role: Input should be 'user' or 'assistant'`;
+    if (m?.role !== 'user' && m?.role !== 'assistant')
+      return `messages.${i}.role: Input should be 'user' or 'assistant'`;
   }
-  if (body.system !== undefined && typeof body.system !== 'string' && !Array.isArray(body.system)) return 'system: Input should be a valid string';
-  if (body.temperature !== undefined && (typeof body.temperature !== 'number' || body.temperature < 0 || body.temperature > 1)) {
+  if (body.system !== undefined && typeof body.system !== 'string' && !Array.isArray(body.system))
+    return 'system: Input should be a valid string';
+  if (
+    body.temperature !== undefined &&
+    (typeof body.temperature !== 'number' || body.temperature < 0 || body.temperature > 1)
+  ) {
     return 'temperature: Input should be less than or equal to 1';
   }
   return undefined;
@@ -136,9 +153,14 @@ function validate(body: any): string | undefined {
 
 async function messages(res: ServerResponse, body: any, o: AnthropicWireOptions): Promise<void> {
   const text = typeof o.text === 'function' ? o.text(body) : (o.text ?? DEFAULT_TEXT);
-  const inputWords = words(typeof body.system === 'string' ? body.system : '') +
+  const inputWords =
+    words(typeof body.system === 'string' ? body.system : '') +
     body.messages.reduce((n: number, m: any) => n + words(typeof m.content === 'string' ? m.content : ''), 0);
-  const usage = { cache_creation_input_tokens: 0, cache_read_input_tokens: 0, ...(o.usage ?? { input_tokens: inputWords, output_tokens: words(text) }) };
+  const usage = {
+    cache_creation_input_tokens: 0,
+    cache_read_input_tokens: 0,
+    ...(o.usage ?? { input_tokens: inputWords, output_tokens: words(text) }),
+  };
   const stop = o.stopReason ?? 'end_turn';
   const id = `msg_${createHash('sha1').update(JSON.stringify(body)).digest('hex').slice(0, 24)}`;
 
@@ -155,12 +177,30 @@ async function messages(res: ServerResponse, body: any, o: AnthropicWireOptions)
     });
   }
 
-  res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', connection: 'keep-alive', 'request-id': `req_${id.slice(4)}` });
-  const send = (type: string, data: Record<string, unknown>) => res.write(`event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`);
+  res.writeHead(200, {
+    'content-type': 'text/event-stream; charset=utf-8',
+    'cache-control': 'no-cache',
+    connection: 'keep-alive',
+    'request-id': `req_${id.slice(4)}`,
+  });
+  const send = (type: string, data: Record<string, unknown>) =>
+    res.write(`event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`);
   send('message_start', {
     message: {
-      id, type: 'message', role: 'assistant', model: body.model, content: [], stop_reason: null, stop_sequence: null,
-      usage: { input_tokens: usage.input_tokens, cache_creation_input_tokens: usage.cache_creation_input_tokens, cache_read_input_tokens: usage.cache_read_input_tokens, output_tokens: 1, service_tier: 'standard' },
+      id,
+      type: 'message',
+      role: 'assistant',
+      model: body.model,
+      content: [],
+      stop_reason: null,
+      stop_sequence: null,
+      usage: {
+        input_tokens: usage.input_tokens,
+        cache_creation_input_tokens: usage.cache_creation_input_tokens,
+        cache_read_input_tokens: usage.cache_read_input_tokens,
+        output_tokens: 1,
+        service_tier: 'standard',
+      },
     },
   });
   send('content_block_start', { index: 0, content_block: { type: 'text', text: '' } });
@@ -176,13 +216,18 @@ async function messages(res: ServerResponse, body: any, o: AnthropicWireOptions)
   if (o.midStreamError && o.midStreamError.afterChunks >= pieces.length) return endWithError(res, o.midStreamError);
   if (o.hangAfterChunks !== undefined && o.hangAfterChunks >= pieces.length) return;
   send('content_block_stop', { index: 0 });
-  send('message_delta', { delta: { stop_reason: stop, stop_sequence: null }, usage: { output_tokens: usage.output_tokens } });
+  send('message_delta', {
+    delta: { stop_reason: stop, stop_sequence: null },
+    usage: { output_tokens: usage.output_tokens },
+  });
   send('message_stop', {});
   res.end();
 }
 
 function endWithError(res: ServerResponse, e: NonNullable<AnthropicWireOptions['midStreamError']>): void {
-  res.write(`event: error\ndata: ${JSON.stringify({ type: 'error', error: { type: e.type ?? 'overloaded_error', message: e.message } })}\n\n`);
+  res.write(
+    `event: error\ndata: ${JSON.stringify({ type: 'error', error: { type: e.type ?? 'overloaded_error', message: e.message } })}\n\n`,
+  );
   res.end();
 }
 
@@ -192,7 +237,11 @@ function sendError(res: ServerResponse, status: number, type: string, message: s
 
 function sendJson(res: ServerResponse, status: number, body: unknown): void {
   const text = JSON.stringify(body);
-  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), 'request-id': 'req_wire' });
+  res.writeHead(status, {
+    'content-type': 'application/json',
+    'content-length': Buffer.byteLength(text),
+    'request-id': 'req_wire',
+  });
   res.end(text);
 }
 

@@ -28,7 +28,13 @@ export interface BedrockWireOptions {
   text?: string | ((body: any) => string);
   /** Exact stream pieces; default: the text split after each space. */
   chunks?: string[];
-  usage?: { inputTokens: number; outputTokens: number; totalTokens: number; cacheReadInputTokens?: number; cacheWriteInputTokens?: number };
+  usage?: {
+    inputTokens: number;
+    outputTokens: number;
+    totalTokens: number;
+    cacheReadInputTokens?: number;
+    cacheWriteInputTokens?: number;
+  };
   stopReason?: string;
   /** Answer this status with an AWS error body (`times`: that many requests, then normally). */
   fail?: { status: number; type: string; message: string; headers?: Record<string, string>; times?: number };
@@ -65,16 +71,87 @@ export const TEST_SECRET = 'wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY';
 const DEFAULT_TEXT = 'Hello from Bedrock, streamed in pieces.';
 
 export const DEFAULT_FOUNDATION_MODELS = [
-  { modelArn: 'arn:aws:bedrock:us-east-1::foundation-model/amazon.nova-pro-v1:0', modelId: 'amazon.nova-pro-v1:0', modelName: 'Nova Pro', providerName: 'Amazon', inputModalities: ['TEXT', 'IMAGE', 'VIDEO'], outputModalities: ['TEXT'], responseStreamingSupported: true, customizationsSupported: [], inferenceTypesSupported: ['ON_DEMAND', 'INFERENCE_PROFILE'], modelLifecycle: { status: 'ACTIVE' } },
-  { modelArn: 'arn:aws:bedrock:us-east-1::foundation-model/anthropic.claude-sonnet-4-20250514-v1:0', modelId: 'anthropic.claude-sonnet-4-20250514-v1:0', modelName: 'Claude Sonnet 4', providerName: 'Anthropic', inputModalities: ['TEXT', 'IMAGE'], outputModalities: ['TEXT'], responseStreamingSupported: true, customizationsSupported: [], inferenceTypesSupported: ['INFERENCE_PROFILE'], modelLifecycle: { status: 'ACTIVE' } },
-  { modelArn: 'arn:aws:bedrock:us-east-1::foundation-model/meta.llama3-8b-instruct-v1:0', modelId: 'meta.llama3-8b-instruct-v1:0', modelName: 'Llama 3 8B Instruct', providerName: 'Meta', inputModalities: ['TEXT'], outputModalities: ['TEXT'], responseStreamingSupported: true, customizationsSupported: [], inferenceTypesSupported: ['ON_DEMAND'], modelLifecycle: { status: 'LEGACY' } },
-  { modelArn: 'arn:aws:bedrock:us-east-1::foundation-model/amazon.titan-embed-text-v2:0', modelId: 'amazon.titan-embed-text-v2:0', modelName: 'Titan Text Embeddings V2', providerName: 'Amazon', inputModalities: ['TEXT'], outputModalities: ['EMBEDDING'], customizationsSupported: [], inferenceTypesSupported: ['ON_DEMAND'], modelLifecycle: { status: 'ACTIVE' } },
-  { modelArn: 'arn:aws:bedrock:us-east-1::foundation-model/stability.sd3-5-large-v1:0', modelId: 'stability.sd3-5-large-v1:0', modelName: 'SD3.5 Large', providerName: 'Stability AI', inputModalities: ['TEXT', 'IMAGE'], outputModalities: ['IMAGE'], customizationsSupported: [], inferenceTypesSupported: ['ON_DEMAND'], modelLifecycle: { status: 'ACTIVE' } },
+  {
+    modelArn: 'arn:aws:bedrock:us-east-1::foundation-model/amazon.nova-pro-v1:0',
+    modelId: 'amazon.nova-pro-v1:0',
+    modelName: 'Nova Pro',
+    providerName: 'Amazon',
+    inputModalities: ['TEXT', 'IMAGE', 'VIDEO'],
+    outputModalities: ['TEXT'],
+    responseStreamingSupported: true,
+    customizationsSupported: [],
+    inferenceTypesSupported: ['ON_DEMAND', 'INFERENCE_PROFILE'],
+    modelLifecycle: { status: 'ACTIVE' },
+  },
+  {
+    modelArn: 'arn:aws:bedrock:us-east-1::foundation-model/anthropic.claude-sonnet-4-20250514-v1:0',
+    modelId: 'anthropic.claude-sonnet-4-20250514-v1:0',
+    modelName: 'Claude Sonnet 4',
+    providerName: 'Anthropic',
+    inputModalities: ['TEXT', 'IMAGE'],
+    outputModalities: ['TEXT'],
+    responseStreamingSupported: true,
+    customizationsSupported: [],
+    inferenceTypesSupported: ['INFERENCE_PROFILE'],
+    modelLifecycle: { status: 'ACTIVE' },
+  },
+  {
+    modelArn: 'arn:aws:bedrock:us-east-1::foundation-model/meta.llama3-8b-instruct-v1:0',
+    modelId: 'meta.llama3-8b-instruct-v1:0',
+    modelName: 'Llama 3 8B Instruct',
+    providerName: 'Meta',
+    inputModalities: ['TEXT'],
+    outputModalities: ['TEXT'],
+    responseStreamingSupported: true,
+    customizationsSupported: [],
+    inferenceTypesSupported: ['ON_DEMAND'],
+    modelLifecycle: { status: 'LEGACY' },
+  },
+  {
+    modelArn: 'arn:aws:bedrock:us-east-1::foundation-model/amazon.titan-embed-text-v2:0',
+    modelId: 'amazon.titan-embed-text-v2:0',
+    modelName: 'Titan Text Embeddings V2',
+    providerName: 'Amazon',
+    inputModalities: ['TEXT'],
+    outputModalities: ['EMBEDDING'],
+    customizationsSupported: [],
+    inferenceTypesSupported: ['ON_DEMAND'],
+    modelLifecycle: { status: 'ACTIVE' },
+  },
+  {
+    modelArn: 'arn:aws:bedrock:us-east-1::foundation-model/stability.sd3-5-large-v1:0',
+    modelId: 'stability.sd3-5-large-v1:0',
+    modelName: 'SD3.5 Large',
+    providerName: 'Stability AI',
+    inputModalities: ['TEXT', 'IMAGE'],
+    outputModalities: ['IMAGE'],
+    customizationsSupported: [],
+    inferenceTypesSupported: ['ON_DEMAND'],
+    modelLifecycle: { status: 'ACTIVE' },
+  },
 ];
 
 export const DEFAULT_INFERENCE_PROFILES = [
-  { inferenceProfileName: 'US Anthropic Claude Sonnet 4', inferenceProfileId: 'us.anthropic.claude-sonnet-4-20250514-v1:0', inferenceProfileArn: 'arn:aws:bedrock:us-east-1:123456789012:inference-profile/us.anthropic.claude-sonnet-4-20250514-v1:0', description: 'Routes requests to Claude Sonnet 4 in us-east-1, us-east-2 and us-west-2.', status: 'ACTIVE', type: 'SYSTEM_DEFINED', models: [{ modelArn: 'arn:aws:bedrock:us-east-1::foundation-model/anthropic.claude-sonnet-4-20250514-v1:0' }, { modelArn: 'arn:aws:bedrock:us-west-2::foundation-model/anthropic.claude-sonnet-4-20250514-v1:0' }] },
-  { inferenceProfileName: 'US Stable Diffusion 3.5 Large', inferenceProfileId: 'us.stability.sd3-5-large-v1:0', status: 'ACTIVE', type: 'SYSTEM_DEFINED', models: [{ modelArn: 'arn:aws:bedrock:us-west-2::foundation-model/stability.sd3-5-large-v1:0' }] },
+  {
+    inferenceProfileName: 'US Anthropic Claude Sonnet 4',
+    inferenceProfileId: 'us.anthropic.claude-sonnet-4-20250514-v1:0',
+    inferenceProfileArn:
+      'arn:aws:bedrock:us-east-1:123456789012:inference-profile/us.anthropic.claude-sonnet-4-20250514-v1:0',
+    description: 'Routes requests to Claude Sonnet 4 in us-east-1, us-east-2 and us-west-2.',
+    status: 'ACTIVE',
+    type: 'SYSTEM_DEFINED',
+    models: [
+      { modelArn: 'arn:aws:bedrock:us-east-1::foundation-model/anthropic.claude-sonnet-4-20250514-v1:0' },
+      { modelArn: 'arn:aws:bedrock:us-west-2::foundation-model/anthropic.claude-sonnet-4-20250514-v1:0' },
+    ],
+  },
+  {
+    inferenceProfileName: 'US Stable Diffusion 3.5 Large',
+    inferenceProfileId: 'us.stability.sd3-5-large-v1:0',
+    status: 'ACTIVE',
+    type: 'SYSTEM_DEFINED',
+    models: [{ modelArn: 'arn:aws:bedrock:us-west-2::foundation-model/stability.sd3-5-large-v1:0' }],
+  },
 ];
 
 const codec = new EventStreamCodec(
@@ -135,7 +212,14 @@ async function handle(req: IncomingMessage, res: ServerResponse, state: BedrockW
     // recorded as text; answered below as a validation error
   }
   const [path, search = ''] = (req.url ?? '/').split('?');
-  state.requests.push({ method: req.method ?? '', path, query: Object.fromEntries(new URLSearchParams(search)), headers: { ...req.headers }, body, raw });
+  state.requests.push({
+    method: req.method ?? '',
+    path,
+    query: Object.fromEntries(new URLSearchParams(search)),
+    headers: { ...req.headers },
+    body,
+    raw,
+  });
   const o = state.options;
 
   const authError = checkAuth(req, path, search, raw, o);
@@ -147,28 +231,59 @@ async function handle(req: IncomingMessage, res: ServerResponse, state: BedrockW
     return sendJson(res, 200, { modelSummaries: want ? all.filter((m) => m.outputModalities?.includes(want)) : all });
   }
   if (req.method === 'GET' && path === '/inference-profiles') {
-    if (o.inferenceProfiles === null) return sendError(res, 403, 'AccessDeniedException', 'User is not authorized to perform: bedrock:ListInferenceProfiles');
+    if (o.inferenceProfiles === null)
+      return sendError(
+        res,
+        403,
+        'AccessDeniedException',
+        'User is not authorized to perform: bedrock:ListInferenceProfiles',
+      );
     return sendJson(res, 200, { inferenceProfileSummaries: o.inferenceProfiles ?? DEFAULT_INFERENCE_PROFILES });
   }
   const m = /^\/model\/([^/]+)\/(converse|converse-stream)$/.exec(path);
-  if (req.method !== 'POST' || !m) return sendError(res, 404, 'UnknownOperationException', `Unknown operation ${req.method} ${path}`);
+  if (req.method !== 'POST' || !m)
+    return sendError(res, 404, 'UnknownOperationException', `Unknown operation ${req.method} ${path}`);
 
   if (o.fail && (o.fail.times === undefined || o.fail.times-- > 0)) {
     return sendError(res, o.fail.status, o.fail.type, o.fail.message, o.fail.headers);
   }
-  const invalid = !parsed || typeof body !== 'object' || body === null || Array.isArray(body) ? 'Malformed input request, please reformat your input and try again.' : validate(body);
+  const invalid =
+    !parsed || typeof body !== 'object' || body === null || Array.isArray(body)
+      ? 'Malformed input request, please reformat your input and try again.'
+      : validate(body);
   if (invalid) return sendError(res, 400, 'ValidationException', invalid);
 
   const text = typeof o.text === 'function' ? o.text(body) : (o.text ?? DEFAULT_TEXT);
-  const inputWords = [...(body.system ?? []), ...body.messages.flatMap((x: any) => x.content)].reduce((n: number, b: any) => n + words(b.text ?? ''), 0);
-  const usage = o.usage ?? { inputTokens: inputWords, outputTokens: words(text), totalTokens: inputWords + words(text) };
+  const inputWords = [...(body.system ?? []), ...body.messages.flatMap((x: any) => x.content)].reduce(
+    (n: number, b: any) => n + words(b.text ?? ''),
+    0,
+  );
+  const usage = o.usage ?? {
+    inputTokens: inputWords,
+    outputTokens: words(text),
+    totalTokens: inputWords + words(text),
+  };
   const stopReason = o.stopReason ?? 'end_turn';
   const requestId = createHash('sha1').update(raw).digest('hex').slice(0, 32);
 
   if (m[2] === 'converse') {
-    return sendJson(res, 200, { output: { message: { role: 'assistant', content: [{ text }] } }, stopReason, usage, metrics: { latencyMs: 42 } }, { 'x-amzn-requestid': requestId });
+    return sendJson(
+      res,
+      200,
+      {
+        output: { message: { role: 'assistant', content: [{ text }] } },
+        stopReason,
+        usage,
+        metrics: { latencyMs: 42 },
+      },
+      { 'x-amzn-requestid': requestId },
+    );
   }
-  res.writeHead(200, { 'content-type': 'application/vnd.amazon.eventstream', 'x-amzn-requestid': requestId, 'transfer-encoding': 'chunked' });
+  res.writeHead(200, {
+    'content-type': 'application/vnd.amazon.eventstream',
+    'x-amzn-requestid': requestId,
+    'transfer-encoding': 'chunked',
+  });
   const send = (frame: Uint8Array) => {
     if (!o.splitBytes) return res.write(frame);
     for (let i = 0; i < frame.length; i += o.splitBytes) res.write(frame.subarray(i, i + o.splitBytes));
@@ -194,27 +309,60 @@ async function handle(req: IncomingMessage, res: ServerResponse, state: BedrockW
   res.end();
 }
 
-const TOP_LEVEL = new Set(['messages', 'system', 'inferenceConfig', 'toolConfig', 'guardrailConfig', 'additionalModelRequestFields', 'promptVariables', 'additionalModelResponseFieldPaths', 'requestMetadata', 'performanceConfig']);
+const TOP_LEVEL = new Set([
+  'messages',
+  'system',
+  'inferenceConfig',
+  'toolConfig',
+  'guardrailConfig',
+  'additionalModelRequestFields',
+  'promptVariables',
+  'additionalModelResponseFieldPaths',
+  'requestMetadata',
+  'performanceConfig',
+]);
 const INFERENCE = new Set(['maxTokens', 'temperature', 'topP', 'stopSequences']);
 
 /** The Converse request rules the real service enforces (its messages as it words them). */
 function validate(body: any): string | undefined {
-  for (const k of Object.keys(body)) if (!TOP_LEVEL.has(k)) return `Malformed input request: extraneous key [${k}] is not permitted, please reformat your input and try again.`;
-  if (!Array.isArray(body.messages) || body.messages.length === 0) return 'A conversation must start with a user message. Try again with a conversation that starts with a user message.';
+  for (const k of Object.keys(body))
+    if (!TOP_LEVEL.has(k))
+      return `Malformed input request: extraneous key [${k}] is not permitted, please reformat your input and try again.`;
+  if (!Array.isArray(body.messages) || body.messages.length === 0)
+    return 'A conversation must start with a user message. Try again with a conversation that starts with a user message.';
   for (const [i, msg] of body.messages.entries()) {
-    if (msg?.role !== 'user' && msg?.role !== 'assistant') return `1 validation error detected: Value '${msg?.role}' at 'messages.${i + 1}.member.role' failed to satisfy constraint: Member must satisfy enum value set: [user, assistant]`;
-    if (!Array.isArray(msg.content) || msg.content.length === 0 || msg.content.some((b: any) => typeof b?.text !== 'string')) return `The content field in the Message object at messages.${i}.content is empty. Add a ContentBlock object to the content field and try again.`;
+    if (msg?.role !== 'user' && msg?.role !== 'assistant')
+      return `1 validation error detected: Value '${msg?.role}' at 'messages.${i + 1}.member.role' failed to satisfy constraint: Member must satisfy enum value set: [user, assistant]`;
+    if (
+      !Array.isArray(msg.content) ||
+      msg.content.length === 0 ||
+      msg.content.some((b: any) => typeof b?.text !== 'string')
+    )
+      return `The content field in the Message object at messages.${i}.content is empty. Add a ContentBlock object to the content field and try again.`;
   }
-  if (body.messages[0].role !== 'user') return 'A conversation must start with a user message. Try again with a conversation that starts with a user message.';
+  if (body.messages[0].role !== 'user')
+    return 'A conversation must start with a user message. Try again with a conversation that starts with a user message.';
   for (let i = 1; i < body.messages.length; i++) {
-    if (body.messages[i].role === body.messages[i - 1].role) return 'A conversation must alternate between user and assistant roles. Make sure the conversation alternates between user and assistant roles and try again.';
+    if (body.messages[i].role === body.messages[i - 1].role)
+      return 'A conversation must alternate between user and assistant roles. Make sure the conversation alternates between user and assistant roles and try again.';
   }
-  if (body.system !== undefined && (!Array.isArray(body.system) || body.system.some((b: any) => typeof b?.text !== 'string'))) return 'Malformed input request: system must be a list of SystemContentBlock, please reformat your input and try again.';
+  if (
+    body.system !== undefined &&
+    (!Array.isArray(body.system) || body.system.some((b: any) => typeof b?.text !== 'string'))
+  )
+    return 'Malformed input request: system must be a list of SystemContentBlock, please reformat your input and try again.';
   const ic = body.inferenceConfig;
   if (ic !== undefined) {
-    for (const k of Object.keys(ic)) if (!INFERENCE.has(k)) return `Malformed input request: extraneous key [${k}] is not permitted, please reformat your input and try again.`;
-    if (ic.maxTokens !== undefined && (!Number.isInteger(ic.maxTokens) || ic.maxTokens < 1)) return `1 validation error detected: Value '${ic.maxTokens}' at 'inferenceConfig.maxTokens' failed to satisfy constraint: Member must have value greater than or equal to 1`;
-    if (ic.temperature !== undefined && (typeof ic.temperature !== 'number' || ic.temperature < 0 || ic.temperature > 1)) return `1 validation error detected: Value '${ic.temperature}' at 'inferenceConfig.temperature' failed to satisfy constraint: Member must have value less than or equal to 1`;
+    for (const k of Object.keys(ic))
+      if (!INFERENCE.has(k))
+        return `Malformed input request: extraneous key [${k}] is not permitted, please reformat your input and try again.`;
+    if (ic.maxTokens !== undefined && (!Number.isInteger(ic.maxTokens) || ic.maxTokens < 1))
+      return `1 validation error detected: Value '${ic.maxTokens}' at 'inferenceConfig.maxTokens' failed to satisfy constraint: Member must have value greater than or equal to 1`;
+    if (
+      ic.temperature !== undefined &&
+      (typeof ic.temperature !== 'number' || ic.temperature < 0 || ic.temperature > 1)
+    )
+      return `1 validation error detected: Value '${ic.temperature}' at 'inferenceConfig.temperature' failed to satisfy constraint: Member must have value less than or equal to 1`;
   }
   return undefined;
 }
@@ -223,7 +371,8 @@ function validate(body: any): string | undefined {
 // SigV4, recomputed from the spec (AWS General Reference, "Create a signed AWS API request")
 
 /** RFC 3986 encoding as SigV4 wants it: everything but A-Z a-z 0-9 - _ . ~ is percent-encoded. */
-const uriEscape = (s: string) => encodeURIComponent(s).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+const uriEscape = (s: string) =>
+  encodeURIComponent(s).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
 const sha256Hex = (s: string | Buffer) => createHash('sha256').update(s).digest('hex');
 const hmac = (key: string | Buffer, s: string) => createHmac('sha256', key).update(s, 'utf8').digest();
 
@@ -255,7 +404,14 @@ export function sigv4Signature(i: SigV4Input): string {
       return `${name}:${(Array.isArray(v) ? v.join(',') : (v ?? '')).trim().replace(/\s+/g, ' ')}\n`;
     })
     .join('');
-  const canonicalRequest = [i.method, canonicalUri, canonicalQuery, canonicalHeaders, i.signedHeaders.join(';'), i.payloadHash].join('\n');
+  const canonicalRequest = [
+    i.method,
+    canonicalUri,
+    canonicalQuery,
+    canonicalHeaders,
+    i.signedHeaders.join(';'),
+    i.payloadHash,
+  ].join('\n');
   const stringToSign = ['AWS4-HMAC-SHA256', i.amzDate, i.scope, sha256Hex(canonicalRequest)].join('\n');
   const [date, region, service] = i.scope.split('/');
   const key = hmac(hmac(hmac(hmac(`AWS4${i.secret}`, date), region), service), 'aws4_request');
@@ -265,29 +421,61 @@ export function sigv4Signature(i: SigV4Input): string {
 const SIGNATURE_MISMATCH =
   'The request signature we calculated does not match the signature you provided. Check your AWS Secret Access Key and signing method. Consult the service documentation for details.';
 
-function checkAuth(req: IncomingMessage, path: string, search: string, raw: string, o: BedrockWireOptions): { type: string; message: string } | undefined {
+function checkAuth(
+  req: IncomingMessage,
+  path: string,
+  search: string,
+  raw: string,
+  o: BedrockWireOptions,
+): { type: string; message: string } | undefined {
   const header = req.headers.authorization ?? '';
   if (/^Bearer\s/i.test(header)) {
     const token = header.replace(/^Bearer\s+/i, '');
     if (o.bearerToken !== undefined && token === o.bearerToken) return undefined;
     // A short-term key made from the known credentials is as good as a listed one.
-    if (token.startsWith('bedrock-api-key-') && verifyBedrockApiKey(token, o.secretAccessKey ?? TEST_SECRET, o.accessKeyId ?? TEST_ACCESS_KEY_ID)) return undefined;
-    return { type: 'UnrecognizedClientException', message: 'Invalid API Key format: Must start with pre-defined prefix' };
+    if (
+      token.startsWith('bedrock-api-key-') &&
+      verifyBedrockApiKey(token, o.secretAccessKey ?? TEST_SECRET, o.accessKeyId ?? TEST_ACCESS_KEY_ID)
+    )
+      return undefined;
+    return {
+      type: 'UnrecognizedClientException',
+      message: 'Invalid API Key format: Must start with pre-defined prefix',
+    };
   }
-  const m = /^AWS4-HMAC-SHA256 Credential=([^/]+)\/(\d{8}\/[^/]+\/[^/]+\/aws4_request), SignedHeaders=([a-z0-9;-]+), Signature=([0-9a-f]{64})$/.exec(header);
+  const m =
+    /^AWS4-HMAC-SHA256 Credential=([^/]+)\/(\d{8}\/[^/]+\/[^/]+\/aws4_request), SignedHeaders=([a-z0-9;-]+), Signature=([0-9a-f]{64})$/.exec(
+      header,
+    );
   if (!m) return { type: 'MissingAuthenticationTokenException', message: 'Missing Authentication Token' };
   const [, keyId, scope, signed, signature] = m;
   const [, region, service] = scope.split('/');
-  if (keyId !== (o.accessKeyId ?? TEST_ACCESS_KEY_ID)) return { type: 'UnrecognizedClientException', message: 'The security token included in the request is invalid.' };
+  if (keyId !== (o.accessKeyId ?? TEST_ACCESS_KEY_ID))
+    return { type: 'UnrecognizedClientException', message: 'The security token included in the request is invalid.' };
   if (service !== 'bedrock' || region !== (o.region ?? 'us-east-1')) {
-    return { type: 'InvalidSignatureException', message: `Credential should be scoped to a valid region and service: got ${region}/${service}.` };
+    return {
+      type: 'InvalidSignatureException',
+      message: `Credential should be scoped to a valid region and service: got ${region}/${service}.`,
+    };
   }
   const signedHeaders = signed.split(';');
   const amzDate = req.headers['x-amz-date'];
-  if (!signedHeaders.includes('host') || typeof amzDate !== 'string' || !signedHeaders.includes('x-amz-date') || amzDate.slice(0, 8) !== scope.slice(0, 8)) {
-    return { type: 'IncompleteSignatureException', message: 'Signature must cover the host and x-amz-date headers, and x-amz-date must match the credential scope date.' };
+  if (
+    !signedHeaders.includes('host') ||
+    typeof amzDate !== 'string' ||
+    !signedHeaders.includes('x-amz-date') ||
+    amzDate.slice(0, 8) !== scope.slice(0, 8)
+  ) {
+    return {
+      type: 'IncompleteSignatureException',
+      message:
+        'Signature must cover the host and x-amz-date headers, and x-amz-date must match the credential scope date.',
+    };
   }
-  if (o.sessionToken !== undefined && (req.headers['x-amz-security-token'] !== o.sessionToken || !signedHeaders.includes('x-amz-security-token'))) {
+  if (
+    o.sessionToken !== undefined &&
+    (req.headers['x-amz-security-token'] !== o.sessionToken || !signedHeaders.includes('x-amz-security-token'))
+  ) {
     return { type: 'UnrecognizedClientException', message: 'The security token included in the request is invalid.' };
   }
   // The payload hash is the server's own, over the bytes it received.
@@ -315,7 +503,12 @@ export function verifyBedrockApiKey(token: string, secret: string, accessKeyId: 
   const params = [...new URLSearchParams(decoded.slice('bedrock.amazonaws.com/?'.length, -'&Version=1'.length))];
   const get = (k: string) => params.find(([name]) => name === k)?.[1];
   const credential = get('X-Amz-Credential');
-  if (get('Action') !== 'CallWithBearerToken' || !credential?.startsWith(`${accessKeyId}/`) || get('X-Amz-Algorithm') !== 'AWS4-HMAC-SHA256') return false;
+  if (
+    get('Action') !== 'CallWithBearerToken' ||
+    !credential?.startsWith(`${accessKeyId}/`) ||
+    get('X-Amz-Algorithm') !== 'AWS4-HMAC-SHA256'
+  )
+    return false;
   const expected = sigv4Signature({
     method: 'POST',
     rawPath: '/',
@@ -330,13 +523,29 @@ export function verifyBedrockApiKey(token: string, secret: string, accessKeyId: 
   return expected === get('X-Amz-Signature');
 }
 
-function sendError(res: ServerResponse, status: number, type: string, message: string, headers: Record<string, string> = {}): void {
-  sendJson(res, status, { message }, { 'x-amzn-errortype': `${type}:http://internal.amazon.com/coral/com.amazon.bedrock/`, ...headers });
+function sendError(
+  res: ServerResponse,
+  status: number,
+  type: string,
+  message: string,
+  headers: Record<string, string> = {},
+): void {
+  sendJson(
+    res,
+    status,
+    { message },
+    { 'x-amzn-errortype': `${type}:http://internal.amazon.com/coral/com.amazon.bedrock/`, ...headers },
+  );
 }
 
 function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
   const text = JSON.stringify(body);
-  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), 'x-amzn-requestid': 'wire-request', ...headers });
+  res.writeHead(status, {
+    'content-type': 'application/json',
+    'content-length': Buffer.byteLength(text),
+    'x-amzn-requestid': 'wire-request',
+    ...headers,
+  });
   res.end(text);
 }
 

@@ -17,14 +17,25 @@ export interface OpenAIWireOptions {
   chunks?: string[];
   /** Usage to report; default: counts of words. The details default to zeros (blocking answers). */
   usage?: {
-    prompt_tokens: number; completion_tokens: number; total_tokens: number;
-    prompt_tokens_details?: { cached_tokens: number }; completion_tokens_details?: { reasoning_tokens: number };
+    prompt_tokens: number;
+    completion_tokens: number;
+    total_tokens: number;
+    prompt_tokens_details?: { cached_tokens: number };
+    completion_tokens_details?: { reasoning_tokens: number };
   };
   finishReason?: string;
   /** Models that exist; others get 404 model_not_found. Default: any model. */
   models?: string[];
   /** Answer this status with an OpenAI error body instead of a completion. */
-  fail?: { status: number; message?: string; type?: string; code?: string | null; rawBody?: string; headers?: Record<string, string>; times?: number };
+  fail?: {
+    status: number;
+    message?: string;
+    type?: string;
+    code?: string | null;
+    rawBody?: string;
+    headers?: Record<string, string>;
+    times?: number;
+  };
   /** Answer `GET /v1/models` with this status and an OpenAI error body. */
   failModels?: { status: number; message: string };
   /** Send this error object as a data line after `afterChunks` content chunks, then close. */
@@ -99,7 +110,13 @@ async function handle(req: IncomingMessage, res: ServerResponse, state: WireServ
     // recorded as text; answered below as a parse error
   }
   const [path, search = ''] = (req.url ?? '/').split('?');
-  state.requests.push({ method: req.method ?? '', path, query: Object.fromEntries(new URLSearchParams(search)), headers: { ...req.headers }, body });
+  state.requests.push({
+    method: req.method ?? '',
+    path,
+    query: Object.fromEntries(new URLSearchParams(search)),
+    headers: { ...req.headers },
+    body,
+  });
   const o = state.options;
 
   if (o.hang) return; // never answer
@@ -107,14 +124,21 @@ async function handle(req: IncomingMessage, res: ServerResponse, state: WireServ
 
   // OpenAI's paths, and the same API where Azure OpenAI (/openai/deployments/<d>/…, /openai/v1/…),
   // Azure AI Foundry (/models/…) and Hugging Face endpoints serve it.
-  const route = `${req.method} ${path.replace(/^\/openai\/deployments\/[^/]+\//, '/v1/').replace(/^\/openai\/v1\//, '/v1/').replace(/^\/models\//, '/v1/')}`;
+  const route = `${req.method} ${path
+    .replace(/^\/openai\/deployments\/[^/]+\//, '/v1/')
+    .replace(/^\/openai\/v1\//, '/v1/')
+    .replace(/^\/models\//, '/v1/')}`;
   if (route === 'GET /v1/models') {
     const authError = checkAuth(req, o.apiKey === undefined ? 'sk-test' : o.apiKey);
     if (authError) return sendJson(res, 401, authError);
-    if (o.failModels) return sendJson(res, o.failModels.status, errorBody(o.failModels.message, 'invalid_request_error', null));
+    if (o.failModels)
+      return sendJson(res, o.failModels.status, errorBody(o.failModels.message, 'invalid_request_error', null));
     // As OpenAI lists them: `{object: 'list', data: [{id, object: 'model', created, owned_by}]}`.
     const ids = o.models ?? ['gpt-4o-mini', 'gpt-4o', 'text-embedding-3-small'];
-    return sendJson(res, 200, { object: 'list', data: ids.map((id) => ({ id, object: 'model', created: 1715367049, owned_by: 'system' })) });
+    return sendJson(res, 200, {
+      object: 'list',
+      data: ids.map((id) => ({ id, object: 'model', created: 1715367049, owned_by: 'system' })),
+    });
   }
   if (route !== 'POST /v1/chat/completions' && route !== 'POST /v1/embeddings') {
     return sendJson(res, 404, errorBody(`Invalid URL (${req.method} ${path})`, 'invalid_request_error', null));
@@ -139,7 +163,12 @@ async function handle(req: IncomingMessage, res: ServerResponse, state: WireServ
       return void res.end(o.fail.rawBody);
     }
     const type = o.fail.type ?? (o.fail.status >= 500 ? 'server_error' : 'invalid_request_error');
-    return sendJson(res, o.fail.status, errorBody(o.fail.message ?? 'The server had an error while processing your request.', type, o.fail.code ?? null), o.fail.headers);
+    return sendJson(
+      res,
+      o.fail.status,
+      errorBody(o.fail.message ?? 'The server had an error while processing your request.', type, o.fail.code ?? null),
+      o.fail.headers,
+    );
   }
   // An Azure deployment URL names the model; the body need not.
   const deployment = /^\/openai\/deployments\/([^/]+)\//.exec(path)?.[1];
@@ -151,7 +180,11 @@ async function handle(req: IncomingMessage, res: ServerResponse, state: WireServ
     return sendJson(
       res,
       404,
-      errorBody(`The model \`${body.model}\` does not exist or you do not have access to it.`, 'invalid_request_error', 'model_not_found'),
+      errorBody(
+        `The model \`${body.model}\` does not exist or you do not have access to it.`,
+        'invalid_request_error',
+        'model_not_found',
+      ),
     );
   }
   if (route === 'POST /v1/embeddings') return embeddings(res, body);
@@ -162,7 +195,14 @@ function checkAuth(req: IncomingMessage, key: string | null): object | undefined
   if (key === null) return undefined;
   // Azure's own header: `api-key: KEY`.
   const azure = req.headers['api-key'];
-  if (typeof azure === 'string') return azure === key ? undefined : errorBody('Access denied due to invalid subscription key or wrong API endpoint.', 'invalid_request_error', '401');
+  if (typeof azure === 'string')
+    return azure === key
+      ? undefined
+      : errorBody(
+          'Access denied due to invalid subscription key or wrong API endpoint.',
+          'invalid_request_error',
+          '401',
+        );
   const header = req.headers.authorization;
   if (!header) {
     return errorBody(
@@ -185,17 +225,46 @@ function checkAuth(req: IncomingMessage, key: string | null): object | undefined
 
 async function chatCompletions(res: ServerResponse, body: any, o: OpenAIWireOptions): Promise<void> {
   if (!Array.isArray(body.messages)) {
-    return sendJson(res, 400, { error: { message: "Missing required parameter: 'messages'.", type: 'invalid_request_error', param: 'messages', code: 'missing_required_parameter' } });
+    return sendJson(res, 400, {
+      error: {
+        message: "Missing required parameter: 'messages'.",
+        type: 'invalid_request_error',
+        param: 'messages',
+        code: 'missing_required_parameter',
+      },
+    });
   }
   if (body.messages.length === 0) {
-    return sendJson(res, 400, { error: { message: "Invalid 'messages': empty array. Expected an array with minimum length 1, but got an empty array instead.", type: 'invalid_request_error', param: 'messages', code: 'empty_array' } });
+    return sendJson(res, 400, {
+      error: {
+        message:
+          "Invalid 'messages': empty array. Expected an array with minimum length 1, but got an empty array instead.",
+        type: 'invalid_request_error',
+        param: 'messages',
+        code: 'empty_array',
+      },
+    });
   }
   if (body.stream_options !== undefined && body.stream !== true) {
-    return sendJson(res, 400, { error: { message: 'The stream_options parameter is only allowed when stream is enabled.', type: 'invalid_request_error', param: 'stream_options', code: null } });
+    return sendJson(res, 400, {
+      error: {
+        message: 'The stream_options parameter is only allowed when stream is enabled.',
+        type: 'invalid_request_error',
+        param: 'stream_options',
+        code: null,
+      },
+    });
   }
   const text = typeof o.text === 'function' ? o.text(body) : (o.text ?? DEFAULT_TEXT);
-  const promptWords = body.messages.reduce((n: number, m: any) => n + words(typeof m?.content === 'string' ? m.content : ''), 0);
-  const usage: NonNullable<OpenAIWireOptions['usage']> = o.usage ?? { prompt_tokens: promptWords, completion_tokens: words(text), total_tokens: promptWords + words(text) };
+  const promptWords = body.messages.reduce(
+    (n: number, m: any) => n + words(typeof m?.content === 'string' ? m.content : ''),
+    0,
+  );
+  const usage: NonNullable<OpenAIWireOptions['usage']> = o.usage ?? {
+    prompt_tokens: promptWords,
+    completion_tokens: words(text),
+    total_tokens: promptWords + words(text),
+  };
   const finish = o.finishReason ?? 'stop';
   const id = `chatcmpl-${createHash('sha1').update(JSON.stringify(body)).digest('hex').slice(0, 24)}`;
   const created = Math.floor(Date.now() / 1000);
@@ -205,11 +274,24 @@ async function chatCompletions(res: ServerResponse, body: any, o: OpenAIWireOpti
     return sendJson(res, 200, {
       ...base,
       object: 'chat.completion',
-      choices: [{ index: 0, message: { role: 'assistant', content: text, refusal: null, annotations: [] }, logprobs: null, finish_reason: finish }],
+      choices: [
+        {
+          index: 0,
+          message: { role: 'assistant', content: text, refusal: null, annotations: [] },
+          logprobs: null,
+          finish_reason: finish,
+        },
+      ],
       usage: {
         ...usage,
         prompt_tokens_details: { cached_tokens: 0, audio_tokens: 0, ...usage.prompt_tokens_details },
-        completion_tokens_details: { reasoning_tokens: 0, audio_tokens: 0, accepted_prediction_tokens: 0, rejected_prediction_tokens: 0, ...usage.completion_tokens_details },
+        completion_tokens_details: {
+          reasoning_tokens: 0,
+          audio_tokens: 0,
+          accepted_prediction_tokens: 0,
+          rejected_prediction_tokens: 0,
+          ...usage.completion_tokens_details,
+        },
       },
       service_tier: 'default',
     });
@@ -218,11 +300,26 @@ async function chatCompletions(res: ServerResponse, body: any, o: OpenAIWireOpti
   const includeUsage = body.stream_options?.include_usage === true;
   // With include_usage every chunk carries `usage: null` except the last.
   const chunk = (choices: unknown[], extra: Record<string, unknown> = {}) =>
-    JSON.stringify({ ...base, object: 'chat.completion.chunk', choices, ...(includeUsage ? { usage: null } : {}), ...extra });
-  res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', connection: 'keep-alive', 'x-request-id': `req_${id.slice(9)}` });
+    JSON.stringify({
+      ...base,
+      object: 'chat.completion.chunk',
+      choices,
+      ...(includeUsage ? { usage: null } : {}),
+      ...extra,
+    });
+  res.writeHead(200, {
+    'content-type': 'text/event-stream; charset=utf-8',
+    'cache-control': 'no-cache',
+    connection: 'keep-alive',
+    'x-request-id': `req_${id.slice(9)}`,
+  });
   const send = (data: string) => res.write(`data: ${data}\n\n`);
 
-  send(chunk([{ index: 0, delta: { role: 'assistant', content: '', refusal: null }, logprobs: null, finish_reason: null }]));
+  send(
+    chunk([
+      { index: 0, delta: { role: 'assistant', content: '', refusal: null }, logprobs: null, finish_reason: null },
+    ]),
+  );
   const pieces = o.chunks ?? text.split(/(?<= )/).filter((p) => p !== '');
   for (const [i, piece] of pieces.entries()) {
     if (o.midStreamError && i === o.midStreamError.afterChunks) return endWithError(res, o.midStreamError);
@@ -261,14 +358,39 @@ function embeddings(res: ServerResponse, body: any): void {
   const input = body.input;
   const inputs: unknown[] = typeof input === 'string' ? [input] : Array.isArray(input) ? input : [];
   if (input === undefined) {
-    return sendJson(res, 400, { error: { message: "Missing required parameter: 'input'.", type: 'invalid_request_error', param: 'input', code: 'missing_required_parameter' } });
+    return sendJson(res, 400, {
+      error: {
+        message: "Missing required parameter: 'input'.",
+        type: 'invalid_request_error',
+        param: 'input',
+        code: 'missing_required_parameter',
+      },
+    });
   }
   if (inputs.length === 0 || inputs.some((x) => typeof x !== 'string' || x === '')) {
-    return sendJson(res, 400, { error: { message: "'$.input' is invalid. Please check the API reference: https://platform.openai.com/docs/api-reference.", type: 'invalid_request_error', param: null, code: null } });
+    return sendJson(res, 400, {
+      error: {
+        message:
+          "'$.input' is invalid. Please check the API reference: https://platform.openai.com/docs/api-reference.",
+        type: 'invalid_request_error',
+        param: null,
+        code: null,
+      },
+    });
   }
   const full = EMBEDDING_DIMENSIONS[body.model] ?? 1536;
-  if (body.dimensions !== undefined && (!Number.isInteger(body.dimensions) || body.dimensions < 1 || body.dimensions > full)) {
-    return sendJson(res, 400, { error: { message: `Invalid value for 'dimensions' = ${body.dimensions}. Must be between 1 and ${full}.`, type: 'invalid_request_error', param: 'dimensions', code: null } });
+  if (
+    body.dimensions !== undefined &&
+    (!Number.isInteger(body.dimensions) || body.dimensions < 1 || body.dimensions > full)
+  ) {
+    return sendJson(res, 400, {
+      error: {
+        message: `Invalid value for 'dimensions' = ${body.dimensions}. Must be between 1 and ${full}.`,
+        type: 'invalid_request_error',
+        param: 'dimensions',
+        code: null,
+      },
+    });
   }
   const dims = body.dimensions ?? full;
   const base64 = body.encoding_format === 'base64';
@@ -279,14 +401,26 @@ function embeddings(res: ServerResponse, body: any): void {
     return { object: 'embedding', index, embedding };
   });
   const tokens = (inputs as string[]).reduce((n, t) => n + words(t), 0);
-  sendJson(res, 200, { object: 'list', data, model: body.model, usage: { prompt_tokens: tokens, total_tokens: tokens } });
+  sendJson(res, 200, {
+    object: 'list',
+    data,
+    model: body.model,
+    usage: { prompt_tokens: tokens, total_tokens: tokens },
+  });
 }
 
-const errorBody = (message: string, type: string, code: string | null) => ({ error: { message, type, param: null, code } });
+const errorBody = (message: string, type: string, code: string | null) => ({
+  error: { message, type, param: null, code },
+});
 
 function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
   const text = JSON.stringify(body);
-  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), 'x-request-id': 'req_wire', ...headers });
+  res.writeHead(status, {
+    'content-type': 'application/json',
+    'content-length': Buffer.byteLength(text),
+    'x-request-id': 'req_wire',
+    ...headers,
+  });
   res.end(text);
 }
 

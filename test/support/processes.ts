@@ -24,12 +24,22 @@ export interface ServerProcess {
 }
 
 /** `nodeFlags` go to node before the CLI (e.g. `--import` of a module hook of the test's). */
-export async function startServerProcess(env: Record<string, string>, nodeFlags: readonly string[] = []): Promise<ServerProcess> {
+export async function startServerProcess(
+  env: Record<string, string>,
+  nodeFlags: readonly string[] = [],
+): Promise<ServerProcess> {
   const port = await freePort();
   const dataDir = env.ORRERY_DATA_DIR ?? mkdtempSync(join(tmpdir(), 'orrery-proc-'));
   const proc = spawn(process.execPath, ['--import', 'tsx', ...nodeFlags, 'src/cli.ts', 'serve'], {
     cwd: ROOT,
-    env: { ...process.env, ORRERY_LOG_LEVEL: 'warn', ...env, ORRERY_PORT: String(port), ORRERY_HOST: '127.0.0.1', ORRERY_DATA_DIR: dataDir },
+    env: {
+      ...process.env,
+      ORRERY_LOG_LEVEL: 'warn',
+      ...env,
+      ORRERY_PORT: String(port),
+      ORRERY_HOST: '127.0.0.1',
+      ORRERY_DATA_DIR: dataDir,
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
@@ -75,12 +85,17 @@ export function alive(pid: number): boolean {
 
 /** Whether the process has exited within `ms`. */
 export async function gone(pid: number, ms = 5000): Promise<boolean> {
-  for (const until = Date.now() + ms; Date.now() < until; await new Promise((r) => setTimeout(r, 20))) if (!alive(pid)) return true;
+  for (const until = Date.now() + ms; Date.now() < until; await new Promise((r) => setTimeout(r, 20)))
+    if (!alive(pid)) return true;
   return !alive(pid);
 }
 
 /** Polls `fn` every 100 ms until it returns a value (not undefined); throws after `ms`, naming `what`. */
-export async function until<T>(what: string, fn: () => Promise<T | undefined> | T | undefined, ms = 30_000): Promise<T> {
+export async function until<T>(
+  what: string,
+  fn: () => Promise<T | undefined> | T | undefined,
+  ms = 30_000,
+): Promise<T> {
   const end = Date.now() + ms;
   for (;;) {
     const v = await fn();

@@ -72,7 +72,8 @@ export async function startReplicateWireServer(options: ReplicateWireOptions = {
 
   const server = createServer((req, res) => {
     void handle(req, res).catch((err) => {
-      if (!res.headersSent) sendJson(res, 500, problem(500, 'Internal server error', `wire server bug: ${String(err)}`));
+      if (!res.headersSent)
+        sendJson(res, 500, problem(500, 'Internal server error', `wire server bug: ${String(err)}`));
       else res.destroy();
     });
   });
@@ -119,7 +120,11 @@ export async function startReplicateWireServer(options: ReplicateWireOptions = {
         ...(p.stream ? { stream: `${state.origin}/stream/${p.id}` } : {}),
       },
       metrics: done
-        ? { predict_time: 0.42, total_time: 0.5, ...(o.metrics ?? { input_token_count: promptWords, output_token_count: pieces().length }) }
+        ? {
+            predict_time: 0.42,
+            total_time: 0.5,
+            ...(o.metrics ?? { input_token_count: promptWords, output_token_count: pieces().length }),
+          }
         : {},
     };
   };
@@ -135,7 +140,13 @@ export async function startReplicateWireServer(options: ReplicateWireOptions = {
     } catch {
       // kept as text
     }
-    requests.push({ method: req.method ?? '', path, query: Object.fromEntries(new URLSearchParams(search)), headers: { ...req.headers }, body });
+    requests.push({
+      method: req.method ?? '',
+      path,
+      query: Object.fromEntries(new URLSearchParams(search)),
+      headers: { ...req.headers },
+      body,
+    });
     const o = state.options;
 
     // The stream URL is a capability URL: no token needed.
@@ -144,23 +155,48 @@ export async function startReplicateWireServer(options: ReplicateWireOptions = {
 
     const auth = String(req.headers.authorization ?? '');
     if (auth !== `Bearer ${o.token ?? 'r8_test'}`) {
-      return sendJson(res, 401, { title: 'Unauthenticated', detail: 'You did not pass a valid authentication token', status: 401 });
+      return sendJson(res, 401, {
+        title: 'Unauthenticated',
+        detail: 'You did not pass a valid authentication token',
+        status: 401,
+      });
     }
 
     const byModel = req.method === 'POST' ? /^\/v1\/models\/([^/]+)\/([^/]+)\/predictions$/.exec(path) : undefined;
     if (byModel || (req.method === 'POST' && path === '/v1/predictions')) {
-      if (!parsed || typeof body !== 'object' || body === null) return sendJson(res, 400, problem(400, 'Invalid JSON', 'The request body is not valid JSON'));
+      if (!parsed || typeof body !== 'object' || body === null)
+        return sendJson(res, 400, problem(400, 'Invalid JSON', 'The request body is not valid JSON'));
       if (o.fail && (o.fail.times === undefined || o.fail.times-- > 0)) {
-        return sendJson(res, o.fail.status, problem(o.fail.status, o.fail.title ?? 'Internal server error', o.fail.detail ?? 'Something went wrong'), o.fail.headers);
+        return sendJson(
+          res,
+          o.fail.status,
+          problem(o.fail.status, o.fail.title ?? 'Internal server error', o.fail.detail ?? 'Something went wrong'),
+          o.fail.headers,
+        );
       }
       const models = o.models ?? DEFAULT_MODELS;
       let model: string;
       if (byModel) {
         model = `${decodeURIComponent(byModel[1])}/${decodeURIComponent(byModel[2])}`;
-        if (!models.includes(model)) return sendJson(res, 404, problem(404, 'Not found', 'The requested resource could not be found.'));
-        if (body.version !== undefined) return sendJson(res, 422, problem(422, 'Input validation failed', '- Additional property version is not allowed\n'));
+        if (!models.includes(model))
+          return sendJson(res, 404, problem(404, 'Not found', 'The requested resource could not be found.'));
+        if (body.version !== undefined)
+          return sendJson(
+            res,
+            422,
+            problem(422, 'Input validation failed', '- Additional property version is not allowed\n'),
+          );
       } else {
-        if (body.version !== REPLICATE_VERSION) return sendJson(res, 422, problem(422, 'Invalid version or not permitted', 'The specified version does not exist (or perhaps you don\'t have permission to use it?)'));
+        if (body.version !== REPLICATE_VERSION)
+          return sendJson(
+            res,
+            422,
+            problem(
+              422,
+              'Invalid version or not permitted',
+              "The specified version does not exist (or perhaps you don't have permission to use it?)",
+            ),
+          );
         model = models[0];
       }
       if (typeof body.input !== 'object' || body.input === null || typeof body.input.prompt !== 'string') {
@@ -212,12 +248,19 @@ export async function startReplicateWireServer(options: ReplicateWireOptions = {
 
   function stream(res: ServerResponse, id: string): void {
     const p = predictions.get(id);
-    if (!p || !p.stream) return sendJson(res, 404, problem(404, 'Not found', 'The requested resource could not be found.'));
+    if (!p || !p.stream)
+      return sendJson(res, 404, problem(404, 'Not found', 'The requested resource could not be found.'));
     const o = state.options;
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-store' });
     let seq = 0;
     // A piece with newlines is several data lines, as SSE requires.
-    const send = (event: string, data: string) => res.write(`event: ${event}\nid: ${Date.now()}:${seq++}\n${data.split('\n').map((l) => `data: ${l}`).join('\n')}\n\n`);
+    const send = (event: string, data: string) =>
+      res.write(
+        `event: ${event}\nid: ${Date.now()}:${seq++}\n${data
+          .split('\n')
+          .map((l) => `data: ${l}`)
+          .join('\n')}\n\n`,
+      );
     const all = pieces();
     for (const [i, piece] of all.entries()) {
       if (o.streamError?.afterChunks === i) break;

@@ -30,7 +30,13 @@ export interface TestServer {
   orrery: Orrery;
   dataDir: string;
   databaseUrl?: string;
-  api<T = any>(method: string, path: string, body?: unknown, token?: string | null, headers?: Record<string, string>): Promise<ApiResponse<T>>;
+  api<T = any>(
+    method: string,
+    path: string,
+    body?: unknown,
+    token?: string | null,
+    headers?: Record<string, string>,
+  ): Promise<ApiResponse<T>>;
   /** The official client with an sk- key (exchanged at our /token/issue). */
   client(key?: string): VertesiaClient;
   close(): Promise<void>;
@@ -69,16 +75,29 @@ export async function createPgDatabase(): Promise<{ url: string; drop: () => Pro
   };
 }
 
-export async function startTestServer(dialect: TestDialect, overrides: Partial<Config> = {}, serverOptions: BuildOptions = {}): Promise<TestServer> {
+export async function startTestServer(
+  dialect: TestDialect,
+  overrides: Partial<Config> = {},
+  serverOptions: BuildOptions = {},
+): Promise<TestServer> {
   const dataDir = mkdtempSync(join(tmpdir(), 'orrery-test-'));
   const pgdb = dialect === 'postgres' ? await createPgDatabase() : undefined;
-  const config = loadConfig({}, { port: 0, host: '127.0.0.1', dataDir, databaseUrl: pgdb?.url, logLevel: 'silent', ...overrides });
+  const config = loadConfig(
+    {},
+    { port: 0, host: '127.0.0.1', dataDir, databaseUrl: pgdb?.url, logLevel: 'silent', ...overrides },
+  );
   const orrery = await buildServer(config, { logger: false, ...serverOptions });
   const address = await orrery.app.listen({ port: 0, host: '127.0.0.1' });
   if (!overrides.publicUrl) config.publicUrl = address;
   const adminKey = orrery.bootstrap.key!;
   const url = address;
-  const api = async (method: string, path: string, body?: unknown, token: string | null = adminKey, headers: Record<string, string> = {}) => {
+  const api = async (
+    method: string,
+    path: string,
+    body?: unknown,
+    token: string | null = adminKey,
+    headers: Record<string, string> = {},
+  ) => {
     const res = await fetch(url + path, {
       method,
       headers: {
@@ -105,7 +124,8 @@ export async function startTestServer(dialect: TestDialect, overrides: Partial<C
     dataDir,
     databaseUrl: pgdb?.url,
     api,
-    client: (key = adminKey) => new VertesiaClient({ serverUrl: url, storeUrl: url, tokenServerUrl: `${url}/api/v1`, apikey: key }),
+    client: (key = adminKey) =>
+      new VertesiaClient({ serverUrl: url, storeUrl: url, tokenServerUrl: `${url}/api/v1`, apikey: key }),
     close: async () => {
       await orrery.app.close();
       await pgdb?.drop();
@@ -115,14 +135,34 @@ export async function startTestServer(dialect: TestDialect, overrides: Partial<C
 }
 
 /** An environment on the offline test provider, a prompt and an interaction that echoes `{{text}}`. */
-export async function seedEcho(srv: TestServer, opts: { token?: string; name?: string; config?: Record<string, unknown> } = {}) {
+export async function seedEcho(
+  srv: TestServer,
+  opts: { token?: string; name?: string; config?: Record<string, unknown> } = {},
+) {
   const token = opts.token ?? srv.adminKey;
-  const env = await srv.api('POST', '/api/v1/environments', { name: 'Test env', provider: 'test', default_model: 'echo', config: opts.config }, token);
-  const prompt = await srv.api('POST', '/api/v1/prompts', { name: 'echo prompt', role: 'user', content: 'Say: {{text}}', content_type: 'handlebars' }, token);
-  const interaction = await srv.api('POST', '/api/v1/interactions', {
-    name: opts.name ?? 'Echo', status: 'draft', environment: env.body.id,
-    prompts: [{ type: 'template', template: prompt.body.id }],
-  }, token);
+  const env = await srv.api(
+    'POST',
+    '/api/v1/environments',
+    { name: 'Test env', provider: 'test', default_model: 'echo', config: opts.config },
+    token,
+  );
+  const prompt = await srv.api(
+    'POST',
+    '/api/v1/prompts',
+    { name: 'echo prompt', role: 'user', content: 'Say: {{text}}', content_type: 'handlebars' },
+    token,
+  );
+  const interaction = await srv.api(
+    'POST',
+    '/api/v1/interactions',
+    {
+      name: opts.name ?? 'Echo',
+      status: 'draft',
+      environment: env.body.id,
+      prompts: [{ type: 'template', template: prompt.body.id }],
+    },
+    token,
+  );
   if (env.status !== 200 || prompt.status !== 200 || interaction.status !== 200) {
     throw new Error(`seeding failed: ${JSON.stringify([env.body, prompt.body, interaction.body])}`);
   }

@@ -28,7 +28,12 @@ export interface VertexWireOptions {
   /** Exact stream pieces; default: the text split after each space. */
   chunks?: string[];
   /** Gemini usage; default: word counts. */
-  usage?: { promptTokenCount: number; candidatesTokenCount: number; totalTokenCount: number; thoughtsTokenCount?: number };
+  usage?: {
+    promptTokenCount: number;
+    candidatesTokenCount: number;
+    totalTokenCount: number;
+    thoughtsTokenCount?: number;
+  };
   /** Claude usage; default: word counts. */
   claudeUsage?: { input_tokens: number; output_tokens: number };
   /** Gemini finishReason; default STOP. */
@@ -88,13 +93,41 @@ const GOOGLE_STATUS: Record<number, string> = {
   504: 'DEADLINE_EXCEEDED',
 };
 
-const MODEL_PATH = /^\/v1\/projects\/([^/]+)\/locations\/([^/]+)\/publishers\/(google|anthropic)\/models\/([^/:]+):([A-Za-z]+)$/;
+const MODEL_PATH =
+  /^\/v1\/projects\/([^/]+)\/locations\/([^/]+)\/publishers\/(google|anthropic)\/models\/([^/:]+):([A-Za-z]+)$/;
 const GENERATION_CONFIG_FIELDS = new Set([
-  'temperature', 'topP', 'topK', 'candidateCount', 'maxOutputTokens', 'stopSequences', 'presencePenalty', 'frequencyPenalty',
-  'seed', 'responseMimeType', 'responseSchema', 'responseJsonSchema', 'responseLogprobs', 'logprobs', 'thinkingConfig',
-  'responseModalities', 'mediaResolution', 'audioTimestamp', 'routingConfig', 'speechConfig',
+  'temperature',
+  'topP',
+  'topK',
+  'candidateCount',
+  'maxOutputTokens',
+  'stopSequences',
+  'presencePenalty',
+  'frequencyPenalty',
+  'seed',
+  'responseMimeType',
+  'responseSchema',
+  'responseJsonSchema',
+  'responseLogprobs',
+  'logprobs',
+  'thinkingConfig',
+  'responseModalities',
+  'mediaResolution',
+  'audioTimestamp',
+  'routingConfig',
+  'speechConfig',
 ]);
-const REQUEST_FIELDS = new Set(['contents', 'systemInstruction', 'generationConfig', 'safetySettings', 'tools', 'toolConfig', 'labels', 'cachedContent', 'modelArmorConfig']);
+const REQUEST_FIELDS = new Set([
+  'contents',
+  'systemInstruction',
+  'generationConfig',
+  'safetySettings',
+  'tools',
+  'toolConfig',
+  'labels',
+  'cachedContent',
+  'modelArmorConfig',
+]);
 
 export async function startVertexWireServer(options: VertexWireOptions = {}): Promise<VertexWireServer> {
   const accounts = new Map<string, KeyObject>();
@@ -105,7 +138,9 @@ export async function startVertexWireServer(options: VertexWireOptions = {}): Pr
     issued: new Set(),
     options,
     serviceAccount: (opts = {}) => {
-      const email = opts.email ?? `orrery-${randomBytes(4).toString('hex')}@${state.options.project ?? 'orrery-test'}.iam.gserviceaccount.com`;
+      const email =
+        opts.email ??
+        `orrery-${randomBytes(4).toString('hex')}@${state.options.project ?? 'orrery-test'}.iam.gserviceaccount.com`;
       const { publicKey, privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
       if (opts.register !== false) accounts.set(email, publicKey);
       return JSON.stringify({
@@ -140,7 +175,12 @@ export async function startVertexWireServer(options: VertexWireOptions = {}): Pr
   return state;
 }
 
-async function handle(req: IncomingMessage, res: ServerResponse, state: VertexWireServer, accounts: Map<string, KeyObject>): Promise<void> {
+async function handle(
+  req: IncomingMessage,
+  res: ServerResponse,
+  state: VertexWireServer,
+  accounts: Map<string, KeyObject>,
+): Promise<void> {
   const raw = await readBody(req);
   const url = new URL(req.url ?? '/', 'http://wire');
   const path = url.pathname;
@@ -172,18 +212,31 @@ async function handle(req: IncomingMessage, res: ServerResponse, state: VertexWi
   state.requests.push({ kind, method: req.method ?? '', path, query, headers, body, project, region, model, action });
   const o = state.options;
 
-  if (req.method !== 'POST') return sendGoogleError(res, 404, `The requested URL ${path} was not found on this server.`);
+  if (req.method !== 'POST')
+    return sendGoogleError(res, 404, `The requested URL ${path} was not found on this server.`);
   const auth = req.headers.authorization;
   if (!auth) {
-    return sendGoogleError(res, 401, 'Request is missing required authentication credential. Expected OAuth 2 access token, login cookie or other valid authentication credential. See https://developers.google.com/identity/sign-in/web/devconsole-project.');
+    return sendGoogleError(
+      res,
+      401,
+      'Request is missing required authentication credential. Expected OAuth 2 access token, login cookie or other valid authentication credential. See https://developers.google.com/identity/sign-in/web/devconsole-project.',
+    );
   }
   const bearer = /^Bearer (.+)$/.exec(auth)?.[1];
   if (!bearer || !state.issued.has(bearer)) {
-    return sendGoogleError(res, 401, 'Request had invalid authentication credentials. Expected OAuth 2 access token, login cookie or other valid authentication credential. See https://developers.google.com/identity/sign-in/web/devconsole-project.');
+    return sendGoogleError(
+      res,
+      401,
+      'Request had invalid authentication credentials. Expected OAuth 2 access token, login cookie or other valid authentication credential. See https://developers.google.com/identity/sign-in/web/devconsole-project.',
+    );
   }
   const resource = `projects/${project}/locations/${region}/publishers/${publisher}/models/${model}`;
   if (project !== (o.project ?? 'orrery-test')) {
-    return sendGoogleError(res, 403, `Permission 'aiplatform.endpoints.predict' denied on resource '//aiplatform.googleapis.com/${resource}' (or it may not exist).`);
+    return sendGoogleError(
+      res,
+      403,
+      `Permission 'aiplatform.endpoints.predict' denied on resource '//aiplatform.googleapis.com/${resource}' (or it may not exist).`,
+    );
   }
   if (o.fail) {
     const f = o.fail;
@@ -197,15 +250,27 @@ async function handle(req: IncomingMessage, res: ServerResponse, state: VertexWi
     return sendGoogleError(res, 400, `Invalid JSON payload received. Unexpected token.\n${String(raw).slice(0, 40)}`);
   }
   if (o.models && !o.models.includes(model)) {
-    return sendGoogleError(res, 404, `Publisher Model \`${resource}\` was not found or your project does not have access to it. Please ensure you are using a valid model version. For more information, see: https://cloud.google.com/vertex-ai/generative-ai/docs/learn/model-versions`);
+    return sendGoogleError(
+      res,
+      404,
+      `Publisher Model \`${resource}\` was not found or your project does not have access to it. Please ensure you are using a valid model version. For more information, see: https://cloud.google.com/vertex-ai/generative-ai/docs/learn/model-versions`,
+    );
   }
   if (kind === 'gemini') {
-    if (action !== 'generateContent' && action !== 'streamGenerateContent') return sendGoogleError(res, 400, `Unknown method ${action} for a Gemini model.`);
+    if (action !== 'generateContent' && action !== 'streamGenerateContent')
+      return sendGoogleError(res, 400, `Unknown method ${action} for a Gemini model.`);
     const invalid = validateGemini(body);
     if (invalid) return sendGoogleError(res, 400, invalid);
-    return gemini(res, body, model, action === 'streamGenerateContent' ? (query.alt === 'sse' ? 'sse' : 'array') : 'json', o);
+    return gemini(
+      res,
+      body,
+      model,
+      action === 'streamGenerateContent' ? (query.alt === 'sse' ? 'sse' : 'array') : 'json',
+      o,
+    );
   }
-  if (action !== 'rawPredict' && action !== 'streamRawPredict') return sendGoogleError(res, 400, `Unknown method ${action} for an Anthropic model.`);
+  if (action !== 'rawPredict' && action !== 'streamRawPredict')
+    return sendGoogleError(res, 400, `Unknown method ${action} for an Anthropic model.`);
   const invalid = validateClaude(body);
   if (invalid) return sendAnthropicError(res, 400, 'invalid_request_error', invalid);
   return claude(res, body, model, action === 'streamRawPredict', o);
@@ -214,8 +279,15 @@ async function handle(req: IncomingMessage, res: ServerResponse, state: VertexWi
 // ------------------------------------------------------------------------------------------------
 // The token endpoint
 
-async function token(req: IncomingMessage, res: ServerResponse, form: Record<string, string>, state: VertexWireServer, accounts: Map<string, KeyObject>): Promise<void> {
-  const oauthError = (status: number, error: string, description: string) => sendJson(res, status, { error, error_description: description });
+async function token(
+  req: IncomingMessage,
+  res: ServerResponse,
+  form: Record<string, string>,
+  state: VertexWireServer,
+  accounts: Map<string, KeyObject>,
+): Promise<void> {
+  const oauthError = (status: number, error: string, description: string) =>
+    sendJson(res, status, { error, error_description: description });
   if (req.method !== 'POST') return oauthError(405, 'invalid_request', 'Method not allowed');
   if (!String(req.headers['content-type'] ?? '').startsWith('application/x-www-form-urlencoded')) {
     return oauthError(400, 'invalid_request', 'Invalid Content-Type: expected application/x-www-form-urlencoded');
@@ -235,17 +307,32 @@ async function token(req: IncomingMessage, res: ServerResponse, form: Record<str
   const key = accounts.get(email);
   if (!key) return oauthError(400, 'invalid_grant', 'Invalid grant: account not found');
   try {
-    await jwtVerify(assertion, key, { algorithms: ['RS256'], issuer: email, audience: state.tokenUri, requiredClaims: ['iat', 'exp'] });
+    await jwtVerify(assertion, key, {
+      algorithms: ['RS256'],
+      issuer: email,
+      audience: state.tokenUri,
+      requiredClaims: ['iat', 'exp'],
+    });
   } catch (err) {
-    if (err instanceof joseErrors.JWSSignatureVerificationFailed) return oauthError(400, 'invalid_grant', 'Invalid JWT Signature.');
-    if (err instanceof joseErrors.JWTClaimValidationFailed && err.claim === 'aud') return oauthError(400, 'invalid_grant', 'Invalid JWT: Failed audience check.');
-    return oauthError(400, 'invalid_grant', 'Invalid JWT: Token must be a short-lived token (60 minutes) and in a reasonable timeframe. Check your iat and exp values in the JWT claim.');
+    if (err instanceof joseErrors.JWSSignatureVerificationFailed)
+      return oauthError(400, 'invalid_grant', 'Invalid JWT Signature.');
+    if (err instanceof joseErrors.JWTClaimValidationFailed && err.claim === 'aud')
+      return oauthError(400, 'invalid_grant', 'Invalid JWT: Failed audience check.');
+    return oauthError(
+      400,
+      'invalid_grant',
+      'Invalid JWT: Token must be a short-lived token (60 minutes) and in a reasonable timeframe. Check your iat and exp values in the JWT claim.',
+    );
   }
   const iat = Number(claims.iat);
   const exp = Number(claims.exp);
   const now = Math.floor(Date.now() / 1000);
   if (!(exp > now) || exp - iat > 3600 || iat > now + 300) {
-    return oauthError(400, 'invalid_grant', 'Invalid JWT: Token must be a short-lived token (60 minutes) and in a reasonable timeframe. Check your iat and exp values in the JWT claim.');
+    return oauthError(
+      400,
+      'invalid_grant',
+      'Invalid JWT: Token must be a short-lived token (60 minutes) and in a reasonable timeframe. Check your iat and exp values in the JWT claim.',
+    );
   }
   const scopes = typeof claims.scope === 'string' ? claims.scope.split(' ') : [];
   if (!scopes.includes(CLOUD_PLATFORM_SCOPE)) {
@@ -253,7 +340,11 @@ async function token(req: IncomingMessage, res: ServerResponse, form: Record<str
   }
   const accessToken = `ya29.c.wire-${randomBytes(24).toString('base64url')}`;
   state.issued.add(accessToken);
-  return sendJson(res, 200, { access_token: accessToken, expires_in: state.options.tokenLifetimeS ?? 3599, token_type: 'Bearer' });
+  return sendJson(res, 200, {
+    access_token: accessToken,
+    expires_in: state.options.tokenLifetimeS ?? 3599,
+    token_type: 'Bearer',
+  });
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -274,15 +365,20 @@ function validateGemini(body: any): string | undefined {
     }
   }
   if (body.systemInstruction !== undefined && !Array.isArray(body.systemInstruction?.parts)) {
-    return "Invalid JSON payload received. Unknown name \"\" at 'system_instruction': Proto field is not repeating, cannot start list.";
+    return 'Invalid JSON payload received. Unknown name "" at \'system_instruction\': Proto field is not repeating, cannot start list.';
   }
   const g = body.generationConfig;
   if (g !== undefined) {
     for (const k of Object.keys(g)) {
-      if (!GENERATION_CONFIG_FIELDS.has(k)) return `Invalid JSON payload received. Unknown name "${k}" at 'generation_config': Cannot find field.`;
+      if (!GENERATION_CONFIG_FIELDS.has(k))
+        return `Invalid JSON payload received. Unknown name "${k}" at 'generation_config': Cannot find field.`;
     }
     if (g.temperature !== undefined && (typeof g.temperature !== 'number' || g.temperature < 0 || g.temperature > 2)) {
-      return 'Unable to submit request because it has a temperature value of ' + g.temperature + ' but the supported range is from 0 (inclusive) to 2.0001 (exclusive). Update the value and try again.';
+      return (
+        'Unable to submit request because it has a temperature value of ' +
+        g.temperature +
+        ' but the supported range is from 0 (inclusive) to 2.0001 (exclusive). Update the value and try again.'
+      );
     }
     if (g.responseSchema !== undefined && g.responseJsonSchema !== undefined) {
       return 'Unable to submit request because responseSchema and responseJsonSchema cannot both be set.';
@@ -291,13 +387,27 @@ function validateGemini(body: any): string | undefined {
   return undefined;
 }
 
-async function gemini(res: ServerResponse, body: any, model: string, mode: 'json' | 'sse' | 'array', o: VertexWireOptions): Promise<void> {
-  const base = { modelVersion: model, createTime: new Date().toISOString(), responseId: randomBytes(9).toString('base64url') };
+async function gemini(
+  res: ServerResponse,
+  body: any,
+  model: string,
+  mode: 'json' | 'sse' | 'array',
+  o: VertexWireOptions,
+): Promise<void> {
+  const base = {
+    modelVersion: model,
+    createTime: new Date().toISOString(),
+    responseId: randomBytes(9).toString('base64url'),
+  };
   const inputWords =
     words((body.systemInstruction?.parts ?? []).map((p: any) => p?.text ?? '').join(' ')) +
     body.contents.reduce((n: number, c: any) => n + words(c.parts.map((p: any) => p?.text ?? '').join(' ')), 0);
   if (o.blockPrompt) {
-    const blocked = { ...base, promptFeedback: { ...o.blockPrompt }, usageMetadata: { promptTokenCount: inputWords, totalTokenCount: inputWords, trafficType: 'ON_DEMAND' } };
+    const blocked = {
+      ...base,
+      promptFeedback: { ...o.blockPrompt },
+      usageMetadata: { promptTokenCount: inputWords, totalTokenCount: inputWords, trafficType: 'ON_DEMAND' },
+    };
     if (mode === 'json') return sendJson(res, 200, blocked);
     if (mode === 'array') return sendJson(res, 200, [blocked]);
     res.writeHead(200, { 'content-type': 'text/event-stream' });
@@ -305,23 +415,39 @@ async function gemini(res: ServerResponse, body: any, model: string, mode: 'json
     return;
   }
   const text = typeof o.text === 'function' ? o.text(body) : (o.text ?? DEFAULT_TEXT);
-  const usage = o.usage ?? { promptTokenCount: inputWords, candidatesTokenCount: words(text), totalTokenCount: inputWords + words(text) };
+  const usage = o.usage ?? {
+    promptTokenCount: inputWords,
+    candidatesTokenCount: words(text),
+    totalTokenCount: inputWords + words(text),
+  };
   const finishReason = o.finishReason ?? 'STOP';
   const candidate = (t: string, last: boolean) => ({
     content: { role: 'model', parts: [{ text: t }] },
     ...(last ? { finishReason } : {}),
   });
   if (mode === 'json') {
-    return sendJson(res, 200, { ...base, candidates: [{ ...candidate(text, true), avgLogprobs: -0.12 }], usageMetadata: { ...usage, trafficType: 'ON_DEMAND' } });
+    return sendJson(res, 200, {
+      ...base,
+      candidates: [{ ...candidate(text, true), avgLogprobs: -0.12 }],
+      usageMetadata: { ...usage, trafficType: 'ON_DEMAND' },
+    });
   }
   const pieces = o.chunks ?? text.split(/(?<= )/).filter((p) => p !== '');
   // Vertex sends usageMetadata on every piece; only the last carries the counts of the answer.
   const responses = pieces.map((p, i) => {
     const last = i === pieces.length - 1;
-    return { ...base, candidates: [candidate(p, last)], usageMetadata: last ? { ...usage, trafficType: 'ON_DEMAND' } : { trafficType: 'ON_DEMAND' } };
+    return {
+      ...base,
+      candidates: [candidate(p, last)],
+      usageMetadata: last ? { ...usage, trafficType: 'ON_DEMAND' } : { trafficType: 'ON_DEMAND' },
+    };
   });
   if (mode === 'array') return sendJson(res, 200, responses);
-  res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', 'transfer-encoding': 'chunked' });
+  res.writeHead(200, {
+    'content-type': 'text/event-stream',
+    'cache-control': 'no-cache',
+    'transfer-encoding': 'chunked',
+  });
   for (const r of responses) {
     if (res.destroyed) return;
     res.write(`data: ${JSON.stringify(r)}\r\n\r\n`);
@@ -335,33 +461,62 @@ async function gemini(res: ServerResponse, body: any, model: string, mode: 'json
 
 function validateClaude(body: any): string | undefined {
   if (body.anthropic_version === undefined) return 'anthropic_version: Field required';
-  if (body.anthropic_version !== VERTEX_ANTHROPIC_VERSION) return `anthropic_version: Input should be '${VERTEX_ANTHROPIC_VERSION}'`;
+  if (body.anthropic_version !== VERTEX_ANTHROPIC_VERSION)
+    return `anthropic_version: Input should be '${VERTEX_ANTHROPIC_VERSION}'`;
   if (body.model !== undefined) return 'model: Extra inputs are not permitted';
   if (!Array.isArray(body.messages) || body.messages.length === 0) return 'messages: Field required';
   if (!Number.isInteger(body.max_tokens) || body.max_tokens < 1) return 'max_tokens: Field required';
   for (const [i, m] of body.messages.entries()) {
-    if (m?.role !== 'user' && m?.role !== 'assistant') return `messages.${i}.role: Input should be 'user' or 'assistant'`;
+    if (m?.role !== 'user' && m?.role !== 'assistant')
+      return `messages.${i}.role: Input should be 'user' or 'assistant'`;
   }
   return undefined;
 }
 
-async function claude(res: ServerResponse, body: any, model: string, stream: boolean, o: VertexWireOptions): Promise<void> {
+async function claude(
+  res: ServerResponse,
+  body: any,
+  model: string,
+  stream: boolean,
+  o: VertexWireOptions,
+): Promise<void> {
   const text = typeof o.text === 'function' ? o.text(body) : (o.text ?? DEFAULT_TEXT);
-  const inputWords = words(typeof body.system === 'string' ? body.system : '') +
+  const inputWords =
+    words(typeof body.system === 'string' ? body.system : '') +
     body.messages.reduce((n: number, m: any) => n + words(typeof m.content === 'string' ? m.content : ''), 0);
   const usage = o.claudeUsage ?? { input_tokens: inputWords, output_tokens: words(text) };
   const id = `msg_vrtx_${randomBytes(12).toString('hex')}`;
   if (body.stream !== true) {
     return sendJson(res, 200, {
-      id, type: 'message', role: 'assistant', model, content: [{ type: 'text', text }],
-      stop_reason: 'end_turn', stop_sequence: null,
+      id,
+      type: 'message',
+      role: 'assistant',
+      model,
+      content: [{ type: 'text', text }],
+      stop_reason: 'end_turn',
+      stop_sequence: null,
       usage: { ...usage, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 },
     });
   }
   res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' });
-  const send = (type: string, data: Record<string, unknown>) => res.write(`event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`);
+  const send = (type: string, data: Record<string, unknown>) =>
+    res.write(`event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`);
   send('message_start', {
-    message: { id, type: 'message', role: 'assistant', model, content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: usage.input_tokens, cache_creation_input_tokens: 0, cache_read_input_tokens: 0, output_tokens: 1 } },
+    message: {
+      id,
+      type: 'message',
+      role: 'assistant',
+      model,
+      content: [],
+      stop_reason: null,
+      stop_sequence: null,
+      usage: {
+        input_tokens: usage.input_tokens,
+        cache_creation_input_tokens: 0,
+        cache_read_input_tokens: 0,
+        output_tokens: 1,
+      },
+    },
   });
   send('content_block_start', { index: 0, content_block: { type: 'text', text: '' } });
   send('ping', {});
@@ -371,14 +526,22 @@ async function claude(res: ServerResponse, body: any, model: string, stream: boo
     await sleep(2);
   }
   send('content_block_stop', { index: 0 });
-  send('message_delta', { delta: { stop_reason: 'end_turn', stop_sequence: null }, usage: { output_tokens: usage.output_tokens } });
+  send('message_delta', {
+    delta: { stop_reason: 'end_turn', stop_sequence: null },
+    usage: { output_tokens: usage.output_tokens },
+  });
   send('message_stop', {});
   res.end();
 }
 
 // ------------------------------------------------------------------------------------------------
 
-function sendGoogleError(res: ServerResponse, status: number, message: string, headers: Record<string, string> = {}): void {
+function sendGoogleError(
+  res: ServerResponse,
+  status: number,
+  message: string,
+  headers: Record<string, string> = {},
+): void {
   sendJson(res, status, { error: { code: status, message, status: GOOGLE_STATUS[status] ?? 'UNKNOWN' } }, headers);
 }
 
@@ -388,7 +551,11 @@ function sendAnthropicError(res: ServerResponse, status: number, type: string, m
 
 function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
   const text = JSON.stringify(body);
-  res.writeHead(status, { 'content-type': 'application/json; charset=UTF-8', 'content-length': Buffer.byteLength(text), ...headers });
+  res.writeHead(status, {
+    'content-type': 'application/json; charset=UTF-8',
+    'content-length': Buffer.byteLength(text),
+    ...headers,
+  });
   res.end(text);
 }
 

@@ -48,9 +48,27 @@ export interface WatsonxWireServer {
 }
 
 export const WATSONX_MODELS = [
-  { model_id: 'ibm/granite-3-8b-instruct', label: 'granite-3-8b-instruct', provider: 'IBM', short_description: 'The Granite model series is a family of IBM-trained, dense decoder-only models.', functions: ['text_chat', 'text_generation'] },
-  { model_id: 'meta-llama/llama-3-3-70b-instruct', label: 'llama-3-3-70b-instruct', provider: 'Meta', short_description: 'A state-of-the-art refresh of Llama 3.1 70B Instruct.', functions: ['text_chat', 'text_generation'] },
-  { model_id: 'google/flan-t5-xl', label: 'flan-t5-xl-3b', provider: 'Google', short_description: 'A pretrained T5 - an encoder-decoder model.', functions: ['text_generation'] },
+  {
+    model_id: 'ibm/granite-3-8b-instruct',
+    label: 'granite-3-8b-instruct',
+    provider: 'IBM',
+    short_description: 'The Granite model series is a family of IBM-trained, dense decoder-only models.',
+    functions: ['text_chat', 'text_generation'],
+  },
+  {
+    model_id: 'meta-llama/llama-3-3-70b-instruct',
+    label: 'llama-3-3-70b-instruct',
+    provider: 'Meta',
+    short_description: 'A state-of-the-art refresh of Llama 3.1 70B Instruct.',
+    functions: ['text_chat', 'text_generation'],
+  },
+  {
+    model_id: 'google/flan-t5-xl',
+    label: 'flan-t5-xl-3b',
+    provider: 'Google',
+    short_description: 'A pretrained T5 - an encoder-decoder model.',
+    functions: ['text_generation'],
+  },
 ];
 
 export async function startWatsonxWireServer(options: WatsonxWireOptions = {}): Promise<WatsonxWireServer> {
@@ -96,26 +114,57 @@ export async function startWatsonxWireServer(options: WatsonxWireOptions = {}): 
     const o = state.options;
 
     if (path === '/identity/token') {
-      if (req.method !== 'POST') return sendJson(res, 405, { errorCode: 'BXNIM0001E', errorMessage: 'Method not allowed' });
-      if (!isForm) return sendJson(res, 400, { errorCode: 'BXNIM0109E', errorMessage: 'Property missing or empty. Operation not allowed.', context: { requestId: 'wire' } });
+      if (req.method !== 'POST')
+        return sendJson(res, 405, { errorCode: 'BXNIM0001E', errorMessage: 'Method not allowed' });
+      if (!isForm)
+        return sendJson(res, 400, {
+          errorCode: 'BXNIM0109E',
+          errorMessage: 'Property missing or empty. Operation not allowed.',
+          context: { requestId: 'wire' },
+        });
       if (body.grant_type !== 'urn:ibm:params:oauth:grant-type:apikey') {
-        return sendJson(res, 400, { errorCode: 'BXNIM0103E', errorMessage: 'Unsupported grant type', context: { requestId: 'wire' } });
+        return sendJson(res, 400, {
+          errorCode: 'BXNIM0103E',
+          errorMessage: 'Unsupported grant type',
+          context: { requestId: 'wire' },
+        });
       }
       if (body.apikey !== (o.apiKey ?? 'ibm-api-key')) {
-        return sendJson(res, 400, { errorCode: 'BXNIM0415E', errorMessage: 'Provided API key could not be found.', context: { requestId: 'wire' } });
+        return sendJson(res, 400, {
+          errorCode: 'BXNIM0415E',
+          errorMessage: 'Provided API key could not be found.',
+          context: { requestId: 'wire' },
+        });
       }
       const token = `iam-token-${++issued}`;
       tokens.add(token);
       const now = Math.floor(Date.now() / 1000);
-      return sendJson(res, 200, { access_token: token, refresh_token: 'not_supported', token_type: 'Bearer', expires_in: 3600, expiration: now + 3600, scope: 'ibm openid' });
+      return sendJson(res, 200, {
+        access_token: token,
+        refresh_token: 'not_supported',
+        token_type: 'Bearer',
+        expires_in: 3600,
+        expiration: now + 3600,
+        scope: 'ibm openid',
+      });
     }
 
-    if (!path.startsWith('/ml/v1/')) return sendJson(res, 404, ibmError(404, 'not_found', `Resource ${path} not found`));
+    if (!path.startsWith('/ml/v1/'))
+      return sendJson(res, 404, ibmError(404, 'not_found', `Resource ${path} not found`));
     const auth = String(req.headers.authorization ?? '');
     if (!/^Bearer\s/.test(auth) || !tokens.has(auth.slice(7))) {
-      return sendJson(res, 401, ibmError(401, 'authentication_token_not_valid', 'Failed to authenticate the request due to invalid token: Failed to parse and verify token'));
+      return sendJson(
+        res,
+        401,
+        ibmError(
+          401,
+          'authentication_token_not_valid',
+          'Failed to authenticate the request due to invalid token: Failed to parse and verify token',
+        ),
+      );
     }
-    if (!query.version) return sendJson(res, 400, ibmError(400, 'missing_argument', "Missing query parameter 'version'"));
+    if (!query.version)
+      return sendJson(res, 400, ibmError(400, 'missing_argument', "Missing query parameter 'version'"));
 
     if (req.method === 'GET' && path === '/ml/v1/foundation_model_specs') {
       const filter = /^function_(.+)$/.exec(query.filters ?? '')?.[1];
@@ -123,30 +172,74 @@ export async function startWatsonxWireServer(options: WatsonxWireOptions = {}): 
         ...m,
         functions: m.functions.map((id) => ({ id })),
       }));
-      return sendJson(res, 200, { total_count: resources.length, limit: Number(query.limit ?? 100), first: { href: `${state.origin}${req.url}` }, resources });
+      return sendJson(res, 200, {
+        total_count: resources.length,
+        limit: Number(query.limit ?? 100),
+        first: { href: `${state.origin}${req.url}` },
+        resources,
+      });
     }
 
-    const endpoint = req.method === 'POST' ? /^\/ml\/v1\/text\/(chat|chat_stream|generation|generation_stream)$/.exec(path)?.[1] : undefined;
+    const endpoint =
+      req.method === 'POST'
+        ? /^\/ml\/v1\/text\/(chat|chat_stream|generation|generation_stream)$/.exec(path)?.[1]
+        : undefined;
     if (!endpoint) return sendJson(res, 404, ibmError(404, 'not_found', `Resource ${req.method} ${path} not found`));
-    if (!parsed || typeof body !== 'object' || body === null) return sendJson(res, 400, ibmError(400, 'json_type_error', 'Json document validation error: expected a JSON object'));
+    if (!parsed || typeof body !== 'object' || body === null)
+      return sendJson(
+        res,
+        400,
+        ibmError(400, 'json_type_error', 'Json document validation error: expected a JSON object'),
+      );
     if (o.fail && (o.fail.times === undefined || o.fail.times-- > 0)) {
-      return sendJson(res, o.fail.status, ibmError(o.fail.status, o.fail.code ?? 'internal_error', o.fail.message ?? 'The server encountered an internal error'), o.fail.headers);
+      return sendJson(
+        res,
+        o.fail.status,
+        ibmError(
+          o.fail.status,
+          o.fail.code ?? 'internal_error',
+          o.fail.message ?? 'The server encountered an internal error',
+        ),
+        o.fail.headers,
+      );
     }
     if (!body.project_id && !body.space_id) {
-      return sendJson(res, 400, ibmError(400, 'json_validation_error', "Json document validation error: Either 'space_id' or 'project_id' must be provided"));
+      return sendJson(
+        res,
+        400,
+        ibmError(
+          400,
+          'json_validation_error',
+          "Json document validation error: Either 'space_id' or 'project_id' must be provided",
+        ),
+      );
     }
     if (typeof body.model_id !== 'string' || !WATSONX_MODELS.some((m) => m.model_id === body.model_id)) {
-      return sendJson(res, 404, ibmError(404, 'model_not_supported', `Model '${body.model_id}' is not supported for this environment.`));
+      return sendJson(
+        res,
+        404,
+        ibmError(404, 'model_not_supported', `Model '${body.model_id}' is not supported for this environment.`),
+      );
     }
     const chat = endpoint.startsWith('chat');
     if (chat && (!Array.isArray(body.messages) || body.messages.length === 0)) {
-      return sendJson(res, 400, ibmError(400, 'json_validation_error', "Json document validation error: 'messages' is required"));
+      return sendJson(
+        res,
+        400,
+        ibmError(400, 'json_validation_error', "Json document validation error: 'messages' is required"),
+      );
     }
     if (!chat && typeof body.input !== 'string') {
-      return sendJson(res, 400, ibmError(400, 'json_validation_error', "Json document validation error: 'input' is required"));
+      return sendJson(
+        res,
+        400,
+        ibmError(400, 'json_validation_error', "Json document validation error: 'input' is required"),
+      );
     }
     const text = o.text ?? 'Hello from watsonx.';
-    const promptWords = chat ? body.messages.reduce((n: number, m: any) => n + words(String(m?.content ?? '')), 0) : words(body.input);
+    const promptWords = chat
+      ? body.messages.reduce((n: number, m: any) => n + words(String(m?.content ?? '')), 0)
+      : words(body.input);
     const usage = o.usage ?? { prompt_tokens: promptWords, completion_tokens: words(text) };
     const finish = o.finishReason ?? 'stop';
     const stopReason = finish === 'stop' ? 'eos_token' : finish === 'length' ? 'max_tokens' : finish;
@@ -155,30 +248,60 @@ export async function startWatsonxWireServer(options: WatsonxWireOptions = {}): 
 
     if (endpoint === 'chat') {
       return sendJson(res, 200, {
-        id: 'chatcmpl-wire', model_id: body.model_id, model: body.model_id, created, model_version: '1.0.0', created_at: createdAt,
+        id: 'chatcmpl-wire',
+        model_id: body.model_id,
+        model: body.model_id,
+        created,
+        model_version: '1.0.0',
+        created_at: createdAt,
         choices: [{ index: 0, message: { role: 'assistant', content: text }, finish_reason: finish }],
         usage: { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens },
       });
     }
     if (endpoint === 'generation') {
       return sendJson(res, 200, {
-        model_id: body.model_id, model_version: '1.0.0', created_at: createdAt,
-        results: [{ generated_text: text, generated_token_count: usage.completion_tokens, input_token_count: usage.prompt_tokens, stop_reason: stopReason }],
+        model_id: body.model_id,
+        model_version: '1.0.0',
+        created_at: createdAt,
+        results: [
+          {
+            generated_text: text,
+            generated_token_count: usage.completion_tokens,
+            input_token_count: usage.prompt_tokens,
+            stop_reason: stopReason,
+          },
+        ],
       });
     }
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
     let id = 0;
-    const send = (event: string, data: unknown) => res.write(`id: ${++id}\nevent: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+    const send = (event: string, data: unknown) =>
+      res.write(`id: ${++id}\nevent: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
     const pieces = o.chunks ?? text.split(/(?<= )/).filter((p) => p !== '');
     if (endpoint === 'chat_stream') {
-      const base = { id: 'chatcmpl-wire', model_id: body.model_id, model: body.model_id, created, model_version: '1.0.0', created_at: createdAt };
-      send('message', { ...base, choices: [{ index: 0, finish_reason: null, delta: { role: 'assistant', content: '' } }] });
+      const base = {
+        id: 'chatcmpl-wire',
+        model_id: body.model_id,
+        model: body.model_id,
+        created,
+        model_version: '1.0.0',
+        created_at: createdAt,
+      };
+      send('message', {
+        ...base,
+        choices: [{ index: 0, finish_reason: null, delta: { role: 'assistant', content: '' } }],
+      });
       for (const [i, piece] of pieces.entries()) {
         if (o.midStreamError?.afterChunks === i) return endWithError(res, send, o.midStreamError);
         send('message', { ...base, choices: [{ index: 0, finish_reason: null, delta: { content: piece } }] });
       }
-      if (o.midStreamError && o.midStreamError.afterChunks >= pieces.length) return endWithError(res, send, o.midStreamError);
-      send('message', { ...base, choices: [{ index: 0, finish_reason: finish, delta: { content: '' } }], usage: { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens } });
+      if (o.midStreamError && o.midStreamError.afterChunks >= pieces.length)
+        return endWithError(res, send, o.midStreamError);
+      send('message', {
+        ...base,
+        choices: [{ index: 0, finish_reason: finish, delta: { content: '' } }],
+        usage: { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens },
+      });
       return void res.end();
     }
     // generation_stream: each event carries its piece and the counts so far.
@@ -188,7 +311,14 @@ export async function startWatsonxWireServer(options: WatsonxWireOptions = {}): 
       const last = i === pieces.length - 1;
       send('message', {
         ...base,
-        results: [{ generated_text: piece, generated_token_count: last ? usage.completion_tokens : i + 1, input_token_count: usage.prompt_tokens, stop_reason: last ? stopReason : 'not_finished' }],
+        results: [
+          {
+            generated_text: piece,
+            generated_token_count: last ? usage.completion_tokens : i + 1,
+            input_token_count: usage.prompt_tokens,
+            stop_reason: last ? stopReason : 'not_finished',
+          },
+        ],
       });
     }
     res.end();
@@ -206,7 +336,11 @@ export async function startWatsonxWireServer(options: WatsonxWireOptions = {}): 
   return state;
 }
 
-function endWithError(res: ServerResponse, send: (event: string, data: unknown) => void, e: NonNullable<WatsonxWireOptions['midStreamError']>): void {
+function endWithError(
+  res: ServerResponse,
+  send: (event: string, data: unknown) => void,
+  e: NonNullable<WatsonxWireOptions['midStreamError']>,
+): void {
   send('error', ibmError(e.status, e.code, e.message));
   res.end();
 }

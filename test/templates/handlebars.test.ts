@@ -27,7 +27,10 @@ async function failure(content: string, data: unknown, e = engine): Promise<Temp
 
 describe('handlebars rendering (stock semantics)', () => {
   it('renders variables and nested paths', async () => {
-    assert.equal(await render('Hello {{name}}, from {{user.city}}.', { name: 'Ada', user: { city: 'Paris' } }), 'Hello Ada, from Paris.');
+    assert.equal(
+      await render('Hello {{name}}, from {{user.city}}.', { name: 'Ada', user: { city: 'Paris' } }),
+      'Hello Ada, from Paris.',
+    );
   });
 
   it('renders a missing value as nothing, as Vertesia does (not strict)', async () => {
@@ -39,7 +42,10 @@ describe('handlebars rendering (stock semantics)', () => {
     const data = { code: '<a href="x">&</a>', quote: "it's `fine` =" };
     const stock = Handlebars.compile('{{code}} {{{code}}} {{quote}}')(data);
     assert.equal(await render('{{code}} {{{code}}} {{quote}}', data), stock);
-    assert.equal(stock, '&lt;a href&#x3D;&quot;x&quot;&gt;&amp;&lt;/a&gt; <a href="x">&</a> it&#x27;s &#x60;fine&#x60; &#x3D;');
+    assert.equal(
+      stock,
+      '&lt;a href&#x3D;&quot;x&quot;&gt;&amp;&lt;/a&gt; <a href="x">&</a> it&#x27;s &#x60;fine&#x60; &#x3D;',
+    );
   });
 
   it('renders values as stock Handlebars does', async () => {
@@ -58,7 +64,8 @@ describe('handlebars rendering (stock semantics)', () => {
   });
 
   it('supports #if/else, #unless, #with, lookup, and escaped and raw mustaches', async () => {
-    const t = '{{#if vip}}Dear {{name}}{{else}}Hi {{name}}{{/if}}{{#unless quiet}}!{{/unless}}{{#with user}} ({{city}}){{/with}}';
+    const t =
+      '{{#if vip}}Dear {{name}}{{else}}Hi {{name}}{{/if}}{{#unless quiet}}!{{/unless}}{{#with user}} ({{city}}){{/with}}';
     assert.equal(await render(t, { vip: true, name: 'Ada', user: { city: 'Oslo' } }), 'Dear Ada! (Oslo)');
     assert.equal(await render(t, { vip: false, name: 'Bo', quiet: true, user: { city: 'Rome' } }), 'Hi Bo (Rome)');
     assert.equal(await render('{{lookup map key}}', { map: { a: 'A' }, key: 'a' }), 'A');
@@ -66,15 +73,22 @@ describe('handlebars rendering (stock semantics)', () => {
   });
 
   it('keeps stock prototype guards: prototype members render as nothing', async () => {
-    assert.equal(await render('[{{constructor}}][{{__proto__}}][{{obj.constructor.name}}][{{lookup obj "__proto__"}}]', { obj: {} }), '[][][][]');
+    assert.equal(
+      await render('[{{constructor}}][{{__proto__}}][{{obj.constructor.name}}][{{lookup obj "__proto__"}}]', {
+        obj: {},
+      }),
+      '[][][][]',
+    );
   });
 });
 
 describe('handlebars helpers', () => {
   it("stringify, as Vertesia's: null and undefined empty, a string as is, anything else compact JSON, unescaped", async () => {
     const data = { obj: { name: 'Foo', tags: ['<a>'] }, s: 'plain', n: null, num: 4 };
-    assert.equal(await render('{{stringify obj}}|{{stringify s}}|{{stringify n}}|{{stringify missing}}|{{stringify num}}', data),
-      '{"name":"Foo","tags":["<a>"]}|plain|||4');
+    assert.equal(
+      await render('{{stringify obj}}|{{stringify s}}|{{stringify n}}|{{stringify missing}}|{{stringify num}}', data),
+      '{"name":"Foo","tags":["<a>"]}|plain|||4',
+    );
   });
 
   it('_now answers the current ISO time', async () => {
@@ -89,8 +103,9 @@ describe('handlebars helpers', () => {
     assert.equal(await render('{{json obj 0}}', data), '{"a":[1,2]}');
     assert.equal(await render('{{upper name}} {{lower name}}', data), 'ADA ada');
     assert.equal(await render('{{join items}}|{{join items " / "}}', data), 'x, y, z|x / y / z');
-    const t = '{{#if (eq s "x")}}eq{{/if}} {{#if (ne a b)}}ne{{/if}} {{#if (gt b a)}}gt{{/if}} {{#if (lt b a)}}lt{{/if}} '
-      + '{{#if (and a b)}}and{{/if}} {{#if (and a empty)}}x{{else}}!and{{/if}} {{#if (or missing b)}}or{{/if}} {{#if (not missing)}}not{{/if}}';
+    const t =
+      '{{#if (eq s "x")}}eq{{/if}} {{#if (ne a b)}}ne{{/if}} {{#if (gt b a)}}gt{{/if}} {{#if (lt b a)}}lt{{/if}} ' +
+      '{{#if (and a b)}}and{{/if}} {{#if (and a empty)}}x{{else}}!and{{/if}} {{#if (or missing b)}}or{{/if}} {{#if (not missing)}}not{{/if}}';
     assert.equal(await render(t, data), 'eq ne gt  and !and or not');
     assert.equal(await render('Hi {{or nickname "friend"}}, {{eq a 2}}', data), 'Hi friend, true');
   });
@@ -100,16 +115,38 @@ describe('handlebars helpers', () => {
     // (handlebars-template.ts); this renders the same templates in the whole environment and
     // compares. Data keys named like helpers check that a name resolves the same way in both.
     const data = {
-      name: 'Ada', a: 2, b: 3, obj: { k: ['p', 'q'], x: 5 }, items: ['x', 'Y'], list: [1, 2], empty: [],
-      upper: 'data-upper', json: 'data-json', eq: 'data-eq', each: 'data-each', lookup: 'data-lookup',
+      name: 'Ada',
+      a: 2,
+      b: 3,
+      obj: { k: ['p', 'q'], x: 5 },
+      items: ['x', 'Y'],
+      list: [1, 2],
+      empty: [],
+      upper: 'data-upper',
+      json: 'data-json',
+      eq: 'data-eq',
+      each: 'data-each',
+      lookup: 'data-lookup',
     };
     const templates = [
-      'Hello {{name}} and {{a}}', '{{upper}}|{{json}}|{{eq}}|{{lookup}}', '{{upper name}}{{lower name}}', '{{"upper"}}',
-      '{{json obj}}|{{{json obj}}}|{{json obj 2}}', '{{stringify obj}}|{{stringify name}}', '{{raw name}}',
-      '{{#if (eq a 2)}}same{{else if (gt a b)}}more{{else}}less{{/if}}', '{{#unless (lt a b)}}u{{else}}!u{{/unless}}',
-      '{{#each items}}{{upper this}}{{@index}}{{/each}}', '{{#items}}{{lower .}}{{/items}}', '{{^empty}}none{{/empty}}', '{{#obj}}{{x}}{{/obj}}',
-      '{{join list}}|{{join (lookup obj "k") "-"}}', '{{#with obj}}{{gt x 1}}{{gte x 5}}{{lte x 4}}{{ne x 5}}{{/with}}',
-      '{{and a b}} {{or missing b}} {{not a}}', '{{#each obj}}{{@key}}={{json this}};{{/each}}', '{{lookup obj "x"}}{{lookup items 1}}',
+      'Hello {{name}} and {{a}}',
+      '{{upper}}|{{json}}|{{eq}}|{{lookup}}',
+      '{{upper name}}{{lower name}}',
+      '{{"upper"}}',
+      '{{json obj}}|{{{json obj}}}|{{json obj 2}}',
+      '{{stringify obj}}|{{stringify name}}',
+      '{{raw name}}',
+      '{{#if (eq a 2)}}same{{else if (gt a b)}}more{{else}}less{{/if}}',
+      '{{#unless (lt a b)}}u{{else}}!u{{/unless}}',
+      '{{#each items}}{{upper this}}{{@index}}{{/each}}',
+      '{{#items}}{{lower .}}{{/items}}',
+      '{{^empty}}none{{/empty}}',
+      '{{#obj}}{{x}}{{/obj}}',
+      '{{join list}}|{{join (lookup obj "k") "-"}}',
+      '{{#with obj}}{{gt x 1}}{{gte x 5}}{{lte x 4}}{{ne x 5}}{{/with}}',
+      '{{and a b}} {{or missing b}} {{not a}}',
+      '{{#each obj}}{{@key}}={{json this}};{{/each}}',
+      '{{lookup obj "x"}}{{lookup items 1}}',
     ];
     const outcome = async (f: () => string | Promise<string>) => {
       try {
@@ -153,10 +190,16 @@ describe('handlebars syntax errors (compiled in the template worker)', () => {
 
   it('reports an unclosed block, an unfinished mustache and a mismatched close with their positions', async () => {
     const err = await syntax('Hello\n{{#if x}}yes');
-    assert.equal(err.message, 'template "x": syntax error at line 2, column 13: a block is never closed: add its {{/…}}');
+    assert.equal(
+      err.message,
+      'template "x": syntax error at line 2, column 13: a block is never closed: add its {{/…}}',
+    );
     assert.deepEqual(err.position, { line: 2, column: 13 });
     assert.match((await syntax('Hi {{name')).message, /^template "x": syntax error at line 1, column \d+: unexpected /);
-    assert.equal((await syntax('{{#if a}}{{/each}}')).message, 'template "x": syntax error at line 1, column 4: if doesn\'t match each');
+    assert.equal(
+      (await syntax('{{#if a}}{{/each}}')).message,
+      'template "x": syntax error at line 1, column 4: if doesn\'t match each',
+    );
   });
 
   it('refuses partials, decorators and unknown helpers', async () => {
@@ -167,14 +210,17 @@ describe('handlebars syntax errors (compiled in the template worker)', () => {
   });
 
   it('accepts valid templates', async () => {
-    await engine.validate(hbs('{{#each items}}{{json this}}{{/each}}{{#if (and a b)}}{{upper c}}{{/if}}{{stringify x}}{{_now}}'));
+    await engine.validate(
+      hbs('{{#each items}}{{json this}}{{/each}}{{#if (and a b)}}{{upper c}}{{/if}}{{stringify x}}{{_now}}'),
+    );
   });
 });
 
 describe('handlebars limits', () => {
   it('stops nested loops that multiply the work', async () => {
     const a = Array.from({ length: 40 }, (_, i) => i);
-    const content = '{{#each a}}{{#each ../a}}{{#each ../../a}}{{#each ../../../a}}x{{/each}}{{/each}}{{/each}}{{/each}}';
+    const content =
+      '{{#each a}}{{#each ../a}}{{#each ../../a}}{{#each ../../../a}}x{{/each}}{{/each}}{{/each}}{{/each}}';
     const err = await failure(content, { a });
     assert.equal(err.kind, 'output');
     assert.match(err.message, /too much work \(more than 1000000 block iterations\)/);

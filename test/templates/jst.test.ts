@@ -13,8 +13,12 @@ const engine = new TemplateEngine({ limits: { cpuMs: 500, memoryBytes: 32 * 1024
 after(() => engine.close());
 
 const jst = (content: string, properties?: string[]) => ({
-  content_type: 'jst' as const, content, name: 't',
-  ...(properties ? { inputSchema: { type: 'object', properties: Object.fromEntries(properties.map((p) => [p, {}])) } } : {}),
+  content_type: 'jst' as const,
+  content,
+  name: 't',
+  ...(properties
+    ? { inputSchema: { type: 'object', properties: Object.fromEntries(properties.map((p) => [p, {}])) } }
+    : {}),
 });
 
 async function failure(content: string, data: unknown = {}): Promise<TemplateError> {
@@ -29,36 +33,64 @@ async function failure(content: string, data: unknown = {}): Promise<TemplateErr
 
 /** Vertesia's comparison in libraries/jst/test/template.test.ts: lines equal once trimmed. */
 const sameLines = (a: string, b: string) => {
-  const x = a.trim().split('\n').map((l) => l.trim());
-  const y = b.trim().split('\n').map((l) => l.trim());
+  const x = a
+    .trim()
+    .split('\n')
+    .map((l) => l.trim());
+  const y = b
+    .trim()
+    .split('\n')
+    .map((l) => l.trim());
   return x.length === y.length && x.every((l, i) => l === y[i]);
 };
 
 describe("jst: Vertesia's test templates", () => {
   it('template.jst with questions', async () => {
-    const content = '\nconst questionLine = (question, index) => `${index+1}. ${question}`\n\nreturn `\nHello my name is Jack. \nGiven the following questions:\n${questions.map(questionLine).join(\'\\n\')}\nI want you to generate a list of answers. \n`';
+    const content =
+      "\nconst questionLine = (question, index) => `${index+1}. ${question}`\n\nreturn `\nHello my name is Jack. \nGiven the following questions:\n${questions.map(questionLine).join('\\n')}\nI want you to generate a list of answers. \n`";
     const out = await engine.render(jst(content, ['questions']), { questions: ['Question 1', 'Question 2'] });
-    assert.ok(sameLines(out, 'Hello my name is Jack.\nGiven the following questions:\n    1. Question 1\n    2. Question 2\nI want you to generate a list of answers.'), out);
+    assert.ok(
+      sameLines(
+        out,
+        'Hello my name is Jack.\nGiven the following questions:\n    1. Question 1\n    2. Question 2\nI want you to generate a list of answers.',
+      ),
+      out,
+    );
   });
 
   it('template-csv.jst (Papa Parse)', async () => {
-    const content = '\nconst result = _.loadCsv(csv, options)\nreturn result.data.slice(1).map(line => line.join(\',\')).join(\'\\n\');';
-    const out = await engine.render(jst(content, ['csv', 'options']), { csv: 'name,age,sex\njohn,25,m\njane,24,f', options: { header: false } });
+    const content =
+      "\nconst result = _.loadCsv(csv, options)\nreturn result.data.slice(1).map(line => line.join(',')).join('\\n');";
+    const out = await engine.render(jst(content, ['csv', 'options']), {
+      csv: 'name,age,sex\njohn,25,m\njane,24,f',
+      options: { header: false },
+    });
     assert.equal(out.trim(), 'john,25,m\njane,24,f');
   });
 
   it('template-stringify.jst', async () => {
-    assert.equal((await engine.render(jst('\nreturn _.stringify(object)', ['object']), { object: { name: 'Foo' } })).trim(), '{"name":"Foo"}');
+    assert.equal(
+      (await engine.render(jst('\nreturn _.stringify(object)', ['object']), { object: { name: 'Foo' } })).trim(),
+      '{"name":"Foo"}',
+    );
   });
 
   it('template-addLineNumbers.jst', async () => {
-    const content = '\nlet content = `\nSome prompt content...\nThe content bellow has been instrumented with line numbers:\n\n` \n\ncontent += _.addLineNumbers(content)\n\nreturn content';
-    const out = (await engine.render(jst(content, ['object']), { object: { content: '\nlorem ipsum\ndolor sit amet\n' } })).trim();
-    const lines = '\nSome prompt content...\nThe content bellow has been instrumented with line numbers:\n\n'.split('\n');
+    const content =
+      '\nlet content = `\nSome prompt content...\nThe content bellow has been instrumented with line numbers:\n\n` \n\ncontent += _.addLineNumbers(content)\n\nreturn content';
+    const out = (
+      await engine.render(jst(content, ['object']), { object: { content: '\nlorem ipsum\ndolor sit amet\n' } })
+    ).trim();
+    const lines = '\nSome prompt content...\nThe content bellow has been instrumented with line numbers:\n\n'.split(
+      '\n',
+    );
     // Exactly as Vertesia's: every line prefixed "{% N %} ", N padded to ceil(log10(line count)).
     const width = Math.ceil(Math.log10(lines.length));
     const numbered = lines.map((l, i) => `{% ${String(i + 1).padStart(width, ' ')} %} ${l}`).join('\n');
-    assert.equal(out, `${'\nSome prompt content...\nThe content bellow has been instrumented with line numbers:\n\n'}${numbered}`.trim());
+    assert.equal(
+      out,
+      `${'\nSome prompt content...\nThe content bellow has been instrumented with line numbers:\n\n'}${numbered}`.trim(),
+    );
   });
 });
 
@@ -72,12 +104,28 @@ describe('jst: the language', () => {
       const total = items.reduce((s, x) => s + x.n, 0);
       const when = new Date(Date.UTC(2024, 0, 2)).toISOString().slice(0, 10);
       return uniq.join(',') + ' ' + Math.max(total, 0) + ' ' + JSON.stringify(Object.keys(items[0])) + ' ' + when + ' ' + String(Number('4') * 2);`;
-    assert.equal(await engine.render(jst(body, ['items']), { items: [{ n: 2, label: 'b' }, { n: 3, label: 'a' }, { n: 1, label: 'c' }, { n: 5, label: 'a' }] }), 'A,B 11 ["n","label"] 2024-01-02 8');
+    assert.equal(
+      await engine.render(jst(body, ['items']), {
+        items: [
+          { n: 2, label: 'b' },
+          { n: 3, label: 'a' },
+          { n: 1, label: 'c' },
+          { n: 5, label: 'a' },
+        ],
+      }),
+      'A,B 11 ["n","label"] 2024-01-02 8',
+    );
   });
 
   it('sees _model, _.dayjs, and the top-level keys of the data when the prompt has no schema', async () => {
-    assert.equal(await engine.render(jst('return `${_model}: ${greeting}`'), { greeting: 'hi' }, 'gpt-4o'), 'gpt-4o: hi');
-    assert.equal(await engine.render(jst("return _.dayjs('2024-03-05T10:00:00Z').format('YYYY/MM/DD')"), {}), '2024/03/05');
+    assert.equal(
+      await engine.render(jst('return `${_model}: ${greeting}`'), { greeting: 'hi' }, 'gpt-4o'),
+      'gpt-4o: hi',
+    );
+    assert.equal(
+      await engine.render(jst("return _.dayjs('2024-03-05T10:00:00Z').format('YYYY/MM/DD')"), {}),
+      '2024/03/05',
+    );
     assert.equal(await engine.render(jst('return _.jsonToCsv([{a: 1, b: "x"}])'), {}), 'a,b\r\n1,x');
   });
 
@@ -134,8 +182,14 @@ describe('jst: errors a user can act on', () => {
 describe('jst: a real sandbox', () => {
   it('has no process, require, import, fetch, timers, Buffer or host objects, and no way back', async () => {
     const probes = [
-      'return typeof process', 'return typeof require', 'return typeof fetch', 'return typeof setTimeout', 'return typeof Buffer',
-      'return typeof module', 'return typeof __dirname', 'return typeof WebAssembly',
+      'return typeof process',
+      'return typeof require',
+      'return typeof fetch',
+      'return typeof setTimeout',
+      'return typeof Buffer',
+      'return typeof module',
+      'return typeof __dirname',
+      'return typeof WebAssembly',
       'return (function(){}).constructor("return typeof process")()',
       'return [].constructor.constructor("return typeof require")()',
       'return Object.getPrototypeOf(async function(){}).constructor("return 1") ? typeof globalThis.process : "x"',
@@ -148,7 +202,7 @@ describe('jst: a real sandbox', () => {
     const imported = await failure('return import("node:fs")');
     assert.match(imported.message, /import\(\) is not available/);
     const required = await failure('return require("child_process")');
-    assert.match(required.message, /TypeError: not a function/, "require is only a missing value from the data");
+    assert.match(required.message, /TypeError: not a function/, 'require is only a missing value from the data');
   });
 
   it('stops an endless loop at its CPU budget, alone', async () => {
@@ -178,7 +232,11 @@ describe('jst: the migration of stored template literals', () => {
     const cases: Array<[string, Record<string, unknown>, string]> = [
       ['Hello ${name}!', { name: 'Ada' }, 'Hello Ada!'],
       ['Summarize', {}, 'Summarize'],
-      ['Use ```json``` fences and `code`: ${items.map((i) => `<${i}>`).join(", ")}\\n\\tdone', { items: ['a', 'b'] }, 'Use ```json``` fences and `code`: <a>, <b>\n\tdone'],
+      [
+        'Use ```json``` fences and `code`: ${items.map((i) => `<${i}>`).join(", ")}\\n\\tdone',
+        { items: ['a', 'b'] },
+        'Use ```json``` fences and `code`: <a>, <b>\n\tdone',
+      ],
       ['Price: ${"$" + price} {not an expression}', { price: 3 }, 'Price: $3 {not an expression}'],
     ];
     for (const [old, data, text] of cases) {

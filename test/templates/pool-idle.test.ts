@@ -16,7 +16,11 @@ it('ends an idle template thread and starts one again for the next task', async 
     assert.equal((await pool.compileHandlebars('Hello {{name}}')).ok, true);
     assert.equal(pool.threadCount, 1);
     await sleep(100);
-    assert.equal((await pool.compileHandlebars('Again {{name}}')).ok, true, 'a task before the idle end keeps the thread');
+    assert.equal(
+      (await pool.compileHandlebars('Again {{name}}')).ok,
+      true,
+      'a task before the idle end keeps the thread',
+    );
     assert.equal(pool.threadCount, 1);
     for (const until = Date.now() + 10_000; pool.threadCount && Date.now() < until;) await sleep(50);
     assert.equal(pool.threadCount, 0, 'the idle thread ended');

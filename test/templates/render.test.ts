@@ -18,20 +18,26 @@ describe('template engine', () => {
   });
 
   it('refuses an unknown content type as a syntax error naming the template', async () => {
-    await assert.rejects(engine.validate({ content_type: 'mustache' as never, content: 'x', name: 'intro' }), (err: unknown) => {
-      assert.ok(err instanceof TemplateError);
-      assert.equal(err.kind, 'syntax');
-      assert.match(err.message, /^template "intro": unknown content_type "mustache"/);
-      return true;
-    });
+    await assert.rejects(
+      engine.validate({ content_type: 'mustache' as never, content: 'x', name: 'intro' }),
+      (err: unknown) => {
+        assert.ok(err instanceof TemplateError);
+        assert.equal(err.kind, 'syntax');
+        assert.match(err.message, /^template "intro": unknown content_type "mustache"/);
+        return true;
+      },
+    );
   });
 
   it('renders the same cached template with the name of each caller, and "template" without one', async () => {
     for (const name of ['first', 'second', undefined]) {
-      await assert.rejects(engine.render({ content_type: 'jst', content: 'return missing.x', name }, {}), (err: Error) => {
-        assert.match(err.message, name ? new RegExp(`^template "${name}": TypeError`) : /^template: TypeError/);
-        return true;
-      });
+      await assert.rejects(
+        engine.render({ content_type: 'jst', content: 'return missing.x', name }, {}),
+        (err: Error) => {
+          assert.match(err.message, name ? new RegExp(`^template "${name}": TypeError`) : /^template: TypeError/);
+          return true;
+        },
+      );
     }
   });
 
@@ -69,16 +75,22 @@ describe('template engine', () => {
 
 describe('template sources', () => {
   const folder = join(fileURLToPath(new URL('.', import.meta.url)), '../../src/templates');
-  const files = readdirSync(folder, { recursive: true }).map(String).filter((f) => f.endsWith('.ts'));
+  const files = readdirSync(folder, { recursive: true })
+    .map(String)
+    .filter((f) => f.endsWith('.ts'));
 
-  it('never evaluate template code on the server with eval or vm; the one Function evaluates Handlebars\' own generated spec', () => {
+  it("never evaluate template code on the server with eval or vm; the one Function evaluates Handlebars' own generated spec", () => {
     for (const file of files) {
       const source = readFileSync(join(folder, file), 'utf8');
       for (const banned of [/\beval\s*\(/, /node:vm/, /from\s+['"]vm['"]/, /require\(['"](node:)?vm['"]\)/]) {
         assert.ok(!banned.test(source), `${file} matches ${banned}`);
       }
       const fn = /new\s+Function\b|\bFunction\s*\(/.test(source);
-      assert.equal(fn, file === 'handlebars-template.ts', `${file}: Function is used only to instantiate a precompiled Handlebars spec`);
+      assert.equal(
+        fn,
+        file === 'handlebars-template.ts',
+        `${file}: Function is used only to instantiate a precompiled Handlebars spec`,
+      );
     }
   });
 });

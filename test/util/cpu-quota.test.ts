@@ -9,8 +9,18 @@ describe('usable cores', () => {
   it('reads cgroup v2 cpu.max and v1 cfs quota', () => {
     assert.equal(cgroupCpuQuota(files({ '/sys/fs/cgroup/cpu.max': 'max 100000\n' })), undefined);
     assert.equal(cgroupCpuQuota(files({ '/sys/fs/cgroup/cpu.max': '150000 100000\n' })), 1.5);
-    assert.equal(cgroupCpuQuota(files({ '/sys/fs/cgroup/cpu/cpu.cfs_quota_us': '-1', '/sys/fs/cgroup/cpu/cpu.cfs_period_us': '100000' })), undefined);
-    assert.equal(cgroupCpuQuota(files({ '/sys/fs/cgroup/cpu/cpu.cfs_quota_us': '100000', '/sys/fs/cgroup/cpu/cpu.cfs_period_us': '100000' })), 1);
+    assert.equal(
+      cgroupCpuQuota(
+        files({ '/sys/fs/cgroup/cpu/cpu.cfs_quota_us': '-1', '/sys/fs/cgroup/cpu/cpu.cfs_period_us': '100000' }),
+      ),
+      undefined,
+    );
+    assert.equal(
+      cgroupCpuQuota(
+        files({ '/sys/fs/cgroup/cpu/cpu.cfs_quota_us': '100000', '/sys/fs/cgroup/cpu/cpu.cfs_period_us': '100000' }),
+      ),
+      1,
+    );
     assert.equal(cgroupCpuQuota(files({})), undefined);
   });
 

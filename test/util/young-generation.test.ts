@@ -13,7 +13,12 @@ import { YoungGenerationTrim, type YoungGenerationDeps } from '../../src/util/yo
 const MB = 1024 * 1024;
 
 function standIns(over: Partial<YoungGenerationDeps>): YoungGenerationDeps & { scavenges: number } {
-  const deps = { scavenges: 0, newSpaceBytes: () => 16 * MB, utilization: () => 0.001, ...over } as YoungGenerationDeps & { scavenges: number };
+  const deps = {
+    scavenges: 0,
+    newSpaceBytes: () => 16 * MB,
+    utilization: () => 0.001,
+    ...over,
+  } as YoungGenerationDeps & { scavenges: number };
   if (!('scavenge' in over)) deps.scavenge = () => void deps.scavenges++;
   return deps;
 }
@@ -23,7 +28,11 @@ describe('young generation trim', () => {
     const deps = standIns({});
     const trim = new YoungGenerationTrim(deps);
     assert.equal(trim.check(), true);
-    assert.equal(trim.check(), true, 'the first scavenge after a load may leave the new space grown; the next check tries again');
+    assert.equal(
+      trim.check(),
+      true,
+      'the first scavenge after a load may leave the new space grown; the next check tries again',
+    );
     assert.equal(deps.scavenges, 2);
   });
 
@@ -57,10 +66,23 @@ describe('young generation trim', () => {
       }
       console.log(JSON.stringify({ grown, after: deps.newSpaceBytes(), checks, gc: typeof globalThis.gc, gcInContext: runInNewContext('typeof gc') }));
     `;
-    const { stdout } = await promisify(execFile)(process.execPath, ['--max-semi-space-size=8', '--import', 'tsx', '--input-type=module', '-e', script], { timeout: 60_000 });
-    const r = JSON.parse(stdout.trim().split('\n').at(-1)!) as { grown: number; after: number; checks: boolean[]; gc: string; gcInContext: string };
+    const { stdout } = await promisify(execFile)(
+      process.execPath,
+      ['--max-semi-space-size=8', '--import', 'tsx', '--input-type=module', '-e', script],
+      { timeout: 60_000 },
+    );
+    const r = JSON.parse(stdout.trim().split('\n').at(-1)!) as {
+      grown: number;
+      after: number;
+      checks: boolean[];
+      gc: string;
+      gcInContext: string;
+    };
     assert.equal(r.grown, 16 * MB, 'the load grew the new space to its maximum');
-    assert.ok(r.after <= 2 * MB, `the new space shrank to its size at rest (${r.after} bytes after ${r.checks.length} checks)`);
+    assert.ok(
+      r.after <= 2 * MB,
+      `the new space shrank to its size at rest (${r.after} bytes after ${r.checks.length} checks)`,
+    );
     assert.ok(r.checks.every(Boolean), 'each check of the idle process scavenged');
     assert.equal(r.gc, 'undefined');
     assert.equal(r.gcInContext, 'undefined');

@@ -35,12 +35,14 @@ export interface ApiFetchOptions extends Omit<RequestInit, 'body'> {
 export async function apiFetch<T = unknown>(path: string, opts: ApiFetchOptions = {}): Promise<T> {
   const { body, query, raw, headers, ...init } = opts;
   const url = new URL(`/api/v1${path.startsWith('/') ? path : `/${path}`}`, window.location.origin);
-  for (const [k, v] of Object.entries(query ?? {})) if (v !== undefined && v !== null) url.searchParams.set(k, String(v));
+  for (const [k, v] of Object.entries(query ?? {}))
+    if (v !== undefined && v !== null) url.searchParams.set(k, String(v));
   const h = new Headers(headers);
   h.set('authorization', `Bearer ${await getToken()}`);
   let payload: BodyInit | undefined;
   if (body !== undefined) {
-    if (typeof body === 'string' || body instanceof Blob || body instanceof FormData || body instanceof ArrayBuffer) payload = body;
+    if (typeof body === 'string' || body instanceof Blob || body instanceof FormData || body instanceof ArrayBuffer)
+      payload = body;
     else {
       payload = JSON.stringify(body);
       if (!h.has('content-type')) h.set('content-type', 'application/json');

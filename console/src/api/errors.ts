@@ -25,12 +25,21 @@ export async function errorFromResponse(res: Response): Promise<ApiError> {
   try {
     const body = JSON.parse(text) as Partial<WireError>;
     if (body && typeof body.message === 'string') {
-      return new ApiError({ error: body.error ?? 'error', status: body.status ?? res.status, message: body.message, details: body.details });
+      return new ApiError({
+        error: body.error ?? 'error',
+        status: body.status ?? res.status,
+        message: body.message,
+        details: body.details,
+      });
     }
   } catch {
     /* not JSON */
   }
-  return new ApiError({ error: 'http_error', status: res.status, message: text.slice(0, 500) || `${res.status} ${res.statusText}` });
+  return new ApiError({
+    error: 'http_error',
+    status: res.status,
+    message: text.slice(0, 500) || `${res.status} ${res.statusText}`,
+  });
 }
 
 /** A readable message for any thrown value: ApiError, the official client's errors, or others. */

@@ -17,16 +17,36 @@ export function downloadText(text: string, filename: string, type = 'text/plain'
   setTimeout(() => URL.revokeObjectURL(url), 10_000);
 }
 
-export function CappedText({ text, limit = DEFAULT_CAP, filename = 'content.txt', type, className, label }: { text: string; limit?: number; filename?: string; type?: string; className?: string; /** Accessible name of the scrolling block. */ label?: string }) {
+export function CappedText({
+  text,
+  limit = DEFAULT_CAP,
+  filename = 'content.txt',
+  type,
+  className,
+  label,
+}: {
+  text: string;
+  limit?: number;
+  filename?: string;
+  type?: string;
+  className?: string;
+  /** Accessible name of the scrolling block. */ label?: string;
+}) {
   const [all, setAll] = useState(false);
   const capped = !all && text.length > limit;
   return (
     <div className="capped">
       {/* Focusable: the block scrolls, and keyboard users must be able to scroll it. */}
-      <pre className={className ?? 'code-block'} tabIndex={0} aria-label={label}>{capped ? text.slice(0, limit) : text}</pre>
+      <pre className={className ?? 'code-block'} tabIndex={0} aria-label={label}>
+        {capped ? text.slice(0, limit) : text}
+      </pre>
       {text.length > limit && (
         <p className="capped-actions">
-          {capped && <span className="muted">Showing {limit.toLocaleString()} of {text.length.toLocaleString()} characters. </span>}
+          {capped && (
+            <span className="muted">
+              Showing {limit.toLocaleString()} of {text.length.toLocaleString()} characters.{' '}
+            </span>
+          )}
           {capped && (
             <button type="button" onClick={() => setAll(true)}>
               Show all
@@ -42,6 +62,24 @@ export function CappedText({ text, limit = DEFAULT_CAP, filename = 'content.txt'
 }
 
 /** JSON pretty-printed, capped the same way. */
-export function CappedJson({ value, limit, filename = 'content.json', label }: { value: unknown; limit?: number; filename?: string; label?: string }) {
-  return <CappedText text={JSON.stringify(value, null, 2) ?? 'undefined'} limit={limit} filename={filename} type="application/json" label={label} />;
+export function CappedJson({
+  value,
+  limit,
+  filename = 'content.json',
+  label,
+}: {
+  value: unknown;
+  limit?: number;
+  filename?: string;
+  label?: string;
+}) {
+  return (
+    <CappedText
+      text={JSON.stringify(value, null, 2) ?? 'undefined'}
+      limit={limit}
+      filename={filename}
+      type="application/json"
+      label={label}
+    />
+  );
 }

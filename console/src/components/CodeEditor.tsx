@@ -5,9 +5,24 @@
  */
 import { useEffect, useRef } from 'react';
 import { Compartment, EditorState, type Extension } from '@codemirror/state';
-import { EditorView, keymap, lineNumbers, highlightActiveLine, drawSelection, placeholder as placeholderExt } from '@codemirror/view';
+import {
+  EditorView,
+  keymap,
+  lineNumbers,
+  highlightActiveLine,
+  drawSelection,
+  placeholder as placeholderExt,
+} from '@codemirror/view';
 import { defaultKeymap, history, historyKeymap, indentWithTab } from '@codemirror/commands';
-import { bracketMatching, foldGutter, foldKeymap, indentOnInput, syntaxHighlighting, defaultHighlightStyle, StreamLanguage } from '@codemirror/language';
+import {
+  bracketMatching,
+  foldGutter,
+  foldKeymap,
+  indentOnInput,
+  syntaxHighlighting,
+  defaultHighlightStyle,
+  StreamLanguage,
+} from '@codemirror/language';
 import { json } from '@codemirror/lang-json';
 import { javascript } from '@codemirror/lang-javascript';
 
@@ -52,7 +67,8 @@ const handlebars = StreamLanguage.define<{ inTag: boolean; comment: boolean }>({
   },
 });
 
-const languageOf = (lang: EditorLanguage): Extension => (lang === 'json' ? json() : lang === 'javascript' ? javascript() : lang === 'handlebars' ? handlebars : []);
+const languageOf = (lang: EditorLanguage): Extension =>
+  lang === 'json' ? json() : lang === 'javascript' ? javascript() : lang === 'handlebars' ? handlebars : [];
 
 export interface CodeEditorProps {
   value: string;
@@ -67,7 +83,16 @@ export interface CodeEditorProps {
   id?: string;
 }
 
-export function CodeEditor({ value, onChange, language = 'text', label, readOnly = false, placeholder, minHeight = '8rem', id }: CodeEditorProps) {
+export function CodeEditor({
+  value,
+  onChange,
+  language = 'text',
+  label,
+  readOnly = false,
+  placeholder,
+  minHeight = '8rem',
+  id,
+}: CodeEditorProps) {
   const host = useRef<HTMLDivElement>(null);
   const view = useRef<EditorView | null>(null);
   const lang = useRef(new Compartment());
@@ -109,13 +134,16 @@ export function CodeEditor({ value, onChange, language = 'text', label, readOnly
 
   useEffect(() => {
     const v = view.current;
-    if (v && v.state.doc.toString() !== value) v.dispatch({ changes: { from: 0, to: v.state.doc.length, insert: value } });
+    if (v && v.state.doc.toString() !== value)
+      v.dispatch({ changes: { from: 0, to: v.state.doc.length, insert: value } });
   }, [value]);
   useEffect(() => {
     view.current?.dispatch({ effects: lang.current.reconfigure(languageOf(language)) });
   }, [language]);
   useEffect(() => {
-    view.current?.dispatch({ effects: ro.current.reconfigure([EditorState.readOnly.of(readOnly), EditorView.editable.of(!readOnly)]) });
+    view.current?.dispatch({
+      effects: ro.current.reconfigure([EditorState.readOnly.of(readOnly), EditorView.editable.of(!readOnly)]),
+    });
   }, [readOnly]);
 
   return <div className="code-editor" ref={host} data-language={language} />;

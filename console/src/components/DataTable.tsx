@@ -6,7 +6,16 @@
  * Columns are TanStack Table (v9) column definitions made with `columnHelper<T>()`.
  */
 import { useEffect, useRef, type ReactNode } from 'react';
-import { columnVisibilityFeature, createColumnHelper, FlexRender, tableFeatures, useTable, type ColumnDef, type ColumnVisibilityState, type RowData } from '@tanstack/react-table';
+import {
+  columnVisibilityFeature,
+  createColumnHelper,
+  FlexRender,
+  tableFeatures,
+  useTable,
+  type ColumnDef,
+  type ColumnVisibilityState,
+  type RowData,
+} from '@tanstack/react-table';
 import { useVirtualizer } from '@tanstack/react-virtual';
 
 export const tableFeatureSet = tableFeatures({ columnVisibilityFeature });
@@ -38,7 +47,18 @@ export interface DataTableProps<T extends RowData> {
 }
 
 export function DataTable<T extends RowData>(props: DataTableProps<T>) {
-  const { data, columns, label, rowHeight = 36, height = 'min(70vh, 900px)', onRowClick, selectedId, empty, onNearEnd, rowClassName } = props;
+  const {
+    data,
+    columns,
+    label,
+    rowHeight = 36,
+    height = 'min(70vh, 900px)',
+    onRowClick,
+    selectedId,
+    empty,
+    onNearEnd,
+    rowClassName,
+  } = props;
   const table = useTable({
     features: tableFeatureSet,
     columns,
@@ -47,7 +67,12 @@ export function DataTable<T extends RowData>(props: DataTableProps<T>) {
     state: { columnVisibility: props.columnVisibility ?? {} },
   } as any) as any;
   const scroller = useRef<HTMLDivElement>(null);
-  const rows = table.getRowModel().rows as Array<{ id: string; index: number; original: T; getVisibleCells: () => any[] }>;
+  const rows = table.getRowModel().rows as Array<{
+    id: string;
+    index: number;
+    original: T;
+    getVisibleCells: () => any[];
+  }>;
   const virtualizer = useVirtualizer({
     count: rows.length,
     getScrollElement: () => scroller.current,
@@ -66,13 +91,24 @@ export function DataTable<T extends RowData>(props: DataTableProps<T>) {
   const colCount = headerGroups[0]?.headers.length ?? 1;
 
   return (
-    <div className="data-table" ref={scroller} style={{ maxHeight: height }} tabIndex={0} role="region" aria-label={`${label} (scrollable)`}>
+    <div
+      className="data-table"
+      ref={scroller}
+      style={{ maxHeight: height }}
+      tabIndex={0}
+      role="region"
+      aria-label={`${label} (scrollable)`}
+    >
       <table aria-label={label} aria-rowcount={rows.length + 1}>
         <thead>
           {headerGroups.map((g) => (
             <tr key={g.id}>
               {g.headers.map((h: any) => (
-                <th key={h.id} scope="col" style={h.column.columnDef.size ? { width: h.column.columnDef.size } : undefined}>
+                <th
+                  key={h.id}
+                  scope="col"
+                  style={h.column.columnDef.size ? { width: h.column.columnDef.size } : undefined}
+                >
                   {h.isPlaceholder ? null : <FlexRender header={h} />}
                 </th>
               ))}
@@ -93,7 +129,9 @@ export function DataTable<T extends RowData>(props: DataTableProps<T>) {
                 data-row-id={row.id}
                 aria-rowindex={v.index + 2}
                 aria-selected={selectedId !== undefined ? selectedId === row.id : undefined}
-                className={[onRowClick ? 'clickable' : '', rowClassName?.(row.original) ?? ''].join(' ').trim() || undefined}
+                className={
+                  [onRowClick ? 'clickable' : '', rowClassName?.(row.original) ?? ''].join(' ').trim() || undefined
+                }
                 style={{ height: rowHeight }}
                 onClick={onRowClick ? () => onRowClick(row.original, v.index) : undefined}
               >

@@ -1,7 +1,17 @@
 /** The frame of a screen: a heading (the page's h1), optional actions on the right, the content. */
 import { useEffect, type ReactNode } from 'react';
 
-export function Page({ title, actions, children, wide }: { title: string; actions?: ReactNode; children?: ReactNode; wide?: boolean }) {
+export function Page({
+  title,
+  actions,
+  children,
+  wide,
+}: {
+  title: string;
+  actions?: ReactNode;
+  children?: ReactNode;
+  wide?: boolean;
+}) {
   useEffect(() => {
     document.title = `${title} · Orrery`;
   }, [title]);

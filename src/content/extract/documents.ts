@@ -33,7 +33,12 @@ export interface Extracted {
 
 export const PAGE_SEPARATOR = '\n\f\n';
 
-export async function extractText(family: ContentFamily, mime: string, bytes: Uint8Array, limits: ContentLimits): Promise<Extracted> {
+export async function extractText(
+  family: ContentFamily,
+  mime: string,
+  bytes: Uint8Array,
+  limits: ContentLimits,
+): Promise<Extracted> {
   switch (family) {
     case 'pdf':
       return pdfText(bytes, limits);
@@ -64,7 +69,10 @@ export async function extractText(family: ContentFamily, mime: string, bytes: Ui
 }
 
 const corrupt = (what: string, err: unknown) =>
-  new ContentError('corrupt_file', `the ${what} could not be read: ${err instanceof Error ? err.message : String(err)}`);
+  new ContentError(
+    'corrupt_file',
+    `the ${what} could not be read: ${err instanceof Error ? err.message : String(err)}`,
+  );
 
 async function pdfText(bytes: Uint8Array, limits: ContentLimits): Promise<Extracted> {
   let pdf;
@@ -72,13 +80,17 @@ async function pdfText(bytes: Uint8Array, limits: ContentLimits): Promise<Extrac
     // A copy: pdf.js takes ownership of (and may detach) the buffer it is given.
     pdf = await getDocumentProxy(new Uint8Array(bytes), { isEvalSupported: false, stopAtErrors: false });
   } catch (err) {
-    if ((err as { name?: string }).name === 'PasswordException') throw new ContentError('unsupported_file', 'the PDF is encrypted with a password');
+    if ((err as { name?: string }).name === 'PasswordException')
+      throw new ContentError('unsupported_file', 'the PDF is encrypted with a password');
     throw corrupt('PDF', err);
   }
   try {
     const pages = pdf.numPages;
     if (pages > limits.maxPages) {
-      throw new ContentError('page_limit', `the PDF has ${pages} pages, more than the limit of ${limits.maxPages} (ORRERY_CONTENT_MAX_PAGES)`);
+      throw new ContentError(
+        'page_limit',
+        `the PDF has ${pages} pages, more than the limit of ${limits.maxPages} (ORRERY_CONTENT_MAX_PAGES)`,
+      );
     }
     const texts: string[] = [];
     for (let n = 1; n <= pages; n++) {
@@ -111,7 +123,9 @@ async function docxText(bytes: Uint8Array, limits: ContentLimits): Promise<Extra
   const entries = guardZip(bytes, limits.maxDecompressedBytes);
   let value: string;
   try {
-    ({ value } = await mammoth.extractRawText({ buffer: Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength) }));
+    ({ value } = await mammoth.extractRawText({
+      buffer: Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength),
+    }));
   } catch (err) {
     throw corrupt('DOCX document', err);
   }
@@ -122,7 +136,11 @@ async function docxText(bytes: Uint8Array, limits: ContentLimits): Promise<Extra
 async function officeAst(bytes: Uint8Array, what: string) {
   try {
     return await parseOffice(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength), {
-      ignoreNotes: true, extractAttachments: false, ocr: false, includeRawContent: false, newlineDelimiter: '\n',
+      ignoreNotes: true,
+      extractAttachments: false,
+      ocr: false,
+      includeRawContent: false,
+      newlineDelimiter: '\n',
     });
   } catch (err) {
     throw corrupt(what, err);
@@ -139,33 +157,46 @@ async function pptxText(bytes: Uint8Array, limits: ContentLimits): Promise<Extra
   const entries = guardZip(bytes, limits.maxDecompressedBytes);
   const slides = entries.filter((e) => /^ppt\/slides\/slide\d+\.xml$/.test(e.name)).length;
   if (slides > limits.maxPages) {
-    throw new ContentError('page_limit', `the presentation has ${slides} slides, more than the limit of ${limits.maxPages} (ORRERY_CONTENT_MAX_PAGES)`);
+    throw new ContentError(
+      'page_limit',
+      `the presentation has ${slides} slides, more than the limit of ${limits.maxPages} (ORRERY_CONTENT_MAX_PAGES)`,
+    );
   }
   const ast = await officeAst(bytes, 'PPTX presentation');
   const texts = ast.content
     .filter((n) => n.type === 'slide')
-    .map((slide) => (slide.children ?? []).map((p) => nodeText(p)).filter((t) => t.trim() !== '').join('\n'));
+    .map((slide) =>
+      (slide.children ?? [])
+        .map((p) => nodeText(p))
+        .filter((t) => t.trim() !== '')
+        .join('\n'),
+    );
   return { text: texts.join('\n\n'), facts: { page_count: slides } };
 }
 
 async function xlsxText(bytes: Uint8Array, limits: ContentLimits): Promise<Extracted> {
   guardZip(bytes, limits.maxDecompressedBytes);
   const ast = await officeAst(bytes, 'XLSX workbook');
-  const sheets = ast.content.filter((n) => n.type === 'sheet').map((sheet) => {
-    const name = (sheet.metadata as { sheetName?: string } | undefined)?.sheetName;
-    const rows = (sheet.children ?? []).filter((r) => r.type === 'row').map((row) => {
-      const cells: string[] = [];
-      for (const cell of row.children ?? []) {
-        const col = (cell.metadata as { col?: number } | undefined)?.col;
-        const text = nodeText(cell).replace(/[\t\r\n]+/g, ' ');
-        // Keep columns aligned: a cell after empty ones lands in its own column.
-        if (typeof col === 'number' && col >= cells.length && col < cells.length + 1000) while (cells.length < col) cells.push('');
-        cells.push(text);
-      }
-      return cells.join('\t');
+  const sheets = ast.content
+    .filter((n) => n.type === 'sheet')
+    .map((sheet) => {
+      const name = (sheet.metadata as { sheetName?: string } | undefined)?.sheetName;
+      const rows = (sheet.children ?? [])
+        .filter((r) => r.type === 'row')
+        .map((row) => {
+          const cells: string[] = [];
+          for (const cell of row.children ?? []) {
+            const col = (cell.metadata as { col?: number } | undefined)?.col;
+            const text = nodeText(cell).replace(/[\t\r\n]+/g, ' ');
+            // Keep columns aligned: a cell after empty ones lands in its own column.
+            if (typeof col === 'number' && col >= cells.length && col < cells.length + 1000)
+              while (cells.length < col) cells.push('');
+            cells.push(text);
+          }
+          return cells.join('\t');
+        });
+      return [...(name ? [name] : []), ...rows].join('\n');
     });
-    return [...(name ? [name] : []), ...rows].join('\n');
-  });
   return { text: sheets.join('\n\n'), facts: {} };
 }
 
@@ -203,8 +234,10 @@ async function mailText(bytes: Uint8Array): Promise<string> {
   } catch (err) {
     throw corrupt('e-mail message', err);
   }
-  const who = (a: { name?: string; address?: string } | undefined) => (a ? (a.name ? `${a.name} <${a.address ?? ''}>` : a.address ?? '') : '');
-  const list = (xs: Array<{ name?: string; address?: string }> | undefined) => (xs ?? []).map(who).filter(Boolean).join(', ');
+  const who = (a: { name?: string; address?: string } | undefined) =>
+    a ? (a.name ? `${a.name} <${a.address ?? ''}>` : (a.address ?? '')) : '';
+  const list = (xs: Array<{ name?: string; address?: string }> | undefined) =>
+    (xs ?? []).map(who).filter(Boolean).join(', ');
   const head = [
     email.subject ? `Subject: ${email.subject}` : '',
     email.from ? `From: ${who(email.from as { name?: string; address?: string })}` : '',

@@ -17,9 +17,23 @@ export interface MediaFacts {
 }
 
 /** Image types sharp (libvips) reads: these get dimensions and renditions, and fail when broken. */
-export const RENDERABLE_IMAGES = new Set(['image/jpeg', 'image/png', 'image/webp', 'image/gif', 'image/tiff', 'image/avif', 'image/heif', 'image/svg+xml']);
+export const RENDERABLE_IMAGES = new Set([
+  'image/jpeg',
+  'image/png',
+  'image/webp',
+  'image/gif',
+  'image/tiff',
+  'image/avif',
+  'image/heif',
+  'image/svg+xml',
+]);
 
-export async function probeMedia(family: ContentFamily, mime: string, bytes: Uint8Array, limits: ContentLimits): Promise<MediaFacts> {
+export async function probeMedia(
+  family: ContentFamily,
+  mime: string,
+  bytes: Uint8Array,
+  limits: ContentLimits,
+): Promise<MediaFacts> {
   if (family === 'image') return RENDERABLE_IMAGES.has(mime) ? imageFacts(bytes, limits) : {};
   if (family === 'audio' || family === 'video') return timedFacts(mime, bytes);
   return {};
@@ -32,7 +46,10 @@ export async function imageFacts(bytes: Uint8Array, limits: ContentLimits): Prom
     md = await sharp(bytes, { limitInputPixels: limits.maxImagePixels, failOn: 'error' }).metadata();
   } catch (err) {
     if (/pixel limit/i.test((err as Error).message)) {
-      throw new ContentError('pixel_limit', `the image has more pixels than the limit of ${limits.maxImagePixels} (ORRERY_CONTENT_MAX_PIXELS)`);
+      throw new ContentError(
+        'pixel_limit',
+        `the image has more pixels than the limit of ${limits.maxImagePixels} (ORRERY_CONTENT_MAX_PIXELS)`,
+      );
     }
     throw new ContentError('corrupt_file', `the image could not be read: ${(err as Error).message}`);
   }
@@ -46,16 +63,24 @@ export async function imageFacts(bytes: Uint8Array, limits: ContentLimits): Prom
 
 export function checkPixels(width: number, height: number, limits: ContentLimits): void {
   if (width * height > limits.maxImagePixels) {
-    throw new ContentError('pixel_limit', `the image is ${width} × ${height} = ${width * height} pixels, more than the limit of ${limits.maxImagePixels} (ORRERY_CONTENT_MAX_PIXELS)`);
+    throw new ContentError(
+      'pixel_limit',
+      `the image is ${width} × ${height} = ${width * height} pixels, more than the limit of ${limits.maxImagePixels} (ORRERY_CONTENT_MAX_PIXELS)`,
+    );
   }
 }
 
 async function timedFacts(mime: string, bytes: Uint8Array): Promise<MediaFacts> {
   try {
     const { parseBuffer } = await loadMusicMetadata();
-    const md = await parseBuffer(bytes, { mimeType: mime, size: bytes.byteLength }, { duration: true, skipCovers: true });
+    const md = await parseBuffer(
+      bytes,
+      { mimeType: mime, size: bytes.byteLength },
+      { duration: true, skipCovers: true },
+    );
     const out: MediaFacts = {};
-    if (typeof md.format.duration === 'number' && Number.isFinite(md.format.duration)) out.duration = md.format.duration;
+    if (typeof md.format.duration === 'number' && Number.isFinite(md.format.duration))
+      out.duration = md.format.duration;
     const video = md.format.trackInfo?.find((t) => t.video?.pixelWidth && t.video?.pixelHeight)?.video;
     if (video) out.dimensions = { width: video.pixelWidth!, height: video.pixelHeight! };
     return out;

@@ -18,7 +18,12 @@ export interface RenderedPage {
   page_count: number;
 }
 
-export async function renderPdfPage(bytes: Uint8Array, pageNumber: number, maxSide: number, limits: ContentLimits): Promise<RenderedPage> {
+export async function renderPdfPage(
+  bytes: Uint8Array,
+  pageNumber: number,
+  maxSide: number,
+  limits: ContentLimits,
+): Promise<RenderedPage> {
   let pdf;
   try {
     pdf = await getDocumentProxy(new Uint8Array(bytes), { isEvalSupported: false, stopAtErrors: false });
@@ -27,7 +32,10 @@ export async function renderPdfPage(bytes: Uint8Array, pageNumber: number, maxSi
   }
   try {
     if (pdf.numPages > limits.maxPages) {
-      throw new ContentError('page_limit', `the PDF has ${pdf.numPages} pages, more than the limit of ${limits.maxPages} (ORRERY_CONTENT_MAX_PAGES)`);
+      throw new ContentError(
+        'page_limit',
+        `the PDF has ${pdf.numPages} pages, more than the limit of ${limits.maxPages} (ORRERY_CONTENT_MAX_PAGES)`,
+      );
     }
     if (pageNumber > pdf.numPages) throw new ContentError('corrupt_file', `the PDF has no page ${pageNumber}`);
     const page = await pdf.getPage(pageNumber);
@@ -39,7 +47,12 @@ export async function renderPdfPage(bytes: Uint8Array, pageNumber: number, maxSi
     if (!Number.isFinite(scale) || scale <= 0) throw new ContentError('corrupt_file', 'the PDF page has no size');
     const viewport = page.getViewport({ scale });
     const png = await renderPageAsImage(pdf, pageNumber, { canvasImport: () => import('@napi-rs/canvas'), scale });
-    return { png: new Uint8Array(png), width: Math.ceil(viewport.width), height: Math.ceil(viewport.height), page_count: pdf.numPages };
+    return {
+      png: new Uint8Array(png),
+      width: Math.ceil(viewport.width),
+      height: Math.ceil(viewport.height),
+      page_count: pdf.numPages,
+    };
   } catch (err) {
     if (err instanceof ContentError) throw err;
     throw new ContentError('corrupt_file', `the PDF page could not be drawn: ${(err as Error).message}`);

@@ -9,19 +9,84 @@
 
 /** Destinations whose content is not document text. */
 const SKIP = new Set([
-  'fonttbl', 'colortbl', 'stylesheet', 'info', 'pict', 'objdata', 'themedata', 'colorschememapping', 'datastore', 'latentstyles',
-  'listtable', 'listoverridetable', 'revtbl', 'rsidtbl', 'generator', 'xmlnstbl', 'mmathPr', 'fldinst', 'header', 'headerl', 'headerr',
-  'headerf', 'footer', 'footerl', 'footerr', 'footerf', 'private', 'nonshppict', 'blipuid', 'filetbl', 'pgdsctbl', 'userprops',
-  'docvar', 'listpicture', 'wgrffmtfilter', 'pnseclvl', 'ftnsep', 'ftnsepc', 'aftnsep', 'aftnsepc', 'bkmkstart', 'bkmkend', 'xe', 'tc',
+  'fonttbl',
+  'colortbl',
+  'stylesheet',
+  'info',
+  'pict',
+  'objdata',
+  'themedata',
+  'colorschememapping',
+  'datastore',
+  'latentstyles',
+  'listtable',
+  'listoverridetable',
+  'revtbl',
+  'rsidtbl',
+  'generator',
+  'xmlnstbl',
+  'mmathPr',
+  'fldinst',
+  'header',
+  'headerl',
+  'headerr',
+  'headerf',
+  'footer',
+  'footerl',
+  'footerr',
+  'footerf',
+  'private',
+  'nonshppict',
+  'blipuid',
+  'filetbl',
+  'pgdsctbl',
+  'userprops',
+  'docvar',
+  'listpicture',
+  'wgrffmtfilter',
+  'pnseclvl',
+  'ftnsep',
+  'ftnsepc',
+  'aftnsep',
+  'aftnsepc',
+  'bkmkstart',
+  'bkmkend',
+  'xe',
+  'tc',
 ]);
 
 const SYMBOLS: Record<string, string> = {
-  par: '\n', line: '\n', sect: '\n', page: '\n', tab: '\t', cell: '\t', row: '\n', emdash: '\u2014', endash: '\u2013',
-  bullet: '\u2022', lquote: '\u2018', rquote: '\u2019', ldblquote: '\u201c', rdblquote: '\u201d', emspace: '\u2003',
-  enspace: '\u2002', qmspace: '\u2005', zwj: '\u200d', zwnj: '\u200c', ltrmark: '\u200e', rtlmark: '\u200f',
+  par: '\n',
+  line: '\n',
+  sect: '\n',
+  page: '\n',
+  tab: '\t',
+  cell: '\t',
+  row: '\n',
+  emdash: '\u2014',
+  endash: '\u2013',
+  bullet: '\u2022',
+  lquote: '\u2018',
+  rquote: '\u2019',
+  ldblquote: '\u201c',
+  rdblquote: '\u201d',
+  emspace: '\u2003',
+  enspace: '\u2002',
+  qmspace: '\u2005',
+  zwj: '\u200d',
+  zwnj: '\u200c',
+  ltrmark: '\u200e',
+  rtlmark: '\u200f',
 };
 
-const CODEPAGES: Record<number, string> = { 932: 'shift_jis', 936: 'gbk', 949: 'euc-kr', 950: 'big5', 10000: 'macintosh', 65001: 'utf-8' };
+const CODEPAGES: Record<number, string> = {
+  932: 'shift_jis',
+  936: 'gbk',
+  949: 'euc-kr',
+  950: 'big5',
+  10000: 'macintosh',
+  65001: 'utf-8',
+};
 
 function decoderFor(codepage: number): InstanceType<typeof TextDecoder> {
   try {
@@ -145,5 +210,8 @@ export function rtfToText(bytes: Uint8Array): string {
     else emit(c);
   }
   flushBytes();
-  return out.join('').replace(/[ \t]+\n/g, '\n').replace(/^\s+|\s+$/g, '');
+  return out
+    .join('')
+    .replace(/[ \t]+\n/g, '\n')
+    .replace(/^\s+|\s+$/g, '');
 }

@@ -51,13 +51,17 @@ export function listZip(bytes: Uint8Array): ZipEntry[] {
     cdOffset = Number(buf.readBigUInt64LE(at + 48));
   }
   if (count > MAX_ZIP_ENTRIES) {
-    throw new ContentError('decompressed_size_limit', `the zip container has ${count} entries, more than the ${MAX_ZIP_ENTRIES} allowed`);
+    throw new ContentError(
+      'decompressed_size_limit',
+      `the zip container has ${count} entries, more than the ${MAX_ZIP_ENTRIES} allowed`,
+    );
   }
   if (cdOffset + cdSize > buf.length) throw corrupt('central directory past the end of the file (truncated?)');
   const entries: ZipEntry[] = [];
   let p = cdOffset;
   for (let i = 0; i < count; i++) {
-    if (p + 46 > buf.length || buf.readUInt32LE(p) !== CENTRAL) throw corrupt(`central directory entry ${i} is damaged`);
+    if (p + 46 > buf.length || buf.readUInt32LE(p) !== CENTRAL)
+      throw corrupt(`central directory entry ${i} is damaged`);
     const flags = buf.readUInt16LE(p + 8);
     const method = buf.readUInt16LE(p + 10);
     let compressedSize = buf.readUInt32LE(p + 20);
@@ -75,8 +79,8 @@ export function listZip(bytes: Uint8Array): ZipEntry[] {
       const len = buf.readUInt16LE(e + 2);
       if (id === 0x0001) {
         let q = e + 4;
-        if (size === MAX32) (size = Number(buf.readBigUInt64LE(q)), (q += 8));
-        if (compressedSize === MAX32) (compressedSize = Number(buf.readBigUInt64LE(q)), (q += 8));
+        if (size === MAX32) ((size = Number(buf.readBigUInt64LE(q))), (q += 8));
+        if (compressedSize === MAX32) ((compressedSize = Number(buf.readBigUInt64LE(q))), (q += 8));
         if (localOffset === MAX32) localOffset = Number(buf.readBigUInt64LE(q));
       }
       e += 4 + len;
@@ -104,7 +108,10 @@ function inflateEntry(buf: Buffer, entry: ZipEntry): Buffer {
     return inflateRawSync(data, { maxOutputLength: Math.max(1, entry.size) });
   } catch (err) {
     if ((err as { code?: string }).code === 'ERR_BUFFER_TOO_LARGE' || err instanceof RangeError) {
-      throw new ContentError('decompressed_size_limit', `zip entry ${entry.name} inflates past the ${entry.size} bytes it declares: a decompression bomb`);
+      throw new ContentError(
+        'decompressed_size_limit',
+        `zip entry ${entry.name} inflates past the ${entry.size} bytes it declares: a decompression bomb`,
+      );
     }
     throw corrupt(`${entry.name} does not inflate (${(err as Error).message})`);
   }
@@ -118,12 +125,23 @@ export function guardZip(bytes: Uint8Array, maxBytes: number): ZipEntry[] {
   const entries = listZip(bytes);
   let total = 0;
   for (const e of entries) {
-    if (e.flags & 1) throw new ContentError('unsupported_file', `zip entry ${e.name} is encrypted: password-protected documents cannot be read`);
-    if (e.method !== 0 && e.method !== 8) throw new ContentError('unsupported_file', `zip entry ${e.name} uses compression method ${e.method}; only stored and deflate are read`);
+    if (e.flags & 1)
+      throw new ContentError(
+        'unsupported_file',
+        `zip entry ${e.name} is encrypted: password-protected documents cannot be read`,
+      );
+    if (e.method !== 0 && e.method !== 8)
+      throw new ContentError(
+        'unsupported_file',
+        `zip entry ${e.name} uses compression method ${e.method}; only stored and deflate are read`,
+      );
     total += e.size;
   }
   if (total > maxBytes) {
-    throw new ContentError('decompressed_size_limit', `the zip container would unpack to ${total} bytes, more than the limit of ${maxBytes} (ORRERY_CONTENT_MAX_DECOMPRESSED)`);
+    throw new ContentError(
+      'decompressed_size_limit',
+      `the zip container would unpack to ${total} bytes, more than the limit of ${maxBytes} (ORRERY_CONTENT_MAX_DECOMPRESSED)`,
+    );
   }
   const buf = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   for (const e of entries) if (e.method === 8) inflateEntry(buf, e);

@@ -67,8 +67,11 @@ process.on('message', (req: WorkerRequest) => {
   }
   handle(req).then(
     (result) => send({ id: req.id, ok: true, result }),
-    (err: Error & { code?: string }) => send({
-      id: req.id, ok: false, error: { name: err?.name ?? 'Error', code: err?.code, message: err?.message ?? String(err) },
-    }),
+    (err: Error & { code?: string }) =>
+      send({
+        id: req.id,
+        ok: false,
+        error: { name: err?.name ?? 'Error', code: err?.code, message: err?.message ?? String(err) },
+      }),
   );
 });

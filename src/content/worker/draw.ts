@@ -10,7 +10,13 @@ import { loadSharp } from '../libraries.ts';
 import { renderPdfPage } from '../extract/pdf-render.ts';
 import type { DrawSpec, Drawn } from './protocol.ts';
 
-export async function drawRenditions(family: 'image' | 'pdf', bytes: Uint8Array, specs: DrawSpec[], limits: ContentLimits, lap: () => void): Promise<Drawn[]> {
+export async function drawRenditions(
+  family: 'image' | 'pdf',
+  bytes: Uint8Array,
+  specs: DrawSpec[],
+  limits: ContentLimits,
+  lap: () => void,
+): Promise<Drawn[]> {
   const largest = Math.max(...specs.map((r) => r.maxHw));
   let source = bytes;
   if (family === 'pdf') {
@@ -24,7 +30,11 @@ export async function drawRenditions(family: 'image' | 'pdf', bytes: Uint8Array,
     // from an upright copy already fitted to the largest size asked, kept as a lossless PNG (alpha kept).
     let fitted: Buffer | null = null;
     if (specs.length > 1) {
-      fitted = await open().rotate().resize({ width: largest, height: largest, fit: 'inside', withoutEnlargement: true }).png({ compressionLevel: 1 }).toBuffer();
+      fitted = await open()
+        .rotate()
+        .resize({ width: largest, height: largest, fit: 'inside', withoutEnlargement: true })
+        .png({ compressionLevel: 1 })
+        .toBuffer();
       lap();
     }
     const out: Drawn[] = [];
@@ -42,7 +52,11 @@ export async function drawRenditions(family: 'image' | 'pdf', bytes: Uint8Array,
   } catch (err) {
     if (err instanceof ContentError) throw err;
     const message = (err as Error).message;
-    if (/pixel limit/i.test(message)) throw new ContentError('pixel_limit', `the image has more pixels than the limit of ${limits.maxImagePixels} (ORRERY_CONTENT_MAX_PIXELS)`);
+    if (/pixel limit/i.test(message))
+      throw new ContentError(
+        'pixel_limit',
+        `the image has more pixels than the limit of ${limits.maxImagePixels} (ORRERY_CONTENT_MAX_PIXELS)`,
+      );
     throw new ContentError('corrupt_file', `the image could not be decoded: ${message}`);
   }
 }

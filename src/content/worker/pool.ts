@@ -92,9 +92,13 @@ export class WorkerPool {
   constructor(private readonly opts: PoolOptions) {
     const idleMs = opts.idleMs ?? IDLE_END_MS;
     // Checked four times per idle time, so a process ends at most a quarter of it late.
-    this.reaper = setInterval(() => {
-      for (const s of this.slots) if (s.ready && !s.busy && Date.now() - s.idleSince >= idleMs) void this.end(s, new Error('idle'));
-    }, Math.max(50, idleMs / 4));
+    this.reaper = setInterval(
+      () => {
+        for (const s of this.slots)
+          if (s.ready && !s.busy && Date.now() - s.idleSince >= idleMs) void this.end(s, new Error('idle'));
+      },
+      Math.max(50, idleMs / 4),
+    );
     this.reaper.unref();
   }
 
@@ -161,7 +165,16 @@ export class WorkerPool {
       env,
     });
     let exit!: () => void;
-    const slot: Slot = { child, ready: false, busy: null, idleSince: Date.now(), ending: null, exited: new Promise((r) => (exit = r)), stderr: '', held: null };
+    const slot: Slot = {
+      child,
+      ready: false,
+      busy: null,
+      idleSince: Date.now(),
+      ending: null,
+      exited: new Promise((r) => (exit = r)),
+      stderr: '',
+      held: null,
+    };
     // Libraries' chatter stays out of the server's log; its end is kept to tell why a process died.
     child.stderr!.setEncoding('utf8');
     child.stderr!.on('data', (s: string) => {
@@ -187,7 +200,10 @@ export class WorkerPool {
     // 'close': the process exited and its stderr is read to the end (an out-of-memory report included).
     child.on('close', (code, signal) => {
       exit();
-      this.onDeath(slot, new Error(`the content worker process ${signal ? `was killed by ${signal}` : `exited with code ${code}`}`));
+      this.onDeath(
+        slot,
+        new Error(`the content worker process ${signal ? `was killed by ${signal}` : `exited with code ${code}`}`),
+      );
     });
     // Started for a task waiting: it keeps the event loop alive until ready (then as long as it is busy).
     this.setRef(slot, true);
@@ -197,7 +213,9 @@ export class WorkerPool {
 
   /** A busy process keeps the server's event loop alive (as a pending task should); an idle one does not. */
   private setRef(slot: Slot, on: boolean): void {
-    const handles = [slot.child, slot.child.channel, slot.child.stderr as Socket | null] as ({ ref(): void; unref(): void } | null | undefined)[];
+    const handles = [slot.child, slot.child.channel, slot.child.stderr as Socket | null] as (
+      { ref(): void; unref(): void } | null | undefined
+    )[];
     for (const h of handles) {
       if (on) h?.ref?.();
       else h?.unref?.();
@@ -207,7 +225,13 @@ export class WorkerPool {
   private timeout(slot: Slot, p: Pending): NodeJS.Timeout {
     return setTimeout(() => {
       const took = p.timeoutMs >= 1000 ? `${Math.round(p.timeoutMs / 100) / 10} s` : `${p.timeoutMs} ms`;
-      void this.end(slot, new ContentError('step_timeout', `the step took longer than ${took} (ORRERY_CONTENT_STEP_TIMEOUT); it was stopped`));
+      void this.end(
+        slot,
+        new ContentError(
+          'step_timeout',
+          `the step took longer than ${took} (ORRERY_CONTENT_STEP_TIMEOUT); it was stopped`,
+        ),
+      );
     }, p.timeoutMs);
   }
 
@@ -229,7 +253,11 @@ export class WorkerPool {
     }
     // A failed send (the process just died) is reported by its exit.
     slot.child.send(msg, (err) => {
-      if (err && slot.busy === p) void this.end(slot, new ContentError('corrupt_file', `the task could not be given to a content worker process: ${err.message}`));
+      if (err && slot.busy === p)
+        void this.end(
+          slot,
+          new ContentError('corrupt_file', `the task could not be given to a content worker process: ${err.message}`),
+        );
     });
   }
 
@@ -256,7 +284,8 @@ export class WorkerPool {
     if (slot.busy?.id !== reply.id) return;
     const p = this.settle(slot)!;
     if (reply.ok) p.resolve(reply.result);
-    else if (reply.error.name === 'ContentError') p.reject(new ContentError(reply.error.code as never, reply.error.message));
+    else if (reply.error.name === 'ContentError')
+      p.reject(new ContentError(reply.error.code as never, reply.error.message));
     else p.reject(Object.assign(new Error(reply.error.message), { name: reply.error.name }));
     this.dispatch();
   }
@@ -268,7 +297,9 @@ export class WorkerPool {
     const outOfMemory = OUT_OF_MEMORY.test(slot.stderr);
     if (!slot.ready && !slot.ending) {
       // It could not even start: fail what waits rather than start processes in a loop.
-      const why = outOfMemory ? 'its heap limit (ORRERY_CONTENT_WORKER_MEMORY) is too small to load the libraries' : err.message;
+      const why = outOfMemory
+        ? 'its heap limit (ORRERY_CONTENT_WORKER_MEMORY) is too small to load the libraries'
+        : err.message;
       for (const q of this.queue.splice(0)) q.reject(new Error(`a content worker process could not start: ${why}`));
     }
     const p = this.settle(slot);
@@ -276,7 +307,10 @@ export class WorkerPool {
       let reason: unknown = slot.ending ?? err;
       if (!slot.ending) {
         reason = outOfMemory
-          ? new ContentError('memory_limit', 'parsing the file used more memory than a content worker may (ORRERY_CONTENT_WORKER_MEMORY); it was stopped')
+          ? new ContentError(
+              'memory_limit',
+              'parsing the file used more memory than a content worker may (ORRERY_CONTENT_WORKER_MEMORY); it was stopped',
+            )
           : new ContentError('corrupt_file', `the file made its parser fail: ${err.message}`);
       }
       p.reject(reason);

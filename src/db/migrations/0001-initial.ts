@@ -117,7 +117,11 @@ export async function up(db: Kysely<any>, d: DialectName): Promise<void> {
     .addColumn('updated_at', 'text', (c) => c.notNull())
     .execute();
   await db.schema.createIndex('interactions_scope').on('interactions').columns(['project_id', 'updated_at']).execute();
-  await db.schema.createIndex('interactions_endpoint').on('interactions').columns(['project_id', 'endpoint', 'version']).execute();
+  await db.schema
+    .createIndex('interactions_endpoint')
+    .on('interactions')
+    .columns(['project_id', 'endpoint', 'version'])
+    .execute();
 
   await db.schema
     .createTable('runs')
@@ -142,14 +146,26 @@ export async function up(db: Kysely<any>, d: DialectName): Promise<void> {
   // Newest-first listing, stable under paging (decisions.md: updated_at desc, id desc).
   await db.schema.createIndex('runs_recent').on('runs').columns(['project_id', 'updated_at desc', 'id desc']).execute();
   await db.schema.createIndex('runs_status').on('runs').columns(['project_id', 'status', 'updated_at desc']).execute();
-  await db.schema.createIndex('runs_interaction').on('runs').columns(['project_id', 'interaction_id', 'updated_at desc']).execute();
+  await db.schema
+    .createIndex('runs_interaction')
+    .on('runs')
+    .columns(['project_id', 'interaction_id', 'updated_at desc'])
+    .execute();
   // Partial indexes: most runs have no parent and are not waiting for a stream, so these stay
   // small and cost nothing on the write path of an ordinary run.
-  await db.schema.createIndex('runs_parent').on('runs').columns(['project_id', 'parent_id', 'updated_at desc'])
-    .where(sql<boolean>`parent_id IS NOT NULL`).execute();
+  await db.schema
+    .createIndex('runs_parent')
+    .on('runs')
+    .columns(['project_id', 'parent_id', 'updated_at desc'])
+    .where(sql<boolean>`parent_id IS NOT NULL`)
+    .execute();
   // The sweeper of never-streamed runs looks for old `created` runs across projects.
-  await db.schema.createIndex('runs_created_sweep').on('runs').columns(['created_at'])
-    .where(sql<boolean>`status = 'created'`).execute();
+  await db.schema
+    .createIndex('runs_created_sweep')
+    .on('runs')
+    .columns(['created_at'])
+    .where(sql<boolean>`status = 'created'`)
+    .execute();
 
   await db.schema
     .createTable('run_tags')
@@ -159,4 +175,3 @@ export async function up(db: Kysely<any>, d: DialectName): Promise<void> {
     .execute();
   await db.schema.createIndex('run_tags_tag').on('run_tags').columns(['tag', 'run_id']).execute();
 }
-

@@ -72,11 +72,31 @@ export async function up(db: Kysely<any>, d: DialectName): Promise<void> {
     .addColumn('updated_at', 'text', (c) => c.notNull())
     .execute();
   // Listing order (decisions.md: newest updated_at first, ties by id), and each filter with it.
-  await db.schema.createIndex('objects_recent').on('objects').columns(['project_id', 'updated_at desc', 'id desc']).execute();
-  await db.schema.createIndex('objects_status').on('objects').columns(['project_id', 'status', 'updated_at desc']).execute();
-  await db.schema.createIndex('objects_type').on('objects').columns(['project_id', 'type_id', 'updated_at desc']).execute();
-  await db.schema.createIndex('objects_parent').on('objects').columns(['project_id', 'parent_id', 'updated_at desc']).execute();
-  await db.schema.createIndex('objects_location').on('objects').columns(['project_id', 'location', 'updated_at desc']).execute();
+  await db.schema
+    .createIndex('objects_recent')
+    .on('objects')
+    .columns(['project_id', 'updated_at desc', 'id desc'])
+    .execute();
+  await db.schema
+    .createIndex('objects_status')
+    .on('objects')
+    .columns(['project_id', 'status', 'updated_at desc'])
+    .execute();
+  await db.schema
+    .createIndex('objects_type')
+    .on('objects')
+    .columns(['project_id', 'type_id', 'updated_at desc'])
+    .execute();
+  await db.schema
+    .createIndex('objects_parent')
+    .on('objects')
+    .columns(['project_id', 'parent_id', 'updated_at desc'])
+    .execute();
+  await db.schema
+    .createIndex('objects_location')
+    .on('objects')
+    .columns(['project_id', 'location', 'updated_at desc'])
+    .execute();
   await db.schema.createIndex('objects_name').on('objects').columns(['project_id', 'name']).execute();
   await db.schema.createIndex('objects_created').on('objects').columns(['project_id', 'created_at']).execute();
   await db.schema.createIndex('objects_external').on('objects').columns(['project_id', 'external_id']).execute();

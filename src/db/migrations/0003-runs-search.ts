@@ -48,17 +48,24 @@ export async function up(db: Kysely<any>, d: DialectName): Promise<void> {
   await backfill(db, d);
 
   await sql`DROP INDEX IF EXISTS runs_recent`.execute(db);
-  const cover = 'status, model_id, interaction_id, environment_id, finish_reason, execution_time, parent_id, interaction_name, environment_name';
+  const cover =
+    'status, model_id, interaction_id, environment_id, finish_reason, execution_time, parent_id, interaction_name, environment_name';
   if (d === 'sqlite') {
     await sql`CREATE UNIQUE INDEX runs_search_rowid ON runs (search_rowid)`.execute(db);
     // Pages walk this one newest first; every filter column is in it, so only the page's rows are read.
-    await sql.raw(`CREATE INDEX runs_recent_cover ON runs (project_id, updated_at DESC, id DESC, ${cover}, search_rowid)`).execute(db);
+    await sql
+      .raw(`CREATE INDEX runs_recent_cover ON runs (project_id, updated_at DESC, id DESC, ${cover}, search_rowid)`)
+      .execute(db);
     // Counts and facets of a full-text query start from the FTS5 matches and look each run up here.
-    await sql.raw(`CREATE INDEX runs_search_cover ON runs (search_rowid, project_id, updated_at, id, ${cover})`).execute(db);
+    await sql
+      .raw(`CREATE INDEX runs_search_cover ON runs (search_rowid, project_id, updated_at, id, ${cover})`)
+      .execute(db);
     await sql`DROP INDEX IF EXISTS run_tags_tag`.execute(db);
     await sql`CREATE INDEX run_tags_tag_rowid ON run_tags (tag, search_rowid)`.execute(db);
   } else {
-    await sql.raw(`CREATE INDEX runs_recent_cover ON runs (project_id, updated_at DESC, id DESC) INCLUDE (${cover}, tags)`).execute(db);
+    await sql
+      .raw(`CREATE INDEX runs_recent_cover ON runs (project_id, updated_at DESC, id DESC) INCLUDE (${cover}, tags)`)
+      .execute(db);
     await sql`CREATE INDEX runs_search_tsv ON runs USING gin (search_tsv)`.execute(db);
     await sql`CREATE INDEX runs_tags_gin ON runs USING gin (tags)`.execute(db);
   }
@@ -76,13 +83,22 @@ const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'obj
 const resultText = (result: unknown): string => {
   if (typeof result === 'string') return result;
   if (!Array.isArray(result)) return '';
-  return result.flatMap((p) => (typeof p === 'string' ? [p]
-    : isObject(p) && (p.type === 'text' || p.type === undefined) && typeof p.value === 'string' ? [p.value] : [])).join('\n');
+  return result
+    .flatMap((p) =>
+      typeof p === 'string'
+        ? [p]
+        : isObject(p) && (p.type === 'text' || p.type === undefined) && typeof p.value === 'string'
+          ? [p.value]
+          : [],
+    )
+    .join('\n');
 };
 const promptText = (prompt: unknown): string => {
   if (typeof prompt === 'string') return prompt;
   if (!Array.isArray(prompt)) return '';
-  return prompt.flatMap((m) => (typeof m === 'string' ? [m] : isObject(m) && typeof m.content === 'string' ? [m.content] : [])).join('\n');
+  return prompt
+    .flatMap((m) => (typeof m === 'string' ? [m] : isObject(m) && typeof m.content === 'string' ? [m.content] : []))
+    .join('\n');
 };
 const stringLeaves = (v: unknown, out: string[] = []): string[] => {
   if (typeof v === 'string') out.push(v);
@@ -141,8 +157,11 @@ function tsvector(s: ReturnType<typeof searchData>): string {
     bytes += 2;
   };
   s.all.forEach((w, i) => add(w, i, weightAt(i)));
-  for (let i = 0; i + 1 < s.all.length; i++) add(`${s.all[i]} ${s.all[i + 1]}`, i, weightAt(i) === weightAt(i + 1) ? weightAt(i) : '');
-  return [...positions].map(([w, list]) => `'${w.replace(/\\/g, '\\\\').replace(/'/g, "''")}':${list.join(',')}`).join(' ');
+  for (let i = 0; i + 1 < s.all.length; i++)
+    add(`${s.all[i]} ${s.all[i + 1]}`, i, weightAt(i) === weightAt(i + 1) ? weightAt(i) : '');
+  return [...positions]
+    .map(([w, list]) => `'${w.replace(/\\/g, '\\\\').replace(/'/g, "''")}':${list.join(',')}`)
+    .join(' ');
 }
 
 const nameOf = (ref: unknown): string | null => (isObject(ref) && typeof ref.name === 'string' ? ref.name : null);
@@ -151,7 +170,13 @@ async function backfill(db: Kysely<any>, d: DialectName): Promise<void> {
   let after = '';
   let rowid = 0;
   for (;;) {
-    const rows = await db.selectFrom('runs').select(['id', 'doc', 'status']).where('id', '>', after).orderBy('id').limit(500).execute();
+    const rows = await db
+      .selectFrom('runs')
+      .select(['id', 'doc', 'status'])
+      .where('id', '>', after)
+      .orderBy('id')
+      .limit(500)
+      .execute();
     if (!rows.length) break;
     for (const row of rows) {
       const doc = (typeof row.doc === 'string' ? JSON.parse(row.doc) : row.doc) as Record<string, unknown>;
@@ -161,14 +186,27 @@ async function backfill(db: Kysely<any>, d: DialectName): Promise<void> {
       const ended = row.status === 'completed' || row.status === 'failed';
       if (d === 'sqlite') {
         rowid++;
-        await db.updateTable('runs').set({ search_rowid: rowid, search_fields: s.fields, ...names }).where('id', '=', row.id).execute();
-        if (ended) await sql`INSERT INTO runs_fts (rowid, body, prompt, result) VALUES (${rowid}, ${s.all.join(' ')}, ${s.prompt.join(' ')}, ${s.result.join(' ')})`.execute(db);
+        await db
+          .updateTable('runs')
+          .set({ search_rowid: rowid, search_fields: s.fields, ...names })
+          .where('id', '=', row.id)
+          .execute();
+        if (ended)
+          await sql`INSERT INTO runs_fts (rowid, body, prompt, result) VALUES (${rowid}, ${s.all.join(' ')}, ${s.prompt.join(' ')}, ${s.result.join(' ')})`.execute(
+            db,
+          );
       } else {
-        await db.updateTable('runs').set({ search_tsv: sql`CAST(${ended ? tsvector(s) : ''} AS tsvector)`, search_fields: s.fields, ...names })
-          .where('id', '=', row.id).execute();
+        await db
+          .updateTable('runs')
+          .set({ search_tsv: sql`CAST(${ended ? tsvector(s) : ''} AS tsvector)`, search_fields: s.fields, ...names })
+          .where('id', '=', row.id)
+          .execute();
       }
     }
     after = rows[rows.length - 1].id;
   }
-  if (d === 'sqlite') await sql`UPDATE run_tags SET search_rowid = (SELECT r.search_rowid FROM runs AS r WHERE r.id = run_tags.run_id)`.execute(db);
+  if (d === 'sqlite')
+    await sql`UPDATE run_tags SET search_rowid = (SELECT r.search_rowid FROM runs AS r WHERE r.id = run_tags.run_id)`.execute(
+      db,
+    );
 }

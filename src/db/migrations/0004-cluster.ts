@@ -17,8 +17,12 @@ export async function up(db: Kysely<any>, _d: DialectName): Promise<void> {
     .execute();
 
   await db.schema.alterTable('runs').addColumn('executor', 'text').execute();
-  await db.schema.createIndex('runs_executing').on('runs').columns(['executor'])
-    .where(sql<boolean>`status = 'processing'`).execute();
+  await db.schema
+    .createIndex('runs_executing')
+    .on('runs')
+    .columns(['executor'])
+    .where(sql<boolean>`status = 'processing'`)
+    .execute();
 
   await db.schema
     .createTable('run_chunks')

@@ -37,8 +37,13 @@ export async function up(db: Kysely<any>, d: DialectName): Promise<void> {
     .execute();
   await db.schema.createIndex('jobs_due').on('jobs').columns(['state', 'run_after']).execute();
   await db.schema.createIndex('jobs_subject').on('jobs').columns(['subject', 'state']).execute();
-  await db.schema.createIndex('jobs_queued_once').on('jobs').columns(['kind', 'subject']).unique()
-    .where(sql<boolean>`state = 'queued'`).execute();
+  await db.schema
+    .createIndex('jobs_queued_once')
+    .on('jobs')
+    .columns(['kind', 'subject'])
+    .unique()
+    .where(sql<boolean>`state = 'queued'`)
+    .execute();
 
   await db.schema
     .createTable('object_renditions')
@@ -69,6 +74,10 @@ export async function up(db: Kysely<any>, d: DialectName): Promise<void> {
   await db.schema.alterTable('objects').addColumn('error', json(d)).execute();
   // Objects whose processing may have been lost (a crash between commit and enqueue): found by
   // the recovery sweep without scanning every object.
-  await db.schema.createIndex('objects_pending').on('objects').columns(['status', 'updated_at'])
-    .where(sql<boolean>`status IN ('created', 'processing') AND content_source IS NOT NULL`).execute();
+  await db.schema
+    .createIndex('objects_pending')
+    .on('objects')
+    .columns(['status', 'updated_at'])
+    .where(sql<boolean>`status IN ('created', 'processing') AND content_source IS NOT NULL`)
+    .execute();
 }

@@ -29,5 +29,9 @@ export async function up(db: Kysely<any>, d: DialectName): Promise<void> {
     .addPrimaryKeyConstraint('vectors_pk', ['project_id', 'owner_kind', 'owner_id', 'type'])
     .execute();
   // Loading one index partition (project, kind, type, model) in owner order, a page at a time.
-  await db.schema.createIndex('vectors_partition').on('vectors').columns(['project_id', 'owner_kind', 'type', 'model', 'owner_id']).execute();
+  await db.schema
+    .createIndex('vectors_partition')
+    .on('vectors')
+    .columns(['project_id', 'owner_kind', 'type', 'model', 'owner_id'])
+    .execute();
 }

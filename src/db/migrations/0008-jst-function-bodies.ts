@@ -25,7 +25,13 @@ function returns(node: unknown): boolean {
   if (!node || typeof node !== 'object') return false;
   const n = node as { type?: string };
   if (n.type === 'ReturnStatement') return true;
-  if (n.type === 'FunctionDeclaration' || n.type === 'FunctionExpression' || n.type === 'ArrowFunctionExpression' || n.type === 'ClassBody') return false;
+  if (
+    n.type === 'FunctionDeclaration' ||
+    n.type === 'FunctionExpression' ||
+    n.type === 'ArrowFunctionExpression' ||
+    n.type === 'ClassBody'
+  )
+    return false;
   return Object.values(n).some((v) => (Array.isArray(v) ? v.some(returns) : returns(v)));
 }
 
@@ -52,12 +58,14 @@ function skipTemplate(src: string, i: number): number {
 /** Skips the expression of `${…}` starting at `i`; answers the index after its `}`. */
 function skipExpression(src: string, i: number): number {
   let depth = 0;
-  for (let j = i; j < src.length; ) {
+  for (let j = i; j < src.length;) {
     const c = src[j];
     if (c === '"' || c === "'") j = skipString(src, j);
     else if (c === '`') j = skipTemplate(src, j);
-    else if (c === '{') { depth++; j++; }
-    else if (c === '}') {
+    else if (c === '{') {
+      depth++;
+      j++;
+    } else if (c === '}') {
       if (depth === 0) return j + 1;
       depth--;
       j++;
@@ -71,7 +79,7 @@ export function rewriteJst(content: string): string | null {
   const body = parses(content);
   if (body && returns(body)) return null; // already a function body
   let out = '';
-  for (let i = 0; i < content.length; ) {
+  for (let i = 0; i < content.length;) {
     const c = content[i];
     if (c === '\\') {
       out += content.slice(i, i + 2);
@@ -100,7 +108,9 @@ export async function up(db: Kysely<any>, _dialect: DialectName): Promise<void> 
   }
   const interactions = await db.selectFrom('interactions').select(['id', 'prompts']).execute();
   for (const r of interactions) {
-    const segments = (typeof r.prompts === 'string' ? JSON.parse(r.prompts) : r.prompts) as Array<{ inline?: { content_type?: string; content?: string } }> | null;
+    const segments = (typeof r.prompts === 'string' ? JSON.parse(r.prompts) : r.prompts) as Array<{
+      inline?: { content_type?: string; content?: string };
+    }> | null;
     let changed = false;
     for (const s of segments ?? []) {
       if (s.inline?.content_type !== 'jst' || typeof s.inline.content !== 'string') continue;
@@ -110,6 +120,11 @@ export async function up(db: Kysely<any>, _dialect: DialectName): Promise<void> 
         changed = true;
       }
     }
-    if (changed) await db.updateTable('interactions').set({ prompts: JSON.stringify(segments) }).where('id', '=', r.id).execute();
+    if (changed)
+      await db
+        .updateTable('interactions')
+        .set({ prompts: JSON.stringify(segments) })
+        .where('id', '=', r.id)
+        .execute();
   }
 }

@@ -11,6 +11,10 @@ import type { DialectName } from '../dialect.ts';
 export async function up(db: Kysely<any>, _d: DialectName): Promise<void> {
   await db.schema.alterTable('interactions').addColumn('forked_from', 'text').execute();
   await db.schema.alterTable('prompts').addColumn('forked_from', 'text').execute();
-  await db.schema.createIndex('interactions_forked_from').on('interactions').columns(['project_id', 'forked_from']).execute();
+  await db.schema
+    .createIndex('interactions_forked_from')
+    .on('interactions')
+    .columns(['project_id', 'forked_from'])
+    .execute();
   await db.schema.createIndex('prompts_forked_from').on('prompts').columns(['project_id', 'forked_from']).execute();
 }

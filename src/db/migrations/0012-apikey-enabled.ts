@@ -6,5 +6,8 @@ import type { Kysely } from 'kysely';
 import type { DialectName } from '../dialect.ts';
 
 export async function up(db: Kysely<any>, _d: DialectName): Promise<void> {
-  await db.schema.alterTable('api_keys').addColumn('enabled', 'integer', (c) => c.notNull().defaultTo(1)).execute();
+  await db.schema
+    .alterTable('api_keys')
+    .addColumn('enabled', 'integer', (c) => c.notNull().defaultTo(1))
+    .execute();
 }

@@ -36,7 +36,11 @@ export async function up(db: Kysely<any>, d: DialectName): Promise<void> {
     .addColumn('created_at', 'text', (c) => c.notNull())
     .addColumn('updated_at', 'text', (c) => c.notNull())
     .execute();
-  await db.schema.createIndex('collections_recent').on('collections').columns(['project_id', 'updated_at desc', 'id desc']).execute();
+  await db.schema
+    .createIndex('collections_recent')
+    .on('collections')
+    .columns(['project_id', 'updated_at desc', 'id desc'])
+    .execute();
   await db.schema.createIndex('collections_name').on('collections').columns(['project_id', 'name']).execute();
 
   await db.schema

@@ -14,8 +14,15 @@ import type { DialectName } from '../dialect.ts';
 export async function up(db: Kysely<any>, _d: DialectName): Promise<void> {
   await db.schema.alterTable('objects').addColumn('revision_root', 'text').execute();
   await db.schema.alterTable('objects').addColumn('revision_parent', 'text').execute();
-  await db.schema.alterTable('objects').addColumn('revision_head', 'integer', (c) => c.notNull().defaultTo(1)).execute();
+  await db.schema
+    .alterTable('objects')
+    .addColumn('revision_head', 'integer', (c) => c.notNull().defaultTo(1))
+    .execute();
   await db.schema.alterTable('objects').addColumn('revision_label', 'text').execute();
   await sql`UPDATE objects SET revision_root = id WHERE revision_root IS NULL`.execute(db);
-  await db.schema.createIndex('objects_revision_root').on('objects').columns(['account_id', 'project_id', 'revision_root']).execute();
+  await db.schema
+    .createIndex('objects_revision_root')
+    .on('objects')
+    .columns(['account_id', 'project_id', 'revision_root'])
+    .execute();
 }

@@ -7,5 +7,8 @@ import type { Kysely } from 'kysely';
 import type { DialectName } from '../dialect.ts';
 
 export async function up(db: Kysely<any>, d: DialectName): Promise<void> {
-  await db.schema.alterTable('blobs').addColumn('custom_metadata', d === 'postgres' ? 'jsonb' : 'text').execute();
+  await db.schema
+    .alterTable('blobs')
+    .addColumn('custom_metadata', d === 'postgres' ? 'jsonb' : 'text')
+    .execute();
 }

@@ -12,9 +12,11 @@
 import { sql, type Kysely } from 'kysely';
 import type { DialectName } from '../dialect.ts';
 
-const COVER = 'environment_id, interaction_id, status, model_id, token_prompt, token_result, token_total, cost_total, execution_time, environment_name, interaction_name';
+const COVER =
+  'environment_id, interaction_id, status, model_id, token_prompt, token_result, token_total, cost_total, execution_time, environment_name, interaction_name';
 
 export async function up(db: Kysely<any>, d: DialectName): Promise<void> {
-  if (d === 'sqlite') await sql.raw(`CREATE INDEX runs_analytics ON runs (project_id, created_at, ${COVER})`).execute(db);
+  if (d === 'sqlite')
+    await sql.raw(`CREATE INDEX runs_analytics ON runs (project_id, created_at, ${COVER})`).execute(db);
   else await sql.raw(`CREATE INDEX runs_analytics ON runs (project_id, created_at) INCLUDE (${COVER})`).execute(db);
 }

@@ -25,6 +25,14 @@ export async function up(db: Kysely<any>, d: DialectName): Promise<void> {
     .addColumn('created_at', 'text', (c) => c.notNull())
     .execute();
   // Newest first per project (the list and the aggregation's range), and by resource.
-  await db.schema.createIndex('audit_events_recent').on('audit_events').columns(['account_id', 'project_id', 'created_at', 'id']).execute();
-  await db.schema.createIndex('audit_events_resource').on('audit_events').columns(['account_id', 'resource_type', 'resource_id']).execute();
+  await db.schema
+    .createIndex('audit_events_recent')
+    .on('audit_events')
+    .columns(['account_id', 'project_id', 'created_at', 'id'])
+    .execute();
+  await db.schema
+    .createIndex('audit_events_resource')
+    .on('audit_events')
+    .columns(['account_id', 'resource_type', 'resource_id'])
+    .execute();
 }

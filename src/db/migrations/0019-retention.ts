@@ -12,13 +12,25 @@ export async function up(db: Kysely<any>, d: DialectName): Promise<void> {
   await db.schema.alterTable('objects').addColumn('expires_at', 'text').execute();
   if (d === 'sqlite') {
     await sql`UPDATE runs SET expires_at = strftime('%Y-%m-%dT%H:%M:%fZ', julianday(created_at) + json_extract(doc, '$.ttl') / 86400.0)
-      WHERE json_valid(doc) AND json_type(doc, '$.ttl') IN ('integer', 'real') AND json_extract(doc, '$.ttl') > 0`.execute(db);
+      WHERE json_valid(doc) AND json_type(doc, '$.ttl') IN ('integer', 'real') AND json_extract(doc, '$.ttl') > 0`.execute(
+      db,
+    );
   } else {
     await sql`UPDATE runs SET expires_at = to_char((created_at::timestamptz + (doc->>'ttl')::double precision * interval '1 second') AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')
       WHERE jsonb_typeof(doc->'ttl') = 'number' AND (doc->>'ttl')::double precision > 0`.execute(db);
   }
-  await db.schema.createIndex('runs_expiry').on('runs').columns(['expires_at']).where(sql<boolean>`expires_at IS NOT NULL`).execute();
+  await db.schema
+    .createIndex('runs_expiry')
+    .on('runs')
+    .columns(['expires_at'])
+    .where(sql<boolean>`expires_at IS NOT NULL`)
+    .execute();
   // Deleting a run deletes the cached answers it made: found by run, not by a scan of the project's.
   await db.schema.createIndex('run_cache_run').on('run_cache').columns(['run_id']).execute();
-  await db.schema.createIndex('objects_expiry').on('objects').columns(['expires_at']).where(sql<boolean>`expires_at IS NOT NULL`).execute();
+  await db.schema
+    .createIndex('objects_expiry')
+    .on('objects')
+    .columns(['expires_at'])
+    .where(sql<boolean>`expires_at IS NOT NULL`)
+    .execute();
 }

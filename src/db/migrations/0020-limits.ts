@@ -9,7 +9,10 @@ import type { Kysely } from 'kysely';
 import type { DialectName } from '../dialect.ts';
 
 export async function up(db: Kysely<any>, d: DialectName): Promise<void> {
-  await db.schema.alterTable('api_keys').addColumn('limits', d === 'postgres' ? 'jsonb' : 'text').execute();
+  await db.schema
+    .alterTable('api_keys')
+    .addColumn('limits', d === 'postgres' ? 'jsonb' : 'text')
+    .execute();
   await db.schema
     .createTable('usage_counters')
     .addColumn('subject', 'text', (c) => c.notNull())

@@ -25,8 +25,15 @@ import type { DialectName } from '../dialect.ts';
 const LOCK = 7_020_021;
 
 export async function up(db: Kysely<any>, d: DialectName): Promise<void> {
-  await db.schema.alterTable('vectors').addColumn('revision', 'bigint', (c) => c.notNull().defaultTo(0)).execute();
-  await db.schema.createIndex('vectors_partition_revision').on('vectors').columns(['project_id', 'owner_kind', 'type', 'model', 'revision']).execute();
+  await db.schema
+    .alterTable('vectors')
+    .addColumn('revision', 'bigint', (c) => c.notNull().defaultTo(0))
+    .execute();
+  await db.schema
+    .createIndex('vectors_partition_revision')
+    .on('vectors')
+    .columns(['project_id', 'owner_kind', 'type', 'model', 'revision'])
+    .execute();
   await db.schema
     .createTable('vector_tombstones')
     .addColumn('project_id', 'text', (c) => c.notNull())
@@ -37,7 +44,11 @@ export async function up(db: Kysely<any>, d: DialectName): Promise<void> {
     .addColumn('revision', 'bigint', (c) => c.notNull())
     .addColumn('deleted_at', 'text', (c) => c.notNull())
     .execute();
-  await db.schema.createIndex('vector_tombstones_partition').on('vector_tombstones').columns(['project_id', 'owner_kind', 'type', 'model', 'revision']).execute();
+  await db.schema
+    .createIndex('vector_tombstones_partition')
+    .on('vector_tombstones')
+    .columns(['project_id', 'owner_kind', 'type', 'model', 'revision'])
+    .execute();
   await db.schema.createIndex('vector_tombstones_age').on('vector_tombstones').columns(['deleted_at']).execute();
   await db.schema
     .createTable('vector_clock')
@@ -55,13 +66,19 @@ export async function up(db: Kysely<any>, d: DialectName): Promise<void> {
 
   if (d === 'postgres') {
     await sql`CREATE SEQUENCE vector_revision_seq`.execute(db);
-    await sql.raw(`
+    await sql
+      .raw(
+        `
       CREATE FUNCTION vector_revision_next() RETURNS bigint LANGUAGE plpgsql AS $$
       BEGIN
         PERFORM pg_advisory_xact_lock_shared(${LOCK});
         RETURN nextval('vector_revision_seq');
-      END $$`).execute(db);
-    await sql.raw(`
+      END $$`,
+      )
+      .execute(db);
+    await sql
+      .raw(
+        `
       CREATE FUNCTION vectors_revision() RETURNS trigger LANGUAGE plpgsql AS $$
       BEGIN
         IF TG_OP = 'UPDATE' AND OLD.model <> NEW.model THEN
@@ -70,37 +87,59 @@ export async function up(db: Kysely<any>, d: DialectName): Promise<void> {
         END IF;
         NEW.revision := vector_revision_next();
         RETURN NEW;
-      END $$`).execute(db);
-    await sql.raw(`
+      END $$`,
+      )
+      .execute(db);
+    await sql
+      .raw(
+        `
       CREATE FUNCTION vectors_tombstone() RETURNS trigger LANGUAGE plpgsql AS $$
       BEGIN
         INSERT INTO vector_tombstones VALUES (OLD.project_id, OLD.owner_kind, OLD.type, OLD.model, OLD.owner_id,
           vector_revision_next(), to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'));
         RETURN OLD;
-      END $$`).execute(db);
-    await sql`CREATE TRIGGER vectors_revision BEFORE INSERT OR UPDATE ON vectors FOR EACH ROW EXECUTE FUNCTION vectors_revision()`.execute(db);
-    await sql`CREATE TRIGGER vectors_tombstone AFTER DELETE ON vectors FOR EACH ROW EXECUTE FUNCTION vectors_tombstone()`.execute(db);
+      END $$`,
+      )
+      .execute(db);
+    await sql`CREATE TRIGGER vectors_revision BEFORE INSERT OR UPDATE ON vectors FOR EACH ROW EXECUTE FUNCTION vectors_revision()`.execute(
+      db,
+    );
+    await sql`CREATE TRIGGER vectors_tombstone AFTER DELETE ON vectors FOR EACH ROW EXECUTE FUNCTION vectors_tombstone()`.execute(
+      db,
+    );
     return;
   }
   // SQLite: the `revision` column update below does not fire the `UPDATE OF` trigger again.
   const now = `strftime('%Y-%m-%dT%H:%M:%fZ', 'now')`;
-  await sql.raw(`
+  await sql
+    .raw(
+      `
     CREATE TRIGGER vectors_revision_insert AFTER INSERT ON vectors BEGIN
       UPDATE vector_clock SET revision = revision + 1 WHERE id = 1;
       UPDATE vectors SET revision = (SELECT revision FROM vector_clock WHERE id = 1) WHERE rowid = NEW.rowid;
-    END`).execute(db);
-  await sql.raw(`
+    END`,
+    )
+    .execute(db);
+  await sql
+    .raw(
+      `
     CREATE TRIGGER vectors_revision_update AFTER UPDATE OF model, dimensions, vector, etag, caller_etag ON vectors BEGIN
       UPDATE vector_clock SET revision = revision + 1 WHERE id = 1 AND OLD.model <> NEW.model;
       INSERT INTO vector_tombstones SELECT OLD.project_id, OLD.owner_kind, OLD.type, OLD.model, OLD.owner_id, revision, ${now}
         FROM vector_clock WHERE id = 1 AND OLD.model <> NEW.model;
       UPDATE vector_clock SET revision = revision + 1 WHERE id = 1;
       UPDATE vectors SET revision = (SELECT revision FROM vector_clock WHERE id = 1) WHERE rowid = NEW.rowid;
-    END`).execute(db);
-  await sql.raw(`
+    END`,
+    )
+    .execute(db);
+  await sql
+    .raw(
+      `
     CREATE TRIGGER vectors_tombstone AFTER DELETE ON vectors BEGIN
       UPDATE vector_clock SET revision = revision + 1 WHERE id = 1;
       INSERT INTO vector_tombstones SELECT OLD.project_id, OLD.owner_kind, OLD.type, OLD.model, OLD.owner_id, revision, ${now}
         FROM vector_clock WHERE id = 1;
-    END`).execute(db);
+    END`,
+    )
+    .execute(db);
 }

@@ -16,8 +16,10 @@
 import { sql, type Kysely } from 'kysely';
 import type { DialectName } from '../dialect.ts';
 
-const RECENT_COVER = 'status, model_id, interaction_id, environment_id, finish_reason, execution_time, parent_id, interaction_name, environment_name, cost_total';
-const ANALYTICS_COVER = 'environment_id, interaction_id, status, model_id, token_prompt, token_result, token_total, cost_total, execution_time, environment_name, interaction_name';
+const RECENT_COVER =
+  'status, model_id, interaction_id, environment_id, finish_reason, execution_time, parent_id, interaction_name, environment_name, cost_total';
+const ANALYTICS_COVER =
+  'environment_id, interaction_id, status, model_id, token_prompt, token_result, token_total, cost_total, execution_time, environment_name, interaction_name';
 const NOT_IN_FLIGHT = `status <> 'processing'`;
 
 /** Each index as migrations 0001, 0003, 0009 and 0016 made it: name and columns. */

@@ -15,7 +15,8 @@
 import { sql, type Kysely } from 'kysely';
 import type { DialectName } from '../dialect.ts';
 
-const RECENT_COVER = 'status, model_id, interaction_id, environment_id, finish_reason, execution_time, parent_id, interaction_name, environment_name, cost_total';
+const RECENT_COVER =
+  'status, model_id, interaction_id, environment_id, finish_reason, execution_time, parent_id, interaction_name, environment_name, cost_total';
 const NOT_IN_FLIGHT = `status <> 'processing'`;
 
 /** Each index: name, columns, and the condition of a partial one. */

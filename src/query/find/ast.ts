@@ -7,7 +7,21 @@
 export const LOGICAL_OPERATORS = ['$and', '$or', '$nor'] as const;
 /** Operators inside a field's operator object: `{field: {$gt: 1, $lt: 5}}`. */
 export const FIELD_OPERATORS = [
-  '$eq', '$ne', '$gt', '$gte', '$lt', '$lte', '$in', '$nin', '$exists', '$regex', '$options', '$not', '$all', '$size', '$elemMatch',
+  '$eq',
+  '$ne',
+  '$gt',
+  '$gte',
+  '$lt',
+  '$lte',
+  '$in',
+  '$nin',
+  '$exists',
+  '$regex',
+  '$options',
+  '$not',
+  '$all',
+  '$size',
+  '$elemMatch',
 ] as const;
 export type LogicalOperator = (typeof LOGICAL_OPERATORS)[number];
 export type FieldOperator = (typeof FIELD_OPERATORS)[number];

@@ -33,4 +33,5 @@ export const or = (parts: readonly Bool[]): Bool => {
 
 export const not = (b: Bool): Bool => (typeof b === 'boolean' ? !b : sql<SqlBool>`(NOT ${b})`);
 
-export const toSql = (b: Bool): Expression<SqlBool> => (b === true ? sql<SqlBool>`TRUE` : b === false ? sql<SqlBool>`FALSE` : b);
+export const toSql = (b: Bool): Expression<SqlBool> =>
+  b === true ? sql<SqlBool>`TRUE` : b === false ? sql<SqlBool>`FALSE` : b;

@@ -160,7 +160,11 @@ class Compiler {
   /** One array element as the whole subject ($elemMatch with operators). */
   private elementSubject(j: JsonFindItem): Subject {
     const item = jsonItem(j);
-    return { exists: () => true, anyItem: (pred) => pred(item), anyArray: (pred) => and([j.is('array'), pred(j.node)]) };
+    return {
+      exists: () => true,
+      anyItem: (pred) => pred(item),
+      anyArray: (pred) => and([j.is('array'), pred(j.node)]),
+    };
   }
 
   match(node: MatchNode, field: FieldSubject): Bool {
@@ -192,13 +196,24 @@ class Compiler {
         const hasNull = values.includes(null);
         const some = s.anyItem((it) =>
           or([
-            strings.length === 0 ? false
-            : and([it.is('string'), strings.length === 1 ? f.compareText(it.text, '=', strings[0]) : f.textIn(it.text, strings)]),
-            numbers.length === 0 ? false
-            : and([it.is('number'), numbers.length === 1 ? sql<SqlBool>`(${it.number} = ${num(numbers[0])})` : f.numberIn(it.number, numbers)]),
+            strings.length === 0
+              ? false
+              : and([
+                  it.is('string'),
+                  strings.length === 1 ? f.compareText(it.text, '=', strings[0]) : f.textIn(it.text, strings),
+                ]),
+            numbers.length === 0
+              ? false
+              : and([
+                  it.is('number'),
+                  numbers.length === 1
+                    ? sql<SqlBool>`(${it.number} = ${num(numbers[0])})`
+                    : f.numberIn(it.number, numbers),
+                ]),
             ...booleans.map((b) => it.isBoolean(b)),
             ...arrays.map((a) => this.equals(it, a)),
-          ]));
+          ]),
+        );
         return hasNull ? or([this.isNull(s), some]) : some;
       }
       case 'cmp': {
@@ -207,14 +222,17 @@ class Compiler {
         return s.anyItem((it) =>
           typeof value === 'number'
             ? and([it.is('number'), sql<SqlBool>`(${it.number} ${sql.raw(op)} ${num(value)})`])
-            : and([it.is('string'), f.compareText(it.text, op, value)]));
+            : and([it.is('string'), f.compareText(it.text, op, value)]),
+        );
       }
       case 'exists':
         return c.exists ? s.exists() : not(s.exists());
       case 'regex':
         return s.anyItem((it) => and([it.is('string'), f.glob(it.text, c.glob, c.fold)]));
       case 'size':
-        return c.size > MAX_ARRAY_LENGTH ? false : s.anyArray((node) => sql<SqlBool>`(${this.json.arrayLength(node, [])} = ${c.size})`);
+        return c.size > MAX_ARRAY_LENGTH
+          ? false
+          : s.anyArray((node) => sql<SqlBool>`(${this.json.arrayLength(node, [])} = ${c.size})`);
       case 'elemMatch':
         return s.anyArray((node) => {
           const a = this.alias();
@@ -255,14 +273,20 @@ const unreachable = (x: never): never => {
 };
 
 /** The subject of a top-level field, through `resolve`. */
-const topLevel = (c: Compiler, resolve: FieldResolver, fieldList?: readonly string[]): FieldSubject => (field, path) => {
-  const ref = resolve([...path]);
-  if (!ref) {
-    throw new FindQueryError(`unknown field ${quoteName(field)}${fieldList?.length ? `; fields: ${fieldList.join(', ')}` : ''}`);
-  }
-  if (ref.kind === 'json') return c.jsonSubject(sql.ref(ref.column), ref.path);
-  return ref.type === 'json' ? c.jsonSubject(sql.ref(ref.column), []) : c.columnSubject(sql.ref(ref.column), ref.type);
-};
+const topLevel =
+  (c: Compiler, resolve: FieldResolver, fieldList?: readonly string[]): FieldSubject =>
+  (field, path) => {
+    const ref = resolve([...path]);
+    if (!ref) {
+      throw new FindQueryError(
+        `unknown field ${quoteName(field)}${fieldList?.length ? `; fields: ${fieldList.join(', ')}` : ''}`,
+      );
+    }
+    if (ref.kind === 'json') return c.jsonSubject(sql.ref(ref.column), ref.path);
+    return ref.type === 'json'
+      ? c.jsonSubject(sql.ref(ref.column), [])
+      : c.columnSubject(sql.ref(ref.column), ref.type);
+  };
 
 /**
  * Compile a match object to a WHERE condition. Throws FindQueryError (a 400) for anything
@@ -278,7 +302,12 @@ export function compileFind(
 }
 
 /** Compile an already parsed query (parse.ts `parseFind`). */
-export function compileFindNode(node: MatchNode, resolve: FieldResolver, json: JsonSql, fieldList?: readonly string[]): Expression<SqlBool> {
+export function compileFindNode(
+  node: MatchNode,
+  resolve: FieldResolver,
+  json: JsonSql,
+  fieldList?: readonly string[],
+): Expression<SqlBool> {
   const c = new Compiler(json);
   return toSql(c.match(node, topLevel(c, resolve, fieldList)));
 }

@@ -4,8 +4,16 @@
  * client sent: only own enumerable keys are read, so `__proto__` and friends are plain names.
  */
 import {
-  FIELD_OPERATORS, FIND_LIMITS, LOGICAL_OPERATORS, REGEX_OPTIONS, type Comparison, type Cond, type FieldOperator, type FindValue,
-  type LogicalOperator, type MatchNode,
+  FIELD_OPERATORS,
+  FIND_LIMITS,
+  LOGICAL_OPERATORS,
+  REGEX_OPTIONS,
+  type Comparison,
+  type Cond,
+  type FieldOperator,
+  type FindValue,
+  type LogicalOperator,
+  type MatchNode,
 } from './ast.ts';
 import { FindQueryError, quoteName } from './errors.ts';
 import { regexToGlob } from './regex.ts';
@@ -29,11 +37,13 @@ const freeze = <T extends object>(o: T): T => Object.freeze(o);
 
 /** A field name split on dots, or a FindQueryError saying what is wrong with it. */
 export function parseFieldPath(key: string, at: string): readonly string[] {
-  if (key.length > FIND_LIMITS.fieldLength) throw new FindQueryError(`field names are at most ${FIND_LIMITS.fieldLength} characters`, at);
+  if (key.length > FIND_LIMITS.fieldLength)
+    throw new FindQueryError(`field names are at most ${FIND_LIMITS.fieldLength} characters`, at);
   if (BAD_TEXT.test(key)) throw new FindQueryError('field names may not contain NUL or unpaired surrogates', at);
   const path = key.split('.');
   if (path.some((s) => s === '')) throw new FindQueryError(`the field name ${quoteName(key)} has an empty segment`, at);
-  if (path.length > FIND_LIMITS.pathSegments) throw new FindQueryError(`paths have at most ${FIND_LIMITS.pathSegments} segments`, at);
+  if (path.length > FIND_LIMITS.pathSegments)
+    throw new FindQueryError(`paths have at most ${FIND_LIMITS.pathSegments} segments`, at);
   return freeze(path);
 }
 
@@ -48,7 +58,8 @@ class Parser {
   }
 
   private deep(depth: number, at: string): void {
-    if (depth > FIND_LIMITS.depth) throw new FindQueryError(`the query nests deeper than ${FIND_LIMITS.depth} levels`, at);
+    if (depth > FIND_LIMITS.depth)
+      throw new FindQueryError(`the query nests deeper than ${FIND_LIMITS.depth} levels`, at);
   }
 
   match(value: unknown, at: string, depth: number): MatchNode {
@@ -65,9 +76,15 @@ class Parser {
             at,
           );
         }
-        if (!Array.isArray(v) || v.length === 0) throw new FindQueryError(`${key} needs a non-empty array of match objects`, here);
+        if (!Array.isArray(v) || v.length === 0)
+          throw new FindQueryError(`${key} needs a non-empty array of match objects`, here);
         this.count(1, here);
-        nodes.push(freeze({ kind: key.slice(1) as 'and' | 'or' | 'nor', nodes: freeze(v.map((m, i) => this.match(m, `${here}[${i}]`, depth + 1))) }));
+        nodes.push(
+          freeze({
+            kind: key.slice(1) as 'and' | 'or' | 'nor',
+            nodes: freeze(v.map((m, i) => this.match(m, `${here}[${i}]`, depth + 1))),
+          }),
+        );
       } else {
         const path = parseFieldPath(key, at);
         nodes.push(freeze({ kind: 'field', field: key, path, cond: this.fieldValue(v, here, depth + 1) }));
@@ -97,11 +114,17 @@ class Parser {
     for (const [op, v] of Object.entries(obj)) {
       const here = `${at}.${op}`;
       if (!op.startsWith('$')) {
-        throw new FindQueryError(`cannot mix operators and field names in one object (${quoteName(op)}); use dotted paths`, at);
+        throw new FindQueryError(
+          `cannot mix operators and field names in one object (${quoteName(op)}); use dotted paths`,
+          at,
+        );
       }
       if (!isFieldOperator(op)) {
         const hint = isLogical(op) ? `; ${op} goes at the level of fields: {"${op}": [{…}, {…}]}` : '';
-        throw new FindQueryError(`unknown operator ${quoteName(op)}; supported: ${FIELD_OPERATORS.join(', ')}${hint}`, at);
+        throw new FindQueryError(
+          `unknown operator ${quoteName(op)}; supported: ${FIELD_OPERATORS.join(', ')}${hint}`,
+          at,
+        );
       }
       if (op === '$options') {
         if (!Object.hasOwn(obj, '$regex')) throw new FindQueryError('$options needs $regex', here);
@@ -113,7 +136,13 @@ class Parser {
     return conds.length === 1 ? conds[0] : freeze({ kind: 'every', conds: freeze(conds) });
   }
 
-  private operator(op: Exclude<FieldOperator, '$options'>, v: unknown, obj: Record<string, unknown>, at: string, depth: number): Cond {
+  private operator(
+    op: Exclude<FieldOperator, '$options'>,
+    v: unknown,
+    obj: Record<string, unknown>,
+    at: string,
+    depth: number,
+  ): Cond {
     switch (op) {
       case '$eq':
         return freeze({ kind: 'eq', value: this.operand(v, at, depth + 1) });
@@ -132,7 +161,8 @@ class Parser {
       case '$in':
       case '$nin': {
         if (!Array.isArray(v)) throw new FindQueryError(`${op} needs an array of values`, at);
-        if (v.length > FIND_LIMITS.inValues) throw new FindQueryError(`${op} takes at most ${FIND_LIMITS.inValues} values`, at);
+        if (v.length > FIND_LIMITS.inValues)
+          throw new FindQueryError(`${op} takes at most ${FIND_LIMITS.inValues} values`, at);
         // Scalars are one bound JSON array each; an array value (counted by `operand`) is a clause.
         const values = freeze(v.map((x, i) => this.operand(x, `${at}[${i}]`, depth + 1)));
         const cond: Cond = freeze({ kind: 'in', values });
@@ -142,11 +172,16 @@ class Parser {
         if (typeof v !== 'boolean') throw new FindQueryError('$exists takes true or false', at);
         return freeze({ kind: 'exists', exists: v });
       case '$regex': {
-        if (typeof v !== 'string') throw new FindQueryError('$regex takes a string (a JavaScript regex source, without slashes)', at);
+        if (typeof v !== 'string')
+          throw new FindQueryError('$regex takes a string (a JavaScript regex source, without slashes)', at);
         this.text(v, at);
-        if (v.length > FIND_LIMITS.regexLength) throw new FindQueryError(`$regex is at most ${FIND_LIMITS.regexLength} characters`, at);
+        if (v.length > FIND_LIMITS.regexLength)
+          throw new FindQueryError(`$regex is at most ${FIND_LIMITS.regexLength} characters`, at);
         const options = Object.hasOwn(obj, '$options') ? obj.$options : '';
-        if (typeof options !== 'string' || [...options].some((o) => !(REGEX_OPTIONS as readonly string[]).includes(o))) {
+        if (
+          typeof options !== 'string' ||
+          [...options].some((o) => !(REGEX_OPTIONS as readonly string[]).includes(o))
+        ) {
           throw new FindQueryError(`$options supports ${REGEX_OPTIONS.map((o) => `"${o}"`).join(' and ')} only`, at);
         }
         const fold = options.includes('i');
@@ -164,22 +199,33 @@ class Parser {
         // Mongo: an empty $all matches nothing.
         if (v.length === 0) return freeze({ kind: 'in', values: freeze([]) });
         const conds = v.map((x, i) => {
-          if (isPlainObject(x)) throw new FindQueryError('$all takes values; use $and with $elemMatch for conditions on elements', `${at}[${i}]`);
+          if (isPlainObject(x))
+            throw new FindQueryError(
+              '$all takes values; use $and with $elemMatch for conditions on elements',
+              `${at}[${i}]`,
+            );
           return freeze<Cond>({ kind: 'eq', value: this.operand(x, `${at}[${i}]`, depth + 1) });
         });
         return conds.length === 1 ? conds[0] : freeze({ kind: 'every', conds: freeze(conds) });
       }
       case '$size':
-        if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0) throw new FindQueryError('$size takes a non-negative integer', at);
+        if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0)
+          throw new FindQueryError('$size takes a non-negative integer', at);
         return freeze({ kind: 'size', size: v });
       case '$elemMatch': {
         if (!isPlainObject(v) || Object.keys(v).length === 0) {
-          throw new FindQueryError('$elemMatch takes a non-empty object: operators ({"$gt": 1}) or fields ({"sku": "A"})', at);
+          throw new FindQueryError(
+            '$elemMatch takes a non-empty object: operators ({"$gt": 1}) or fields ({"sku": "A"})',
+            at,
+          );
         }
         const keys = Object.keys(v);
         if (keys.some(isFieldOperator)) {
           if (!keys.every(isFieldOperator)) {
-            throw new FindQueryError('$elemMatch takes either operators on the elements or fields of the elements, not both', at);
+            throw new FindQueryError(
+              '$elemMatch takes either operators on the elements or fields of the elements, not both',
+              at,
+            );
           }
           return freeze({ kind: 'elemMatch', cond: this.operators(v, at, depth + 1) });
         }
@@ -199,12 +245,19 @@ class Parser {
     if (Array.isArray(v)) {
       this.deep(depth, at);
       this.count(v.length, at);
-      return freeze(v.map((x, i) => {
-        if (isPlainObject(x)) throw new FindQueryError('arrays compared by equality may hold scalars and arrays, not objects', `${at}[${i}]`);
-        return this.operand(x, `${at}[${i}]`, depth + 1);
-      }));
+      return freeze(
+        v.map((x, i) => {
+          if (isPlainObject(x))
+            throw new FindQueryError(
+              'arrays compared by equality may hold scalars and arrays, not objects',
+              `${at}[${i}]`,
+            );
+          return this.operand(x, `${at}[${i}]`, depth + 1);
+        }),
+      );
     }
-    if (isPlainObject(v)) throw new FindQueryError('an object is not a value here; operators go directly under the field', at);
+    if (isPlainObject(v))
+      throw new FindQueryError('an object is not a value here; operators go directly under the field', at);
     throw new FindQueryError(`unsupported value of type ${typeof v}`, at);
   }
 
@@ -216,7 +269,9 @@ class Parser {
 
 /** Parse a match object; throws FindQueryError when it is malformed or unsupported. */
 export function parseFind(match: unknown): MatchNode {
-  if (match !== undefined && match !== null && !isPlainObject(match)) throw new FindQueryError('the query must be an object');
-  if (match === undefined || match === null || Object.keys(match).length === 0) return freeze({ kind: 'and', nodes: freeze([]) });
+  if (match !== undefined && match !== null && !isPlainObject(match))
+    throw new FindQueryError('the query must be an object');
+  if (match === undefined || match === null || Object.keys(match).length === 0)
+    return freeze({ kind: 'and', nodes: freeze([]) });
   return new Parser().match(match, '', 1);
 }

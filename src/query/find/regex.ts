@@ -15,24 +15,42 @@ import { FindQueryError } from './errors.ts';
 
 type Interval = readonly [number, number];
 /** One character position: a set of code points (negated: any code point outside it), or `.*`. */
-type Piece = { readonly kind: 'set'; readonly set: readonly Interval[]; readonly negated: boolean } | { readonly kind: 'star' };
+type Piece =
+  { readonly kind: 'set'; readonly set: readonly Interval[]; readonly negated: boolean } | { readonly kind: 'star' };
 
 const MAX_CP = 0x10ffff;
 const range = (lo: number, hi: number): Interval[] => [[lo, hi]];
 const DIGIT = range(0x30, 0x39);
-const WORD: Interval[] = [[0x30, 0x39], [0x41, 0x5a], [0x5f, 0x5f], [0x61, 0x7a]];
+const WORD: Interval[] = [
+  [0x30, 0x39],
+  [0x41, 0x5a],
+  [0x5f, 0x5f],
+  [0x61, 0x7a],
+];
 /** JavaScript's WhiteSpace and LineTerminator. */
 const SPACE: Interval[] = [
-  [0x09, 0x0d], [0x20, 0x20], [0xa0, 0xa0], [0x1680, 0x1680], [0x2000, 0x200a], [0x2028, 0x2029], [0x202f, 0x202f],
-  [0x205f, 0x205f], [0x3000, 0x3000], [0xfeff, 0xfeff],
+  [0x09, 0x0d],
+  [0x20, 0x20],
+  [0xa0, 0xa0],
+  [0x1680, 0x1680],
+  [0x2000, 0x200a],
+  [0x2028, 0x2029],
+  [0x202f, 0x202f],
+  [0x205f, 0x205f],
+  [0x3000, 0x3000],
+  [0xfeff, 0xfeff],
 ];
-const SUPPORTED = 'supported: ^ first, $ last, literal characters, escaped punctuation, ., .*, .+, classes [a-z] [^…], \\d \\w \\s \\D \\W \\S \\t \\n \\r \\f \\v \\xHH \\uHHHH';
+const SUPPORTED =
+  'supported: ^ first, $ last, literal characters, escaped punctuation, ., .*, .+, classes [a-z] [^…], \\d \\w \\s \\D \\W \\S \\t \\n \\r \\f \\v \\xHH \\uHHHH';
 
 /** Sorted, merged, without NUL and surrogates (text values never hold them). */
 function normalize(set: readonly Interval[]): Interval[] {
   const parts: [number, number][] = [];
   for (const [lo, hi] of set) {
-    for (const [a, b] of [[Math.max(lo, 1), Math.min(hi, 0xd7ff)], [Math.max(lo, 0xe000), Math.min(hi, MAX_CP)]] as const) {
+    for (const [a, b] of [
+      [Math.max(lo, 1), Math.min(hi, 0xd7ff)],
+      [Math.max(lo, 0xe000), Math.min(hi, MAX_CP)],
+    ] as const) {
       if (a <= b) parts.push([a, b]);
     }
   }
@@ -81,25 +99,43 @@ const size = (set: readonly Interval[]) => set.reduce((n, [a, b]) => n + b - a +
 const FULL = size(normalize([[0, MAX_CP]]));
 
 /** Escape outside or inside a class, after the backslash at `cps[i]`: a set, or one code point. */
-function parseEscape(cps: readonly string[], i: number, inClass: boolean, at: string): { set: Interval[]; negated: boolean; single: boolean; next: number } {
+function parseEscape(
+  cps: readonly string[],
+  i: number,
+  inClass: boolean,
+  at: string,
+): { set: Interval[]; negated: boolean; single: boolean; next: number } {
   const c = cps[i + 1];
   const one = (cp: number, next: number) => ({ set: range(cp, cp), negated: false, single: true, next });
   const hex = (n: number) => {
     const digits = cps.slice(i + 2, i + 2 + n).join('');
-    if (digits.length !== n || !/^[0-9a-fA-F]+$/.test(digits)) throw new FindQueryError(`$regex: \\${c} needs ${n} hex digits`, at);
+    if (digits.length !== n || !/^[0-9a-fA-F]+$/.test(digits))
+      throw new FindQueryError(`$regex: \\${c} needs ${n} hex digits`, at);
     return parseInt(digits, 16);
   };
   if (c === undefined) throw new FindQueryError('$regex ends with a lone backslash', at);
   switch (c) {
-    case 'd': case 'D': return { set: DIGIT, negated: c === 'D', single: false, next: i + 2 };
-    case 'w': case 'W': return { set: WORD, negated: c === 'W', single: false, next: i + 2 };
-    case 's': case 'S': return { set: SPACE, negated: c === 'S', single: false, next: i + 2 };
-    case 't': return one(9, i + 2);
-    case 'n': return one(10, i + 2);
-    case 'v': return one(11, i + 2);
-    case 'f': return one(12, i + 2);
-    case 'r': return one(13, i + 2);
-    case 'x': return one(hex(2), i + 4);
+    case 'd':
+    case 'D':
+      return { set: DIGIT, negated: c === 'D', single: false, next: i + 2 };
+    case 'w':
+    case 'W':
+      return { set: WORD, negated: c === 'W', single: false, next: i + 2 };
+    case 's':
+    case 'S':
+      return { set: SPACE, negated: c === 'S', single: false, next: i + 2 };
+    case 't':
+      return one(9, i + 2);
+    case 'n':
+      return one(10, i + 2);
+    case 'v':
+      return one(11, i + 2);
+    case 'f':
+      return one(12, i + 2);
+    case 'r':
+      return one(13, i + 2);
+    case 'x':
+      return one(hex(2), i + 4);
     case 'u': {
       if (cps[i + 2] === '{') throw new FindQueryError('$regex: \\u{…} is not supported; use \\uHHHH', at);
       const cp = hex(4);
@@ -107,7 +143,8 @@ function parseEscape(cps: readonly string[], i: number, inClass: boolean, at: st
         const low = parseInt(cps.slice(i + 8, i + 12).join(''), 16);
         if (low >= 0xdc00 && low <= 0xdfff) return one(0x10000 + ((cp - 0xd800) << 10) + (low - 0xdc00), i + 12);
       }
-      if (cp >= 0xd800 && cp <= 0xdfff) throw new FindQueryError('$regex: a lone surrogate \\u escape never matches text', at);
+      if (cp >= 0xd800 && cp <= 0xdfff)
+        throw new FindQueryError('$regex: a lone surrogate \\u escape never matches text', at);
       if (cp === 0) throw new FindQueryError('$regex: NUL (\\u0000) is not supported', at);
       return one(cp, i + 6);
     }
@@ -155,7 +192,8 @@ function parseClass(cps: readonly string[], i: number, at: string): { piece: Pie
     if (cps[j] === '-' && j + 1 < cps.length && cps[j + 1] !== ']') {
       j++;
       const last = member();
-      if (first.cp === null || last.cp === null) throw new FindQueryError('$regex: a range cannot start or end with a class escape such as \\d', at);
+      if (first.cp === null || last.cp === null)
+        throw new FindQueryError('$regex: a range cannot start or end with a class escape such as \\d', at);
       if (first.cp > last.cp) throw new FindQueryError('$regex: range out of order in class', at);
       set.push([first.cp, last.cp]);
     } else {
@@ -221,7 +259,10 @@ export function regexToGlob(source: string, fold: boolean, at: string): string {
     } else if (c === '(' || c === ')') {
       throw new FindQueryError(`$regex: groups and lookarounds are not supported; ${SUPPORTED}`, at);
     } else if (c === '*' || c === '+' || c === '?' || c === '{') {
-      throw new FindQueryError(`$regex: the quantifier ${c} is supported only as .* and .+ (escape it as \\${c} for the character); ${SUPPORTED}`, at);
+      throw new FindQueryError(
+        `$regex: the quantifier ${c} is supported only as .* and .+ (escape it as \\${c} for the character); ${SUPPORTED}`,
+        at,
+      );
     } else {
       const cp = c.codePointAt(0)!;
       if (cp === 0) throw new FindQueryError('$regex: NUL is not supported', at);
@@ -235,11 +276,13 @@ export function regexToGlob(source: string, fold: boolean, at: string): string {
     if (!(t === '*' && tokens[tokens.length - 1] === '*')) tokens.push(t);
   };
   if (!anchoredStart) push('*');
-  for (const p of pieces) push(p.kind === 'star' ? '*' : renderSet(fold ? foldSet(p.set) : normalize(p.set), p.negated, at));
+  for (const p of pieces)
+    push(p.kind === 'star' ? '*' : renderSet(fold ? foldSet(p.set) : normalize(p.set), p.negated, at));
   if (!anchoredEnd) push('*');
   const glob = tokens.join('');
   // SQLite refuses GLOB patterns over 50,000 bytes (SQLITE_LIMIT_LIKE_PATTERN_LENGTH).
-  if (Buffer.byteLength(glob) > 40_000) throw new FindQueryError('$regex is too complex; use fewer or simpler classes', at);
+  if (Buffer.byteLength(glob) > 40_000)
+    throw new FindQueryError('$regex is too complex; use fewer or simpler classes', at);
   return glob;
 }
 
@@ -249,7 +292,8 @@ const ch = (cp: number) => String.fromCodePoint(cp);
 function renderSet(set: readonly Interval[], negated: boolean, at: string): string {
   const n = size(set);
   if ((!negated && n === FULL) || (negated && n === 0)) return '?';
-  if ((!negated && n === 0) || (negated && n === FULL)) throw new FindQueryError('$regex: a class that matches no character', at);
+  if ((!negated && n === 0) || (negated && n === FULL))
+    throw new FindQueryError('$regex: a class that matches no character', at);
   if (!negated && n === 1) {
     const c = ch(set[0][0]);
     return c === '*' || c === '?' || c === '[' ? `[${c}]` : c;

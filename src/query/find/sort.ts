@@ -22,22 +22,45 @@ export interface SortSpec {
   order?: 1 | -1 | 'asc' | 'desc' | 'ascending' | 'descending';
 }
 
-const ORDERS: Record<string, 'ASC' | 'DESC'> = table({ '1': 'ASC', asc: 'ASC', ascending: 'ASC', '-1': 'DESC', desc: 'DESC', descending: 'DESC' });
+const ORDERS: Record<string, 'ASC' | 'DESC'> = table({
+  '1': 'ASC',
+  asc: 'ASC',
+  ascending: 'ASC',
+  '-1': 'DESC',
+  desc: 'DESC',
+  descending: 'DESC',
+});
 
 /** ORDER BY items (each a whole item with its direction): `for (const o of keys) q = q.orderBy(o)`. */
-export function compileSort(sort: unknown, resolve: FieldResolver, json: JsonSql, fieldList?: readonly string[]): RawBuilder<unknown>[] {
+export function compileSort(
+  sort: unknown,
+  resolve: FieldResolver,
+  json: JsonSql,
+  fieldList?: readonly string[],
+): RawBuilder<unknown>[] {
   if (sort === undefined || sort === null) return [];
   if (!Array.isArray(sort)) throw new FindQueryError('sort must be an array of {field, order}', 'sort');
-  if (sort.length > FIND_LIMITS.sortKeys) throw new FindQueryError(`sort takes at most ${FIND_LIMITS.sortKeys} keys`, 'sort');
+  if (sort.length > FIND_LIMITS.sortKeys)
+    throw new FindQueryError(`sort takes at most ${FIND_LIMITS.sortKeys} keys`, 'sort');
   const f = jsonFindSql(json);
   return sort.flatMap((spec: unknown, i) => {
     const at = `sort[${i}]`;
-    if (!isPlainObject(spec) || typeof spec.field !== 'string') throw new FindQueryError('a sort key is {field, order}', at);
-    const order = spec.order === undefined ? 'ASC' : Object.hasOwn(ORDERS, String(spec.order)) && typeof spec.order !== 'object' ? ORDERS[String(spec.order)] : null;
+    if (!isPlainObject(spec) || typeof spec.field !== 'string')
+      throw new FindQueryError('a sort key is {field, order}', at);
+    const order =
+      spec.order === undefined
+        ? 'ASC'
+        : Object.hasOwn(ORDERS, String(spec.order)) && typeof spec.order !== 'object'
+          ? ORDERS[String(spec.order)]
+          : null;
     if (!order) throw new FindQueryError('order is 1, -1, "asc" or "desc"', at);
     const path = parseFieldPath(spec.field, at);
     const ref = resolve([...path]);
-    if (!ref) throw new FindQueryError(`unknown field ${quoteName(spec.field)}${fieldList?.length ? `; fields: ${fieldList.join(', ')}` : ''}`, at);
+    if (!ref)
+      throw new FindQueryError(
+        `unknown field ${quoteName(spec.field)}${fieldList?.length ? `; fields: ${fieldList.join(', ')}` : ''}`,
+        at,
+      );
     const dir = sql.raw(order);
     const nulls = sql.raw(order === 'ASC' ? 'NULLS FIRST' : 'NULLS LAST');
     if (ref.kind === 'column' && ref.type !== 'json') {

@@ -20,11 +20,35 @@ import { sql, type Expression, type SqlBool } from 'kysely';
 import type { DialectName } from '../../db/dialect.ts';
 import { jsonSomeElement, jsonSql, type JsonElementSql } from '../../db/json-sql.ts';
 import {
-  RUN_FIELD_LIST, UnknownFieldError, globParts, instantToIso, parseDateInterval, parseInstant, parseNumber, runField, tokenize, visit,
-  type FieldSpec, type GlobPart, type QueryNode, type RangeNode, type TermNode,
+  RUN_FIELD_LIST,
+  UnknownFieldError,
+  globParts,
+  instantToIso,
+  parseDateInterval,
+  parseInstant,
+  parseNumber,
+  runField,
+  tokenize,
+  visit,
+  type FieldSpec,
+  type GlobPart,
+  type QueryNode,
+  type RangeNode,
+  type TermNode,
 } from '../lucene/index.ts';
 import { WORDS_KEY, wordString } from './search-doc.ts';
-import { FALSE, TRUE, isWordText, leadingLiteral, searchSql, type CmpOp, type Cond, type SearchPlan, type SearchSql, type TextColumn } from './search-sql.ts';
+import {
+  FALSE,
+  TRUE,
+  isWordText,
+  leadingLiteral,
+  searchSql,
+  type CmpOp,
+  type Cond,
+  type SearchPlan,
+  type SearchSql,
+  type TextColumn,
+} from './search-sql.ts';
 import { table } from '../../util/own.ts';
 
 export interface CompileOptions {
@@ -68,10 +92,13 @@ const REFS: Readonly<Record<string, { id: string; name: string; nullable: boolea
 const col = (name: string) => sql.ref(`runs.${name}`);
 const fields = sql.ref('runs.search_fields');
 
-const and = (parts: Cond[]): Cond => (parts.length === 0 ? TRUE : parts.length === 1 ? parts[0] : sql<SqlBool>`(${sql.join(parts, sql` AND `)})`);
-const or = (parts: Cond[]): Cond => (parts.length === 0 ? FALSE : parts.length === 1 ? parts[0] : sql<SqlBool>`(${sql.join(parts, sql` OR `)})`);
+const and = (parts: Cond[]): Cond =>
+  parts.length === 0 ? TRUE : parts.length === 1 ? parts[0] : sql<SqlBool>`(${sql.join(parts, sql` AND `)})`;
+const or = (parts: Cond[]): Cond =>
+  parts.length === 0 ? FALSE : parts.length === 1 ? parts[0] : sql<SqlBool>`(${sql.join(parts, sql` OR `)})`;
 /** A condition over a nullable column: false, never NULL, when the column is NULL. */
-const present = (c: Expression<unknown>, cond: Cond, nullable: boolean): Cond => (nullable ? sql<SqlBool>`(${c} IS NOT NULL AND ${cond})` : cond);
+const present = (c: Expression<unknown>, cond: Cond, nullable: boolean): Cond =>
+  nullable ? sql<SqlBool>`(${c} IS NOT NULL AND ${cond})` : cond;
 
 /** The lower / upper comparisons of a range, in a value domain. */
 const bounds = <T>(r: RangeNode, lo: T | null, hi: T | null, cmp: (op: CmpOp, v: T) => Cond): Cond[] => [
@@ -80,7 +107,8 @@ const bounds = <T>(r: RangeNode, lo: T | null, hi: T | null, cmp: (op: CmpOp, v:
 ];
 
 /** Merges runs of `*` (they mean the same as one). */
-const normaliseGlob = (parts: GlobPart[]): GlobPart[] => parts.filter((p, i) => !(p.kind === 'any' && parts[i - 1]?.kind === 'any'));
+const normaliseGlob = (parts: GlobPart[]): GlobPart[] =>
+  parts.filter((p, i) => !(p.kind === 'any' && parts[i - 1]?.kind === 'any'));
 
 /**
  * A bound for comparing stored timestamps (`toISOString`, years 0000–9999, so text order is time
@@ -93,16 +121,21 @@ export const isoBound = (ms: number): string => (ms < MIN_ISO_MS ? '' : ms > MAX
 /** How costly a node is to test per run: columns 0, full text 1, JSON (families, result/prompt ranges) 2. */
 const weight = (n: QueryNode, defaultPath: string | undefined): number => {
   switch (n.kind) {
-    case 'and': case 'or': return Math.max(...n.nodes.map((x) => weight(x, defaultPath)));
-    case 'not': return weight(n.node, defaultPath);
-    case 'all': return 0;
+    case 'and':
+    case 'or':
+      return Math.max(...n.nodes.map((x) => weight(x, defaultPath)));
+    case 'not':
+      return weight(n.node, defaultPath);
+    case 'all':
+      return 0;
     case 'term': {
       // A bare term searches the default path when there is one, else the full text.
       const field = n.field ?? defaultPath ?? null;
       const spec = field === null ? null : runField(field);
       return spec === null ? 1 : spec.family ? 2 : spec.kind === 'text' ? 1 : 0;
     }
-    case 'range': case 'exists': {
+    case 'range':
+    case 'exists': {
       const spec = runField(n.field);
       return spec === null ? 0 : spec.family || spec.kind === 'text' ? 2 : 0;
     }
@@ -113,7 +146,11 @@ class Compiler {
   private readonly s: SearchSql;
   private readonly j;
 
-  constructor(private readonly dialect: DialectName, private readonly defaultPath: string | undefined, plan: SearchPlan) {
+  constructor(
+    private readonly dialect: DialectName,
+    private readonly defaultPath: string | undefined,
+    plan: SearchPlan,
+  ) {
     this.s = searchSql(dialect, plan);
     this.j = jsonSql(dialect);
   }
@@ -125,7 +162,12 @@ class Compiler {
       exists: (e) => this.exists(this.spec(e.field)),
       // Cheap tests first: databases mostly keep the written order among equal-cost tests, and a
       // full-text or JSON test on a row that another test already refused is wasted work.
-      and: (n) => and([...n.nodes].sort((a, b) => weight(a, this.defaultPath) - weight(b, this.defaultPath)).map((x) => this.compile(x))),
+      and: (n) =>
+        and(
+          [...n.nodes]
+            .sort((a, b) => weight(a, this.defaultPath) - weight(b, this.defaultPath))
+            .map((x) => this.compile(x)),
+        ),
       or: (n) => or(n.nodes.map((x) => this.compile(x))),
       not: (n) => sql<SqlBool>`(NOT ${this.compile(n.node)})`,
       all: () => TRUE,
@@ -146,25 +188,39 @@ class Compiler {
     const spec = this.spec(field);
     if (spec.name === 'result' || spec.name === 'prompt') return this.textTerm(spec.name, t);
     if (spec.family) return spec.kind === 'text' ? this.familyTextTerm(spec, t) : this.familyKeywordTerm(spec, t);
-    if (spec.name === 'tags') return t.wildcard ? this.s.someTag((tag) => this.s.glob(tag, globParts(t.value))) : this.s.hasTag(t.value);
+    if (spec.name === 'tags')
+      return t.wildcard ? this.s.someTag((tag) => this.s.glob(tag, globParts(t.value))) : this.s.hasTag(t.value);
     const ref = REFS[spec.name];
     if (ref) {
       const test = (c: string, nullable: boolean) =>
-        present(col(c), t.wildcard ? this.s.glob(col(c), globParts(t.value)) : sql<SqlBool>`${col(c)} = ${t.value}`, nullable);
+        present(
+          col(c),
+          t.wildcard ? this.s.glob(col(c), globParts(t.value)) : sql<SqlBool>`${col(c)} = ${t.value}`,
+          nullable,
+        );
       return or([test(ref.id, ref.nullable), test(ref.name, true)]);
     }
     const c = COLUMNS[spec.name];
     if (c.kind === 'number') {
       const n = parseNumber(t.value);
-      return t.wildcard || n === null ? FALSE : present(col(c.column), this.s.compareNumber(col(c.column), '=', n), c.nullable);
+      return t.wildcard || n === null
+        ? FALSE
+        : present(col(c.column), this.s.compareNumber(col(c.column), '=', n), c.nullable);
     }
     if (c.kind === 'date' && !t.wildcard) {
       const span = parseDateInterval(t.value);
       if (span === null) return FALSE;
-      return and([sql<SqlBool>`${col(c.column)} >= ${isoBound(span.from)}`, sql<SqlBool>`${col(c.column)} < ${isoBound(span.to)}`]);
+      return and([
+        sql<SqlBool>`${col(c.column)} >= ${isoBound(span.from)}`,
+        sql<SqlBool>`${col(c.column)} < ${isoBound(span.to)}`,
+      ]);
     }
     // keyword (and a wildcard on a date: a glob over the stored ISO string)
-    return present(col(c.column), t.wildcard ? this.s.glob(col(c.column), globParts(t.value)) : sql<SqlBool>`${col(c.column)} = ${t.value}`, c.nullable);
+    return present(
+      col(c.column),
+      t.wildcard ? this.s.glob(col(c.column), globParts(t.value)) : sql<SqlBool>`${col(c.column)} = ${t.value}`,
+      c.nullable,
+    );
   }
 
   /** Words of a text: a phrase, or one word matching a glob. */
@@ -172,7 +228,8 @@ class Compiler {
     if (t.wildcard) {
       const parts = this.wordGlob(t);
       if (parts === null) return FALSE;
-      if (parts.length === 2 && parts[0].kind === 'literal' && parts[1].kind === 'any') return this.s.prefix(column, parts[0].text);
+      if (parts.length === 2 && parts[0].kind === 'literal' && parts[1].kind === 'any')
+        return this.s.prefix(column, parts[0].text);
       return this.s.wordGlob(column, parts);
     }
     const words = tokenize(t.value);
@@ -201,7 +258,12 @@ class Compiler {
     if (needle.length) {
       // Every parameter string is part of an ended run's text, so the index narrows first (runs
       // not ended, which have no full text yet, pass the prefilter).
-      branches.push(and([this.s.phrase('body', needle, true), jsonSomeElement(this.dialect, fields, words, (el) => this.s.wordsContain(el.text, wordString(needle)))]));
+      branches.push(
+        and([
+          this.s.phrase('body', needle, true),
+          jsonSomeElement(this.dialect, fields, words, (el) => this.s.wordsContain(el.text, wordString(needle))),
+        ]),
+      );
     }
     const scalar = this.scalarEquals(t.value, false);
     if (scalar) branches.push(jsonSomeElement(this.dialect, fields, [spec.name], scalar));
@@ -212,7 +274,12 @@ class Compiler {
   private familyKeywordTerm(spec: FieldSpec, t: TermNode): Cond {
     if (t.wildcard) {
       const parts = globParts(t.value);
-      return jsonSomeElement(this.dialect, fields, [spec.name], (el) => sql<SqlBool>`(${el.kind} = 'string' AND ${this.s.glob(el.text, parts)})`);
+      return jsonSomeElement(
+        this.dialect,
+        fields,
+        [spec.name],
+        (el) => sql<SqlBool>`(${el.kind} = 'string' AND ${this.s.glob(el.text, parts)})`,
+      );
     }
     return jsonSomeElement(this.dialect, fields, [spec.name], this.scalarEquals(t.value, true)!);
   }
@@ -222,11 +289,12 @@ class Compiler {
     const n = parseNumber(value);
     const bool = value === 'true' || value === 'false';
     if (!strings && n === null && !bool) return null;
-    return (el) => or([
-      ...(strings ? [sql<SqlBool>`(${el.kind} = 'string' AND ${el.text} = ${value})`] : []),
-      ...(n !== null ? [sql<SqlBool>`(${el.kind} = 'number' AND ${this.s.compareNumber(el.num, '=', n)})`] : []),
-      ...(bool ? [sql<SqlBool>`(${el.kind} = 'boolean' AND ${el.text} = ${value})`] : []),
-    ]);
+    return (el) =>
+      or([
+        ...(strings ? [sql<SqlBool>`(${el.kind} = 'string' AND ${el.text} = ${value})`] : []),
+        ...(n !== null ? [sql<SqlBool>`(${el.kind} = 'number' AND ${this.s.compareNumber(el.num, '=', n)})`] : []),
+        ...(bool ? [sql<SqlBool>`(${el.kind} = 'boolean' AND ${el.text} = ${value})`] : []),
+      ]);
   }
 
   // ---- ranges -------------------------------------------------------------------------------
@@ -241,16 +309,27 @@ class Compiler {
       return and(bounds(r, lo, hi, (op, v) => sql<SqlBool>`${c} ${sql.raw(op)} ${isoBound(v)}`));
     }
     const numeric = this.numericBounds(r);
-    const text = (value: Expression<unknown>) => and(bounds(r, r.lower, r.upper, (op, v) => this.s.compare(value, op, v)));
-    const number = (value: Expression<unknown>) => (numeric ? and(bounds(r, numeric.lo, numeric.hi, (op, v) => this.s.compareNumber(value, op, v))) : FALSE);
-    if (spec.name === 'result' || spec.name === 'prompt') return and([this.s.docHas(spec.name), text(this.s.partsText(spec.name))]);
+    const text = (value: Expression<unknown>) =>
+      and(bounds(r, r.lower, r.upper, (op, v) => this.s.compare(value, op, v)));
+    const number = (value: Expression<unknown>) =>
+      numeric ? and(bounds(r, numeric.lo, numeric.hi, (op, v) => this.s.compareNumber(value, op, v))) : FALSE;
+    if (spec.name === 'result' || spec.name === 'prompt')
+      return and([this.s.docHas(spec.name), text(this.s.partsText(spec.name))]);
     if (spec.family) {
       return jsonSomeElement(this.dialect, fields, [spec.name], (el) =>
-        or([sql<SqlBool>`(${el.kind} = 'string' AND ${text(el.text)})`, ...(numeric ? [sql<SqlBool>`(${el.kind} = 'number' AND ${number(el.num)})`] : [])]));
+        or([
+          sql<SqlBool>`(${el.kind} = 'string' AND ${text(el.text)})`,
+          ...(numeric ? [sql<SqlBool>`(${el.kind} = 'number' AND ${number(el.num)})`] : []),
+        ]),
+      );
     }
     if (spec.name === 'tags') return this.s.someTag((tag) => text(tag));
     const ref = REFS[spec.name];
-    if (ref) return or([present(col(ref.id), text(col(ref.id)), ref.nullable), present(col(ref.name), text(col(ref.name)), true)]);
+    if (ref)
+      return or([
+        present(col(ref.id), text(col(ref.id)), ref.nullable),
+        present(col(ref.name), text(col(ref.name)), true),
+      ]);
     const c = COLUMNS[spec.name];
     return present(col(c.column), c.kind === 'number' ? number(col(c.column)) : text(col(c.column)), c.nullable);
   }
@@ -281,7 +360,8 @@ class Compiler {
  * default path) that is not searchable.
  */
 export function compileRunQuery(node: QueryNode, opts: CompileOptions): Cond {
-  if (opts.defaultPath !== undefined && runField(opts.defaultPath) === null) throw new UnknownFieldError(opts.defaultPath, RUN_FIELD_LIST);
+  if (opts.defaultPath !== undefined && runField(opts.defaultPath) === null)
+    throw new UnknownFieldError(opts.defaultPath, RUN_FIELD_LIST);
   return new Compiler(opts.dialect, opts.defaultPath, opts.plan ?? {}).compile(node);
 }
 
@@ -299,9 +379,15 @@ export function fullTextWords(node: QueryNode, defaultPath?: string): string[] {
         if (text && !n.wildcard) for (const w of tokenize(n.value)) out.add(w);
         return;
       }
-      case 'and': case 'or': n.nodes.forEach(walk); return;
-      case 'not': walk(n.node); return;
-      default: return;
+      case 'and':
+      case 'or':
+        n.nodes.forEach(walk);
+        return;
+      case 'not':
+        walk(n.node);
+        return;
+      default:
+        return;
     }
   };
   walk(node);

@@ -109,19 +109,38 @@ const sqliteGlob = (parts: readonly GlobPart[]): string =>
  * word with `ς` also finds `σ`; the README lists this.)
  */
 const FTS5_FOLD: Readonly<Record<string, string>> = table({
-  'µ': 'μ', 'ſ': 's', '\u0345': 'ι', 'ς': 'σ', 'ϐ': 'β', 'ϑ': 'θ', 'ϕ': 'φ', 'ϖ': 'π', 'ϰ': 'κ', 'ϱ': 'ρ', 'ϵ': 'ε', 'ẛ': 'ṡ', '\u1fbe': 'ι',
+  µ: 'μ',
+  ſ: 's',
+  '\u0345': 'ι',
+  ς: 'σ',
+  ϐ: 'β',
+  ϑ: 'θ',
+  ϕ: 'φ',
+  ϖ: 'π',
+  ϰ: 'κ',
+  ϱ: 'ρ',
+  ϵ: 'ε',
+  ẛ: 'ṡ',
+  '\u1fbe': 'ι',
 });
 const fts5Fold = (parts: readonly GlobPart[]): GlobPart[] =>
-  parts.map((p) => (p.kind === 'literal' ? { kind: 'literal', text: [...p.text].map((c) => FTS5_FOLD[c] ?? c).join('') } : p));
+  parts.map((p) =>
+    p.kind === 'literal' ? { kind: 'literal', text: [...p.text].map((c) => FTS5_FOLD[c] ?? c).join('') } : p,
+  );
 
 const likePattern = (parts: readonly GlobPart[]): string =>
   parts.map((p) => (p.kind === 'any' ? '%' : p.kind === 'one' ? '_' : escapeLike(p.text))).join('');
 
 /** The literal text before the first wildcard, when the glob starts with one. */
-export const leadingLiteral = (parts: readonly GlobPart[]): string => (parts[0]?.kind === 'literal' ? parts[0].text : '');
+export const leadingLiteral = (parts: readonly GlobPart[]): string =>
+  parts[0]?.kind === 'literal' ? parts[0].text : '';
 
 const ops: Record<CmpOp, RawBuilder<unknown>> = {
-  '<': sql.raw('<'), '<=': sql.raw('<='), '>': sql.raw('>'), '>=': sql.raw('>='), '=': sql.raw('='),
+  '<': sql.raw('<'),
+  '<=': sql.raw('<='),
+  '>': sql.raw('>'),
+  '>=': sql.raw('>='),
+  '=': sql.raw('='),
 };
 
 // ---- SQLite ---------------------------------------------------------------------------------
@@ -157,24 +176,33 @@ const ftsPhrase = (col: TextColumn, words: readonly string[]) => `${col} : "${wo
  * object whose `content` is a string. `kind` is the element's JSON kind, `self` its string value,
  * `json` the element as JSON.
  */
-const partText = (d: DialectName, field: 'result' | 'prompt', el: { kind: Expression<unknown>; self: Expression<unknown>; json: Expression<unknown> }) => {
+const partText = (
+  d: DialectName,
+  field: 'result' | 'prompt',
+  el: { kind: Expression<unknown>; self: Expression<unknown>; json: Expression<unknown> },
+) => {
   const j = jsonSql(d);
   const key = field === 'result' ? 'value' : 'content';
-  const typeOk = field === 'result' ? sql`(${j.type(el.json, ['type'])} IS NULL OR ${jsonString(d, el.json, ['type'])} = 'text')` : sql`TRUE`;
+  const typeOk =
+    field === 'result'
+      ? sql`(${j.type(el.json, ['type'])} IS NULL OR ${jsonString(d, el.json, ['type'])} = 'text')`
+      : sql`TRUE`;
   return sql<string | null>`(CASE WHEN ${el.kind} = 'string' THEN ${el.self}
     WHEN ${el.kind} = 'object' AND ${typeOk} THEN ${jsonString(d, el.json, [key])} END)`;
 };
 
 const sqliteSql = (plan: SearchPlan): SearchSql => {
   const page = plan.purpose !== 'count';
-  const tagWhere = (cond: RawBuilder<unknown>): Cond => page
-    ? sql<SqlBool>`EXISTS (SELECT 1 FROM run_tags AS t WHERE t.run_id = runs.id AND ${cond} LIMIT 1)`
-    : sql<SqlBool>`runs.search_rowid IN (SELECT t.search_rowid FROM run_tags AS t WHERE ${cond})`;
+  const tagWhere = (cond: RawBuilder<unknown>): Cond =>
+    page
+      ? sql<SqlBool>`EXISTS (SELECT 1 FROM run_tags AS t WHERE t.run_id = runs.id AND ${cond} LIMIT 1)`
+      : sql<SqlBool>`runs.search_rowid IN (SELECT t.search_rowid FROM run_tags AS t WHERE ${cond})`;
   return {
     name: 'sqlite',
     rowKey: sql`runs.rowid`,
     countHint: sql<SqlBool>`runs.updated_at >= ''`,
-    phrase: (col, words, orNotEnded) => ftsMatch(ftsPhrase(col, words), page && !(plan.isRare?.(words) ?? false), orNotEnded),
+    phrase: (col, words, orNotEnded) =>
+      ftsMatch(ftsPhrase(col, words), page && !(plan.isRare?.(words) ?? false), orNotEnded),
     prefix: (col, prefix, orNotEnded) => ftsMatch(`${ftsPhrase(col, [prefix])} *`, page, orNotEnded),
     wordGlob: (col, glob) => {
       const parts = fts5Fold(glob);
@@ -194,16 +222,24 @@ const sqliteSql = (plan: SearchPlan): SearchSql => {
     tagCounts: () => sql`SELECT t.tag AS k, count(*) AS n FROM m JOIN run_tags AS t ON t.run_id = m.id GROUP BY t.tag`,
     orderText: (value) => sql`${value}`,
     // One equality lookup per word (fts5vocab answers `term = ?` from the index, not `IN`).
-    wordRuns: (words) => words.length
-      ? sql<{ term: string; n: number }>`${sql.join(words.map((w) => sql`SELECT term, doc AS n FROM runs_fts_terms WHERE term = ${w}`), sql` UNION ALL `)}`
-      : null,
+    wordRuns: (words) =>
+      words.length
+        ? sql<{ term: string; n: number }>`${sql.join(
+            words.map((w) => sql`SELECT term, doc AS n FROM runs_fts_terms WHERE term = ${w}`),
+            sql` UNION ALL `,
+          )}`
+        : null,
     wordsContain: (words, needle) => sql<SqlBool>`COALESCE(instr(${words}, ${needle}) > 0, FALSE)`,
     // Words hold only letters, digits and marks, so `"w1","w2"` is a valid JSON array to walk.
     wordsGlob: (words, parts) => sql<SqlBool>`(trim(${words}) <> '' AND EXISTS (SELECT 1
       FROM json_each('["' || replace(trim(${words}), ' ', '","') || '"]') AS jw WHERE jw.value GLOB ${sqliteGlob(parts)} LIMIT 1))`,
     partsText: (field) => {
       const path = `$.${field}`;
-      const piece = partText('sqlite', field, { kind: sql`(CASE e.type WHEN 'text' THEN 'string' ELSE e.type END)`, self: sql`e.value`, json: sql`e.value` });
+      const piece = partText('sqlite', field, {
+        kind: sql`(CASE e.type WHEN 'text' THEN 'string' ELSE e.type END)`,
+        self: sql`e.value`,
+        json: sql`e.value`,
+      });
       return sql<string>`(CASE json_type(${doc}, ${path})
         WHEN 'text' THEN json_extract(${doc}, ${path})
         WHEN 'array' THEN COALESCE((SELECT group_concat(p.piece, char(10) ORDER BY p.k) FROM
@@ -232,7 +268,9 @@ const pgPhrase = (col: TextColumn, words: readonly string[]): Cond => {
   // Two words: their pair lexeme, exact. More: the pairs (for the GIN lookup) and the positions.
   if (words.length === 1) return tsMatch(`${quoteLexeme(words[0])}${weight}`);
   const pairQuery = pairs.map((x) => `${quoteLexeme(x)}${weight}`).join(' & ');
-  return tsMatch(words.length === 2 ? pairQuery : `${pairQuery} & (${words.map((w) => `${quoteLexeme(w)}${weight}`).join(' <-> ')})`);
+  return tsMatch(
+    words.length === 2 ? pairQuery : `${pairQuery} & (${words.map((w) => `${quoteLexeme(w)}${weight}`).join(' <-> ')})`,
+  );
 };
 
 /** `cond` or the run has not ended (its tsvector is still empty): a bitmap OR of GIN and runs_status. */
@@ -250,7 +288,9 @@ const postgresSql: SearchSql = {
   wordGlob: (col, parts) => {
     // The tsvector's text form lists each word once as 'word':positions, weights after positions.
     // `[^' ]`: a word's characters (pair lexemes hold a space; words never hold one, nor a quote).
-    const word = parts.map((p) => (p.kind === 'any' ? "[^' ]*" : p.kind === 'one' ? "[^' ]" : escapeRegex(p.text))).join('');
+    const word = parts
+      .map((p) => (p.kind === 'any' ? "[^' ]*" : p.kind === 'one' ? "[^' ]" : escapeRegex(p.text)))
+      .join('');
     const weight = TS_WEIGHT[col] ? `[0-9A-D,]*${TS_WEIGHT[col]}` : '';
     const lead = leadingLiteral(parts);
     const scan = sql<SqlBool>`(runs.search_tsv::text ~ ${`'${word}':${weight}`})`;
@@ -258,35 +298,50 @@ const postgresSql: SearchSql = {
   },
   glob: (value, parts) => sql<SqlBool>`COALESCE(${value} LIKE ${likePattern(parts)} ESCAPE '\\', FALSE)`,
   compare: (value, op, bound) => sql<SqlBool>`COALESCE((${value}) COLLATE "C" ${ops[op]} ${bound}, FALSE)`,
-  compareNumber: (value, op, bound) => sql<SqlBool>`COALESCE(${value} ${ops[op]} CAST(${bound} AS double precision), FALSE)`,
+  compareNumber: (value, op, bound) =>
+    sql<SqlBool>`COALESCE(${value} ${ops[op]} CAST(${bound} AS double precision), FALSE)`,
   // `IS NOT NULL AND`, not COALESCE: never NULL, and the containment stays visible to the GIN index.
   hasTag: (tag) => sql<SqlBool>`(runs.tags IS NOT NULL AND runs.tags @> CAST(${JSON.stringify([tag])} AS jsonb))`,
-  someTag: (test) => sql<SqlBool>`EXISTS (SELECT 1 FROM jsonb_array_elements_text(CASE WHEN jsonb_typeof(runs.tags) = 'array'
+  someTag: (
+    test,
+  ) => sql<SqlBool>`EXISTS (SELECT 1 FROM jsonb_array_elements_text(CASE WHEN jsonb_typeof(runs.tags) = 'array'
     THEN runs.tags ELSE '[]'::jsonb END) AS t(tag) WHERE ${test(sql.ref('t.tag'))})`,
-  anyTag: () => sql<SqlBool>`(CASE WHEN jsonb_typeof(runs.tags) = 'array' THEN jsonb_array_length(runs.tags) > 0 ELSE FALSE END)`,
+  anyTag: () =>
+    sql<SqlBool>`(CASE WHEN jsonb_typeof(runs.tags) = 'array' THEN jsonb_array_length(runs.tags) > 0 ELSE FALSE END)`,
   // One containment test per tag: each is a GIN lookup, OR-ed as a bitmap.
-  hasAnyTag: (tags) => sql<SqlBool>`(${sql.join(tags.map((t) => postgresSql.hasTag(t)), sql` OR `)})`,
+  hasAnyTag: (tags) =>
+    sql<SqlBool>`(${sql.join(
+      tags.map((t) => postgresSql.hasTag(t)),
+      sql` OR `,
+    )})`,
   tagCounts: () => sql`SELECT t.tag AS k, count(*) AS n FROM m CROSS JOIN LATERAL jsonb_array_elements_text(CASE
     WHEN jsonb_typeof(m.tags) = 'array' THEN m.tags ELSE '[]'::jsonb END) AS t(tag) GROUP BY t.tag`,
   orderText: (value) => sql`${value} COLLATE "C"`,
   // PostgreSQL's own statistics of the tsvector (ANALYZE keeps its most common lexemes with their
   // frequencies): an estimate of the runs holding each word. A word missing from the list is rarer
   // than every listed one (or the table was never analysed): no row, so it counts as rare.
-  wordRuns: (words) => (words.length
-    ? sql<{ term: string; n: number }>`SELECT e.term, CAST(e.freq * GREATEST(c.reltuples, 0) AS bigint) AS n
+  wordRuns: (words) =>
+    words.length
+      ? sql<{ term: string; n: number }>`SELECT e.term, CAST(e.freq * GREATEST(c.reltuples, 0) AS bigint) AS n
         FROM pg_stats AS s JOIN pg_class AS c ON c.relname = s.tablename AND c.relnamespace = CAST(to_regnamespace(s.schemaname) AS oid)
         CROSS JOIN LATERAL unnest(CAST(CAST(s.most_common_elems AS text) AS text[]), s.most_common_elem_freqs) AS e(term, freq)
         WHERE s.schemaname = current_schema() AND s.tablename = 'runs' AND s.attname = 'search_tsv'
           AND e.term IN (${sql.join(words.map((w) => sql`${w}`))})`
-    : null),
+      : null,
   wordsContain: (words, needle) => sql<SqlBool>`COALESCE(strpos(${words}, ${needle}) > 0, FALSE)`,
   wordsGlob: (words, parts) => {
-    const word = parts.map((p) => (p.kind === 'any' ? '[^ ]*' : p.kind === 'one' ? '[^ ]' : escapeRegex(p.text))).join('');
+    const word = parts
+      .map((p) => (p.kind === 'any' ? '[^ ]*' : p.kind === 'one' ? '[^ ]' : escapeRegex(p.text)))
+      .join('');
     return sql<SqlBool>`COALESCE(${words} ~ ${` ${word} `}, FALSE)`;
   },
   partsText: (field) => {
     const value = sql`(${doc} -> ${field})`;
-    const piece = partText('postgres', field, { kind: sql`jsonb_typeof(x.e)`, self: sql`(x.e #>> '{}')`, json: sql`x.e` });
+    const piece = partText('postgres', field, {
+      kind: sql`jsonb_typeof(x.e)`,
+      self: sql`(x.e #>> '{}')`,
+      json: sql`x.e`,
+    });
     return sql<string>`(CASE jsonb_typeof(${value})
       WHEN 'string' THEN ${value} #>> '{}'
       WHEN 'array' THEN COALESCE((SELECT string_agg(p.piece, chr(10) ORDER BY p.k) FROM
@@ -318,4 +373,5 @@ const postgresFor = (plan: SearchPlan): SearchSql => {
   };
 };
 
-export const searchSql = (dialect: DialectName, plan: SearchPlan = {}): SearchSql => (dialect === 'postgres' ? postgresFor(plan) : sqliteSql(plan));
+export const searchSql = (dialect: DialectName, plan: SearchPlan = {}): SearchSql =>
+  dialect === 'postgres' ? postgresFor(plan) : sqliteSql(plan);

@@ -92,12 +92,27 @@ const junction = (kind: 'and' | 'or', nodes: readonly QueryNode[]): QueryNode =>
 /** Node factories: every node is frozen, and the invariants above hold by construction. */
 export const Q = Object.freeze({
   term: (field: string | null, value: string, opts: { phrase?: boolean; wildcard?: boolean } = {}): TermNode =>
-    Object.freeze({ kind: 'term', field, value, phrase: opts.phrase ?? false, wildcard: !opts.phrase && (opts.wildcard ?? false) }),
-  range: (field: string, lower: string | null, upper: string | null, includeLower: boolean, includeUpper: boolean): RangeNode | ExistsNode =>
+    Object.freeze({
+      kind: 'term',
+      field,
+      value,
+      phrase: opts.phrase ?? false,
+      wildcard: !opts.phrase && (opts.wildcard ?? false),
+    }),
+  range: (
+    field: string,
+    lower: string | null,
+    upper: string | null,
+    includeLower: boolean,
+    includeUpper: boolean,
+  ): RangeNode | ExistsNode =>
     lower === null && upper === null
       ? Object.freeze({ kind: 'exists', field })
       : Object.freeze({
-          kind: 'range', field, lower, upper,
+          kind: 'range',
+          field,
+          lower,
+          upper,
           includeLower: lower !== null && includeLower,
           includeUpper: upper !== null && includeUpper,
         }),
@@ -112,19 +127,29 @@ export const Q = Object.freeze({
 /** One handler per kind: a compiler built on this does not compile until every kind is handled. */
 export type QueryVisitor<R> = { readonly [K in QueryNodeKind]: (node: Extract<QueryNode, { kind: K }>) => R };
 
-export const visit = <R>(node: QueryNode, v: QueryVisitor<R>): R =>
-  (v[node.kind] as (n: QueryNode) => R)(node);
+export const visit = <R>(node: QueryNode, v: QueryVisitor<R>): R => (v[node.kind] as (n: QueryNode) => R)(node);
 
 /** Every field a node names, in order of appearance (`exists` included), without duplicates. */
 export const fieldsOf = (node: QueryNode): string[] => {
   const out = new Set<string>();
   const walk = (n: QueryNode): void => {
     switch (n.kind) {
-      case 'term': if (n.field !== null) out.add(n.field); return;
-      case 'range': case 'exists': out.add(n.field); return;
-      case 'and': case 'or': n.nodes.forEach(walk); return;
-      case 'not': walk(n.node); return;
-      case 'all': return;
+      case 'term':
+        if (n.field !== null) out.add(n.field);
+        return;
+      case 'range':
+      case 'exists':
+        out.add(n.field);
+        return;
+      case 'and':
+      case 'or':
+        n.nodes.forEach(walk);
+        return;
+      case 'not':
+        walk(n.node);
+        return;
+      case 'all':
+        return;
     }
   };
   walk(node);

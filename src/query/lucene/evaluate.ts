@@ -113,10 +113,13 @@ const keywordTerm = (t: TermNode): LeafTest => {
   }
   const n = parseNumber(t.value);
   return (leaf) =>
-    typeof leaf === 'string' ? leaf === t.value
-    : typeof leaf === 'number' ? n !== null && leaf === n
-    : typeof leaf === 'boolean' ? String(leaf) === t.value
-    : false;
+    typeof leaf === 'string'
+      ? leaf === t.value
+      : typeof leaf === 'number'
+        ? n !== null && leaf === n
+        : typeof leaf === 'boolean'
+          ? String(leaf) === t.value
+          : false;
 };
 
 const textTerm = (t: TermNode): LeafTest => {
@@ -153,9 +156,11 @@ const valueRange = (r: RangeNode): LeafTest => {
   const nhi = r.upper === null ? null : parseNumber(r.upper);
   const numeric = (r.lower === null || nlo !== null) && (r.upper === null || nhi !== null);
   return (leaf) =>
-    typeof leaf === 'number' ? numeric && within(leaf, r, nlo, nhi, (a, b) => a - b)
-    : typeof leaf === 'string' ? within(leaf, r, r.lower, r.upper, compareCodePoints)
-    : false;
+    typeof leaf === 'number'
+      ? numeric && within(leaf, r, nlo, nhi, (a, b) => a - b)
+      : typeof leaf === 'string'
+        ? within(leaf, r, r.lower, r.upper, compareCodePoints)
+        : false;
 };
 
 const dateRange = (r: RangeNode): LeafTest => {
@@ -179,7 +184,8 @@ const sourceOf = (spec: FieldSpec): ((doc: RunDocument) => unknown[]) => {
   if (spec.kind === 'ref') {
     return (doc) =>
       valuesAt(doc, spec.path).flatMap((v) =>
-        typeof v === 'string' ? [v] : isObject(v) ? [v.id, v.name].filter((x) => typeof x === 'string') : []);
+        typeof v === 'string' ? [v] : isObject(v) ? [v.id, v.name].filter((x) => typeof x === 'string') : [],
+      );
   }
   return (doc) => valuesAt(doc, spec.path);
 };
@@ -193,8 +199,10 @@ const specOf = (field: string): FieldSpec => {
   return spec;
 };
 
-const anyLeaf = (values: (doc: RunDocument) => unknown[], test: LeafTest): Test =>
-  (ctx) => values(ctx.doc).some((v) => test(v, ctx));
+const anyLeaf =
+  (values: (doc: RunDocument) => unknown[], test: LeafTest): Test =>
+  (ctx) =>
+    values(ctx.doc).some((v) => test(v, ctx));
 
 const leafTermTest = (kind: FieldSpec['kind'], t: TermNode): LeafTest =>
   kind === 'text' ? textTerm(t) : kind === 'date' ? dateTerm(t) : keywordTerm(t);
@@ -244,4 +252,5 @@ export const compileMatcher = (node: QueryNode, opts: MatchOptions = {}): ((doc:
 };
 
 /** Whether `doc` matches `node` (rules above). */
-export const matches = (node: QueryNode, doc: RunDocument, opts: MatchOptions = {}): boolean => compileMatcher(node, opts)(doc);
+export const matches = (node: QueryNode, doc: RunDocument, opts: MatchOptions = {}): boolean =>
+  compileMatcher(node, opts)(doc);

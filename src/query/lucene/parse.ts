@@ -94,13 +94,15 @@ class Parser {
   ) {}
 
   parse(): QueryNode {
-    if (this.src.length > MAX_QUERY_LENGTH) this.fail(MAX_QUERY_LENGTH, `the query is longer than ${MAX_QUERY_LENGTH} characters`);
+    if (this.src.length > MAX_QUERY_LENGTH)
+      this.fail(MAX_QUERY_LENGTH, `the query is longer than ${MAX_QUERY_LENGTH} characters`);
     this.skipWs();
     if (this.atEnd()) return Q.all();
     if (this.peek() === ')') this.fail(this.pos, `unexpected ')' without a matching '('`);
     const node = this.clauses(null);
     if (!this.atEnd()) this.fail(this.pos, `unexpected ')' without a matching '('`);
-    if (this.unknown !== null) throw new UnknownFieldError(this.unknown.name, this.opts.fieldList ?? [], this.unknown.at);
+    if (this.unknown !== null)
+      throw new UnknownFieldError(this.unknown.name, this.opts.fieldList ?? [], this.unknown.at);
     return node;
   }
 
@@ -147,7 +149,8 @@ class Parser {
   /** The operand after a binary operator: something must follow it. */
   private operand(op: string, next: () => Clause): Clause {
     this.skipWs();
-    if (this.atEnd() || this.peek() === ')' || this.binaryOp() !== null) this.fail(this.pos, `expected a term after '${op}'`);
+    if (this.atEnd() || this.peek() === ')' || this.binaryOp() !== null)
+      this.fail(this.pos, `expected a term after '${op}'`);
     return next();
   }
 
@@ -161,7 +164,8 @@ class Parser {
       const op = notWord ? 'NOT' : '!';
       this.pos += op.length;
       this.skipWs();
-      if (this.atEnd() || this.peek() === ')' || this.binaryOp() !== null) this.fail(this.pos, `expected a term after '${op}'`);
+      if (this.atEnd() || this.peek() === ')' || this.binaryOp() !== null)
+        this.fail(this.pos, `expected a term after '${op}'`);
       const inner = this.nested(at, () => this.unary(ctx));
       return { node: Q.not(inner.node), mod: '-' };
     }
@@ -215,7 +219,8 @@ class Parser {
     if (field.text === '') this.fail(field.start, "expected a field name before ':'");
     if (field.wildcard && field.raw !== STAR) this.fail(field.start, 'wildcards are not allowed in field names');
     const name = field.raw === STAR ? STAR : field.text;
-    if (KEYWORDS.has(field.raw)) this.fail(field.start, `'${field.raw}' is an operator; escape it to use it as a field name`);
+    if (KEYWORDS.has(field.raw))
+      this.fail(field.start, `'${field.raw}' is an operator; escape it to use it as a field name`);
     this.pos++; // the ':'
     this.skipWs();
     const at = this.pos;
@@ -242,7 +247,8 @@ class Parser {
       case '"':
         return this.valueNode(name, this.phrase(), true);
     }
-    if ((c === '+' || c === '-') && /^[0-9.]$/.test(this.peek(1) ?? '')) return this.valueNode(name, this.word(), false);
+    if ((c === '+' || c === '-') && /^[0-9.]$/.test(this.peek(1) ?? ''))
+      return this.valueNode(name, this.word(), false);
     if (c === '+' || c === '-' || c === '!') this.fail(at, `put '${c}' before the field name, as in ${c}${name}:value`);
     if (c === ')' || this.binaryOp() !== null) this.fail(at, `expected a value after '${name}:'`);
     this.refuseStart(at);
@@ -268,7 +274,8 @@ class Parser {
 
   /** The field a range or comparison applies to; it must be a real field. */
   private rangeField(ctx: string | null, at: number): string {
-    if (ctx === null) this.fail(at, 'a range or comparison needs a field, as in token_use.total:>100 or updated_at:[2024-01-01 TO *]');
+    if (ctx === null)
+      this.fail(at, 'a range or comparison needs a field, as in token_use.total:>100 or updated_at:[2024-01-01 TO *]');
     if (ctx === EXISTS) this.fail(at, `${EXISTS} takes a field name, not a range`);
     return ctx;
   }
@@ -282,8 +289,10 @@ class Parser {
     const lower = this.bound(open);
     if (!isWs(this.peek()) && this.peek() !== undefined) this.fail(this.pos, "expected ' TO ' after the lower bound");
     this.skipWs();
-    if (this.atEnd() || this.src.slice(this.pos) === 'TO') this.fail(open, "unclosed range: expected 'TO', a bound and ']' or '}'");
-    if (!this.src.startsWith('TO', this.pos) || !(isWs(this.peek(2)) || this.peek(2) === '"')) this.fail(this.pos, "expected 'TO'");
+    if (this.atEnd() || this.src.slice(this.pos) === 'TO')
+      this.fail(open, "unclosed range: expected 'TO', a bound and ']' or '}'");
+    if (!this.src.startsWith('TO', this.pos) || !(isWs(this.peek(2)) || this.peek(2) === '"'))
+      this.fail(this.pos, "expected 'TO'");
     this.pos += 2;
     this.skipWs();
     const upper = this.bound(open);
@@ -338,7 +347,8 @@ class Parser {
       if (n) this.pos += n[0].length;
       else if (c === '^') this.fail(this.pos, "expected a number after '^'");
     }
-    if (this.pos > start && !this.isAfterModifierBoundary()) this.fail(this.pos, `unexpected '${this.peek()}' after '${this.src.slice(start, this.pos)}'`);
+    if (this.pos > start && !this.isAfterModifierBoundary())
+      this.fail(this.pos, `unexpected '${this.peek()}' after '${this.src.slice(start, this.pos)}'`);
   }
 
   // ---- lexical ---------------------------------------------------------------------------
@@ -433,7 +443,8 @@ class Parser {
   }
 
   private countTerm(at: number): void {
-    if (++this.terms > MAX_QUERY_TERMS) this.fail(at, `the query has more than ${MAX_QUERY_TERMS} terms; combine values with a filter instead`);
+    if (++this.terms > MAX_QUERY_TERMS)
+      this.fail(at, `the query has more than ${MAX_QUERY_TERMS} terms; combine values with a filter instead`);
   }
 
   private nested<T>(at: number, fn: () => T): T {

@@ -16,7 +16,8 @@ export const resultText = (result: unknown): string => {
   const pieces: string[] = [];
   for (const part of result) {
     if (typeof part === 'string') pieces.push(part);
-    else if (isObject(part) && (part.type === 'text' || part.type === undefined) && typeof part.value === 'string') pieces.push(part.value);
+    else if (isObject(part) && (part.type === 'text' || part.type === undefined) && typeof part.value === 'string')
+      pieces.push(part.value);
   }
   return join(pieces);
 };
@@ -42,5 +43,9 @@ export const stringLeaves = (value: unknown, out: string[] = []): string[] => {
 };
 
 /** The default search text of a run: prompt, then result, then every parameter string. */
-export const runText = (doc: { readonly prompt?: unknown; readonly result?: unknown; readonly parameters?: unknown }): string =>
+export const runText = (doc: {
+  readonly prompt?: unknown;
+  readonly result?: unknown;
+  readonly parameters?: unknown;
+}): string =>
   join([promptText(doc.prompt), resultText(doc.result), ...stringLeaves(doc.parameters)].filter((s) => s !== ''));

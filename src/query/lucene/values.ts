@@ -58,12 +58,17 @@ export const parseDateInterval = (s: string): DateInterval | null => {
   }
   const from = utc(y, mo - 1, d, h, mi, sec, ms) - offset;
   const to =
-    mos === undefined ? utc(y + 1, 0, 1) - offset
-    : ds === undefined ? utc(y, mo, 1) - offset
-    : hs === undefined ? utc(y, mo - 1, d + 1) - offset
-    : ss === undefined ? from + 60_000
-    : fs === undefined ? from + 1_000
-    : from + 1;
+    mos === undefined
+      ? utc(y + 1, 0, 1) - offset
+      : ds === undefined
+        ? utc(y, mo, 1) - offset
+        : hs === undefined
+          ? utc(y, mo - 1, d + 1) - offset
+          : ss === undefined
+            ? from + 60_000
+            : fs === undefined
+              ? from + 1_000
+              : from + 1;
   return { from, to };
 };
 
@@ -86,7 +91,8 @@ export const tokenize = (text: string): string[] => text.toLowerCase().match(WOR
 
 // ---- globs ----------------------------------------------------------------------------------
 
-export type GlobPart = { readonly kind: 'literal'; readonly text: string } | { readonly kind: 'any' } | { readonly kind: 'one' };
+export type GlobPart =
+  { readonly kind: 'literal'; readonly text: string } | { readonly kind: 'any' } | { readonly kind: 'one' };
 
 /** Splits a wildcard term's value (ast.ts: `\` escapes, `*` any run, `?` one code point). */
 export const globParts = (glob: string): GlobPart[] => {
@@ -99,9 +105,13 @@ export const globParts = (glob: string): GlobPart[] => {
   for (let i = 0; i < glob.length; i++) {
     const c = glob[i];
     if (c === '\\' && i + 1 < glob.length) lit += glob[++i];
-    else if (c === '*') { flush(); parts.push({ kind: 'any' }); }
-    else if (c === '?') { flush(); parts.push({ kind: 'one' }); }
-    else lit += c;
+    else if (c === '*') {
+      flush();
+      parts.push({ kind: 'any' });
+    } else if (c === '?') {
+      flush();
+      parts.push({ kind: 'one' });
+    } else lit += c;
   }
   flush();
   return parts;

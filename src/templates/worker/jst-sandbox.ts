@@ -10,7 +10,13 @@
  */
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { newQuickJSWASMModuleFromVariant, type QuickJSContext, type QuickJSHandle, type QuickJSRuntime, type QuickJSWASMModule } from 'quickjs-emscripten-core';
+import {
+  newQuickJSWASMModuleFromVariant,
+  type QuickJSContext,
+  type QuickJSHandle,
+  type QuickJSRuntime,
+  type QuickJSWASMModule,
+} from 'quickjs-emscripten-core';
 import releaseSync from '@jitl/quickjs-wasmfile-release-sync';
 
 const require = createRequire(import.meta.url);
@@ -34,7 +40,13 @@ export interface CompileRequest {
 
 export type RenderOutcome =
   | { ok: true; text: string }
-  | { ok: false; kind: 'error' | 'syntax' | 'timeout' | 'memory' | 'output'; message: string; line?: number; column?: number };
+  | {
+      ok: false;
+      kind: 'error' | 'syntax' | 'timeout' | 'memory' | 'output';
+      message: string;
+      line?: number;
+      column?: number;
+    };
 
 /** Vertesia's `_` (libraries/jst/src/template.ts), built inside the realm. */
 const HELPERS = `
@@ -82,7 +94,10 @@ export class Sandbox {
   private deadline = 0;
   private readonly compiled = new Map<string, QuickJSHandle>();
 
-  private constructor(private readonly limits: SandboxLimits, private readonly capacity: number) {}
+  private constructor(
+    private readonly limits: SandboxLimits,
+    private readonly capacity: number,
+  ) {}
 
   static async create(limits: SandboxLimits, capacity = 200): Promise<Sandbox> {
     const sandbox = new Sandbox(limits, capacity);
@@ -102,7 +117,12 @@ export class Sandbox {
     this.runtime.setInterruptHandler(() => Date.now() > this.deadline);
     this.vm = this.runtime.newContext();
     this.deadline = Date.now() + 10_000;
-    for (const [name, code] of [['dayjs.js', library('dayjs/dayjs.min.js')], ['papaparse.js', library('papaparse/papaparse.min.js')], ['helpers.js', HELPERS], ['lockdown.js', LOCKDOWN]]) {
+    for (const [name, code] of [
+      ['dayjs.js', library('dayjs/dayjs.min.js')],
+      ['papaparse.js', library('papaparse/papaparse.min.js')],
+      ['helpers.js', HELPERS],
+      ['lockdown.js', LOCKDOWN],
+    ]) {
       this.dispose(this.evaluate(code, name));
     }
     this.baseline = this.memoryUsed();
@@ -128,9 +148,14 @@ export class Sandbox {
       } else {
         const text = this.vm.getString(result.value);
         result.value.dispose();
-        outcome = text.length > this.limits.maxOutput
-          ? { ok: false, kind: 'output', message: `the template rendered ${text.length} characters; at most ${this.limits.maxOutput}` }
-          : { ok: true, text };
+        outcome =
+          text.length > this.limits.maxOutput
+            ? {
+                ok: false,
+                kind: 'output',
+                message: `the template rendered ${text.length} characters; at most ${this.limits.maxOutput}`,
+              }
+            : { ok: true, text };
       }
     } catch (err) {
       outcome = this.failure(err);
@@ -194,8 +219,12 @@ export class Sandbox {
     if (e.name === 'InternalError' && /interrupted/.test(message)) {
       return { ok: false, kind: 'timeout', message: `the template ran longer than ${this.limits.cpuMs} ms` };
     }
-    if (/out of memory/i.test(message) || e.name === 'InternalError' && /memory/.test(message)) {
-      return { ok: false, kind: 'memory', message: `the template used more than ${Math.round(this.limits.memoryBytes / 1048576)} MiB of memory` };
+    if (/out of memory/i.test(message) || (e.name === 'InternalError' && /memory/.test(message))) {
+      return {
+        ok: false,
+        kind: 'memory',
+        message: `the template used more than ${Math.round(this.limits.memoryBytes / 1048576)} MiB of memory`,
+      };
     }
     const at = /template\.js:(\d+):(\d+)/.exec(e.stack ?? '');
     const line = at ? Number(at[1]) - WRAPPER_LINES : undefined;

@@ -85,7 +85,8 @@ export class TemplatePool {
   }
 
   /** A tenant may take a free thread while it holds fewer than all but one of them. */
-  private readonly mayStart = (tenant: string): boolean => (this.busyOf.get(tenant) ?? 0) < Math.max(1, this.opts.size - 1);
+  private readonly mayStart = (tenant: string): boolean =>
+    (this.busyOf.get(tenant) ?? 0) < Math.max(1, this.opts.size - 1);
 
   private dispatch(): void {
     for (const thread of this.threads) {
@@ -113,7 +114,11 @@ export class TemplatePool {
   private start(thread: Thread, queued: Queued): void {
     const limit = this.opts.limits.cpuMs + WATCHDOG_MARGIN_MS;
     const timer = setTimeout(() => {
-      void this.end(thread, { ok: false, kind: 'timeout', message: `the template ran longer than ${this.opts.limits.cpuMs} ms (its sandbox was stopped)` });
+      void this.end(thread, {
+        ok: false,
+        kind: 'timeout',
+        message: `the template ran longer than ${this.opts.limits.cpuMs} ms (its sandbox was stopped)`,
+      });
     }, limit);
     thread.busy = { ...queued, timer };
     this.busyOf.set(queued.tenant, (this.busyOf.get(queued.tenant) ?? 0) + 1);
@@ -142,7 +147,8 @@ export class TemplatePool {
         thread.idle.unref();
       }
     });
-    const die = (err: Error) => void this.end(thread, { ok: false, kind: 'error', message: `the template sandbox failed: ${err.message}` });
+    const die = (err: Error) =>
+      void this.end(thread, { ok: false, kind: 'error', message: `the template sandbox failed: ${err.message}` });
     worker.on('error', die);
     worker.on('exit', (code) => die(new Error(`its thread exited with code ${code}`)));
     worker.unref();

@@ -7,7 +7,6 @@ export interface TemplateWorkerData {
 }
 
 export type TemplateTask =
-  | { id: number; jst: CompileRequest; data: string; model: string }
-  | { id: number; handlebars: string };
+  { id: number; jst: CompileRequest; data: string; model: string } | { id: number; handlebars: string };
 
 export type WorkerMessage = { ready: true } | { id: number; outcome: RenderOutcome };

@@ -19,7 +19,14 @@ async function run(task: TemplateTask): Promise<RenderOutcome> {
     try {
       return { ok: true, text: precompileHandlebars(task.handlebars) };
     } catch (err) {
-      if (err instanceof TemplateError) return { ok: false, kind: 'syntax', message: err.message, line: err.position?.line, column: err.position?.column };
+      if (err instanceof TemplateError)
+        return {
+          ok: false,
+          kind: 'syntax',
+          message: err.message,
+          line: err.position?.line,
+          column: err.position?.column,
+        };
       return { ok: false, kind: 'error', message: (err as Error).message ?? String(err) };
     }
   }
@@ -29,7 +36,11 @@ async function run(task: TemplateTask): Promise<RenderOutcome> {
 let queue = Promise.resolve();
 port.on('message', (task: TemplateTask) => {
   queue = queue.then(async () => {
-    const outcome = await run(task).catch((err: Error): RenderOutcome => ({ ok: false, kind: 'error', message: err?.message ?? String(err) }));
+    const outcome = await run(task).catch((err: Error): RenderOutcome => ({
+      ok: false,
+      kind: 'error',
+      message: err?.message ?? String(err),
+    }));
     port.postMessage({ id: task.id, outcome } satisfies WorkerMessage);
   });
 });

@@ -28,7 +28,15 @@ const columns = [
   col.accessor('provider', { header: 'Provider' }),
   col.accessor((e) => e.default_model ?? '', { id: 'default_model', header: 'Default model' }),
   col.accessor((e) => e.endpoint_url ?? '', { id: 'endpoint_url', header: 'Endpoint URL' }),
-  col.accessor((e) => (e.has_api_key ? e.apikey_hint ?? '…' : 'none'), { id: 'key', header: 'API key', cell: (c) => <span className="mono" data-testid="key-hint">{c.getValue()}</span> }),
+  col.accessor((e) => (e.has_api_key ? (e.apikey_hint ?? '…') : 'none'), {
+    id: 'key',
+    header: 'API key',
+    cell: (c) => (
+      <span className="mono" data-testid="key-hint">
+        {c.getValue()}
+      </span>
+    ),
+  }),
   col.accessor('updated_at', { header: 'Updated', cell: (c) => formatDate(c.getValue()) }),
 ];
 
@@ -63,7 +71,9 @@ export function EnvironmentsPage() {
               empty="No environment yet: create one."
             />
           )}
-          {search.env && envs.data && !selected && <ErrorBanner error={{ message: `No environment ${search.env} in this project` }} />}
+          {search.env && envs.data && !selected && (
+            <ErrorBanner error={{ message: `No environment ${search.env} in this project` }} />
+          )}
           {selected && <EnvironmentDetail env={selected} />}
         </div>
         <CreateEnvironment />
@@ -73,7 +83,11 @@ export function EnvironmentsPage() {
 }
 
 function EnvironmentDetail({ env }: { env: Environment }) {
-  const models = useQuery({ queryKey: ['environment-models', env.id], queryFn: () => api.models(env.id), retry: false });
+  const models = useQuery({
+    queryKey: ['environment-models', env.id],
+    queryFn: () => api.models(env.id),
+    retry: false,
+  });
   return (
     <section className="card env-detail" aria-labelledby="env-detail-title">
       <h2 id="env-detail-title">Models of {env.name}</h2>
@@ -81,17 +95,25 @@ function EnvironmentDetail({ env }: { env: Environment }) {
         Provider <strong>{env.provider}</strong>
         {env.default_model && (
           <>
-            {' '}· default model <span className="mono">{env.default_model}</span>
+            {' '}
+            · default model <span className="mono">{env.default_model}</span>
           </>
-        )}
-        {' '}· API key {env.has_api_key ? <span className="mono">{env.apikey_hint ?? '…'}</span> : 'none'}
+        )}{' '}
+        · API key {env.has_api_key ? <span className="mono">{env.apikey_hint ?? '…'}</span> : 'none'}
       </p>
       {models.error ? (
         <ErrorBanner error={models.error} onRetry={() => models.refetch()} title="The provider's models" />
       ) : models.isPending ? (
         <Loading label="Listing the provider's models…" />
       ) : (
-        <DataTable label={`Models of ${env.name}`} data={models.data} columns={modelColumns} getRowId={(m) => m.id} height="min(40vh, 360px)" empty="The provider lists no model." />
+        <DataTable
+          label={`Models of ${env.name}`}
+          data={models.data}
+          columns={modelColumns}
+          getRowId={(m) => m.id}
+          height="min(40vh, 360px)"
+          empty="The provider lists no model."
+        />
       )}
       <ReplaceKey env={env} />
     </section>
@@ -121,7 +143,13 @@ function ReplaceKey({ env }: { env: Environment }) {
     >
       <label htmlFor={`${id}-key`}>{env.has_api_key ? 'Replace the API key' : 'Set an API key'}</label>
       <div className="inline-row">
-        <input id={`${id}-key`} type="password" autoComplete="new-password" value={key} onChange={(e) => setKey(e.target.value)} />
+        <input
+          id={`${id}-key`}
+          type="password"
+          autoComplete="new-password"
+          value={key}
+          onChange={(e) => setKey(e.target.value)}
+        />
         <button type="submit" className="secondary" disabled={!key || save.isPending}>
           Save key
         </button>
@@ -178,7 +206,12 @@ function CreateEnvironment() {
         <label htmlFor="env-name">Name</label>
         <input id="env-name" required value={name} onChange={(e) => setName(e.target.value)} autoComplete="off" />
         <label htmlFor="env-provider">Provider</label>
-        <select id="env-provider" value={chosen?.id ?? ''} onChange={(e) => setProvider(e.target.value)} aria-describedby="env-provider-help">
+        <select
+          id="env-provider"
+          value={chosen?.id ?? ''}
+          onChange={(e) => setProvider(e.target.value)}
+          aria-describedby="env-provider-help"
+        >
           {(providers.data ?? []).map((p) => (
             <option key={p.id} value={p.id}>
               {p.name}
@@ -189,12 +222,37 @@ function CreateEnvironment() {
           {chosen?.description ?? (providers.isPending ? 'Loading providers…' : '')}
         </p>
         <label htmlFor="env-endpoint">Endpoint URL{chosen?.requires_endpoint_url ? ' (required)' : ''}</label>
-        <input id="env-endpoint" type="url" inputMode="url" placeholder="https://…" required={!!chosen?.requires_endpoint_url} value={endpoint} onChange={(e) => setEndpoint(e.target.value)} autoComplete="off" />
+        <input
+          id="env-endpoint"
+          type="url"
+          inputMode="url"
+          placeholder="https://…"
+          required={!!chosen?.requires_endpoint_url}
+          value={endpoint}
+          onChange={(e) => setEndpoint(e.target.value)}
+          autoComplete="off"
+        />
         <label htmlFor="env-model">Default model</label>
-        <input id="env-model" value={model} onChange={(e) => setModel(e.target.value)} autoComplete="off" placeholder={chosen?.test ? 'echo' : ''} />
+        <input
+          id="env-model"
+          value={model}
+          onChange={(e) => setModel(e.target.value)}
+          autoComplete="off"
+          placeholder={chosen?.test ? 'echo' : ''}
+        />
         <label htmlFor="env-key">API key{chosen?.requires_api_key ? ' (required)' : ''}</label>
-        <input id="env-key" type="password" autoComplete="new-password" required={!!chosen?.requires_api_key} value={key} onChange={(e) => setKey(e.target.value)} aria-describedby="env-key-help" />
-        <p id="env-key-help" className="muted hint">Stored encrypted; never shown again, only its last characters.</p>
+        <input
+          id="env-key"
+          type="password"
+          autoComplete="new-password"
+          required={!!chosen?.requires_api_key}
+          value={key}
+          onChange={(e) => setKey(e.target.value)}
+          aria-describedby="env-key-help"
+        />
+        <p id="env-key-help" className="muted hint">
+          Stored encrypted; never shown again, only its last characters.
+        </p>
         <div className="form-actions">
           <button type="submit" disabled={create.isPending || !chosen || !name.trim()}>
             Create environment

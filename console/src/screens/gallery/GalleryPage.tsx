@@ -21,12 +21,24 @@ interface Sample {
 const col = columnHelper<Sample>();
 const columns = [
   col.accessor('name', { header: 'Name' }),
-  col.accessor('status', { header: 'Status', cell: (c) => <span className={c.getValue() === 'failed' ? 'status-failed' : undefined}>{c.getValue()}</span> }),
+  col.accessor('status', {
+    header: 'Status',
+    cell: (c) => <span className={c.getValue() === 'failed' ? 'status-failed' : undefined}>{c.getValue()}</span>,
+  }),
   col.accessor('tokens', { header: 'Tokens' }),
 ];
 
 export function GalleryPage() {
-  const rows = useMemo<Sample[]>(() => Array.from({ length: 10_000 }, (_, i) => ({ id: `r${i}`, name: `Row ${i + 1}`, status: i % 7 === 0 ? 'failed' : 'completed', tokens: i * 3 })), []);
+  const rows = useMemo<Sample[]>(
+    () =>
+      Array.from({ length: 10_000 }, (_, i) => ({
+        id: `r${i}`,
+        name: `Row ${i + 1}`,
+        status: i % 7 === 0 ? 'failed' : 'completed',
+        tokens: i * 3,
+      })),
+    [],
+  );
   const [picked, setPicked] = useState<string | undefined>();
   const [language, setLanguage] = useState<EditorLanguage>('handlebars');
   const [text, setText] = useState('Hello {{name}}! {{#each items}}{{this}}{{/each}}');
@@ -36,10 +48,25 @@ export function GalleryPage() {
   return (
     <Page title="Components">
       <h2>Official client</h2>
-      {envs.isPending ? <Loading /> : envs.error ? <ErrorBanner error={envs.error} /> : <p data-testid="env-count">{envs.data.length} environment(s)</p>}
+      {envs.isPending ? (
+        <Loading />
+      ) : envs.error ? (
+        <ErrorBanner error={envs.error} />
+      ) : (
+        <p data-testid="env-count">{envs.data.length} environment(s)</p>
+      )}
       <h2>Data table</h2>
       <p>{picked ? `Picked ${picked}` : 'Pick a row'}</p>
-      <DataTable label="Sample rows" data={rows} columns={columns} getRowId={(r) => r.id} onRowClick={(r) => setPicked(r.name)} selectedId={picked && rows.find((r) => r.name === picked)?.id} height="20rem" rowClassName={(r) => (r.status === 'failed' ? 'failed' : undefined)} />
+      <DataTable
+        label="Sample rows"
+        data={rows}
+        columns={columns}
+        getRowId={(r) => r.id}
+        onRowClick={(r) => setPicked(r.name)}
+        selectedId={picked && rows.find((r) => r.name === picked)?.id}
+        height="20rem"
+        rowClassName={(r) => (r.status === 'failed' ? 'failed' : undefined)}
+      />
       <h2>Code editor</h2>
       <label htmlFor="gallery-language">Language</label>
       <select id="gallery-language" value={language} onChange={(e) => setLanguage(e.target.value as EditorLanguage)}>

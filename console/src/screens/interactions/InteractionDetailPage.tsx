@@ -12,8 +12,18 @@ import { ErrorBanner } from '../../components/ErrorBanner.tsx';
 import { DataTable, columnHelper } from '../../components/DataTable.tsx';
 import { CodeEditor } from '../../components/CodeEditor.tsx';
 import {
-  api, CONTENT_TYPES, formatDate, languageOf, parseSchema, pretty, ROLES, tagList,
-  type ContentType, type Interaction, type InteractionRef, type Role,
+  api,
+  CONTENT_TYPES,
+  formatDate,
+  languageOf,
+  parseSchema,
+  pretty,
+  ROLES,
+  tagList,
+  type ContentType,
+  type Interaction,
+  type InteractionRef,
+  type Role,
 } from './model.ts';
 import { Playground } from './Playground.tsx';
 import './forms.css';
@@ -64,8 +74,14 @@ function stateOf(i: Interaction): EditState {
         const t = s.template!;
         const stored = i.status !== 'published' && t.id !== s.id;
         return {
-          key: nextKey(), kind: stored ? 'stored' : 'inline', ...(stored ? { promptId: t.id } : {}), type: s.type,
-          name: t.name, role: t.role, content_type: t.content_type, content: t.content,
+          key: nextKey(),
+          kind: stored ? 'stored' : 'inline',
+          ...(stored ? { promptId: t.id } : {}),
+          type: s.type,
+          name: t.name,
+          role: t.role,
+          content_type: t.content_type,
+          content: t.content,
           ...(s.configuration !== undefined ? { configuration: s.configuration } : {}),
           ...(t.inputSchema ? { inputSchema: t.inputSchema } : {}),
         } satisfies EditSegment;
@@ -75,7 +91,8 @@ function stateOf(i: Interaction): EditState {
   };
 }
 
-const comparable = (s: EditState) => JSON.stringify({ ...s, segments: s.segments.map(({ key: _key, ...rest }) => rest) });
+const comparable = (s: EditState) =>
+  JSON.stringify({ ...s, segments: s.segments.map(({ key: _key, ...rest }) => rest) });
 
 export function InteractionDetailPage() {
   const { interactionId } = route.useParams();
@@ -132,8 +149,20 @@ function InteractionDetail({ interactionId }: { interactionId: string }) {
       for (const seg of s.segments) {
         if (seg.kind !== 'stored' || !seg.promptId) continue;
         const old = before.get(seg.promptId);
-        if (old && old.content === seg.content && old.role === seg.role && old.content_type === seg.content_type && old.name === seg.name) continue;
-        await api.updatePrompt(seg.promptId, { name: seg.name, role: seg.role, content_type: seg.content_type, content: seg.content });
+        if (
+          old &&
+          old.content === seg.content &&
+          old.role === seg.role &&
+          old.content_type === seg.content_type &&
+          old.name === seg.name
+        )
+          continue;
+        await api.updatePrompt(seg.promptId, {
+          name: seg.name,
+          role: seg.role,
+          content_type: seg.content_type,
+          content: seg.content,
+        });
       }
       return api.updateInteraction(i.id, {
         name: s.name.trim(),
@@ -147,7 +176,13 @@ function InteractionDetail({ interactionId }: { interactionId: string }) {
           template:
             seg.kind === 'stored'
               ? seg.promptId
-              : { name: seg.name, role: seg.role, content_type: seg.content_type, content: seg.content, ...(seg.inputSchema ? { inputSchema: seg.inputSchema } : {}) },
+              : {
+                  name: seg.name,
+                  role: seg.role,
+                  content_type: seg.content_type,
+                  content: seg.content,
+                  ...(seg.inputSchema ? { inputSchema: seg.inputSchema } : {}),
+                },
         })),
         expected_edit_revision: i.edit_revision,
       });
@@ -174,11 +209,22 @@ function InteractionDetail({ interactionId }: { interactionId: string }) {
     }
   };
 
-  if (ix.error) return <Page title="Interaction"><ErrorBanner error={ix.error} onRetry={() => ix.refetch()} /></Page>;
-  if (ix.isPending || !edit) return <Page title="Interaction"><Loading /></Page>;
+  if (ix.error)
+    return (
+      <Page title="Interaction">
+        <ErrorBanner error={ix.error} onRetry={() => ix.refetch()} />
+      </Page>
+    );
+  if (ix.isPending || !edit)
+    return (
+      <Page title="Interaction">
+        <Loading />
+      </Page>
+    );
   const i = ix.data;
   const set = (patch: Partial<EditState>) => setEdit((s) => (s ? { ...s, ...patch } : s));
-  const setSegment = (key: string, patch: Partial<EditSegment>) => setEdit((s) => (s ? { ...s, segments: s.segments.map((x) => (x.key === key ? { ...x, ...patch } : x)) } : s));
+  const setSegment = (key: string, patch: Partial<EditSegment>) =>
+    setEdit((s) => (s ? { ...s, segments: s.segments.map((x) => (x.key === key ? { ...x, ...patch } : x)) } : s));
   const invalid = !!(inputSchema.error || resultSchema.error);
 
   return (
@@ -189,7 +235,13 @@ function InteractionDetail({ interactionId }: { interactionId: string }) {
         readOnly ? undefined : (
           <>
             <span className="muted save-state" role="status">
-              {save.isPending ? 'Saving…' : dirty ? 'Unsaved changes' : save.isSuccess ? 'Saved' : `Draft · revision ${i.edit_revision}`}
+              {save.isPending
+                ? 'Saving…'
+                : dirty
+                  ? 'Unsaved changes'
+                  : save.isSuccess
+                    ? 'Saved'
+                    : `Draft · revision ${i.edit_revision}`}
             </span>
             <button type="button" onClick={() => void saveDraft()} disabled={save.isPending || !dirty}>
               Save draft
@@ -202,10 +254,14 @@ function InteractionDetail({ interactionId }: { interactionId: string }) {
         <Link to="/interactions">Interactions</Link> · endpoint <span className="mono">{i.endpoint}</span> · {i.status}
         {readOnly && (
           <>
-            {' '}· a published version is read-only
+            {' '}
+            · a published version is read-only
             {(i as { parent?: string }).parent && (
               <>
-                : <Link to="/interactions/$interactionId" params={{ interactionId: (i as { parent?: string }).parent! }}>edit the draft</Link>
+                :{' '}
+                <Link to="/interactions/$interactionId" params={{ interactionId: (i as { parent?: string }).parent! }}>
+                  edit the draft
+                </Link>
               </>
             )}
           </>
@@ -251,24 +307,59 @@ function InteractionDetail({ interactionId }: { interactionId: string }) {
                 last={n === edit.segments.length - 1}
               />
             ))}
-            {!readOnly && <AddSegment interactionName={i.name} onAdd={(seg) => set({ segments: [...edit.segments, seg] })} />}
+            {!readOnly && (
+              <AddSegment interactionName={i.name} onAdd={(seg) => set({ segments: [...edit.segments, seg] })} />
+            )}
           </section>
           <section className="card" aria-labelledby="ix-schemas-title">
             <h2 id="ix-schemas-title">Schemas</h2>
-            <SchemaEditor label="Input schema" help="JSON schema of the data a run gets (empty: none)." value={edit.inputSchema} error={inputSchema.error} readOnly={readOnly} onChange={(v) => set({ inputSchema: v })} />
-            <SchemaEditor label="Result schema" help="JSON schema of the answer (result_schema; empty: free text)." value={edit.resultSchema} error={resultSchema.error} readOnly={readOnly} onChange={(v) => set({ resultSchema: v })} />
+            <SchemaEditor
+              label="Input schema"
+              help="JSON schema of the data a run gets (empty: none)."
+              value={edit.inputSchema}
+              error={inputSchema.error}
+              readOnly={readOnly}
+              onChange={(v) => set({ inputSchema: v })}
+            />
+            <SchemaEditor
+              label="Result schema"
+              help="JSON schema of the answer (result_schema; empty: free text)."
+              value={edit.resultSchema}
+              error={resultSchema.error}
+              readOnly={readOnly}
+              onChange={(v) => set({ resultSchema: v })}
+            />
           </section>
           <Versions interaction={i} dirty={dirty} />
         </div>
-        <Playground key={i.id} interaction={i} segments={edit.segments} dirty={dirty && !readOnly} saveFirst={saveDraft} />
+        <Playground
+          key={i.id}
+          interaction={i}
+          segments={edit.segments}
+          dirty={dirty && !readOnly}
+          saveFirst={saveDraft}
+        />
       </div>
     </Page>
   );
 }
 
-function Settings({ edit, set, readOnly }: { edit: EditState; set: (p: Partial<EditState>) => void; readOnly: boolean }) {
+function Settings({
+  edit,
+  set,
+  readOnly,
+}: {
+  edit: EditState;
+  set: (p: Partial<EditState>) => void;
+  readOnly: boolean;
+}) {
   const envs = useQuery({ queryKey: ['environments'], queryFn: api.environments });
-  const models = useQuery({ queryKey: ['environment-models', edit.environment], queryFn: () => api.models(edit.environment), enabled: !!edit.environment, retry: false });
+  const models = useQuery({
+    queryKey: ['environment-models', edit.environment],
+    queryFn: () => api.models(edit.environment),
+    enabled: !!edit.environment,
+    retry: false,
+  });
   const modelIds = models.data?.map((m) => m.id) ?? [];
   return (
     <div className="settings-grid">
@@ -277,14 +368,22 @@ function Settings({ edit, set, readOnly }: { edit: EditState; set: (p: Partial<E
       </label>
       <label>
         Environment{' '}
-        <select value={edit.environment} onChange={(e) => set({ environment: e.target.value, model: '' })} disabled={readOnly}>
+        <select
+          value={edit.environment}
+          onChange={(e) => set({ environment: e.target.value, model: '' })}
+          disabled={readOnly}
+        >
           <option value="">(none)</option>
           <EnvironmentOptions environments={envs.data} />
         </select>
       </label>
       <label>
         Model{' '}
-        <select value={edit.model} onChange={(e) => set({ model: e.target.value })} disabled={readOnly || !edit.environment}>
+        <select
+          value={edit.model}
+          onChange={(e) => set({ model: e.target.value })}
+          disabled={readOnly || !edit.environment}
+        >
           <option value="">(the environment's default)</option>
           {edit.model && !modelIds.includes(edit.model) && <option value={edit.model}>{edit.model}</option>}
           {models.data?.map((m) => (
@@ -299,8 +398,22 @@ function Settings({ edit, set, readOnly }: { edit: EditState; set: (p: Partial<E
 }
 
 function SegmentEditor({
-  seg, index, readOnly, onChange, onRemove, onMove, last,
-}: { seg: EditSegment; index: number; readOnly: boolean; onChange: (p: Partial<EditSegment>) => void; onRemove: () => void; onMove: (d: number) => void; last: boolean }) {
+  seg,
+  index,
+  readOnly,
+  onChange,
+  onRemove,
+  onMove,
+  last,
+}: {
+  seg: EditSegment;
+  index: number;
+  readOnly: boolean;
+  onChange: (p: Partial<EditSegment>) => void;
+  onRemove: () => void;
+  onMove: (d: number) => void;
+  last: boolean;
+}) {
   const n = index + 1;
   return (
     <fieldset className="segment">
@@ -310,7 +423,12 @@ function SegmentEditor({
       <div className="segment-fields">
         <label>
           Role{' '}
-          <select value={seg.role} onChange={(e) => onChange({ role: e.target.value as Role })} disabled={readOnly} aria-label={`Role of segment ${n}`}>
+          <select
+            value={seg.role}
+            onChange={(e) => onChange({ role: e.target.value as Role })}
+            disabled={readOnly}
+            aria-label={`Role of segment ${n}`}
+          >
             {ROLES.map((r) => (
               <option key={r}>{r}</option>
             ))}
@@ -318,7 +436,12 @@ function SegmentEditor({
         </label>
         <label>
           Content type{' '}
-          <select value={seg.content_type} onChange={(e) => onChange({ content_type: e.target.value as ContentType })} disabled={readOnly} aria-label={`Content type of segment ${n}`}>
+          <select
+            value={seg.content_type}
+            onChange={(e) => onChange({ content_type: e.target.value as ContentType })}
+            disabled={readOnly}
+            aria-label={`Content type of segment ${n}`}
+          >
             {CONTENT_TYPES.map((t) => (
               <option key={t}>{t}</option>
             ))}
@@ -326,10 +449,22 @@ function SegmentEditor({
         </label>
         {!readOnly && (
           <span className="segment-actions">
-            <button type="button" className="link" onClick={() => onMove(-1)} disabled={index === 0} aria-label={`Move segment ${n} up`}>
+            <button
+              type="button"
+              className="link"
+              onClick={() => onMove(-1)}
+              disabled={index === 0}
+              aria-label={`Move segment ${n} up`}
+            >
               Up
             </button>
-            <button type="button" className="link" onClick={() => onMove(1)} disabled={last} aria-label={`Move segment ${n} down`}>
+            <button
+              type="button"
+              className="link"
+              onClick={() => onMove(1)}
+              disabled={last}
+              aria-label={`Move segment ${n} down`}
+            >
               Down
             </button>
             <button type="button" className="link" onClick={onRemove} aria-label={`Remove segment ${n}`}>
@@ -338,8 +473,19 @@ function SegmentEditor({
           </span>
         )}
       </div>
-      <CodeEditor label={`Template ${n}`} value={seg.content} onChange={(content) => onChange({ content })} language={languageOf(seg.content_type)} readOnly={readOnly} minHeight="5rem" />
-      {seg.kind === 'stored' && <p className="muted hint">Saving the draft saves this template too (other interactions using it see the change).</p>}
+      <CodeEditor
+        label={`Template ${n}`}
+        value={seg.content}
+        onChange={(content) => onChange({ content })}
+        language={languageOf(seg.content_type)}
+        readOnly={readOnly}
+        minHeight="5rem"
+      />
+      {seg.kind === 'stored' && (
+        <p className="muted hint">
+          Saving the draft saves this template too (other interactions using it see the change).
+        </p>
+      )}
     </fieldset>
   );
 }
@@ -348,8 +494,24 @@ function AddSegment({ interactionName, onAdd }: { interactionName: string; onAdd
   const prompts = useQuery({ queryKey: ['prompts'], queryFn: api.prompts });
   const [pick, setPick] = useState('');
   const create = useMutation({
-    mutationFn: () => api.createPrompt({ name: `${interactionName} ${new Date().toISOString().slice(11, 19)}`, role: 'user', content_type: 'handlebars', content: '{{question}}' }),
-    onSuccess: (p) => onAdd({ key: nextKey(), kind: 'stored', promptId: p.id, type: 'template', name: p.name, role: p.role, content_type: p.content_type, content: p.content }),
+    mutationFn: () =>
+      api.createPrompt({
+        name: `${interactionName} ${new Date().toISOString().slice(11, 19)}`,
+        role: 'user',
+        content_type: 'handlebars',
+        content: '{{question}}',
+      }),
+    onSuccess: (p) =>
+      onAdd({
+        key: nextKey(),
+        kind: 'stored',
+        promptId: p.id,
+        type: 'template',
+        name: p.name,
+        role: p.role,
+        content_type: p.content_type,
+        content: p.content,
+      }),
   });
   const existing = prompts.data?.find((p) => p.id === pick);
   return (
@@ -373,7 +535,16 @@ function AddSegment({ interactionName, onAdd }: { interactionName: string; onAdd
           disabled={!existing}
           onClick={() => {
             if (!existing) return;
-            onAdd({ key: nextKey(), kind: 'stored', promptId: existing.id, type: 'template', name: existing.name, role: existing.role, content_type: existing.content_type, content: existing.content });
+            onAdd({
+              key: nextKey(),
+              kind: 'stored',
+              promptId: existing.id,
+              type: 'template',
+              name: existing.name,
+              role: existing.role,
+              content_type: existing.content_type,
+              content: existing.content,
+            });
             setPick('');
           }}
         >
@@ -385,13 +556,34 @@ function AddSegment({ interactionName, onAdd }: { interactionName: string; onAdd
   );
 }
 
-function SchemaEditor({ label, help, value, error, readOnly, onChange }: { label: string; help: string; value: string; error?: string; readOnly: boolean; onChange: (v: string) => void }) {
+function SchemaEditor({
+  label,
+  help,
+  value,
+  error,
+  readOnly,
+  onChange,
+}: {
+  label: string;
+  help: string;
+  value: string;
+  error?: string;
+  readOnly: boolean;
+  onChange: (v: string) => void;
+}) {
   const id = label.toLowerCase().replace(/\W+/g, '-');
   return (
     <div className="schema-editor">
       <h3 id={`${id}-title`}>{label}</h3>
       <p className="muted hint">{help}</p>
-      <CodeEditor label={label} value={value} onChange={onChange} language="json" readOnly={readOnly} minHeight="6rem" />
+      <CodeEditor
+        label={label}
+        value={value}
+        onChange={onChange}
+        language="json"
+        readOnly={readOnly}
+        minHeight="6rem"
+      />
       {error && (
         <p className="field-error" id={`${id}-error`}>
           {label}: {error}
@@ -403,14 +595,33 @@ function SchemaEditor({ label, help, value, error, readOnly, onChange }: { label
 
 const vcol = columnHelper<InteractionRef>();
 const versionColumns = [
-  vcol.accessor('version', { header: 'Version', cell: (c) => <Link to="/interactions/$interactionId" params={{ interactionId: c.row.original.id }}>v{c.getValue()}</Link> }),
-  vcol.accessor((r) => r.tags.join(', '), { id: 'tags', header: 'Tags', cell: (c) => c.row.original.tags.map((t) => <span key={t} className="tag">{t}</span>) }),
+  vcol.accessor('version', {
+    header: 'Version',
+    cell: (c) => (
+      <Link to="/interactions/$interactionId" params={{ interactionId: c.row.original.id }}>
+        v{c.getValue()}
+      </Link>
+    ),
+  }),
+  vcol.accessor((r) => r.tags.join(', '), {
+    id: 'tags',
+    header: 'Tags',
+    cell: (c) =>
+      c.row.original.tags.map((t) => (
+        <span key={t} className="tag">
+          {t}
+        </span>
+      )),
+  }),
   vcol.accessor('updated_at', { header: 'Published', cell: (c) => formatDate(c.getValue()) }),
 ];
 
 function Versions({ interaction, dirty }: { interaction: Interaction; dirty: boolean }) {
   const qc = useQueryClient();
-  const versions = useQuery({ queryKey: ['interaction-versions', interaction.id], queryFn: () => api.versions(interaction.id) });
+  const versions = useQuery({
+    queryKey: ['interaction-versions', interaction.id],
+    queryFn: () => api.versions(interaction.id),
+  });
   const [tags, setTags] = useState('');
   const publish = useMutation({
     mutationFn: () => api.publish(interaction.id, tagList(tags).length ? { tags: tagList(tags) } : {}),
@@ -434,7 +645,13 @@ function Versions({ interaction, dirty }: { interaction: Interaction; dirty: boo
           }}
         >
           <label htmlFor="ix-publish-tags">Version tags</label>
-          <input id="ix-publish-tags" value={tags} onChange={(e) => setTags(e.target.value)} placeholder="production, v2 (comma-separated)" autoComplete="off" />
+          <input
+            id="ix-publish-tags"
+            value={tags}
+            onChange={(e) => setTags(e.target.value)}
+            placeholder="production, v2 (comma-separated)"
+            autoComplete="off"
+          />
           <button type="submit" disabled={publish.isPending || dirty}>
             Publish version
           </button>
@@ -448,7 +665,14 @@ function Versions({ interaction, dirty }: { interaction: Interaction; dirty: boo
       ) : versions.isPending ? (
         <Loading />
       ) : (
-        <DataTable label="Versions" data={versions.data} columns={versionColumns} getRowId={(v) => v.id} height="16rem" empty="Not published yet." />
+        <DataTable
+          label="Versions"
+          data={versions.data}
+          columns={versionColumns}
+          getRowId={(v) => v.id}
+          height="16rem"
+          empty="Not published yet."
+        />
       )}
     </section>
   );

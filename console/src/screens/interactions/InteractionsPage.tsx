@@ -11,7 +11,17 @@ import { Page, Loading } from '../../components/Page.tsx';
 import { ErrorBanner } from '../../components/ErrorBanner.tsx';
 import { DataTable, columnHelper } from '../../components/DataTable.tsx';
 import { CodeEditor } from '../../components/CodeEditor.tsx';
-import { api, CONTENT_TYPES, formatDate, languageOf, ROLES, type ContentType, type InteractionRef, type PromptTemplate, type Role } from './model.ts';
+import {
+  api,
+  CONTENT_TYPES,
+  formatDate,
+  languageOf,
+  ROLES,
+  type ContentType,
+  type InteractionRef,
+  type PromptTemplate,
+  type Role,
+} from './model.ts';
 import './forms.css';
 import './interactions.css';
 import { EnvironmentOptions } from './EnvironmentOptions.tsx';
@@ -24,13 +34,33 @@ interface Row extends InteractionRef {
 
 const col = columnHelper<Row>();
 const columns = [
-  col.accessor('name', { header: 'Name', cell: (c) => <Link to="/interactions/$interactionId" params={{ interactionId: c.row.original.id }}>{c.getValue()}</Link> }),
+  col.accessor('name', {
+    header: 'Name',
+    cell: (c) => (
+      <Link to="/interactions/$interactionId" params={{ interactionId: c.row.original.id }}>
+        {c.getValue()}
+      </Link>
+    ),
+  }),
   col.accessor((r) => (r.published ? `v${r.published} published` : r.status), {
     id: 'version',
     header: 'Version / status',
-    cell: (c) => <span className={c.row.original.published ? 'status-published' : `status-${c.row.original.status}`}>{c.getValue()}</span>,
+    cell: (c) => (
+      <span className={c.row.original.published ? 'status-published' : `status-${c.row.original.status}`}>
+        {c.getValue()}
+      </span>
+    ),
   }),
-  col.accessor((r) => r.tags.join(', '), { id: 'tags', header: 'Tags', cell: (c) => c.row.original.tags.map((t) => <span key={t} className="tag">{t}</span>) }),
+  col.accessor((r) => r.tags.join(', '), {
+    id: 'tags',
+    header: 'Tags',
+    cell: (c) =>
+      c.row.original.tags.map((t) => (
+        <span key={t} className="tag">
+          {t}
+        </span>
+      )),
+  }),
   col.accessor('updated_at', { header: 'Updated', cell: (c) => formatDate(c.getValue()) }),
 ];
 
@@ -40,7 +70,8 @@ export function InteractionsPage() {
   const list = useQuery({ queryKey: ['interactions'], queryFn: api.interactions });
   const catalog = useQuery({
     queryKey: ['interactions-catalog'],
-    queryFn: () => apiFetch<{ id: string; name: string; version: number; published: boolean }[]>('/interactions/catalog'),
+    queryFn: () =>
+      apiFetch<{ id: string; name: string; version: number; published: boolean }[]>('/interactions/catalog'),
   });
   const rows = useMemo<Row[]>(() => {
     const published = new Map((catalog.data ?? []).filter((e) => e.published).map((e) => [e.name, e.version]));
@@ -61,7 +92,9 @@ export function InteractionsPage() {
               type="search"
               placeholder="Name"
               value={search.q ?? ''}
-              onChange={(e) => void navigate({ search: (s) => ({ ...s, q: e.target.value || undefined }), replace: true })}
+              onChange={(e) =>
+                void navigate({ search: (s) => ({ ...s, q: e.target.value || undefined }), replace: true })
+              }
             />
           </div>
           {list.error ? (
@@ -69,18 +102,32 @@ export function InteractionsPage() {
           ) : list.isPending ? (
             <Loading />
           ) : (
-            <DataTable label="Interactions" data={rows} columns={columns} getRowId={(r) => r.id} height="min(50vh, 520px)" empty="No interaction yet: create one." />
+            <DataTable
+              label="Interactions"
+              data={rows}
+              columns={columns}
+              getRowId={(r) => r.id}
+              height="min(50vh, 520px)"
+              empty="No interaction yet: create one."
+            />
           )}
         </div>
         <CreateInteraction />
       </div>
-      <PromptTemplates selected={search.prompt} onSelect={(prompt) => void navigate({ search: (s) => ({ ...s, prompt }) })} />
+      <PromptTemplates
+        selected={search.prompt}
+        onSelect={(prompt) => void navigate({ search: (s) => ({ ...s, prompt }) })}
+      />
     </Page>
   );
 }
 
 const STARTER_TEMPLATE = 'Answer this question in one sentence: {{question}}';
-const STARTER_SCHEMA = { type: 'object', properties: { question: { type: 'string', description: 'What to answer', examples: ['Why is the sky blue?'] } }, required: ['question'] };
+const STARTER_SCHEMA = {
+  type: 'object',
+  properties: { question: { type: 'string', description: 'What to answer', examples: ['Why is the sky blue?'] } },
+  required: ['question'],
+};
 
 function CreateInteraction() {
   const qc = useQueryClient();
@@ -90,12 +137,22 @@ function CreateInteraction() {
   const [env, setEnv] = useState('');
   const [model, setModel] = useState('');
   const envId = env || envs.data?.[0]?.id || '';
-  const models = useQuery({ queryKey: ['environment-models', envId], queryFn: () => api.models(envId), enabled: !!envId, retry: false });
+  const models = useQuery({
+    queryKey: ['environment-models', envId],
+    queryFn: () => api.models(envId),
+    enabled: !!envId,
+    retry: false,
+  });
   useEffect(() => setModel(''), [envId]);
 
   const create = useMutation({
     mutationFn: async () => {
-      const prompt = await api.createPrompt({ name: `${name.trim()} prompt`, role: 'user', content_type: 'handlebars', content: STARTER_TEMPLATE });
+      const prompt = await api.createPrompt({
+        name: `${name.trim()} prompt`,
+        role: 'user',
+        content_type: 'handlebars',
+        content: STARTER_TEMPLATE,
+      });
       return api.createInteraction({
         name: name.trim(),
         ...(envId ? { environment: envId } : {}),
@@ -170,7 +227,13 @@ function PromptTemplates({ selected, onSelect }: { selected?: string; onSelect: 
     [],
   );
   const create = useMutation({
-    mutationFn: () => api.createPrompt({ name: `New template ${new Date().toISOString().slice(0, 19).replace('T', ' ')}`, role: 'user', content_type: 'handlebars', content: 'Hello {{name}}' }),
+    mutationFn: () =>
+      api.createPrompt({
+        name: `New template ${new Date().toISOString().slice(0, 19).replace('T', ' ')}`,
+        role: 'user',
+        content_type: 'handlebars',
+        content: 'Hello {{name}}',
+      }),
     onSuccess: (p) => {
       void qc.invalidateQueries({ queryKey: ['prompts'] });
       onSelect(p.id);
@@ -194,24 +257,58 @@ function PromptTemplates({ selected, onSelect }: { selected?: string; onSelect: 
       ) : prompts.isPending ? (
         <Loading />
       ) : (
-        <DataTable label="Prompt templates" data={prompts.data} columns={columns} getRowId={(p) => p.id} selectedId={selected} height="min(40vh, 360px)" empty="No prompt template yet." />
+        <DataTable
+          label="Prompt templates"
+          data={prompts.data}
+          columns={columns}
+          getRowId={(p) => p.id}
+          selectedId={selected}
+          height="min(40vh, 360px)"
+          empty="No prompt template yet."
+        />
       )}
-      {current && <PromptEditor key={`${current.id}:${current.edit_revision}`} prompt={current} onSaved={(p) => setSaved(p.name)} onClose={() => { setSaved(null); onSelect(undefined); }} />}
+      {current && (
+        <PromptEditor
+          key={`${current.id}:${current.edit_revision}`}
+          prompt={current}
+          onSaved={(p) => setSaved(p.name)}
+          onClose={() => {
+            setSaved(null);
+            onSelect(undefined);
+          }}
+        />
+      )}
       {saved && <p role="status">Saved “{saved}”.</p>}
     </section>
   );
 }
 
 /** Edits a stored prompt template (name, role, content type, content). */
-export function PromptEditor({ prompt, onClose, onSaved }: { prompt: PromptTemplate; onClose?: () => void; onSaved?: (p: PromptTemplate) => void }) {
+export function PromptEditor({
+  prompt,
+  onClose,
+  onSaved,
+}: {
+  prompt: PromptTemplate;
+  onClose?: () => void;
+  onSaved?: (p: PromptTemplate) => void;
+}) {
   const qc = useQueryClient();
   const [name, setName] = useState(prompt.name);
   const [role, setRole] = useState<Role>(prompt.role);
   const [type, setType] = useState<ContentType>(prompt.content_type);
   const [content, setContent] = useState(prompt.content);
-  const dirty = name !== prompt.name || role !== prompt.role || type !== prompt.content_type || content !== prompt.content;
+  const dirty =
+    name !== prompt.name || role !== prompt.role || type !== prompt.content_type || content !== prompt.content;
   const save = useMutation({
-    mutationFn: () => api.updatePrompt(prompt.id, { name, role, content_type: type, content, expected_edit_revision: prompt.edit_revision }),
+    mutationFn: () =>
+      api.updatePrompt(prompt.id, {
+        name,
+        role,
+        content_type: type,
+        content,
+        expected_edit_revision: prompt.edit_revision,
+      }),
     onSuccess: (p) => {
       onSaved?.(p);
       void qc.invalidateQueries({ queryKey: ['prompts'] });
@@ -249,7 +346,13 @@ export function PromptEditor({ prompt, onClose, onSaved }: { prompt: PromptTempl
           </select>
         </label>
       </div>
-      <CodeEditor label={`Content of ${prompt.name}`} value={content} onChange={setContent} language={languageOf(type)} minHeight="6rem" />
+      <CodeEditor
+        label={`Content of ${prompt.name}`}
+        value={content}
+        onChange={setContent}
+        language={languageOf(type)}
+        minHeight="6rem"
+      />
       <div className="form-actions">
         <button type="submit" disabled={!dirty || save.isPending}>
           Save template

@@ -34,7 +34,17 @@ function useSettled<T>(value: T, ms: number): T {
   return v;
 }
 
-export function Playground({ interaction, segments, dirty, saveFirst }: { interaction: Interaction; segments: EditSegment[]; dirty: boolean; saveFirst: () => Promise<boolean> }) {
+export function Playground({
+  interaction,
+  segments,
+  dirty,
+  saveFirst,
+}: {
+  interaction: Interaction;
+  segments: EditSegment[];
+  dirty: boolean;
+  saveFirst: () => Promise<boolean>;
+}) {
   const [dataText, setDataText] = useState(() => pretty(sampleData(interaction, segments)) || '{}');
   const parsed = useMemo(() => parseData(dataText), [dataText]);
   const settled = useSettled(parsed.value ? JSON.stringify(parsed.value) : null, 300);
@@ -42,13 +52,28 @@ export function Playground({ interaction, segments, dirty, saveFirst }: { intera
   const [env, setEnv] = useState(interaction.environment ?? '');
   const [model, setModel] = useState(interaction.model ?? '');
   const envId = env || envs.data?.[0]?.id || '';
-  const models = useQuery({ queryKey: ['environment-models', envId], queryFn: () => api.models(envId), enabled: !!envId, retry: false });
+  const models = useQuery({
+    queryKey: ['environment-models', envId],
+    queryFn: () => api.models(envId),
+    enabled: !!envId,
+    retry: false,
+  });
   const chosenEnv = envs.data?.find((e) => e.id === envId);
 
   // The segments as edited (saved or not, stored or inline) render on the server, as a run would
   // render them: Run saves the edits first, so this is what it sends.
   const drafts = useSettled(
-    JSON.stringify(segments.filter((s) => s.type === 'template').map((s) => ({ name: s.name, role: s.role, content_type: s.content_type, content: s.content, inputSchema: s.inputSchema ?? null }))),
+    JSON.stringify(
+      segments
+        .filter((s) => s.type === 'template')
+        .map((s) => ({
+          name: s.name,
+          role: s.role,
+          content_type: s.content_type,
+          content: s.content,
+          inputSchema: s.inputSchema ?? null,
+        })),
+    ),
     300,
   );
   const render = useQuery({
@@ -56,7 +81,15 @@ export function Playground({ interaction, segments, dirty, saveFirst }: { intera
     enabled: settled !== null,
     queryFn: async () =>
       Promise.all(
-        (JSON.parse(drafts) as Array<{ name: string; role: string; content_type: string; content: string; inputSchema: Record<string, unknown> | null }>).map(async (t) => {
+        (
+          JSON.parse(drafts) as Array<{
+            name: string;
+            role: string;
+            content_type: string;
+            content: string;
+            inputSchema: Record<string, unknown> | null;
+          }>
+        ).map(async (t) => {
           try {
             const r = await api.renderDraft({ ...t, data: JSON.parse(settled!) }, model || undefined);
             return { role: r.role, name: t.name, text: r.rendered };
@@ -135,8 +168,18 @@ export function Playground({ interaction, segments, dirty, saveFirst }: { intera
     }
   };
 
-  const failure = final?.status === 'failed' ? (typeof final.error === 'string' ? final.error : final.error?.message ?? 'the run failed') : null;
-  const resultText = final && !answer && final.result !== undefined && final.result !== null ? (typeof final.result === 'string' ? final.result : pretty(final.result)) : '';
+  const failure =
+    final?.status === 'failed'
+      ? typeof final.error === 'string'
+        ? final.error
+        : (final.error?.message ?? 'the run failed')
+      : null;
+  const resultText =
+    final && !answer && final.result !== undefined && final.result !== null
+      ? typeof final.result === 'string'
+        ? final.result
+        : pretty(final.result)
+      : '';
 
   return (
     <section className="card playground" aria-labelledby="playground-title">
@@ -178,7 +221,14 @@ export function Playground({ interaction, segments, dirty, saveFirst }: { intera
       <div className="settings-grid">
         <label>
           Environment{' '}
-          <select value={envId} onChange={(e) => { setEnv(e.target.value); setModel(''); }} aria-label="Playground environment">
+          <select
+            value={envId}
+            onChange={(e) => {
+              setEnv(e.target.value);
+              setModel('');
+            }}
+            aria-label="Playground environment"
+          >
             {!envs.data?.length && <option value="">(none)</option>}
             <EnvironmentOptions environments={envs.data} />
           </select>
@@ -186,7 +236,11 @@ export function Playground({ interaction, segments, dirty, saveFirst }: { intera
         <label>
           Model{' '}
           <select value={model} onChange={(e) => setModel(e.target.value)} aria-label="Playground model">
-            <option value="">{interaction.model && envId === interaction.environment ? `the interaction's (${interaction.model})` : `the environment's default${chosenEnv?.default_model ? ` (${chosenEnv.default_model})` : ''}`}</option>
+            <option value="">
+              {interaction.model && envId === interaction.environment
+                ? `the interaction's (${interaction.model})`
+                : `the environment's default${chosenEnv?.default_model ? ` (${chosenEnv.default_model})` : ''}`}
+            </option>
             {models.data?.map((m) => (
               <option key={m.id} value={m.id}>
                 {m.id}

@@ -107,13 +107,15 @@ const c = () => client() as any;
 export const api = {
   environments: (): Promise<Environment[]> => c().environments.list(),
   createEnvironment: (body: Record<string, unknown>): Promise<Environment> => c().environments.create(body),
-  updateEnvironment: (id: string, body: Record<string, unknown>): Promise<Environment> => c().environments.update(id, body),
+  updateEnvironment: (id: string, body: Record<string, unknown>): Promise<Environment> =>
+    c().environments.update(id, body),
   models: (id: string): Promise<Model[]> => c().environments.listModels(id),
   providers: (): Promise<Provider[]> => apiFetch<Provider[]>('/providers'),
   interactions: (): Promise<InteractionRef[]> => c().interactions.list({ query: { limit: 1000 } }),
   interaction: (id: string): Promise<Interaction> => c().interactions.retrieve(id),
   createInteraction: (body: Record<string, unknown>): Promise<Interaction> => c().interactions.create(body),
-  updateInteraction: (id: string, body: Record<string, unknown>): Promise<Interaction> => c().interactions.update(id, body),
+  updateInteraction: (id: string, body: Record<string, unknown>): Promise<Interaction> =>
+    c().interactions.update(id, body),
   publish: (id: string, body: { tags?: string[] }): Promise<Interaction> => c().interactions.publish(id, body),
   versions: (id: string): Promise<InteractionRef[]> => c().interactions.listVersions(id),
   prompts: (): Promise<PromptTemplate[]> => apiFetch<PromptTemplate[]>('/prompts', { query: { limit: 1000 } }),
@@ -147,13 +149,17 @@ function schemaProblems(s: unknown, path: string, out: string[]): void {
   const o = s as Record<string, unknown>;
   if (o.type !== undefined) {
     const types = Array.isArray(o.type) ? o.type : [o.type];
-    for (const t of types) if (typeof t !== 'string' || !JSON_TYPES.includes(t)) out.push(`${path}/type: ${JSON.stringify(t)} is not a JSON type (${JSON_TYPES.join(', ')})`);
+    for (const t of types)
+      if (typeof t !== 'string' || !JSON_TYPES.includes(t))
+        out.push(`${path}/type: ${JSON.stringify(t)} is not a JSON type (${JSON_TYPES.join(', ')})`);
   }
   if (o.properties !== undefined) {
-    if (!o.properties || typeof o.properties !== 'object' || Array.isArray(o.properties)) out.push(`${path}/properties must be an object`);
+    if (!o.properties || typeof o.properties !== 'object' || Array.isArray(o.properties))
+      out.push(`${path}/properties must be an object`);
     else for (const [k, v] of Object.entries(o.properties)) schemaProblems(v, `${path}/properties/${k}`, out);
   }
-  if (o.required !== undefined && !(Array.isArray(o.required) && o.required.every((r) => typeof r === 'string'))) out.push(`${path}/required must be an array of property names`);
+  if (o.required !== undefined && !(Array.isArray(o.required) && o.required.every((r) => typeof r === 'string')))
+    out.push(`${path}/required must be an array of property names`);
   if (o.items !== undefined && !Array.isArray(o.items)) schemaProblems(o.items, `${path}/items`, out);
 }
 
@@ -161,7 +167,9 @@ function schemaProblems(s: unknown, path: string, out: string[]): void {
  * Parses a schema editor's text: empty is "no schema" (null); otherwise a JSON object that looks
  * like a JSON schema. Answers the value or the error to show.
  */
-export function parseSchema(text: string): { value: Record<string, unknown> | null; error?: undefined } | { value?: undefined; error: string } {
+export function parseSchema(
+  text: string,
+): { value: Record<string, unknown> | null; error?: undefined } | { value?: undefined; error: string } {
   if (!text.trim()) return { value: null };
   let v: unknown;
   try {
@@ -176,7 +184,9 @@ export function parseSchema(text: string): { value: Record<string, unknown> | nu
 }
 
 /** Parses sample data: a JSON object. */
-export function parseData(text: string): { value: Record<string, unknown>; error?: undefined } | { value?: undefined; error: string } {
+export function parseData(
+  text: string,
+): { value: Record<string, unknown>; error?: undefined } | { value?: undefined; error: string } {
   if (!text.trim()) return { value: {} };
   try {
     const v = JSON.parse(text);
@@ -195,11 +205,12 @@ export function sampleOf(schema: unknown, name = '', depth = 0): unknown {
   if (s.default !== undefined) return s.default;
   if (Array.isArray(s.enum) && s.enum.length) return s.enum[0];
   if (s.const !== undefined) return s.const;
-  const type = Array.isArray(s.type) ? s.type[0] : s.type ?? (s.properties ? 'object' : undefined);
+  const type = Array.isArray(s.type) ? s.type[0] : (s.type ?? (s.properties ? 'object' : undefined));
   switch (type) {
     case 'object': {
       const out: Record<string, unknown> = {};
-      for (const [k, v] of Object.entries((s.properties ?? {}) as Record<string, unknown>)) out[k] = sampleOf(v, k, depth + 1);
+      for (const [k, v] of Object.entries((s.properties ?? {}) as Record<string, unknown>))
+        out[k] = sampleOf(v, k, depth + 1);
       return out;
     }
     case 'array':
@@ -230,8 +241,12 @@ export function templateVariables(segments: { content: string; content_type: str
 }
 
 /** Sample data for an interaction: its test data, else from its input schema, else from its templates' variables. */
-export function sampleData(i: Pick<Interaction, 'test_data' | 'interaction_schema'>, segments: { content: string; content_type: string }[]): Record<string, unknown> {
-  if (i.test_data && typeof i.test_data === 'object' && !Array.isArray(i.test_data)) return i.test_data as Record<string, unknown>;
+export function sampleData(
+  i: Pick<Interaction, 'test_data' | 'interaction_schema'>,
+  segments: { content: string; content_type: string }[],
+): Record<string, unknown> {
+  if (i.test_data && typeof i.test_data === 'object' && !Array.isArray(i.test_data))
+    return i.test_data as Record<string, unknown>;
   if (i.interaction_schema) {
     const v = sampleOf(i.interaction_schema);
     if (v && typeof v === 'object' && !Array.isArray(v)) return v as Record<string, unknown>;
@@ -242,4 +257,11 @@ export function sampleData(i: Pick<Interaction, 'test_data' | 'interaction_schem
 export const pretty = (v: unknown) => (v === undefined || v === null ? '' : JSON.stringify(v, null, 2));
 
 /** "a, b ,c" → ["a","b","c"]. */
-export const tagList = (text: string) => [...new Set(text.split(',').map((t) => t.trim()).filter(Boolean))];
+export const tagList = (text: string) => [
+  ...new Set(
+    text
+      .split(',')
+      .map((t) => t.trim())
+      .filter(Boolean),
+  ),
+];

@@ -69,7 +69,11 @@ function Copy({ value, label }: { value: string; label: string }) {
         Copy
       </button>
       <span role="status" className="muted">
-        {done === 'copied' ? 'Copied.' : done === 'failed' ? 'Copying failed: select the secret and copy it by hand.' : ''}
+        {done === 'copied'
+          ? 'Copied.'
+          : done === 'failed'
+            ? 'Copying failed: select the secret and copy it by hand.'
+            : ''}
       </span>
     </>
   );
@@ -81,12 +85,23 @@ function ProjectSection() {
   const role = claims?.role as string | undefined;
   const isAdmin = role === 'admin';
   const projects = useQuery({ queryKey: ['projects'], queryFn: () => apiFetch<ProjectRow[]>('/projects') });
-  const project = useQuery({ queryKey: ['projects', current?.id], enabled: !!current, queryFn: () => apiFetch<ProjectRow>(`/projects/${current!.id}`) });
+  const project = useQuery({
+    queryKey: ['projects', current?.id],
+    enabled: !!current,
+    queryFn: () => apiFetch<ProjectRow>(`/projects/${current!.id}`),
+  });
   const embeddings = useQuery({
     queryKey: ['embeddings', 'status', current?.id],
     queryFn: async () => {
       const types = ['text', 'image', 'properties'] as const;
-      const all = await Promise.all(types.map((t) => apiFetch<EmbeddingStatus>(`/embeddings/${t}/status`).then((s) => [t, s] as const, (e: unknown) => [t, { status: `unavailable: ${errorMessage(e)}` }] as const)));
+      const all = await Promise.all(
+        types.map((t) =>
+          apiFetch<EmbeddingStatus>(`/embeddings/${t}/status`).then(
+            (s) => [t, s] as const,
+            (e: unknown) => [t, { status: `unavailable: ${errorMessage(e)}` }] as const,
+          ),
+        ),
+      );
       return all;
     },
   });
@@ -131,7 +146,12 @@ function ProjectSection() {
       {isAdmin ? (
         <form className="inline-form" onSubmit={(e) => void switchTo(e)}>
           <label htmlFor="project-switch">Switch to project</label>
-          <select id="project-switch" value={target} onChange={(e) => setTarget(e.target.value)} disabled={!projects.data || switching}>
+          <select
+            id="project-switch"
+            value={target}
+            onChange={(e) => setTarget(e.target.value)}
+            disabled={!projects.data || switching}
+          >
             <option value="">Choose a project…</option>
             {projects.data?.map((p) => (
               <option key={p.id} value={p.id} disabled={p.id === current?.id}>
@@ -147,7 +167,11 @@ function ProjectSection() {
       ) : (
         <p className="muted">Only admin keys can switch project.</p>
       )}
-      {isAdmin && <p className="muted small">Switching signs this tab in with a new admin key of that project, valid for 12 hours.</p>}
+      {isAdmin && (
+        <p className="muted small">
+          Switching signs this tab in with a new admin key of that project, valid for 12 hours.
+        </p>
+      )}
       {switchError != null && <ErrorBanner error={switchError} title="Switching failed" />}
       {projects.error != null && <ErrorBanner error={projects.error} title="Projects unavailable" />}
 
@@ -157,9 +181,18 @@ function ProjectSection() {
       ) : (
         <dl className="facts" aria-label="Embeddings settings">
           <dt>Embedder</dt>
-          <dd>{text?.environment ? `environment ${text.environment}` : settings?.environment ? `environment ${String(settings.environment)}` : 'built-in'}</dd>
+          <dd>
+            {text?.environment
+              ? `environment ${text.environment}`
+              : settings?.environment
+                ? `environment ${String(settings.environment)}`
+                : 'built-in'}
+          </dd>
           <dt>Model</dt>
-          <dd className="mono">{text?.model ?? (settings?.model != null ? String(settings.model) : '—')}{typeof text?.dimensions === 'number' && <span className="muted"> ({text.dimensions} dimensions)</span>}</dd>
+          <dd className="mono">
+            {text?.model ?? (settings?.model != null ? String(settings.model) : '—')}
+            {typeof text?.dimensions === 'number' && <span className="muted"> ({text.dimensions} dimensions)</span>}
+          </dd>
           <dt>Run embeddings</dt>
           <dd>{(text?.runs ?? settings?.runs) === false ? 'off' : 'on'}</dd>
           {embeddings.data?.map(([type, s]) => (
@@ -174,7 +207,9 @@ function ProjectSection() {
 function EmbeddingRow({ type, status }: { type: string; status: EmbeddingStatus }) {
   const parts = [
     status.status,
-    typeof status.objectsWithEmbeddings === 'number' ? `${status.objectsWithEmbeddings} of ${status.totalIndexableObjects ?? '?'} objects embedded` : undefined,
+    typeof status.objectsWithEmbeddings === 'number'
+      ? `${status.objectsWithEmbeddings} of ${status.totalIndexableObjects ?? '?'} objects embedded`
+      : undefined,
     status.vectorIndex?.status ? `index ${status.vectorIndex.status.toLowerCase()}` : undefined,
   ].filter(Boolean);
   return (
@@ -187,7 +222,10 @@ function EmbeddingRow({ type, status }: { type: string; status: EmbeddingStatus 
 
 export function KeysPage() {
   const qc = useQueryClient();
-  const keys = useQuery({ queryKey: ['apikeys'], queryFn: () => client().apikeys.list() as unknown as Promise<ApiKeyRow[]> });
+  const keys = useQuery({
+    queryKey: ['apikeys'],
+    queryFn: () => client().apikeys.list() as unknown as Promise<ApiKeyRow[]>,
+  });
   const [name, setName] = useState('');
   const [role, setRole] = useState<string>('developer');
   const [creating, setCreating] = useState(false);
@@ -205,7 +243,9 @@ export function KeysPage() {
     setCreating(true);
     setCreateError(null);
     try {
-      const key = (await client().apikeys.create({ name: name.trim(), role } as never)) as unknown as ApiKeyRow & { value: string };
+      const key = (await client().apikeys.create({ name: name.trim(), role } as never)) as unknown as ApiKeyRow & {
+        value: string;
+      };
       setSecret({ name: key.name, value: key.value });
       setName('');
       await qc.invalidateQueries({ queryKey: ['apikeys'] });
@@ -234,9 +274,22 @@ export function KeysPage() {
   const columns = useMemo(() => {
     const col = columnHelper<ApiKeyRow>();
     return [
-      col.accessor('name', { header: 'Name', cell: (c) => <span className="key-name">{c.getValue() as string}{(c.row.original as ApiKeyRow).id === myKey && <span className="muted"> (this session)</span>}{(c.row.original as ApiKeyRow).enabled === false && <span className="status-failed"> (disabled)</span>}</span> }),
+      col.accessor('name', {
+        header: 'Name',
+        cell: (c) => (
+          <span className="key-name">
+            {c.getValue() as string}
+            {(c.row.original as ApiKeyRow).id === myKey && <span className="muted"> (this session)</span>}
+            {(c.row.original as ApiKeyRow).enabled === false && <span className="status-failed"> (disabled)</span>}
+          </span>
+        ),
+      }),
       col.accessor('role', { header: 'Role' }),
-      col.display({ id: 'project', header: 'Project', cell: (c) => (c.row.original as ApiKeyRow).project?.name ?? '—' }),
+      col.display({
+        id: 'project',
+        header: 'Project',
+        cell: (c) => (c.row.original as ApiKeyRow).project?.name ?? '—',
+      }),
       col.accessor('hint', { header: 'Key', cell: (c) => <span className="mono">{c.getValue() as string}</span> }),
       col.accessor('created_at', { header: 'Created', cell: (c) => date(c.getValue() as string) }),
       col.accessor('expires_at', { header: 'Expires', cell: (c) => date(c.getValue() as string | null) }),
@@ -246,7 +299,15 @@ export function KeysPage() {
         cell: (c) => {
           const k = c.row.original as ApiKeyRow;
           return (
-            <button type="button" className="link danger-link" aria-label={`Revoke ${k.name}`} onClick={() => { setRevokeError(null); setRevoking(k); }}>
+            <button
+              type="button"
+              className="link danger-link"
+              aria-label={`Revoke ${k.name}`}
+              onClick={() => {
+                setRevokeError(null);
+                setRevoking(k);
+              }}
+            >
               Revoke
             </button>
           );
@@ -265,7 +326,14 @@ export function KeysPage() {
           <form className="create-key" onSubmit={(e) => void create(e)}>
             <div className="field">
               <label htmlFor="key-name">Key name</label>
-              <input id="key-name" value={name} onChange={(e) => setName(e.target.value)} required maxLength={200} placeholder="CI pipeline" />
+              <input
+                id="key-name"
+                value={name}
+                onChange={(e) => setName(e.target.value)}
+                required
+                maxLength={200}
+                placeholder="CI pipeline"
+              />
             </div>
             <div className="field">
               <label htmlFor="key-role">Role</label>
@@ -303,7 +371,12 @@ export function KeysPage() {
       <section aria-labelledby="keys-title" className="keys-list">
         <h2 id="keys-title">API keys</h2>
         {revoking && (
-          <div className="card confirm" role="alertdialog" aria-labelledby="revoke-title" aria-describedby="revoke-text">
+          <div
+            className="card confirm"
+            role="alertdialog"
+            aria-labelledby="revoke-title"
+            aria-describedby="revoke-text"
+          >
             <h3 id="revoke-title">Revoke {revoking.name}?</h3>
             <p id="revoke-text">
               Anything using this key ({revoking.hint}) is refused from now on.
@@ -325,7 +398,15 @@ export function KeysPage() {
         ) : keys.isPending ? (
           <Loading />
         ) : (
-          <DataTable label="API keys" data={keys.data} columns={columns} getRowId={(k) => k.id} columnVisibility={narrow ? { project: false, created_at: false, expires_at: false } : undefined} height="min(50vh, 600px)" empty="No keys." />
+          <DataTable
+            label="API keys"
+            data={keys.data}
+            columns={columns}
+            getRowId={(k) => k.id}
+            columnVisibility={narrow ? { project: false, created_at: false, expires_at: false } : undefined}
+            height="min(50vh, 600px)"
+            empty="No keys."
+          />
         )}
       </section>
     </Page>

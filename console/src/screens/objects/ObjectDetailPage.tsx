@@ -62,7 +62,12 @@ function Renditions({ objectId, etag }: { objectId: string; etag?: string }) {
             {r.url && <img src={r.url} alt={`Rendition ${r.name}`} loading="lazy" />}
             <span>
               {r.name}
-              {dims && <span className="muted"> · {dims.width}×{dims.height}</span>}
+              {dims && (
+                <span className="muted">
+                  {' '}
+                  · {dims.width}×{dims.height}
+                </span>
+              )}
               <span className="muted"> · {formatBytes(r.metadata?.size)}</span>
             </span>
           </li>
@@ -75,14 +80,19 @@ function Renditions({ objectId, etag }: { objectId: string; etag?: string }) {
 function SimilarObjects({ objectId, ready }: { objectId: string; ready: boolean }) {
   const similar = useQuery({
     queryKey: ['objects', objectId, 'similar', ready],
-    queryFn: () => apiFetch<ObjectRow[] & { score?: number }[]>('/objects', { query: { similarTo: objectId, limit: 10 } }),
+    queryFn: () =>
+      apiFetch<ObjectRow[] & { score?: number }[]>('/objects', { query: { similarTo: objectId, limit: 10 } }),
     retry: false,
   });
   if (similar.isPending) return <Loading />;
   if (similar.error) {
     // No vector yet, embeddings off, or similarity not enabled: a fact, not a failure of the page.
     const s = errorStatus(similar.error);
-    return <p className="muted">{s && s < 500 ? `No similar objects: ${errorMessage(similar.error)}` : errorMessage(similar.error)}</p>;
+    return (
+      <p className="muted">
+        {s && s < 500 ? `No similar objects: ${errorMessage(similar.error)}` : errorMessage(similar.error)}
+      </p>
+    );
   }
   if (!similar.data.length) return <p className="muted">No similar objects found.</p>;
   return (
@@ -189,11 +199,15 @@ export function ObjectDetailPage() {
       <nav aria-label="Breadcrumb" className="breadcrumb">
         <ol>
           <li>
-            <Link to="/objects" search={{}}>All objects</Link>
+            <Link to="/objects" search={{}}>
+              All objects
+            </Link>
           </li>
           {o.location && (
             <li>
-              <Link to="/objects" search={{ location: o.location }}>{o.location === '/' ? 'Top level' : o.location}</Link>
+              <Link to="/objects" search={{ location: o.location }}>
+                {o.location === '/' ? 'Top level' : o.location}
+              </Link>
             </li>
           )}
           <li>
@@ -203,14 +217,27 @@ export function ObjectDetailPage() {
       </nav>
 
       {confirming && (
-        <div className="card confirm" role="alertdialog" aria-labelledby="confirm-delete-title" aria-describedby="confirm-delete-text">
+        <div
+          className="card confirm"
+          role="alertdialog"
+          aria-labelledby="confirm-delete-title"
+          aria-describedby="confirm-delete-text"
+        >
           <h2 id="confirm-delete-title">Delete {name}?</h2>
-          <p id="confirm-delete-text">The object, its renditions and (when no other object uses it) its file are deleted. This cannot be undone.</p>
+          <p id="confirm-delete-text">
+            The object, its renditions and (when no other object uses it) its file are deleted. This cannot be undone.
+          </p>
           <div className="row-actions">
             <button type="button" className="danger" onClick={() => void remove()} disabled={deleting}>
               {deleting ? 'Deleting…' : 'Yes, delete'}
             </button>
-            <button type="button" className="secondary" onClick={() => setConfirming(false)} disabled={deleting} autoFocus>
+            <button
+              type="button"
+              className="secondary"
+              onClick={() => setConfirming(false)}
+              disabled={deleting}
+              autoFocus
+            >
               Cancel
             </button>
           </div>
@@ -230,7 +257,8 @@ export function ObjectDetailPage() {
           <dl className="facts">
             <dt>Status</dt>
             <dd>
-              <StatusBadge status={o.status} /> {isPending && <span className="muted">(processing; updates by itself)</span>}
+              <StatusBadge status={o.status} />{' '}
+              {isPending && <span className="muted">(processing; updates by itself)</span>}
             </dd>
             <dt>Type</dt>
             <dd>{o.type?.name ?? o.metadata?.mime_type ?? o.content?.type ?? '—'}</dd>
@@ -248,7 +276,15 @@ export function ObjectDetailPage() {
               )}
             </dd>
             <dt>Folder</dt>
-            <dd>{o.location ? <Link to="/objects" search={{ location: o.location }}>{o.location === '/' ? 'Top level (/)' : o.location}</Link> : '—'}</dd>
+            <dd>
+              {o.location ? (
+                <Link to="/objects" search={{ location: o.location }}>
+                  {o.location === '/' ? 'Top level (/)' : o.location}
+                </Link>
+              ) : (
+                '—'
+              )}
+            </dd>
             <dt>Created</dt>
             <dd>{formatDate(o.created_at)}</dd>
             <dt>Updated</dt>
@@ -272,12 +308,20 @@ export function ObjectDetailPage() {
 
         <section className="card" aria-labelledby="renditions-title">
           <h2 id="renditions-title">Renditions</h2>
-          {isPending ? <p className="muted">Waiting for processing…</p> : <Renditions objectId={objectId} etag={etag} />}
+          {isPending ? (
+            <p className="muted">Waiting for processing…</p>
+          ) : (
+            <Renditions objectId={objectId} etag={etag} />
+          )}
         </section>
 
         <section className="card" aria-labelledby="similar-title">
           <h2 id="similar-title">Similar objects</h2>
-          {isPending ? <p className="muted">Waiting for processing…</p> : <SimilarObjects objectId={objectId} ready={!isPending} />}
+          {isPending ? (
+            <p className="muted">Waiting for processing…</p>
+          ) : (
+            <SimilarObjects objectId={objectId} ready={!isPending} />
+          )}
         </section>
       </div>
 

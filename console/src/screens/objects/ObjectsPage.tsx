@@ -86,7 +86,13 @@ function folderTree(buckets: Array<{ _id: unknown; count: number }>): FolderNode
 function FolderIcon() {
   return (
     <svg className="folder-icon" viewBox="0 0 16 16" width="14" height="14" aria-hidden="true" focusable="false">
-      <path d="M1.5 3.5h4l1.5 1.5h7.5v8h-13z" fill="currentColor" opacity="0.35" stroke="currentColor" strokeWidth="1" />
+      <path
+        d="M1.5 3.5h4l1.5 1.5h7.5v8h-13z"
+        fill="currentColor"
+        opacity="0.35"
+        stroke="currentColor"
+        strokeWidth="1"
+      />
     </svg>
   );
 }
@@ -127,7 +133,17 @@ interface UploadItem {
 }
 
 /** A search box that writes to the URL a moment after typing stops (and at once on Enter). */
-function SearchBox({ label, value, placeholder, onSearch }: { label: string; value?: string; placeholder: string; onSearch: (v: string | undefined) => void }) {
+function SearchBox({
+  label,
+  value,
+  placeholder,
+  onSearch,
+}: {
+  label: string;
+  value?: string;
+  placeholder: string;
+  onSearch: (v: string | undefined) => void;
+}) {
   const [text, setText] = useState(value ?? '');
   useEffect(() => setText(value ?? ''), [value]);
   useEffect(() => {
@@ -164,9 +180,17 @@ export function ObjectsPage() {
   });
   const folders = useQuery({
     queryKey: ['objects', 'folders'],
-    queryFn: () => client().objects.computeFacets({ facets: [{ name: 'location', field: 'location' }], query: {} } as never),
+    queryFn: () =>
+      client().objects.computeFacets({ facets: [{ name: 'location', field: 'location' }], query: {} } as never),
   });
-  const tree = useMemo(() => folderTree(((folders.data as Record<string, unknown> | undefined)?.location as Array<{ _id: unknown; count: number }>) ?? []), [folders.data]);
+  const tree = useMemo(
+    () =>
+      folderTree(
+        ((folders.data as Record<string, unknown> | undefined)?.location as Array<{ _id: unknown; count: number }>) ??
+          [],
+      ),
+    [folders.data],
+  );
 
   const rows = useMemo(() => (objects.data ?? []).slice(0, PAGE_SIZE), [objects.data]);
   const hasNext = (objects.data?.length ?? 0) > PAGE_SIZE;
@@ -195,16 +219,27 @@ export function ObjectsPage() {
             type="checkbox"
             aria-label="Select every object on this page"
             checked={allOnPage}
-            onChange={(e) => setSelected((s) => {
-              const n = new Set(s);
-              for (const r of rows) if (e.target.checked) n.add(r.id); else n.delete(r.id);
-              return n;
-            })}
+            onChange={(e) =>
+              setSelected((s) => {
+                const n = new Set(s);
+                for (const r of rows)
+                  if (e.target.checked) n.add(r.id);
+                  else n.delete(r.id);
+                return n;
+              })
+            }
           />
         ),
         cell: (c) => {
           const r = c.row.original as ObjectRow;
-          return <input type="checkbox" aria-label={`Select ${r.name ?? r.id}`} checked={selected.has(r.id)} onChange={(e) => toggle(r.id, e.target.checked)} />;
+          return (
+            <input
+              type="checkbox"
+              aria-label={`Select ${r.name ?? r.id}`}
+              checked={selected.has(r.id)}
+              onChange={(e) => toggle(r.id, e.target.checked)}
+            />
+          );
         },
       }),
       col.accessor('name', {
@@ -218,10 +253,27 @@ export function ObjectsPage() {
           );
         },
       }),
-      col.display({ id: 'type', header: 'Type', cell: (c) => { const r = c.row.original as ObjectRow; return r.type?.name ?? r.metadata?.mime_type ?? r.content?.type ?? '—'; } }),
-      col.display({ id: 'size', header: 'Size', cell: (c) => formatBytes((c.row.original as ObjectRow).metadata?.size) }),
-      col.accessor('status', { header: 'Status', cell: (c) => <StatusBadge status={c.getValue() as string | undefined} /> }),
-      col.accessor('updated_at', { header: 'Updated', cell: (c) => <time dateTime={c.getValue() as string}>{formatDate(c.getValue())}</time> }),
+      col.display({
+        id: 'type',
+        header: 'Type',
+        cell: (c) => {
+          const r = c.row.original as ObjectRow;
+          return r.type?.name ?? r.metadata?.mime_type ?? r.content?.type ?? '—';
+        },
+      }),
+      col.display({
+        id: 'size',
+        header: 'Size',
+        cell: (c) => formatBytes((c.row.original as ObjectRow).metadata?.size),
+      }),
+      col.accessor('status', {
+        header: 'Status',
+        cell: (c) => <StatusBadge status={c.getValue() as string | undefined} />,
+      }),
+      col.accessor('updated_at', {
+        header: 'Updated',
+        cell: (c) => <time dateTime={c.getValue() as string}>{formatDate(c.getValue())}</time>,
+      }),
     ] as DataColumn<ObjectRow>[];
   }, [rows, selected, allOnPage]); // eslint-disable-line react-hooks/exhaustive-deps
 
@@ -229,11 +281,18 @@ export function ObjectsPage() {
   const [uploads, setUploads] = useState<UploadItem[]>([]);
   const [dragging, setDragging] = useState(false);
   const fileInput = useRef<HTMLInputElement>(null);
-  const patch = (key: string, p: Partial<UploadItem>) => setUploads((u) => u.map((x) => (x.key === key ? { ...x, ...p } : x)));
+  const patch = (key: string, p: Partial<UploadItem>) =>
+    setUploads((u) => u.map((x) => (x.key === key ? { ...x, ...p } : x)));
   const uploadFiles = (files: File[]) => {
     if (!files.length) return;
     const location = search.location ?? '/';
-    const items = files.map((f, i) => ({ key: `${Date.now()}-${i}-${f.name}`, name: f.name, size: f.size, loaded: 0, state: 'uploading' as const }));
+    const items = files.map((f, i) => ({
+      key: `${Date.now()}-${i}-${f.name}`,
+      name: f.name,
+      size: f.size,
+      loaded: 0,
+      state: 'uploading' as const,
+    }));
     setUploads((u) => [...items, ...u].slice(0, 50));
     files.forEach((f, i) => {
       const key = items[i].key;
@@ -252,10 +311,14 @@ export function ObjectsPage() {
     queryKey: ['objects', 'uploaded', offPage],
     enabled: offPage.length > 0,
     queryFn: async () => {
-      const list = (await client().objects.list({ limit: offPage.length, query: { ids: offPage } } as never)) as unknown as ObjectRow[];
+      const list = (await client().objects.list({
+        limit: offPage.length,
+        query: { ids: offPage },
+      } as never)) as unknown as ObjectRow[];
       return new Map(list.map((o) => [o.id, o.status]));
     },
-    refetchInterval: (q) => ([...(q.state.data?.values() ?? [])].some((s) => pending(s)) || !q.state.data ? 1000 : false),
+    refetchInterval: (q) =>
+      [...(q.state.data?.values() ?? [])].some((s) => pending(s)) || !q.state.data ? 1000 : false,
   });
   const statusOf = (id: string) => statusById.get(id) ?? uploadedStatus.data?.get(id);
 
@@ -267,7 +330,11 @@ export function ObjectsPage() {
     setExportError(null);
     try {
       const ids = [...selected];
-      const res = await client().objects.exportProperties({ objectIds: ids, type, ...(ids.length ? {} : { query: queryOf(search) }) } as never);
+      const res = await client().objects.exportProperties({
+        objectIds: ids,
+        type,
+        ...(ids.length ? {} : { query: queryOf(search) }),
+      } as never);
       const r = res as unknown as { type: string; name: string; data: string };
       downloadText(r.data, r.name, r.type);
     } catch (err) {
@@ -277,7 +344,8 @@ export function ObjectsPage() {
     }
   };
 
-  const setSearch = (patchS: Partial<ObjectsSearch>) => navigate({ search: (s: ObjectsSearch) => ({ ...s, ...patchS, page: undefined }) as never });
+  const setSearch = (patchS: Partial<ObjectsSearch>) =>
+    navigate({ search: (s: ObjectsSearch) => ({ ...s, ...patchS, page: undefined }) as never });
   const crumbs = search.location ? segmentsOf(search.location) : null;
 
   const onDrop = (e: DragEvent) => {
@@ -308,7 +376,12 @@ export function ObjectsPage() {
           <nav aria-label="Folders">
             <ul className="folder-tree">
               <li>
-                <Link to="/objects" search={{}} className={!search.location ? 'folder current' : 'folder'} aria-current={!search.location ? 'page' : undefined}>
+                <Link
+                  to="/objects"
+                  search={{}}
+                  className={!search.location ? 'folder current' : 'folder'}
+                  aria-current={!search.location ? 'page' : undefined}
+                >
                   All objects
                 </Link>
               </li>
@@ -328,14 +401,22 @@ export function ObjectsPage() {
               </li>
               {crumbs && (
                 <li>
-                  <Link to="/objects" search={{ location: '/' }} aria-current={crumbs.length === 0 ? 'page' : undefined}>
+                  <Link
+                    to="/objects"
+                    search={{ location: '/' }}
+                    aria-current={crumbs.length === 0 ? 'page' : undefined}
+                  >
                     Top level
                   </Link>
                 </li>
               )}
               {crumbs?.map((seg, i) => (
                 <li key={i}>
-                  <Link to="/objects" search={{ location: joinLocation(crumbs.slice(0, i + 1)) }} aria-current={i === crumbs.length - 1 ? 'page' : undefined}>
+                  <Link
+                    to="/objects"
+                    search={{ location: joinLocation(crumbs.slice(0, i + 1)) }}
+                    aria-current={i === crumbs.length - 1 ? 'page' : undefined}
+                  >
                     {seg}
                   </Link>
                 </li>
@@ -344,8 +425,18 @@ export function ObjectsPage() {
           </nav>
 
           <div className="objects-toolbar" role="search" aria-label="Objects">
-            <SearchBox label="Search by name" placeholder="Name contains…" value={search.q} onSearch={(q) => setSearch({ q })} />
-            <SearchBox label="Full-text search" placeholder="Words in the text…" value={search.text} onSearch={(text) => setSearch({ text })} />
+            <SearchBox
+              label="Search by name"
+              placeholder="Name contains…"
+              value={search.q}
+              onSearch={(q) => setSearch({ q })}
+            />
+            <SearchBox
+              label="Full-text search"
+              placeholder="Words in the text…"
+              value={search.text}
+              onSearch={(text) => setSearch({ text })}
+            />
           </div>
 
           <div
@@ -378,7 +469,11 @@ export function ObjectsPage() {
             <section aria-labelledby="uploads-title" className="card uploads">
               <div className="uploads-head">
                 <h2 id="uploads-title">Uploads</h2>
-                <button type="button" className="link" onClick={() => setUploads((u) => u.filter((x) => x.state === 'uploading'))}>
+                <button
+                  type="button"
+                  className="link"
+                  onClick={() => setUploads((u) => u.filter((x) => x.state === 'uploading'))}
+                >
                   Clear finished
                 </button>
               </div>
@@ -427,7 +522,9 @@ export function ObjectsPage() {
                   </>
                 ) : (
                   <span className="muted">
-                    {objects.isPending ? 'Loading…' : `${rows.length}${hasNext ? '+' : ''} object${rows.length === 1 ? '' : 's'}`}
+                    {objects.isPending
+                      ? 'Loading…'
+                      : `${rows.length}${hasNext ? '+' : ''} object${rows.length === 1 ? '' : 's'}`}
                     {search.location ? ` in ${search.location}` : ''}. Nothing selected: export takes this view.
                   </span>
                 )}
@@ -442,11 +539,23 @@ export function ObjectsPage() {
                 empty={objects.isPending ? 'Loading…' : 'No objects here.'}
               />
               <div className="pager">
-                <button type="button" className="secondary" disabled={page === 0} onClick={() => navigate({ search: (s: ObjectsSearch) => ({ ...s, page: page - 1 || undefined }) as never })}>
+                <button
+                  type="button"
+                  className="secondary"
+                  disabled={page === 0}
+                  onClick={() =>
+                    navigate({ search: (s: ObjectsSearch) => ({ ...s, page: page - 1 || undefined }) as never })
+                  }
+                >
                   Previous page
                 </button>
                 <span>Page {page + 1}</span>
-                <button type="button" className="secondary" disabled={!hasNext} onClick={() => navigate({ search: (s: ObjectsSearch) => ({ ...s, page: page + 1 }) as never })}>
+                <button
+                  type="button"
+                  className="secondary"
+                  disabled={!hasNext}
+                  onClick={() => navigate({ search: (s: ObjectsSearch) => ({ ...s, page: page + 1 }) as never })}
+                >
                   Next page
                 </button>
               </div>

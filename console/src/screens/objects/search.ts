@@ -10,7 +10,8 @@ export interface ObjectsSearch {
   page?: number;
 }
 
-const str = (v: unknown): string | undefined => (typeof v === 'string' && v.trim() !== '' ? v : typeof v === 'number' ? String(v) : undefined);
+const str = (v: unknown): string | undefined =>
+  typeof v === 'string' && v.trim() !== '' ? v : typeof v === 'number' ? String(v) : undefined;
 
 export const validateObjectsSearch = (raw: Record<string, unknown>): ObjectsSearch => {
   const out: ObjectsSearch = {};

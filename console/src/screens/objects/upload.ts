@@ -13,7 +13,13 @@ export interface UploadProgress {
 }
 
 /** PUTs `file` to a signed URL, reporting progress; answers the ETag (quotes stripped). */
-export function putWithProgress(url: string, file: Blob, type: string, onProgress: (p: UploadProgress) => void, signal?: AbortSignal): Promise<string> {
+export function putWithProgress(
+  url: string,
+  file: Blob,
+  type: string,
+  onProgress: (p: UploadProgress) => void,
+  signal?: AbortSignal,
+): Promise<string> {
   return new Promise((resolve, reject) => {
     const xhr = new XMLHttpRequest();
     xhr.open('PUT', url);
@@ -33,7 +39,8 @@ export function putWithProgress(url: string, file: Blob, type: string, onProgres
         reject(new ApiError({ error: 'upload_failed', status: xhr.status, message }));
       }
     };
-    xhr.onerror = () => reject(new ApiError({ error: 'upload_failed', status: 0, message: 'the upload failed (network error)' }));
+    xhr.onerror = () =>
+      reject(new ApiError({ error: 'upload_failed', status: 0, message: 'the upload failed (network error)' }));
     xhr.onabort = () => reject(new ApiError({ error: 'aborted', status: 0, message: 'upload cancelled' }));
     signal?.addEventListener('abort', () => xhr.abort());
     xhr.send(file);
@@ -41,7 +48,12 @@ export function putWithProgress(url: string, file: Blob, type: string, onProgres
 }
 
 /** Uploads `file` and creates an object for it in `location`. */
-export async function uploadObject(file: File, location: string, onProgress: (p: UploadProgress) => void, signal?: AbortSignal): Promise<ContentObject> {
+export async function uploadObject(
+  file: File,
+  location: string,
+  onProgress: (p: UploadProgress) => void,
+  signal?: AbortSignal,
+): Promise<ContentObject> {
   const objects = client().objects;
   const target = await objects.getUploadUrl({ name: file.name, mime_type: file.type || undefined } as never);
   const type = file.type || target.mime_type || 'application/octet-stream';

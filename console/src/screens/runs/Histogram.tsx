@@ -23,7 +23,16 @@ export function Histogram({ data, total }: { data: NonNullable<RunsMeta['histogr
           { stroke: '#57606a', grid: { show: false }, size: 28, font: '11px system-ui' },
           { stroke: '#57606a', size: 36, font: '11px system-ui', grid: { stroke: '#eaeef2' }, ticks: { show: false } },
         ],
-        series: [{}, { label: 'Runs', fill: '#0b5cad', stroke: '#0b5cad', paths: uPlot.paths.bars!({ size: [0.85, 40] }), points: { show: false } }],
+        series: [
+          {},
+          {
+            label: 'Runs',
+            fill: '#0b5cad',
+            stroke: '#0b5cad',
+            paths: uPlot.paths.bars!({ size: [0.85, 40] }),
+            points: { show: false },
+          },
+        ],
       },
       [xs, ys],
       el,
@@ -41,7 +50,12 @@ export function Histogram({ data, total }: { data: NonNullable<RunsMeta['histogr
   const span = `${fmt(data.from)} to ${fmt(data.to)} UTC`;
   return (
     <figure className="runs-histogram" aria-label="Runs over time">
-      <div ref={box} className="runs-histogram-plot" role="img" aria-label={`Histogram of ${total.toLocaleString()} runs over time, ${span}; busiest bar ${peak.toLocaleString()} runs`} />
+      <div
+        ref={box}
+        className="runs-histogram-plot"
+        role="img"
+        aria-label={`Histogram of ${total.toLocaleString()} runs over time, ${span}; busiest bar ${peak.toLocaleString()} runs`}
+      />
       <figcaption className="muted">Runs over time (last update), {span}</figcaption>
     </figure>
   );

@@ -12,12 +12,22 @@ import { getToken } from '../../api/session.ts';
 import { Page, Loading } from '../../components/Page.tsx';
 import { ErrorBanner } from '../../components/ErrorBanner.tsx';
 import { CappedJson, CappedText, downloadText } from '../../components/CappedText.tsx';
-import { explorerView, formatCost, formatDuration, formatTime, nameOf, runOrder, type Ref, type RunRef } from './runsApi.ts';
+import {
+  explorerView,
+  formatCost,
+  formatDuration,
+  formatTime,
+  nameOf,
+  runOrder,
+  type Ref,
+  type RunRef,
+} from './runsApi.ts';
 import './runs.css';
 
 const route = getRouteApi('/_app/runs/$runId');
 
-type ResultPart = { type: 'text'; value: string } | { type: 'json'; value: unknown } | { type?: string; value?: unknown };
+type ResultPart =
+  { type: 'text'; value: string } | { type: 'json'; value: unknown } | { type?: string; value?: unknown };
 
 interface Run extends Omit<RunRef, 'interaction' | 'environment'> {
   interaction: (Ref & { [k: string]: unknown }) | string | null;
@@ -32,7 +42,13 @@ interface Run extends Omit<RunRef, 'interaction' | 'environment'> {
   cached_from?: string;
   ttl?: number;
   evaluation?: { score?: number; selected?: boolean };
-  attempts?: Array<{ status: string; error?: { code: string; message: string }; duration_ms: number; repair?: boolean; run?: string }>;
+  attempts?: Array<{
+    status: string;
+    error?: { code: string; message: string };
+    duration_ms: number;
+    repair?: boolean;
+    run?: string;
+  }>;
   result_schema?: unknown;
 }
 
@@ -42,7 +58,10 @@ const idOf = (r: Run['interaction']) => (r === null ? undefined : typeof r === '
 export function RunDetailPage() {
   const { runId } = route.useParams();
   const qc = useQueryClient();
-  const run = useQuery({ queryKey: ['run', runId], queryFn: () => client().runs.retrieve(runId) as Promise<unknown> as Promise<Run> });
+  const run = useQuery({
+    queryKey: ['run', runId],
+    queryFn: () => client().runs.retrieve(runId) as Promise<unknown> as Promise<Run>,
+  });
   const children = useQuery({
     queryKey: ['run', runId, 'children'],
     queryFn: () => apiFetch<RunRef[]>('/runs', { query: { parent: runId, limit: 200 } }),
@@ -74,14 +93,18 @@ export function RunDetailPage() {
             <dl className="kv">
               <Kv k="Status">
                 <span className={`run-status status-${r.status}`}>{r.status}</span>
-                {running(r.status) && <span className="muted"> · {stream.state === 'open' ? 'streaming…' : stream.state}</span>}
+                {running(r.status) && (
+                  <span className="muted"> · {stream.state === 'open' ? 'streaming…' : stream.state}</span>
+                )}
               </Kv>
               <Kv k="Interaction">
                 {idOf(r.interaction) ? (
                   <Link to="/interactions/$interactionId" params={{ interactionId: idOf(r.interaction)! }}>
                     {nameOf(r.interaction)}
                   </Link>
-                ) : '—'}
+                ) : (
+                  '—'
+                )}
               </Kv>
               <Kv k="Environment">{nameOf(r.environment) || '—'}</Kv>
               <Kv k="Model">{r.model ?? r.modelId ?? '—'}</Kv>
@@ -89,18 +112,32 @@ export function RunDetailPage() {
               <Kv k="Updated">{formatTime(r.updated_at)}</Kv>
               <Kv k="Duration">{formatDuration(r.execution_time) || '—'}</Kv>
               {r.finish_reason && <Kv k="Finish reason">{r.finish_reason}</Kv>}
-              {r.cost && <Kv k="Cost">{formatCost(r.cost)} <span className="muted">({(r.cost as { price_table?: string }).price_table})</span></Kv>}
+              {r.cost && (
+                <Kv k="Cost">
+                  {formatCost(r.cost)}{' '}
+                  <span className="muted">({(r.cost as { price_table?: string }).price_table})</span>
+                </Kv>
+              )}
               {r.parent && (
                 <Kv k="Parent run">
-                  <Link to="/runs/$runId" params={{ runId: r.parent }}>{r.parent}</Link>
+                  <Link to="/runs/$runId" params={{ runId: r.parent }}>
+                    {r.parent}
+                  </Link>
                 </Kv>
               )}
               {r.cached_from && (
                 <Kv k="Cached from">
-                  <Link to="/runs/$runId" params={{ runId: r.cached_from }}>{r.cached_from}</Link>
+                  <Link to="/runs/$runId" params={{ runId: r.cached_from }}>
+                    {r.cached_from}
+                  </Link>
                 </Kv>
               )}
-              {r.evaluation && <Kv k="Evaluation">score {r.evaluation.score ?? '—'}{r.evaluation.selected ? ', selected' : ''}</Kv>}
+              {r.evaluation && (
+                <Kv k="Evaluation">
+                  score {r.evaluation.score ?? '—'}
+                  {r.evaluation.selected ? ', selected' : ''}
+                </Kv>
+              )}
               {r.ttl ? <Kv k="TTL">{r.ttl.toLocaleString()} s</Kv> : null}
             </dl>
             <h3>Token use</h3>
@@ -144,7 +181,9 @@ export function RunDetailPage() {
                 <p>
                   <code className="run-error-code">{r.error.code}</code> {r.error.message}
                 </p>
-                {r.error.data !== undefined && <CappedJson value={r.error.data} label="Error data" filename={`${runId}-error.json`} />}
+                {r.error.data !== undefined && (
+                  <CappedJson value={r.error.data} label="Error data" filename={`${runId}-error.json`} />
+                )}
               </section>
             )}
 
@@ -157,8 +196,19 @@ export function RunDetailPage() {
               <h2 id="run-result-h">Result</h2>
               {running(r.status) ? (
                 <div aria-live="polite">
-                  <p className="muted">{stream.state === 'open' ? `Streaming: ${stream.chunks.length} chunk${stream.chunks.length === 1 ? '' : 's'} so far…` : stream.state === 'error' ? 'The stream was interrupted; reload to see the final run.' : 'Waiting for the stream…'}</p>
-                  <CappedText text={stream.chunks.join('')} label="Streamed result" filename={`${runId}-stream.txt`} className="code-block run-stream" />
+                  <p className="muted">
+                    {stream.state === 'open'
+                      ? `Streaming: ${stream.chunks.length} chunk${stream.chunks.length === 1 ? '' : 's'} so far…`
+                      : stream.state === 'error'
+                        ? 'The stream was interrupted; reload to see the final run.'
+                        : 'Waiting for the stream…'}
+                  </p>
+                  <CappedText
+                    text={stream.chunks.join('')}
+                    label="Streamed result"
+                    filename={`${runId}-stream.txt`}
+                    className="code-block run-stream"
+                  />
                 </div>
               ) : (
                 <Result parts={r.result} runId={runId} />
@@ -181,16 +231,26 @@ export function RunDetailPage() {
                 <ol className="attempts">
                   {r.attempts.map((a, i) => (
                     <li key={i}>
-                      <span className={`run-status status-${a.status}`}>{a.status}</span> · {formatDuration(a.duration_ms)}
+                      <span className={`run-status status-${a.status}`}>{a.status}</span> ·{' '}
+                      {formatDuration(a.duration_ms)}
                       {a.repair && <span className="muted"> · repair</span>}
                       {a.error && (
                         <>
-                          {' '}· <code>{a.error.code}</code> <span className="muted">{a.error.message}</span>
+                          {' '}
+                          · <code>{a.error.code}</code> <span className="muted">{a.error.message}</span>
                         </>
                       )}
                       {a.run && (
                         <>
-                          {' '}· <Link to="/runs/$runId" params={{ runId: a.run }} aria-label={`Attempt ${i + 1}: run ${a.run}`}>{a.run}</Link>
+                          {' '}
+                          ·{' '}
+                          <Link
+                            to="/runs/$runId"
+                            params={{ runId: a.run }}
+                            aria-label={`Attempt ${i + 1}: run ${a.run}`}
+                          >
+                            {a.run}
+                          </Link>
                         </>
                       )}
                     </li>
@@ -201,12 +261,20 @@ export function RunDetailPage() {
 
             {children.data && children.data.length > 0 && (
               <section className="card" aria-labelledby="run-children-h">
-                <h2 id="run-children-h">Child runs ({children.data.length}{children.data.length === 200 ? '+' : ''})</h2>
+                <h2 id="run-children-h">
+                  Child runs ({children.data.length}
+                  {children.data.length === 200 ? '+' : ''})
+                </h2>
                 <ul className="children">
                   {children.data.map((c) => (
                     <li key={c.id}>
-                      <Link to="/runs/$runId" params={{ runId: c.id }}>{c.id}</Link> <span className={`run-status status-${c.status}`}>{c.status}</span>{' '}
-                      <span className="muted">{c.model ?? c.modelId ?? ''} · {formatDuration(c.execution_time)}</span>
+                      <Link to="/runs/$runId" params={{ runId: c.id }}>
+                        {c.id}
+                      </Link>{' '}
+                      <span className={`run-status status-${c.status}`}>{c.status}</span>{' '}
+                      <span className="muted">
+                        {c.model ?? c.modelId ?? ''} · {formatDuration(c.execution_time)}
+                      </span>
                     </li>
                   ))}
                 </ul>
@@ -232,7 +300,10 @@ function Kv({ k, children }: { k: string; children: ReactNode }) {
 
 function contentText(content: unknown): string {
   if (typeof content === 'string') return content;
-  if (Array.isArray(content)) return content.map((p) => (typeof p === 'string' ? p : typeof p?.text === 'string' ? p.text : JSON.stringify(p, null, 2))).join('\n');
+  if (Array.isArray(content))
+    return content
+      .map((p) => (typeof p === 'string' ? p : typeof p?.text === 'string' ? p.text : JSON.stringify(p, null, 2)))
+      .join('\n');
   return JSON.stringify(content, null, 2) ?? '';
 }
 
@@ -249,14 +320,24 @@ function Messages({ prompt, runId }: { prompt: unknown; runId: string }) {
         return (
           <li key={i} className={`message role-${role}`}>
             <div className="message-role">{role}</div>
-            <CappedText text={contentText(m?.content ?? m)} limit={8000} label={`Message ${i + 1} (${role})`} filename={`${runId}-message-${i + 1}.txt`} className="code-block message-content" />
+            <CappedText
+              text={contentText(m?.content ?? m)}
+              limit={8000}
+              label={`Message ${i + 1} (${role})`}
+              filename={`${runId}-message-${i + 1}.txt`}
+              className="code-block message-content"
+            />
           </li>
         );
       })}
       {prompt.length > MAX_MESSAGES && (
         <li className="muted">
           {prompt.length - MAX_MESSAGES} more messages.{' '}
-          <button type="button" className="link" onClick={() => downloadText(JSON.stringify(prompt, null, 2), `${runId}-prompt.json`, 'application/json')}>
+          <button
+            type="button"
+            className="link"
+            onClick={() => downloadText(JSON.stringify(prompt, null, 2), `${runId}-prompt.json`, 'application/json')}
+          >
             Download the whole prompt
           </button>
         </li>
@@ -271,9 +352,19 @@ function Result({ parts, runId }: { parts: ResultPart[] | undefined; runId: stri
     <div className="result-parts">
       {parts.map((p, i) =>
         p.type === 'text' && typeof p.value === 'string' ? (
-          <CappedText key={i} text={p.value} label={parts.length > 1 ? `Result part ${i + 1}` : 'Result text'} filename={`${runId}-result.txt`} />
+          <CappedText
+            key={i}
+            text={p.value}
+            label={parts.length > 1 ? `Result part ${i + 1}` : 'Result text'}
+            filename={`${runId}-result.txt`}
+          />
         ) : (
-          <JsonView key={i} value={p.type === 'json' ? p.value : p} label={parts.length > 1 ? `Result part ${i + 1}` : 'Result JSON'} filename={`${runId}-result.json`} />
+          <JsonView
+            key={i}
+            value={p.type === 'json' ? p.value : p}
+            label={parts.length > 1 ? `Result part ${i + 1}` : 'Result JSON'}
+            filename={`${runId}-result.json`}
+          />
         ),
       )}
     </div>
@@ -288,10 +379,15 @@ const MAX_ENTRIES = 200;
 function JsonView({ value, label, filename }: { value: unknown; label: string; filename: string }) {
   const text = useMemo(() => JSON.stringify(value, null, 2) ?? 'undefined', [value]);
   const [raw, setRaw] = useState(false);
-  if (value === undefined || value === null || (typeof value === 'object' && Object.keys(value as object).length === 0)) {
+  if (
+    value === undefined ||
+    value === null ||
+    (typeof value === 'object' && Object.keys(value as object).length === 0)
+  ) {
     return <p className="muted">{value === undefined ? 'None.' : JSON.stringify(value)}</p>;
   }
-  if (typeof value !== 'object' || raw || text.length > TREE_LIMIT) return <CappedJson value={value} label={label} filename={filename} />;
+  if (typeof value !== 'object' || raw || text.length > TREE_LIMIT)
+    return <CappedJson value={value} label={label} filename={filename} />;
   return (
     <div className="json-view" role="group" aria-label={label}>
       <div className="json-tree code-block">
@@ -339,13 +435,19 @@ function JsonNode({ value, depth, name }: { value: unknown; depth: number; name?
       <summary>
         {key}
         {open}
-        <span className="muted json-size"> {entries.length} {isArr ? (entries.length === 1 ? 'item' : 'items') : entries.length === 1 ? 'key' : 'keys'} </span>
+        <span className="muted json-size">
+          {' '}
+          {entries.length}{' '}
+          {isArr ? (entries.length === 1 ? 'item' : 'items') : entries.length === 1 ? 'key' : 'keys'}{' '}
+        </span>
       </summary>
       <div className="json-children">
         {entries.slice(0, MAX_ENTRIES).map(([k, v]) => (
           <JsonNode key={k} value={v} depth={depth + 1} name={isArr ? undefined : k} />
         ))}
-        {entries.length > MAX_ENTRIES && <div className="muted">… {entries.length - MAX_ENTRIES} more (use Show as text)</div>}
+        {entries.length > MAX_ENTRIES && (
+          <div className="muted">… {entries.length - MAX_ENTRIES} more (use Show as text)</div>
+        )}
       </div>
       <div>{close}</div>
     </details>
@@ -367,7 +469,9 @@ function useRunStream(runId: string, active: boolean, onClose: (final: Partial<R
     setState('connecting');
     void getToken().then((token) => {
       if (done) return;
-      es = new EventSource(`/api/v1/runs/${encodeURIComponent(runId)}/stream?access_token=${encodeURIComponent(token ?? '')}`);
+      es = new EventSource(
+        `/api/v1/runs/${encodeURIComponent(runId)}/stream?access_token=${encodeURIComponent(token ?? '')}`,
+      );
       es.onopen = () => setState('open');
       es.onmessage = (e) => {
         try {
@@ -414,7 +518,12 @@ function useRunKeys(runId: string): RunNavState {
   const nav = useMemo(() => {
     const order = runOrder();
     const index = order.indexOf(runId);
-    return { index, total: order.length, prev: index > 0 ? order[index - 1] : undefined, next: index >= 0 && index < order.length - 1 ? order[index + 1] : undefined };
+    return {
+      index,
+      total: order.length,
+      prev: index > 0 ? order[index - 1] : undefined,
+      next: index >= 0 && index < order.length - 1 ? order[index + 1] : undefined,
+    };
   }, [runId]);
   useEffect(() => {
     const onKey = (e: KeyboardEvent) => {
@@ -445,14 +554,18 @@ function RunNav({ nav }: { nav: RunNavState }) {
           ↑ Previous
         </Link>
       ) : (
-        <button type="button" className="secondary" disabled aria-label="Previous run (k)">↑ Previous</button>
+        <button type="button" className="secondary" disabled aria-label="Previous run (k)">
+          ↑ Previous
+        </button>
       )}
       {nav.next ? (
         <Link className="button secondary" to="/runs/$runId" params={{ runId: nav.next }} aria-label="Next run (j)">
           Next ↓
         </Link>
       ) : (
-        <button type="button" className="secondary" disabled aria-label="Next run (j)">Next ↓</button>
+        <button type="button" className="secondary" disabled aria-label="Next run (j)">
+          Next ↓
+        </button>
       )}
     </nav>
   );

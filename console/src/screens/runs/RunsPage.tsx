@@ -13,7 +13,19 @@ import { DataTable, columnHelper, type DataColumn } from '../../components/DataT
 import { ApiError } from '../../api/errors.ts';
 import { COLUMNS, DEFAULT_COLUMNS, FACETS, type ColumnId, type FacetKey, type RunsSearch } from './search.ts';
 import {
-  fetchMeta, fetchNewer, fetchRunsPage, formatCost, formatDuration, formatTime, nameOf, nextCursor, rememberOrder, rememberView, type Bucket, type Cursor, type RunRef,
+  fetchMeta,
+  fetchNewer,
+  fetchRunsPage,
+  formatCost,
+  formatDuration,
+  formatTime,
+  nameOf,
+  nextCursor,
+  rememberOrder,
+  rememberView,
+  type Bucket,
+  type Cursor,
+  type RunRef,
 } from './runsApi.ts';
 import { Histogram } from './Histogram.tsx';
 import './runs.css';
@@ -41,7 +53,13 @@ const COLUMN_DEFS: Record<ColumnId, DataColumn<RunRef>> = {
     id: 'time',
     header: 'Time (UTC)',
     cell: (c) => (
-      <Link to="/runs/$runId" params={{ runId: c.row.original.id }} className="run-link" aria-label={`Run ${c.row.original.id} at ${formatTime(c.getValue())}`} onClick={(e) => e.stopPropagation()}>
+      <Link
+        to="/runs/$runId"
+        params={{ runId: c.row.original.id }}
+        className="run-link"
+        aria-label={`Run ${c.row.original.id} at ${formatTime(c.getValue())}`}
+        onClick={(e) => e.stopPropagation()}
+      >
         {formatTime(c.getValue())}
       </Link>
     ),
@@ -50,11 +68,40 @@ const COLUMN_DEFS: Record<ColumnId, DataColumn<RunRef>> = {
   interaction: col.accessor((r) => nameOf(r.interaction), { id: 'interaction', header: 'Interaction' }),
   environment: col.accessor((r) => nameOf(r.environment), { id: 'environment', header: 'Environment' }),
   model: col.accessor((r) => r.model ?? r.modelId ?? '', { id: 'model', header: 'Model' }),
-  status: col.accessor('status', { id: 'status', header: 'Status', cell: (c) => <span className={`run-status status-${c.getValue()}`}>{c.getValue()}</span> }),
-  tokens: col.accessor((r) => r.token_use?.total, { id: 'tokens', header: 'Tokens', cell: (c) => <span className="num">{c.getValue()?.toLocaleString() ?? ''}</span> }),
-  duration: col.accessor('execution_time', { id: 'duration', header: 'Duration', cell: (c) => <span className="num">{formatDuration(c.getValue())}</span> }),
-  tags: col.accessor('tags', { id: 'tags', header: 'Tags', cell: (c) => (c.getValue()?.length ? <span className="run-tags">{c.getValue().map((t: string) => <span key={t} className="tag">{t}</span>)}</span> : null) }),
-  cost: col.accessor('cost', { id: 'cost', header: 'Cost', cell: (c) => <span className="num">{formatCost(c.getValue())}</span> }),
+  status: col.accessor('status', {
+    id: 'status',
+    header: 'Status',
+    cell: (c) => <span className={`run-status status-${c.getValue()}`}>{c.getValue()}</span>,
+  }),
+  tokens: col.accessor((r) => r.token_use?.total, {
+    id: 'tokens',
+    header: 'Tokens',
+    cell: (c) => <span className="num">{c.getValue()?.toLocaleString() ?? ''}</span>,
+  }),
+  duration: col.accessor('execution_time', {
+    id: 'duration',
+    header: 'Duration',
+    cell: (c) => <span className="num">{formatDuration(c.getValue())}</span>,
+  }),
+  tags: col.accessor('tags', {
+    id: 'tags',
+    header: 'Tags',
+    cell: (c) =>
+      c.getValue()?.length ? (
+        <span className="run-tags">
+          {c.getValue().map((t: string) => (
+            <span key={t} className="tag">
+              {t}
+            </span>
+          ))}
+        </span>
+      ) : null,
+  }),
+  cost: col.accessor('cost', {
+    id: 'cost',
+    header: 'Cost',
+    cell: (c) => <span className="num">{formatCost(c.getValue())}</span>,
+  }),
   finish_reason: col.accessor((r) => r.finish_reason ?? '', { id: 'finish_reason', header: 'Finish reason' }),
 };
 
@@ -74,13 +121,24 @@ export function RunsPage() {
     getNextPageParam: (_last, pages) => nextCursor(pages) ?? null,
     staleTime: 30_000,
   });
-  const meta = useQuery({ queryKey: ['runs', 'meta', key], queryFn: ({ signal }) => fetchMeta(key, signal), staleTime: 30_000, enabled: !list.error });
+  const meta = useQuery({
+    queryKey: ['runs', 'meta', key],
+    queryFn: ({ signal }) => fetchMeta(key, signal),
+    staleTime: 30_000,
+    enabled: !list.error,
+  });
 
   // Live: runs updated since the newest one shown, polled every 2 s, put on top (a run that moved is moved).
   // Kept in the query cache (not component state), so they are still there after a visit to a run.
   const liveKey = ['runs', 'live', key];
-  const liveRows = useQuery({ queryKey: liveKey, queryFn: () => [] as RunRef[], initialData: [] as RunRef[], staleTime: Infinity }).data;
-  const setLiveRows = (fn: (prev: RunRef[]) => RunRef[]) => qc.setQueryData<RunRef[]>(liveKey, (prev) => fn(prev ?? []));
+  const liveRows = useQuery({
+    queryKey: liveKey,
+    queryFn: () => [] as RunRef[],
+    initialData: [] as RunRef[],
+    staleTime: Infinity,
+  }).data;
+  const setLiveRows = (fn: (prev: RunRef[]) => RunRef[]) =>
+    qc.setQueryData<RunRef[]>(liveKey, (prev) => fn(prev ?? []));
   const [announce, setAnnounce] = useState('');
   const rows = useMemo(() => {
     const base = list.data?.pages.flat() ?? [];
@@ -105,7 +163,9 @@ export function RunsPage() {
             const ids = new Set(fresh.map((r) => r.id));
             return [...fresh, ...prev.filter((r) => !ids.has(r.id))];
           });
-          setAnnounce(`${fresh.length} new or updated run${fresh.length === 1 ? '' : 's'} at ${formatTime(new Date().toISOString())}`);
+          setAnnounce(
+            `${fresh.length} new or updated run${fresh.length === 1 ? '' : 's'} at ${formatTime(new Date().toISOString())}`,
+          );
           void qc.invalidateQueries({ queryKey: ['runs', 'meta', key] });
         }
       } catch {
@@ -126,7 +186,10 @@ export function RunsPage() {
 
   const [saved] = useState(storedColumns);
   const shown: ColumnId[] = search.columns ?? saved ?? [...DEFAULT_COLUMNS];
-  const columns = useMemo(() => COLUMNS.filter((c) => shown.includes(c.id)).map((c) => COLUMN_DEFS[c.id]), [shown.join(',')]); // eslint-disable-line react-hooks/exhaustive-deps
+  const columns = useMemo(
+    () => COLUMNS.filter((c) => shown.includes(c.id)).map((c) => COLUMN_DEFS[c.id]),
+    [shown.join(',')],
+  ); // eslint-disable-line react-hooks/exhaustive-deps
   const setColumns = (ids: ColumnId[]) => {
     try {
       localStorage.setItem(COLUMNS_KEY, JSON.stringify(ids));
@@ -156,7 +219,13 @@ export function RunsPage() {
     const onKey = (e: KeyboardEvent) => {
       if (e.altKey || e.ctrlKey || e.metaKey) return;
       const t = e.target as HTMLElement | null;
-      if (t && (t.isContentEditable || ['INPUT', 'TEXTAREA', 'SELECT', 'BUTTON', 'SUMMARY'].includes(t.tagName) || (t.tagName === 'A' && e.key === 'Enter'))) return;
+      if (
+        t &&
+        (t.isContentEditable ||
+          ['INPUT', 'TEXTAREA', 'SELECT', 'BUTTON', 'SUMMARY'].includes(t.tagName) ||
+          (t.tagName === 'A' && e.key === 'Enter'))
+      )
+        return;
       const list = rowsRef.current;
       if (!list.length) return;
       if (e.key === 'j' || e.key === 'k') {
@@ -168,7 +237,8 @@ export function RunsPage() {
             const head = scroller.querySelector('thead')?.getBoundingClientRect().height ?? 36;
             const top = next * 36;
             if (top < scroller.scrollTop) scroller.scrollTop = top;
-            else if (top + 36 + head > scroller.scrollTop + scroller.clientHeight) scroller.scrollTop = top + 36 + head - scroller.clientHeight;
+            else if (top + 36 + head > scroller.scrollTop + scroller.clientHeight)
+              scroller.scrollTop = top + 36 + head - scroller.clientHeight;
           }
           return next;
         });
@@ -198,7 +268,13 @@ export function RunsPage() {
       actions={
         <>
           <label className="live-toggle">
-            <input type="checkbox" checked={!!search.live} onChange={(e) => navigate({ search: (s: RunsSearch) => ({ ...s, live: e.target.checked || undefined }), replace: true })} />
+            <input
+              type="checkbox"
+              checked={!!search.live}
+              onChange={(e) =>
+                navigate({ search: (s: RunsSearch) => ({ ...s, live: e.target.checked || undefined }), replace: true })
+              }
+            />
             Live
             {search.live && <span className="live-dot" aria-hidden="true" />}
           </label>
@@ -206,7 +282,11 @@ export function RunsPage() {
         </>
       }
     >
-      <QueryBox value={search.q ?? ''} onSubmit={(q) => navigate({ search: (s: RunsSearch) => ({ ...s, q: q.trim() || undefined }) })} error={list.error} />
+      <QueryBox
+        value={search.q ?? ''}
+        onSubmit={(q) => navigate({ search: (s: RunsSearch) => ({ ...s, q: q.trim() || undefined }) })}
+        error={list.error}
+      />
       {list.error && !isQueryError(list.error) && <ErrorBanner error={list.error} onRetry={() => list.refetch()} />}
       {!list.error && (
         <div className="runs-layout">
@@ -214,11 +294,24 @@ export function RunsPage() {
             <FacetPanel facets={meta.data?.facets} chosen={search.facets} onToggle={toggleFacet} rows={rows} />
           </aside>
           <div className="runs-main">
-            {meta.data?.histogram ? <Histogram data={meta.data.histogram} total={meta.data.total} /> : <div className="runs-histogram placeholder" aria-hidden="true" />}
+            {meta.data?.histogram ? (
+              <Histogram data={meta.data.histogram} total={meta.data.total} />
+            ) : (
+              <div className="runs-histogram placeholder" aria-hidden="true" />
+            )}
             <p className="runs-summary" role="status">
-              {list.isPending ? '' : `${(meta.data?.total ?? rows.length).toLocaleString()} run${(meta.data?.total ?? rows.length) === 1 ? '' : 's'} · ${rows.length.toLocaleString()} loaded${list.isFetchingNextPage ? ', loading more…' : ''}`}
+              {list.isPending
+                ? ''
+                : `${(meta.data?.total ?? rows.length).toLocaleString()} run${(meta.data?.total ?? rows.length) === 1 ? '' : 's'} · ${rows.length.toLocaleString()} loaded${list.isFetchingNextPage ? ', loading more…' : ''}`}
               {announce && search.live ? <span className="muted"> · {announce}</span> : null}
-              {selected ? <span className="muted"> · run {(cursor + 1).toLocaleString()} selected (Enter opens it)</span> : <span className="muted runs-keys"> · <kbd>j</kbd>/<kbd>k</kbd> move, <kbd>Enter</kbd> opens</span>}
+              {selected ? (
+                <span className="muted"> · run {(cursor + 1).toLocaleString()} selected (Enter opens it)</span>
+              ) : (
+                <span className="muted runs-keys">
+                  {' '}
+                  · <kbd>j</kbd>/<kbd>k</kbd> move, <kbd>Enter</kbd> opens
+                </span>
+              )}
             </p>
             {list.isPending ? (
               <Loading label="Loading runs…" />
@@ -234,7 +327,11 @@ export function RunsPage() {
                 onRowClick={(r) => goTo({ to: '/runs/$runId', params: { runId: r.id } })}
                 selectedId={selected?.id}
                 rowClassName={(r) => (r.status === 'failed' ? 'run-failed' : undefined)}
-                empty={search.q || search.facets ? 'No run matches this query.' : 'No runs yet: execute an interaction, and its runs show here.'}
+                empty={
+                  search.q || search.facets
+                    ? 'No run matches this query.'
+                    : 'No runs yet: execute an interaction, and its runs show here.'
+                }
               />
             )}
           </div>
@@ -255,7 +352,9 @@ interface QueryErrorDetails {
 }
 
 function isQueryError(err: unknown): err is ApiError {
-  return err instanceof ApiError && err.status === 400 && (err.error === 'invalid_query' || err.error === 'unknown_field');
+  return (
+    err instanceof ApiError && err.status === 400 && (err.error === 'invalid_query' || err.error === 'unknown_field')
+  );
 }
 
 function QueryBox({ value, onSubmit, error }: { value: string; onSubmit: (q: string) => void; error: unknown }) {
@@ -284,7 +383,7 @@ function QueryBox({ value, onSubmit, error }: { value: string; onSubmit: (q: str
           aria-describedby="runs-query-help"
           aria-invalid={qErr ? true : undefined}
           aria-errormessage={qErr ? 'runs-query-error' : undefined}
-          placeholder='Lucene query, e.g. status:failed AND tags:nightly, or words of the prompt and result'
+          placeholder="Lucene query, e.g. status:failed AND tags:nightly, or words of the prompt and result"
           value={text}
           onChange={(e) => setText(e.target.value)}
           spellCheck={false}
@@ -298,16 +397,23 @@ function QueryBox({ value, onSubmit, error }: { value: string; onSubmit: (q: str
         )}
       </form>
       <p id="runs-query-help" className="muted runs-query-help">
-        Fields: status, interaction, environment, model, tags, finish_reason, created_at, updated_at, execution_time, cost.total, prompt, result, … with AND, OR, NOT, ranges [a TO b] and wildcards.
+        Fields: status, interaction, environment, model, tags, finish_reason, created_at, updated_at, execution_time,
+        cost.total, prompt, result, … with AND, OR, NOT, ranges [a TO b] and wildcards.
       </p>
       {qErr && (
         <div className="query-error" role="alert" id="runs-query-error">
-          <strong>Invalid query{pos !== null ? ` at position ${pos}` : ''}{details.line && details.column ? ` (line ${details.line}, column ${details.column})` : ''}:</strong> {details.detail ?? qErr.message}
+          <strong>
+            Invalid query{pos !== null ? ` at position ${pos}` : ''}
+            {details.line && details.column ? ` (line ${details.line}, column ${details.column})` : ''}:
+          </strong>{' '}
+          {details.detail ?? qErr.message}
           <span className="muted"> · {qErr.error}</span>
           {pos !== null && (
             <pre className="query-error-text" aria-label="The query with the error marked">
               {value.slice(0, pos)}
-              <mark className="query-error-mark" title={`position ${pos}`}>{value.slice(pos, pos + 1) || ' '}</mark>
+              <mark className="query-error-mark" title={`position ${pos}`}>
+                {value.slice(pos, pos + 1) || ' '}
+              </mark>
               {value.slice(pos + 1)}
               {'\n'}
               <span aria-hidden="true">{' '.repeat(pos)}^</span>
@@ -326,7 +432,17 @@ function QueryBox({ value, onSubmit, error }: { value: string; onSubmit: (q: str
 
 // ---- facets -------------------------------------------------------------------------------------
 
-function FacetPanel({ facets, chosen, onToggle, rows }: { facets?: Record<FacetKey, Bucket[]>; chosen?: RunsSearch['facets']; onToggle: (k: FacetKey, v: string) => void; rows: RunRef[] }) {
+function FacetPanel({
+  facets,
+  chosen,
+  onToggle,
+  rows,
+}: {
+  facets?: Record<FacetKey, Bucket[]>;
+  chosen?: RunsSearch['facets'];
+  onToggle: (k: FacetKey, v: string) => void;
+  rows: RunRef[];
+}) {
   // Names of interactions and environments for chosen values the facets do not list.
   const names = useMemo(() => {
     const m = new Map<string, string>();
@@ -334,7 +450,8 @@ function FacetPanel({ facets, chosen, onToggle, rows }: { facets?: Record<FacetK
       if (r.interaction?.name) m.set(r.interaction.id, r.interaction.name);
       if (r.environment?.name) m.set(r.environment.id, r.environment.name);
     }
-    for (const list of Object.values(facets ?? {})) for (const b of list) if (b.name && b._id !== null) m.set(String(b._id), b.name);
+    for (const list of Object.values(facets ?? {}))
+      for (const b of list) if (b.name && b._id !== null) m.set(String(b._id), b.name);
     return m;
   }, [rows, facets]);
   const active = FACETS.flatMap((f) => (chosen?.[f.key] ?? []).map((v) => ({ f, v })));
@@ -379,7 +496,8 @@ function FacetPanel({ facets, chosen, onToggle, rows }: { facets?: Record<FacetK
                         title={`${f.label}: ${label}`}
                       >
                         <span className="visually-hidden">{f.label.toLowerCase()}: </span>
-                        <span className="chip-label">{label}</span> <span className="chip-count">{b.count.toLocaleString()}</span>
+                        <span className="chip-label">{label}</span>{' '}
+                        <span className="chip-count">{b.count.toLocaleString()}</span>
                         <span className="visually-hidden"> runs</span>
                       </button>
                     </li>
@@ -408,7 +526,13 @@ function ColumnPicker({ shown, onChange }: { shown: ColumnId[]; onChange: (ids: 
               type="checkbox"
               checked={shown.includes(c.id)}
               disabled={shown.length === 1 && shown.includes(c.id)}
-              onChange={(e) => onChange(e.target.checked ? COLUMNS.map((k) => k.id).filter((id) => id === c.id || shown.includes(id)) : shown.filter((id) => id !== c.id))}
+              onChange={(e) =>
+                onChange(
+                  e.target.checked
+                    ? COLUMNS.map((k) => k.id).filter((id) => id === c.id || shown.includes(id))
+                    : shown.filter((id) => id !== c.id),
+                )
+              }
             />
             {c.label}
           </label>

@@ -65,7 +65,11 @@ export interface Cursor {
 
 export function fetchRunsPage(search: RunsSearch, cursor: Cursor | null, signal?: AbortSignal): Promise<RunRef[]> {
   const extra = cursor ? { updated_at: { lte: cursor.before } } : {};
-  return apiFetch<RunRef[]>('/runs/search', { method: 'POST', body: { ...body(search, extra), limit: PAGE_SIZE, offset: cursor?.skip ?? 0 }, signal });
+  return apiFetch<RunRef[]>('/runs/search', {
+    method: 'POST',
+    body: { ...body(search, extra), limit: PAGE_SIZE, offset: cursor?.skip ?? 0 },
+    signal,
+  });
 }
 
 export function nextCursor(pages: RunRef[][]): Cursor | undefined {
@@ -84,7 +88,11 @@ export function nextCursor(pages: RunRef[][]): Cursor | undefined {
 
 /** Runs updated after `after` (the live toggle's poll). */
 export function fetchNewer(search: RunsSearch, after: string, signal?: AbortSignal): Promise<RunRef[]> {
-  return apiFetch<RunRef[]>('/runs/search', { method: 'POST', body: { ...body(search, { updated_at: { gt: after } }), limit: PAGE_SIZE, offset: 0 }, signal });
+  return apiFetch<RunRef[]>('/runs/search', {
+    method: 'POST',
+    body: { ...body(search, { updated_at: { gt: after } }), limit: PAGE_SIZE, offset: 0 },
+    signal,
+  });
 }
 
 export interface RunsMeta {
@@ -121,19 +129,31 @@ export async function fetchMeta(search: RunsSearch, signal?: AbortSignal): Promi
   const now = Date.now() + 1000;
   const spanBounds = SPANS.map((s) => new Date(now - s).toISOString()).concat(new Date(now).toISOString());
   const [values, meta] = await Promise.all([
-    client().runs.computeFacets({ facets: FACETS.map((f) => ({ name: f.key, field: f.path })), query: clientQuery(search) } as any) as Promise<unknown> as Promise<Record<string, Bucket[] | number>>,
+    client().runs.computeFacets({
+      facets: FACETS.map((f) => ({ name: f.key, field: f.path })),
+      query: clientQuery(search),
+    } as any) as Promise<unknown> as Promise<Record<string, Bucket[] | number>>,
     apiFetch<MetaAnswer>('/runs/search', {
       method: 'POST',
-      body: { ...body(search), facets: { span: { type: 'date', path: 'updated_at', boundaries: spanBounds, default: 'other' } }, onlyMeta: true },
+      body: {
+        ...body(search),
+        facets: { span: { type: 'date', path: 'updated_at', boundaries: spanBounds, default: 'other' } },
+        onlyMeta: true,
+      },
       signal,
     }),
   ]);
   const out: RunsMeta = {
     total: meta.count.total,
-    facets: Object.fromEntries(FACETS.map((f) => {
-      const buckets = (Array.isArray(values[f.key]) ? values[f.key] : []) as Bucket[];
-      return [f.key, buckets.filter((b) => b._id !== null && b._id !== '' && b.count > 0).slice(0, f.key === 'tags' ? 20 : 12)];
-    })) as RunsMeta['facets'],
+    facets: Object.fromEntries(
+      FACETS.map((f) => {
+        const buckets = (Array.isArray(values[f.key]) ? values[f.key] : []) as Bucket[];
+        return [
+          f.key,
+          buckets.filter((b) => b._id !== null && b._id !== '' && b.count > 0).slice(0, f.key === 'tags' ? 20 : 12),
+        ];
+      }),
+    ) as RunsMeta['facets'],
     histogram: null,
   };
   if (out.total === 0) return out;
@@ -149,17 +169,27 @@ export async function fetchMeta(search: RunsSearch, signal?: AbortSignal): Promi
   return out;
 }
 
-async function histogramOf(search: RunsSearch, from: number, now: number, signal?: AbortSignal): Promise<NonNullable<RunsMeta['histogram']>> {
+async function histogramOf(
+  search: RunsSearch,
+  from: number,
+  now: number,
+  signal?: AbortSignal,
+): Promise<NonNullable<RunsMeta['histogram']>> {
   const step = Math.max(1000, Math.ceil((now - from) / BARS / 1000) * 1000);
   const bounds: string[] = [];
   for (let t = from; t < now + step; t += step) bounds.push(new Date(t).toISOString());
   const hist = await apiFetch<MetaAnswer>('/runs/search', {
     method: 'POST',
-    body: { ...body(search), facets: { time: { type: 'date', path: 'updated_at', boundaries: bounds, default: 'other' } }, onlyMeta: true },
+    body: {
+      ...body(search),
+      facets: { time: { type: 'date', path: 'updated_at', boundaries: bounds, default: 'other' } },
+      onlyMeta: true,
+    },
     signal,
   });
   const counts = new Map<number, number>();
-  for (const b of hist.facet.time?.buckets ?? []) if (b._id !== 'other' && b._id !== null) counts.set(Date.parse(String(b._id)), b.count);
+  for (const b of hist.facet.time?.buckets ?? [])
+    if (b._id !== 'other' && b._id !== null) counts.set(Date.parse(String(b._id)), b.count);
   return {
     from,
     to: Date.parse(bounds.at(-1)!),
@@ -225,4 +255,5 @@ export function formatCost(cost: RunRef['cost']): string {
   return `$${cost.total < 0.01 ? cost.total.toPrecision(2) : cost.total.toFixed(4)}`;
 }
 
-export const nameOf = (r: Ref | string | null | undefined): string => (r === null || r === undefined ? '' : typeof r === 'string' ? r : r.name ?? r.id);
+export const nameOf = (r: Ref | string | null | undefined): string =>
+  r === null || r === undefined ? '' : typeof r === 'string' ? r : (r.name ?? r.id);

@@ -31,7 +31,17 @@ export const COLUMNS = [
 ] as const;
 export type ColumnId = (typeof COLUMNS)[number]['id'];
 export const COLUMN_IDS: readonly ColumnId[] = COLUMNS.map((c) => c.id);
-export const DEFAULT_COLUMNS: readonly ColumnId[] = ['time', 'interaction', 'environment', 'model', 'status', 'tokens', 'duration', 'tags', 'cost'];
+export const DEFAULT_COLUMNS: readonly ColumnId[] = [
+  'time',
+  'interaction',
+  'environment',
+  'model',
+  'status',
+  'tokens',
+  'duration',
+  'tags',
+  'cost',
+];
 
 export interface RunsSearch {
   /** Lucene query of run search. */

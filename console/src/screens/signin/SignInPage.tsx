@@ -37,7 +37,11 @@ export function SignInPage() {
       if (to) await navigate({ href: to });
       else await navigate({ to: '/runs' });
     } catch (err) {
-      setError(err instanceof ApiError && err.status === 401 ? `That API key was not accepted: ${err.message}` : errorMessage(err));
+      setError(
+        err instanceof ApiError && err.status === 401
+          ? `That API key was not accepted: ${err.message}`
+          : errorMessage(err),
+      );
     } finally {
       setBusy(false);
     }
@@ -47,7 +51,9 @@ export function SignInPage() {
     <main id="main" className="signin">
       <form className="card signin-card" onSubmit={submit} aria-labelledby="signin-title">
         <h1 id="signin-title">Sign in to Orrery</h1>
-        <p className="muted">Use an API key of your project (it starts with <code>sk-</code>). It stays in this tab only.</p>
+        <p className="muted">
+          Use an API key of your project (it starts with <code>sk-</code>). It stays in this tab only.
+        </p>
         <label htmlFor="api-key">API key</label>
         <input
           id="api-key"
