@@ -11,6 +11,7 @@ import type { Resolver } from './providers/egress.ts';
 import { openDatabase, type OpenedDatabase } from './db/open.ts';
 import { deriveKeys, resolveSecret } from './auth/secret.ts';
 import { AuthService, type BootstrapResult } from './auth/service.ts';
+import { getProject } from './auth/store.ts';
 import { authRoutes } from './auth/routes.ts';
 import { installPermissions } from './auth/permissions.ts';
 import { AuditLog } from './audit/log.ts';
@@ -182,6 +183,7 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
       notifier,
       metrics,
       streamTimeoutSeconds: config.streamTimeoutSeconds,
+      projectExists: async (trx, account, project) => (await getProject(trx, account, project)) !== undefined,
       maxInlineJson: config.maxInlineJsonBytes,
       embeddings: { embedRun: (s, r) => embeddings.embedRun(s, r) },
       writer: runWriter,
