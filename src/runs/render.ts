@@ -1,9 +1,12 @@
 /**
- * Renders an interaction's prompt segments with the run's data into chat messages, after
- * validating the data against the interaction's input schema.
+ * The render step of a run: its data validated against the interaction's input schema, then the
+ * interaction's prompt segments rendered with that data into chat messages.
  */
 import { BadRequest } from '../http/errors.ts';
-import type { TemplateEngine } from '../templates/render.ts';
+import { TemplateError, type TemplateEngine } from '../templates/render.ts';
+import { templateErrorCode } from '../interactions/prompts.ts';
+import { boundErrorMessage } from '../util/error-message.ts';
+import type { RunError } from './model.ts';
 import { compileSchema, describeErrors } from '../interactions/json-schema.ts';
 import type { InteractionDto } from '../interactions/interactions.ts';
 import type { ChatMessage, ChatRole } from '../providers/driver.ts';
@@ -55,4 +58,33 @@ export async function buildMessages(
     throw new BadRequest(`interaction "${interaction.name}" has no prompt template to render; add one to its prompts`);
   }
   return messages;
+}
+
+/** The rendered prompt of a run, or the error of a template that failed on its data. */
+export type RenderedPrompt = { messages: ChatMessage[]; failure?: undefined } | { messages: []; failure: RunError };
+
+/**
+ * The prompt of a run. A template that fails on the run's data fails the run, which is recorded
+ * (runs/finish.ts, failOnTemplate), not the request's 400: its error is answered, not thrown.
+ */
+export async function renderPrompt(
+  templates: TemplateEngine,
+  interaction: InteractionDto,
+  data: unknown,
+  model: string,
+  tenant: string,
+): Promise<RenderedPrompt> {
+  try {
+    return { messages: await buildMessages(templates, interaction, data, model, tenant) };
+  } catch (err) {
+    if (!(err instanceof TemplateError)) throw err;
+    return {
+      messages: [],
+      failure: {
+        code: templateErrorCode(err),
+        message: boundErrorMessage(err.message),
+        ...(err.position ? { data: { line: err.position.line, column: err.position.column } } : {}),
+      },
+    };
+  }
 }

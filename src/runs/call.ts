@@ -1,0 +1,279 @@
+/**
+ * The call step of a run: the provider asked (with its retries, runs/retry.ts), the answer checked
+ * against result_schema (mended, asked again once), or the answer served from the result cache, or
+ * a virtual environment's entries run (runs/call-virtual.ts). Never throws for a provider's or an
+ * answer's failure: that is the run's outcome, stored by the finish step (runs/finish.ts).
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import { boundErrorMessage } from '../util/error-message.ts';
+import { ProviderError, type ChatMessage, type CompletionRequest, type TokenUsage } from '../providers/driver.ts';
+import type { Metrics } from '../http/metrics.ts';
+import type { RunCost } from '../pricing/cost.ts';
+import type { ResultPart, RunDoc, RunError, RunRow } from './model.ts';
+import type { Plan, ProviderPlan } from './plan.ts';
+import { InvalidResult, parseResult, repairMessages } from './result-schema.ts';
+import { nextDelay, retryPolicyOf, type Attempt } from './retry.ts';
+import type { CachedAnswer } from './result-cache.ts';
+import type { RunSignals } from './run-signals.ts';
+import { textOf, type ChunkSink } from './virtual.ts';
+import type { VirtualCaller } from './call-virtual.ts';
+
+export type SamplingOptions = Pick<
+  CompletionRequest,
+  'temperature' | 'max_tokens' | 'top_p' | 'top_k' | 'presence_penalty' | 'frequency_penalty' | 'seed' | 'stop'
+>;
+
+/** What a provider is asked: a model, a message list, sampling options, and the shape of the answer. */
+export interface RunTurn {
+  model: string;
+  messages: ChatMessage[];
+  options: SamplingOptions;
+  resultSchema?: Record<string, unknown>;
+}
+
+/**
+ * The provider request of a run, built from its message list. Every request a run sends (its call,
+ * a streamed run's call rebuilt in another process, a virtual run's mediators) is built here, or
+ * derived from one built here with another message list (withMessages) or model.
+ */
+export function buildRequest(turn: RunTurn): CompletionRequest {
+  return {
+    model: turn.model,
+    messages: turn.messages,
+    ...turn.options,
+    ...(turn.resultSchema ? { result_schema: turn.resultSchema } : {}),
+  };
+}
+
+/** `request` with another message list (a re-ask), all else as it was. */
+export function withMessages(request: CompletionRequest, messages: ChatMessage[]): CompletionRequest {
+  return { ...request, messages };
+}
+
+/** What one execution produced, before it is stored. */
+export interface Outcome {
+  result: ResultPart[];
+  error?: RunError;
+  usage?: TokenUsage;
+  finishReason?: string;
+  attempts: Attempt[];
+  chunks: number;
+  /** Set by a virtual run (its children's) and a cache hit (nothing); a provider call's cost is priced from its usage. */
+  cost?: RunCost | null;
+  /** The run whose answer a cache hit served. */
+  cachedFrom?: string;
+}
+
+export interface RunCallerDeps {
+  metrics: Metrics;
+  signals: RunSignals;
+  virtual: VirtualCaller;
+}
+
+export class RunCaller {
+  constructor(private readonly deps: RunCallerDeps) {}
+
+  /** The run's outcome: from the cache, from a virtual environment's entries, or from its provider. */
+  async call(row: RunRow, doc: RunDoc, plan: Plan, live: ChunkSink | undefined): Promise<Outcome> {
+    if (plan.cached) return this.fromCache(row, plan.cached, live);
+    if (plan.kind === 'virtual') return this.deps.virtual.call(row, doc, plan, live);
+    return this.callProvider(row, plan, live, doc.environment?.provider ?? 'unknown');
+  }
+
+  /** A cache hit: the stored answer, streamed whole to a live run; no provider call, no tokens, no cost. */
+  private fromCache(row: RunRow, cached: CachedAnswer, live: ChunkSink | undefined): Outcome {
+    const text = textOf(cached.result);
+    let chunks = 0;
+    if (live && text) {
+      live.push(text);
+      chunks = 1;
+      this.deps.signals.chunk(row.id, 1, text);
+    }
+    return {
+      result: cached.result,
+      usage: { prompt: 0, result: 0, total: 0 },
+      ...(cached.finishReason ? { finishReason: cached.finishReason } : {}),
+      attempts: [],
+      chunks,
+      cost: {
+        input: 0,
+        output: 0,
+        cache_read: 0,
+        cache_write: 0,
+        reasoning: 0,
+        total: 0,
+        currency: 'USD',
+        price_table: 'result cache',
+      },
+      cachedFrom: cached.runId,
+    };
+  }
+
+  /** The provider call with its retries (runs/retry.ts), then the answer against result_schema. */
+  private async callProvider(
+    row: RunRow,
+    plan: ProviderPlan,
+    live: ChunkSink | undefined,
+    provider: string,
+  ): Promise<Outcome> {
+    const started = performance.now();
+    let text = '';
+    let usage: TokenUsage | undefined;
+    let finishReason: string | undefined;
+    let chunks = 0;
+    let error: RunError | undefined;
+    let result: ResultPart[] = [];
+    const policy = retryPolicyOf(plan.connection.config);
+    const attempts: Attempt[] = [];
+    // One retry loop (runs/retry.ts); a stream is never retried once a chunk reached a subscriber.
+    for (let retry = 0; ; retry++) {
+      const attemptStart = performance.now();
+      try {
+        if (live) {
+          for await (const chunk of plan.driver.stream(plan.connection, plan.request)) {
+            if (chunk.text) {
+              text += chunk.text;
+              chunks++;
+              live.push(chunk.text);
+              this.deps.signals.chunk(row.id, chunks, chunk.text);
+            }
+            if (chunk.token_use) usage = chunk.token_use;
+            if (chunk.finish_reason) finishReason = chunk.finish_reason;
+          }
+        } else {
+          const completion = await plan.driver.complete(plan.connection, plan.request);
+          text = completion.text;
+          usage = completion.token_use;
+          finishReason = completion.finish_reason;
+        }
+        attempts.push({ status: 'completed', duration_ms: Math.round(performance.now() - attemptStart) });
+        result = [{ type: 'text', value: text }];
+        break;
+      } catch (err) {
+        const failure = toRunError(err);
+        attempts.push({
+          status: 'failed',
+          error: { code: failure.code, message: failure.message },
+          duration_ms: Math.round(performance.now() - attemptStart),
+        });
+        const delay = chunks > 0 ? undefined : nextDelay(err, retry + 1, performance.now() - started, policy);
+        if (delay === undefined) {
+          error = failure;
+          if (text) result = [{ type: 'text', value: text }];
+          break;
+        }
+        this.deps.metrics.providerRetries.inc({ provider, code: failure.code });
+        await sleep(delay);
+      }
+    }
+    if (!error && plan.request.result_schema) {
+      const structured = await this.structuredResult(plan, text, finishReason, attempts);
+      if ('error' in structured) {
+        error = structured.error;
+        result = [{ type: 'text', value: structured.text }];
+      } else {
+        result = [{ type: 'json', value: structured.value }];
+      }
+      if (structured.usage) usage = addUsage(usage, structured.usage);
+      if (structured.finishReason) finishReason = structured.finishReason;
+    }
+    return { result, error, usage, finishReason, attempts, chunks };
+  }
+
+  /**
+   * The answer against result_schema: parsed, mended (jsonrepair), validated; when it still fails,
+   * asked again once with the validator's words, unless the answer stopped on length (a longer
+   * answer would be cut off again). The re-ask is an attempt of the run (`repair: true`).
+   */
+  private async structuredResult(
+    plan: ProviderPlan,
+    text: string,
+    finishReason: string | undefined,
+    attempts: Attempt[],
+  ): Promise<
+    | { value: unknown; usage?: TokenUsage; finishReason?: string }
+    | { error: RunError; text: string; usage?: TokenUsage; finishReason?: string }
+  > {
+    const schema = plan.request.result_schema!;
+    let problem: InvalidResult;
+    try {
+      return { value: parseResult(text, schema).value };
+    } catch (err) {
+      if (!(err instanceof InvalidResult)) throw err;
+      problem = err;
+    }
+    if (finishReason === 'length') {
+      return {
+        error: {
+          code: 'invalid_result',
+          message: `${problem.message} (the answer stopped on max_tokens, so it was not asked again)`,
+        },
+        text,
+      };
+    }
+    const started = performance.now();
+    let second;
+    try {
+      second = await plan.driver.complete(
+        plan.connection,
+        withMessages(plan.request, repairMessages(plan.request.messages, text, problem)),
+      );
+    } catch (err) {
+      const failure = toRunError(err);
+      attempts.push({
+        status: 'failed',
+        repair: true,
+        error: { code: failure.code, message: failure.message },
+        duration_ms: Math.round(performance.now() - started),
+      });
+      return {
+        error: { code: 'invalid_result', message: `${problem.message}; asking again failed: ${failure.message}` },
+        text,
+      };
+    }
+    const more = { usage: second.token_use, finishReason: second.finish_reason };
+    try {
+      const { value } = parseResult(second.text, schema);
+      attempts.push({ status: 'completed', repair: true, duration_ms: Math.round(performance.now() - started) });
+      return { value, ...more };
+    } catch (err) {
+      if (!(err instanceof InvalidResult)) throw err;
+      const message = `${err.message} (asked again once after: ${problem.message})`;
+      attempts.push({
+        status: 'failed',
+        repair: true,
+        error: { code: 'invalid_result', message },
+        duration_ms: Math.round(performance.now() - started),
+      });
+      return { error: { code: 'invalid_result', message }, text: second.text, ...more };
+    }
+  }
+}
+
+function toRunError(err: unknown): RunError {
+  if (err instanceof ProviderError)
+    return {
+      code: err.code,
+      message: boundErrorMessage(err.message),
+      ...(err.upstreamStatus ? { data: { upstream_status: err.upstreamStatus } } : {}),
+    };
+  return { code: 'execution_error', message: boundErrorMessage((err as Error)?.message ?? String(err)) };
+}
+
+/** Token use of two calls (a run and its re-ask), unknown where either is unknown. */
+function addUsage(a: TokenUsage | undefined, b: TokenUsage): TokenUsage | undefined {
+  if (!a) return undefined;
+  const sum = (x?: number, y?: number) => (x === undefined || y === undefined ? undefined : x + y);
+  // Absent cache and reasoning counts are zero, not unknown: the provider reports them only when used.
+  const extra = (x?: number, y?: number) => (x || y ? (x ?? 0) + (y ?? 0) : undefined);
+  const out: TokenUsage = {
+    prompt: sum(a.prompt, b.prompt),
+    result: sum(a.result, b.result),
+    total: sum(a.total, b.total),
+  };
+  for (const k of ['cache_read', 'cache_write', 'reasoning'] as const) {
+    const v = extra(a[k], b[k]);
+    if (v !== undefined) out[k] = v;
+  }
+  return out;
+}

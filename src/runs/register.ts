@@ -1,0 +1,156 @@
+/**
+ * The runs feature: where run rows are written (SQLite's writer thread, intent log and checkpoint
+ * thread; a plain writer elsewhere), the run service, retention, their routes, and the periodic
+ * sweeps of runs (lost, unconsumed, chunks, result cache, retention).
+ */
+import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
+import type { Config } from '../config.ts';
+import type { OpenedDatabase } from '../db/open.ts';
+import type { Notifier } from '../db/notify.ts';
+import type { Scope } from '../auth/principal.ts';
+import type { AuditLog } from '../audit/log.ts';
+import type { ReplicaRegistry } from '../cluster/replicas.ts';
+import type { Metrics } from '../http/metrics.ts';
+import type { Limiter } from '../limits/limiter.ts';
+import type { RunEmbeddingHook } from '../embeddings/run-embeddings.ts';
+import type { Interactions } from '../interactions/register.ts';
+import { WalCheckpointer } from '../db/wal-checkpointer.ts';
+import { usableCores } from '../util/cpu-quota.ts';
+import { RunService } from './service.ts';
+import type { ProjectExists } from './sweep.ts';
+import { RunWriter, signallingWrites } from './run-writer.ts';
+import { ThreadRunWriter } from './run-writer-thread.ts';
+import { RunIntentLog } from './run-intents.ts';
+import { StreamHub } from './stream-hub.ts';
+import { RunRetention } from './retention.ts';
+import { RunFinder } from './find.ts';
+import { RunExporter } from './export.ts';
+import { runRoutes } from './routes.ts';
+import { retentionRoutes } from './retention-routes.ts';
+
+export interface RunsDeps {
+  config: Config;
+  database: OpenedDatabase;
+  interactions: Interactions;
+  replica: ReplicaRegistry;
+  notifier: Notifier;
+  metrics: Metrics;
+  limiter: Limiter;
+  audit: AuditLog;
+  log: FastifyBaseLogger;
+  projectExists: ProjectExists;
+  embeddings: RunEmbeddingHook;
+  /** Deletes objects of a project (retention of objects); called once requests arrive. */
+  deleteObjects: (s: Scope, ids: string[]) => Promise<unknown>;
+}
+
+export function createRuns(deps: RunsDeps) {
+  const { config, database, replica, notifier, metrics, limiter, log } = deps;
+  const { db, dialect } = database;
+  const { interactions, environments, templates, changes } = deps.interactions;
+  // SQLite runs in this process: with a second core, its run writes get a thread of their own
+  // (on one core the thread only adds its hand-over cost; bench/README.md). A container's CPU
+  // quota counts, not only the CPUs the process may be scheduled on (util/cpu-quota.ts).
+  // With the thread, a lone blocking run's row goes to an intent log first (runs/run-intents.ts): a
+  // folder next to the database file, one log per process, swept by whichever process outlives it.
+  const intents = database.file
+    ? new RunIntentLog({ dir: `${database.file}-intents`, replica: replica.id })
+    : undefined;
+  const writer =
+    database.file && usableCores() > 1
+      ? new ThreadRunWriter(database.file, db, dialect, { intents })
+      : new RunWriter(db, dialect);
+  // SQLite's log is checkpointed on a thread while runs are written (db/wal-checkpointer.ts); the
+  // other writes (a heartbeat every few seconds) do not keep that thread alive on an idle server.
+  const checkpointer = database.file ? new WalCheckpointer(database.file) : undefined;
+  if (checkpointer) {
+    checkpointer.onError = (message) =>
+      log.error(`sqlite: the checkpoint thread stopped (${message}); connections checkpoint by themselves`);
+  }
+  const hub = new StreamHub();
+  const runs = new RunService({
+    db,
+    dialect,
+    interactions,
+    environments,
+    templates,
+    hub,
+    changes,
+    replica,
+    notifier,
+    metrics,
+    streamTimeoutSeconds: config.streamTimeoutSeconds,
+    projectExists: deps.projectExists,
+    maxInlineJson: config.maxInlineJsonBytes,
+    embeddings: deps.embeddings,
+    writer: checkpointer ? signallingWrites(writer, checkpointer) : writer,
+    intents,
+    onRunEnded: (r) =>
+      void limiter
+        .charge(r.account, r.project, r.keyId, r.tokens, r.cost)
+        .catch((err) => log.error({ err }, 'limits: could not count the usage of a run')),
+  });
+  const retention = new RunRetention({ db, dialect, audit: deps.audit, deleteObjects: deps.deleteObjects });
+  const timers: NodeJS.Timeout[] = [];
+
+  return {
+    runs,
+    retention,
+    checkpointer,
+    /** Its routes, behind authentication. */
+    async register(authed: FastifyInstance): Promise<void> {
+      await authed.register(runRoutes, {
+        runs,
+        finder: new RunFinder(db, dialect, config.queryTimeoutMs),
+        metrics,
+        exporter: new RunExporter(db, dialect),
+      });
+    },
+    registerRetention: (authed: FastifyInstance) => authed.register(retentionRoutes, { retention }),
+    /** The periodic sweeps; resolves once the runs a stopped process of this host left are failed. */
+    async start(): Promise<void> {
+      let retaining = false;
+      const sweepRetention = () => {
+        if (retaining) return;
+        retaining = true;
+        limiter.sweep().catch((err) => log.error({ err }, 'limits: could not delete old usage counters'));
+        retention
+          .sweep()
+          .then(
+            (r) =>
+              (r.expiredRuns || r.retainedRuns || r.expiredObjects) &&
+              log.info(r, 'retention: deleted expired runs and objects'),
+            (err) => log.error({ err }, 'retention sweeper failed'),
+          )
+          .finally(() => (retaining = false));
+      };
+      timers.push(setInterval(sweepRetention, config.retentionSweepSeconds * 1000));
+      const sweepLost = () => void runs.sweepLost().catch((err) => log.error({ err }, 'lost-run sweeper failed'));
+      const sweep = () => {
+        runs.sweepUnconsumed().catch((err) => log.error({ err }, 'stream sweeper failed'));
+        runs.sweepChunks().catch((err) => log.error({ err }, 'chunk sweeper failed'));
+        runs.sweepCache().catch((err) => log.error({ err }, 'result cache sweeper failed'));
+      };
+      timers.push(setInterval(sweep, Math.min(15_000, (config.replicaTimeoutSeconds * 1000) / 2)));
+      // Every heartbeat: a dead replica's runs fail within ORRERY_REPLICA_TIMEOUT (cluster/replicas.ts).
+      timers.push(setInterval(sweepLost, replica.heartbeatMs));
+      for (const timer of timers) timer.unref();
+      // Before the first request: the runs that a stopped process of this host left `processing` are
+      // failed now, not once its heartbeat times out (cluster/replicas.ts knows its process is gone).
+      await runs.sweepLost().catch((err) => log.error({ err }, 'lost-run sweeper failed'));
+      setImmediate(sweep);
+    },
+    /** Stops the sweeps (shutdown). */
+    stopSweeps(): void {
+      for (const timer of timers) clearInterval(timer);
+    },
+    /** Lets runs and streams finish, up to `deadline` (ms since the epoch), then stores what is queued. */
+    async close(deadline: number): Promise<void> {
+      while (runs.executing > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+      await runs.close();
+      await checkpointer?.close();
+    },
+  };
+}
+
+export type Runs = ReturnType<typeof createRuns>;
