@@ -40,6 +40,7 @@ import { ThreadRunWriter } from './runs/run-writer-thread.ts';
 import { RunIntentLog } from './runs/run-intents.ts';
 import { installRunReadBarrier } from './runs/read-barrier.ts';
 import { WalCheckpointer } from './db/wal-checkpointer.ts';
+import { installReadCancellation } from './db/read-context.ts';
 import { StreamHub } from './runs/stream-hub.ts';
 import { runRoutes } from './runs/routes.ts';
 import { AnalyticsService, analyticsRoutes } from './analytics/index.ts';
@@ -120,7 +121,7 @@ export interface BuildOptions {
 }
 
 export async function buildServer(config: Config, opts: BuildOptions = {}): Promise<Orrery> {
-  const database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
+  const database = await openDatabase(config);
   const { db, dialect } = database;
   try {
     const keys = deriveKeys(await resolveSecret(config, db, dialect));
@@ -380,6 +381,7 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
       refResolver: { buildLocalReference: (json, _base, _fragment, i) => (json.$id as string) ?? `def-${i}` },
     });
 
+    installReadCancellation(app);
     app.get('/health', { schema: { hide: true } }, async () => ({ status: 'ok', version: VERSION }));
     app.get('/ready', { schema: { hide: true } }, async (_req, reply) => {
       if (draining) return reply.code(503).send(wireError('not_ready', 503, 'shutting down'));
