@@ -15,6 +15,7 @@ const BENCHES: Record<string, string> = {
   templates: './templates.ts',
   resilience: './resilience.ts',
   limits: './limits.ts',
+  'find-cost': './find-cost.ts',
   retention: './retention.ts',
   peer: './peer.ts',
   'peer-ab': './peer-ab.ts',

@@ -61,8 +61,16 @@ export interface Config {
   jobMaxAttempts: number;
   /** Longest wait of GET …/renditions/:format?block_on_generation=true, in milliseconds. */
   renditionWaitMs: number;
-  /** PostgreSQL statement timeout of find queries (ORRERY_QUERY_TIMEOUT, seconds; db/read-budget.ts). */
+  /** Time budget of heavy reads: PostgreSQL statement timeout, SQLite reader-thread deadline (ORRERY_QUERY_TIMEOUT, seconds; db/read-budget.ts). */
   queryTimeoutMs: number;
+  /** SQLite: bytes of stored documents one heavy read may examine (ORRERY_QUERY_MAX_READ). */
+  queryMaxReadBytes: number;
+  /** SQLite: reader threads for heavy reads (ORRERY_SQLITE_READERS; 0: on the HTTP thread). */
+  sqliteReaders: number;
+  /** PostgreSQL: how long a query waits for a pooled connection before a 503 (ORRERY_DATABASE_POOL_WAIT, seconds). */
+  poolWaitMs: number;
+  /** PostgreSQL: expensive reads one project may run at once (ORRERY_PROJECT_READS). */
+  projectReads: number;
   /** jst: CPU time of one render, in ms. */
   templateCpuMs: number;
   /** jst: memory of one render, in bytes. */
@@ -206,6 +214,10 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     jobMaxAttempts: overrides.jobMaxAttempts ?? int(env, 'ORRERY_JOB_ATTEMPTS', 5, 1, 100),
     renditionWaitMs: overrides.renditionWaitMs ?? seconds(env, 'ORRERY_RENDITION_WAIT', 30, 0, 600),
     queryTimeoutMs: overrides.queryTimeoutMs ?? seconds(env, 'ORRERY_QUERY_TIMEOUT', 5, 0.001, 3600),
+    queryMaxReadBytes: overrides.queryMaxReadBytes ?? byteSize(env, 'ORRERY_QUERY_MAX_READ', 2 * 1024 ** 3),
+    sqliteReaders: overrides.sqliteReaders ?? int(env, 'ORRERY_SQLITE_READERS', 2, 0, 64),
+    poolWaitMs: overrides.poolWaitMs ?? seconds(env, 'ORRERY_DATABASE_POOL_WAIT', 10, 0.001, 3600),
+    projectReads: overrides.projectReads ?? int(env, 'ORRERY_PROJECT_READS', 3, 1, 1000),
     vectorExactThreshold:
       overrides.vectorExactThreshold ?? int(env, 'ORRERY_VECTOR_EXACT_THRESHOLD', 10_000, 1, 1_000_000),
     vectorEfSearch: overrides.vectorEfSearch ?? int(env, 'ORRERY_VECTOR_EF_SEARCH', 128, 10, 4096),

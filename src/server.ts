@@ -30,6 +30,7 @@ import { createInteractions, type Interactions } from './interactions/register.t
 import type { RunService } from './runs/service.ts';
 import { createRuns, type Runs } from './runs/register.ts';
 import { installRunReadBarrier } from './runs/read-barrier.ts';
+import { installReadCancellation } from './db/read-context.ts';
 import { RunRefSchema, RunSchema } from './runs/schemas.ts';
 import type { WalCheckpointer } from './db/wal-checkpointer.ts';
 import { AnalyticsService, analyticsRoutes } from './analytics/index.ts';
@@ -77,7 +78,7 @@ export interface BuildOptions {
 }
 
 export async function buildServer(config: Config, opts: BuildOptions = {}): Promise<Orrery> {
-  const database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
+  const database = await openDatabase(config);
   const { db, dialect } = database;
   try {
     const keys = deriveKeys(await resolveSecret(config, db, dialect));
@@ -162,6 +163,7 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
     // The data folder holds the SQLite database, local blobs or intent logs: a full disk fails writes.
     if (database.file || !config.blobUrl) readiness.push(() => assertFreeDisk(config.dataDir, config.minFreeDiskBytes));
     const shutdown = { draining: false };
+    installReadCancellation(app); // before the probes: every later route's reads can be cancelled
     registerProbes(app, {
       config,
       metrics,

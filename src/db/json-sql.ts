@@ -155,6 +155,13 @@ export interface JsonFindSql {
   findItemOf(node: Expression<unknown>): JsonFindItem;
   /** The node at a fixed path, without walking arrays of objects (keys, or indexes into arrays). */
   findAt(root: Expression<unknown>, path: readonly string[]): RawBuilder<unknown>;
+  /**
+   * The path as plain member steps: `plain` holds for a row when no node before the last is an
+   * array (so the path reaches at most one node, `item`, whose `is` is NULL when it is missing).
+   * Read straight from `root` by path, with no derived table per step: SQLite answers every such
+   * call of one row from one parse of the document (its JSON cache), however many conditions ask.
+   */
+  findPlain(root: Expression<unknown>, path: readonly string[]): { plain: RawBuilder<boolean>; item: JsonFindItem };
   /** Text in code-point order (SQLite BINARY, PostgreSQL COLLATE "C"), e.g. for ORDER BY. */
   byteOrder(text: Expression<unknown>): RawBuilder<string | null>;
   /** `text op value` in code-point order, whatever the column's collation. */
@@ -194,7 +201,8 @@ const sqliteItem = (t: RawBuilder<unknown>, x: RawBuilder<unknown>): JsonFindIte
   // A string item's value is its bare text, which the JSON functions refuse ("malformed JSON"), and
   // SQLite may test the terms of an AND in any order: a CASE on the type would not guard them,
   // as SQLite folds it away next to the `t = 'array'` term that usually comes with this one.
-  equalsArray: (value) => sql<boolean>`(CASE WHEN json_valid(${x}) THEN ${sqliteEqualsJson(x, '$', value)} ELSE 0 END)`,
+  equalsArray: (value) =>
+    sql<boolean>`(CASE WHEN json_valid(${x}, 5) THEN ${sqliteEqualsJson(x, '$', value)} ELSE 0 END)`,
 });
 
 /** Deep equality of the value at `path` in the JSON text `doc` with `value`, element by element. */
@@ -222,10 +230,10 @@ const sqliteFind: JsonFindSql = {
     sql`(SELECT _fp.v AS v FROM ${sqliteLevels(root, path)} AS _fp WHERE _fp.v IS NOT NULL) AS ${sql.id(alias)}`,
   findNode: (alias) => sql`${sql.ref(`${alias}.v`)}`,
   findItems: (root, path, alias) => sql`(SELECT _fc.type AS t, _fc.value AS x FROM ${sqliteLevels(root, path)} AS _fp,
-    json_each(CASE WHEN json_type(_fp.v) = 'array' THEN json_insert(_fp.v, '$[#]', json(_fp.v)) ELSE json_array(json(_fp.v)) END) AS _fc
+    jsonb_each(CASE WHEN json_type(_fp.v) = 'array' THEN jsonb_insert(_fp.v, '$[#]', _fp.v) ELSE jsonb_array(jsonb(_fp.v)) END) AS _fc
     WHERE _fp.v IS NOT NULL) AS ${sql.id(alias)}`,
   findElements: (node, alias) =>
-    sql`(SELECT _fe.type AS t, _fe.value AS x FROM json_each(CASE WHEN json_type(${node}) = 'array' THEN ${node} ELSE '[]' END) AS _fe) AS ${sql.id(alias)}`,
+    sql`(SELECT _fe.type AS t, _fe.value AS x FROM jsonb_each(CASE WHEN json_type(${node}) = 'array' THEN ${node} ELSE '[]' END) AS _fe) AS ${sql.id(alias)}`,
   findItem: (alias) => sqliteItem(sql.ref(`${alias}.t`), sql.ref(`${alias}.x`)),
   findItemOf: (node) => sqliteItem(sql`json_type(${node})`, sql`(${node} ->> '$')`),
   findAt: (root, path) => {
@@ -239,6 +247,16 @@ const sqliteFind: JsonFindSql = {
     }
     return node;
   },
+  findPlain: (root, path) => {
+    const to = sqlitePath(path);
+    return {
+      plain: sql<boolean>`(${sql.join(
+        path.map((_, i) => sql`json_type(${root}, ${sqlitePath(path.slice(0, i))}) IS NOT 'array'`),
+        sql` AND `,
+      )})`,
+      item: sqliteItem(sql`json_type(${root}, ${to})`, sql`(${root} ->> ${to})`),
+    };
+  },
   byteOrder: (text) => sql<string | null>`(${text} COLLATE BINARY)`,
   compareText: (text, op, value) => sql<boolean>`(${text} COLLATE BINARY ${sql.raw(textOp(op))} ${value})`,
   textIn: (text, values) =>
@@ -247,21 +265,33 @@ const sqliteFind: JsonFindSql = {
   glob: (text, pattern, lowerAscii) => sql<boolean>`(${lowerAscii ? sql`lower(${text})` : text} GLOB ${pattern})`,
 };
 
-/** The nested derived tables of one path walk (SQLite); each level's column `v` may be NULL. */
+/**
+ * The nested derived tables of one path walk (SQLite); each level's column `v` may be NULL.
+ *
+ * Read once: the root is converted to JSONB (`jsonb()`, which SQLite's per-statement JSON cache
+ * answers from one parse of the row's text however many conditions ask), and every step stays in
+ * JSONB: containers are taken with `jsonb_extract` / `jsonb_each` (a slice of the binary form, no
+ * parse and no JSON text written), scalars with `->` as JSON text. Text JSON here would be
+ * written out and parsed again by each condition, a full read of the document per condition.
+ */
 function sqliteLevels(root: Expression<unknown>, path: readonly string[]): RawBuilder<unknown> {
-  let level = sql`(SELECT ${root} AS v)`;
+  let level = sql`(SELECT jsonb(${root}) AS v)`;
   for (const key of path) {
     const index = findIndex(key);
-    const list = index === null ? sql`_fp.v` : sql`json_insert(_fp.v, '$[#]', json(_fp.v))`;
+    const list = index === null ? sql`_fp.v` : sql`jsonb_insert(_fp.v, '$[#]', _fp.v)`;
     const byIndex =
       index === null
         ? sql``
-        : sql` WHEN json_type(_fp.v) = 'array' THEN CASE WHEN _fa.key = json_array_length(_fp.v) THEN _fa.value -> ${`$[${index}]`} END`;
-    level = sql`(SELECT CASE WHEN _fa.type = 'object' THEN _fa.value -> ${sqliteMember(key)}${byIndex} END AS v
-      FROM ${level} AS _fp, json_each(CASE WHEN json_type(_fp.v) = 'array' THEN ${list} ELSE json_array(json(_fp.v)) END) AS _fa)`;
+        : sql` WHEN json_type(_fp.v) = 'array' THEN CASE WHEN _fa.key = json_array_length(_fp.v) THEN ${sqliteStep(sql`_fa.value`, `$[${index}]`)} END`;
+    level = sql`(SELECT CASE WHEN _fa.type = 'object' THEN ${sqliteStep(sql`_fa.value`, sqliteMember(key))}${byIndex} END AS v
+      FROM ${level} AS _fp, jsonb_each(CASE WHEN json_type(_fp.v) = 'array' THEN ${list} ELSE jsonb_array(jsonb(_fp.v)) END) AS _fa)`;
   }
   return level;
 }
+
+/** The value at `path` of a JSONB container: JSONB when it is a container, JSON text when a scalar, NULL when absent. */
+const sqliteStep = (node: RawBuilder<unknown>, path: string): RawBuilder<unknown> =>
+  sql`(CASE WHEN json_type(${node}, ${path}) IN ('object', 'array') THEN jsonb_extract(${node}, ${path}) ELSE ${node} -> ${path} END)`;
 
 const postgresItem = (x: RawBuilder<unknown>): JsonFindItem => ({
   is: (kind) => sql<boolean>`(jsonb_typeof(${x}) = ${sql.lit(kind)})`,
@@ -290,6 +320,15 @@ const postgresFind: JsonFindSql = {
       (node, key) => (findIndex(key) === null ? sql`(${node} -> ${key}::text)` : sql`(${node} #> ${[key]}::text[])`),
       sql`${root}`,
     ),
+  findPlain: (root, path) => {
+    return {
+      plain: sql<boolean>`(${sql.join(
+        path.map((_, i) => sql`jsonb_typeof((${root})::jsonb #> ${pgPath(path.slice(0, i))}) IS DISTINCT FROM 'array'`),
+        sql` AND `,
+      )})`,
+      item: postgresItem(sql`((${root})::jsonb #> ${pgPath(path)})`),
+    };
+  },
   byteOrder: (text) => sql<string | null>`(${text} COLLATE "C")`,
   compareText: (text, op, value) => sql<boolean>`((${text}) COLLATE "C" ${sql.raw(textOp(op))} ${value})`,
   textIn: (text, values) =>

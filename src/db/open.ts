@@ -13,6 +13,9 @@ import { OrreryMigrations } from './migrations.ts';
 import { LockWaitingSqliteDialect } from './sqlite-lock-wait.ts';
 import { openSqliteHandle } from './sqlite-handle.ts';
 import { loadPg, type Pg } from './pg.ts';
+import { attachReaders, SqliteReaders } from './sqlite-readers.ts';
+import { configureReads } from './read-budget.ts';
+import { ReadGate } from './read-gate.ts';
 
 export interface OpenedDatabase {
   db: Kysely<Database>;
@@ -23,13 +26,59 @@ export interface OpenedDatabase {
   file?: string;
 }
 
-export async function openDatabase(opts: { databaseUrl?: string; dataDir: string }): Promise<OpenedDatabase> {
-  const opened = opts.databaseUrl ? openPostgres(await loadPg(), opts.databaseUrl) : openSqlite(opts.dataDir);
+export interface OpenOptions {
+  databaseUrl?: string;
+  dataDir: string;
+  /** SQLite: reader threads for heavy reads (db/sqlite-readers.ts); 0 reads on the HTTP thread. */
+  sqliteReaders?: number;
+  /** SQLite: bytes of documents one heavy read may examine (ORRERY_QUERY_MAX_READ). */
+  queryMaxReadBytes?: number;
+  /** PostgreSQL: how long a query waits for a pooled connection before failing as unavailable (ms). */
+  poolWaitMs?: number;
+  /** Time budget of heavy reads (ORRERY_QUERY_TIMEOUT, ms; db/read-budget.ts). */
+  queryTimeoutMs?: number;
+  /** Heavy reads one project may run at once (ORRERY_PROJECT_READS; db/read-gate.ts). */
+  projectReads?: number;
+}
+
+/** PostgreSQL connections of the pool; heavy reads take at most all but HEADROOM of them. */
+const POOL_SIZE = 10;
+const HEADROOM = 2;
+/** Heavy reads of one project that may wait for their turn before more are refused with a 429. */
+const QUEUE_PER_PROJECT = 64;
+
+export async function openDatabase(opts: OpenOptions): Promise<OpenedDatabase> {
+  const opened = opts.databaseUrl
+    ? openPostgres(await loadPg(), opts.databaseUrl, opts.poolWaitMs ?? POOL_WAIT_MS)
+    : openSqlite(opts.dataDir);
   try {
     await migrate(opened);
   } catch (err) {
     await opened.db.destroy().catch(() => {});
     throw err;
+  }
+  const readers = opts.sqliteReaders ?? 0;
+  configureReads(opened.db, {
+    timeoutMs: opts.queryTimeoutMs ?? 5000,
+    gate: new ReadGate({
+      perProject: opts.projectReads ?? 3,
+      // SQLite: the threads' own queue holds the rest; the gate only keeps one project from filling it.
+      total: opened.file ? Math.max(1, readers) * 4 : POOL_SIZE - HEADROOM,
+      queuePerProject: QUEUE_PER_PROJECT,
+    }),
+  });
+  // After the migrations: a read-only connection needs the schema (and the WAL) in place.
+  if (opened.file && (opts.sqliteReaders ?? 0) > 0) {
+    const readers = new SqliteReaders(opened.file, {
+      size: opts.sqliteReaders!,
+      maxReadBytes: opts.queryMaxReadBytes ?? Number.MAX_SAFE_INTEGER,
+    });
+    attachReaders(opened.db, readers);
+    const destroy = opened.db.destroy.bind(opened.db);
+    opened.db.destroy = async () => {
+      await readers.close();
+      await destroy();
+    };
   }
   return opened;
 }
@@ -44,6 +93,9 @@ function openSqlite(dataDir: string): OpenedDatabase {
     file,
   };
 }
+
+/** How long a query waits for one of the pool's connections by default (ORRERY_DATABASE_POOL_WAIT). */
+export const POOL_WAIT_MS = 10_000;
 
 /**
  * One connection to the SQLite file, configured as every connection of ours must be: the main
@@ -87,8 +139,11 @@ function withStatementCache(sqlite: SQLite.Database) {
   };
 }
 
-function openPostgres(pg: Pg, url: string): OpenedDatabase {
-  const pool = new pg.Pool({ connectionString: url, max: 10 });
+function openPostgres(pg: Pg, url: string, poolWaitMs: number): OpenedDatabase {
+  // connectionTimeoutMillis: a query that finds every connection busy fails after this instead of
+  // waiting for ever; pg-pool's "timeout exceeded when trying to connect" is a 503
+  // database_unavailable (db/storage-errors.ts), which a client retries.
+  const pool = new pg.Pool({ connectionString: url, max: POOL_SIZE, connectionTimeoutMillis: poolWaitMs });
   // JIT off: it compiles the plans of costly searches (counts and facets over many runs) for
   // 20-30 ms and saves less than that on them (measured at 1M runs, bench/README.md). A SET on
   // each new connection, not a startup `options`, which PgBouncer refuses; queued before any

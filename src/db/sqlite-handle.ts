@@ -36,5 +36,8 @@ export function openSqliteHandle(
   sqlite.pragma('mmap_size = 1073741824');
   sqlite.pragma('temp_store = MEMORY');
   sqlite.pragma(`wal_autocheckpoint = ${FALLBACK_CHECKPOINT_PAGES}`);
+  // Heavy reads call this per row examined (db/read-budget.ts `readCost`); it checks their budget
+  // on a reader thread (db/sqlite-reader-worker.mjs). Here, where nothing is budgeted, it passes.
+  sqlite.function('orrery_read', { deterministic: false, directOnly: true }, () => 1);
   return sqlite;
 }

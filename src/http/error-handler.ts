@@ -24,6 +24,8 @@ export function installErrorHandling(app: FastifyInstance): void {
     if (err instanceof OrreryError) {
       // A 429 tells when to come back (src/limits).
       if (err instanceof RateLimited) reply.headers(err.headers);
+      const retryAfter = (err as { retryAfterSeconds?: unknown }).retryAfterSeconds;
+      if (typeof retryAfter === 'number') reply.header('retry-after', String(retryAfter));
       return reply.code(err.status).send(wireError(err.code, err.status, err.message, err.details, err.extra));
     }
     if (err.validation) {

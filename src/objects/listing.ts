@@ -8,7 +8,7 @@ import { expressionBuilder, sql, type Expression, type Kysely, type RawBuilder, 
 import type { Database } from '../db/schema.ts';
 import { jsonFindSql, jsonSql, type JsonFindSql, type JsonSql } from '../db/json-sql.ts';
 import type { OrreryDialect } from '../db/dialect.ts';
-import { boundedRead } from '../db/read-budget.ts';
+import { boundedRead, readCost } from '../db/read-budget.ts';
 import { scopeOf, type Principal, type Scope } from '../auth/principal.ts';
 import { BadRequest } from '../http/errors.ts';
 import { setOwn } from '../util/own.ts';
@@ -97,14 +97,19 @@ export class ObjectListing {
   async list(p: Principal, f: ObjectFilters & Page & { select?: string }): Promise<Partial<ObjectRecord>[]> {
     const s = scopeOf(p);
     const projection = parseSelect(f.select);
-    const rows = await objectsIn(this.db, s)
-      .select(columnsFor(projection.hidden))
-      .where((eb) => filterCondition(eb, f, this.context(s)))
-      .orderBy('objects.updated_at', 'desc')
-      .orderBy('objects.id', 'desc')
-      .limit(f.limit)
-      .offset(f.offset)
-      .execute();
+    // With a match (a dynamic collection's members) or a membership condition, a listing may read every document.
+    const heavy = !!(f.match || f.within);
+    const rows = await this.bounded(s, heavy, (db) =>
+      objectsIn(db, s)
+        .select(columnsFor(projection.hidden))
+        .where(this.cost(heavy))
+        .where((eb) => filterCondition(eb, f, this.context(s)))
+        .orderBy('objects.updated_at', 'desc')
+        .orderBy('objects.id', 'desc')
+        .limit(f.limit)
+        .offset(f.offset)
+        .execute(),
+    );
     return this.items(
       s,
       rows.map((r) => ({ row: decodeObject(this.dialect, r), score: 1 })),
@@ -119,9 +124,10 @@ export class ObjectListing {
   ): Promise<Partial<ObjectRecord>[]> {
     const s = scopeOf(p);
     const projection = parseSelect(q.select);
-    const rows = await boundedRead(this.db, this.dialect, this.queryTimeoutMs, (db) =>
+    const rows = await this.bounded(s, true, (db) =>
       objectsIn(db, s)
         .select(columnsFor(projection.hidden))
+        .where(this.cost(true))
         .where((eb) => filterCondition(eb, { match: queryOf(q.query) }, this.context(s)))
         .orderBy('objects.updated_at', 'desc')
         .orderBy('objects.id', 'desc')
@@ -145,9 +151,10 @@ export class ObjectListing {
 
   async count(p: Principal, q: { query: Record<string, unknown> }): Promise<{ count: number }> {
     const s = scopeOf(p);
-    const r = await boundedRead(this.db, this.dialect, this.queryTimeoutMs, (db) =>
+    const r = await this.bounded(s, true, (db) =>
       objectsIn(db, s)
         .select((eb) => eb.fn.countAll<number>().as('n'))
+        .where(this.cost(true))
         .where((eb) => filterCondition(eb, { match: queryOf(q.query) }, this.context(s)))
         .executeTakeFirstOrThrow(),
     );
@@ -165,6 +172,7 @@ export class ObjectListing {
     let query = objectsIn(this.db, s)
       .select(columnsFor(projection.hidden))
       .select((eb) => fullTextScore(eb, q.fullText, ctx).as('score'))
+      .where(this.cost(true))
       .where((eb) => filterCondition(eb, q, ctx));
     const sort = q.sort?.length ? q.sort : q.fullText?.trim() ? [{ field: 'score', order: 'desc' as const }] : [];
     for (const spec of sort) {
@@ -173,7 +181,7 @@ export class ObjectListing {
         query = query.orderBy(expr, (ob) => (dir === 'asc' ? ob.asc() : ob.desc()).nullsLast());
     }
     query = query.orderBy('objects.updated_at', 'desc').orderBy('objects.id', 'desc').limit(q.limit).offset(q.offset);
-    const rows = await query.execute();
+    const rows = await this.bounded(s, true, (db) => db.executeQuery(query.compile()).then((r) => r.rows));
     const results = await this.items(
       s,
       rows.map((r) => ({
@@ -207,17 +215,20 @@ export class ObjectListing {
   }
 
   private async total(s: Scope, f: ObjectFilters): Promise<number> {
-    const r = await objectsIn(this.db, s)
-      .select((eb) => eb.fn.countAll<number>().as('n'))
-      .where((eb) => filterCondition(eb, f, this.context(s)))
-      .executeTakeFirstOrThrow();
+    const r = await this.bounded(s, true, (db) =>
+      objectsIn(db, s)
+        .select((eb) => eb.fn.countAll<number>().as('n'))
+        .where(this.cost(true))
+        .where((eb) => filterCondition(eb, f, this.context(s)))
+        .executeTakeFirstOrThrow(),
+    );
     return Number(r.n);
   }
 
   /** Buckets `{_id, count}` of one field over the matching objects, largest first. */
   private async facet(s: Scope, f: ObjectFilters, spec: FacetSpec): Promise<FacetBucket[]> {
     const eb = expressionBuilder<Database, 'objects'>();
-    const where = sql<SqlBool>`objects.account_id = ${s.account} AND objects.project_id = ${s.project} AND ${filterCondition(eb, f, this.context(s))}`;
+    const where = sql<SqlBool>`objects.account_id = ${s.account} AND objects.project_id = ${s.project} AND ${this.cost(true)} AND ${filterCondition(eb, f, this.context(s))}`;
     let rows: { _id: unknown; count: unknown }[];
     if (spec.field === 'tags') {
       const elements =
@@ -225,11 +236,15 @@ export class ObjectListing {
           ? sql`jsonb_array_elements_text(CASE WHEN jsonb_typeof(objects.tags) = 'array' THEN objects.tags ELSE '[]'::jsonb END) AS facet(value)`
           : sql`json_each(CASE WHEN json_type(objects.tags) = 'array' THEN objects.tags ELSE '[]' END) AS facet`;
       rows = await this.buckets(
+        s,
         sql`SELECT facet.value AS _id, count(*) AS count FROM objects, ${elements} WHERE ${where} GROUP BY facet.value`,
       );
     } else {
       const value = this.facetExpression(eb, spec.field);
-      rows = await this.buckets(sql`SELECT ${value} AS _id, count(*) AS count FROM objects WHERE ${where} GROUP BY 1`);
+      rows = await this.buckets(
+        s,
+        sql`SELECT ${value} AS _id, count(*) AS count FROM objects WHERE ${where} GROUP BY 1`,
+      );
     }
     // Largest first, ties by value in code-point order, null last: the same on both databases.
     const buckets: FacetBucket[] = rows
@@ -258,10 +273,26 @@ export class ObjectListing {
   }
 
   /** The largest groups of a `SELECT _id, count … GROUP BY` query. */
-  private async buckets(grouped: RawBuilder<unknown>): Promise<{ _id: unknown; count: unknown }[]> {
+  private async buckets(s: Scope, grouped: RawBuilder<unknown>): Promise<{ _id: unknown; count: unknown }[]> {
     const q = sql<{ _id: unknown; count: unknown }>`SELECT g._id AS _id, g.count AS count FROM (${grouped}) AS g
       ORDER BY g.count DESC, ${this.order.byteOrder(sql`g._id`)} NULLS LAST LIMIT ${MAX_FACET_BUCKETS}`;
-    return (await q.execute(this.db)).rows;
+    return this.bounded(s, true, async (db) => (await q.execute(db)).rows);
+  }
+
+  /**
+   * A read of many objects under the budget of heavy reads (db/read-budget.ts): a reader thread on
+   * SQLite, statement_timeout on PostgreSQL, its project's turn. A light one (`heavy` false) runs
+   * on the database itself.
+   */
+  private bounded<T>(s: Scope, heavy: boolean, read: (db: Kysely<Database>) => Promise<T>): Promise<T> {
+    return heavy
+      ? boundedRead(this.db, this.dialect, this.queryTimeoutMs, read, { project: s.project })
+      : read(this.db);
+  }
+
+  /** The read-budget term of a heavy read's WHERE (db/read-budget.ts `readCost`): the documents a row holds. */
+  private cost(heavy: boolean): Expression<SqlBool> {
+    return heavy ? readCost(this.dialect, sql.ref('objects.properties'), sql.ref('objects.text')) : sql<SqlBool>`TRUE`;
   }
 
   private facetExpression(eb: Eb, field: string): Expression<unknown> {

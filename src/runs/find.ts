@@ -16,7 +16,7 @@ import { sql, type SqlBool } from 'kysely';
 import type { Scope } from '../auth/principal.ts';
 import type { OrreryDialect } from '../db/dialect.ts';
 import { jsonSql, type JsonSql } from '../db/json-sql.ts';
-import { boundedRead } from '../db/read-budget.ts';
+import { boundedRead, readCost } from '../db/read-budget.ts';
 import { BadRequest, NotFound, OrreryError } from '../http/errors.ts';
 import { MAX_PAGE, pageOf } from '../http/query.ts';
 import { parseSelect, project } from '../objects/projection.ts';
@@ -145,9 +145,14 @@ export class RunFinder {
     }
     const projection = parseSelect(input.select);
     const { limit, offset } = pageOf(input);
-    const where = whereOf(this.dialect, scope, {}, sql<SqlBool>`(${condition})`);
-    const rows = await boundedRead(this.db, this.dialect, this.queryTimeoutMs, (db) =>
-      findRuns(db, this.dialect, where, limit, offset),
+    const cost = readCost(this.dialect, sql.ref('runs.doc'));
+    const where = whereOf(this.dialect, scope, {}, sql<SqlBool>`(${cost} AND ${condition})`);
+    const rows = await boundedRead(
+      this.db,
+      this.dialect,
+      this.queryTimeoutMs,
+      (db) => findRuns(db, this.dialect, where, limit, offset),
+      { project: scope.project },
     );
     return rows.map(
       (row) =>

@@ -15,7 +15,9 @@
  * bucket (runs outside every bucket, or without a value) when a default name is given.
  */
 import type { Scope } from '../auth/principal.ts';
+import { sql, type SqlBool } from 'kysely';
 import type { OrreryDialect } from '../db/dialect.ts';
+import { boundedRead, readCost } from '../db/read-budget.ts';
 import { compileRunQuery, fullTextWords, type SearchPlan } from '../query/lucene-sql/index.ts';
 import { toRunRef, type RunRef } from './model.ts';
 import { facetsRequest, listRequest, searchRequest, type FacetSpec, type RunQuery } from './search-request.ts';
@@ -44,7 +46,14 @@ export class RunSearch {
   constructor(
     private readonly db: Db,
     private readonly dialect: OrreryDialect,
+    /** Time budget of a search; undefined: the database's (ORRERY_QUERY_TIMEOUT, db/read-budget.ts). */
+    private readonly queryTimeoutMs?: number,
   ) {}
+
+  /** A read under the budget of heavy reads: a reader thread on SQLite, statement_timeout on PostgreSQL. */
+  private bounded<T>(scope: Scope, read: (db: Db) => Promise<T>): Promise<T> {
+    return boundedRead(this.db, this.dialect, this.queryTimeoutMs, read, { project: scope.project });
+  }
 
   /** GET /runs with its query parameters. */
   list(scope: Scope, query: Json): Promise<RunRef[]> {
@@ -56,11 +65,13 @@ export class RunSearch {
     const req = searchRequest(body);
     if (!req.facets) return this.page(scope, req);
     const [meta, results] = await Promise.all([
-      countAndFacets(
-        this.db,
-        this.dialect,
-        this.where(scope, req, { purpose: 'count' }),
-        req.facets.map((f) => f.sql),
+      this.bounded(scope, (db) =>
+        countAndFacets(
+          db,
+          this.dialect,
+          this.where(scope, req, { purpose: 'count' }),
+          req.facets!.map((f) => f.sql),
+        ),
       ),
       req.onlyMeta ? Promise.resolve(undefined) : this.page(scope, req),
     ]);
@@ -74,11 +85,13 @@ export class RunSearch {
   /** POST /runs/facets (the official client's computeFacets). */
   async facets(scope: Scope, body: Json): Promise<FacetsAnswer> {
     const { facets, run } = facetsRequest(body);
-    const meta = await countAndFacets(
-      this.db,
-      this.dialect,
-      this.where(scope, run, { purpose: 'count' }),
-      facets.map((f) => f.sql),
+    const meta = await this.bounded(scope, (db) =>
+      countAndFacets(
+        db,
+        this.dialect,
+        this.where(scope, run, { purpose: 'count' }),
+        facets.map((f) => f.sql),
+      ),
     );
     return {
       ...Object.fromEntries(facets.map((f, i) => [f.name, bucketsOf(f, meta.facets[i], true)])),
@@ -90,15 +103,22 @@ export class RunSearch {
   private where(scope: Scope, req: RunQuery, plan: SearchPlan) {
     const query =
       req.query && compileRunQuery(req.query, { dialect: this.dialect.name, defaultPath: req.defaultPath, plan });
-    return whereOf(this.dialect, scope, req.filters, query, plan);
+    // A query may read each run's document (ranges and terms on its fields): its rows count against the read budget.
+    const costed = query && sql<SqlBool>`(${readCost(this.dialect, sql.ref('runs.doc'))} AND ${query})`;
+    return whereOf(this.dialect, scope, req.filters, costed, plan);
   }
 
   private async page(scope: Scope, req: RunQuery): Promise<RunRef[]> {
     if (req.limit <= 0) return [];
-    const plan = req.query
-      ? await pagePlan(this.db, this.dialect, fullTextWords(req.query, req.defaultPath))
-      : { purpose: 'page' as const };
-    const rows = await findRuns(this.db, this.dialect, this.where(scope, req, plan), req.limit, req.offset);
+    // A plain listing is an index walk; a query may read every run's document.
+    if (!req.query)
+      return (
+        await findRuns(this.db, this.dialect, this.where(scope, req, { purpose: 'page' }), req.limit, req.offset)
+      ).map(toRunRef);
+    const rows = await this.bounded(scope, async (db) => {
+      const plan = await pagePlan(db, this.dialect, fullTextWords(req.query!, req.defaultPath));
+      return findRuns(db, this.dialect, this.where(scope, req, plan), req.limit, req.offset);
+    });
     return rows.map(toRunRef);
   }
 }

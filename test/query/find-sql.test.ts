@@ -1166,8 +1166,12 @@ for (const dialect of DIALECTS) {
         { status: { $nin: strings.concat(['ready']) } },
         { 'properties.items.sku': { $in: strings.concat(['A-1']), $nin: numbers } },
       ]) {
+        // As many parameters as the same query with four values: the values are one parameter.
+        const few = JSON.parse(JSON.stringify(q), (_k, v) =>
+          Array.isArray(v) && v.length > 4 ? [...v.slice(0, 2), ...v.slice(-2)] : v,
+        );
         const compiled = query(h, q).compile();
-        assert.ok(compiled.parameters.length < 20, `${compiled.parameters.length} parameters`);
+        assert.equal(compiled.parameters.length, query(h, few).compile().parameters.length);
         const got = await ids(h, q);
         assert.deepEqual(got, expectedIds(q));
         assert.ok(got.length > 0 && got.length < DOCS.length, JSON.stringify(q).slice(0, 60));

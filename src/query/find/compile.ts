@@ -110,6 +110,8 @@ class Compiler {
   private aliases = 0;
   /** JSON scans emitted so far (FIND_LIMITS.jsonConditions). */
   private scans = 0;
+  /** False while an alternative form of already counted scans is built (`uncounted`). */
+  private counting = true;
   private readonly f: JsonFindSql;
 
   constructor(private readonly json: JsonSql) {
@@ -123,7 +125,7 @@ class Compiler {
   /** Every JSON scan goes through here, so this is where the query's cost is counted. */
   private exists(from: Expression<unknown>, where: Bool): Bool {
     if (where === false) return false;
-    if (++this.scans > FIND_LIMITS.jsonConditions) {
+    if (this.counting && ++this.scans > FIND_LIMITS.jsonConditions) {
       throw new FindQueryError(
         `the query has more than ${FIND_LIMITS.jsonConditions} conditions on JSON fields (FIND_LIMITS.jsonConditions; ` +
           'a null test counts twice); use $in on one field, or split the query',
@@ -142,7 +144,7 @@ class Compiler {
 
   jsonSubject(root: Expression<unknown>, path: readonly string[]): Subject {
     const { f } = this;
-    return {
+    const walked: Subject = {
       exists: () => this.exists(f.findNodes(root, path, this.alias()), true),
       anyItem: (pred) => {
         const a = this.alias();
@@ -155,6 +157,40 @@ class Compiler {
         return p === false ? false : this.exists(f.findNodes(root, path, a), and([f.findItemOf(node).is('array'), p]));
       },
     };
+    if (!path.length) return walked;
+    // Most documents have no array before the last step: then the path reaches one node, read by
+    // path from the column (once per row, see findPlain), and the walk above is not run at all.
+    const { plain, item } = f.findPlain(root, path);
+    const one = jsonItem(item);
+    const node = item.node;
+    const either = (walk: Bool, direct: () => Bool): Bool => {
+      if (walk === false) return false;
+      const d = this.uncounted(direct);
+      return sql<SqlBool>`(CASE WHEN ${plain} THEN COALESCE(${toSql(d)}, FALSE) ELSE ${toSql(walk)} END)`;
+    };
+    return {
+      exists: () => either(walked.exists(), () => sql<SqlBool>`(${item.is('null')} IS NOT NULL)`),
+      anyItem: (pred) =>
+        either(walked.anyItem(pred), () => {
+          const a = this.alias();
+          const inElement = pred(jsonItem(f.findItem(a)));
+          return or([
+            pred(one),
+            inElement === false ? false : and([item.is('array'), this.exists(f.findElements(node, a), inElement)]),
+          ]);
+        }),
+      anyArray: (pred) => either(walked.anyArray(pred), () => and([item.is('array'), pred(node)])),
+    };
+  }
+
+  /** Builds an alternative form of SQL already counted once (FIND_LIMITS.jsonConditions counts each condition once). */
+  private uncounted(build: () => Bool): Bool {
+    this.counting = false;
+    try {
+      return build();
+    } finally {
+      this.counting = true;
+    }
   }
 
   /** One array element as the whole subject ($elemMatch with operators). */
