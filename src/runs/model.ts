@@ -4,6 +4,7 @@ import type { Selectable } from 'kysely';
 import type { RunTable } from '../db/schema.ts';
 import type { Ref } from '../auth/principal.ts';
 import type { RunCost } from '../pricing/cost.ts';
+import type { ContentPart } from '../providers/driver.ts';
 
 export const RUN_STATUSES = ['created', 'processing', 'completed', 'failed'] as const;
 export type RunStatus = (typeof RUN_STATUSES)[number];
@@ -37,7 +38,7 @@ export interface RunError {
 export interface RunDoc {
   result: ResultPart[];
   parameters: unknown;
-  prompt: Array<{ role: string; content: string }>;
+  prompt: Array<{ role: string; content: string | ContentPart[] }>;
   config: Record<string, unknown>;
   error?: RunError;
   source: RunSource;
@@ -89,7 +90,7 @@ export interface Run {
   error?: RunError;
   tags: string[];
   source: RunSource;
-  prompt: Array<{ role: string; content: string }>;
+  prompt: Array<{ role: string; content: string | ContentPart[] }>;
   parent?: string;
   result_schema?: Record<string, unknown>;
   created_by: string;
