@@ -23,12 +23,14 @@ import {
   type ModelDriver,
   type ProviderConnection,
   type TokenUsage,
+  type ToolUse,
 } from '../providers/driver.ts';
 import type { EnvironmentService } from '../interactions/environments.ts';
 import type { InteractionDto, InteractionService } from '../interactions/interactions.ts';
 import { compileSchema } from '../interactions/json-schema.ts';
 import { InvalidResult, parseResult, repairMessages } from './result-schema.ts';
 import { buildMessages, validateInput } from './prompt-builder.ts';
+import { runTools } from '../conversations/run-tools.ts';
 import {
   toRun,
   docOf,
@@ -79,6 +81,7 @@ export interface RunCreateInput {
   result_schema?: Record<string, unknown> | null;
   parent?: string;
   ttl?: number;
+  tool_definitions?: unknown;
 }
 
 export interface RunServiceDeps {
@@ -148,6 +151,8 @@ interface Outcome {
   cost?: RunCost | null;
   /** The run whose answer a cache hit served. */
   cachedFrom?: string;
+  /** The tool calls the model asked for. */
+  toolUse?: ToolUse[];
 }
 
 const DEFAULT_TEMPERATURE = 0.7;
@@ -312,6 +317,16 @@ export class RunService {
         `no model: pass config.model, or set a model on interaction "${interaction.name}" or a default_model on environment "${env.dto.name}"`,
       );
     const options = modelOptions(interaction, config);
+    // Checked before anything is stored: a model that cannot call tools never sees the request.
+    const tools = runTools(
+      input.tool_definitions,
+      undefined,
+      config.model_options ?? interaction.model_options,
+      env.dto,
+      model,
+    );
+    if (tools && virtual)
+      throw new BadRequest(`environment "${env.dto.name}" is virtual; Orrery does not send tools through one yet`);
     validateInput(interaction, input.data);
     // A template that fails on this data fails the run, which is recorded (not the request's 400).
     let messages: ChatMessage[] = [];
@@ -369,6 +384,7 @@ export class RunService {
       },
       environment: { id: env.dto.id, name: env.dto.name, provider: env.dto.provider },
       ...(resultSchema ? { result_schema: resultSchema } : {}),
+      ...(tools ? { tools: tools.tools, ...(tools.tool_choice ? { tool_choice: tools.tool_choice } : {}) } : {}),
       account: p.account,
       project: p.project,
       created_by: actorOf(p),
@@ -430,6 +446,7 @@ export class RunService {
       messages,
       ...options,
       ...(resultSchema ? { result_schema: resultSchema } : {}),
+      ...tools,
     };
     const plan: Plan = virtual
       ? { kind: 'virtual', ...virtual, connection: env.connection, request }
@@ -437,7 +454,8 @@ export class RunService {
     plan.cache = this.cache.decide(interaction.cache_policy, {
       environment: env.dto.id,
       model,
-      options,
+      // The tools are part of the question: the same prompt with other tools is another answer.
+      options: tools ? { ...options, ...tools } : options,
       messages,
       resultSchema,
       data: input.data,
@@ -988,6 +1006,7 @@ export class RunService {
     let text = '';
     let usage: TokenUsage | undefined;
     let finishReason: string | undefined;
+    let toolUse: ToolUse[] | undefined;
     let chunks = 0;
     let error: RunError | undefined;
     let result: ResultPart[] = [];
@@ -1008,12 +1027,14 @@ export class RunService {
             }
             if (chunk.token_use) usage = chunk.token_use;
             if (chunk.finish_reason) finishReason = chunk.finish_reason;
+            if (chunk.tool_use) toolUse = chunk.tool_use;
           }
         } else {
           const completion = await plan.driver.complete(plan.connection, plan.request);
           text = completion.text;
           usage = completion.token_use;
           finishReason = completion.finish_reason;
+          toolUse = completion.tool_use;
         }
         attempts.push({ status: 'completed', duration_ms: Math.round(performance.now() - attemptStart) });
         result = [{ type: 'text', value: text }];
@@ -1046,7 +1067,7 @@ export class RunService {
       if (structured.usage) usage = addUsage(usage, structured.usage);
       if (structured.finishReason) finishReason = structured.finishReason;
     }
-    return { result, error, usage, finishReason, attempts, chunks };
+    return { result, error, usage, finishReason, attempts, chunks, ...(toolUse ? { toolUse } : {}) };
   }
 
   /**
@@ -1064,7 +1085,7 @@ export class RunService {
   ): Promise<RunRow> {
     const started = performance.now();
     const provider = doc.environment?.provider ?? 'unknown';
-    const { result, error, usage, finishReason, attempts, chunks, cost, cachedFrom } = plan.cached
+    const { result, error, usage, finishReason, attempts, chunks, cost, cachedFrom, toolUse } = plan.cached
       ? this.fromCache(row, plan.cached, live)
       : plan.kind === 'virtual'
         ? await this.callVirtual(row, doc, plan, live)
@@ -1101,6 +1122,7 @@ export class RunService {
       ...(live ? { chunks } : {}),
       ...(attempts.length > 1 ? { attempts } : {}),
       ...(cachedFrom ? { cached: true, cached_from: cachedFrom } : {}),
+      ...(toolUse ? { tool_use: toolUse } : {}),
       ...doc,
       result,
     };
@@ -1342,6 +1364,7 @@ export class RunService {
       temperature: c.temperature as number | undefined,
       ...(c.max_tokens !== undefined ? { max_tokens: c.max_tokens as number } : {}),
       ...(doc.result_schema ? { result_schema: doc.result_schema } : {}),
+      ...(doc.tools ? { tools: doc.tools, ...(doc.tool_choice ? { tool_choice: doc.tool_choice } : {}) } : {}),
     };
     if (isVirtualProvider(env.dto.provider))
       return { kind: 'virtual', ...(await this.virtualTargets(p, env)), connection: env.connection, request };
