@@ -30,10 +30,6 @@ export interface Config {
   minFreeDiskBytes: number;
   /** Largest JSON stored inline by a run (data, result) or an object (properties), in bytes of its text. */
   maxInlineJsonBytes: number;
-  /** Most turns a conversation may reach (413 conversation_too_long past it). */
-  conversationMaxTurns: number;
-  /** Largest history a conversation may carry to the provider, in bytes of its JSON (413 past it). */
-  conversationMaxBytes: number;
   /** Flush each upload to disk before publishing it (local blob folder); off trades power-loss safety for speed. */
   blobFsync: boolean;
   logLevel: string;
@@ -192,9 +188,6 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     maxUploadBytes: overrides.maxUploadBytes ?? byteSize(env, 'ORRERY_MAX_UPLOAD_SIZE', 1024 ** 3),
     minFreeDiskBytes: overrides.minFreeDiskBytes ?? byteSize(env, 'ORRERY_MIN_FREE_DISK', 64 * 1024 ** 2),
     maxInlineJsonBytes: overrides.maxInlineJsonBytes ?? byteSize(env, 'ORRERY_MAX_INLINE_JSON', 1024 ** 2),
-    conversationMaxTurns: overrides.conversationMaxTurns ?? int(env, 'ORRERY_CONVERSATION_MAX_TURNS', 200, 1, 100_000),
-    conversationMaxBytes:
-      overrides.conversationMaxBytes ?? byteSize(env, 'ORRERY_CONVERSATION_MAX_BYTES', 8 * 1024 ** 2),
     blobFsync: overrides.blobFsync ?? flag(env, 'ORRERY_BLOB_FSYNC', true),
     logLevel: overrides.logLevel ?? nonEmpty(env, 'ORRERY_LOG_LEVEL') ?? 'info',
     metricsToken: overrides.metricsToken ?? nonEmpty(env, 'ORRERY_METRICS_TOKEN'),
