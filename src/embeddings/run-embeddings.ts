@@ -4,10 +4,11 @@
  * only sees this interface.
  */
 import type { Scope } from '../auth/principal.ts';
+import type { ContentPart } from '../providers/driver.ts';
 
 export interface RunEmbeddingInput {
   id: string;
-  prompt: ReadonlyArray<{ role: string; content: string }>;
+  prompt: ReadonlyArray<{ role: string; content: string | ContentPart[] }>;
   /** The result parts (`{type: 'text', value}` or `{type: 'json', value}`). */
   result: ReadonlyArray<{ type: string; value: unknown }>;
 }

@@ -59,6 +59,7 @@ import {
 import { toWire } from './vectors.ts';
 import { detectVectorExtension, type VectorExtension } from '../db/vector-extension.ts';
 import type { PartitionIndex } from './vector-index.ts';
+import { messageText, type ChatMessage } from '../providers/driver.ts';
 
 export const EMBED_OBJECT_JOB = 'embed-object';
 export const EMBED_PROJECT_JOB = 'embed-project';
@@ -518,7 +519,7 @@ const yieldToRequests = () => new Promise((r) => setTimeout(r, 10));
 
 function promptText(prompt: RunEmbeddingInput['prompt']): string {
   return prompt
-    .map((m) => (typeof m?.content === 'string' ? m.content : ''))
+    .map((m) => (m ? messageText(m as ChatMessage) : ''))
     .filter(Boolean)
     .join('\n\n');
 }

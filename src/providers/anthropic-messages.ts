@@ -3,7 +3,7 @@
  */
 import {
   ProviderError,
-  type ChatMessage,
+  messageText,
   type Completion,
   type CompletionChunk,
   type CompletionRequest,
@@ -20,6 +20,14 @@ import {
   type ProviderResponse,
 } from './provider-http.ts';
 import { table } from '../util/own.ts';
+import {
+  ToolBlockAssembler,
+  fromAnthropicBlocks,
+  toAnthropicToolChoice,
+  toAnthropicTools,
+  toAnthropicTurns,
+  type AnthropicBlock,
+} from './anthropic-blocks.ts';
 
 export const ANTHROPIC_DEFAULT_BASE_URL = 'https://api.anthropic.com';
 export const ANTHROPIC_VERSION = '2023-06-01';
@@ -46,7 +54,12 @@ export function anthropicBaseUrl(endpointUrl: string | undefined): string {
 }
 
 /** Anthropic's stop reasons in the vocabulary every other driver uses (OpenAI's). */
-const FINISH: Record<string, string> = table({ end_turn: 'stop', stop_sequence: 'stop', max_tokens: 'length' });
+const FINISH: Record<string, string> = table({
+  end_turn: 'stop',
+  stop_sequence: 'stop',
+  max_tokens: 'length',
+  tool_use: 'tool_use',
+});
 const toFinish = (stop: string) => FINISH[stop] ?? stop;
 
 /** Anthropic error types → codes, for `event: error` in a stream (no HTTP status to go by). */
@@ -103,7 +116,12 @@ export class AnthropicMessagesDriver implements ModelDriver {
       .map((b) => b.text)
       .join('');
     const out: Completion = { text };
+    const calls = fromAnthropicBlocks(answer.content);
     if (answer.stop_reason) out.finish_reason = toFinish(answer.stop_reason);
+    if (calls) {
+      out.tool_use = calls;
+      out.finish_reason = 'tool_use';
+    }
     const usage = toTokenUsage(answer.usage, undefined);
     if (usage) out.token_use = usage;
     return out;
@@ -119,6 +137,7 @@ export class AnthropicMessagesDriver implements ModelDriver {
     let deltaUsage: AnthropicUsage | undefined;
     let stop: string | undefined;
     let stopped = false;
+    const calls = new ToolBlockAssembler();
     for await (const ev of res.events()) {
       let data: StreamEvent;
       try {
@@ -132,9 +151,12 @@ export class AnthropicMessagesDriver implements ModelDriver {
       const type = typeof data?.type === 'string' ? data.type : ev.event;
       if (type === 'error') throw streamError(label, data);
       if (type === 'message_start') startUsage = data.message?.usage ?? undefined;
+      else if (type === 'content_block_start') calls.start(data.index ?? 0, data.content_block);
       else if (type === 'content_block_delta') {
         const d = data.delta;
         if (d?.type === 'text_delta' && typeof d.text === 'string' && d.text !== '') yield { text: d.text };
+        if (d?.type === 'input_json_delta' && typeof d.partial_json === 'string')
+          calls.delta(data.index ?? 0, d.partial_json);
       } else if (type === 'message_delta') {
         if (data.delta?.stop_reason) stop = data.delta.stop_reason;
         if (data.usage) deltaUsage = data.usage;
@@ -142,11 +164,16 @@ export class AnthropicMessagesDriver implements ModelDriver {
         stopped = true;
         break;
       }
-      // ping, content_block_start/stop and unknown future events carry nothing for a text answer
+      // ping, content_block_stop and unknown future events carry nothing to keep
     }
     if (!stopped) throw new ProviderError('provider_error', `${label} ended the stream before message_stop`);
     const last: CompletionChunk = {};
     if (stop) last.finish_reason = toFinish(stop);
+    const toolUse = calls.result();
+    if (toolUse) {
+      last.tool_use = toolUse;
+      last.finish_reason = 'tool_use';
+    }
     const usage = toTokenUsage(startUsage, deltaUsage);
     if (usage) last.token_use = usage;
     if (last.finish_reason || last.token_use) yield last;
@@ -190,13 +217,15 @@ export class AnthropicMessagesDriver implements ModelDriver {
 
 /** The Messages request: system text goes top-level, turns stay in order. */
 export function requestBody(req: CompletionRequest, stream: boolean): Record<string, unknown> {
-  const system = req.messages.filter((m) => m.role === 'system').map((m) => m.content);
+  const system = req.messages.filter((m) => m.role === 'system').map(messageText);
   if (req.result_schema) system.push(schemaInstruction(req.result_schema));
   const body: Record<string, unknown> = {
     model: req.model,
     max_tokens: req.max_tokens ?? ANTHROPIC_DEFAULT_MAX_TOKENS,
-    messages: mergeTurns(req.messages.filter((m) => m.role !== 'system')),
+    messages: toAnthropicTurns(req.messages.filter((m) => m.role !== 'system')),
   };
+  if (req.tools && req.tools.length > 0) body.tools = toAnthropicTools(req.tools);
+  if (req.tool_choice) body.tool_choice = toAnthropicToolChoice(req.tool_choice);
   if (system.length > 0) body.system = system.join('\n\n');
   if (req.temperature !== undefined) body.temperature = req.temperature;
   if (req.top_p !== undefined) body.top_p = req.top_p;
@@ -213,18 +242,6 @@ export function schemaInstruction(schema: Record<string, unknown>): string {
     'Do not add any other text, explanation or Markdown code fences.\n' +
     JSON.stringify(schema)
   );
-}
-
-/** Consecutive turns of one role become one turn: templates often render several user segments. */
-function mergeTurns(messages: ChatMessage[]): { role: 'user' | 'assistant'; content: string }[] {
-  const out: { role: 'user' | 'assistant'; content: string }[] = [];
-  for (const m of messages) {
-    const role = m.role === 'assistant' ? 'assistant' : 'user';
-    const prev = out[out.length - 1];
-    if (prev && prev.role === role) prev.content = `${prev.content}\n\n${m.content}`;
-    else out.push({ role, content: m.content });
-  }
-  return out;
 }
 
 /**
@@ -273,7 +290,7 @@ interface AnthropicUsage {
 }
 
 interface AnthropicMessage {
-  content?: { type?: string; text?: string }[];
+  content?: AnthropicBlock[];
   stop_reason?: string | null;
   usage?: AnthropicUsage;
 }
@@ -281,7 +298,9 @@ interface AnthropicMessage {
 interface StreamEvent {
   type?: string;
   message?: { usage?: AnthropicUsage | null };
-  delta?: { type?: string; text?: string; stop_reason?: string | null };
+  index?: number;
+  content_block?: AnthropicBlock;
+  delta?: { type?: string; text?: string; partial_json?: string; stop_reason?: string | null };
   usage?: AnthropicUsage;
   error?: { type?: string; message?: string };
 }

@@ -25,6 +25,7 @@ import {
   type ModelInfo,
   type ProviderConnection,
   type TokenUsage,
+  messageText,
 } from './driver.ts';
 import { OpenAIChatDriver, openAIBaseUrl } from './openai-chat.ts';
 import {
@@ -264,8 +265,8 @@ function mergeTurns(messages: ChatMessage[]): { role: 'user' | 'assistant'; cont
   for (const m of messages) {
     const role = m.role === 'assistant' ? 'assistant' : 'user';
     const prev = out[out.length - 1];
-    if (prev && prev.role === role) prev.content[0].text = `${prev.content[0].text}\n\n${m.content}`;
-    else out.push({ role, content: [{ text: m.content }] });
+    if (prev && prev.role === role) prev.content[0].text = `${prev.content[0].text}\n\n${messageText(m)}`;
+    else out.push({ role, content: [{ text: messageText(m) }] });
   }
   return out;
 }
@@ -276,7 +277,7 @@ function mergeTurns(messages: ChatMessage[]): { role: 'user' | 'assistant'; cont
  * validates the answer either way.
  */
 export function converseBody(req: CompletionRequest): Record<string, unknown> {
-  const system = req.messages.filter((m) => m.role === 'system').map((m) => ({ text: m.content }));
+  const system = req.messages.filter((m) => m.role === 'system').map((m) => ({ text: messageText(m) }));
   if (req.result_schema) system.push({ text: schemaInstruction(req.result_schema) });
   const body: Record<string, unknown> = { messages: mergeTurns(req.messages.filter((m) => m.role !== 'system')) };
   if (system.length > 0) body.system = system;

@@ -2,12 +2,116 @@
  * What Orrery needs from a model provider. Every provider (openai, openai_compatible, anthropic,
  * test, …) implements this; the run service never sees a provider SDK.
  */
-export type ChatRole = 'system' | 'user' | 'assistant';
+export type ChatRole = 'system' | 'user' | 'assistant' | 'tool';
+
+/**
+ * A message is plain text or a list of parts. Plain text is what templates render and goes on the
+ * wire exactly as before; parts carry what text cannot: media by reference, tool calls and their
+ * results, and the model's thinking. Media parts hold a URL or an object reference, never bytes,
+ * so a stored prompt stays small.
+ */
+export type ContentPart = TextPart | ImagePart | DocumentPart | ToolUsePart | ToolResultPart | ThinkingPart;
+
+export interface TextPart {
+  type: 'text';
+  text: string;
+}
+
+export interface ImagePart {
+  type: 'image';
+  /** An https or data URL, or `store:<object id>` for a content object. */
+  url: string;
+  media_type?: string;
+}
+
+export interface DocumentPart {
+  type: 'document';
+  url: string;
+  media_type?: string;
+  name?: string;
+}
+
+/** The model asked for a tool: `ToolUse` as llumiverse and Vertesia name it. */
+export interface ToolUsePart extends ToolUse {
+  type: 'tool_use';
+}
+
+export interface ToolResultPart {
+  type: 'tool_result';
+  tool_use_id: string;
+  content: string;
+  is_error?: boolean;
+}
+
+export interface ThinkingPart {
+  type: 'thinking';
+  text: string;
+  /** The provider's signature over the thinking (Anthropic), needed to send it back. */
+  signature?: string;
+}
 
 export interface ChatMessage {
   role: ChatRole;
-  content: string;
+  content: string | ContentPart[];
 }
+
+/** A tool the model may call (Vertesia's `ToolDefinition`). */
+export interface ToolDefinition {
+  name: string;
+  description?: string;
+  /** JSON Schema of the tool's arguments (an object schema). */
+  input_schema: Record<string, unknown>;
+}
+
+/**
+ * One call the model asked for. `id` is the provider's call id; `tool_input` the parsed arguments.
+ * Arguments the model wrote that are not a JSON object are kept as `tool_input_text` with
+ * `tool_input_invalid: true` (and `tool_input: null`), so the caller can answer with an error result.
+ */
+export interface ToolUse {
+  id: string;
+  tool_name: string;
+  tool_input: Record<string, unknown> | null;
+  tool_input_text?: string;
+  tool_input_invalid?: true;
+}
+
+/** Orrery's tool choice (llumiverse's Mistral option, taken for every provider): `any` and `required` are one. */
+export type ToolChoice = 'auto' | 'none' | 'any' | 'required';
+
+/** The text of a message: its string, or its text parts joined (for drivers that speak only text). */
+export function messageText(m: ChatMessage): string {
+  if (typeof m.content === 'string') return m.content;
+  return m.content
+    .map((p) => (p.type === 'text' ? p.text : p.type === 'tool_result' ? p.content : ''))
+    .filter((t) => t !== '')
+    .join('\n\n');
+}
+
+/** A message's parts: a string is one text part. */
+export const partsOf = (m: ChatMessage): ContentPart[] =>
+  typeof m.content === 'string' ? [{ type: 'text', text: m.content }] : m.content;
+
+/**
+ * Arguments as a model wrote them (a JSON text) into `ToolUse` fields: an object parses to
+ * `tool_input`; anything else (cut-off JSON, an array, a number) is kept as text with the flag.
+ */
+export function toolInputOf(
+  text: string | undefined,
+): Pick<ToolUse, 'tool_input' | 'tool_input_text' | 'tool_input_invalid'> {
+  if (text === undefined || text.trim() === '') return { tool_input: {} };
+  try {
+    const v: unknown = JSON.parse(text);
+    if (v !== null && typeof v === 'object' && !Array.isArray(v)) return { tool_input: v as Record<string, unknown> };
+  } catch {
+    // kept as text below
+  }
+  return { tool_input: null, tool_input_text: text, tool_input_invalid: true };
+}
+
+/** The JSON text of a call's arguments, for wires that carry them as text. */
+export const toolInputText = (t: ToolUse): string =>
+  t.tool_input_invalid && t.tool_input_text !== undefined ? t.tool_input_text : JSON.stringify(t.tool_input ?? {});
 
 export interface CompletionRequest {
   model: string;
@@ -25,6 +129,10 @@ export interface CompletionRequest {
   stop?: string[];
   /** When set, the model must answer a JSON value that conforms to this JSON Schema. */
   result_schema?: Record<string, unknown>;
+  /** Tools the model may call; drivers send them in their provider's wire form. */
+  tools?: ToolDefinition[];
+  /** Whether and how the model must call a tool; unset leaves it to the provider (auto). */
+  tool_choice?: ToolChoice;
 }
 
 export interface TokenUsage {
@@ -44,8 +152,11 @@ export interface TokenUsage {
 export interface Completion {
   /** The whole text answered by the model (for result_schema: the JSON text). */
   text: string;
+  /** Normalised: `tool_use` when the model asked for tools. */
   finish_reason?: string;
   token_use?: TokenUsage;
+  /** The calls the model asked for, in its order; absent when none. */
+  tool_use?: ToolUse[];
 }
 
 /** One piece of a streamed completion; the final piece may carry only usage and finish_reason. */
@@ -53,6 +164,8 @@ export interface CompletionChunk {
   text?: string;
   finish_reason?: string;
   token_use?: TokenUsage;
+  /** On the final piece: the whole calls, assembled from the provider's deltas. */
+  tool_use?: ToolUse[];
 }
 
 /** Where and how to reach the provider: from the execution environment. */

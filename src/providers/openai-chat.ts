@@ -14,6 +14,16 @@ import {
 } from './driver.ts';
 import { codeForStatus, postToProvider, providerMessage, timeoutOf, trimSlashes } from './provider-http.ts';
 import { MODEL_LIST_TIMEOUT_MS, modelList } from './model-list.ts';
+import {
+  ToolCallAssembler,
+  fromOpenAIToolCalls,
+  openAIFinish,
+  toOpenAIMessages,
+  toOpenAITools,
+  toOpenAIToolChoice,
+  type WireToolCall,
+  type WireToolCallDelta,
+} from './openai-messages.ts';
 
 export interface OpenAIChatOptions {
   /** Provider id this driver answers for: openai, openai_compatible, groq, … */
@@ -90,7 +100,10 @@ export class OpenAIChatDriver implements ModelDriver {
     // A refusal comes with content null; its words are still the answer the run should record.
     const text = typeof m.content === 'string' ? m.content : typeof m.refusal === 'string' ? m.refusal : '';
     const out: Completion = { text };
-    if (choice.finish_reason) out.finish_reason = choice.finish_reason;
+    const calls = fromOpenAIToolCalls(m.tool_calls);
+    const finish = openAIFinish(choice.finish_reason, calls !== undefined);
+    if (finish) out.finish_reason = finish;
+    if (calls) out.tool_use = calls;
     const usage = toTokenUsage(answer.usage);
     if (usage) out.token_use = usage;
     return out;
@@ -107,6 +120,7 @@ export class OpenAIChatDriver implements ModelDriver {
     let finish: string | undefined;
     let usage: TokenUsage | undefined;
     let done = false;
+    const calls = new ToolCallAssembler();
     for await (const ev of res.events()) {
       if (ev.data === '[DONE]') {
         done = true;
@@ -126,6 +140,7 @@ export class OpenAIChatDriver implements ModelDriver {
       const choice = Array.isArray(chunk.choices) ? chunk.choices[0] : undefined;
       const piece = choice?.delta?.content;
       if (typeof piece === 'string' && piece !== '') yield { text: piece };
+      calls.push(choice?.delta?.tool_calls);
       if (choice?.finish_reason) finish = choice.finish_reason;
       const u = toTokenUsage(chunk.usage);
       if (u) usage = u;
@@ -135,7 +150,10 @@ export class OpenAIChatDriver implements ModelDriver {
       throw new ProviderError('provider_error', `${label} ended the stream before the answer was complete`);
     }
     const last: CompletionChunk = {};
-    if (finish) last.finish_reason = finish;
+    const toolUse = calls.result();
+    const finishReason = openAIFinish(finish, toolUse !== undefined);
+    if (finishReason) last.finish_reason = finishReason;
+    if (toolUse) last.tool_use = toolUse;
     if (usage) last.token_use = usage;
     if (last.finish_reason || last.token_use) yield last;
   }
@@ -195,8 +213,10 @@ export class OpenAIChatDriver implements ModelDriver {
   ): Record<string, unknown> {
     const body: Record<string, unknown> = {
       ...(route.modelInBody ? { model: req.model } : {}),
-      messages: req.messages.map((m) => ({ role: m.role, content: m.content })),
+      messages: toOpenAIMessages(req.messages, route.label),
     };
+    if (req.tools && req.tools.length > 0) body.tools = toOpenAITools(req.tools);
+    if (req.tool_choice) body.tool_choice = toOpenAIToolChoice(req.tool_choice, this.provider);
     if (req.temperature !== undefined) body.temperature = req.temperature;
     if (req.top_p !== undefined) body.top_p = req.top_p;
     // top_k is not part of Chat Completions; OpenAI refuses unknown fields, so it is left out.
@@ -286,12 +306,18 @@ interface OpenAIUsage {
 }
 
 interface ChatCompletion {
-  choices?: { message?: { content?: string | null; refusal?: string | null } | null; finish_reason?: string | null }[];
+  choices?: {
+    message?: { content?: string | null; refusal?: string | null; tool_calls?: WireToolCall[] | null } | null;
+    finish_reason?: string | null;
+  }[];
   usage?: OpenAIUsage | null;
 }
 
 interface ChatCompletionChunk {
-  choices?: { delta?: { content?: string | null }; finish_reason?: string | null }[];
+  choices?: {
+    delta?: { content?: string | null; tool_calls?: WireToolCallDelta[] | null };
+    finish_reason?: string | null;
+  }[];
   usage?: OpenAIUsage | null;
   error?: unknown;
 }

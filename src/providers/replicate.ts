@@ -27,6 +27,7 @@ import {
   type ModelInfo,
   type ProviderConnection,
   type TokenUsage,
+  messageText,
 } from './driver.ts';
 import { postToProvider, providerMessage, timeoutOf, trimSlashes } from './provider-http.ts';
 import { schemaInstruction } from './anthropic-messages.ts';
@@ -293,7 +294,7 @@ function routeOf(base: string, model: string): { url: string; version?: string }
 }
 
 function inputOf(conn: ProviderConnection, req: CompletionRequest): Record<string, unknown> {
-  const system = req.messages.filter((m) => m.role === 'system').map((m) => m.content);
+  const system = req.messages.filter((m) => m.role === 'system').map(messageText);
   const turns = req.messages.filter((m) => m.role !== 'system');
   const parts: string[] = [];
   const systemInPrompt = conn.config?.system_in_prompt === true;
@@ -326,7 +327,9 @@ export function conversationText(turns: ChatMessage[]): string {
   const isChat = turns.some((m) => m.role === 'assistant');
   return turns
     .filter((m) => m.role !== 'system')
-    .map((m) => (m.role === 'assistant' ? `ASSISTANT: ${m.content}` : isChat ? `USER: ${m.content}` : m.content))
+    .map((m) =>
+      m.role === 'assistant' ? `ASSISTANT: ${messageText(m)}` : isChat ? `USER: ${messageText(m)}` : messageText(m),
+    )
     .join('\n');
 }
 

@@ -3,6 +3,9 @@
  *  - echo:  answers the last user message verbatim, streamed word by word.
  *  - json:  answers a JSON value that conforms to the request's result_schema.
  *  - error: always fails like a provider error (not worth a retry).
+ *  - tools: with tools and a user turn last, calls each given tool once, in order, with arguments
+ *           sampled from its input schema; with tool results last, answers with those results
+ *           (`name: content` lines); without tools, answers as echo.
  * Fault models, to test retries, failover and timeouts offline (`name:arg`, like `flaky:2`); each
  * answers as `echo` when it does not fail:
  *  - slow:MS            waits MS ms (default 1000) before answering.
@@ -23,6 +26,8 @@ import {
   type ModelDriver,
   type ModelInfo,
   type ProviderConnection,
+  type ToolUse,
+  messageText,
 } from './driver.ts';
 import { sampleFromSchema } from './schema-sample.ts';
 import { timeoutOf } from './provider-http.ts';
@@ -39,6 +44,12 @@ export const TEST_MODELS: readonly ModelInfo[] = [
     description: 'Offline test model: answers a deterministic JSON value that conforms to the result schema.',
   },
   { id: 'error', name: 'Error', description: 'Offline test model: always fails with a provider error.' },
+  {
+    id: 'tools',
+    name: 'Tools',
+    description:
+      'Offline test model: calls each given tool once with arguments sampled from its schema, then answers with the results it was sent.',
+  },
   { id: 'slow', name: 'Slow', description: 'Fault model: slow:MS waits MS ms (default 1000), then answers as echo.' },
   {
     id: 'flaky',
@@ -115,7 +126,7 @@ async function beforeAnswer(fault: Fault | undefined, req: CompletionRequest, si
   }
 }
 
-type Answer = { text: string; pieces: string[] };
+type Answer = { text: string; pieces: string[]; tool_use?: ToolUse[] };
 
 export class TestProviderDriver implements ModelDriver {
   readonly provider = 'test';
@@ -129,8 +140,14 @@ export class TestProviderDriver implements ModelDriver {
       await sleep(timeoutOf(conn), undefined, { signal });
       throw stopped(conn);
     }
-    const { text } = answer(req);
-    return { text, finish_reason: 'stop', token_use: usage(req.messages, text) };
+    const { text, tool_use } = answer(req);
+    const out: Completion = {
+      text,
+      finish_reason: tool_use ? 'tool_use' : 'stop',
+      token_use: usage(req.messages, text),
+    };
+    if (tool_use) out.tool_use = tool_use;
+    return out;
   }
 
   async *stream(
@@ -141,7 +158,7 @@ export class TestProviderDriver implements ModelDriver {
     signal?.throwIfAborted();
     const fault = faultOf(req.model);
     await beforeAnswer(fault, req, signal);
-    const { text, pieces } = answer(req); // the error model throws here, before any chunk
+    const { text, pieces, tool_use } = answer(req); // the error model throws here, before any chunk
     const delay = chunkDelay(conn);
     const cut =
       fault && (fault.kind === 'error_mid_stream' || fault.kind === 'stall') ? (fault.args[0] ?? 1) : Infinity;
@@ -155,7 +172,12 @@ export class TestProviderDriver implements ModelDriver {
       signal?.throwIfAborted();
       yield { text: piece };
     }
-    yield { finish_reason: 'stop', token_use: usage(req.messages, text) };
+    const last: CompletionChunk = {
+      finish_reason: tool_use ? 'tool_use' : 'stop',
+      token_use: usage(req.messages, text),
+    };
+    if (tool_use) last.tool_use = tool_use;
+    yield last;
   }
 
   async listModels(): Promise<ModelInfo[]> {
@@ -184,6 +206,8 @@ function answer(req: CompletionRequest): Answer {
       const text = JSON.stringify(value);
       return { text, pieces: splitEvenly(text, 4) };
     }
+    case 'tools':
+      return toolsAnswer(req);
     case 'error':
       throw new ProviderError('provider_error', 'test provider: the error model always fails', 500);
     default:
@@ -196,8 +220,50 @@ function answer(req: CompletionRequest): Answer {
 }
 
 function lastUserText(messages: ChatMessage[]): string {
-  for (let i = messages.length - 1; i >= 0; i--) if (messages[i].role === 'user') return messages[i].content;
+  for (let i = messages.length - 1; i >= 0; i--) if (messages[i].role === 'user') return messageText(messages[i]);
   return '';
+}
+
+/**
+ * The `tools` model. Results after the last assistant turn are answered, each as `name: content`
+ * (`name failed: content` for an error); otherwise every tool is called once. Call ids count the
+ * assistant turns before, so they are deterministic and unique within a conversation.
+ */
+function toolsAnswer(req: CompletionRequest): Answer {
+  const { messages } = req;
+  let lastAssistant = -1;
+  for (let i = messages.length - 1; i >= 0 && lastAssistant < 0; i--)
+    if (messages[i].role === 'assistant') lastAssistant = i;
+  const names = new Map<string, string>();
+  for (const m of messages)
+    if (typeof m.content !== 'string')
+      for (const p of m.content) if (p.type === 'tool_use') names.set(p.id, p.tool_name);
+  const results = messages
+    .slice(lastAssistant + 1)
+    .flatMap((m) => (typeof m.content === 'string' ? [] : m.content))
+    .filter((p) => p.type === 'tool_result');
+  if (results.length > 0) {
+    const text = results
+      .map((r) => `${names.get(r.tool_use_id) ?? r.tool_use_id}${r.is_error ? ' failed' : ''}: ${r.content}`)
+      .join('\n');
+    return { text, pieces: splitWords(text) };
+  }
+  if (!req.tools?.length || req.tool_choice === 'none') {
+    const text = lastUserText(messages);
+    return { text, pieces: splitWords(text) };
+  }
+  const turn = messages.filter((m) => m.role === 'assistant').length + 1;
+  const tool_use = req.tools.map((t, i) => ({
+    id: `toolu_test_${turn}_${i + 1}`,
+    tool_name: t.name,
+    tool_input: sampledInput(t.input_schema),
+  }));
+  return { text: '', pieces: [], tool_use };
+}
+
+function sampledInput(schema: Record<string, unknown>): Record<string, unknown> {
+  const v = sampleFromSchema(schema);
+  return v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : {};
 }
 
 /** Pieces that each end after a word's trailing spaces; joined with '' they give `text` back exactly. */
@@ -217,7 +283,7 @@ function splitEvenly(text: string, parts: number): string[] {
 export const countWords = (text: string) => text.split(/\s+/).filter(Boolean).length;
 
 function usage(messages: ChatMessage[], answerText: string) {
-  const prompt = messages.reduce((n, m) => n + countWords(m.content), 0);
+  const prompt = messages.reduce((n, m) => n + countWords(messageText(m)), 0);
   const result = countWords(answerText);
   return { prompt, result, total: prompt + result };
 }

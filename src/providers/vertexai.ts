@@ -31,6 +31,7 @@ import {
   type ModelInfo,
   type ProviderConnection,
   type TokenUsage,
+  messageText,
 } from './driver.ts';
 import { AnthropicMessagesDriver, type AnthropicRoute } from './anthropic-messages.ts';
 import {
@@ -412,7 +413,7 @@ function forgetRefused(cred: Credential, err: unknown): unknown {
 export function geminiBody(req: CompletionRequest): Record<string, unknown> {
   const system = req.messages.filter((m) => m.role === 'system');
   const body: Record<string, unknown> = { contents: geminiContents(req.messages.filter((m) => m.role !== 'system')) };
-  if (system.length) body.systemInstruction = { parts: system.map((m) => ({ text: m.content })) };
+  if (system.length) body.systemInstruction = { parts: system.map((m) => ({ text: messageText(m) })) };
   const g: Record<string, unknown> = {};
   if (req.temperature !== undefined) g.temperature = req.temperature;
   if (req.max_tokens !== undefined) g.maxOutputTokens = req.max_tokens;
@@ -435,8 +436,8 @@ function geminiContents(messages: ChatMessage[]): { role: 'user' | 'model'; part
   for (const m of messages) {
     const role = m.role === 'assistant' ? 'model' : 'user';
     const prev = out[out.length - 1];
-    if (prev && prev.role === role) prev.parts.push({ text: m.content });
-    else out.push({ role, parts: [{ text: m.content }] });
+    if (prev && prev.role === role) prev.parts.push({ text: messageText(m) });
+    else out.push({ role, parts: [{ text: messageText(m) }] });
   }
   return out;
 }

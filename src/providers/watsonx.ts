@@ -29,6 +29,7 @@ import {
   type ModelInfo,
   type ProviderConnection,
   type TokenUsage,
+  messageText,
 } from './driver.ts';
 import { postToProvider, providerMessage, timeoutOf, trimSlashes, type ProviderResponse } from './provider-http.ts';
 import { TokenCache } from './token-cache.ts';
@@ -311,7 +312,10 @@ function scopeOf(conn: ProviderConnection): Record<string, string> {
 function requestBody(conn: ProviderConnection, req: CompletionRequest, api: Api): Record<string, unknown> {
   const scope = scopeOf(conn);
   if (api === 'chat') {
-    const messages: ChatMessage[] = req.messages.map((m) => ({ role: m.role, content: m.content }));
+    const messages: ChatMessage[] = req.messages.map((m) => ({
+      role: m.role === 'tool' ? 'user' : m.role,
+      content: messageText(m),
+    }));
     const body: Record<string, unknown> = { model_id: req.model, ...scope, messages };
     if (req.max_tokens !== undefined) body.max_tokens = req.max_tokens;
     if (req.temperature !== undefined) body.temperature = req.temperature;
@@ -330,7 +334,7 @@ function requestBody(conn: ProviderConnection, req: CompletionRequest, api: Api)
       if (systemCount > 0)
         messages[systemCount - 1] = {
           role: 'system',
-          content: `${messages[systemCount - 1].content}\n\n${instruction}`,
+          content: `${messageText(messages[systemCount - 1])}\n\n${instruction}`,
         };
       else messages.unshift({ role: 'system', content: instruction });
     }
@@ -351,7 +355,7 @@ function requestBody(conn: ProviderConnection, req: CompletionRequest, api: Api)
 
 /** llumiverse's generic text prompt: "CONTEXT: system", the turns, "IMPORTANT: the schema". */
 function generationPrompt(req: CompletionRequest): string {
-  const system = req.messages.filter((m) => m.role === 'system').map((m) => m.content);
+  const system = req.messages.filter((m) => m.role === 'system').map(messageText);
   const turns = req.messages.filter((m) => m.role !== 'system');
   const isChat = turns.some((m) => m.role === 'assistant');
   const out: string[] = [];

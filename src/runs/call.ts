@@ -6,7 +6,14 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { boundErrorMessage } from '../util/error-message.ts';
-import { ProviderError, type ChatMessage, type CompletionRequest, type TokenUsage } from '../providers/driver.ts';
+import {
+  ProviderError,
+  type ChatMessage,
+  type CompletionRequest,
+  type TokenUsage,
+  type ToolUse,
+} from '../providers/driver.ts';
+import type { RunTools } from '../conversations/run-tools.ts';
 import type { Metrics } from '../http/metrics.ts';
 import type { RunCost } from '../pricing/cost.ts';
 import type { ResultPart, RunDoc, RunError, RunRow } from './model.ts';
@@ -29,6 +36,8 @@ export interface RunTurn {
   messages: ChatMessage[];
   options: SamplingOptions;
   resultSchema?: Record<string, unknown>;
+  /** The tools the model may call, and how it must choose. */
+  tools?: RunTools;
 }
 
 /**
@@ -42,6 +51,7 @@ export function buildRequest(turn: RunTurn): CompletionRequest {
     messages: turn.messages,
     ...turn.options,
     ...(turn.resultSchema ? { result_schema: turn.resultSchema } : {}),
+    ...turn.tools,
   };
 }
 
@@ -62,6 +72,8 @@ export interface Outcome {
   cost?: RunCost | null;
   /** The run whose answer a cache hit served. */
   cachedFrom?: string;
+  /** The tool calls the model asked for. */
+  toolUse?: ToolUse[];
 }
 
 export interface RunCallerDeps {
@@ -120,6 +132,7 @@ export class RunCaller {
     let text = '';
     let usage: TokenUsage | undefined;
     let finishReason: string | undefined;
+    let toolUse: ToolUse[] | undefined;
     let chunks = 0;
     let error: RunError | undefined;
     let result: ResultPart[] = [];
@@ -139,12 +152,14 @@ export class RunCaller {
             }
             if (chunk.token_use) usage = chunk.token_use;
             if (chunk.finish_reason) finishReason = chunk.finish_reason;
+            if (chunk.tool_use) toolUse = chunk.tool_use;
           }
         } else {
           const completion = await plan.driver.complete(plan.connection, plan.request);
           text = completion.text;
           usage = completion.token_use;
           finishReason = completion.finish_reason;
+          toolUse = completion.tool_use;
         }
         attempts.push({ status: 'completed', duration_ms: Math.round(performance.now() - attemptStart) });
         result = [{ type: 'text', value: text }];
@@ -177,7 +192,7 @@ export class RunCaller {
       if (structured.usage) usage = addUsage(usage, structured.usage);
       if (structured.finishReason) finishReason = structured.finishReason;
     }
-    return { result, error, usage, finishReason, attempts, chunks };
+    return { result, error, usage, finishReason, attempts, chunks, ...(toolUse ? { toolUse } : {}) };
   }
 
   /**

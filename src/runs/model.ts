@@ -4,6 +4,7 @@ import type { Selectable } from 'kysely';
 import type { RunTable } from '../db/schema.ts';
 import type { Ref } from '../auth/principal.ts';
 import type { RunCost } from '../pricing/cost.ts';
+import type { ContentPart, ToolChoice, ToolDefinition, ToolUse } from '../providers/driver.ts';
 
 export const RUN_STATUSES = ['created', 'processing', 'completed', 'failed'] as const;
 export type RunStatus = (typeof RUN_STATUSES)[number];
@@ -37,7 +38,7 @@ export interface RunError {
 export interface RunDoc {
   result: ResultPart[];
   parameters: unknown;
-  prompt: Array<{ role: string; content: string }>;
+  prompt: Array<{ role: string; content: string | ContentPart[] }>;
   config: Record<string, unknown>;
   error?: RunError;
   source: RunSource;
@@ -59,6 +60,11 @@ export interface RunDoc {
   /** Answered from the result cache (runs/result-cache.ts), with the answer of run `cached_from`. */
   cached?: boolean;
   cached_from?: string;
+  /** The tools the run offered the model, and its tool choice. */
+  tools?: ToolDefinition[];
+  tool_choice?: ToolChoice;
+  /** The calls the model asked for (finish_reason tool_use). */
+  tool_use?: ToolUse[];
 }
 
 export interface Evaluation {
@@ -89,9 +95,10 @@ export interface Run {
   error?: RunError;
   tags: string[];
   source: RunSource;
-  prompt: Array<{ role: string; content: string }>;
+  prompt: Array<{ role: string; content: string | ContentPart[] }>;
   parent?: string;
   result_schema?: Record<string, unknown>;
+  tool_use?: ToolUse[];
   created_by: string;
   updated_by: string;
   chunks?: number;
@@ -190,6 +197,7 @@ export function toRun(r: RunRow): Run {
     ...(d.attempts ? { attempts: d.attempts } : {}),
     ...(d.evaluation ? { evaluation: d.evaluation } : {}),
     ...(d.cached ? { cached: true, cached_from: d.cached_from } : {}),
+    ...(d.tool_use ? { tool_use: d.tool_use } : {}),
   };
 }
 

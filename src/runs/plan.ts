@@ -21,6 +21,7 @@ import { validateInput } from './render.ts';
 import type { CacheDecision, CachedAnswer, ResultCache } from './result-cache.ts';
 import type { RunsInFlight } from './in-flight.ts';
 import * as store from './store.ts';
+import { runTools, type RunTools } from '../conversations/run-tools.ts';
 
 export interface RunCreateInput {
   interaction: string;
@@ -31,6 +32,7 @@ export interface RunCreateInput {
   result_schema?: Record<string, unknown> | null;
   parent?: string;
   ttl?: number;
+  tool_definitions?: unknown;
 }
 
 export interface CallerInfo {
@@ -76,6 +78,8 @@ export interface ResolvedRun {
   virtual?: VirtualTargets;
   model: string;
   options: SamplingOptions;
+  /** The tools the model may call, checked against the model (none: a run without tools). */
+  tools?: RunTools;
   /** The caller's config (a copy). */
   config: Record<string, unknown>;
 }
@@ -141,8 +145,18 @@ export class RunPlanner {
         `no model: pass config.model, or set a model on interaction "${interaction.name}" or a default_model on environment "${env.dto.name}"`,
       );
     const options = modelOptions(interaction, config);
+    // Checked before anything is stored: a model that cannot call tools never sees the request.
+    const tools = runTools(
+      input.tool_definitions,
+      undefined,
+      config.model_options ?? interaction.model_options,
+      env.dto,
+      model,
+    );
+    if (tools && virtual)
+      throw new BadRequest(`environment "${env.dto.name}" is virtual; Orrery does not send tools through one yet`);
     validateInput(interaction, input.data);
-    return { interaction, env, ...(virtual ? { virtual } : {}), model, options, config };
+    return { interaction, env, ...(virtual ? { virtual } : {}), model, options, ...(tools ? { tools } : {}), config };
   }
 
   /**
@@ -181,15 +195,16 @@ export class RunPlanner {
     resultSchema: Record<string, unknown> | undefined,
     data: unknown,
   ): Promise<Plan> {
-    const { env, model, options, virtual } = run;
-    const request = buildRequest({ model, messages, options, resultSchema });
+    const { env, model, options, virtual, tools } = run;
+    const request = buildRequest({ model, messages, options, resultSchema, tools });
     const plan: Plan = virtual
       ? { kind: 'virtual', ...virtual, connection: env.connection, request }
       : { kind: 'provider', driver: getDriver(env.dto.provider), connection: env.connection, request };
     plan.cache = this.deps.cache.decide(run.interaction.cache_policy, {
       environment: env.dto.id,
       model,
-      options,
+      // The tools are part of the question: the same prompt with other tools is another answer.
+      options: tools ? { ...options, ...tools } : options,
       messages,
       resultSchema,
       data,
@@ -211,6 +226,9 @@ export class RunPlanner {
         ...(c.max_tokens !== undefined ? { max_tokens: c.max_tokens as number } : {}),
       },
       resultSchema: doc.result_schema,
+      ...(doc.tools
+        ? { tools: { tools: doc.tools, ...(doc.tool_choice ? { tool_choice: doc.tool_choice } : {}) } }
+        : {}),
     });
     if (isVirtualProvider(env.dto.provider))
       return { kind: 'virtual', ...(await this.virtualTargets(p, env)), connection: env.connection, request };
@@ -303,6 +321,9 @@ export function describeRun(
     },
     environment: { id: env.dto.id, name: env.dto.name, provider: env.dto.provider },
     ...(at.resultSchema ? { result_schema: at.resultSchema } : {}),
+    ...(run.tools
+      ? { tools: run.tools.tools, ...(run.tools.tool_choice ? { tool_choice: run.tools.tool_choice } : {}) }
+      : {}),
     account: p.account,
     project: p.project,
     created_by: actorOf(p),

@@ -1,6 +1,9 @@
 /**
- * The render step of a run: its data validated against the interaction's input schema, then the
- * interaction's prompt segments rendered with that data into chat messages.
+ * Renders an interaction's prompt segments with the run's data into chat messages, after
+ * validating the data against the interaction's input schema. As Vertesia's `renderPrompt` does,
+ * a `chat` segment places the history found in the data (`data.chat`, or the key its
+ * `configuration.chatKey` names) at its position, and a `tool` message is a tool result for the
+ * call its `tool_use_id` names.
  */
 import { BadRequest } from '../http/errors.ts';
 import { TemplateError, type TemplateEngine } from '../templates/render.ts';
@@ -10,6 +13,7 @@ import type { RunError } from './model.ts';
 import { compileSchema, describeErrors } from '../interactions/json-schema.ts';
 import type { InteractionDto } from '../interactions/interactions.ts';
 import type { ChatMessage, ChatRole } from '../providers/driver.ts';
+import type { SegmentDto } from '../interactions/interactions.ts';
 import { table } from '../util/own.ts';
 
 /** Prompt roles of the interface mapped to chat roles; `negative` and `mask` are image-only. */
@@ -17,7 +21,7 @@ const CHAT_ROLE: Record<string, ChatRole | null> = table({
   system: 'system',
   safety: 'system',
   user: 'user',
-  tool: 'user',
+  tool: 'tool',
   assistant: 'assistant',
   negative: null,
   mask: null,
@@ -48,11 +52,17 @@ export async function buildMessages(
   tenant: string,
 ): Promise<ChatMessage[]> {
   const messages: ChatMessage[] = [];
-  for (const segment of interaction.prompts) {
-    if (segment.type !== 'template' || !segment.template) continue; // `chat` marks conversation history: none yet
+  for (const [i, segment] of interaction.prompts.entries()) {
+    if (segment.type === 'chat') {
+      messages.push(...chatHistory(segment, data, i));
+      continue;
+    }
+    if (!segment.template) continue;
     const role = CHAT_ROLE[segment.template.role];
     if (!role) continue;
-    messages.push({ role, content: await templates.render(segment.template, data ?? {}, model, tenant) });
+    const text = await templates.render(segment.template, data ?? {}, model, tenant);
+    if (role !== 'tool') messages.push({ role, content: text });
+    else messages.push(toolResult(text, toolUseIdOf(segment.configuration), `prompts[${i}] (a tool template)`));
   }
   if (!messages.length) {
     throw new BadRequest(`interaction "${interaction.name}" has no prompt template to render; add one to its prompts`);
@@ -87,4 +97,57 @@ export async function renderPrompt(
       },
     };
   }
+}
+
+/** The key a chat segment reads, as Vertesia's `getChatKey`: `configuration.chatKey`, else `chat`. */
+export function chatKeyOf(configuration: unknown): string {
+  const key = (configuration as { chatKey?: unknown } | null | undefined)?.chatKey;
+  return typeof key === 'string' && key !== '' ? key : 'chat';
+}
+
+const toolUseIdOf = (configuration: unknown): unknown =>
+  (configuration as { tool_use_id?: unknown } | null | undefined)?.tool_use_id;
+
+function toolResult(content: string, toolUseId: unknown, where: string): ChatMessage {
+  if (typeof toolUseId !== 'string' || toolUseId === '') {
+    throw new BadRequest(
+      `${where} has the tool role but no tool_use_id: a tool message answers the call whose id it names` +
+        (where.includes('template') ? ' (set configuration.tool_use_id on the segment)' : ''),
+    );
+  }
+  return { role: 'tool', content: [{ type: 'tool_result', tool_use_id: toolUseId, content }] };
+}
+
+/**
+ * The messages a chat segment places. No history yet (the key absent) places nothing: a first turn.
+ * A history that is not a list of `{role, content}` messages is the caller's to fix.
+ */
+function chatHistory(segment: SegmentDto, data: unknown, index: number): ChatMessage[] {
+  const key = chatKeyOf(segment.configuration);
+  const value = data !== null && typeof data === 'object' ? (data as Record<string, unknown>)[key] : undefined;
+  if (value === undefined || value === null) return [];
+  const where = `data.${key}`;
+  if (!Array.isArray(value)) {
+    throw new BadRequest(
+      `${where} must be a list of {role, content} messages: the chat segment prompts[${index}] places it`,
+    );
+  }
+  const out: ChatMessage[] = [];
+  for (const [i, m] of value.entries()) {
+    const msg = m as { role?: unknown; content?: unknown; tool_use_id?: unknown } | null;
+    if (msg === null || typeof msg !== 'object' || typeof msg.role !== 'string' || typeof msg.content !== 'string') {
+      throw new BadRequest(`${where}[${i}] must be a message {role, content: string}`);
+    }
+    if (!Object.hasOwn(CHAT_ROLE, msg.role)) {
+      throw new BadRequest(
+        `${where}[${i}].role ${JSON.stringify(msg.role)} is not one of ${Object.keys(CHAT_ROLE).join(', ')}`,
+      );
+    }
+    const role = CHAT_ROLE[msg.role];
+    if (!role) continue; // negative and mask are image prompts
+    out.push(
+      role === 'tool' ? toolResult(msg.content, msg.tool_use_id, `${where}[${i}]`) : { role, content: msg.content },
+    );
+  }
+  return out;
 }

@@ -16,6 +16,7 @@ import type { Database } from '../db/schema.ts';
 import type { OrreryDialect } from '../db/dialect.ts';
 import type { CachePolicy } from '../interactions/interactions.ts';
 import type { ResultPart } from './model.ts';
+import type { ContentPart } from '../providers/driver.ts';
 
 export const MAX_ENTRIES_PER_PROJECT = 10_000;
 export const MAX_RESULT_BYTES = 1024 * 1024;
@@ -47,7 +48,7 @@ export interface KeyParts {
   environment: string;
   model: string;
   options: Record<string, unknown>;
-  messages: Array<{ role: string; content: string }>;
+  messages: Array<{ role: string; content: string | ContentPart[] }>;
   resultSchema?: Record<string, unknown>;
   data: unknown;
 }

@@ -34,6 +34,22 @@ export const RunCreateBody = OpenObject({
     }),
   ),
   result_schema: Type.Optional(Type.Union([Type.Record(Type.String(), Type.Unknown()), Type.Null()])),
+  tool_definitions: Type.Optional(
+    Type.Array(
+      Type.Object({
+        name: Type.String({ pattern: '^[a-zA-Z0-9_-]{1,64}$' }),
+        description: Type.Optional(Type.String()),
+        input_schema: Type.Record(Type.String(), Type.Unknown(), {
+          description: 'JSON Schema of the arguments (type object)',
+        }),
+      }),
+      {
+        maxItems: 128,
+        description:
+          'Tools the model may call; the run completes with tool_use and finish_reason "tool_use" when it calls them. config.model_options.tool_choice: auto, none, any or required',
+      },
+    ),
+  ),
   parent: Type.Optional(Type.String({ description: 'Id of the parent run (records a child run)' })),
   ttl: Type.Optional(
     Type.Number({
@@ -101,6 +117,20 @@ export const RunSchema = OpenObject(
     source: Type.Record(Type.String(), Type.String()),
     prompt: Type.Unknown(),
     parent: Type.Optional(Type.String()),
+    tool_use: Type.Optional(
+      Type.Array(
+        Type.Object({
+          id: Type.String({ description: "The provider's call id; a tool result names it as tool_use_id" }),
+          tool_name: Type.String(),
+          tool_input: Type.Union([Type.Record(Type.String(), Type.Unknown()), Type.Null()]),
+          tool_input_text: Type.Optional(
+            Type.String({ description: 'Arguments as the model wrote them, when they are not a JSON object' }),
+          ),
+          tool_input_invalid: Type.Optional(Type.Literal(true)),
+        }),
+        { description: 'The tool calls the model asked for, in its order' },
+      ),
+    ),
     cached: Type.Optional(
       Type.Boolean({ description: "true when the interaction's cache_policy answered this run from the result cache" }),
     ),

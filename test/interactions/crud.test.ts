@@ -58,6 +58,7 @@ for (const dialect of TEST_DIALECTS) {
         'rate_limit',
         'slow',
         'stall',
+        'tools',
       ]);
     });
 

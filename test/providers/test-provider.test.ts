@@ -211,20 +211,20 @@ describe('test provider: error and unknown models', () => {
     const expected = isError(
       'provider_bad_request',
       404,
-      'test provider has no model "gpt-4"; its models are echo, json, error, slow, flaky, rate_limit, error_mid_stream, stall',
+      'test provider has no model "gpt-4"; its models are echo, json, error, tools, slow, flaky, rate_limit, error_mid_stream, stall',
     );
     await assert.rejects(test.complete(conn, ask('gpt-4', 'x')), expected);
     await assert.rejects(collect(test.stream(conn, ask('gpt-4', 'x'))), expected);
   });
 
-  it('lists its three models and its five fault models, each described', async () => {
+  it('lists its four models and its five fault models, each described', async () => {
     const models = (await test.listModels!(conn)) ?? [];
     assert.deepEqual(
       models.map((m) => m.id),
-      ['echo', 'json', 'error', 'slow', 'flaky', 'rate_limit', 'error_mid_stream', 'stall'],
+      ['echo', 'json', 'error', 'tools', 'slow', 'flaky', 'rate_limit', 'error_mid_stream', 'stall'],
     );
-    for (const m of models.slice(0, 3)) assert.match(m.description ?? '', /^Offline test model/);
-    for (const m of models.slice(3)) assert.match(m.description ?? '', new RegExp(`^Fault model: ${m.id}`));
+    for (const m of models.slice(0, 4)) assert.match(m.description ?? '', /^Offline test model/);
+    for (const m of models.slice(4)) assert.match(m.description ?? '', new RegExp(`^Fault model: ${m.id}`));
   });
 
   it('fault models fail as they say, then answer as echo', async () => {

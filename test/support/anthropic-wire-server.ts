@@ -3,6 +3,10 @@
  * Messages, Errors): `x-api-key` and `anthropic-version` checks, `{type:'error', error:{type,message}}`
  * bodies, and the SSE sequence message_start, content_block_start, ping, content_block_delta…,
  * content_block_stop, message_delta, message_stop, each as `event: <type>\ndata: {json}\n\n`.
+ * Tool use as documented (Tool use overview, Streaming: input_json_delta): `tools` and
+ * `tool_choice` are checked, and so is the history: each `tool_use` answered by a `tool_result`
+ * in the next user turn, results first. Calls come back as `tool_use` blocks with
+ * `stop_reason: "tool_use"`, or streamed as a block start (input `{}`) and `input_json_delta` pieces.
  */
 import { createHash } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
@@ -22,6 +26,10 @@ export interface AnthropicWireOptions {
     cache_read_input_tokens?: number;
   };
   stopReason?: string;
+  /** Answer these tool_use blocks after the text (input streamed as its JSON text); a function sees the body. */
+  toolUse?: WireToolUse[] | ((body: Record<string, unknown>) => WireToolUse[] | undefined);
+  /** Stream each input's JSON in pieces of this many characters (default 8). */
+  inputChunkSize?: number;
   /** Models that exist; others get 404 not_found_error. Default: any model. */
   models?: string[];
   /** Answer this status with an Anthropic error body. */
@@ -32,6 +40,12 @@ export interface AnthropicWireOptions {
   chunkDelayMs?: number;
   hang?: boolean;
   hangAfterChunks?: number;
+}
+
+export interface WireToolUse {
+  id: string;
+  name: string;
+  input: Record<string, unknown>;
 }
 
 export interface RecordedRequest {
@@ -140,6 +154,8 @@ function validate(body: any): string | undefined {
     if (m?.role !== 'user' && m?.role !== 'assistant')
       return `messages.${i}.role: Input should be 'user' or 'assistant'`;
   }
+  const tools = checkTools(body);
+  if (tools) return tools;
   if (body.system !== undefined && typeof body.system !== 'string' && !Array.isArray(body.system))
     return 'system: Input should be a valid string';
   if (
@@ -151,8 +167,65 @@ function validate(body: any): string | undefined {
   return undefined;
 }
 
+const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
+
+/** `tools`, `tool_choice`, and tool_use / tool_result pairing across turns, with the API's wording. */
+function checkTools(body: any): string | undefined {
+  if (body.tools !== undefined) {
+    if (!Array.isArray(body.tools)) return 'tools: Input should be a valid list';
+    for (const [i, t] of body.tools.entries()) {
+      if (typeof t?.name !== 'string') return `tools.${i}.custom.name: Field required`;
+      if (!TOOL_NAME.test(t.name)) return `tools.${i}.custom.name: String should match pattern '^[a-zA-Z0-9_-]{1,64}$'`;
+      if (t.input_schema === undefined) return `tools.${i}.custom.input_schema: Field required`;
+      if (typeof t.input_schema !== 'object' || t.input_schema?.type !== 'object')
+        return `tools.${i}.custom.input_schema.type: Input should be 'object'`;
+    }
+  }
+  if (body.tool_choice !== undefined) {
+    const type = body.tool_choice?.type;
+    if (!['auto', 'any', 'tool', 'none'].includes(type))
+      return `tool_choice: Input tag '${String(type)}' found using 'type' does not match any of the expected tags: 'auto', 'any', 'tool', 'none'`;
+    if (!body.tools?.length && type !== 'none')
+      return 'tool_choice: tool_choice may only be specified while providing tools.';
+  }
+  const blocks = (m: any): any[] => (Array.isArray(m?.content) ? m.content : []);
+  for (const [i, m] of body.messages.entries()) {
+    const calls = m?.role === 'assistant' ? blocks(m).filter((b) => b?.type === 'tool_use') : [];
+    for (const [j, b] of blocks(m).entries()) {
+      if (b?.type === 'tool_use' && (typeof b.input !== 'object' || b.input === null || Array.isArray(b.input)))
+        return `messages.${i}.content.${j}.tool_use.input: Input should be a valid dictionary`;
+    }
+    if (calls.length > 0) {
+      const next = body.messages[i + 1];
+      const answered = new Set(
+        (next?.role === 'user' ? blocks(next) : []).filter((b) => b?.type === 'tool_result').map((b) => b.tool_use_id),
+      );
+      const missing = calls.map((c) => c.id).filter((id) => !answered.has(id));
+      if (missing.length > 0)
+        return `messages.${i}: \`tool_use\` ids were found without \`tool_result\` blocks immediately after: ${missing.join(', ')}. Each \`tool_use\` block must have a corresponding \`tool_result\` block in the next message.`;
+    }
+    if (m?.role === 'user') {
+      const content = blocks(m);
+      const results = content.filter((b) => b?.type === 'tool_result');
+      if (results.length === 0) continue;
+      const prev = body.messages[i - 1];
+      const asked = new Set(
+        (prev?.role === 'assistant' ? blocks(prev) : []).filter((b) => b?.type === 'tool_use').map((b) => b.id),
+      );
+      const unknown = results.map((r) => r.tool_use_id).filter((id) => !asked.has(id));
+      if (unknown.length > 0)
+        return `messages.${i}.content.0: unexpected \`tool_use_id\` found in \`tool_result\` blocks: ${unknown.join(', ')}. Each \`tool_result\` block must have a corresponding \`tool_use\` block in the previous message.`;
+      const firstOther = content.findIndex((b) => b?.type !== 'tool_result');
+      if (firstOther !== -1 && content.slice(firstOther).some((b) => b?.type === 'tool_result'))
+        return `messages.${i}: \`tool_result\` blocks must come first in the content of a user message, before any other content.`;
+    }
+  }
+  return undefined;
+}
+
 async function messages(res: ServerResponse, body: any, o: AnthropicWireOptions): Promise<void> {
-  const text = typeof o.text === 'function' ? o.text(body) : (o.text ?? DEFAULT_TEXT);
+  const calls = (typeof o.toolUse === 'function' ? o.toolUse(body) : o.toolUse) ?? [];
+  const text = typeof o.text === 'function' ? o.text(body) : (o.text ?? (calls.length > 0 ? '' : DEFAULT_TEXT));
   const inputWords =
     words(typeof body.system === 'string' ? body.system : '') +
     body.messages.reduce((n: number, m: any) => n + words(typeof m.content === 'string' ? m.content : ''), 0);
@@ -161,7 +234,8 @@ async function messages(res: ServerResponse, body: any, o: AnthropicWireOptions)
     cache_read_input_tokens: 0,
     ...(o.usage ?? { input_tokens: inputWords, output_tokens: words(text) }),
   };
-  const stop = o.stopReason ?? 'end_turn';
+  const stop = o.stopReason ?? (calls.length > 0 ? 'tool_use' : 'end_turn');
+  const toolBlocks = calls.map((c) => ({ type: 'tool_use', id: c.id, name: c.name, input: c.input }));
   const id = `msg_${createHash('sha1').update(JSON.stringify(body)).digest('hex').slice(0, 24)}`;
 
   if (body.stream !== true) {
@@ -170,7 +244,7 @@ async function messages(res: ServerResponse, body: any, o: AnthropicWireOptions)
       type: 'message',
       role: 'assistant',
       model: body.model,
-      content: [{ type: 'text', text }],
+      content: [...(text !== '' || calls.length === 0 ? [{ type: 'text', text }] : []), ...toolBlocks],
       stop_reason: stop,
       stop_sequence: null,
       usage: { ...usage, service_tier: 'standard' },
@@ -203,9 +277,10 @@ async function messages(res: ServerResponse, body: any, o: AnthropicWireOptions)
       },
     },
   });
-  send('content_block_start', { index: 0, content_block: { type: 'text', text: '' } });
+  const withText = text !== '' || calls.length === 0;
+  if (withText) send('content_block_start', { index: 0, content_block: { type: 'text', text: '' } });
   send('ping', {});
-  const pieces = o.chunks ?? text.split(/(?<= )/).filter((p) => p !== '');
+  const pieces = o.chunks ?? (text === '' ? [] : text.split(/(?<= )/).filter((p) => p !== ''));
   for (const [i, piece] of pieces.entries()) {
     if (o.midStreamError && i === o.midStreamError.afterChunks) return endWithError(res, o.midStreamError);
     if (o.hangAfterChunks !== undefined && i === o.hangAfterChunks) return;
@@ -215,7 +290,20 @@ async function messages(res: ServerResponse, body: any, o: AnthropicWireOptions)
   }
   if (o.midStreamError && o.midStreamError.afterChunks >= pieces.length) return endWithError(res, o.midStreamError);
   if (o.hangAfterChunks !== undefined && o.hangAfterChunks >= pieces.length) return;
-  send('content_block_stop', { index: 0 });
+  if (withText) send('content_block_stop', { index: 0 });
+  const size = o.inputChunkSize ?? 8;
+  for (const [k, c] of calls.entries()) {
+    const index = k + (withText ? 1 : 0);
+    send('content_block_start', { index, content_block: { type: 'tool_use', id: c.id, name: c.name, input: {} } });
+    const json = JSON.stringify(c.input);
+    send('content_block_delta', { index, delta: { type: 'input_json_delta', partial_json: '' } });
+    for (let i = 0; i < json.length; i += size)
+      send('content_block_delta', {
+        index,
+        delta: { type: 'input_json_delta', partial_json: json.slice(i, i + size) },
+      });
+    send('content_block_stop', { index });
+  }
   send('message_delta', {
     delta: { stop_reason: stop, stop_sequence: null },
     usage: { output_tokens: usage.output_tokens },

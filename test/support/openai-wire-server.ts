@@ -3,6 +3,10 @@
  * Embeddings, Errors): request validation, 401 on a wrong key, `{error:{message,type,param,code}}`
  * bodies, SSE chunks with `choices[0].delta.content`, a final usage chunk with empty `choices`
  * when `stream_options.include_usage`, then `data: [DONE]`. Knobs script the answer and failures.
+ * Function calling as documented (Function calling guide, Chat object, Chat streaming): `tools`,
+ * `tool_choice` and the tool-message history are checked with the API's wording; calls come back
+ * as `message.tool_calls` with `finish_reason: "tool_calls"`, or streamed as `delta.tool_calls`
+ * pieces keyed by `index` (the first names id and function, the rest append to `arguments`).
  */
 import { createHash } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
@@ -24,6 +28,10 @@ export interface OpenAIWireOptions {
     completion_tokens_details?: { reasoning_tokens: number };
   };
   finishReason?: string;
+  /** Answer these function calls (arguments as raw JSON text, exactly as given); a function sees the body. */
+  toolCalls?: WireToolCall[] | ((body: Record<string, unknown>) => WireToolCall[] | undefined);
+  /** Stream each call's arguments in pieces of this many characters (default 8). */
+  argumentChunkSize?: number;
   /** Models that exist; others get 404 model_not_found. Default: any model. */
   models?: string[];
   /** Answer this status with an OpenAI error body instead of a completion. */
@@ -48,6 +56,12 @@ export interface OpenAIWireOptions {
   hang?: boolean;
   /** Stream only: hang after this many content chunks. */
   hangAfterChunks?: number;
+}
+
+export interface WireToolCall {
+  id: string;
+  name: string;
+  arguments: string;
 }
 
 export interface RecordedRequest {
@@ -255,7 +269,10 @@ async function chatCompletions(res: ServerResponse, body: any, o: OpenAIWireOpti
       },
     });
   }
-  const text = typeof o.text === 'function' ? o.text(body) : (o.text ?? DEFAULT_TEXT);
+  const invalidTools = checkTools(body);
+  if (invalidTools) return sendJson(res, 400, invalidTools);
+  const calls = (typeof o.toolCalls === 'function' ? o.toolCalls(body) : o.toolCalls) ?? [];
+  const text = typeof o.text === 'function' ? o.text(body) : (o.text ?? (calls.length > 0 ? '' : DEFAULT_TEXT));
   const promptWords = body.messages.reduce(
     (n: number, m: any) => n + words(typeof m?.content === 'string' ? m.content : ''),
     0,
@@ -265,7 +282,12 @@ async function chatCompletions(res: ServerResponse, body: any, o: OpenAIWireOpti
     completion_tokens: words(text),
     total_tokens: promptWords + words(text),
   };
-  const finish = o.finishReason ?? 'stop';
+  const finish = o.finishReason ?? (calls.length > 0 ? 'tool_calls' : 'stop');
+  const wireCalls = calls.map((c) => ({
+    id: c.id,
+    type: 'function',
+    function: { name: c.name, arguments: c.arguments },
+  }));
   const id = `chatcmpl-${createHash('sha1').update(JSON.stringify(body)).digest('hex').slice(0, 24)}`;
   const created = Math.floor(Date.now() / 1000);
   const base = { id, created, model: body.model, system_fingerprint: 'fp_wire' };
@@ -277,7 +299,13 @@ async function chatCompletions(res: ServerResponse, body: any, o: OpenAIWireOpti
       choices: [
         {
           index: 0,
-          message: { role: 'assistant', content: text, refusal: null, annotations: [] },
+          message: {
+            role: 'assistant',
+            content: calls.length > 0 && text === '' ? null : text,
+            ...(calls.length > 0 ? { tool_calls: wireCalls } : {}),
+            refusal: null,
+            annotations: [],
+          },
           logprobs: null,
           finish_reason: finish,
         },
@@ -320,7 +348,7 @@ async function chatCompletions(res: ServerResponse, body: any, o: OpenAIWireOpti
       { index: 0, delta: { role: 'assistant', content: '', refusal: null }, logprobs: null, finish_reason: null },
     ]),
   );
-  const pieces = o.chunks ?? text.split(/(?<= )/).filter((p) => p !== '');
+  const pieces = o.chunks ?? (text === '' ? [] : text.split(/(?<= )/).filter((p) => p !== ''));
   for (const [i, piece] of pieces.entries()) {
     if (o.midStreamError && i === o.midStreamError.afterChunks) return endWithError(res, o.midStreamError);
     if (o.hangAfterChunks !== undefined && i === o.hangAfterChunks) return;
@@ -330,10 +358,101 @@ async function chatCompletions(res: ServerResponse, body: any, o: OpenAIWireOpti
   }
   if (o.midStreamError && o.midStreamError.afterChunks >= pieces.length) return endWithError(res, o.midStreamError);
   if (o.hangAfterChunks !== undefined && o.hangAfterChunks >= pieces.length) return;
+  // Each call: a delta that names it (arguments ''), then its arguments in pieces.
+  const size = o.argumentChunkSize ?? 8;
+  for (const [index, c] of calls.entries()) {
+    const named = { index, id: c.id, type: 'function', function: { name: c.name, arguments: '' } };
+    send(chunk([{ index: 0, delta: { tool_calls: [named] }, logprobs: null, finish_reason: null }]));
+    for (let i = 0; i < c.arguments.length; i += size) {
+      const piece = { index, function: { arguments: c.arguments.slice(i, i + size) } };
+      send(chunk([{ index: 0, delta: { tool_calls: [piece] }, logprobs: null, finish_reason: null }]));
+    }
+  }
   send(chunk([{ index: 0, delta: {}, logprobs: null, finish_reason: finish }]));
   if (includeUsage) send(chunk([], { usage }));
   send('[DONE]');
   res.end();
+}
+
+const invalid = (message: string, param: string | null, code: string | null = null) => ({
+  error: { message, type: 'invalid_request_error', param, code },
+});
+
+/** `tools`, `tool_choice` and the tool-call history, as the API checks them before generating. */
+function checkTools(body: any): object | undefined {
+  const tools = body.tools;
+  if (tools !== undefined) {
+    if (!Array.isArray(tools)) return invalid("Invalid type for 'tools': expected an array.", 'tools');
+    for (const [i, t] of tools.entries()) {
+      if (t?.type !== 'function')
+        return invalid(`Invalid value: '${String(t?.type)}'. Supported values are: 'function'.`, `tools[${i}].type`);
+      const name = t.function?.name;
+      if (typeof name !== 'string')
+        return invalid(`Missing required parameter: 'tools[${i}].function.name'.`, `tools[${i}].function.name`);
+      if (!/^[a-zA-Z0-9_-]{1,64}$/.test(name))
+        return invalid(
+          `Invalid 'tools[${i}].function.name': string does not match pattern. Expected a string that matches the pattern '^[a-zA-Z0-9_-]+$'.`,
+          `tools[${i}].function.name`,
+          'invalid_value',
+        );
+      const params = t.function.parameters;
+      if (params !== undefined && (typeof params !== 'object' || params === null || params.type !== 'object'))
+        return invalid(
+          `Invalid schema for function '${name}': schema must be a JSON Schema of 'type: "object"', got 'type: "${String(params?.type)}"'.`,
+          `tools[${i}].function.parameters`,
+          'invalid_function_parameters',
+        );
+    }
+  }
+  const choice = body.tool_choice;
+  if (choice !== undefined) {
+    if (tools === undefined || tools.length === 0)
+      return invalid(
+        "Invalid value for 'tool_choice': 'tool_choice' is only allowed when 'tools' are specified.",
+        'tool_choice',
+      );
+    if (typeof choice === 'string' && !['none', 'auto', 'required'].includes(choice))
+      return invalid(
+        `Invalid value: '${choice}'. Supported values are: 'none', 'auto', and 'required'.`,
+        'tool_choice',
+        'invalid_value',
+      );
+  }
+  // Every assistant call is answered by tool messages right after it; every tool message answers one.
+  const messages: any[] = body.messages;
+  let open = new Set<string>();
+  for (const [i, m] of messages.entries()) {
+    if (m?.role === 'tool') {
+      if (typeof m.tool_call_id !== 'string')
+        return invalid(`Missing required parameter: 'messages[${i}].tool_call_id'.`, `messages[${i}].tool_call_id`);
+      if (!open.delete(m.tool_call_id))
+        return invalid(
+          "Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'.",
+          `messages.[${i}].role`,
+        );
+      continue;
+    }
+    if (open.size > 0)
+      return invalid(
+        `An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: ${[...open].join(', ')}`,
+        'messages',
+      );
+    if (m?.role === 'assistant' && Array.isArray(m.tool_calls)) {
+      open = new Set(m.tool_calls.map((c: any) => c?.id));
+      for (const [j, c] of m.tool_calls.entries())
+        if (typeof c?.function?.arguments !== 'string')
+          return invalid(
+            `Invalid type for 'messages[${i}].tool_calls[${j}].function.arguments': expected a string.`,
+            `messages[${i}].tool_calls[${j}].function.arguments`,
+          );
+    }
+  }
+  if (open.size > 0)
+    return invalid(
+      `An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: ${[...open].join(', ')}`,
+      'messages',
+    );
+  return undefined;
 }
 
 function endWithError(res: ServerResponse, e: NonNullable<OpenAIWireOptions['midStreamError']>): void {

@@ -30,6 +30,12 @@ export const promptText = (prompt: unknown): string => {
   for (const m of prompt) {
     if (typeof m === 'string') pieces.push(m);
     else if (isObject(m) && typeof m.content === 'string') pieces.push(m.content);
+    else if (isObject(m) && Array.isArray(m.content)) {
+      // Parts: the text a person would search for (text, tool results), not ids or URLs.
+      for (const part of m.content)
+        if (isObject(part) && typeof part.text === 'string') pieces.push(part.text);
+        else if (isObject(part) && typeof part.content === 'string') pieces.push(part.content);
+    }
   }
   return join(pieces);
 };

@@ -1,0 +1,146 @@
+/**
+ * Orrery's messages, tools and tool calls as Anthropic Messages content blocks, and back.
+ */
+import {
+  ProviderError,
+  toolInputOf,
+  type ChatMessage,
+  type ContentPart,
+  type ToolChoice,
+  type ToolDefinition,
+  type ToolUse,
+} from './driver.ts';
+
+type Block = Record<string, unknown>;
+export type AnthropicTurn = { role: 'user' | 'assistant'; content: string | Block[] };
+
+/**
+ * Consecutive turns of one role become one turn (templates often render several user segments,
+ * and tool results are user turns). Plain strings join with a blank line, as they always have;
+ * once a turn has parts it is a block list, with tool results first as the API requires.
+ */
+export function toAnthropicTurns(messages: ChatMessage[]): AnthropicTurn[] {
+  const out: AnthropicTurn[] = [];
+  for (const m of messages) {
+    const role = m.role === 'assistant' ? 'assistant' : 'user';
+    if (typeof m.content !== 'string' && m.content.length === 0) continue;
+    const prev = out[out.length - 1];
+    if (!prev || prev.role !== role) {
+      out.push({ role, content: typeof m.content === 'string' ? m.content : m.content.flatMap(toBlock) });
+      continue;
+    }
+    if (typeof prev.content === 'string' && typeof m.content === 'string') {
+      prev.content = `${prev.content}\n\n${m.content}`;
+      continue;
+    }
+    const before = typeof prev.content === 'string' ? [textBlock(prev.content)] : prev.content;
+    const added = typeof m.content === 'string' ? [textBlock(m.content)] : m.content.flatMap(toBlock);
+    const blocks = [...before, ...added];
+    prev.content = role === 'user' ? resultsFirst(blocks) : blocks;
+  }
+  return out;
+}
+
+const textBlock = (text: string): Block => ({ type: 'text', text });
+
+const resultsFirst = (blocks: Block[]) => [
+  ...blocks.filter((b) => b.type === 'tool_result'),
+  ...blocks.filter((b) => b.type !== 'tool_result'),
+];
+
+function toBlock(p: ContentPart): Block[] {
+  switch (p.type) {
+    case 'text':
+      return p.text === '' ? [] : [{ type: 'text', text: p.text }];
+    case 'image':
+      return [{ type: 'image', source: mediaSource(p.url, p.media_type) }];
+    case 'document':
+      return [{ type: 'document', source: mediaSource(p.url, p.media_type) }];
+    case 'tool_use':
+      // The API takes an object; arguments that never parsed go back as an empty one.
+      return [{ type: 'tool_use', id: p.id, name: p.tool_name, input: p.tool_input ?? {} }];
+    case 'tool_result':
+      return [
+        {
+          type: 'tool_result',
+          tool_use_id: p.tool_use_id,
+          content: p.content,
+          ...(p.is_error ? { is_error: true } : {}),
+        },
+      ];
+    case 'thinking':
+      // Thinking goes back only with its signature; the API refuses unsigned thinking blocks.
+      return p.signature ? [{ type: 'thinking', thinking: p.text, signature: p.signature }] : [];
+  }
+}
+
+function mediaSource(url: string, mediaType: string | undefined): Block {
+  const data = /^data:([^;,]+);base64,(.*)$/s.exec(url);
+  if (data) return { type: 'base64', media_type: mediaType ?? data[1], data: data[2] };
+  if (/^https?:\/\//.test(url)) return { type: 'url', url };
+  throw new ProviderError(
+    'provider_bad_request',
+    `Anthropic takes media as an https or data URL, not ${url.slice(0, 40)}`,
+  );
+}
+
+export const toAnthropicTools = (tools: ToolDefinition[]) =>
+  tools.map((t) => ({
+    name: t.name,
+    ...(t.description !== undefined ? { description: t.description } : {}),
+    input_schema: t.input_schema,
+  }));
+
+/** Anthropic has auto, any and none; `required` is its `any`. */
+export const toAnthropicToolChoice = (choice: ToolChoice) => ({
+  type: choice === 'required' ? 'any' : choice,
+});
+
+export interface AnthropicBlock {
+  type?: string;
+  text?: string;
+  id?: string;
+  name?: string;
+  input?: unknown;
+}
+
+/** The `tool_use` blocks of an answer, in order. */
+export function fromAnthropicBlocks(blocks: AnthropicBlock[]): ToolUse[] | undefined {
+  const out: ToolUse[] = [];
+  for (const b of blocks) {
+    if (!b || b.type !== 'tool_use') continue;
+    const input = b.input;
+    out.push({
+      id: b.id ?? '',
+      tool_name: b.name ?? '',
+      ...(input !== null && typeof input === 'object' && !Array.isArray(input)
+        ? { tool_input: input as Record<string, unknown> }
+        : toolInputOf(JSON.stringify(input ?? null))),
+    });
+  }
+  return out.length > 0 ? out : undefined;
+}
+
+/**
+ * A streamed `tool_use` block: content_block_start names id and tool (its `input` is `{}`), then
+ * `input_json_delta` events carry pieces of the arguments' JSON text, keyed by block index.
+ */
+export class ToolBlockAssembler {
+  private readonly blocks = new Map<number, { id: string; name: string; json: string }>();
+
+  start(index: number, block: AnthropicBlock | undefined): void {
+    if (block?.type === 'tool_use') this.blocks.set(index, { id: block.id ?? '', name: block.name ?? '', json: '' });
+  }
+
+  delta(index: number, partialJson: string): void {
+    const b = this.blocks.get(index);
+    if (b) b.json += partialJson;
+  }
+
+  result(): ToolUse[] | undefined {
+    if (this.blocks.size === 0) return undefined;
+    return [...this.blocks.entries()]
+      .sort(([a], [b]) => a - b)
+      .map(([, b]) => ({ id: b.id, tool_name: b.name, ...toolInputOf(b.json) }));
+  }
+}

@@ -1,0 +1,180 @@
+/**
+ * Which models call tools: a table of known model families per provider, vendored from llumiverse's
+ * capability tables (`@llumiverse/common` src/capability: openai, anthropic, mistral) and the
+ * providers' model pages, overridable per environment with `config.capabilities.tools`.
+ * Checked before any provider call, so a tool request to a model that cannot take one is a 4xx
+ * that names it, not a silent answer without calls.
+ */
+import { OrreryError } from '../http/errors.ts';
+
+/** A prefix of the model id (lower case, after any `org/` path), and whether that family calls tools. */
+type Family = readonly [prefix: string, tools: boolean];
+
+interface ProviderTable {
+  families: readonly Family[];
+  /** For a model no family names: aggregators and local servers serve models nobody can list. */
+  unknown: boolean;
+}
+
+const OPENAI: ProviderTable = {
+  families: [
+    ['gpt', true],
+    ['gpt-3.5', false],
+    ['gpt-4', true],
+    ['gpt-4o', true],
+    ['gpt-4.1', true],
+    ['gpt-4.5', true],
+    ['gpt-5', true],
+    ['gpt-oss', true],
+    ['gpt-image', false],
+    ['gpt-4o-audio', false],
+    ['gpt-4o-realtime', false],
+    ['gpt-4o-transcribe', false],
+    ['gpt-4o-mini-tts', false],
+    ['chatgpt-4o-latest', true],
+    ['chatgpt-image', false],
+    ['o1', true],
+    ['o1-mini', false],
+    ['o1-preview', false],
+    ['o3', true],
+    ['o4', true],
+    ['dall-e', false],
+    ['omni-moderation', false],
+    ['text-moderation', false],
+    ['text-embedding', false],
+    ['whisper', false],
+    ['tts', false],
+    ['sora', false],
+    ['davinci', false],
+    ['babbage', false],
+  ],
+  unknown: false,
+};
+
+const TABLES: Record<string, ProviderTable> = {
+  openai: OPENAI,
+  // Azure deployments carry the names their owners gave them: the family is a guess at best.
+  azure_openai: { families: OPENAI.families, unknown: true },
+  openai_compatible: { families: [], unknown: true },
+  azure_foundry: { families: OPENAI.families, unknown: true },
+  huggingface_ie: { families: [], unknown: true },
+  anthropic: {
+    families: [
+      ['claude', true],
+      ['claude-2', false],
+      ['claude-instant', false],
+    ],
+    unknown: false,
+  },
+  mistralai: {
+    families: [
+      ['mistral-moderation', false],
+      ['mistral-ocr', false],
+      ['mistral-embed', false],
+      ['codestral-embed', false],
+      ['voxtral-mini', false],
+    ],
+    unknown: true,
+  },
+  groq: {
+    families: [
+      ['whisper', false],
+      ['distil-whisper', false],
+      ['playai-tts', false],
+      ['llama-guard', false],
+      ['meta-llama/llama-guard', false],
+      ['llama-prompt-guard', false],
+    ],
+    unknown: true,
+  },
+  togetherai: {
+    families: [
+      ['flux', false],
+      ['stable-diffusion', false],
+      ['m2-bert', false],
+      ['bge-', false],
+      ['llama-guard', false],
+    ],
+    unknown: true,
+  },
+  xai: {
+    families: [
+      ['grok', true],
+      ['grok-2-image', false],
+      ['grok-imagine', false],
+    ],
+    unknown: false,
+  },
+  test: { families: [['tools', true]], unknown: false },
+};
+
+/** Providers whose drivers send tools today; the others refuse them whatever the table says. */
+export const TOOL_PROVIDERS = Object.keys(TABLES);
+
+/** The vendored answer for a model, before any environment override. */
+export function knownToolSupport(provider: string, model: string): boolean {
+  const table = TABLES[provider];
+  if (!table) return false;
+  const id = model.toLowerCase();
+  const name = id.includes('/') ? id.slice(id.lastIndexOf('/') + 1) : id;
+  let best: Family | undefined;
+  for (const f of table.families) {
+    if ((name.startsWith(f[0]) || id.startsWith(f[0])) && (!best || f[0].length > best[0].length)) best = f;
+  }
+  return best ? best[1] : table.unknown;
+}
+
+/**
+ * `config.capabilities.tools` of an environment: `true`/`false` for all its models, or
+ * `{"<model>": true|false}` for some. Undefined when the environment says nothing of the model.
+ */
+function overrideOf(config: Record<string, unknown> | undefined, model: string, envName: string): boolean | undefined {
+  const caps = config?.capabilities;
+  if (caps === undefined || caps === null) return undefined;
+  const bad = () =>
+    new OrreryError(
+      'bad_request',
+      400,
+      `environment "${envName}": config.capabilities.tools must be true, false or an object of model ids to true/false`,
+    );
+  if (typeof caps !== 'object' || Array.isArray(caps)) throw bad();
+  const tools = (caps as Record<string, unknown>).tools;
+  if (tools === undefined) return undefined;
+  if (typeof tools === 'boolean') return tools;
+  if (typeof tools !== 'object' || tools === null || Array.isArray(tools)) throw bad();
+  if (!Object.hasOwn(tools, model)) return undefined;
+  const v = (tools as Record<string, unknown>)[model];
+  if (typeof v !== 'boolean') throw bad();
+  return v;
+}
+
+export interface ToolTarget {
+  provider: string;
+  /** The environment's name, for messages. */
+  name: string;
+  config?: Record<string, unknown>;
+}
+
+/**
+ * Before a provider call that carries tools: the environment's override, else the vendored table.
+ * Refuses with `tools_unsupported` (400) naming the model and what to do.
+ */
+export function assertCanCallTools(env: ToolTarget, model: string): void {
+  if (!TOOL_PROVIDERS.includes(env.provider)) {
+    throw new OrreryError(
+      'tools_unsupported',
+      400,
+      `Orrery does not send tools to the ${env.provider} provider yet; use an environment of ${TOOL_PROVIDERS.join(', ')}`,
+    );
+  }
+  const override = overrideOf(env.config, model, env.name);
+  if (override ?? knownToolSupport(env.provider, model)) return;
+  throw new OrreryError(
+    'tools_unsupported',
+    400,
+    `model "${model}" of environment "${env.name}" (${env.provider}) cannot call tools` +
+      (override === false
+        ? ' (the environment says so in config.capabilities.tools)'
+        : '; choose a model that can, or set config.capabilities.tools on the environment if it can'),
+  );
+}
