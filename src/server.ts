@@ -430,7 +430,9 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
           await authed.register(auditRoutes, { trail: new AuditTrail(db, dialect) });
           await authed.register(retentionRoutes, { retention });
           await authed.register(limitRoutes, { limiter });
-          await authed.register(importRoutes, { imports: new ImportService(db, dialect, config.maxInlineJsonBytes) });
+          await authed.register(importRoutes, {
+            imports: new ImportService(db, dialect, config.maxInlineJsonBytes, runWriter),
+          });
           await authed.register(collectionRoutes, {
             collections: new CollectionService({ db, dialect, listing, types: objectTypes, similarity }),
           });
