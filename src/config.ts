@@ -43,6 +43,8 @@ export interface Config {
   retentionSweepSeconds: number;
   /** Content processing (src/content): jobs at once per process, and one worker process each (src/content/worker/pool.ts). */
   contentWorkers: number;
+  /** Background jobs (content processing, embeddings) of one project at once per process: the rest wait their turn. */
+  jobProjectConcurrency: number;
   /** Pages of a PDF (slides of a presentation) processed at most; more fails the object. */
   contentMaxPages: number;
   /** Uncompressed size of a zip-based file (DOCX, XLSX, PPTX, ODF) at most, in bytes. */
@@ -195,6 +197,15 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     replicaTimeoutSeconds: overrides.replicaTimeoutSeconds ?? int(env, 'ORRERY_REPLICA_TIMEOUT', 30, 2, 3600),
     retentionSweepSeconds: overrides.retentionSweepSeconds ?? int(env, 'ORRERY_RETENTION_SWEEP', 30, 1, 3600),
     contentWorkers: overrides.contentWorkers ?? int(env, 'ORRERY_CONTENT_WORKERS', 2, 1, 64),
+    jobProjectConcurrency:
+      overrides.jobProjectConcurrency ??
+      int(
+        env,
+        'ORRERY_JOB_PROJECT_CONCURRENCY',
+        Math.max(1, (overrides.contentWorkers ?? int(env, 'ORRERY_CONTENT_WORKERS', 2, 1, 64)) - 1),
+        1,
+        64,
+      ),
     contentMaxPages: overrides.contentMaxPages ?? int(env, 'ORRERY_CONTENT_MAX_PAGES', 2000, 1),
     contentMaxDecompressedBytes:
       overrides.contentMaxDecompressedBytes ?? byteSize(env, 'ORRERY_CONTENT_MAX_DECOMPRESSED', 512 * 1024 ** 2),

@@ -201,6 +201,7 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
     // Content processing: a durable job queue, worker processes for parsing and drawing, the steps (src/content).
     const jobs = new JobQueue(db, dialect, {
       concurrency: config.contentWorkers,
+      perProject: config.jobProjectConcurrency,
       leaseMs: config.jobLeaseMs,
       maxAttempts: config.jobMaxAttempts,
       owner: replica.id,
