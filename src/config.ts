@@ -30,6 +30,8 @@ export interface Config {
   minFreeDiskBytes: number;
   /** Largest JSON stored inline by a run (data, result) or an object (properties), in bytes of its text. */
   maxInlineJsonBytes: number;
+  /** The largest result a model may answer, in bytes of text; past it the call is cut and the run fails. */
+  maxResultBytes: number;
   /** Flush each upload to disk before publishing it (local blob folder); off trades power-loss safety for speed. */
   blobFsync: boolean;
   logLevel: string;
@@ -190,6 +192,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     maxUploadBytes: overrides.maxUploadBytes ?? byteSize(env, 'ORRERY_MAX_UPLOAD_SIZE', 1024 ** 3),
     minFreeDiskBytes: overrides.minFreeDiskBytes ?? byteSize(env, 'ORRERY_MIN_FREE_DISK', 64 * 1024 ** 2),
     maxInlineJsonBytes: overrides.maxInlineJsonBytes ?? byteSize(env, 'ORRERY_MAX_INLINE_JSON', 1024 ** 2),
+    maxResultBytes: overrides.maxResultBytes ?? byteSize(env, 'ORRERY_MAX_RESULT_SIZE', 1024 ** 2),
     blobFsync: overrides.blobFsync ?? flag(env, 'ORRERY_BLOB_FSYNC', true),
     logLevel: overrides.logLevel ?? nonEmpty(env, 'ORRERY_LOG_LEVEL') ?? 'info',
     metricsToken: overrides.metricsToken ?? nonEmpty(env, 'ORRERY_METRICS_TOKEN'),

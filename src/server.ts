@@ -128,7 +128,11 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
     const auth = new AuthService(db, dialect, config, keys.jwt, audit);
     const bootstrap = await auth.bootstrap();
     const changes = new ChangeClock();
-    const outbound = new Outbound({ policy: egressPolicyOf(config), resolve: opts.resolve });
+    const outbound = new Outbound({
+      policy: egressPolicyOf(config),
+      resolve: opts.resolve,
+      maxResultBytes: config.maxResultBytes,
+    });
     const environments = new EnvironmentService(db, dialect, keys.encryption, changes, outbound, audit);
     const templates = new TemplateEngine({
       workers: config.templateWorkers,
