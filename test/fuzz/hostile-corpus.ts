@@ -226,3 +226,20 @@ export function hostileForms(f: HostileFixture): HostileForm[] {
     },
   ];
 }
+
+/** The forms' names, in order, without building their bodies. */
+export const HOSTILE_FORM_NAMES: readonly string[] = [
+  'runs/find $or of 32 on parameters.*',
+  'objects/find $or of 32 on properties.*',
+  'objects/count $or of 32 on properties.*',
+  'dynamic collection members',
+  'runs/search Lucene range',
+  'runs/search Lucene regex',
+  'runs/search Lucene wildcard',
+  'bulk create of 1,000 objects',
+  'import of a run with ~1 MB parameters',
+  'import of a 15 MB run',
+  'looping jst template',
+  'jst error of 5,000,000 characters',
+  'GET of the large run',
+];
