@@ -20,6 +20,7 @@ const BENCHES: Record<string, string> = {
   peer: './peer.ts',
   'peer-ab': './peer-ab.ts',
   footprint: './footprint.ts',
+  hostile: './hostile.ts',
 };
 const wanted = process.argv.slice(2);
 const names = wanted.length ? wanted : Object.keys(BENCHES);

@@ -30,6 +30,8 @@ export interface Config {
   minFreeDiskBytes: number;
   /** Largest JSON stored inline by a run (data, result) or an object (properties), in bytes of its text. */
   maxInlineJsonBytes: number;
+  /** The largest result a model may answer, in bytes of text; past it the call is cut and the run fails. */
+  maxResultBytes: number;
   /** Flush each upload to disk before publishing it (local blob folder); off trades power-loss safety for speed. */
   blobFsync: boolean;
   logLevel: string;
@@ -43,6 +45,8 @@ export interface Config {
   retentionSweepSeconds: number;
   /** Content processing (src/content): jobs at once per process, and one worker process each (src/content/worker/pool.ts). */
   contentWorkers: number;
+  /** Background jobs (content processing, embeddings) of one project at once per process: the rest wait their turn. */
+  jobProjectConcurrency: number;
   /** Pages of a PDF (slides of a presentation) processed at most; more fails the object. */
   contentMaxPages: number;
   /** Uncompressed size of a zip-based file (DOCX, XLSX, PPTX, ODF) at most, in bytes. */
@@ -196,6 +200,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     maxUploadBytes: overrides.maxUploadBytes ?? byteSize(env, 'ORRERY_MAX_UPLOAD_SIZE', 1024 ** 3),
     minFreeDiskBytes: overrides.minFreeDiskBytes ?? byteSize(env, 'ORRERY_MIN_FREE_DISK', 64 * 1024 ** 2),
     maxInlineJsonBytes: overrides.maxInlineJsonBytes ?? byteSize(env, 'ORRERY_MAX_INLINE_JSON', 1024 ** 2),
+    maxResultBytes: overrides.maxResultBytes ?? byteSize(env, 'ORRERY_MAX_RESULT_SIZE', 1024 ** 2),
     blobFsync: overrides.blobFsync ?? flag(env, 'ORRERY_BLOB_FSYNC', true),
     logLevel: overrides.logLevel ?? nonEmpty(env, 'ORRERY_LOG_LEVEL') ?? 'info',
     metricsToken: overrides.metricsToken ?? nonEmpty(env, 'ORRERY_METRICS_TOKEN'),
@@ -203,6 +208,15 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     replicaTimeoutSeconds: overrides.replicaTimeoutSeconds ?? int(env, 'ORRERY_REPLICA_TIMEOUT', 30, 2, 3600),
     retentionSweepSeconds: overrides.retentionSweepSeconds ?? int(env, 'ORRERY_RETENTION_SWEEP', 30, 1, 3600),
     contentWorkers: overrides.contentWorkers ?? int(env, 'ORRERY_CONTENT_WORKERS', 2, 1, 64),
+    jobProjectConcurrency:
+      overrides.jobProjectConcurrency ??
+      int(
+        env,
+        'ORRERY_JOB_PROJECT_CONCURRENCY',
+        Math.max(1, (overrides.contentWorkers ?? int(env, 'ORRERY_CONTENT_WORKERS', 2, 1, 64)) - 1),
+        1,
+        64,
+      ),
     contentMaxPages: overrides.contentMaxPages ?? int(env, 'ORRERY_CONTENT_MAX_PAGES', 2000, 1),
     contentMaxDecompressedBytes:
       overrides.contentMaxDecompressedBytes ?? byteSize(env, 'ORRERY_CONTENT_MAX_DECOMPRESSED', 512 * 1024 ** 2),

@@ -92,7 +92,11 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
       schemas: [RunSchema, RunRefSchema, ObjectRecordSchema, ObjectTypeSchema],
     });
     const log = app.log;
-    const outbound = new Outbound({ policy: egressPolicyOf(config), resolve: opts.resolve });
+    const outbound = new Outbound({
+      policy: egressPolicyOf(config),
+      resolve: opts.resolve,
+      maxResultBytes: config.maxResultBytes,
+    });
     const interactions = createInteractions({ config, database, encryptionKey: keys.encryption, outbound, audit });
     const replica = new ReplicaRegistry(db, config.replicaTimeoutSeconds * 1000);
     await replica.start();
@@ -117,6 +121,7 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
     // Content processing and embeddings share a durable job queue (src/jobs).
     const jobs = new JobQueue(db, dialect, {
       concurrency: config.contentWorkers,
+      perProject: config.jobProjectConcurrency,
       leaseMs: config.jobLeaseMs,
       maxAttempts: config.jobMaxAttempts,
       owner: replica.id,
@@ -309,7 +314,9 @@ async function registerApi(app: FastifyInstance, parts: ApiParts): Promise<void>
         await authed.register(auditRoutes, { trail: new AuditTrail(db, dialect) });
         await runs.registerRetention(authed);
         await authed.register(limitRoutes, { limiter });
-        await authed.register(importRoutes, { imports: new ImportService(db, dialect, config.maxInlineJsonBytes) });
+        await authed.register(importRoutes, {
+          imports: new ImportService(db, dialect, config.maxInlineJsonBytes, runs.writer),
+        });
         await authed.register(collectionRoutes, {
           collections: new CollectionService({
             db,

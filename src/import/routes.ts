@@ -6,7 +6,7 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { principalOf } from '../http/auth-hook.ts';
 import { errorResponses } from '../http/schemas.ts';
-import { BadRequest } from '../http/errors.ts';
+import { BadRequest, PayloadTooLarge } from '../http/errors.ts';
 import { ImportedRunSchema } from './schemas.ts';
 import { LINK_KINDS, type ImportedRun, type ImportService } from './service.ts';
 
@@ -69,9 +69,20 @@ export const importRoutes: FastifyPluginAsyncTypebox<{ imports: ImportService }>
     (req) => imports.put(principalOf(req), req.body.source, req.body.link),
   );
 
+  const maxBody = imports.maxBodyBytes;
   app.post(
     '/import/runs',
     {
+      bodyLimit: maxBody,
+      // Refused before the body is read: parsing a body this large would hold the event loop.
+      onRequest: async (req) => {
+        const length = Number(req.headers['content-length']);
+        if (length > maxBody)
+          throw new PayloadTooLarge(
+            `an imported run is at most ${maxBody} bytes of JSON (four times ORRERY_MAX_INLINE_JSON, and 64 KiB), got ${length}: its parameters, result and prompt are each at most ORRERY_MAX_INLINE_JSON, and so is each other field`,
+            { size: length, limit: maxBody },
+          );
+      },
       schema: {
         tags: ['import'],
         summary: 'Store a run of another server as a record (not executed), with its link; idempotent by source id',

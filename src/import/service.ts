@@ -8,9 +8,10 @@ import type { Database } from '../db/schema.ts';
 import type { OrreryDialect } from '../db/dialect.ts';
 import { scopeOf, type Principal } from '../auth/principal.ts';
 import { BadRequest, NotFound } from '../http/errors.ts';
-import { checkInlineJson } from '../limits/inline-json.ts';
+import { DEFAULT_MAX_INLINE_JSON, checkInlineJson } from '../limits/inline-json.ts';
 import { newId } from '../db/ids.ts';
-import { insertRun, runsIn } from '../runs/store.ts';
+import { runsIn } from '../runs/store.ts';
+import { RunWriter, type RunWrites } from '../runs/run-writer.ts';
 import type { ResultPart, RunDoc, RunRow } from '../runs/model.ts';
 import { findLink, linksOf, listLinks, putLink, type ImportLink, type LinksDb } from './links-store.ts';
 
@@ -52,15 +53,41 @@ export interface ImportedRun {
 
 const num = (v: unknown): number | null => (typeof v === 'number' && Number.isFinite(v) ? v : null);
 
+/** Fields of an imported run stored inline besides parameters, result and prompt: each under the same bound. */
+const OTHER_STORED = ['config', 'error', 'source', 'result_schema', 'cost'] as const;
+
+/** What an import's JSON carries besides its run's fields (source, ids, the envelope). */
+const ENVELOPE_BYTES = 64 * 1024;
+
+/**
+ * The largest body of POST /import/runs: parameters, result and prompt at the inline bound, and as
+ * much again for the run's other fields. A bigger body is refused before it is read, so a 15 MB
+ * import costs the event loop nothing (its parse alone held it for a tenth of a second).
+ */
+export const maxImportBodyBytes = (maxInlineJson: number = DEFAULT_MAX_INLINE_JSON): number =>
+  4 * maxInlineJson + ENVELOPE_BYTES;
+
 export class ImportService {
   private readonly links: Kysely<LinksDb>;
+  private readonly writes: RunWrites;
 
+  /**
+   * `writes`: the server's run writer. On SQLite it is the run writer thread, which derives the run's
+   * search fields and writes them off the event loop (a 1 MB run has thousands of JSON paths).
+   */
   constructor(
     private readonly db: Kysely<Database>,
     private readonly dialect: OrreryDialect,
-    private readonly maxInlineJson?: number,
+    private readonly maxInlineJson: number = DEFAULT_MAX_INLINE_JSON,
+    writes?: RunWrites,
   ) {
     this.links = linksOf(db as Kysely<unknown>);
+    this.writes = writes ?? new RunWriter(db, dialect);
+  }
+
+  /** The bound on the body of POST /import/runs, in bytes. */
+  get maxBodyBytes(): number {
+    return maxImportBodyBytes(this.maxInlineJson);
   }
 
   list(
@@ -79,8 +106,8 @@ export class ImportService {
   }
 
   /**
-   * Stores a run as a record, with its link, in one transaction: a second call for the same
-   * source run answers the copy made by the first. Only ended runs are copied (a `processing`
+   * Stores a run as a record, with its link: a second call for the same source run answers the
+   * copy made by the first. Only ended runs are copied (a `processing`
    * copy would be failed by the lost-run sweeper, since no replica executes it).
    */
   async importRun(
@@ -90,7 +117,7 @@ export class ImportService {
     sourceVersion: string | null,
     run: ImportedRun,
   ): Promise<{ id: string; created: boolean }> {
-    for (const field of ['parameters', 'result', 'prompt'] as const)
+    for (const field of ['parameters', 'result', 'prompt', ...OTHER_STORED] as const)
       checkInlineJson(run[field], `run.${field}`, this.maxInlineJson);
     const s = scopeOf(p);
     const key = sourceKey(source);
@@ -176,15 +203,15 @@ export class ImportService {
       doc,
       executor: null,
     };
-    await this.db.transaction().execute(async (trx) => {
-      await insertRun(trx, this.dialect, row, [...new Set(run.tags ?? [])]);
-      await putLink(linksOf(trx as unknown as Kysely<unknown>), s, key, {
-        kind: 'run',
-        source_id: sourceId,
-        target_id: row.id,
-        source_version: sourceVersion,
-      });
+    // The link first, then the run: a link whose run is missing (the process died between the two)
+    // is taken as no link by the check above, so the next import of this run makes it again.
+    await putLink(this.links, s, key, {
+      kind: 'run',
+      source_id: sourceId,
+      target_id: row.id,
+      source_version: sourceVersion,
     });
+    await this.writes.insert(row, [...new Set(run.tags ?? [])]);
     return { id: row.id, created: true };
   }
 }

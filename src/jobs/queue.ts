@@ -7,6 +7,10 @@
  *   shuts down cleanly puts its running jobs back at once.
  * - **Taken once:** claims are atomic (see store.ts: `FOR UPDATE SKIP LOCKED` on PostgreSQL).
  * - **Bounded:** at most `concurrency` jobs run in this process at a time.
+ * - **Fair across projects:** each claim serves the projects with due jobs in turn (the one served
+ *   longest ago first), and one project holds at most `perProject` of this process's slots
+ *   (`concurrency - 1` by default), so one project's flood leaves a slot for every other and its
+ *   backlog waits behind itself. Content processing and embeddings share this queue.
  * - **Retries:** a transient failure puts the job back with exponential backoff (and jitter),
  *   until `maxAttempts`; a job lost that many times (its process keeps dying on it) is given up too.
  *
@@ -18,11 +22,23 @@ import type { Database } from '../db/schema.ts';
 import type { OrreryDialect } from '../db/dialect.ts';
 import type { Metrics } from '../http/metrics.ts';
 import { JobReleased, PermanentJobError, type EnqueueInput, type Job, type JobHandler } from './model.ts';
-import { claimJobs, countQueued, deleteJob, extendLeases, insertJob, requeueJob, type JobRow } from './store.ts';
+import {
+  claimJobsById,
+  countQueued,
+  deleteJob,
+  dueJobsByProject,
+  extendLeases,
+  insertJob,
+  requeueJob,
+  type JobRow,
+} from './store.ts';
+import { FairQueue } from '../util/fair-queue.ts';
 
 export interface JobQueueOptions {
   /** Jobs run at once in this process. */
   concurrency: number;
+  /** Jobs of one project run at once in this process (default `concurrency - 1`, at least 1). */
+  perProject?: number;
   /** Visibility timeout: a running job whose lease is not extended for this long is taken again. */
   leaseMs: number;
   /** Attempts before a job is given up. */
@@ -38,6 +54,7 @@ export interface JobQueueOptions {
 }
 
 interface Running {
+  project: string;
   token: string;
   abort: AbortController;
   done: Promise<void>;
@@ -57,6 +74,11 @@ export class JobQueue {
   private stopping = false;
   private pumping = false;
   private pumpAgain = false;
+  /** Running jobs per project in this process (for the per-project cap). */
+  private readonly runningByProject = new Map<string, number>();
+  /** When each project was last served a slot (a claim counter): the one served longest ago goes first. */
+  private readonly lastServed = new Map<string, number>();
+  private served = 0;
 
   constructor(
     private readonly db: Kysely<Database>,
@@ -146,27 +168,68 @@ export class JobQueue {
     for (const kind of this.handlers.keys()) m.jobsQueued.set({ kind }, counts.get(kind) ?? 0);
   }
 
+  get perProject(): number {
+    return Math.max(1, this.opts.perProject ?? this.opts.concurrency - 1);
+  }
+
   private async pump(): Promise<void> {
     for (;;) {
       const free = this.opts.concurrency - this.running.size;
       if (free <= 0 || this.stopping) return;
-      const rows = await claimJobs(this.db, this.dialect, free, this.opts.owner, this.opts.leaseMs, [
-        ...this.handlers.keys(),
-      ]);
+      const chosen = await this.chooseFairly(free);
+      if (chosen.length === 0) return;
+      const rows = await claimJobsById(this.db, this.dialect, chosen, this.opts.owner, this.opts.leaseMs);
       for (const row of rows) this.launch(row);
-      if (rows.length < free) return;
+      // Fewer than chosen: another replica took some; fewer than free: none other may start now.
+      if (rows.length < chosen.length || chosen.length < free) return;
     }
+  }
+
+  /**
+   * Up to `free` ids of due jobs, the projects served in turn (the one served longest ago first,
+   * each project's jobs oldest first), none past its per-project cap.
+   */
+  private async chooseFairly(free: number): Promise<string[]> {
+    const cap = this.perProject;
+    const due = await dueJobsByProject(this.db, [...this.handlers.keys()], Math.min(free, cap));
+    const firstSeen = new Map<string, number>();
+    due.forEach((j, i) => firstSeen.has(j.project) || firstSeen.set(j.project, i));
+    const projects = [...firstSeen.keys()].sort(
+      (a, b) =>
+        (this.lastServed.get(a) ?? -1) - (this.lastServed.get(b) ?? -1) || firstSeen.get(a)! - firstSeen.get(b)!,
+    );
+    const turn = new FairQueue<string>();
+    const byProject = new Map<string, string[]>(projects.map((p) => [p, []]));
+    for (const j of due) byProject.get(j.project)!.push(j.id);
+    for (const [project, ids] of byProject) for (const id of ids) turn.push(project, id);
+    const taking = new Map<string, number>();
+    const chosen: string[] = [];
+    while (chosen.length < free) {
+      const next = turn.shift(
+        (project) => (this.runningByProject.get(project) ?? 0) + (taking.get(project) ?? 0) < cap,
+      );
+      if (!next) break;
+      taking.set(next.tenant, (taking.get(next.tenant) ?? 0) + 1);
+      this.lastServed.set(next.tenant, this.served++);
+      chosen.push(next.item);
+    }
+    return chosen;
   }
 
   private launch(row: JobRow): void {
     const abort = new AbortController();
     const token = row.lease_token!;
-    const entry: Running = { token, abort, done: Promise.resolve() };
+    const project = row.project_id;
+    const entry: Running = { project, token, abort, done: Promise.resolve() };
     this.running.set(row.id, entry);
+    this.runningByProject.set(project, (this.runningByProject.get(project) ?? 0) + 1);
     entry.done = this.execute(row, token, abort.signal)
       .catch((err) => this.opts.onError?.(err, `finish job ${row.kind} ${row.id}`))
       .finally(() => {
         this.running.delete(row.id);
+        const left = (this.runningByProject.get(project) ?? 1) - 1;
+        if (left > 0) this.runningByProject.set(project, left);
+        else this.runningByProject.delete(project);
         this.wake();
       });
   }

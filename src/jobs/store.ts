@@ -64,47 +64,84 @@ export async function insertJob(db: Db, d: OrreryDialect, input: EnqueueInput, m
     .execute();
 }
 
+/** A due job a claim may take: queued and due, or running under an expired lease (its process died). */
+const due = (eb: any, alias: string, now: string) =>
+  eb.or([
+    eb.and([eb(`${alias}.state`, '=', 'queued'), eb(`${alias}.run_after`, '<=', now)]),
+    eb.and([eb(`${alias}.state`, '=', 'running'), eb(`${alias}.lease_until`, '<', now)]),
+  ]);
+
+/** No other job of the same subject runs under a live lease: one object is never processed twice at once. */
+const subjectFree = (eb: any, alias: string, now: string) =>
+  eb.not(
+    eb.exists(
+      eb
+        .selectFrom('jobs as r')
+        .select('r.id')
+        .whereRef('r.subject', '=', `${alias}.subject`)
+        .whereRef('r.id', '<>', `${alias}.id`)
+        .where('r.state', '=', 'running')
+        .where('r.lease_until', '>=', now),
+    ),
+  );
+
+/** A due job as `dueJobsByProject` answers it: its project's `rank`-th oldest due job. */
+export interface DueJob {
+  id: string;
+  project: string;
+  rank: number;
+}
+
 /**
- * Takes up to `n` due jobs: queued ones whose time has come, and running ones whose lease
- * expired (their process died). A subject with a job running under a live lease is skipped, so
- * one object is never processed twice at once.
+ * Up to `perProject` due jobs of each project that has some, oldest first within each project
+ * (a read, no lock): what a fair claim chooses from, so one project's backlog of thousands does
+ * not hide another project's single job.
  */
-export async function claimJobs(
+export async function dueJobsByProject(db: Db, kinds: readonly string[], perProject: number): Promise<DueJob[]> {
+  if (perProject <= 0 || kinds.length === 0) return [];
+  const now = nowIso();
+  const ranked = db
+    .selectFrom('jobs as j')
+    .select([
+      'j.id',
+      'j.project_id',
+      'j.run_after',
+      sql<number>`row_number() over (partition by j.project_id order by j.run_after, j.id)`.as('rank'),
+    ])
+    .where('j.kind', 'in', kinds)
+    .where((eb) => due(eb, 'j', now))
+    .where((eb) => subjectFree(eb, 'j', now));
+  const rows = await db
+    .selectFrom(ranked.as('d'))
+    .select(['d.id', 'd.project_id', 'd.rank'])
+    .where('d.rank', '<=', perProject)
+    .orderBy('d.rank')
+    .orderBy('d.run_after')
+    .orderBy('d.id')
+    .execute();
+  return rows.map((r) => ({ id: r.id, project: r.project_id, rank: Number(r.rank) }));
+}
+
+/**
+ * Takes the jobs of `ids` that are still due (another replica may have taken some since they were
+ * read): leased to `owner`, their attempt counted. Atomic as one statement; on PostgreSQL the rows
+ * are taken `FOR UPDATE SKIP LOCKED`, so concurrent claimers never take the same job.
+ */
+export async function claimJobsById(
   db: Db,
   d: OrreryDialect,
-  n: number,
+  ids: readonly string[],
   owner: string,
   leaseMs: number,
-  kinds: readonly string[],
 ): Promise<JobRow[]> {
-  if (n <= 0 || kinds.length === 0) return [];
+  if (ids.length === 0) return [];
   const now = nowIso();
   let pick = db
     .selectFrom('jobs as j')
     .select('j.id')
-    .where('j.kind', 'in', kinds)
-    .where((eb) =>
-      eb.or([
-        eb.and([eb('j.state', '=', 'queued'), eb('j.run_after', '<=', now)]),
-        eb.and([eb('j.state', '=', 'running'), eb('j.lease_until', '<', now)]),
-      ]),
-    )
-    .where((eb) =>
-      eb.not(
-        eb.exists(
-          eb
-            .selectFrom('jobs as r')
-            .select('r.id')
-            .whereRef('r.subject', '=', 'j.subject')
-            .whereRef('r.id', '<>', 'j.id')
-            .where('r.state', '=', 'running')
-            .where('r.lease_until', '>=', now),
-        ),
-      ),
-    )
-    .orderBy('j.run_after')
-    .orderBy('j.id')
-    .limit(n);
+    .where('j.id', 'in', ids)
+    .where((eb) => due(eb, 'j', now))
+    .where((eb) => subjectFree(eb, 'j', now));
   if (d.caps.concurrentWriters) pick = pick.forUpdate().skipLocked();
   return db
     .updateTable('jobs')

@@ -214,6 +214,7 @@ export interface ProviderInfo {
  *  - `provider_rate_limited`: 429.
  *  - `provider_error`: anything else the provider answered (5xx, malformed answer).
  *  - `egress_refused`: the egress policy (ORRERY_EGRESS) refused the endpoint's address; nothing was sent.
+ *  - `provider_result_too_large`: the answer passed ORRERY_MAX_RESULT_SIZE; the call was cut there.
  */
 export type ProviderErrorCode =
   | 'provider_unreachable'
@@ -221,6 +222,7 @@ export type ProviderErrorCode =
   | 'provider_bad_request'
   | 'provider_rate_limited'
   | 'provider_error'
+  | 'provider_result_too_large'
   | 'egress_refused';
 
 export class ProviderError extends Error {

@@ -21,15 +21,22 @@ export interface OutboundOptions {
   resolve?: Resolver;
   /** Open connections per origin. */
   connections?: number;
+  /** The largest result a model may answer, in bytes of text (ORRERY_MAX_RESULT_SIZE). */
+  maxResultBytes?: number;
 }
+
+export const MAX_RESULT_VARIABLE = 'ORRERY_MAX_RESULT_SIZE';
+export const DEFAULT_MAX_RESULT_BYTES = 1024 ** 2;
 
 export class Outbound {
   readonly policy: EgressPolicy;
+  readonly maxResultBytes: number;
   private made: Agent | undefined;
   private closed = false;
 
   constructor(private readonly opts: OutboundOptions) {
     this.policy = opts.policy;
+    this.maxResultBytes = opts.maxResultBytes ?? DEFAULT_MAX_RESULT_BYTES;
   }
 
   /** The agent, made at the first call that needs it (a closed Outbound makes it closed: calls fail as before). */

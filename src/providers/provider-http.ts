@@ -13,6 +13,7 @@ import { ProviderError, type ProviderConnection, type ProviderErrorCode } from '
 import { readSse, type SseEvent } from './sse.ts';
 import { EgressRefused } from './egress.ts';
 import { defaultOutbound, type Outbound } from './outbound.ts';
+import { AnswerTooLarge, resultTooLarge } from './result-bound.ts';
 
 export const DEFAULT_TIMEOUT_MS = 10 * 60 * 1000;
 
@@ -106,13 +107,14 @@ export interface ProviderResponse {
 
 /** POST JSON (or GET); resolves once a 2xx answer has started, throws a ProviderError for anything else. */
 export async function postToProvider(req: ProviderPost): Promise<ProviderResponse> {
-  const exchange = new Exchange();
+  const outbound = req.outbound ?? defaultOutbound();
+  const exchange = new Exchange(answerLimits(outbound.maxResultBytes));
   const call = new Call(req, exchange);
   try {
     call.arm();
     const method = req.method ?? 'POST';
     const url = new URL(req.url);
-    (req.outbound ?? defaultOutbound()).agent.dispatch(
+    outbound.agent.dispatch(
       {
         origin: url.origin,
         path: url.pathname + url.search,
@@ -165,13 +167,29 @@ export async function postToProvider(req: ProviderPost): Promise<ProviderRespons
         );
       }
     },
-    events: () => call.events(exchange.pieces()),
+    events: () => call.events(exchange.pieces(), exchange.limits.whole),
     bytes: () => call.bytes(exchange.pieces()),
   };
 }
 
 /** Bytes held for a reader of pieces before the connection is paused (and resumed below half of it). */
 const HELD_BYTES = 1 << 20;
+
+/** The most bytes an answer may have on the wire, read whole and streamed. */
+export interface AnswerLimits {
+  whole: number;
+  streamed: number;
+}
+
+/**
+ * From the result bound (bytes of text): a whole answer holds its text JSON-escaped (at most six
+ * bytes a character, `\uXXXX`) and an envelope; a stream sends each token in an event of its own
+ * (a hundred bytes or two each), so it may carry many times its text before the text bound cuts it.
+ */
+export const answerLimits = (maxResultBytes: number): AnswerLimits => ({
+  whole: 6 * maxResultBytes + 64 * 1024,
+  streamed: 128 * maxResultBytes + 64 * 1024,
+});
 
 /**
  * One request as undici dispatches it: the status and headers, then the answer's bytes, kept in
@@ -188,12 +206,13 @@ class Exchange implements Dispatcher.DispatchHandler {
   private abortedWith: Error | undefined;
   private readonly held: Buffer[] = [];
   private heldBytes = 0;
+  private receivedBytes = 0;
   private streaming = false;
   private ended = false;
   private failure: Error | undefined;
   private wake: (() => void) | undefined;
 
-  constructor() {
+  constructor(readonly limits: AnswerLimits) {
     this.started = new Promise<void>((resolve, reject) => (this.start = { resolve, reject }));
     this.started.catch(() => {}); // read by the caller; a failure after the start is read from `failure`
   }
@@ -226,6 +245,16 @@ class Exchange implements Dispatcher.DispatchHandler {
   }
 
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    if (this.abortedWith) return;
+    this.receivedBytes += chunk.length;
+    const limit = this.streaming ? this.limits.streamed : this.limits.whole;
+    if (this.receivedBytes > limit) {
+      // Nothing more is kept: the bytes held so far go with the exchange.
+      this.held.length = 0;
+      this.heldBytes = 0;
+      this.abort(new AnswerTooLarge(limit));
+      return;
+    }
     this.held.push(chunk);
     this.heldBytes += chunk.length;
     if (this.streaming && this.heldBytes > HELD_BYTES && !controller.paused) controller.pause();
@@ -359,8 +388,8 @@ class Call {
     this.req.signal?.removeEventListener('abort', this.onAbort);
   }
 
-  events(body: AsyncIterable<Uint8Array>): AsyncGenerator<SseEvent> {
-    return this.guarded(readSse(this.touching(body)));
+  events(body: AsyncIterable<Uint8Array>, maxEventChars: number): AsyncGenerator<SseEvent> {
+    return this.guarded(readSse(this.touching(body), maxEventChars));
   }
 
   bytes(body: AsyncIterable<Uint8Array>): AsyncGenerator<Uint8Array> {
@@ -390,6 +419,8 @@ class Call {
 
   translate(err: unknown, phase: 'connect' | 'body'): unknown {
     if (err instanceof ProviderError) return err;
+    if (err instanceof AnswerTooLarge || (err as { cause?: unknown })?.cause instanceof AnswerTooLarge)
+      return resultTooLarge(this.req.label, (this.req.outbound ?? defaultOutbound()).maxResultBytes);
     const refused = egressRefusal(err);
     if (refused) return new ProviderError('egress_refused', `${this.req.label}: ${refused.message}`);
     // The caller's abort is not the provider's failure: hand back the caller's own reason.

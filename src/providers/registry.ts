@@ -13,6 +13,7 @@ import { azureFoundryRoute, azureOpenAIRoute } from './azure.ts';
 import { WatsonxDriver } from './watsonx.ts';
 import { ReplicateDriver } from './replicate.ts';
 import { scrubbingDriver } from './scrubbing-driver.ts';
+import { resultBoundedDriver } from './result-bound.ts';
 
 /** Every provider id Vertesia knows; an environment with any of these is valid. */
 export const SUPPORTED_PROVIDER_IDS = [
@@ -257,8 +258,11 @@ function hostedInfo(id: SupportedProviderId, name: string): ProviderInfo {
   };
 }
 
-// Drivers are handed out scrubbing, so no caller can forget to scrub a provider's error text.
-const BY_ID = new Map(ENTRIES.map((e) => [e.info.id, { ...e, driver: scrubbingDriver(e.driver) }]));
+// Drivers are handed out scrubbing and bounded, so no caller can forget to scrub a provider's
+// error text or let a model's answer grow past ORRERY_MAX_RESULT_SIZE.
+const BY_ID = new Map(
+  ENTRIES.map((e) => [e.info.id, { ...e, driver: scrubbingDriver(resultBoundedDriver(e.driver)) }]),
+);
 
 /** The providers Orrery can run, for listings. */
 export const PROVIDERS: readonly ProviderInfo[] = ENTRIES.map((e) => e.info);

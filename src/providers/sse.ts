@@ -3,18 +3,28 @@
  * `data:` lines of one event join with \n, a blank line dispatches, `:` lines are comments.
  * Provider SDKs hide these bytes; Orrery reads them itself so errors and usage stay exact.
  */
+import { AnswerTooLarge } from './result-bound.ts';
+
 export interface SseEvent {
   /** The `event:` field; absent means the default "message". */
   event?: string;
   data: string;
 }
 
-export async function* readSse(body: AsyncIterable<Uint8Array>): AsyncGenerator<SseEvent> {
+/**
+ * `maxEventChars`: the most characters one event (or one line) may hold; a longer one (a stream
+ * that never sends its line break) fails with AnswerTooLarge instead of growing without end.
+ */
+export async function* readSse(
+  body: AsyncIterable<Uint8Array>,
+  maxEventChars = Number.POSITIVE_INFINITY,
+): AsyncGenerator<SseEvent> {
   const decoder = new TextDecoder();
   let buffer = '';
   let event: string | undefined;
   let data: string[] = [];
   let sawField = false;
+  let eventChars = 0;
 
   const takeLine = (line: string): SseEvent | undefined => {
     if (line === '') {
@@ -24,6 +34,7 @@ export async function* readSse(body: AsyncIterable<Uint8Array>): AsyncGenerator<
       event = undefined;
       data = [];
       sawField = false;
+      eventChars = 0;
       return out;
     }
     if (line.startsWith(':')) return undefined;
@@ -32,6 +43,8 @@ export async function* readSse(body: AsyncIterable<Uint8Array>): AsyncGenerator<
     let value = colon === -1 ? '' : line.slice(colon + 1);
     if (value.startsWith(' ')) value = value.slice(1);
     if (field === 'data') {
+      eventChars += value.length;
+      if (eventChars > maxEventChars) throw new AnswerTooLarge(maxEventChars);
       data.push(value);
       sawField = true;
     } else if (field === 'event') {
@@ -55,6 +68,8 @@ export async function* readSse(body: AsyncIterable<Uint8Array>): AsyncGenerator<
       const ready = takeLine(line);
       if (ready) yield ready;
     }
+    // What is left holds no line break: a line that never ends must not grow without end.
+    if (buffer.length > maxEventChars) throw new AnswerTooLarge(maxEventChars);
   }
   buffer += decoder.decode();
   if (buffer.endsWith('\r')) buffer = buffer.slice(0, -1);

@@ -67,6 +67,7 @@ export function createRuns(deps: RunsDeps) {
     checkpointer.onError = (message) =>
       log.error(`sqlite: the checkpoint thread stopped (${message}); connections checkpoint by themselves`);
   }
+  const runWriter = checkpointer ? signallingWrites(writer, checkpointer) : writer;
   const hub = new StreamHub();
   const runs = new RunService({
     db,
@@ -83,7 +84,7 @@ export function createRuns(deps: RunsDeps) {
     projectExists: deps.projectExists,
     maxInlineJson: config.maxInlineJsonBytes,
     embeddings: deps.embeddings,
-    writer: checkpointer ? signallingWrites(writer, checkpointer) : writer,
+    writer: runWriter,
     intents,
     onRunEnded: (r) =>
       void limiter
@@ -97,6 +98,8 @@ export function createRuns(deps: RunsDeps) {
     runs,
     retention,
     checkpointer,
+    /** Where run rows are written (imported runs too). */
+    writer: runWriter,
     /** Its routes, behind authentication. */
     async register(authed: FastifyInstance): Promise<void> {
       await authed.register(runRoutes, {

@@ -76,7 +76,8 @@ for (const dialect of TEST_DIALECTS) {
 
     it('runs every job once with at most `concurrency` at a time', async () => {
       const d = await open();
-      const q = queue(d, { concurrency: 3 });
+      // One project may use every slot here (its default cap is concurrency - 1).
+      const q = queue(d, { concurrency: 3, perProject: 3 });
       const runs = new Map<string, number>();
       let now = 0;
       let peak = 0;
@@ -246,6 +247,65 @@ for (const dialect of TEST_DIALECTS) {
       assert.equal(done[0].subject, 'orphan');
       assert.equal(done[0].attempt, 2, 'the lost attempt counts');
       assert.ok(done[0].at >= leaseEnd, `taken only after the lease expired (${done[0].at - leaseEnd} ms after)`);
+    });
+
+    it("serves projects in turn: another project's job starts before a flooding project's backlog drains", async () => {
+      const d = await open();
+      const q = queue(d, { concurrency: 1 });
+      const order: string[] = [];
+      q.register('fair', {
+        run: async (job) => {
+          order.push(`${job.scope.project}:${job.subject}`);
+          await sleep(5);
+        },
+      });
+      for (let i = 0; i < 8; i++)
+        await q.enqueue({ kind: 'fair', scope: { account: 'acc', project: 'flood' }, subject: `a${i}` });
+      await q.enqueue({ kind: 'fair', scope: { account: 'acc', project: 'quiet' }, subject: 'b0' });
+      q.start();
+      await until(() => order.length === 9);
+      // The flood's oldest job first (it was due first), then the quiet project's, then the backlog.
+      assert.deepEqual(order.slice(0, 2), ['flood:a0', 'quiet:b0'], order.join(' '));
+      assert.deepEqual(
+        order.filter((o) => o.startsWith('flood:')),
+        Array.from({ length: 8 }, (_, i) => `flood:a${i}`),
+        "each project's jobs keep their order",
+      );
+    });
+
+    it('a project keeps at most concurrency - 1 slots busy: a job arriving mid-flood starts at once', async () => {
+      const d = await open();
+      const q = queue(d, { concurrency: 3 });
+      const running = new Map<string, number>();
+      const started: string[] = [];
+      let peakFlood = 0;
+      const release: Array<() => void> = [];
+      q.register('capped', {
+        run: async (job) => {
+          const p = job.scope.project;
+          running.set(p, (running.get(p) ?? 0) + 1);
+          if (p === 'flood') peakFlood = Math.max(peakFlood, running.get(p)!);
+          started.push(`${p}:${job.subject}`);
+          // The flood's jobs hold their slots until the test lets them go.
+          if (p === 'flood') await new Promise<void>((r) => release.push(r));
+          running.set(p, running.get(p)! - 1);
+        },
+      });
+      for (let i = 0; i < 6; i++)
+        await q.enqueue({ kind: 'capped', scope: { account: 'acc', project: 'flood' }, subject: `f${i}` });
+      q.start();
+      await until(() => running.get('flood') === 2);
+      await q.enqueue({ kind: 'capped', scope: { account: 'acc', project: 'quiet' }, subject: 'q0' });
+      // Served while both of the flood's jobs still hold their slots.
+      await until(() => started.includes('quiet:q0'));
+      assert.equal(running.get('flood'), 2);
+      assert.equal(started.filter((s) => s.startsWith('flood:')).length, 2, started.join(' '));
+      while (started.filter((s) => s.startsWith('flood:')).length < 6 || release.length) {
+        release.shift()?.();
+        await sleep(10);
+      }
+      await until(() => (running.get('flood') ?? 0) === 0);
+      assert.equal(peakFlood, 2, 'the flood never held the third slot');
     });
   });
 }

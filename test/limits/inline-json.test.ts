@@ -59,8 +59,62 @@ for (const dialect of TEST_DIALECTS) {
         });
       tooLarge(await post({ parameters: big() }), 'run.parameters');
       tooLarge(await post({ result: [{ type: 'text', value: 'y'.repeat(MiB) }] }), 'run.result');
+      // Every other field it stores is bounded too: a run could hold 15 MB in its config.
+      tooLarge(await post({ config: big() }), 'run.config');
+      tooLarge(await post({ error: { code: 'x', message: 'm', data: big() } }), 'run.error');
+      tooLarge(await post({ source: big() }), 'run.source');
+      tooLarge(await post({ result_schema: big() }), 'run.result_schema');
+      tooLarge(await post({ cost: big() }), 'run.cost');
       const links = await srv.api('GET', `/api/v1/import/links?source=${encodeURIComponent('https://source.example')}`);
       assert.deepEqual(links.body, []);
+    });
+
+    it('an import body over the bound of a whole run record is refused with a 413 that names it', async () => {
+      const now = new Date().toISOString();
+      const body = JSON.stringify({
+        source: 'https://source.example',
+        source_id: 'huge-run',
+        source_version: null,
+        run: {
+          status: 'completed',
+          interaction: { id: interaction },
+          created_at: now,
+          updated_at: now,
+          config: { pieces: Array.from({ length: 15 }, () => 'z'.repeat(MiB)) },
+        },
+      });
+      const r = await srv.api('POST', '/api/v1/import/runs', body);
+      assert.equal(r.status, 413, JSON.stringify(r.body).slice(0, 500));
+      assert.equal(r.body.error, 'payload_too_large');
+      assert.match(r.body.message, new RegExp(`at most ${4 * MiB + 64 * 1024} bytes`));
+      assert.match(r.body.message, /ORRERY_MAX_INLINE_JSON/);
+      const links = await srv.api('GET', `/api/v1/import/links?source=${encodeURIComponent('https://source.example')}`);
+      assert.deepEqual(links.body, []);
+    });
+
+    it('an imported run at the bound is stored, linked and found by its parameters', async () => {
+      const now = new Date().toISOString();
+      const parameters: Record<string, string> = { marker: 'needle-import' };
+      for (let i = 0; i < 8000; i++) parameters[`k${i}`] = 'v'.repeat(100);
+      const post = () =>
+        srv.api('POST', '/api/v1/import/runs', {
+          source: 'https://source.example',
+          source_id: 'large-run',
+          source_version: '1',
+          run: { status: 'completed', interaction: { id: interaction }, created_at: now, updated_at: now, parameters },
+        });
+      const r = await post();
+      assert.equal(r.status, 200, JSON.stringify(r.body).slice(0, 500));
+      assert.equal(r.body.created, true);
+      assert.deepEqual(await post().then((x) => x.body), { id: r.body.id, created: false });
+      const found = await srv.api('POST', '/api/v1/runs/find', { query: { 'parameters.marker': 'needle-import' } });
+      assert.equal(found.status, 200, JSON.stringify(found.body).slice(0, 500));
+      assert.deepEqual(
+        found.body.map((x: { id: string }) => x.id),
+        [r.body.id],
+      );
+      const stored = await srv.api('GET', `/api/v1/runs/${r.body.id}`);
+      assert.equal(stored.body.parameters.k7999, 'v'.repeat(100));
     });
   });
 }

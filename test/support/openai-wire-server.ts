@@ -56,6 +56,8 @@ export interface OpenAIWireOptions {
   hang?: boolean;
   /** Stream only: hang after this many content chunks. */
   hangAfterChunks?: number;
+  /** Stream only: send this piece as a content chunk again and again until the client closes. */
+  endless?: string;
 }
 
 export interface WireToolCall {
@@ -81,6 +83,8 @@ export interface WireServer {
   requests: RecordedRequest[];
   /** Change knobs between requests. */
   options: OpenAIWireOptions;
+  /** Endless streams the client closed (the `endless` knob). */
+  endlessClosed: number;
   close(): Promise<void>;
 }
 
@@ -93,7 +97,7 @@ const EMBEDDING_DIMENSIONS: Record<string, number> = {
 
 export async function startOpenAIWireServer(options: OpenAIWireOptions = {}): Promise<WireServer> {
   const requests: RecordedRequest[] = [];
-  const state: WireServer = { url: '', origin: '', requests, options, close: async () => {} };
+  const state: WireServer = { url: '', origin: '', requests, options, endlessClosed: 0, close: async () => {} };
 
   const server = createServer((req, res) => {
     void handle(req, res, state).catch((err) => {
@@ -202,7 +206,7 @@ async function handle(req: IncomingMessage, res: ServerResponse, state: WireServ
     );
   }
   if (route === 'POST /v1/embeddings') return embeddings(res, body);
-  return chatCompletions(res, body, o);
+  return chatCompletions(res, body, o, state);
 }
 
 function checkAuth(req: IncomingMessage, key: string | null): object | undefined {
@@ -237,7 +241,7 @@ function checkAuth(req: IncomingMessage, key: string | null): object | undefined
   return undefined;
 }
 
-async function chatCompletions(res: ServerResponse, body: any, o: OpenAIWireOptions): Promise<void> {
+async function chatCompletions(res: ServerResponse, body: any, o: OpenAIWireOptions, state: WireServer): Promise<void> {
   if (!Array.isArray(body.messages)) {
     return sendJson(res, 400, {
       error: {
@@ -342,6 +346,23 @@ async function chatCompletions(res: ServerResponse, body: any, o: OpenAIWireOpti
     'x-request-id': `req_${id.slice(9)}`,
   });
   const send = (data: string) => res.write(`data: ${data}\n\n`);
+  if (o.endless !== undefined) {
+    const piece = chunk([{ index: 0, delta: { content: o.endless }, logprobs: null, finish_reason: null }]);
+    while (!res.destroyed) {
+      if (!send(piece))
+        await new Promise<void>((r) => {
+          const done = () => {
+            res.off('drain', done);
+            res.off('close', done);
+            r();
+          };
+          res.on('drain', done);
+          res.on('close', done);
+        });
+    }
+    state.endlessClosed++;
+    return;
+  }
 
   send(
     chunk([
