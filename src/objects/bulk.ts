@@ -26,6 +26,15 @@ import type { ContentSource, ObjectInput, ObjectRow } from './model.ts';
 import type { ObjectServiceDeps } from './service.ts';
 import { deletionEntry, nameOf, newEtag, newObjectRow, updateColumns, type ObjectWrites } from './writes.ts';
 
+/**
+ * Objects prepared or written between two turns of the event loop in a bulk create: 1,000 objects
+ * (MAX_BULK_OBJECTS) in one go held it for the whole request, so other requests waited.
+ */
+export const BULK_CHUNK = 100;
+
+/** Lets the event loop run what waits (other requests, timers) before the next chunk. */
+const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
+
 export class ObjectBulk {
   constructor(
     private readonly deps: ObjectServiceDeps,
@@ -178,6 +187,7 @@ export class ObjectBulk {
    * Creates the objects (payloads as `POST /objects`, without `id`). Every payload is checked
    * first; the invalid ones are answered in `failed` with their index and the reason, and the
    * others are written in one transaction: all of them or, when that transaction fails, none.
+   * Both passes yield to the event loop every BULK_CHUNK objects.
    */
   async bulkCreate(p: Principal, inputs: readonly unknown[]): Promise<BulkCreateResult> {
     const s = scopeOf(p);
@@ -188,6 +198,7 @@ export class ObjectBulk {
       return typeof v === 'string' ? { external_id: v } : {};
     };
     for (const [index, input] of inputs.entries()) {
+      if (index > 0 && index % BULK_CHUNK === 0) await nextTurn();
       try {
         const body = checkedPayload(input);
         if (body.id !== undefined && body.id !== null && body.id !== '')
@@ -211,7 +222,9 @@ export class ObjectBulk {
       }
       stored = await this.db.transaction().execute(async (trx) => {
         const out: (StoredEmbeddings | undefined)[] = [];
-        for (const item of prepared) {
+        for (const [i, item] of prepared.entries()) {
+          // Still one transaction (all or nothing): other requests run meanwhile, their writes wait for its end.
+          if (i > 0 && i % BULK_CHUNK === 0) await nextTurn();
           await this.writes.holdBlob(trx, s, item.row.content_source);
           await insertObject(trx, this.deps.dialect, item.row);
           out.push(await this.writes.storeEmbeddings(trx, s, item.row, item.vectors));
