@@ -3,205 +3,39 @@
  * optional input schema and result schema, a default environment and model. Publishing freezes a
  * copy (templates inlined) as version N; `Name@draft`, `Name@N`, `Name@tag` and `Name` select one.
  */
-import type { Kysely, Selectable } from 'kysely';
-import type { Database, InteractionTable } from '../db/schema.ts';
+import type { Kysely } from 'kysely';
+import type { Database } from '../db/schema.ts';
 import type { OrreryDialect } from '../db/dialect.ts';
 import { ScopedTable } from '../db/scoped.ts';
 import type { AuditLog } from '../audit/log.ts';
 import { newId, nowIso } from '../db/ids.ts';
 import { actorOf, scopeOf, type Principal } from '../auth/principal.ts';
 import { BadRequest, Conflict, NotFound } from '../http/errors.ts';
-import { CONTENT_TYPES, PROMPT_ROLES, type ContentType, type PromptRole, type PromptService } from './prompts.ts';
+import { CONTENT_TYPES, PROMPT_ROLES, type PromptService } from './prompts.ts';
 import { compileSchema } from './json-schema.ts';
 import type { ChangeClock } from './change-clock.ts';
 import { computeFacets, type FacetSpec } from './facets.ts';
-
-export const INTERACTION_STATUSES = ['draft', 'published', 'archived'] as const;
-
-export interface InlineTemplate {
-  id?: string;
-  name?: string;
-  role: PromptRole;
-  content: string;
-  content_type: ContentType;
-  /** Its top-level properties are the globals of a jst template. */
-  inputSchema?: Record<string, unknown> | null;
-}
-
-export interface SegmentInput {
-  type?: 'template' | 'chat';
-  template?: string | InlineTemplate;
-  configuration?: unknown;
-}
-
-interface StoredSegment {
-  id: string;
-  type: 'template' | 'chat';
-  template_id?: string;
-  inline?: InlineTemplate & { name: string };
-  configuration?: unknown;
-}
-
-/** Vertesia's CachePolicy (schemas.ts checks it; runs/result-cache.ts applies it). */
-export interface CachePolicy {
-  type: 'cache' | 'no_cache' | 'cache_and_refresh';
-  ttl?: number;
-  varies_on?: string[];
-  refresh_probability?: number;
-}
-
-export interface InteractionInput {
-  name?: string;
-  endpoint?: string;
-  description?: string | null;
-  status?: string;
-  prompts?: SegmentInput[];
-  environment?: string | null;
-  model?: string | null;
-  model_options?: Record<string, unknown> | null;
-  result_schema?: Record<string, unknown> | null;
-  interaction_schema?: Record<string, unknown> | null;
-  cache_policy?: CachePolicy | null;
-  test_data?: unknown;
-  tags?: string[];
-  visibility?: 'public' | 'private';
-  expected_edit_revision?: number;
-}
-
-export interface SegmentTemplateDto {
-  id: string;
-  name: string;
-  role: PromptRole;
-  content: string;
-  content_type: ContentType;
-  inputSchema?: Record<string, unknown>;
-}
-
-export interface SegmentDto {
-  id: string;
-  type: 'template' | 'chat';
-  template?: SegmentTemplateDto;
-  configuration?: unknown;
-}
-
-export interface InteractionDto {
-  id: string;
-  name: string;
-  endpoint: string;
-  description?: string;
-  status: string;
-  version: number;
-  edit_revision: number;
-  visibility: string;
-  tags: string[];
-  prompts: SegmentDto[];
-  environment?: string;
-  model?: string;
-  model_options?: Record<string, unknown>;
-  result_schema?: Record<string, unknown>;
-  interaction_schema?: Record<string, unknown>;
-  cache_policy?: CachePolicy;
-  test_data?: unknown;
-  parent?: string;
-  project: string;
-  account: string;
-  created_by: string;
-  updated_by: string;
-  created_at: string;
-  updated_at: string;
-}
-
-export type InteractionRefDto = Pick<
+import { endpointOf, INTERACTION_STATUSES } from './model.ts';
+import type {
+  CatalogEntryDto,
+  EndpointDto,
+  EndpointQuery,
+  EnvironmentInfo,
+  ExportedDto,
   InteractionDto,
-  | 'id'
-  | 'name'
-  | 'endpoint'
-  | 'status'
-  | 'version'
-  | 'tags'
-  | 'updated_at'
-  | 'parent'
-  | 'model'
-  | 'description'
-  | 'visibility'
->;
+  InteractionInput,
+  InteractionQuery,
+  InteractionRefDto,
+  ResolvedExecutionDto,
+  Row,
+  SegmentInput,
+  StoredSegment,
+} from './model.ts';
+import { tagsOf, toInteraction, toInteractionRef } from './dto.ts';
 
-type Row = Selectable<InteractionTable>;
+// The types of interactions live in model.ts; they are imported from here by the features that use them.
+export * from './model.ts';
 
-/** The official client's InteractionSearchQuery (the fields Orrery filters on). */
-export interface InteractionQuery {
-  name?: string;
-  status?: string | string[];
-  tags?: string | string[];
-  model?: string;
-  environment?: string;
-  limit?: number;
-  offset?: number;
-}
-
-/** The official client's InteractionEndpointQuery. */
-export interface EndpointQuery {
-  limit?: number;
-  offset?: number;
-  status?: string;
-  visibility?: string;
-  version?: number;
-  tags?: string[];
-  includes?: string[];
-  excludes?: string[];
-  include_params_schema?: boolean;
-  include_result_schema?: boolean;
-}
-
-export interface EndpointDto {
-  id: string;
-  name: string;
-  endpoint: string;
-  description?: string;
-  status: string;
-  visibility: string;
-  version: number;
-  tags: string[];
-  params_schema?: Record<string, unknown>;
-  result_schema?: Record<string, unknown>;
-}
-
-export interface ResolvedExecutionDto {
-  id: string;
-  name: string;
-  version: number;
-  status: string;
-  tags: string[];
-  resolved: { environment: { id: string; name: string; provider: string }; model?: string; model_source: string };
-}
-
-export type ExportedDto = InteractionRefDto & {
-  result_schema?: Record<string, unknown>;
-  prompts: {
-    id: string;
-    type: string;
-    template?: { id: string; inputSchema?: Record<string, unknown> };
-    configuration?: unknown;
-  }[];
-};
-
-export interface CatalogEntryDto {
-  type: 'stored' | 'draft';
-  id: string;
-  name: string;
-  version: number;
-  published: boolean;
-}
-
-/** The environment fields resolve needs. */
-export interface EnvironmentInfo {
-  id: string;
-  name: string;
-  provider: string;
-  default_model?: string;
-}
-
-/** Every list answers at most this many items. */
 const MAX_LIST = 1000;
 
 const bounded = (q: { limit?: number; offset?: number }) => ({
@@ -265,7 +99,7 @@ export class InteractionService {
       updated_at: now,
     };
     await this.table.insert(row, p);
-    return this.expand(p, row);
+    return toInteraction(this.prompts, p, row);
   }
 
   async list(
@@ -279,12 +113,12 @@ export class InteractionService {
       if (q.name) query = query.where('name', '=', q.name);
       return query.orderBy('updated_at', 'desc').orderBy('id', 'desc');
     });
-    const tagged = q.tag?.length ? rows.filter((r) => this.tags(r).some((t) => q.tag!.includes(t))) : rows;
-    return tagged.slice(q.offset, q.offset + q.limit).map((r) => this.ref(r));
+    const tagged = q.tag?.length ? rows.filter((r) => tagsOf(r).some((t) => q.tag!.includes(t))) : rows;
+    return tagged.slice(q.offset, q.offset + q.limit).map((r) => toInteractionRef(r));
   }
 
   async get(p: Principal, id: string): Promise<InteractionDto> {
-    return this.expand(p, await this.row(p, id));
+    return toInteraction(this.prompts, p, await this.row(p, id));
   }
 
   async update(p: Principal, id: string, input: InteractionInput): Promise<InteractionDto> {
@@ -336,7 +170,7 @@ export class InteractionService {
     );
     if (!ok) throw new Conflict(`interaction ${id} was changed concurrently; reload it and retry`);
     this.changes.bump(p.project.id);
-    return this.expand(p, { ...current, ...patch });
+    return toInteraction(this.prompts, p, { ...current, ...patch });
   }
 
   /** Deleting a draft also deletes its published versions (`cascade` is implied). */
@@ -358,13 +192,13 @@ export class InteractionService {
       throw new BadRequest(`interaction ${id} is already a published version; publish its draft ${draft.parent_id}`);
     const versions = await this.versionRows(p, id);
     const version = versions.reduce((m, v) => Math.max(m, v.version), 0) + 1;
-    const tags = input.tags ?? this.tags(draft);
+    const tags = input.tags ?? tagsOf(draft);
     // A tag names one version: move it off older versions.
     for (const v of versions) {
-      const kept = this.tags(v).filter((t) => !tags.includes(t));
-      if (kept.length !== this.tags(v).length) await this.table.update(scopeOf(p), v.id, { tags: kept }, undefined, p);
+      const kept = tagsOf(v).filter((t) => !tags.includes(t));
+      if (kept.length !== tagsOf(v).length) await this.table.update(scopeOf(p), v.id, { tags: kept }, undefined, p);
     }
-    const expanded = await this.expand(p, draft);
+    const expanded = await toInteraction(this.prompts, p, draft);
     const frozen: StoredSegment[] = expanded.prompts.map((s) => ({
       id: s.id,
       type: s.type,
@@ -390,14 +224,14 @@ export class InteractionService {
     };
     await this.table.insert(row, p, 'publish');
     this.changes.bump(p.project.id);
-    return this.expand(p, row);
+    return toInteraction(this.prompts, p, row);
   }
 
   async versions(p: Principal, id: string): Promise<InteractionRefDto[]> {
     const row = await this.row(p, id);
     const draftId = row.parent_id ?? row.id;
     const versions = await this.versionRows(p, draftId);
-    return versions.sort((a, b) => b.version - a.version).map((r) => this.ref(r));
+    return versions.sort((a, b) => b.version - a.version).map((r) => toInteractionRef(r));
   }
 
   /**
@@ -417,14 +251,14 @@ export class InteractionService {
     );
     const draft = drafts.find((d) => d.id === base) ?? drafts.find((d) => d.endpoint === base) ?? drafts[0];
     if (!draft) throw new NotFound('interaction', selector);
-    if (which === 'draft') return this.expand(p, draft);
+    if (which === 'draft') return toInteraction(this.prompts, p, draft);
     const versions = (await this.versionRows(p, draft.id)).sort((a, b) => b.version - a.version);
     let chosen: Row | undefined;
     if (which === '') chosen = versions[0] ?? draft;
     else if (/^\d+$/.test(which)) chosen = versions.find((v) => v.version === Number(which));
-    else chosen = versions.find((v) => this.tags(v).includes(which));
+    else chosen = versions.find((v) => tagsOf(v).includes(which));
     if (!chosen) throw new NotFound('interaction', selector);
-    return this.expand(p, chosen);
+    return toInteraction(this.prompts, p, chosen);
   }
 
   /** `GET /interactions/names`: the drafts' ids and names, by name, for a name picker. */
@@ -446,7 +280,7 @@ export class InteractionService {
   ): Promise<{ tag: string; count: number; interactions: InteractionRefDto[] }[]> {
     const rows = await this.matching(p, q, true);
     const byTag = new Map<string, Row[]>();
-    for (const r of rows) for (const t of new Set(this.tags(r))) byTag.set(t, [...(byTag.get(t) ?? []), r]);
+    for (const r of rows) for (const t of new Set(tagsOf(r))) byTag.set(t, [...(byTag.get(t) ?? []), r]);
     const { limit, offset } = bounded(q);
     return [...byTag]
       .sort(([a, ra], [b, rb]) => rb.length - ra.length || a.localeCompare(b))
@@ -454,7 +288,7 @@ export class InteractionService {
       .map(([tag, tagged]) => ({
         tag,
         count: tagged.length,
-        interactions: tagged.slice(0, MAX_LIST).map((r) => this.ref(r)),
+        interactions: tagged.slice(0, MAX_LIST).map((r) => toInteractionRef(r)),
       }));
   }
 
@@ -469,7 +303,7 @@ export class InteractionService {
       body.facets,
       {
         status: (r) => r.status,
-        tags: (r) => this.tags(r),
+        tags: (r) => tagsOf(r),
         model: (r) => r.model,
         environment: (r) => r.environment_id,
         visibility: (r) => r.visibility,
@@ -503,7 +337,7 @@ export class InteractionService {
       if (q.version !== undefined) rows = rows.filter((r) => r.version === q.version);
     }
     if (q.visibility) rows = rows.filter((r) => r.visibility === q.visibility);
-    if (q.tags?.length) rows = rows.filter((r) => this.tags(r).some((t) => q.tags!.includes(t)));
+    if (q.tags?.length) rows = rows.filter((r) => tagsOf(r).some((t) => q.tags!.includes(t)));
     if (q.includes?.length) rows = rows.filter((r) => q.includes!.includes(r.endpoint));
     else if (q.excludes?.length) rows = rows.filter((r) => !q.excludes!.includes(r.endpoint));
     rows.sort((a, b) => a.endpoint.localeCompare(b.endpoint) || b.version - a.version);
@@ -518,7 +352,7 @@ export class InteractionService {
         status: r.status,
         visibility: r.visibility,
         version: r.version,
-        tags: this.tags(r),
+        tags: tagsOf(r),
         ...(q.include_params_schema && params ? { params_schema: params } : {}),
         ...(q.include_result_schema && result ? { result_schema: result } : {}),
       };
@@ -535,7 +369,7 @@ export class InteractionService {
         .orderBy('id', 'desc')
         .limit(MAX_LIST),
     );
-    return rows.map((r) => this.ref(r));
+    return rows.map((r) => toInteractionRef(r));
   }
 
   /**
@@ -549,7 +383,7 @@ export class InteractionService {
     opts: { environment?: string; model?: string },
   ): Promise<ResolvedExecutionDto> {
     const byId = await this.table.get(scopeOf(p), nameOrId);
-    const interaction = byId ? await this.expand(p, byId) : await this.resolveSelector(p, nameOrId);
+    const interaction = byId ? await toInteraction(this.prompts, p, byId) : await this.resolveSelector(p, nameOrId);
     const envId = opts.environment ?? interaction.environment;
     if (!envId) {
       throw new BadRequest(
@@ -610,12 +444,12 @@ export class InteractionService {
       }
       out.push(...picked.values());
     }
-    const tagged = q.tags?.length ? out.filter((r) => this.tags(r).some((t) => q.tags!.includes(t))) : out;
+    const tagged = q.tags?.length ? out.filter((r) => tagsOf(r).some((t) => q.tags!.includes(t))) : out;
     const result: ExportedDto[] = [];
     for (const r of tagged.slice(0, MAX_LIST)) {
-      const full = await this.expand(p, r);
+      const full = await toInteraction(this.prompts, p, r);
       result.push({
-        ...this.ref(r),
+        ...toInteractionRef(r),
         ...(full.result_schema ? { result_schema: full.result_schema } : {}),
         prompts: full.prompts.map((s) => ({
           id: s.id,
@@ -674,7 +508,7 @@ export class InteractionService {
       edit_revision: 1,
       parent_id: null,
       prompts: segments,
-      tags: input.keepTags ? this.tags(source) : [],
+      tags: input.keepTags ? tagsOf(source) : [],
       forked_from: source.id,
       created_by: actorOf(p),
       updated_by: actorOf(p),
@@ -683,7 +517,7 @@ export class InteractionService {
     };
     await this.table.insert(row, p);
     this.changes.bump(p.project.id);
-    return this.expand(p, row);
+    return toInteraction(this.prompts, p, row);
   }
 
   /** `GET /interactions/:id/forks`: the drafts forked from this interaction, newest first. */
@@ -692,7 +526,7 @@ export class InteractionService {
     const rows = await this.table.select(scopeOf(p), (q) =>
       q.where('forked_from', '=', id).orderBy('created_at', 'desc').orderBy('id', 'desc').limit(MAX_LIST),
     );
-    return rows.map((r) => this.ref(r));
+    return rows.map((r) => toInteractionRef(r));
   }
 
   /**
@@ -712,7 +546,7 @@ export class InteractionService {
     for (const d of all.filter((r) => !r.parent_id)) {
       const published = latest.get(d.id);
       const r = q.status === 'draft' ? d : q.status === 'published' ? published : (published ?? d);
-      if (!r || (q.tag && !this.tags(r).includes(q.tag))) continue;
+      if (!r || (q.tag && !tagsOf(r).includes(q.tag))) continue;
       out.push(
         r.parent_id
           ? { type: 'stored', id: r.id, name: r.endpoint, version: r.version, published: true }
@@ -764,7 +598,7 @@ export class InteractionService {
     return rows.filter(
       (r) =>
         (!name || r.name.toLowerCase().includes(name) || r.endpoint.toLowerCase().includes(name)) &&
-        (!tags.length || this.tags(r).some((t) => tags.includes(t))),
+        (!tags.length || tagsOf(r).some((t) => tags.includes(t))),
     );
   }
 
@@ -866,100 +700,4 @@ export class InteractionService {
     if (!found.has(id)) throw new NotFound('prompt', id);
     return { ...seg, template_id: id };
   }
-
-  private async expand(p: Principal, r: Row): Promise<InteractionDto> {
-    const stored = (r.prompts as StoredSegment[] | null) ?? [];
-    const refs = [...new Set(stored.map((s) => s.template_id).filter((x): x is string => !!x))];
-    const templates = new Map((await this.prompts.table.getMany(scopeOf(p), refs)).map((t) => [t.id, t]));
-    const prompts: SegmentDto[] = stored.map((s) => {
-      const t = s.template_id ? templates.get(s.template_id) : undefined;
-      const template: SegmentTemplateDto | undefined = t
-        ? {
-            id: t.id,
-            name: t.name,
-            role: t.role as PromptRole,
-            content: t.content,
-            content_type: t.content_type as ContentType,
-            ...(t.input_schema ? { inputSchema: t.input_schema as Record<string, unknown> } : {}),
-          }
-        : s.inline
-          ? {
-              id: s.inline.id ?? s.id,
-              name: s.inline.name,
-              role: s.inline.role,
-              content: s.inline.content,
-              content_type: s.inline.content_type,
-              ...(s.inline.inputSchema ? { inputSchema: s.inline.inputSchema } : {}),
-            }
-          : undefined;
-      return {
-        id: s.id,
-        type: s.type,
-        ...(template ? { template } : {}),
-        ...(s.configuration !== undefined ? { configuration: s.configuration } : {}),
-      };
-    });
-    const j = <T>(v: unknown) => (v ?? null) as T | null;
-    const modelOptions = j<Record<string, unknown>>(r.model_options);
-    const resultSchema = j<Record<string, unknown>>(r.result_schema);
-    const inputSchema = j<Record<string, unknown>>(r.interaction_schema);
-    const testData = j(r.test_data);
-    const cachePolicy = j<CachePolicy>(r.cache_policy);
-    return {
-      id: r.id,
-      name: r.name,
-      endpoint: r.endpoint,
-      ...(r.description ? { description: r.description } : {}),
-      status: r.status,
-      version: r.version,
-      edit_revision: r.edit_revision,
-      visibility: r.visibility,
-      tags: this.tags(r),
-      prompts,
-      ...(r.environment_id ? { environment: r.environment_id } : {}),
-      ...(r.model ? { model: r.model } : {}),
-      ...(modelOptions ? { model_options: modelOptions } : {}),
-      ...(resultSchema ? { result_schema: resultSchema } : {}),
-      ...(inputSchema ? { interaction_schema: inputSchema } : {}),
-      ...(cachePolicy ? { cache_policy: cachePolicy } : {}),
-      ...(testData !== null ? { test_data: testData } : {}),
-      ...(r.parent_id ? { parent: r.parent_id } : {}),
-      project: r.project_id,
-      account: r.account_id,
-      created_by: r.created_by,
-      updated_by: r.updated_by,
-      created_at: r.created_at,
-      updated_at: r.updated_at,
-    };
-  }
-
-  private ref(r: Row): InteractionRefDto {
-    return {
-      id: r.id,
-      name: r.name,
-      endpoint: r.endpoint,
-      status: r.status,
-      version: r.version,
-      tags: this.tags(r),
-      updated_at: r.updated_at,
-      ...(r.parent_id ? { parent: r.parent_id } : {}),
-      ...(r.model ? { model: r.model } : {}),
-      ...(r.description ? { description: r.description } : {}),
-      visibility: r.visibility,
-    };
-  }
-
-  private tags(r: Row): string[] {
-    return (r.tags as string[] | null) ?? [];
-  }
 }
-
-/** Default endpoint: the name without spaces or characters a selector cannot carry. */
-export const endpointOf = (name: string): string =>
-  name
-    .trim()
-    .split(/\s+/)
-    .map((w) => w.charAt(0).toUpperCase() + w.slice(1))
-    .join('')
-    .replace(/[^A-Za-z0-9_.:-]/g, '')
-    .slice(0, 128) || 'Interaction';

@@ -1,7 +1,8 @@
 /**
  * Content objects: create (or replace), retrieve with projection, update with if-match, delete
  * (and the blob when nothing points at it any more), text and content source. Listing,
- * querying and export are in `listing.ts` and `export.ts`.
+ * querying and export are in `listing.ts` and `export.ts`; bulk operations in `bulk.ts`; what
+ * every write shares (blobs, embeddings, what follows a commit) in `writes.ts`.
  *
  * Writes follow "bytes first, row after, old bytes last": a record only points at a blob that
  * is tracked (its row is locked while the record is written), and a blob is deleted only after
@@ -10,25 +11,23 @@
  * `embeddings` in a payload are vectors the caller sets: validated before the write, stored in
  * its transaction (the `vectors` table, through the embeddings hook), indexed after commit.
  */
-import { randomBytes } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/schema.ts';
 import type { OrreryDialect } from '../db/dialect.ts';
 import { newId, nowIso } from '../db/ids.ts';
 import { actorOf, scopeOf, type Principal, type Scope } from '../auth/principal.ts';
-import { can, requirePermission } from '../auth/permissions.ts';
-import { BadRequest, Conflict, NotFound, OrreryError, PreconditionFailed } from '../http/errors.ts';
-import { Value } from '@sinclair/typebox/value';
-import { ObjectBody } from './schemas.ts';
-import type { BlobService, ClaimedBlob } from '../blobs/blob-service.ts';
+import { requirePermission } from '../auth/permissions.ts';
+import { Conflict, NotFound, PreconditionFailed } from '../http/errors.ts';
+import type { BlobService } from '../blobs/blob-service.ts';
 import type { ObjectTypeService } from './types-service.ts';
-import { noProcessing, type ContentChange, type ObjectProcessingHook } from './processing-hook.ts';
-import type { ObjectEmbeddingsHook, PreparedEmbeddings, StoredEmbeddings } from './embeddings-hook.ts';
-import { patchOf, type InputContext, type ObjectPatch } from './input.ts';
+import type { ObjectProcessingHook } from './processing-hook.ts';
+import { ObjectWrites, deletionEntry, emptyRow, nameOf, newEtag, newObjectRow, updateColumns } from './writes.ts';
+import { ObjectBulk, type BulkCreateResult, type BulkDeleteResult, type BulkUpdateResult } from './bulk.ts';
+import type { ObjectEmbeddingsHook, PreparedEmbeddings } from './embeddings-hook.ts';
+import { patchOf, type ObjectPatch } from './input.ts';
 import { toRecord } from './dto.ts';
 import { parseSelect, project } from './projection.ts';
 import {
-  countBySource,
   deleteObject,
   detachChildren,
   getObject,
@@ -41,7 +40,7 @@ import {
   updateObject,
 } from './store.ts';
 import type { ContentSource, ObjectInput, ObjectRecord, ObjectRow } from './model.ts';
-import { changesOf, type AuditEntry, type AuditLog } from '../audit/log.ts';
+import type { AuditLog } from '../audit/log.ts';
 
 export interface ObjectServiceDeps {
   db: Kysely<Database>;
@@ -82,13 +81,13 @@ export interface NewRevision {
   label?: string;
 }
 
-const newEtag = () => randomBytes(12).toString('base64url');
-
 export class ObjectService {
-  private readonly processing: ObjectProcessingHook;
+  private readonly writes: ObjectWrites;
+  private readonly bulk: ObjectBulk;
 
   constructor(private readonly deps: ObjectServiceDeps) {
-    this.processing = deps.processing ?? noProcessing;
+    this.writes = new ObjectWrites(deps);
+    this.bulk = new ObjectBulk(deps, this.writes);
   }
 
   private get db() {
@@ -98,44 +97,19 @@ export class ObjectService {
   async create(p: Principal, input: ObjectInput): Promise<WrittenObject> {
     if (input.id !== undefined && input.id !== null && input.id !== '') return this.replace(p, String(input.id), input);
     const s = scopeOf(p);
-    const patch = await patchOf(input, this.inputContext(p), 'create');
-    const name = patch.name ?? (patch.content as ContentSource | null | undefined)?.name;
-    if (!name) throw new BadRequest('body must have property "name" (or content with a name)');
-    const vectors = await this.prepareEmbeddings(s, input);
-    const now = nowIso();
-    const id = newId();
-    const row: ObjectRow = {
-      ...emptyRow(),
-      ...patch,
-      id,
-      account_id: s.account,
-      project_id: s.project,
-      name,
-      status: 'created',
-      revision_root: id,
-      etag: newEtag(),
-      created_by: actorOf(p),
-      updated_by: actorOf(p),
-      created_at: now,
-      updated_at: now,
-    };
-    const stored = await this.withClaimedContent(p, s, row.id, row, () =>
+    const patch = await patchOf(input, this.writes.inputContext(p), 'create');
+    const name = nameOf(patch, 'body');
+    const vectors = await this.writes.prepareEmbeddings(s, input);
+    const row = newObjectRow(p, patch, name);
+    const stored = await this.writes.withClaimedContent(p, s, row.id, row, () =>
       this.db.transaction().execute(async (trx) => {
-        await this.holdBlob(trx, s, row.content_source);
+        await this.writes.holdBlob(trx, s, row.content_source);
         await insertObject(trx, this.deps.dialect, row);
-        return this.storeEmbeddings(trx, s, row, vectors);
+        return this.writes.storeEmbeddings(trx, s, row, vectors);
       }),
     );
-    this.embeddingsStored(s, stored);
-    if (row.content)
-      this.afterCommit(s, {
-        objectId: row.id,
-        content: row.content as ContentSource,
-        previous: null,
-        reason: 'created',
-      });
-    this.embed(s, row.id);
-    return this.written(s, row);
+    this.writes.created(s, row, stored);
+    return this.writes.written(s, row);
   }
 
   /** `POST /objects` with the id of an existing object: a new record in its place (same id and creation). */
@@ -143,9 +117,9 @@ export class ObjectService {
     // Replacing changes an existing object: what PUT /objects/:id needs, whichever route asks.
     requirePermission(p.role, 'content:write', 'POST /objects with the id of an existing object (a replace)');
     const s = scopeOf(p);
-    const patch = await patchOf(input, { ...this.inputContext(p), selfId: id }, 'create');
-    const vectors = await this.prepareEmbeddings(s, input);
-    return this.withClaimedContent(p, s, id, patch, () => this.replaceWith(p, s, id, patch, vectors));
+    const patch = await patchOf(input, { ...this.writes.inputContext(p), selfId: id }, 'create');
+    const vectors = await this.writes.prepareEmbeddings(s, input);
+    return this.writes.withClaimedContent(p, s, id, patch, () => this.replaceWith(p, s, id, patch, vectors));
   }
 
   private async replaceWith(
@@ -158,8 +132,7 @@ export class ObjectService {
     for (let attempt = 0; ; attempt++) {
       const current = await getWholeObject(this.db, this.deps.dialect, s, id);
       if (!current) throw new NotFound('object', id);
-      const name = patch.name ?? (patch.content as ContentSource | null | undefined)?.name;
-      if (!name) throw new BadRequest('body must have property "name" (or content with a name)');
+      const name = nameOf(patch, 'body');
       const next: ObjectRow = {
         ...emptyRow(),
         ...patch,
@@ -180,12 +153,14 @@ export class ObjectService {
         revision_label: current.revision_label,
       };
       const { id: _i, account_id: _a, project_id: _p, created_by: _cb, created_at: _ca, ...columns } = next;
-      const result = await this.writeCas(s, current, columns, (trx) => this.storeEmbeddings(trx, s, next, vectors));
+      const result = await this.writes.writeCas(s, current, columns, (trx) =>
+        this.writes.storeEmbeddings(trx, s, next, vectors),
+      );
       if (result === 'changed' && attempt < MAX_CAS_RETRIES) continue;
       if (result === 'changed')
         throw new PreconditionFailed(`object ${id} kept changing while it was being replaced: retry`);
-      this.embeddingsStored(s, result.stored);
-      this.contentMoved(
+      this.writes.embeddingsStored(s, result.stored);
+      this.writes.contentMoved(
         s,
         id,
         current.content as ContentSource | null,
@@ -195,15 +170,15 @@ export class ObjectService {
       );
       // A replaced record starts over (status created, no text): process it even when its content is the same.
       if (next.content && JSON.stringify(current.content) === JSON.stringify(next.content)) {
-        this.afterCommit(s, {
+        this.writes.afterCommit(s, {
           objectId: id,
           content: next.content as ContentSource,
           previous: current.content as ContentSource | null,
           reason: 'replaced',
         });
       }
-      this.embed(s, id);
-      return this.written(s, next);
+      this.writes.embed(s, id);
+      return this.writes.written(s, next);
     }
   }
 
@@ -248,15 +223,15 @@ export class ObjectService {
     revision?: NewRevision,
   ): Promise<WrittenObject> {
     const s = scopeOf(p);
-    const patch = await patchOf(input, { ...this.inputContext(p), selfId: id }, 'update');
-    const vectors = await this.prepareEmbeddings(s, input);
+    const patch = await patchOf(input, { ...this.writes.inputContext(p), selfId: id }, 'update');
+    const vectors = await this.writes.prepareEmbeddings(s, input);
     if (revision) {
       const revisionId = newId();
-      return this.withClaimedContent(p, s, revisionId, patch, () =>
+      return this.writes.withClaimedContent(p, s, revisionId, patch, () =>
         this.reviseWith(p, s, id, revisionId, patch, vectors, revision, ifMatch),
       );
     }
-    return this.withClaimedContent(p, s, id, patch, () => this.updateWith(p, s, id, patch, vectors, ifMatch));
+    return this.writes.withClaimedContent(p, s, id, patch, () => this.updateWith(p, s, id, patch, vectors, ifMatch));
   }
 
   /**
@@ -313,9 +288,9 @@ export class ObjectService {
           }))
         )
           return 'changed' as const;
-        await this.holdBlob(trx, s, next.content_source);
+        await this.writes.holdBlob(trx, s, next.content_source);
         await insertObject(trx, this.deps.dialect, next);
-        return { stored: await this.storeEmbeddings(trx, s, next, vectors) };
+        return { stored: await this.writes.storeEmbeddings(trx, s, next, vectors) };
       });
       if (stored === 'changed') {
         if (ifMatch !== undefined)
@@ -323,17 +298,9 @@ export class ObjectService {
         if (attempt < MAX_CAS_RETRIES) continue;
         throw new PreconditionFailed(`object ${id} kept changing while its revision was being written: retry`);
       }
-      this.embeddingsStored(s, stored.stored);
       // The new revision is an object of its own: its content is processed (text, renditions) for it.
-      if (next.content)
-        this.afterCommit(s, {
-          objectId: next.id,
-          content: next.content as ContentSource,
-          previous: null,
-          reason: 'created',
-        });
-      this.embed(s, next.id);
-      return this.written(s, next);
+      this.writes.created(s, next, stored.stored);
+      return this.writes.written(s, next);
     }
   }
 
@@ -366,7 +333,9 @@ export class ObjectService {
       }
       const columns = updateColumns(p, current, patch);
       const next: ObjectRow = { ...current, ...columns } as ObjectRow;
-      const result = await this.writeCas(s, current, columns, (trx) => this.storeEmbeddings(trx, s, next, vectors));
+      const result = await this.writes.writeCas(s, current, columns, (trx) =>
+        this.writes.storeEmbeddings(trx, s, next, vectors),
+      );
       if (result === 'changed') {
         // With if-match the caller asked for exactly the version it read: a concurrent write wins.
         if (ifMatch !== undefined)
@@ -374,9 +343,9 @@ export class ObjectService {
         if (attempt < MAX_CAS_RETRIES) continue;
         throw new PreconditionFailed(`object ${id} kept changing while it was being updated: retry`);
       }
-      this.embeddingsStored(s, result.stored);
+      this.writes.embeddingsStored(s, result.stored);
       if ('content' in patch)
-        this.contentMoved(
+        this.writes.contentMoved(
           s,
           id,
           current.content as ContentSource | null,
@@ -385,8 +354,8 @@ export class ObjectService {
           result.purge,
         );
       if (['text', 'name', 'description', 'properties', 'content'].some((k) => k in patch) || vectors)
-        this.embed(s, id);
-      return this.written(s, next);
+        this.writes.embed(s, id);
+      return this.writes.written(s, next);
     }
   }
 
@@ -399,13 +368,10 @@ export class ObjectService {
       await this.deps.audit?.write(trx, p, deletionEntry(row));
       if (row.revision_head && row.revision_root) await promoteHead(trx, s, row.revision_root, newEtag());
       await detachChildren(trx, s, id, { etag: newEtag(), updated_at: nowIso(), updated_by: actorOf(p) });
-      return row.content_source ? this.releaseBlob(trx, s, row.content_source) : undefined;
+      return row.content_source ? this.writes.releaseBlob(trx, s, row.content_source) : undefined;
     });
-    if (purge) this.background(this.deps.blobs.purge(s, purge), 'delete an unreferenced blob');
-    if (this.processing.objectDeleted)
-      this.background(this.processing.objectDeleted(s, id), 'delete the renditions of a deleted object');
-    if (this.deps.embeddings)
-      this.background(this.deps.embeddings.objectDeleted(s, id), 'delete the embeddings of a deleted object');
+    if (purge) this.writes.background(this.deps.blobs.purge(s, purge), 'delete an unreferenced blob');
+    this.writes.deleted(s, id);
     return { id, count: 1 };
   }
 
@@ -429,522 +395,20 @@ export class ObjectService {
     return this.deps.renditions ? this.deps.renditions.list(p, id) : [];
   }
 
-  // ---- bulk operations (POST /operations) ----
-
-  /**
-   * Deletes the objects named, in one transaction; ids that name nothing in the project are
-   * answered in `failed`. Files, renditions and embeddings go after commit, as for one delete.
-   */
-  async bulkDelete(p: Principal, ids: readonly string[]): Promise<BulkDeleteResult> {
-    const s = scopeOf(p);
-    const unique = [...new Set(ids)];
-    // Rows are taken in id order, so that two concurrent bulk writes lock them in the same order.
-    const ordered = [...unique].sort();
-    const { deleted, purges } = await this.db.transaction().execute(async (trx) => {
-      const deleted: string[] = [];
-      const sources = new Set<string>();
-      const headless = new Set<string>();
-      for (const id of ordered) {
-        const row = await getObject(trx, this.deps.dialect, s, id);
-        if (!row || (await deleteObject(trx, s, id)) === 0) continue;
-        await this.deps.audit?.write(trx, p, { ...deletionEntry(row), details: { bulk: true } });
-        deleted.push(id);
-        if (row.content_source) sources.add(row.content_source);
-        if (row.revision_head && row.revision_root) headless.add(row.revision_root);
-      }
-      for (const root of headless) await promoteHead(trx, s, root, newEtag());
-      const version = { etag: newEtag(), updated_at: nowIso(), updated_by: actorOf(p) };
-      for (const id of deleted) await detachChildren(trx, s, id, version);
-      const purges: string[] = [];
-      for (const source of sources) {
-        const key = await this.releaseBlob(trx, s, source);
-        if (key) purges.push(key);
-      }
-      return { deleted, purges };
-    });
-    for (const key of purges) this.background(this.deps.blobs.purge(s, key), 'delete an unreferenced blob');
-    for (const id of deleted) {
-      if (this.processing.objectDeleted)
-        this.background(this.processing.objectDeleted(s, id), 'delete the renditions of a deleted object');
-      if (this.deps.embeddings)
-        this.background(this.deps.embeddings.objectDeleted(s, id), 'delete the embeddings of a deleted object');
-    }
-    const gone = new Set(deleted);
-    return {
-      operation: 'delete',
-      status: unique.length && !deleted.length ? 'failed' : 'completed',
-      deleted: deleted.length,
-      failed: unique.filter((id) => !gone.has(id)),
-    };
+  /** Deletes the objects named, in one transaction (bulk.ts). */
+  bulkDelete(p: Principal, ids: readonly string[]): Promise<BulkDeleteResult> {
+    return this.bulk.bulkDelete(p, ids);
   }
 
-  /**
-   * Updates each object with its payload (the given fields only, as `PUT /objects/:id`). Every
-   * payload is checked first; those that are invalid, or name no object of the project, are
-   * answered in `failed` and the others are written in one transaction: all of them or, when
-   * that transaction fails, none (then every id is in `failed`).
-   */
-  async bulkUpdate(p: Principal, updates: Record<string, unknown>): Promise<BulkUpdateResult> {
-    const s = scopeOf(p);
-    const failed: string[] = [];
-    const prepared: { id: string; patch: ObjectPatch; vectors?: PreparedEmbeddings; claimed?: ClaimedBlob }[] = [];
-    for (const [id, input] of Object.entries(updates)) {
-      try {
-        const body = checkedPayload(input);
-        if (!(await objectExists(this.db, s, id))) throw new NotFound('object', id);
-        const patch = await patchOf(body, { ...this.inputContext(p), selfId: id }, 'update');
-        prepared.push({ id, patch, vectors: await this.prepareEmbeddings(s, body) });
-      } catch (err) {
-        if (!isClientError(err)) throw err;
-        failed.push(id);
-      }
-    }
-    prepared.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
-    const shared = new Map<string, ClaimedBlob>();
-    type Written = {
-      id: string;
-      current: ObjectRow;
-      next: ObjectRow;
-      patch: ObjectPatch;
-      vectors?: PreparedEmbeddings;
-      purge?: string;
-      stored?: StoredEmbeddings;
-    };
-    let written: Written[];
-    try {
-      for (const item of prepared) item.claimed = await this.claimContent(p, s, item.id, item.patch, shared);
-      written = await this.db.transaction().execute(async (trx) => {
-        const out: Written[] = [];
-        for (const item of prepared) {
-          const current = await getWholeObject(trx, this.deps.dialect, s, item.id);
-          if (!current) {
-            failed.push(item.id);
-            continue;
-          }
-          const columns = updateColumns(p, current, item.patch);
-          const next: ObjectRow = { ...current, ...columns } as ObjectRow;
-          const newSource = 'content_source' in columns ? (columns.content_source ?? null) : current.content_source;
-          if (newSource && newSource !== current.content_source) await this.holdBlob(trx, s, newSource);
-          if (!(await updateObject(trx, this.deps.dialect, s, current.id, current.etag, columns))) {
-            failed.push(item.id);
-            continue;
-          }
-          out.push({
-            id: item.id,
-            current,
-            next,
-            patch: item.patch,
-            vectors: item.vectors,
-            stored: await this.storeEmbeddings(trx, s, next, item.vectors),
-          });
-        }
-        // A file is forgotten only once no object of the batch points at it any more.
-        for (const w of out) {
-          const old = w.current.content_source;
-          if (old && old !== w.next.content_source) w.purge = await this.releaseBlob(trx, s, old);
-        }
-        return out;
-      });
-    } catch (err) {
-      for (const item of prepared)
-        if (item.claimed)
-          this.background(
-            this.deps.blobs.unclaim(s, item.claimed),
-            'delete the content of an object that was not written',
-          );
-      if (!isClientError(err)) throw err;
-      return { operation: 'update', status: 'failed', updated: 0, failed: Object.keys(updates) };
-    }
-    const done = new Set(written.map((w) => w.id));
-    for (const item of prepared)
-      if (item.claimed && !done.has(item.id))
-        this.background(
-          this.deps.blobs.unclaim(s, item.claimed),
-          'delete the content of an object that was not written',
-        );
-    for (const w of written) {
-      this.embeddingsStored(s, w.stored);
-      if ('content' in w.patch)
-        this.contentMoved(
-          s,
-          w.id,
-          w.current.content as ContentSource | null,
-          w.next.content as ContentSource | null,
-          'updated',
-          w.purge,
-        );
-      if (['text', 'name', 'description', 'properties', 'content'].some((k) => k in w.patch) || w.vectors)
-        this.embed(s, w.id);
-    }
-    return {
-      operation: 'update',
-      status: Object.keys(updates).length && !written.length ? 'failed' : 'completed',
-      updated: written.length,
-      failed,
-    };
+  /** Updates each object with its payload (bulk.ts). */
+  bulkUpdate(p: Principal, updates: Record<string, unknown>): Promise<BulkUpdateResult> {
+    return this.bulk.bulkUpdate(p, updates);
   }
 
-  /**
-   * Creates the objects (payloads as `POST /objects`, without `id`). Every payload is checked
-   * first; the invalid ones are answered in `failed` with their index and the reason, and the
-   * others are written in one transaction: all of them or, when that transaction fails, none.
-   */
-  async bulkCreate(p: Principal, inputs: readonly unknown[]): Promise<BulkCreateResult> {
-    const s = scopeOf(p);
-    const failed: BulkCreateResult['failed'] = [];
-    const prepared: { index: number; row: ObjectRow; vectors?: PreparedEmbeddings; claimed?: ClaimedBlob }[] = [];
-    const externalIdOf = (input: unknown) => {
-      const v = input && typeof input === 'object' ? (input as Record<string, unknown>).external_id : undefined;
-      return typeof v === 'string' ? { external_id: v } : {};
-    };
-    for (const [index, input] of inputs.entries()) {
-      try {
-        const body = checkedPayload(input);
-        if (body.id !== undefined && body.id !== null && body.id !== '')
-          throw new BadRequest(
-            'id cannot be given in a bulk create: leave it out (update existing objects with bulkUpdate)',
-          );
-        const patch = await patchOf(body, this.inputContext(p), 'create');
-        const name = patch.name ?? (patch.content as ContentSource | null | undefined)?.name;
-        if (!name) throw new BadRequest('an object must have property "name" (or content with a name)');
-        const vectors = await this.prepareEmbeddings(s, body);
-        const now = nowIso();
-        const id = newId();
-        const row: ObjectRow = {
-          ...emptyRow(),
-          ...patch,
-          id,
-          account_id: s.account,
-          project_id: s.project,
-          name,
-          status: 'created',
-          revision_root: id,
-          etag: newEtag(),
-          created_by: actorOf(p),
-          updated_by: actorOf(p),
-          created_at: now,
-          updated_at: now,
-        };
-        prepared.push({ index, row, vectors });
-      } catch (err) {
-        if (!isClientError(err)) throw err;
-        failed.push({ index, ...externalIdOf(input), error: (err as Error).message });
-      }
-    }
-    const shared = new Map<string, ClaimedBlob>();
-    let stored: (StoredEmbeddings | undefined)[];
-    try {
-      for (const item of prepared) {
-        item.claimed = await this.claimContent(p, s, item.row.id, item.row as ObjectPatch, shared);
-      }
-      stored = await this.db.transaction().execute(async (trx) => {
-        const out: (StoredEmbeddings | undefined)[] = [];
-        for (const item of prepared) {
-          await this.holdBlob(trx, s, item.row.content_source);
-          await insertObject(trx, this.deps.dialect, item.row);
-          out.push(await this.storeEmbeddings(trx, s, item.row, item.vectors));
-        }
-        return out;
-      });
-    } catch (err) {
-      for (const item of prepared)
-        if (item.claimed)
-          this.background(
-            this.deps.blobs.unclaim(s, item.claimed),
-            'delete the content of an object that was not written',
-          );
-      if (!isClientError(err)) throw err;
-      const reason = (err as Error).message;
-      return {
-        operation: 'create',
-        status: 'failed',
-        created: 0,
-        objects: [],
-        failed: inputs.map(
-          (input, index) =>
-            failed.find((f) => f.index === index) ?? {
-              index,
-              ...externalIdOf(input),
-              error: `nothing was written: ${reason}`,
-            },
-        ),
-      };
-    }
-    for (const [i, item] of prepared.entries()) {
-      this.embeddingsStored(s, stored[i]);
-      if (item.row.content)
-        this.afterCommit(s, {
-          objectId: item.row.id,
-          content: item.row.content as ContentSource,
-          previous: null,
-          reason: 'created',
-        });
-      this.embed(s, item.row.id);
-    }
-    return {
-      operation: 'create',
-      status: inputs.length && !prepared.length ? 'failed' : 'completed',
-      created: prepared.length,
-      objects: prepared.map((item) => ({
-        id: item.row.id,
-        index: item.index,
-        ...(item.row.external_id ? { external_id: item.row.external_id } : {}),
-      })),
-      failed,
-    };
+  /** Creates the objects (bulk.ts). */
+  bulkCreate(p: Principal, inputs: readonly unknown[]): Promise<BulkCreateResult> {
+    return this.bulk.bulkCreate(p, inputs);
   }
-
-  // ---- internals ----
-
-  private inputContext(p: Principal): InputContext {
-    const s = scopeOf(p);
-    return {
-      scope: s,
-      blobs: this.deps.blobs,
-      resolveType: (ref) => this.deps.types.resolve(s, ref),
-      parentExists: (id) => objectExists(this.db, s, id),
-      runExists: this.deps.runExists && ((id) => this.deps.runExists!(p, id)),
-      maxInlineJson: this.deps.maxInlineJson,
-    };
-  }
-
-  /**
-   * Compare-and-set of the record against the version read, in one transaction with the blob
-   * bookkeeping: the new blob must still be tracked, and the old one is forgotten when this
-   * was its last reference; `vectors` writes the payload's embeddings in the same transaction.
-   * Answers the key to purge after commit and the embeddings written, or 'changed'.
-   */
-  private async writeCas(
-    s: Scope,
-    current: ObjectRow,
-    columns: ObjectPatch & { etag: string },
-    vectors: (trx: Kysely<Database>) => Promise<StoredEmbeddings | undefined>,
-  ): Promise<{ purge?: string; stored?: StoredEmbeddings } | 'changed'> {
-    return this.db.transaction().execute(async (trx) => {
-      const newSource = 'content_source' in columns ? (columns.content_source ?? null) : current.content_source;
-      if (newSource && newSource !== current.content_source) await this.holdBlob(trx, s, newSource);
-      const ok = await updateObject(trx, this.deps.dialect, s, current.id, current.etag, columns);
-      if (!ok) return 'changed' as const;
-      const old = current.content_source;
-      const purge = old && old !== newSource ? await this.releaseBlob(trx, s, old) : undefined;
-      return { purge, stored: await vectors(trx) };
-    });
-  }
-
-  /** The payload's `embeddings`, validated (undefined: none given, or no embeddings on this server). */
-  private async prepareEmbeddings(s: Scope, input: ObjectInput): Promise<PreparedEmbeddings | undefined> {
-    if (input.embeddings === undefined) return undefined;
-    if (!this.deps.embeddings) throw new BadRequest('embeddings are not enabled on this server');
-    return this.deps.embeddings.prepareEmbeddings(s, input.embeddings);
-  }
-
-  private async storeEmbeddings(
-    trx: Kysely<Database>,
-    s: Scope,
-    row: ObjectRow,
-    prepared: PreparedEmbeddings | undefined,
-  ): Promise<StoredEmbeddings | undefined> {
-    return prepared && this.deps.embeddings!.storeEmbeddings(trx, s, row.id, prepared, row);
-  }
-
-  private embeddingsStored(s: Scope, stored: StoredEmbeddings | undefined): void {
-    if (stored) this.deps.embeddings!.embeddingsStored(s, stored);
-  }
-
-  /**
-   * An upload that the record points at becomes the object's own first (BlobService.claim: its
-   * bytes move where no upload URL reaches, so the ETag recorded here stays true); `write` then
-   * stores the record. When the write fails, the claimed bytes go again.
-   */
-  private async withClaimedContent<T>(
-    p: Principal,
-    s: Scope,
-    objectId: string,
-    patch: ObjectPatch,
-    write: () => Promise<T>,
-  ): Promise<T> {
-    const claimed = await this.claimContent(p, s, objectId, patch);
-    try {
-      return await write();
-    } catch (err) {
-      if (claimed)
-        this.background(this.deps.blobs.unclaim(s, claimed), 'delete the content of an object that was not written');
-      throw err;
-    }
-  }
-
-  /**
-   * Claims the upload the patch points at (see withClaimedContent) and points the patch at the
-   * claimed bytes. `shared` (a bulk write) maps an upload already claimed in this batch to its
-   * claim, so that objects of one batch naming the same upload share its content.
-   */
-  private async claimContent(
-    p: Principal,
-    s: Scope,
-    objectId: string,
-    patch: ObjectPatch,
-    shared?: Map<string, ClaimedBlob>,
-  ): Promise<ClaimedBlob | undefined> {
-    const content = patch.content as ContentSource | null | undefined;
-    if (!content?.source) return undefined;
-    const earlier = shared?.get(content.source);
-    // Taking the upload away from the files API is a delete: without that permission, copy it.
-    const claimed =
-      earlier ?? (await this.deps.blobs.claim(s, content.source, objectId, !can(p.role, 'content:delete')));
-    if (!claimed) return undefined;
-    if (!earlier) shared?.set(content.source, claimed);
-    patch.content = { ...content, source: claimed.uri, etag: claimed.etag };
-    patch.content_source = claimed.uri;
-    return earlier ? undefined : claimed;
-  }
-
-  /** Locks the blob a record is about to point at; it must still be tracked. */
-  private async holdBlob(trx: Kysely<Database>, s: Scope, source: string | null): Promise<void> {
-    if (!source) return;
-    if (!(await this.deps.blobs.lock(trx, s, source))) {
-      throw new BadRequest(
-        `content.source ${JSON.stringify(source)} is not an uploaded file of this project (it was deleted meanwhile)`,
-      );
-    }
-  }
-
-  /** Forgets the blob when no object of the project points at it any more; answers its key. */
-  private async releaseBlob(trx: Kysely<Database>, s: Scope, source: string): Promise<string | undefined> {
-    if (!(await this.deps.blobs.lock(trx, s, source))) return undefined;
-    if ((await countBySource(trx, s, source)) > 0) return undefined;
-    return this.deps.blobs.forget(trx, s, source);
-  }
-
-  private contentMoved(
-    s: Scope,
-    objectId: string,
-    previous: ContentSource | null,
-    content: ContentSource | null,
-    reason: ContentChange['reason'],
-    purge?: string,
-  ): void {
-    if (purge) this.background(this.deps.blobs.purge(s, purge), 'delete an unreferenced blob');
-    if (JSON.stringify(previous) !== JSON.stringify(content) && (content || previous)) {
-      this.afterCommit(s, { objectId, content, previous, reason });
-    }
-  }
-
-  private afterCommit(s: Scope, change: ContentChange): void {
-    this.background(this.processing.contentChanged(s, change), 'start content processing');
-  }
-
-  /** Text, name, description or properties may have changed: embeddings follow (a queued job). */
-  private embed(s: Scope, objectId: string): void {
-    if (this.deps.embeddings)
-      this.background(this.deps.embeddings.objectWritten(s, objectId), 'queue the embeddings of an object');
-  }
-
-  private background(work: Promise<unknown>, what: string): void {
-    work.catch((err) => this.deps.onBackgroundError?.(err, what));
-  }
-
-  private async written(s: Scope, row: ObjectRow): Promise<WrittenObject> {
-    const types = await this.deps.types.refs(s, row.type_id ? [row.type_id] : []);
-    return { record: toRecord(row, { types }, new Set()), etag: `"${row.etag}"` };
-  }
-}
-
-function emptyRow(): Omit<
-  ObjectRow,
-  | 'id'
-  | 'account_id'
-  | 'project_id'
-  | 'name'
-  | 'status'
-  | 'etag'
-  | 'created_by'
-  | 'updated_by'
-  | 'created_at'
-  | 'updated_at'
-> {
-  return {
-    description: null,
-    type_id: null,
-    parent_id: null,
-    location: '/',
-    external_id: null,
-    content_source: null,
-    run_id: null,
-    content: null,
-    tags: [],
-    properties: {},
-    metadata: null,
-    tokens: null,
-    text: null,
-    text_etag: null,
-    parts: null,
-    transcript: null,
-    error: null,
-    revision_root: null,
-    revision_parent: null,
-    revision_head: 1,
-    revision_label: null,
-    expires_at: null,
-  };
-}
-
-export interface BulkDeleteResult {
-  operation: 'delete';
-  status: 'completed' | 'failed';
-  deleted: number;
-  failed: string[];
-}
-export interface BulkUpdateResult {
-  operation: 'update';
-  status: 'completed' | 'failed';
-  updated: number;
-  failed: string[];
-}
-export interface BulkCreateResult {
-  operation: 'create';
-  status: 'completed' | 'failed';
-  created: number;
-  objects: { id: string; index: number; external_id?: string }[];
-  failed: { index: number; external_id?: string; error: string }[];
-}
-
-const isClientError = (err: unknown): boolean => err instanceof OrreryError && err.status >= 400 && err.status < 500;
-
-/** One payload of a bulk operation, checked against the schema of `POST /objects`. */
-function checkedPayload(input: unknown): ObjectInput {
-  if (!Value.Check(ObjectBody, input)) {
-    const first = Value.Errors(ObjectBody, input).First();
-    throw new BadRequest(
-      first && first.path
-        ? `${first.path.slice(1).replace(/\//g, '.')}: ${first.message}`
-        : 'each payload must be a JSON object like the body of POST /objects',
-    );
-  }
-  return input as ObjectInput;
-}
-
-/** The columns an update writes: the patch, a new version, and `created` again for new content. */
-function updateColumns(
-  p: Principal,
-  current: ObjectRow,
-  patch: ObjectPatch,
-): ObjectPatch & Pick<ObjectRow, 'etag' | 'updated_by' | 'updated_at'> {
-  const columns: ObjectPatch & Pick<ObjectRow, 'etag' | 'updated_by' | 'updated_at'> = {
-    ...patch,
-    etag: newEtag(),
-    updated_by: actorOf(p),
-    updated_at: nowIso(),
-  };
-  // New content is processed again: the object is `created` until the pipeline takes it.
-  if (
-    'content' in patch &&
-    !('status' in patch) &&
-    JSON.stringify(current.content ?? null) !== JSON.stringify(patch.content ?? null) &&
-    patch.content
-  ) {
-    Object.assign(columns, { status: 'created', error: null });
-  }
-  return columns;
 }
 
 /** RFC 9110 If-Match: `*`, or a list of (possibly weak) entity tags; quotes optional. */
@@ -961,16 +425,4 @@ function ifMatchAccepts(header: string, row: ObjectRow): boolean {
         .replace(/^"(.*)"$/, '$1'),
     )
     .some((t) => t === row.etag || (!!contentEtag && t === contentEtag));
-}
-
-/** The audit row of an object's deletion: what it was. */
-function deletionEntry(row: ObjectRow): AuditEntry {
-  const was = {
-    name: row.name,
-    type: row.type_id,
-    location: row.location,
-    content: row.content_source,
-    revision_root: row.revision_root,
-  };
-  return { action: 'delete', resourceType: 'object', resourceId: row.id, changes: changesOf(was, null) };
 }
