@@ -93,7 +93,7 @@ for (const dialect of TEST_DIALECTS) {
 
     before(async () => {
       dataDir = mkdtempSync(join(tmpdir(), 'orrery-fuzz-'));
-      pg = dialect === 'postgres' ? await createPgDatabase() : undefined;
+      pg = dialect === 'postgres' ? await createPgDatabase({ migrated: true }) : undefined;
       proc = await startServerProcess({
         ORRERY_DATA_DIR: dataDir,
         ORRERY_ADMIN_KEY: ADMIN_KEY,
