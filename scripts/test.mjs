@@ -40,6 +40,7 @@ const build = await buildTests(root);
 phase(`compiled ${build.files} files of src/ and test/ into ${build.root}`, t0);
 
 let cluster;
+let runner; // the node --test of the batch under way
 let pgUrl = process.env.ORRERY_TEST_PG_URL;
 const cleanUp = () => {
   try {
@@ -50,14 +51,14 @@ const cleanUp = () => {
   cluster = undefined;
   build.remove();
 };
-process.on('SIGINT', () => {
+// Stopping npm test stops the batch under way too, and no later batch starts.
+const stop = (code) => {
+  runner?.kill('SIGTERM');
   cleanUp();
-  process.exit(130);
-});
-process.on('SIGTERM', () => {
-  cleanUp();
-  process.exit(143);
-});
+  process.exit(code);
+};
+process.on('SIGINT', () => stop(130));
+process.on('SIGTERM', () => stop(143));
 
 // One migrated database per run, copied (CREATE DATABASE … TEMPLATE) for every test server.
 const TEMPLATE = `orrery_template_${process.pid}`;
@@ -106,7 +107,7 @@ const runBatch = (batch, concurrency) => {
     '--test-reporter-destination=stdout',
     ...batch.map((f) => compiledPath(build.root, f)),
   ];
-  const child = spawn(process.execPath, args, {
+  const child = (runner = spawn(process.execPath, args, {
     cwd: build.root,
     stdio: 'inherit',
     env: {
@@ -117,17 +118,21 @@ const runBatch = (batch, concurrency) => {
       ORRERY_TEST_BUILD: build.root,
       ...(pgUrl ? { ORRERY_TEST_PG_URL: pgUrl, ORRERY_TEST_PG_TEMPLATE: TEMPLATE } : {}),
     },
-  });
-  return new Promise((resolve) => child.on('exit', (c, signal) => resolve(c ?? (signal ? 1 : 0))));
+  }));
+  return new Promise((resolve) => child.on('exit', (c, signal) => resolve({ code: c ?? 1, signal })));
 };
 
 let code = 0;
 for (const [i, batch] of batches.entries()) {
   t0 = performance.now();
   const concurrent = i === 0 && !alone(batch[0]);
-  const c = await runBatch(batch, concurrent ? (process.env.ORRERY_TEST_CONCURRENCY ?? 3) : 1);
+  const { code: c, signal } = await runBatch(batch, concurrent ? (process.env.ORRERY_TEST_CONCURRENCY ?? 3) : 1);
   phase(`${batch.length} files ${concurrent ? 'side by side' : 'alone'}`, t0);
   code = code || c;
+  if (signal) {
+    console.error(`the test runner was stopped (${signal}): no later batch runs`);
+    break;
+  }
 }
 cleanUp();
 const summaries = readFileSync(counts, 'utf8')
