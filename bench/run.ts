@@ -8,6 +8,7 @@ const BENCHES: Record<string, string> = {
   replicas: './replicas.ts',
   objects: './objects.ts',
   embeddings: './embeddings.ts',
+  embedder: './embedder.ts',
   'runs-embeddings': './runs-embeddings-ab.ts',
   'runs-ab': './runs-ab.ts',
   'run-heap': './run-heap.ts',

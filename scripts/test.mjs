@@ -1,11 +1,16 @@
-// `npm test`: starts a throwaway PostgreSQL cluster, runs every test file on SQLite and
-// PostgreSQL (node:test, explicit file list: Node 20 does not expand globs), stops the cluster.
-// ORRERY_TEST_DIALECTS=sqlite skips PostgreSQL; arguments narrow the files (`npm test -- test/runs`).
+// `npm test`: compiles src/ and test/ once (scripts/test-build.mjs), starts a throwaway PostgreSQL
+// cluster with a template database migrated once, runs every test file on SQLite and PostgreSQL
+// (node:test, explicit file list: Node 20 does not expand globs), stops the cluster.
+// ORRERY_TEST_DIALECTS=sqlite skips PostgreSQL; arguments narrow the files (`npm test -- test/runs`,
+// `npm test -- test/runs/stream.test.ts`: the .ts paths, run from the build).
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
+import pg from 'pg';
 import { startCluster } from './postgres-cluster.mjs';
+import { closingLines } from './plain-reporter.mjs';
+import { buildTests, compiledPath } from './test-build.mjs';
 
 const root = new URL('..', import.meta.url).pathname;
 const walk = (dir) =>
@@ -29,28 +34,55 @@ const dialects = (process.env.ORRERY_TEST_DIALECTS ?? 'sqlite,postgres')
   .split(',')
   .map((d) => d.trim())
   .filter(Boolean);
-let cluster;
-if (dialects.includes('postgres') && !process.env.ORRERY_TEST_PG_URL) {
-  cluster = await startCluster();
-  console.log(`PostgreSQL test cluster at ${cluster.url}`);
-}
+const phase = (label, t0) => console.log(`# ${label} in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+let t0 = performance.now();
+const build = await buildTests(root);
+phase(`compiled ${build.files} files of src/ and test/ into ${build.root}`, t0);
 
-const stopCluster = () => {
+let cluster;
+let runner; // the node --test of the batch under way
+let pgUrl = process.env.ORRERY_TEST_PG_URL;
+const cleanUp = () => {
   try {
     cluster?.stop();
   } catch (err) {
     console.error(`could not stop the PostgreSQL cluster: ${err.message}`);
   }
   cluster = undefined;
+  build.remove();
 };
-process.on('SIGINT', () => {
-  stopCluster();
-  process.exit(130);
-});
-process.on('SIGTERM', () => {
-  stopCluster();
-  process.exit(143);
-});
+// Stopping npm test stops the batch under way too, and no later batch starts.
+const stop = (code) => {
+  runner?.kill('SIGTERM');
+  cleanUp();
+  process.exit(code);
+};
+process.on('SIGINT', () => stop(130));
+process.on('SIGTERM', () => stop(143));
+
+// One migrated database per run, copied (CREATE DATABASE … TEMPLATE) for every test server.
+const TEMPLATE = `orrery_template_${process.pid}`;
+if (dialects.includes('postgres')) {
+  t0 = performance.now();
+  if (!pgUrl) {
+    cluster = await startCluster();
+    pgUrl = cluster.url;
+    console.log(`PostgreSQL test cluster at ${cluster.url}`);
+  }
+  const admin = new pg.Client({ connectionString: pgUrl });
+  await admin.connect();
+  await admin.query(`DROP DATABASE IF EXISTS ${TEMPLATE}`);
+  await admin.query(`CREATE DATABASE ${TEMPLATE}`);
+  const url = new URL(pgUrl);
+  url.pathname = `/${TEMPLATE}`;
+  const { openDatabase } = await import(compiledPath(build.root, 'src/db/open.ts'));
+  const scratch = mkdtempSync(join(tmpdir(), 'orrery-template-'));
+  const { db } = await openDatabase({ databaseUrl: url.toString(), dataDir: scratch });
+  await db.destroy();
+  rmSync(scratch, { recursive: true, force: true });
+  await admin.end();
+  phase(`PostgreSQL ready, template database ${TEMPLATE} migrated`, t0);
+}
 
 // Files that time the server (GET /health budgets while hostile requests are answered) run after
 // the others, alone, so that the other test files' load on a small machine does not count as the
@@ -66,40 +98,48 @@ writeFileSync(counts, '');
 
 const runBatch = (batch, concurrency) => {
   const args = [
-    '--import',
-    'tsx',
+    '--enable-source-maps',
     '--test',
     `--test-concurrency=${concurrency}`,
     '--test-reporter=spec',
     '--test-reporter-destination=stdout',
     '--test-reporter=./scripts/plain-reporter.mjs',
     '--test-reporter-destination=stdout',
-    ...batch,
+    ...batch.map((f) => compiledPath(build.root, f)),
   ];
-  const child = spawn(process.execPath, args, {
-    cwd: root,
+  const child = (runner = spawn(process.execPath, args, {
+    cwd: build.root,
     stdio: 'inherit',
     env: {
       ...process.env,
       ORRERY_TEST_DIALECTS: dialects.join(','),
       ORRERY_TEST_COUNTS: counts,
-      ...(cluster ? { ORRERY_TEST_PG_URL: cluster.url } : {}),
+      ORRERY_TEST_ROOT: root,
+      ORRERY_TEST_BUILD: build.root,
+      ...(pgUrl ? { ORRERY_TEST_PG_URL: pgUrl, ORRERY_TEST_PG_TEMPLATE: TEMPLATE } : {}),
     },
-  });
-  return new Promise((resolve) => child.on('exit', (c, signal) => resolve(c ?? (signal ? 1 : 0))));
+  }));
+  return new Promise((resolve) => child.on('exit', (c, signal) => resolve({ code: c ?? 1, signal })));
 };
 
 let code = 0;
 for (const [i, batch] of batches.entries()) {
-  const c = await runBatch(batch, i === 0 && !alone(batch[0]) ? (process.env.ORRERY_TEST_CONCURRENCY ?? 3) : 1);
+  t0 = performance.now();
+  const concurrent = i === 0 && !alone(batch[0]);
+  const { code: c, signal } = await runBatch(batch, concurrent ? (process.env.ORRERY_TEST_CONCURRENCY ?? 3) : 1);
+  phase(`${batch.length} files ${concurrent ? 'side by side' : 'alone'}`, t0);
   code = code || c;
+  if (signal) {
+    console.error(`the test runner was stopped (${signal}): no later batch runs`);
+    break;
+  }
 }
-stopCluster();
-const [passed, failed, skipped] = readFileSync(counts, 'utf8')
-  .trim()
+cleanUp();
+const summaries = readFileSync(counts, 'utf8')
   .split('\n')
   .filter(Boolean)
-  .map((l) => l.split(' ').map(Number))
-  .reduce((a, b) => a.map((x, i) => x + b[i]), [0, 0, 0]);
-console.log(`\n${passed} passed, ${failed} failed, ${skipped} skipped`);
+  .map((l) => JSON.parse(l));
+// ORRERY_TEST_FILE_TIMES=1 lists every file's time, not only the slowest ten.
+console.log(closingLines(summaries, process.env.ORRERY_TEST_FILE_TIMES ? Infinity : 10));
+const failed = summaries.reduce((n, s) => n + s.failed, 0);
 process.exit(code || (failed > 0 ? 1 : 0));

@@ -269,8 +269,9 @@ for (const dialect of TEST_DIALECTS) {
       assert.equal(jst.status, 200, JSON.stringify(jst.body));
     });
 
-    it('answers /health, executes a run on the test provider and records it', async () => {
-      assert.ok(srv.startMs < 30_000, `started in ${Math.round(srv.startMs)} ms`);
+    it('answers /health, executes a run on the test provider and records it', async (t) => {
+      // How long it takes to start is measured by `npm run bench -- footprint`.
+      t.diagnostic(`started in ${Math.round(srv.startMs)} ms`);
       const env = await api('POST', '/api/v1/environments', {
         name: 'Test env',
         provider: 'test',

@@ -5,7 +5,7 @@
  */
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { TEST_DIALECTS, createPgDatabase } from '../support/server.ts';
+import { POSTGRES_ONLY, createPgDatabase } from '../support/server.ts';
 import { startServerProcess, type ServerProcess } from '../support/processes.ts';
 import { openStream } from '../support/sse.ts';
 import { startS3, type TestS3 } from '../support/s3.ts';
@@ -13,7 +13,7 @@ import { startS3, type TestS3 } from '../support/s3.ts';
 const KEY = 'sk-cluster-test-admin-key-0123456789';
 const WORDS = Array.from({ length: 30 }, (_, i) => `w${i}`).join(' ');
 
-describe('postgres: two replicas on one database', { skip: !TEST_DIALECTS.includes('postgres') }, () => {
+describe('postgres: two replicas on one database', POSTGRES_ONLY, () => {
   let a: ServerProcess;
   let b: ServerProcess;
   let database: Awaited<ReturnType<typeof createPgDatabase>>;

@@ -7,13 +7,13 @@ import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { VertesiaClient } from '@vertesia/client';
-import { TEST_DIALECTS, createPgDatabase } from '../support/server.ts';
+import { POSTGRES_ONLY, createPgDatabase } from '../support/server.ts';
 import { startServerProcess, type ServerProcess } from '../support/processes.ts';
 import { startS3, type TestS3 } from '../support/s3.ts';
 
 const KEY = 'sk-s3-cluster-admin-key-0123456789ab';
 
-describe('postgres + S3: objects across two replicas', { skip: !TEST_DIALECTS.includes('postgres') }, () => {
+describe('postgres + S3: objects across two replicas', POSTGRES_ONLY, () => {
   let s3: TestS3;
   let a: ServerProcess;
   let b: ServerProcess;

@@ -37,8 +37,11 @@ export const PHONE = { width: 390, height: 844 } as const;
 export const SCREENSHOTS = process.env.ORRERY_SCREENSHOTS
   ? resolve(process.env.ORRERY_SCREENSHOTS)
   : join(tmpdir(), 'orrery-screenshots');
-/** Whether this run includes PostgreSQL (`npm test` does; ORRERY_TEST_DIALECTS=sqlite does not). */
-export const WITH_POSTGRES = TEST_DIALECTS.includes('postgres') && !!process.env.ORRERY_TEST_PG_URL;
+/**
+ * Whether this run includes PostgreSQL (`npm test` does; ORRERY_TEST_DIALECTS=sqlite does not).
+ * When it does, a missing cluster fails the PostgreSQL tests (createPgDatabase) instead of skipping.
+ */
+export const WITH_POSTGRES = TEST_DIALECTS.includes('postgres');
 
 export function assertConsoleBuilt(): void {
   if (!existsSync(join(CONSOLE_DIST, 'index.html'))) {

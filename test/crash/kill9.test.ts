@@ -38,7 +38,7 @@ for (const dialect of TEST_DIALECTS) {
   describe(`${dialect}: kill -9 during streamed runs, uploads and content processing`, () => {
     it('loses nothing acknowledged, leaves nothing processing and no temporary file', async () => {
       const dataDir = mkdtempSync(join(tmpdir(), 'orrery-crash-'));
-      const pg = dialect === 'postgres' ? await createPgDatabase() : undefined;
+      const pg = dialect === 'postgres' ? await createPgDatabase({ migrated: true }) : undefined;
       const env: Record<string, string> = {
         ORRERY_DATA_DIR: dataDir,
         ORRERY_ADMIN_KEY: KEY,

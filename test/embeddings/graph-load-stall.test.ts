@@ -99,23 +99,25 @@ for (const dialect of TEST_DIALECTS) {
         const loop = monitorEventLoopDelay({ resolution: 5 });
         loop.enable();
         const t0 = performance.now();
+        const pollsBefore = polls;
         // The vector of the one real object: found in the graph's first answer (the bulk owners are not objects).
         assert.equal((await nearest(n, vector(0)))?.id, first);
         const took = performance.now() - t0;
+        const pollsDuring = polls - pollsBefore;
         loop.disable();
         polling = false;
         await poller;
         const stall = loop.max / 1e6;
-        const seen = `first search ${took.toFixed(0)} ms, longest gap between /health answers ${longest.toFixed(0)} ms over ${polls} polls, longest event-loop stall ${stall.toFixed(0)} ms`;
+        const seen = `first search ${took.toFixed(0)} ms, ${pollsDuring} /health answers meanwhile, longest gap between them ${longest.toFixed(0)} ms, longest event-loop stall ${stall.toFixed(0)} ms`;
         t.diagnostic(seen);
         assert.equal(await graphEvents(n, 'loaded'), 1, 'the saved graph was loaded');
         assert.equal(await graphEvents(n, 'built'), 0, 'not built again');
         // (The bulk owners are not objects, so the search path widens past the graph to a scan; its first round asked the graph.)
         assert.ok((await searches(n, 'hnsw')) >= 1, 'the graph answered');
-        // The load replayed 4,000 insertions: on the main thread that was one stall of most of `took`.
-        assert.ok(took > 200, `the load took long enough to tell: ${seen}`);
-        assert.ok(stall < Math.max(150, took / 4), `the event loop was held: ${seen}`);
-        assert.ok(longest < Math.max(250, took / 3), `/health waited: ${seen}`);
+        // The load replayed 4,000 insertions: on the main thread that was one stall through which
+        // /health could not answer at all. Off it, the poller kept being answered meanwhile. (The
+        // stall's size is measured by `npm run bench -- embeddings` with MODE=restart.)
+        assert.ok(pollsDuring >= 5, `/health kept answering while the graph loaded: ${seen}`);
       },
     );
   });

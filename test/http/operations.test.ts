@@ -166,7 +166,6 @@ describe('graceful shutdown', () => {
     ).json()) as any;
     const answers = Array.from({ length: 6 }, () => post('/api/v1/runs', { interaction: ix.id }));
     await new Promise((r) => setTimeout(r, 200)); // every run is with the provider (600 ms)
-    const stopping = Date.now();
     const exited = srv.stop();
     const replies = await Promise.all(answers);
     assert.deepEqual(
@@ -174,9 +173,10 @@ describe('graceful shutdown', () => {
       [200, 200, 200, 200, 200, 200],
     );
     const ids = await Promise.all(replies.map(async (r) => ((await r.json()) as any).id as string));
-    assert.equal(await exited, 0);
-    // Not held open by the clients' keep-alive connections (72 s) once the runs have answered.
-    assert.ok(Date.now() - stopping < 10_000, `exited ${Date.now() - stopping} ms after SIGTERM`);
+    // Not held open by the clients' keep-alive connections once the runs have answered: those would
+    // keep it for 72 s. The 50 s only stops that hang; it is no time bound.
+    const held = new Promise<string>((r) => setTimeout(r, 50_000, 'still running 50 s after SIGTERM').unref());
+    assert.equal(await Promise.race([exited, held]), 0);
     srv = await startServerProcess(env);
     try {
       for (const id of ids) {

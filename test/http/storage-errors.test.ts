@@ -2,7 +2,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import pg from 'pg';
 import { sql } from 'kysely';
-import { TEST_DIALECTS, startTestServer } from '../support/server.ts';
+import { POSTGRES_ONLY, TEST_DIALECTS, startTestServer } from '../support/server.ts';
 import { classifyStorageError } from '../../src/db/storage-errors.ts';
 
 const withCode = (code: string, message = 'x') => Object.assign(new Error(message), { code });
@@ -60,40 +60,33 @@ describe(
   },
 );
 
-describe(
-  'postgres: a database outage answers 503 database_unavailable with Retry-After',
-  {
-    skip:
-      !(TEST_DIALECTS.includes('postgres') && process.env.ORRERY_TEST_PG_URL) && 'the run does not include PostgreSQL',
-  },
-  () => {
-    it('the test database is stopped, then started again', async () => {
-      const srv = await startTestServer('postgres');
-      const name = new URL(srv.databaseUrl!).pathname.slice(1);
-      const admin = new pg.Client({ connectionString: process.env.ORRERY_TEST_PG_URL });
-      await admin.connect();
-      try {
-        assert.equal((await srv.api('GET', '/api/v1/environments')).status, 200);
-        // Stop the database: no new connections, and the server's open ones are cut.
-        await admin.query(`ALTER DATABASE ${name} ALLOW_CONNECTIONS false`);
-        await admin.query(
-          'SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()',
-          [name],
-        );
-        const down = await srv.api('GET', '/api/v1/environments');
-        assert.equal(down.status, 503, JSON.stringify(down.body));
-        assert.deepEqual(down.body, { error: 'database_unavailable', status: 503, message: down.body.message });
-        assert.match(down.headers.get('retry-after') ?? '', /^\d+$/);
-        // Back up: the server recovers without a restart.
-        await admin.query(`ALTER DATABASE ${name} ALLOW_CONNECTIONS true`);
-        let up = 0;
-        for (let i = 0; i < 20 && up !== 200; i++) up = (await srv.api('GET', '/api/v1/environments')).status;
-        assert.equal(up, 200);
-      } finally {
-        await admin.query(`ALTER DATABASE ${name} ALLOW_CONNECTIONS true`).catch(() => {});
-        await admin.end();
-        await srv.close();
-      }
-    });
-  },
-);
+describe('postgres: a database outage answers 503 database_unavailable with Retry-After', POSTGRES_ONLY, () => {
+  it('the test database is stopped, then started again', async () => {
+    const srv = await startTestServer('postgres');
+    const name = new URL(srv.databaseUrl!).pathname.slice(1);
+    const admin = new pg.Client({ connectionString: process.env.ORRERY_TEST_PG_URL });
+    await admin.connect();
+    try {
+      assert.equal((await srv.api('GET', '/api/v1/environments')).status, 200);
+      // Stop the database: no new connections, and the server's open ones are cut.
+      await admin.query(`ALTER DATABASE ${name} ALLOW_CONNECTIONS false`);
+      await admin.query(
+        'SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()',
+        [name],
+      );
+      const down = await srv.api('GET', '/api/v1/environments');
+      assert.equal(down.status, 503, JSON.stringify(down.body));
+      assert.deepEqual(down.body, { error: 'database_unavailable', status: 503, message: down.body.message });
+      assert.match(down.headers.get('retry-after') ?? '', /^\d+$/);
+      // Back up: the server recovers without a restart.
+      await admin.query(`ALTER DATABASE ${name} ALLOW_CONNECTIONS true`);
+      let up = 0;
+      for (let i = 0; i < 20 && up !== 200; i++) up = (await srv.api('GET', '/api/v1/environments')).status;
+      assert.equal(up, 200);
+    } finally {
+      await admin.query(`ALTER DATABASE ${name} ALLOW_CONNECTIONS true`).catch(() => {});
+      await admin.end();
+      await srv.close();
+    }
+  });
+});

@@ -50,7 +50,7 @@ for (const dialect of TEST_DIALECTS) {
     it('a server killed mid-job: the next one on the same data completes the job', { timeout: 180_000 }, async () => {
       const dataDir = mkdtempSync(join(tmpdir(), 'orrery-durable-'));
       cleanups.push(async () => rmSync(dataDir, { recursive: true, force: true }));
-      const pg = dialect === 'postgres' ? await createPgDatabase() : undefined;
+      const pg = dialect === 'postgres' ? await createPgDatabase({ migrated: true }) : undefined;
       if (pg) cleanups.push(pg.drop);
       const env = {
         ORRERY_DATA_DIR: dataDir,
@@ -85,7 +85,7 @@ for (const dialect of TEST_DIALECTS) {
     it('two servers on one database process each object once', { timeout: 120_000 }, async () => {
       const dataDir = mkdtempSync(join(tmpdir(), 'orrery-pair-'));
       cleanups.push(async () => rmSync(dataDir, { recursive: true, force: true }));
-      const pg = dialect === 'postgres' ? await createPgDatabase() : undefined;
+      const pg = dialect === 'postgres' ? await createPgDatabase({ migrated: true }) : undefined;
       if (pg) cleanups.push(pg.drop);
       const servers: Orrery[] = [];
       const urls: string[] = [];

@@ -5,7 +5,14 @@
  */
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { TEST_DIALECTS, createPgDatabase, seedEcho, startTestServer, type TestServer } from '../support/server.ts';
+import {
+  POSTGRES_ONLY,
+  TEST_DIALECTS,
+  createPgDatabase,
+  seedEcho,
+  startTestServer,
+  type TestServer,
+} from '../support/server.ts';
 import { startServerProcess, type ServerProcess } from '../support/processes.ts';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -196,7 +203,7 @@ for (const dialect of TEST_DIALECTS) {
   });
 }
 
-describe('postgres: a limit holds exactly across two replicas', { skip: !TEST_DIALECTS.includes('postgres') }, () => {
+describe('postgres: a limit holds exactly across two replicas', POSTGRES_ONLY, () => {
   const KEY = 'sk-limits-replicas-admin-key-0123456789';
   let a: ServerProcess;
   let b: ServerProcess;
@@ -211,7 +218,7 @@ describe('postgres: a limit holds exactly across two replicas', { skip: !TEST_DI
   };
 
   before(async () => {
-    database = await createPgDatabase();
+    database = await createPgDatabase({ migrated: true });
     const env = {
       ORRERY_DATABASE_URL: database.url,
       ORRERY_ADMIN_KEY: KEY,

@@ -264,9 +264,8 @@ describe('anthropic-messages driver against the Anthropic wire server', () => {
     reset({ delayMs: 1000 });
     const ac = new AbortController();
     setTimeout(() => ac.abort(), 50);
-    const t0 = Date.now();
+    // The server answers after 1 s: a call that ignored the signal would resolve, not reject.
     await assert.rejects(anthropic.complete(conn, req(), ac.signal), { name: 'AbortError' });
-    assert.ok(Date.now() - t0 < 1000);
 
     reset({ chunks: ['a ', 'b ', 'c'], chunkDelayMs: 300 });
     const ac2 = new AbortController();

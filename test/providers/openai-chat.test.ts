@@ -303,14 +303,13 @@ describe('openai-chat driver against the OpenAI wire server', () => {
 
   it('a hanging server hits conn.config.timeout_ms as provider_unreachable', async () => {
     reset({ hang: true });
-    const t0 = Date.now();
+    // The server never answers: only the timeout can end the call (its message names it).
     await rejectsProvider(
       compatible.complete({ ...conn, config: { timeout_ms: 150 } }, req()),
       'provider_unreachable',
       undefined,
       /did not answer within 150 ms/,
     );
-    assert.ok(Date.now() - t0 < 2000);
     reset({ chunks: ['a ', 'b ', 'c'], hangAfterChunks: 1 });
     const seen: CompletionChunk[] = [];
     await rejectsProvider(

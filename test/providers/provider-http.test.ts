@@ -121,16 +121,16 @@ describe('provider-http: reading answers', () => {
           outbound: one,
         });
       const ahead = call(60_000); // holds the only connection
-      ahead.catch(() => {});
+      let aheadSettled = false;
+      ahead.catch(() => {}).finally(() => (aheadSettled = true));
       await new Promise((r) => setTimeout(r, 50));
-      const started = performance.now();
       await assert.rejects(
         call(200),
         (err: Error & { code?: string }) =>
           err.code === 'provider_unreachable' && /did not answer within 200 ms/.test(err.message),
       );
-      const waited = performance.now() - started;
-      assert.ok(waited < 2000, `answered after ${Math.round(waited)} ms`);
+      // Timed out while still queued: the call ahead holds the connection until its own 60 s.
+      assert.equal(aheadSettled, false, 'the queued call timed out before the connection came free');
     } finally {
       await one.agent.destroy(); // the call ahead is still waiting: not close(), which would wait for it
     }

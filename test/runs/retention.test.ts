@@ -6,7 +6,14 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { sql } from 'kysely';
-import { TEST_DIALECTS, createPgDatabase, seedEcho, startTestServer, type TestServer } from '../support/server.ts';
+import {
+  POSTGRES_ONLY,
+  TEST_DIALECTS,
+  createPgDatabase,
+  seedEcho,
+  startTestServer,
+  type TestServer,
+} from '../support/server.ts';
 import { startServerProcess, type ServerProcess } from '../support/processes.ts';
 import { RunRetention } from '../../src/runs/retention.ts';
 import { upload } from '../objects/helpers.ts';
@@ -177,7 +184,7 @@ for (const dialect of TEST_DIALECTS) {
   });
 }
 
-describe('postgres: two replicas sweep the same database', { skip: !TEST_DIALECTS.includes('postgres') }, () => {
+describe('postgres: two replicas sweep the same database', POSTGRES_ONLY, () => {
   const KEY = 'sk-retention-replicas-admin-key-0123456789';
   let a: ServerProcess;
   let b: ServerProcess;
@@ -192,7 +199,7 @@ describe('postgres: two replicas sweep the same database', { skip: !TEST_DIALECT
   };
 
   before(async () => {
-    database = await createPgDatabase();
+    database = await createPgDatabase({ migrated: true });
     const env = {
       ORRERY_DATABASE_URL: database.url,
       ORRERY_ADMIN_KEY: KEY,

@@ -12,7 +12,7 @@ import { sql } from 'kysely';
 import { insertRun, updateRun } from '../../src/runs/store.ts';
 import { findRuns, pagePlan, whereOf } from '../../src/runs/search-store.ts';
 import type { RunRow } from '../../src/runs/model.ts';
-import { TEST_DIALECTS, createPgDatabase } from '../support/server.ts';
+import { POSTGRES_ONLY, TEST_DIALECTS, createPgDatabase } from '../support/server.ts';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -114,60 +114,56 @@ for (const dialect of TEST_DIALECTS) {
   });
 }
 
-describe(
-  'postgres: pages steered by the statistics of the tsvector',
-  { skip: !TEST_DIALECTS.includes('postgres') },
-  () => {
-    it('tests a common phrase run by run (COALESCE, no GIN) and a rare one through the index, with the same answers', async () => {
-      const dir = mkdtempSync(join(tmpdir(), 'orrery-fts-'));
-      const pgdb = await createPgDatabase();
-      const { db, dialect: d } = await openDatabase({ dataDir: dir, databaseUrl: pgdb.url });
-      try {
-        const made: RunRow[] = [];
-        for (let i = 0; i < 300; i++) {
-          const at = new Date(Date.UTC(2026, 0, 1, 0, 0, i)).toISOString();
-          const row = runRow(
-            'completed',
-            `common words everywhere ${i % 50 === 0 ? 'rare needle' : 'plain hay'} number ${i}`,
-            { execution_time: i, created_at: at, updated_at: at },
-          );
-          await insertRun(db, d, row, []);
-          made.push(row);
-        }
-        await sql`ANALYZE runs`.execute(db);
-        const page = async (q: string) => {
-          const node = parseLucene(q);
-          const plan = await pagePlan(db, d, fullTextWords(node), 100);
-          const where = whereOf(d, SCOPE, {}, compileRunQuery(node, { dialect: d.name, plan }), plan);
-          const text = sql`SELECT 1 FROM runs WHERE ${where}`.compile(db).sql;
-          return {
-            ids: (await findRuns(db, d, where, 20, 0)).map((r) => r.id),
-            walked: /COALESCE\(runs\.search_tsv @@/.test(text),
-          };
-        };
-        const newest = (test: (r: RunRow) => boolean) =>
-          made
-            .filter(test)
-            .reverse()
-            .slice(0, 20)
-            .map((r) => r.id);
-        const common = await page('"common words" AND execution_time:<250');
-        assert.equal(common.walked, true, 'a common phrase is walked');
-        assert.deepEqual(
-          common.ids,
-          newest((r) => (r.execution_time as number) < 250),
+describe('postgres: pages steered by the statistics of the tsvector', POSTGRES_ONLY, () => {
+  it('tests a common phrase run by run (COALESCE, no GIN) and a rare one through the index, with the same answers', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'orrery-fts-'));
+    const pgdb = await createPgDatabase();
+    const { db, dialect: d } = await openDatabase({ dataDir: dir, databaseUrl: pgdb.url });
+    try {
+      const made: RunRow[] = [];
+      for (let i = 0; i < 300; i++) {
+        const at = new Date(Date.UTC(2026, 0, 1, 0, 0, i)).toISOString();
+        const row = runRow(
+          'completed',
+          `common words everywhere ${i % 50 === 0 ? 'rare needle' : 'plain hay'} number ${i}`,
+          { execution_time: i, created_at: at, updated_at: at },
         );
-        const rare = await page('"rare needle"');
-        assert.equal(rare.walked, false, 'a rare phrase goes through GIN');
-        assert.deepEqual(
-          rare.ids,
-          newest((r) => (r.execution_time as number) % 50 === 0),
-        );
-      } finally {
-        await db.destroy();
-        await pgdb.drop();
-        rmSync(dir, { recursive: true, force: true });
+        await insertRun(db, d, row, []);
+        made.push(row);
       }
-    });
-  },
-);
+      await sql`ANALYZE runs`.execute(db);
+      const page = async (q: string) => {
+        const node = parseLucene(q);
+        const plan = await pagePlan(db, d, fullTextWords(node), 100);
+        const where = whereOf(d, SCOPE, {}, compileRunQuery(node, { dialect: d.name, plan }), plan);
+        const text = sql`SELECT 1 FROM runs WHERE ${where}`.compile(db).sql;
+        return {
+          ids: (await findRuns(db, d, where, 20, 0)).map((r) => r.id),
+          walked: /COALESCE\(runs\.search_tsv @@/.test(text),
+        };
+      };
+      const newest = (test: (r: RunRow) => boolean) =>
+        made
+          .filter(test)
+          .reverse()
+          .slice(0, 20)
+          .map((r) => r.id);
+      const common = await page('"common words" AND execution_time:<250');
+      assert.equal(common.walked, true, 'a common phrase is walked');
+      assert.deepEqual(
+        common.ids,
+        newest((r) => (r.execution_time as number) < 250),
+      );
+      const rare = await page('"rare needle"');
+      assert.equal(rare.walked, false, 'a rare phrase goes through GIN');
+      assert.deepEqual(
+        rare.ids,
+        newest((r) => (r.execution_time as number) % 50 === 0),
+      );
+    } finally {
+      await db.destroy();
+      await pgdb.drop();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

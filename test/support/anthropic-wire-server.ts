@@ -9,8 +9,8 @@
  * `stop_reason: "tool_use"`, or streamed as a block start (input `{}`) and `input_json_delta` pieces.
  */
 import { createHash } from 'node:crypto';
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { listenOnLoopback, readBody, sleep, words, writeJson } from './wire-scaffold.ts';
 
 export interface AnthropicWireOptions {
   /** The accepted `x-api-key`; null accepts any. Default 'sk-ant-test'. */
@@ -79,19 +79,12 @@ const TYPE_FOR_STATUS: Record<number, string> = {
 export async function startAnthropicWireServer(options: AnthropicWireOptions = {}): Promise<AnthropicWireServer> {
   const requests: RecordedRequest[] = [];
   const state: AnthropicWireServer = { url: '', requests, options, close: async () => {} };
-  const server = createServer((req, res) => {
-    void handle(req, res, state).catch((err) => {
-      if (!res.headersSent) sendError(res, 500, 'api_error', `wire server bug: ${String(err)}`);
-      else res.destroy();
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  state.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  state.close = () =>
-    new Promise<void>((resolve) => {
-      server.closeAllConnections();
-      server.close(() => resolve());
-    });
+  const listening = await listenOnLoopback(
+    (req, res) => handle(req, res, state),
+    (res, message) => sendError(res, 500, 'api_error', message),
+  );
+  state.url = listening.origin;
+  state.close = listening.close;
   return state;
 }
 
@@ -323,24 +316,5 @@ function sendError(res: ServerResponse, status: number, type: string, message: s
   sendJson(res, status, { type: 'error', error: { type, message }, request_id: 'req_wire' });
 }
 
-function sendJson(res: ServerResponse, status: number, body: unknown): void {
-  const text = JSON.stringify(body);
-  res.writeHead(status, {
-    'content-type': 'application/json',
-    'content-length': Buffer.byteLength(text),
-    'request-id': 'req_wire',
-  });
-  res.end(text);
-}
-
-const words = (s: string) => s.split(/\s+/).filter(Boolean).length;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-function readBody(req: IncomingMessage): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const parts: Buffer[] = [];
-    req.on('data', (b: Buffer) => parts.push(b));
-    req.on('end', () => resolve(Buffer.concat(parts).toString('utf8')));
-    req.on('error', reject);
-  });
-}
+const sendJson = (res: ServerResponse, status: number, body: unknown) =>
+  writeJson(res, status, body, { 'content-type': 'application/json', 'request-id': 'req_wire' });

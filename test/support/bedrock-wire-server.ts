@@ -10,8 +10,8 @@
  * errors: `{"message": …}` with the `x-amzn-errortype` header. Knobs script answers and failures.
  */
 import { createHash, createHmac } from 'node:crypto';
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { listenOnLoopback, readBody, words, writeJson } from './wire-scaffold.ts';
 import { EventStreamCodec } from '@smithy/core/event-streams';
 
 export interface BedrockWireOptions {
@@ -185,19 +185,12 @@ export function exceptionFrame(exceptionType: string, message: string): Uint8Arr
 export async function startBedrockWireServer(options: BedrockWireOptions = {}): Promise<BedrockWireServer> {
   const requests: RecordedRequest[] = [];
   const state: BedrockWireServer = { url: '', requests, options, close: async () => {} };
-  const server = createServer((req, res) => {
-    void handle(req, res, state).catch((err) => {
-      if (!res.headersSent) sendError(res, 500, 'InternalServerException', `wire server bug: ${String(err)}`);
-      else res.destroy();
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  state.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  state.close = () =>
-    new Promise<void>((resolve) => {
-      server.closeAllConnections();
-      server.close(() => resolve());
-    });
+  const listening = await listenOnLoopback(
+    (req, res) => handle(req, res, state),
+    (res, message) => sendError(res, 500, 'InternalServerException', message),
+  );
+  state.url = listening.origin;
+  state.close = listening.close;
   return state;
 }
 
@@ -538,24 +531,5 @@ function sendError(
   );
 }
 
-function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
-  const text = JSON.stringify(body);
-  res.writeHead(status, {
-    'content-type': 'application/json',
-    'content-length': Buffer.byteLength(text),
-    'x-amzn-requestid': 'wire-request',
-    ...headers,
-  });
-  res.end(text);
-}
-
-const words = (s: string) => s.split(/\s+/).filter(Boolean).length;
-
-function readBody(req: IncomingMessage): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const parts: Buffer[] = [];
-    req.on('data', (b: Buffer) => parts.push(b));
-    req.on('end', () => resolve(Buffer.concat(parts).toString('utf8')));
-    req.on('error', reject);
-  });
-}
+const sendJson = (res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) =>
+  writeJson(res, status, body, { 'content-type': 'application/json', 'x-amzn-requestid': 'wire-request', ...headers });

@@ -9,8 +9,8 @@
  * pieces keyed by `index` (the first names id and function, the rest append to `arguments`).
  */
 import { createHash } from 'node:crypto';
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { listenOnLoopback, readBody, sleep, words, writeJson } from './wire-scaffold.ts';
 
 export interface OpenAIWireOptions {
   /** The accepted key (`Authorization: Bearer …`); null accepts any request, with or without one. Default 'sk-test'. */
@@ -99,21 +99,13 @@ export async function startOpenAIWireServer(options: OpenAIWireOptions = {}): Pr
   const requests: RecordedRequest[] = [];
   const state: WireServer = { url: '', origin: '', requests, options, endlessClosed: 0, close: async () => {} };
 
-  const server = createServer((req, res) => {
-    void handle(req, res, state).catch((err) => {
-      if (!res.headersSent) sendJson(res, 500, errorBody(`wire server bug: ${String(err)}`, 'server_error', null));
-      else res.destroy();
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  state.origin = `http://127.0.0.1:${port}`;
-  state.url = `${state.origin}/v1`;
-  state.close = () =>
-    new Promise<void>((resolve) => {
-      server.closeAllConnections();
-      server.close(() => resolve());
-    });
+  const listening = await listenOnLoopback(
+    (req, res) => handle(req, res, state),
+    (res, message) => sendJson(res, 500, errorBody(message, 'server_error', null)),
+  );
+  state.origin = listening.origin;
+  state.url = `${listening.origin}/v1`;
+  state.close = listening.close;
   return state;
 }
 
@@ -553,25 +545,5 @@ const errorBody = (message: string, type: string, code: string | null) => ({
   error: { message, type, param: null, code },
 });
 
-function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
-  const text = JSON.stringify(body);
-  res.writeHead(status, {
-    'content-type': 'application/json',
-    'content-length': Buffer.byteLength(text),
-    'x-request-id': 'req_wire',
-    ...headers,
-  });
-  res.end(text);
-}
-
-const words = (s: string) => s.split(/\s+/).filter(Boolean).length;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-function readBody(req: IncomingMessage): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const parts: Buffer[] = [];
-    req.on('data', (b: Buffer) => parts.push(b));
-    req.on('end', () => resolve(Buffer.concat(parts).toString('utf8')));
-    req.on('error', reject);
-  });
-}
+const sendJson = (res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) =>
+  writeJson(res, status, body, { 'content-type': 'application/json', 'x-request-id': 'req_wire', ...headers });

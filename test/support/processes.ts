@@ -1,13 +1,16 @@
 /**
  * Orrery as real server processes (`node src/cli.ts serve`), for tests that need several replicas
  * or that kill one. Each child gets a free loopback port; stdout is collected for diagnostics.
+ * Under `npm test` the tests run from the compiled build (scripts/test-build.mjs), and so do these
+ * processes (`src/cli.js` beside the source); run by hand from the sources, they go through tsx.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { existsSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 const ROOT = new URL('../..', import.meta.url).pathname;
+const CLI = existsSync(join(ROOT, 'src', 'cli.js')) ? ['src/cli.js'] : ['--import', 'tsx', 'src/cli.ts'];
 
 import { freePort } from '../../scripts/free-port.mjs';
 
@@ -30,7 +33,7 @@ export async function startServerProcess(
 ): Promise<ServerProcess> {
   const port = await freePort();
   const dataDir = env.ORRERY_DATA_DIR ?? mkdtempSync(join(tmpdir(), 'orrery-proc-'));
-  const proc = spawn(process.execPath, ['--import', 'tsx', ...nodeFlags, 'src/cli.ts', 'serve'], {
+  const proc = spawn(process.execPath, [...nodeFlags, ...CLI, 'serve'], {
     cwd: ROOT,
     env: {
       ...process.env,

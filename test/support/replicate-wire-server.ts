@@ -7,8 +7,8 @@
  * `event: done` `{}` / `{"reason":"canceled"}`), bearer tokens, and `{title, detail, status}`
  * error bodies. Knobs script the answer and failures; every request is recorded.
  */
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { listenOnLoopback, readBody, words, writeJson } from './wire-scaffold.ts';
 
 export interface ReplicateWireOptions {
   /** The accepted API token. Default 'r8_test'. */
@@ -69,14 +69,6 @@ export async function startReplicateWireServer(options: ReplicateWireOptions = {
   const predictions = new Map<string, Prediction>();
   let n = 0;
   const state: ReplicateWireServer = { origin: '', requests, options, close: async () => {} };
-
-  const server = createServer((req, res) => {
-    void handle(req, res).catch((err) => {
-      if (!res.headersSent)
-        sendJson(res, 500, problem(500, 'Internal server error', `wire server bug: ${String(err)}`));
-      else res.destroy();
-    });
-  });
 
   const pieces = () => {
     const o = state.options;
@@ -283,32 +275,14 @@ export async function startReplicateWireServer(options: ReplicateWireOptions = {
     res.end();
   }
 
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  state.origin = `http://127.0.0.1:${port}`;
-  state.close = () =>
-    new Promise<void>((resolve) => {
-      server.closeAllConnections();
-      server.close(() => resolve());
-    });
+  const listening = await listenOnLoopback(handle, (res, message) =>
+    sendJson(res, 500, problem(500, 'Internal server error', message)),
+  );
+  state.origin = listening.origin;
+  state.close = listening.close;
   return state;
 }
 
 const problem = (status: number, title: string, detail: string) => ({ title, detail, status });
 
-function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
-  const text = JSON.stringify(body);
-  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), ...headers });
-  res.end(text);
-}
-
-const words = (s: string) => s.split(/\s+/).filter(Boolean).length;
-
-function readBody(req: IncomingMessage): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const parts: Buffer[] = [];
-    req.on('data', (b: Buffer) => parts.push(b));
-    req.on('end', () => resolve(Buffer.concat(parts).toString('utf8')));
-    req.on('error', reject);
-  });
-}
+const sendJson = writeJson;

@@ -12,10 +12,20 @@ import { buildServer, type BuildOptions, type Orrery } from '../../src/server.ts
 
 export type TestDialect = 'sqlite' | 'postgres';
 
-export const TEST_DIALECTS: TestDialect[] = (process.env.ORRERY_TEST_DIALECTS ?? 'sqlite')
+/** The dialects of this run: both unless ORRERY_TEST_DIALECTS narrows them (`npm test` sets it). */
+export const TEST_DIALECTS: TestDialect[] = (process.env.ORRERY_TEST_DIALECTS ?? 'sqlite,postgres')
   .split(',')
   .map((d) => d.trim())
   .filter((d): d is TestDialect => d === 'sqlite' || d === 'postgres');
+
+/**
+ * The options of a suite that only exists on PostgreSQL: skipped only when the run leaves
+ * PostgreSQL out on purpose (ORRERY_TEST_DIALECTS=sqlite). When the run includes it, the suite
+ * runs, and fails (createPgDatabase) if there is no cluster to run on, instead of passing unseen.
+ */
+export const POSTGRES_ONLY = {
+  skip: !TEST_DIALECTS.includes('postgres') && 'the run does not include PostgreSQL (ORRERY_TEST_DIALECTS)',
+};
 
 export interface ApiResponse<T = any> {
   status: number;
@@ -54,13 +64,21 @@ export function testPgPool(url: string, max: number): pg.Pool {
   return pool;
 }
 
-export async function createPgDatabase(): Promise<{ url: string; drop: () => Promise<void> }> {
+/**
+ * A fresh database on the test cluster: empty, or (`migrated`) a copy of the template database
+ * that `npm test` migrated once (ORRERY_TEST_PG_TEMPLATE), so that a server started on it finds
+ * every migration applied instead of running them all again. Without a template, an empty one.
+ */
+export async function createPgDatabase(
+  opts: { migrated?: boolean } = {},
+): Promise<{ url: string; drop: () => Promise<void> }> {
   const admin = process.env.ORRERY_TEST_PG_URL;
   if (!admin) throw new Error('ORRERY_TEST_PG_URL is not set: run the tests with `npm test`, which starts PostgreSQL');
   const name = `orrery_${Date.now().toString(36)}_${Math.random().toString(36).slice(2, 8)}`;
+  const template = opts.migrated ? process.env.ORRERY_TEST_PG_TEMPLATE : undefined;
   const client = new pg.Client({ connectionString: admin });
   await client.connect();
-  await client.query(`CREATE DATABASE ${name}`);
+  await client.query(`CREATE DATABASE ${name}${template ? ` TEMPLATE ${template}` : ''}`);
   await client.end();
   const url = new URL(admin);
   url.pathname = `/${name}`;
@@ -81,7 +99,7 @@ export async function startTestServer(
   serverOptions: BuildOptions = {},
 ): Promise<TestServer> {
   const dataDir = mkdtempSync(join(tmpdir(), 'orrery-test-'));
-  const pgdb = dialect === 'postgres' ? await createPgDatabase() : undefined;
+  const pgdb = dialect === 'postgres' ? await createPgDatabase({ migrated: true }) : undefined;
   const config = loadConfig(
     {},
     { port: 0, host: '127.0.0.1', dataDir, databaseUrl: pgdb?.url, logLevel: 'silent', ...overrides },

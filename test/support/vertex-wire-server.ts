@@ -13,8 +13,8 @@
  * accounts are made per test run with a fresh RSA key pair (never a committed key).
  */
 import { generateKeyPairSync, randomBytes, type KeyObject } from 'node:crypto';
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { listenOnLoopback, readBody, sleep, words, writeJson } from './wire-scaffold.ts';
 import { jwtVerify, errors as joseErrors } from 'jose';
 
 export const CLOUD_PLATFORM_SCOPE = 'https://www.googleapis.com/auth/cloud-platform';
@@ -158,20 +158,13 @@ export async function startVertexWireServer(options: VertexWireOptions = {}): Pr
     },
     close: async () => {},
   };
-  const server = createServer((req, res) => {
-    void handle(req, res, state, accounts).catch((err) => {
-      if (!res.headersSent) sendGoogleError(res, 500, `wire server bug: ${String(err)}`);
-      else res.destroy();
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  state.origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const listening = await listenOnLoopback(
+    (req, res) => handle(req, res, state, accounts),
+    (res, message) => sendGoogleError(res, 500, message),
+  );
+  state.origin = listening.origin;
   state.tokenUri = `${state.origin}/token`;
-  state.close = () =>
-    new Promise<void>((resolve) => {
-      server.closeAllConnections();
-      server.close(() => resolve());
-    });
+  state.close = listening.close;
   return state;
 }
 
@@ -549,24 +542,5 @@ function sendAnthropicError(res: ServerResponse, status: number, type: string, m
   sendJson(res, status, { type: 'error', error: { type, message } });
 }
 
-function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
-  const text = JSON.stringify(body);
-  res.writeHead(status, {
-    'content-type': 'application/json; charset=UTF-8',
-    'content-length': Buffer.byteLength(text),
-    ...headers,
-  });
-  res.end(text);
-}
-
-const words = (s: string) => s.split(/\s+/).filter(Boolean).length;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-function readBody(req: IncomingMessage): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const parts: Buffer[] = [];
-    req.on('data', (b: Buffer) => parts.push(b));
-    req.on('end', () => resolve(Buffer.concat(parts).toString('utf8')));
-    req.on('error', reject);
-  });
-}
+const sendJson = (res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) =>
+  writeJson(res, status, body, { 'content-type': 'application/json; charset=UTF-8', ...headers });

@@ -6,8 +6,8 @@
  * tokens from the IAM endpoint; `{errors:[{code, message, more_info}], trace, status_code}` bodies;
  * SSE events `id: n / event: message / data: {…}`). Knobs script the answer and failures.
  */
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { listenOnLoopback, readBody, words, writeJson } from './wire-scaffold.ts';
 
 export interface WatsonxWireOptions {
   /** The IBM Cloud API key IAM accepts. Default 'ibm-api-key'. */
@@ -84,13 +84,6 @@ export async function startWatsonxWireServer(options: WatsonxWireOptions = {}): 
     options,
     close: async () => {},
   };
-
-  const server = createServer((req, res) => {
-    void handle(req, res).catch((err) => {
-      if (!res.headersSent) sendJson(res, 500, ibmError(500, 'internal_error', `wire server bug: ${String(err)}`));
-      else res.destroy();
-    });
-  });
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const raw = await readBody(req);
@@ -324,15 +317,12 @@ export async function startWatsonxWireServer(options: WatsonxWireOptions = {}): 
     res.end();
   }
 
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  state.origin = `http://127.0.0.1:${port}`;
+  const listening = await listenOnLoopback(handle, (res, message) =>
+    sendJson(res, 500, ibmError(500, 'internal_error', message)),
+  );
+  state.origin = listening.origin;
   state.iamUrl = `${state.origin}/identity/token`;
-  state.close = () =>
-    new Promise<void>((resolve) => {
-      server.closeAllConnections();
-      server.close(() => resolve());
-    });
+  state.close = listening.close;
   return state;
 }
 
@@ -351,19 +341,4 @@ const ibmError = (status: number, code: string, message: string) => ({
   status_code: status,
 });
 
-function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
-  const text = JSON.stringify(body);
-  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), ...headers });
-  res.end(text);
-}
-
-const words = (s: string) => s.split(/\s+/).filter(Boolean).length;
-
-function readBody(req: IncomingMessage): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const parts: Buffer[] = [];
-    req.on('data', (b: Buffer) => parts.push(b));
-    req.on('end', () => resolve(Buffer.concat(parts).toString('utf8')));
-    req.on('error', reject);
-  });
-}
+const sendJson = writeJson;

@@ -206,11 +206,9 @@ describe('jst: a real sandbox', () => {
   });
 
   it('stops an endless loop at its CPU budget, alone', async () => {
-    const started = Date.now();
     const err = await failure('while (true) {}');
     assert.equal(err.kind, 'timeout');
     assert.match(err.message, /longer than 500 ms/);
-    assert.ok(Date.now() - started < 5000);
     assert.equal(await engine.render(jst('return "still working"'), {}), 'still working');
   });
 
