@@ -38,6 +38,6 @@ export function openSqliteHandle(
   sqlite.pragma(`wal_autocheckpoint = ${FALLBACK_CHECKPOINT_PAGES}`);
   // Heavy reads call this per row examined (db/read-budget.ts `readCost`); it checks their budget
   // on a reader thread (db/sqlite-reader-worker.mjs). Here, where nothing is budgeted, it passes.
-  sqlite.function('orrery_read', { deterministic: false, directOnly: true }, () => 1);
+  sqlite.function('orrery_read', { deterministic: false, directOnly: true }, (_bytes: unknown) => 1);
   return sqlite;
 }

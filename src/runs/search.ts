@@ -18,7 +18,7 @@ import type { Scope } from '../auth/principal.ts';
 import { sql, type SqlBool } from 'kysely';
 import type { OrreryDialect } from '../db/dialect.ts';
 import { boundedRead, readCost } from '../db/read-budget.ts';
-import { compileRunQuery, fullTextWords, type SearchPlan } from '../query/lucene-sql/index.ts';
+import { compileRunQuery, fullTextWords, readsColumnsOnly, type SearchPlan } from '../query/lucene-sql/index.ts';
 import { toRunRef, type RunRef } from './model.ts';
 import { facetsRequest, listRequest, searchRequest, type FacetSpec, type RunQuery } from './search-request.ts';
 import { countAndFacets, findRuns, pagePlan, whereOf, type FacetRow } from './search-store.ts';
@@ -103,8 +103,13 @@ export class RunSearch {
   private where(scope: Scope, req: RunQuery, plan: SearchPlan) {
     const query =
       req.query && compileRunQuery(req.query, { dialect: this.dialect.name, defaultPath: req.defaultPath, plan });
-    // A query may read each run's document (ranges and terms on its fields): its rows count against the read budget.
-    const costed = query && sql<SqlBool>`(${readCost(this.dialect, sql.ref('runs.doc'))} AND ${query})`;
+    // A query on the run's fields reads each run's search document: its rows count against the read
+    // budget. One on columns alone walks an index and keeps it covering.
+    const costed =
+      query &&
+      (readsColumnsOnly(req.query!, req.defaultPath)
+        ? query
+        : sql<SqlBool>`(${readCost(this.dialect, sql.ref('runs.search_fields'))} AND ${query})`);
     return whereOf(this.dialect, scope, req.filters, costed, plan);
   }
 

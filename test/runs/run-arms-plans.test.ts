@@ -73,6 +73,8 @@ if (TEST_DIALECTS.includes('sqlite')) {
       const { account, project } = srv.orrery.bootstrap;
       scope = { account: account.id, project: project.id };
       handle = new SQLite(srv.orrery.database.file!, { readonly: true });
+      // Heavy reads call the server's per-row budget function (db/sqlite-handle.ts); here it passes.
+      handle.function('orrery_read', { deterministic: false, directOnly: true }, (_bytes: unknown) => 1);
       db = new Kysely<Database>({
         dialect: new SqliteDialect({ database: handle }),
         log: (e) => void (e.level === 'query' && sent.push({ sql: e.query.sql, parameters: e.query.parameters })),

@@ -393,3 +393,28 @@ export function fullTextWords(node: QueryNode, defaultPath?: string): string[] {
   walk(node);
   return [...out];
 }
+
+/**
+ * Whether the query reads only the run's own columns (status, model, times, tokens, the
+ * interaction and environment refs): no stored document, no full text. Such a query walks an
+ * index, so a per-row read budget would only cost it its covering index.
+ */
+export function readsColumnsOnly(node: QueryNode, defaultPath?: string): boolean {
+  const isColumn = (field: string | null) => {
+    const name = field ?? defaultPath;
+    return name !== undefined && (Object.hasOwn(COLUMNS, name) || Object.hasOwn(REFS, name.split('.')[0]));
+  };
+  switch (node.kind) {
+    case 'term':
+    case 'range':
+    case 'exists':
+      return isColumn(node.field);
+    case 'and':
+    case 'or':
+      return node.nodes.every((n) => readsColumnsOnly(n, defaultPath));
+    case 'not':
+      return readsColumnsOnly(node.node, defaultPath);
+    case 'all':
+      return true;
+  }
+}

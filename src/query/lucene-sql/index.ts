@@ -1,5 +1,5 @@
 /** Lucene AST → SQL over runs (both dialects), and the search data the store writes for each run. */
-export { compileRunQuery, fullTextWords, isoBound, type CompileOptions } from './compile.ts';
+export { compileRunQuery, fullTextWords, isoBound, readsColumnsOnly, type CompileOptions } from './compile.ts';
 export {
   runSearchDoc,
   runSearchFields,
