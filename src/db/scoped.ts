@@ -142,9 +142,7 @@ export class ScopedTable<N extends ScopedName> {
   /** Runs a write, in a transaction with its audit row when `by` is given and the table is audited. */
   private async audited<T>(
     by: Principal | undefined,
-    write: (
-      db: Kysely<Database>,
-    ) => Promise<{
+    write: (db: Kysely<Database>) => Promise<{
       result: T;
       before: Record<string, unknown> | null;
       after: Record<string, unknown> | null;
