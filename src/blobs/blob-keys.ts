@@ -19,7 +19,6 @@ export const DERIVED_PREFIX = '.orrery/';
 export function keyProblem(key: string, maxBytes = MAX_KEY_BYTES): string | null {
   if (!key) return 'is empty';
   if (Buffer.byteLength(key) > maxBytes) return `is longer than ${maxBytes} bytes`;
-  // eslint-disable-next-line no-control-regex
   if (/[\u0000-\u001f\u007f\\]/.test(key)) return 'contains a control character or a backslash';
   if (key.includes(TEMP_MARKER)) return `contains "${TEMP_MARKER}"`;
   for (const seg of key.split('/')) {

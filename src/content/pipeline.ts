@@ -152,7 +152,7 @@ export class ContentPipeline implements ObjectProcessingHook {
   // ---- jobs ----
 
   private async process(job: Job<{ reason?: string }>, signal: AbortSignal): Promise<void> {
-    const { db, dialect, blobs } = this.deps;
+    const { db, dialect } = this.deps;
     const s = job.scope;
     const id = job.subject;
     const obj = await loadObject(db, dialect, s, id);

@@ -152,7 +152,7 @@ export async function setKeyCommand(config: Config, env: string | undefined, fla
     const updated = await target.update('environments', matches[0].id, { apiKey });
     console.log(`environment ${updated.id} "${updated.name}": API key set (${updated.apikey_hint ?? 'hidden'})`);
   } catch (err) {
-    throw new Error(messageOf(err));
+    throw new Error(messageOf(err), { cause: err });
   } finally {
     await target.close();
   }

@@ -115,7 +115,7 @@ export class HttpTarget implements ImportTarget {
         source,
         ...(after ? { after_kind: after.kind, after_id: after.source_id } : {}),
       });
-      const page: ImportLink[] = await this.call('GET', `/import/links?${q}`);
+      const page: ImportLink[] = await this.call('GET', `/import/links?${q.toString()}`);
       all.push(...page);
       if (page.length < 10_000) return all;
       after = page[page.length - 1];

@@ -133,7 +133,7 @@ export async function postToProvider(req: ProviderPost): Promise<ProviderRespons
   }
   const status = exchange.status;
   if (status < 200 || status >= 300) {
-    let text = '';
+    let text: string;
     try {
       text = (await exchange.whole()).toString('utf8');
     } catch (err) {

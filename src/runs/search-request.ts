@@ -325,7 +325,7 @@ function interfaceFacets(facets: Json): FacetSpec[] {
     }
     if (field.type !== type)
       throw new BadRequest(
-        `${what}: a ${type} facet needs a ${type} field (${type === 'number' ? 'execution_time, cost.total' : 'updated_at'}), not ${spec.path}`,
+        `${what}: a ${type} facet needs a ${type} field (${type === 'number' ? 'execution_time, cost.total' : 'updated_at'}), not ${String(spec.path)}`,
       );
     if (spec.default !== undefined && typeof spec.default !== 'string')
       throw new BadRequest(
