@@ -49,6 +49,15 @@ export class AuditLog {
     });
   }
 
+  /** changesOf() below, for callers under db/ that hold the log but import no feature's code. */
+  changes(
+    before: Record<string, unknown> | null,
+    after: Record<string, unknown> | null,
+    opts?: { secret?: readonly string[]; ignore?: readonly string[] },
+  ): Record<string, { before?: unknown; after?: unknown }> {
+    return changesOf(before, after, opts);
+  }
+
   /** Writes one entry with the caller's executor (a transaction of the caller's). */
   async write(db: Kysely<Database>, p: Principal, entry: AuditEntry): Promise<void> {
     const details = {
