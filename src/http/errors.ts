@@ -18,6 +18,19 @@ export class OrreryError extends Error {
   }
 }
 
+/** An error whose answer carries headers of its own (a 429's Retry-After and rate-limit state). */
+export class OrreryErrorWithHeaders extends OrreryError {
+  constructor(
+    code: string,
+    status: number,
+    message: string,
+    details: unknown,
+    readonly headers: Record<string, string>,
+  ) {
+    super(code, status, message, details);
+  }
+}
+
 const define = (code: string, status: number) =>
   class extends OrreryError {
     constructor(message: string, details?: unknown, extra?: Record<string, unknown>) {
