@@ -1,6 +1,6 @@
 /**
  * Where an import writes: one interface, so the importer never knows whether the target is this
- * machine's database (local.ts opens it in-process) or a running server (`--to`). Both are
+ * machine's database (src/local-target.ts opens it in-process) or a running server (`--to`). Both are
  * reached through the target's HTTP API, so both modes apply the same rules (validation, the
  * upload's temporary name and rename, permissions) and keep their links in the same table.
  */
