@@ -9,7 +9,7 @@ import type { Database } from '../db/schema.ts';
 import type { OrreryDialect } from '../db/dialect.ts';
 import type { Principal } from '../auth/principal.ts';
 import { BadRequest } from '../http/errors.ts';
-import { isoDate } from '../objects/filters.ts';
+import { isoDate } from '../http/query.ts';
 import { setOwn } from '../util/own.ts';
 
 export const MAX_AUDIT_PAGE = 1000;

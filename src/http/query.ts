@@ -39,3 +39,10 @@ export function pageOf(q: { limit?: unknown; offset?: unknown }, fallback = 100)
   }
   return { limit: Math.min(Math.max(Number.isFinite(limit) ? Math.trunc(limit) : fallback, 0), MAX_PAGE), offset };
 }
+
+/** A date parameter (`from`, `createdTo`, …) as ISO 8601 UTC; 400 when it is not a date. */
+export function isoDate(field: string, value: string): string {
+  const t = Date.parse(value);
+  if (Number.isNaN(t)) throw new BadRequest(`${field} must be an ISO 8601 date, got ${JSON.stringify(value)}`);
+  return new Date(t).toISOString();
+}
