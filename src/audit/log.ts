@@ -11,7 +11,7 @@ import { newId, nowIso } from '../db/ids.ts';
 import type { Principal } from '../auth/principal.ts';
 
 export type AuditAction = 'create' | 'update' | 'delete' | 'bulk_delete' | 'publish' | 'token_issue';
-export type AuditCategory = 'content' | 'security' | 'system';
+type AuditCategory = 'content' | 'security' | 'system';
 
 export interface AuditEntry {
   action: AuditAction;
@@ -26,7 +26,7 @@ export interface AuditEntry {
 }
 
 /** What a redacted secret reads as. */
-export const REDACTED = '[redacted]';
+const REDACTED = '[redacted]';
 
 const SECURITY_TYPES = new Set(['apikey', 'project', 'token']);
 const SYSTEM_ACTORS = new Set(['system', 'cli']);

@@ -13,7 +13,7 @@ import { isoDate } from '../http/query.ts';
 import { setOwn } from '../util/own.ts';
 
 export const MAX_AUDIT_PAGE = 1000;
-export const DEFAULT_AUDIT_PAGE = 100;
+const DEFAULT_AUDIT_PAGE = 100;
 export const MAX_AGGREGATE_GROUPS = 200;
 export const MAX_RANGE_DAYS = 366;
 const DAY_MS = 86_400_000;

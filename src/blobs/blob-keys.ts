@@ -9,7 +9,7 @@ import { newId } from '../db/ids.ts';
 
 export const MAX_KEY_BYTES = 1024;
 /** Per segment: a file name is at most 255 bytes, and the temporary one adds about 30. */
-export const MAX_SEGMENT_BYTES = 200;
+const MAX_SEGMENT_BYTES = 200;
 /** Temporary upload files carry this marker; no key may. */
 export const TEMP_MARKER = '~orrery-upload';
 /** Keys of blobs the server makes itself (renditions): never given out for an upload. */

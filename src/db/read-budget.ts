@@ -10,9 +10,9 @@ import { sql, type Kysely } from 'kysely';
 import type { OrreryDialect } from './dialect.ts';
 import { OrreryError } from '../http/errors.ts';
 
-export const QUERY_TIMEOUT_VARIABLE = 'ORRERY_QUERY_TIMEOUT';
+const QUERY_TIMEOUT_VARIABLE = 'ORRERY_QUERY_TIMEOUT';
 
-export class QueryTimeout extends OrreryError {
+class QueryTimeout extends OrreryError {
   constructor(ms: number) {
     super(
       'query_timeout',

@@ -60,8 +60,8 @@ import { toWire } from './vectors.ts';
 import { detectVectorExtension, type VectorExtension } from '../db/vector-extension.ts';
 import type { PartitionIndex } from './vector-index.ts';
 
-export const EMBED_OBJECT_JOB = 'embed-object';
-export const EMBED_PROJECT_JOB = 'embed-project';
+const EMBED_OBJECT_JOB = 'embed-object';
+const EMBED_PROJECT_JOB = 'embed-project';
 
 export interface EmbeddingServiceDeps {
   db: Kysely<Database>;

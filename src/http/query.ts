@@ -1,7 +1,7 @@
 import { BadRequest } from './errors.ts';
 
 /** Values of one list filter (ids, tags, statuses, models…): each is a bound SQL value. */
-export const MAX_LIST_VALUES = 1000;
+const MAX_LIST_VALUES = 1000;
 
 /**
  * Query-string helpers: the official client repeats keys, CLI 1.4.1 comma-joins them; accept both.

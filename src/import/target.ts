@@ -39,7 +39,7 @@ export interface ImportTarget {
   close(): Promise<void>;
 }
 
-export class TargetError extends Error {
+class TargetError extends Error {
   constructor(
     readonly status: number,
     message: string,

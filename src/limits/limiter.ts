@@ -278,7 +278,7 @@ const dayOf = (ms: number): string => new Date(ms).toISOString().slice(0, 10);
 const nextDay = (ms: number): number => (Math.floor(ms / DAY_MS) + 1) * DAY_MS;
 
 /** Raised over a limit; the error handler answers 429 with the JSON error shape and these headers. */
-export class RateLimited extends OrreryErrorWithHeaders {
+class RateLimited extends OrreryErrorWithHeaders {
   constructor(message: string, details: Record<string, unknown>, headers: Record<string, string>) {
     super('rate_limited', 429, message, details, headers);
   }

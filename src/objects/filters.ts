@@ -48,7 +48,7 @@ type Eb = ExpressionBuilder<Database, 'objects'>;
 const MAX_TERMS = 12;
 
 /** The words of a full-text query (at most 12, each at most 200 characters). */
-export const fullTextTerms = (q: string | undefined): string[] =>
+const fullTextTerms = (q: string | undefined): string[] =>
   (q ?? '')
     .split(/\s+/)
     .map((t) => t.trim())

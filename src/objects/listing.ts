@@ -28,7 +28,7 @@ export interface Page {
   offset: number;
 }
 
-export interface SortSpec {
+interface SortSpec {
   field: string;
   order?: 'asc' | 'desc';
 }

@@ -14,7 +14,7 @@ import { readSse, type SseEvent } from './sse.ts';
 import { EgressRefused } from './egress.ts';
 import { defaultOutbound, type Outbound } from './outbound.ts';
 
-export const DEFAULT_TIMEOUT_MS = 10 * 60 * 1000;
+const DEFAULT_TIMEOUT_MS = 10 * 60 * 1000;
 
 export interface ProviderPost {
   /** Who we are talking to, for messages: "OpenAI", "Anthropic", "openai_compatible at http://…". */
@@ -279,7 +279,7 @@ class Exchange implements Dispatcher.DispatchHandler {
 }
 
 /** A ProviderError for a non-2xx answer, with the provider's message and the wait it asked for. */
-export function httpError(
+function httpError(
   label: string,
   status: number,
   bodyText: string,

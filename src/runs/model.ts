@@ -6,7 +6,7 @@ import type { Ref } from '../auth/principal.ts';
 import type { RunCost } from '../pricing/cost.ts';
 
 export const RUN_STATUSES = ['created', 'processing', 'completed', 'failed'] as const;
-export type RunStatus = (typeof RUN_STATUSES)[number];
+type RunStatus = (typeof RUN_STATUSES)[number];
 
 /** A run that will not change any more: `completed` or `failed`. */
 export const hasEnded = (status: unknown): boolean => status === 'completed' || status === 'failed';
@@ -61,7 +61,7 @@ export interface RunDoc {
   cached_from?: string;
 }
 
-export interface Evaluation {
+interface Evaluation {
   score: number;
   selected: boolean;
 }
@@ -102,7 +102,7 @@ export interface Run {
 }
 
 /** The search columns (0003) are derived by the store and never read back as part of a run. */
-export type SearchColumn =
+type SearchColumn =
   | 'search_fields'
   | 'search_rowid'
   | 'search_tsv'

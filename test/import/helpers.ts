@@ -52,7 +52,7 @@ export class FlakyProxy {
 }
 
 /** An output stream that keeps what is written (not a TTY: plain progress lines). */
-export function captured(): NodeJS.WriteStream & { text(): string } {
+function captured(): NodeJS.WriteStream & { text(): string } {
   let text = '';
   return {
     isTTY: false,

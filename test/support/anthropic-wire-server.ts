@@ -34,7 +34,7 @@ export interface AnthropicWireOptions {
   hangAfterChunks?: number;
 }
 
-export interface RecordedRequest {
+interface RecordedRequest {
   method: string;
   path: string;
   headers: Record<string, string | string[] | undefined>;

@@ -50,7 +50,7 @@ export interface OpenAIWireOptions {
   hangAfterChunks?: number;
 }
 
-export interface RecordedRequest {
+interface RecordedRequest {
   method: string;
   path: string;
   /** The query string's parameters (Azure's api-version). */

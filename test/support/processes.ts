@@ -11,8 +11,6 @@ const ROOT = new URL('../..', import.meta.url).pathname;
 
 import { freePort } from '../../scripts/free-port.mjs';
 
-export { freePort };
-
 export interface ServerProcess {
   url: string;
   proc: ChildProcess;

@@ -148,5 +148,3 @@ export function CodeEditor({
 
   return <div className="code-editor" ref={host} data-language={language} />;
 }
-
-export default CodeEditor;

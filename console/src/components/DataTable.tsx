@@ -18,7 +18,7 @@ import {
 } from '@tanstack/react-table';
 import { useVirtualizer } from '@tanstack/react-virtual';
 
-export const tableFeatureSet = tableFeatures({ columnVisibilityFeature });
+const tableFeatureSet = tableFeatures({ columnVisibilityFeature });
 export type TableFeatureSet = typeof tableFeatureSet;
 export type DataColumn<T extends RowData> = ColumnDef<TableFeatureSet, T, any>;
 
