@@ -171,16 +171,14 @@ async function measure(
     let t0 = performance.now();
     const BATCH = 1000;
     for (let i = 0; i < data.length; i += BATCH) {
-      const rows: VectorRow[] = data
-        .slice(i, i + BATCH)
-        .map((vector, j) => ({
-          ownerKind: 'object',
-          ownerId: ownerId(i + j),
-          type: 'text',
-          model: key.model,
-          etag: 'e',
-          vector,
-        }));
+      const rows: VectorRow[] = data.slice(i, i + BATCH).map((vector, j) => ({
+        ownerKind: 'object',
+        ownerId: ownerId(i + j),
+        type: 'text',
+        model: key.model,
+        etag: 'e',
+        vector,
+      }));
       await opened.db.transaction().execute((trx) => upsertVectors(trx, scope, rows));
     }
     const insertS = ms(t0) / 1000;
@@ -294,16 +292,14 @@ async function restartMode(): Promise<void> {
   try {
     let t0 = performance.now();
     for (let i = 0; i < n; i += 1000) {
-      const rows: VectorRow[] = all
-        .slice(i, Math.min(n, i + 1000))
-        .map((vector, j) => ({
-          ownerKind: 'object',
-          ownerId: ownerId(i + j),
-          type: 'text',
-          model: key.model,
-          etag: 'e',
-          vector,
-        }));
+      const rows: VectorRow[] = all.slice(i, Math.min(n, i + 1000)).map((vector, j) => ({
+        ownerKind: 'object',
+        ownerId: ownerId(i + j),
+        type: 'text',
+        model: key.model,
+        etag: 'e',
+        vector,
+      }));
       await opened.db.transaction().execute((trx) => upsertVectors(trx, scope, rows));
     }
     console.log(`  ${n} vectors written in ${(ms(t0) / 1000).toFixed(1)} s`);
@@ -332,16 +328,14 @@ async function restartMode(): Promise<void> {
     const results: Array<Record<string, unknown>> = [];
     for (const changes of [0, 2 * half]) {
       if (changes) {
-        const extra: VectorRow[] = all
-          .slice(n, n + half)
-          .map((vector, j) => ({
-            ownerKind: 'object',
-            ownerId: ownerId(n + j),
-            type: 'text',
-            model: key.model,
-            etag: 'e',
-            vector,
-          }));
+        const extra: VectorRow[] = all.slice(n, n + half).map((vector, j) => ({
+          ownerKind: 'object',
+          ownerId: ownerId(n + j),
+          type: 'text',
+          model: key.model,
+          etag: 'e',
+          vector,
+        }));
         await upsertVectors(opened.db, scope, extra);
         for (let i = 0; i < half; i++) await deleteVectors(opened.db, scope, 'object', ownerId(i * 7), ['text']);
       }

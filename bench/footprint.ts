@@ -77,7 +77,11 @@ function descendantsOf(pid: number): number[] {
   }
   const out: number[] = [];
   const walk = (p: number) => {
-    for (const [child, pp] of parent) if (pp === p) (out.push(child), walk(child));
+    for (const [child, pp] of parent)
+      if (pp === p) {
+        out.push(child);
+        walk(child);
+      }
   };
   walk(pid);
   return out;
@@ -495,7 +499,7 @@ if (typeof result.portkey === 'object')
   console.log(
     `| Portkey gateway | ${(result.portkey as { startMs: number }).startMs} ms | — | ${(result.portkey as { idleRssMb: number }).idleRssMb} MB |`,
   );
-else console.log(`Portkey: ${result.portkey}`);
+else console.log(`Portkey: ${String(result.portkey)}`);
 console.log(
   `targets: first /health within 1000 ms: ${f.startMs <= 1000 && l.startMs <= 1000 ? 'met' : 'NOT met'}; idle RSS <= 120 MB: ${f.idleRssMb <= 120 && l.idleRssMb <= 120 ? 'met' : 'NOT met'}`,
 );

@@ -16,28 +16,29 @@ const dir = process.env.BARE_DIR!;
 const durable = process.env.BARE_FSYNC === '1';
 let n = 0;
 
-http
-  .createServer(async (req, res) => {
-    try {
-      if (req.url === '/health') return res.end('ok');
-      const file = join(dir, req.url!.slice(1));
-      if (req.method === 'PUT') {
-        const hash = createHash('sha256');
-        const temp = `${file}.${n++}.tmp`;
-        await pipeline(
-          req,
-          new Transform({ transform: (c, _e, done) => (hash.update(c), done(null, c)) }),
-          await openFileWriter(temp, { durable }),
-        );
-        await rename(temp, file);
-        res.setHeader('etag', `"${hash.digest('hex')}"`);
-        return res.end('{}');
-      }
-      res.writeHead(200, { 'content-length': statSync(file).size });
-      await pipeline(createReadStream(file, { highWaterMark: 256 * 1024 }), res);
-    } catch (err) {
-      res.statusCode = 500;
-      res.end(String(err));
+// Never rejects: every failure answers 500.
+async function serve(req: http.IncomingMessage, res: http.ServerResponse) {
+  try {
+    if (req.url === '/health') return res.end('ok');
+    const file = join(dir, req.url!.slice(1));
+    if (req.method === 'PUT') {
+      const hash = createHash('sha256');
+      const temp = `${file}.${n++}.tmp`;
+      await pipeline(
+        req,
+        new Transform({ transform: (c, _e, done) => (hash.update(c), done(null, c)) }),
+        await openFileWriter(temp, { durable }),
+      );
+      await rename(temp, file);
+      res.setHeader('etag', `"${hash.digest('hex')}"`);
+      return res.end('{}');
     }
-  })
-  .listen(Number(process.env.BARE_PORT), '127.0.0.1');
+    res.writeHead(200, { 'content-length': statSync(file).size });
+    await pipeline(createReadStream(file, { highWaterMark: 256 * 1024 }), res);
+  } catch (err) {
+    res.statusCode = 500;
+    res.end(String(err));
+  }
+}
+
+http.createServer((req, res) => void serve(req, res)).listen(Number(process.env.BARE_PORT), '127.0.0.1');

@@ -299,7 +299,7 @@ function listUrl(): string {
       q.set('tag', `${pick(TAGS)},${pick(TAGS)}`);
       break;
   }
-  return `/api/v1/runs?${q}&limit=100`;
+  return `/api/v1/runs?${q.toString()}&limit=100`;
 }
 
 const luceneQuery = () =>

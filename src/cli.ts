@@ -22,6 +22,7 @@ import { OrreryError } from './http/errors.ts';
 import { installProcessGuards } from './process-guards.ts';
 import { startYoungGenerationTrim } from './util/young-generation.ts';
 import { IMPORT_USAGE } from './import/usage.ts';
+import type { OpenLocalTarget } from './import/command.ts';
 
 const USAGE = `Usage: orrery <command> [options]
 
@@ -128,15 +129,18 @@ async function main(argv: string[]): Promise<void> {
       console.log(`project ${project.id} "${project.name}" (namespace ${project.namespace})`);
     });
   }
+  // Loaded only when used: the local mode opens the whole server, --to needs none of it.
+  const openLocalTarget: OpenLocalTarget = async (c, project, dryRun) =>
+    (await import('./local-target.ts')).openLocalTarget(c, project, dryRun);
   if (command === 'import') {
     if (sub) throw new Error(`import takes no argument ${JSON.stringify(sub)}: did you mean --from ${sub}?`);
     // Loaded here: the official client and undici are not the server's to load at start-up.
     const { importCommand } = await import('./import/command.ts');
-    process.exitCode = await importCommand(config, values);
+    process.exitCode = await importCommand(config, values, openLocalTarget);
     return;
   }
   if (command === 'environments' && sub === 'set-key')
-    return (await import('./import/command.ts')).setKeyCommand(config, arg, values);
+    return (await import('./import/command.ts')).setKeyCommand(config, arg, values, openLocalTarget);
   if (command === 'projects' && sub === 'list')
     return withAdmin(config, async (auth, admin) =>
       printTable(await auth.listProjects(admin), ['id', 'name', 'namespace', 'created_at']),

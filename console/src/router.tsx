@@ -39,6 +39,7 @@ const appRoute = createRoute({
   getParentRoute: () => rootRoute,
   id: '_app',
   beforeLoad: ({ location }) => {
+    // eslint-disable-next-line @typescript-eslint/only-throw-error -- the router's redirects are thrown
     if (!isSignedIn()) throw redirect({ to: '/signin', search: { redirect: location.href } });
   },
   component: AppShell,
@@ -48,6 +49,7 @@ const indexRoute = createRoute({
   getParentRoute: () => appRoute,
   path: '/',
   beforeLoad: () => {
+    // eslint-disable-next-line @typescript-eslint/only-throw-error -- the router's redirects are thrown
     throw redirect({ to: '/runs' });
   },
 });

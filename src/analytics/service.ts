@@ -29,7 +29,7 @@ import { RUN_STATUSES } from '../runs/model.ts';
 import type { Db } from '../runs/store.ts';
 import * as store from './store.ts';
 
-export const MAX_RANGE_DAYS = 366;
+const MAX_RANGE_DAYS = 366;
 const DAY = 86_400_000;
 /** The instants a JavaScript Date holds. */
 const MAX_EPOCH_MS = 8.64e15;
@@ -43,7 +43,7 @@ export interface EnvironmentLookup {
   get(p: Principal, id: string): Promise<{ id: string; name: string }>;
 }
 
-export interface EntityStatusCounts {
+interface EntityStatusCounts {
   id: string;
   name?: string;
   total: number | null;
@@ -115,7 +115,7 @@ export interface CostQuery {
   [k: string]: unknown;
 }
 
-export interface CostPoint {
+interface CostPoint {
   timestamp: string;
   cost: number;
   input_tokens: number;
@@ -134,7 +134,7 @@ export interface CostByDimension {
   periods?: CostPoint[];
 }
 
-export interface ModelPricing {
+interface ModelPricing {
   model: string;
   provider?: string;
   input_price_per_m_tokens: number;
@@ -144,7 +144,7 @@ export interface ModelPricing {
   source: 'billing_export' | 'model_pricing_daily' | 'unavailable';
 }
 
-export interface CostSummary {
+interface CostSummary {
   total_cost: number;
   total_input_tokens: number;
   total_output_tokens: number;
@@ -152,7 +152,7 @@ export interface CostSummary {
   total_duration_ms: number;
 }
 
-export interface PricingCoverage {
+interface PricingCoverage {
   priced_calls: number;
   unpriced_calls: number;
   assumed_default_calls: number;
@@ -501,7 +501,7 @@ function checkRange(from: number, to: number, names: [string, string]): void {
 }
 
 /** `start`/`end` of the run views; bounded: the time series needs both (default: the 30 days before end, end = now). */
-export function runRange(q: DateRangeQuery, bounded: boolean): Range {
+function runRange(q: DateRangeQuery, bounded: boolean): Range {
   const hasStart = q.start !== undefined && q.start !== '';
   const hasEnd = q.end !== undefined && q.end !== '';
   let from = hasStart ? interval(q.start, 'start').from : undefined;
@@ -515,7 +515,7 @@ export function runRange(q: DateRangeQuery, bounded: boolean): Range {
 }
 
 /** `from`/`to` of the cost views: ISO 8601 or epoch ms; default the 30 days before `to` (now). */
-export function costRange(fromValue: unknown, toValue: unknown): { from: number; to: number } {
+function costRange(fromValue: unknown, toValue: unknown): { from: number; to: number } {
   const instant = (v: unknown, what: string, end: boolean): number | undefined => {
     if (v === undefined || v === null || v === '') return undefined;
     if (typeof v === 'number') {

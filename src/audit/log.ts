@@ -11,7 +11,7 @@ import { newId, nowIso } from '../db/ids.ts';
 import type { Principal } from '../auth/principal.ts';
 
 export type AuditAction = 'create' | 'update' | 'delete' | 'bulk_delete' | 'publish' | 'token_issue';
-export type AuditCategory = 'content' | 'security' | 'system';
+type AuditCategory = 'content' | 'security' | 'system';
 
 export interface AuditEntry {
   action: AuditAction;
@@ -26,7 +26,7 @@ export interface AuditEntry {
 }
 
 /** What a redacted secret reads as. */
-export const REDACTED = '[redacted]';
+const REDACTED = '[redacted]';
 
 const SECURITY_TYPES = new Set(['apikey', 'project', 'token']);
 const SYSTEM_ACTORS = new Set(['system', 'cli']);
@@ -47,6 +47,15 @@ export class AuditLog {
       if (entry) await this.write(trx, p, entry);
       return result;
     });
+  }
+
+  /** changesOf() below, for callers under db/ that hold the log but import no feature's code. */
+  changes(
+    before: Record<string, unknown> | null,
+    after: Record<string, unknown> | null,
+    opts?: { secret?: readonly string[]; ignore?: readonly string[] },
+  ): Record<string, { before?: unknown; after?: unknown }> {
+    return changesOf(before, after, opts);
   }
 
   /** Writes one entry with the caller's executor (a transaction of the caller's). */

@@ -9,11 +9,11 @@ import type { Database } from '../db/schema.ts';
 import type { OrreryDialect } from '../db/dialect.ts';
 import type { Principal } from '../auth/principal.ts';
 import { BadRequest } from '../http/errors.ts';
-import { isoDate } from '../objects/filters.ts';
+import { isoDate } from '../http/query.ts';
 import { setOwn } from '../util/own.ts';
 
 export const MAX_AUDIT_PAGE = 1000;
-export const DEFAULT_AUDIT_PAGE = 100;
+const DEFAULT_AUDIT_PAGE = 100;
 export const MAX_AGGREGATE_GROUPS = 200;
 export const MAX_RANGE_DAYS = 366;
 const DAY_MS = 86_400_000;

@@ -10,7 +10,7 @@ import type { Principal, KeyRole, Ref } from './principal.ts';
 
 export const JWT_AUDIENCE = 'orrery';
 
-export interface IssuedClaims {
+interface IssuedClaims {
   sub: string;
   type: 'apikey';
   key_id: string;

@@ -13,7 +13,7 @@ import { Forbidden } from '../http/errors.ts';
 import { table } from '../util/own.ts';
 import type { KeyRole } from './principal.ts';
 
-export const PERMISSIONS = [
+const PERMISSIONS = [
   'account:read',
   'project:read',
   'project:settings_write',
@@ -244,7 +244,7 @@ export const ROUTE_PERMISSIONS: Record<string, Needed> = table<Needed>({
 const API_PREFIX = '/api/v1';
 
 /** The route key of a registered route: `METHOD /path` without the API prefix. */
-export const routeKey = (method: string, url: string): string =>
+const routeKey = (method: string, url: string): string =>
   `${method} ${url.startsWith(API_PREFIX) ? url.slice(API_PREFIX.length) || '/' : url}`;
 
 declare module 'fastify' {

@@ -78,14 +78,14 @@ const KeyLimitsInput = Type.Union([Type.Record(Type.String(), Type.Unknown()), T
     '{requests_per_minute, tokens_per_minute, cost_per_day} (each optional; null: none), or null for no limits of its own',
 });
 
-export const KeyRoleSchema = Type.Union(
+const KeyRoleSchema = Type.Union(
   KEY_ROLES.map((r) => Type.Literal(r)),
   {
     description: 'admin (every project of the account), developer, executor, reader or auditor: see the README, Roles',
   },
 );
 /** On input `member` is accepted too: the developer role's name before roles existed. */
-export const KeyRoleInputSchema = Type.Union(
+const KeyRoleInputSchema = Type.Union(
   KEY_ROLE_INPUTS.map((r) => Type.Literal(r)),
   { description: 'admin, developer (the default; member is an alias), executor, reader or auditor' },
 );

@@ -671,7 +671,7 @@ export class AuthService {
 }
 
 /** The keys of the official client's ProjectConfiguration. */
-export const CONFIGURATION_KEYS = [
+const CONFIGURATION_KEYS = [
   'default_environment',
   'default_model',
   'human_context',
@@ -704,7 +704,7 @@ function futureDate(value: string): string {
   return new Date(t).toISOString();
 }
 
-export const slug = (name: string): string =>
+const slug = (name: string): string =>
   name
     .normalize('NFKD')
     .replace(/[\u0300-\u036f]/g, '')

@@ -9,7 +9,7 @@ import { newId } from '../db/ids.ts';
 
 export const MAX_KEY_BYTES = 1024;
 /** Per segment: a file name is at most 255 bytes, and the temporary one adds about 30. */
-export const MAX_SEGMENT_BYTES = 200;
+const MAX_SEGMENT_BYTES = 200;
 /** Temporary upload files carry this marker; no key may. */
 export const TEMP_MARKER = '~orrery-upload';
 /** Keys of blobs the server makes itself (renditions): never given out for an upload. */
@@ -19,7 +19,6 @@ export const DERIVED_PREFIX = '.orrery/';
 export function keyProblem(key: string, maxBytes = MAX_KEY_BYTES): string | null {
   if (!key) return 'is empty';
   if (Buffer.byteLength(key) > maxBytes) return `is longer than ${maxBytes} bytes`;
-  // eslint-disable-next-line no-control-regex
   if (/[\u0000-\u001f\u007f\\]/.test(key)) return 'contains a control character or a backslash';
   if (key.includes(TEMP_MARKER)) return `contains "${TEMP_MARKER}"`;
   for (const seg of key.split('/')) {

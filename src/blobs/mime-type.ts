@@ -5,7 +5,7 @@
  */
 import { BadRequest } from '../http/errors.ts';
 
-export const MAX_MIME_TYPE_LENGTH = 255;
+const MAX_MIME_TYPE_LENGTH = 255;
 
 /** Printable ASCII only: what a header value may carry, and all a MIME type needs. */
 const HEADER_SAFE = /^[\x20-\x7e]*$/;

@@ -11,7 +11,6 @@ const Nullable = <T extends TSchema>(t: T) => Type.Union([t, Type.Null()]);
 const Json = Type.Record(Type.String(), Type.Unknown());
 
 export const COLLECTION_STATUSES = ['active', 'archived'] as const;
-export type CollectionStatus = (typeof COLLECTION_STATUSES)[number];
 
 /** Member or child ids per add/remove call. */
 /** `GET /objects/:id/collections` looks at this many collections at most (the newest). */
@@ -91,7 +90,7 @@ export const UpdateCollectionBody = OpenObject({
 
 const TypeRefSchema = OpenObject({ id: Type.String(), name: Type.String(), ref_type: Type.Optional(Type.String()) });
 
-export const CollectionSchema = Type.Object(
+const CollectionSchema = Type.Object(
   {
     id: Type.String(),
     name: Type.String(),

@@ -159,15 +159,13 @@ export async function addMembers(
     await db
       .insertInto('collection_members')
       .values(
-        objectIds
-          .slice(i, i + CHUNK)
-          .map((object_id) => ({
-            collection_id: collectionId,
-            object_id,
-            account_id: s.account,
-            project_id: s.project,
-            added_at: now,
-          })),
+        objectIds.slice(i, i + CHUNK).map((object_id) => ({
+          collection_id: collectionId,
+          object_id,
+          account_id: s.account,
+          project_id: s.project,
+          added_at: now,
+        })),
       )
       .onConflict((oc) => oc.columns(['collection_id', 'object_id']).doNothing())
       .execute();
@@ -254,15 +252,13 @@ export async function addChildren(
     const r = await db
       .insertInto('collection_parents')
       .values(
-        children
-          .slice(i, i + CHUNK)
-          .map((child_id) => ({
-            parent_id: parentId,
-            child_id,
-            account_id: s.account,
-            project_id: s.project,
-            added_at: now,
-          })),
+        children.slice(i, i + CHUNK).map((child_id) => ({
+          parent_id: parentId,
+          child_id,
+          account_id: s.account,
+          project_id: s.project,
+          added_at: now,
+        })),
       )
       .onConflict((oc) => oc.columns(['parent_id', 'child_id']).doNothing())
       .executeTakeFirst();

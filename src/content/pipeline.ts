@@ -30,8 +30,8 @@ import { DEFAULT_STEPS, type PipelineStep, type ProcessingResult, type StepConte
 import { canRender, RenditionMaker, renditionPrefix, type RenditionFormat } from './rendition-maker.ts';
 import { contentKey, deleteStaleRenditions, loadObject, orphanedObjects, writeResults } from './store.ts';
 
-export const CONTENT_JOB = 'content';
-export const RENDITION_JOB = 'rendition';
+const CONTENT_JOB = 'content';
+const RENDITION_JOB = 'rendition';
 
 /** Payload of a `rendition` job: one rendition asked for with generate_if_missing. */
 export interface RenditionJob {
@@ -152,7 +152,7 @@ export class ContentPipeline implements ObjectProcessingHook {
   // ---- jobs ----
 
   private async process(job: Job<{ reason?: string }>, signal: AbortSignal): Promise<void> {
-    const { db, dialect, blobs } = this.deps;
+    const { db, dialect } = this.deps;
     const s = job.scope;
     const id = job.subject;
     const obj = await loadObject(db, dialect, s, id);

@@ -9,26 +9,24 @@ import { loadFileType } from './libraries.ts';
 import { bareType, mimeOf, OCTET_STREAM } from '../blobs/mime.ts';
 import { table } from '../util/own.ts';
 
-export const CONTENT_FAMILIES = [
-  'pdf',
-  'docx',
-  'pptx',
-  'xlsx',
-  'odf',
-  'rtf',
-  'html',
-  'eml',
-  'text',
-  'image',
-  'audio',
-  'video',
-  'archive',
-  'binary',
-] as const;
-export type ContentFamily = (typeof CONTENT_FAMILIES)[number];
+export type ContentFamily =
+  | 'pdf'
+  | 'docx'
+  | 'pptx'
+  | 'xlsx'
+  | 'odf'
+  | 'rtf'
+  | 'html'
+  | 'eml'
+  | 'text'
+  | 'image'
+  | 'audio'
+  | 'video'
+  | 'archive'
+  | 'binary';
 
 /** `metadata.type` of the interface (ContentNature). */
-export type ContentNature = 'document' | 'image' | 'audio' | 'video' | 'other';
+type ContentNature = 'document' | 'image' | 'audio' | 'video' | 'other';
 
 export interface Sniffed {
   mime: string;
@@ -80,7 +78,7 @@ const NATURE: Record<ContentFamily, ContentNature> = {
 };
 
 /** Types whose bytes are text that we keep as they are (plain, Markdown, CSV, JSON, XML, YAML, code). */
-export function isTextualType(mime: string | undefined): boolean {
+function isTextualType(mime: string | undefined): boolean {
   if (!mime) return false;
   return (
     mime.startsWith('text/') ||
@@ -194,7 +192,7 @@ const HEADER_LINE =
   /^(from|to|cc|subject|date|received|return-path|message-id|mime-version|delivered-to|reply-to|x-[a-z-]+):[ \t]/i;
 
 /** The kind of a text from its first characters. */
-export function textKind(head: string): string {
+function textKind(head: string): string {
   const start = head.replace(/^\uFEFF/, '').trimStart();
   const lower = start.slice(0, 512).toLowerCase();
   if (lower.startsWith('{\\rtf')) return 'application/rtf';

@@ -52,7 +52,7 @@ const NO_TEXT: ReadonlySet<string> = new Set(['image', 'audio', 'video', 'binary
 const sha256 = (s: string) => createHash('sha256').update(s).digest('hex');
 
 /** Text in reading order (extract/documents.ts says how each format is read); "" for media and archives. */
-export const textStep: PipelineStep = {
+const textStep: PipelineStep = {
   name: 'text',
   async run(ctx) {
     const { family, mime } = ctx.sniffed;
@@ -73,7 +73,7 @@ export const textStep: PipelineStep = {
 };
 
 /** `metadata` with the `type` discriminator, size, etag, MIME type, languages and the facts of the format. */
-export const metadataStep: PipelineStep = {
+const metadataStep: PipelineStep = {
   name: 'metadata',
   async run(ctx) {
     const { family, mime, nature } = ctx.sniffed;
@@ -104,7 +104,7 @@ export const metadataStep: PipelineStep = {
 };
 
 /** The default renditions (web-sized and thumbnail JPEGs) of images and PDFs. */
-export const renditionsStep: PipelineStep = {
+const renditionsStep: PipelineStep = {
   name: 'renditions',
   async run(ctx) {
     const { family, mime } = ctx.sniffed;
@@ -137,7 +137,7 @@ export const renditionsStep: PipelineStep = {
 };
 
 /** `tokens: {count, encoding, etag}` of the extracted text; the etag is the text's. */
-export const tokensStep: PipelineStep = {
+const tokensStep: PipelineStep = {
   name: 'tokens',
   async run(ctx) {
     const text = ctx.result.text ?? '';

@@ -6,8 +6,6 @@
  */
 import { countTokens as count } from 'gpt-tokenizer/encoding/o200k_base';
 
-export { TOKEN_ENCODING } from './token-encoding.ts';
-
 const PLAIN = { disallowedSpecial: new Set<string>() };
 
 export function countTokens(text: string): number {

@@ -4,7 +4,7 @@
  */
 export type DialectName = 'sqlite' | 'postgres';
 
-export interface DialectCaps {
+interface DialectCaps {
   /** LISTEN/NOTIFY for cross-replica signals. */
   readonly notify: boolean;
   /** Several processes may write at once (PostgreSQL), so jobs need row locks. */

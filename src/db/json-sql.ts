@@ -118,7 +118,7 @@ export const jsonScalarsText = (dialect: DialectName, col: Expression<unknown>):
 
 /** The JSON kinds, as find sees them. */
 export type JsonKind = 'string' | 'number' | 'boolean' | 'null' | 'array' | 'object';
-export type JsonTextComparison = '=' | '<' | '<=' | '>' | '>=';
+type JsonTextComparison = '=' | '<' | '<=' | '>' | '>=';
 
 /** One JSON value: a row of `findItems`/`findElements`, or a node read with `findItemOf`. */
 export interface JsonFindItem {

@@ -103,7 +103,7 @@ export const POOL_WAIT_MS = 10_000;
  * thread's (`eventLoop`) waits for the write lock with timers (db/sqlite-lock-wait.ts); the
  * writer thread's may sleep in SQLite's busy handler, which blocks only that thread.
  */
-export function openSqliteConnection(file: string, { eventLoop }: { eventLoop: boolean }): Kysely<Database> {
+function openSqliteConnection(file: string, { eventLoop }: { eventLoop: boolean }): Kysely<Database> {
   const config = { database: withStatementCache(openSqliteHandle(file, { eventLoop })) };
   return new Kysely<Database>({
     dialect: eventLoop ? new LockWaitingSqliteDialect(config) : new SqliteDialect(config),

@@ -17,10 +17,10 @@ import { ReadBudgetExceeded, readersOf } from './sqlite-readers.ts';
 import { requestSignal } from './read-context.ts';
 import type { ReadGate } from './read-gate.ts';
 
-export const QUERY_TIMEOUT_VARIABLE = 'ORRERY_QUERY_TIMEOUT';
-export const QUERY_MAX_READ_VARIABLE = 'ORRERY_QUERY_MAX_READ';
+const QUERY_TIMEOUT_VARIABLE = 'ORRERY_QUERY_TIMEOUT';
+const QUERY_MAX_READ_VARIABLE = 'ORRERY_QUERY_MAX_READ';
 
-export class QueryTimeout extends OrreryError {
+class QueryTimeout extends OrreryError {
   constructor(ms: number) {
     super(
       'query_timeout',

@@ -5,7 +5,7 @@
  */
 import type { Generated } from 'kysely';
 
-export interface AccountTable {
+interface AccountTable {
   id: string;
   name: string;
   created_at: string;
@@ -40,7 +40,7 @@ export interface ApiKeyTable {
 }
 
 /** Usage per subject and window (0020), for rate limits and quotas; see src/limits. */
-export interface UsageCounterTable {
+interface UsageCounterTable {
   subject: string;
   /** `m:<minute since the epoch>` or `d:<UTC day>`. */
   bucket: string;
@@ -50,7 +50,7 @@ export interface UsageCounterTable {
   expires_at: string;
 }
 
-export interface SettingTable {
+interface SettingTable {
   key: string;
   value: string;
 }
@@ -129,7 +129,7 @@ export interface InteractionTable {
 }
 
 /** 0010: answers kept by interactions' cache_policy, one per (project, key). */
-export interface RunCacheTable {
+interface RunCacheTable {
   project_id: string;
   key: string;
   account_id: string;
@@ -179,7 +179,7 @@ export interface RunTable {
   expires_at?: string | null;
 }
 
-export interface ReplicaTable {
+interface ReplicaTable {
   id: string;
   host: string;
   started_at: string;
@@ -188,13 +188,13 @@ export interface ReplicaTable {
   process: string | null;
 }
 
-export interface RunChunkTable {
+interface RunChunkTable {
   run_id: string;
   seq: number;
   text: string;
 }
 
-export interface RunTagTable {
+interface RunTagTable {
   run_id: string;
   tag: string;
   /** SQLite (0003): the run's `search_rowid`, so a tag's runs are counted from indexes alone. */
@@ -275,7 +275,7 @@ export interface ObjectTable {
 }
 
 /** The audit trail (0018); see src/audit. */
-export interface AuditEventTable {
+interface AuditEventTable {
   id: string;
   account_id: string;
   project_id: string | null;
@@ -335,7 +335,7 @@ export interface ObjectRenditionTable {
 }
 
 /** Embeddings of objects and runs (0006); see src/embeddings/store.ts. */
-export interface VectorTable {
+interface VectorTable {
   account_id: string;
   project_id: string;
   /** 'object' or 'run'. */
@@ -376,7 +376,7 @@ export interface CollectionTable {
   updated_at: string;
 }
 
-export interface CollectionMemberTable {
+interface CollectionMemberTable {
   collection_id: string;
   object_id: string;
   account_id: string;
@@ -384,7 +384,7 @@ export interface CollectionMemberTable {
   added_at: string;
 }
 
-export interface CollectionParentTable {
+interface CollectionParentTable {
   parent_id: string;
   child_id: string;
   account_id: string;
@@ -417,5 +417,3 @@ export interface Database {
   collection_members: CollectionMemberTable;
   collection_parents: CollectionParentTable;
 }
-
-export type { Generated };

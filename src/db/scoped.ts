@@ -8,7 +8,8 @@ import type { Kysely, Selectable, Insertable, Updateable } from 'kysely';
 import type { Database } from './schema.ts';
 import type { OrreryDialect } from './dialect.ts';
 import type { Principal, Scope } from '../auth/principal.ts';
-import { changesOf, type AuditAction, type AuditLog } from '../audit/log.ts';
+// Types only: the log itself is passed in (TableAudit), so db/ runs no feature's code.
+import type { AuditAction, AuditLog } from '../audit/log.ts';
 
 type ScopedName = 'environments' | 'prompts' | 'interactions';
 
@@ -110,7 +111,7 @@ export class ScopedTable<N extends ScopedName> {
             action: 'delete',
             resourceType: audit.resourceType,
             resourceId: String(row.id),
-            changes: changesOf(this.view(row), null, { secret: audit.secret }),
+            changes: audit.log.changes(this.view(row), null, { secret: audit.secret }),
           });
         }
         return n;
@@ -142,9 +143,7 @@ export class ScopedTable<N extends ScopedName> {
   /** Runs a write, in a transaction with its audit row when `by` is given and the table is audited. */
   private async audited<T>(
     by: Principal | undefined,
-    write: (
-      db: Kysely<Database>,
-    ) => Promise<{
+    write: (db: Kysely<Database>) => Promise<{
       result: T;
       before: Record<string, unknown> | null;
       after: Record<string, unknown> | null;
@@ -156,7 +155,7 @@ export class ScopedTable<N extends ScopedName> {
     if (!by || !audit) return (await write(this.db)).result;
     return audit.log.record(by, async (trx) => {
       const w = await write(trx);
-      const changes = changesOf(w.before && this.view(w.before), w.after && this.view(w.after), {
+      const changes = audit.log.changes(w.before && this.view(w.before), w.after && this.view(w.after), {
         secret: audit.secret,
       });
       const entry =

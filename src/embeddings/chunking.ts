@@ -9,7 +9,7 @@
 import type { Embedder } from './embedder.ts';
 import { combine } from './vectors.ts';
 
-export const MAX_CHUNKS = 64;
+const MAX_CHUNKS = 64;
 
 export function chunkText(text: string, maxChars: number, maxChunks = MAX_CHUNKS): string[] {
   const chunks: string[] = [];

@@ -15,8 +15,7 @@ import { createReadStream } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { Readable } from 'node:stream';
 
-export const SCALAR_KINDS = ['f32', 'f16', 'i8'] as const;
-export type ScalarKind = (typeof SCALAR_KINDS)[number];
+export type ScalarKind = 'f32' | 'f16' | 'i8';
 
 const MAGIC = Buffer.from('ORRVGRF1');
 const CHUNK = 4 * 1024 * 1024;

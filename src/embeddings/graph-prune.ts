@@ -18,7 +18,7 @@ export function graphKeyOf(prefix: string, project: string, partition: string): 
 }
 
 /** The partition ids of a project whose graphs are kept; null when the project is gone. */
-export async function configuredPartitions(db: Db, project: string): Promise<Set<string> | null> {
+async function configuredPartitions(db: Db, project: string): Promise<Set<string> | null> {
   const row = await db.selectFrom('projects').select('settings').where('id', '=', project).executeTakeFirst();
   if (!row) return null;
   // SQLite answers JSON as text, PostgreSQL as an object.

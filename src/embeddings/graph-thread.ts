@@ -34,7 +34,7 @@ const own = (v: Float32Array): Float32Array =>
     ? v
     : v.slice();
 
-export class GraphClosed extends Error {
+class GraphClosed extends Error {
   constructor() {
     super('the similarity graph was closed');
     this.name = 'GraphClosed';

@@ -43,7 +43,7 @@ import {
 } from './graph-sql.ts';
 import { graphKeyOf, pruneGraphs } from './graph-prune.ts';
 
-export const VECTOR_CHANNEL = 'orrery_vectors';
+const VECTOR_CHANNEL = 'orrery_vectors';
 
 export interface IndexOptions {
   /** Below this many vectors a partition is searched exactly (brute force); from it on, HNSW. */
@@ -63,7 +63,7 @@ export interface IndexOptions {
 
 export type GraphEvent = 'built' | 'saved' | 'loaded' | 'rejected' | 'lease_busy' | 'pruned';
 
-export interface GraphPersistence {
+interface GraphPersistence {
   /** Where graph files go: the blob store (S3), or a store over the data folder. */
   store: BlobStore;
   /** Key prefix in the store ('' or ending in '/'). */

@@ -4,7 +4,7 @@ import { OpenObject } from '../http/schemas.ts';
 export const EmbeddingTypeParams = Type.Object({ type: Type.String({ description: 'text, image or properties' }) });
 
 /** An object's embedding as the record shows it (the client's `Embedding`); optional fields, since `select` may project any away. */
-export const EmbeddingSchema = OpenObject({
+const EmbeddingSchema = OpenObject({
   model: Type.Optional(
     Type.String({ description: 'The model the vector belongs to: vectors of different models are never compared' }),
   ),
@@ -88,26 +88,6 @@ export const EmbeddingsStatusSchema = OpenObject({
     type: Type.String(),
   }),
 });
-
-export const EmbeddingSettingsBody = Type.Object(
-  {
-    environment: Type.Optional(
-      Type.Union([Type.String(), Type.Null()], {
-        description: 'An openai or openai_compatible environment id; null for the built-in embedder',
-      }),
-    ),
-    model: Type.Optional(Type.String({ description: 'The embedding model (required with an environment)' })),
-    runs: Type.Optional(
-      Type.Boolean({ description: 'Compute input_embedding / result_embedding of runs (default true)' }),
-    ),
-    disabled: Type.Optional(
-      Type.Array(Type.Union([Type.Literal('text'), Type.Literal('image'), Type.Literal('properties')]), {
-        description: 'Object embedding types turned off: not computed, not searched',
-      }),
-    ),
-  },
-  { additionalProperties: true },
-);
 
 export const EmbeddingEnableBody = Type.Object(
   {

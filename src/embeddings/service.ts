@@ -61,8 +61,8 @@ import { detectVectorExtension, type VectorExtension } from '../db/vector-extens
 import type { PartitionIndex } from './vector-index.ts';
 import { messageText, type ChatMessage } from '../providers/driver.ts';
 
-export const EMBED_OBJECT_JOB = 'embed-object';
-export const EMBED_PROJECT_JOB = 'embed-project';
+const EMBED_OBJECT_JOB = 'embed-object';
+const EMBED_PROJECT_JOB = 'embed-project';
 
 export interface EmbeddingServiceDeps {
   db: Kysely<Database>;

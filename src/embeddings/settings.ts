@@ -30,7 +30,7 @@ export interface EmbeddingSettings {
 export const EMBEDDING_KINDS = ['text', 'image', 'properties'] as const;
 export type EmbeddingKind = (typeof EMBEDDING_KINDS)[number];
 
-export const BUILTIN: EmbeddingSettings = {
+const BUILTIN: EmbeddingSettings = {
   environment: null,
   model: HASHED_NGRAMS_MODEL,
   dimensions: 384,
@@ -38,7 +38,7 @@ export const BUILTIN: EmbeddingSettings = {
 };
 
 /** Providers whose environments can embed (an OpenAI-compatible `/embeddings` endpoint). */
-export const EMBEDDING_PROVIDERS = ['openai', 'openai_compatible'] as const;
+const EMBEDDING_PROVIDERS = ['openai', 'openai_compatible'] as const;
 
 export interface ResolvedEmbedder {
   settings: EmbeddingSettings;
@@ -48,7 +48,7 @@ export interface ResolvedEmbedder {
 /** How long a project's settings (and its environment's key) serve before they are read again. */
 const CACHE_MS = 5000;
 
-export const builtinEmbedder = new HashedNgramsEmbedder();
+const builtinEmbedder = new HashedNgramsEmbedder();
 
 /** The principal-shaped scope the environment service needs, for background work. */
 export const systemPrincipal = (s: Scope): Principal => ({

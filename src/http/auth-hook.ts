@@ -24,7 +24,7 @@ export const installPrincipal = (app: FastifyInstance): void => {
   app.decorateRequest('principal', null);
 };
 
-export function bearerToken(req: FastifyRequest): string | undefined {
+function bearerToken(req: FastifyRequest): string | undefined {
   const header = req.headers.authorization;
   if (header) {
     const m = /^Bearer\s+(.+)$/i.exec(header.trim());

@@ -4,9 +4,8 @@
  * Every answer has the one wire shape `{error, status, message, details?}`.
  */
 import type { FastifyError, FastifyInstance } from 'fastify';
-import { DATABASE_RETRY_AFTER_SECONDS, OrreryError, wireError } from './errors.ts';
+import { DATABASE_RETRY_AFTER_SECONDS, OrreryError, OrreryErrorWithHeaders, wireError } from './errors.ts';
 import { classifyStorageError } from '../db/storage-errors.ts';
-import { RateLimited } from '../limits/limiter.ts';
 import { parseJsonBody } from './json-body.ts';
 import { STATUS_CODES } from 'node:http';
 import { table } from '../util/own.ts';
@@ -23,7 +22,7 @@ export function installErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((err: FastifyError, req, reply) => {
     if (err instanceof OrreryError) {
       // A 429 tells when to come back (src/limits).
-      if (err instanceof RateLimited) reply.headers(err.headers);
+      if (err instanceof OrreryErrorWithHeaders) reply.headers(err.headers);
       const retryAfter = (err as { retryAfterSeconds?: unknown }).retryAfterSeconds;
       if (typeof retryAfter === 'number') reply.header('retry-after', String(retryAfter));
       return reply.code(err.status).send(wireError(err.code, err.status, err.message, err.details, err.extra));

@@ -18,6 +18,19 @@ export class OrreryError extends Error {
   }
 }
 
+/** An error whose answer carries headers of its own (a 429's Retry-After and rate-limit state). */
+export class OrreryErrorWithHeaders extends OrreryError {
+  constructor(
+    code: string,
+    status: number,
+    message: string,
+    details: unknown,
+    readonly headers: Record<string, string>,
+  ) {
+    super(code, status, message, details);
+  }
+}
+
 const define = (code: string, status: number) =>
   class extends OrreryError {
     constructor(message: string, details?: unknown, extra?: Record<string, unknown>) {
@@ -32,10 +45,6 @@ export const Conflict = define('conflict', 409);
 export const PreconditionFailed = define('precondition_failed', 412);
 export const PayloadTooLarge = define('payload_too_large', 413);
 export const UnsupportedMediaType = define('unsupported_media_type', 415);
-export const UnprocessableEntity = define('unprocessable_entity', 422);
-/** The model provider failed or could not be reached: the upstream's fault, not ours. */
-export const ProviderFailure = define('provider_error', 502);
-export const ServiceUnavailable = define('service_unavailable', 503);
 /** Seconds a client should wait before retrying a request the database could not serve. */
 export const DATABASE_RETRY_AFTER_SECONDS = 5;
 

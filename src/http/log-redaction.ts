@@ -12,7 +12,7 @@ import { stdSerializers } from 'pino';
 const CENSOR = '[REDACTED]';
 
 /** Query parameters whose value is a credential (compared in lower case). */
-export const SECRET_QUERY_PARAMS = [
+const SECRET_QUERY_PARAMS = [
   'access_token',
   'token',
   'sig',

@@ -1,7 +1,7 @@
 import { BadRequest } from './errors.ts';
 
 /** Values of one list filter (ids, tags, statuses, models…): each is a bound SQL value. */
-export const MAX_LIST_VALUES = 1000;
+const MAX_LIST_VALUES = 1000;
 
 /**
  * Query-string helpers: the official client repeats keys, CLI 1.4.1 comma-joins them; accept both.
@@ -38,4 +38,11 @@ export function pageOf(q: { limit?: unknown; offset?: unknown }, fallback = 100)
     );
   }
   return { limit: Math.min(Math.max(Number.isFinite(limit) ? Math.trunc(limit) : fallback, 0), MAX_PAGE), offset };
+}
+
+/** A date parameter (`from`, `createdTo`, …) as ISO 8601 UTC; 400 when it is not a date. */
+export function isoDate(field: string, value: string): string {
+  const t = Date.parse(value);
+  if (Number.isNaN(t)) throw new BadRequest(`${field} must be an ISO 8601 date, got ${JSON.stringify(value)}`);
+  return new Date(t).toISOString();
 }

@@ -20,10 +20,10 @@ export const RefSchema = Type.Object({ id: Type.String(), name: Type.String() },
 export const IdParams = Type.Object({ id: Type.String({ minLength: 1 }) });
 
 /** Bounds of the short strings and lists a user stores (README, Limits). */
-export const MAX_NAME_LENGTH = 1000;
-export const MAX_TAG_LENGTH = 200;
-export const MAX_TAGS = 1000;
-export const MAX_DESCRIPTION_LENGTH = 100_000;
+const MAX_NAME_LENGTH = 1000;
+const MAX_TAG_LENGTH = 200;
+const MAX_TAGS = 1000;
+const MAX_DESCRIPTION_LENGTH = 100_000;
 
 /** A name, id, path or other short string a user gives. */
 export const ShortString = (options: Record<string, unknown> = {}) =>

@@ -4,7 +4,7 @@
  */
 import type { FastifyReply } from 'fastify';
 
-export interface SseEvent {
+interface SseEvent {
   id?: string | number;
   event?: string;
   /** Already-serialised data; newlines are split into several `data:` lines as the spec says. */

@@ -33,9 +33,22 @@ function kindsOf(include: string | undefined): Kind[] {
   return kinds as Kind[];
 }
 
+export interface LocalTarget {
+  target: HttpTarget;
+  /** The admin key created for the default project of a new database (shown once). */
+  createdAdminKey?: string;
+}
+
+/**
+ * Opens this machine's own database as the target (src/local-target.ts), passed in by the CLI: it
+ * builds the whole server, which mounts import/ itself.
+ */
+export type OpenLocalTarget = (config: Config, project: string | undefined, dryRun: boolean) => Promise<LocalTarget>;
+
 export async function importCommand(
   config: Config,
   flags: ImportFlags,
+  openLocalTarget: OpenLocalTarget,
   out: NodeJS.WriteStream = process.stdout,
 ): Promise<number> {
   if (!flags.from || !flags.key)
@@ -61,8 +74,6 @@ export async function importCommand(
         );
     }
   } else {
-    // Loaded only here: the local mode opens the whole server, --to needs none of it.
-    const { openLocalTarget } = await import('./local.ts');
     const local = await openLocalTarget(config, flags.project, dryRun);
     if (local.createdAdminKey)
       out.write(`Created the default account and project; admin API key (shown once): ${local.createdAdminKey}\n\n`);
@@ -132,14 +143,19 @@ async function readStdin(): Promise<string> {
   return Buffer.concat(chunks).toString('utf8').trim();
 }
 
-export async function setKeyCommand(config: Config, env: string | undefined, flags: SetKeyFlags): Promise<void> {
+export async function setKeyCommand(
+  config: Config,
+  env: string | undefined,
+  flags: SetKeyFlags,
+  openLocalTarget: OpenLocalTarget,
+): Promise<void> {
   if (!env) throw new Error('environments set-key needs the environment id or name');
   if (!!flags.to !== !!flags['to-key']) throw new Error('--to and --to-key go together');
   const apiKey = flags['api-key'] ?? (await readStdin());
   if (!apiKey) throw new Error('no API key given (--api-key, or on standard input)');
   const target = flags.to
     ? new HttpTarget(flags.to, flags['to-key']!)
-    : (await (await import('./local.ts')).openLocalTarget(config, flags.project, false)).target;
+    : (await openLocalTarget(config, flags.project, false)).target;
   try {
     const envs = await target.list('environments');
     const matches = envs.filter((e) => e.id === env || e.name === env);
@@ -152,7 +168,7 @@ export async function setKeyCommand(config: Config, env: string | undefined, fla
     const updated = await target.update('environments', matches[0].id, { apiKey });
     console.log(`environment ${updated.id} "${updated.name}": API key set (${updated.apikey_hint ?? 'hidden'})`);
   } catch (err) {
-    throw new Error(messageOf(err));
+    throw new Error(messageOf(err), { cause: err });
   } finally {
     await target.close();
   }

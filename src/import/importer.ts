@@ -42,7 +42,7 @@ export interface Failure {
   reason: string;
 }
 
-export interface Planned {
+interface Planned {
   kind: Kind;
   id: string;
   name?: string;

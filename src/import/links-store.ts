@@ -5,7 +5,7 @@
 import type { Kysely } from 'kysely';
 import type { Scope } from '../auth/principal.ts';
 
-export interface ImportLinkTable {
+interface ImportLinkTable {
   account_id: string;
   project_id: string;
   source: string;

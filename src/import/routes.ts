@@ -11,7 +11,7 @@ import { ImportedRunSchema } from './schemas.ts';
 import { LINK_KINDS, type ImportedRun, type ImportService } from './service.ts';
 
 /** Links per page of GET /import/links. */
-export const LINKS_PAGE = 10_000;
+const LINKS_PAGE = 10_000;
 
 const Kind = Type.Union(LINK_KINDS.map((k) => Type.Literal(k)));
 const Link = Type.Object({

@@ -24,7 +24,6 @@ export const LINK_KINDS = [
   'object',
   'run',
 ] as const;
-export type LinkKind = (typeof LINK_KINDS)[number];
 
 /** A source run as the official client retrieves it, references already rewritten to the copies. */
 export interface ImportedRun {

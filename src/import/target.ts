@@ -1,6 +1,6 @@
 /**
  * Where an import writes: one interface, so the importer never knows whether the target is this
- * machine's database (local.ts opens it in-process) or a running server (`--to`). Both are
+ * machine's database (src/local-target.ts opens it in-process) or a running server (`--to`). Both are
  * reached through the target's HTTP API, so both modes apply the same rules (validation, the
  * upload's temporary name and rename, permissions) and keep their links in the same table.
  */
@@ -39,7 +39,7 @@ export interface ImportTarget {
   close(): Promise<void>;
 }
 
-export class TargetError extends Error {
+class TargetError extends Error {
   constructor(
     readonly status: number,
     message: string,
@@ -115,7 +115,7 @@ export class HttpTarget implements ImportTarget {
         source,
         ...(after ? { after_kind: after.kind, after_id: after.source_id } : {}),
       });
-      const page: ImportLink[] = await this.call('GET', `/import/links?${q}`);
+      const page: ImportLink[] = await this.call('GET', `/import/links?${q.toString()}`);
       all.push(...page);
       if (page.length < 10_000) return all;
       after = page[page.length - 1];

@@ -12,10 +12,8 @@ export interface FacetSpec {
   field: string;
 }
 
-export type FacetBucket = { _id: string | number | null; count: number };
-
 /** At most this many buckets a facet (the rest are the least frequent). */
-export const MAX_BUCKETS = 1000;
+const MAX_BUCKETS = 1000;
 
 export function computeFacets<R>(
   rows: readonly R[],

@@ -94,7 +94,7 @@ const InlineTemplate = OpenObject({
 });
 
 /** Vertesia's CachePolicy (runs/result-cache.ts); `ttl` in seconds. */
-export const CachePolicySchema = Type.Object(
+const CachePolicySchema = Type.Object(
   {
     type: Type.Union([Type.Literal('cache'), Type.Literal('no_cache'), Type.Literal('cache_and_refresh')]),
     ttl: Type.Optional(

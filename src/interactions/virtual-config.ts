@@ -9,7 +9,7 @@
 import { BadRequest } from '../http/errors.ts';
 import type { ProviderInfo } from '../providers/driver.ts';
 
-export const VIRTUAL_PROVIDERS = ['virtual_lb', 'virtual_mediator'] as const;
+const VIRTUAL_PROVIDERS = ['virtual_lb', 'virtual_mediator'] as const;
 export type VirtualProvider = (typeof VIRTUAL_PROVIDERS)[number];
 
 /** For the provider listing: they have no driver, they run through their entries. */
@@ -38,10 +38,10 @@ export const isVirtualProvider = (provider: string): provider is VirtualProvider
   (VIRTUAL_PROVIDERS as readonly string[]).includes(provider);
 
 /** Bounds: a virtual run fans out to its entries, so their number drives work. */
-export const MAX_VIRTUAL_ENTRIES = 16;
+const MAX_VIRTUAL_ENTRIES = 16;
 const MAX_CONCURRENT = 16;
 /** How long a failed entry of a failover balancer is skipped, unless config.cooldown_ms says. */
-export const DEFAULT_COOLDOWN_MS = 30_000;
+const DEFAULT_COOLDOWN_MS = 30_000;
 
 export interface VirtualEntry {
   /** As written: `<environment id>::<model>`. */

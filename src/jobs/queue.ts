@@ -60,7 +60,7 @@ interface Running {
   done: Promise<void>;
 }
 
-export const defaultBackoff = (attempt: number): number => {
+const defaultBackoff = (attempt: number): number => {
   const base = Math.min(300_000, 1000 * 4 ** Math.max(0, attempt - 1));
   return Math.round(base * (0.75 + Math.random() * 0.5));
 };

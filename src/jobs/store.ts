@@ -258,15 +258,3 @@ export async function countQueued(db: Db): Promise<Map<string, number>> {
     .execute();
   return new Map(rows.map((r) => [r.kind, Number(r.n)]));
 }
-
-/** Whether a job of `kind` for `subject` is queued or running. */
-export async function hasJob(db: Db, kind: string, subject: string): Promise<boolean> {
-  return (
-    (await db
-      .selectFrom('jobs')
-      .select('id')
-      .where('kind', '=', kind)
-      .where('subject', '=', subject)
-      .executeTakeFirst()) !== undefined
-  );
-}

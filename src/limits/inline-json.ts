@@ -5,7 +5,7 @@
  */
 import { PayloadTooLarge } from '../http/errors.ts';
 
-export const INLINE_JSON_VARIABLE = 'ORRERY_MAX_INLINE_JSON';
+const INLINE_JSON_VARIABLE = 'ORRERY_MAX_INLINE_JSON';
 export const DEFAULT_MAX_INLINE_JSON = 1024 ** 2;
 
 /** Throws a 413 naming `field`, the bound and its variable when `value`'s JSON text is over `limit` bytes. */

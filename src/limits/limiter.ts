@@ -14,7 +14,7 @@ import { sql, type Kysely } from 'kysely';
 import type { Database } from '../db/schema.ts';
 import type { OrreryDialect } from '../db/dialect.ts';
 import type { Principal } from '../auth/principal.ts';
-import { BadRequest, OrreryError } from '../http/errors.ts';
+import { BadRequest, OrreryErrorWithHeaders } from '../http/errors.ts';
 
 export interface Limits {
   requests_per_minute?: number;
@@ -278,13 +278,9 @@ const dayOf = (ms: number): string => new Date(ms).toISOString().slice(0, 10);
 const nextDay = (ms: number): number => (Math.floor(ms / DAY_MS) + 1) * DAY_MS;
 
 /** Raised over a limit; the error handler answers 429 with the JSON error shape and these headers. */
-export class RateLimited extends OrreryError {
-  constructor(
-    message: string,
-    details: Record<string, unknown>,
-    readonly headers: Record<string, string>,
-  ) {
-    super('rate_limited', 429, message, details);
+class RateLimited extends OrreryErrorWithHeaders {
+  constructor(message: string, details: Record<string, unknown>, headers: Record<string, string>) {
+    super('rate_limited', 429, message, details, headers);
   }
 }
 

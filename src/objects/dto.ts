@@ -69,6 +69,3 @@ function revisionOf(row: ObjectRow): ObjectRecord['revision'] {
     ...(row.revision_label ? { label: row.revision_label } : {}),
   };
 }
-
-/** The record's ETag header value. */
-export const recordEtag = (row: Pick<ObjectRow, 'etag'>): string => `"${row.etag}"`;

@@ -36,7 +36,7 @@ const PAGE = 500;
 const FORMATS = { csv: { mime: 'text/csv', ext: 'csv' }, json: { mime: 'application/json', ext: 'json' } } as const;
 type Format = keyof typeof FORMATS;
 
-export const DEFAULT_LAYOUT: ColumnLayout[] = [
+const DEFAULT_LAYOUT: ColumnLayout[] = [
   { field: 'id', name: 'id' },
   { field: 'name', name: 'name' },
   { field: 'description', name: 'description' },

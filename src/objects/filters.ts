@@ -9,6 +9,7 @@ import type { Database } from '../db/schema.ts';
 import { escapeLike, jsonScalarsText, type JsonSql } from '../db/json-sql.ts';
 import type { Scope } from '../auth/principal.ts';
 import { BadRequest, OrreryError } from '../http/errors.ts';
+import { isoDate } from '../http/query.ts';
 import { compileFind, FindQueryError } from '../query/find/index.ts';
 import { OBJECT_STATUSES } from './model.ts';
 import { FIND_FIELDS, resolveObjectField } from './find-fields.ts';
@@ -47,7 +48,7 @@ type Eb = ExpressionBuilder<Database, 'objects'>;
 const MAX_TERMS = 12;
 
 /** The words of a full-text query (at most 12, each at most 200 characters). */
-export const fullTextTerms = (q: string | undefined): string[] =>
+const fullTextTerms = (q: string | undefined): string[] =>
   (q ?? '')
     .split(/\s+/)
     .map((t) => t.trim())
@@ -135,10 +136,4 @@ export function compiledMatch(match: Record<string, unknown>, ctx: FilterContext
       throw new OrreryError(err.code, err.status, err.message, err.at ? { at: err.at } : undefined);
     throw err;
   }
-}
-
-export function isoDate(field: string, value: string): string {
-  const t = Date.parse(value);
-  if (Number.isNaN(t)) throw new BadRequest(`${field} must be an ISO 8601 date, got ${JSON.stringify(value)}`);
-  return new Date(t).toISOString();
 }

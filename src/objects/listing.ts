@@ -16,7 +16,8 @@ import type { ObjectTypeService } from './types-service.ts';
 import { columnsFor, decodeObject, objectNames, objectsIn } from './store.ts';
 import { toRecord } from './dto.ts';
 import { parseSelect, project, type Projection } from './projection.ts';
-import { filterCondition, fullTextScore, isoDate, type FilterContext, type ObjectFilters } from './filters.ts';
+import { filterCondition, fullTextScore, type FilterContext, type ObjectFilters } from './filters.ts';
+import { isoDate } from '../http/query.ts';
 import { resolveObjectField } from './find-fields.ts';
 import { locationOf } from './input.ts';
 import type { EmbeddingMap, ObjectEmbeddingsReader } from './embeddings-hook.ts';
@@ -27,7 +28,7 @@ export interface Page {
   offset: number;
 }
 
-export interface SortSpec {
+interface SortSpec {
   field: string;
   order?: 'asc' | 'desc';
 }

@@ -4,7 +4,6 @@ import type { ObjectTable } from '../db/schema.ts';
 import type { EmbeddingMap } from './embeddings-hook.ts';
 
 export const OBJECT_STATUSES = ['created', 'processing', 'ready', 'completed', 'failed', 'archived'] as const;
-export type ObjectStatus = (typeof OBJECT_STATUSES)[number];
 
 /** Fields left out of a record unless `select` asks for them with `+field` (decisions.md). */
 export const HIDDEN_FIELDS = ['text', 'embeddings', 'parts', 'transcript'] as const;

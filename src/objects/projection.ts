@@ -18,10 +18,10 @@ export interface Projection {
 const isHidden = (f: string): f is HiddenField => (HIDDEN_FIELDS as readonly string[]).includes(f);
 const PATH = /^[A-Za-z0-9_$][A-Za-z0-9_$-]*(\.[A-Za-z0-9_$-]+)*$/;
 
-export const DEFAULT_PROJECTION: Projection = { include: null, exclude: [], hidden: new Set() };
+const DEFAULT_PROJECTION: Projection = { include: null, exclude: [], hidden: new Set() };
 
 /** Paths in one `select`: each is walked on every record of a page. */
-export const MAX_SELECT_PATHS = 200;
+const MAX_SELECT_PATHS = 200;
 
 export function parseSelect(select: string | undefined | null): Projection {
   if (!select?.trim()) return DEFAULT_PROJECTION;

@@ -13,7 +13,7 @@ const Nullable = <T extends TSchema>(t: T) => Type.Union([t, Type.Null()]);
 const Json = Type.Record(Type.String(), Type.Unknown());
 
 /** The longest ttl an object or a run may have: 100 years. */
-export const MAX_TTL_SECONDS = 3_153_600_000;
+const MAX_TTL_SECONDS = 3_153_600_000;
 
 export const ContentSourceSchema = OpenObject({
   source: Type.Optional(

@@ -12,7 +12,7 @@ import { HIDDEN_COLUMNS, OBJECT_JSON_COLUMNS, type HiddenField, type ObjectRow }
 export type Db = Kysely<Database>;
 
 /** Every column except the hidden ones. */
-export const VISIBLE_COLUMNS = [
+const VISIBLE_COLUMNS = [
   'id',
   'account_id',
   'project_id',
@@ -51,7 +51,7 @@ export const columnsFor = (hidden: ReadonlySet<HiddenField>): SelectExpression<D
 export const objectsIn = (db: Db, s: Scope) =>
   db.selectFrom('objects').where('objects.account_id', '=', s.account).where('objects.project_id', '=', s.project);
 
-export function encodeObject<T extends Partial<ObjectRow>>(d: OrreryDialect, row: T): T {
+function encodeObject<T extends Partial<ObjectRow>>(d: OrreryDialect, row: T): T {
   const out = { ...row } as Record<string, unknown>;
   for (const c of OBJECT_JSON_COLUMNS) if (c in out) out[c] = d.toJson(out[c]);
   return out as T;

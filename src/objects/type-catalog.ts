@@ -38,7 +38,7 @@ const DOC_FIELDS = [
   'intake',
   'editing',
 ];
-export const TYPE_FIND_FIELDS = [...Object.keys(COLUMNS), ...DOC_FIELDS.map((f) => `${f}(.*)`)];
+const TYPE_FIND_FIELDS = [...Object.keys(COLUMNS), ...DOC_FIELDS.map((f) => `${f}(.*)`)];
 
 function resolveTypeField(path: string[]): FieldRef | null {
   if (!path.length) return null;

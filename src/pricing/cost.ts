@@ -150,7 +150,7 @@ const price = (v: unknown): number | undefined =>
  * The environment's price for a model, from `config.prices[model]`: `{input, output, cache_read?,
  * cache_write?, reasoning?}` in USD per million tokens. Undefined when absent or malformed.
  */
-export function environmentPrices(prices: unknown, model: string): TokenPrices | undefined {
+function environmentPrices(prices: unknown, model: string): TokenPrices | undefined {
   if (!isObject(prices) || !Object.hasOwn(prices, model)) return undefined;
   const p = prices[model];
   if (!isObject(p)) return undefined;

@@ -29,10 +29,10 @@ import {
   type AnthropicBlock,
 } from './anthropic-blocks.ts';
 
-export const ANTHROPIC_DEFAULT_BASE_URL = 'https://api.anthropic.com';
-export const ANTHROPIC_VERSION = '2023-06-01';
+const ANTHROPIC_DEFAULT_BASE_URL = 'https://api.anthropic.com';
+const ANTHROPIC_VERSION = '2023-06-01';
 /** Anthropic requires max_tokens; this is what Orrery asks for when the run did not say. */
-export const ANTHROPIC_DEFAULT_MAX_TOKENS = 4096;
+const ANTHROPIC_DEFAULT_MAX_TOKENS = 4096;
 
 /**
  * Base URL rule: like the official SDK's `baseURL`, the endpoint_url is the origin (plus any proxy
@@ -216,7 +216,7 @@ export class AnthropicMessagesDriver implements ModelDriver {
 }
 
 /** The Messages request: system text goes top-level, turns stay in order. */
-export function requestBody(req: CompletionRequest, stream: boolean): Record<string, unknown> {
+function requestBody(req: CompletionRequest, stream: boolean): Record<string, unknown> {
   const system = req.messages.filter((m) => m.role === 'system').map(messageText);
   if (req.result_schema) system.push(schemaInstruction(req.result_schema));
   const body: Record<string, unknown> = {

@@ -15,8 +15,8 @@ import { ProviderError, type ProviderConnection } from './driver.ts';
 import type { ChatRoute } from './openai-chat.ts';
 import { trimSlashes } from './provider-http.ts';
 
-export const AZURE_OPENAI_API_VERSION = '2024-10-21';
-export const AZURE_FOUNDRY_API_VERSION = '2024-05-01-preview';
+const AZURE_OPENAI_API_VERSION = '2024-10-21';
+const AZURE_FOUNDRY_API_VERSION = '2024-05-01-preview';
 
 function endpointOf(conn: ProviderConnection, name: string): string {
   const given = conn.endpoint_url?.trim();

@@ -40,7 +40,7 @@ import { schemaInstruction } from './anthropic-messages.ts';
 import { TokenCache } from './token-cache.ts';
 import { table } from '../util/own.ts';
 
-export const BEDROCK_DEFAULT_REGION = 'us-east-1';
+const BEDROCK_DEFAULT_REGION = 'us-east-1';
 /** What the environment's key must look like, for the error that says it does not. */
 const KEY_FORMS =
   'ACCESS_KEY_ID:SECRET_ACCESS_KEY, ACCESS_KEY_ID:SECRET_ACCESS_KEY:SESSION_TOKEN, or a Bedrock API key (bedrock-api-key-… or ABSK…)';
@@ -85,13 +85,13 @@ function validUrl(given: string): string {
 }
 
 /** The Runtime's base URL: the environment's endpoint_url (a VPC endpoint, a proxy), else the region's. */
-export function runtimeEndpoint(conn: ProviderConnection, region: string): string {
+function runtimeEndpoint(conn: ProviderConnection, region: string): string {
   const given = conn.endpoint_url?.trim();
   return given ? validUrl(given) : `https://bedrock-runtime.${region}.amazonaws.com`;
 }
 
 /** The control plane (model listing): `config.models_endpoint`, else the endpoint_url, else the region's. */
-export function controlEndpoint(conn: ProviderConnection, region: string): string {
+function controlEndpoint(conn: ProviderConnection, region: string): string {
   const models = conn.config?.models_endpoint;
   if (typeof models === 'string' && models.trim()) return validUrl(models.trim());
   const given = conn.endpoint_url?.trim();
@@ -161,7 +161,7 @@ const bytesOf = (d: SourceData): Buffer =>
       : Buffer.from(d);
 
 /** The hash SignatureV4 asks for: SHA-256, or HMAC-SHA-256 when constructed with a secret. */
-export class Sha256 {
+class Sha256 {
   private readonly h: Hash | Hmac;
   constructor(secret?: SourceData) {
     this.h = secret === undefined ? createHash('sha256') : createHmac('sha256', bytesOf(secret));
@@ -634,7 +634,7 @@ export async function bedrockApiKey(credentials: AwsCredentials, region: string,
 }
 
 /** `https://bedrock-mantle.{region}.api.aws/v1`, or the endpoint_url read as an OpenAI base URL. */
-export function mantleBaseUrl(conn: ProviderConnection): string {
+function mantleBaseUrl(conn: ProviderConnection): string {
   const given = conn.endpoint_url?.trim();
   return given ? openAIBaseUrl(given) : `https://bedrock-mantle.${regionOf(conn)}.api.aws/v1`;
 }

@@ -67,7 +67,7 @@ const RESERVED = blockList([
 ]);
 
 /** `::ffff:127.0.0.1` (and its hex form) is 127.0.0.1: check IPv4-mapped addresses as IPv4. */
-export function normaliseAddress(ip: string): { address: string; family: 'ipv4' | 'ipv6' } {
+function normaliseAddress(ip: string): { address: string; family: 'ipv4' | 'ipv6' } {
   const bare = ip.replace(/^\[|\]$/g, '').replace(/%.*$/, '');
   if (isIP(bare) === 4) return { address: bare, family: 'ipv4' };
   const mapped = /^::ffff:(?:0:)?(\d+\.\d+\.\d+\.\d+)$/i.exec(bare);

@@ -6,7 +6,7 @@ import { ProviderError, type ModelInfo } from './driver.ts';
 /** A listing is interactive (a console's model picker): it gets less time than a run. */
 export const MODEL_LIST_TIMEOUT_MS = 30_000;
 /** No provider lists more than a few hundred models; past this is a misbehaving server. */
-export const MAX_LISTED_MODELS = 2_000;
+const MAX_LISTED_MODELS = 2_000;
 
 /**
  * `{data: [{id, display_name?, name?, description?}]}` (OpenAI, Anthropic, Mistral, Groq, xAI, Ollama,

@@ -13,7 +13,7 @@ type Undici = typeof import('undici');
 const require = createRequire(import.meta.url);
 let undici: Undici | undefined;
 /** undici (its CommonJS build, loaded synchronously) is loaded by the first outbound call, not at start-up: about 8 MB and 150 ms (bench/README.md, footprint). */
-export const loadUndici = (): Undici => (undici ??= require('undici') as Undici);
+const loadUndici = (): Undici => (undici ??= require('undici') as Undici);
 
 export interface OutboundOptions {
   policy: EgressPolicy;

@@ -15,7 +15,7 @@ import { EgressRefused } from './egress.ts';
 import { defaultOutbound, type Outbound } from './outbound.ts';
 import { AnswerTooLarge, resultTooLarge } from './result-bound.ts';
 
-export const DEFAULT_TIMEOUT_MS = 10 * 60 * 1000;
+const DEFAULT_TIMEOUT_MS = 10 * 60 * 1000;
 
 export interface ProviderPost {
   /** Who we are talking to, for messages: "OpenAI", "Anthropic", "openai_compatible at http://…". */
@@ -135,7 +135,7 @@ export async function postToProvider(req: ProviderPost): Promise<ProviderRespons
   }
   const status = exchange.status;
   if (status < 200 || status >= 300) {
-    let text = '';
+    let text: string;
     try {
       text = (await exchange.whole()).toString('utf8');
     } catch (err) {
@@ -308,7 +308,7 @@ class Exchange implements Dispatcher.DispatchHandler {
 }
 
 /** A ProviderError for a non-2xx answer, with the provider's message and the wait it asked for. */
-export function httpError(
+function httpError(
   label: string,
   status: number,
   bodyText: string,

@@ -32,7 +32,7 @@ import {
 import { postToProvider, providerMessage, timeoutOf, trimSlashes } from './provider-http.ts';
 import { schemaInstruction } from './anthropic-messages.ts';
 
-export const REPLICATE_DEFAULT_BASE_URL = 'https://api.replicate.com';
+const REPLICATE_DEFAULT_BASE_URL = 'https://api.replicate.com';
 
 /** Polling backoff: the first wait, then doubling up to the ceiling. */
 const POLL_FIRST_MS = 250;
@@ -42,7 +42,7 @@ const POLL_MAX_MS = 2_000;
  * Replicate's API lists models by collection, not by kind, so the listing is this documented list
  * of popular official language models (each runs as `owner/name` at its latest version).
  */
-export const REPLICATE_LANGUAGE_MODELS: readonly ModelInfo[] = [
+const REPLICATE_LANGUAGE_MODELS: readonly ModelInfo[] = [
   { id: 'meta/meta-llama-3-70b-instruct', name: 'Meta Llama 3 70B Instruct' },
   { id: 'meta/meta-llama-3-8b-instruct', name: 'Meta Llama 3 8B Instruct' },
   { id: 'meta/meta-llama-3.1-405b-instruct', name: 'Meta Llama 3.1 405B Instruct' },

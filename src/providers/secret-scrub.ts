@@ -20,7 +20,7 @@ const JSON_SECRET_FIELDS = [
 ];
 
 /** The secret values a connection holds: its key, the parts of an `ID:SECRET[:TOKEN]` key, a JSON key's secret fields. */
-export function connectionSecrets(conn: ProviderConnection | undefined): string[] {
+function connectionSecrets(conn: ProviderConnection | undefined): string[] {
   const key = conn?.api_key;
   if (!key) return [];
   const out = [key];
@@ -61,7 +61,7 @@ function base64Cores(value: string): string[] {
 }
 
 /** Every form of `secret` to cut out, longest first (so a form is not left half cut by a shorter one). */
-export function secretForms(secret: string): string[] {
+function secretForms(secret: string): string[] {
   const forms = new Set([
     secret,
     encodeURIComponent(secret),

@@ -32,7 +32,7 @@ import {
 import { sampleFromSchema } from './schema-sample.ts';
 import { timeoutOf } from './provider-http.ts';
 
-export const TEST_MODELS: readonly ModelInfo[] = [
+const TEST_MODELS: readonly ModelInfo[] = [
   {
     id: 'echo',
     name: 'Echo',
@@ -280,7 +280,7 @@ function splitEvenly(text: string, parts: number): string[] {
 }
 
 /** Whitespace-separated words: deterministic, and close enough to tokens for tests. */
-export const countWords = (text: string) => text.split(/\s+/).filter(Boolean).length;
+const countWords = (text: string) => text.split(/\s+/).filter(Boolean).length;
 
 function usage(messages: ChatMessage[], answerText: string) {
   const prompt = messages.reduce((n, m) => n + countWords(messageText(m)), 0);

@@ -45,11 +45,11 @@ import {
 import { TokenCache } from './token-cache.ts';
 import { table } from '../util/own.ts';
 
-export const VERTEX_SCOPE = 'https://www.googleapis.com/auth/cloud-platform';
-export const GOOGLE_TOKEN_URI = 'https://oauth2.googleapis.com/token';
-export const VERTEX_DEFAULT_REGION = 'us-central1';
+const VERTEX_SCOPE = 'https://www.googleapis.com/auth/cloud-platform';
+const GOOGLE_TOKEN_URI = 'https://oauth2.googleapis.com/token';
+const VERTEX_DEFAULT_REGION = 'us-central1';
 /** The Messages API version Vertex hosts Claude under (sent in the body, not as a header). */
-export const VERTEX_ANTHROPIC_VERSION = 'vertex-2023-10-16';
+const VERTEX_ANTHROPIC_VERSION = 'vertex-2023-10-16';
 const JWT_BEARER = 'urn:ietf:params:oauth:grant-type:jwt-bearer';
 /** Google accepts assertions that live at most an hour. */
 const ASSERTION_LIFETIME_S = 3600;
@@ -66,7 +66,7 @@ const tokens = new TokenCache();
  * current Gemini models and Claude models on Vertex, by the ids Google documents; any other id
  * works as a run's model.
  */
-export const VERTEX_MODELS: readonly ModelInfo[] = [
+const VERTEX_MODELS: readonly ModelInfo[] = [
   { id: 'gemini-2.5-pro', name: 'Gemini 2.5 Pro', description: 'Google Gemini 2.5 Pro' },
   { id: 'gemini-2.5-flash', name: 'Gemini 2.5 Flash', description: 'Google Gemini 2.5 Flash' },
   { id: 'gemini-2.5-flash-lite', name: 'Gemini 2.5 Flash-Lite', description: 'Google Gemini 2.5 Flash-Lite' },
@@ -410,7 +410,7 @@ function forgetRefused(cred: Credential, err: unknown): unknown {
  * (one part per message). A result schema asks for JSON with `responseJsonSchema`, which takes
  * any JSON Schema (`responseSchema` takes only Vertex's OpenAPI subset).
  */
-export function geminiBody(req: CompletionRequest): Record<string, unknown> {
+function geminiBody(req: CompletionRequest): Record<string, unknown> {
   const system = req.messages.filter((m) => m.role === 'system');
   const body: Record<string, unknown> = { contents: geminiContents(req.messages.filter((m) => m.role !== 'system')) };
   if (system.length) body.systemInstruction = { parts: system.map((m) => ({ text: messageText(m) })) };

@@ -36,8 +36,8 @@ import { TokenCache } from './token-cache.ts';
 import { schemaInstruction } from './anthropic-messages.ts';
 import { conversationText } from './replicate.ts';
 
-export const WATSONX_API_VERSION = '2024-05-31';
-export const IBM_IAM_URL = 'https://iam.cloud.ibm.com/identity/token';
+const WATSONX_API_VERSION = '2024-05-31';
+const IBM_IAM_URL = 'https://iam.cloud.ibm.com/identity/token';
 const LABEL = 'watsonx.ai';
 
 type Api = 'chat' | 'generation';

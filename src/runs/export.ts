@@ -28,7 +28,7 @@ import { listRequest, luceneOf } from './search-request.ts';
 import { findRuns, pagePlan, whereOf } from './search-store.ts';
 import type { Db } from './store.ts';
 
-export const MAX_EXPORT = 1_000_000;
+const MAX_EXPORT = 1_000_000;
 const PAGE = 500;
 /** Runs rendered per piece of the body. */
 const PER_PIECE = 25;

@@ -73,9 +73,9 @@ const DOC_FIELDS = [
   'cost',
 ];
 
-export const RUN_FIND_FIELDS = [...Object.keys(COLUMNS), 'updated_by', ...DOC_FIELDS.map((f) => `${f}.*`)];
+const RUN_FIND_FIELDS = [...Object.keys(COLUMNS), 'updated_by', ...DOC_FIELDS.map((f) => `${f}.*`)];
 
-export function resolveRunField(path: string[]): FieldRef | null {
+function resolveRunField(path: string[]): FieldRef | null {
   if (!path.length) return null;
   const direct = COLUMNS[path.join('.')];
   if (direct) return direct;
@@ -95,7 +95,7 @@ const OPTION_FIELDS: Readonly<Record<string, FacetColumn>> = table({
   tag: 'tags',
   finish_reason: 'finish_reason',
 });
-export const FILTER_OPTION_FIELDS = Object.keys(OPTION_FIELDS);
+const FILTER_OPTION_FIELDS = Object.keys(OPTION_FIELDS);
 
 export interface FilterOption {
   id: string;

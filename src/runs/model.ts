@@ -7,7 +7,7 @@ import type { RunCost } from '../pricing/cost.ts';
 import type { ContentPart, ToolChoice, ToolDefinition, ToolUse } from '../providers/driver.ts';
 
 export const RUN_STATUSES = ['created', 'processing', 'completed', 'failed'] as const;
-export type RunStatus = (typeof RUN_STATUSES)[number];
+type RunStatus = (typeof RUN_STATUSES)[number];
 
 /** A run that will not change any more: `completed` or `failed`. */
 export const hasEnded = (status: unknown): boolean => status === 'completed' || status === 'failed';
@@ -67,7 +67,7 @@ export interface RunDoc {
   tool_use?: ToolUse[];
 }
 
-export interface Evaluation {
+interface Evaluation {
   score: number;
   selected: boolean;
 }
@@ -109,7 +109,7 @@ export interface Run {
 }
 
 /** The search columns (0003) are derived by the store and never read back as part of a run. */
-export type SearchColumn =
+type SearchColumn =
   | 'search_fields'
   | 'search_rowid'
   | 'search_tsv'

@@ -18,12 +18,12 @@ import type { CachePolicy } from '../interactions/interactions.ts';
 import type { ResultPart } from './model.ts';
 import type { ContentPart } from '../providers/driver.ts';
 
-export const MAX_ENTRIES_PER_PROJECT = 10_000;
-export const MAX_RESULT_BYTES = 1024 * 1024;
+const MAX_ENTRIES_PER_PROJECT = 10_000;
+const MAX_RESULT_BYTES = 1024 * 1024;
 /** Trimming reads the project's index past the bound: done every so many stores, not on each. */
 const TRIM_EVERY = 100;
 /** A policy without a ttl keeps answers a day. */
-export const DEFAULT_TTL_SECONDS = 86_400;
+const DEFAULT_TTL_SECONDS = 86_400;
 
 export interface CacheScope {
   account: string;
@@ -165,7 +165,7 @@ export class ResultCache {
 }
 
 /** JSON with object keys sorted at every level, so equal values give equal keys. */
-export function canonicalJson(value: unknown): string {
+function canonicalJson(value: unknown): string {
   return JSON.stringify(value, (_key, v: unknown) =>
     v && typeof v === 'object' && !Array.isArray(v)
       ? Object.fromEntries(

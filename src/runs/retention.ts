@@ -19,9 +19,9 @@ import type { AuditLog } from '../audit/log.ts';
 import { NOT_IN_FLIGHT } from './run-arms.ts';
 
 /** Rows per batch: one short transaction each. */
-export const RETENTION_BATCH = 200;
+const RETENTION_BATCH = 200;
 /** The longest project retention: 100 years. */
-export const MAX_RETENTION_DAYS = 36_500;
+const MAX_RETENTION_DAYS = 36_500;
 const DAY_MS = 86_400_000;
 
 export interface RetentionSettings {
@@ -162,7 +162,7 @@ export class RunRetention {
 }
 
 /** Deletes runs of one scope with their tags, chunks, full-text rows and cached answers; answers how many runs went. */
-export async function deleteRunRows(
+async function deleteRunRows(
   trx: Kysely<Database>,
   d: OrreryDialect,
   s: Scope,

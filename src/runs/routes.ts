@@ -219,13 +219,15 @@ export const runRoutes: FastifyPluginAsyncTypebox<{
         sse.onClose(unsubscribe);
         return;
       }
-      const timer = setInterval(async () => {
+      // Never rejects: a failed poll counts as "not finished yet", and close() falls back on its own.
+      const pollOnce = async () => {
         const done = await followed.poll!().catch(() => undefined);
         if (done) {
           clearInterval(timer);
-          void close(done);
+          await close(done);
         }
-      }, POLL_MS);
+      };
+      const timer = setInterval(() => void pollOnce(), POLL_MS);
       sse.onClose(() => clearInterval(timer));
     },
   );

@@ -21,7 +21,7 @@ export interface RunSignal {
 export interface MirrorSource {
   chunksAfter(runId: string, seq: number): Promise<Array<{ seq: number; text: string }>>;
   /** The final run when it has ended, else undefined. */
-  finalRun(runId: string): Promise<unknown | undefined>;
+  finalRun(runId: string): Promise<unknown>;
 }
 
 const POLL_MS = 2_000;

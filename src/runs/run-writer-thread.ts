@@ -80,10 +80,10 @@ const POST_AT = 8;
 const CLOSE_WAIT_MS = 10_000;
 
 /** The thread ends this long after its last write; the next write starts another. */
-export const WRITER_IDLE_END_MS = 30_000;
+const WRITER_IDLE_END_MS = 30_000;
 
 /** After a thread stopped before it was ready, writes stay on this thread's connection this long before another is tried. */
-export const WRITER_RESTART_BACKOFF_MS = 60_000;
+const WRITER_RESTART_BACKOFF_MS = 60_000;
 
 export interface ThreadRunWriterOptions {
   /** WRITER_IDLE_END_MS unless given (tests). */

@@ -3,7 +3,7 @@ import { ListParam, OpenObject, PageQuery, RefSchema } from '../http/schemas.ts'
 import { RUN_STATUSES } from './model.ts';
 import { MAX_OFFSET } from '../http/query.ts';
 
-export const RunStatusSchema = Type.Union(RUN_STATUSES.map((s) => Type.Literal(s)));
+const RunStatusSchema = Type.Union(RUN_STATUSES.map((s) => Type.Literal(s)));
 
 export const RunCreateBody = OpenObject({
   interaction: Type.String({

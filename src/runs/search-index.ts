@@ -333,7 +333,7 @@ const jsonbKeyOrder = (a: string, b: string): number => {
 };
 
 /** A copy of a JSON value with every object's keys in jsonb's order. */
-export const jsonbOrder = (v: unknown): unknown =>
+const jsonbOrder = (v: unknown): unknown =>
   Array.isArray(v)
     ? v.map(jsonbOrder)
     : isObject(v)
@@ -428,7 +428,7 @@ function completeFields(d: OrreryDialect, p: PreparedInsert): Record<string, unk
 }
 
 /** `created_at` + `ttl` seconds for a run with a ttl (0019: the retention sweeper deletes it after); null otherwise. */
-export function expiryOf(ttl: unknown, createdAt: string): string | null {
+function expiryOf(ttl: unknown, createdAt: string): string | null {
   if (typeof ttl !== 'number' || !(ttl > 0)) return null;
   const at = Date.parse(createdAt) + ttl * 1000;
   // Past what a date can hold (the schema bounds ttl to 100 years): kept forever.

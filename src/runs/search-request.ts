@@ -172,7 +172,7 @@ export function listRequest(q: Json): RunQuery {
 }
 
 /** The official client's `RunSearchQuery` (POST /runs/search `query`, POST /runs/facets `query`). */
-export function clientQuery(q: Json, page: { limit?: unknown; offset?: unknown }): RunQuery {
+function clientQuery(q: Json, page: { limit?: unknown; offset?: unknown }): RunQuery {
   const lucene = luceneOf(q.query === '' ? undefined : q.query, q.default_query_path);
   const created: Record<string, string> = {};
   // `start`/`end`: when the run was created; each covers its precision (`end: 2024-03-31` includes that day).
@@ -215,7 +215,7 @@ function interval(value: unknown, what: string) {
 }
 
 /** The filter keys of the interface's search body (with `environemnt` spelled as there). */
-export const FILTER_KEYS = [
+const FILTER_KEYS = [
   'interaction',
   'environemnt',
   'environment',
@@ -276,7 +276,7 @@ export function searchRequest(body: Json): SearchRequest {
 type FacetType = 'string' | 'number' | 'date';
 
 /** The facetable fields: their column and their natural facet type. */
-export const FACET_FIELDS: Readonly<Record<string, { column: FacetColumn; type: FacetType }>> = table({
+const FACET_FIELDS: Readonly<Record<string, { column: FacetColumn; type: FacetType }>> = table({
   modelId: { column: 'model_id', type: 'string' },
   status: { column: 'status', type: 'string' },
   tags: { column: 'tags', type: 'string' },
@@ -290,9 +290,9 @@ export const FACET_FIELDS: Readonly<Record<string, { column: FacetColumn; type: 
 const FACETABLE = Object.keys(FACET_FIELDS).join(', ');
 
 /** More facets than this in one request is refused (each one is a GROUP BY over the matching runs). */
-export const MAX_FACETS = 25;
+const MAX_FACETS = 25;
 /** Boundaries of one number or date facet (a year of days fits): each is a bound SQL value. */
-export const MAX_BOUNDARIES = 400;
+const MAX_BOUNDARIES = 400;
 const DEFAULT_BUCKETS = 10;
 
 function facetField(value: unknown, what: string) {
@@ -325,7 +325,7 @@ function interfaceFacets(facets: Json): FacetSpec[] {
     }
     if (field.type !== type)
       throw new BadRequest(
-        `${what}: a ${type} facet needs a ${type} field (${type === 'number' ? 'execution_time, cost.total' : 'updated_at'}), not ${spec.path}`,
+        `${what}: a ${type} facet needs a ${type} field (${type === 'number' ? 'execution_time, cost.total' : 'updated_at'}), not ${String(spec.path)}`,
       );
     if (spec.default !== undefined && typeof spec.default !== 'string')
       throw new BadRequest(

@@ -24,13 +24,13 @@ import { facetsRequest, listRequest, searchRequest, type FacetSpec, type RunQuer
 import { countAndFacets, findRuns, pagePlan, whereOf, type FacetRow } from './search-store.ts';
 import type { Db } from './store.ts';
 
-export interface Bucket {
+interface Bucket {
   _id: string | number | null;
   count: number;
   name?: string;
 }
 
-export interface SearchMeta {
+interface SearchMeta {
   count: { total: number };
   facet: Record<string, { buckets: Bucket[] }>;
 }

@@ -3,7 +3,7 @@
  * reconnecting subscriber gets them all (replay after Last-Event-ID, then live); the entry goes
  * once the run ends, after which the stream answers from the stored run.
  */
-export type StreamEvent = { kind: 'chunk'; seq: number; text: string } | { kind: 'close'; run: unknown };
+type StreamEvent = { kind: 'chunk'; seq: number; text: string } | { kind: 'close'; run: unknown };
 
 type Listener = (e: StreamEvent) => void;
 

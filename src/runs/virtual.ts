@@ -203,7 +203,7 @@ export const textOf = (result: ResultPart[]): string =>
   result.map((p) => (p.type === 'text' ? String(p.value) : JSON.stringify(p.value))).join('');
 
 /** The mediator's prompt: the request as the entries saw it, then the numbered answers. */
-export function judgeMessages(prompt: ChatMessage[], answers: ChildOutcome[]): ChatMessage[] {
+function judgeMessages(prompt: ChatMessage[], answers: ChildOutcome[]): ChatMessage[] {
   const request = prompt.map((m) => `[${m.role}]\n${m.content}`).join('\n\n');
   const candidates = answers.map((a, i) => `--- answer ${i} ---\n${textOf(a.result)}`).join('\n\n');
   return [

@@ -6,11 +6,11 @@
 import { TemplateError } from './template-error.ts';
 
 /** Characters of one template. */
-export const MAX_TEMPLATE_LENGTH = 256 * 1024;
+const MAX_TEMPLATE_LENGTH = 256 * 1024;
 /** `{{…}}` expressions of one Handlebars template. */
-export const MAX_TEMPLATE_EXPRESSIONS = 1000;
+const MAX_TEMPLATE_EXPRESSIONS = 1000;
 /** Blocks (`{{#…}}`, `{{^…}}`) open inside one another. */
-export const MAX_TEMPLATE_NESTING = 32;
+const MAX_TEMPLATE_NESTING = 32;
 
 export function checkTemplateBounds(contentType: string, content: string): void {
   if (content.length > MAX_TEMPLATE_LENGTH) {

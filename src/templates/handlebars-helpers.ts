@@ -11,7 +11,7 @@ import { valueToText } from './value-text.ts';
 
 type Helper = (...args: unknown[]) => unknown;
 
-export const isTruthy = (v: unknown): boolean => (Array.isArray(v) ? v.length > 0 : Boolean(v));
+const isTruthy = (v: unknown): boolean => (Array.isArray(v) ? v.length > 0 : Boolean(v));
 
 /** Drops the trailing Handlebars `options` argument every helper receives. */
 const withoutOptions = (args: unknown[]): unknown[] => args.slice(0, -1);

@@ -10,7 +10,7 @@ import { analyze } from 'eslint-scope';
 import { syntaxErrorAtPosition, TemplateError } from './template-error.ts';
 
 /** The standard ECMAScript globals a template may use without declaring them. */
-export const STANDARD_BUILTINS = new Set([
+const STANDARD_BUILTINS = new Set([
   'globalThis',
   'Infinity',
   'NaN',
@@ -73,12 +73,12 @@ export const STANDARD_BUILTINS = new Set([
 ]);
 
 /** Names every template has: the run's model id and Vertesia's helpers. */
-export const TEMPLATE_GLOBALS = new Set(['_model', '_']);
+const TEMPLATE_GLOBALS = new Set(['_model', '_']);
 
 /** Names a `const {…} =` binding cannot take in strict mode. */
 const UNBINDABLE = new Set(['eval', 'arguments']);
 
-export interface FreeIdentifier {
+interface FreeIdentifier {
   name: string;
   line: number;
   column: number;

@@ -25,10 +25,9 @@ import { TemplatePool } from './worker/pool.ts';
 import type { CompileRequest, RenderOutcome } from './worker/jst-sandbox.ts';
 
 export { TemplateError } from './template-error.ts';
-export type { TemplateErrorKind, TemplatePosition } from './template-error.ts';
 
-export const TEMPLATE_CONTENT_TYPES = ['handlebars', 'jst', 'text'] as const;
-export type TemplateContentType = (typeof TEMPLATE_CONTENT_TYPES)[number];
+const TEMPLATE_CONTENT_TYPES = ['handlebars', 'jst', 'text'] as const;
+type TemplateContentType = (typeof TEMPLATE_CONTENT_TYPES)[number];
 
 export interface PromptTemplateSource {
   content_type: TemplateContentType;

@@ -27,28 +27,10 @@ export class TemplateError extends Error {
   }
 }
 
-/** 1-based line and column of a character offset, counting `\n` as the line break. */
-export function positionAt(text: string, offset: number): TemplatePosition {
-  let line = 1;
-  let lineStart = 0;
-  const end = Math.min(Math.max(offset, 0), text.length);
-  for (let i = text.indexOf('\n'); i !== -1 && i < end; i = text.indexOf('\n', i + 1)) {
-    line++;
-    lineStart = i + 1;
-  }
-  return { line, column: end - lineStart + 1 };
-}
-
 /** Prefixes an error raised while compiling or rendering with the template's name. */
 export function inTemplate(name: string | undefined, err: TemplateError): TemplateError {
   const label = name ? `template ${JSON.stringify(name)}` : 'template';
   return new TemplateError(`${label}: ${err.message}`, err.kind, err.path, err.position);
-}
-
-/** A syntax error located at a character offset of the template content. */
-export function syntaxErrorAt(content: string, offset: number, message: string): TemplateError {
-  const position = positionAt(content, offset);
-  return syntaxErrorAtPosition(position, message);
 }
 
 export function syntaxErrorAtPosition(position: TemplatePosition, message: string): TemplateError {

@@ -10,12 +10,6 @@ export function table<T>(entries: Record<string, T>): Readonly<Record<string, T>
   return Object.freeze(Object.assign(Object.create(null) as Record<string, T>, entries));
 }
 
-/** `obj[key]` when `key` is an own property of an object or array; undefined otherwise. */
-export function ownValue(obj: unknown, key: string): unknown {
-  if (obj === null || typeof obj !== 'object') return undefined;
-  return Object.hasOwn(obj, key) ? (obj as Record<string, unknown>)[key] : undefined;
-}
-
 /** True when `key` is an own property of `obj` (an object or array). */
 export function hasOwnKey(obj: unknown, key: string): boolean {
   return obj !== null && typeof obj === 'object' && Object.hasOwn(obj, key);

@@ -16,9 +16,9 @@ import { startTestServer, TEST_DIALECTS, type TestDialect, type TestServer } fro
 import type { Config } from '../../src/config.ts';
 import { CONSOLE_DIST } from '../../src/console/routes.ts';
 
-export const CHROMIUM = process.env.ORRERY_CHROMIUM ?? '/usr/bin/chromium';
+const CHROMIUM = process.env.ORRERY_CHROMIUM ?? '/usr/bin/chromium';
 /** The flags of the machine notes: without the background-networking ones Chromium dials out. */
-export const CHROMIUM_ARGS = [
+const CHROMIUM_ARGS = [
   '--headless',
   '--no-sandbox',
   '--disable-gpu',
@@ -28,13 +28,13 @@ export const CHROMIUM_ARGS = [
   '--disable-component-update',
   '--disable-sync',
 ];
-export const DESKTOP = { width: 1280, height: 800 } as const;
-export const PHONE = { width: 390, height: 844 } as const;
+const DESKTOP = { width: 1280, height: 800 } as const;
+const PHONE = { width: 390, height: 844 } as const;
 /**
  * Where screenshots go: a temporary folder, so that `npm test` leaves the checkout as it was;
  * `ORRERY_SCREENSHOTS=docs/screenshots` refreshes the committed PNGs the README shows.
  */
-export const SCREENSHOTS = process.env.ORRERY_SCREENSHOTS
+const SCREENSHOTS = process.env.ORRERY_SCREENSHOTS
   ? resolve(process.env.ORRERY_SCREENSHOTS)
   : join(tmpdir(), 'orrery-screenshots');
 /**
@@ -43,7 +43,7 @@ export const SCREENSHOTS = process.env.ORRERY_SCREENSHOTS
  */
 export const WITH_POSTGRES = TEST_DIALECTS.includes('postgres');
 
-export function assertConsoleBuilt(): void {
+function assertConsoleBuilt(): void {
   if (!existsSync(join(CONSOLE_DIST, 'index.html'))) {
     throw new Error(
       `the console is not built (${CONSOLE_DIST} is missing): run \`npm run build\` (npm install / npm ci build it too)`,
@@ -79,7 +79,7 @@ export interface ConsoleHarness {
   close(): Promise<void>;
 }
 
-export async function launchChromium(): Promise<Browser> {
+async function launchChromium(): Promise<Browser> {
   return chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS, chromiumSandbox: false });
 }
 

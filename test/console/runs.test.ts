@@ -80,7 +80,7 @@ describe('console runs screens (sqlite)', () => {
   const dataRows = () => table().locator('tbody tr[data-row-id]');
   const newestIds = async (n: number, query: Record<string, string> = {}) => {
     const qs = new URLSearchParams({ limit: String(n), ...query });
-    const r = await h.srv.api('GET', `/api/v1/runs?${qs}`);
+    const r = await h.srv.api('GET', `/api/v1/runs?${qs.toString()}`);
     return (r.body as Array<{ id: string }>).map((x) => x.id);
   };
 

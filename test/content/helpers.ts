@@ -15,7 +15,7 @@ import { upload } from '../objects/helpers.ts';
 
 export { processed } from '../objects/helpers.ts';
 
-export const FIXTURES = new URL('../fixtures/content/', import.meta.url);
+const FIXTURES = new URL('../fixtures/content/', import.meta.url);
 export const fixture = (name: string) => readFileSync(new URL(name, FIXTURES));
 
 /** A PDF whose page n holds the lines `lines(n)`. */

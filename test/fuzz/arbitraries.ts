@@ -8,7 +8,7 @@ import fc from 'fast-check';
 export type Schema = Record<string, any>;
 
 /** Keys that name prototypes or their members, and other keys a careless lookup mishandles. */
-export const HOSTILE_KEYS = [
+const HOSTILE_KEYS = [
   '__proto__',
   'constructor',
   'prototype',
@@ -23,7 +23,7 @@ export const HOSTILE_KEYS = [
 ];
 
 /** `{key: value}` with `key` as an own data property, even `__proto__` (JSON.stringify writes it). */
-export const withKey = (key: string, value: unknown): Record<string, unknown> => {
+const withKey = (key: string, value: unknown): Record<string, unknown> => {
   const o: Record<string, unknown> = {};
   Object.defineProperty(o, key, { value, enumerable: true, writable: true, configurable: true });
   return o;
@@ -80,7 +80,7 @@ export const hostileString: fc.Arbitrary<string> = fc.oneof(
 );
 
 /** Values of no particular schema, hostile ones often. */
-export const hostileValue: fc.Arbitrary<unknown> = fc.oneof(
+const hostileValue: fc.Arbitrary<unknown> = fc.oneof(
   { weight: 3, arbitrary: fc.jsonValue({ maxDepth: 3 }) },
   { weight: 2, arbitrary: hostileString },
   { weight: 1, arbitrary: fc.constantFrom(2 ** 53 + 2, -(2 ** 63), 1e308, -1e308, 5e-324, 1e20, 2 ** 64, -1, 0, 0.5) },

@@ -261,7 +261,9 @@ for (const dialect of TEST_DIALECTS) {
               // Past Node's 16 KiB header limit the server answers 431 and closes at once; a client
               // still sending its request line may see the reset before the answer.
               if (req.url.length > 16_000) return;
-              throw new Error(`${req.method} ${req.url.slice(0, 300)}: no answer (${(err as Error).message})`);
+              throw new Error(`${req.method} ${req.url.slice(0, 300)}: no answer (${(err as Error).message})`, {
+                cause: err,
+              });
             }
             const text = await res.text();
             statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
@@ -299,7 +301,9 @@ for (const dialect of TEST_DIALECTS) {
       } catch (err) {
         // fast-check prints the whole counterexample: keep the report readable.
         const message = (err as Error).message;
-        throw new Error(message.length > 4000 ? `${message.slice(0, 2000)} … ${message.slice(-2000)}` : message);
+        throw new Error(message.length > 4000 ? `${message.slice(0, 2000)} … ${message.slice(-2000)}` : message, {
+          cause: err,
+        });
       } finally {
         done = true;
         await monitor;

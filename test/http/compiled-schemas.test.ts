@@ -26,6 +26,7 @@ const fastJsonStringify = require(resolveSerializerLibrary()) as (schema: object
 /** Runs generated CommonJS text as the table's factories do, and returns its exports. */
 function load<T>(code: string): T {
   const module = { exports: {} as unknown };
+  // eslint-disable-next-line @typescript-eslint/no-implied-eval -- the build's generated code, run as it is at start
   new Function('module', 'exports', 'require', code)(module, module.exports, require);
   return module.exports as T;
 }

@@ -45,7 +45,7 @@ describe('vector JSON', () => {
     // Numbers wider than a wire count's 11 characters, many of them: the buffer makes room as it goes.
     const wide = Array.from(
       { length: 3000 },
-      (_, i) => (i % 2 ? -1.2345678901234567e-300 : 123456.78901234567) * (1 + i / 1e6),
+      (_, i) => (i % 2 ? -1.2345678901234568e-300 : 123456.78901234567) * (1 + i / 1e6),
     );
     assert.equal(numbersJson(wide), JSON.stringify(wide));
     fc.assert(

@@ -3,6 +3,7 @@ import { createServer, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { loadConfig } from '../../src/config.ts';
 import { importCommand, type ImportFlags } from '../../src/import/command.ts';
+import { openLocalTarget } from '../../src/local-target.ts';
 import type { TestServer } from '../support/server.ts';
 
 /**
@@ -51,7 +52,7 @@ export class FlakyProxy {
 }
 
 /** An output stream that keeps what is written (not a TTY: plain progress lines). */
-export function captured(): NodeJS.WriteStream & { text(): string } {
+function captured(): NodeJS.WriteStream & { text(): string } {
   let text = '';
   return {
     isTTY: false,
@@ -67,7 +68,7 @@ export function captured(): NodeJS.WriteStream & { text(): string } {
 export async function runImport(target: TestServer, flags: ImportFlags): Promise<{ code: number; out: string }> {
   const config = loadConfig({}, { dataDir: target.dataDir, databaseUrl: target.databaseUrl, logLevel: 'silent' });
   const out = captured();
-  const code = await importCommand(config, flags, out);
+  const code = await importCommand(config, flags, openLocalTarget, out);
   return { code, out: out.text() };
 }
 

@@ -59,8 +59,8 @@ for (const dialect of TEST_DIALECTS) {
         ORRERY_JOB_LEASE: '2',
         ...(pg ? { ORRERY_DATABASE_URL: pg.url } : {}),
       };
-      let first: ServerProcess | undefined = await startServerProcess(env);
-      cleanups.push(() => first!.kill());
+      const first: ServerProcess = await startServerProcess(env);
+      cleanups.push(() => first.kill());
       // 500 pages keep the job running for seconds after it starts: long enough to be killed mid-way.
       const id = await createPdfObject(first.url, 500);
       for (let i = 0; i < 1000 && (await statusOf(first.url, id)).status !== 'processing'; i++)

@@ -57,11 +57,9 @@ for (const dialect of TEST_DIALECTS) {
         config: { api_version: '2024-10-21' },
       });
       const from = wire.requests.length;
-      const run = await srv
-        .client()
-        .interactions.execute(ix, {
-          config: { model_options: { temperature: 0.2, max_tokens: 64, top_p: 0.9, stop: ['\n\n'] } },
-        } as any);
+      const run = await srv.client().interactions.execute(ix, {
+        config: { model_options: { temperature: 0.2, max_tokens: 64, top_p: 0.9, stop: ['\n\n'] } },
+      } as any);
       assert.equal(run.result.text(), 'Bonjour from Azure');
       assert.deepEqual(run.token_use, { prompt: 7, result: 3, total: 10 });
       const sent = wire.requests[from];

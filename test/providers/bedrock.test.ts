@@ -348,11 +348,9 @@ for (const dialect of TEST_DIALECTS) {
     it('maps model options onto the body Bedrock received', async () => {
       const { ix } = await bedrock();
       const from = wire.requests.length;
-      const run = await srv
-        .client()
-        .interactions.execute(ix, {
-          config: { model_options: { temperature: 0.2, max_tokens: 64, top_p: 0.9, top_k: 30, stop: ['\n\n'] } },
-        } as any);
+      const run = await srv.client().interactions.execute(ix, {
+        config: { model_options: { temperature: 0.2, max_tokens: 64, top_p: 0.9, top_k: 30, stop: ['\n\n'] } },
+      } as any);
       assert.equal(run.result.text(), TEXT);
       const sent = wire.requests[from].body;
       assert.deepEqual(sent.inferenceConfig, { maxTokens: 64, temperature: 0.2, topP: 0.9, stopSequences: ['\n\n'] });

@@ -6,7 +6,7 @@
 import fc from 'fast-check';
 import { Q, type QueryNode } from '../../src/query/lucene/index.ts';
 
-export const FIELDS = [
+const FIELDS = [
   'id',
   'status',
   'modelId',
@@ -44,7 +44,7 @@ const wordItem = fc.oneof(
   { weight: 1, arbitrary: fc.constantFrom('*', '?') },
 );
 /** A term as typed: escapes, wildcards, unicode; never an operator keyword. */
-export const word = fc
+const word = fc
   .array(wordItem, { minLength: 1, maxLength: 8 })
   .map((items) => items.join(''))
   .map((w) => (w === 'AND' || w === 'OR' || w === 'NOT' ? `x${w}` : w));
@@ -53,7 +53,7 @@ const plainWord = fc
   .map((a) => a.join(''))
   .map((w) => (/^(AND|OR|NOT|TO)$/.test(w) ? `x${w}` : w));
 
-export const phrase = fc
+const phrase = fc
   .array(
     fc.oneof(
       { weight: 5, arbitrary: fc.constantFrom(...PLAIN, ' ', '*', '(', ':', '-') },

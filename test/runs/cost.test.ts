@@ -84,8 +84,6 @@ const tablePrices = (e: Entry) => ({
   cache_write: e.cache_creation_input_token_cost,
   reasoning: e.output_cost_per_reasoning_token,
 });
-const perMillion = (p: Record<string, number>) =>
-  Object.fromEntries(Object.entries(p).map(([k, v]) => [k, v / 1e6])) as { input: number; output: number };
 
 describe('costOf: the price table, key mapping and arithmetic (unit)', () => {
   const usage = { prompt: 1000, result: 400, total: 1400 };

@@ -208,28 +208,26 @@ describe('sqlite: the run writer thread', () => {
       const ended = await Promise.all(runs.map((r, i) => w.insert(r, i % 2 ? ['t1', `n${i}`] : [])));
       assert.equal(ended.length, runs.length);
       const results = await Promise.all([
-        ...runs
-          .slice(0, 8)
-          .map((r, i) =>
-            w.update(
-              r.id,
-              {
-                status: i === 2 ? 'failed' : 'completed',
-                updated_at: '2026-01-01T00:00:00.000Z',
-                executor: null,
-                finish_reason: 'stop',
-                token_prompt: 3,
-                token_result: i,
-                token_total: 3 + i,
-                doc: {
-                  ...(r.doc as object),
-                  result: [{ type: 'text', value: `answer${i}` }],
-                  cost: { total: 0.5 * i },
-                } as never,
-              },
-              i === 7 ? 'created' : undefined,
-            ),
+        ...runs.slice(0, 8).map((r, i) =>
+          w.update(
+            r.id,
+            {
+              status: i === 2 ? 'failed' : 'completed',
+              updated_at: '2026-01-01T00:00:00.000Z',
+              executor: null,
+              finish_reason: 'stop',
+              token_prompt: 3,
+              token_result: i,
+              token_total: 3 + i,
+              doc: {
+                ...(r.doc as object),
+                result: [{ type: 'text', value: `answer${i}` }],
+                cost: { total: 0.5 * i },
+              } as never,
+            },
+            i === 7 ? 'created' : undefined,
           ),
+        ),
         // A patch (no document): a claim that holds. An undefined value leaves its column as it is (as Kysely).
         w.update(runs[9].id, { updated_at: '2026-01-02T00:00:00.000Z', model_id: undefined }, 'processing'),
         w.update(runs[10].id, { updated_at: '2026-01-02T00:00:00.000Z' }, 'created'), // a claim on a run that moved on

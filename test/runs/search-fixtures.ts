@@ -41,7 +41,7 @@ export function rng(seed: number): Rng {
 // ---- vocabulary -----------------------------------------------------------------------------
 
 /** Words and word-like strings, with the cases tokenize / FTS must agree on. */
-export const VOCAB = [
+const VOCAB = [
   'hello',
   'Hello',
   'HELLO',
@@ -88,7 +88,7 @@ export const VOCAB = [
 ] as const;
 const SEPARATORS = [' ', ' ', ' ', ', ', '\n', ' - ', '. '];
 
-export const text = (r: Rng, min = 0, max = 8): string => {
+const text = (r: Rng, min = 0, max = 8): string => {
   const n = r.int(min, max);
   let out = '';
   for (let i = 0; i < n; i++) out += (i ? r.pick(SEPARATORS) : '') + r.pick(VOCAB);
@@ -589,7 +589,7 @@ export const DEFAULT_PATHS = [
 export type FacetValue = string | number | null;
 
 /** A facetable field's values in a run document (the facet's `_id`s). */
-export function facetValues(doc: Record<string, unknown>, field: string): FacetValue[] {
+function facetValues(doc: Record<string, unknown>, field: string): FacetValue[] {
   const ref = (x: unknown) => (x && typeof x === 'object' ? (x as { id: string }).id : null);
   switch (field) {
     case 'tags':

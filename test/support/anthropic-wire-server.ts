@@ -42,13 +42,13 @@ export interface AnthropicWireOptions {
   hangAfterChunks?: number;
 }
 
-export interface WireToolUse {
+interface WireToolUse {
   id: string;
   name: string;
   input: Record<string, unknown>;
 }
 
-export interface RecordedRequest {
+interface RecordedRequest {
   method: string;
   path: string;
   headers: Record<string, string | string[] | undefined>;

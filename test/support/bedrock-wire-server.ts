@@ -48,7 +48,7 @@ export interface BedrockWireOptions {
   inferenceProfiles?: any[] | null;
 }
 
-export interface RecordedRequest {
+interface RecordedRequest {
   method: string;
   path: string;
   query: Record<string, string>;
@@ -70,7 +70,7 @@ export const TEST_ACCESS_KEY_ID = 'AKIAIOSFODNN7EXAMPLE';
 export const TEST_SECRET = 'wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY';
 const DEFAULT_TEXT = 'Hello from Bedrock, streamed in pieces.';
 
-export const DEFAULT_FOUNDATION_MODELS = [
+const DEFAULT_FOUNDATION_MODELS = [
   {
     modelArn: 'arn:aws:bedrock:us-east-1::foundation-model/amazon.nova-pro-v1:0',
     modelId: 'amazon.nova-pro-v1:0',
@@ -131,7 +131,7 @@ export const DEFAULT_FOUNDATION_MODELS = [
   },
 ];
 
-export const DEFAULT_INFERENCE_PROFILES = [
+const DEFAULT_INFERENCE_PROFILES = [
   {
     inferenceProfileName: 'US Anthropic Claude Sonnet 4',
     inferenceProfileId: 'us.anthropic.claude-sonnet-4-20250514-v1:0',

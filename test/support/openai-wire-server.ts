@@ -66,7 +66,7 @@ export interface WireToolCall {
   arguments: string;
 }
 
-export interface RecordedRequest {
+interface RecordedRequest {
   method: string;
   path: string;
   /** The query string's parameters (Azure's api-version). */

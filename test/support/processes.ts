@@ -14,8 +14,6 @@ const CLI = existsSync(join(ROOT, 'src', 'cli.js')) ? ['src/cli.js'] : ['--impor
 
 import { freePort } from '../../scripts/free-port.mjs';
 
-export { freePort };
-
 export interface ServerProcess {
   url: string;
   proc: ChildProcess;

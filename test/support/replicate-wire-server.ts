@@ -32,7 +32,7 @@ export interface ReplicateWireOptions {
   fail?: { status: number; title?: string; detail?: string; headers?: Record<string, string>; times?: number };
 }
 
-export interface ReplicateRecordedRequest {
+interface ReplicateRecordedRequest {
   method: string;
   path: string;
   query: Record<string, string>;

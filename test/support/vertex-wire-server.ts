@@ -18,7 +18,7 @@ import { listenOnLoopback, readBody, sleep, words, writeJson } from './wire-scaf
 import { jwtVerify, errors as joseErrors } from 'jose';
 
 export const CLOUD_PLATFORM_SCOPE = 'https://www.googleapis.com/auth/cloud-platform';
-export const VERTEX_ANTHROPIC_VERSION = 'vertex-2023-10-16';
+const VERTEX_ANTHROPIC_VERSION = 'vertex-2023-10-16';
 
 export interface VertexWireOptions {
   /** The project the accounts may call; others get 403 PERMISSION_DENIED. Default 'orrery-test'. */
@@ -48,7 +48,7 @@ export interface VertexWireOptions {
   tokenLifetimeS?: number;
 }
 
-export interface RecordedRequest {
+interface RecordedRequest {
   kind: 'token' | 'gemini' | 'claude' | 'other';
   method: string;
   path: string;

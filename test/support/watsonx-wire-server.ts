@@ -25,7 +25,7 @@ export interface WatsonxWireOptions {
   midStreamError?: { afterChunks: number; status: number; code: string; message: string };
 }
 
-export interface WatsonxRecordedRequest {
+interface WatsonxRecordedRequest {
   method: string;
   path: string;
   query: Record<string, string>;
@@ -47,7 +47,7 @@ export interface WatsonxWireServer {
   close(): Promise<void>;
 }
 
-export const WATSONX_MODELS = [
+const WATSONX_MODELS = [
   {
     model_id: 'ibm/granite-3-8b-instruct',
     label: 'granite-3-8b-instruct',

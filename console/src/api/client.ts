@@ -3,7 +3,7 @@
  * a compatibility test of it; `apiFetch` for what the client lacks.
  */
 import { VertesiaClient } from '@vertesia/client';
-import { ApiError, errorFromResponse } from './errors.ts';
+import { errorFromResponse } from './errors.ts';
 import { getToken, signOut } from './session.ts';
 
 let instance: VertesiaClient | null = null;
@@ -59,5 +59,3 @@ export async function apiFetch<T = unknown>(path: string, opts: ApiFetchOptions 
   const text = await res.text();
   return (text ? JSON.parse(text) : undefined) as T;
 }
-
-export { ApiError };

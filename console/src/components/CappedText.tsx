@@ -4,7 +4,7 @@
  */
 import { useState } from 'react';
 
-export const DEFAULT_CAP = 20_000;
+const DEFAULT_CAP = 20_000;
 
 export function downloadText(text: string, filename: string, type = 'text/plain'): void {
   const url = URL.createObjectURL(new Blob([text], { type }));

@@ -130,7 +130,7 @@ export function CodeEditor({
     view.current = v;
     return () => v.destroy();
     // The editor is made once; the props below are applied by the effects that follow.
-  }, []); // eslint-disable-line react-hooks/exhaustive-deps
+  }, []); // deps chosen on purpose: not every value read
 
   useEffect(() => {
     const v = view.current;
@@ -148,5 +148,3 @@ export function CodeEditor({
 
   return <div className="code-editor" ref={host} data-language={language} />;
 }
-
-export default CodeEditor;

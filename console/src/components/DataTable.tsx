@@ -18,7 +18,7 @@ import {
 } from '@tanstack/react-table';
 import { useVirtualizer } from '@tanstack/react-virtual';
 
-export const tableFeatureSet = tableFeatures({ columnVisibilityFeature });
+const tableFeatureSet = tableFeatures({ columnVisibilityFeature });
 export type TableFeatureSet = typeof tableFeatureSet;
 export type DataColumn<T extends RowData> = ColumnDef<TableFeatureSet, T, any>;
 
@@ -84,7 +84,7 @@ export function DataTable<T extends RowData>(props: DataTableProps<T>) {
   const lastIndex = last?.index ?? -1;
   useEffect(() => {
     if (onNearEnd && lastIndex >= 0 && lastIndex >= rows.length - 10) onNearEnd();
-  }, [lastIndex, rows.length]); // eslint-disable-line react-hooks/exhaustive-deps
+  }, [lastIndex, rows.length]); // deps chosen on purpose: not every value read
   const top = items[0]?.start ?? 0;
   const bottom = virtualizer.getTotalSize() - (last?.end ?? 0);
   const headerGroups = table.getHeaderGroups() as any[];

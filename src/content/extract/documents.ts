@@ -31,7 +31,7 @@ export interface Extracted {
   facts: ExtractedFacts;
 }
 
-export const PAGE_SEPARATOR = '\n\f\n';
+const PAGE_SEPARATOR = '\n\f\n';
 
 export async function extractText(
   family: ContentFamily,
@@ -209,7 +209,7 @@ async function odfText(bytes: Uint8Array, limits: ContentLimits): Promise<Extrac
 }
 
 /** Visible text: no markup, scripts, styles or link targets; headings keep their case; no wrapping. */
-export function htmlText(html: string): string {
+function htmlText(html: string): string {
   return htmlToText(html, {
     wordwrap: false,
     baseElements: { selectors: ['body'], returnDomByDefault: true },

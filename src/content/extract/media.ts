@@ -39,7 +39,7 @@ export async function probeMedia(
   return {};
 }
 
-export async function imageFacts(bytes: Uint8Array, limits: ContentLimits): Promise<MediaFacts> {
+async function imageFacts(bytes: Uint8Array, limits: ContentLimits): Promise<MediaFacts> {
   let md: Metadata;
   try {
     const sharp = await loadSharp();
@@ -61,7 +61,7 @@ export async function imageFacts(bytes: Uint8Array, limits: ContentLimits): Prom
   return { dimensions, ...(md.pages && md.pages > 1 ? { page_count: md.pages } : {}) };
 }
 
-export function checkPixels(width: number, height: number, limits: ContentLimits): void {
+function checkPixels(width: number, height: number, limits: ContentLimits): void {
   if (width * height > limits.maxImagePixels) {
     throw new ContentError(
       'pixel_limit',

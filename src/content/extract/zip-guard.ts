@@ -79,8 +79,14 @@ export function listZip(bytes: Uint8Array): ZipEntry[] {
       const len = buf.readUInt16LE(e + 2);
       if (id === 0x0001) {
         let q = e + 4;
-        if (size === MAX32) ((size = Number(buf.readBigUInt64LE(q))), (q += 8));
-        if (compressedSize === MAX32) ((compressedSize = Number(buf.readBigUInt64LE(q))), (q += 8));
+        if (size === MAX32) {
+          size = Number(buf.readBigUInt64LE(q));
+          q += 8;
+        }
+        if (compressedSize === MAX32) {
+          compressedSize = Number(buf.readBigUInt64LE(q));
+          q += 8;
+        }
         if (localOffset === MAX32) localOffset = Number(buf.readBigUInt64LE(q));
       }
       e += 4 + len;

@@ -73,6 +73,3 @@ export type Cond =
   | { readonly kind: 'elemMatchDoc'; readonly match: MatchNode }
   | { readonly kind: 'not'; readonly cond: Cond }
   | { readonly kind: 'every'; readonly conds: readonly Cond[] };
-
-export type CondKind = Cond['kind'];
-export type MatchKind = MatchNode['kind'];

@@ -338,7 +338,7 @@ export function compileFind(
 }
 
 /** Compile an already parsed query (parse.ts `parseFind`). */
-export function compileFindNode(
+function compileFindNode(
   node: MatchNode,
   resolve: FieldResolver,
   json: JsonSql,

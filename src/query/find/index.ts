@@ -1,7 +1,7 @@
 /** Mongo-style `find` queries: parse → frozen AST → SQL for SQLite and PostgreSQL (compile.ts: the semantics). */
 export * from './ast.ts';
 export { FindQueryError } from './errors.ts';
-export { parseFind, parseFieldPath } from './parse.ts';
+export { parseFind } from './parse.ts';
 export { regexToGlob } from './regex.ts';
-export { compileFind, compileFindNode, type FieldRef, type FieldResolver } from './compile.ts';
+export { compileFind, type FieldRef, type FieldResolver } from './compile.ts';
 export { compileSort, type SortSpec } from './sort.ts';

@@ -31,8 +31,8 @@ export const ftsRow = (s: RunSearchDoc): FtsRow => ({
 });
 
 /** PostgreSQL's limits on a tsvector. */
-export const TS_MAX_POSITION = 16_383;
-export const TS_MAX_POSITIONS_PER_WORD = 256;
+const TS_MAX_POSITION = 16_383;
+const TS_MAX_POSITIONS_PER_WORD = 256;
 export const TS_MAX_WORD_BYTES = 2_046;
 const TS_MAX_BYTES = 1_000_000;
 

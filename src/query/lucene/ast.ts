@@ -25,8 +25,7 @@
  * prohibited clauses alone (`-x`, `NOT x`) means "every run except those".
  */
 
-export const QUERY_NODE_KINDS = ['term', 'range', 'exists', 'and', 'or', 'not', 'all'] as const;
-export type QueryNodeKind = (typeof QUERY_NODE_KINDS)[number];
+type QueryNodeKind = 'term' | 'range' | 'exists' | 'and' | 'or' | 'not' | 'all';
 
 export interface TermNode {
   readonly kind: 'term';
@@ -54,17 +53,17 @@ export interface ExistsNode {
   readonly field: string;
 }
 
-export interface AndNode {
+interface AndNode {
   readonly kind: 'and';
   readonly nodes: readonly QueryNode[];
 }
 
-export interface OrNode {
+interface OrNode {
   readonly kind: 'or';
   readonly nodes: readonly QueryNode[];
 }
 
-export interface NotNode {
+interface NotNode {
   readonly kind: 'not';
   readonly node: QueryNode;
 }
@@ -155,17 +154,3 @@ export const fieldsOf = (node: QueryNode): string[] => {
   walk(node);
   return [...out];
 };
-
-/** For the README: what fuzzy and boost do. */
-export const MODIFIERS_NOTE =
-  'Fuzzy (`term~`, `term~1`, `term~0.8`) and boost (`term^2`, `(a b)^2`, `[a TO b]^2`) are accepted and ignored: ' +
-  'a fuzzy term matches exactly like the plain term, and boost changes nothing because results are ordered by ' +
-  '`updated_at`, not by score. Phrase proximity (`"a b"~3`) is ignored too: the words must be consecutive.';
-
-/** For the README: how the boolean syntax maps onto AND/OR/NOT. */
-export const BOOLEAN_NOTE =
-  'Operators are `AND`/`&&`, `OR`/`||`, `NOT`/`!` (upper case) and the `+`/`-` prefixes; `NOT` binds tightest, ' +
-  'then `AND`, then `OR`, then plain juxtaposition. Juxtaposed clauses follow Lucene: `+x` is required, `-x` and ' +
-  '`NOT x` are prohibited, other clauses are optional and at least one must match unless a required clause is ' +
-  'present (then they are ignored). So `a b` is `a OR b`, `+a c` is `a`, `a -b` is `a AND NOT b`, and `-x` alone ' +
-  'means every run except x. Regular expressions (`/re/`) are not supported.';

@@ -4,7 +4,7 @@
  */
 
 /** 1-based line and column of a 0-based offset (columns count UTF-16 code units, like JS strings). */
-export const lineColumn = (text: string, offset: number): { line: number; column: number } => {
+const lineColumn = (text: string, offset: number): { line: number; column: number } => {
   let line = 1;
   let start = 0;
   for (let i = 0; i < offset && i < text.length; i++) {

@@ -193,6 +193,8 @@ class Parser {
       case '<':
       case '>':
         return this.comparison(this.rangeField(ctx, at));
+      default:
+        break; // a word, below
     }
     this.refuseStart(at);
     const word = this.word();

@@ -4,7 +4,6 @@
  * compiler cannot drift (style K4).
  */
 
-export const FIELD_KINDS = ['keyword', 'text', 'number', 'date', 'ref'] as const;
 /**
  * - keyword: exact, case-sensitive values (`*`/`?` globs); JSON numbers and booleans compare as such.
  * - text: words (case-insensitive tokens), phrases, one-token globs.
@@ -12,10 +11,10 @@ export const FIELD_KINDS = ['keyword', 'text', 'number', 'date', 'ref'] as const
  * - date: ISO 8601 instants; a term covers its precision (`2024-03` = the month, UTC).
  * - ref: `{id, name}` or a bare id string; matches like keyword on the id or the name.
  */
-export type FieldKind = (typeof FIELD_KINDS)[number];
+export type FieldKind = 'keyword' | 'text' | 'number' | 'date' | 'ref';
 
 /** Fixed fields: name → kind. The name is also the path into the run document. */
-export const RUN_FIELDS = Object.freeze({
+const RUN_FIELDS = Object.freeze({
   id: 'keyword',
   status: 'keyword',
   modelId: 'keyword',

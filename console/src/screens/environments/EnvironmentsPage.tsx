@@ -57,7 +57,7 @@ export function EnvironmentsPage() {
       <div className="env-layout">
         <div className="env-main">
           {envs.error ? (
-            <ErrorBanner error={envs.error} onRetry={() => envs.refetch()} />
+            <ErrorBanner error={envs.error} onRetry={() => void envs.refetch()} />
           ) : envs.isPending ? (
             <Loading />
           ) : (
@@ -102,7 +102,7 @@ function EnvironmentDetail({ env }: { env: Environment }) {
         · API key {env.has_api_key ? <span className="mono">{env.apikey_hint ?? '…'}</span> : 'none'}
       </p>
       {models.error ? (
-        <ErrorBanner error={models.error} onRetry={() => models.refetch()} title="The provider's models" />
+        <ErrorBanner error={models.error} onRetry={() => void models.refetch()} title="The provider's models" />
       ) : models.isPending ? (
         <Loading label="Listing the provider's models…" />
       ) : (

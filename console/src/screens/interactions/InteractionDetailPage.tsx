@@ -126,7 +126,7 @@ function InteractionDetail({ interactionId }: { interactionId: string }) {
     ownSave.current = false;
     if (base && edit && !mine && comparable(edit) !== comparable(base.state)) setChangedElsewhere(true);
     else load();
-  }, [rev]); // eslint-disable-line react-hooks/exhaustive-deps
+  }, [rev]); // deps chosen on purpose: not every value read
 
   const inputSchema = useMemo(() => parseSchema(edit?.inputSchema ?? ''), [edit?.inputSchema]);
   const resultSchema = useMemo(() => parseSchema(edit?.resultSchema ?? ''), [edit?.resultSchema]);
@@ -212,7 +212,7 @@ function InteractionDetail({ interactionId }: { interactionId: string }) {
   if (ix.error)
     return (
       <Page title="Interaction">
-        <ErrorBanner error={ix.error} onRetry={() => ix.refetch()} />
+        <ErrorBanner error={ix.error} onRetry={() => void ix.refetch()} />
       </Page>
     );
   if (ix.isPending || !edit)
@@ -661,7 +661,7 @@ function Versions({ interaction, dirty }: { interaction: Interaction; dirty: boo
       {publish.error && <ErrorBanner error={publish.error} title="Not published" />}
       {publish.isSuccess && <p role="status">Published version {publish.data.version}.</p>}
       {versions.error ? (
-        <ErrorBanner error={versions.error} onRetry={() => versions.refetch()} />
+        <ErrorBanner error={versions.error} onRetry={() => void versions.refetch()} />
       ) : versions.isPending ? (
         <Loading />
       ) : (

@@ -98,7 +98,7 @@ export function InteractionsPage() {
             />
           </div>
           {list.error ? (
-            <ErrorBanner error={list.error} onRetry={() => list.refetch()} />
+            <ErrorBanner error={list.error} onRetry={() => void list.refetch()} />
           ) : list.isPending ? (
             <Loading />
           ) : (
@@ -253,7 +253,7 @@ function PromptTemplates({ selected, onSelect }: { selected?: string; onSelect: 
       </header>
       {create.error && <ErrorBanner error={create.error} />}
       {prompts.error ? (
-        <ErrorBanner error={prompts.error} onRetry={() => prompts.refetch()} />
+        <ErrorBanner error={prompts.error} onRetry={() => void prompts.refetch()} />
       ) : prompts.isPending ? (
         <Loading />
       ) : (

@@ -9,7 +9,7 @@ export const CONTENT_TYPES = ['handlebars', 'jst', 'text'] as const;
 export type Role = (typeof ROLES)[number];
 export type ContentType = (typeof CONTENT_TYPES)[number];
 
-export interface SegmentTemplate {
+interface SegmentTemplate {
   id: string;
   name: string;
   role: Role;
@@ -18,7 +18,7 @@ export interface SegmentTemplate {
   inputSchema?: Record<string, unknown>;
 }
 
-export interface Segment {
+interface Segment {
   id: string;
   type: 'template' | 'chat';
   template?: SegmentTemplate;
@@ -198,7 +198,7 @@ export function parseData(
 }
 
 /** A sample value for a JSON schema: examples, default, enum, or a value of its type. */
-export function sampleOf(schema: unknown, name = '', depth = 0): unknown {
+function sampleOf(schema: unknown, name = '', depth = 0): unknown {
   if (!schema || typeof schema !== 'object' || depth > 6) return null;
   const s = schema as Record<string, any>;
   if (Array.isArray(s.examples) && s.examples.length) return s.examples[0];
@@ -228,7 +228,7 @@ export function sampleOf(schema: unknown, name = '', depth = 0): unknown {
 }
 
 /** Top-level variables a handlebars template reads (`{{name}}`, `{{#each items}}`), for sample data without a schema. */
-export function templateVariables(segments: { content: string; content_type: string }[]): string[] {
+function templateVariables(segments: { content: string; content_type: string }[]): string[] {
   const names = new Set<string>();
   for (const s of segments) {
     if (s.content_type !== 'handlebars') continue;

@@ -150,7 +150,7 @@ function SearchBox({
     if ((value ?? '') === text) return;
     const t = setTimeout(() => onSearch(text.trim() || undefined), 350);
     return () => clearTimeout(t);
-  }, [text]); // eslint-disable-line react-hooks/exhaustive-deps
+  }, [text]); // deps chosen on purpose: not every value read
   return (
     <input
       type="search"
@@ -275,7 +275,7 @@ export function ObjectsPage() {
         cell: (c) => <time dateTime={c.getValue() as string}>{formatDate(c.getValue())}</time>,
       }),
     ] as DataColumn<ObjectRow>[];
-  }, [rows, selected, allOnPage]); // eslint-disable-line react-hooks/exhaustive-deps
+  }, [rows, selected, allOnPage]); // deps chosen on purpose: not every value read
 
   // Uploads
   const [uploads, setUploads] = useState<UploadItem[]>([]);
@@ -344,8 +344,10 @@ export function ObjectsPage() {
     }
   };
 
+  // The router's navigate() settles when the new route has rendered and reports its own errors;
+  // nothing waits for it here.
   const setSearch = (patchS: Partial<ObjectsSearch>) =>
-    navigate({ search: (s: ObjectsSearch) => ({ ...s, ...patchS, page: undefined }) as never });
+    void navigate({ search: (s: ObjectsSearch) => ({ ...s, ...patchS, page: undefined }) as never });
   const crumbs = search.location ? segmentsOf(search.location) : null;
 
   const onDrop = (e: DragEvent) => {
@@ -544,7 +546,7 @@ export function ObjectsPage() {
                   className="secondary"
                   disabled={page === 0}
                   onClick={() =>
-                    navigate({ search: (s: ObjectsSearch) => ({ ...s, page: page - 1 || undefined }) as never })
+                    void navigate({ search: (s: ObjectsSearch) => ({ ...s, page: page - 1 || undefined }) as never })
                   }
                 >
                   Previous page
@@ -554,7 +556,7 @@ export function ObjectsPage() {
                   type="button"
                   className="secondary"
                   disabled={!hasNext}
-                  onClick={() => navigate({ search: (s: ObjectsSearch) => ({ ...s, page: page + 1 }) as never })}
+                  onClick={() => void navigate({ search: (s: ObjectsSearch) => ({ ...s, page: page + 1 }) as never })}
                 >
                   Next page
                 </button>

@@ -27,7 +27,7 @@ export const segmentsOf = (location: string): string[] => location.split('/').fi
 export const joinLocation = (segments: string[]): string => `/${segments.join('/')}`;
 
 /** The CSS class of a status badge. */
-export const statusClass = (status: unknown): string =>
+const statusClass = (status: unknown): string =>
   `obj-status obj-status-${typeof status === 'string' ? status : 'unknown'}`;
 
 export function StatusBadge({ status }: { status?: string }) {

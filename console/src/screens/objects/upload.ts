@@ -13,7 +13,7 @@ export interface UploadProgress {
 }
 
 /** PUTs `file` to a signed URL, reporting progress; answers the ETag (quotes stripped). */
-export function putWithProgress(
+function putWithProgress(
   url: string,
   file: Blob,
   type: string,

@@ -110,7 +110,7 @@ export function RunsPage() {
   const navigate = route.useNavigate();
   const goTo = useNavigate();
   const qc = useQueryClient();
-  const key = useMemo(() => ({ q: search.q, facets: search.facets }), [search.q, JSON.stringify(search.facets ?? {})]); // eslint-disable-line react-hooks/exhaustive-deps
+  const key = useMemo(() => ({ q: search.q, facets: search.facets }), [search.q, JSON.stringify(search.facets ?? {})]); // deps chosen on purpose: not every value read
   const keyText = JSON.stringify(key);
   useEffect(() => rememberView(search), [search]);
 
@@ -178,7 +178,7 @@ export function RunsPage() {
       stop = true;
       clearInterval(timer);
     };
-  }, [search.live, keyText, list.isPending, !!list.error]); // eslint-disable-line react-hooks/exhaustive-deps
+  }, [search.live, keyText, list.isPending, !!list.error]); // deps chosen on purpose: not every value read
 
   useEffect(() => {
     if (rows.length) rememberOrder(rows.map((r) => r.id));
@@ -189,7 +189,7 @@ export function RunsPage() {
   const columns = useMemo(
     () => COLUMNS.filter((c) => shown.includes(c.id)).map((c) => COLUMN_DEFS[c.id]),
     [shown.join(',')],
-  ); // eslint-disable-line react-hooks/exhaustive-deps
+  ); // deps chosen on purpose: not every value read
   const setColumns = (ids: ColumnId[]) => {
     try {
       localStorage.setItem(COLUMNS_KEY, JSON.stringify(ids));
@@ -199,8 +199,9 @@ export function RunsPage() {
     void navigate({ search: (s: RunsSearch) => ({ ...s, columns: ids }), replace: true });
   };
 
+  // navigate() settles when the new route has rendered and reports its own errors: nothing waits.
   const toggleFacet = (k: FacetKey, value: string) =>
-    navigate({
+    void navigate({
       search: (s: RunsSearch) => {
         const cur = s.facets?.[k] ?? [];
         const next = cur.includes(value) ? cur.filter((v) => v !== value) : [...cur, value];
@@ -255,7 +256,7 @@ export function RunsPage() {
   const selected = cursor >= 0 ? rows[cursor] : undefined;
   useEffect(() => {
     if (selected && rows.length - cursor < 10) fetchMore();
-  }, [cursor]); // eslint-disable-line react-hooks/exhaustive-deps
+  }, [cursor]); // deps chosen on purpose: not every value read
 
   const fetchMore = () => {
     if (list.hasNextPage && !list.isFetchingNextPage && !list.error) void list.fetchNextPage();
@@ -272,7 +273,10 @@ export function RunsPage() {
               type="checkbox"
               checked={!!search.live}
               onChange={(e) =>
-                navigate({ search: (s: RunsSearch) => ({ ...s, live: e.target.checked || undefined }), replace: true })
+                void navigate({
+                  search: (s: RunsSearch) => ({ ...s, live: e.target.checked || undefined }),
+                  replace: true,
+                })
               }
             />
             Live
@@ -284,10 +288,12 @@ export function RunsPage() {
     >
       <QueryBox
         value={search.q ?? ''}
-        onSubmit={(q) => navigate({ search: (s: RunsSearch) => ({ ...s, q: q.trim() || undefined }) })}
+        onSubmit={(q) => void navigate({ search: (s: RunsSearch) => ({ ...s, q: q.trim() || undefined }) })}
         error={list.error}
       />
-      {list.error && !isQueryError(list.error) && <ErrorBanner error={list.error} onRetry={() => list.refetch()} />}
+      {list.error && !isQueryError(list.error) && (
+        <ErrorBanner error={list.error} onRetry={() => void list.refetch()} />
+      )}
       {!list.error && (
         <div className="runs-layout">
           <aside className="runs-facets" aria-label="Facets">
@@ -324,7 +330,7 @@ export function RunsPage() {
                 rowHeight={36}
                 height="max(16rem, calc(100vh - 20rem))"
                 onNearEnd={fetchMore}
-                onRowClick={(r) => goTo({ to: '/runs/$runId', params: { runId: r.id } })}
+                onRowClick={(r) => void goTo({ to: '/runs/$runId', params: { runId: r.id } })}
                 selectedId={selected?.id}
                 rowClassName={(r) => (r.status === 'failed' ? 'run-failed' : undefined)}
                 empty={

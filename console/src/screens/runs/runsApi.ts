@@ -35,12 +35,12 @@ export interface Bucket {
   name?: string;
 }
 
-export const PAGE_SIZE = 200;
+const PAGE_SIZE = 200;
 
 type Filters = Record<string, unknown>;
 
 /** The search filters for the chosen facet values. */
-export function filtersOf(facets: RunsSearch['facets']): Filters {
+function filtersOf(facets: RunsSearch['facets']): Filters {
   const f: Filters = {};
   for (const { key } of FACETS) {
     const values = facets?.[key];

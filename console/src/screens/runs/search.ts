@@ -13,7 +13,7 @@ export const FACETS = [
   { key: 'tags', label: 'Tags', path: 'tags' },
 ] as const;
 export type FacetKey = (typeof FACETS)[number]['key'];
-export const FACET_KEYS: readonly FacetKey[] = FACETS.map((f) => f.key);
+const FACET_KEYS: readonly FacetKey[] = FACETS.map((f) => f.key);
 
 /** The explorer's columns, in display order. */
 export const COLUMNS = [
@@ -30,7 +30,7 @@ export const COLUMNS = [
   { id: 'finish_reason', label: 'Finish reason' },
 ] as const;
 export type ColumnId = (typeof COLUMNS)[number]['id'];
-export const COLUMN_IDS: readonly ColumnId[] = COLUMNS.map((c) => c.id);
+const COLUMN_IDS: readonly ColumnId[] = COLUMNS.map((c) => c.id);
 export const DEFAULT_COLUMNS: readonly ColumnId[] = [
   'time',
   'interaction',

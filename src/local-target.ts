@@ -4,21 +4,17 @@
  * loopback port of its own, which the importer reaches like any `--to` target: one code path
  * for both modes, and every copy goes through the same rules as an API write (validation, blob
  * temporary name and rename, permissions). Nothing listens outside 127.0.0.1, and the token is
- * never printed.
+ * never printed. It lives beside the composition root, not in import/, which the server itself
+ * mounts: cli.ts passes it to the import commands.
  */
 import { sql } from 'kysely';
-import type { Config } from '../config.ts';
-import { buildServer } from '../server.ts';
-import { deriveKeys, resolveSecret } from '../auth/secret.ts';
-import { signToken } from '../auth/jwt.ts';
-import type { Principal } from '../auth/principal.ts';
-import { HttpTarget } from './target.ts';
-
-export interface LocalTarget {
-  target: HttpTarget;
-  /** The admin key created for the default project of a new database (shown once). */
-  createdAdminKey?: string;
-}
+import type { Config } from './config.ts';
+import { buildServer } from './server.ts';
+import { deriveKeys, resolveSecret } from './auth/secret.ts';
+import { signToken } from './auth/jwt.ts';
+import type { Principal } from './auth/principal.ts';
+import { HttpTarget } from './import/target.ts';
+import type { LocalTarget } from './import/command.ts';
 
 export async function openLocalTarget(
   config: Config,

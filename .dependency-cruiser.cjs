@@ -1,0 +1,85 @@
+// Import boundaries (dependency-cruiser). `npm run lint` runs it over src/; scripts/folder-cycles.mjs
+// checks the cycles between folders from the same graph. Type-only imports are never counted: they
+// vanish at compile time and tie no module's loading to another's.
+// How to read a failure: CONTRIBUTING.md ("Guard rails").
+
+// A feature's storage: store.ts, *-store.ts (search-store.ts, links-store.ts, project-store.ts, …).
+// blobs/ is the storage layer for bytes itself: its blob-store.ts contract is what others use.
+const STORAGE = '^src/[^/]+/(store|[a-z-]*-store)\\.ts$';
+
+// Cross-feature storage imports that need the large refactor (project deletion and reads per
+// feature, through the owner's service) while the second house issue (one-way layers, run
+// service split) is open. Remove each entry when its import is gone. [importer, storage, reason]
+const KNOWN_STORAGE_IMPORTS = [
+  [
+    'src/import/service.ts',
+    'src/runs/store.ts',
+    'the importer writes runs as they were; runs/ has no service method for it yet',
+  ],
+  [
+    'src/collections/service.ts',
+    'src/objects/store.ts',
+    'a collection lists its objects by id; objects/ offers no batch read',
+  ],
+  ['src/collections/store.ts', 'src/objects/store.ts', 'borrows its IN-list chunk size (CHUNK), which belongs in db/'],
+  ['src/content/store.ts', 'src/objects/store.ts', 'content processing writes the object row it processes'],
+  [
+    'src/embeddings/object-search.ts',
+    'src/objects/store.ts',
+    'vector search over objects lives in embeddings/; it moves to objects/',
+  ],
+  // Split under the second house issue (one-way layers, run service split); remove each entry when its file is split.
+  ['src/runs/service.ts', 'src/auth/store.ts', 'reads the project row (split pending: not edited now)'],
+];
+
+const runtime = { dependencyTypesNot: ['type-only'] };
+const escape = (path) => `^${path.replace(/[.]/g, '\\.')}$`;
+
+/** @type {import('dependency-cruiser').IConfiguration} */
+module.exports = {
+  forbidden: [
+    {
+      name: 'no-runtime-cycle',
+      comment: 'Files that import each other at run time (type-only imports excepted) load in an order nobody chose.',
+      severity: 'error',
+      from: { path: '^src/' },
+      to: { circular: true, viaOnly: runtime },
+    },
+    {
+      name: 'lower-layers-import-no-feature',
+      comment: 'db/, http/ and util/ are below every feature: they import none (pass what they need in instead).',
+      severity: 'error',
+      from: { path: '^src/(db|http|util)/' },
+      to: { path: '^src/[^/]+/', pathNot: '^src/(db|http|util)/', ...runtime },
+    },
+    {
+      name: 'no-other-features-storage',
+      comment: "A feature reaches another feature's rows through that feature's service, never its store.",
+      severity: 'error',
+      from: { path: '^src/([^/]+)/' },
+      to: {
+        path: STORAGE,
+        pathNot: ['^src/$1/', '^src/blobs/', ...new Set(KNOWN_STORAGE_IMPORTS.map(([, to]) => escape(to)))],
+        ...runtime,
+      },
+    },
+    // The known exceptions above, each allowed only for its own importer.
+    ...[...new Set(KNOWN_STORAGE_IMPORTS.map(([, to]) => to))].map((to) => ({
+      name: 'no-other-features-storage',
+      comment: `${to}: only the importers listed in KNOWN_STORAGE_IMPORTS, while the second house issue is open.`,
+      severity: 'error',
+      from: {
+        path: '^src/([^/]+)/',
+        pathNot: KNOWN_STORAGE_IMPORTS.filter(([, t]) => t === to).map(([from]) => escape(from)),
+      },
+      to: { path: escape(to), pathNot: '^src/$1/', ...runtime },
+    })),
+  ],
+  options: {
+    doNotFollow: { path: 'node_modules' },
+    exclude: { path: '^src/http/compiled/' },
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: 'tsconfig.json' },
+    enhancedResolveOptions: { exportsFields: ['exports'], conditionNames: ['import', 'require', 'node', 'default'] },
+  },
+};
