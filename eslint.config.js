@@ -4,17 +4,6 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
-// Split under the second house issue (one-way layers, run service split); remove each entry when
-// its file is split. These files are being taken apart now, so they are exempt from the rules they
-// break rather than edited twice. src/server.ts breaks none of these rules (see .dependency-cruiser.cjs
-// and knip.json for its entries there).
-const SPLIT_PENDING = {
-  'src/runs/service.ts': ['max-lines'],
-  'src/objects/service.ts': ['max-lines'],
-  'src/interactions/interactions.ts': ['max-lines'],
-  'src/blobs/blob-service.ts': ['max-lines'],
-};
-
 export default tseslint.config(
   {
     ignores: [
@@ -118,8 +107,4 @@ export default tseslint.config(
       'no-control-regex': 'off',
     },
   },
-  ...Object.entries(SPLIT_PENDING).map(([file, rules]) => ({
-    files: [file],
-    rules: Object.fromEntries(rules.map((rule) => [rule, 'off'])),
-  })),
 );

@@ -729,7 +729,7 @@ const tooLarge = (limit: number) =>
   new PayloadTooLarge(`the upload is larger than the limit of ${limit} bytes (ORRERY_MAX_UPLOAD_SIZE)`, { limit });
 
 /** RFC 6266: a plain ASCII fallback and the UTF-8 name. */
-export function contentDisposition(kind: string, filename: string): string {
+function contentDisposition(kind: string, filename: string): string {
   const ascii = filename.replace(/[^\x20-\x7e]/g, '_').replace(/["\\]/g, '_');
   const utf8 = encodeURIComponent(filename).replace(/['()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
   return `${kind}; filename="${ascii}"; filename*=UTF-8''${utf8}`;

@@ -8,7 +8,7 @@ import type { ChatMessage } from '../providers/driver.ts';
 import { ConversationMismatch, ConversationTooLong, InvalidConversation } from './errors.ts';
 import { checkMessages, jsonBytes } from './messages.ts';
 
-export const CONVERSATION_VERSION = 1;
+const CONVERSATION_VERSION = 1;
 
 export interface Conversation {
   orrery_conversation: typeof CONVERSATION_VERSION;

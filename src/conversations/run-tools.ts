@@ -7,7 +7,7 @@ import type { ToolChoice, ToolDefinition } from '../providers/driver.ts';
 import { assertCanCallTools, type ToolTarget } from '../providers/tool-capabilities.ts';
 
 /** Bound on the tools of one request (OpenAI's own limit is 128). */
-export const MAX_TOOLS = 128;
+const MAX_TOOLS = 128;
 const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
 const CHOICES: readonly ToolChoice[] = ['auto', 'none', 'any', 'required'];
 
@@ -16,7 +16,7 @@ export interface RunTools {
   tool_choice?: ToolChoice;
 }
 
-export function readToolDefinitions(value: unknown): ToolDefinition[] | undefined {
+function readToolDefinitions(value: unknown): ToolDefinition[] | undefined {
   if (value === undefined || value === null) return undefined;
   if (!Array.isArray(value))
     throw new BadRequest('tool_definitions must be a list of {name, description?, input_schema}');
@@ -45,7 +45,7 @@ export function readToolDefinitions(value: unknown): ToolDefinition[] | undefine
   });
 }
 
-export function readToolChoice(modelOptions: unknown): ToolChoice | undefined {
+function readToolChoice(modelOptions: unknown): ToolChoice | undefined {
   const choice = (modelOptions as { tool_choice?: unknown } | null | undefined)?.tool_choice;
   if (choice === undefined || choice === null) return undefined;
   if (typeof choice !== 'string' || !CHOICES.includes(choice as ToolChoice))

@@ -95,7 +95,7 @@ function openSqlite(dataDir: string): OpenedDatabase {
 }
 
 /** How long a query waits for one of the pool's connections by default (ORRERY_DATABASE_POOL_WAIT). */
-export const POOL_WAIT_MS = 10_000;
+const POOL_WAIT_MS = 10_000;
 
 /**
  * One connection to the SQLite file, configured as every connection of ours must be: the main

@@ -31,7 +31,7 @@ class QueryTimeout extends OrreryError {
   }
 }
 
-export class QueryReadLimit extends OrreryError {
+class QueryReadLimit extends OrreryError {
   constructor() {
     super(
       'query_too_costly',
@@ -71,7 +71,7 @@ export function configureReads(db: object, s: ReadSettings): void {
 }
 
 /** A read whose client went away before it started or while it ran on PostgreSQL (the answer goes nowhere). */
-export class ClientGone extends OrreryError {
+class ClientGone extends OrreryError {
   constructor() {
     super('client_closed', 499, 'the client closed the connection before the answer; the query was cancelled');
   }

@@ -8,11 +8,11 @@
 import { OrreryError } from '../http/errors.ts';
 import { FairQueue } from '../util/fair-queue.ts';
 
-export const PROJECT_READS_VARIABLE = 'ORRERY_PROJECT_READS';
+const PROJECT_READS_VARIABLE = 'ORRERY_PROJECT_READS';
 /** Seconds a client refused by a full queue is told to wait. */
 const RETRY_AFTER_SECONDS = 1;
 
-export class TooManyReads extends OrreryError {
+class TooManyReads extends OrreryError {
   readonly retryAfterSeconds = RETRY_AFTER_SECONDS;
   constructor(perProject: number, queued: number) {
     super(

@@ -63,7 +63,7 @@ const ENVELOPE_BYTES = 64 * 1024;
  * much again for the run's other fields. A bigger body is refused before it is read, so a 15 MB
  * import costs the event loop nothing (its parse alone held it for a tenth of a second).
  */
-export const maxImportBodyBytes = (maxInlineJson: number = DEFAULT_MAX_INLINE_JSON): number =>
+const maxImportBodyBytes = (maxInlineJson: number = DEFAULT_MAX_INLINE_JSON): number =>
   4 * maxInlineJson + ENVELOPE_BYTES;
 
 export class ImportService {

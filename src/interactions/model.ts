@@ -5,7 +5,7 @@ import type { ContentType, PromptRole } from './prompts.ts';
 
 export const INTERACTION_STATUSES = ['draft', 'published', 'archived'] as const;
 
-export interface InlineTemplate {
+interface InlineTemplate {
   id?: string;
   name?: string;
   role: PromptRole;

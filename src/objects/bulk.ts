@@ -30,7 +30,7 @@ import { deletionEntry, nameOf, newEtag, newObjectRow, updateColumns, type Objec
  * Objects prepared or written between two turns of the event loop in a bulk create: 1,000 objects
  * (MAX_BULK_OBJECTS) in one go held it for the whole request, so other requests waited.
  */
-export const BULK_CHUNK = 100;
+const BULK_CHUNK = 100;
 
 /** Lets the event loop run what waits (other requests, timers) before the next chunk. */
 const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));

@@ -12,19 +12,19 @@ export type ChatRole = 'system' | 'user' | 'assistant' | 'tool';
  */
 export type ContentPart = TextPart | ImagePart | DocumentPart | ToolUsePart | ToolResultPart | ThinkingPart;
 
-export interface TextPart {
+interface TextPart {
   type: 'text';
   text: string;
 }
 
-export interface ImagePart {
+interface ImagePart {
   type: 'image';
   /** An https or data URL, or `store:<object id>` for a content object. */
   url: string;
   media_type?: string;
 }
 
-export interface DocumentPart {
+interface DocumentPart {
   type: 'document';
   url: string;
   media_type?: string;
@@ -32,7 +32,7 @@ export interface DocumentPart {
 }
 
 /** The model asked for a tool: `ToolUse` as llumiverse and Vertesia name it. */
-export interface ToolUsePart extends ToolUse {
+interface ToolUsePart extends ToolUse {
   type: 'tool_use';
 }
 
@@ -43,7 +43,7 @@ export interface ToolResultPart {
   is_error?: boolean;
 }
 
-export interface ThinkingPart {
+interface ThinkingPart {
   type: 'thinking';
   text: string;
   /** The provider's signature over the thinking (Anthropic), needed to send it back. */
@@ -87,10 +87,6 @@ export function messageText(m: ChatMessage): string {
     .filter((t) => t !== '')
     .join('\n\n');
 }
-
-/** A message's parts: a string is one text part. */
-export const partsOf = (m: ChatMessage): ContentPart[] =>
-  typeof m.content === 'string' ? [{ type: 'text', text: m.content }] : m.content;
 
 /**
  * Arguments as a model wrote them (a JSON text) into `ToolUse` fields: an object parses to

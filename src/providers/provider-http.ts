@@ -176,7 +176,7 @@ export async function postToProvider(req: ProviderPost): Promise<ProviderRespons
 const HELD_BYTES = 1 << 20;
 
 /** The most bytes an answer may have on the wire, read whole and streamed. */
-export interface AnswerLimits {
+interface AnswerLimits {
   whole: number;
   streamed: number;
 }
@@ -186,7 +186,7 @@ export interface AnswerLimits {
  * bytes a character, `\uXXXX`) and an envelope; a stream sends each token in an event of its own
  * (a hundred bytes or two each), so it may carry many times its text before the text bound cuts it.
  */
-export const answerLimits = (maxResultBytes: number): AnswerLimits => ({
+const answerLimits = (maxResultBytes: number): AnswerLimits => ({
   whole: 6 * maxResultBytes + 64 * 1024,
   streamed: 128 * maxResultBytes + 64 * 1024,
 });

@@ -16,7 +16,7 @@ export class AnswerTooLarge extends Error {
   }
 }
 
-export const maxResultOf = (conn: ProviderConnection): number =>
+const maxResultOf = (conn: ProviderConnection): number =>
   conn.outbound?.maxResultBytes ?? DEFAULT_MAX_RESULT_BYTES;
 
 export function resultTooLarge(who: string, limit: number): ProviderError {

@@ -109,7 +109,7 @@ const TABLES: Record<string, ProviderTable> = {
 };
 
 /** Providers whose drivers send tools today; the others refuse them whatever the table says. */
-export const TOOL_PROVIDERS = Object.keys(TABLES);
+const TOOL_PROVIDERS = Object.keys(TABLES);
 
 /** The vendored answer for a model, before any environment override. */
 export function knownToolSupport(provider: string, model: string): boolean {

@@ -56,7 +56,7 @@ export function buildRequest(turn: RunTurn): CompletionRequest {
 }
 
 /** `request` with another message list (a re-ask), all else as it was. */
-export function withMessages(request: CompletionRequest, messages: ChatMessage[]): CompletionRequest {
+function withMessages(request: CompletionRequest, messages: ChatMessage[]): CompletionRequest {
   return { ...request, messages };
 }
 

@@ -44,7 +44,7 @@ export function validateInput(interaction: InteractionDto, data: unknown): void 
  * `_model`) into chat messages. A template that fails throws its TemplateError: the run service
  * records the run as failed with it. `tenant` (the project) takes its turn in the template workers.
  */
-export async function buildMessages(
+async function buildMessages(
   templates: TemplateEngine,
   interaction: InteractionDto,
   data: unknown,
@@ -100,7 +100,7 @@ export async function renderPrompt(
 }
 
 /** The key a chat segment reads, as Vertesia's `getChatKey`: `configuration.chatKey`, else `chat`. */
-export function chatKeyOf(configuration: unknown): string {
+function chatKeyOf(configuration: unknown): string {
   const key = (configuration as { chatKey?: unknown } | null | undefined)?.chatKey;
   return typeof key === 'string' && key !== '' ? key : 'chat';
 }

@@ -52,7 +52,6 @@ import { RunStreams, type Followed } from './stream.ts';
 import { RunSweeper, type ProjectExists } from './sweep.ts';
 
 export type { CallerInfo, RunCreateInput } from './plan.ts';
-export { normaliseTags } from './plan.ts';
 
 export interface RunServiceDeps {
   db: store.Db;

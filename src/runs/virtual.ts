@@ -10,7 +10,7 @@
  *    picks one; each judged child records `evaluation {score, selected}`.
  * Cooldowns are per process: a replica learns about a failing entry from its own runs.
  */
-import type { ChatMessage, TokenUsage } from '../providers/driver.ts';
+import { messageText, type ChatMessage, type TokenUsage } from '../providers/driver.ts';
 import type { VirtualConfig, VirtualEntry } from '../interactions/virtual-config.ts';
 import type { ResultPart, RunError } from './model.ts';
 import type { Attempt } from './retry.ts';
@@ -204,7 +204,7 @@ export const textOf = (result: ResultPart[]): string =>
 
 /** The mediator's prompt: the request as the entries saw it, then the numbered answers. */
 function judgeMessages(prompt: ChatMessage[], answers: ChildOutcome[]): ChatMessage[] {
-  const request = prompt.map((m) => `[${m.role}]\n${m.content}`).join('\n\n');
+  const request = prompt.map((m) => `[${m.role}]\n${messageText(m)}`).join('\n\n');
   const candidates = answers.map((a, i) => `--- answer ${i} ---\n${textOf(a.result)}`).join('\n\n');
   return [
     {

@@ -29,7 +29,7 @@ export interface HostileForm {
 }
 
 /** About `bytes` of JSON in many small keys, as a large `data` or `properties` arrives. */
-export function largeDocument(bytes: number): Record<string, unknown> {
+function largeDocument(bytes: number): Record<string, unknown> {
   const doc: Record<string, unknown> = {};
   const value = 'v'.repeat(100);
   for (let i = 0; i * 112 < bytes; i++) doc[`k${i}`] = value;
@@ -41,7 +41,7 @@ const MiB = 1024 ** 2;
 const LARGE = MiB - 64 * 1024;
 
 /** Ordinary runs and objects seeded beside the large ones (the probe's project held a few hundred). */
-export const ORDINARY = 300;
+const ORDINARY = 300;
 
 async function ok(api: HostileApi, method: string, path: string, body?: unknown): Promise<any> {
   const r = await api(method, path, body);

@@ -60,7 +60,7 @@ export interface OpenAIWireOptions {
   endless?: string;
 }
 
-export interface WireToolCall {
+interface WireToolCall {
   id: string;
   name: string;
   arguments: string;
