@@ -6,15 +6,7 @@
 // is also linked there under its own name, as is every other file of src/ and test/ and every
 // other entry of the repository's root. So `new URL('../..', import.meta.url)` is a root that has
 // node_modules, dist/, console/, package.json and the .ts sources, as it is in the repository.
-import {
-  copyFileSync,
-  mkdirSync,
-  mkdtempSync,
-  readdirSync,
-  rmSync,
-  symlinkSync,
-  writeFileSync,
-} from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
 import { build } from 'esbuild';

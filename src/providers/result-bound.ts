@@ -16,8 +16,7 @@ export class AnswerTooLarge extends Error {
   }
 }
 
-const maxResultOf = (conn: ProviderConnection): number =>
-  conn.outbound?.maxResultBytes ?? DEFAULT_MAX_RESULT_BYTES;
+const maxResultOf = (conn: ProviderConnection): number => conn.outbound?.maxResultBytes ?? DEFAULT_MAX_RESULT_BYTES;
 
 export function resultTooLarge(who: string, limit: number): ProviderError {
   return new ProviderError(
