@@ -11,7 +11,8 @@ import { tmpdir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
 import { build } from 'esbuild';
 
-const COMPILED = ['src', 'test'];
+// console/src: the tests import the console's plain TypeScript modules (its .tsx is Vite's).
+const COMPILED = ['src', 'test', 'console/src'];
 
 const walk = (dir) =>
   readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
@@ -24,9 +25,19 @@ const TS_SPECIFIER = /((?:\bfrom|\bimport)\s*\(?\s*)(['"])(\.{1,2}\/[^'"\n]*?)\.
 /** Builds the mirror and returns its root; `remove()` deletes it. */
 export async function buildTests(root) {
   const out = mkdtempSync(join(tmpdir(), 'orrery-test-build-'));
-  for (const name of readdirSync(root)) {
-    if (!COMPILED.includes(name)) symlinkSync(join(root, name), join(out, name));
-  }
+  // Link every entry that holds nothing compiled; a folder that holds a compiled one (console/) is
+  // mirrored, its other entries linked.
+  const mirror = (dir) => {
+    for (const name of readdirSync(join(root, dir))) {
+      const path = dir ? `${dir}/${name}` : name;
+      if (COMPILED.includes(path)) continue;
+      if (COMPILED.some((c) => c.startsWith(`${path}/`))) {
+        mkdirSync(join(out, path), { recursive: true });
+        mirror(path);
+      } else symlinkSync(join(root, path), join(out, path));
+    }
+  };
+  mirror('');
   const sources = COMPILED.flatMap((d) => walk(join(root, d)));
   const ts = sources.filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts'));
   for (const file of sources) {
