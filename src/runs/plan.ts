@@ -321,9 +321,7 @@ export function describeRun(
     },
     environment: { id: env.dto.id, name: env.dto.name, provider: env.dto.provider },
     ...(at.resultSchema ? { result_schema: at.resultSchema } : {}),
-    ...(run.tools
-      ? { tools: run.tools.tools, ...(run.tools.tool_choice ? { tool_choice: run.tools.tool_choice } : {}) }
-      : {}),
+    ...run.tools, // tools, and tool_choice when the run set one
     account: p.account,
     project: p.project,
     created_by: actorOf(p),
