@@ -68,10 +68,11 @@ describe('postgres: a database outage answers 503 database_unavailable with Retr
     await admin.connect();
     try {
       assert.equal((await srv.api('GET', '/api/v1/environments')).status, 200);
-      // Stop the database: no new connections, and the server's open ones are cut.
+      // Stop the database: no new connections, and the server's open ones are cut (the timeout
+      // makes pg_terminate_backend wait until each backend has exited, so none answers after it).
       await admin.query(`ALTER DATABASE ${name} ALLOW_CONNECTIONS false`);
       await admin.query(
-        'SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()',
+        'SELECT pg_terminate_backend(pid, 10000) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()',
         [name],
       );
       const down = await srv.api('GET', '/api/v1/environments');
