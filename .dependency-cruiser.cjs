@@ -23,13 +23,6 @@ const KNOWN_STORAGE_IMPORTS = [
   ],
   ['src/collections/store.ts', 'src/objects/store.ts', 'borrows its IN-list chunk size (CHUNK), which belongs in db/'],
   ['src/content/store.ts', 'src/objects/store.ts', 'content processing writes the object row it processes'],
-  [
-    'src/embeddings/object-search.ts',
-    'src/objects/store.ts',
-    'vector search over objects lives in embeddings/; it moves to objects/',
-  ],
-  // Split under the second house issue (one-way layers, run service split); remove each entry when its file is split.
-  ['src/runs/service.ts', 'src/auth/store.ts', 'reads the project row (split pending: not edited now)'],
 ];
 
 const runtime = { dependencyTypesNot: ['type-only'] };

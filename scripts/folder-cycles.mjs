@@ -5,19 +5,6 @@
 // Reads `depcruise --output-type json` from a file argument or standard input.
 import { readFileSync } from 'node:fs';
 
-// Folder cycles that the second house issue (one-way layers) breaks; remove each when it is gone.
-// Each key is the sorted list of the folders in the cycle; a cycle that grows is a new one.
-const KNOWN = new Map([
-  [
-    'db http',
-    "db/read-budget.ts throws the error catalogue's 422 and http/error-handler.ts classifies db/'s storage errors: the catalogue moves below both",
-  ],
-  [
-    'embeddings objects',
-    "vector search over objects (embeddings/object-search.ts) reads objects/' storage while objects/' schemas embed the embedding map: object search moves to objects/",
-  ],
-]);
-
 const input = JSON.parse(readFileSync(process.argv[2] ?? 0, 'utf8'));
 const nodeOf = (path) => /^src\/([^/]+)/.exec(path)?.[1] ?? null;
 
@@ -66,22 +53,12 @@ for (const v of edges.keys()) if (!info.has(v)) visit(v);
 
 let failed = false;
 for (const component of components) {
-  const key = component.join(' ');
-  if (KNOWN.has(key)) {
-    console.log(`known folder cycle (${KNOWN.get(key)}): ${key}`);
-    continue;
-  }
   failed = true;
   console.error(`\nruntime import cycle between src/ folders: ${component.join(', ')}`);
   for (const from of component)
     for (const [to, imports] of edges.get(from) ?? [])
       if (component.includes(to)) for (const line of imports) console.error(`  ${line}`);
 }
-for (const key of KNOWN.keys())
-  if (!components.some((c) => c.join(' ') === key)) {
-    console.error(`\nthe known folder cycle "${key}" is gone: remove it from scripts/folder-cycles.mjs`);
-    failed = true;
-  }
 if (failed) {
   console.error(
     '\nBreak the cycle: move what both sides need into the lower layer, or pass it in (see CONTRIBUTING.md).',

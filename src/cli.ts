@@ -18,7 +18,7 @@ import {
   type KeyRoleInput,
   type Principal,
 } from './auth/principal.ts';
-import { OrreryError } from './http/errors.ts';
+import { OrreryError } from './util/errors.ts';
 import { installProcessGuards } from './process-guards.ts';
 import { startYoungGenerationTrim } from './util/young-generation.ts';
 import { IMPORT_USAGE } from './import/usage.ts';

@@ -22,7 +22,7 @@
 import type { Principal } from '../auth/principal.ts';
 import type { OrreryDialect } from '../db/dialect.ts';
 import { bucketStart, floorToBucket, nextBucket, TIME_BUCKETS, type TimeBucket } from '../db/time-buckets.ts';
-import { BadRequest, Forbidden, NotFound } from '../http/errors.ts';
+import { BadRequest, Forbidden, NotFound } from '../util/errors.ts';
 import { parseDateInterval } from '../query/lucene/index.ts';
 import { priceTable, tableEntry } from '../pricing/cost.ts';
 import { RUN_STATUSES } from '../runs/model.ts';

@@ -8,7 +8,7 @@ import { sql, type Expression, type ExpressionBuilder, type Kysely, type SqlBool
 import type { Database } from '../db/schema.ts';
 import type { OrreryDialect } from '../db/dialect.ts';
 import type { Principal } from '../auth/principal.ts';
-import { BadRequest } from '../http/errors.ts';
+import { BadRequest } from '../util/errors.ts';
 import { isoDate } from '../http/query.ts';
 import { setOwn } from '../util/own.ts';
 

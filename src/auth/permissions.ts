@@ -9,7 +9,7 @@
  * data (which project, which key) stay in the services.
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { Forbidden } from '../http/errors.ts';
+import { Forbidden } from '../util/errors.ts';
 import { table } from '../util/own.ts';
 import type { KeyRole } from './principal.ts';
 

@@ -5,7 +5,7 @@
  */
 import type { Config } from '../config.ts';
 import { newId, nowIso } from '../db/ids.ts';
-import { BadRequest, Conflict, Forbidden, NotFound, Unauthorized } from '../http/errors.ts';
+import { BadRequest, Conflict, Forbidden, NotFound, Unauthorized } from '../util/errors.ts';
 import { deleteProjectData } from './project-store.ts';
 import { generateApiKey, hashApiKey, keyHint, looksLikeApiKey } from './keys.ts';
 import { looksLikeJwt, signToken, verifyToken } from './jwt.ts';

@@ -12,7 +12,7 @@ import { nowIso } from '../db/ids.ts';
 import { scopeOf, type Principal, type Scope } from '../auth/principal.ts';
 import { checkMimeType, isHeaderSafe } from './mime-type.ts';
 import { can, requirePermission } from '../auth/permissions.ts';
-import { BadRequest, Conflict, NotFound, PayloadTooLarge, UnsupportedMediaType } from '../http/errors.ts';
+import { BadRequest, Conflict, NotFound, PayloadTooLarge, UnsupportedMediaType } from '../util/errors.ts';
 import { KeyLock } from './key-lock.ts';
 import { BlobKeyConflict, BlobMissing, BlobTooLarge, canPresign, type BlobStore } from './blob-store.ts';
 import {

@@ -3,7 +3,7 @@
  * a control character (CR, LF, …) or a non-ASCII one there makes Node refuse the header, so each
  * download of the file would fail. Such a type is refused where it is taken.
  */
-import { BadRequest } from '../http/errors.ts';
+import { BadRequest } from '../util/errors.ts';
 
 const MAX_MIME_TYPE_LENGTH = 255;
 

@@ -5,7 +5,7 @@
  */
 import { Readable } from 'node:stream';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
-import { Forbidden, NotFound, wireError } from '../http/errors.ts';
+import { Forbidden, NotFound, wireError } from '../util/errors.ts';
 import { BLOB_ROUTE_PREFIX, parseBlobUrl, type BlobAddress, type BlobService } from './blob-service.ts';
 
 const header = (req: FastifyRequest, name: string): string | undefined => {

@@ -5,7 +5,7 @@
  * be changed, and a URL signed for PUT does not work for GET. Compared in constant time.
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import { Forbidden } from '../http/errors.ts';
+import { Forbidden } from '../util/errors.ts';
 
 export type SignedMethod = 'GET' | 'PUT';
 

@@ -2,7 +2,7 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { principalOf } from '../http/auth-hook.ts';
-import { OrreryError } from '../http/errors.ts';
+import { OrreryError } from '../util/errors.ts';
 import { errorResponses, IdParams } from '../http/schemas.ts';
 import { FacetsBody, FacetsResponse, SearchResponse } from '../objects/schemas.ts';
 import type { CollectionService } from './service.ts';

@@ -13,7 +13,7 @@ import type { OrreryDialect } from '../db/dialect.ts';
 import { escapeLike, jsonSql, type JsonSql } from '../db/json-sql.ts';
 import { newId, nowIso } from '../db/ids.ts';
 import { actorOf, scopeOf, type Principal, type Scope } from '../auth/principal.ts';
-import { BadRequest, Conflict, NotFound, OrreryError } from '../http/errors.ts';
+import { BadRequest, Conflict, NotFound, OrreryError } from '../util/errors.ts';
 import { pageOf } from '../http/query.ts';
 import { compileFind, FindQueryError } from '../query/find/index.ts';
 import { setOwn } from '../util/own.ts';
@@ -23,7 +23,7 @@ import { compiledMatch, filterCondition, type FilterContext, type ObjectFilters 
 import { objectsIn } from '../objects/store.ts';
 import type { ObjectRecord } from '../objects/model.ts';
 import { checkLayout, type ColumnLayout, type ObjectTypeService } from '../objects/types-service.ts';
-import type { ObjectSimilarity } from '../embeddings/object-search.ts';
+import type { ObjectSimilarity } from '../objects/similarity.ts';
 import { COLLECTION_FIND_FIELDS, resolveCollectionField } from './fields.ts';
 import { COLLECTION_STATUSES, DEFAULT_COLLECTION_PAGE, MAX_COLLECTIONS_CHECKED, MAX_IDS_PER_CALL } from './schemas.ts';
 import {

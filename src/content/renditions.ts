@@ -7,7 +7,7 @@ import type { Kysely } from 'kysely';
 import type { Database } from '../db/schema.ts';
 import type { OrreryDialect } from '../db/dialect.ts';
 import { scopeOf, type Principal, type Scope } from '../auth/principal.ts';
-import { BadRequest, NotFound, OrreryError } from '../http/errors.ts';
+import { BadRequest, NotFound, OrreryError } from '../util/errors.ts';
 import type { BlobService } from '../blobs/blob-service.ts';
 import { bareType } from '../blobs/mime.ts';
 import type { ContentSource, ObjectRecord } from '../objects/model.ts';

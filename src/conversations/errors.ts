@@ -1,5 +1,5 @@
 /** The errors a conversation can answer, each with its own code so callers can tell them apart. */
-import { OrreryError } from '../http/errors.ts';
+import { OrreryError } from '../util/errors.ts';
 
 const define = (code: string, status: number) =>
   class extends OrreryError {

@@ -2,7 +2,7 @@
  * The tools of a run request: `tool_definitions` (the request's, else the interaction's stored
  * options) and `config.model_options.tool_choice`, checked before anything is stored or sent.
  */
-import { BadRequest } from '../http/errors.ts';
+import { BadRequest } from '../util/errors.ts';
 import type { ToolChoice, ToolDefinition } from '../providers/driver.ts';
 import { assertCanCallTools, type ToolTarget } from '../providers/tool-capabilities.ts';
 

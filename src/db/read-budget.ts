@@ -12,7 +12,7 @@
  */
 import { sql, type Expression, type Kysely, type RawBuilder, type SqlBool } from 'kysely';
 import type { OrreryDialect } from './dialect.ts';
-import { OrreryError } from '../http/errors.ts';
+import { OrreryError } from '../util/errors.ts';
 import { ReadBudgetExceeded, readersOf } from './sqlite-readers.ts';
 import { requestSignal } from './read-context.ts';
 import type { ReadGate } from './read-gate.ts';

@@ -5,7 +5,7 @@
  * project in turn (util/fair-queue.ts). A project with `queuePerProject` reads already waiting is
  * answered 429 with Retry-After instead of queueing more.
  */
-import { OrreryError } from '../http/errors.ts';
+import { OrreryError } from '../util/errors.ts';
 import { FairQueue } from '../util/fair-queue.ts';
 
 const PROJECT_READS_VARIABLE = 'ORRERY_PROJECT_READS';

@@ -11,7 +11,7 @@
  *   L2-normalised (cosine similarity ignores length) under the project's model, so it is
  *   searched with the vectors Orrery computes.
  */
-import { BadRequest, OrreryError } from '../http/errors.ts';
+import { BadRequest, OrreryError } from '../util/errors.ts';
 import { isObjectEmbeddingType, OBJECT_EMBEDDING_TYPES, type ObjectEmbeddingType } from './embedder.ts';
 import type { ResolvedEmbedder } from './settings.ts';
 import type { VectorRow } from './store.ts';

@@ -22,7 +22,7 @@ import type { Database } from '../db/schema.ts';
 import type { OrreryDialect } from '../db/dialect.ts';
 import type { Scope } from '../auth/principal.ts';
 import type { JobQueue } from '../jobs/queue.ts';
-import { BadRequest, Conflict, NotFound } from '../http/errors.ts';
+import { BadRequest, Conflict, NotFound } from '../util/errors.ts';
 import { embedLong } from './chunking.ts';
 import type { EmbeddingType, ObjectEmbeddingType, OwnerKind } from './embedder.ts';
 import type { VectorIndexes } from './index-registry.ts';

@@ -8,7 +8,7 @@ import type { Kysely } from 'kysely';
 import type { Database } from '../db/schema.ts';
 import type { OrreryDialect } from '../db/dialect.ts';
 import type { Principal, Scope } from '../auth/principal.ts';
-import { BadRequest, NotFound, OrreryError } from '../http/errors.ts';
+import { BadRequest, NotFound, OrreryError } from '../util/errors.ts';
 import { providerFailure } from '../providers/provider-failure.ts';
 import type { EnvironmentService } from '../interactions/environments.ts';
 import type { Embedder } from './embedder.ts';

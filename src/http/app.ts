@@ -14,7 +14,7 @@ import { installUrlGuard } from './url-guard.ts';
 import { clientErrorHandler, installErrorHandling, installJsonParser } from './error-handler.ts';
 import { installValidation, schemaController } from './validation.ts';
 import { ErrorSchema } from './schemas.ts';
-import { wireError } from './errors.ts';
+import { wireError } from '../util/errors.ts';
 import type { Metrics } from './metrics.ts';
 
 const VERSION = '0.1.0';

@@ -6,7 +6,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { AuthService } from '../auth/service.ts';
 import type { Principal } from '../auth/principal.ts';
-import { Unauthorized } from './errors.ts';
+import { Unauthorized } from '../util/errors.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {

@@ -4,7 +4,7 @@
  * Every answer has the one wire shape `{error, status, message, details?}`.
  */
 import type { FastifyError, FastifyInstance } from 'fastify';
-import { DATABASE_RETRY_AFTER_SECONDS, OrreryError, OrreryErrorWithHeaders, wireError } from './errors.ts';
+import { DATABASE_RETRY_AFTER_SECONDS, OrreryError, OrreryErrorWithHeaders, wireError } from '../util/errors.ts';
 import { classifyStorageError } from '../db/storage-errors.ts';
 import { parseJsonBody } from './json-body.ts';
 import { STATUS_CODES } from 'node:http';

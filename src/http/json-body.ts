@@ -5,7 +5,7 @@
  * walk (SQLite stops at 1,000 levels) or than our own recursive code should follow.
  */
 import sjson from 'secure-json-parse';
-import { BadRequest } from './errors.ts';
+import { BadRequest } from '../util/errors.ts';
 
 /** Deepest nesting of objects and arrays a JSON body may have (the body itself is level 1). */
 export const MAX_JSON_DEPTH = 64;

@@ -1,4 +1,4 @@
-import { BadRequest } from './errors.ts';
+import { BadRequest } from '../util/errors.ts';
 
 /** Values of one list filter (ids, tags, statuses, models…): each is a bound SQL value. */
 const MAX_LIST_VALUES = 1000;

@@ -4,7 +4,7 @@
  * reach SQL and fail there as a 500.
  */
 import type { FastifyInstance } from 'fastify';
-import { wireError } from './errors.ts';
+import { wireError } from '../util/errors.ts';
 
 export function installUrlGuard(app: FastifyInstance): void {
   app.addHook('onRequest', async (req, reply) => {

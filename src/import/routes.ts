@@ -6,7 +6,7 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { principalOf } from '../http/auth-hook.ts';
 import { errorResponses } from '../http/schemas.ts';
-import { BadRequest, PayloadTooLarge } from '../http/errors.ts';
+import { BadRequest, PayloadTooLarge } from '../util/errors.ts';
 import { ImportedRunSchema } from './schemas.ts';
 import { LINK_KINDS, type ImportedRun, type ImportService } from './service.ts';
 

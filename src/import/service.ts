@@ -7,7 +7,7 @@ import type { Kysely } from 'kysely';
 import type { Database } from '../db/schema.ts';
 import type { OrreryDialect } from '../db/dialect.ts';
 import { scopeOf, type Principal } from '../auth/principal.ts';
-import { BadRequest, NotFound } from '../http/errors.ts';
+import { BadRequest, NotFound } from '../util/errors.ts';
 import { DEFAULT_MAX_INLINE_JSON, checkInlineJson } from '../limits/inline-json.ts';
 import { newId } from '../db/ids.ts';
 import { runsIn } from '../runs/store.ts';

@@ -10,7 +10,7 @@ import type { AuditLog } from '../audit/log.ts';
 import { newId, nowIso } from '../db/ids.ts';
 import { actorOf, scopeOf, type Principal } from '../auth/principal.ts';
 import { decrypt, encrypt } from '../auth/secret.ts';
-import { BadRequest, NotFound, OrreryError } from '../http/errors.ts';
+import { BadRequest, NotFound, OrreryError } from '../util/errors.ts';
 import { getDriver, isImplemented, PROVIDERS, SUPPORTED_PROVIDER_IDS } from '../providers/registry.ts';
 import type { ModelInfo, ProviderConnection } from '../providers/driver.ts';
 import { checkEndpointLiteral, EgressRefused } from '../providers/egress.ts';

@@ -4,7 +4,7 @@
  * the runs' shape, `{<name>: [{_id, count}], total}`: most frequent first, ties by value, a missing
  * value in the `_id: null` bucket, a list field (tags) counted once per element.
  */
-import { BadRequest } from '../http/errors.ts';
+import { BadRequest } from '../util/errors.ts';
 import { setOwn } from '../util/own.ts';
 
 export interface FacetSpec {

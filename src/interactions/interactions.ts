@@ -10,7 +10,7 @@ import { ScopedTable } from '../db/scoped.ts';
 import type { AuditLog } from '../audit/log.ts';
 import { newId, nowIso } from '../db/ids.ts';
 import { actorOf, scopeOf, type Principal } from '../auth/principal.ts';
-import { BadRequest, Conflict, NotFound } from '../http/errors.ts';
+import { BadRequest, Conflict, NotFound } from '../util/errors.ts';
 import { CONTENT_TYPES, PROMPT_ROLES, type PromptService } from './prompts.ts';
 import { compileSchema } from './json-schema.ts';
 import type { ChangeClock } from './change-clock.ts';

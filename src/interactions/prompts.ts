@@ -6,7 +6,7 @@ import { ScopedTable } from '../db/scoped.ts';
 import type { AuditLog } from '../audit/log.ts';
 import { newId, nowIso } from '../db/ids.ts';
 import { actorOf, scopeOf, type Principal } from '../auth/principal.ts';
-import { BadRequest, Conflict, NotFound, OrreryError } from '../http/errors.ts';
+import { BadRequest, Conflict, NotFound, OrreryError } from '../util/errors.ts';
 import { TemplateError, type TemplateEngine } from '../templates/render.ts';
 import type { ChangeClock } from './change-clock.ts';
 import { computeFacets, type FacetSpec } from './facets.ts';

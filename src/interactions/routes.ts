@@ -43,7 +43,7 @@ import {
   PromptDraftRenderBody,
   PromptDraftRenderSchema,
 } from './schemas.ts';
-import { OrreryError } from '../http/errors.ts';
+import { OrreryError } from '../util/errors.ts';
 
 const Deleted = Type.Object({ id: Type.String() });
 

@@ -6,7 +6,7 @@
  * An entry's `model` names an environment of the project and one of its models:
  * `<environment id>::<model>`. Entries may not name another virtual environment (no cycles).
  */
-import { BadRequest } from '../http/errors.ts';
+import { BadRequest } from '../util/errors.ts';
 import type { ProviderInfo } from '../providers/driver.ts';
 
 const VIRTUAL_PROVIDERS = ['virtual_lb', 'virtual_mediator'] as const;

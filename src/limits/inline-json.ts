@@ -3,7 +3,7 @@
  * properties): those documents are read by every JSON query over their table, so one very large
  * value makes all of them slow for the whole project. Measured as the bytes of the JSON text.
  */
-import { PayloadTooLarge } from '../http/errors.ts';
+import { PayloadTooLarge } from '../util/errors.ts';
 
 const INLINE_JSON_VARIABLE = 'ORRERY_MAX_INLINE_JSON';
 export const DEFAULT_MAX_INLINE_JSON = 1024 ** 2;

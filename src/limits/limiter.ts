@@ -14,7 +14,7 @@ import { sql, type Kysely } from 'kysely';
 import type { Database } from '../db/schema.ts';
 import type { OrreryDialect } from '../db/dialect.ts';
 import type { Principal } from '../auth/principal.ts';
-import { BadRequest, OrreryErrorWithHeaders } from '../http/errors.ts';
+import { BadRequest, OrreryErrorWithHeaders } from '../util/errors.ts';
 
 export interface Limits {
   requests_per_minute?: number;

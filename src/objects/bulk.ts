@@ -6,7 +6,7 @@ import type { Kysely } from 'kysely';
 import type { Database } from '../db/schema.ts';
 import { nowIso } from '../db/ids.ts';
 import { actorOf, scopeOf, type Principal } from '../auth/principal.ts';
-import { BadRequest, NotFound, OrreryError } from '../http/errors.ts';
+import { BadRequest, NotFound, OrreryError } from '../util/errors.ts';
 import { Value } from '@sinclair/typebox/value';
 import { ObjectBody } from './schemas.ts';
 import type { ClaimedBlob } from '../blobs/blob-service.ts';

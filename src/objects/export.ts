@@ -12,7 +12,7 @@ import type { Kysely } from 'kysely';
 import type { Database } from '../db/schema.ts';
 import type { OrreryDialect } from '../db/dialect.ts';
 import { scopeOf, type Principal, type Scope } from '../auth/principal.ts';
-import { BadRequest } from '../http/errors.ts';
+import { BadRequest } from '../util/errors.ts';
 import type { ObjectListing } from './listing.ts';
 import { filtersOf } from './listing.ts';
 import { filterCondition, type ObjectFilters } from './filters.ts';

@@ -8,7 +8,7 @@ import { sql, type Expression, type ExpressionBuilder, type RawBuilder, type Sql
 import type { Database } from '../db/schema.ts';
 import { escapeLike, jsonScalarsText, type JsonSql } from '../db/json-sql.ts';
 import type { Scope } from '../auth/principal.ts';
-import { BadRequest, OrreryError } from '../http/errors.ts';
+import { BadRequest, OrreryError } from '../util/errors.ts';
 import { isoDate } from '../http/query.ts';
 import { compileFind, FindQueryError } from '../query/find/index.ts';
 import { OBJECT_STATUSES } from './model.ts';

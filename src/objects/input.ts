@@ -6,7 +6,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { Scope } from '../auth/principal.ts';
-import { BadRequest, NotFound } from '../http/errors.ts';
+import { BadRequest, NotFound } from '../util/errors.ts';
 import type { BlobService } from '../blobs/blob-service.ts';
 import { checkMimeType } from '../blobs/mime-type.ts';
 import { checkInlineJson } from '../limits/inline-json.ts';

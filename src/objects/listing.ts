@@ -10,7 +10,7 @@ import { jsonFindSql, jsonSql, type JsonFindSql, type JsonSql } from '../db/json
 import type { OrreryDialect } from '../db/dialect.ts';
 import { boundedRead, readCost } from '../db/read-budget.ts';
 import { scopeOf, type Principal, type Scope } from '../auth/principal.ts';
-import { BadRequest } from '../http/errors.ts';
+import { BadRequest } from '../util/errors.ts';
 import { setOwn } from '../util/own.ts';
 import type { ObjectTypeService } from './types-service.ts';
 import { columnsFor, decodeObject, objectNames, objectsIn } from './store.ts';

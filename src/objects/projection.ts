@@ -3,7 +3,7 @@
  * `name properties.title` keeps only those (and `id`); `-description` drops a field; `+text`
  * adds a field that is hidden by default. Commas are accepted as separators too.
  */
-import { BadRequest } from '../http/errors.ts';
+import { BadRequest } from '../util/errors.ts';
 import { HIDDEN_FIELDS, type HiddenField } from './model.ts';
 import { hasOwnKey, isPrototypeKey, setOwn } from '../util/own.ts';
 

@@ -9,7 +9,7 @@ import type { Principal } from '../auth/principal.ts';
 import type { AuditLog } from '../audit/log.ts';
 import type { BlobService } from '../blobs/blob-service.ts';
 import type { EmbeddingService } from '../embeddings/service.ts';
-import { ObjectSimilarity } from '../embeddings/object-search.ts';
+import { ObjectSimilarity } from './similarity.ts';
 import type { ObjectProcessingHook } from './processing-hook.ts';
 import { ObjectService, type ObjectServiceDeps } from './service.ts';
 import { ObjectListing } from './listing.ts';

@@ -3,7 +3,7 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { principalOf } from '../http/auth-hook.ts';
 import { requirePermission } from '../auth/permissions.ts';
-import { BadRequest } from '../http/errors.ts';
+import { BadRequest } from '../util/errors.ts';
 import { errorResponses, IdParams } from '../http/schemas.ts';
 import { pageOf } from '../http/query.ts';
 import type { BlobService } from '../blobs/blob-service.ts';
@@ -13,7 +13,7 @@ import type { ObjectListing } from './listing.ts';
 import { filtersOf } from './listing.ts';
 import type { ObjectExporter } from './export.ts';
 import type { ObjectTypeService } from './types-service.ts';
-import type { ObjectSimilarity } from '../embeddings/object-search.ts';
+import type { ObjectSimilarity } from './similarity.ts';
 import {
   ContentSourceSchema,
   CountBody,

@@ -17,7 +17,7 @@ import type { OrreryDialect } from '../db/dialect.ts';
 import { newId, nowIso } from '../db/ids.ts';
 import { actorOf, scopeOf, type Principal, type Scope } from '../auth/principal.ts';
 import { requirePermission } from '../auth/permissions.ts';
-import { Conflict, NotFound, PreconditionFailed } from '../http/errors.ts';
+import { Conflict, NotFound, PreconditionFailed } from '../util/errors.ts';
 import type { BlobService } from '../blobs/blob-service.ts';
 import type { ObjectTypeService } from './types-service.ts';
 import type { ObjectProcessingHook } from './processing-hook.ts';

@@ -8,7 +8,7 @@ import type { Database } from '../db/schema.ts';
 import type { OrreryDialect } from '../db/dialect.ts';
 import { jsonSql, type JsonSql } from '../db/json-sql.ts';
 import { scopeOf, type Principal } from '../auth/principal.ts';
-import { BadRequest, NotFound, OrreryError } from '../http/errors.ts';
+import { BadRequest, NotFound, OrreryError } from '../util/errors.ts';
 import { pageOf } from '../http/query.ts';
 import { compileFind, FindQueryError, type FieldRef } from '../query/find/index.ts';
 import { parseSelect, project } from './projection.ts';

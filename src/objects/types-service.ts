@@ -7,7 +7,7 @@ import type { Database, ObjectTypeTable } from '../db/schema.ts';
 import type { OrreryDialect } from '../db/dialect.ts';
 import { newId, nowIso } from '../db/ids.ts';
 import { actorOf, scopeOf, type Principal, type Scope } from '../auth/principal.ts';
-import { BadRequest, Conflict, NotFound } from '../http/errors.ts';
+import { BadRequest, Conflict, NotFound } from '../util/errors.ts';
 import { countByType } from './store.ts';
 import type { TypeRef } from './model.ts';
 import { auditedWrite, changesOf, type AuditEntry, type AuditLog } from '../audit/log.ts';

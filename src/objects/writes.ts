@@ -10,7 +10,7 @@ import type { Database } from '../db/schema.ts';
 import { newId, nowIso } from '../db/ids.ts';
 import { actorOf, scopeOf, type Principal, type Scope } from '../auth/principal.ts';
 import { can } from '../auth/permissions.ts';
-import { BadRequest } from '../http/errors.ts';
+import { BadRequest } from '../util/errors.ts';
 import type { ClaimedBlob } from '../blobs/blob-service.ts';
 import { noProcessing, type ContentChange, type ObjectProcessingHook } from './processing-hook.ts';
 import type { PreparedEmbeddings, StoredEmbeddings } from './embeddings-hook.ts';

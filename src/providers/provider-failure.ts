@@ -1,7 +1,7 @@
 /**
  * A provider's failure as the answer to a request that is not a run (embeddings, model lists).
  */
-import { OrreryError } from '../http/errors.ts';
+import { OrreryError } from '../util/errors.ts';
 import { ProviderError } from './driver.ts';
 
 /**

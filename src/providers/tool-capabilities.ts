@@ -5,7 +5,7 @@
  * Checked before any provider call, so a tool request to a model that cannot take one is a 4xx
  * that names it, not a silent answer without calls.
  */
-import { OrreryError } from '../http/errors.ts';
+import { OrreryError } from '../util/errors.ts';
 
 /** A prefix of the model id (lower case, after any `org/` path), and whether that family calls tools. */
 type Family = readonly [prefix: string, tools: boolean];

@@ -19,7 +19,7 @@ import { Readable } from 'node:stream';
 import { stringify } from 'csv-stringify/sync';
 import { scopeOf, type Principal } from '../auth/principal.ts';
 import type { OrreryDialect } from '../db/dialect.ts';
-import { BadRequest } from '../http/errors.ts';
+import { BadRequest } from '../util/errors.ts';
 import { compileRunQuery, fullTextWords } from '../query/lucene-sql/index.ts';
 import { sql, type SqlBool } from 'kysely';
 import { CSV_OPTIONS, escapeFormula } from '../util/csv.ts';

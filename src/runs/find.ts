@@ -17,7 +17,7 @@ import type { Scope } from '../auth/principal.ts';
 import type { OrreryDialect } from '../db/dialect.ts';
 import { jsonSql, type JsonSql } from '../db/json-sql.ts';
 import { boundedRead, readCost } from '../db/read-budget.ts';
-import { BadRequest, NotFound, OrreryError } from '../http/errors.ts';
+import { BadRequest, NotFound, OrreryError } from '../util/errors.ts';
 import { MAX_PAGE, pageOf } from '../http/query.ts';
 import { parseSelect, project } from '../objects/projection.ts';
 import { compileFind, FindQueryError, type FieldRef } from '../query/find/index.ts';

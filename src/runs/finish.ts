@@ -8,7 +8,7 @@ import type { RunTable } from '../db/schema.ts';
 import type { OrreryDialect } from '../db/dialect.ts';
 import { nowIso } from '../db/ids.ts';
 import type { Principal } from '../auth/principal.ts';
-import { OrreryError } from '../http/errors.ts';
+import { OrreryError } from '../util/errors.ts';
 import type { Metrics } from '../http/metrics.ts';
 import { costOf } from '../pricing/cost.ts';
 import { docOf, tagsOf, toRun, type Run, type RunDoc, type RunError, type RunOutcome, type RunRow } from './model.ts';

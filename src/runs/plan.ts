@@ -5,7 +5,7 @@
  */
 import { nowIso, newId } from '../db/ids.ts';
 import { actorOf, scopeOf, type Principal } from '../auth/principal.ts';
-import { BadRequest, NotFound } from '../http/errors.ts';
+import { BadRequest, NotFound } from '../util/errors.ts';
 import { checkInlineJson } from '../limits/inline-json.ts';
 import { getDriver, isImplemented, PROVIDERS } from '../providers/registry.ts';
 import type { ChatMessage, CompletionRequest, ModelDriver, ProviderConnection } from '../providers/driver.ts';

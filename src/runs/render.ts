@@ -5,7 +5,7 @@
  * `configuration.chatKey` names) at its position, and a `tool` message is a tool result for the
  * call its `tool_use_id` names.
  */
-import { BadRequest } from '../http/errors.ts';
+import { BadRequest } from '../util/errors.ts';
 import { TemplateError, type TemplateEngine } from '../templates/render.ts';
 import { templateErrorCode } from '../interactions/prompts.ts';
 import { boundErrorMessage } from '../util/error-message.ts';

@@ -14,7 +14,7 @@ import { sql, type Kysely } from 'kysely';
 import type { Database } from '../db/schema.ts';
 import type { OrreryDialect } from '../db/dialect.ts';
 import { scopeOf, type Principal, type Scope } from '../auth/principal.ts';
-import { BadRequest, Conflict, NotFound } from '../http/errors.ts';
+import { BadRequest, Conflict, NotFound } from '../util/errors.ts';
 import type { AuditLog } from '../audit/log.ts';
 import { NOT_IN_FLIGHT } from './run-arms.ts';
 

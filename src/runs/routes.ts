@@ -1,5 +1,5 @@
 /** Runs: execute (blocking and streamed), list, retrieve, stream. */
-import { BadRequest } from '../http/errors.ts';
+import { BadRequest } from '../util/errors.ts';
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { principalOf } from '../http/auth-hook.ts';

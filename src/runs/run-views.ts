@@ -1,7 +1,7 @@
 /** How a run is read back: scoped to the caller's project, its interaction and environment expanded. */
 import type { OrreryDialect } from '../db/dialect.ts';
 import { scopeOf, type Principal } from '../auth/principal.ts';
-import { NotFound } from '../http/errors.ts';
+import { NotFound } from '../util/errors.ts';
 import type { EnvironmentService } from '../interactions/environments.ts';
 import type { InteractionService } from '../interactions/interactions.ts';
 import type { RunEmbeddingHook, RunVectors } from '../embeddings/run-embeddings.ts';

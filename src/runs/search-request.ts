@@ -5,7 +5,7 @@
  * limit, offset}` (also the `query` of POST /runs/facets). Every refusal is a 400 that says what
  * to fix; nothing here touches SQL.
  */
-import { BadRequest, OrreryError } from '../http/errors.ts';
+import { BadRequest, OrreryError } from '../util/errors.ts';
 import { MAX_PAGE, listParam, pageOf } from '../http/query.ts';
 import {
   LuceneSyntaxError,

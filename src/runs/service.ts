@@ -15,7 +15,7 @@
 import type { OrreryDialect } from '../db/dialect.ts';
 import { nowIso } from '../db/ids.ts';
 import { scopeOf, type Principal } from '../auth/principal.ts';
-import { OrreryError } from '../http/errors.ts';
+import { OrreryError } from '../util/errors.ts';
 import type { EnvironmentService } from '../interactions/environments.ts';
 import type { InteractionDto, InteractionService } from '../interactions/interactions.ts';
 import type { ChangeClock } from '../interactions/change-clock.ts';

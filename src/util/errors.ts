@@ -2,7 +2,7 @@
  * The error catalogue. Services throw these; the HTTP error handler turns them into the one wire
  * shape `{error, status, message, details?}`. Nothing here imports fastify, so any layer may throw.
  */
-import { boundErrorMessage } from '../util/error-message.ts';
+import { boundErrorMessage } from './error-message.ts';
 
 export class OrreryError extends Error {
   constructor(

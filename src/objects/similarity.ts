@@ -14,17 +14,17 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/schema.ts';
 import { scopeOf, type Principal, type Scope } from '../auth/principal.ts';
-import { BadRequest, Conflict, NotFound, OrreryError } from '../http/errors.ts';
-import { filterCondition, type ObjectFilters } from '../objects/filters.ts';
-import type { FacetSpec, ObjectListing, SearchOutput } from '../objects/listing.ts';
-import { objectsIn } from '../objects/store.ts';
-import type { ObjectRecord } from '../objects/model.ts';
-import { isObjectEmbeddingType, OBJECT_EMBEDDING_TYPES, type ObjectEmbeddingType } from './embedder.ts';
-import { filteredSearch, type CandidateFilter } from './filtered-search.ts';
-import { fuse, type Aggregation, type RankedList } from './fusion.ts';
-import type { EmbeddingService } from './service.ts';
-import { isDisabled, type ResolvedEmbedder } from './settings.ts';
-import { normalise } from './vectors.ts';
+import { BadRequest, Conflict, NotFound, OrreryError } from '../util/errors.ts';
+import { filterCondition, type ObjectFilters } from './filters.ts';
+import type { FacetSpec, ObjectListing, SearchOutput } from './listing.ts';
+import { objectsIn } from './store.ts';
+import type { ObjectRecord } from './model.ts';
+import { isObjectEmbeddingType, OBJECT_EMBEDDING_TYPES, type ObjectEmbeddingType } from '../embeddings/embedder.ts';
+import { filteredSearch, type CandidateFilter } from '../embeddings/filtered-search.ts';
+import { fuse, type Aggregation, type RankedList } from '../embeddings/fusion.ts';
+import type { EmbeddingService } from '../embeddings/service.ts';
+import { isDisabled, type ResolvedEmbedder } from '../embeddings/settings.ts';
+import { normalise } from '../embeddings/vectors.ts';
 
 export interface VectorQuery {
   objectId?: string;
