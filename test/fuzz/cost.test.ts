@@ -106,7 +106,8 @@ for (const dialect of TEST_DIALECTS) {
         } finally {
           clearInterval(sampler);
         }
-        await untilQuiet();
+        const delay = await untilQuiet();
+        t.diagnostic(`event loop max delay ${delay.toFixed(0)} ms`);
         assert.ok(form.expect.includes(status), `${status} ${text.slice(0, 300)}`);
         if (status >= 400) {
           const body = JSON.parse(text);
