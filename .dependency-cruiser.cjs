@@ -21,7 +21,6 @@ const KNOWN_STORAGE_IMPORTS = [
     'src/objects/store.ts',
     'a collection lists its objects by id; objects/ offers no batch read',
   ],
-  ['src/collections/store.ts', 'src/objects/store.ts', 'borrows its IN-list chunk size (CHUNK), which belongs in db/'],
   ['src/content/store.ts', 'src/objects/store.ts', 'content processing writes the object row it processes'],
 ];
 

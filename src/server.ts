@@ -43,6 +43,8 @@ import { JobQueue } from './jobs/queue.ts';
 import type { ContentPipeline } from './content/pipeline.ts';
 import { createContent, type Content } from './content/register.ts';
 import { CollectionService, collectionRoutes } from './collections/index.ts';
+import { deleteProjectCollections } from './collections/store.ts';
+import { deleteProjectJobs } from './jobs/store.ts';
 import type { EmbeddingService } from './embeddings/service.ts';
 import { systemPrincipal } from './embeddings/settings.ts';
 import { embeddingsStep } from './embeddings/pipeline-step.ts';
@@ -163,6 +165,18 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
         ),
       log,
     });
+    // A project's deletion asks each feature to delete its rows; its keys and its row go last.
+    for (const deleteRows of [
+      deleteProjectCollections,
+      embeddings.deleteProjectRows,
+      content.deleteProjectRows,
+      deleteProjectJobs,
+      objects.deleteProjectRows,
+      blobs.deleteProjectRows,
+      runs.deleteProjectRows,
+      interactions.deleteProjectRows,
+    ])
+      auth.ownsProjectRows(deleteRows);
     /** Checks behind GET /ready; features with an external dependency (blob storage) add theirs. */
     const readiness: Array<() => Promise<unknown>> = [() => sql`SELECT 1`.execute(db), () => blobs.blobs.check()];
     // The data folder holds the SQLite database, local blobs or intent logs: a full disk fails writes.

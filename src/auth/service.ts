@@ -7,6 +7,7 @@ import type { Config } from '../config.ts';
 import { newId, nowIso } from '../db/ids.ts';
 import { BadRequest, Conflict, Forbidden, NotFound, Unauthorized } from '../util/errors.ts';
 import { deleteProjectData } from './project-store.ts';
+import type { ProjectRowsDeleter } from '../db/project-rows.ts';
 import { generateApiKey, hashApiKey, keyHint, looksLikeApiKey } from './keys.ts';
 import { looksLikeJwt, signToken, verifyToken } from './jwt.ts';
 import { keyRoleOf, type KeyRole, type KeyRoleInput, type Principal, type Scope } from './principal.ts';
@@ -92,6 +93,7 @@ export class AuthService {
   private readonly cache = new Map<string, { principal: Principal; until: number; keyExpires: number }>();
   private readonly settingHandlers = new Map<string, ProjectSettingHandler<any>>();
   private readonly deletionHandlers: Array<(scope: Scope) => Promise<void>> = [];
+  private readonly projectRowOwners: ProjectRowsDeleter[] = [];
   private readonly keyChangeHandlers: Array<(keyId: string) => void> = [];
 
   constructor(
@@ -360,6 +362,11 @@ export class AuthService {
     return this.toProject({ ...row, ...patch, settings });
   }
 
+  /** A feature's deletion of its rows, run inside a project's deletion transaction (server.ts wires each). */
+  ownsProjectRows(deleteRows: ProjectRowsDeleter): void {
+    this.projectRowOwners.push(deleteRows);
+  }
+
   /** Work a feature does after a project's rows are gone (server.ts wires them: blob bytes). */
   onProjectDeleted(handler: (scope: Scope) => Promise<void>): void {
     this.deletionHandlers.push(handler);
@@ -388,7 +395,12 @@ export class AuthService {
       projectId: row.id,
       changes: changesOf(projectView(this.decodeProject(row)), null),
     };
-    await deleteProjectData(this.db, this.dialect, scope, this.audit && ((trx) => this.audit!.write(trx, p, entry)));
+    await deleteProjectData(
+      this.db,
+      scope,
+      this.projectRowOwners,
+      this.audit && ((trx) => this.audit!.write(trx, p, entry)),
+    );
     for (const [token, entry] of this.cache) if (entry.principal.project.id === row.id) this.cache.delete(token);
     for (const handler of this.deletionHandlers) await handler(scope);
     return { id: row.id };

@@ -12,6 +12,7 @@ import { UrlSigner } from './url-signer.ts';
 import { BlobService } from './blob-service.ts';
 import { blobRoutes } from './routes.ts';
 import { fileRoutes } from './file-routes.ts';
+import { deleteProjectBlobs } from './store.ts';
 
 /** The S3 store and the AWS SDK behind it are loaded only when ORRERY_BLOB_URL names a bucket. */
 async function openS3Store(blobUrl: string): Promise<BlobStore> {
@@ -39,6 +40,8 @@ export async function createBlobs({ config, database, urlKey }: BlobsDeps) {
   return {
     store,
     blobs,
+    /** Deletes its rows of a project, inside the project's deletion (auth.ownsProjectRows). */
+    deleteProjectRows: deleteProjectBlobs,
     /** Its routes behind authentication (files). */
     register: (authed: FastifyInstance) => authed.register(fileRoutes, { blobs }),
     /** Its public routes: the signature in a blob URL is its credential. */

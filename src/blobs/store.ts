@@ -4,6 +4,7 @@ import type { BlobTable, Database } from '../db/schema.ts';
 import type { OrreryDialect } from '../db/dialect.ts';
 import type { Scope } from '../auth/principal.ts';
 import { setOwn } from '../util/own.ts';
+import { deleteProjectRows, type ProjectScope } from '../db/project-rows.ts';
 
 export type Db = Kysely<Database>;
 /** A blob's row; its custom metadata is read and written apart (customMetadataOf, mergeCustomMetadata). */
@@ -104,3 +105,6 @@ export async function mergeCustomMetadata(
     return merged;
   });
 }
+
+/** A project's blob rows (the bytes go after the commit: BlobService.purgeProject). */
+export const deleteProjectBlobs = (db: Db, s: ProjectScope) => deleteProjectRows(db, ['blobs'], s);

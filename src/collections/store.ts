@@ -6,8 +6,9 @@ import { sql, type Kysely } from 'kysely';
 import type { CollectionTable, Database } from '../db/schema.ts';
 import type { OrreryDialect } from '../db/dialect.ts';
 import type { Scope } from '../auth/principal.ts';
-import { CHUNK } from '../objects/store.ts';
+import { IN_LIST_CHUNK } from '../db/in-list.ts';
 import type { ColumnLayout } from '../objects/types-service.ts';
+import { deleteProjectRows, type ProjectScope } from '../db/project-rows.ts';
 
 export type Db = Kysely<Database>;
 
@@ -122,13 +123,13 @@ export async function deleteCollection(db: Db, s: Scope, id: string): Promise<nu
 /** The ids among `ids` that name an object of the project. */
 export async function existingObjects(db: Db, s: Scope, ids: readonly string[]): Promise<Map<string, string | null>> {
   const found = new Map<string, string | null>();
-  for (let i = 0; i < ids.length; i += CHUNK) {
+  for (let i = 0; i < ids.length; i += IN_LIST_CHUNK) {
     const rows = await db
       .selectFrom('objects')
       .select(['objects.id', 'objects.type_id'])
       .where('objects.account_id', '=', s.account)
       .where('objects.project_id', '=', s.project)
-      .where('objects.id', 'in', ids.slice(i, i + CHUNK))
+      .where('objects.id', 'in', ids.slice(i, i + IN_LIST_CHUNK))
       .execute();
     for (const r of rows) found.set(r.id, r.type_id);
   }
@@ -138,10 +139,10 @@ export async function existingObjects(db: Db, s: Scope, ids: readonly string[]):
 /** The ids among `ids` that name a collection of the project. */
 export async function existingCollections(db: Db, s: Scope, ids: readonly string[]): Promise<Set<string>> {
   const found = new Set<string>();
-  for (let i = 0; i < ids.length; i += CHUNK) {
+  for (let i = 0; i < ids.length; i += IN_LIST_CHUNK) {
     const rows = await collectionsIn(db, s)
       .select('collections.id')
-      .where('collections.id', 'in', ids.slice(i, i + CHUNK))
+      .where('collections.id', 'in', ids.slice(i, i + IN_LIST_CHUNK))
       .execute();
     for (const r of rows) found.add(r.id);
   }
@@ -155,11 +156,11 @@ export async function addMembers(
   objectIds: readonly string[],
   now: string,
 ): Promise<void> {
-  for (let i = 0; i < objectIds.length; i += CHUNK) {
+  for (let i = 0; i < objectIds.length; i += IN_LIST_CHUNK) {
     await db
       .insertInto('collection_members')
       .values(
-        objectIds.slice(i, i + CHUNK).map((object_id) => ({
+        objectIds.slice(i, i + IN_LIST_CHUNK).map((object_id) => ({
           collection_id: collectionId,
           object_id,
           account_id: s.account,
@@ -183,8 +184,8 @@ export async function removeMemberHistories(
   objectIds: readonly string[],
 ): Promise<number> {
   let n = 0;
-  for (let i = 0; i < objectIds.length; i += CHUNK) {
-    const chunk = objectIds.slice(i, i + CHUNK);
+  for (let i = 0; i < objectIds.length; i += IN_LIST_CHUNK) {
+    const chunk = objectIds.slice(i, i + IN_LIST_CHUNK);
     const roots = db
       .selectFrom('objects as given')
       .select(sql<string>`COALESCE(given.revision_root, given.id)`.as('root'))
@@ -217,13 +218,13 @@ export async function removeMembers(
   objectIds: readonly string[],
 ): Promise<number> {
   let n = 0;
-  for (let i = 0; i < objectIds.length; i += CHUNK) {
+  for (let i = 0; i < objectIds.length; i += IN_LIST_CHUNK) {
     const r = await db
       .deleteFrom('collection_members')
       .where('account_id', '=', s.account)
       .where('project_id', '=', s.project)
       .where('collection_id', '=', collectionId)
-      .where('object_id', 'in', objectIds.slice(i, i + CHUNK))
+      .where('object_id', 'in', objectIds.slice(i, i + IN_LIST_CHUNK))
       .executeTakeFirst();
     n += Number(r.numDeletedRows);
   }
@@ -248,11 +249,11 @@ export async function addChildren(
   now: string,
 ): Promise<number> {
   let n = 0;
-  for (let i = 0; i < children.length; i += CHUNK) {
+  for (let i = 0; i < children.length; i += IN_LIST_CHUNK) {
     const r = await db
       .insertInto('collection_parents')
       .values(
-        children.slice(i, i + CHUNK).map((child_id) => ({
+        children.slice(i, i + IN_LIST_CHUNK).map((child_id) => ({
           parent_id: parentId,
           child_id,
           account_id: s.account,
@@ -269,13 +270,13 @@ export async function addChildren(
 
 export async function removeChildren(db: Db, s: Scope, parentId: string, children: readonly string[]): Promise<number> {
   let n = 0;
-  for (let i = 0; i < children.length; i += CHUNK) {
+  for (let i = 0; i < children.length; i += IN_LIST_CHUNK) {
     const r = await db
       .deleteFrom('collection_parents')
       .where('account_id', '=', s.account)
       .where('project_id', '=', s.project)
       .where('parent_id', '=', parentId)
-      .where('child_id', 'in', children.slice(i, i + CHUNK))
+      .where('child_id', 'in', children.slice(i, i + IN_LIST_CHUNK))
       .executeTakeFirst();
     n += Number(r.numDeletedRows);
   }
@@ -302,13 +303,13 @@ export async function setParents(
 /** `parents` of each given collection, in the order they were linked. */
 export async function parentsOf(db: Db, s: Scope, ids: readonly string[]): Promise<Map<string, string[]>> {
   const out = new Map<string, string[]>();
-  for (let i = 0; i < ids.length; i += CHUNK) {
+  for (let i = 0; i < ids.length; i += IN_LIST_CHUNK) {
     const rows = await db
       .selectFrom('collection_parents')
       .select(['child_id', 'parent_id'])
       .where('account_id', '=', s.account)
       .where('project_id', '=', s.project)
-      .where('child_id', 'in', ids.slice(i, i + CHUNK))
+      .where('child_id', 'in', ids.slice(i, i + IN_LIST_CHUNK))
       .orderBy('added_at')
       .orderBy('parent_id')
       .execute();
@@ -337,3 +338,7 @@ export async function ancestorsOf(db: Db, s: Scope, id: string, limit = 10_000):
   }
   return seen;
 }
+
+/** A project's collections with their members and parents. */
+export const deleteProjectCollections = (db: Db, s: ProjectScope) =>
+  deleteProjectRows(db, ['collection_members', 'collection_parents', 'collections'], s);

@@ -12,6 +12,7 @@ import { ContentPipeline } from './pipeline.ts';
 import { RenditionService } from './renditions.ts';
 import { DEFAULT_STEPS, type PipelineStep } from './steps.ts';
 import { contentRoutes } from './routes.ts';
+import { deleteProjectRenditions } from './store.ts';
 
 export interface ContentDeps {
   config: Config;
@@ -47,6 +48,8 @@ export function createContent({ config, database, blobs, queue, steps, log }: Co
   return {
     content,
     renditions,
+    /** Deletes its rows of a project, inside the project's deletion (auth.ownsProjectRows). */
+    deleteProjectRows: deleteProjectRenditions,
     /** Its routes, behind authentication. */
     register: (authed: FastifyInstance) => authed.register(contentRoutes, { renditions }),
     /** Starts the queue's workers and the recovery of interrupted processing. */

@@ -10,6 +10,7 @@ import { nowIso } from '../db/ids.ts';
 import type { Scope } from '../auth/principal.ts';
 import { getObject, updateObject } from '../objects/store.ts';
 import type { ObjectRow } from '../objects/model.ts';
+import { deleteProjectRows, type ProjectScope } from '../db/project-rows.ts';
 
 export type Db = Kysely<Database>;
 export type RenditionRow = Selectable<ObjectRenditionTable>;
@@ -140,3 +141,6 @@ export async function orphanedObjects(
     .execute();
   return rows.map((r) => ({ id: r.id, scope: { account: r.account_id, project: r.project_id } }));
 }
+
+/** A project's renditions of objects. */
+export const deleteProjectRenditions = (db: Db, s: ProjectScope) => deleteProjectRows(db, ['object_renditions'], s);

@@ -19,6 +19,7 @@ import { EmbeddingSettingsStore, parseStored, type EmbeddingSettings } from './s
 import { VectorIndexes } from './index-registry.ts';
 import { DEFAULT_HNSW } from './vector-index.ts';
 import { embeddingRoutes } from './routes.ts';
+import { deleteProjectVectors } from './store.ts';
 
 export interface EmbeddingsDeps {
   config: Config;
@@ -75,6 +76,8 @@ export function createEmbeddings(deps: EmbeddingsDeps) {
   return {
     vectorIndexes,
     embeddings,
+    /** Deletes its rows of a project, inside the project's deletion (auth.ownsProjectRows). */
+    deleteProjectRows: deleteProjectVectors,
     setting,
     /** Its routes, behind authentication; `configure` stores a project's settings as PUT /projects/:id does. */
     register: (

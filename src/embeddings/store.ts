@@ -8,6 +8,7 @@ import { nowIso } from '../db/ids.ts';
 import type { Scope } from '../auth/principal.ts';
 import type { EmbeddingType, OwnerKind } from './embedder.ts';
 import { decodeVector, encodeVector } from './vectors.ts';
+import { deleteProjectRows, type ProjectScope } from '../db/project-rows.ts';
 
 export type Db = Kysely<Database>;
 
@@ -256,4 +257,15 @@ export async function modelsOf(db: Db, s: Scope, kind: OwnerKind, type: string):
     .orderBy(sql`2`, 'desc')
     .execute();
   return rows.map((r) => r.model);
+}
+
+/**
+ * A project's stored vectors, then the tombstones their deletion just wrote (a trigger): only that
+ * project's saved graphs read them, and those go with it (pruneProject).
+ */
+export async function deleteProjectVectors(db: Db, s: ProjectScope): Promise<Record<string, number>> {
+  const counts = await deleteProjectRows(db, ['vectors'], s);
+  // Not in the typed schema: only the graph code (graph-sql.ts) reads the table.
+  const r = await sql`DELETE FROM vector_tombstones WHERE project_id = ${s.project}`.execute(db);
+  return { ...counts, vector_tombstones: Number(r.numAffectedRows ?? 0) };
 }

@@ -10,6 +10,7 @@ import { PromptService } from './prompts.ts';
 import { InteractionService } from './interactions.ts';
 import { ChangeClock } from './change-clock.ts';
 import { interactionRoutes } from './routes.ts';
+import { deleteProjectInteractions } from './store.ts';
 
 export interface InteractionsDeps {
   config: Config;
@@ -36,6 +37,8 @@ export function createInteractions({ config, database, encryptionKey, outbound, 
   const interactions = new InteractionService(db, dialect, prompts, (p, id) => environments.get(p, id), changes, audit);
   return {
     changes,
+    /** Deletes its rows of a project, inside the project's deletion (auth.ownsProjectRows). */
+    deleteProjectRows: deleteProjectInteractions,
     environments,
     templates,
     prompts,

@@ -11,6 +11,7 @@ import type { Database, JobTable } from '../db/schema.ts';
 import type { OrreryDialect } from '../db/dialect.ts';
 import { newId, nowIso } from '../db/ids.ts';
 import type { EnqueueInput } from './model.ts';
+import { deleteProjectRows, type ProjectScope } from '../db/project-rows.ts';
 
 export type Db = Kysely<Database>;
 export type JobRow = Selectable<JobTable>;
@@ -258,3 +259,6 @@ export async function countQueued(db: Db): Promise<Map<string, number>> {
     .execute();
   return new Map(rows.map((r) => [r.kind, Number(r.n)]));
 }
+
+/** A project's queued and finished jobs. */
+export const deleteProjectJobs = (db: Db, s: ProjectScope) => deleteProjectRows(db, ['jobs'], s);

@@ -16,7 +16,8 @@ import { BadRequest } from '../util/errors.ts';
 import type { ObjectListing } from './listing.ts';
 import { filtersOf } from './listing.ts';
 import { filterCondition, type ObjectFilters } from './filters.ts';
-import { columnsFor, CHUNK, decodeObject, objectsIn } from './store.ts';
+import { columnsFor, decodeObject, objectsIn } from './store.ts';
+import { IN_LIST_CHUNK } from '../db/in-list.ts';
 import { toRecord } from './dto.ts';
 import { checkLayout, type ColumnLayout, type ObjectTypeService } from './types-service.ts';
 import { HIDDEN_FIELDS, type HiddenField, type ObjectRecord, type ObjectRow } from './model.ts';
@@ -114,8 +115,8 @@ export class ObjectExporter {
     const ids = (input.objectIds ?? []).filter((x) => typeof x === 'string' && x);
     if (ids.length) {
       const unique = [...new Set(ids)];
-      for (let i = 0; i < unique.length; i += CHUNK) {
-        const chunk = unique.slice(i, i + CHUNK);
+      for (let i = 0; i < unique.length; i += IN_LIST_CHUNK) {
+        const chunk = unique.slice(i, i + IN_LIST_CHUNK);
         const rows = await objectsIn(this.db, s).select(columnsFor(hidden)).where('objects.id', 'in', chunk).execute();
         const byId = new Map(rows.map((r) => [r.id, decodeObject(this.dialect, r)]));
         const ordered = chunk.map((id) => byId.get(id)).filter((r): r is ObjectRow => !!r);

@@ -18,6 +18,7 @@ import { ObjectTypeService } from './types-service.ts';
 import { TypeCatalog } from './type-catalog.ts';
 import { objectRoutes } from './routes.ts';
 import { typeCatalogRoutes } from './type-catalog-routes.ts';
+import { deleteProjectObjects } from './store.ts';
 
 export interface ObjectsDeps {
   config: Config;
@@ -55,6 +56,8 @@ export function createObjects(deps: ObjectsDeps) {
   return {
     types,
     listing,
+    /** Deletes its rows of a project, inside the project's deletion (auth.ownsProjectRows). */
+    deleteProjectRows: deleteProjectObjects,
     objects,
     similarity,
     /** Its routes, behind authentication. */

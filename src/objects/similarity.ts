@@ -18,6 +18,7 @@ import { BadRequest, Conflict, NotFound, OrreryError } from '../util/errors.ts';
 import { filterCondition, type ObjectFilters } from './filters.ts';
 import type { FacetSpec, ObjectListing, SearchOutput } from './listing.ts';
 import { objectsIn } from './store.ts';
+import { IN_LIST_CHUNK } from '../db/in-list.ts';
 import type { ObjectRecord } from './model.ts';
 import { isObjectEmbeddingType, OBJECT_EMBEDDING_TYPES, type ObjectEmbeddingType } from '../embeddings/embedder.ts';
 import { filteredSearch, type CandidateFilter } from '../embeddings/filtered-search.ts';
@@ -54,7 +55,6 @@ export interface SimilarityInput {
 const LIST_FACTOR = 2;
 const MIN_LIST = 20;
 const MAX_LIST = 2000;
-const CHUNK = 500;
 
 export class ObjectSimilarity {
   constructor(
@@ -205,11 +205,11 @@ export class ObjectSimilarity {
         : undefined,
       accept: async (ids) => {
         const ok = new Set<string>();
-        for (let i = 0; i < ids.length; i += CHUNK) {
+        for (let i = 0; i < ids.length; i += IN_LIST_CHUNK) {
           // Always through the filters: with none given, they still keep earlier revisions out.
           const q = objectsIn(this.db, s)
             .select('objects.id')
-            .where('objects.id', 'in', ids.slice(i, i + CHUNK))
+            .where('objects.id', 'in', ids.slice(i, i + IN_LIST_CHUNK))
             .where((eb) => filterCondition(eb, f, ctx));
           for (const r of await q.execute()) ok.add(r.id);
         }

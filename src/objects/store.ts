@@ -7,7 +7,9 @@ import type { Kysely, SelectExpression, Updateable } from 'kysely';
 import type { Database, ObjectTable } from '../db/schema.ts';
 import type { OrreryDialect } from '../db/dialect.ts';
 import type { Scope } from '../auth/principal.ts';
+import { IN_LIST_CHUNK } from '../db/in-list.ts';
 import { HIDDEN_COLUMNS, OBJECT_JSON_COLUMNS, type HiddenField, type ObjectRow } from './model.ts';
+import { deleteProjectRows, type ProjectScope } from '../db/project-rows.ts';
 
 export type Db = Kysely<Database>;
 
@@ -201,10 +203,10 @@ export async function objectExists(db: Db, s: Scope, id: string): Promise<boolea
 /** Names of the given objects (for `parent: {id, name}` in list items). */
 export async function objectNames(db: Db, s: Scope, ids: readonly string[]): Promise<Map<string, string>> {
   const out = new Map<string, string>();
-  for (let i = 0; i < ids.length; i += CHUNK) {
+  for (let i = 0; i < ids.length; i += IN_LIST_CHUNK) {
     const rows = await objectsIn(db, s)
       .select(['objects.id', 'objects.name'])
-      .where('objects.id', 'in', ids.slice(i, i + CHUNK))
+      .where('objects.id', 'in', ids.slice(i, i + IN_LIST_CHUNK))
       .execute();
     for (const r of rows) out.set(r.id, r.name);
   }
@@ -219,5 +221,5 @@ export async function countByType(db: Db, s: Scope, typeId: string): Promise<num
   return Number(r.n);
 }
 
-/** Bound parameters per IN list: far below SQLite's 32,766 and PostgreSQL's 65,535 (style I2). */
-export const CHUNK = 500;
+/** A project's objects and its object types. */
+export const deleteProjectObjects = (db: Db, s: ProjectScope) => deleteProjectRows(db, ['objects', 'object_types'], s);

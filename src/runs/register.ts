@@ -27,6 +27,8 @@ import { RunFinder } from './find.ts';
 import { RunExporter } from './export.ts';
 import { runRoutes } from './routes.ts';
 import { retentionRoutes } from './retention-routes.ts';
+import { deleteProjectRuns, type Db } from './store.ts';
+import type { ProjectScope } from '../db/project-rows.ts';
 
 export interface RunsDeps {
   config: Config;
@@ -97,6 +99,8 @@ export function createRuns(deps: RunsDeps) {
   return {
     runs,
     retention,
+    /** Deletes its rows of a project, inside the project's deletion (auth.ownsProjectRows). */
+    deleteProjectRows: (trx: Db, s: ProjectScope) => deleteProjectRuns(trx, dialect, s),
     checkpointer,
     /** Where run rows are written (imported runs too). */
     writer: runWriter,

@@ -1,5 +1,6 @@
 /** SQL for runs. Every query starts from the caller's project (style D5). */
-import type { Kysely, Updateable } from 'kysely';
+import { sql, type Kysely, type Updateable } from 'kysely';
+import { deleteProjectRows } from '../db/project-rows.ts';
 import type { Database, RunTable } from '../db/schema.ts';
 import type { OrreryDialect } from '../db/dialect.ts';
 import type { Scope } from '../auth/principal.ts';
@@ -165,3 +166,25 @@ export const chunksAfter = (db: Db, runId: string, seq: number) =>
     .where('seq', '>', seq)
     .orderBy('seq')
     .execute();
+
+/** A project's runs and what hangs off them by run id (tags, chunks, SQLite's full-text rows), and its cached results. */
+export async function deleteProjectRuns(db: Db, d: OrreryDialect, s: Scope): Promise<Record<string, number>> {
+  const runIds = db
+    .selectFrom('runs')
+    .select('runs.id')
+    .where('runs.project_id', '=', s.project)
+    .where('runs.account_id', '=', s.account);
+  const counts: Record<string, number> = {
+    run_tags: Number((await db.deleteFrom('run_tags').where('run_id', 'in', runIds).executeTakeFirst()).numDeletedRows),
+    run_chunks: Number(
+      (await db.deleteFrom('run_chunks').where('run_id', 'in', runIds).executeTakeFirst()).numDeletedRows,
+    ),
+  };
+  if (d.name === 'sqlite') {
+    // SQLite keeps the full text beside the row (runs_fts, keyed by search_rowid); PostgreSQL's is a column.
+    await sql`DELETE FROM runs_fts WHERE rowid IN (SELECT search_rowid FROM runs WHERE project_id = ${s.project} AND account_id = ${s.account} AND search_rowid IS NOT NULL)`.execute(
+      db,
+    );
+  }
+  return { ...counts, ...(await deleteProjectRows(db, ['run_cache', 'runs'], s)) };
+}
