@@ -21,7 +21,6 @@
  */
 import {
   ProviderError,
-  type ChatMessage,
   type Completion,
   type CompletionChunk,
   type CompletionRequest,
