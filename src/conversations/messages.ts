@@ -39,6 +39,10 @@ function checkPart(p: unknown, where: string): ContentPart {
   }
 }
 
+/** A message's list of parts, each checked; `where` names the message (`data.chat[2]`). */
+export const checkParts = (parts: unknown[], where: string): ContentPart[] =>
+  parts.map((p, j) => checkPart(p, `${where}.content[${j}]`));
+
 /** A list of messages as Orrery stores them, or a 400 naming the first thing wrong. */
 export function checkMessages(value: unknown, where: string): ChatMessage[] {
   if (!Array.isArray(value)) throw new InvalidConversation(`${where} must be a list of messages`);
@@ -51,7 +55,7 @@ export function checkMessages(value: unknown, where: string): ChatMessage[] {
     if (!Array.isArray(m.content)) throw new InvalidConversation(`${at}.content must be a string or a list of parts`);
     return {
       role: m.role,
-      content: m.content.map((p, j) => checkPart(p, `${at}.content[${j}]`)),
+      content: checkParts(m.content, at),
     } as ChatMessage;
   });
 }

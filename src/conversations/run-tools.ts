@@ -53,16 +53,21 @@ function readToolChoice(modelOptions: unknown): ToolChoice | undefined {
   return choice as ToolChoice;
 }
 
+/** Where a run's tools may go: its environment and model, or each entry of a virtual environment. */
+export interface ToolDestination {
+  env: ToolTarget;
+  model: string;
+}
+
 /**
  * The run's tools, or undefined when it has none; refuses a model that cannot call tools (400
- * tools_unsupported) before any provider call.
+ * tools_unsupported) before any provider call, for every destination the run may reach.
  */
 export function runTools(
   requested: unknown,
   stored: unknown,
   modelOptions: unknown,
-  env: ToolTarget,
-  model: string,
+  destinations: ToolDestination[],
 ): RunTools | undefined {
   const tools = readToolDefinitions(requested) ?? readToolDefinitions(stored);
   const tool_choice = readToolChoice(modelOptions);
@@ -71,6 +76,6 @@ export function runTools(
       throw new BadRequest(`config.model_options.tool_choice is "${tool_choice}" but the run has no tool_definitions`);
     return undefined;
   }
-  assertCanCallTools(env, model);
+  for (const d of destinations) assertCanCallTools(d.env, d.model);
   return tool_choice ? { tools, tool_choice } : { tools };
 }

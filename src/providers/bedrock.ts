@@ -17,7 +17,6 @@ import type { SignatureV4 } from '@smithy/signature-v4';
 import type { EventStreamCodec } from '@smithy/core/event-streams';
 import {
   ProviderError,
-  type ChatMessage,
   type Completion,
   type CompletionChunk,
   type CompletionRequest,
@@ -39,6 +38,13 @@ import {
 import { schemaInstruction } from './anthropic-messages.ts';
 import { TokenCache } from './token-cache.ts';
 import { table } from '../util/own.ts';
+import {
+  ConverseToolAssembler,
+  fromConverseContent,
+  hasToolBlocks,
+  toConverseToolConfig,
+  toConverseTurns,
+} from './bedrock-blocks.ts';
 
 const BEDROCK_DEFAULT_REGION = 'us-east-1';
 /** What the environment's key must look like, for the error that says it does not. */
@@ -227,7 +233,7 @@ const FINISH: Record<string, string> = table({
   model_context_window_exceeded: 'length',
   guardrail_intervened: 'content_filter',
   content_filtered: 'content_filter',
-  tool_use: 'tool_calls',
+  tool_use: 'tool_use',
 });
 const toFinish = (stop: string) => FINISH[stop] ?? stop;
 
@@ -259,18 +265,6 @@ function topKFields(model: string, topK: number): Record<string, unknown> | unde
   return undefined;
 }
 
-/** Consecutive turns of one role become one turn: Converse requires user and assistant to alternate. */
-function mergeTurns(messages: ChatMessage[]): { role: 'user' | 'assistant'; content: { text: string }[] }[] {
-  const out: { role: 'user' | 'assistant'; content: { text: string }[] }[] = [];
-  for (const m of messages) {
-    const role = m.role === 'assistant' ? 'assistant' : 'user';
-    const prev = out[out.length - 1];
-    if (prev && prev.role === role) prev.content[0].text = `${prev.content[0].text}\n\n${messageText(m)}`;
-    else out.push({ role, content: [{ text: messageText(m) }] });
-  }
-  return out;
-}
-
 /**
  * The Converse request. The schema travels as an instruction in the system text: Converse's own
  * `outputConfig` is refused by several families (Claude, Nova, Llama), and the run service
@@ -279,8 +273,13 @@ function mergeTurns(messages: ChatMessage[]): { role: 'user' | 'assistant'; cont
 export function converseBody(req: CompletionRequest): Record<string, unknown> {
   const system = req.messages.filter((m) => m.role === 'system').map((m) => ({ text: messageText(m) }));
   if (req.result_schema) system.push({ text: schemaInstruction(req.result_schema) });
-  const body: Record<string, unknown> = { messages: mergeTurns(req.messages.filter((m) => m.role !== 'system')) };
+  const messages = toConverseTurns(req.messages.filter((m) => m.role !== 'system'));
+  const body: Record<string, unknown> = { messages };
   if (system.length > 0) body.system = system;
+  const tools = req.tools?.length
+    ? toConverseToolConfig(req.tools, req.tool_choice, hasToolBlocks(messages))
+    : undefined;
+  if (tools) body.toolConfig = tools;
   const inference: Record<string, unknown> = {};
   if (req.max_tokens !== undefined) inference.maxTokens = req.max_tokens;
   if (req.temperature !== undefined) inference.temperature = req.temperature;
@@ -430,6 +429,11 @@ export class BedrockConverseDriver implements ModelDriver {
     }
     const out: Completion = { text: textOf(message.content) };
     if (typeof answer.stopReason === 'string') out.finish_reason = toFinish(answer.stopReason);
+    const calls = fromConverseContent(message.content);
+    if (calls) {
+      out.tool_use = calls;
+      out.finish_reason = 'tool_use';
+    }
     const usage = toTokenUsage(answer.usage);
     if (usage) out.token_use = usage;
     return out;
@@ -444,23 +448,32 @@ export class BedrockConverseDriver implements ModelDriver {
     let stop: string | undefined;
     let usage: TokenUsage | undefined;
     let stopped = false;
+    const calls = new ConverseToolAssembler();
     for await (const m of decodeEventStream(res.bytes(), label)) {
       if (m.messageType !== 'event') throw streamException(label, m);
       const data = (m.body && typeof m.body === 'object' ? m.body : {}) as StreamEvent;
-      if (m.type === 'contentBlockDelta') {
+      if (m.type === 'contentBlockStart') {
+        calls.start(data.contentBlockIndex ?? 0, data.start);
+      } else if (m.type === 'contentBlockDelta') {
         const text = data.delta?.text;
         if (typeof text === 'string' && text !== '') yield { text };
+        if (data.delta?.toolUse) calls.delta(data.contentBlockIndex ?? 0, data.delta.toolUse.input);
       } else if (m.type === 'messageStop') {
         stopped = true;
         if (typeof data.stopReason === 'string') stop = data.stopReason;
       } else if (m.type === 'metadata') {
         usage = toTokenUsage(data.usage) ?? usage;
       }
-      // messageStart, contentBlockStart/Stop and future events carry nothing for a text answer.
+      // messageStart, contentBlockStop and future events carry nothing to keep.
     }
     if (!stopped) throw new ProviderError('provider_error', `${label} ended the stream before messageStop`);
     const last: CompletionChunk = {};
     if (stop) last.finish_reason = toFinish(stop);
+    const toolUse = calls.result();
+    if (toolUse) {
+      last.tool_use = toolUse;
+      last.finish_reason = 'tool_use';
+    }
     if (usage) last.token_use = usage;
     if (last.finish_reason || last.token_use) yield last;
   }
@@ -579,7 +592,9 @@ interface ConverseResponse {
 }
 
 interface StreamEvent {
-  delta?: { text?: string };
+  contentBlockIndex?: number;
+  start?: { toolUse?: { toolUseId?: string; name?: string } };
+  delta?: { text?: string; toolUse?: { input?: unknown } };
   stopReason?: string;
   usage?: ConverseUsage;
 }

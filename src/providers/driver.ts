@@ -74,6 +74,8 @@ export interface ToolUse {
   tool_input: Record<string, unknown> | null;
   tool_input_text?: string;
   tool_input_invalid?: true;
+  /** Gemini's signature over the thinking that led to the call; sent back with the call (llumiverse's name). */
+  thought_signature?: string;
 }
 
 /** Orrery's tool choice (llumiverse's Mistral option, taken for every provider): `any` and `required` are one. */

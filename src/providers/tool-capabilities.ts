@@ -1,7 +1,8 @@
 /**
  * Which models call tools: a table of known model families per provider, vendored from llumiverse's
- * capability tables (`@llumiverse/common` src/capability: openai, anthropic, mistral) and the
- * providers' model pages, overridable per environment with `config.capabilities.tools`.
+ * capability tables (`@llumiverse/common` src/capability: openai, anthropic, mistral, vertexai,
+ * bedrock-models) and the providers' model pages (IBM's watsonx.ai chat models with tool calling),
+ * overridable per environment with `config.capabilities.tools`.
  * Checked before any provider call, so a tool request to a model that cannot take one is a 4xx
  * that names it, not a silent answer without calls.
  */
@@ -14,7 +15,48 @@ interface ProviderTable {
   families: readonly Family[];
   /** For a model no family names: aggregators and local servers serve models nobody can list. */
   unknown: boolean;
+  /** Families match anywhere in the id rather than at its start (Bedrock's `publisher.model` ids). */
+  contains?: boolean;
+  /** Rewrites the id before matching (Bedrock: the cross-region prefix `us.`, `eu.`, … dropped). */
+  normalise?: (id: string) => string;
 }
+
+/**
+ * Bedrock Converse, from llumiverse's `getRuntimeToolSupport` (bedrock-models.ts): family
+ * substrings of the model id, after any ARN path and the cross-region inference prefix.
+ */
+const BEDROCK: ProviderTable = {
+  families: [
+    ['anthropic.claude', true],
+    ['ai21.jamba', true],
+    ['ai21.jamba-instruct', false],
+    ['amazon.nova', true],
+    ['amazon.nova-canvas', false],
+    ['amazon.nova-reel', false],
+    ['amazon.nova-sonic', false],
+    ['amazon.titan', false],
+    ['cohere.command-r', true],
+    ['meta.llama3-1', true],
+    ['meta.llama3-2-11b', true],
+    ['meta.llama3-2-90b', true],
+    ['meta.llama4', true],
+    ['qwen.qwen3-235b', true],
+    ['qwen.qwen3-32b', true],
+    ['deepseek.', true],
+    ['deepseek.r1', false],
+    ['openai.gpt-', true],
+    ['gpt-oss-safeguard', false],
+    ['xai.grok-', true],
+    ['google.gemma-4', true],
+    ['mistral.mistral-large', true],
+    ['mistral.pixtral', true],
+    ['twelvelabs.pegasus', true],
+    ['writer.palmyra', true],
+  ],
+  unknown: false,
+  contains: true,
+  normalise: (id) => id.replace(/^(?:[a-z]{2}(?:-gov)?|apac|global)\./, ''),
+};
 
 const OPENAI: ProviderTable = {
   families: [
@@ -105,7 +147,49 @@ const TABLES: Record<string, ProviderTable> = {
     ],
     unknown: false,
   },
+  bedrock: BEDROCK,
+  bedrock_mantle: BEDROCK,
+  // llumiverse's vertexai.ts; Orrery's Vertex driver runs the Google and Anthropic publishers.
+  vertexai: {
+    families: [
+      ['gemini', true],
+      ['gemini-2.0-flash-lite-001', false],
+      ['gemini-2.5-flash-image', false],
+      ['gemini-3.0-flash-image', false],
+      ['gemini-3.0-pro-image', false],
+      ['gemini-3.1-flash-image', false],
+      ['gemini-omni-flash-preview', false],
+      ['imagen', false],
+      ['claude', true],
+      ['claude-2', false],
+      ['claude-instant', false],
+    ],
+    unknown: false,
+  },
+  // The chat API's tool calling, on the model families IBM lists it for; model ids are `org/name`.
+  watsonx: {
+    families: [
+      ['granite-3', true],
+      ['granite-4', true],
+      ['granite-guardian', false],
+      ['granite-embedding', false],
+      ['llama-3-1', true],
+      ['llama-3-2', true],
+      ['llama-3-3', true],
+      ['llama-4', true],
+      ['llama-guard', false],
+      ['mistral-large', true],
+      ['mistral-medium', true],
+      ['mistral-small', true],
+    ],
+    unknown: false,
+  },
   test: { families: [['tools', true]], unknown: false },
+};
+
+/** Providers Orrery reaches by a text-only path: what the model is does not matter. */
+const TEXT_ONLY: Record<string, string> = {
+  replicate: "Replicate's predictions take a text prompt only",
 };
 
 /** Providers whose drivers send tools today; the others refuse them whatever the table says. */
@@ -115,14 +199,20 @@ const TOOL_PROVIDERS = Object.keys(TABLES);
 export function knownToolSupport(provider: string, model: string): boolean {
   const table = TABLES[provider];
   if (!table) return false;
-  const id = model.toLowerCase();
+  const raw = model.toLowerCase();
+  const id = table.normalise ? table.normalise(raw.slice(raw.lastIndexOf('/') + 1)) : raw;
   const name = id.includes('/') ? id.slice(id.lastIndexOf('/') + 1) : id;
+  const matches = (prefix: string) =>
+    table.contains ? id.includes(prefix) : name.startsWith(prefix) || id.startsWith(prefix);
   let best: Family | undefined;
   for (const f of table.families) {
-    if ((name.startsWith(f[0]) || id.startsWith(f[0])) && (!best || f[0].length > best[0].length)) best = f;
+    if (matches(f[0]) && (!best || f[0].length > best[0].length)) best = f;
   }
   return best ? best[1] : table.unknown;
 }
+
+const isGenerationApi = (config: Record<string, unknown> | undefined) =>
+  config?.api === 'generation' || config?.api === 'text_generation';
 
 /**
  * `config.capabilities.tools` of an environment: `true`/`false` for all its models, or
@@ -160,11 +250,18 @@ export interface ToolTarget {
  * Refuses with `tools_unsupported` (400) naming the model and what to do.
  */
 export function assertCanCallTools(env: ToolTarget, model: string): void {
-  if (!TOOL_PROVIDERS.includes(env.provider)) {
+  const textOnly =
+    TEXT_ONLY[env.provider] ??
+    (env.provider === 'watsonx' && isGenerationApi(env.config)
+      ? "the environment uses watsonx.ai's text generation API (config.api), which takes no tools; use the chat API"
+      : undefined);
+  if (textOnly || !TOOL_PROVIDERS.includes(env.provider)) {
     throw new OrreryError(
       'tools_unsupported',
       400,
-      `Orrery does not send tools to the ${env.provider} provider yet; use an environment of ${TOOL_PROVIDERS.join(', ')}`,
+      `model "${model}" of environment "${env.name}" (${env.provider}) cannot call tools: ` +
+        (textOnly ?? `Orrery does not send tools to the ${env.provider} provider`) +
+        `; use an environment of ${TOOL_PROVIDERS.filter((p) => p !== 'test').join(', ')}`,
     );
   }
   const override = overrideOf(env.config, model, env.name);

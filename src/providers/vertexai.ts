@@ -23,7 +23,6 @@
 import { importPKCS8, SignJWT } from 'jose';
 import {
   ProviderError,
-  type ChatMessage,
   type Completion,
   type CompletionChunk,
   type CompletionRequest,
@@ -43,6 +42,14 @@ import {
   trimSlashes,
 } from './provider-http.ts';
 import { TokenCache } from './token-cache.ts';
+import {
+  GeminiCallCollector,
+  callSeedOf,
+  toGeminiContents,
+  toGeminiToolConfig,
+  toGeminiTools,
+  type GeminiPart,
+} from './gemini-parts.ts';
 import { table } from '../util/own.ts';
 
 const VERTEX_SCOPE = 'https://www.googleapis.com/auth/cloud-platform';
@@ -323,11 +330,17 @@ export class VertexAIDriver implements ModelDriver {
         outbound: conn.outbound,
       });
       const answer = (await res.json()) as GenerateContentResponse;
-      const piece = readGemini(target.label, answer, res.status);
+      const calls = new GeminiCallCollector(callSeedOf(req.messages));
+      const piece = readGemini(target.label, answer, res.status, calls);
       if (!piece.candidate)
         throw new ProviderError('provider_error', `${target.label} answered without a candidate to read`, res.status);
       const out: Completion = { text: piece.text };
       if (piece.finish) out.finish_reason = piece.finish;
+      const toolUse = calls.result();
+      if (toolUse) {
+        out.tool_use = toolUse;
+        out.finish_reason = 'tool_use';
+      }
       if (piece.usage) out.token_use = piece.usage;
       return out;
     } catch (err) {
@@ -359,6 +372,7 @@ export class VertexAIDriver implements ModelDriver {
       });
       let finish: string | undefined;
       let usage: TokenUsage | undefined;
+      const calls = new GeminiCallCollector(callSeedOf(req.messages));
       for await (const ev of res.events()) {
         if (ev.data.trim() === '') continue;
         let data: GenerateContentResponse;
@@ -370,7 +384,7 @@ export class VertexAIDriver implements ModelDriver {
             `${label} sent a stream piece that is not JSON: ${ev.data.slice(0, 200)}`,
           );
         }
-        const piece = readGemini(label, data, undefined);
+        const piece = readGemini(label, data, undefined, calls);
         if (piece.text) yield { text: piece.text };
         if (piece.finish) finish = piece.finish;
         if (piece.usage) usage = piece.usage;
@@ -382,6 +396,11 @@ export class VertexAIDriver implements ModelDriver {
           `${label} ended the stream before the answer was complete (no finishReason)`,
         );
       const last: CompletionChunk = { finish_reason: finish };
+      const toolUse = calls.result();
+      if (toolUse) {
+        last.tool_use = toolUse;
+        last.finish_reason = 'tool_use';
+      }
       if (usage) last.token_use = usage;
       yield last;
     } catch (err) {
@@ -406,14 +425,16 @@ function forgetRefused(cred: Credential, err: unknown): unknown {
 
 /**
  * The GenerateContentRequest: system messages become `systemInstruction`; the other turns keep
- * their order as `user` / `model` contents, consecutive turns of one role merged into one content
- * (one part per message). A result schema asks for JSON with `responseJsonSchema`, which takes
- * any JSON Schema (`responseSchema` takes only Vertex's OpenAPI subset).
+ * their order as `user` / `model` contents, consecutive turns of one role merged into one content,
+ * tool calls and results as function parts (gemini-parts.ts). A result schema asks for JSON with
+ * `responseJsonSchema`, which takes any JSON Schema (`responseSchema` takes only Vertex's OpenAPI subset).
  */
 function geminiBody(req: CompletionRequest): Record<string, unknown> {
   const system = req.messages.filter((m) => m.role === 'system');
-  const body: Record<string, unknown> = { contents: geminiContents(req.messages.filter((m) => m.role !== 'system')) };
+  const body: Record<string, unknown> = { contents: toGeminiContents(req.messages.filter((m) => m.role !== 'system')) };
   if (system.length) body.systemInstruction = { parts: system.map((m) => ({ text: messageText(m) })) };
+  if (req.tools && req.tools.length > 0) body.tools = toGeminiTools(req.tools);
+  if (req.tool_choice && req.tools && req.tools.length > 0) body.toolConfig = toGeminiToolConfig(req.tool_choice);
   const g: Record<string, unknown> = {};
   if (req.temperature !== undefined) g.temperature = req.temperature;
   if (req.max_tokens !== undefined) g.maxOutputTokens = req.max_tokens;
@@ -429,17 +450,6 @@ function geminiBody(req: CompletionRequest): Record<string, unknown> {
   }
   if (Object.keys(g).length) body.generationConfig = g;
   return body;
-}
-
-function geminiContents(messages: ChatMessage[]): { role: 'user' | 'model'; parts: { text: string }[] }[] {
-  const out: { role: 'user' | 'model'; parts: { text: string }[] }[] = [];
-  for (const m of messages) {
-    const role = m.role === 'assistant' ? 'model' : 'user';
-    const prev = out[out.length - 1];
-    if (prev && prev.role === role) prev.parts.push({ text: messageText(m) });
-    else out.push({ role, parts: [{ text: messageText(m) }] });
-  }
-  return out;
 }
 
 /** Gemini's finish reasons in the vocabulary every other driver uses (OpenAI's). */
@@ -460,6 +470,7 @@ function readGemini(
   label: string,
   answer: GenerateContentResponse,
   status: number | undefined,
+  calls: GeminiCallCollector,
 ): { candidate: boolean; text: string; finish?: string; usage?: TokenUsage } {
   if (!answer || typeof answer !== 'object')
     throw new ProviderError(
@@ -479,6 +490,7 @@ function readGemini(
     );
   }
   const parts = Array.isArray(candidate?.content?.parts) ? candidate.content.parts : [];
+  calls.push(parts);
   // Thought summaries (`thought: true`) are the model's reasoning, not its answer.
   const text = parts
     .filter((p) => p && typeof p.text === 'string' && p.thought !== true)
@@ -532,7 +544,7 @@ interface UsageMetadata {
 
 interface GenerateContentResponse {
   candidates?: {
-    content?: { role?: string; parts?: { text?: string; thought?: boolean }[] };
+    content?: { role?: string; parts?: GeminiPart[] };
     finishReason?: string;
   }[];
   promptFeedback?: { blockReason?: string; blockReasonMessage?: string };

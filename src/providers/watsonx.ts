@@ -21,7 +21,6 @@
  */
 import {
   ProviderError,
-  type ChatMessage,
   type Completion,
   type CompletionChunk,
   type CompletionRequest,
@@ -35,6 +34,16 @@ import { postToProvider, providerMessage, timeoutOf, trimSlashes, type ProviderR
 import { TokenCache } from './token-cache.ts';
 import { schemaInstruction } from './anthropic-messages.ts';
 import { conversationText } from './replicate.ts';
+import {
+  ToolCallAssembler,
+  fromOpenAIToolCalls,
+  openAIFinish,
+  toOpenAIMessages,
+  toOpenAITools,
+  toOpenAIToolChoice,
+  type WireToolCall,
+  type WireToolCallDelta,
+} from './openai-messages.ts';
 
 const WATSONX_API_VERSION = '2024-05-31';
 const IBM_IAM_URL = 'https://iam.cloud.ibm.com/identity/token';
@@ -79,7 +88,10 @@ export class WatsonxDriver implements ModelDriver {
         );
       }
       const out: Completion = { text: typeof choice.message.content === 'string' ? choice.message.content : '' };
-      if (choice.finish_reason) out.finish_reason = toFinish(choice.finish_reason);
+      const calls = fromOpenAIToolCalls(choice.message.tool_calls);
+      const finish = openAIFinish(choice.finish_reason, calls !== undefined);
+      if (finish) out.finish_reason = toFinish(finish);
+      if (calls) out.tool_use = calls;
       const usage = chatUsage(answer.usage);
       if (usage) out.token_use = usage;
       return out;
@@ -110,6 +122,7 @@ export class WatsonxDriver implements ModelDriver {
     const res = await this.call(conn, t, path, requestBody(conn, req, api), signal);
     let finish: string | undefined;
     let usage: TokenUsage | undefined;
+    const calls = new ToolCallAssembler();
     for await (const ev of res.events()) {
       if (ev.data.trim() === '') continue;
       let data: ChatAnswer & GenerationAnswer & { errors?: unknown };
@@ -127,6 +140,7 @@ export class WatsonxDriver implements ModelDriver {
         const choice = Array.isArray(data.choices) ? data.choices[0] : undefined;
         const piece = choice?.delta?.content;
         if (typeof piece === 'string' && piece !== '') yield { text: piece };
+        calls.push(choice?.delta?.tool_calls);
         if (choice?.finish_reason) finish = choice.finish_reason;
         const u = chatUsage(data.usage);
         if (u) usage = u;
@@ -143,7 +157,9 @@ export class WatsonxDriver implements ModelDriver {
     }
     if (!finish)
       throw new ProviderError('provider_error', `${t.label} ended the stream before the answer was complete`);
-    const last: CompletionChunk = { finish_reason: toFinish(finish) };
+    const toolUse = calls.result();
+    const last: CompletionChunk = { finish_reason: toFinish(openAIFinish(finish, toolUse !== undefined) ?? finish) };
+    if (toolUse) last.tool_use = toolUse;
     if (usage) last.token_use = usage;
     yield last;
   }
@@ -312,11 +328,17 @@ function scopeOf(conn: ProviderConnection): Record<string, string> {
 function requestBody(conn: ProviderConnection, req: CompletionRequest, api: Api): Record<string, unknown> {
   const scope = scopeOf(conn);
   if (api === 'chat') {
-    const messages: ChatMessage[] = req.messages.map((m) => ({
-      role: m.role === 'tool' ? 'user' : m.role,
-      content: messageText(m),
-    }));
+    // The chat API's messages are Chat Completions' (tool_calls, tool messages), but a system message is text only.
+    const messages = toOpenAIMessages(req.messages, LABEL).map((m) =>
+      m.role === 'system' && Array.isArray(m.content)
+        ? { role: 'system', content: (m.content as { text?: string }[]).map((p) => p.text ?? '').join('\n\n') }
+        : m,
+    );
     const body: Record<string, unknown> = { model_id: req.model, ...scope, messages };
+    if (req.tools && req.tools.length > 0) {
+      body.tools = toOpenAITools(req.tools);
+      if (req.tool_choice) body.tool_choice_option = toOpenAIToolChoice(req.tool_choice, 'watsonx');
+    }
     if (req.max_tokens !== undefined) body.max_tokens = req.max_tokens;
     if (req.temperature !== undefined) body.temperature = req.temperature;
     if (req.top_p !== undefined) body.top_p = req.top_p;
@@ -334,7 +356,7 @@ function requestBody(conn: ProviderConnection, req: CompletionRequest, api: Api)
       if (systemCount > 0)
         messages[systemCount - 1] = {
           role: 'system',
-          content: `${messageText(messages[systemCount - 1])}\n\n${instruction}`,
+          content: `${String(messages[systemCount - 1].content)}\n\n${instruction}`,
         };
       else messages.unshift({ role: 'system', content: instruction });
     }
@@ -409,8 +431,8 @@ function streamError(label: string, data: unknown): ProviderError {
 
 interface ChatAnswer {
   choices?: {
-    message?: { content?: string | null } | null;
-    delta?: { content?: string | null };
+    message?: { content?: string | null; tool_calls?: WireToolCall[] | null } | null;
+    delta?: { content?: string | null; tool_calls?: WireToolCallDelta[] | null };
     finish_reason?: string | null;
   }[];
   usage?: { prompt_tokens?: number; completion_tokens?: number; total_tokens?: number } | null;

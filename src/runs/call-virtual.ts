@@ -69,6 +69,7 @@ export class VirtualCaller {
       ...(outcome.error ? { error: outcome.error } : {}),
       ...(chosen?.usage ? { usage: chosen.usage } : {}),
       ...(chosen?.finishReason ? { finishReason: chosen.finishReason } : {}),
+      ...(chosen?.toolUse ? { toolUse: chosen.toolUse } : {}),
       attempts: outcome.attempts,
       chunks,
       cost: sumCosts(outcome.attempts.map((a) => (a.run ? childDocs.get(a.run)?.cost : null))),
@@ -146,6 +147,7 @@ export class VirtualCaller {
         ...(finalDoc.error ? { error: finalDoc.error } : {}),
         ...(final.token_total !== null || final.token_prompt !== null ? { usage } : {}),
         ...(final.finish_reason ? { finishReason: final.finish_reason } : {}),
+        ...(finalDoc.tool_use ? { toolUse: finalDoc.tool_use } : {}),
         durationMs: Math.round(performance.now() - started),
       },
     };

@@ -146,15 +146,15 @@ export class RunPlanner {
       );
     const options = modelOptions(interaction, config);
     // Checked before anything is stored: a model that cannot call tools never sees the request.
+    // A virtual run may reach any of its entries: each one's model must take the tools.
     const tools = runTools(
       input.tool_definitions,
       undefined,
       config.model_options ?? interaction.model_options,
-      env.dto,
-      model,
+      virtual
+        ? virtual.config.entries.map((e) => ({ env: virtual.targets.get(e.environment)!.dto, model: e.model }))
+        : [{ env: env.dto, model }],
     );
-    if (tools && virtual)
-      throw new BadRequest(`environment "${env.dto.name}" is virtual; Orrery does not send tools through one yet`);
     validateInput(interaction, input.data);
     return { interaction, env, ...(virtual ? { virtual } : {}), model, options, ...(tools ? { tools } : {}), config };
   }

@@ -15,6 +15,7 @@ import type { InteractionDto } from '../interactions/interactions.ts';
 import type { ChatMessage, ChatRole } from '../providers/driver.ts';
 import type { SegmentDto } from '../interactions/interactions.ts';
 import { table } from '../util/own.ts';
+import { checkParts } from '../conversations/messages.ts';
 
 /** Prompt roles of the interface mapped to chat roles; `negative` and `mask` are image-only. */
 const CHAT_ROLE: Record<string, ChatRole | null> = table({
@@ -120,7 +121,9 @@ function toolResult(content: string, toolUseId: unknown, where: string): ChatMes
 
 /**
  * The messages a chat segment places. No history yet (the key absent) places nothing: a first turn.
- * A history that is not a list of `{role, content}` messages is the caller's to fix.
+ * A history that is not a list of `{role, content}` messages is the caller's to fix. A message's
+ * content is text, or a list of parts (an assistant's `tool_use` calls, `tool_result`s) checked as
+ * a conversation's are, so a caller can send back a tool loop's history.
  */
 function chatHistory(segment: SegmentDto, data: unknown, index: number): ChatMessage[] {
   const key = chatKeyOf(segment.configuration);
@@ -135,8 +138,13 @@ function chatHistory(segment: SegmentDto, data: unknown, index: number): ChatMes
   const out: ChatMessage[] = [];
   for (const [i, m] of value.entries()) {
     const msg = m as { role?: unknown; content?: unknown; tool_use_id?: unknown } | null;
-    if (msg === null || typeof msg !== 'object' || typeof msg.role !== 'string' || typeof msg.content !== 'string') {
-      throw new BadRequest(`${where}[${i}] must be a message {role, content: string}`);
+    if (
+      msg === null ||
+      typeof msg !== 'object' ||
+      typeof msg.role !== 'string' ||
+      (typeof msg.content !== 'string' && !Array.isArray(msg.content))
+    ) {
+      throw new BadRequest(`${where}[${i}] must be a message {role, content: string or a list of parts}`);
     }
     if (!Object.hasOwn(CHAT_ROLE, msg.role)) {
       throw new BadRequest(
@@ -145,6 +153,10 @@ function chatHistory(segment: SegmentDto, data: unknown, index: number): ChatMes
     }
     const role = CHAT_ROLE[msg.role];
     if (!role) continue; // negative and mask are image prompts
+    if (Array.isArray(msg.content)) {
+      out.push({ role, content: checkParts(msg.content, `${where}[${i}]`) });
+      continue;
+    }
     out.push(
       role === 'tool' ? toolResult(msg.content, msg.tool_use_id, `${where}[${i}]`) : { role, content: msg.content },
     );

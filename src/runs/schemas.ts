@@ -127,6 +127,11 @@ export const RunSchema = OpenObject(
             Type.String({ description: 'Arguments as the model wrote them, when they are not a JSON object' }),
           ),
           tool_input_invalid: Type.Optional(Type.Literal(true)),
+          thought_signature: Type.Optional(
+            Type.String({
+              description: "Gemini's signature over the thinking behind the call; send it back with the call",
+            }),
+          ),
         }),
         { description: 'The tool calls the model asked for, in its order' },
       ),

@@ -10,7 +10,7 @@
  *    picks one; each judged child records `evaluation {score, selected}`.
  * Cooldowns are per process: a replica learns about a failing entry from its own runs.
  */
-import { messageText, type ChatMessage, type TokenUsage } from '../providers/driver.ts';
+import { messageText, toolInputText, type ChatMessage, type TokenUsage, type ToolUse } from '../providers/driver.ts';
 import type { VirtualConfig, VirtualEntry } from '../interactions/virtual-config.ts';
 import type { ResultPart, RunError } from './model.ts';
 import type { Attempt } from './retry.ts';
@@ -28,6 +28,8 @@ export interface ChildOutcome {
   error?: RunError;
   usage?: TokenUsage;
   finishReason?: string;
+  /** The tool calls the entry's model asked for. */
+  toolUse?: ToolUse[];
   durationMs: number;
 }
 
@@ -202,10 +204,26 @@ function sendWhole(sink: ChunkSink | undefined, child: ChildOutcome): void {
 export const textOf = (result: ResultPart[]): string =>
   result.map((p) => (p.type === 'text' ? String(p.value) : JSON.stringify(p.value))).join('');
 
-/** The mediator's prompt: the request as the entries saw it, then the numbered answers. */
+/** A tool call as the mediator reads it: the tool's name and its arguments' JSON. */
+const callLine = (t: ToolUse) => `[calls tool ${t.tool_name} with ${toolInputText(t)}]`;
+
+/** A message of the request as the mediator reads it: its text, and the calls an assistant turn made. */
+function describeMessage(m: ChatMessage): string {
+  const calls = typeof m.content === 'string' ? [] : m.content.filter((p) => p.type === 'tool_use');
+  return [messageText(m), ...calls.map(callLine)].filter((t) => t !== '').join('\n');
+}
+
+/**
+ * The mediator's prompt: the request as the entries saw it (tool calls and results included), then
+ * the numbered answers, each with the tool calls it asked for: calling a tool is an answer too.
+ */
 function judgeMessages(prompt: ChatMessage[], answers: ChildOutcome[]): ChatMessage[] {
-  const request = prompt.map((m) => `[${m.role}]\n${messageText(m)}`).join('\n\n');
-  const candidates = answers.map((a, i) => `--- answer ${i} ---\n${textOf(a.result)}`).join('\n\n');
+  const request = prompt.map((m) => `[${m.role}]\n${describeMessage(m)}`).join('\n\n');
+  const candidates = answers
+    .map((a, i) =>
+      [`--- answer ${i} ---`, textOf(a.result), ...(a.toolUse ?? []).map(callLine)].filter((t) => t !== '').join('\n'),
+    )
+    .join('\n\n');
   return [
     {
       role: 'system',

@@ -422,8 +422,43 @@ describe('which models call tools', () => {
       (e: any) => e.status === 400 && /config\.capabilities\.tools must be/.test(e.message),
     );
     assert.throws(
-      () => assertCanCallTools(env('bedrock'), 'anthropic.claude-3-haiku'),
-      (e: any) => e.code === 'tools_unsupported' && /does not send tools to the bedrock provider yet/.test(e.message),
+      () => assertCanCallTools(env('replicate', { capabilities: { tools: true } }), 'meta/meta-llama-3-8b-instruct'),
+      (e: any) =>
+        e.code === 'tools_unsupported' &&
+        /model "meta\/meta-llama-3-8b-instruct" of environment "E" \(replicate\) cannot call tools: Replicate's predictions take a text prompt only/.test(
+          e.message,
+        ),
+      'a text-only path refuses whatever the environment says',
     );
+    assert.throws(
+      () => assertCanCallTools(env('watsonx', { api: 'generation' }), 'ibm/granite-3-8b-instruct'),
+      /\(watsonx\) cannot call tools: .*text generation API/,
+    );
+    assert.doesNotThrow(() => assertCanCallTools(env('bedrock'), 'anthropic.claude-3-haiku-20240307-v1:0'));
+  });
+
+  it("Bedrock, Vertex AI and watsonx models as llumiverse's tables and IBM's model pages say", () => {
+    const cases: Array<[string, string, boolean]> = [
+      ['bedrock', 'us.anthropic.claude-sonnet-4-20250514-v1:0', true],
+      ['bedrock', 'arn:aws:bedrock:us-east-1:123456789012:inference-profile/eu.amazon.nova-pro-v1:0', true],
+      ['bedrock', 'amazon.nova-canvas-v1:0', false],
+      ['bedrock', 'meta.llama3-8b-instruct-v1:0', false],
+      ['bedrock', 'meta.llama3-1-70b-instruct-v1:0', true],
+      ['bedrock', 'deepseek.r1-v1:0', false],
+      ['bedrock', 'deepseek.v3-v1:0', true],
+      ['bedrock', 'openai.gpt-oss-safeguard-20b', false],
+      ['bedrock_mantle', 'openai.gpt-oss-120b', true],
+      ['vertexai', 'gemini-2.5-flash', true],
+      ['vertexai', 'gemini-2.0-flash-lite-001', false],
+      ['vertexai', 'imagen-4.0-generate-001', false],
+      ['vertexai', 'locations/us-east5/publishers/anthropic/models/claude-sonnet-4@20250514', true],
+      ['watsonx', 'ibm/granite-3-8b-instruct', true],
+      ['watsonx', 'meta-llama/llama-3-3-70b-instruct', true],
+      ['watsonx', 'meta-llama/llama-guard-3-11b-vision', false],
+      ['watsonx', 'google/flan-t5-xl', false],
+      ['replicate', 'meta/meta-llama-3-8b-instruct', false],
+    ];
+    for (const [provider, model, tools] of cases)
+      assert.equal(knownToolSupport(provider, model), tools, `${provider} ${model}`);
   });
 });

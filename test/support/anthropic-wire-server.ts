@@ -42,7 +42,7 @@ export interface AnthropicWireOptions {
   hangAfterChunks?: number;
 }
 
-interface WireToolUse {
+export interface WireToolUse {
   id: string;
   name: string;
   input: Record<string, unknown>;
@@ -163,7 +163,7 @@ function validate(body: any): string | undefined {
 const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
 
 /** `tools`, `tool_choice`, and tool_use / tool_result pairing across turns, with the API's wording. */
-function checkTools(body: any): string | undefined {
+export function checkTools(body: any): string | undefined {
   if (body.tools !== undefined) {
     if (!Array.isArray(body.tools)) return 'tools: Input should be a valid list';
     for (const [i, t] of body.tools.entries()) {
@@ -216,7 +216,7 @@ function checkTools(body: any): string | undefined {
   return undefined;
 }
 
-async function messages(res: ServerResponse, body: any, o: AnthropicWireOptions): Promise<void> {
+export async function messages(res: ServerResponse, body: any, o: AnthropicWireOptions): Promise<void> {
   const calls = (typeof o.toolUse === 'function' ? o.toolUse(body) : o.toolUse) ?? [];
   const text = typeof o.text === 'function' ? o.text(body) : (o.text ?? (calls.length > 0 ? '' : DEFAULT_TEXT));
   const inputWords =

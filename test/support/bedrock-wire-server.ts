@@ -8,6 +8,12 @@
  * hand from what it received, from the spec (canonical request, string to sign, derived key), not
  * with the client's signing library; or a Bedrock API key as a bearer. Errors are AWS's JSON
  * errors: `{"message": …}` with the `x-amzn-errortype` header. Knobs script answers and failures.
+ * Tool use as the Converse API reference documents it: `toolConfig` (`tools[].toolSpec` with
+ * `inputSchema.json`, `toolChoice` one of auto / any / tool) is checked, and so is the history:
+ * `toolUse` / `toolResult` blocks need a toolConfig, and each assistant `toolUse` is answered by a
+ * `toolResult` of the same id in the next user turn. Calls come back as `toolUse` blocks with
+ * stopReason `tool_use`, or streamed as a `contentBlockStart` naming the call and
+ * `contentBlockDelta` events carrying pieces of its input's JSON text.
  */
 import { createHash, createHmac } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -28,6 +34,10 @@ export interface BedrockWireOptions {
   text?: string | ((body: any) => string);
   /** Exact stream pieces; default: the text split after each space. */
   chunks?: string[];
+  /** Answer these toolUse blocks after the text; a function sees the body (undefined: none). */
+  toolUse?: WireToolUse[] | ((body: any) => WireToolUse[] | undefined);
+  /** Stream each call's input JSON in pieces of this many characters (default 7). */
+  inputChunkSize?: number;
   usage?: {
     inputTokens: number;
     outputTokens: number;
@@ -46,6 +56,12 @@ export interface BedrockWireOptions {
   foundationModels?: any[];
   /** ListInferenceProfiles' summaries; `null` answers 403 AccessDeniedException. */
   inferenceProfiles?: any[] | null;
+}
+
+interface WireToolUse {
+  toolUseId: string;
+  name: string;
+  input: Record<string, unknown>;
 }
 
 interface RecordedRequest {
@@ -246,7 +262,8 @@ async function handle(req: IncomingMessage, res: ServerResponse, state: BedrockW
       : validate(body);
   if (invalid) return sendError(res, 400, 'ValidationException', invalid);
 
-  const text = typeof o.text === 'function' ? o.text(body) : (o.text ?? DEFAULT_TEXT);
+  const calls = (typeof o.toolUse === 'function' ? o.toolUse(body) : o.toolUse) ?? [];
+  const text = typeof o.text === 'function' ? o.text(body) : (o.text ?? (calls.length > 0 ? '' : DEFAULT_TEXT));
   const inputWords = [...(body.system ?? []), ...body.messages.flatMap((x: any) => x.content)].reduce(
     (n: number, b: any) => n + words(b.text ?? ''),
     0,
@@ -256,7 +273,7 @@ async function handle(req: IncomingMessage, res: ServerResponse, state: BedrockW
     outputTokens: words(text),
     totalTokens: inputWords + words(text),
   };
-  const stopReason = o.stopReason ?? 'end_turn';
+  const stopReason = o.stopReason ?? (calls.length > 0 ? 'tool_use' : 'end_turn');
   const requestId = createHash('sha1').update(raw).digest('hex').slice(0, 32);
 
   if (m[2] === 'converse') {
@@ -264,7 +281,15 @@ async function handle(req: IncomingMessage, res: ServerResponse, state: BedrockW
       res,
       200,
       {
-        output: { message: { role: 'assistant', content: [{ text }] } },
+        output: {
+          message: {
+            role: 'assistant',
+            content: [
+              ...(text !== '' || calls.length === 0 ? [{ text }] : []),
+              ...calls.map((c) => ({ toolUse: { toolUseId: c.toolUseId, name: c.name, input: c.input } })),
+            ],
+          },
+        },
         stopReason,
         usage,
         metrics: { latencyMs: 42 },
@@ -285,6 +310,7 @@ async function handle(req: IncomingMessage, res: ServerResponse, state: BedrockW
   const p = (n: number) => 'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789'.slice(0, n);
   send(eventFrame('messageStart', { p: p(12), role: 'assistant' }));
   const pieces = o.chunks ?? text.split(/(?<= )/).filter((x) => x !== '');
+  const withText = pieces.length > 0 || calls.length === 0;
   for (const [i, piece] of pieces.entries()) {
     if (o.midStreamException && i === o.midStreamException.afterChunks) {
       send(exceptionFrame(o.midStreamException.type, o.midStreamException.message));
@@ -296,7 +322,28 @@ async function handle(req: IncomingMessage, res: ServerResponse, state: BedrockW
     send(exceptionFrame(o.midStreamException.type, o.midStreamException.message));
     return void res.end();
   }
-  send(eventFrame('contentBlockStop', { contentBlockIndex: 0, p: p(5) }));
+  if (withText) send(eventFrame('contentBlockStop', { contentBlockIndex: 0, p: p(5) }));
+  const size = o.inputChunkSize ?? 7;
+  for (const [k, c] of calls.entries()) {
+    const contentBlockIndex = k + (withText ? 1 : 0);
+    send(
+      eventFrame('contentBlockStart', {
+        contentBlockIndex,
+        start: { toolUse: { toolUseId: c.toolUseId, name: c.name } },
+        p: p(4),
+      }),
+    );
+    const json = JSON.stringify(c.input);
+    for (let i = 0; i < json.length; i += size)
+      send(
+        eventFrame('contentBlockDelta', {
+          contentBlockIndex,
+          delta: { toolUse: { input: json.slice(i, i + size) } },
+          p: p(2),
+        }),
+      );
+    send(eventFrame('contentBlockStop', { contentBlockIndex, p: p(5) }));
+  }
   send(eventFrame('messageStop', { stopReason, p: p(9) }));
   send(eventFrame('metadata', { usage, metrics: { latencyMs: 42 }, p: p(3) }));
   res.end();
@@ -326,13 +373,29 @@ function validate(body: any): string | undefined {
   for (const [i, msg] of body.messages.entries()) {
     if (msg?.role !== 'user' && msg?.role !== 'assistant')
       return `1 validation error detected: Value '${msg?.role}' at 'messages.${i + 1}.member.role' failed to satisfy constraint: Member must satisfy enum value set: [user, assistant]`;
-    if (
-      !Array.isArray(msg.content) ||
-      msg.content.length === 0 ||
-      msg.content.some((b: any) => typeof b?.text !== 'string')
-    )
+    if (!Array.isArray(msg.content) || msg.content.length === 0)
       return `The content field in the Message object at messages.${i}.content is empty. Add a ContentBlock object to the content field and try again.`;
+    for (const [j, b] of msg.content.entries()) {
+      const kinds = b && typeof b === 'object' ? Object.keys(b) : [];
+      if (kinds.length !== 1 || !['text', 'toolUse', 'toolResult'].includes(kinds[0]))
+        return `Malformed input request: #/messages/${i}/content/${j}: a ContentBlock must be exactly one of text, toolUse, toolResult (this server's subset), please reformat your input and try again.`;
+      if (kinds[0] === 'text' && (typeof b.text !== 'string' || b.text === ''))
+        return `The text field in the ContentBlock object at messages.${i}.content.${j} is blank. Add text to the text field, and try again.`;
+      if (kinds[0] === 'toolUse' && msg.role !== 'assistant')
+        return `messages.${i}.content.${j}: toolUse blocks are only allowed in assistant messages.`;
+      if (kinds[0] === 'toolResult' && msg.role !== 'user')
+        return `messages.${i}.content.${j}: toolResult blocks are only allowed in user messages.`;
+      const invalid =
+        kinds[0] === 'toolUse'
+          ? checkToolUse(b.toolUse, i, j)
+          : kinds[0] === 'toolResult'
+            ? checkToolResult(b.toolResult, i, j)
+            : undefined;
+      if (invalid) return invalid;
+    }
   }
+  const tools = checkToolConfig(body);
+  if (tools) return tools;
   if (body.messages[0].role !== 'user')
     return 'A conversation must start with a user message. Try again with a conversation that starts with a user message.';
   for (let i = 1; i < body.messages.length; i++) {
@@ -357,6 +420,98 @@ function validate(body: any): string | undefined {
     )
       return `1 validation error detected: Value '${ic.temperature}' at 'inferenceConfig.temperature' failed to satisfy constraint: Member must have value less than or equal to 1`;
   }
+  return undefined;
+}
+
+const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
+
+function checkToolUse(u: any, i: number, j: number): string | undefined {
+  if (typeof u?.toolUseId !== 'string' || !/^[a-zA-Z0-9_-]{1,64}$/.test(u.toolUseId))
+    return `1 validation error detected: Value at 'messages.${i + 1}.member.content.${j + 1}.member.toolUse.toolUseId' failed to satisfy constraint: Member must satisfy regular expression pattern: [a-zA-Z0-9_-]+`;
+  if (typeof u.name !== 'string' || !TOOL_NAME.test(u.name))
+    return `1 validation error detected: Value at 'messages.${i + 1}.member.content.${j + 1}.member.toolUse.name' failed to satisfy constraint: Member must satisfy regular expression pattern: [a-zA-Z0-9_-]+`;
+  if (u.input === null || typeof u.input !== 'object' || Array.isArray(u.input))
+    return `Malformed input request: #/messages/${i}/content/${j}/toolUse/input: expected type: JSONObject, please reformat your input and try again.`;
+  return undefined;
+}
+
+function checkToolResult(r: any, i: number, j: number): string | undefined {
+  if (typeof r?.toolUseId !== 'string')
+    return `Malformed input request: #/messages/${i}/content/${j}/toolResult: required key [toolUseId] not found, please reformat your input and try again.`;
+  if (!Array.isArray(r.content) || r.content.length === 0)
+    return `The content field in the ToolResultBlock object at messages.${i}.content.${j} is empty. Add a content block and try again.`;
+  for (const c of r.content) {
+    const kinds = c && typeof c === 'object' ? Object.keys(c) : [];
+    if (kinds.length !== 1 || !['text', 'json', 'image', 'document'].includes(kinds[0]))
+      return `Malformed input request: #/messages/${i}/content/${j}/toolResult/content: a ToolResultContentBlock is one of text, json, image, document, please reformat your input and try again.`;
+    if (kinds[0] === 'text' && (typeof c.text !== 'string' || c.text === ''))
+      return `The text field in the ToolResultContentBlock object at messages.${i}.content.${j} is blank. Add text to the text field, and try again.`;
+  }
+  if (r.status !== undefined && r.status !== 'success' && r.status !== 'error')
+    return `1 validation error detected: Value '${r.status}' at 'messages.${i + 1}.member.content.${j + 1}.member.toolResult.status' failed to satisfy constraint: Member must satisfy enum value set: [success, error]`;
+  return undefined;
+}
+
+/** toolConfig's shape, and the pairing of toolUse and toolResult blocks across turns. */
+function checkToolConfig(body: any): string | undefined {
+  const blocks = (m: any, kind: string): any[] =>
+    (Array.isArray(m?.content) ? m.content : []).filter((b: any) => b?.[kind] !== undefined).map((b: any) => b[kind]);
+  const usesTools = body.messages.some(
+    (m: any) => blocks(m, 'toolUse').length > 0 || blocks(m, 'toolResult').length > 0,
+  );
+  const tc = body.toolConfig;
+  if (tc === undefined) {
+    if (usesTools) return 'The toolConfig field must be defined when using toolUse and toolResult content blocks.';
+  } else {
+    if (!Array.isArray(tc.tools) || tc.tools.length === 0)
+      return "1 validation error detected: Value '[]' at 'toolConfig.tools' failed to satisfy constraint: Member must have length greater than or equal to 1";
+    for (const k of Object.keys(tc))
+      if (k !== 'tools' && k !== 'toolChoice')
+        return `Malformed input request: #/toolConfig: extraneous key [${k}] is not permitted, please reformat your input and try again.`;
+    const names = new Set<string>();
+    for (const [i, t] of tc.tools.entries()) {
+      const spec = t?.toolSpec;
+      if (!spec || Object.keys(t).length !== 1)
+        return `Malformed input request: #/toolConfig/tools/${i}: a Tool must be exactly one of toolSpec, cachePoint, please reformat your input and try again.`;
+      if (typeof spec.name !== 'string' || !TOOL_NAME.test(spec.name))
+        return `1 validation error detected: Value at 'toolConfig.tools.${i + 1}.member.toolSpec.name' failed to satisfy constraint: Member must satisfy regular expression pattern: [a-zA-Z0-9_-]+`;
+      if (names.has(spec.name)) return `The toolConfig field contains duplicate tool names: ${spec.name}.`;
+      names.add(spec.name);
+      const json = spec.inputSchema?.json;
+      if (
+        json === null ||
+        typeof json !== 'object' ||
+        Array.isArray(json) ||
+        Object.keys(spec.inputSchema).length !== 1
+      )
+        return `Malformed input request: #/toolConfig/tools/${i}/toolSpec/inputSchema: required key [json] not found, please reformat your input and try again.`;
+      if (json.type !== 'object')
+        return `The value at toolConfig.tools.${i}.toolSpec.inputSchema.json.type must be 'object'.`;
+    }
+    const choice = tc.toolChoice;
+    if (choice !== undefined) {
+      const kinds = choice && typeof choice === 'object' ? Object.keys(choice) : [];
+      if (kinds.length !== 1 || !['auto', 'any', 'tool'].includes(kinds[0]))
+        return 'Malformed input request: #/toolConfig/toolChoice: a ToolChoice must be exactly one of auto, any, tool, please reformat your input and try again.';
+      if (kinds[0] === 'tool' && !names.has(choice.tool?.name))
+        return `The tool named in toolConfig.toolChoice.tool (${String(choice.tool?.name)}) is not in toolConfig.tools.`;
+    }
+  }
+  for (const [i, m] of body.messages.entries()) {
+    if (m.role !== 'assistant') continue;
+    const asked = blocks(m, 'toolUse').map((u) => u.toolUseId);
+    const next = body.messages[i + 1];
+    const answered = blocks(next, 'toolResult').map((r) => r.toolUseId);
+    if (asked.length > 0 && !next) continue; // a history may end on the model's calls only when it asks the model to go on: not checked here
+    const missing = asked.filter((id) => !answered.includes(id));
+    if (missing.length > 0)
+      return `Expected toolResult blocks at messages.${i + 1}.content for the following Ids: ${missing.join(', ')}`;
+    const extra = answered.filter((id) => !asked.includes(id));
+    if (extra.length > 0 || answered.length > asked.length)
+      return `The number of toolResult blocks at messages.${i + 1}.content exceeds the number of toolUse blocks of previous turn.`;
+  }
+  if (body.messages[0] && blocks(body.messages[0], 'toolResult').length > 0)
+    return 'The number of toolResult blocks at messages.0.content exceeds the number of toolUse blocks of previous turn.';
   return undefined;
 }
 

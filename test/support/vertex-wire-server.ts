@@ -7,8 +7,14 @@
  *  - Gemini: `POST /v1/projects/{p}/locations/{r}/publishers/google/models/{m}:generateContent`
  *    and `:streamGenerateContent` (`?alt=sse`: one GenerateContentResponse per `data:` line; without
  *    it, one JSON array), with Google's `{error:{code,message,status}}` errors;
+ *    Function calling as Vertex documents it: `tools[].functionDeclarations` (a name, and
+ *    `parameters` or `parametersJsonSchema`, not both), `toolConfig.functionCallingConfig.mode`,
+ *    and the history's pairing (a `functionResponse` turn right after its `functionCall` turn, as
+ *    many responses as calls, by name and by id when the call had one). Calls come back as
+ *    `functionCall` parts, streamed whole in the last piece;
  *  - Claude: `…/publishers/anthropic/models/{m}:rawPredict` and `:streamRawPredict`, Anthropic's
- *    Messages API with `anthropic_version` in the body and the model in the URL.
+ *    Messages API with `anthropic_version` in the body and the model in the URL; tools and their
+ *    history checked and answered as the Anthropic wire server does (anthropic-wire-server.ts).
  * Every model call must carry `Authorization: Bearer <a token this server issued>`. Service
  * accounts are made per test run with a fresh RSA key pair (never a committed key).
  */
@@ -16,6 +22,11 @@ import { generateKeyPairSync, randomBytes, type KeyObject } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { listenOnLoopback, readBody, sleep, words, writeJson } from './wire-scaffold.ts';
 import { jwtVerify, errors as joseErrors } from 'jose';
+import {
+  checkTools as checkClaudeTools,
+  messages as claudeMessages,
+  type WireToolUse,
+} from './anthropic-wire-server.ts';
 
 export const CLOUD_PLATFORM_SCOPE = 'https://www.googleapis.com/auth/cloud-platform';
 const VERTEX_ANTHROPIC_VERSION = 'vertex-2023-10-16';
@@ -34,6 +45,10 @@ export interface VertexWireOptions {
     totalTokenCount: number;
     thoughtsTokenCount?: number;
   };
+  /** Gemini: answer these function calls after the text (a call without id gets none); a function sees the body. */
+  functionCalls?: WireFunctionCall[] | ((body: any) => WireFunctionCall[] | undefined);
+  /** Claude: answer these tool_use blocks (the Anthropic wire's answer); a function sees the body. */
+  claudeToolUse?: WireToolUse[] | ((body: any) => WireToolUse[] | undefined);
   /** Claude usage; default: word counts. */
   claudeUsage?: { input_tokens: number; output_tokens: number };
   /** Gemini finishReason; default STOP. */
@@ -46,6 +61,13 @@ export interface VertexWireOptions {
   fail?: { status: number; message?: string; headers?: Record<string, string>; times?: number };
   /** Seconds an issued token lives (expires_in). Default 3599. */
   tokenLifetimeS?: number;
+}
+
+interface WireFunctionCall {
+  name: string;
+  args: Record<string, unknown>;
+  id?: string;
+  thoughtSignature?: string;
 }
 
 interface RecordedRequest {
@@ -264,7 +286,7 @@ async function handle(
   }
   if (action !== 'rawPredict' && action !== 'streamRawPredict')
     return sendGoogleError(res, 400, `Unknown method ${action} for an Anthropic model.`);
-  const invalid = validateClaude(body);
+  const invalid = validateClaude(body) ?? checkClaudeTools(body);
   if (invalid) return sendAnthropicError(res, 400, 'invalid_request_error', invalid);
   return claude(res, body, model, action === 'streamRawPredict', o);
 }
@@ -357,6 +379,8 @@ function validateGemini(body: any): string | undefined {
       return 'Unable to submit request because it must include at least one parts field, which describes the prompt input. Learn more: https://cloud.google.com/vertex-ai/generative-ai/docs/model-reference/gemini';
     }
   }
+  const functions = validateFunctions(body);
+  if (functions) return functions;
   if (body.systemInstruction !== undefined && !Array.isArray(body.systemInstruction?.parts)) {
     return 'Invalid JSON payload received. Unknown name "" at \'system_instruction\': Proto field is not repeating, cannot start list.';
   }
@@ -376,6 +400,80 @@ function validateGemini(body: any): string | undefined {
     if (g.responseSchema !== undefined && g.responseJsonSchema !== undefined) {
       return 'Unable to submit request because responseSchema and responseJsonSchema cannot both be set.';
     }
+  }
+  return undefined;
+}
+
+const FUNCTION_NAME = /^[a-zA-Z_][a-zA-Z0-9_.:-]{0,63}$/;
+const MODES = ['MODE_UNSPECIFIED', 'AUTO', 'ANY', 'NONE', 'VALIDATED'];
+
+/** Function declarations, the calling config, and the pairing of calls and responses across turns. */
+function validateFunctions(body: any): string | undefined {
+  const declared = new Set<string>();
+  if (body.tools !== undefined) {
+    if (!Array.isArray(body.tools))
+      return 'Invalid JSON payload received. Unknown name "tools": Proto field is not repeating, cannot start list.';
+    for (const [i, t] of body.tools.entries()) {
+      for (const [j, f] of (Array.isArray(t?.functionDeclarations) ? t.functionDeclarations : []).entries()) {
+        if (typeof f?.name !== 'string' || !FUNCTION_NAME.test(f.name))
+          return `Unable to submit request because function declaration name \`${String(f?.name)}\` at tools[${i}].function_declarations[${j}] is invalid. It must start with a letter or an underscore, contain only a-z, A-Z, 0-9, underscores, dots, colons or dashes, and be at most 64 characters.`;
+        if (f.parameters !== undefined && f.parametersJsonSchema !== undefined)
+          return `Unable to submit request because tools[${i}].function_declarations[${j}] sets both parameters and parameters_json_schema; set only one.`;
+        for (const k of Object.keys(f))
+          if (
+            !['name', 'description', 'parameters', 'parametersJsonSchema', 'response', 'responseJsonSchema'].includes(k)
+          )
+            return `Invalid JSON payload received. Unknown name "${k}" at 'tools[${i}].function_declarations[${j}]': Cannot find field.`;
+        declared.add(f.name);
+      }
+    }
+  }
+  const mode = body.toolConfig?.functionCallingConfig?.mode;
+  if (body.toolConfig !== undefined) {
+    if (mode !== undefined && !MODES.includes(mode))
+      return `Invalid value at 'tool_config.function_calling_config.mode' (type.googleapis.com/google.cloud.aiplatform.v1.FunctionCallingConfig.Mode), "${String(mode)}"`;
+    if (declared.size === 0)
+      return 'Unable to submit request because tool_config is set but no function declarations are given in tools.';
+  }
+  const parts = (c: any, kind: string): any[] =>
+    (Array.isArray(c?.parts) ? c.parts : []).filter((p: any) => p?.[kind] !== undefined).map((p: any) => p[kind]);
+  for (const [i, c] of body.contents.entries()) {
+    const calls = parts(c, 'functionCall');
+    const responses = parts(c, 'functionResponse');
+    if (calls.length > 0 && c.role !== 'model')
+      return `Please ensure that function call turns come from the model: contents[${i}] has role ${c.role}.`;
+    if (responses.length > 0 && c.role !== 'user')
+      return `Please ensure that function response turns have the user role: contents[${i}] has role ${c.role}.`;
+    if ((calls.length > 0 || responses.length > 0) && declared.size === 0)
+      return 'Unable to submit request because the contents have function parts but tools declare no function.';
+    for (const call of calls) {
+      if (!declared.has(call?.name))
+        return `Unable to submit request because contents[${i}] calls function ${String(call?.name)}, which tools do not declare.`;
+      if (call.args !== undefined && (call.args === null || typeof call.args !== 'object' || Array.isArray(call.args)))
+        return `Invalid value at 'contents[${i}].parts.function_call.args' (type.googleapis.com/google.protobuf.Struct).`;
+    }
+    for (const r of responses)
+      if (r?.response === null || typeof r?.response !== 'object' || Array.isArray(r.response))
+        return `Invalid value at 'contents[${i}].parts.function_response.response' (type.googleapis.com/google.protobuf.Struct).`;
+    if (responses.length > 0) {
+      const asked = i > 0 ? parts(body.contents[i - 1], 'functionCall') : [];
+      if (asked.length === 0)
+        return 'Please ensure that function response turn comes immediately after a function call turn.';
+      if (asked.length !== responses.length)
+        return 'Please ensure that the number of function response parts is equal to the number of function call parts of the function call turn.';
+      const names = asked.map((a) => a.name).sort();
+      if (JSON.stringify(responses.map((r) => r.name).sort()) !== JSON.stringify(names))
+        return 'Please ensure that the function response parts name the functions of the function call turn.';
+      for (const a of asked)
+        if (a.id !== undefined && !responses.some((r) => r.id === a.id))
+          return `Please ensure that each function call with an id has a function response with that id: ${a.id} has none.`;
+    }
+    if (
+      calls.length > 0 &&
+      i + 1 < body.contents.length &&
+      parts(body.contents[i + 1], 'functionResponse').length === 0
+    )
+      return 'Please ensure that function call turn comes immediately after a user turn or after a function response turn, and is followed by a function response turn.';
   }
   return undefined;
 }
@@ -407,7 +505,12 @@ async function gemini(
     res.end(`data: ${JSON.stringify(blocked)}\r\n\r\n`);
     return;
   }
-  const text = typeof o.text === 'function' ? o.text(body) : (o.text ?? DEFAULT_TEXT);
+  const calls = (typeof o.functionCalls === 'function' ? o.functionCalls(body) : o.functionCalls) ?? [];
+  const text = typeof o.text === 'function' ? o.text(body) : (o.text ?? (calls.length > 0 ? '' : DEFAULT_TEXT));
+  const callParts = calls.map((c) => ({
+    functionCall: { name: c.name, args: c.args, ...(c.id ? { id: c.id } : {}) },
+    ...(c.thoughtSignature ? { thoughtSignature: c.thoughtSignature } : {}),
+  }));
   const usage = o.usage ?? {
     promptTokenCount: inputWords,
     candidatesTokenCount: words(text),
@@ -415,7 +518,7 @@ async function gemini(
   };
   const finishReason = o.finishReason ?? 'STOP';
   const candidate = (t: string, last: boolean) => ({
-    content: { role: 'model', parts: [{ text: t }] },
+    content: { role: 'model', parts: [...(t !== '' ? [{ text: t }] : []), ...(last ? callParts : [])] },
     ...(last ? { finishReason } : {}),
   });
   if (mode === 'json') {
@@ -425,7 +528,9 @@ async function gemini(
       usageMetadata: { ...usage, trafficType: 'ON_DEMAND' },
     });
   }
-  const pieces = o.chunks ?? text.split(/(?<= )/).filter((p) => p !== '');
+  const pieces = [...(o.chunks ?? text.split(/(?<= )/).filter((p) => p !== ''))];
+  // The calls come whole, in a piece of their own after the text.
+  if (calls.length > 0 || pieces.length === 0) pieces.push('');
   // Vertex sends usageMetadata on every piece; only the last carries the counts of the answer.
   const responses = pieces.map((p, i) => {
     const last = i === pieces.length - 1;
@@ -473,6 +578,18 @@ async function claude(
   stream: boolean,
   o: VertexWireOptions,
 ): Promise<void> {
+  if (o.claudeToolUse !== undefined) {
+    // With tools, the answer is the Anthropic wire's, byte for byte: blocks, then input_json_delta pieces.
+    return claudeMessages(
+      res,
+      { ...body, model },
+      {
+        toolUse: o.claudeToolUse,
+        ...(o.text !== undefined ? { text: o.text } : {}),
+        ...(o.claudeUsage ? { usage: o.claudeUsage } : {}),
+      },
+    );
+  }
   const text = typeof o.text === 'function' ? o.text(body) : (o.text ?? DEFAULT_TEXT);
   const inputWords =
     words(typeof body.system === 'string' ? body.system : '') +

@@ -5,6 +5,10 @@
  * `/generation_stream`, `GET /ml/v1/foundation_model_specs`; the `version` query parameter; bearer
  * tokens from the IAM endpoint; `{errors:[{code, message, more_info}], trace, status_code}` bodies;
  * SSE events `id: n / event: message / data: {…}`). Knobs script the answer and failures.
+ * The chat API's tool calling as IBM documents it: `tools` (functions with JSON Schema
+ * `parameters`), `tool_choice_option` (none, auto, required) or `tool_choice` (one function),
+ * assistant `tool_calls` answered by `tool` messages naming each `tool_call_id`; calls come back as
+ * `message.tool_calls` with finish_reason `tool_calls`, streamed as `delta.tool_calls` pieces by index.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { listenOnLoopback, readBody, words, writeJson } from './wire-scaffold.ts';
@@ -21,8 +25,16 @@ export interface WatsonxWireOptions {
   finishReason?: string;
   /** Answer the ml endpoints with this status and an IBM error body; `times` limits it. */
   fail?: { status: number; code?: string; message?: string; headers?: Record<string, string>; times?: number };
+  /** Chat: answer these tool calls (arguments as JSON text); a function sees the body. */
+  toolCalls?: WireCall[] | ((body: any) => WireCall[] | undefined);
   /** Stream only: an `event: error` after this many pieces. */
   midStreamError?: { afterChunks: number; status: number; code: string; message: string };
+}
+
+interface WireCall {
+  id: string;
+  name: string;
+  arguments: string;
 }
 
 interface WatsonxRecordedRequest {
@@ -222,6 +234,12 @@ export async function startWatsonxWireServer(options: WatsonxWireOptions = {}): 
         ibmError(400, 'json_validation_error', "Json document validation error: 'messages' is required"),
       );
     }
+    const toolError = chat
+      ? checkChatTools(body)
+      : body.tools !== undefined
+        ? "Json document validation error: 'tools' is not a field of text generation"
+        : undefined;
+    if (toolError) return sendJson(res, 400, ibmError(400, 'json_validation_error', toolError));
     if (!chat && typeof body.input !== 'string') {
       return sendJson(
         res,
@@ -229,12 +247,29 @@ export async function startWatsonxWireServer(options: WatsonxWireOptions = {}): 
         ibmError(400, 'json_validation_error', "Json document validation error: 'input' is required"),
       );
     }
-    const text = o.text ?? 'Hello from watsonx.';
+    const calls = (chat ? (typeof o.toolCalls === 'function' ? o.toolCalls(body) : o.toolCalls) : undefined) ?? [];
+    const text = o.text ?? (calls.length > 0 ? '' : 'Hello from watsonx.');
+    const wireCalls = calls.map((c) => ({
+      id: c.id,
+      type: 'function',
+      function: { name: c.name, arguments: c.arguments },
+    }));
     const promptWords = chat
-      ? body.messages.reduce((n: number, m: any) => n + words(String(m?.content ?? '')), 0)
+      ? body.messages.reduce(
+          (n: number, m: any) =>
+            n +
+            words(
+              typeof m?.content === 'string'
+                ? m.content
+                : Array.isArray(m?.content)
+                  ? m.content.map((p: any) => p?.text ?? '').join(' ')
+                  : '',
+            ),
+          0,
+        )
       : words(body.input);
     const usage = o.usage ?? { prompt_tokens: promptWords, completion_tokens: words(text) };
-    const finish = o.finishReason ?? 'stop';
+    const finish = o.finishReason ?? (calls.length > 0 ? 'tool_calls' : 'stop');
     const stopReason = finish === 'stop' ? 'eos_token' : finish === 'length' ? 'max_tokens' : finish;
     const created = Math.floor(Date.now() / 1000);
     const createdAt = new Date().toISOString();
@@ -247,7 +282,13 @@ export async function startWatsonxWireServer(options: WatsonxWireOptions = {}): 
         created,
         model_version: '1.0.0',
         created_at: createdAt,
-        choices: [{ index: 0, message: { role: 'assistant', content: text }, finish_reason: finish }],
+        choices: [
+          {
+            index: 0,
+            message: { role: 'assistant', content: text, ...(calls.length > 0 ? { tool_calls: wireCalls } : {}) },
+            finish_reason: finish,
+          },
+        ],
         usage: { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens },
       });
     }
@@ -290,6 +331,32 @@ export async function startWatsonxWireServer(options: WatsonxWireOptions = {}): 
       }
       if (o.midStreamError && o.midStreamError.afterChunks >= pieces.length)
         return endWithError(res, send, o.midStreamError);
+      for (const [index, c] of wireCalls.entries()) {
+        // The first piece names the call; the arguments follow in pieces of 6 characters.
+        send('message', {
+          ...base,
+          choices: [
+            {
+              index: 0,
+              finish_reason: null,
+              delta: {
+                tool_calls: [{ index, id: c.id, type: 'function', function: { name: c.function.name, arguments: '' } }],
+              },
+            },
+          ],
+        });
+        for (let k = 0; k < c.function.arguments.length; k += 6)
+          send('message', {
+            ...base,
+            choices: [
+              {
+                index: 0,
+                finish_reason: null,
+                delta: { tool_calls: [{ index, function: { arguments: c.function.arguments.slice(k, k + 6) } }] },
+              },
+            ],
+          });
+      }
       send('message', {
         ...base,
         choices: [{ index: 0, finish_reason: finish, delta: { content: '' } }],
@@ -324,6 +391,65 @@ export async function startWatsonxWireServer(options: WatsonxWireOptions = {}): 
   state.iamUrl = `${state.origin}/identity/token`;
   state.close = listening.close;
   return state;
+}
+
+/** The chat API's tool fields, and every assistant call answered by a tool message before the next turn. */
+function checkChatTools(body: any): string | undefined {
+  if (body.tools !== undefined) {
+    if (!Array.isArray(body.tools)) return "Json document validation error: 'tools' must be an array";
+    for (const [i, t] of body.tools.entries()) {
+      if (t?.type !== 'function') return `Json document validation error: 'tools[${i}].type' must be 'function'`;
+      if (typeof t.function?.name !== 'string' || !/^[a-zA-Z0-9_-]{1,64}$/.test(t.function.name))
+        return `Json document validation error: 'tools[${i}].function.name' is required`;
+      if (
+        t.function.parameters !== undefined &&
+        (typeof t.function.parameters !== 'object' || t.function.parameters === null)
+      )
+        return `Json document validation error: 'tools[${i}].function.parameters' must be an object`;
+    }
+  }
+  if (body.tool_choice_option !== undefined) {
+    if (!['none', 'auto', 'required'].includes(body.tool_choice_option))
+      return "Json document validation error: 'tool_choice_option' must be one of none, auto, required";
+    if (body.tool_choice !== undefined)
+      return "Json document validation error: only one of 'tool_choice' and 'tool_choice_option' may be given";
+  }
+  if (body.tool_choice !== undefined && typeof body.tool_choice?.function?.name !== 'string')
+    return "Json document validation error: 'tool_choice' must be {type: 'function', function: {name}}";
+  if ((body.tool_choice_option !== undefined || body.tool_choice !== undefined) && !body.tools?.length)
+    return "Json document validation error: 'tool_choice' requires 'tools'";
+  for (const [i, m] of body.messages.entries()) {
+    if (m?.role === 'system' && typeof m.content !== 'string')
+      return `Json document validation error: 'messages[${i}].content' of a system message must be a string`;
+    if (m?.role === 'tool') {
+      if (typeof m.tool_call_id !== 'string' || typeof m.content !== 'string')
+        return `Json document validation error: 'messages[${i}]' (tool) needs 'tool_call_id' and 'content' strings`;
+      let j = i - 1;
+      while (j >= 0 && body.messages[j]?.role === 'tool') j--;
+      const asked = (body.messages[j]?.role === 'assistant' ? (body.messages[j].tool_calls ?? []) : []).map(
+        (c: any) => c?.id,
+      );
+      if (!asked.includes(m.tool_call_id))
+        return `Json document validation error: 'messages[${i}].tool_call_id' ${m.tool_call_id} answers no tool call of the preceding assistant message`;
+    }
+    if (m?.role === 'assistant' && Array.isArray(m.tool_calls)) {
+      for (const c of m.tool_calls)
+        if (
+          typeof c?.id !== 'string' ||
+          c?.type !== 'function' ||
+          typeof c.function?.name !== 'string' ||
+          typeof c.function?.arguments !== 'string'
+        )
+          return `Json document validation error: 'messages[${i}].tool_calls' must be {id, type: 'function', function: {name, arguments: string}}`;
+      const answered = new Set<string>();
+      for (let k = i + 1; k < body.messages.length && body.messages[k]?.role === 'tool'; k++)
+        answered.add(body.messages[k].tool_call_id);
+      const missing = m.tool_calls.map((c: any) => c.id).filter((id: string) => !answered.has(id));
+      if (missing.length > 0 && i + 1 < body.messages.length)
+        return `Json document validation error: tool calls ${missing.join(', ')} of 'messages[${i}]' have no tool message answering them`;
+    }
+  }
+  return undefined;
 }
 
 function endWithError(
