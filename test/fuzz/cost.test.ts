@@ -106,7 +106,7 @@ for (const dialect of TEST_DIALECTS) {
         } finally {
           clearInterval(sampler);
         }
-        await untilQuiet();
+        t.diagnostic(`${status}; longest event-loop delay meanwhile ${(await untilQuiet()).toFixed(0)} ms`);
         assert.ok(form.expect.includes(status), `${status} ${text.slice(0, 300)}`);
         if (status >= 400) {
           const body = JSON.parse(text);
