@@ -4,7 +4,7 @@
 // ORRERY_TEST_DIALECTS=sqlite skips PostgreSQL; arguments narrow the files (`npm test -- test/runs`,
 // `npm test -- test/runs/stream.test.ts`: the .ts paths, run from the build).
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import pg from 'pg';
@@ -40,7 +40,7 @@ const build = await buildTests(root);
 phase(`compiled ${build.files} files of src/ and test/ into ${build.root}`, t0);
 
 let cluster;
-let runner; // the node --test of the batch under way
+let runner; // the node --test under way
 let pgUrl = process.env.ORRERY_TEST_PG_URL;
 const cleanUp = () => {
   try {
@@ -51,7 +51,7 @@ const cleanUp = () => {
   cluster = undefined;
   build.remove();
 };
-// Stopping npm test stops the batch under way too, and no later batch starts.
+// Stopping npm test stops the test runner too.
 const stop = (code) => {
   runner?.kill('SIGTERM');
   cleanUp();
@@ -84,19 +84,21 @@ if (dialects.includes('postgres')) {
   phase(`PostgreSQL ready, template database ${TEMPLATE} migrated`, t0);
 }
 
-// Files that time the server (GET /health budgets while hostile requests are answered) run after
-// the others, alone, so that the other test files' load on a small machine does not count as the
-// server's stalls.
-const TIMED = new Set([
-  join('test', 'http', 'hardening-bounds.test.ts'),
-  join('test', 'templates', 'templates-http.test.ts'),
-]);
-const alone = (f) => f.startsWith(join('test', 'fuzz') + '/') || TIMED.has(f);
-const batches = [files.filter((f) => !alone(f)), files.filter(alone)].filter((b) => b.length);
+// Longest first: node:test starts the files in the order given, so a long file started last is the
+// run's tail. The order is the recorded times of a whole run (scripts/test-times.json, written by
+// `ORRERY_TEST_RECORD_TIMES=1 npm test`); a file not recorded yet counts as the median one.
+// Every file runs side by side: no test asserts a duration (CONTRIBUTING.md), so none needs the
+// machine to itself.
+const TIMES = join(root, 'scripts', 'test-times.json');
+const recorded = existsSync(TIMES) ? JSON.parse(readFileSync(TIMES, 'utf8')) : {};
+const median = Object.values(recorded).sort((a, b) => a - b)[Math.floor(Object.keys(recorded).length / 2)] ?? 0;
+const timeOf = (f) => recorded[f] ?? median;
+const ordered = [...files].sort((a, b) => timeOf(b) - timeOf(a));
 const counts = join(mkdtempSync(join(tmpdir(), 'orrery-test-counts-')), 'counts');
 writeFileSync(counts, '');
+const concurrency = Number(process.env.ORRERY_TEST_CONCURRENCY ?? 3);
 
-const runBatch = (batch, concurrency) => {
+const runFiles = (batch) => {
   const args = [
     '--enable-source-maps',
     '--test',
@@ -119,21 +121,12 @@ const runBatch = (batch, concurrency) => {
       ...(pgUrl ? { ORRERY_TEST_PG_URL: pgUrl, ORRERY_TEST_PG_TEMPLATE: TEMPLATE } : {}),
     },
   }));
-  return new Promise((resolve) => child.on('exit', (c, signal) => resolve({ code: c ?? 1, signal })));
+  return new Promise((resolve) => child.on('exit', (c) => resolve(c ?? 1)));
 };
 
-let code = 0;
-for (const [i, batch] of batches.entries()) {
-  t0 = performance.now();
-  const concurrent = i === 0 && !alone(batch[0]);
-  const { code: c, signal } = await runBatch(batch, concurrent ? (process.env.ORRERY_TEST_CONCURRENCY ?? 3) : 1);
-  phase(`${batch.length} files ${concurrent ? 'side by side' : 'alone'}`, t0);
-  code = code || c;
-  if (signal) {
-    console.error(`the test runner was stopped (${signal}): no later batch runs`);
-    break;
-  }
-}
+t0 = performance.now();
+const code = await runFiles(ordered);
+phase(`${ordered.length} files, ${concurrency} at a time`, t0);
 cleanUp();
 const summaries = readFileSync(counts, 'utf8')
   .split('\n')
@@ -141,5 +134,17 @@ const summaries = readFileSync(counts, 'utf8')
   .map((l) => JSON.parse(l));
 // ORRERY_TEST_FILE_TIMES=1 lists every file's time, not only the slowest ten.
 console.log(closingLines(summaries, process.env.ORRERY_TEST_FILE_TIMES ? Infinity : 10));
+if (process.env.ORRERY_TEST_RECORD_TIMES) {
+  // The files of this run at their new times, the others as recorded before.
+  const times = { ...recorded };
+  for (const [file, seconds] of summaries.flatMap((s) => s.files)) times[file] = seconds;
+  const sorted = Object.fromEntries(
+    Object.entries(times)
+      .filter(([file]) => existsSync(join(root, file)))
+      .sort((a, b) => b[1] - a[1]),
+  );
+  writeFileSync(TIMES, JSON.stringify(sorted, null, 2) + '\n');
+  console.log(`recorded the files' times in ${relative(root, TIMES)}`);
+}
 const failed = summaries.reduce((n, s) => n + s.failed, 0);
 process.exit(code || (failed > 0 ? 1 : 0));

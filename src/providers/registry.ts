@@ -267,13 +267,8 @@ const BY_ID = new Map(
 /** The providers Orrery can run, for listings. */
 export const PROVIDERS: readonly ProviderInfo[] = ENTRIES.map((e) => e.info);
 
-export const isSupported = (id: string): id is SupportedProviderId =>
-  (SUPPORTED_PROVIDER_IDS as readonly string[]).includes(id);
-
 /** True when Orrery has a driver for the provider, so runs on it can execute. */
 export const isImplemented = (id: string): boolean => BY_ID.has(id);
-
-export const getProviderInfo = (id: string): ProviderInfo | undefined => BY_ID.get(id)?.info;
 
 /** The driver for a provider; a plain Error (a bug or a stale row, not a provider failure) otherwise. */
 export function getDriver(providerId: string): ModelDriver {

@@ -19,10 +19,36 @@ import {
   type ConsoleHarness,
 } from './browser.ts';
 import { seedEcho } from '../support/server.ts';
+import { newId, nowIso } from '../../src/db/ids.ts';
+import type { RunRow } from '../../src/runs/model.ts';
+import { insertRuns, type NewRun } from '../../src/runs/search-index.ts';
+import { decodeRun, encodeRun } from '../../src/runs/store.ts';
 
 const RUNS = 1000;
 const FAILED_EVERY = 10; // every 10th run fails: 100 failed runs
 const TAGS = ['alpha', 'beta', 'gamma', 'delta'];
+/** The newest runs, made through HTTP; the older ones are copies written through the store. */
+const VIA_HTTP = 24;
+/** A run's row as the store writes it (search-index.ts derives the other columns from these). */
+const RUN_COLUMNS = [
+  'id',
+  'account_id',
+  'project_id',
+  'interaction_id',
+  'environment_id',
+  'model_id',
+  'status',
+  'parent_id',
+  'finish_reason',
+  'execution_time',
+  'token_prompt',
+  'token_result',
+  'token_total',
+  'tags',
+  'created_at',
+  'updated_at',
+  'doc',
+] as const;
 
 describe('console runs screens (sqlite)', () => {
   let h: ConsoleHarness;
@@ -36,26 +62,64 @@ describe('console runs screens (sqlite)', () => {
     echo = await seedEcho(h.srv);
     slow = await seedEcho(h.srv, { name: 'Slow echo', config: { chunk_delay_ms: 200 } });
     const started = Date.now();
-    let next = 0;
-    const worker = async () => {
-      for (let i = next++; i < RUNS; i = next++) {
-        const fail = i % FAILED_EVERY === 3;
-        const tags = [TAGS[i % TAGS.length], ...(i % 7 === 0 ? ['nightly'] : [])];
-        if (fail) counts.failed++;
-        if (tags.includes('alpha')) counts.alpha++;
-        const r = await h.srv.api('POST', '/api/v1/runs', {
-          interaction: echo.interaction.id,
-          data: { text: `seeded run number ${i}` },
-          tags,
-          ...(fail ? { config: { model: 'error' } } : {}),
-        });
-        assert.equal(r.status, fail ? 502 : 200, JSON.stringify(r.body));
+    const planOf = (i: number) => {
+      const fail = i % FAILED_EVERY === 3;
+      const tags = [TAGS[i % TAGS.length], ...(i % 7 === 0 ? ['nightly'] : [])];
+      if (fail) counts.failed++;
+      if (tags.includes('alpha')) counts.alpha++;
+      return { fail, tags, text: `seeded run number ${i}` };
+    };
+    const viaHttp = async (i: number) => {
+      const { fail, tags, text } = planOf(i);
+      const r = await h.srv.api('POST', '/api/v1/runs', {
+        interaction: echo.interaction.id,
+        data: { text },
+        tags,
+        ...(fail ? { config: { model: 'error' } } : {}),
+      });
+      assert.equal(r.status, fail ? 502 : 200, JSON.stringify(r.body));
+      return r.body.id as string;
+    };
+    const inParallel = async (from: number, to: number) => {
+      let next = from;
+      const worker = async () => {
+        for (let i = next++; i < to; i = next++) await viaHttp(i);
+      };
+      await Promise.all(Array.from({ length: 12 }, worker));
+    };
+    // The oldest runs, 4 through RUNS - VIA_HTTP, are copies of a completed and a failed run made
+    // through the run path, written through the runs' store (the path the service takes, so the
+    // search index and facets hold them alike), their text and tags changed: the console reads
+    // what the store holds, and 1,000 runs through HTTP were half a minute of the file. The newest
+    // VIA_HTTP runs, which the detail tests open, go through the run path too.
+    const seedRuns = async () => {
+      const { db, dialect } = h.srv.orrery.database;
+      const completed = await viaHttp(0);
+      for (const i of [1, 2]) await viaHttp(i);
+      const failed = await viaHttp(3);
+      const rowOf = async (id: string) => {
+        // Through the server first: it answers a run once the run is stored (run-intents.ts).
+        assert.equal((await h.srv.api('GET', `/api/v1/runs/${id}`)).status, 200);
+        const row = await db.selectFrom('runs').select(RUN_COLUMNS).where('id', '=', id).executeTakeFirstOrThrow();
+        return decodeRun(dialect, row as RunRow);
+      };
+      const templates = {
+        completed: { row: await rowOf(completed), text: 'seeded run number 0' },
+        failed: { row: await rowOf(failed), text: 'seeded run number 3' },
+      };
+      const copies: NewRun[] = [];
+      for (let i = 4; i < RUNS - VIA_HTTP; i++) {
+        const { fail, tags, text } = planOf(i);
+        const t = fail ? templates.failed : templates.completed;
+        const at = nowIso();
+        const doc = JSON.parse(JSON.stringify(t.row.doc).replaceAll(t.text, text)) as unknown;
+        copies.push({ row: { ...t.row, id: newId(), tags, created_at: at, updated_at: at, doc }, tags });
       }
+      await insertRuns(db, dialect, copies, (row) => encodeRun(dialect, row));
+      await inParallel(RUNS - VIA_HTTP, RUNS);
     };
     // Seed (the server's work) while the browser opens a tab and signs in.
-    const seeding = Promise.all(Array.from({ length: 12 }, worker)).then(() =>
-      console.log(`# seeded ${RUNS} runs in ${Date.now() - started} ms`),
-    );
+    const seeding = seedRuns().then(() => console.log(`# seeded ${RUNS} runs in ${Date.now() - started} ms`));
     page = await h.newPage();
     page.on('response', (res) => {
       if (

@@ -1,21 +1,18 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import {
-  PROVIDERS,
-  SUPPORTED_PROVIDER_IDS,
-  getDriver,
-  getProviderInfo,
-  isImplemented,
-  isSupported,
-} from '../../src/providers/registry.ts';
+import { PROVIDERS, SUPPORTED_PROVIDER_IDS, getDriver, isImplemented } from '../../src/providers/registry.ts';
 import { startOpenAIWireServer } from '../support/openai-wire-server.ts';
+
+/** What the environments' listing and the provider check (interactions/environments.ts) read. */
+const infoOf = (id: string) => PROVIDERS.find((p) => p.id === id);
+const isSupported = (id: string) => (SUPPORTED_PROVIDER_IDS as readonly string[]).includes(id);
 
 describe('provider registry', () => {
   it('lists the implemented providers, the test one labelled', () => {
     const ids = PROVIDERS.map((p) => p.id);
     for (const id of ['openai', 'openai_compatible', 'anthropic', 'test', 'groq', 'togetherai', 'mistralai', 'xai'])
       assert.ok(ids.includes(id), id);
-    const t = getProviderInfo('test')!;
+    const t = infoOf('test')!;
     assert.equal(t.test, true);
     assert.equal(t.name, 'Test (offline, deterministic)');
     assert.equal(t.requires_api_key, false);
@@ -23,8 +20,8 @@ describe('provider registry', () => {
       PROVIDERS.filter((p) => p.test).map((p) => p.id),
       ['test'],
     );
-    assert.equal(getProviderInfo('openai_compatible')!.requires_endpoint_url, true);
-    assert.equal(getProviderInfo('openai')!.requires_api_key, true);
+    assert.equal(infoOf('openai_compatible')!.requires_endpoint_url, true);
+    assert.equal(infoOf('openai')!.requires_api_key, true);
   });
 
   it('knows every Vertesia provider id, and which ones run', () => {

@@ -10,7 +10,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 const ROOT = new URL('../..', import.meta.url).pathname;
-const CLI = existsSync(join(ROOT, 'src', 'cli.js')) ? ['src/cli.js'] : ['--import', 'tsx', 'src/cli.ts'];
+/** The node arguments that run Orrery's CLI (from the repository's root): the build's, or the sources'. */
+export const ORRERY_CLI = existsSync(join(ROOT, 'src', 'cli.js')) ? ['src/cli.js'] : ['--import', 'tsx', 'src/cli.ts'];
 
 import { freePort } from '../../scripts/free-port.mjs';
 
@@ -31,7 +32,7 @@ export async function startServerProcess(
 ): Promise<ServerProcess> {
   const port = await freePort();
   const dataDir = env.ORRERY_DATA_DIR ?? mkdtempSync(join(tmpdir(), 'orrery-proc-'));
-  const proc = spawn(process.execPath, [...nodeFlags, ...CLI, 'serve'], {
+  const proc = spawn(process.execPath, [...nodeFlags, ...ORRERY_CLI, 'serve'], {
     cwd: ROOT,
     env: {
       ...process.env,
