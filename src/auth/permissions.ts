@@ -239,6 +239,11 @@ export const ROUTE_PERMISSIONS: Record<string, Needed> = table<Needed>({
   'POST /collections/:id/propagate-permissions': 'content:write',
   'POST /collections/:id/propagate-shared-props': 'content:write',
   'DELETE /collections/:id': 'content:delete',
+
+  // The OpenAI door at /v1 (src/doors/openai): a call is a run.
+  'POST /v1/chat/completions': 'interaction:execute',
+  'POST /v1/embeddings': 'interaction:execute',
+  'GET /v1/models': 'environment:read',
 });
 
 const API_PREFIX = '/api/v1';
