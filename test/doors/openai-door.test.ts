@@ -395,6 +395,23 @@ for (const dialect of TEST_DIALECTS) {
         reader.chat.completions.create({ model: 'echo', messages: [{ role: 'user', content: 'x' }] }),
         (err: any) => err.status === 403 && err.type === 'permission_error' && /interaction:execute/.test(err.message),
       );
+      // A key's rate limit, refused by Orrery itself: a 429 in OpenAI's shape with Retry-After.
+      const limited = await srv.api('POST', '/api/v1/apikeys', {
+        name: 'one a minute',
+        role: 'executor',
+        limits: { requests_per_minute: 1 },
+      });
+      assert.equal(limited.status, 200, JSON.stringify(limited.body));
+      const slow = new OpenAI({ baseURL: `${srv.url}/v1`, apiKey: limited.body.value, maxRetries: 0 });
+      await slow.chat.completions.create({ model: 'echo', messages: [{ role: 'user', content: 'once' }] });
+      await assert.rejects(
+        slow.chat.completions.create({ model: 'echo', messages: [{ role: 'user', content: 'twice' }] }),
+        (err: any) =>
+          err.status === 429 &&
+          err.type === 'rate_limit_error' &&
+          err.code === 'rate_limit_exceeded' &&
+          Number(err.headers.get('retry-after')) > 0,
+      );
       const huge = 'x'.repeat(17 * 1024 * 1024);
       const res = await srv.api('POST', '/v1/chat/completions', {
         model: 'echo',

@@ -25,6 +25,11 @@ export interface Link {
 
 export class ConversationLinks {
   private readonly db: Kysely<TurnsDb>;
+  /**
+   * Turns of this process not yet committed, by project and hash: a client's next request may
+   * arrive before its previous answer's turn is stored (it is written along with the run writes).
+   */
+  private readonly writing = new Map<string, Link>();
 
   constructor(
     db: object,
@@ -48,6 +53,10 @@ export class ConversationLinks {
         hashes.push(hash.digest());
       }
     }
+    for (let i = hashes.length - 1; i >= 0; i--) {
+      const pending = this.writing.get(`${p.project.id}|${hashes[i]}`);
+      if (pending) return pending;
+    }
     const found = await longestTurn(this.db, scopeOf(p), hashes);
     return found ? { runId: found.run_id, length: found.length } : undefined;
   }
@@ -60,7 +69,12 @@ export class ConversationLinks {
     hash.add(answerOf(run));
     const turn = { hash: hash.digest(), run_id: run.id, length: messages.length + 1 };
     const s = scopeOf(p);
-    this.writer.run((trx) => putTurn(turnsOf(trx), s, turn).then(() => true)).catch(this.onError);
+    const key = `${p.project.id}|${turn.hash}`;
+    this.writing.set(key, { runId: run.id, length: turn.length });
+    this.writer
+      .run((trx) => putTurn(turnsOf(trx), s, turn).then(() => true))
+      .catch(this.onError)
+      .finally(() => this.writing.delete(key));
   }
 }
 

@@ -6,7 +6,7 @@
 import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { OpenedDatabase } from '../../db/open.ts';
 import type { AuthService } from '../../auth/service.ts';
-import { installPermissions } from '../../auth/permissions.ts';
+import { installPermissions, type Permission } from '../../auth/permissions.ts';
 import { authenticate } from '../../http/auth-hook.ts';
 import { installLimits } from '../../limits/hook.ts';
 import type { Limiter } from '../../limits/limiter.ts';
@@ -19,6 +19,13 @@ import { toOpenAIError } from './errors.ts';
 import { openAIRoutes } from './routes.ts';
 import { OpenAIDoor } from './service.ts';
 import { deleteProjectTurns, turnsOf } from './store.ts';
+
+/** What each route of the door needs (auth/permissions.ts): a call is a run, the model list a read. */
+const DOOR_PERMISSIONS: Record<string, Permission> = {
+  'POST /v1/chat/completions': 'interaction:execute',
+  'POST /v1/embeddings': 'interaction:execute',
+  'GET /v1/models': 'environment:read',
+};
 
 export interface OpenAIDoorDeps {
   database: OpenedDatabase;
@@ -78,7 +85,7 @@ export function createOpenAIDoor(deps: OpenAIDoorDeps) {
           // The routes in a child context: the not-found answer above passes no authentication.
           await v1.register(async (authed) => {
             authed.addHook('onRequest', authenticate(auth));
-            installPermissions(authed);
+            installPermissions(authed, DOOR_PERMISSIONS);
             installLimits(authed, limiter);
             installRunReadBarrier(authed, runs);
             await authed.register(openAIRoutes, { door, runs });

@@ -331,9 +331,15 @@ function tagsOf(header: unknown, metadata: unknown, user: unknown): string[] {
         'invalid_value',
       );
     for (const [k, v] of entries) {
-      if (typeof v !== 'string' || k.length > MAX_METADATA_KEY || v.length > MAX_METADATA_VALUE || k.includes(','))
+      if (
+        typeof v !== 'string' ||
+        k.length > MAX_METADATA_KEY ||
+        v.length > MAX_METADATA_VALUE ||
+        k.includes(',') ||
+        v.includes(',')
+      )
         throw new OpenAIRequestError(
-          `Invalid 'metadata.${k.slice(0, 64)}': keys of at most ${MAX_METADATA_KEY} characters (no comma), string values of at most ${MAX_METADATA_VALUE}.`,
+          `Invalid 'metadata.${k.slice(0, 64)}': keys of at most ${MAX_METADATA_KEY} characters and string values of at most ${MAX_METADATA_VALUE}, without commas (each becomes a tag key:value).`,
           `metadata.${k.slice(0, 64)}`,
           'invalid_value',
         );
