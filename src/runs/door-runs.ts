@@ -14,7 +14,7 @@ import type { RunWrites } from './run-writer.ts';
 import type { RunEndedListener } from './finish.ts';
 
 /** The id (and name) of a door's built-in interaction: `sys:<door>`. */
-export const doorInteractionId = (door: string): string => `sys:${door}`;
+const doorInteractionId = (door: string): string => `sys:${door}`;
 
 /** What a door asks of a run beyond a run request: its messages, and what the run stores of them. */
 export interface DoorTurn {

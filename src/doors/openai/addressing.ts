@@ -22,7 +22,7 @@ const DEFAULT_TTL_MS = 1000;
 /** Projects whose environments are kept at most; past this the cache starts over. */
 const MAX_PROJECTS = 10_000;
 /** A model address longer than this is refused (OpenAI's model ids are short). */
-export const MAX_MODEL_LENGTH = 512;
+const MAX_MODEL_LENGTH = 512;
 
 export class ModelAddressing {
   private readonly byProject = new Map<

@@ -15,10 +15,10 @@ export interface AnsweredRun {
   tool_use?: ToolUse[];
 }
 
-export const completionId = (runId: string): string => `chatcmpl-${runId}`;
+const completionId = (runId: string): string => `chatcmpl-${runId}`;
 
 /** Orrery's normalised finish reasons in OpenAI's words. */
-export function finishReasonOf(run: Pick<AnsweredRun, 'finish_reason' | 'tool_use'>): string {
+function finishReasonOf(run: Pick<AnsweredRun, 'finish_reason' | 'tool_use'>): string {
   if (run.tool_use?.length) return 'tool_calls';
   switch (run.finish_reason) {
     case 'length':
@@ -41,14 +41,14 @@ export function contentOf(result: ResultPart[]): string {
   return text;
 }
 
-export const toolCallsOf = (calls: ToolUse[]) =>
+const toolCallsOf = (calls: ToolUse[]) =>
   calls.map((c) => ({
     id: c.id,
     type: 'function' as const,
     function: { name: c.tool_name, arguments: toolInputText(c) },
   }));
 
-export function usageOf(use: TokenUse) {
+function usageOf(use: TokenUse) {
   const prompt = use.prompt ?? 0;
   const completion = use.result ?? 0;
   return {

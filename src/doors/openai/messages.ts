@@ -10,7 +10,7 @@ import { OpenAIRequestError, unsupported } from './errors.ts';
 type Json = Record<string, unknown>;
 
 /** Bounds on a request (besides the body's 16 MiB): OpenAI's own where it has one. */
-export const MAX_MESSAGES = 2048;
+const MAX_MESSAGES = 2048;
 const MAX_STOP = 4;
 const MAX_TOOLS = 128;
 /** A data URL of an image, decoded, at most this many bytes (OpenAI takes images up to 20 MB). */

@@ -7,7 +7,7 @@ import { Type } from '@sinclair/typebox';
 
 const Nullable = <T extends ReturnType<typeof Type.String>>(t: T) => Type.Union([t, Type.Null()]);
 
-export const OpenAIErrorSchema = Type.Object(
+const OpenAIErrorSchema = Type.Object(
   {
     error: Type.Object({
       message: Type.String(),

@@ -14,7 +14,7 @@ import { OpenAIRequestError, unsupported } from './errors.ts';
 import { readMessages, readResponseFormat, readStop, readToolChoice, readTools } from './messages.ts';
 import type { ConversationLinks } from './conversation-links.ts';
 
-export const DOOR = 'openai';
+const DOOR = 'openai';
 
 type Json = Record<string, unknown>;
 
