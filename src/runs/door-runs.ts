@@ -123,17 +123,17 @@ export async function recordDoorCall(
   await deps.writer.insert(row, what.tags);
   const started = performance.now();
   let outcome: RecordedOutcome | undefined;
-  let failure: unknown;
+  let failure: Error | undefined;
   try {
     outcome = await call();
   } catch (err) {
-    failure = err;
+    failure = err instanceof Error ? err : new Error(String(err));
   }
   const execution_time = Math.round(performance.now() - started);
   const error = failure
     ? {
         code: String((failure as { code?: unknown }).code ?? 'provider_error'),
-        message: (failure as Error).message ?? String(failure),
+        message: failure.message,
       }
     : undefined;
   const ended: RunDoc = {

@@ -331,6 +331,13 @@ for (const dialect of TEST_DIALECTS) {
       assert.deepEqual(run.result, [
         { type: 'json', value: { count: 2, dimensions: 1536, model: 'text-embedding-3-small' } },
       ]);
+      // An environment that cannot embed: a 400 in OpenAI's shape, and the call a failed run.
+      await assert.rejects(
+        sdk.embeddings.create({ model: 'claude/voyage-3', input: 'one' }),
+        (err: any) => err.status === 400 && /cannot embed/.test(err.message),
+      );
+      const failed = (await srv.api('GET', '/api/v1/runs?limit=5')).body.find((r: any) => r.model === 'voyage-3');
+      assert.equal(failed?.status, 'failed');
     });
 
     it('door runs are first-class in search, facets and the official client', async () => {
