@@ -431,6 +431,19 @@ for (const dialect of TEST_DIALECTS) {
       assert.equal(missing.body.error.type, 'invalid_request_error');
     });
 
+    it('the OpenAPI document describes the door at the origin, not under /api/v1', async () => {
+      const doc = (await srv.api('GET', '/api/v1/openapi.json', undefined, null)).body;
+      for (const [path, method] of [
+        ['/v1/chat/completions', 'post'],
+        ['/v1/embeddings', 'post'],
+        ['/v1/models', 'get'],
+      ]) {
+        const op = doc.paths[path]?.[method];
+        assert.ok(op, `${method} ${path} is documented`);
+        assert.equal(op.servers[0].url, '/');
+      }
+    });
+
     it('a streamed client that disconnects: the run still ends, completed', async () => {
       openaiWire.options = { chunks: ['a ', 'b ', 'c ', 'd ', 'e'], chunkDelayMs: 30 };
       const stream = await sdk.chat.completions.create({

@@ -18,6 +18,11 @@ import {
 } from './schemas.ts';
 import type { ChatCall, OpenAIDoor } from './service.ts';
 
+/** The door is at {origin}/v1, not under the document's /api/v1: its operations name the origin. */
+const DOOR_SERVERS = [
+  { url: '/', description: "The server's origin (OpenAI clients take {origin}/v1 as their base URL)" },
+];
+
 /** A comment line this often keeps an idle stream's proxies from closing it. */
 const KEEP_ALIVE_MS = 15_000;
 
@@ -35,6 +40,7 @@ export const openAIRoutes: FastifyPluginAsyncTypebox<{ door: OpenAIDoor; runs: R
     {
       schema: {
         tags: ['openai'],
+        servers: DOOR_SERVERS,
         summary:
           'OpenAI Chat Completions: each call a run of sys:openai on the addressed environment and model (stream: true answers text/event-stream)',
         body: ChatCompletionBody,
@@ -60,6 +66,7 @@ export const openAIRoutes: FastifyPluginAsyncTypebox<{ door: OpenAIDoor; runs: R
     {
       schema: {
         tags: ['openai'],
+        servers: DOOR_SERVERS,
         summary: 'OpenAI Embeddings (float or base64), recorded as a run of sys:openai (inputs, count and dimensions)',
         body: EmbeddingsBody,
         response: { 200: EmbeddingsAnswer, ...chatErrors },
@@ -81,6 +88,7 @@ export const openAIRoutes: FastifyPluginAsyncTypebox<{ door: OpenAIDoor; runs: R
     {
       schema: {
         tags: ['openai'],
+        servers: DOOR_SERVERS,
         summary: "OpenAI Models: every environment's models as <environment>/<model>",
         response: { 200: ModelsAnswer, ...readErrors },
       },
