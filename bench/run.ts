@@ -20,6 +20,7 @@ const BENCHES: Record<string, string> = {
   retention: './retention.ts',
   peer: './peer.ts',
   'peer-ab': './peer-ab.ts',
+  gateway: './gateway.ts',
   footprint: './footprint.ts',
   hostile: './hostile.ts',
 };

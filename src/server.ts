@@ -51,6 +51,7 @@ import { embeddingsStep } from './embeddings/pipeline-step.ts';
 import { createEmbeddings, type Embeddings } from './embeddings/register.ts';
 import { ImportService } from './import/service.ts';
 import { importRoutes } from './import/routes.ts';
+import { createOpenAIDoor } from './doors/openai/register.ts';
 
 export interface Orrery {
   app: FastifyInstance;
@@ -206,6 +207,8 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
       blobs,
       content,
     });
+    // The OpenAI-compatible door at /v1 (src/doors/openai), with its own error shape.
+    await createOpenAIDoor({ database, auth, limiter, interactions, runs, log }).register(app);
     // Public context (style F1): the signature in a blob URL is its credential.
     await blobs.registerPublic(app);
     await app.register((await import('./console/routes.ts')).consoleRoutes); // the web console (src/console), public: the SPA holds no data

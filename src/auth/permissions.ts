@@ -258,15 +258,20 @@ declare module 'fastify' {
  * In the authenticated context: every route gets its permission from the table (a route missing
  * from it stops the server from starting), and every request is checked after authentication.
  */
-export function installPermissions(app: FastifyInstance): void {
+export function installPermissions(
+  app: FastifyInstance,
+  permissions: Record<string, Needed> = ROUTE_PERMISSIONS,
+): void {
   app.addHook('onRoute', (route) => {
     const methods = [route.method].flat();
     // The HEAD twin of a GET route runs the GET handler: it needs what GET needs.
     const keys = methods.map((m) => routeKey(m === 'HEAD' ? 'GET' : m, route.url));
-    const needed = keys.map((k) => ROUTE_PERMISSIONS[k]);
+    const needed = keys.map((k) => permissions[k]);
     const missing = keys.find((_, i) => !needed[i]);
     if (missing)
-      throw new Error(`route ${missing} has no permission: add it to ROUTE_PERMISSIONS in src/auth/permissions.ts`);
+      throw new Error(
+        `route ${missing} has no permission: add it to ROUTE_PERMISSIONS in src/auth/permissions.ts (or its door's table)`,
+      );
     if (new Set(needed).size > 1)
       throw new Error(
         `route ${keys.join(', ')} answers several methods with different permissions: register them apart`,

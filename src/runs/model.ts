@@ -65,6 +65,8 @@ export interface RunDoc {
   tool_choice?: ToolChoice;
   /** The calls the model asked for (finish_reason tool_use). */
   tool_use?: ToolUse[];
+  /** A door run whose messages extend this earlier run's: its prompt holds only the new turn (runs/door-runs.ts). */
+  previous_run?: string;
 }
 
 interface Evaluation {
@@ -106,6 +108,7 @@ export interface Run {
   evaluation?: Evaluation;
   cached?: boolean;
   cached_from?: string;
+  previous_run?: string;
 }
 
 /** The search columns (0003) are derived by the store and never read back as part of a run. */
@@ -198,6 +201,7 @@ export function toRun(r: RunRow): Run {
     ...(d.evaluation ? { evaluation: d.evaluation } : {}),
     ...(d.cached ? { cached: true, cached_from: d.cached_from } : {}),
     ...(d.tool_use ? { tool_use: d.tool_use } : {}),
+    ...(d.previous_run ? { previous_run: d.previous_run } : {}),
   };
 }
 

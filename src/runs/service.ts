@@ -44,12 +44,20 @@ import {
   type Plan,
   type RunCreateInput,
 } from './plan.ts';
-import { renderPrompt } from './render.ts';
+import { renderPrompt, type RenderedPrompt } from './render.ts';
 import { RunCaller } from './call.ts';
 import { VirtualCaller } from './call-virtual.ts';
 import { RunFinisher, forCreation, type RunEndedListener } from './finish.ts';
 import { RunStreams, type Followed } from './stream.ts';
 import { RunSweeper, type ProjectExists } from './sweep.ts';
+import {
+  doorInteraction,
+  markDoorRun,
+  recordDoorCall,
+  type DoorTurn,
+  type RecordedCall,
+  type RecordedOutcome,
+} from './door-runs.ts';
 
 export type { CallerInfo, RunCreateInput } from './plan.ts';
 
@@ -95,6 +103,7 @@ export class RunService {
   private readonly finisher: RunFinisher;
   private readonly streams: RunStreams;
   private readonly sweeper: RunSweeper;
+  private readonly onRunEnded: RunEndedListener | undefined;
 
   constructor(deps: RunServiceDeps) {
     const { db, dialect, notifier, metrics, replica } = deps;
@@ -105,6 +114,7 @@ export class RunService {
     this.replica = replica;
     this.intents = deps.intents;
     this.interactions = deps.interactions;
+    this.onRunEnded = deps.onRunEnded;
     const cache = new ResultCache(db, dialect);
     const signals = new RunSignals(writer, notifier);
     this.searcher = new RunSearch(db, dialect);
@@ -178,6 +188,26 @@ export class RunService {
     return this.start(p, input, caller, () => this.interactions.resolveSelector(p, input.interaction));
   }
 
+  /**
+   * A door's call (src/doors, runs/door-runs.ts): the door's built-in interaction, the messages it
+   * was sent as the prompt. Streamed (`stream: true`): answers the created run, to `follow`.
+   */
+  executeMessages(p: Principal, input: RunCreateInput, caller: CallerInfo, turn: DoorTurn): Promise<Run> {
+    const interaction = doorInteraction(turn.door, p);
+    return this.start(p, input, caller, async () => interaction, `door:${turn.door}`, turn);
+  }
+
+  /** A call a door makes itself (embeddings), recorded as a run around it (runs/door-runs.ts). */
+  recordCall(
+    p: Principal,
+    caller: CallerInfo,
+    what: RecordedCall,
+    call: () => Promise<RecordedOutcome>,
+  ): Promise<RunRow> {
+    const deps = { writer: this.writer, replicaId: this.replica.id, onRunEnded: this.onRunEnded };
+    return recordDoorCall(deps, p, caller, what, call);
+  }
+
   /** GET /runs/:id: interaction and environment expanded as objects. */
   async get(p: Principal, id: string): Promise<Run> {
     return this.views.expand(p, await this.views.row(p, id));
@@ -248,10 +278,11 @@ export class RunService {
     caller: CallerInfo,
     load: () => Promise<InteractionDto>,
     cacheKey?: string,
+    turn?: DoorTurn,
   ): Promise<Run> {
     this.inFlight.starting++;
     try {
-      return await this.startRun(p, input, caller, load, cacheKey);
+      return await this.startRun(p, input, caller, load, cacheKey, turn);
     } finally {
       this.inFlight.starting--;
     }
@@ -264,15 +295,21 @@ export class RunService {
     caller: CallerInfo,
     load: () => Promise<InteractionDto>,
     cacheKey?: string,
+    turn?: DoorTurn,
   ): Promise<Run> {
     const run = await this.planner.resolve(p, input, load, cacheKey);
     const { interaction, env, model } = run;
-    const prompt = await renderPrompt(this.templates, interaction, input.data, model, p.project.id);
+    // A door's messages are the prompt as sent: nothing to render.
+    const prompt: RenderedPrompt = turn
+      ? { messages: turn.messages }
+      : await renderPrompt(this.templates, interaction, input.data, model, p.project.id);
     const { resultSchema, ttl } = await this.planner.check(p, input, interaction);
     const stream = input.stream === true;
     const now = nowIso();
     const tags = normaliseTags(input.tags);
-    const doc = describeRun(p, input, caller, run, { messages: prompt.messages, resultSchema, ttl, stream });
+    const stored = turn?.stored ?? prompt.messages;
+    const doc = describeRun(p, input, caller, run, { messages: stored, resultSchema, ttl, stream });
+    if (turn) markDoorRun(doc, turn);
     if (prompt.failure)
       return this.finisher.failOnTemplate(
         p,

@@ -1,0 +1,66 @@
+/**
+ * SQL for door turns (migration 0026). The table is declared here, with the slice of it this
+ * feature uses (style K3), so the shared schema stays untouched. Every query is scoped by project.
+ */
+import type { Kysely } from 'kysely';
+import type { Scope } from '../../auth/principal.ts';
+
+interface DoorTurnTable {
+  account_id: string;
+  project_id: string;
+  hash: string;
+  run_id: string;
+  length: number;
+  created_at: string;
+}
+
+interface RunSlice {
+  id: string;
+  project_id: string;
+  status: string;
+}
+
+export interface TurnsDb {
+  door_turns: DoorTurnTable;
+  runs: RunSlice;
+}
+
+export const turnsOf = (db: object) => db as Kysely<TurnsDb>;
+
+/** The longest stored conversation among `hashes` whose run still exists (retention may have deleted it). */
+export async function longestTurn(
+  db: Kysely<TurnsDb>,
+  s: Scope,
+  hashes: string[],
+): Promise<{ run_id: string; length: number } | undefined> {
+  return db
+    .selectFrom('door_turns')
+    .innerJoin('runs', 'runs.id', 'door_turns.run_id')
+    .select(['door_turns.run_id', 'door_turns.length'])
+    .where('door_turns.project_id', '=', s.project)
+    .where('door_turns.account_id', '=', s.account)
+    .where('door_turns.hash', 'in', hashes)
+    .where('runs.project_id', '=', s.project)
+    .where('runs.status', '=', 'completed')
+    .orderBy('door_turns.length', 'desc')
+    .limit(1)
+    .executeTakeFirst();
+}
+
+/** Records a conversation's hash (the first run that answered it keeps it). */
+export async function putTurn(
+  db: Kysely<TurnsDb>,
+  s: Scope,
+  turn: { hash: string; run_id: string; length: number },
+): Promise<void> {
+  await db
+    .insertInto('door_turns')
+    .values({ account_id: s.account, project_id: s.project, ...turn, created_at: new Date().toISOString() })
+    .onConflict((oc) => oc.columns(['project_id', 'hash']).doNothing())
+    .execute();
+}
+
+/** A deleted project's turns. */
+export async function deleteProjectTurns(db: Kysely<TurnsDb>, s: Scope): Promise<void> {
+  await db.deleteFrom('door_turns').where('project_id', '=', s.project).where('account_id', '=', s.account).execute();
+}
