@@ -4,7 +4,7 @@
  * message) and whatever Orrery raises on the way (limits, roles, unknown models, a failed run).
  * Only the /v1 routes answer so; the rest of the API keeps its own shape.
  */
-import { OrreryError, OrreryErrorWithHeaders } from '../../http/errors.ts';
+import { OrreryError, OrreryErrorWithHeaders } from '../../util/errors.ts';
 import { boundErrorMessage } from '../../util/error-message.ts';
 
 export interface OpenAIErrorBody {

@@ -49,11 +49,8 @@ export function createOpenAIDoor(deps: OpenAIDoorDeps) {
     log.warn({ err }, 'openai door: could not record a conversation turn'),
   );
   const door = new OpenAIDoor({ runs, environments, addressing, links });
-  auth.onProjectDeleted((s) =>
-    deleteProjectTurns(turnsOf(deps.database.db), s).catch((err) =>
-      log.error({ err }, `openai door: could not delete the turns of deleted project ${s.project}`),
-    ),
-  );
+  // Its turns go inside a project's deletion, with the runs they link.
+  auth.ownsProjectRows((trx, s) => deleteProjectTurns(turnsOf(trx), s));
   return {
     door,
     /** Registers /v1 on the app (outside /api/v1: OpenAI's clients take {origin}/v1 as their base URL). */

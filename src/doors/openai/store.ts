@@ -4,6 +4,7 @@
  */
 import type { Kysely } from 'kysely';
 import type { Scope } from '../../auth/principal.ts';
+import type { ProjectScope } from '../../db/project-rows.ts';
 
 interface DoorTurnTable {
   account_id: string;
@@ -60,7 +61,12 @@ export async function putTurn(
     .execute();
 }
 
-/** A deleted project's turns. */
-export async function deleteProjectTurns(db: Kysely<TurnsDb>, s: Scope): Promise<void> {
-  await db.deleteFrom('door_turns').where('project_id', '=', s.project).where('account_id', '=', s.account).execute();
+/** A project's turns (inside its deletion); how many went. */
+export async function deleteProjectTurns(db: Kysely<TurnsDb>, s: ProjectScope): Promise<Record<string, number>> {
+  const r = await db
+    .deleteFrom('door_turns')
+    .where('project_id', '=', s.project)
+    .where('account_id', '=', s.account)
+    .executeTakeFirst();
+  return { door_turns: Number(r.numDeletedRows) };
 }
