@@ -22,7 +22,7 @@ export type WireFts = readonly [body: string, prompt: string, result: string];
  * its `search_fields` ('fields'), and for a run that has ended its full-text row too ('all').
  */
 export type WireRow = readonly [columns: string, values: readonly unknown[], derive: WireDerive];
-export type WireDerive = false | 'fields' | 'all';
+type WireDerive = false | 'fields' | 'all';
 
 export type WireWrite =
   | readonly ['insert', rows: readonly WireRow[], fts: readonly (WireFts | null)[], tags: readonly WireTag[]]
