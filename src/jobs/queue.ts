@@ -14,8 +14,8 @@
  * - **Retries:** a transient failure puts the job back with exponential backoff (and jitter),
  *   until `maxAttempts`; a job lost that many times (its process keeps dying on it) is given up too.
  *
- * New work in this process starts at once (`enqueue` wakes the pump); other processes find it at
- * their next poll.
+ * New work in this process starts at once (`enqueue` wakes the pump), each job in a turn of the
+ * event loop of its own; other processes find it at their next poll.
  */
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/schema.ts';
@@ -33,6 +33,7 @@ import {
   type JobRow,
 } from './store.ts';
 import { FairQueue } from '../util/fair-queue.ts';
+import { nextTurn } from '../util/turns.ts';
 
 export interface JobQueueOptions {
   /** Jobs run at once in this process. */
@@ -235,6 +236,9 @@ export class JobQueue {
   }
 
   private async execute(row: JobRow, token: string, signal: AbortSignal): Promise<void> {
+    // Each job starts in a turn of its own: on SQLite a job and the claim of the next one never
+    // wait for I/O, so a backlog of a thousand short jobs would otherwise run as one long task.
+    await nextTurn();
     const handler = this.handlers.get(row.kind)!;
     const job: Job = {
       id: row.id,

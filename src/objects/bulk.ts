@@ -25,15 +25,14 @@ import {
 import type { ContentSource, ObjectInput, ObjectRow } from './model.ts';
 import type { ObjectServiceDeps } from './service.ts';
 import { deletionEntry, nameOf, newEtag, newObjectRow, updateColumns, type ObjectWrites } from './writes.ts';
+import { TimeSlice } from '../util/turns.ts';
 
 /**
- * Objects prepared or written between two turns of the event loop in a bulk create: 1,000 objects
- * (MAX_BULK_OBJECTS) in one go held it for the whole request, so other requests waited.
+ * How long a bulk create works between two turns of the event loop: 1,000 objects
+ * (MAX_BULK_OBJECTS) in one go held it for the whole request, so other requests waited; a count
+ * of objects per turn is no bound either, since one object's cost varies with its size.
  */
-const BULK_CHUNK = 100;
-
-/** Lets the event loop run what waits (other requests, timers) before the next chunk. */
-const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
+const BULK_SLICE_MS = 10;
 
 export class ObjectBulk {
   constructor(
@@ -54,11 +53,13 @@ export class ObjectBulk {
     const unique = [...new Set(ids)];
     // Rows are taken in id order, so that two concurrent bulk writes lock them in the same order.
     const ordered = [...unique].sort();
+    const slice = new TimeSlice(BULK_SLICE_MS);
     const { deleted, purges } = await this.db.transaction().execute(async (trx) => {
       const deleted: string[] = [];
       const sources = new Set<string>();
       const headless = new Set<string>();
       for (const id of ordered) {
+        await slice.yield();
         const row = await getObject(trx, this.deps.dialect, s, id);
         if (!row || (await deleteObject(trx, s, id)) === 0) continue;
         await this.deps.audit?.write(trx, p, { ...deletionEntry(row), details: { bulk: true } });
@@ -68,7 +69,10 @@ export class ObjectBulk {
       }
       for (const root of headless) await promoteHead(trx, s, root, newEtag());
       const version = { etag: newEtag(), updated_at: nowIso(), updated_by: actorOf(p) };
-      for (const id of deleted) await detachChildren(trx, s, id, version);
+      for (const id of deleted) {
+        await slice.yield();
+        await detachChildren(trx, s, id, version);
+      }
       const purges: string[] = [];
       for (const source of sources) {
         const key = await this.writes.releaseBlob(trx, s, source);
@@ -77,7 +81,10 @@ export class ObjectBulk {
       return { deleted, purges };
     });
     for (const key of purges) this.writes.background(this.deps.blobs.purge(s, key), 'delete an unreferenced blob');
-    for (const id of deleted) this.writes.deleted(s, id);
+    for (const id of deleted) {
+      await slice.yield();
+      this.writes.deleted(s, id);
+    }
     const gone = new Set(deleted);
     return {
       operation: 'delete',
@@ -97,7 +104,9 @@ export class ObjectBulk {
     const s = scopeOf(p);
     const failed: string[] = [];
     const prepared: { id: string; patch: ObjectPatch; vectors?: PreparedEmbeddings; claimed?: ClaimedBlob }[] = [];
+    const slice = new TimeSlice(BULK_SLICE_MS);
     for (const [id, input] of Object.entries(updates)) {
+      await slice.yield();
       try {
         const body = checkedPayload(input);
         if (!(await objectExists(this.db, s, id))) throw new NotFound('object', id);
@@ -125,6 +134,7 @@ export class ObjectBulk {
       written = await this.db.transaction().execute(async (trx) => {
         const out: Written[] = [];
         for (const item of prepared) {
+          await slice.yield();
           const current = await getWholeObject(trx, this.deps.dialect, s, item.id);
           if (!current) {
             failed.push(item.id);
@@ -162,6 +172,7 @@ export class ObjectBulk {
     const done = new Set(written.map((w) => w.id));
     for (const item of prepared) if (!done.has(item.id)) this.writes.unclaim(s, item.claimed);
     for (const w of written) {
+      await slice.yield();
       this.writes.embeddingsStored(s, w.stored);
       if ('content' in w.patch)
         this.writes.contentMoved(
@@ -187,7 +198,8 @@ export class ObjectBulk {
    * Creates the objects (payloads as `POST /objects`, without `id`). Every payload is checked
    * first; the invalid ones are answered in `failed` with their index and the reason, and the
    * others are written in one transaction: all of them or, when that transaction fails, none.
-   * Both passes yield to the event loop every BULK_CHUNK objects.
+   * Every pass (checks, writes, the jobs queued after commit) gives the event loop a turn every
+   * BULK_SLICE_MS.
    */
   async bulkCreate(p: Principal, inputs: readonly unknown[]): Promise<BulkCreateResult> {
     const s = scopeOf(p);
@@ -197,8 +209,9 @@ export class ObjectBulk {
       const v = input && typeof input === 'object' ? (input as Record<string, unknown>).external_id : undefined;
       return typeof v === 'string' ? { external_id: v } : {};
     };
+    const slice = new TimeSlice(BULK_SLICE_MS);
     for (const [index, input] of inputs.entries()) {
-      if (index > 0 && index % BULK_CHUNK === 0) await nextTurn();
+      await slice.yield();
       try {
         const body = checkedPayload(input);
         if (body.id !== undefined && body.id !== null && body.id !== '')
@@ -218,13 +231,14 @@ export class ObjectBulk {
     let stored: (StoredEmbeddings | undefined)[];
     try {
       for (const item of prepared) {
+        await slice.yield();
         item.claimed = await this.writes.claimContent(p, s, item.row.id, item.row as ObjectPatch, shared);
       }
       stored = await this.db.transaction().execute(async (trx) => {
         const out: (StoredEmbeddings | undefined)[] = [];
-        for (const [i, item] of prepared.entries()) {
+        for (const item of prepared) {
           // Still one transaction (all or nothing): other requests run meanwhile, their writes wait for its end.
-          if (i > 0 && i % BULK_CHUNK === 0) await nextTurn();
+          await slice.yield();
           await this.writes.holdBlob(trx, s, item.row.content_source);
           await insertObject(trx, this.deps.dialect, item.row);
           out.push(await this.writes.storeEmbeddings(trx, s, item.row, item.vectors));
@@ -250,7 +264,10 @@ export class ObjectBulk {
         ),
       };
     }
-    for (const [i, item] of prepared.entries()) this.writes.created(s, item.row, stored[i]);
+    for (const [i, item] of prepared.entries()) {
+      await slice.yield();
+      this.writes.created(s, item.row, stored[i]);
+    }
     return {
       operation: 'create',
       status: inputs.length && !prepared.length ? 'failed' : 'completed',

@@ -17,8 +17,12 @@ import type { PreparedRunWrite } from './store.ts';
 export type WireColumns = readonly [columns: string, values: readonly unknown[]];
 export type WireFts = readonly [body: string, prompt: string, result: string];
 
-/** A row to insert; `deriveFields`: its `search_fields` are the thread's to derive from its `doc` (search-index.ts `deferFields`). */
-export type WireRow = readonly [columns: string, values: readonly unknown[], deriveFields: boolean];
+/**
+ * A row to insert; `derive`: what the thread derives from its `doc` (search-index.ts `deferFields`):
+ * its `search_fields` ('fields'), and for a run that has ended its full-text row too ('all').
+ */
+export type WireRow = readonly [columns: string, values: readonly unknown[], derive: WireDerive];
+type WireDerive = false | 'fields' | 'all';
 
 export type WireWrite =
   | readonly ['insert', rows: readonly WireRow[], fts: readonly (WireFts | null)[], tags: readonly WireTag[]]
@@ -56,7 +60,11 @@ const ftsOf = (f: FtsRow | null): WireFts | null => (f ? [f.body, f.prompt, f.re
 export function toWire(w: PreparedRunWrite): WireWrite {
   if ('insert' in w) {
     const p = w.insert;
-    const rows = p.rows.map((row, i): WireRow => [...columnsOf(row), p.deferred?.some((x) => x.row === i) ?? false]);
+    const derive = (i: number): WireDerive => {
+      const d = p.deferred?.find((x) => x.row === i);
+      return d ? (d.text ? 'all' : 'fields') : false;
+    };
+    const rows = p.rows.map((row, i): WireRow => [...columnsOf(row), derive(i)]);
     return ['insert', rows, p.fts.map(ftsOf), p.tags.map((t) => [t.run, t.tag])];
   }
   if ('update' in w) {

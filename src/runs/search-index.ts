@@ -362,10 +362,11 @@ export interface PreparedInsert {
   tags: { run: number; tag: string }[];
   /**
    * Rows prepared without `search_fields` (`deferFields`), with their documents: the writer's
-   * thread derives the fields from the `doc` column it writes; any other writer computes them
-   * from these documents first (completeFields).
+   * thread derives the fields from the `doc` column it writes (and, for a run that has ended,
+   * `text`, its full-text row too); any other writer computes them from these documents first
+   * (completeFields).
    */
-  deferred?: { row: number; doc: SearchSource }[];
+  deferred?: { row: number; doc: SearchSource; text: boolean }[];
 }
 
 /** An update of a run's document with its search data (see prepareUpdate). */
@@ -379,9 +380,11 @@ export interface PreparedUpdate {
 
 export interface PrepareInsertOptions {
   /**
-   * Leave the search fields of runs that have not ended to the writer's thread (SQLite), which
-   * derives them from the document text it receives anyway: they were the largest part of a run's
-   * time on the HTTP thread that the thread can take (bench/README.md, issue 17, sixteenth pass).
+   * Leave the search data of new runs to the writer's thread (SQLite), which derives it from the
+   * document text it receives anyway: the fields of a run that has not ended were the largest part
+   * of a run's time on the HTTP thread that the thread can take (bench/README.md, issue 17,
+   * sixteenth pass), and the fields and words of an ended run with ~1 MB of parameters (an
+   * import) held the event loop for half a second to a second.
    */
   deferFields?: boolean;
 }
@@ -396,17 +399,17 @@ export function prepareInsert(
   const index = indexOf(d);
   const rows: Record<string, unknown>[] = [];
   const fts: (FtsRow | null)[] = [];
-  const deferred: { row: number; doc: SearchSource }[] = [];
+  const deferred: { row: number; doc: SearchSource; text: boolean }[] = [];
   for (const { row } of runs) {
     const doc = docOfRow(row.doc);
     const text = hasEnded(row.status);
-    const defer = options.deferFields === true && !text && index.fieldsFromText;
-    const s = index.searchDoc(doc, text, !defer);
-    if (defer) deferred.push({ row: rows.length, doc: doc as SearchSource });
+    const defer = options.deferFields === true && index.fieldsFromText;
+    const s = index.searchDoc(doc, text && !defer, !defer);
+    if (defer) deferred.push({ row: rows.length, doc: doc as SearchSource, text });
     rows.push(
       index.withColumns(d, s, doc, text, { expires_at: expiryOf(doc.ttl, row.created_at), ...encode(row) }, !defer),
     );
-    fts.push(text ? index.fts(s) : null);
+    fts.push(text && !defer ? index.fts(s) : null);
     const slot = slotFor(doc as SearchSource);
     if (slot) slot.storedFor = row.id;
   }
@@ -418,13 +421,18 @@ export function prepareInsert(
   };
 }
 
-/** The search fields of rows prepared without them, computed here (a writer other than the thread). */
-function completeFields(d: OrreryDialect, p: PreparedInsert): Record<string, unknown>[] {
-  if (!p.deferred) return p.rows;
+/** The search data of rows prepared without it, computed here (a writer other than the thread). */
+function completeFields(d: OrreryDialect, p: PreparedInsert): Pick<PreparedInsert, 'rows' | 'fts'> {
+  if (!p.deferred) return p;
   const rows = [...p.rows];
-  for (const { row, doc } of p.deferred)
-    rows[row] = { search_fields: encodedFields(d, doc, fieldsOf(doc, doc)), ...rows[row] };
-  return rows;
+  const fts = [...p.fts];
+  const index = indexOf(d);
+  for (const { row, doc, text } of p.deferred) {
+    const fields = fieldsOf(doc, doc);
+    rows[row] = { search_fields: encodedFields(d, doc, fields), ...rows[row] };
+    if (text) fts[row] = index.fts(index.searchDoc(doc as Record<string, unknown>, true, true));
+  }
+  return { rows, fts };
 }
 
 /** `created_at` + `ttl` seconds for a run with a ttl (0019: the retention sweeper deletes it after); null otherwise. */
@@ -438,8 +446,8 @@ function expiryOf(ttl: unknown, createdAt: string): string | null {
 /** Inserts prepared runs, in the caller's transaction when `db` is one. */
 export async function writeInsert(db: Db, d: OrreryDialect, p: PreparedInsert): Promise<void> {
   if (!p.rows.length) return;
-  const rows = completeFields(d, p);
-  await inTransaction(db, (trx) => indexOf(d).insert(trx, rows, p.fts, p.tags));
+  const { rows, fts } = completeFields(d, p);
+  await inTransaction(db, (trx) => indexOf(d).insert(trx, rows, fts, p.tags));
 }
 
 /** Inserts runs with their tags and search data, in the caller's transaction when `db` is one. */

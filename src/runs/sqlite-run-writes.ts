@@ -19,7 +19,8 @@ import {
   type WireTag,
   type WireWrite,
 } from './run-write-wire.ts';
-import { runSearchFieldsJson } from '../query/lucene-sql/search-doc.ts';
+import { runSearchDoc, runSearchFieldsJson, type SearchSource } from '../query/lucene-sql/search-doc.ts';
+import { ftsRow } from '../query/lucene-sql/text-index.ts';
 import type { PreparedRunWrite } from './store.ts';
 
 export type WriteOutcome = { value: boolean } | { error: unknown };
@@ -59,6 +60,15 @@ interface LastStatement {
  * what the HTTP thread computes from the document itself).
  */
 const searchFieldsOf = (doc: unknown): string => runSearchFieldsJson(typeof doc === 'string' ? doc : '{}');
+
+/** The `search_fields` and the full-text row of an ended run inserted without them, from its document's text. */
+function searchDataOf(doc: unknown): { fields: string; fts: WireFts } {
+  const parsed: unknown = typeof doc === 'string' ? JSON.parse(doc) : {};
+  const source = (parsed && typeof parsed === 'object' && !Array.isArray(parsed) ? parsed : {}) as SearchSource;
+  const s = runSearchDoc(source);
+  const f = ftsRow(s);
+  return { fields: JSON.stringify(s.fields), fts: [f.body, f.prompt, f.result] };
+}
 
 /** Where a run's row is: the table's rowid, and the run's `search_rowid` (its full-text rowid). */
 interface RowAt {
@@ -152,6 +162,7 @@ export class SqliteRunWrites {
     const m = this.nextRowid - 1;
     this.nextRowid += rows.length;
     const ids: unknown[] = [];
+    const derivedFts: (WireFts | null)[] = [];
     rows.forEach(([columns, values, derive], i) => {
       const also = derive ? ', search_fields' : '';
       const s = this.forColumns(
@@ -160,9 +171,14 @@ export class SqliteRunWrites {
         (names) =>
           `INSERT INTO runs (${names.map((c) => `"${c}"`).join(', ')}${also}, search_rowid) VALUES (${names.map(() => '?').join(', ')}${derive ? ', ?' : ''}, ?)`,
       );
-      const r = derive
-        ? s.statement.run(...values, searchFieldsOf(values[s.doc]), m + 1 + i)
-        : s.statement.run(...values, m + 1 + i);
+      let fields: string | undefined;
+      if (derive === 'all') {
+        const data = searchDataOf(values[s.doc]);
+        fields = data.fields;
+        derivedFts[i] = data.fts;
+      } else if (derive) fields = searchFieldsOf(values[s.doc]);
+      const r =
+        fields !== undefined ? s.statement.run(...values, fields, m + 1 + i) : s.statement.run(...values, m + 1 + i);
       const id = values[s.id];
       ids.push(id);
       if (!hasEnded(values[s.status] as string))
@@ -170,7 +186,10 @@ export class SqliteRunWrites {
     });
     const tag = this.statement('INSERT INTO run_tags (run_id, tag, search_rowid) VALUES (?, ?, ?)');
     for (const [run, name] of tags) tag.run(ids[run], name, m + 1 + run);
-    fts.forEach((f, i) => f && this.fullText.push({ rowid: m + 1 + i, replace: false, row: f }));
+    rows.forEach((_, i) => {
+      const f = fts[i] ?? derivedFts[i];
+      if (f) this.fullText.push({ rowid: m + 1 + i, replace: false, row: f });
+    });
     return true;
   }
 
