@@ -5,6 +5,7 @@ import type { RunTable } from '../db/schema.ts';
 import type { Ref } from '../auth/principal.ts';
 import type { RunCost } from '../pricing/cost.ts';
 import type { ContentPart, ToolChoice, ToolDefinition, ToolUse } from '../providers/driver.ts';
+import type { StripOptions } from '../conversations/strip.ts';
 
 export const RUN_STATUSES = ['created', 'processing', 'completed', 'failed'] as const;
 type RunStatus = (typeof RUN_STATUSES)[number];
@@ -65,6 +66,21 @@ export interface RunDoc {
   tool_choice?: ToolChoice;
   /** The calls the model asked for (finish_reason tool_use). */
   tool_use?: ToolUse[];
+  /** The run this one continues (POST /runs/tool-results, /runs/user-message). */
+  previous_run?: string;
+  /** A run of a conversation: its turn (runs/conversation-turns.ts). */
+  conversation?: ConversationMark;
+}
+
+/**
+ * What a run of a conversation records of it: its turn (1 for the first run); `restricted` when
+ * the history before it is not stored (it came in the caller's `conversation`), so it continues
+ * only from the conversation the caller passes back; the strip options its request was built with.
+ */
+export interface ConversationMark {
+  turn: number;
+  restricted?: true;
+  strip_options?: StripOptions;
 }
 
 interface Evaluation {
@@ -99,6 +115,9 @@ export interface Run {
   parent?: string;
   result_schema?: Record<string, unknown>;
   tool_use?: ToolUse[];
+  previous_run?: string;
+  /** The conversation an answer carries (a run started with conversation: true, and every continuation). */
+  conversation?: unknown;
   created_by: string;
   updated_by: string;
   chunks?: number;
@@ -198,6 +217,7 @@ export function toRun(r: RunRow): Run {
     ...(d.evaluation ? { evaluation: d.evaluation } : {}),
     ...(d.cached ? { cached: true, cached_from: d.cached_from } : {}),
     ...(d.tool_use ? { tool_use: d.tool_use } : {}),
+    ...(d.previous_run ? { previous_run: d.previous_run } : {}),
   };
 }
 

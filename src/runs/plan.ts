@@ -33,6 +33,8 @@ export interface RunCreateInput {
   parent?: string;
   ttl?: number;
   tool_definitions?: unknown;
+  /** true, or a conversation passed back (conversations/conversation.ts). */
+  conversation?: unknown;
 }
 
 export interface CallerInfo {
@@ -148,7 +150,7 @@ export class RunPlanner {
     // Checked before anything is stored: a model that cannot call tools never sees the request.
     const tools = runTools(
       input.tool_definitions,
-      undefined,
+      interaction.model_options?.tool_definitions,
       config.model_options ?? interaction.model_options,
       env.dto,
       model,
@@ -298,13 +300,7 @@ export function describeRun(
   at: { messages: ChatMessage[]; resultSchema: Record<string, unknown> | undefined; ttl: number; stream: boolean },
 ): RunDoc {
   const { interaction, env } = run;
-  const source: RunSource = {
-    type: /vertesia[-/ ]?cli/i.test(caller.userAgent ?? '') ? 'cli' : 'api',
-    label: `apikey:${p.keyId}`,
-    principal_type: 'apikey',
-    principal_id: p.keyId,
-    client_ip: caller.ip,
-  };
+  const source = runSource(p, caller);
   return {
     result: [],
     parameters: input.data ?? {},
@@ -325,6 +321,17 @@ export function describeRun(
     account: p.account,
     project: p.project,
     created_by: actorOf(p),
+  };
+}
+
+/** Who asked for a run, and from where. */
+export function runSource(p: Principal, caller: CallerInfo): RunSource {
+  return {
+    type: /vertesia[-/ ]?cli/i.test(caller.userAgent ?? '') ? 'cli' : 'api',
+    label: `apikey:${p.keyId}`,
+    principal_type: 'apikey',
+    principal_id: p.keyId,
+    client_ip: caller.ip,
   };
 }
 
@@ -372,7 +379,7 @@ export function newRunRow(r: {
  * than `{ ...config, environment, … }`: keys added after a spread cost a hidden class per run
  * (runs/search-index.ts, withColumns).
  */
-function runConfig(
+export function runConfig(
   config: Record<string, unknown>,
   environment: string,
   model: string,
