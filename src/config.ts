@@ -205,8 +205,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     minFreeDiskBytes: overrides.minFreeDiskBytes ?? byteSize(env, 'ORRERY_MIN_FREE_DISK', 64 * 1024 ** 2),
     maxInlineJsonBytes: overrides.maxInlineJsonBytes ?? byteSize(env, 'ORRERY_MAX_INLINE_JSON', 1024 ** 2),
     maxResultBytes: overrides.maxResultBytes ?? byteSize(env, 'ORRERY_MAX_RESULT_SIZE', 1024 ** 2),
-    conversationMaxTurns:
-      overrides.conversationMaxTurns ?? int(env, 'ORRERY_CONVERSATION_MAX_TURNS', 200, 1, 100_000),
+    conversationMaxTurns: overrides.conversationMaxTurns ?? int(env, 'ORRERY_CONVERSATION_MAX_TURNS', 200, 1, 100_000),
     conversationMaxBytes:
       overrides.conversationMaxBytes ?? byteSize(env, 'ORRERY_CONVERSATION_MAX_BYTES', 8 * 1024 ** 2),
     blobFsync: overrides.blobFsync ?? flag(env, 'ORRERY_BLOB_FSYNC', true),

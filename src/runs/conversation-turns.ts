@@ -21,7 +21,7 @@ export function answerOf(row: RunRow): ChatMessage | undefined {
   return answerMessage(textOf(doc.result), doc.tool_use);
 }
 
-export function turnOf(row: RunRow): StoredTurn {
+function turnOf(row: RunRow): StoredTurn {
   const doc = docOf(row);
   const answer = answerOf(row);
   return {
