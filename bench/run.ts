@@ -23,6 +23,7 @@ const BENCHES: Record<string, string> = {
   gateway: './gateway.ts',
   footprint: './footprint.ts',
   hostile: './hostile.ts',
+  conversation: './conversation.ts',
 };
 const wanted = process.argv.slice(2);
 const names = wanted.length ? wanted : Object.keys(BENCHES);

@@ -32,6 +32,10 @@ export interface Config {
   maxInlineJsonBytes: number;
   /** The largest result a model may answer, in bytes of text; past it the call is cut and the run fails. */
   maxResultBytes: number;
+  /** A conversation's turns at most (runs chained by previous_run); past it, 413 conversation_too_long. */
+  conversationMaxTurns: number;
+  /** A conversation's history at most, in bytes of its messages' JSON; past it, 413 conversation_too_long. */
+  conversationMaxBytes: number;
   /** Flush each upload to disk before publishing it (local blob folder); off trades power-loss safety for speed. */
   blobFsync: boolean;
   logLevel: string;
@@ -201,6 +205,9 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     minFreeDiskBytes: overrides.minFreeDiskBytes ?? byteSize(env, 'ORRERY_MIN_FREE_DISK', 64 * 1024 ** 2),
     maxInlineJsonBytes: overrides.maxInlineJsonBytes ?? byteSize(env, 'ORRERY_MAX_INLINE_JSON', 1024 ** 2),
     maxResultBytes: overrides.maxResultBytes ?? byteSize(env, 'ORRERY_MAX_RESULT_SIZE', 1024 ** 2),
+    conversationMaxTurns: overrides.conversationMaxTurns ?? int(env, 'ORRERY_CONVERSATION_MAX_TURNS', 200, 1, 100_000),
+    conversationMaxBytes:
+      overrides.conversationMaxBytes ?? byteSize(env, 'ORRERY_CONVERSATION_MAX_BYTES', 8 * 1024 ** 2),
     blobFsync: overrides.blobFsync ?? flag(env, 'ORRERY_BLOB_FSYNC', true),
     logLevel: overrides.logLevel ?? nonEmpty(env, 'ORRERY_LOG_LEVEL') ?? 'info',
     metricsToken: overrides.metricsToken ?? nonEmpty(env, 'ORRERY_METRICS_TOKEN'),

@@ -150,6 +150,8 @@ export const ROUTE_PERMISSIONS: Record<string, Needed> = table<Needed>({
   'POST /execute': 'interaction:execute',
   'POST /execute/async': 'interaction:execute',
   'POST /runs': 'interaction:execute',
+  'POST /runs/tool-results': 'interaction:execute',
+  'POST /runs/user-message': 'interaction:execute',
   'GET /runs': 'run:read',
   'GET /runs/:id': 'run:read',
   'GET /runs/:id/stream': 'run:read',

@@ -95,3 +95,10 @@ export function conversationOf(
   if (jsonBytes(history) <= bounds.maxBytes) out.messages = history;
   return out;
 }
+
+/** The object a streamed run's creation answers: the run and its turn, without messages (it has no answer yet). */
+export const conversationRef = (run: string, turns: number): Conversation => ({
+  orrery_conversation: CONVERSATION_VERSION,
+  run,
+  turns,
+});

@@ -5,6 +5,7 @@ import type { RunTable } from '../db/schema.ts';
 import type { Ref } from '../auth/principal.ts';
 import type { RunCost } from '../pricing/cost.ts';
 import type { ContentPart, ToolChoice, ToolDefinition, ToolUse } from '../providers/driver.ts';
+import type { StripOptions } from '../conversations/strip.ts';
 
 export const RUN_STATUSES = ['created', 'processing', 'completed', 'failed'] as const;
 type RunStatus = (typeof RUN_STATUSES)[number];
@@ -65,8 +66,24 @@ export interface RunDoc {
   tool_choice?: ToolChoice;
   /** The calls the model asked for (finish_reason tool_use). */
   tool_use?: ToolUse[];
-  /** A door run whose messages extend this earlier run's: its prompt holds only the new turn (runs/door-runs.ts). */
+  /**
+   * The run this one continues: its prompt holds only its own turn (POST /runs/tool-results,
+   * /runs/user-message; a door request whose messages extend an earlier door run's).
+   */
   previous_run?: string;
+  /** A run of a conversation: its turn (runs/conversation-turns.ts). */
+  conversation?: ConversationMark;
+}
+
+/**
+ * What a run of a conversation records of it: its turn (1 for the first run); `restricted` when
+ * the history before it is not stored (it came in the caller's `conversation`), so it continues
+ * only from the conversation the caller passes back; the strip options its request was built with.
+ */
+export interface ConversationMark {
+  turn: number;
+  restricted?: true;
+  strip_options?: StripOptions;
 }
 
 interface Evaluation {
@@ -101,6 +118,9 @@ export interface Run {
   parent?: string;
   result_schema?: Record<string, unknown>;
   tool_use?: ToolUse[];
+  previous_run?: string;
+  /** The conversation an answer carries (a run started with conversation: true, and every continuation). */
+  conversation?: unknown;
   created_by: string;
   updated_by: string;
   chunks?: number;
@@ -108,7 +128,6 @@ export interface Run {
   evaluation?: Evaluation;
   cached?: boolean;
   cached_from?: string;
-  previous_run?: string;
 }
 
 /** The search columns (0003) are derived by the store and never read back as part of a run. */

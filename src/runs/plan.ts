@@ -22,6 +22,10 @@ import type { CacheDecision, CachedAnswer, ResultCache } from './result-cache.ts
 import type { RunsInFlight } from './in-flight.ts';
 import * as store from './store.ts';
 import { runTools, type RunTools } from '../conversations/run-tools.ts';
+import { ConversationTurnLost } from '../conversations/errors.ts';
+import { rebuildHistory } from '../conversations/history.ts';
+import { stripHistory } from '../conversations/strip.ts';
+import { turnLoader } from './conversation-turns.ts';
 
 export interface RunCreateInput {
   interaction: string;
@@ -33,6 +37,8 @@ export interface RunCreateInput {
   parent?: string;
   ttl?: number;
   tool_definitions?: unknown;
+  /** true, or a conversation passed back (conversations/conversation.ts). */
+  conversation?: unknown;
 }
 
 export interface CallerInfo {
@@ -149,7 +155,7 @@ export class RunPlanner {
     // A virtual run may reach any of its entries: each one's model must take the tools.
     const tools = runTools(
       input.tool_definitions,
-      undefined,
+      interaction.model_options?.tool_definitions,
       config.model_options ?? interaction.model_options,
       virtual
         ? virtual.config.entries.map((e) => ({ env: virtual.targets.get(e.environment)!.dto, model: e.model }))
@@ -218,9 +224,10 @@ export class RunPlanner {
     const doc = docOf(row);
     const env = await this.deps.environments.resolve(p, doc.environment?.id ?? '');
     const c = doc.config;
+    const prompt = doc.prompt as ChatMessage[];
     const request = buildRequest({
       model: row.model_id ?? '',
-      messages: doc.prompt.map((m) => ({ role: m.role as 'system' | 'user' | 'assistant', content: m.content })),
+      messages: doc.previous_run || doc.conversation?.restricted ? await this.historyOf(p, row) : prompt,
       options: {
         temperature: c.temperature as number | undefined,
         ...(c.max_tokens !== undefined ? { max_tokens: c.max_tokens as number } : {}),
@@ -233,6 +240,28 @@ export class RunPlanner {
     if (isVirtualProvider(env.dto.provider))
       return { kind: 'virtual', ...(await this.virtualTargets(p, env)), connection: env.connection, request };
     return { kind: 'provider', driver: getDriver(env.dto.provider), connection: env.connection, request };
+  }
+
+  /**
+   * The request messages of a streamed continuation started by another process: the history rebuilt
+   * from its chain (checked against the bounds when it was created), stripped as it was, then its turn.
+   * A restricted conversation's history is only in the request that created it: a lost turn (409).
+   */
+  private async historyOf(p: Principal, row: RunRow): Promise<ChatMessage[]> {
+    const doc = docOf(row);
+    if (doc.conversation?.restricted || !doc.previous_run)
+      throw new ConversationTurnLost(
+        `run ${row.id} continues a restricted conversation, whose history only the process that created it held; create the run again`,
+      );
+    const scope = scopeOf(p);
+    const unbounded = { maxTurns: Number.MAX_SAFE_INTEGER, maxBytes: Number.MAX_SAFE_INTEGER };
+    const { turns } = await rebuildHistory(
+      doc.previous_run,
+      turnLoader(this.deps.db, this.deps.dialect, scope, doc.previous_run),
+      unbounded,
+    );
+    const turn = doc.conversation?.turn ?? turns.length + 1;
+    return [...stripHistory(turns, turn, doc.conversation?.strip_options), ...(doc.prompt as ChatMessage[])];
   }
 
   /** The interaction and environment of a run, from the cache while nothing changed. */
@@ -298,13 +327,7 @@ export function describeRun(
   at: { messages: ChatMessage[]; resultSchema: Record<string, unknown> | undefined; ttl: number; stream: boolean },
 ): RunDoc {
   const { interaction, env } = run;
-  const source: RunSource = {
-    type: /vertesia[-/ ]?cli/i.test(caller.userAgent ?? '') ? 'cli' : 'api',
-    label: `apikey:${p.keyId}`,
-    principal_type: 'apikey',
-    principal_id: p.keyId,
-    client_ip: caller.ip,
-  };
+  const source = runSource(p, caller);
   return {
     result: [],
     parameters: input.data ?? {},
@@ -325,6 +348,17 @@ export function describeRun(
     account: p.account,
     project: p.project,
     created_by: actorOf(p),
+  };
+}
+
+/** Who asked for a run, and from where. */
+export function runSource(p: Principal, caller: CallerInfo): RunSource {
+  return {
+    type: /vertesia[-/ ]?cli/i.test(caller.userAgent ?? '') ? 'cli' : 'api',
+    label: `apikey:${p.keyId}`,
+    principal_type: 'apikey',
+    principal_id: p.keyId,
+    client_ip: caller.ip,
   };
 }
 
@@ -372,7 +406,7 @@ export function newRunRow(r: {
  * than `{ ...config, environment, … }`: keys added after a spread cost a hidden class per run
  * (runs/search-index.ts, withColumns).
  */
-function runConfig(
+export function runConfig(
   config: Record<string, unknown>,
   environment: string,
   model: string,

@@ -85,6 +85,7 @@ export function createRuns(deps: RunsDeps) {
     streamTimeoutSeconds: config.streamTimeoutSeconds,
     projectExists: deps.projectExists,
     maxInlineJson: config.maxInlineJsonBytes,
+    conversationBounds: { maxTurns: config.conversationMaxTurns, maxBytes: config.conversationMaxBytes },
     embeddings: deps.embeddings,
     writer: runWriter,
     intents,

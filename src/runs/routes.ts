@@ -21,6 +21,8 @@ import {
   RunSearchAnswer,
   RunSearchBody,
   StreamQuery,
+  ToolResultsBody,
+  UserMessageBody,
 } from './schemas.ts';
 import type { RunExporter } from './export.ts';
 import { populateOf, type RunFinder } from './find.ts';
@@ -73,6 +75,40 @@ export const runRoutes: FastifyPluginAsyncTypebox<{
     async (req, reply) =>
       sendWithVectors(reply, await runs.executeByName(principalOf(req), req.body as never, caller(req)), RUN_VECTORS),
   );
+
+  for (const [path, kind, body, summary] of [
+    [
+      '/runs/tool-results',
+      'tool-results',
+      ToolResultsBody,
+      "Continue a run with the results of its tool calls (the official client's runs.sendToolResults): a new run linked by previous_run, whose request is the whole history; blocking, or stream: true",
+    ],
+    [
+      '/runs/user-message',
+      'user-message',
+      UserMessageBody,
+      "Continue a run with a user message (the official client's runs.sendUserMessage), and the results still owed to its calls: a new run linked by previous_run; blocking, or stream: true",
+    ],
+  ] as const) {
+    app.post(
+      path,
+      {
+        config: { readsRuns: false }, // reads the run it continues once the runs answered before their commit are stored (runs/continue.ts)
+        schema: {
+          tags: ['runs'],
+          summary,
+          body,
+          response: { 200: Type.Ref('Run'), ...errorResponses(400, 401, 404, 409, 413, 502) },
+        },
+      },
+      async (req, reply) =>
+        sendWithVectors(
+          reply,
+          await runs.continueRun(principalOf(req), kind, req.body as Record<string, unknown>, caller(req)),
+          RUN_VECTORS,
+        ),
+    );
+  }
 
   app.get(
     '/runs',

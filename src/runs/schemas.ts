@@ -5,6 +5,105 @@ import { MAX_OFFSET } from '../http/query.ts';
 
 const RunStatusSchema = Type.Union(RUN_STATUSES.map((s) => Type.Literal(s)));
 
+const ConversationSchema = OpenObject(
+  {
+    orrery_conversation: Type.Literal(1, { description: 'The version of this object' }),
+    run: Type.String({ description: "The conversation's latest run: the run a continuation names" }),
+    turns: Type.Integer({ minimum: 1 }),
+    messages: Type.Optional(
+      Type.Array(Type.Unknown(), {
+        description:
+          'The whole history ({role, content: string or parts}), only while it fits ORRERY_CONVERSATION_MAX_BYTES; the server keeps it either way, run by run',
+      }),
+    ),
+  },
+  {
+    description:
+      'An opaque, versioned conversation: answered by a run started with conversation: true and by every continuation; pass it back as it came',
+  },
+);
+
+const ToolDefinitionsSchema = (description: string) =>
+  Type.Array(
+    Type.Object({
+      name: Type.String({ pattern: '^[a-zA-Z0-9_-]{1,64}$' }),
+      description: Type.Optional(Type.String()),
+      input_schema: Type.Record(Type.String(), Type.Unknown(), {
+        description: 'JSON Schema of the arguments (type object)',
+      }),
+    }),
+    { maxItems: 128, description },
+  );
+
+const StripOptionsSchema = Type.Object(
+  {
+    images_after_turns: Type.Optional(Type.Number({ minimum: 0 })),
+    text_max_tokens: Type.Optional(Type.Number({ minimum: 0 })),
+    heartbeats_after_turns: Type.Optional(Type.Number({ minimum: 0 })),
+  },
+  {
+    additionalProperties: false,
+    description:
+      "Vertesia's ConversationStripOptions, applied to earlier turns by their age when the request is built; the stored turns are never changed",
+  },
+);
+
+const ToolResultSchema = OpenObject({
+  tool_use_id: Type.String({ description: 'The id of the call (tool_use[].id) this answers' }),
+  content: Type.String(),
+  is_error: Type.Optional(Type.Boolean()),
+});
+
+const continuationFields = {
+  run: Type.Optional(
+    Type.Union([Type.String(), OpenObject({ id: Type.String() })], {
+      description:
+        'The run to continue ({id, account, project} as the client sends it, or its id); without it, conversation must carry messages (a restricted conversation)',
+    }),
+  ),
+  environment: Type.Optional(Type.String({ description: "Environment id; absent: the continued run's" })),
+  options: Type.Optional(
+    OpenObject(
+      {
+        model: Type.Optional(Type.String()),
+        model_options: Type.Optional(OpenObject({})),
+      },
+      { description: "model and model_options; absent: the continued run's model" },
+    ),
+  ),
+  conversation: Type.Optional(Type.Unknown({ description: 'The conversation the last answer carried' })),
+  tools: Type.Optional(
+    ToolDefinitionsSchema("The tools the model may call next; absent or empty: the continued run's tools"),
+  ),
+  strip_options: Type.Optional(StripOptionsSchema),
+  stream: Type.Optional(
+    Type.Boolean({
+      description:
+        'true: answers at once with status created; follow GET /runs/:id/stream (its close carries tool_use)',
+    }),
+  ),
+  tags: Type.Optional(Type.Union([Type.String(), Type.Array(Type.String())])),
+};
+
+export const ToolResultsBody = OpenObject({
+  ...continuationFields,
+  results: Type.Array(ToolResultSchema, {
+    maxItems: 128,
+    description: 'One result per call of the continued run, matched by tool_use_id',
+  }),
+});
+
+export const UserMessageBody = OpenObject({
+  ...continuationFields,
+  message: Type.String({ description: 'The next user message' }),
+  results: Type.Optional(
+    Type.Array(ToolResultSchema, {
+      maxItems: 128,
+      description: 'Results still owed to the calls of the continued run, delivered with the message',
+    }),
+  ),
+});
+
 export const RunCreateBody = OpenObject({
   interaction: Type.String({
     minLength: 1,
@@ -35,20 +134,15 @@ export const RunCreateBody = OpenObject({
   ),
   result_schema: Type.Optional(Type.Union([Type.Record(Type.String(), Type.Unknown()), Type.Null()])),
   tool_definitions: Type.Optional(
-    Type.Array(
-      Type.Object({
-        name: Type.String({ pattern: '^[a-zA-Z0-9_-]{1,64}$' }),
-        description: Type.Optional(Type.String()),
-        input_schema: Type.Record(Type.String(), Type.Unknown(), {
-          description: 'JSON Schema of the arguments (type object)',
-        }),
-      }),
-      {
-        maxItems: 128,
-        description:
-          'Tools the model may call; the run completes with tool_use and finish_reason "tool_use" when it calls them. config.model_options.tool_choice: auto, none, any or required',
-      },
+    ToolDefinitionsSchema(
+      'Tools the model may call; the run completes with tool_use and finish_reason "tool_use" when it calls them. config.model_options.tool_choice: auto, none, any or required. Absent: the interaction\'s model_options.tool_definitions',
     ),
+  ),
+  conversation: Type.Optional(
+    Type.Unknown({
+      description:
+        'true: keep the conversation and answer it (continue with POST /runs/tool-results or /runs/user-message); a conversation object passed back: its messages go before the prompt (a fork)',
+    }),
   ),
   parent: Type.Optional(Type.String({ description: 'Id of the parent run (records a child run)' })),
   ttl: Type.Optional(
@@ -136,6 +230,10 @@ export const RunSchema = OpenObject(
         { description: 'The tool calls the model asked for, in its order' },
       ),
     ),
+    previous_run: Type.Optional(
+      Type.String({ description: 'The run this one continues (POST /runs/tool-results, /runs/user-message)' }),
+    ),
+    conversation: Type.Optional(ConversationSchema),
     cached: Type.Optional(
       Type.Boolean({ description: "true when the interaction's cache_policy answered this run from the result cache" }),
     ),

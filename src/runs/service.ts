@@ -58,6 +58,18 @@ import {
   type RecordedCall,
   type RecordedOutcome,
 } from './door-runs.ts';
+import { RunContinuer, conversationAfter, planTurn, type ContinuationKind, type PlannedTurn } from './continue.ts';
+import {
+  checkBytes,
+  checkTurns,
+  conversationRef,
+  readConversation,
+  type ConversationBounds,
+} from '../conversations/conversation.ts';
+import { InvalidConversation } from '../conversations/errors.ts';
+import { jsonBytes } from '../conversations/messages.ts';
+import type { ChatMessage } from '../providers/driver.ts';
+import type { ConversationMark } from './model.ts';
 
 export type { CallerInfo, RunCreateInput } from './plan.ts';
 
@@ -86,7 +98,11 @@ export interface RunServiceDeps {
   intents?: RunIntentLog;
   /** Told the tokens and cost of every run that called a provider once it ended (rate limits and quotas, src/limits). */
   onRunEnded?: RunEndedListener;
+  /** ORRERY_CONVERSATION_MAX_TURNS and ORRERY_CONVERSATION_MAX_BYTES; 200 turns and 8 MiB when absent. */
+  conversationBounds?: ConversationBounds;
 }
+
+const DEFAULT_CONVERSATION_BOUNDS: ConversationBounds = { maxTurns: 200, maxBytes: 8 * 1024 ** 2 };
 
 export class RunService {
   private readonly inFlight = new RunsInFlight();
@@ -104,6 +120,8 @@ export class RunService {
   private readonly streams: RunStreams;
   private readonly sweeper: RunSweeper;
   private readonly onRunEnded: RunEndedListener | undefined;
+  private readonly continuer: RunContinuer;
+  private readonly bounds: ConversationBounds;
 
   constructor(deps: RunServiceDeps) {
     const { db, dialect, notifier, metrics, replica } = deps;
@@ -164,6 +182,14 @@ export class RunService {
       replicaId: replica.id,
       execute: (row, doc, plan, live, opts) => this.execute(row, doc, plan, live, opts),
     });
+    this.bounds = deps.conversationBounds ?? DEFAULT_CONVERSATION_BOUNDS;
+    this.continuer = new RunContinuer({
+      db,
+      dialect,
+      environments: deps.environments,
+      inFlight,
+      bounds: this.bounds,
+    });
     this.sweeper = new RunSweeper({
       db,
       dialect,
@@ -206,6 +232,35 @@ export class RunService {
   ): Promise<RunRow> {
     const deps = { writer: this.writer, replicaId: this.replica.id, onRunEnded: this.onRunEnded };
     return recordDoorCall(deps, p, caller, what, call);
+  }
+
+  /** POST /runs/tool-results and POST /runs/user-message: a new run that continues `body.run` (runs/continue.ts). */
+  async continueRun(
+    p: Principal,
+    kind: ContinuationKind,
+    body: Record<string, unknown>,
+    caller: CallerInfo,
+  ): Promise<Run> {
+    this.inFlight.starting++;
+    try {
+      return await this.runTurn(p, await this.continuer.plan(p, kind, body), caller);
+    } finally {
+      this.inFlight.starting--;
+    }
+  }
+
+  /**
+   * Runs a planned turn (runs/continue.ts, PlannedTurn): its row written, then called (blocking) or
+   * left for its stream; the answer carries the conversation with this turn.
+   */
+  async runTurn(p: Principal, planned: PlannedTurn, caller: CallerInfo): Promise<Run> {
+    const { row, plan } = planTurn(p, caller, planned);
+    const answer = await this.launch(row, plan, planned.tags, planned.stream);
+    // A streamed turn is answered before it runs: its conversation names it, without messages.
+    const conversation = answer.final
+      ? conversationAfter(answer.final, planned.history, planned.input, this.bounds)
+      : conversationRef(row.id, planned.turn);
+    return { ...answer.run, conversation };
   }
 
   /** GET /runs/:id: interaction and environment expanded as objects. */
@@ -297,6 +352,7 @@ export class RunService {
     cacheKey?: string,
     turn?: DoorTurn,
   ): Promise<Run> {
+    const conversation = readConversation(input.conversation, this.bounds);
     const run = await this.planner.resolve(p, input, load, cacheKey);
     const { interaction, env, model } = run;
     // A door's messages are the prompt as sent: nothing to render.
@@ -304,12 +360,28 @@ export class RunService {
       ? { messages: turn.messages }
       : await renderPrompt(this.templates, interaction, input.data, model, p.project.id);
     const { resultSchema, ttl } = await this.planner.check(p, input, interaction);
+    // A conversation passed back to POST /runs is a fork: its messages go before the prompt, and
+    // are not stored (the run is a restricted conversation's: it continues from what the caller holds).
+    let before: ChatMessage[] = [];
+    let mark: ConversationMark | undefined;
+    if (conversation.kind === 'start') mark = { turn: 1 };
+    if (conversation.kind === 'continue') {
+      if (!conversation.conversation.messages)
+        throw new InvalidConversation(
+          'conversation has no messages to continue from; pass the conversation an answer carried with its messages, or true to start one',
+        );
+      before = conversation.conversation.messages;
+      checkTurns(conversation.conversation.turns + 1, this.bounds);
+      checkBytes(jsonBytes(before) + jsonBytes(prompt.messages), this.bounds);
+      mark = { turn: conversation.conversation.turns + 1, restricted: true };
+    }
     const stream = input.stream === true;
     const now = nowIso();
     const tags = normaliseTags(input.tags);
     const stored = turn?.stored ?? prompt.messages;
-    const doc = describeRun(p, input, caller, run, { messages: stored, resultSchema, ttl, stream });
-    if (turn) markDoorRun(doc, turn);
+    const described = describeRun(p, input, caller, run, { messages: stored, resultSchema, ttl, stream });
+    if (turn) markDoorRun(described, turn);
+    const doc = mark ? { ...described, conversation: mark } : described;
     if (prompt.failure)
       return this.finisher.failOnTemplate(
         p,
@@ -339,13 +411,37 @@ export class RunService {
       doc,
       executor: stream ? null : this.replica.id,
     });
+    const messages = before.length > 0 ? [...before, ...prompt.messages] : prompt.messages;
+    const answer = await this.launch(
+      row,
+      () => this.planner.plan(p, run, messages, resultSchema, input.data),
+      tags,
+      stream,
+    );
+    if (!mark) return answer.run;
+    const kept = answer.final
+      ? conversationAfter(answer.final, before, prompt.messages, this.bounds)
+      : conversationRef(row.id, mark.turn);
+    return { ...answer.run, conversation: kept };
+  }
+
+  /**
+   * A new run's row written, then (streamed) left for its first subscriber, or (blocking) called and
+   * finished: a failed blocking run is a 502 with its id. `final` is the run as it ended (blocking).
+   */
+  private async launch(
+    row: RunRow,
+    plan: Plan | (() => Promise<Plan>),
+    tags: string[],
+    stream: boolean,
+  ): Promise<{ run: Run; final?: RunRow }> {
     const ahead = await this.insert(row, tags, stream);
-    const plan = await this.planner.plan(p, run, prompt.messages, resultSchema, input.data);
+    const ready = typeof plan === 'function' ? await plan() : plan;
     if (stream) {
-      this.inFlight.pending.set(row.id, { row, plan });
-      return forCreation(row);
+      this.inFlight.pending.set(row.id, { row, plan: ready });
+      return { run: forCreation(row) };
     }
-    const final = await this.execute(row, doc, plan, undefined, ahead?.recorded ? { ahead } : {});
+    const final = await this.execute(row, docOf(row), ready, undefined, ahead?.recorded ? { ahead } : {});
     if (final.status === 'failed') {
       const err = docOf(final).error!;
       throw new OrreryError(err.code, 502, `run ${final.id} failed: ${err.message}`, err.data, {
@@ -353,7 +449,7 @@ export class RunService {
         run: forCreation(final),
       });
     }
-    return this.views.withEmbeddings(final, forCreation(final));
+    return { run: await this.views.withEmbeddings(final, forCreation(final)), final };
   }
 
   /** Writes a new run's row; answers the write recorded ahead in the intent log, if it was. */
