@@ -49,6 +49,7 @@ import { embeddingsStep } from './embeddings/pipeline-step.ts';
 import { createEmbeddings, type Embeddings } from './embeddings/register.ts';
 import { ImportService } from './import/service.ts';
 import { importRoutes } from './import/routes.ts';
+import { startTelemetry } from './telemetry/start.ts';
 
 export interface Orrery {
   app: FastifyInstance;
@@ -86,16 +87,20 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
     const auth = new AuthService(db, dialect, config, keys.jwt, audit);
     const bootstrap = await auth.bootstrap();
     const metrics = new Metrics();
+    // OpenTelemetry (src/telemetry): a no-op, with nothing of the SDK loaded, unless OTEL_* asks for it.
+    const telemetry = await startTelemetry(config.telemetry, { onDropped: (n) => metrics.otelSpansDropped.inc(n) });
     const { app, routes } = await createApp(config, {
       logger: opts.logger,
       metrics,
       schemas: [RunSchema, RunRefSchema, ObjectRecordSchema, ObjectTypeSchema],
     });
+    telemetry.installHttp(app);
     const log = app.log;
     const outbound = new Outbound({
       policy: egressPolicyOf(config),
       resolve: opts.resolve,
       maxResultBytes: config.maxResultBytes,
+      ...(telemetry.enabled ? { tracer: telemetry } : {}),
     });
     const interactions = createInteractions({ config, database, encryptionKey: keys.encryption, outbound, audit });
     const replica = new ReplicaRegistry(db, config.replicaTimeoutSeconds * 1000);
@@ -109,6 +114,7 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
       replica,
       notifier,
       metrics,
+      telemetry,
       limiter,
       audit,
       log,
@@ -210,6 +216,7 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
       await outbound.close();
       await interactions.close();
       await db.destroy();
+      await telemetry.close(); // last: the spans of everything above, within OTEL_BSP_EXPORT_TIMEOUT
     });
     await app.ready();
     content.start();

@@ -30,6 +30,7 @@ import * as m0022 from './migrations/0022-import-links.ts';
 import * as m0023 from './migrations/0023-inflight-indexes.ts';
 import * as m0024 from './migrations/0024-ascending-run-indexes.ts';
 import * as m0025 from './migrations/0025-replica-pid.ts';
+import * as m0026 from './migrations/0026-run-trace.ts';
 
 type Step = { up: (db: Kysely<any>, dialect: DialectName) => Promise<void> };
 
@@ -59,6 +60,7 @@ const steps: Record<string, Step> = {
   '0023_inflight_indexes': m0023,
   '0024_ascending_run_indexes': m0024,
   '0025_replica_pid': m0025,
+  '0026_run_trace': m0026,
 };
 
 export class OrreryMigrations implements MigrationProvider {

@@ -97,6 +97,9 @@ export interface Run {
   source: RunSource;
   prompt: Array<{ role: string; content: string | ContentPart[] }>;
   parent?: string;
+  /** The OpenTelemetry trace and span of the run (src/telemetry), when it was traced. */
+  trace_id?: string;
+  span_id?: string;
   result_schema?: Record<string, unknown>;
   tool_use?: ToolUse[];
   created_by: string;
@@ -117,7 +120,9 @@ type SearchColumn =
   | 'environment_name'
   | 'cost_total'
   | 'expires_at';
-export type RunRow = Omit<Selectable<RunTable>, SearchColumn>;
+/** The trace columns (0026) are optional: rows made before them (imports, tests) hold none. */
+type TraceColumn = 'trace_id' | 'span_id';
+export type RunRow = Omit<Selectable<RunTable>, SearchColumn | TraceColumn> & Partial<Pick<RunTable, TraceColumn>>;
 
 /**
  * The columns a run's end sets: RunService.execute's patch, and what the lost-run sweep sets when
@@ -190,6 +195,7 @@ export function toRun(r: RunRow): Run {
     source: d.source,
     prompt: d.prompt,
     ...(r.parent_id ? { parent: r.parent_id } : {}),
+    ...(r.trace_id ? { trace_id: r.trace_id, span_id: r.span_id ?? undefined } : {}),
     ...(d.result_schema ? { result_schema: d.result_schema } : {}),
     created_by: d.created_by,
     updated_by: d.created_by,

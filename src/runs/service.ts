@@ -50,6 +50,8 @@ import { VirtualCaller } from './call-virtual.ts';
 import { RunFinisher, forCreation, type RunEndedListener } from './finish.ts';
 import { RunStreams, type Followed } from './stream.ts';
 import { RunSweeper, type ProjectExists } from './sweep.ts';
+import { NO_TELEMETRY, type RunTrace, type Telemetry } from '../telemetry/hooks.ts';
+import { runEndOf, runStartOf } from '../telemetry/runs.ts';
 
 export type { CallerInfo, RunCreateInput } from './plan.ts';
 
@@ -65,6 +67,8 @@ export interface RunServiceDeps {
   replica: ReplicaRegistry;
   notifier: Notifier;
   metrics: Metrics;
+  /** Spans of runs (src/telemetry); absent: none. */
+  telemetry?: Telemetry;
   streamTimeoutSeconds: number;
   /** Whether a project still exists (the lost-run sweep restores no run into a deleted one). */
   projectExists: ProjectExists;
@@ -95,6 +99,7 @@ export class RunService {
   private readonly finisher: RunFinisher;
   private readonly streams: RunStreams;
   private readonly sweeper: RunSweeper;
+  private readonly telemetry: Telemetry;
 
   constructor(deps: RunServiceDeps) {
     const { db, dialect, notifier, metrics, replica } = deps;
@@ -105,6 +110,7 @@ export class RunService {
     this.replica = replica;
     this.intents = deps.intents;
     this.interactions = deps.interactions;
+    const telemetry = (this.telemetry = deps.telemetry ?? NO_TELEMETRY);
     const cache = new ResultCache(db, dialect);
     const signals = new RunSignals(writer, notifier);
     this.searcher = new RunSearch(db, dialect);
@@ -130,9 +136,10 @@ export class RunService {
       signals,
       inFlight,
       replicaId: replica.id,
-      execute: (row, doc, plan, live) => this.execute(row, doc, plan, live),
+      telemetry,
+      execute: (row, doc, plan, live, trace) => this.execute(row, doc, plan, live, { trace }),
     });
-    this.caller = new RunCaller({ metrics, signals, virtual });
+    this.caller = new RunCaller({ metrics, signals, virtual, telemetry });
     this.finisher = new RunFinisher({
       dialect,
       writer,
@@ -289,6 +296,7 @@ export class RunService {
         },
         prompt.failure,
       );
+    const trace = this.telemetry.startRun(runStartOf(doc, input.parent));
     const row = newRunRow({
       account_id: p.account.id,
       project_id: p.project.id,
@@ -301,14 +309,15 @@ export class RunService {
       now,
       doc,
       executor: stream ? null : this.replica.id,
+      trace,
     });
     const ahead = await this.insert(row, tags, stream);
     const plan = await this.planner.plan(p, run, prompt.messages, resultSchema, input.data);
     if (stream) {
-      this.inFlight.pending.set(row.id, { row, plan });
+      this.inFlight.pending.set(row.id, { row, plan, trace });
       return forCreation(row);
     }
-    const final = await this.execute(row, doc, plan, undefined, ahead?.recorded ? { ahead } : {});
+    const final = await this.execute(row, doc, plan, undefined, ahead?.recorded ? { ahead, trace } : { trace });
     if (final.status === 'failed') {
       const err = docOf(final).error!;
       throw new OrreryError(err.code, 502, `run ${final.id} failed: ${err.message}`, err.data, {
@@ -341,17 +350,35 @@ export class RunService {
     return ahead;
   }
 
-  /** A run's call and finish: the run as it ended; never throws for a provider or result failure. */
-  private async execute(
+  /**
+   * A run's call and finish, under its span (src/telemetry; a run started elsewhere gets one here):
+   * the run as it ended; never throws for a provider or result failure.
+   */
+  private execute(
     row: RunRow,
     doc: RunDoc,
     plan: Plan,
     live: ChunkSink | undefined,
-    opts: { claim?: Promise<boolean>; ahead?: AheadWrite } = {},
+    opts: { claim?: Promise<boolean>; ahead?: AheadWrite; trace?: RunTrace } = {},
   ): Promise<RunRow> {
-    const started = performance.now();
-    const outcome = await this.caller.call(row, doc, plan, live);
-    const executionTime = Math.round(performance.now() - started);
-    return this.finisher.finish(row, doc, plan, outcome, { streamed: live !== undefined, executionTime, ...opts });
+    const { trace: given, ...finishing } = opts;
+    const trace =
+      given ??
+      this.telemetry.resumeRun(runStartOf(doc, row.parent_id), {
+        traceId: row.trace_id ?? null,
+        spanId: row.span_id ?? null,
+      });
+    return trace.within(async () => {
+      const started = performance.now();
+      const outcome = await this.caller.call(row, doc, plan, live);
+      const executionTime = Math.round(performance.now() - started);
+      const final = await this.finisher.finish(row, doc, plan, outcome, {
+        streamed: live !== undefined,
+        executionTime,
+        ...finishing,
+      });
+      trace.end(runEndOf(final));
+      return final;
+    });
   }
 }
