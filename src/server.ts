@@ -200,7 +200,8 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
     });
     // Public context (style F1): the signature in a blob URL is its credential.
     await blobs.registerPublic(app);
-    await app.register((await import('./console/routes.ts')).consoleRoutes); // the web console (src/console), public: the SPA holds no data
+    // The web console (src/console), public: the SPA holds no data.
+    await app.register((await import('./console/routes.ts')).consoleRoutes, { traceUrl: config.traceUrl });
 
     await runs.start();
     blobs.start(log);
