@@ -31,6 +31,65 @@ const settings = (endpoint: string, extra: Record<string, string> = {}) =>
 const chatOf = (spans: ReceivedSpan[], runId: string) =>
   spans.find((s) => s.name.startsWith('chat ') && s.attributes['orrery.run.id'] === runId);
 
+describe('OTEL_* settings', () => {
+  it('reads the endpoints, protocol, headers, resource, sampler and batch settings', () => {
+    const s = telemetrySettingsOf({
+      OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318/',
+      OTEL_EXPORTER_OTLP_HEADERS: 'authorization=Bearer%20abc,x-team=ml',
+      OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+      OTEL_RESOURCE_ATTRIBUTES: 'service.namespace=llm,deployment.environment.name=prod',
+      OTEL_TRACES_SAMPLER: 'parentbased_traceidratio',
+      OTEL_TRACES_SAMPLER_ARG: '0.25',
+      OTEL_BSP_MAX_QUEUE_SIZE: '100',
+    })!;
+    assert.equal(s.traces!.url, 'http://collector:4318/v1/traces');
+    assert.equal(s.metrics!.url, 'http://collector:4318/v1/metrics');
+    assert.equal(s.traces!.protocol, 'http/json');
+    assert.deepEqual(s.traces!.headers, { authorization: 'Bearer abc', 'x-team': 'ml' });
+    assert.equal(s.serviceName, 'orrery');
+    assert.equal(s.resourceAttributes['service.namespace'], 'llm');
+    assert.equal(s.sampler, 'parentbased_traceidratio');
+    assert.equal(s.samplerArg, 0.25);
+    assert.deepEqual(s.batch, {
+      scheduleDelayMs: 5000,
+      exportTimeoutMs: 30_000,
+      maxQueueSize: 100,
+      maxExportBatchSize: 100,
+    });
+    assert.equal(s.captureContent, false);
+    const own = telemetrySettingsOf({ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'https://tempo.example/otlp/v1/traces' })!;
+    assert.equal(own.traces!.url, 'https://tempo.example/otlp/v1/traces');
+    assert.equal(own.traces!.protocol, 'http/protobuf');
+    assert.equal(own.metrics, undefined, 'no metrics without a base or metrics endpoint');
+    assert.equal(
+      telemetrySettingsOf({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_SDK_DISABLED: 'true' }),
+      undefined,
+    );
+  });
+
+  it('refuses values it cannot honour, saying what to set', () => {
+    const base = { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318' };
+    assert.throws(
+      () => telemetrySettingsOf({ ...base, OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' }),
+      /OTEL_EXPORTER_OTLP_PROTOCOL must be http\/protobuf or http\/json/,
+    );
+    assert.throws(
+      () => telemetrySettingsOf({ ...base, OTEL_TRACES_SAMPLER: 'sometimes' }),
+      /OTEL_TRACES_SAMPLER must be one of/,
+    );
+    assert.throws(() => telemetrySettingsOf({ ...base, OTEL_TRACES_SAMPLER_ARG: '2' }), /between 0 and 1/);
+    assert.throws(
+      () => telemetrySettingsOf({ ...base, OTEL_BSP_MAX_QUEUE_SIZE: '0' }),
+      /OTEL_BSP_MAX_QUEUE_SIZE must be a whole number/,
+    );
+    assert.throws(
+      () => telemetrySettingsOf({ OTEL_EXPORTER_OTLP_ENDPOINT: 'collector:4318' }),
+      /absolute http\(s\) URL/,
+    );
+    assert.throws(() => telemetrySettingsOf({ ...base, OTEL_EXPORTER_OTLP_HEADERS: 'novalue' }), /key=value pairs/);
+  });
+});
+
 for (const dialect of TEST_DIALECTS) {
   for (const protocol of ['http/protobuf', 'http/json'] as const) {
     describe(`${dialect}, ${protocol}: runs traced to an OTLP receiver`, () => {
