@@ -22,6 +22,7 @@ const BENCHES: Record<string, string> = {
   'peer-ab': './peer-ab.ts',
   footprint: './footprint.ts',
   hostile: './hostile.ts',
+  otel: './otel.ts',
 };
 const wanted = process.argv.slice(2);
 const names = wanted.length ? wanted : Object.keys(BENCHES);

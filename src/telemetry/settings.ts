@@ -7,8 +7,8 @@
 
 type Env = Record<string, string | undefined>;
 
-export type OtlpProtocol = 'http/protobuf' | 'http/json';
-export type SamplerName =
+type OtlpProtocol = 'http/protobuf' | 'http/json';
+type SamplerName =
   | 'always_on'
   | 'always_off'
   | 'traceidratio'
