@@ -96,7 +96,8 @@ function url(raw: string, name: string): string {
   } catch {
     throw new Error(`${name} must be an absolute http(s) URL, got ${JSON.stringify(raw)}`);
   }
-  if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error(`${name} must use http or https`);
+  if (u.protocol !== 'http:' && u.protocol !== 'https:')
+    throw new Error(`${name} must be an absolute http(s) URL (http://collector:4318), got ${JSON.stringify(raw)}`);
   return u.toString();
 }
 
