@@ -24,6 +24,7 @@ const BENCHES: Record<string, string> = {
   footprint: './footprint.ts',
   hostile: './hostile.ts',
   conversation: './conversation.ts',
+  otel: './otel.ts',
 };
 const wanted = process.argv.slice(2);
 const names = wanted.length ? wanted : Object.keys(BENCHES);

@@ -5,6 +5,7 @@
 import { resolve } from 'node:path';
 import { table } from './util/own.ts';
 import { EgressPolicy } from './providers/egress.ts';
+import { telemetrySettingsOf, type TelemetrySettings } from './telemetry/settings.ts';
 
 export interface Config {
   port: number;
@@ -41,6 +42,10 @@ export interface Config {
   logLevel: string;
   /** When set, GET /metrics requires `Authorization: Bearer <this token>`. */
   metricsToken?: string;
+  /** OpenTelemetry export (the OTEL_* variables, telemetry/settings.ts); absent: off, nothing loaded. */
+  telemetry?: TelemetrySettings;
+  /** A link to a run's trace in the console: a URL with `{trace_id}` (ORRERY_TRACE_URL). */
+  traceUrl?: string;
   /** Graceful shutdown waits this long for streams, runs and jobs before it exits anyway. */
   shutdownTimeoutSeconds: number;
   /** A replica silent this long is dead and the runs it was executing are failed. */
@@ -176,6 +181,13 @@ function vectorScalar(env: Env): Config['vectorScalar'] {
   return v;
 }
 
+function traceUrl(env: Env): string | undefined {
+  const v = nonEmpty(env, 'ORRERY_TRACE_URL');
+  if (v !== undefined && (!/^https?:\/\//.test(v) || !v.includes('{trace_id}')))
+    throw new Error(`ORRERY_TRACE_URL must be an http(s) URL with {trace_id} in it, got ${JSON.stringify(v)}`);
+  return v;
+}
+
 function nonEmpty(env: Env, name: string): string | undefined {
   const v = env[name];
   return v === undefined || v.trim() === '' ? undefined : v.trim();
@@ -211,6 +223,8 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     blobFsync: overrides.blobFsync ?? flag(env, 'ORRERY_BLOB_FSYNC', true),
     logLevel: overrides.logLevel ?? nonEmpty(env, 'ORRERY_LOG_LEVEL') ?? 'info',
     metricsToken: overrides.metricsToken ?? nonEmpty(env, 'ORRERY_METRICS_TOKEN'),
+    telemetry: 'telemetry' in overrides ? overrides.telemetry : telemetrySettingsOf(env),
+    traceUrl: overrides.traceUrl ?? traceUrl(env),
     shutdownTimeoutSeconds: overrides.shutdownTimeoutSeconds ?? int(env, 'ORRERY_SHUTDOWN_TIMEOUT', 30, 0, 3600),
     replicaTimeoutSeconds: overrides.replicaTimeoutSeconds ?? int(env, 'ORRERY_REPLICA_TIMEOUT', 30, 2, 3600),
     retentionSweepSeconds: overrides.retentionSweepSeconds ?? int(env, 'ORRERY_RETENTION_SWEEP', 30, 1, 3600),

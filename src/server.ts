@@ -52,6 +52,7 @@ import { createEmbeddings, type Embeddings } from './embeddings/register.ts';
 import { ImportService } from './import/service.ts';
 import { importRoutes } from './import/routes.ts';
 import { createOpenAIDoor } from './doors/openai/register.ts';
+import { startTelemetry } from './telemetry/start.ts';
 
 export interface Orrery {
   app: FastifyInstance;
@@ -89,16 +90,20 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
     const auth = new AuthService(db, dialect, config, keys.jwt, audit);
     const bootstrap = await auth.bootstrap();
     const metrics = new Metrics();
+    // OpenTelemetry (src/telemetry): a no-op, with nothing of the SDK loaded, unless OTEL_* asks for it.
+    const telemetry = await startTelemetry(config.telemetry, { onDropped: (n) => metrics.otelSpansDropped.inc(n) });
     const { app, routes } = await createApp(config, {
       logger: opts.logger,
       metrics,
       schemas: [RunSchema, RunRefSchema, ObjectRecordSchema, ObjectTypeSchema],
     });
+    telemetry.installHttp(app);
     const log = app.log;
     const outbound = new Outbound({
       policy: egressPolicyOf(config),
       resolve: opts.resolve,
       maxResultBytes: config.maxResultBytes,
+      ...(telemetry.enabled ? { tracer: telemetry } : {}),
     });
     const interactions = createInteractions({ config, database, encryptionKey: keys.encryption, outbound, audit });
     const replica = new ReplicaRegistry(db, config.replicaTimeoutSeconds * 1000);
@@ -112,6 +117,7 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
       replica,
       notifier,
       metrics,
+      telemetry,
       limiter,
       audit,
       log,
@@ -211,7 +217,8 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
     await createOpenAIDoor({ database, auth, limiter, interactions, runs, log }).register(app);
     // Public context (style F1): the signature in a blob URL is its credential.
     await blobs.registerPublic(app);
-    await app.register((await import('./console/routes.ts')).consoleRoutes); // the web console (src/console), public: the SPA holds no data
+    // The web console (src/console), public: the SPA holds no data.
+    await app.register((await import('./console/routes.ts')).consoleRoutes, { traceUrl: config.traceUrl });
 
     await runs.start();
     blobs.start(log);
@@ -227,6 +234,7 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
       await outbound.close();
       await interactions.close();
       await db.destroy();
+      await telemetry.close(); // last: the spans of everything above, within OTEL_BSP_EXPORT_TIMEOUT
     });
     await app.ready();
     content.start();

@@ -59,7 +59,16 @@ const wantsHtml = (req: FastifyRequest) => {
   return !accept || accept.includes('text/html') || accept.includes('*/*');
 };
 
-export const consoleRoutes: FastifyPluginAsync<{ dist?: string }> = async (app, opts) => {
+const escapeAttribute = (s: string) =>
+  s.replace(/&/g, '&amp;').replace(/"/g, '&quot;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+
+/** ORRERY_TRACE_URL for the run page's trace link, as a meta tag (the console reads it there). */
+const withTraceUrl = (html: string, traceUrl: string | undefined) =>
+  traceUrl
+    ? html.replace('</head>', `<meta name="orrery-trace-url" content="${escapeAttribute(traceUrl)}" /></head>`)
+    : html;
+
+export const consoleRoutes: FastifyPluginAsync<{ dist?: string; traceUrl?: string }> = async (app, opts) => {
   const dist = opts.dist ?? CONSOLE_DIST;
   const indexFile = join(dist, 'index.html');
   const assets = join(dist, 'assets');
@@ -95,7 +104,10 @@ export const consoleRoutes: FastifyPluginAsync<{ dist?: string }> = async (app, 
         .type('text/html; charset=utf-8')
         .send(NOT_BUILT);
     }
-    return securityHeaders(reply).header('cache-control', 'no-cache').type('text/html; charset=utf-8').send(html);
+    return securityHeaders(reply)
+      .header('cache-control', 'no-cache')
+      .type('text/html; charset=utf-8')
+      .send(withTraceUrl(html, opts.traceUrl));
   };
 
   app.get('/', { schema: { hide: true } }, (_req, reply) => sendIndex(reply));

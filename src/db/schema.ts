@@ -177,6 +177,9 @@ export interface RunTable {
   executor?: string | null;
   /** `created_at` + `ttl` (0019) when the run has a ttl: the retention sweeper deletes it after. */
   expires_at?: string | null;
+  /** The OpenTelemetry trace and span of the run (0026); null when it was not traced. */
+  trace_id?: string | null;
+  span_id?: string | null;
 }
 
 interface ReplicaTable {

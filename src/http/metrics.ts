@@ -82,6 +82,11 @@ export class Metrics {
     labelNames: ['mode'],
     registers: [this.registry],
   });
+  readonly otelSpansDropped = new Counter({
+    name: 'orrery_otel_spans_dropped_total',
+    help: 'OpenTelemetry spans dropped because OTEL_BSP_MAX_QUEUE_SIZE spans were waiting for export',
+    registers: [this.registry],
+  });
 
   constructor() {
     collectDefaultMetrics({ register: this.registry, prefix: 'orrery_' });

@@ -8,6 +8,7 @@
 import { createRequire } from 'node:module';
 import type { Agent } from 'undici';
 import { EgressPolicy, allowedAddresses, systemResolver, type Resolver } from './egress.ts';
+import type { Telemetry } from '../telemetry/hooks.ts';
 
 type Undici = typeof import('undici');
 const require = createRequire(import.meta.url);
@@ -23,6 +24,8 @@ export interface OutboundOptions {
   connections?: number;
   /** The largest result a model may answer, in bytes of text (ORRERY_MAX_RESULT_SIZE). */
   maxResultBytes?: number;
+  /** Spans of provider calls, with the traceparent they send (src/telemetry). */
+  tracer?: Pick<Telemetry, 'providerCall'>;
 }
 
 export const MAX_RESULT_VARIABLE = 'ORRERY_MAX_RESULT_SIZE';
@@ -31,12 +34,14 @@ export const DEFAULT_MAX_RESULT_BYTES = 1024 ** 2;
 export class Outbound {
   readonly policy: EgressPolicy;
   readonly maxResultBytes: number;
+  readonly tracer: Pick<Telemetry, 'providerCall'> | undefined;
   private made: Agent | undefined;
   private closed = false;
 
   constructor(private readonly opts: OutboundOptions) {
     this.policy = opts.policy;
     this.maxResultBytes = opts.maxResultBytes ?? DEFAULT_MAX_RESULT_BYTES;
+    this.tracer = opts.tracer;
   }
 
   /** The agent, made at the first call that needs it (a closed Outbound makes it closed: calls fail as before). */

@@ -14,6 +14,7 @@ import { readSse, type SseEvent } from './sse.ts';
 import { EgressRefused } from './egress.ts';
 import { defaultOutbound, type Outbound } from './outbound.ts';
 import { AnswerTooLarge, resultTooLarge } from './result-bound.ts';
+import type { ProviderCallTrace } from '../telemetry/hooks.ts';
 
 const DEFAULT_TIMEOUT_MS = 10 * 60 * 1000;
 
@@ -109,10 +110,11 @@ export interface ProviderResponse {
 export async function postToProvider(req: ProviderPost): Promise<ProviderResponse> {
   const outbound = req.outbound ?? defaultOutbound();
   const exchange = new Exchange(answerLimits(outbound.maxResultBytes));
-  const call = new Call(req, exchange);
+  const method = req.method ?? 'POST';
+  const traced = outbound.tracer?.providerCall(req.label, method, req.url);
+  const call = new Call(req, exchange, traced);
   try {
     call.arm();
-    const method = req.method ?? 'POST';
     const url = new URL(req.url);
     outbound.agent.dispatch(
       {
@@ -122,6 +124,7 @@ export async function postToProvider(req: ProviderPost): Promise<ProviderRespons
         headers: {
           ...(method === 'POST' ? { 'content-type': 'application/json' } : {}),
           accept: 'application/json, text/event-stream',
+          ...traced?.headers,
           ...req.headers,
         },
         body: method === 'GET' ? undefined : (req.rawBody ?? JSON.stringify(req.body)),
@@ -130,8 +133,9 @@ export async function postToProvider(req: ProviderPost): Promise<ProviderRespons
     );
     await exchange.started;
   } catch (err) {
-    call.end();
-    throw call.translate(err, 'connect');
+    const failure = call.translate(err, 'connect');
+    call.end(failure);
+    throw failure;
   }
   const status = exchange.status;
   if (status < 200 || status >= 300) {
@@ -142,8 +146,9 @@ export async function postToProvider(req: ProviderPost): Promise<ProviderRespons
       call.end();
       throw call.translate(err, 'body');
     }
-    call.end();
-    throw httpError(req.label, status, text, exchange.headers);
+    const failure = httpError(req.label, status, text, exchange.headers);
+    call.end(failure);
+    throw failure;
   }
   return {
     status,
@@ -153,7 +158,9 @@ export async function postToProvider(req: ProviderPost): Promise<ProviderRespons
       try {
         text = (await exchange.whole()).toString('utf8');
       } catch (err) {
-        throw call.translate(err, 'body');
+        const failure = call.translate(err, 'body');
+        call.end(failure);
+        throw failure;
       } finally {
         call.end();
       }
@@ -366,6 +373,7 @@ class Call {
   constructor(
     private readonly req: ProviderPost,
     private readonly exchange: Exchange,
+    private readonly traced?: ProviderCallTrace,
   ) {}
 
   /** Starts the timer and listens to the caller's signal. */
@@ -383,9 +391,11 @@ class Call {
     }, this.req.timeoutMs);
   }
 
-  end(): void {
+  /** The call is over (its answer read, or failed with `error`); ending twice is harmless. */
+  end(error?: unknown): void {
     clearTimeout(this.timer);
     this.req.signal?.removeEventListener('abort', this.onAbort);
+    this.traced?.end(this.exchange.status || undefined, error);
   }
 
   events(body: AsyncIterable<Uint8Array>, maxEventChars: number): AsyncGenerator<SseEvent> {
@@ -401,7 +411,9 @@ class Call {
     try {
       for await (const item of source) yield item;
     } catch (err) {
-      throw this.translate(err, 'body');
+      const failure = this.translate(err, 'body');
+      this.end(failure);
+      throw failure;
     } finally {
       this.end();
       this.exchange.abort(new Error('stream consumer finished'));

@@ -15,6 +15,8 @@ import { VirtualRunner, type ChildOutcome, type ChunkSink } from './virtual.ts';
 import type { RunWrites } from './run-writer.ts';
 import type { RunSignals } from './run-signals.ts';
 import type { RunsInFlight } from './in-flight.ts';
+import type { RunTrace, Telemetry } from '../telemetry/hooks.ts';
+import { runStartOf } from '../telemetry/runs.ts';
 
 export interface VirtualCallerDeps {
   writer: RunWrites;
@@ -22,8 +24,10 @@ export interface VirtualCallerDeps {
   inFlight: RunsInFlight;
   /** This replica's id: child runs execute here. */
   replicaId: string;
-  /** A child run's whole path (call, then finish): the run as it ended. */
-  execute(row: RunRow, doc: RunDoc, plan: ProviderPlan, live: ChunkSink | undefined): Promise<RunRow>;
+  /** Spans of the child runs, children of the virtual run's. */
+  telemetry: Telemetry;
+  /** A child run's whole path (call, then finish) under its span: the run as it ended. */
+  execute(row: RunRow, doc: RunDoc, plan: ProviderPlan, live: ChunkSink | undefined, trace: RunTrace): Promise<RunRow>;
 }
 
 export class VirtualCaller {
@@ -93,6 +97,7 @@ export class VirtualCaller {
       config: { ...parentDoc.config, environment: target.dto.id, model: entry.model },
       environment: { id: target.dto.id, name: target.dto.name, provider: target.dto.provider },
     };
+    const trace = this.deps.telemetry.startRun(runStartOf(doc, parent.id));
     const row = newRunRow({
       account_id: parent.account_id,
       project_id: parent.project_id,
@@ -104,6 +109,7 @@ export class VirtualCaller {
       tags,
       doc,
       executor: this.deps.replicaId,
+      trace,
     });
     this.deps.inFlight.executing.add(row.id);
     try {
@@ -130,7 +136,7 @@ export class VirtualCaller {
       connection: target.connection,
       request: { ...plan.request, model: entry.model },
     };
-    const final = await this.deps.execute(row, doc, childPlan, sink);
+    const final = await this.deps.execute(row, doc, childPlan, sink, trace);
     const finalDoc = docOf(final);
     const usage = {
       prompt: final.token_prompt ?? undefined,

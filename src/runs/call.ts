@@ -24,6 +24,7 @@ import type { CachedAnswer } from './result-cache.ts';
 import type { RunSignals } from './run-signals.ts';
 import { textOf, type ChunkSink } from './virtual.ts';
 import type { VirtualCaller } from './call-virtual.ts';
+import type { Telemetry } from '../telemetry/hooks.ts';
 
 export type SamplingOptions = Pick<
   CompletionRequest,
@@ -80,6 +81,8 @@ export interface RunCallerDeps {
   metrics: Metrics;
   signals: RunSignals;
   virtual: VirtualCaller;
+  /** A span per attempt of a retried run (src/telemetry). */
+  telemetry: Telemetry;
 }
 
 export class RunCaller {
@@ -162,6 +165,7 @@ export class RunCaller {
           toolUse = completion.tool_use;
         }
         attempts.push({ status: 'completed', duration_ms: Math.round(performance.now() - attemptStart) });
+        if (retry > 0) this.deps.telemetry.attempt(retry + 1, attemptStart);
         result = [{ type: 'text', value: text }];
         break;
       } catch (err) {
@@ -171,6 +175,7 @@ export class RunCaller {
           error: { code: failure.code, message: failure.message },
           duration_ms: Math.round(performance.now() - attemptStart),
         });
+        this.deps.telemetry.attempt(retry + 1, attemptStart, failure);
         const delay = chunks > 0 ? undefined : nextDelay(err, retry + 1, performance.now() - started, policy);
         if (delay === undefined) {
           error = failure;

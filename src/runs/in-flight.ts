@@ -6,6 +6,7 @@
 import type { RecordedRun } from './run-intents.ts';
 import type { RunRow } from './model.ts';
 import type { Plan } from './plan.ts';
+import type { RunTrace } from '../telemetry/hooks.ts';
 
 export class RunsInFlight {
   /**
@@ -15,8 +16,8 @@ export class RunsInFlight {
    * (runs/stream.ts), so an id is held once.
    */
   readonly executing = new Set<string>();
-  /** Streamed runs that this process created, as written, with their plans, kept until their stream starts. */
-  readonly pending = new Map<string, { row: RunRow; plan: Plan }>();
+  /** Streamed runs that this process created, as written, with their plans and spans, kept until their stream starts. */
+  readonly pending = new Map<string, { row: RunRow; plan: Plan; trace?: RunTrace }>();
   /** The storing of runs answered before their commit (runs/finish.ts, endAhead); each settles once, stored or not. */
   readonly storing = new Set<Promise<void>>();
   /** Runs answered before their commit whose storing failed: each lost-run sweep tries again (runs/sweep.ts). */

@@ -116,6 +116,9 @@ export interface Run {
   source: RunSource;
   prompt: Array<{ role: string; content: string | ContentPart[] }>;
   parent?: string;
+  /** The OpenTelemetry trace and span of the run (src/telemetry), when it was traced. */
+  trace_id?: string;
+  span_id?: string;
   result_schema?: Record<string, unknown>;
   tool_use?: ToolUse[];
   previous_run?: string;
@@ -139,7 +142,9 @@ type SearchColumn =
   | 'environment_name'
   | 'cost_total'
   | 'expires_at';
-export type RunRow = Omit<Selectable<RunTable>, SearchColumn>;
+/** The trace columns (0026) are optional: rows made before them (imports, tests) hold none. */
+type TraceColumn = 'trace_id' | 'span_id';
+export type RunRow = Omit<Selectable<RunTable>, SearchColumn | TraceColumn> & Partial<Pick<RunTable, TraceColumn>>;
 
 /**
  * The columns a run's end sets: RunService.execute's patch, and what the lost-run sweep sets when
@@ -212,6 +217,7 @@ export function toRun(r: RunRow): Run {
     source: d.source,
     prompt: d.prompt,
     ...(r.parent_id ? { parent: r.parent_id } : {}),
+    ...(r.trace_id ? { trace_id: r.trace_id, span_id: r.span_id ?? undefined } : {}),
     ...(d.result_schema ? { result_schema: d.result_schema } : {}),
     created_by: d.created_by,
     updated_by: d.created_by,

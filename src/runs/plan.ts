@@ -376,6 +376,8 @@ export function newRunRow(r: {
   now?: string;
   doc: RunDoc;
   executor: string | null;
+  /** The run's span (src/telemetry). */
+  trace?: { traceId: string | null; spanId: string | null };
 }): RunRow {
   const now = r.now ?? nowIso();
   return {
@@ -397,6 +399,8 @@ export function newRunRow(r: {
     updated_at: now,
     doc: r.doc,
     executor: r.executor,
+    trace_id: r.trace?.traceId ?? null,
+    span_id: r.trace?.spanId ?? null,
   };
 }
 

@@ -11,6 +11,7 @@ import type { Scope } from '../auth/principal.ts';
 import type { AuditLog } from '../audit/log.ts';
 import type { ReplicaRegistry } from '../cluster/replicas.ts';
 import type { Metrics } from '../http/metrics.ts';
+import type { Telemetry } from '../telemetry/hooks.ts';
 import type { Limiter } from '../limits/limiter.ts';
 import type { RunEmbeddingHook } from '../embeddings/run-embeddings.ts';
 import type { Interactions } from '../interactions/register.ts';
@@ -37,6 +38,8 @@ export interface RunsDeps {
   replica: ReplicaRegistry;
   notifier: Notifier;
   metrics: Metrics;
+  /** Spans of runs (src/telemetry). */
+  telemetry: Telemetry;
   limiter: Limiter;
   audit: AuditLog;
   log: FastifyBaseLogger;
@@ -82,6 +85,7 @@ export function createRuns(deps: RunsDeps) {
     replica,
     notifier,
     metrics,
+    telemetry: deps.telemetry,
     streamTimeoutSeconds: config.streamTimeoutSeconds,
     projectExists: deps.projectExists,
     maxInlineJson: config.maxInlineJsonBytes,

@@ -211,6 +211,10 @@ export const RunSchema = OpenObject(
     source: Type.Record(Type.String(), Type.String()),
     prompt: Type.Unknown(),
     parent: Type.Optional(Type.String()),
+    trace_id: Type.Optional(
+      Type.String({ description: "The OpenTelemetry trace of the run's span (when the server exports traces)" }),
+    ),
+    span_id: Type.Optional(Type.String({ description: "The OpenTelemetry span id of the run's span" })),
     tool_use: Type.Optional(
       Type.Array(
         Type.Object({

@@ -70,6 +70,8 @@ import { InvalidConversation } from '../conversations/errors.ts';
 import { jsonBytes } from '../conversations/messages.ts';
 import type { ChatMessage } from '../providers/driver.ts';
 import type { ConversationMark } from './model.ts';
+import { NO_TELEMETRY, type RunTrace, type Telemetry } from '../telemetry/hooks.ts';
+import { runEndOf, runStartOf } from '../telemetry/runs.ts';
 
 export type { CallerInfo, RunCreateInput } from './plan.ts';
 
@@ -85,6 +87,8 @@ export interface RunServiceDeps {
   replica: ReplicaRegistry;
   notifier: Notifier;
   metrics: Metrics;
+  /** Spans of runs (src/telemetry); absent: none. */
+  telemetry?: Telemetry;
   streamTimeoutSeconds: number;
   /** Whether a project still exists (the lost-run sweep restores no run into a deleted one). */
   projectExists: ProjectExists;
@@ -122,6 +126,7 @@ export class RunService {
   private readonly onRunEnded: RunEndedListener | undefined;
   private readonly continuer: RunContinuer;
   private readonly bounds: ConversationBounds;
+  private readonly telemetry: Telemetry;
 
   constructor(deps: RunServiceDeps) {
     const { db, dialect, notifier, metrics, replica } = deps;
@@ -133,6 +138,7 @@ export class RunService {
     this.intents = deps.intents;
     this.interactions = deps.interactions;
     this.onRunEnded = deps.onRunEnded;
+    const telemetry = (this.telemetry = deps.telemetry ?? NO_TELEMETRY);
     const cache = new ResultCache(db, dialect);
     const signals = new RunSignals(writer, notifier);
     this.searcher = new RunSearch(db, dialect);
@@ -158,9 +164,10 @@ export class RunService {
       signals,
       inFlight,
       replicaId: replica.id,
-      execute: (row, doc, plan, live) => this.execute(row, doc, plan, live),
+      telemetry,
+      execute: (row, doc, plan, live, trace) => this.execute(row, doc, plan, live, { trace }),
     });
-    this.caller = new RunCaller({ metrics, signals, virtual });
+    this.caller = new RunCaller({ metrics, signals, virtual, telemetry });
     this.finisher = new RunFinisher({
       dialect,
       writer,
@@ -398,6 +405,7 @@ export class RunService {
         },
         prompt.failure,
       );
+    const trace = this.telemetry.startRun(runStartOf(doc, input.parent));
     const row = newRunRow({
       account_id: p.account.id,
       project_id: p.project.id,
@@ -410,6 +418,7 @@ export class RunService {
       now,
       doc,
       executor: stream ? null : this.replica.id,
+      trace,
     });
     const messages = before.length > 0 ? [...before, ...prompt.messages] : prompt.messages;
     const answer = await this.launch(
@@ -417,6 +426,7 @@ export class RunService {
       () => this.planner.plan(p, run, messages, resultSchema, input.data),
       tags,
       stream,
+      trace,
     );
     if (!mark) return answer.run;
     const kept = answer.final
@@ -434,14 +444,15 @@ export class RunService {
     plan: Plan | (() => Promise<Plan>),
     tags: string[],
     stream: boolean,
+    trace?: RunTrace,
   ): Promise<{ run: Run; final?: RunRow }> {
     const ahead = await this.insert(row, tags, stream);
     const ready = typeof plan === 'function' ? await plan() : plan;
     if (stream) {
-      this.inFlight.pending.set(row.id, { row, plan: ready });
+      this.inFlight.pending.set(row.id, { row, plan: ready, ...(trace ? { trace } : {}) });
       return { run: forCreation(row) };
     }
-    const final = await this.execute(row, docOf(row), ready, undefined, ahead?.recorded ? { ahead } : {});
+    const final = await this.execute(row, docOf(row), ready, undefined, ahead?.recorded ? { ahead, trace } : { trace });
     if (final.status === 'failed') {
       const err = docOf(final).error!;
       throw new OrreryError(err.code, 502, `run ${final.id} failed: ${err.message}`, err.data, {
@@ -474,17 +485,35 @@ export class RunService {
     return ahead;
   }
 
-  /** A run's call and finish: the run as it ended; never throws for a provider or result failure. */
-  private async execute(
+  /**
+   * A run's call and finish, under its span (src/telemetry; a run started elsewhere gets one here):
+   * the run as it ended; never throws for a provider or result failure.
+   */
+  private execute(
     row: RunRow,
     doc: RunDoc,
     plan: Plan,
     live: ChunkSink | undefined,
-    opts: { claim?: Promise<boolean>; ahead?: AheadWrite } = {},
+    opts: { claim?: Promise<boolean>; ahead?: AheadWrite; trace?: RunTrace } = {},
   ): Promise<RunRow> {
-    const started = performance.now();
-    const outcome = await this.caller.call(row, doc, plan, live);
-    const executionTime = Math.round(performance.now() - started);
-    return this.finisher.finish(row, doc, plan, outcome, { streamed: live !== undefined, executionTime, ...opts });
+    const { trace: given, ...finishing } = opts;
+    const trace =
+      given ??
+      this.telemetry.resumeRun(runStartOf(doc, row.parent_id), {
+        traceId: row.trace_id ?? null,
+        spanId: row.span_id ?? null,
+      });
+    return trace.within(async () => {
+      const started = performance.now();
+      const outcome = await this.caller.call(row, doc, plan, live);
+      const executionTime = Math.round(performance.now() - started);
+      const final = await this.finisher.finish(row, doc, plan, outcome, {
+        streamed: live !== undefined,
+        executionTime,
+        ...finishing,
+      });
+      trace.end(runEndOf(final));
+      return final;
+    });
   }
 }

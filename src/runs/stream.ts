@@ -18,6 +18,7 @@ import { RunMirrors } from './run-mirrors.ts';
 import type { StreamHub, LiveRun } from './stream-hub.ts';
 import type { ChunkSink } from './virtual.ts';
 import * as store from './store.ts';
+import type { RunTrace } from '../telemetry/hooks.ts';
 
 export interface RunStreamsDeps {
   db: store.Db;
@@ -31,7 +32,13 @@ export interface RunStreamsDeps {
   /** This replica's id: the executor a claim records. */
   replicaId: string;
   /** A run's call and finish: the run as it ended. */
-  execute(row: RunRow, doc: RunDoc, plan: Plan, live: ChunkSink, opts: { claim?: Promise<boolean> }): Promise<RunRow>;
+  execute(
+    row: RunRow,
+    doc: RunDoc,
+    plan: Plan,
+    live: ChunkSink,
+    opts: { claim?: Promise<boolean>; trace?: RunTrace },
+  ): Promise<RunRow>;
 }
 
 /** What opening a run's stream found: a live stream, the run as it ended, or a poll until it ends. */
@@ -143,14 +150,21 @@ export class RunStreams {
     const started = hub.open(id);
     // A claim written meanwhile that failed to be written is no other claim's win: the outcome is
     // written anyway (if that fails too, the row stays `created` and the unconsumed sweep fails it).
-    this.runStream(p, row, plan, started, meanwhile ? claim.catch(() => true) : undefined);
+    this.runStream(p, row, plan, started, meanwhile ? claim.catch(() => true) : undefined, mine?.trace);
     return started;
   }
 
   /** Executes a claimed streamed run; its stream closes with the final run (undefined: subscribers read it). */
-  private runStream(p: Principal, row: RunRow, plan: Plan, live: LiveRun, claim?: Promise<boolean>): void {
+  private runStream(
+    p: Principal,
+    row: RunRow,
+    plan: Plan,
+    live: LiveRun,
+    claim?: Promise<boolean>,
+    trace?: RunTrace,
+  ): void {
     const { hub, views } = this.deps;
-    void this.deps.execute({ ...row, status: 'processing' }, docOf(row), plan, live, { claim }).then(
+    void this.deps.execute({ ...row, status: 'processing' }, docOf(row), plan, live, { claim, trace }).then(
       async (final) =>
         hub.close(
           row.id,

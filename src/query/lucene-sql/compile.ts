@@ -3,7 +3,7 @@
  * query/lucene/evaluate.ts (THE spec): same values per field, same word rules, same two-valued
  * NOT. Every value is a bound parameter. Where each field lives:
  *
- * - real columns: id, status, modelId/model, finish_reason, parent, token_use.*, execution_time,
+ * - real columns: id, status, modelId/model, finish_reason, parent, trace_id, token_use.*, execution_time,
  *   cost.total, created_at, updated_at; `interaction` / `environment` match the id column or the name column;
  * - `tags`: run_tags (SQLite) or the jsonb `tags` column with its GIN index (PostgreSQL);
  * - text (`result`, `prompt`, the default text): the full-text index of the run (FTS5 columns
@@ -74,6 +74,7 @@ const COLUMNS: Readonly<Record<string, ColumnField>> = table({
   model: { column: 'model_id', kind: 'keyword', nullable: true },
   finish_reason: { column: 'finish_reason', kind: 'keyword', nullable: true },
   parent: { column: 'parent_id', kind: 'keyword', nullable: true },
+  trace_id: { column: 'trace_id', kind: 'keyword', nullable: true },
   'token_use.prompt': { column: 'token_prompt', kind: 'number', nullable: true },
   'token_use.result': { column: 'token_result', kind: 'number', nullable: true },
   'token_use.total': { column: 'token_total', kind: 'number', nullable: true },

@@ -22,6 +22,7 @@ const RUN_FIELDS = Object.freeze({
   tags: 'keyword',
   finish_reason: 'keyword',
   parent: 'keyword',
+  trace_id: 'keyword',
   interaction: 'ref',
   environment: 'ref',
   result: 'text',

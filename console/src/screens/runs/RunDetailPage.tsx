@@ -50,7 +50,13 @@ interface Run extends Omit<RunRef, 'interaction' | 'environment'> {
     run?: string;
   }>;
   result_schema?: unknown;
+  trace_id?: string;
+  span_id?: string;
 }
+
+/** ORRERY_TRACE_URL (`{trace_id}` in it), which the server puts in the page. */
+const traceUrlTemplate = () =>
+  document.querySelector<HTMLMetaElement>('meta[name="orrery-trace-url"]')?.content || undefined;
 
 const running = (s: string | undefined) => s === 'created' || s === 'processing';
 const idOf = (r: Run['interaction']) => (r === null ? undefined : typeof r === 'string' ? r : r.id);
@@ -130,6 +136,22 @@ export function RunDetailPage() {
                   <Link to="/runs/$runId" params={{ runId: r.cached_from }}>
                     {r.cached_from}
                   </Link>
+                </Kv>
+              )}
+              {r.trace_id && (
+                <Kv k="Trace">
+                  {traceUrlTemplate() ? (
+                    <a
+                      href={traceUrlTemplate()!.replaceAll('{trace_id}', encodeURIComponent(r.trace_id))}
+                      target="_blank"
+                      rel="noreferrer"
+                    >
+                      {r.trace_id}
+                    </a>
+                  ) : (
+                    <code>{r.trace_id}</code>
+                  )}
+                  {r.span_id && <span className="muted"> · span {r.span_id}</span>}
                 </Kv>
               )}
               {r.evaluation && (
