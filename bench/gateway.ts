@@ -1,8 +1,7 @@
 /**
- * Issue 53's gateway benchmark: the `openai` SDK's request shape through the OpenAI door
- * (`POST /v1/chat/completions`), beside the same completion as a blocking `POST /runs` and through
- * the Portkey gateway 1.15.2, all on one local upstream (bench/lib/openai-upstream.ts) as in
- * bench/peer.ts, whose harness this reuses:
+ * The gateway benchmark: Orrery beside a peer gateway. The `openai` SDK's request shape through
+ * the OpenAI door (`POST /v1/chat/completions`), the same completion as a blocking `POST /runs`,
+ * and the Portkey gateway 1.15.2, all on one local upstream (bench/lib/openai-upstream.ts):
  *   (a) straight to the upstream (the baseline the added latencies are measured from),
  *   (b) Portkey (`--headless`, stores nothing),
  *   (c) a blocking Orrery run of an interaction on an `openai_compatible` environment,
@@ -232,11 +231,12 @@ try {
     ),
     doorOverPortkey: +m(sat.door.map((r, i) => r.rps / sat.portkey[i].rps)).toFixed(2),
     doorOverRuns: +m(sat.door.map((r, i) => r.rps / sat.runs[i].rps)).toFixed(2),
+    runsOverPortkey: +m(sat.runs.map((r, i) => r.rps / sat.portkey[i].rps)).toFixed(2),
     runs: { answered, completed },
   };
   const { saturated: st, added } = summary;
   console.log(
-    `\nsaturated (${SATURATED_CONNECTIONS} connections, median of ${ROUNDS} rounds): upstream ${st.upstream.rps} req/s, Portkey ${st.portkey.rps} req/s, POST /runs ${st.runs.rps} runs/s, door ${st.door.rps} runs/s: door / POST /runs ${summary.doorOverRuns}× (target ≥ 1), door / Portkey ${summary.doorOverPortkey}× (target ≥ 2.5)`,
+    `\nsaturated (${SATURATED_CONNECTIONS} connections, median of ${ROUNDS} rounds): upstream ${st.upstream.rps} req/s, Portkey ${st.portkey.rps} req/s, POST /runs ${st.runs.rps} runs/s, door ${st.door.rps} runs/s: door / POST /runs ${summary.doorOverRuns}× (target ≥ 1), door / Portkey ${summary.doorOverPortkey}× (target ≥ 2.5), POST /runs / Portkey ${summary.runsOverPortkey}× (target ≥ 2)`,
   );
   console.log(
     `paced ${RATE} req/s, ${PACED_CONNECTIONS} connections: upstream p50 ${summary.paced.upstream.p50} / p99 ${summary.paced.upstream.p99} ms; added p50 / p99: Portkey ${added.portkey.p50} / ${added.portkey.p99} ms, POST /runs ${added.runs.p50} / ${added.runs.p99} ms, door ${added.door.p50} / ${added.door.p99} ms (target: door ≤ POST /runs)`,

@@ -18,7 +18,6 @@ const BENCHES: Record<string, string> = {
   limits: './limits.ts',
   'find-cost': './find-cost.ts',
   retention: './retention.ts',
-  peer: './peer.ts',
   'peer-ab': './peer-ab.ts',
   gateway: './gateway.ts',
   footprint: './footprint.ts',

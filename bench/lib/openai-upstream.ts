@@ -1,5 +1,5 @@
 /**
- * The peer benchmark's upstream (bench/peer.ts): a local OpenAI-compatible server in a process of
+ * The gateway benchmark's upstream (bench/gateway.ts): a local OpenAI-compatible server in a process of
  * its own that answers every `POST …/chat/completions` with one fixed chat completion, at once,
  * and `GET /health`. Loopback only; port from BARE_PORT (bench/lib/processes.ts `startChild`).
  */
