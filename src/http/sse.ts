@@ -19,7 +19,7 @@ export interface SseStream {
   onClose(fn: () => void): void;
 }
 
-export function openSse(reply: FastifyReply, keepAliveMs = 15_000): SseStream {
+export function openSse(reply: FastifyReply, keepAliveMs = 15_000, headers: Record<string, string> = {}): SseStream {
   reply.hijack();
   const res = reply.raw;
   res.writeHead(200, {
@@ -27,6 +27,7 @@ export function openSse(reply: FastifyReply, keepAliveMs = 15_000): SseStream {
     'cache-control': 'no-cache, no-transform',
     connection: 'keep-alive',
     'x-accel-buffering': 'no',
+    ...headers,
   });
   res.flushHeaders?.();
   let closed = false;

@@ -2,6 +2,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply } from 'fastify';
 import { principalOf } from '../../http/auth-hook.ts';
+import { openSse } from '../../http/sse.ts';
 import type { Principal } from '../../auth/principal.ts';
 import type { Run } from '../../runs/model.ts';
 import type { RunService } from '../../runs/service.ts';
@@ -106,25 +107,10 @@ export const openAIRoutes: FastifyPluginAsyncTypebox<{ door: OpenAIDoor; runs: R
 async function stream(p: Principal, runs: RunService, call: ChatCall, created: number, reply: FastifyReply) {
   const followed = await runs.follow(p, call.run.id);
   const chunks = new ChunkWriter(call.run.id, call.model, created, call.includeUsage);
-  reply.hijack();
-  const res = reply.raw;
-  res.writeHead(200, {
-    'content-type': 'text/event-stream; charset=utf-8',
-    'cache-control': 'no-cache, no-transform',
-    connection: 'keep-alive',
-    'x-accel-buffering': 'no',
-    'x-orrery-run-id': call.run.id,
-  });
-  let open = true;
-  const send = (data: string) => open && res.write(`data: ${data}\n\n`);
-  const timer = setInterval(() => open && res.write(':keep-alive\n\n'), KEEP_ALIVE_MS);
-  timer.unref();
+  const sse = openSse(reply, KEEP_ALIVE_MS, { 'x-orrery-run-id': call.run.id });
+  const send = (data: string) => sse.send({ data });
   let unsubscribe = () => {};
-  res.on('close', () => {
-    open = false;
-    clearInterval(timer);
-    unsubscribe();
-  });
+  sse.onClose(() => unsubscribe());
   send(chunks.head());
   const end = (run: Run | undefined) => {
     if (run) call.ended(run);
@@ -139,15 +125,14 @@ async function stream(p: Principal, runs: RunService, call: ChatCall, created: n
       if (usage) send(usage);
       send('[DONE]');
     }
-    if (open) res.end();
-    clearInterval(timer);
+    sse.end();
   };
   if (followed.finished) return end(followed.finished);
   if (!followed.live) {
     // Another process executes it (never for a run this one just created): poll to its end.
     const poll = async (): Promise<void> => {
       const done = await followed.poll?.().catch(() => undefined);
-      if (done || !open) return end(done);
+      if (done || sse.closed) return end(done);
       setTimeout(() => void poll(), 250);
     };
     return poll();
