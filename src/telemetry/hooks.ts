@@ -19,6 +19,8 @@ export interface RunStart {
   parentRun?: string;
   /** The rendered prompt, recorded only when message content is captured. */
   messages?: unknown;
+  /** A restricted conversation's run: its history is the caller's, so its content is never recorded. */
+  restricted?: boolean;
 }
 
 /** What a run's span ends with: the run as stored. */

@@ -17,6 +17,7 @@ export function runStartOf(doc: RunDoc, parentRun?: string | null): RunStart {
     maxTokens: num(doc.config.max_tokens),
     ...(parentRun ? { parentRun } : {}),
     messages: doc.prompt,
+    ...(doc.conversation?.restricted ? { restricted: true } : {}),
   };
 }
 

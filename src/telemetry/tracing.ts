@@ -215,16 +215,24 @@ class OtelTelemetry implements Telemetry {
     const ctx = trace.setSpan(parent, span);
     const sampled = (span.spanContext().traceFlags & TraceFlags.SAMPLED) !== 0;
     const { traceId, spanId } = span.spanContext();
-    const messages = this.settings.captureContent ? start.messages : undefined;
+    // Content only when asked for, and never a restricted conversation's (its history is the caller's).
+    const content = this.settings.captureContent && !start.restricted ? { messages: start.messages } : undefined;
     return {
       traceId: sampled ? traceId : null,
       spanId: sampled ? spanId : null,
       within: (fn) => this.current.run(ctx, fn),
-      end: (end) => this.endRun(span, ctx, start, started, end, messages),
+      end: (end) => this.endRun(span, ctx, start, started, end, content),
     };
   }
 
-  private endRun(span: Span, ctx: Context, start: RunStart, started: number, end: RunEnd, messages: unknown): void {
+  private endRun(
+    span: Span,
+    ctx: Context,
+    start: RunStart,
+    started: number,
+    end: RunEnd,
+    content: { messages: unknown } | undefined,
+  ): void {
     span.setAttributes(endAttributes(end));
     if (end.cachedFrom)
       this.tracer.startSpan('cache hit', { attributes: { 'orrery.cache.cached_from': end.cachedFrom } }, ctx).end();
@@ -242,8 +250,7 @@ class OtelTelemetry implements Telemetry {
           ctx,
         )
         .end();
-    if (this.settings.captureContent)
-      span.addEvent('gen_ai.client.inference.operation.details', contentEvent(messages, end.result));
+    if (content) span.addEvent('gen_ai.client.inference.operation.details', contentEvent(content.messages, end.result));
     if (end.error) span.setStatus({ code: SpanStatusCode.ERROR, message: end.error.message });
     span.end();
     const common = {

@@ -221,6 +221,32 @@ for (const dialect of TEST_DIALECTS) {
         assert.ok(receiver.metrics.has('gen_ai.client.operation.duration'), [...receiver.metrics].join());
       });
 
+      it('records content for a conversation’s run, never for a restricted one (a fork of what the caller holds)', async () => {
+        const id = await interaction(offline);
+        const first = await srv.api('POST', '/api/v1/runs', {
+          interaction: id,
+          config: { model: 'echo' },
+          conversation: true,
+        });
+        assert.equal(first.status, 200, JSON.stringify(first.body));
+        assert.ok(first.body.conversation?.messages, JSON.stringify(first.body.conversation));
+        const fork = await srv.api('POST', '/api/v1/runs', {
+          interaction: id,
+          config: { model: 'echo' },
+          conversation: first.body.conversation,
+        });
+        assert.equal(fork.status, 200, JSON.stringify(fork.body));
+        const spans = await receiver.waitFor(
+          (s) => !!chatOf(s, first.body.id) && !!chatOf(s, fork.body.id),
+          'both chat spans',
+        );
+        const details = (span: ReceivedSpan) =>
+          span.events.find((e) => e.name === 'gen_ai.client.inference.operation.details');
+        assert.ok(details(chatOf(spans, first.body.id)!), 'the first run records its content');
+        assert.equal(details(chatOf(spans, fork.body.id)!), undefined, 'the restricted run records none');
+        assert.equal(chatOf(spans, fork.body.id)!.attributes['orrery.run.status'], 'completed');
+      });
+
       it('a streamed run: its chat span ends with the stream, in the trace of the request that created it', async () => {
         const created = await srv.api('POST', '/api/v1/runs', {
           interaction: await interaction(offline),
