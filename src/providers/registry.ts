@@ -36,7 +36,7 @@ export const SUPPORTED_PROVIDER_IDS = [
   'virtual_mediator',
   'test',
 ] as const;
-export type SupportedProviderId = (typeof SUPPORTED_PROVIDER_IDS)[number];
+type SupportedProviderId = (typeof SUPPORTED_PROVIDER_IDS)[number];
 
 interface Entry {
   info: ProviderInfo;
