@@ -121,6 +121,7 @@ export class RunCaller {
         price_table: 'result cache',
       },
       cachedFrom: cached.runId,
+      ...(cached.toolUse ? { toolUse: cached.toolUse } : {}),
     };
   }
 

@@ -16,7 +16,7 @@ import type { Database } from '../db/schema.ts';
 import type { OrreryDialect } from '../db/dialect.ts';
 import type { CachePolicy } from '../interactions/interactions.ts';
 import type { ResultPart } from './model.ts';
-import type { ContentPart } from '../providers/driver.ts';
+import type { ContentPart, ToolUse } from '../providers/driver.ts';
 
 const MAX_ENTRIES_PER_PROJECT = 10_000;
 const MAX_RESULT_BYTES = 1024 * 1024;
@@ -34,6 +34,8 @@ export interface CachedAnswer {
   runId: string;
   result: ResultPart[];
   finishReason?: string;
+  /** The calls of an answer that asked for tools (finish_reason tool_use). */
+  toolUse?: ToolUse[];
 }
 
 /** What a run's creation decided: look up (and maybe serve) the key, and store the answer under it. */
@@ -94,7 +96,18 @@ export class ResultCache {
       .executeTakeFirst();
     if (!row) return undefined;
     const result = this.dialect.fromJson<ResultPart[]>(row.result);
-    return { runId: row.run_id, result, ...(row.finish_reason ? { finishReason: row.finish_reason } : {}) };
+    const answer = { runId: row.run_id, result, ...(row.finish_reason ? { finishReason: row.finish_reason } : {}) };
+    if (row.finish_reason !== 'tool_use') return answer;
+    // An answer that asks for tools is its calls: they are read from the run that answered, and
+    // without that run (deleted since) there is nothing whole to serve.
+    const source = await this.db
+      .selectFrom('runs')
+      .select('doc')
+      .where('id', '=', row.run_id)
+      .where('project_id', '=', scope.project)
+      .executeTakeFirst();
+    const toolUse = source ? this.dialect.fromJson<{ tool_use?: ToolUse[] }>(source.doc).tool_use : undefined;
+    return toolUse?.length ? { ...answer, toolUse } : undefined;
   }
 
   /** Keeps a completed run's answer under the key; false when it is too large to keep. */

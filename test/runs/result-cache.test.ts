@@ -169,5 +169,49 @@ for (const dialect of TEST_DIALECTS) {
       assert.equal(retried.status, 200);
       assert.equal(retried.body.cached, undefined, 'the failure was not kept');
     });
+
+    it('serves an answer that asks for tools with its calls, for the same tools only; without its run it is a miss', async () => {
+      const tools = (
+        await srv.api('POST', '/api/v1/environments', {
+          name: `tools ${++n}`,
+          provider: 'test',
+          default_model: 'tools',
+        })
+      ).body.id;
+      const ix = (
+        await srv.api('POST', '/api/v1/interactions', {
+          name: `cached tools ${++n}`,
+          environment: tools,
+          cache_policy: { type: 'cache', ttl: 600 },
+          prompts: [
+            { type: 'template', template: { role: 'user', content_type: 'text', content: 'Weather in Rome?' } },
+          ],
+        })
+      ).body.id;
+      const weather = {
+        name: 'get_weather',
+        description: 'The weather in a city',
+        input_schema: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+      };
+      const ask = (tool_definitions: unknown[]) =>
+        srv.api('POST', '/api/v1/runs', { interaction: ix, tool_definitions });
+      const first = await ask([weather]);
+      assert.equal(first.status, 200, JSON.stringify(first.body));
+      assert.equal(first.body.finish_reason, 'tool_use');
+      assert.equal(first.body.tool_use.length, 1);
+      const second = await ask([weather]);
+      assert.equal(second.body.cached, true);
+      assert.equal(second.body.cached_from, first.body.id);
+      assert.equal(second.body.finish_reason, 'tool_use');
+      assert.deepEqual(second.body.tool_use, first.body.tool_use);
+      assert.deepEqual((await srv.api('GET', `/api/v1/runs/${second.body.id}`)).body.tool_use, first.body.tool_use);
+      const other = await ask([{ ...weather, name: 'get_forecast' }]);
+      assert.equal(other.body.cached, undefined, 'other tools, another key');
+      assert.equal((await srv.api('DELETE', `/api/v1/runs/${first.body.id}`)).status, 200);
+      const after = await ask([weather]);
+      assert.equal(after.status, 200, JSON.stringify(after.body));
+      assert.equal(after.body.cached, undefined, 'the calls went with the run that answered');
+      assert.equal(after.body.tool_use.length, 1);
+    });
   });
 }
