@@ -162,6 +162,10 @@ export const objectRoutes: FastifyPluginAsyncTypebox<{
       const vector = q.vector as Record<string, unknown> | undefined;
       if (vector && ['objectId', 'values', 'text', 'image'].some((k) => vector[k] !== undefined)) {
         if (!similarity) throw new BadRequest('similarity search is not enabled on this server');
+        if (b.sort?.length)
+          throw new BadRequest(
+            'sort does not apply to a similarity search (its results are ordered by score): leave sort out',
+          );
         const { fullText, ...filters } = filtersOf(q);
         return similarity.search(principalOf(req), {
           filters,

@@ -8,8 +8,8 @@
  *   (fusion.ts: `rrf` by default, `rsf`), weighted by `weights`. Hybrid is a union: an object
  *   found by the vector or by the text, both filtered the same way.
  * - Results are list items (parent as {id, name}, projected by `select`) ordered by score, with
- *   `score` the cosine similarity (one list) or the fused score. `sort` is ignored: similarity
- *   orders. `facets` and `total` are computed over the objects matching the filters.
+ *   `score` the cosine similarity (one list) or the fused score. A `sort` is refused (400, in the
+ *   route): similarity orders. `facets` and `total` are computed over the objects matching the filters.
  */
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/schema.ts';

@@ -161,6 +161,13 @@ for (const dialect of TEST_DIALECTS) {
       assert.equal(s.body.facets.total, 3, 'total counts the objects matching the filters');
       const none = await srv.api('GET', `/api/v1/objects?similarTo=${ids.bread1}&location=/nowhere`);
       assert.deepEqual(none.body, []);
+      // Similarity orders the results: a sort is refused by name, not ignored.
+      const sorted = await srv.api('POST', '/api/v1/objects/search', {
+        query: { vector: { objectId: ids.space1 } },
+        sort: [{ field: 'name', order: 'asc' }],
+      });
+      assert.equal(sorted.status, 400, JSON.stringify(sorted.body));
+      assert.match(sorted.body.message, /sort does not apply to a similarity search/);
     });
 
     it('vector + full text: both lists fused (rrf by default, rsf), weighted, with facets', async () => {
