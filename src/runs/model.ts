@@ -146,6 +146,27 @@ type SearchColumn =
 type TraceColumn = 'trace_id' | 'span_id';
 export type RunRow = Omit<Selectable<RunTable>, SearchColumn | TraceColumn> & Partial<Pick<RunTable, TraceColumn>>;
 
+/** The columns a run is read back from (without the optional trace columns): a RunRow's own. */
+export const RUN_ROW_COLUMNS = [
+  'id',
+  'account_id',
+  'project_id',
+  'interaction_id',
+  'environment_id',
+  'model_id',
+  'status',
+  'parent_id',
+  'finish_reason',
+  'execution_time',
+  'token_prompt',
+  'token_result',
+  'token_total',
+  'tags',
+  'created_at',
+  'updated_at',
+  'doc',
+] as const satisfies readonly (keyof RunRow)[];
+
 /**
  * The columns a run's end sets: RunService.execute's patch, and what the lost-run sweep sets when
  * it stores a run answered from its intent-log entry (RunService.restoreLost).

@@ -16,7 +16,7 @@ import type { Scope } from '../auth/principal.ts';
 import type { OrreryDialect } from '../db/dialect.ts';
 import { jsonString } from '../db/json-sql.ts';
 import { FALSE, searchSql, TRUE, type Cond, type SearchPlan } from '../query/lucene-sql/index.ts';
-import type { RunRow } from './model.ts';
+import { RUN_ROW_COLUMNS, type RunRow } from './model.ts';
 import { decodeRun, type Db } from './store.ts';
 import { armRows, runArms } from './run-arms.ts';
 
@@ -75,29 +75,7 @@ export interface FacetRow {
   readonly name: string | null;
 }
 
-const RUN_COLUMNS = sql.raw(
-  [
-    'id',
-    'account_id',
-    'project_id',
-    'interaction_id',
-    'environment_id',
-    'model_id',
-    'status',
-    'parent_id',
-    'finish_reason',
-    'execution_time',
-    'token_prompt',
-    'token_result',
-    'token_total',
-    'tags',
-    'created_at',
-    'updated_at',
-    'doc',
-  ]
-    .map((c) => `runs.${c}`)
-    .join(', '),
-);
+const RUN_COLUMNS = sql.raw(RUN_ROW_COLUMNS.map((c) => `runs.${c}`).join(', '));
 
 const col = (c: string) => sql.ref(`runs.${c}`);
 const list = (values: readonly unknown[]) => sql.join(values.map((v) => sql`${v}`));

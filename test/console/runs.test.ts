@@ -20,7 +20,7 @@ import {
 } from './browser.ts';
 import { seedEcho } from '../support/server.ts';
 import { newId, nowIso } from '../../src/db/ids.ts';
-import type { RunRow } from '../../src/runs/model.ts';
+import { RUN_ROW_COLUMNS, type RunRow } from '../../src/runs/model.ts';
 import { insertRuns, type NewRun } from '../../src/runs/search-index.ts';
 import { decodeRun, encodeRun } from '../../src/runs/store.ts';
 
@@ -29,26 +29,6 @@ const FAILED_EVERY = 10; // every 10th run fails: 100 failed runs
 const TAGS = ['alpha', 'beta', 'gamma', 'delta'];
 /** The newest runs, made through HTTP; the older ones are copies written through the store. */
 const VIA_HTTP = 24;
-/** A run's row as the store writes it (search-index.ts derives the other columns from these). */
-const RUN_COLUMNS = [
-  'id',
-  'account_id',
-  'project_id',
-  'interaction_id',
-  'environment_id',
-  'model_id',
-  'status',
-  'parent_id',
-  'finish_reason',
-  'execution_time',
-  'token_prompt',
-  'token_result',
-  'token_total',
-  'tags',
-  'created_at',
-  'updated_at',
-  'doc',
-] as const;
 
 describe('console runs screens (sqlite)', () => {
   let h: ConsoleHarness;
@@ -100,7 +80,7 @@ describe('console runs screens (sqlite)', () => {
       const rowOf = async (id: string) => {
         // Through the server first: it answers a run once the run is stored (run-intents.ts).
         assert.equal((await h.srv.api('GET', `/api/v1/runs/${id}`)).status, 200);
-        const row = await db.selectFrom('runs').select(RUN_COLUMNS).where('id', '=', id).executeTakeFirstOrThrow();
+        const row = await db.selectFrom('runs').select(RUN_ROW_COLUMNS).where('id', '=', id).executeTakeFirstOrThrow();
         return decodeRun(dialect, row as RunRow);
       };
       const templates = {

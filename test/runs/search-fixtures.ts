@@ -7,7 +7,7 @@
 import { newId } from '../../src/db/ids.ts';
 import type { OrreryDialect } from '../../src/db/dialect.ts';
 import { Q, compareCodePoints, parseDateInterval, tokenize, type QueryNode } from '../../src/query/lucene/index.ts';
-import { toRun, type RunDoc, type RunRow } from '../../src/runs/model.ts';
+import { RUN_ROW_COLUMNS, toRun, type RunDoc, type RunRow } from '../../src/runs/model.ts';
 import { decodeRun, encodeRun, updateRun, type Db } from '../../src/runs/store.ts';
 import { insertRuns, type NewRun } from '../../src/runs/search-index.ts';
 import type { Ref } from '../../src/auth/principal.ts';
@@ -264,25 +264,7 @@ export async function storeRuns(db: Db, d: OrreryDialect, r: Rng, runs: Generate
   const ids = new Set(rows.map((x) => x.id));
   const back = await db
     .selectFrom('runs')
-    .select([
-      'id',
-      'account_id',
-      'project_id',
-      'interaction_id',
-      'environment_id',
-      'model_id',
-      'status',
-      'parent_id',
-      'finish_reason',
-      'execution_time',
-      'token_prompt',
-      'token_result',
-      'token_total',
-      'tags',
-      'created_at',
-      'updated_at',
-      'doc',
-    ])
+    .select(RUN_ROW_COLUMNS)
     .where('project_id', '=', rows[0].project_id)
     .execute();
   const stored = back.filter((x) => ids.has(x.id)).map((x) => decodeRun(d, x as RunRow));
