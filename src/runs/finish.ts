@@ -11,6 +11,8 @@ import type { Principal } from '../auth/principal.ts';
 import { OrreryError } from '../util/errors.ts';
 import type { Metrics } from '../http/metrics.ts';
 import { costOf } from '../pricing/cost.ts';
+import type { RunTrace } from '../telemetry/hooks.ts';
+import { runEndOf } from '../telemetry/runs.ts';
 import { docOf, tagsOf, toRun, type Run, type RunDoc, type RunError, type RunOutcome, type RunRow } from './model.ts';
 import { newRunRow, type Plan } from './plan.ts';
 import type { Outcome } from './call.ts';
@@ -142,7 +144,13 @@ export class RunFinisher {
    * the provider. A blocking request answers 422 with the run's id; a streamed run answers the
    * failed run, and its stream closes with it.
    */
-  async failOnTemplate(p: Principal, doc: RunDoc, at: TemplateFailureAt, error: RunError): Promise<Run> {
+  async failOnTemplate(
+    p: Principal,
+    doc: RunDoc,
+    at: TemplateFailureAt,
+    error: RunError,
+    trace?: RunTrace,
+  ): Promise<Run> {
     const row = newRunRow({
       account_id: p.account.id,
       project_id: p.project.id,
@@ -156,8 +164,10 @@ export class RunFinisher {
       now: at.now,
       doc: { ...doc, error },
       executor: null,
+      trace,
     });
     await this.deps.writer.insert(row, at.tags);
+    trace?.end(runEndOf(row));
     this.deps.metrics.runs.inc({ status: 'failed', provider: at.provider, mode: at.stream ? 'stream' : 'blocking' });
     const run = forCreation(row);
     if (at.stream) return run;

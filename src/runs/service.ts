@@ -389,6 +389,8 @@ export class RunService {
     const described = describeRun(p, input, caller, run, { messages: stored, resultSchema, ttl, stream });
     if (turn) markDoorRun(described, turn);
     const doc = mark ? { ...described, conversation: mark } : described;
+    // A run that fails on its template is a span too: the trace shows why the call never happened.
+    const trace = this.telemetry.startRun(runStartOf(doc, input.parent));
     if (prompt.failure)
       return this.finisher.failOnTemplate(
         p,
@@ -404,8 +406,8 @@ export class RunService {
           provider: env.dto.provider,
         },
         prompt.failure,
+        trace,
       );
-    const trace = this.telemetry.startRun(runStartOf(doc, input.parent));
     const row = newRunRow({
       account_id: p.account.id,
       project_id: p.project.id,

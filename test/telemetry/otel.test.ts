@@ -281,6 +281,35 @@ for (const dialect of TEST_DIALECTS) {
         assert.equal(chat.attributes['orrery.run.status'], 'failed');
       });
 
+      it('a run that fails on its template: a chat span with the template error, and the ids on the run', async () => {
+        const ix = (
+          await srv.api('POST', '/api/v1/interactions', {
+            name: `otel ${++n}`,
+            status: 'draft',
+            environment: offline,
+            prompts: [
+              { type: 'template', template: { role: 'user', content_type: 'jst', content: 'return customer.name' } },
+            ],
+          })
+        ).body.id as string;
+        const r = await srv.api('POST', '/api/v1/runs', { interaction: ix, data: {}, config: { model: 'echo' } });
+        assert.equal(r.status, 422, JSON.stringify(r.body));
+        assert.equal(r.body.error, 'template_error');
+        const id = r.body.details.run_id as string;
+        const spans = await receiver.waitFor((s) => !!chatOf(s, id), 'the template-failed chat span');
+        const chat = chatOf(spans, id)!;
+        assert.equal(chat.name, 'chat echo');
+        assert.equal(chat.status.code, ERROR);
+        assert.equal(chat.attributes['error.type'], 'template_error');
+        assert.equal(chat.attributes['orrery.run.status'], 'failed');
+        const server = spans.find((s) => s.spanId === chat.parentSpanId)!;
+        assert.equal(server.name, 'POST /api/v1/runs');
+        assert.equal(server.attributes['http.response.status_code'], 422);
+        const stored = await srv.api('GET', `/api/v1/runs/${id}`);
+        assert.equal(stored.body.trace_id, chat.traceId);
+        assert.equal(stored.body.span_id, chat.spanId);
+      });
+
       it('a retried run: a span per attempt under the chat span', async () => {
         const r = await srv.api('POST', '/api/v1/runs', {
           interaction: await interaction(offline),
