@@ -44,6 +44,8 @@ try {
   await round('plain'); // warm-up (JIT, caches, SQLite pages)
   await round('traced');
   const ratios: number[] = [];
+  // Server CPU per run, traced / untraced: steadier than throughput on a shared machine.
+  const cpu: number[] = [];
   for (let i = 0; i < ROUNDS; i++) {
     // Alternate which goes first, so neither always gets the quieter half of a round.
     const [first, second] = i % 2 ? (['traced', 'plain'] as const) : (['plain', 'traced'] as const);
@@ -52,14 +54,17 @@ try {
     const p = first === 'plain' ? a : b;
     const t = first === 'plain' ? b : a;
     ratios.push(t.rps / p.rps);
+    cpu.push(t.serverUs / p.serverUs);
     console.log(
-      `round ${i + 1}: without ${p.rps.toFixed(0)} runs/s p50 ${p.p50} p99 ${p.p99} ms | traced ${t.rps.toFixed(0)} runs/s p50 ${t.p50} p99 ${t.p99} ms, errors ${t.errors} | ${(100 * (t.rps / p.rps)).toFixed(1)} %`,
+      `round ${i + 1}: without ${p.rps.toFixed(0)} runs/s p50 ${p.p50} p99 ${p.p99} ms, server CPU ${p.serverUs} µs/run (main thread ${p.mainUs}) | ` +
+        `traced ${t.rps.toFixed(0)} runs/s p50 ${t.p50} p99 ${t.p99} ms, server CPU ${t.serverUs} µs/run (main thread ${t.mainUs}), errors ${t.errors} | ${(100 * (t.rps / p.rps)).toFixed(1)} %`,
     );
   }
   const metrics = await (await fetch(`${traced.url}/metrics`)).text();
   const dropped = /orrery_otel_spans_dropped_total (\d+)/.exec(metrics)?.[1];
   console.log(
     `traced / untraced throughput, median of ${ROUNDS} paired rounds: ${(100 * median(ratios)).toFixed(1)} % (at least 90 % asked); ` +
+      `server CPU per run ${median(cpu).toFixed(2)}x; ` +
       `${exports} exports, ${(exportedBytes / 1e6).toFixed(1)} MB to the collector, ${dropped} spans dropped`,
   );
 } finally {

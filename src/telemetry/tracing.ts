@@ -55,7 +55,10 @@ export async function startTracing(settings: TelemetrySettings, opts: TracingOpt
   const spanProcessors = settings.traces
     ? [new CountedBatchProcessor(await spanExporter(settings.traces), { ...settings.batch, onDropped: opts.onDropped })]
     : [];
-  const tracerProvider = new BasicTracerProvider({ resource, sampler: samplerOf(settings), spanProcessors });
+  // Without a trace exporter (OTEL_TRACES_EXPORTER=none: metrics only) no span is recorded: making
+  // spans nobody exports cost as much as the metrics themselves.
+  const sampler = settings.traces ? samplerOf(settings) : new AlwaysOffSampler();
+  const tracerProvider = new BasicTracerProvider({ resource, sampler, spanProcessors });
   const meterProvider = settings.metrics
     ? new MeterProvider({
         resource,

@@ -390,6 +390,26 @@ for (const dialect of TEST_DIALECTS) {
       await receiver.close();
     });
 
+    it('exports the metrics and records no span with OTEL_TRACES_EXPORTER=none', async () => {
+      const receiver = await startOtlpReceiver();
+      const srv = await startTestServer(dialect, {
+        telemetry: settings(receiver.origin, { OTEL_TRACES_EXPORTER: 'none' }),
+      });
+      try {
+        const { interaction } = await seedEcho(srv);
+        const r = await srv.api('POST', '/api/v1/runs', { interaction: interaction.id, data: { text: 'hi' } });
+        assert.equal(r.status, 200, JSON.stringify(r.body));
+        assert.equal(r.body.trace_id, undefined, 'no trace to link the run to');
+        for (let i = 0; i < 250 && !receiver.metrics.has('gen_ai.client.token.usage'); i++)
+          await new Promise((res) => setTimeout(res, 20));
+        assert.ok(receiver.metrics.has('gen_ai.client.token.usage'), [...receiver.metrics].join());
+      } finally {
+        await srv.close();
+      }
+      assert.equal(receiver.spans.length, 0);
+      await receiver.close();
+    });
+
     const runFive = async (srv: TestServer) => {
       const { interaction } = await seedEcho(srv);
       for (let i = 0; i < 5; i++) {
