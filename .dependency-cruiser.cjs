@@ -16,11 +16,6 @@ const KNOWN_STORAGE_IMPORTS = [
     'src/runs/store.ts',
     'the importer writes runs as they were; runs/ has no service method for it yet',
   ],
-  [
-    'src/collections/service.ts',
-    'src/objects/store.ts',
-    'a collection lists its objects by id; objects/ offers no batch read',
-  ],
   ['src/content/store.ts', 'src/objects/store.ts', 'content processing writes the object row it processes'],
 ];
 

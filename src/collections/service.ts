@@ -19,8 +19,7 @@ import { compileFind, FindQueryError } from '../query/find/index.ts';
 import { setOwn } from '../util/own.ts';
 import type { ObjectListing, SearchOutput } from '../objects/listing.ts';
 import { filtersOf } from '../objects/listing.ts';
-import { compiledMatch, filterCondition, type FilterContext, type ObjectFilters } from '../objects/filters.ts';
-import { objectsIn } from '../objects/store.ts';
+import { compiledMatch, type FilterContext, type ObjectFilters } from '../objects/filters.ts';
 import type { ObjectRecord } from '../objects/model.ts';
 import { checkLayout, type ColumnLayout, type ObjectTypeService } from '../objects/types-service.ts';
 import type { ObjectSimilarity } from '../objects/similarity.ts';
@@ -254,14 +253,10 @@ export class CollectionService {
    */
   async containing(p: Principal, objectId: string): Promise<CollectionDto[]> {
     const s = scopeOf(p);
-    const object = await objectsIn(this.db, s)
-      .select(['objects.id', 'objects.revision_root'])
-      .where('objects.id', '=', objectId)
-      .executeTakeFirst();
-    if (!object) throw new NotFound('object', objectId);
-    const history = objectsIn(this.db, s)
-      .select('objects.id')
-      .where('objects.revision_root', '=', object.revision_root ?? object.id);
+    const { listing } = this.deps;
+    const root = await listing.revisionRoot(s, objectId);
+    if (root === undefined) throw new NotFound('object', objectId);
+    const history = listing.revisionIds(s, root);
     const rows = await collectionsIn(this.db, s)
       .selectAll()
       .where((eb) =>
@@ -282,19 +277,13 @@ export class CollectionService {
       .orderBy('collections.id', 'desc')
       .limit(MAX_COLLECTIONS_CHECKED)
       .execute();
-    const ctx = this.deps.listing.context(s);
     const found: CollectionRow[] = [];
     for (const c of rows.map((r) => decodeCollection(this.dialect, r))) {
       const filters: ObjectFilters = {
         within: membership(c),
         ...(c.dynamic || !c.doc.skip_head_sync ? {} : { allRevisions: true }),
       };
-      const hit = await objectsIn(this.db, s)
-        .select('objects.id')
-        .where('objects.id', '=', objectId)
-        .where((eb) => filterCondition(eb, filters, ctx))
-        .executeTakeFirst();
-      if (hit) found.push(c);
+      if (await listing.matches(s, objectId, filters)) found.push(c);
     }
     return this.dtos(s, found);
   }

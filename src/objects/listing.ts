@@ -82,6 +82,30 @@ export class ObjectListing {
   }
 
   /** The vectors of a page of rows when the hidden field `embeddings` is asked for (one query per 500 rows). */
+  /** The root of the object's revision history (itself when it has none); undefined: no such object. */
+  async revisionRoot(s: Scope, objectId: string): Promise<string | undefined> {
+    const row = await objectsIn(this.db, s)
+      .select(['objects.id', 'objects.revision_root'])
+      .where('objects.id', '=', objectId)
+      .executeTakeFirst();
+    return row ? (row.revision_root ?? row.id) : undefined;
+  }
+
+  /** The ids of a history's revisions, as a subquery for another feature's query (a collection's members). */
+  revisionIds(s: Scope, root: string) {
+    return objectsIn(this.db, s).select('objects.id').where('objects.revision_root', '=', root);
+  }
+
+  /** Whether the object passes these filters (a dynamic collection's query, a membership). */
+  async matches(s: Scope, objectId: string, filters: ObjectFilters): Promise<boolean> {
+    const hit = await objectsIn(this.db, s)
+      .select('objects.id')
+      .where('objects.id', '=', objectId)
+      .where((eb) => filterCondition(eb, filters, this.context(s)))
+      .executeTakeFirst();
+    return hit !== undefined;
+  }
+
   async embeddingsOf(
     s: Scope,
     rows: readonly Pick<ObjectRow, 'id'>[],
