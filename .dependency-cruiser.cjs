@@ -16,7 +16,6 @@ const KNOWN_STORAGE_IMPORTS = [
     'src/runs/store.ts',
     'the importer writes runs as they were; runs/ has no service method for it yet',
   ],
-  ['src/content/store.ts', 'src/objects/store.ts', 'content processing writes the object row it processes'],
 ];
 
 const runtime = { dependencyTypesNot: ['type-only'] };

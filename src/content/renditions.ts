@@ -20,7 +20,8 @@ import {
   type RenditionFormat,
 } from './rendition-maker.ts';
 import type { ContentPipeline } from './pipeline.ts';
-import { loadObject, renditionById, renditionsOf, type RenditionRow } from './store.ts';
+import { loadObject } from '../objects/processing-results.ts';
+import { renditionById, renditionsOf, type RenditionRow } from './store.ts';
 
 export interface RenditionQuery {
   max_hw?: number;
