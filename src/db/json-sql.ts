@@ -25,6 +25,11 @@ export interface JsonSql {
   value(col: Expression<unknown>, path: readonly (string | number)[]): RawBuilder<unknown>;
   /** A correlated table of the elements of the array at `path`, as text, in a column named `value`. */
   elementsText(col: Expression<unknown>, path: readonly (string | number)[]): RawBuilder<unknown>;
+  /**
+   * The elements of the array in `col` (none when it is not an array) as a table for a FROM clause,
+   * named `alias`, with the element as text in its column `value` (a tags facet's rows).
+   */
+  elementsFrom(col: Expression<unknown>, alias: string): RawBuilder<unknown>;
   /** Number of elements of the array at `path` (NULL when not an array). */
   arrayLength(col: Expression<unknown>, path: readonly (string | number)[]): RawBuilder<number | null>;
   /** Case-sensitive LIKE (SQLite's LIKE is case-insensitive for ASCII; GLOB is not portable). */
@@ -47,6 +52,8 @@ const sqliteJson: JsonSql = {
   value: (col, path) => sql`json_extract(${col}, ${sqlitePath(path)})`,
   elementsText: (col, path) =>
     sql`(SELECT CAST(je.value AS TEXT) AS value FROM json_each(${col}, ${sqlitePath(path)}) AS je)`,
+  elementsFrom: (col, alias) =>
+    sql`json_each(CASE WHEN json_type(${col}) = 'array' THEN ${col} ELSE '[]' END) AS ${sql.id(alias)}`,
   arrayLength: (col, path) =>
     sql<
       number | null
@@ -67,6 +74,8 @@ const postgresJson: JsonSql = {
   value: (col, path) => sql`(${col} #> ${pgPath(path)})`,
   elementsText: (col, path) =>
     sql`(SELECT je.value AS value FROM jsonb_array_elements_text(CASE WHEN jsonb_typeof(${col} #> ${pgPath(path)}) = 'array' THEN ${col} #> ${pgPath(path)} ELSE '[]'::jsonb END) AS je(value))`,
+  elementsFrom: (col, alias) =>
+    sql`jsonb_array_elements_text(CASE WHEN jsonb_typeof(${col}) = 'array' THEN ${col} ELSE '[]'::jsonb END) AS ${sql.id(alias)}(value)`,
   arrayLength: (col, path) =>
     sql<
       number | null

@@ -256,10 +256,7 @@ export class ObjectListing {
     const where = sql<SqlBool>`objects.account_id = ${s.account} AND objects.project_id = ${s.project} AND ${this.cost(true)} AND ${filterCondition(eb, f, this.context(s))}`;
     let rows: { _id: unknown; count: unknown }[];
     if (spec.field === 'tags') {
-      const elements =
-        this.dialect.name === 'postgres'
-          ? sql`jsonb_array_elements_text(CASE WHEN jsonb_typeof(objects.tags) = 'array' THEN objects.tags ELSE '[]'::jsonb END) AS facet(value)`
-          : sql`json_each(CASE WHEN json_type(objects.tags) = 'array' THEN objects.tags ELSE '[]' END) AS facet`;
+      const elements = this.json.elementsFrom(sql.ref('objects.tags'), 'facet');
       rows = await this.buckets(
         s,
         sql`SELECT facet.value AS _id, count(*) AS count FROM objects, ${elements} WHERE ${where} GROUP BY facet.value`,
