@@ -34,6 +34,8 @@ export function installErrorHandling(app: FastifyInstance): void {
       let what = `${where}${path ? `.${path}` : ''} ${first?.message ?? 'is invalid'}`;
       if (first?.keyword === 'required')
         what = `${where}${path ? `.${path}` : ''} must have property "${(first.params as { missingProperty?: string }).missingProperty}"`;
+      if (first?.keyword === 'additionalProperties')
+        what = `${where}${path ? `.${path}` : ''} has an unknown field "${(first.params as { additionalProperty?: string }).additionalProperty}": remove it`;
       if (first?.keyword === 'enum')
         what += `: ${((first.params as { allowedValues?: unknown[] }).allowedValues ?? []).join(', ')}`;
       return reply.code(400).send(

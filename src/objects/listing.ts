@@ -145,7 +145,10 @@ export class ObjectListing {
   /** `POST /objects/find`: full records (projected), newest first. */
   async find(
     p: Principal,
-    q: { query: Record<string, unknown> } & Page & { select?: string },
+    q: { query: Record<string, unknown> } & Page & { select?: string } & Pick<
+        ObjectFilters,
+        'allRevisions' | 'fromRoot'
+      >,
   ): Promise<Partial<ObjectRecord>[]> {
     const s = scopeOf(p);
     const projection = parseSelect(q.select);
@@ -153,7 +156,13 @@ export class ObjectListing {
       objectsIn(db, s)
         .select(columnsFor(projection.hidden))
         .where(this.cost(true))
-        .where((eb) => filterCondition(eb, { match: queryOf(q.query) }, this.context(s)))
+        .where((eb) =>
+          filterCondition(
+            eb,
+            { match: queryOf(q.query), allRevisions: q.allRevisions, fromRoot: q.fromRoot },
+            this.context(s),
+          ),
+        )
         .orderBy('objects.updated_at', 'desc')
         .orderBy('objects.id', 'desc')
         .limit(q.limit)

@@ -131,7 +131,14 @@ export const objectRoutes: FastifyPluginAsyncTypebox<{
         response: { 200: Type.Array(Record_), ...errorResponses(400, 401) },
       },
     },
-    (req) => listing.find(principalOf(req), { query: req.body.query, ...pageOf(req.body), select: req.body.select }),
+    (req) =>
+      listing.find(principalOf(req), {
+        query: req.body.query,
+        ...pageOf(req.body),
+        select: req.body.select,
+        allRevisions: req.body.all_revisions,
+        fromRoot: req.body.from_root,
+      }),
   );
   app.post(
     '/objects/count',

@@ -172,14 +172,22 @@ export const ObjectListQuery = Type.Object(
   { additionalProperties: true },
 );
 
-export const FindBody = OpenObject({
-  query: Type.Record(Type.String(), Type.Unknown(), {
-    description: 'Mongo-style match: {"properties.color": "red", "status": {"$in": ["created"]}}',
-  }),
-  limit: Type.Optional(Type.Integer({ minimum: 0 })),
-  offset: Type.Optional(Offset()),
-  select: Type.Optional(Type.String()),
-});
+/** The official client's FindPayload, closed as Vertesia's is: an unknown field is a 400 naming it. */
+export const FindBody = Type.Object(
+  {
+    query: Type.Record(Type.String(), Type.Unknown(), {
+      description: 'Mongo-style match: {"properties.color": "red", "status": {"$in": ["created"]}}',
+    }),
+    limit: Type.Optional(Type.Integer({ minimum: 0 })),
+    offset: Type.Optional(Offset()),
+    select: Type.Optional(Type.String()),
+    all_revisions: Type.Optional(
+      Type.Boolean({ description: 'Match every revision, not only the newest of each history (default false)' }),
+    ),
+    from_root: Type.Optional(Type.String({ description: 'Match only the revisions of the history with this root id' })),
+  },
+  { additionalProperties: false },
+);
 
 export const CountBody = OpenObject({
   query: Type.Optional(Type.Record(Type.String(), Type.Unknown())),

@@ -10,22 +10,25 @@ const Limit = Type.Integer({
   description: 'Page size, default 100 (catalog: 1,000), at most 1,000 (larger values are clamped)',
 });
 
-const TypeFindBody = OpenObject({
-  query: Type.Optional(
-    Type.Object(
-      {},
-      {
-        additionalProperties: true,
-        description: 'Mongo-style {field: condition} on id, name, description, tags, status, created_at, …',
-      },
+const TypeFindBody = Type.Object(
+  {
+    query: Type.Optional(
+      Type.Object(
+        {},
+        {
+          additionalProperties: true,
+          description: 'Mongo-style {field: condition} on id, name, description, tags, status, created_at, …',
+        },
+      ),
     ),
-  ),
-  limit: Type.Optional(Limit),
-  offset: Type.Optional(Offset()),
-  select: Type.Optional(
-    Type.String({ maxLength: 1000, description: 'Fields to answer, e.g. "name tags" (id always)' }),
-  ),
-});
+    limit: Type.Optional(Limit),
+    offset: Type.Optional(Offset()),
+    select: Type.Optional(
+      Type.String({ maxLength: 1000, description: 'Fields to answer, e.g. "name tags" (id always)' }),
+    ),
+  },
+  { additionalProperties: false },
+);
 
 const CatalogQuery = Type.Object(
   {

@@ -440,7 +440,7 @@ export const RunFacetsAnswer = Type.Object(
 
 // ---- the official client's find, filter options and populate (issue 24) ---------------------
 
-export const RunFindBody = OpenObject(
+export const RunFindBody = Type.Object(
   {
     query: Type.Record(Type.String(), Type.Unknown(), {
       description:
@@ -461,7 +461,10 @@ export const RunFindBody = OpenObject(
       }),
     ),
   },
-  { description: "The official client's FindPayload" },
+  {
+    additionalProperties: false,
+    description: "The official client's FindPayload (runs have no revisions: all_revisions and from_root are refused)",
+  },
 );
 
 export const RunFindAnswer = Type.Array(

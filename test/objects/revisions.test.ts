@@ -89,6 +89,24 @@ for (const dialect of TEST_DIALECTS) {
         [third.id],
         'find shows heads, like the listing',
       );
+      const foundAll: any[] = await client.objects.find({
+        query: { 'revision.root': first.id },
+        all_revisions: true,
+        limit: 10,
+      });
+      assert.deepEqual(new Set(foundAll.map((o) => o.id)), new Set([first.id, second.id, third.id]));
+      const foundFromRoot: any[] = await client.objects.find({ query: {}, from_root: first.id, limit: 10 });
+      assert.deepEqual(new Set(foundFromRoot.map((o) => o.id)), new Set([first.id, second.id, third.id]));
+      // A field the find does not know is refused by name, never ignored.
+      const unknown = await srv.api('POST', '/api/v1/objects/find', { query: {}, all_revision: true });
+      assert.equal(unknown.status, 400, JSON.stringify(unknown.body));
+      assert.match(unknown.body.message, /unknown field "all_revision"/);
+      const runs = await srv.api('POST', '/api/v1/runs/find', { query: {}, all_revisions: true });
+      assert.equal(runs.status, 400, JSON.stringify(runs.body));
+      assert.match(runs.body.message, /unknown field "all_revisions"/, 'runs have no revisions');
+      const types = await srv.api('POST', '/api/v1/types/find', { query: {}, from_root: first.id });
+      assert.equal(types.status, 400, JSON.stringify(types.body));
+      assert.match(types.body.message, /unknown field "from_root"/);
       const searched: any = await client.objects.search({ query: { location: '/rev' } } as any);
       assert.deepEqual(
         searched.results.map((o: any) => o.id),
