@@ -44,6 +44,7 @@ import type { ContentPipeline } from './content/pipeline.ts';
 import { createContent, type Content } from './content/register.ts';
 import { CollectionService, collectionRoutes } from './collections/index.ts';
 import { deleteProjectCollections } from './collections/store.ts';
+import { createDatasets, type Datasets } from './datasets/register.ts';
 import { deleteProjectJobs } from './jobs/store.ts';
 import type { EmbeddingService } from './embeddings/service.ts';
 import { systemPrincipal } from './embeddings/settings.ts';
@@ -172,6 +173,7 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
         ),
       log,
     });
+    const datasets = createDatasets({ database, auth, runs: runs.runs });
     // A project's deletion asks each feature to delete its rows; its keys and its row go last.
     for (const deleteRows of [
       deleteProjectCollections,
@@ -212,6 +214,7 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
       embeddings,
       blobs,
       content,
+      datasets,
     });
     // The OpenAI-compatible door at /v1 (src/doors/openai), with its own error shape.
     await createOpenAIDoor({ database, auth, limiter, interactions, runs, log }).register(app);
@@ -306,6 +309,7 @@ interface ApiParts {
   embeddings: Embeddings;
   blobs: Blobs;
   content: Content;
+  datasets: Datasets;
 }
 
 /**
@@ -313,7 +317,7 @@ interface ApiParts {
  * F1): a route is authenticated because it is registered there.
  */
 async function registerApi(app: FastifyInstance, parts: ApiParts): Promise<void> {
-  const { config, auth, limiter, interactions, runs, objects, embeddings, blobs, content } = parts;
+  const { config, auth, limiter, interactions, runs, objects, embeddings, blobs, content, datasets } = parts;
   const { db, dialect } = parts.database;
   await app.register(
     async (api) => {
@@ -342,6 +346,7 @@ async function registerApi(app: FastifyInstance, parts: ApiParts): Promise<void>
         await authed.register(importRoutes, {
           imports: new ImportService(db, dialect, config.maxInlineJsonBytes, runs.writer),
         });
+        await datasets.register(authed);
         await authed.register(collectionRoutes, {
           collections: new CollectionService({
             db,

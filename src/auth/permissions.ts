@@ -36,6 +36,8 @@ const PERMISSIONS = [
   'content:delete',
   'content:admin',
   'audit:read',
+  'dataset:read',
+  'dataset:write',
 ] as const;
 export type Permission = (typeof PERMISSIONS)[number];
 
@@ -47,6 +49,7 @@ const READ: Permission[] = [
   'interaction:read',
   'run:read',
   'content:read',
+  'dataset:read',
 ];
 
 /** What each role may do. `admin` is also account-wide (every project); the others only their key's project. */
@@ -152,6 +155,17 @@ export const ROUTE_PERMISSIONS: Record<string, Needed> = table<Needed>({
   'POST /runs': 'interaction:execute',
   'POST /runs/tool-results': 'interaction:execute',
   'POST /runs/user-message': 'interaction:execute',
+  'POST /datasets': 'dataset:write',
+  'GET /datasets': 'dataset:read',
+  'GET /datasets/:id': 'dataset:read',
+  'PUT /datasets/:id': 'dataset:write',
+  'DELETE /datasets/:id': 'dataset:write',
+  'POST /datasets/:id/versions': 'dataset:write',
+  'POST /datasets/:id/items': 'dataset:write',
+  'GET /datasets/:id/items': 'dataset:read',
+  'DELETE /datasets/:id/items/:itemId': 'dataset:write',
+  'GET /datasets/:id/export': 'dataset:read',
+
   'GET /runs': 'run:read',
   'GET /runs/:id': 'run:read',
   'GET /runs/:id/stream': 'run:read',
