@@ -31,11 +31,15 @@ describe('postgres: a find reads each stored document once per row', POSTGRES_ON
    * once, or up to 10 s later when it reported less than a second ago), so the counter is read
    * until it moves; the find must read the large document at least once.
    */
-  const blocksOf = async (query: unknown) => {
+  const blocksOf = async (query: unknown) =>
+    blocksOfRequest(async () => {
+      const r = await srv.api('POST', '/api/v1/runs/find', { query, select: 'id' });
+      assert.equal(r.status, 200, JSON.stringify(r.body).slice(0, 300));
+      assert.deepEqual(r.body, []);
+    });
+  const blocksOfRequest = async (request: () => Promise<void>) => {
     const before = await toastBlocks();
-    const r = await srv.api('POST', '/api/v1/runs/find', { query, select: 'id' });
-    assert.equal(r.status, 200, JSON.stringify(r.body).slice(0, 300));
-    assert.deepEqual(r.body, []);
+    await request();
     for (let i = 0; i < 300; i++) {
       const now = await toastBlocks();
       if (now > before) {
@@ -58,6 +62,8 @@ describe('postgres: a find reads each stored document once per row', POSTGRES_ON
     });
     assert.equal(r.status, 200, JSON.stringify(r.body).slice(0, 300));
     bigRun = r.body.id;
+    // The seeding's own counters may be reported late: one find first, so they are in before any measure.
+    await blocksOf(orOf(1));
   });
   after(async () => {
     await pool?.end();
