@@ -34,13 +34,12 @@ describe('postgres: an exhausted pool answers 503 with Retry-After', POSTGRES_ON
   it('the pool held by deletes waiting on a locked row: another request is a 503, then all finish', async () => {
     const holder = await pool.connect();
     const order: string[] = [];
-    let deletes: Promise<number>[] = [];
+    const deletes: Promise<number>[] = [];
     try {
       await holder.query('BEGIN');
       await holder.query('SELECT id FROM runs WHERE id = $1 FOR UPDATE', [runId]);
-      deletes = Array.from({ length: POOL_SIZE }, () =>
-        srv.api('DELETE', `/api/v1/runs/${runId}`).then((r) => (order.push('delete'), r.status)),
-      );
+      for (let i = 0; i < POOL_SIZE; i++)
+        deletes.push(srv.api('DELETE', `/api/v1/runs/${runId}`).then((r) => (order.push('delete'), r.status)));
       // Until every pooled connection waits on the row lock (the database's own view of its backends).
       for (let waiting = 0; waiting < POOL_SIZE;) {
         await new Promise((res) => setTimeout(res, 50));

@@ -32,22 +32,23 @@ describe('postgres: one project queues at most 64 heavy reads, then 429', POSTGR
   it('the reads past the queue are refused while the others wait, then the others answer', async () => {
     const holder = await pool.connect();
     const refused: Array<{ status: number; body: any; retryAfter: string | null }> = [];
-    let reads: Promise<number>[] = [];
+    const reads: Promise<number>[] = [];
     let released = false;
     try {
       await holder.query('BEGIN');
       await holder.query('LOCK TABLE objects IN ACCESS EXCLUSIVE MODE');
       let seen!: () => void;
       const allRefused = new Promise<void>((res) => (seen = res));
-      reads = Array.from({ length: 1 + QUEUE_PER_PROJECT + EXTRA }, () =>
-        srv.api('POST', '/api/v1/objects/find', { query: { 'properties.n': 1 } }).then((r) => {
-          if (r.status === 429) {
-            refused.push({ status: r.status, body: r.body, retryAfter: r.headers.get('retry-after') });
-            if (refused.length === EXTRA) seen();
-          } else assert.ok(released, `a read answered ${r.status} while the table was locked`);
-          return r.status;
-        }),
-      );
+      for (let i = 0; i < 1 + QUEUE_PER_PROJECT + EXTRA; i++)
+        reads.push(
+          srv.api('POST', '/api/v1/objects/find', { query: { 'properties.n': 1 } }).then((r) => {
+            if (r.status === 429) {
+              refused.push({ status: r.status, body: r.body, retryAfter: r.headers.get('retry-after') });
+              if (refused.length === EXTRA) seen();
+            } else assert.ok(released, `a read answered ${r.status} while the table was locked`);
+            return r.status;
+          }),
+        );
       await allRefused;
     } finally {
       released = true;
