@@ -471,3 +471,26 @@ export const jsonString = (
   const j = jsonSql(dialect);
   return sql<string | null>`(CASE WHEN ${j.type(col, path)} = 'string' THEN ${j.text(col, path)} END)`;
 };
+
+/**
+ * A JSON column that a condition reads at many paths, read once per row. PostgreSQL decompresses
+ * and reassembles (detoasts) a stored jsonb value at every operator that reads it, so a condition
+ * on n paths of a large document read it n times per row (and held n copies in memory until the
+ * row was done). `ref` is the column to compile the condition against and `wrap` gives the
+ * condition over it: on PostgreSQL a correlated subquery that detoasts the value once (`|| '{}'`
+ * returns the detoasted object itself; `OFFSET 0` keeps the planner from inlining it back into
+ * each use); on SQLite the column and the condition as they are. The column must hold objects.
+ */
+export interface ReadOnce {
+  readonly ref: string;
+  wrap(condition: Expression<SqlBool>): Expression<SqlBool>;
+}
+
+export function readOnce(dialect: DialectName, column: string, alias: string): ReadOnce {
+  if (dialect !== 'postgres') return { ref: column, wrap: (condition) => condition };
+  return {
+    ref: `${alias}.v`,
+    wrap: (condition) =>
+      sql<SqlBool>`EXISTS (SELECT 1 FROM (SELECT ${sql.ref(column)} || '{}'::jsonb AS v OFFSET 0) AS ${sql.id(alias)} WHERE ${condition})`,
+  };
+}
