@@ -19,7 +19,7 @@ export type MediaRef =
   { kind: 'store'; id: string } | { kind: 'data'; media_type: string; base64: string } | { kind: 'https'; url: string };
 
 /** The types a `data:` URL may carry. */
-export const DATA_URL_TYPES: ReadonlySet<string> = new Set([
+const DATA_URL_TYPES: ReadonlySet<string> = new Set([
   'image/png',
   'image/jpeg',
   'image/gif',
@@ -28,9 +28,8 @@ export const DATA_URL_TYPES: ReadonlySet<string> = new Set([
 ]);
 
 /** The most media values one run may carry, checked before any is read. */
-export const MAX_MEDIA_INPUTS = 20;
+const MAX_MEDIA_INPUTS = 20;
 
-type Schema = Record<string, unknown>;
 const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
 
 const kindOf = (s: unknown): MediaKind | undefined => {

@@ -17,7 +17,7 @@ import { mediaInputs, parseRef, type MediaInput } from './inputs.ts';
 import { readImageHeader } from './image-header.ts';
 
 /** The slice of the object service media inputs need. */
-export interface MediaObjects {
+interface MediaObjects {
   get(
     p: Principal,
     id: string,
@@ -32,7 +32,7 @@ export interface MediaObjects {
 }
 
 /** The slice of the blob service media inputs need. */
-export interface MediaBlobs {
+interface MediaBlobs {
   keyOf(s: Scope, ref: string, field: string, notFound: () => Error): string;
   read(s: Scope, key: string): Promise<Readable>;
 }
@@ -246,7 +246,7 @@ async function readBounded(stream: Readable, limit: number, param: string): Prom
  * The pages of a PDF by its page objects (`/Type /Page`), counted without parsing it: a bound
  * checked in the server's process, where a page tree is never walked.
  */
-export function countPdfPages(bytes: Buffer): number {
+function countPdfPages(bytes: Buffer): number {
   const text = bytes.toString('latin1');
   return (text.match(/\/Type\s*\/Page(?![a-zA-Z])/g) ?? []).length;
 }

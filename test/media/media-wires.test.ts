@@ -42,10 +42,10 @@ for (const dialect of TEST_DIALECTS) {
       return r.body.id as string;
     };
     const interaction = async (env: Record<string, unknown>, model: string) => {
-      const e = await srv.api('POST', '/api/v1/environments', { name: `${env.provider} media`, ...env });
+      const e = await srv.api('POST', '/api/v1/environments', { name: `${String(env.provider)} media`, ...env });
       assert.equal(e.status, 200, JSON.stringify(e.body));
       const ix = await srv.api('POST', '/api/v1/interactions', {
-        name: `Media ${env.provider}`,
+        name: `Media ${String(env.provider)}`,
         environment: e.body.id,
         model,
         interaction_schema: SCHEMA,
