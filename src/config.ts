@@ -2,6 +2,7 @@
  * One typed configuration, read from environment variables (and CLI flags, which override them).
  * Every variable is documented in README.md and .env.example.
  */
+import { DEFAULT_MEDIA_BOUNDS, type MediaBounds } from './media/bounds.ts';
 import { resolve } from 'node:path';
 import { table } from './util/own.ts';
 import { EgressPolicy } from './providers/egress.ts';
@@ -37,6 +38,8 @@ export interface Config {
   conversationMaxTurns: number;
   /** A conversation's history at most, in bytes of its messages' JSON; past it, 413 conversation_too_long. */
   conversationMaxBytes: number;
+  /** Bounds of media inputs of runs (ORRERY_MEDIA_*, src/media/bounds.ts). */
+  media: MediaBounds;
   /** Flush each upload to disk before publishing it (local blob folder); off trades power-loss safety for speed. */
   blobFsync: boolean;
   logLevel: string;
@@ -220,6 +223,12 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     conversationMaxTurns: overrides.conversationMaxTurns ?? int(env, 'ORRERY_CONVERSATION_MAX_TURNS', 200, 1, 100_000),
     conversationMaxBytes:
       overrides.conversationMaxBytes ?? byteSize(env, 'ORRERY_CONVERSATION_MAX_BYTES', 8 * 1024 ** 2),
+    media: overrides.media ?? {
+      maxBytes: byteSize(env, 'ORRERY_MEDIA_MAX_BYTES', DEFAULT_MEDIA_BOUNDS.maxBytes),
+      maxPixels: int(env, 'ORRERY_MEDIA_MAX_PIXELS', DEFAULT_MEDIA_BOUNDS.maxPixels, 1),
+      maxPdfBytes: byteSize(env, 'ORRERY_MEDIA_MAX_PDF_BYTES', DEFAULT_MEDIA_BOUNDS.maxPdfBytes),
+      maxPdfPages: int(env, 'ORRERY_MEDIA_MAX_PDF_PAGES', DEFAULT_MEDIA_BOUNDS.maxPdfPages, 1),
+    },
     blobFsync: overrides.blobFsync ?? flag(env, 'ORRERY_BLOB_FSYNC', true),
     logLevel: overrides.logLevel ?? nonEmpty(env, 'ORRERY_LOG_LEVEL') ?? 'info',
     metricsToken: overrides.metricsToken ?? nonEmpty(env, 'ORRERY_METRICS_TOKEN'),

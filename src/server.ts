@@ -37,6 +37,7 @@ import { AnalyticsService, analyticsRoutes } from './analytics/index.ts';
 import { assertFreeDisk } from './util/free-disk.ts';
 import { createBlobs, type Blobs } from './blobs/register.ts';
 import { createObjects, type Objects } from './objects/register.ts';
+import { MediaService } from './media/service.ts';
 import { ObjectRecordSchema, ObjectTypeSchema } from './objects/schemas.ts';
 import { ReplicaRegistry } from './cluster/replicas.ts';
 import { JobQueue } from './jobs/queue.ts';
@@ -126,6 +127,11 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
       // Run embeddings: the hook reaches the embedding service built below, once requests arrive.
       embeddings: { embedRun: (s, r) => embeddings.embeddings.embedRun(s, r) },
       deleteObjects: (s, ids) => objects.objects.bulkDelete(systemPrincipal(s), ids),
+      // Media inputs: the media service built below, once requests arrive.
+      media: {
+        inputs: (p, schema, data) => media.inputs(p, schema, data),
+        materialize: (p, messages, sent) => media.materialize(p, messages, sent),
+      },
     });
     const blobs = await createBlobs({ config, database, urlKey: keys.urls });
     // Content processing and embeddings share a durable job queue (src/jobs).
@@ -174,6 +180,7 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
       log,
     });
     const datasets = createDatasets({ database, auth, runs: runs.runs });
+    const media = new MediaService({ objects: objects.objects, blobs: blobs.blobs, bounds: config.media });
     // A project's deletion asks each feature to delete its rows; its keys and its row go last.
     for (const deleteRows of [
       deleteProjectCollections,

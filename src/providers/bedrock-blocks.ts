@@ -4,6 +4,7 @@
  * streamed `contentBlockStart` / `contentBlockDelta` tool events assembled into whole calls.
  */
 import {
+  ProviderError,
   toolInputOf,
   type ChatMessage,
   type ContentPart,
@@ -67,8 +68,16 @@ function toBlock(p: ContentPart): Block[] {
           },
         },
       ];
+    case 'image': {
+      const { format, bytes } = converseBytes(p.url, p.media_type);
+      return [{ image: { format, source: { bytes } } }];
+    }
+    case 'document': {
+      const { bytes } = converseBytes(p.url, p.media_type);
+      return [{ document: { format: 'pdf', name: documentName(p.name), source: { bytes } } }];
+    }
     default:
-      // Media by reference and unsigned thinking have no Converse block here (text-only as before).
+      // Thinking has no Converse block here.
       return [];
   }
 }
@@ -150,3 +159,24 @@ export class ConverseToolAssembler {
       .map(([, b]) => ({ id: b.id, tool_name: b.name, ...toolInputOf(b.json) }));
   }
 }
+
+/** A media part's bytes (a data URL, as the run path makes of stored objects) as Converse takes them: base64 in JSON. */
+function converseBytes(url: string, mediaType: string | undefined): { format: string; bytes: string } {
+  const data = /^data:([^;,]+);base64,(.*)$/s.exec(url);
+  if (!data)
+    throw new ProviderError(
+      'provider_bad_request',
+      `Bedrock takes media as its bytes (a stored object or a data: URL), not a link: ${url.slice(0, 40)}`,
+    );
+  const type = (mediaType ?? data[1]!).toLowerCase();
+  return { format: type.slice(type.indexOf('/') + 1).replace('jpg', 'jpeg'), bytes: data[2]! };
+}
+
+/** Converse names a document with letters, digits, spaces, hyphens, parentheses and brackets only. */
+const documentName = (name: string | undefined): string =>
+  (name ?? 'document')
+    .replace(/\.pdf$/i, '')
+    .replace(/[^A-Za-z0-9 ()[\]-]+/g, ' ')
+    .replace(/\s+/g, ' ')
+    .trim()
+    .slice(0, 200) || 'document';

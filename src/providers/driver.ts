@@ -22,6 +22,8 @@ interface ImagePart {
   /** An https or data URL, or `store:<object id>` for a content object. */
   url: string;
   media_type?: string;
+  /** What a stored prompt keeps of a media input (src/media); providers are not sent it. */
+  object?: MediaObjectRef;
 }
 
 interface DocumentPart {
@@ -29,6 +31,19 @@ interface DocumentPart {
   url: string;
   media_type?: string;
   name?: string;
+  object?: MediaObjectRef;
+}
+
+/**
+ * A media input as a run stores it: the object (its id and content etag) or, for a `data:` URL,
+ * the digest of its bytes; the type and size that were sent.
+ */
+export interface MediaObjectRef {
+  id?: string;
+  revision?: string;
+  sha256?: string;
+  type: string;
+  size: number;
 }
 
 /** The model asked for a tool: `ToolUse` as llumiverse and Vertesia name it. */

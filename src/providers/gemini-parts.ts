@@ -74,8 +74,10 @@ function partsOf(m: ChatMessage, callNames: Map<string, string>): Part[] {
           ...(providerId(p.tool_use_id) ? { id: p.tool_use_id } : {}),
         },
       });
+    } else if (p.type === 'image' || p.type === 'document') {
+      out.push({ inlineData: inlineBytes(p.url, p.media_type, 'Gemini') });
     }
-    // Media by reference and thinking have no Gemini part here (text-only as before).
+    // Thinking has no Gemini part here.
   }
   return out;
 }
@@ -174,3 +176,14 @@ export const callSeedOf = (messages: ChatMessage[]): string =>
     .update(messages.map((m) => `${m.role}\0${messageText(m)}`).join('\0'))
     .digest('hex')
     .slice(0, 16)}`;
+
+/** A media part's bytes (a data URL, as the run path makes of stored objects) as Gemini's inline data. */
+function inlineBytes(url: string, mediaType: string | undefined, label: string): { mimeType: string; data: string } {
+  const data = /^data:([^;,]+);base64,(.*)$/s.exec(url);
+  if (!data)
+    throw new ProviderError(
+      'provider_bad_request',
+      `${label} takes media as its bytes (a stored object or a data: URL), not a link: ${url.slice(0, 40)}`,
+    );
+  return { mimeType: mediaType ?? data[1]!, data: data[2]! };
+}

@@ -71,10 +71,13 @@ function userPart(p: ContentPart, label: string): Record<string, unknown> {
     case 'image':
       return { type: 'image_url', image_url: { url: p.url } };
     case 'document':
-      throw new ProviderError(
-        'provider_bad_request',
-        `${label} takes no document parts on Chat Completions; send the document's text instead`,
-      );
+      // Chat Completions takes a PDF as a `file` part carrying its bytes as a data URL.
+      if (!p.url.startsWith('data:'))
+        throw new ProviderError(
+          'provider_bad_request',
+          `${label} takes a document on Chat Completions as its bytes (a stored object or a data: URL), not a link`,
+        );
+      return { type: 'file', file: { filename: p.name ?? 'document.pdf', file_data: p.url } };
     default:
       throw new ProviderError('provider_bad_request', `a ${p.type} part belongs in an assistant message`);
   }

@@ -48,6 +48,8 @@ export interface RunDoc {
   interaction: { id: string; name: string; endpoint?: string; version?: number };
   environment: { id: string; name: string; provider: string } | null;
   result_schema?: Record<string, unknown>;
+  /** The content objects the prompt shows the model (media inputs): found by run search `objects:<id>`. */
+  media?: { objects: string[] };
   account: Ref;
   project: Ref;
   created_by: string;

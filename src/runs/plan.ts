@@ -18,6 +18,7 @@ import type { OrreryDialect } from '../db/dialect.ts';
 import { docOf, type RunDoc, type RunRow, type RunSource } from './model.ts';
 import { buildRequest, type SamplingOptions } from './call.ts';
 import { validateInput } from './render.ts';
+import { mediaObjectsOf, type RunMediaHook } from './run-media.ts';
 import type { CacheDecision, CachedAnswer, ResultCache } from './result-cache.ts';
 import type { RunsInFlight } from './in-flight.ts';
 import * as store from './store.ts';
@@ -105,6 +106,8 @@ export interface RunPlannerDeps {
   inFlight: RunsInFlight;
   /** Largest `data` a run stores inline, in bytes of JSON (src/limits/inline-json.ts); 1 MiB when absent. */
   maxInlineJson?: number;
+  /** Reads media references into the bytes a provider is sent (runs/run-media.ts). */
+  media?: RunMediaHook;
 }
 
 const DEFAULT_TEMPERATURE = 0.7;
@@ -200,9 +203,11 @@ export class RunPlanner {
     messages: ChatMessage[],
     resultSchema: Record<string, unknown> | undefined,
     data: unknown,
+    /** The messages as the provider is sent them (media read in), when they differ from the stored ones. */
+    sending: ChatMessage[] = messages,
   ): Promise<Plan> {
     const { env, model, options, virtual, tools } = run;
-    const request = buildRequest({ model, messages, options, resultSchema, tools });
+    const request = buildRequest({ model, messages: sending, options, resultSchema, tools });
     const plan: Plan = virtual
       ? { kind: 'virtual', ...virtual, connection: env.connection, request }
       : { kind: 'provider', driver: getDriver(env.dto.provider), connection: env.connection, request };
@@ -237,6 +242,8 @@ export class RunPlanner {
         ? { tools: { tools: doc.tools, ...(doc.tool_choice ? { tool_choice: doc.tool_choice } : {}) } }
         : {}),
     });
+    // Media references in the prompt are read again here: the process that created the run held their bytes.
+    if (this.deps.media) request.messages = await this.deps.media.materialize(p, request.messages);
     if (isVirtualProvider(env.dto.provider))
       return { kind: 'virtual', ...(await this.virtualTargets(p, env)), connection: env.connection, request };
     return { kind: 'provider', driver: getDriver(env.dto.provider), connection: env.connection, request };
@@ -328,10 +335,12 @@ export function describeRun(
 ): RunDoc {
   const { interaction, env } = run;
   const source = runSource(p, caller);
+  const objects = mediaObjectsOf(at.messages);
   return {
     result: [],
     parameters: input.data ?? {},
     prompt: at.messages,
+    ...(objects.length ? { media: { objects } } : {}),
     config: runConfig(run.config, env.dto.id, run.model, run.options),
     source,
     ttl: at.ttl,

@@ -15,6 +15,7 @@ import type { Telemetry } from '../telemetry/hooks.ts';
 import type { Limiter } from '../limits/limiter.ts';
 import type { RunEmbeddingHook } from '../embeddings/run-embeddings.ts';
 import type { Interactions } from '../interactions/register.ts';
+import type { RunMediaHook } from './run-media.ts';
 import { WalCheckpointer } from '../db/wal-checkpointer.ts';
 import { usableCores } from '../util/cpu-quota.ts';
 import { RunService } from './service.ts';
@@ -47,6 +48,8 @@ export interface RunsDeps {
   embeddings: RunEmbeddingHook;
   /** Deletes objects of a project (retention of objects); called once requests arrive. */
   deleteObjects: (s: Scope, ids: string[]) => Promise<unknown>;
+  /** Media inputs as prompt parts (src/media). */
+  media?: RunMediaHook;
 }
 
 export function createRuns(deps: RunsDeps) {
@@ -91,6 +94,7 @@ export function createRuns(deps: RunsDeps) {
     maxInlineJson: config.maxInlineJsonBytes,
     conversationBounds: { maxTurns: config.conversationMaxTurns, maxBytes: config.conversationMaxBytes },
     embeddings: deps.embeddings,
+    ...(deps.media ? { media: deps.media } : {}),
     writer: runWriter,
     intents,
     onRunEnded: (r) =>

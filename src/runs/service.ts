@@ -45,6 +45,7 @@ import {
   type RunCreateInput,
 } from './plan.ts';
 import { renderPrompt, type RenderedPrompt } from './render.ts';
+import { withMedia, type RunMediaHook } from './run-media.ts';
 import { RunCaller } from './call.ts';
 import { VirtualCaller } from './call-virtual.ts';
 import { RunFinisher, forCreation, type RunEndedListener } from './finish.ts';
@@ -104,6 +105,8 @@ export interface RunServiceDeps {
   onRunEnded?: RunEndedListener;
   /** ORRERY_CONVERSATION_MAX_TURNS and ORRERY_CONVERSATION_MAX_BYTES; 200 turns and 8 MiB when absent. */
   conversationBounds?: ConversationBounds;
+  /** Media inputs (src/media): store: objects and data: URLs as prompt parts; absent: none. */
+  media?: RunMediaHook;
 }
 
 const DEFAULT_CONVERSATION_BOUNDS: ConversationBounds = { maxTurns: 200, maxBytes: 8 * 1024 ** 2 };
@@ -127,6 +130,7 @@ export class RunService {
   private readonly continuer: RunContinuer;
   private readonly bounds: ConversationBounds;
   private readonly telemetry: Telemetry;
+  private readonly media: RunMediaHook | undefined;
 
   constructor(deps: RunServiceDeps) {
     const { db, dialect, notifier, metrics, replica } = deps;
@@ -138,6 +142,7 @@ export class RunService {
     this.intents = deps.intents;
     this.interactions = deps.interactions;
     this.onRunEnded = deps.onRunEnded;
+    this.media = deps.media;
     const telemetry = (this.telemetry = deps.telemetry ?? NO_TELEMETRY);
     const cache = new ResultCache(db, dialect);
     const signals = new RunSignals(writer, notifier);
@@ -158,6 +163,7 @@ export class RunService {
       cache,
       inFlight,
       maxInlineJson: deps.maxInlineJson,
+      ...(deps.media ? { media: deps.media } : {}),
     });
     const virtual = new VirtualCaller({
       writer,
@@ -262,6 +268,8 @@ export class RunService {
    */
   async runTurn(p: Principal, planned: PlannedTurn, caller: CallerInfo): Promise<Run> {
     const { row, plan } = planTurn(p, caller, planned);
+    // Media of the history are read (and checked) before the turn's row is written.
+    if (this.media) plan.request.messages = await this.media.materialize(p, plan.request.messages);
     const answer = await this.launch(row, plan, planned.tags, planned.stream);
     // A streamed turn is answered before it runs: its conversation names it, without messages.
     const conversation = answer.final
@@ -363,10 +371,17 @@ export class RunService {
     const run = await this.planner.resolve(p, input, load, cacheKey);
     const { interaction, env, model } = run;
     // A door's messages are the prompt as sent: nothing to render.
-    const prompt: RenderedPrompt = turn
+    let prompt: RenderedPrompt = turn
       ? { messages: turn.messages }
       : await renderPrompt(this.templates, interaction, input.data, model, p.project.id);
     const { resultSchema, ttl } = await this.planner.check(p, input, interaction);
+    // Media inputs are checked (project, bounds) and read before anything is stored.
+    let sent: Map<string, string> | undefined;
+    if (this.media && !turn && !prompt.failure) {
+      const media = await this.media.inputs(p, interaction.interaction_schema, input.data);
+      if (media.parts.length) prompt = { messages: withMedia(prompt.messages, media.parts) };
+      sent = media.sent;
+    }
     // A conversation passed back to POST /runs is a fork: its messages go before the prompt, and
     // are not stored (the run is a restricted conversation's: it continues from what the caller holds).
     let before: ChatMessage[] = [];
@@ -423,9 +438,10 @@ export class RunService {
       trace,
     });
     const messages = before.length > 0 ? [...before, ...prompt.messages] : prompt.messages;
+    const sending = this.media ? await this.media.materialize(p, messages, sent) : messages;
     const answer = await this.launch(
       row,
-      () => this.planner.plan(p, run, messages, resultSchema, input.data),
+      () => this.planner.plan(p, run, messages, resultSchema, input.data, sending),
       tags,
       stream,
       trace,

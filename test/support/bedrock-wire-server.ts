@@ -377,8 +377,10 @@ function validate(body: any): string | undefined {
       return `The content field in the Message object at messages.${i}.content is empty. Add a ContentBlock object to the content field and try again.`;
     for (const [j, b] of msg.content.entries()) {
       const kinds = b && typeof b === 'object' ? Object.keys(b) : [];
-      if (kinds.length !== 1 || !['text', 'toolUse', 'toolResult'].includes(kinds[0]))
-        return `Malformed input request: #/messages/${i}/content/${j}: a ContentBlock must be exactly one of text, toolUse, toolResult (this server's subset), please reformat your input and try again.`;
+      if (kinds.length !== 1 || !['text', 'toolUse', 'toolResult', 'image', 'document'].includes(kinds[0]))
+        return `Malformed input request: #/messages/${i}/content/${j}: a ContentBlock must be exactly one of text, toolUse, toolResult, image, document (this server's subset), please reformat your input and try again.`;
+      const media = mediaProblem(b, `#/messages/${i}/content/${j}`);
+      if (media) return media;
       if (kinds[0] === 'text' && (typeof b.text !== 'string' || b.text === ''))
         return `The text field in the ContentBlock object at messages.${i}.content.${j} is blank. Add text to the text field, and try again.`;
       if (kinds[0] === 'toolUse' && msg.role !== 'assistant')
@@ -688,3 +690,20 @@ function sendError(
 
 const sendJson = (res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) =>
   writeJson(res, status, body, { 'content-type': 'application/json', 'x-amzn-requestid': 'wire-request', ...headers });
+
+/** Converse's rules for image and document blocks: a known format, base64 bytes, a document name of its allowed characters. */
+function mediaProblem(b: any, at: string): string | undefined {
+  const block = b.image ?? b.document;
+  if (!block) return undefined;
+  const formats = b.image
+    ? ['png', 'jpeg', 'gif', 'webp']
+    : ['pdf', 'csv', 'doc', 'docx', 'xls', 'xlsx', 'html', 'txt', 'md'];
+  if (!formats.includes(block.format))
+    return `Malformed input request: ${at}: format ${block.format} is not one of ${formats.join(', ')}`;
+  const bytes = block.source?.bytes;
+  if (typeof bytes !== 'string' || bytes === '' || Buffer.from(bytes, 'base64').toString('base64') !== bytes)
+    return `Malformed input request: ${at}: source.bytes must be base64`;
+  if (b.document && (typeof block.name !== 'string' || !/^[A-Za-z0-9 ()[\]-]+$/.test(block.name)))
+    return `Malformed input request: ${at}: the document name may only contain alphanumeric characters, whitespace, hyphens, parentheses and square brackets`;
+  return undefined;
+}

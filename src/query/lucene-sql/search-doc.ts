@@ -19,6 +19,7 @@ export interface SearchSource {
   readonly parameters?: unknown;
   readonly config?: unknown;
   readonly source?: unknown;
+  readonly media?: unknown;
 }
 
 export interface RunSearchDoc {

@@ -45,7 +45,11 @@ export const RUN_FIELD_FAMILIES = Object.freeze({
   parameters: 'text',
   config: 'keyword',
   source: 'keyword',
+  media: 'keyword',
 } as const satisfies Record<string, FieldKind>);
+
+/** Short names of family paths: `objects:<id>` finds the runs whose prompt showed that object. */
+const RUN_FIELD_ALIASES: Readonly<Record<string, string>> = Object.freeze({ objects: 'media.objects' });
 
 /** One path segment under a family: letters, digits, `_` and `-` (safe to bind as a JSON path key). */
 const SEGMENT = /^[\p{L}\p{N}_-]+$/u;
@@ -64,6 +68,7 @@ export interface FieldSpec {
 
 /** The spec of a searchable field, or null when the name is not searchable. */
 export const runField = (name: string): FieldSpec | null => {
+  if (Object.hasOwn(RUN_FIELD_ALIASES, name)) return runField(RUN_FIELD_ALIASES[name]!);
   if (Object.hasOwn(RUN_FIELDS, name)) {
     return { name, kind: RUN_FIELDS[name as keyof typeof RUN_FIELDS], path: name.split('.'), family: false };
   }
@@ -79,5 +84,6 @@ export const isRunField = (name: string): boolean => runField(name) !== null;
 /** For "unknown field" messages. */
 export const RUN_FIELD_LIST: readonly string[] = Object.freeze([
   ...Object.keys(RUN_FIELDS),
+  ...Object.keys(RUN_FIELD_ALIASES),
   ...Object.keys(RUN_FIELD_FAMILIES).map((f) => `${f}.<path>`),
 ]);

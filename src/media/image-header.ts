@@ -1,0 +1,56 @@
+/**
+ * The type and dimensions of an image read from its first bytes (PNG, JPEG, GIF, WebP), without
+ * decoding it: enough to check the bounds in the server's process. Bytes that are none of these
+ * answer undefined.
+ */
+export interface ImageHeader {
+  media_type: 'image/png' | 'image/jpeg' | 'image/gif' | 'image/webp';
+  width: number;
+  height: number;
+}
+
+const ascii = (b: Uint8Array, at: number, n: number) => Buffer.from(b.subarray(at, at + n)).toString('latin1');
+
+export function readImageHeader(b: Uint8Array): ImageHeader | undefined {
+  const v = new DataView(b.buffer, b.byteOffset, b.byteLength);
+  if (b.length >= 24 && ascii(b, 1, 3) === 'PNG' && ascii(b, 12, 4) === 'IHDR')
+    return dims('image/png', v.getUint32(16), v.getUint32(20));
+  if (b.length >= 10 && ascii(b, 0, 4) === 'GIF8') return dims('image/gif', v.getUint16(6, true), v.getUint16(8, true));
+  if (b.length >= 30 && ascii(b, 0, 4) === 'RIFF' && ascii(b, 8, 4) === 'WEBP') return webp(b, v);
+  if (b.length >= 4 && b[0] === 0xff && b[1] === 0xd8) return jpeg(b, v);
+  return undefined;
+}
+
+const dims = (media_type: ImageHeader['media_type'], width: number, height: number): ImageHeader | undefined =>
+  width > 0 && height > 0 ? { media_type, width, height } : undefined;
+
+function webp(b: Uint8Array, v: DataView): ImageHeader | undefined {
+  const chunk = ascii(b, 12, 4);
+  if (chunk === 'VP8X')
+    return dims('image/webp', 1 + (v.getUint32(24, true) & 0xffffff), 1 + (v.getUint32(27, true) & 0xffffff));
+  if (chunk === 'VP8L') {
+    const bits = v.getUint32(21, true);
+    return dims('image/webp', 1 + (bits & 0x3fff), 1 + ((bits >> 14) & 0x3fff));
+  }
+  if (chunk === 'VP8 ') return dims('image/webp', v.getUint16(26, true) & 0x3fff, v.getUint16(28, true) & 0x3fff);
+  return undefined;
+}
+
+/** Walks the JPEG markers to the first start-of-frame (SOF0–SOF15 but DHT, JPG and DAC). */
+function jpeg(b: Uint8Array, v: DataView): ImageHeader | undefined {
+  let at = 2;
+  while (at + 9 < b.length) {
+    if (b[at] !== 0xff) return undefined;
+    const marker = b[at + 1]!;
+    if (marker === 0xff) {
+      at++;
+      continue;
+    }
+    const length = v.getUint16(at + 2);
+    if (marker >= 0xc0 && marker <= 0xcf && marker !== 0xc4 && marker !== 0xc8 && marker !== 0xcc)
+      return dims('image/jpeg', v.getUint16(at + 7), v.getUint16(at + 5));
+    if (length < 2) return undefined;
+    at += 2 + length;
+  }
+  return undefined;
+}
