@@ -229,7 +229,7 @@ export function knownToolSupport(provider: string, model: string): boolean {
 }
 
 /** Whether a model that calls tools also streams its calls (only Bedrock's runtime has models that do not). */
-export function knownToolStreaming(provider: string, model: string): boolean {
+function knownToolStreaming(provider: string, model: string): boolean {
   return provider === 'bedrock' ? lookUp(BEDROCK_STREAMING, model) : true;
 }
 

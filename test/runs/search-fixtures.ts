@@ -111,7 +111,7 @@ export const STATUSES = ['created', 'processing', 'completed', 'failed'] as cons
 export const TAGS = ['alpha', 'Alpha', 'beta', 'a b', 'x*y', 'café', 'urgent', 'v1.2'] as const;
 export const FINISH = ['stop', 'length'] as const;
 /** Tool names of the runs that ended in tool calls (`tool_use[].tool_name`; one run may call a tool twice). */
-export const TOOLS = ['get_weather', 'Get_Weather', 'search', 'lookup-order', 'a b'] as const;
+const TOOLS = ['get_weather', 'Get_Weather', 'search', 'lookup-order', 'a b'] as const;
 
 /** One to three tool calls, as a run's `tool_use` holds them. */
 const toolCalls = (r: Rng) =>
