@@ -60,14 +60,16 @@ export interface ToolDestination {
 }
 
 /**
- * The run's tools, or undefined when it has none; refuses a model that cannot call tools (400
- * tools_unsupported) before any provider call, for every destination the run may reach.
+ * The run's tools, or undefined when it has none; refuses a model that cannot call tools, or a
+ * streamed run on a model that cannot stream its calls (400 tools_unsupported), before any
+ * provider call, for every destination the run may reach.
  */
 export function runTools(
   requested: unknown,
   stored: unknown,
   modelOptions: unknown,
   destinations: ToolDestination[],
+  stream: boolean,
 ): RunTools | undefined {
   const tools = readToolDefinitions(requested) ?? readToolDefinitions(stored);
   const tool_choice = readToolChoice(modelOptions);
@@ -76,6 +78,6 @@ export function runTools(
       throw new BadRequest(`config.model_options.tool_choice is "${tool_choice}" but the run has no tool_definitions`);
     return undefined;
   }
-  for (const d of destinations) assertCanCallTools(d.env, d.model);
+  for (const d of destinations) assertCanCallTools(d.env, d.model, stream);
   return tool_choice ? { tools, tool_choice } : { tools };
 }

@@ -425,6 +425,13 @@ export interface JsonElementSql {
   readonly num: RawBuilder<number | null>;
 }
 
+/** A PostgreSQL jsonb value as a JsonElementSql. */
+const pgElement = (v: Expression<unknown>): JsonElementSql => ({
+  kind: sql<string>`jsonb_typeof(${v})`,
+  text: sql<string | null>`(CASE WHEN jsonb_typeof(${v}) IN ('string', 'number', 'boolean') THEN ${v} #>> '{}' END)`,
+  num: sql<number | null>`(CASE WHEN jsonb_typeof(${v}) = 'number' THEN (${v} #>> '{}')::double precision END)`,
+});
+
 /**
  * Whether some element of the JSON array at `path` satisfies `test` (never NULL: false when the
  * path is absent or not an array). `test` gets the element as SQL; its own bound values stay bound.
@@ -436,16 +443,8 @@ export const jsonSomeElement = (
   test: (el: JsonElementSql) => Expression<SqlBool>,
 ): RawBuilder<SqlBool> => {
   if (dialect === 'postgres') {
-    const v = sql.ref('je.v');
-    const el: JsonElementSql = {
-      kind: sql<string>`jsonb_typeof(${v})`,
-      text: sql<
-        string | null
-      >`(CASE WHEN jsonb_typeof(${v}) IN ('string', 'number', 'boolean') THEN ${v} #>> '{}' END)`,
-      num: sql<number | null>`(CASE WHEN jsonb_typeof(${v}) = 'number' THEN (${v} #>> '{}')::double precision END)`,
-    };
     return sql<SqlBool>`EXISTS (SELECT 1 FROM jsonb_array_elements(CASE WHEN jsonb_typeof(${col} #> ${pgPath(path)}) = 'array'
-      THEN ${col} #> ${pgPath(path)} ELSE '[]'::jsonb END) AS je(v) WHERE ${test(el)})`;
+      THEN ${col} #> ${pgPath(path)} ELSE '[]'::jsonb END) AS je(v) WHERE ${test(pgElement(sql.ref('je.v')))})`;
   }
   const t = sql.ref('je.type');
   const v = sql.ref('je.value');
@@ -460,6 +459,67 @@ export const jsonSomeElement = (
   // OFFSET (it skips joined rows, not outer rows). With a LIMIT the subquery stays a subquery.
   return sql<SqlBool>`EXISTS (SELECT 1 FROM json_each(${col}, ${sqlitePath(path)}) AS je
     WHERE json_type(${col}, ${sqlitePath(path)}) = 'array' AND (${test(el)}) LIMIT 1)`;
+};
+
+/**
+ * Whether some element of the JSON array at `arrayPath` is an object whose member `key` is a
+ * scalar satisfying `test` (never NULL: false when the path is absent, not an array, or no object
+ * has the member). `{tool_use: [{tool_name: "a"}, …]}` with `['tool_use']`, `'tool_name'`.
+ */
+export const jsonSomeMember = (
+  dialect: DialectName,
+  col: Expression<unknown>,
+  arrayPath: readonly string[],
+  key: string,
+  test: (el: JsonElementSql) => Expression<SqlBool>,
+): RawBuilder<SqlBool> => {
+  if (dialect === 'postgres') {
+    const v = sql`(je.e -> ${key})`;
+    return sql<SqlBool>`EXISTS (SELECT 1 FROM jsonb_array_elements(CASE WHEN jsonb_typeof(${col} #> ${pgPath(arrayPath)}) = 'array'
+      THEN ${col} #> ${pgPath(arrayPath)} ELSE '[]'::jsonb END) AS je(e)
+      WHERE jsonb_typeof(je.e) = 'object' AND (${test(pgElement(v))}))`;
+  }
+  const member = sqlitePath([key]);
+  // json_each gives an object element as JSON text; any other element is not parsed as JSON.
+  const t = sql`(CASE WHEN je.type = 'object' THEN json_type(je.value, ${member}) END)`;
+  const v = sql`(CASE WHEN je.type = 'object' THEN json_extract(je.value, ${member}) END)`;
+  const el: JsonElementSql = {
+    kind: sql<string>`(CASE ${t} WHEN 'integer' THEN 'number' WHEN 'real' THEN 'number' WHEN 'text' THEN 'string'
+      WHEN 'true' THEN 'boolean' WHEN 'false' THEN 'boolean' ELSE ${t} END)`,
+    text: sql<string | null>`(CASE WHEN ${t} = 'text' THEN ${v} WHEN ${t} IN ('integer', 'real') THEN CAST(${v} AS TEXT)
+      WHEN ${t} = 'true' THEN 'true' WHEN ${t} = 'false' THEN 'false' END)`,
+    num: sql<number | null>`(CASE WHEN ${t} IN ('integer', 'real') THEN ${v} END)`,
+  };
+  return sql<SqlBool>`EXISTS (SELECT 1 FROM json_each(${col}, ${sqlitePath(arrayPath)}) AS je
+    WHERE json_type(${col}, ${sqlitePath(arrayPath)}) = 'array' AND (${test(el)}) LIMIT 1)`;
+};
+
+/**
+ * The string members `key` of the objects in the JSON array at `arrayPath`, as a FROM item
+ * (`from`, to follow a table that has `col`), the condition that keeps strings only (`where`) and
+ * the value (`value`): what a facet over `tool_use[].tool_name` groups by.
+ */
+export const jsonMemberStrings = (
+  dialect: DialectName,
+  col: Expression<unknown>,
+  arrayPath: readonly string[],
+  key: string,
+): { from: RawBuilder<unknown>; where: RawBuilder<SqlBool>; value: RawBuilder<string> } => {
+  if (dialect === 'postgres') {
+    return {
+      from: sql`CROSS JOIN LATERAL jsonb_array_elements(CASE WHEN jsonb_typeof(${col} #> ${pgPath(arrayPath)}) = 'array'
+        THEN ${col} #> ${pgPath(arrayPath)} ELSE '[]'::jsonb END) AS je(e)`,
+      where: sql<SqlBool>`jsonb_typeof(je.e -> ${key}) = 'string'`,
+      value: sql<string>`(je.e ->> ${key})`,
+    };
+  }
+  const member = sqlitePath([key]);
+  return {
+    from: sql`CROSS JOIN json_each(${col}, ${sqlitePath(arrayPath)}) AS je`,
+    where: sql<SqlBool>`(json_type(${col}, ${sqlitePath(arrayPath)}) = 'array'
+      AND (CASE WHEN je.type = 'object' THEN json_type(je.value, ${member}) END) = 'text')`,
+    value: sql<string>`json_extract(je.value, ${member})`,
+  };
 };
 
 /** The value at `path` when it is a JSON string, else NULL. */

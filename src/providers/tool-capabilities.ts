@@ -58,6 +58,33 @@ const BEDROCK: ProviderTable = {
   normalise: (id) => id.replace(/^(?:[a-z]{2}(?:-gov)?|apac|global)\./, ''),
 };
 
+/**
+ * Bedrock Converse models that call tools but cannot stream those calls (ConverseStream), from
+ * llumiverse's `tool_support_streaming` (bedrock-models.ts `getRuntimeToolSupport`); the longest
+ * family wins, as above. Bedrock's Mantle endpoint streams the calls of every model with tools.
+ */
+const BEDROCK_STREAMING: ProviderTable = {
+  families: [
+    ['anthropic.claude', true],
+    ['anthropic.claude-3-5-haiku', false],
+    ['ai21.jamba', true],
+    ['amazon.nova', true],
+    ['cohere.command-r', true],
+    ['meta.llama', false],
+    ['qwen.', false],
+    ['deepseek.', false],
+    ['openai.gpt-', true],
+    ['xai.grok-', true],
+    ['google.gemma-', true],
+    ['mistral.', false],
+    ['twelvelabs.', false],
+    ['writer.', false],
+  ],
+  unknown: false,
+  contains: true,
+  normalise: BEDROCK.normalise,
+};
+
 const OPENAI: ProviderTable = {
   families: [
     ['gpt', true],
@@ -198,7 +225,15 @@ const TOOL_PROVIDERS = Object.keys(TABLES);
 /** The vendored answer for a model, before any environment override. */
 export function knownToolSupport(provider: string, model: string): boolean {
   const table = TABLES[provider];
-  if (!table) return false;
+  return table ? lookUp(table, model) : false;
+}
+
+/** Whether a model that calls tools also streams its calls (only Bedrock's runtime has models that do not). */
+function knownToolStreaming(provider: string, model: string): boolean {
+  return provider === 'bedrock' ? lookUp(BEDROCK_STREAMING, model) : true;
+}
+
+function lookUp(table: ProviderTable, model: string): boolean {
   const raw = model.toLowerCase();
   const id = table.normalise ? table.normalise(raw.slice(raw.lastIndexOf('/') + 1)) : raw;
   const name = id.includes('/') ? id.slice(id.lastIndexOf('/') + 1) : id;
@@ -246,10 +281,11 @@ export interface ToolTarget {
 }
 
 /**
- * Before a provider call that carries tools: the environment's override, else the vendored table.
- * Refuses with `tools_unsupported` (400) naming the model and what to do.
+ * Before a provider call that carries tools: the environment's override, else the vendored table
+ * (`stream`: the call streams, and the model must stream its tool calls too). Refuses with
+ * `tools_unsupported` (400) naming the model and what to do.
  */
-export function assertCanCallTools(env: ToolTarget, model: string): void {
+export function assertCanCallTools(env: ToolTarget, model: string, stream = false): void {
   const textOnly =
     TEXT_ONLY[env.provider] ??
     (env.provider === 'watsonx' && isGenerationApi(env.config)
@@ -265,7 +301,18 @@ export function assertCanCallTools(env: ToolTarget, model: string): void {
     );
   }
   const override = overrideOf(env.config, model, env.name);
-  if (override ?? knownToolSupport(env.provider, model)) return;
+  // An environment that says its model calls tools vouches for its streamed calls too.
+  if (override === undefined && knownToolSupport(env.provider, model)) {
+    if (!stream || knownToolStreaming(env.provider, model)) return;
+    throw new OrreryError(
+      'tools_unsupported',
+      400,
+      `model "${model}" of environment "${env.name}" (${env.provider}) cannot stream tool calls: ` +
+        "Bedrock's ConverseStream takes no tools for it; run it without stream, choose a model that streams tool calls, " +
+        'or set config.capabilities.tools on the environment if it can',
+    );
+  }
+  if (override) return;
   throw new OrreryError(
     'tools_unsupported',
     400,

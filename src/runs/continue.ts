@@ -164,7 +164,7 @@ export class RunContinuer {
     // An empty list (the client's default) keeps the tools of the run continued: a history with
     // tool calls is refused by some providers (Anthropic) without the tools it used.
     const requested = Array.isArray(body.tools) && body.tools.length === 0 ? undefined : body.tools;
-    const tools = runTools(requested, prevDoc.tools, modelOpts, [{ env: env.dto, model }]);
+    const tools = runTools(requested, prevDoc.tools, modelOpts, [{ env: env.dto, model }], stream);
     return {
       history,
       sent,

@@ -71,6 +71,7 @@ const DOC_FIELDS = [
   'cached',
   'cached_from',
   'cost',
+  'tool_use',
 ];
 
 const RUN_FIND_FIELDS = [...Object.keys(COLUMNS), 'updated_by', ...DOC_FIELDS.map((f) => `${f}.*`)];
@@ -131,6 +132,7 @@ const OPTION_FIELDS: Readonly<Record<string, FacetColumn>> = table({
   tags: 'tags',
   tag: 'tags',
   finish_reason: 'finish_reason',
+  'tool_use.tool_name': 'tool_name',
 });
 const FILTER_OPTION_FIELDS = Object.keys(OPTION_FIELDS);
 

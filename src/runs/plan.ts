@@ -163,6 +163,7 @@ export class RunPlanner {
       virtual
         ? virtual.config.entries.map((e) => ({ env: virtual.targets.get(e.environment)!.dto, model: e.model }))
         : [{ env: env.dto, model }],
+      input.stream === true,
     );
     validateInput(interaction, input.data);
     return { interaction, env, ...(virtual ? { virtual } : {}), model, options, ...(tools ? { tools } : {}), config };

@@ -339,7 +339,7 @@ export const StreamQuery = Type.Object(
 // ---- search and facets (issue 4) ------------------------------------------------------------
 
 const FACET_FIELD_NOTE =
-  'modelId, status, tags, environment, interaction, finish_reason (string); updated_at (date); execution_time, cost.total (number)';
+  'modelId, status, tags, environment, interaction, finish_reason, tool_use.tool_name (string); updated_at (date); execution_time, cost.total (number)';
 
 const SearchFilters = OpenObject(
   {

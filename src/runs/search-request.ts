@@ -286,8 +286,11 @@ const FACET_FIELDS: Readonly<Record<string, { column: FacetColumn; type: FacetTy
   interaction: { column: 'interaction_id', type: 'string' },
   finish_reason: { column: 'finish_reason', type: 'string' },
   'cost.total': { column: 'cost_total', type: 'number' },
+  'tool_use.tool_name': { column: 'tool_name', type: 'string' },
 });
 const FACETABLE = Object.keys(FACET_FIELDS).join(', ');
+/** Fields with any number of values per run: a run without one is in no bucket (no null bucket). */
+const MULTI_VALUED: ReadonlySet<FacetColumn> = new Set(['tags', 'tool_name']);
 
 /** More facets than this in one request is refused (each one is a GROUP BY over the matching runs). */
 const MAX_FACETS = 25;
@@ -377,7 +380,7 @@ export function facetsRequest(body: Json): { facets: FacetSpec[]; run: RunQuery 
     const field = facetField(f.field, `facets[${i}].field`);
     return {
       name: f.name,
-      sql: { kind: 'values', column: field.column, limit: MAX_PAGE, withNull: field.column !== 'tags' },
+      sql: { kind: 'values', column: field.column, limit: MAX_PAGE, withNull: !MULTI_VALUED.has(field.column) },
     };
   });
   if (body.query !== undefined && body.query !== null && !isObject(body.query))

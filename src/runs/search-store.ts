@@ -14,7 +14,7 @@
 import { sql, type Expression, type RawBuilder, type SqlBool } from 'kysely';
 import type { Scope } from '../auth/principal.ts';
 import type { OrreryDialect } from '../db/dialect.ts';
-import { jsonString } from '../db/json-sql.ts';
+import { jsonMemberStrings, jsonString } from '../db/json-sql.ts';
 import { FALSE, searchSql, TRUE, type Cond, type SearchPlan } from '../query/lucene-sql/index.ts';
 import { RUN_ROW_COLUMNS, type RunRow } from './model.ts';
 import { decodeRun, type Db } from './store.ts';
@@ -58,7 +58,8 @@ export type FacetColumn =
   | 'updated_at'
   | 'execution_time'
   | 'cost_total'
-  | 'tags';
+  | 'tags'
+  | 'tool_name';
 /** The columns a number or date facet buckets. */
 export type BucketColumn = 'updated_at' | 'execution_time' | 'cost_total';
 
@@ -186,6 +187,7 @@ const FACET_SOURCE: Record<FacetColumn, string[]> = {
   execution_time: ['execution_time'],
   cost_total: ['cost_total'],
   tags: [],
+  tool_name: [],
 };
 const NAME_COLUMN: Partial<Record<FacetColumn, string>> = {
   interaction_id: 'interaction_name',
@@ -239,6 +241,14 @@ export async function countAndFacets(
     if (f.column === 'tags') {
       return sql`SELECT * FROM (SELECT ${sql.raw(String(i))} AS f, k, n, CAST(NULL AS TEXT) AS name FROM (${s.tagCounts()}) AS t
         ${byValue} LIMIT ${f.limit}) AS f${sql.raw(String(i))}`;
+    }
+    if (f.column === 'tool_name') {
+      // Runs by the name of a tool they called (a run calling one tool twice counts once), read
+      // from the document of each matching run (not in an index).
+      const tool = jsonMemberStrings(d.name, sql.ref('runs.doc'), ['tool_use'], 'tool_name');
+      return sql`SELECT * FROM (SELECT ${sql.raw(String(i))} AS f, k, count(*) AS n, CAST(NULL AS TEXT) AS name FROM
+        (SELECT DISTINCT m.k0 AS r, ${tool.value} AS k FROM m JOIN runs ON ${s.rowKey} = m.k0 ${tool.from} WHERE ${tool.where}) AS u
+        GROUP BY k ${byValue} LIMIT ${f.limit}) AS f${sql.raw(String(i))}`;
     }
     const name = NAME_COLUMN[f.column];
     return sql`SELECT * FROM (SELECT ${sql.raw(String(i))} AS f, k, n, name FROM (SELECT CAST(${mc(f.column)} AS TEXT) AS k, count(*) AS n,

@@ -175,6 +175,13 @@ for (const dialect of TEST_DIALECTS) {
         `parent:${id}`,
         `id:${id}`,
         'finish_reason:stop',
+        'tool_use.tool_name:get_weather',
+        'tool_use.tool_name:get_*',
+        'tool_use.tool_name:"a b"',
+        '-tool_use.tool_name:search',
+        '_exists_:tool_use.tool_name',
+        'tool_use.tool_name:[a TO m]',
+        'tool_use.tool_name:get_weather AND finish_reason:stop',
         '-finish_reason:stop',
         '!finish_reason:stop',
         'execution_time:[1000 TO 5000]',
@@ -373,7 +380,15 @@ for (const dialect of TEST_DIALECTS) {
     it("counts facets (string, number, date; and the client's /runs/facets) like plain TypeScript does", async () => {
       const r = rng(SEED + 3);
       const failures: string[] = [];
-      const stringFields = ['modelId', 'status', 'tags', 'environment', 'interaction', 'finish_reason'];
+      const stringFields = [
+        'modelId',
+        'status',
+        'tags',
+        'environment',
+        'interaction',
+        'finish_reason',
+        'tool_use.tool_name',
+      ];
       const ascending = (xs: (number | string)[]) => [...new Set(xs)].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
       for (let i = 0; i < 40; i++) {
         const query = r.chance(0.7) ? printQuery(randomQuery(r, vocab, undefined, 1)) : undefined;
@@ -440,7 +455,9 @@ for (const dialect of TEST_DIALECTS) {
               ]),
             );
           const want = {
-            ...Object.fromEntries(fields.map((f) => [`n_${f}`, valueBuckets(matched, f, 1000, f !== 'tags')])),
+            ...Object.fromEntries(
+              fields.map((f) => [`n_${f}`, valueBuckets(matched, f, 1000, f !== 'tags' && f !== 'tool_use.tool_name')]),
+            ),
             total: matched.length,
           };
           try {

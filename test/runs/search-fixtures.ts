@@ -110,6 +110,16 @@ export const MODELS = ['gpt-4o', 'claude-3-5', 'llama3', 'GPT-4O'] as const;
 export const STATUSES = ['created', 'processing', 'completed', 'failed'] as const;
 export const TAGS = ['alpha', 'Alpha', 'beta', 'a b', 'x*y', 'café', 'urgent', 'v1.2'] as const;
 export const FINISH = ['stop', 'length'] as const;
+/** Tool names of the runs that ended in tool calls (`tool_use[].tool_name`; one run may call a tool twice). */
+const TOOLS = ['get_weather', 'Get_Weather', 'search', 'lookup-order', 'a b'] as const;
+
+/** One to three tool calls, as a run's `tool_use` holds them. */
+const toolCalls = (r: Rng) =>
+  Array.from({ length: r.int(1, 3) }, (_, i) => ({
+    id: `call_${i}`,
+    tool_name: r.pick(TOOLS),
+    tool_input: { city: r.pick(['Paris', 'Oslo']) },
+  }));
 
 // ---- runs -----------------------------------------------------------------------------------
 
@@ -220,6 +230,7 @@ export function generateRuns(r: Rng, n: number, scope: Scope3, executor?: string
       account: scope.account,
       project: scope.project,
       created_by: `apikey:k${r.int(1, 3)}`,
+      ...(r.chance(0.3) ? { tool_use: toolCalls(r) } : {}),
     };
     const status = r.pick(STATUSES);
     const row = {
@@ -302,6 +313,7 @@ const KEYWORD_VALUES: Record<string, readonly string[]> = {
   modelId: [...MODELS, 'gpt'],
   model: [...MODELS],
   finish_reason: [...FINISH, 'STOP'],
+  'tool_use.tool_name': [...TOOLS, 'get_Weather', 'get'],
   tags: [...TAGS, 'ALPHA', 'a'],
   interaction: [...INTERACTIONS.flatMap((i) => [i.id, i.name]), 'summarize'],
   environment: [...ENVIRONMENTS.flatMap((e) => [e.id, e.name]), 'local ', 'openai'],
@@ -339,6 +351,7 @@ const TEXT_FIELDS = [
   'parameters.weird',
 ];
 const EXISTS_FIELDS = [
+  'tool_use.tool_name',
   'result',
   'prompt',
   'tags',
@@ -365,12 +378,16 @@ const EXISTS_FIELDS = [
   'id',
 ];
 
-const mutate = (r: Rng, s: string): string => {
-  if (s.length === 0) return s;
+/** A case flip or a truncation, by code point (a cut inside a surrogate pair would be malformed JSON text). */
+const mutate = (r: Rng, text: string): string => {
+  const s = [...text];
+  if (s.length === 0) return text;
   const i = r.int(0, s.length - 1);
   return r.chance(0.5)
-    ? s.slice(0, i) + (s[i] === s[i].toUpperCase() ? s[i].toLowerCase() : s[i].toUpperCase()) + s.slice(i + 1)
-    : s.slice(0, i);
+    ? [...s.slice(0, i), s[i] === s[i].toUpperCase() ? s[i].toLowerCase() : s[i].toUpperCase(), ...s.slice(i + 1)].join(
+        '',
+      )
+    : s.slice(0, i).join('');
 };
 
 /** A glob derived from a value: a prefix, a `?` in place of a character, a suffix, or a middle. */
@@ -590,6 +607,8 @@ function facetValues(doc: Record<string, unknown>, field: string): FacetValue[] 
       return [(doc.execution_time as number | undefined) ?? null];
     case 'updated_at':
       return [doc.updated_at as string];
+    case 'tool_use.tool_name':
+      return [...new Set(((doc.tool_use as { tool_name: string }[] | undefined) ?? []).map((t) => t.tool_name))];
     default:
       throw new Error(field);
   }

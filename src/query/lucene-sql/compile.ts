@@ -14,11 +14,13 @@
  *   is one; without one it reads every run's index entry (slow on large projects).
  *   Ranges and `_exists_` on `result`/`prompt` read the run document (rare, not indexed);
  * - families `parameters.*`, `config.*`, `source.*`: `search_fields` (values by path, arrays
- *   flattened at write time); parameter words are first narrowed through the full-text index.
+ *   flattened at write time); parameter words are first narrowed through the full-text index;
+ * - `tool_use.tool_name`: the members of the run document's `tool_use` array (not indexed; a
+ *   query that has only this field reads the document of every run of the project it narrows to).
  */
 import { sql, type Expression, type SqlBool } from 'kysely';
 import type { DialectName } from '../../db/dialect.ts';
-import { jsonSomeElement, jsonSql, type JsonElementSql } from '../../db/json-sql.ts';
+import { jsonSomeElement, jsonSomeMember, jsonSql, type JsonElementSql } from '../../db/json-sql.ts';
 import {
   RUN_FIELD_LIST,
   UnknownFieldError,
@@ -90,7 +92,13 @@ const REFS: Readonly<Record<string, { id: string; name: string; nullable: boolea
   environment: { id: 'environment_id', name: 'environment_name', nullable: true },
 });
 
+/** Fields that are one member of the objects of an array in the run document: `<array>.<key>`. */
+const MEMBERS: Readonly<Record<string, { array: readonly string[]; key: string }>> = table({
+  'tool_use.tool_name': { array: ['tool_use'], key: 'tool_name' },
+});
+
 const col = (name: string) => sql.ref(`runs.${name}`);
+const doc = sql.ref('runs.doc');
 const fields = sql.ref('runs.search_fields');
 
 const and = (parts: Cond[]): Cond =>
@@ -119,7 +127,7 @@ const MIN_ISO_MS = Date.parse('0000-01-01T00:00:00.000Z');
 const MAX_ISO_MS = Date.parse('9999-12-31T23:59:59.999Z');
 export const isoBound = (ms: number): string => (ms < MIN_ISO_MS ? '' : ms > MAX_ISO_MS ? '~' : instantToIso(ms));
 
-/** How costly a node is to test per run: columns 0, full text 1, JSON (families, result/prompt ranges) 2. */
+/** How costly a node is to test per run: columns 0, full text 1, JSON (families, members, result/prompt ranges) 2. */
 const weight = (n: QueryNode, defaultPath: string | undefined): number => {
   switch (n.kind) {
     case 'and':
@@ -133,12 +141,12 @@ const weight = (n: QueryNode, defaultPath: string | undefined): number => {
       // A bare term searches the default path when there is one, else the full text.
       const field = n.field ?? defaultPath ?? null;
       const spec = field === null ? null : runField(field);
-      return spec === null ? 1 : spec.family ? 2 : spec.kind === 'text' ? 1 : 0;
+      return spec === null ? 1 : spec.family || MEMBERS[spec.name] ? 2 : spec.kind === 'text' ? 1 : 0;
     }
     case 'range':
     case 'exists': {
       const spec = runField(n.field);
-      return spec === null ? 0 : spec.family || spec.kind === 'text' ? 2 : 0;
+      return spec === null ? 0 : spec.family || spec.kind === 'text' || MEMBERS[spec.name] ? 2 : 0;
     }
   }
 };
@@ -191,6 +199,19 @@ class Compiler {
     if (spec.family) return spec.kind === 'text' ? this.familyTextTerm(spec, t) : this.familyKeywordTerm(spec, t);
     if (spec.name === 'tags')
       return t.wildcard ? this.s.someTag((tag) => this.s.glob(tag, globParts(t.value))) : this.s.hasTag(t.value);
+    const member = MEMBERS[spec.name];
+    if (member) {
+      const parts = t.wildcard ? globParts(t.value) : null;
+      return jsonSomeMember(
+        this.dialect,
+        doc,
+        member.array,
+        member.key,
+        parts
+          ? (el) => sql<SqlBool>`(${el.kind} = 'string' AND ${this.s.glob(el.text, parts)})`
+          : this.scalarEquals(t.value, true)!,
+      );
+    }
     const ref = REFS[spec.name];
     if (ref) {
       const test = (c: string, nullable: boolean) =>
@@ -325,6 +346,15 @@ class Compiler {
       );
     }
     if (spec.name === 'tags') return this.s.someTag((tag) => text(tag));
+    const member = MEMBERS[spec.name];
+    if (member) {
+      return jsonSomeMember(this.dialect, doc, member.array, member.key, (el) =>
+        or([
+          sql<SqlBool>`(${el.kind} = 'string' AND ${text(el.text)})`,
+          ...(numeric ? [sql<SqlBool>`(${el.kind} = 'number' AND ${number(el.num)})`] : []),
+        ]),
+      );
+    }
     const ref = REFS[spec.name];
     if (ref)
       return or([
@@ -348,6 +378,15 @@ class Compiler {
     if (spec.name === 'result' || spec.name === 'prompt') return this.s.docHas(spec.name);
     if (spec.family) return sql<SqlBool>`(${this.j.type(fields, [spec.name])} IS NOT NULL)`;
     if (spec.name === 'tags') return this.s.anyTag();
+    const member = MEMBERS[spec.name];
+    if (member)
+      return jsonSomeMember(
+        this.dialect,
+        doc,
+        member.array,
+        member.key,
+        (el) => sql<SqlBool>`(${el.kind} IN ('string', 'number', 'boolean', 'object'))`,
+      );
     const ref = REFS[spec.name];
     // A run's ref is set exactly when its id column is (the store writes both from the document).
     if (ref) return ref.nullable ? sql<SqlBool>`(${col(ref.id)} IS NOT NULL)` : TRUE;

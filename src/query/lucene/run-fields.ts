@@ -32,6 +32,8 @@ const RUN_FIELDS = Object.freeze({
   'token_use.total': 'number',
   execution_time: 'number',
   'cost.total': 'number',
+  /** The name of each tool call of the run's answer (`tool_use[].tool_name`). */
+  'tool_use.tool_name': 'keyword',
   created_at: 'date',
   updated_at: 'date',
 } as const satisfies Record<string, FieldKind>);
