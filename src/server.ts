@@ -19,7 +19,7 @@ import { installPermissions } from './auth/permissions.ts';
 import { AuditLog } from './audit/log.ts';
 import { AuditTrail } from './audit/trail.ts';
 import { auditRoutes } from './audit/routes.ts';
-import { retentionSettingsOf } from './runs/retention.ts';
+import { retentionSettingsOf, type RunRetention } from './runs/retention.ts';
 import { Limiter, limitsOf } from './limits/limiter.ts';
 import { installLimits } from './limits/hook.ts';
 import { limitRoutes } from './limits/routes.ts';
@@ -68,6 +68,8 @@ export interface Orrery {
     content: ContentPipeline;
     embeddings: EmbeddingService;
     checkpointer?: WalCheckpointer;
+    /** DELETE /runs/:id and the retention sweeper (its sweep is what the timer calls). */
+    retention: RunRetention;
   };
   replica: ReplicaRegistry;
   metrics: Metrics;
@@ -260,6 +262,7 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
         content: content.content,
         embeddings: embeddings.embeddings,
         checkpointer: runs.checkpointer,
+        retention: runs.retention,
       },
       routes,
       replica,

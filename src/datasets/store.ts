@@ -1,5 +1,5 @@
 /**
- * SQL for datasets and their items (migration 0035). The tables are declared here, with what this
+ * SQL for datasets and their items (migration 0029). The tables are declared here, with what this
  * feature reads (style K3), so the shared schema stays untouched. Every query starts from the
  * caller's project; JSON columns are encoded and decoded here and nowhere else.
  */

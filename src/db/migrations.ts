@@ -32,7 +32,8 @@ import * as m0024 from './migrations/0024-ascending-run-indexes.ts';
 import * as m0025 from './migrations/0025-replica-pid.ts';
 import * as m0026 from './migrations/0026-door-turns.ts';
 import * as m0027 from './migrations/0027-run-trace.ts';
-import * as m0035 from './migrations/0035-datasets.ts';
+import * as m0028 from './migrations/0028-previous-run.ts';
+import * as m0029 from './migrations/0029-datasets.ts';
 
 type Step = { up: (db: Kysely<any>, dialect: DialectName) => Promise<void> };
 
@@ -64,7 +65,8 @@ const steps: Record<string, Step> = {
   '0025_replica_pid': m0025,
   '0026_door_turns': m0026,
   '0027_run_trace': m0027,
-  '0035_datasets': m0035,
+  '0028_previous_run': m0028,
+  '0029_datasets': m0029,
 };
 
 export class OrreryMigrations implements MigrationProvider {

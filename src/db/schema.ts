@@ -180,6 +180,8 @@ export interface RunTable {
   /** The OpenTelemetry trace and span of the run (0026); null when it was not traced. */
   trace_id?: string | null;
   span_id?: string | null;
+  /** `doc.previous_run` (0028): the run this one continues, so a conversation's runs are found by index. */
+  previous_run?: string | null;
 }
 
 interface ReplicaTable {

@@ -44,6 +44,7 @@ const COLUMNS: Readonly<Record<string, FieldRef>> = table({
   'environment.id': text('environment_id'),
   'environment.name': text('environment_name'),
   parent: text('parent_id'),
+  previous_run: text('previous_run'),
   finish_reason: text('finish_reason'),
   execution_time: number('execution_time'),
   'token_use.prompt': number('token_prompt'),

@@ -143,7 +143,8 @@ type SearchColumn =
   | 'interaction_name'
   | 'environment_name'
   | 'cost_total'
-  | 'expires_at';
+  | 'expires_at'
+  | 'previous_run';
 /** The trace columns (0026) are optional: rows made before them (imports, tests) hold none. */
 type TraceColumn = 'trace_id' | 'span_id';
 export type RunRow = Omit<Selectable<RunTable>, SearchColumn | TraceColumn> & Partial<Pick<RunTable, TraceColumn>>;

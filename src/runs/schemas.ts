@@ -321,6 +321,9 @@ export const RunListQuery = Type.Object(
       }),
     ),
     parent: ListParam('A parent run id (its children), or false (top-level runs only)'),
+    previous_run: ListParam(
+      'Run id(s) a run continues (the next turns of a conversation), or false (runs that continue none)',
+    ),
     is_root: Type.Optional(Type.Boolean({ description: 'true: top-level runs only (the official client)' })),
     workflow_run_ids: ListParam('Workflow run ids: Orrery runs belong to no workflow, so any value matches nothing'),
     workflow_ids: ListParam('Workflow ids: as workflow_run_ids'),
@@ -348,6 +351,9 @@ const SearchFilters = OpenObject(
     environment: Type.Optional(Type.Unknown({ description: 'Environment id (the correct spelling is accepted too)' })),
     parent: Type.Optional(
       Type.Unknown({ description: 'A parent run id (its children), or false (top-level runs only)' }),
+    ),
+    previous_run: Type.Optional(
+      Type.Unknown({ description: 'A run id (the runs that continue it), or false (runs that continue none)' }),
     ),
     status: Type.Optional(Type.Unknown({ description: 'created, processing, completed or failed (or a list)' })),
     tags: Type.Optional(Type.Unknown({ description: 'Tags: a run must carry ALL of them' })),

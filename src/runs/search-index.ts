@@ -407,7 +407,14 @@ export function prepareInsert(
     const s = index.searchDoc(doc, text && !defer, !defer);
     if (defer) deferred.push({ row: rows.length, doc: doc as SearchSource, text });
     rows.push(
-      index.withColumns(d, s, doc, text, { expires_at: expiryOf(doc.ttl, row.created_at), ...encode(row) }, !defer),
+      index.withColumns(
+        d,
+        s,
+        doc,
+        text,
+        { expires_at: expiryOf(doc.ttl, row.created_at), previous_run: previousRunOf(doc), ...encode(row) },
+        !defer,
+      ),
     );
     fts.push(text && !defer ? index.fts(s) : null);
     const slot = slotFor(doc as SearchSource);
@@ -434,6 +441,10 @@ function completeFields(d: OrreryDialect, p: PreparedInsert): Pick<PreparedInser
   }
   return { rows, fts };
 }
+
+/** `doc.previous_run`, for the `previous_run` column (0028): the run a continuation extends. */
+const previousRunOf = (doc: Record<string, unknown>): string | null =>
+  typeof doc.previous_run === 'string' ? doc.previous_run : null;
 
 /** `created_at` + `ttl` seconds for a run with a ttl (0019: the retention sweeper deletes it after); null otherwise. */
 function expiryOf(ttl: unknown, createdAt: string): string | null {

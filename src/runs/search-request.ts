@@ -161,6 +161,7 @@ export function listRequest(q: Json): RunQuery {
       status: statuses(q.status, 'status'),
       tagsAny: strings(q.tag, 'tag'),
       parent: bool(q.is_root) ? false : parent,
+      previousRun: parentOf(q.previous_run, 'previous_run'),
       updated: anchor === undefined ? undefined : direction === 'before' ? { lt: anchor } : { gte: anchor },
       none:
         (bool(q.is_root) && Array.isArray(parent) && parent.length > 0) ||
@@ -220,6 +221,7 @@ const FILTER_KEYS = [
   'environemnt',
   'environment',
   'parent',
+  'previous_run',
   'status',
   'tags',
   'modelId',
@@ -250,6 +252,7 @@ function interfaceFilters(value: unknown): RunFilters {
     finishReason: strings(value.finish_reason, 'filters.finish_reason'),
     tagsAll: strings(value.tags, 'filters.tags'),
     parent: parentOf(value.parent, 'filters.parent'),
+    previousRun: parentOf(value.previous_run, 'filters.previous_run'),
     updated: timeBounds(value.updated_at, 'filters.updated_at'),
     created: timeBounds(value.created_at, 'filters.created_at'),
   };

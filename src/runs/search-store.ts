@@ -43,6 +43,8 @@ export interface RunFilters {
   readonly tagsNone?: readonly string[];
   /** Children of these runs, or `false`: top-level runs only. */
   readonly parent?: readonly string[] | false;
+  /** Continuations of these runs (`previous_run`), or `false`: runs that continue none. */
+  readonly previousRun?: readonly string[] | false;
   readonly updated?: TimeBounds;
   readonly created?: TimeBounds;
   /** A filter no run can satisfy (runs here belong to no workflow, object or agent). */
@@ -121,6 +123,8 @@ export function whereOf(
   if (f.tagsNone?.length) parts.push(sql<SqlBool>`NOT ${s.hasAnyTag(f.tagsNone)}`);
   if (f.parent === false) parts.push(sql<SqlBool>`runs.parent_id IS NULL`);
   else if (f.parent) parts.push(inList(col('parent_id'), f.parent));
+  if (f.previousRun === false) parts.push(sql<SqlBool>`runs.previous_run IS NULL`);
+  else if (f.previousRun) parts.push(inList(col('previous_run'), f.previousRun));
   parts.push(...timeBounds(col('updated_at'), f.updated), ...timeBounds(col('created_at'), f.created));
   if (query) parts.push(query);
   return and(parts);

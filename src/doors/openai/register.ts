@@ -18,7 +18,7 @@ import { ConversationLinks } from './conversation-links.ts';
 import { toOpenAIError } from './errors.ts';
 import { openAIRoutes } from './routes.ts';
 import { OpenAIDoor } from './service.ts';
-import { deleteProjectTurns, turnsOf } from './store.ts';
+import { deleteProjectTurns, deleteRunTurns, turnsOf } from './store.ts';
 
 /** What each route of the door needs (auth/permissions.ts): a call is a run, the model list a read. */
 const DOOR_PERMISSIONS: Record<string, Permission> = {
@@ -51,6 +51,8 @@ export function createOpenAIDoor(deps: OpenAIDoorDeps) {
   const door = new OpenAIDoor({ runs, environments, addressing, links });
   // Its turns go inside a project's deletion, with the runs they link.
   auth.ownsProjectRows((trx, s) => deleteProjectTurns(turnsOf(trx), s));
+  // And with each run deleted (DELETE /runs/:id, retention): a turn never outlives its run.
+  deps.runs.retention.ownsRunRows((trx, s, ids) => deleteRunTurns(turnsOf(trx), s, ids));
   return {
     door,
     /** Registers /v1 on the app (outside /api/v1: OpenAI's clients take {origin}/v1 as their base URL). */

@@ -61,6 +61,17 @@ export async function putTurn(
     .execute();
 }
 
+/** The turns recorded by runs of one scope (inside those runs' deletion: DELETE /runs/:id, retention). */
+export async function deleteRunTurns(db: Kysely<TurnsDb>, s: Scope, runIds: readonly string[]): Promise<void> {
+  if (!runIds.length) return;
+  await db
+    .deleteFrom('door_turns')
+    .where('project_id', '=', s.project)
+    .where('account_id', '=', s.account)
+    .where('run_id', 'in', runIds)
+    .execute();
+}
+
 /** A project's turns (inside its deletion); how many went. */
 export async function deleteProjectTurns(db: Kysely<TurnsDb>, s: ProjectScope): Promise<Record<string, number>> {
   const r = await db

@@ -1,5 +1,5 @@
 /**
- * 0035: datasets (src/datasets), the evaluation loop's inputs. A dataset's items are versioned
+ * 0029: datasets (src/datasets), the evaluation loop's inputs. A dataset's items are versioned
  * without copies: an item belongs to the versions from `version_added` until `version_removed`
  * (exclusive; NULL: still in), so a frozen version reads exactly as it was. Items go with their
  * dataset (foreign key, on delete cascade). Frozen (style K7).
