@@ -34,8 +34,10 @@ export function installErrorHandling(app: FastifyInstance): void {
       let what = `${where}${path ? `.${path}` : ''} ${first?.message ?? 'is invalid'}`;
       if (first?.keyword === 'required')
         what = `${where}${path ? `.${path}` : ''} must have property "${(first.params as { missingProperty?: string }).missingProperty}"`;
-      if (first?.keyword === 'additionalProperties')
-        what = `${where}${path ? `.${path}` : ''} has an unknown field "${(first.params as { additionalProperty?: string }).additionalProperty}": remove it`;
+      if (first?.keyword === 'additionalProperties') {
+        const field = (first.params as { additionalProperty?: string }).additionalProperty;
+        what = `${where}${path ? `.${path}` : ''}.${field} is not a field of this request; remove it (unknown fields are refused)`;
+      }
       if (first?.keyword === 'enum')
         what += `: ${((first.params as { allowedValues?: unknown[] }).allowedValues ?? []).join(', ')}`;
       return reply.code(400).send(

@@ -1,9 +1,16 @@
-import { Type } from '@sinclair/typebox';
+import { Type, type TProperties } from '@sinclair/typebox';
 import { ListParam, OpenObject, PageQuery, RefSchema } from '../http/schemas.ts';
 import { RUN_STATUSES } from './model.ts';
 import { MAX_OFFSET } from '../http/query.ts';
 
 const RunStatusSchema = Type.Union(RUN_STATUSES.map((s) => Type.Literal(s)));
+
+/** A strict payload object: a field it does not name is a 400 naming the field. */
+const StrictObject = <T extends TProperties>(props: T, options: Record<string, unknown> = {}) =>
+  Type.Object(props, { additionalProperties: false, ...options });
+/** A field of Vertesia's payload that Orrery does not apply: named so that the 400 says why (runs/payload-fields.ts). */
+const NotApplied = (what: string) =>
+  Type.Optional(Type.Unknown({ description: `Vertesia's ${what}; not applied by Orrery: a 400 names it` }));
 
 const ConversationSchema = OpenObject(
   {
@@ -48,10 +55,20 @@ const StripOptionsSchema = Type.Object(
   },
 );
 
-const ToolResultSchema = OpenObject({
+const ToolResultSchema = StrictObject({
   tool_use_id: Type.String({ description: 'The id of the call (tool_use[].id) this answers' }),
   content: Type.String(),
   is_error: Type.Optional(Type.Boolean()),
+  thought_signature: Type.Optional(
+    Type.String({
+      description:
+        "Gemini's signature of the call, as tool_use[].thought_signature carried it; the call's recorded signature is what is sent back",
+    }),
+  ),
+  content_ref: NotApplied('externalized content reference'),
+  files: NotApplied('files of a tool result'),
+  display_message: NotApplied('display message'),
+  meta: NotApplied('tool-result metadata'),
 });
 
 const continuationFields = {
@@ -63,10 +80,16 @@ const continuationFields = {
   ),
   environment: Type.Optional(Type.String({ description: "Environment id; absent: the continued run's" })),
   options: Type.Optional(
-    OpenObject(
+    StrictObject(
       {
         model: Type.Optional(Type.String()),
         model_options: Type.Optional(OpenObject({})),
+        result_schema: NotApplied('result_schema of a continuation'),
+        prompt_cache_schema_suffix: NotApplied('prompt_cache_schema_suffix'),
+        include_original_response: NotApplied('include_original_response'),
+        prompt_cache_key: NotApplied('prompt_cache_key'),
+        prompt_cache_mode: NotApplied('prompt_cache_mode'),
+        prompt_cache_ttl_seconds: NotApplied('prompt_cache_ttl_seconds'),
       },
       { description: "model and model_options; absent: the continued run's model" },
     ),
@@ -83,9 +106,10 @@ const continuationFields = {
     }),
   ),
   tags: Type.Optional(Type.Union([Type.String(), Type.Array(Type.String())])),
+  asyncCompletion: NotApplied('asyncCompletion'),
 };
 
-export const ToolResultsBody = OpenObject({
+export const ToolResultsBody = StrictObject({
   ...continuationFields,
   results: Type.Array(ToolResultSchema, {
     maxItems: 128,
@@ -93,7 +117,7 @@ export const ToolResultsBody = OpenObject({
   }),
 });
 
-export const UserMessageBody = OpenObject({
+export const UserMessageBody = StrictObject({
   ...continuationFields,
   message: Type.String({ description: 'The next user message' }),
   results: Type.Optional(
@@ -104,7 +128,7 @@ export const UserMessageBody = OpenObject({
   ),
 });
 
-export const RunCreateBody = OpenObject({
+export const RunCreateBody = StrictObject({
   interaction: Type.String({
     minLength: 1,
     description: 'Interaction id (POST /runs) or endpoint selector Name, Name@draft, Name@3, Name@tag (POST /execute)',
@@ -114,10 +138,28 @@ export const RunCreateBody = OpenObject({
   tags: Type.Optional(
     Type.Union([Type.String(), Type.Array(Type.String())], { description: 'Comma-separated string or array' }),
   ),
+  do_validate: Type.Optional(
+    Type.Boolean({ description: 'true (what Orrery always does): the answer is validated; false is refused' }),
+  ),
+  workflow: NotApplied('workflow'),
+  prompts: NotApplied('ad-hoc prompts'),
+  asyncCompletion: NotApplied('asyncCompletion'),
   config: Type.Optional(
-    OpenObject({
+    StrictObject({
+      id: Type.Optional(Type.String({ description: "The configuration's id; recorded in the run's config" })),
       environment: Type.Optional(Type.String()),
       model: Type.Optional(Type.String()),
+      do_validate: Type.Optional(Type.Boolean({ description: 'As do_validate' })),
+      configMode: Type.Optional(
+        Type.String({
+          description:
+            "RUN_AND_INTERACTION_CONFIG (what Orrery does: the interaction's options, then the run's); the other modes are refused",
+        }),
+      ),
+      run_data: NotApplied('run_data'),
+      prompt_cache_key: NotApplied('prompt_cache_key'),
+      prompt_cache_schema_suffix: NotApplied('prompt_cache_schema_suffix'),
+      http_timeout: NotApplied('http_timeout'),
       temperature: Type.Optional(Type.Number()),
       max_tokens: Type.Optional(Type.Integer()),
       formatter: Type.Optional(Type.Unknown()),

@@ -26,6 +26,7 @@ import type { RunEmbeddingHook } from '../embeddings/run-embeddings.ts';
 import type { TemplateEngine } from '../templates/render.ts';
 import { docOf, type Run, type RunDoc, type RunRow } from './model.ts';
 import * as store from './store.ts';
+import { refuseUnappliedContinuationFields, refuseUnappliedRunFields } from './payload-fields.ts';
 import type { StreamHub } from './stream-hub.ts';
 import { RunSearch, type FacetsAnswer, type SearchAnswer } from './search.ts';
 import { RunWriter, type AheadWrite, type RunWrites } from './run-writer.ts';
@@ -219,11 +220,13 @@ export class RunService {
 
   /** POST /runs: `interaction` is an id. */
   create(p: Principal, input: RunCreateInput, caller: CallerInfo): Promise<Run> {
+    refuseUnappliedRunFields(input as unknown as Record<string, unknown>);
     return this.start(p, input, caller, () => this.interactions.get(p, input.interaction), `id:${input.interaction}`);
   }
 
   /** POST /execute: `interaction` is an endpoint selector (`Name`, `Name@draft`, `Name@3`, `Name@tag`). */
   executeByName(p: Principal, input: RunCreateInput, caller: CallerInfo): Promise<Run> {
+    refuseUnappliedRunFields(input as unknown as Record<string, unknown>);
     return this.start(p, input, caller, () => this.interactions.resolveSelector(p, input.interaction));
   }
 
@@ -254,6 +257,7 @@ export class RunService {
     body: Record<string, unknown>,
     caller: CallerInfo,
   ): Promise<Run> {
+    refuseUnappliedContinuationFields(body);
     this.inFlight.starting++;
     try {
       return await this.runTurn(p, await this.continuer.plan(p, kind, body), caller);
