@@ -32,6 +32,7 @@ import * as m0024 from './migrations/0024-ascending-run-indexes.ts';
 import * as m0025 from './migrations/0025-replica-pid.ts';
 import * as m0026 from './migrations/0026-door-turns.ts';
 import * as m0027 from './migrations/0027-run-trace.ts';
+import * as m0033 from './migrations/0033-async-runs.ts';
 
 type Step = { up: (db: Kysely<any>, dialect: DialectName) => Promise<void> };
 
@@ -63,6 +64,7 @@ const steps: Record<string, Step> = {
   '0025_replica_pid': m0025,
   '0026_door_turns': m0026,
   '0027_run_trace': m0027,
+  '0033_async_runs': m0033,
 };
 
 export class OrreryMigrations implements MigrationProvider {

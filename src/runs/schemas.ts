@@ -322,8 +322,10 @@ export const RunListQuery = Type.Object(
     ),
     parent: ListParam('A parent run id (its children), or false (top-level runs only)'),
     is_root: Type.Optional(Type.Boolean({ description: 'true: top-level runs only (the official client)' })),
-    workflow_run_ids: ListParam('Workflow run ids: Orrery runs belong to no workflow, so any value matches nothing'),
-    workflow_ids: ListParam('Workflow ids: as workflow_run_ids'),
+    workflow_run_ids: ListParam(
+      "Workflow run ids: an async run's (POST /execute/async) is its own id; other runs have none",
+    ),
+    workflow_ids: ListParam("Workflow ids: an async run's is its own id, as its workflow run id"),
   },
   { additionalProperties: true },
 );
