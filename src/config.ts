@@ -75,6 +75,10 @@ export interface Config {
   jobLeaseMs: number;
   /** Attempts of a job before it is given up (transient failures, lost processes). */
   jobMaxAttempts: number;
+  /** Async runs (POST /execute/async) executed at once per process. */
+  asyncConcurrency: number;
+  /** Visibility timeout of a running async run's job, in milliseconds (a dead replica's is taken over at its heartbeat's end too). */
+  asyncLeaseMs: number;
   /** Longest wait of GET …/renditions/:format?block_on_generation=true, in milliseconds. */
   renditionWaitMs: number;
   /** Time budget of heavy reads: PostgreSQL statement timeout, SQLite reader-thread deadline (ORRERY_QUERY_TIMEOUT, seconds; db/read-budget.ts). */
@@ -256,6 +260,8 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     contentWorkerMemoryMb: overrides.contentWorkerMemoryMb ?? int(env, 'ORRERY_CONTENT_WORKER_MEMORY', 1024, 64, 65536),
     jobLeaseMs: overrides.jobLeaseMs ?? seconds(env, 'ORRERY_JOB_LEASE', 60, 0.1),
     jobMaxAttempts: overrides.jobMaxAttempts ?? int(env, 'ORRERY_JOB_ATTEMPTS', 5, 1, 100),
+    asyncConcurrency: overrides.asyncConcurrency ?? int(env, 'ORRERY_ASYNC_CONCURRENCY', 16, 1, 1024),
+    asyncLeaseMs: overrides.asyncLeaseMs ?? seconds(env, 'ORRERY_ASYNC_LEASE', 10, 0.1, 3600),
     renditionWaitMs: overrides.renditionWaitMs ?? seconds(env, 'ORRERY_RENDITION_WAIT', 30, 0, 600),
     queryTimeoutMs: overrides.queryTimeoutMs ?? seconds(env, 'ORRERY_QUERY_TIMEOUT', 5, 0.001, 3600),
     queryMaxReadBytes: overrides.queryMaxReadBytes ?? byteSize(env, 'ORRERY_QUERY_MAX_READ', 2 * 1024 ** 3),

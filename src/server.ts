@@ -210,6 +210,7 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
       refreshMetrics: async () => {
         metrics.executing.set(runs.runs.executing);
         await jobs.refreshMetrics().catch((err) => log.warn({ err }, 'jobs: could not count queued jobs'));
+        await runs.refreshMetrics().catch((err) => log.warn({ err }, 'async runs: could not count queued runs'));
       },
     });
     await registerApi(app, {

@@ -318,6 +318,20 @@ export interface JobTable {
   updated_at: string;
 }
 
+/** Runs started by POST /execute/async (0030): their durable checkpoint; see src/runs/async.ts. */
+export interface AsyncRunTable {
+  run_id: string;
+  account_id: string;
+  project_id: string;
+  /** How many times its provider call was started. */
+  attempts: number;
+  /** 1 once its cancellation was asked. */
+  cancel_requested: number;
+  notify_endpoints: unknown;
+  created_at: string;
+  updated_at: string;
+}
+
 /** Image renditions of objects (0005); bytes in blob storage, see src/content/renditions.ts. */
 export interface ObjectRenditionTable {
   object_id: string;
@@ -416,6 +430,7 @@ export interface Database {
   audit_events: AuditEventTable;
   usage_counters: UsageCounterTable;
   jobs: JobTable;
+  async_runs: AsyncRunTable;
   object_renditions: ObjectRenditionTable;
   vectors: VectorTable;
   collections: CollectionTable;

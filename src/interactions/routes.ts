@@ -43,7 +43,6 @@ import {
   PromptDraftRenderBody,
   PromptDraftRenderSchema,
 } from './schemas.ts';
-import { OrreryError } from '../util/errors.ts';
 
 const Deleted = Type.Object({ id: Type.String() });
 
@@ -615,23 +614,5 @@ export const interactionRoutes: FastifyPluginAsyncTypebox<{
       },
     },
     (req) => interactions.forks(principalOf(req), req.params.id),
-  );
-  app.post(
-    '/execute/async',
-    {
-      schema: {
-        tags: ['interactions'],
-        summary: 'Not supported: async execution needs workflows, which Orrery does not have (answers 501)',
-        body: Type.Optional(Type.Unknown()),
-        response: errorResponses(401, 501),
-      },
-    },
-    async () => {
-      throw new OrreryError(
-        'not_implemented',
-        501,
-        'async execution (executeAsync, POST /execute/async) runs interactions in workflows, which Orrery does not have; run it with interactions.execute or executeByName (POST /runs, POST /execute), streamed if you want (GET /runs/:id/stream)',
-      );
-    },
   );
 };

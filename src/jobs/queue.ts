@@ -27,6 +27,7 @@ import {
   countQueued,
   deleteJob,
   dueJobsByProject,
+  expireLeasesOfDead,
   extendLeases,
   insertJob,
   requeueJob,
@@ -159,6 +160,14 @@ export class JobQueue {
     for (const [id, r] of this.running) {
       await requeueJob(this.db, id, r.token, 0, null, false).catch((err) => this.opts.onError?.(err, 'release a job'));
     }
+  }
+
+  /**
+   * Takes over the running jobs (of the kinds handled here) that replicas not in `alive` hold: their
+   * heartbeat stopped, or their process on this host is gone (cluster/replicas.ts).
+   */
+  async takeOverFrom(alive: ReadonlySet<string>): Promise<void> {
+    if ((await expireLeasesOfDead(this.db, [...this.handlers.keys()], alive)) > 0) this.wake();
   }
 
   /** Refreshes the `orrery_jobs_queued` gauge. */

@@ -262,3 +262,23 @@ export async function countQueued(db: Db): Promise<Map<string, number>> {
 
 /** A project's queued and finished jobs. */
 export const deleteProjectJobs = (db: Db, s: ProjectScope) => deleteProjectRows(db, ['jobs'], s);
+
+/**
+ * Ends at once the leases that replicas no longer alive hold on running jobs of these kinds, so
+ * the next claim takes them over without waiting for the lease to lapse; how many were ended.
+ */
+export async function expireLeasesOfDead(
+  db: Db,
+  kinds: readonly string[],
+  alive: ReadonlySet<string>,
+): Promise<number> {
+  if (kinds.length === 0 || alive.size === 0) return 0;
+  const r = await db
+    .updateTable('jobs')
+    .set({ lease_until: new Date(0).toISOString() })
+    .where('state', '=', 'running')
+    .where('kind', 'in', [...kinds])
+    .where('lease_owner', 'not in', [...alive])
+    .executeTakeFirst();
+  return Number(r.numUpdatedRows);
+}

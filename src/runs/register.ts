@@ -18,6 +18,7 @@ import type { Interactions } from '../interactions/register.ts';
 import type { RunMediaHook } from './run-media.ts';
 import { WalCheckpointer } from '../db/wal-checkpointer.ts';
 import { usableCores } from '../util/cpu-quota.ts';
+import { JobQueue } from '../jobs/queue.ts';
 import { RunService } from './service.ts';
 import type { ProjectExists } from './sweep.ts';
 import { RunWriter, signallingWrites } from './run-writer.ts';
@@ -77,6 +78,17 @@ export function createRuns(deps: RunsDeps) {
   }
   const runWriter = checkpointer ? signallingWrites(writer, checkpointer) : writer;
   const hub = new StreamHub();
+  // Async runs (POST /execute/async, runs/async.ts): a queue of their own, so that they neither wait
+  // behind content processing nor hold its slots; it claims only their kind of job.
+  const asyncQueue = new JobQueue(db, dialect, {
+    concurrency: config.asyncConcurrency,
+    perProject: Math.max(1, config.asyncConcurrency - 1),
+    leaseMs: config.asyncLeaseMs,
+    maxAttempts: config.jobMaxAttempts,
+    owner: replica.id,
+    metrics,
+    onError: (err, what) => log.error({ err }, `async runs: could not ${what}`),
+  });
   const runs = new RunService({
     db,
     dialect,
@@ -97,6 +109,7 @@ export function createRuns(deps: RunsDeps) {
     ...(deps.media ? { media: deps.media } : {}),
     writer: runWriter,
     intents,
+    asyncQueue,
     onRunEnded: (r) =>
       void limiter
         .charge(r.account, r.project, r.keyId, r.tokens, r.cost)
@@ -141,7 +154,15 @@ export function createRuns(deps: RunsDeps) {
           .finally(() => (retaining = false));
       };
       timers.push(setInterval(sweepRetention, config.retentionSweepSeconds * 1000));
-      const sweepLost = () => void runs.sweepLost().catch((err) => log.error({ err }, 'lost-run sweeper failed'));
+      const takeOver = () =>
+        replica
+          .alive()
+          .then((alive) => asyncQueue.takeOverFrom(alive))
+          .catch((err) => log.error({ err }, 'async runs: could not take over the runs of stopped replicas'));
+      const sweepLost = () => {
+        void runs.sweepLost().catch((err) => log.error({ err }, 'lost-run sweeper failed'));
+        void takeOver();
+      };
       const sweep = () => {
         runs.sweepUnconsumed().catch((err) => log.error({ err }, 'stream sweeper failed'));
         runs.sweepChunks().catch((err) => log.error({ err }, 'chunk sweeper failed'));
@@ -154,14 +175,21 @@ export function createRuns(deps: RunsDeps) {
       // Before the first request: the runs that a stopped process of this host left `processing` are
       // failed now, not once its heartbeat times out (cluster/replicas.ts knows its process is gone).
       await runs.sweepLost().catch((err) => log.error({ err }, 'lost-run sweeper failed'));
+      // The async runs a stopped process of this host was executing: taken over now, then executed.
+      await takeOver();
+      asyncQueue.start();
       setImmediate(sweep);
     },
     /** Stops the sweeps (shutdown). */
     stopSweeps(): void {
       for (const timer of timers) clearInterval(timer);
     },
+    /** Async runs queued, for the jobs gauge. */
+    refreshMetrics: () => asyncQueue.refreshMetrics(),
     /** Lets runs and streams finish, up to `deadline` (ms since the epoch), then stores what is queued. */
     async close(deadline: number): Promise<void> {
+      // Async runs not started stay queued for the next process; those executing finish within the grace.
+      await asyncQueue.stop(Math.max(0, deadline - Date.now()));
       while (runs.executing > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
       await runs.close();
       await checkpointer?.close();

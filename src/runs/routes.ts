@@ -28,8 +28,14 @@ import type { RunExporter } from './export.ts';
 import { populateOf, type RunFinder } from './find.ts';
 import { scopeOf } from '../auth/principal.ts';
 import type { Metrics } from '../http/metrics.ts';
+import { AsyncExecuteBody, asyncRequestOf } from './async-payload.ts';
 
 const POLL_MS = 500;
+
+const AsyncExecutionResult = Type.Object({
+  runId: Type.String({ description: 'The run' }),
+  workflowId: Type.String({ description: "The run's workflow id: the run's id (Orrery runs no Temporal workflows)" }),
+});
 /** The vectors of a run's creation answer, written by http/vector-json.ts rather than number by number. */
 const RUN_VECTORS = ['input_embedding', 'result_embedding'] as const;
 
@@ -74,6 +80,24 @@ export const runRoutes: FastifyPluginAsyncTypebox<{
     },
     async (req, reply) =>
       sendWithVectors(reply, await runs.executeByName(principalOf(req), req.body as never, caller(req)), RUN_VECTORS),
+  );
+
+  app.post(
+    '/execute/async',
+    {
+      schema: {
+        tags: ['runs'],
+        summary:
+          "Execute an interaction in the background (the official client's executeAsync): answers at once with the run's id, also its workflow run id; follow it with GET /runs/:id or GET /runs/:id/stream",
+        body: AsyncExecuteBody,
+        response: { 200: AsyncExecutionResult, ...errorResponses(400, 401, 404, 413) },
+      },
+    },
+    async (req) => {
+      const { input, extras } = asyncRequestOf(req.body as Record<string, unknown>);
+      const run = await runs.executeAsync(principalOf(req), input, caller(req), extras);
+      return { runId: run.id, workflowId: run.id };
+    },
   );
 
   for (const [path, kind, body, summary] of [

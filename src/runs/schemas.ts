@@ -367,8 +367,10 @@ export const RunListQuery = Type.Object(
       'Run id(s) a run continues (the next turns of a conversation), or false (runs that continue none)',
     ),
     is_root: Type.Optional(Type.Boolean({ description: 'true: top-level runs only (the official client)' })),
-    workflow_run_ids: ListParam('Workflow run ids: Orrery runs belong to no workflow, so any value matches nothing'),
-    workflow_ids: ListParam('Workflow ids: as workflow_run_ids'),
+    workflow_run_ids: ListParam(
+      "Workflow run ids: an async run's (POST /execute/async) is its own id; other runs have none",
+    ),
+    workflow_ids: ListParam("Workflow ids: an async run's is its own id, as its workflow run id"),
   },
   { additionalProperties: true },
 );

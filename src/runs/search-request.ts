@@ -163,11 +163,11 @@ export function listRequest(q: Json): RunQuery {
       parent: bool(q.is_root) ? false : parent,
       previousRun: parentOf(q.previous_run, 'previous_run'),
       updated: anchor === undefined ? undefined : direction === 'before' ? { lt: anchor } : { gte: anchor },
-      none:
-        (bool(q.is_root) && Array.isArray(parent) && parent.length > 0) ||
-        nonEmpty(q.workflow_run_ids) ||
-        nonEmpty(q.workflow_ids) ||
-        undefined,
+      workflowRunIds: workflowRuns(
+        strings(q.workflow_run_ids, 'workflow_run_ids'),
+        strings(q.workflow_ids, 'workflow_ids'),
+      ),
+      none: (bool(q.is_root) && Array.isArray(parent) && parent.length > 0) || undefined,
     },
   };
 }
@@ -185,6 +185,10 @@ function clientQuery(q: Json, page: { limit?: unknown; offset?: unknown }): RunQ
     ...lucene,
     filters: {
       ids: strings(q.run_ids, 'query.run_ids'),
+      workflowRunIds: workflowRuns(
+        strings(q.workflow_run_ids, 'query.workflow_run_ids'),
+        strings(q.workflow_ids, 'query.workflow_ids'),
+      ),
       status: statuses(q.status, 'query.status'),
       interaction: strings(q.interaction, 'query.interaction'),
       interactionName: strings(q.name, 'query.name'),
@@ -199,13 +203,26 @@ function clientQuery(q: Json, page: { limit?: unknown; offset?: unknown }): RunQ
       // is_root with parent ids: no run is both top-level and a child.
       none:
         (q.is_root === true && Array.isArray(parent) && parent.length > 0) ||
-        nonEmpty(q.workflow_run_ids) ||
-        nonEmpty(q.workflow_ids) ||
         nonEmpty(q.object) ||
         q.is_agent === true ||
         undefined,
     },
   };
+}
+
+/**
+ * An async run's workflow run id and workflow id are its own id (runs/async.ts): both lists name
+ * runs, and a run must be named by each list given.
+ */
+function workflowRuns(
+  runIds: readonly string[] | undefined,
+  workflowIds: readonly string[] | undefined,
+): readonly string[] | undefined {
+  // An empty list filters nothing, as an absent one.
+  if (!runIds?.length) return workflowIds?.length ? workflowIds : undefined;
+  if (!workflowIds?.length) return runIds;
+  const both = new Set(workflowIds);
+  return runIds.filter((id) => both.has(id));
 }
 
 function interval(value: unknown, what: string) {

@@ -47,7 +47,9 @@ export interface RunFilters {
   readonly previousRun?: readonly string[] | false;
   readonly updated?: TimeBounds;
   readonly created?: TimeBounds;
-  /** A filter no run can satisfy (runs here belong to no workflow, object or agent). */
+  /** Async runs (POST /execute/async) by workflow run id, which is the run's id. */
+  readonly workflowRunIds?: readonly string[];
+  /** A filter no run can satisfy (runs here belong to no object or agent). */
   readonly none?: boolean;
 }
 
@@ -111,6 +113,12 @@ export function whereOf(
   if (plan.purpose === 'count' && s.countHint) parts.push(s.countHint);
   if (f.none) parts.push(FALSE);
   if (f.ids) parts.push(inList(col('id'), f.ids));
+  if (f.workflowRunIds)
+    parts.push(
+      f.workflowRunIds.length
+        ? sql<SqlBool>`runs.id IN (SELECT async_runs.run_id FROM async_runs WHERE async_runs.run_id IN (${list(f.workflowRunIds)}))`
+        : FALSE,
+    );
   if (f.interaction) parts.push(inList(col('interaction_id'), f.interaction));
   if (f.interactionName) parts.push(inList(col('interaction_name'), f.interactionName));
   if (f.environment) parts.push(inList(col('environment_id'), f.environment));

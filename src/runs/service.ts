@@ -74,6 +74,8 @@ import type { ChatMessage } from '../providers/driver.ts';
 import type { ConversationMark } from './model.ts';
 import { NO_TELEMETRY, type RunTrace, type Telemetry } from '../telemetry/hooks.ts';
 import { runEndOf, runStartOf } from '../telemetry/runs.ts';
+import type { JobQueue } from '../jobs/queue.ts';
+import { AsyncRunner, type AsyncExtras } from './async.ts';
 
 export type { CallerInfo, RunCreateInput } from './plan.ts';
 
@@ -108,7 +110,12 @@ export interface RunServiceDeps {
   conversationBounds?: ConversationBounds;
   /** Media inputs (src/media): store: objects and data: URLs as prompt parts; absent: none. */
   media?: RunMediaHook;
+  /** The durable queue that executes async runs (POST /execute/async, runs/async.ts); absent: none. */
+  asyncQueue?: JobQueue;
 }
+
+/** How a new run executes: called in its request, left for its first subscriber, or queued for a job. */
+type Mode = 'blocking' | 'stream' | 'async';
 
 const DEFAULT_CONVERSATION_BOUNDS: ConversationBounds = { maxTurns: 200, maxBytes: 8 * 1024 ** 2 };
 
@@ -132,6 +139,7 @@ export class RunService {
   private readonly bounds: ConversationBounds;
   private readonly telemetry: Telemetry;
   private readonly media: RunMediaHook | undefined;
+  private readonly asyncRunner: AsyncRunner | undefined;
 
   constructor(deps: RunServiceDeps) {
     const { db, dialect, notifier, metrics, replica } = deps;
@@ -204,6 +212,21 @@ export class RunService {
       inFlight,
       bounds: this.bounds,
     });
+    this.asyncRunner = deps.asyncQueue
+      ? new AsyncRunner({
+          db,
+          dialect,
+          queue: deps.asyncQueue,
+          writer,
+          signals,
+          hub: deps.hub,
+          inFlight,
+          planner: this.planner,
+          views: this.views,
+          replicaId: replica.id,
+          execute: (row, doc, plan, live) => this.execute(row, doc, plan, live),
+        })
+      : undefined;
     this.sweeper = new RunSweeper({
       db,
       dialect,
@@ -228,6 +251,23 @@ export class RunService {
   executeByName(p: Principal, input: RunCreateInput, caller: CallerInfo): Promise<Run> {
     refuseUnappliedRunFields(input as unknown as Record<string, unknown>);
     return this.start(p, input, caller, () => this.interactions.resolveSelector(p, input.interaction));
+  }
+
+  /**
+   * POST /execute/async: answers the run `created` at once; a durable job executes it
+   * (runs/async.ts). `interaction` is an endpoint selector, as for POST /execute.
+   */
+  executeAsync(p: Principal, input: RunCreateInput, caller: CallerInfo, extras: AsyncExtras): Promise<Run> {
+    if (!this.asyncRunner) throw new OrreryError('not_implemented', 501, 'this server executes no async runs');
+    return this.start(
+      p,
+      { ...input, stream: false },
+      caller,
+      () => this.interactions.resolveSelector(p, input.interaction),
+      undefined,
+      undefined,
+      extras,
+    );
   }
 
   /**
@@ -274,7 +314,7 @@ export class RunService {
     const { row, plan } = planTurn(p, caller, planned);
     // Media of the history are read (and checked) before the turn's row is written.
     if (this.media) plan.request.messages = await this.media.materialize(p, plan.request.messages);
-    const answer = await this.launch(row, plan, planned.tags, planned.stream);
+    const answer = await this.launch(row, plan, planned.tags, planned.stream ? 'stream' : 'blocking');
     // A streamed turn is answered before it runs: its conversation names it, without messages.
     const conversation = answer.final
       ? conversationAfter(answer.final, planned.history, planned.input, this.bounds)
@@ -353,10 +393,11 @@ export class RunService {
     load: () => Promise<InteractionDto>,
     cacheKey?: string,
     turn?: DoorTurn,
+    extras?: AsyncExtras,
   ): Promise<Run> {
     this.inFlight.starting++;
     try {
-      return await this.startRun(p, input, caller, load, cacheKey, turn);
+      return await this.startRun(p, input, caller, load, cacheKey, turn, extras);
     } finally {
       this.inFlight.starting--;
     }
@@ -370,6 +411,7 @@ export class RunService {
     load: () => Promise<InteractionDto>,
     cacheKey?: string,
     turn?: DoorTurn,
+    extras?: AsyncExtras,
   ): Promise<Run> {
     const conversation = readConversation(input.conversation, this.bounds);
     const run = await this.planner.resolve(p, input, load, cacheKey);
@@ -401,7 +443,9 @@ export class RunService {
       checkBytes(jsonBytes(before) + jsonBytes(prompt.messages), this.bounds);
       mark = { turn: conversation.conversation.turns + 1, restricted: true };
     }
-    const stream = input.stream === true;
+    const mode: Mode = extras ? 'async' : input.stream === true ? 'stream' : 'blocking';
+    // An async run is streamed to whoever follows it while its job executes it.
+    const stream = mode !== 'blocking';
     const now = nowIso();
     const tags = normaliseTags(input.tags);
     const stored = turn?.stored ?? prompt.messages;
@@ -447,8 +491,9 @@ export class RunService {
       row,
       () => this.planner.plan(p, run, messages, resultSchema, input.data, sending),
       tags,
-      stream,
+      mode,
       trace,
+      extras && { p, extras },
     );
     if (!mark) return answer.run;
     const kept = answer.final
@@ -465,11 +510,17 @@ export class RunService {
     row: RunRow,
     plan: Plan | (() => Promise<Plan>),
     tags: string[],
-    stream: boolean,
+    mode: Mode,
     trace?: RunTrace,
+    queued?: { p: Principal; extras: AsyncExtras },
   ): Promise<{ run: Run; final?: RunRow }> {
+    const stream = mode !== 'blocking';
     const ahead = await this.insert(row, tags, stream);
     const ready = typeof plan === 'function' ? await plan() : plan;
+    if (mode === 'async' && queued && this.asyncRunner) {
+      await this.asyncRunner.enqueue(queued.p, row, ready, queued.extras);
+      return { run: forCreation(row) };
+    }
     if (stream) {
       this.inFlight.pending.set(row.id, { row, plan: ready, ...(trace ? { trace } : {}) });
       return { run: forCreation(row) };

@@ -1,5 +1,5 @@
 /** SQL for runs. Every query starts from the caller's project (style D5). */
-import { sql, type Kysely, type Updateable } from 'kysely';
+import { sql, type ExpressionBuilder, type Kysely, type Updateable } from 'kysely';
 import { deleteProjectRows } from '../db/project-rows.ts';
 import type { Database, RunTable } from '../db/schema.ts';
 import type { OrreryDialect } from '../db/dialect.ts';
@@ -99,6 +99,15 @@ export const updateRun = (
   fromStatus?: string,
 ): Promise<boolean> => applyRunWrite(db, d, prepareRunUpdate(d, id, patch, fromStatus));
 
+/**
+ * Not a run of POST /execute/async: its durable job executes it and takes it over when its process
+ * dies (runs/async.ts), so the sweeps of streamed and lost runs leave it alone.
+ */
+const notAsync = (eb: ExpressionBuilder<Database, 'runs'>) =>
+  eb.not(
+    eb.exists(eb.selectFrom('async_runs').select('async_runs.run_id').whereRef('async_runs.run_id', '=', 'runs.id')),
+  );
+
 /** Runs created for streaming that nobody streamed before `before` (any project). */
 export async function staleCreatedRuns(db: Db, d: OrreryDialect, before: string, limit = 500): Promise<RunRow[]> {
   const rows = await db
@@ -106,6 +115,7 @@ export async function staleCreatedRuns(db: Db, d: OrreryDialect, before: string,
     .selectAll()
     .where('status', '=', 'created')
     .where('created_at', '<', before)
+    .where(notAsync)
     .limit(limit)
     .execute();
   return rows.map((r) => decodeRun(d, r));
@@ -113,7 +123,7 @@ export async function staleCreatedRuns(db: Db, d: OrreryDialect, before: string,
 
 /** `processing` runs whose executor is not among the live replicas (any project). */
 export async function runsExecutedBy(db: Db, d: OrreryDialect, alive: Set<string>, limit = 500): Promise<RunRow[]> {
-  let q = db.selectFrom('runs').selectAll().where('status', '=', 'processing');
+  let q = db.selectFrom('runs').selectAll().where('status', '=', 'processing').where(notAsync);
   if (alive.size) q = q.where((eb) => eb.or([eb('executor', 'is', null), eb('executor', 'not in', [...alive])]));
   const rows = await q.limit(limit).execute();
   return rows.map((r) => decodeRun(d, r));
@@ -136,6 +146,7 @@ export async function runsOfExecutor(
     .where('status', '=', 'processing')
     .where('executor', '=', executor)
     .where('updated_at', '<', before)
+    .where(notAsync)
     .orderBy('updated_at')
     .limit(limit)
     .execute();
@@ -186,5 +197,5 @@ export async function deleteProjectRuns(db: Db, d: OrreryDialect, s: Scope): Pro
       db,
     );
   }
-  return { ...counts, ...(await deleteProjectRows(db, ['run_cache', 'runs'], s)) };
+  return { ...counts, ...(await deleteProjectRows(db, ['async_runs', 'run_cache', 'runs'], s)) };
 }

@@ -18,6 +18,7 @@ import { RunMirrors } from './run-mirrors.ts';
 import type { StreamHub, LiveRun } from './stream-hub.ts';
 import type { ChunkSink } from './virtual.ts';
 import * as store from './store.ts';
+import { getAsyncRun } from './async-store.ts';
 import type { RunTrace } from '../telemetry/hooks.ts';
 
 export interface RunStreamsDeps {
@@ -72,7 +73,8 @@ export class RunStreams {
     // A claim in progress here (another subscriber's): its stream, once the claim is stored.
     const live = hub.get(id) ?? (await this.claims.get(id));
     if (live) return { live };
-    if (row.status === 'created') {
+    // An async run's job starts it (runs/async.ts); its followers wait for it like a run elsewhere's.
+    if (row.status === 'created' && !(await getAsyncRun(db, id))) {
       const started = await this.claim(p, row);
       if (started) return { live: started };
       const raced = hub.get(id);

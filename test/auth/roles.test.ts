@@ -99,7 +99,7 @@ for (const dialect of TEST_DIALECTS) {
             else if (r.body.details?.permission !== needed || !r.body.message.includes(needed))
               wrong.push(`${role} ${route}: 403 without the permission: ${JSON.stringify(r.body)}`);
           }
-          // 501 is a deliberate refusal (executeAsync, collection permissions), not a failure.
+          // 501 is a deliberate refusal (collection permissions), not a failure.
           if (r.status >= 500 && r.status !== 501)
             wrong.push(`${role} ${route}: ${r.status} ${JSON.stringify(r.body).slice(0, 200)}`);
         }

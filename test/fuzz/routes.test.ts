@@ -276,13 +276,12 @@ for (const dialect of TEST_DIALECTS) {
             if (res.status >= 500) {
               const body = JSON.parse(text) as { error?: string };
               // The deliberate 5xx: what the official client can ask and Orrery refuses with 501 (issue 24):
-              // executeAsync (it needs workflows) and collection permissions (no per-object access control).
+              // collection permissions (no per-object access control).
               const path = req.url.split('?')[0];
               const refusedByContract =
                 res.status === 501 &&
                 body.error === 'not_implemented' &&
-                ((req.method === 'POST' && path === '/api/v1/execute/async') ||
-                  (req.method === 'PUT' && /^\/api\/v1\/collections\/[^/]+\/permissions$/.test(path)) ||
+                ((req.method === 'PUT' && /^\/api\/v1\/collections\/[^/]+\/permissions$/.test(path)) ||
                   (req.method === 'POST' &&
                     /^\/api\/v1\/collections\/[^/]+\/propagate-(permissions|shared-props)$/.test(path)));
               assert.ok((res.status === 502 && PROVIDER_CODES.test(body.error ?? '')) || refusedByContract, what);

@@ -382,20 +382,19 @@ for (const dialect of TEST_DIALECTS) {
       assert.deepEqual((await srv.api('GET', '/api/v1/interactions/catalog', undefined, other.key)).body, []);
     });
 
-    it('refuses executeAsync with 501: it needs workflows', async () => {
+    it('refuses an async conversation by name: only interactions execute asynchronously', async () => {
       const client = srv.client();
       await assert.rejects(
         client.interactions.executeAsync({ type: 'conversation', interaction: 'Forked' } as any),
         (err: any) => {
-          assert.equal(err.status, 501);
+          assert.equal(err.status, 400);
           return true;
         },
       );
-      const raw = await srv.api('POST', '/api/v1/execute/async', { interaction: 'x' });
-      assert.equal(raw.status, 501);
-      assert.equal(raw.body.error, 'not_implemented');
-      assert.equal(raw.body.status, 501);
-      assert.match(raw.body.message, /workflows, which Orrery does not have/);
+      const raw = await srv.api('POST', '/api/v1/execute/async', { type: 'conversation', interaction: 'x' });
+      assert.equal(raw.status, 400);
+      assert.equal(raw.body.error, 'bad_request');
+      assert.match(raw.body.message, /type must be "interaction"/);
     });
 
     it('lists the interactions that use a prompt, its (absent) versions, and forks prompts', async () => {
