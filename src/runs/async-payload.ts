@@ -10,7 +10,7 @@ import type { RunCreateInput } from './plan.ts';
 import type { AsyncExtras } from './async.ts';
 
 /** Endpoints one async run may notify when it ends. */
-export const MAX_NOTIFY_ENDPOINTS = 10;
+const MAX_NOTIFY_ENDPOINTS = 10;
 const MAX_URL_LENGTH = 2048;
 
 const { interaction, data, tags, config, result_schema } = RunCreateBody.properties;

@@ -47,15 +47,3 @@ export async function countCallStart(db: Db, runId: string, seen: number): Promi
     .executeTakeFirst();
   return Number(r.numUpdatedRows) === 1;
 }
-
-/** Asks an async run of the project to stop; false when the project has no such async run. */
-export async function requestCancel(db: Db, s: Scope, runId: string): Promise<boolean> {
-  const r = await db
-    .updateTable('async_runs')
-    .set({ cancel_requested: 1, updated_at: nowIso() })
-    .where('run_id', '=', runId)
-    .where('project_id', '=', s.project)
-    .where('account_id', '=', s.account)
-    .executeTakeFirst();
-  return Number(r.numUpdatedRows) === 1;
-}

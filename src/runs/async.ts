@@ -32,10 +32,10 @@ import { forCreation } from './finish.ts';
 import * as store from './store.ts';
 import { countCallStart, getAsyncRun, insertAsyncRun } from './async-store.ts';
 
-export const ASYNC_RUN_JOB = 'async-run';
+const ASYNC_RUN_JOB = 'async-run';
 
 /** A provider call in flight at a crash runs at most this many times in all. */
-export const MAX_CALL_STARTS = 2;
+const MAX_CALL_STARTS = 2;
 
 export interface AsyncRunPayload {
   /** Who started the run: its job plans and records it as them. */
