@@ -115,7 +115,13 @@ export function createRuns(deps: RunsDeps) {
         .charge(r.account, r.project, r.keyId, r.tokens, r.cost)
         .catch((err) => log.error({ err }, 'limits: could not count the usage of a run')),
   });
-  const retention = new RunRetention({ db, dialect, audit: deps.audit, deleteObjects: deps.deleteObjects });
+  const retention = new RunRetention({
+    db,
+    dialect,
+    audit: deps.audit,
+    deleteObjects: deps.deleteObjects,
+    whenStored: () => runs.whenStored(),
+  });
   const timers: NodeJS.Timeout[] = [];
 
   return {

@@ -37,6 +37,8 @@ export interface RunRetentionDeps {
   /** Deletes expired objects of a project (ObjectService.bulkDelete, as the system). */
   deleteObjects?: (s: Scope, ids: string[]) => Promise<unknown>;
   audit?: AuditLog;
+  /** Resolves once the runs this process answered before their commit are stored (runs/read-barrier.ts). */
+  whenStored?: () => Promise<void> | undefined;
 }
 
 export interface SweepResult {
@@ -121,6 +123,9 @@ export class RunRetention {
    * use keeps its history.
    */
   async sweep(now = new Date()): Promise<SweepResult> {
+    // A continuation answered but not stored yet is not in the chain the sweep reads: its
+    // conversation would look expired and go without it.
+    await this.deps.whenStored?.();
     const at = now.toISOString();
     const result: SweepResult = { expiredRuns: 0, retainedRuns: 0, expiredObjects: 0 };
     const projects = await this.projectsWithRetention();
