@@ -126,6 +126,8 @@ for (const dialect of TEST_DIALECTS) {
         const b = await next(a);
         const c = await next(b);
         const oldLone = await first();
+        // Stored first (a run is answered before its commit on SQLite): aging a row not written yet changes nothing.
+        await srv.orrery.services.runs.whenStored();
         await age([a, b, oldLone], 40);
         const retention = srv.orrery.services.retention;
         const now = await retention.sweep(new Date());
@@ -144,6 +146,7 @@ for (const dialect of TEST_DIALECTS) {
       const r = await srv.api('POST', '/api/v1/runs', { interaction, data: { text: 'brief' }, ttl: 3600 });
       assert.equal(r.status, 200, JSON.stringify(r.body));
       const b = await next(r.body.id);
+      await srv.orrery.services.runs.whenStored();
       await sql`UPDATE runs SET expires_at = ${new Date(Date.now() - 1000).toISOString()} WHERE id = ${r.body.id}`.execute(
         srv.orrery.database.db,
       );
