@@ -446,20 +446,21 @@ export const jsonSomeElement = (
     return sql<SqlBool>`EXISTS (SELECT 1 FROM jsonb_array_elements(CASE WHEN jsonb_typeof(${col} #> ${pgPath(path)}) = 'array'
       THEN ${col} #> ${pgPath(path)} ELSE '[]'::jsonb END) AS je(v) WHERE ${test(pgElement(sql.ref('je.v')))})`;
   }
-  const t = sql.ref('je.type');
-  const v = sql.ref('je.value');
-  const el: JsonElementSql = {
-    kind: sql<string>`(CASE ${t} WHEN 'integer' THEN 'number' WHEN 'real' THEN 'number' WHEN 'text' THEN 'string'
-      WHEN 'true' THEN 'boolean' WHEN 'false' THEN 'boolean' ELSE ${t} END)`,
-    text: sql<string | null>`(CASE WHEN ${t} = 'text' THEN ${v} WHEN ${t} IN ('integer', 'real') THEN CAST(${v} AS TEXT)
-      WHEN ${t} = 'true' THEN 'true' WHEN ${t} = 'false' THEN 'false' END)`,
-    num: sql<number | null>`(CASE WHEN ${t} IN ('integer', 'real') THEN ${v} END)`,
-  };
+  const el = sqliteElement(sql.ref('je.type'), sql.ref('je.value'));
   // LIMIT 1: SQLite 3.53 turns a plain EXISTS over json_each into a join, and then miscounts
   // OFFSET (it skips joined rows, not outer rows). With a LIMIT the subquery stays a subquery.
   return sql<SqlBool>`EXISTS (SELECT 1 FROM json_each(${col}, ${sqlitePath(path)}) AS je
     WHERE json_type(${col}, ${sqlitePath(path)}) = 'array' AND (${test(el)}) LIMIT 1)`;
 };
+
+/** A SQLite JSON scalar, from its json_type and its SQL value, as the element tests read it. */
+const sqliteElement = (t: Expression<unknown>, v: Expression<unknown>): JsonElementSql => ({
+  kind: sql<string>`(CASE ${t} WHEN 'integer' THEN 'number' WHEN 'real' THEN 'number' WHEN 'text' THEN 'string'
+      WHEN 'true' THEN 'boolean' WHEN 'false' THEN 'boolean' ELSE ${t} END)`,
+  text: sql<string | null>`(CASE WHEN ${t} = 'text' THEN ${v} WHEN ${t} IN ('integer', 'real') THEN CAST(${v} AS TEXT)
+      WHEN ${t} = 'true' THEN 'true' WHEN ${t} = 'false' THEN 'false' END)`,
+  num: sql<number | null>`(CASE WHEN ${t} IN ('integer', 'real') THEN ${v} END)`,
+});
 
 /**
  * Whether some element of the JSON array at `arrayPath` is an object whose member `key` is a
@@ -483,13 +484,7 @@ export const jsonSomeMember = (
   // json_each gives an object element as JSON text; any other element is not parsed as JSON.
   const t = sql`(CASE WHEN je.type = 'object' THEN json_type(je.value, ${member}) END)`;
   const v = sql`(CASE WHEN je.type = 'object' THEN json_extract(je.value, ${member}) END)`;
-  const el: JsonElementSql = {
-    kind: sql<string>`(CASE ${t} WHEN 'integer' THEN 'number' WHEN 'real' THEN 'number' WHEN 'text' THEN 'string'
-      WHEN 'true' THEN 'boolean' WHEN 'false' THEN 'boolean' ELSE ${t} END)`,
-    text: sql<string | null>`(CASE WHEN ${t} = 'text' THEN ${v} WHEN ${t} IN ('integer', 'real') THEN CAST(${v} AS TEXT)
-      WHEN ${t} = 'true' THEN 'true' WHEN ${t} = 'false' THEN 'false' END)`,
-    num: sql<number | null>`(CASE WHEN ${t} IN ('integer', 'real') THEN ${v} END)`,
-  };
+  const el = sqliteElement(t, v);
   return sql<SqlBool>`EXISTS (SELECT 1 FROM json_each(${col}, ${sqlitePath(arrayPath)}) AS je
     WHERE json_type(${col}, ${sqlitePath(arrayPath)}) = 'array' AND (${test(el)}) LIMIT 1)`;
 };
