@@ -99,6 +99,8 @@ export const toAnthropicToolChoice = (choice: ToolChoice) => ({
 export interface AnthropicBlock {
   type?: string;
   text?: string;
+  /** A `thinking` block's reasoning. */
+  thinking?: string;
   id?: string;
   name?: string;
   input?: unknown;

@@ -116,6 +116,13 @@ export class AnthropicMessagesDriver implements ModelDriver {
       .map((b) => b.text)
       .join('');
     const out: Completion = { text };
+    if (req.include_thoughts) {
+      const thoughts = answer.content
+        .filter((b) => b && b.type === 'thinking' && typeof b.thinking === 'string')
+        .map((b) => b.thinking)
+        .join('\n\n');
+      if (thoughts) out.thoughts = thoughts;
+    }
     const calls = fromAnthropicBlocks(answer.content);
     if (answer.stop_reason) out.finish_reason = toFinish(answer.stop_reason);
     if (calls) {
@@ -155,6 +162,8 @@ export class AnthropicMessagesDriver implements ModelDriver {
       else if (type === 'content_block_delta') {
         const d = data.delta;
         if (d?.type === 'text_delta' && typeof d.text === 'string' && d.text !== '') yield { text: d.text };
+        if (d?.type === 'thinking_delta' && req.include_thoughts && typeof d.thinking === 'string' && d.thinking)
+          yield { thoughts: d.thinking };
         if (d?.type === 'input_json_delta' && typeof d.partial_json === 'string')
           calls.delta(data.index ?? 0, d.partial_json);
       } else if (type === 'message_delta') {
@@ -219,11 +228,16 @@ export class AnthropicMessagesDriver implements ModelDriver {
 function requestBody(req: CompletionRequest, stream: boolean): Record<string, unknown> {
   const system = req.messages.filter((m) => m.role === 'system').map(messageText);
   if (req.result_schema) system.push(schemaInstruction(req.result_schema));
+  const budget = req.thinking_budget_tokens;
   const body: Record<string, unknown> = {
     model: req.model,
-    max_tokens: req.max_tokens ?? ANTHROPIC_DEFAULT_MAX_TOKENS,
+    // The thinking budget is part of max_tokens: unset, the answer keeps its default room beside it.
+    max_tokens: req.max_tokens ?? (budget ?? 0) + ANTHROPIC_DEFAULT_MAX_TOKENS,
     messages: toAnthropicTurns(req.messages.filter((m) => m.role !== 'system')),
   };
+  const thinking = claudeThinking(req);
+  if (thinking) body.thinking = thinking;
+  if (req.effort) body.output_config = { effort: req.effort };
   if (req.tools && req.tools.length > 0) body.tools = toAnthropicTools(req.tools);
   if (req.tool_choice) body.tool_choice = toAnthropicToolChoice(req.tool_choice);
   if (system.length > 0) body.system = system.join('\n\n');
@@ -233,6 +247,28 @@ function requestBody(req: CompletionRequest, stream: boolean): Record<string, un
   if (req.stop && req.stop.length > 0) body.stop_sequences = req.stop;
   if (stream) body.stream = true;
   return body;
+}
+
+/**
+ * Claude's thinking, as llumiverse resolves it (drivers/src/shared/claude-thinking.ts): adaptive
+ * when an effort is given to a model that thinks adaptively (Opus and Sonnet 4.6 onwards, Claude
+ * 5), extended with `thinking_budget_tokens`, otherwise none.
+ */
+function claudeThinking(req: CompletionRequest): Record<string, unknown> | undefined {
+  if (req.effort && thinksAdaptively(req.model))
+    return { type: 'adaptive', display: req.include_thoughts ? 'summarized' : 'omitted' };
+  if (req.thinking_budget_tokens !== undefined) return { type: 'enabled', budget_tokens: req.thinking_budget_tokens };
+  return undefined;
+}
+
+/** `claude-opus-4-6…`, `claude-sonnet-4-6…` and any Claude 5; `claude-3-7-sonnet…` style ids are older. */
+export function thinksAdaptively(model: string): boolean {
+  const m = /claude-(opus|sonnet|haiku)-(\d+)(?:-(\d{1,2}))?(?=$|[-@:.])/i.exec(model);
+  if (!m) return false;
+  const major = Number(m[2]);
+  const minor = Number(m[3] ?? 0);
+  if (major >= 5) return true;
+  return major === 4 && minor >= 6 && m[1]!.toLowerCase() !== 'haiku';
 }
 
 /** 2023-06-01 has no response_format, so the schema travels as an instruction. */
@@ -300,7 +336,7 @@ interface StreamEvent {
   message?: { usage?: AnthropicUsage | null };
   index?: number;
   content_block?: AnthropicBlock;
-  delta?: { type?: string; text?: string; partial_json?: string; stop_reason?: string | null };
+  delta?: { type?: string; text?: string; thinking?: string; partial_json?: string; stop_reason?: string | null };
   usage?: AnthropicUsage;
   error?: { type?: string; message?: string };
 }

@@ -35,7 +35,7 @@ import {
   timeoutOf,
   trimSlashes,
 } from './provider-http.ts';
-import { schemaInstruction } from './anthropic-messages.ts';
+import { schemaInstruction, thinksAdaptively } from './anthropic-messages.ts';
 import { TokenCache } from './token-cache.ts';
 import { table } from '../util/own.ts';
 import {
@@ -266,6 +266,20 @@ function topKFields(model: string, topK: number): Record<string, unknown> | unde
 }
 
 /**
+ * Claude's thinking and effort travel in `additionalModelRequestFields` in the Messages API's own
+ * form (llumiverse's Bedrock Claude options); the option sets allow them only on Claude models.
+ */
+function claudeThinkingFields(req: CompletionRequest): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  if (req.effort && thinksAdaptively(req.model))
+    out.thinking = { type: 'adaptive', display: req.include_thoughts ? 'summarized' : 'omitted' };
+  else if (req.thinking_budget_tokens !== undefined)
+    out.thinking = { type: 'enabled', budget_tokens: req.thinking_budget_tokens };
+  if (req.effort) out.output_config = { effort: req.effort };
+  return out;
+}
+
+/**
  * The Converse request. The schema travels as an instruction in the system text: Converse's own
  * `outputConfig` is refused by several families (Claude, Nova, Llama), and the run service
  * validates the answer either way.
@@ -282,12 +296,17 @@ export function converseBody(req: CompletionRequest): Record<string, unknown> {
   if (tools) body.toolConfig = tools;
   const inference: Record<string, unknown> = {};
   if (req.max_tokens !== undefined) inference.maxTokens = req.max_tokens;
+  // Claude's thinking budget is part of maxTokens: unset, the answer keeps room beside it.
+  else if (req.thinking_budget_tokens !== undefined) inference.maxTokens = req.thinking_budget_tokens + 4096;
   if (req.temperature !== undefined) inference.temperature = req.temperature;
   if (req.top_p !== undefined) inference.topP = req.top_p;
   if (req.stop && req.stop.length > 0) inference.stopSequences = req.stop;
   if (Object.keys(inference).length > 0) body.inferenceConfig = inference;
-  const extra = req.top_k !== undefined ? topKFields(req.model, req.top_k) : undefined;
-  if (extra) body.additionalModelRequestFields = extra;
+  const extra: Record<string, unknown> = {
+    ...(req.top_k !== undefined ? topKFields(req.model, req.top_k) : {}),
+    ...claudeThinkingFields(req),
+  };
+  if (Object.keys(extra).length > 0) body.additionalModelRequestFields = extra;
   // presence/frequency penalties and seed have no Converse field and no common per-model one.
   return body;
 }
@@ -324,6 +343,16 @@ const textOf = (content: unknown): string =>
         )
         .map((b) => b.text)
         .join('')
+    : '';
+
+/** The `reasoningContent.reasoningText.text` of a Converse answer's blocks (Claude's thinking). */
+const reasoningOf = (content: unknown): string =>
+  Array.isArray(content)
+    ? content
+        .map((b) => (b as { reasoningContent?: { reasoningText?: { text?: unknown } } } | null)?.reasoningContent)
+        .map((r) => r?.reasoningText?.text)
+        .filter((t): t is string => typeof t === 'string')
+        .join('\n\n')
     : '';
 
 // ---------------------------------------------------------------------------------------------
@@ -428,6 +457,8 @@ export class BedrockConverseDriver implements ModelDriver {
       );
     }
     const out: Completion = { text: textOf(message.content) };
+    const thoughts = req.include_thoughts ? reasoningOf(message.content) : '';
+    if (thoughts) out.thoughts = thoughts;
     if (typeof answer.stopReason === 'string') out.finish_reason = toFinish(answer.stopReason);
     const calls = fromConverseContent(message.content);
     if (calls) {
@@ -457,6 +488,8 @@ export class BedrockConverseDriver implements ModelDriver {
       } else if (m.type === 'contentBlockDelta') {
         const text = data.delta?.text;
         if (typeof text === 'string' && text !== '') yield { text };
+        const thought = data.delta?.reasoningContent?.text;
+        if (req.include_thoughts && typeof thought === 'string' && thought !== '') yield { thoughts: thought };
         if (data.delta?.toolUse) calls.delta(data.contentBlockIndex ?? 0, data.delta.toolUse.input);
       } else if (m.type === 'messageStop') {
         stopped = true;
@@ -594,7 +627,7 @@ interface ConverseResponse {
 interface StreamEvent {
   contentBlockIndex?: number;
   start?: { toolUse?: { toolUseId?: string; name?: string } };
-  delta?: { text?: string; toolUse?: { input?: unknown } };
+  delta?: { text?: string; toolUse?: { input?: unknown }; reasoningContent?: { text?: string } };
   stopReason?: string;
   usage?: ConverseUsage;
 }

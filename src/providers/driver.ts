@@ -2,6 +2,8 @@
  * What Orrery needs from a model provider. Every provider (openai, openai_compatible, anthropic,
  * test, …) implements this; the run service never sees a provider SDK.
  */
+import type { ReasoningOptions } from './option-sets.ts';
+
 export type ChatRole = 'system' | 'user' | 'assistant' | 'tool';
 
 /**
@@ -146,6 +148,11 @@ export interface CompletionRequest {
   tools?: ToolDefinition[];
   /** Whether and how the model must call a tool; unset leaves it to the provider (auto). */
   tool_choice?: ToolChoice;
+  /** Reasoning options, checked against the model's option set (option-sets.ts) before a driver sees them. */
+  effort?: ReasoningOptions['effort'];
+  thinking_budget_tokens?: number;
+  include_thoughts?: boolean;
+  image_detail?: ReasoningOptions['image_detail'];
 }
 
 export interface TokenUsage {
@@ -170,11 +177,15 @@ export interface Completion {
   token_use?: TokenUsage;
   /** The calls the model asked for, in its order; absent when none. */
   tool_use?: ToolUse[];
+  /** The model's reasoning, when `include_thoughts` asked for it and the provider returned it. */
+  thoughts?: string;
 }
 
 /** One piece of a streamed completion; the final piece may carry only usage and finish_reason. */
 export interface CompletionChunk {
   text?: string;
+  /** A piece of the model's reasoning (with `include_thoughts`); never part of `text`. */
+  thoughts?: string;
   finish_reason?: string;
   token_use?: TokenUsage;
   /** On the final piece: the whole calls, assembled from the provider's deltas. */

@@ -100,6 +100,9 @@ export class OpenAIChatDriver implements ModelDriver {
     // A refusal comes with content null; its words are still the answer the run should record.
     const text = typeof m.content === 'string' ? m.content : typeof m.refusal === 'string' ? m.refusal : '';
     const out: Completion = { text };
+    // Compatible servers (DeepSeek, vLLM, Groq, OpenRouter) return the model's reasoning beside its answer.
+    const thoughts = reasoningOf(m);
+    if (req.include_thoughts && thoughts) out.thoughts = thoughts;
     const calls = fromOpenAIToolCalls(m.tool_calls);
     const finish = openAIFinish(choice.finish_reason, calls !== undefined);
     if (finish) out.finish_reason = finish;
@@ -140,6 +143,10 @@ export class OpenAIChatDriver implements ModelDriver {
       const choice = Array.isArray(chunk.choices) ? chunk.choices[0] : undefined;
       const piece = choice?.delta?.content;
       if (typeof piece === 'string' && piece !== '') yield { text: piece };
+      if (req.include_thoughts && choice?.delta) {
+        const thought = reasoningOf(choice.delta);
+        if (thought) yield { thoughts: thought };
+      }
       calls.push(choice?.delta?.tool_calls);
       if (choice?.finish_reason) finish = choice.finish_reason;
       const u = toTokenUsage(chunk.usage);
@@ -213,7 +220,7 @@ export class OpenAIChatDriver implements ModelDriver {
   ): Record<string, unknown> {
     const body: Record<string, unknown> = {
       ...(route.modelInBody ? { model: req.model } : {}),
-      messages: toOpenAIMessages(req.messages, route.label),
+      messages: toOpenAIMessages(req.messages, route.label, req.image_detail),
     };
     if (req.tools && req.tools.length > 0) body.tools = toOpenAITools(req.tools);
     if (req.tool_choice) body.tool_choice = toOpenAIToolChoice(req.tool_choice, this.provider);
@@ -223,6 +230,7 @@ export class OpenAIChatDriver implements ModelDriver {
     if (req.presence_penalty !== undefined) body.presence_penalty = req.presence_penalty;
     if (req.frequency_penalty !== undefined) body.frequency_penalty = req.frequency_penalty;
     if (req.seed !== undefined) body.seed = req.seed;
+    if (req.effort !== undefined) body.reasoning_effort = req.effort;
     if (req.max_tokens !== undefined) body[maxTokensFieldOf(conn) ?? this.opts.maxTokensField] = req.max_tokens;
     if (req.stop && req.stop.length > 0) body.stop = req.stop;
     if (req.result_schema) {
@@ -257,6 +265,12 @@ export class OpenAIChatDriver implements ModelDriver {
       outbound: conn.outbound,
     });
   }
+}
+
+/** The reasoning text a compatible server sends beside the answer: `reasoning_content` (DeepSeek, vLLM) or `reasoning` (Groq, OpenRouter). */
+function reasoningOf(m: { reasoning_content?: unknown; reasoning?: unknown }): string | undefined {
+  const r = typeof m.reasoning_content === 'string' ? m.reasoning_content : m.reasoning;
+  return typeof r === 'string' && r !== '' ? r : undefined;
 }
 
 /** `config.max_tokens_field`: `max_tokens` or `max_completion_tokens`, for a server that knows only one. */
@@ -307,7 +321,13 @@ interface OpenAIUsage {
 
 interface ChatCompletion {
   choices?: {
-    message?: { content?: string | null; refusal?: string | null; tool_calls?: WireToolCall[] | null } | null;
+    message?: {
+      content?: string | null;
+      refusal?: string | null;
+      tool_calls?: WireToolCall[] | null;
+      reasoning_content?: string | null;
+      reasoning?: string | null;
+    } | null;
     finish_reason?: string | null;
   }[];
   usage?: OpenAIUsage | null;
@@ -315,7 +335,12 @@ interface ChatCompletion {
 
 interface ChatCompletionChunk {
   choices?: {
-    delta?: { content?: string | null; tool_calls?: WireToolCallDelta[] | null };
+    delta?: {
+      content?: string | null;
+      tool_calls?: WireToolCallDelta[] | null;
+      reasoning_content?: string | null;
+      reasoning?: string | null;
+    };
     finish_reason?: string | null;
   }[];
   usage?: OpenAIUsage | null;

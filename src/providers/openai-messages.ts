@@ -21,7 +21,12 @@ type WireMessage = Record<string, unknown>;
  * (Chat Completions answers a call with a message per call). A string stays `{role, content}` as
  * it always was, byte for byte.
  */
-export function toOpenAIMessages(messages: ChatMessage[], label: string): WireMessage[] {
+export function toOpenAIMessages(
+  messages: ChatMessage[],
+  label: string,
+  /** `detail` of every image part (`model_options.image_detail`); absent leaves it to the provider. */
+  imageDetail?: 'low' | 'high' | 'auto',
+): WireMessage[] {
   const out: WireMessage[] = [];
   for (const m of messages) {
     if (typeof m.content === 'string') {
@@ -55,7 +60,7 @@ export function toOpenAIMessages(messages: ChatMessage[], label: string): WireMe
     if (rest.length === 0) continue; // a message of tool results only
     const role = m.role === 'tool' ? 'user' : m.role;
     // System messages take text parts only; a user message may carry media.
-    out.push({ role, content: rest.map((p) => userPart(p, label)) });
+    out.push({ role, content: rest.map((p) => userPart(p, label, imageDetail)) });
   }
   return out;
 }
@@ -64,12 +69,12 @@ export function toOpenAIMessages(messages: ChatMessage[], label: string): WireMe
 const resultText = (r: Extract<ContentPart, { type: 'tool_result' }>) =>
   r.is_error ? `Error: ${r.content}` : r.content;
 
-function userPart(p: ContentPart, label: string): Record<string, unknown> {
+function userPart(p: ContentPart, label: string, imageDetail?: string): Record<string, unknown> {
   switch (p.type) {
     case 'text':
       return { type: 'text', text: p.text };
     case 'image':
-      return { type: 'image_url', image_url: { url: p.url } };
+      return { type: 'image_url', image_url: imageDetail ? { url: p.url, detail: imageDetail } : { url: p.url } };
     case 'document':
       // Chat Completions takes a PDF as a `file` part carrying its bytes as a data URL.
       if (!p.url.startsWith('data:'))

@@ -335,6 +335,7 @@ export class VertexAIDriver implements ModelDriver {
       if (!piece.candidate)
         throw new ProviderError('provider_error', `${target.label} answered without a candidate to read`, res.status);
       const out: Completion = { text: piece.text };
+      if (piece.thoughts && req.include_thoughts) out.thoughts = piece.thoughts;
       if (piece.finish) out.finish_reason = piece.finish;
       const toolUse = calls.result();
       if (toolUse) {
@@ -386,6 +387,7 @@ export class VertexAIDriver implements ModelDriver {
         }
         const piece = readGemini(label, data, undefined, calls);
         if (piece.text) yield { text: piece.text };
+        if (piece.thoughts && req.include_thoughts) yield { thoughts: piece.thoughts };
         if (piece.finish) finish = piece.finish;
         if (piece.usage) usage = piece.usage;
       }
@@ -448,8 +450,36 @@ function geminiBody(req: CompletionRequest): Record<string, unknown> {
     g.responseMimeType = 'application/json';
     g.responseJsonSchema = req.result_schema;
   }
+  const thinking = geminiThinking(req);
+  if (thinking) g.thinkingConfig = thinking;
   if (Object.keys(g).length) body.generationConfig = g;
   return body;
+}
+
+/**
+ * `thinkingConfig`, as llumiverse's geminiThinkingConfig: a budget as given (0 turns thinking
+ * off); an effort as Gemini 3's `thinkingLevel`, or, on earlier models, the budget llumiverse
+ * gives that effort; thoughts returned only when asked for.
+ */
+function geminiThinking(req: CompletionRequest): Record<string, unknown> | undefined {
+  const includeThoughts = req.include_thoughts === true;
+  const budget = req.thinking_budget_tokens;
+  if (budget !== undefined) return budget === 0 ? undefined : { includeThoughts, thinkingBudget: budget };
+  if (req.effort) {
+    const version = /gemini-(\d+)/i.exec(req.model);
+    if (version && Number(version[1]) >= 3) return { includeThoughts, thinkingLevel: req.effort.toUpperCase() };
+    return { includeThoughts, thinkingBudget: geminiBudgetForEffort(req.model, req.effort) };
+  }
+  return includeThoughts ? { includeThoughts } : undefined;
+}
+
+function geminiBudgetForEffort(model: string, effort: string): number {
+  const lite = model.includes('flash-lite');
+  const flash = model.includes('flash') && !lite;
+  const pro = model.includes('pro');
+  if (effort === 'minimal' || effort === 'low') return pro ? 128 : lite ? 512 : flash ? 1 : 1024;
+  if (effort === 'medium') return 8192;
+  return pro ? 32768 : flash || lite ? 24576 : 8192;
 }
 
 /** Gemini's finish reasons in the vocabulary every other driver uses (OpenAI's). */
@@ -465,13 +495,22 @@ const FINISH: Record<string, string> = table({
 });
 const toFinish = (reason: string) => FINISH[reason] ?? reason.toLowerCase();
 
+interface GeminiPiece {
+  candidate: boolean;
+  text: string;
+  /** Thought summaries, which Gemini sends only when `includeThoughts` asked for them. */
+  thoughts?: string;
+  finish?: string;
+  usage?: TokenUsage;
+}
+
 /** One GenerateContentResponse (a whole answer, or one piece of a stream). */
 function readGemini(
   label: string,
   answer: GenerateContentResponse,
   status: number | undefined,
   calls: GeminiCallCollector,
-): { candidate: boolean; text: string; finish?: string; usage?: TokenUsage } {
+): GeminiPiece {
   if (!answer || typeof answer !== 'object')
     throw new ProviderError(
       'provider_error',
@@ -496,10 +535,12 @@ function readGemini(
     .filter((p) => p && typeof p.text === 'string' && p.thought !== true)
     .map((p) => p.text as string)
     .join('');
-  const out: { candidate: boolean; text: string; finish?: string; usage?: TokenUsage } = {
-    candidate: candidate !== undefined,
-    text,
-  };
+  const thoughts = parts
+    .filter((p) => p && typeof p.text === 'string' && p.thought === true)
+    .map((p) => p.text as string)
+    .join('');
+  const out: GeminiPiece = { candidate: candidate !== undefined, text };
+  if (thoughts) out.thoughts = thoughts;
   const reason = candidate?.finishReason;
   if (typeof reason === 'string' && reason && reason !== 'FINISH_REASON_UNSPECIFIED') out.finish = toFinish(reason);
   const usage = toTokenUsage(answer.usageMetadata);

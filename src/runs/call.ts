@@ -16,6 +16,7 @@ import {
 import type { RunTools } from '../conversations/run-tools.ts';
 import type { Metrics } from '../http/metrics.ts';
 import type { RunCost } from '../pricing/cost.ts';
+import type { ReasoningOptions } from '../providers/option-sets.ts';
 import type { ResultPart, RunDoc, RunError, RunRow } from './model.ts';
 import type { Plan, ProviderPlan } from './plan.ts';
 import { InvalidResult, parseResult, repairMessages } from './result-schema.ts';
@@ -28,8 +29,19 @@ import type { Telemetry } from '../telemetry/hooks.ts';
 
 export type SamplingOptions = Pick<
   CompletionRequest,
-  'temperature' | 'max_tokens' | 'top_p' | 'top_k' | 'presence_penalty' | 'frequency_penalty' | 'seed' | 'stop'
->;
+  | 'temperature'
+  | 'max_tokens'
+  | 'top_p'
+  | 'top_k'
+  | 'presence_penalty'
+  | 'frequency_penalty'
+  | 'seed'
+  | 'stop'
+  | keyof ReasoningOptions
+> & {
+  /** Options the caller set that the model refuses, left out as llumiverse leaves them out (the run's `config.dropped`). */
+  dropped?: string[];
+};
 
 /** What a provider is asked: a model, a message list, sampling options, and the shape of the answer. */
 export interface RunTurn {
@@ -47,10 +59,11 @@ export interface RunTurn {
  * derived from one built here with another message list (withMessages) or model.
  */
 export function buildRequest(turn: RunTurn): CompletionRequest {
+  const { dropped: _dropped, ...options } = turn.options;
   return {
     model: turn.model,
     messages: turn.messages,
-    ...turn.options,
+    ...options,
     ...(turn.resultSchema ? { result_schema: turn.resultSchema } : {}),
     ...turn.tools,
   };
@@ -134,6 +147,7 @@ export class RunCaller {
   ): Promise<Outcome> {
     const started = performance.now();
     let text = '';
+    let thoughts = '';
     let usage: TokenUsage | undefined;
     let finishReason: string | undefined;
     let toolUse: ToolUse[] | undefined;
@@ -154,6 +168,7 @@ export class RunCaller {
               live.push(chunk.text);
               this.deps.signals.chunk(row.id, chunks, chunk.text);
             }
+            if (chunk.thoughts) thoughts += chunk.thoughts;
             if (chunk.token_use) usage = chunk.token_use;
             if (chunk.finish_reason) finishReason = chunk.finish_reason;
             if (chunk.tool_use) toolUse = chunk.tool_use;
@@ -161,6 +176,7 @@ export class RunCaller {
         } else {
           const completion = await plan.driver.complete(plan.connection, plan.request);
           text = completion.text;
+          thoughts = completion.thoughts ?? '';
           usage = completion.token_use;
           finishReason = completion.finish_reason;
           toolUse = completion.tool_use;
@@ -198,6 +214,8 @@ export class RunCaller {
       if (structured.usage) usage = addUsage(usage, structured.usage);
       if (structured.finishReason) finishReason = structured.finishReason;
     }
+    // The reasoning comes before the answer, as the model wrote it, in a part of its own.
+    if (thoughts) result = [{ type: 'thoughts', value: thoughts }, ...result];
     return { result, error, usage, finishReason, attempts, chunks, ...(toolUse ? { toolUse } : {}) };
   }
 

@@ -158,9 +158,11 @@ export class RunContinuer {
     if (!model) throw new BadRequest('options.model is required: the continued run names no model');
     const priorOptions = prevDoc.config.model_options as Record<string, unknown> | undefined;
     const modelOpts = { ...priorOptions, ...options.model_options };
-    const sampling = modelOptions({ model_options: priorOptions } as InteractionDto, {
-      model_options: options.model_options ?? {},
-    });
+    const sampling = modelOptions(
+      { model_options: priorOptions } as InteractionDto,
+      { model_options: options.model_options ?? {} },
+      { provider: env.dto.provider, model },
+    );
     // An empty list (the client's default) keeps the tools of the run continued: a history with
     // tool calls is refused by some providers (Anthropic) without the tools it used.
     const requested = Array.isArray(body.tools) && body.tools.length === 0 ? undefined : body.tools;

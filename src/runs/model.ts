@@ -13,7 +13,9 @@ type RunStatus = (typeof RUN_STATUSES)[number];
 /** A run that will not change any more: `completed` or `failed`. */
 export const hasEnded = (status: unknown): boolean => status === 'completed' || status === 'failed';
 
-export type ResultPart = { type: 'text'; value: string } | { type: 'json'; value: unknown };
+/** An answer's parts: its text or JSON value, and the model's reasoning (`thoughts`) when asked for. */
+export type ResultPart =
+  { type: 'text'; value: string } | { type: 'json'; value: unknown } | { type: 'thoughts'; value: string };
 
 export interface TokenUse {
   prompt?: number;

@@ -17,6 +17,7 @@ import { isVirtualProvider, parseVirtualConfig, type VirtualConfig } from '../in
 import type { OrreryDialect } from '../db/dialect.ts';
 import { docOf, type RunDoc, type RunRow, type RunSource } from './model.ts';
 import { buildRequest, type SamplingOptions } from './call.ts';
+import { decideOptions } from '../providers/option-sets.ts';
 import { validateInput } from './render.ts';
 import { mediaObjectsOf, type RunMediaHook } from './run-media.ts';
 import type { CacheDecision, CachedAnswer, ResultCache } from './result-cache.ts';
@@ -153,7 +154,8 @@ export class RunPlanner {
       throw new BadRequest(
         `no model: pass config.model, or set a model on interaction "${interaction.name}" or a default_model on environment "${env.dto.name}"`,
       );
-    const options = modelOptions(interaction, config);
+    // A virtual run's entries each name their own model: its options are decided per entry.
+    const options = modelOptions(interaction, config, virtual ? undefined : { provider: env.dto.provider, model });
     // Checked before anything is stored: a model that cannot call tools never sees the request.
     // A virtual run may reach any of its entries: each one's model must take the tools.
     const tools = runTools(
@@ -429,27 +431,48 @@ export function runConfig(
   const out: Record<string, unknown> = { environment, model, temperature: options.temperature, ...config };
   out.environment = environment;
   out.model = model;
-  out.temperature = options.temperature;
+  // A model that takes no temperature is sent none, and the run records none.
+  if (options.temperature === undefined) delete out.temperature;
+  else out.temperature = options.temperature;
   if (options.max_tokens !== undefined) out.max_tokens = options.max_tokens;
+  if (options.dropped) out.dropped = options.dropped;
   return out;
 }
 
 /**
  * Options from the interaction, then config, then config.model_options (which wins: decisions.md).
- * Vertesia's names are accepted too: `stop_sequence` for `stop`.
+ * Vertesia's names are accepted too: `stop_sequence` for `stop`. With the `target` model known,
+ * its option set decides (providers/option-sets.ts): the default temperature only where the model
+ * takes one, sampling options it refuses dropped (and listed in `dropped`), reasoning options
+ * forwarded or refused by name.
  */
-export function modelOptions(interaction: InteractionDto, config: Record<string, unknown>): SamplingOptions {
+export function modelOptions(
+  interaction: InteractionDto,
+  config: Record<string, unknown>,
+  target?: { provider: string; model: string },
+): SamplingOptions {
   const fromModelOptions = (config.model_options ?? {}) as Record<string, unknown>;
   // Copied with Object.assign, not a spread: keys added to a spread copy cost a hidden class per run.
   const merged: Record<string, unknown> = Object.assign({}, interaction.model_options);
   for (const k of ['temperature', 'max_tokens', 'top_p', 'stop']) if (config[k] !== undefined) merged[k] = config[k];
   Object.assign(merged, fromModelOptions);
   if (merged.stop === undefined && merged.stop_sequence !== undefined) merged.stop = merged.stop_sequence;
+  const decision = target
+    ? decideOptions(target.provider, target.model, merged, [
+        interaction.model_options,
+        config.model_options as Record<string, unknown> | undefined,
+      ])
+    : undefined;
+  for (const k of decision?.drops ?? []) delete merged[k];
   const given = (k: string) => merged[k] !== undefined && merged[k] !== null;
-  const temperature = merged.temperature ?? DEFAULT_TEMPERATURE;
-  if (typeof temperature !== 'number' || !(temperature >= 0 && temperature <= 2))
+  const temperature = merged.temperature ?? (decision?.takesTemperature === false ? undefined : DEFAULT_TEMPERATURE);
+  if (temperature !== undefined && (typeof temperature !== 'number' || !(temperature >= 0 && temperature <= 2)))
     throw new BadRequest('temperature must be a number from 0 to 2');
-  const out: SamplingOptions = { temperature };
+  const out: SamplingOptions = temperature === undefined ? {} : { temperature };
+  if (decision) {
+    Object.assign(out, decision.reasoning);
+    if (decision.drops.size > 0) out.dropped = [...decision.drops];
+  }
   if (given('max_tokens')) {
     if (!Number.isInteger(merged.max_tokens) || (merged.max_tokens as number) < 1)
       throw new BadRequest('max_tokens must be a positive integer');

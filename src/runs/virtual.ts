@@ -202,7 +202,10 @@ function sendWhole(sink: ChunkSink | undefined, child: ChildOutcome): void {
 }
 
 export const textOf = (result: ResultPart[]): string =>
-  result.map((p) => (p.type === 'text' ? String(p.value) : JSON.stringify(p.value))).join('');
+  result
+    .filter((p) => p.type !== 'thoughts')
+    .map((p) => (p.type === 'text' ? String(p.value) : JSON.stringify(p.value)))
+    .join('');
 
 /** A tool call as the mediator reads it: the tool's name and its arguments' JSON. */
 const callLine = (t: ToolUse) => `[calls tool ${t.tool_name} with ${toolInputText(t)}]`;

@@ -26,6 +26,8 @@ export interface AnthropicWireOptions {
     cache_read_input_tokens?: number;
   };
   stopReason?: string;
+  /** With `thinking` enabled or adaptive in the request: this reasoning as a thinking block before the text. */
+  thinking?: string;
   /** Answer these tool_use blocks after the text (input streamed as its JSON text); a function sees the body. */
   toolUse?: WireToolUse[] | ((body: Record<string, unknown>) => WireToolUse[] | undefined);
   /** Stream each input's JSON in pieces of this many characters (default 8). */
@@ -157,8 +159,28 @@ function validate(body: any): string | undefined {
   ) {
     return 'temperature: Input should be less than or equal to 1';
   }
+  return checkThinking(body);
+}
+
+/** Extended thinking's rules (Building with extended thinking), with the API's wording. */
+function checkThinking(body: any): string | undefined {
+  const t = body.thinking;
+  if (t === undefined) return undefined;
+  if (t?.type === 'adaptive' || t?.type === 'disabled') return undefined;
+  if (t?.type !== 'enabled') return "thinking.type: Input should be 'enabled', 'adaptive' or 'disabled'";
+  if (!Number.isInteger(t.budget_tokens)) return 'thinking.enabled.budget_tokens: Field required';
+  if (t.budget_tokens < 1024) return 'thinking.enabled.budget_tokens: Input should be greater than or equal to 1024';
+  if (body.max_tokens <= t.budget_tokens) return '`max_tokens` must be greater than `thinking.budget_tokens`';
+  if (body.temperature !== undefined && body.temperature !== 1)
+    return '`temperature` may only be set to 1 when thinking is enabled or in interleaved thinking mode.';
+  if (body.top_k !== undefined) return '`top_k` must be unset when thinking is enabled';
+  if (body.top_p !== undefined && body.top_p < 0.95)
+    return '`top_p` must be greater than or equal to 0.95 or unset when thinking is enabled';
   return undefined;
 }
+
+/** Whether the request asks for thinking blocks. */
+const thinks = (body: any) => body.thinking?.type === 'enabled' || body.thinking?.type === 'adaptive';
 
 const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
 
@@ -229,6 +251,13 @@ export async function messages(res: ServerResponse, body: any, o: AnthropicWireO
   };
   const stop = o.stopReason ?? (calls.length > 0 ? 'tool_use' : 'end_turn');
   const toolBlocks = calls.map((c) => ({ type: 'tool_use', id: c.id, name: c.name, input: c.input }));
+  const thought = o.thinking !== undefined && thinks(body) ? o.thinking : undefined;
+  const signature =
+    'sig_' +
+    createHash('sha1')
+      .update(thought ?? '')
+      .digest('hex')
+      .slice(0, 16);
   const id = `msg_${createHash('sha1').update(JSON.stringify(body)).digest('hex').slice(0, 24)}`;
 
   if (body.stream !== true) {
@@ -237,7 +266,11 @@ export async function messages(res: ServerResponse, body: any, o: AnthropicWireO
       type: 'message',
       role: 'assistant',
       model: body.model,
-      content: [...(text !== '' || calls.length === 0 ? [{ type: 'text', text }] : []), ...toolBlocks],
+      content: [
+        ...(thought !== undefined ? [{ type: 'thinking', thinking: thought, signature }] : []),
+        ...(text !== '' || calls.length === 0 ? [{ type: 'text', text }] : []),
+        ...toolBlocks,
+      ],
       stop_reason: stop,
       stop_sequence: null,
       usage: { ...usage, service_tier: 'standard' },
@@ -270,8 +303,17 @@ export async function messages(res: ServerResponse, body: any, o: AnthropicWireO
       },
     },
   });
+  // A thinking block comes first, at index 0; the text and the calls follow it.
+  const first = thought !== undefined ? 1 : 0;
+  if (thought !== undefined) {
+    send('content_block_start', { index: 0, content_block: { type: 'thinking', thinking: '' } });
+    for (const piece of thought.split(/(?<= )/).filter((p) => p !== ''))
+      send('content_block_delta', { index: 0, delta: { type: 'thinking_delta', thinking: piece } });
+    send('content_block_delta', { index: 0, delta: { type: 'signature_delta', signature } });
+    send('content_block_stop', { index: 0 });
+  }
   const withText = text !== '' || calls.length === 0;
-  if (withText) send('content_block_start', { index: 0, content_block: { type: 'text', text: '' } });
+  if (withText) send('content_block_start', { index: first, content_block: { type: 'text', text: '' } });
   send('ping', {});
   const pieces = o.chunks ?? (text === '' ? [] : text.split(/(?<= )/).filter((p) => p !== ''));
   for (const [i, piece] of pieces.entries()) {
@@ -279,14 +321,14 @@ export async function messages(res: ServerResponse, body: any, o: AnthropicWireO
     if (o.hangAfterChunks !== undefined && i === o.hangAfterChunks) return;
     if (o.chunkDelayMs && i > 0) await sleep(o.chunkDelayMs);
     if (res.destroyed) return;
-    send('content_block_delta', { index: 0, delta: { type: 'text_delta', text: piece } });
+    send('content_block_delta', { index: first, delta: { type: 'text_delta', text: piece } });
   }
   if (o.midStreamError && o.midStreamError.afterChunks >= pieces.length) return endWithError(res, o.midStreamError);
   if (o.hangAfterChunks !== undefined && o.hangAfterChunks >= pieces.length) return;
-  if (withText) send('content_block_stop', { index: 0 });
+  if (withText) send('content_block_stop', { index: first });
   const size = o.inputChunkSize ?? 8;
   for (const [k, c] of calls.entries()) {
-    const index = k + (withText ? 1 : 0);
+    const index = first + k + (withText ? 1 : 0);
     send('content_block_start', { index, content_block: { type: 'tool_use', id: c.id, name: c.name, input: {} } });
     const json = JSON.stringify(c.input);
     send('content_block_delta', { index, delta: { type: 'input_json_delta', partial_json: '' } });

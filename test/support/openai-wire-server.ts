@@ -58,6 +58,8 @@ export interface OpenAIWireOptions {
   hangAfterChunks?: number;
   /** Stream only: send this piece as a content chunk again and again until the client closes. */
   endless?: string;
+  /** The model's reasoning as compatible servers return it (`reasoning_content`, DeepSeek's and vLLM's field). */
+  reasoningContent?: string;
 }
 
 interface WireToolCall {
@@ -233,6 +235,58 @@ function checkAuth(req: IncomingMessage, key: string | null): object | undefined
   return undefined;
 }
 
+/** o1, o3, o4 and gpt-5 onwards: OpenAI's reasoning models. */
+const isReasoningModel = (model: unknown) =>
+  typeof model === 'string' && (/(^|[^a-z0-9])o[134](?:$|[-.])/.test(model) || /gpt-([5-9]|\d{2,})/.test(model));
+
+/**
+ * Reasoning models take only the default sampling (Reasoning models guide) and are the only ones
+ * that take `reasoning_effort`; OpenAI's wording for each.
+ */
+function checkReasoningOptions(body: any): Record<string, unknown> | undefined {
+  const reasoning = isReasoningModel(body.model);
+  const unsupported = (param: string, message: string) => ({
+    error: { message, type: 'invalid_request_error', param, code: 'unsupported_parameter' },
+  });
+  if (reasoning) {
+    if (body.temperature !== undefined && body.temperature !== 1)
+      return {
+        error: {
+          message: `Unsupported value: 'temperature' does not support ${body.temperature} with this model. Only the default (1) value is supported.`,
+          type: 'invalid_request_error',
+          param: 'temperature',
+          code: 'unsupported_value',
+        },
+      };
+    for (const k of ['top_p', 'presence_penalty', 'frequency_penalty'])
+      if (body[k] !== undefined)
+        return unsupported(k, `Unsupported parameter: '${k}' is not supported with this model.`);
+    if (body.max_tokens !== undefined)
+      return unsupported(
+        'max_tokens',
+        "Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead.",
+      );
+  } else if (body.reasoning_effort !== undefined) {
+    return unsupported(
+      'reasoning_effort',
+      "Unsupported parameter: 'reasoning_effort' is not supported with this model.",
+    );
+  }
+  if (
+    body.reasoning_effort !== undefined &&
+    !['none', 'minimal', 'low', 'medium', 'high', 'xhigh'].includes(body.reasoning_effort)
+  )
+    return {
+      error: {
+        message: `Invalid value: '${body.reasoning_effort}'. Supported values are: 'minimal', 'low', 'medium', and 'high'.`,
+        type: 'invalid_request_error',
+        param: 'reasoning_effort',
+        code: 'invalid_value',
+      },
+    };
+  return undefined;
+}
+
 async function chatCompletions(res: ServerResponse, body: any, o: OpenAIWireOptions, state: WireServer): Promise<void> {
   if (!Array.isArray(body.messages)) {
     return sendJson(res, 400, {
@@ -267,6 +321,8 @@ async function chatCompletions(res: ServerResponse, body: any, o: OpenAIWireOpti
   }
   const invalidTools = checkTools(body);
   if (invalidTools) return sendJson(res, 400, invalidTools);
+  const invalidOptions = checkReasoningOptions(body);
+  if (invalidOptions) return sendJson(res, 400, invalidOptions);
   const calls = (typeof o.toolCalls === 'function' ? o.toolCalls(body) : o.toolCalls) ?? [];
   const text = typeof o.text === 'function' ? o.text(body) : (o.text ?? (calls.length > 0 ? '' : DEFAULT_TEXT));
   const promptWords = body.messages.reduce(
@@ -298,6 +354,7 @@ async function chatCompletions(res: ServerResponse, body: any, o: OpenAIWireOpti
           message: {
             role: 'assistant',
             content: calls.length > 0 && text === '' ? null : text,
+            ...(o.reasoningContent !== undefined ? { reasoning_content: o.reasoningContent } : {}),
             ...(calls.length > 0 ? { tool_calls: wireCalls } : {}),
             refusal: null,
             annotations: [],
@@ -361,6 +418,9 @@ async function chatCompletions(res: ServerResponse, body: any, o: OpenAIWireOpti
       { index: 0, delta: { role: 'assistant', content: '', refusal: null }, logprobs: null, finish_reason: null },
     ]),
   );
+  if (o.reasoningContent !== undefined)
+    for (const piece of o.reasoningContent.split(/(?<= )/).filter((p) => p !== ''))
+      send(chunk([{ index: 0, delta: { reasoning_content: piece }, logprobs: null, finish_reason: null }]));
   const pieces = o.chunks ?? (text === '' ? [] : text.split(/(?<= )/).filter((p) => p !== ''));
   for (const [i, piece] of pieces.entries()) {
     if (o.midStreamError && i === o.midStreamError.afterChunks) return endWithError(res, o.midStreamError);

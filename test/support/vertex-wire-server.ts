@@ -51,6 +51,8 @@ export interface VertexWireOptions {
   claudeToolUse?: WireToolUse[] | ((body: any) => WireToolUse[] | undefined);
   /** Claude usage; default: word counts. */
   claudeUsage?: { input_tokens: number; output_tokens: number };
+  /** Gemini: a thought summary before the answer, sent only when `thinkingConfig.includeThoughts` is true. */
+  thoughts?: string;
   /** Gemini finishReason; default STOP. */
   finishReason?: string;
   /** Gemini: answer a blocked prompt (promptFeedback, no candidates). */
@@ -397,6 +399,16 @@ function validateGemini(body: any): string | undefined {
         ' but the supported range is from 0 (inclusive) to 2.0001 (exclusive). Update the value and try again.'
       );
     }
+    const t = g.thinkingConfig;
+    if (t !== undefined) {
+      for (const k of Object.keys(t))
+        if (!['includeThoughts', 'thinkingBudget', 'thinkingLevel'].includes(k))
+          return `Invalid JSON payload received. Unknown name "${k}" at 'generation_config.thinking_config': Cannot find field.`;
+      if (t.thinkingLevel !== undefined && !['MINIMAL', 'LOW', 'MEDIUM', 'HIGH'].includes(t.thinkingLevel))
+        return `Invalid value at 'generation_config.thinking_config.thinking_level' (type.googleapis.com/google.cloud.aiplatform.v1.GenerationConfig.ThinkingConfig.ThinkingLevel), "${t.thinkingLevel}"`;
+      if (t.thinkingLevel !== undefined && t.thinkingBudget !== undefined)
+        return 'Unable to submit request because thinking_budget and thinking_level are not supported together.';
+    }
     if (g.responseSchema !== undefined && g.responseJsonSchema !== undefined) {
       return 'Unable to submit request because responseSchema and responseJsonSchema cannot both be set.';
     }
@@ -517,8 +529,18 @@ async function gemini(
     totalTokenCount: inputWords + words(text),
   };
   const finishReason = o.finishReason ?? 'STOP';
-  const candidate = (t: string, last: boolean) => ({
-    content: { role: 'model', parts: [...(t !== '' ? [{ text: t }] : []), ...(last ? callParts : [])] },
+  const thought =
+    o.thoughts !== undefined && body.generationConfig?.thinkingConfig?.includeThoughts === true ? o.thoughts : '';
+  // The thought summary comes whole, in the first piece, before any text.
+  const candidate = (t: string, last: boolean, first = true) => ({
+    content: {
+      role: 'model',
+      parts: [
+        ...(first && thought !== '' ? [{ text: thought, thought: true }] : []),
+        ...(t !== '' ? [{ text: t }] : []),
+        ...(last ? callParts : []),
+      ],
+    },
     ...(last ? { finishReason } : {}),
   });
   if (mode === 'json') {
@@ -536,7 +558,7 @@ async function gemini(
     const last = i === pieces.length - 1;
     return {
       ...base,
-      candidates: [candidate(p, last)],
+      candidates: [candidate(p, last, i === 0)],
       usageMetadata: last ? { ...usage, trafficType: 'ON_DEMAND' } : { trafficType: 'ON_DEMAND' },
     };
   });

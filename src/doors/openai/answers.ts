@@ -37,7 +37,8 @@ function finishReasonOf(run: Pick<AnsweredRun, 'finish_reason' | 'tool_use'>): s
 /** The answer's text: text parts as they are, JSON parts (a result schema's answer) as JSON text. */
 export function contentOf(result: ResultPart[]): string {
   let text = '';
-  for (const part of result) text += part.type === 'text' ? part.value : JSON.stringify(part.value);
+  for (const part of result)
+    if (part.type !== 'thoughts') text += part.type === 'text' ? part.value : JSON.stringify(part.value);
   return text;
 }
 
