@@ -32,6 +32,7 @@ import type {
   StoredSegment,
 } from './model.ts';
 import { tagsOf, toInteraction, toInteractionRef } from './dto.ts';
+import { mergedPromptSchema, paramsSchemaOf } from './params-schema.ts';
 
 // The types of interactions live in model.ts; they are imported from here by the features that use them.
 export * from './model.ts';
@@ -341,8 +342,12 @@ export class InteractionService {
     if (q.includes?.length) rows = rows.filter((r) => q.includes!.includes(r.endpoint));
     else if (q.excludes?.length) rows = rows.filter((r) => !q.excludes!.includes(r.endpoint));
     rows.sort((a, b) => a.endpoint.localeCompare(b.endpoint) || b.version - a.version);
-    return rows.slice(offset, offset + limit).map((r) => {
-      const params = r.interaction_schema as Record<string, unknown> | null;
+    const page = rows.slice(offset, offset + limit);
+    const promptSchemas = q.include_params_schema ? await this.promptSchemas(p, page) : undefined;
+    return page.map((r) => {
+      const params = promptSchemas
+        ? paramsSchemaOf(r.interaction_schema, promptSchemas.get(r.id) ?? null)
+        : (r.interaction_schema as Record<string, unknown> | null);
       const result = r.result_schema as Record<string, unknown> | null;
       return {
         id: r.id,
@@ -357,6 +362,25 @@ export class InteractionService {
         ...(q.include_result_schema && result ? { result_schema: result } : {}),
       };
     });
+  }
+
+  /** The merged prompt schema of each row (params-schema.ts), its templates read in one query. */
+  private async promptSchemas(p: Principal, rows: Row[]): Promise<Map<string, Record<string, unknown> | null>> {
+    const segments = (r: Row) => (r.prompts as StoredSegment[] | null) ?? [];
+    const ids = [
+      ...new Set(rows.flatMap((r) => segments(r).map((s) => s.template_id)).filter((x): x is string => !!x)),
+    ];
+    const templates = new Map((await this.prompts.table.getMany(scopeOf(p), ids)).map((t) => [t.id, t]));
+    return new Map(
+      rows.map((r) => [
+        r.id,
+        mergedPromptSchema(
+          segments(r).map((s) =>
+            s.template_id ? { inputSchema: templates.get(s.template_id)?.input_schema } : s.inline,
+          ),
+        ),
+      ]),
+    );
   }
 
   /** `GET /interactions/versions/:name`: every published version whose endpoint is `name`, newest first. */

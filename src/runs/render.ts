@@ -11,6 +11,7 @@ import { templateErrorCode } from '../interactions/prompts.ts';
 import { boundErrorMessage } from '../util/error-message.ts';
 import type { RunError } from './model.ts';
 import { compileSchema, describeErrors } from '../interactions/json-schema.ts';
+import { mergedPromptSchema } from '../interactions/params-schema.ts';
 import type { InteractionDto } from '../interactions/interactions.ts';
 import type { ChatMessage, ChatRole } from '../providers/driver.ts';
 import type { SegmentDto } from '../interactions/interactions.ts';
@@ -30,14 +31,23 @@ const CHAT_ROLE: Record<string, ChatRole | null> = table({
 
 export function validateInput(interaction: InteractionDto, data: unknown): void {
   const schema = interaction.interaction_schema;
-  if (!schema) return;
-  const validate = compileSchema(schema);
-  if (!validate(data ?? {})) {
+  if (schema) {
+    const validate = compileSchema(schema);
+    if (!validate(data ?? {}))
+      throw new BadRequest(
+        `data does not match the input schema of interaction "${interaction.name}": ${describeErrors('data', validate.errors)}`,
+        validate.errors,
+      );
+  }
+  // Vertesia's wording, which @vertesia/workflow matches on to fail without retrying.
+  const merged = mergedPromptSchema(interaction.prompts.map((s) => s.template));
+  if (!merged) return;
+  const validate = compileSchema(merged);
+  if (!validate(data ?? {}))
     throw new BadRequest(
-      `data does not match the input schema of interaction "${interaction.name}": ${describeErrors('data', validate.errors)}`,
+      `Failed to validate merged prompt schema of interaction "${interaction.name}": ${describeErrors('data', validate.errors)}`,
       validate.errors,
     );
-  }
 }
 
 /**

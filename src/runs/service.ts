@@ -76,6 +76,7 @@ import { NO_TELEMETRY, type RunTrace, type Telemetry } from '../telemetry/hooks.
 import { runEndOf, runStartOf } from '../telemetry/runs.ts';
 import type { JobQueue } from '../jobs/queue.ts';
 import { AsyncRunner, type AsyncExtras } from './async.ts';
+import { mergedPromptSchema, paramsSchemaOf } from '../interactions/params-schema.ts';
 
 export type { CallerInfo, RunCreateInput } from './plan.ts';
 
@@ -424,7 +425,11 @@ export class RunService {
     // Media inputs are checked (project, bounds) and read before anything is stored.
     let sent: Map<string, string> | undefined;
     if (this.media && !turn && !prompt.failure) {
-      const media = await this.media.inputs(p, interaction.interaction_schema, input.data);
+      const media = await this.media.inputs(
+        p,
+        paramsSchemaOf(interaction.interaction_schema, mergedPromptSchema(interaction.prompts.map((s) => s.template))),
+        input.data,
+      );
       if (media.parts.length) prompt = { messages: withMedia(prompt.messages, media.parts) };
       sent = media.sent;
     }
