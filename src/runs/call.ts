@@ -289,14 +289,24 @@ export class RunCaller {
   }
 }
 
+/**
+ * A failure as the run records it, with Vertesia's `retryable` (and `retry_after_ms`), which
+ * `@vertesia/workflow` reads to decide whether to run the activity again.
+ */
 function toRunError(err: unknown): RunError {
   if (err instanceof ProviderError)
     return {
       code: err.code,
       message: boundErrorMessage(err.message),
       ...(err.upstreamStatus ? { data: { upstream_status: err.upstreamStatus } } : {}),
+      retryable: err.retryable,
+      ...(err.retryAfterMs !== undefined ? { retry_after_ms: err.retryAfterMs } : {}),
     };
-  return { code: 'execution_error', message: boundErrorMessage((err as Error)?.message ?? String(err)) };
+  return {
+    code: 'execution_error',
+    message: boundErrorMessage((err as Error)?.message ?? String(err)),
+    retryable: false,
+  };
 }
 
 /** Token use of two calls (a run and its re-ask), unknown where either is unknown. */

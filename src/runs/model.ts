@@ -35,6 +35,10 @@ export interface RunError {
   code: string;
   message: string;
   data?: unknown;
+  /** Whether the same call may succeed if tried again (a rate limit, an outage), as Vertesia's error says. */
+  retryable?: boolean;
+  /** The provider's own wait before a retry. */
+  retry_after_ms?: number;
 }
 
 /** The part of a run kept in the `doc` JSON column (the rest are real columns). */

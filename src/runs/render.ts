@@ -105,6 +105,8 @@ export async function renderPrompt(
         code: templateErrorCode(err),
         message: boundErrorMessage(err.message),
         ...(err.position ? { data: { line: err.position.line, column: err.position.column } } : {}),
+        // The same data renders the same way: trying again cannot help.
+        retryable: false,
       },
     };
   }

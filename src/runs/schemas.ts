@@ -247,7 +247,15 @@ export const RunSchema = OpenObject(
     project: Type.Unknown(),
     config: Type.Record(Type.String(), Type.Unknown()),
     error: Type.Optional(
-      Type.Object({ code: Type.String(), message: Type.String(), data: Type.Optional(Type.Unknown()) }),
+      Type.Object({
+        code: Type.String(),
+        message: Type.String(),
+        data: Type.Optional(Type.Unknown()),
+        retryable: Type.Optional(
+          Type.Boolean({ description: 'Whether the same call may succeed if tried again (a rate limit, an outage)' }),
+        ),
+        retry_after_ms: Type.Optional(Type.Number({ description: "The provider's own wait before a retry" })),
+      }),
     ),
     tags: Type.Array(Type.String()),
     source: Type.Record(Type.String(), Type.String()),

@@ -152,6 +152,9 @@ for (const dialect of TEST_DIALECTS) {
       const spent = await run('flaky:9');
       assert.equal(spent.status, 502);
       assert.equal(spent.body.run.attempts.length, 4, 'the first call and three retries');
+      // The run says whether trying again may help, as @vertesia/workflow reads it.
+      assert.equal(spent.body.run.error.retryable, true);
+      assert.equal((await srv.api('GET', `/api/v1/runs/${spent.body.run.id}`)).body.error.retryable, true);
       const budget = await srv.api('POST', '/api/v1/environments', {
         name: 'tight',
         provider: 'test',
@@ -165,9 +168,12 @@ for (const dialect of TEST_DIALECTS) {
       assert.equal(tight.status, 502);
       assert.equal(tight.body.error, 'provider_rate_limited');
       assert.equal(tight.body.run.attempts, undefined, 'one attempt: waiting 5 s would pass the 500 ms budget');
+      assert.equal(tight.body.run.error.retryable, true);
+      assert.equal(tight.body.run.error.retry_after_ms, 5000);
       const error = await run('error');
       assert.equal(error.status, 502);
       assert.equal(error.body.run.attempts, undefined);
+      assert.equal(error.body.run.error.retryable, false);
       const none = await srv.api('POST', '/api/v1/environments', {
         name: 'no retries',
         provider: 'test',
