@@ -55,6 +55,7 @@ import { ImportService } from './import/service.ts';
 import { importRoutes } from './import/routes.ts';
 import { createOpenAIDoor } from './doors/openai/register.ts';
 import { createAnthropicDoor } from './doors/anthropic/register.ts';
+import { createResponsesDoor } from './doors/responses/register.ts';
 import { startTelemetry } from './telemetry/start.ts';
 
 export interface Orrery {
@@ -231,6 +232,8 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
     await createOpenAIDoor({ database, auth, limiter, interactions, runs, log }).register(app);
     // Anthropic's Messages API at /v1/messages (src/doors/anthropic), in Anthropic's error shape.
     await createAnthropicDoor({ database, auth, limiter, interactions, runs, log }).register(app);
+    // OpenAI's Responses API at /v1/responses (src/doors/responses), in OpenAI's error shape.
+    await createResponsesDoor({ auth, limiter, interactions, runs }).register(app);
     // Public context (style F1): the signature in a blob URL is its credential.
     await blobs.registerPublic(app);
     // The web console (src/console), public: the SPA holds no data.
