@@ -512,6 +512,48 @@ for (const dialect of TEST_DIALECTS) {
       assert.equal(run.status, 'failed');
     });
 
+    it('a streamed client that disconnects leaves its run to end, completed; a rate-limited key gets a 429 with retry-after', async () => {
+      anthropicWire.options = { chunks: ['a ', 'b ', 'c ', 'd ', 'e'], chunkDelayMs: 30 };
+      const stream = await sdk.messages.create({
+        model: 'claude/claude-sonnet-4-5',
+        max_tokens: 20,
+        messages: [{ role: 'user', content: 'slow' }],
+        stream: true,
+      });
+      let id = '';
+      for await (const e of stream) {
+        if (e.type === 'message_start') id = e.message.id;
+        if (e.type === 'content_block_delta') break;
+      }
+      assert.ok(id);
+      let run: any;
+      for (let i = 0; i < 200; i++) {
+        run = (await srv.api('GET', `/api/v1/runs/${runIdOf(id)}`)).body;
+        if (run.status === 'completed' || run.status === 'failed') break;
+        await new Promise((r) => setTimeout(r, 25));
+      }
+      assert.equal(run.status, 'completed');
+      assert.deepEqual(run.result, [{ type: 'text', value: 'a b c d e' }]);
+      anthropicWire.options = {};
+      const limited = await srv.api('POST', '/api/v1/apikeys', {
+        name: 'one a minute',
+        role: 'executor',
+        limits: { requests_per_minute: 1 },
+      });
+      assert.equal(limited.status, 200, JSON.stringify(limited.body));
+      const slow = new Anthropic({ baseURL: srv.url, apiKey: limited.body.value, maxRetries: 0 });
+      const once = {
+        model: 'claude/claude-sonnet-4-5',
+        max_tokens: 5,
+        messages: [{ role: 'user' as const, content: 'x' }],
+      };
+      await slow.messages.create(once);
+      await assert.rejects(
+        slow.messages.create(once),
+        (err: any) => anthropicError(err, 429, 'rate_limit_error') && Number(err.headers.get('retry-after')) > 0,
+      );
+    });
+
     it('the OpenAPI document describes the door at the origin', async () => {
       const doc = (await srv.api('GET', '/api/v1/openapi.json', undefined, null)).body;
       for (const path of ['/v1/messages', '/v1/messages/count_tokens']) {

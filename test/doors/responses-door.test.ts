@@ -301,6 +301,32 @@ for (const dialect of TEST_DIALECTS) {
       assert.equal(unknownModel.body.error.code, 'model_not_found');
     });
 
+    it('a reader key is refused in OpenAI shape; a streamed client that disconnects leaves its run to end, completed', async () => {
+      const key = await srv.api('POST', '/api/v1/apikeys', { name: 'reader', role: 'reader' });
+      const reader = new OpenAI({ baseURL: `${srv.url}/v1`, apiKey: key.body.value, maxRetries: 0 });
+      await assert.rejects(
+        reader.responses.create({ model: 'oa/gpt-4o-mini', input: 'x' }),
+        (err: any) => err.status === 403 && err.type === 'permission_error' && /interaction:execute/.test(err.message),
+      );
+      openaiWire.options = { chunks: ['a ', 'b ', 'c ', 'd ', 'e'], chunkDelayMs: 30 };
+      const stream = await sdk.responses.create({ model: 'oa/gpt-4o-mini', input: 'slow', stream: true });
+      let id = '';
+      for await (const e of stream) {
+        if (e.type === 'response.created') id = e.response.id;
+        if (e.type === 'response.output_text.delta') break;
+      }
+      assert.ok(id);
+      let run: any;
+      for (let i = 0; i < 200; i++) {
+        run = (await srv.api('GET', `/api/v1/runs/${runIdOf(id)}`)).body;
+        if (run.status === 'completed' || run.status === 'failed') break;
+        await new Promise((r) => setTimeout(r, 25));
+      }
+      assert.equal(run.status, 'completed');
+      assert.deepEqual(run.result, [{ type: 'text', value: 'a b c d e' }]);
+      openaiWire.options = {};
+    });
+
     it('the OpenAPI document describes POST /v1/responses at the origin', async () => {
       const doc = (await srv.api('GET', '/api/v1/openapi.json', undefined, null)).body;
       const op = doc.paths['/v1/responses']?.post;
