@@ -4,6 +4,8 @@ import Anthropic from '@anthropic-ai/sdk';
 import { TEST_DIALECTS, startTestServer, type TestServer } from '../support/server.ts';
 import { startOpenAIWireServer, type WireServer } from '../support/openai-wire-server.ts';
 import { startAnthropicWireServer, type AnthropicWireServer } from '../support/anthropic-wire-server.ts';
+import { can } from '../../src/auth/permissions.ts';
+import { KEY_ROLES } from '../../src/auth/principal.ts';
 
 /** A 1×1 PNG, base64. */
 const PIXEL = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==';
@@ -552,6 +554,26 @@ for (const dialect of TEST_DIALECTS) {
         slow.messages.create(once),
         (err: any) => anthropicError(err, 429, 'rate_limit_error') && Number(err.headers.get('retry-after')) > 0,
       );
+    });
+
+    it("route by route, each role is let through or refused with the door's permission named", async () => {
+      const routes = ['/v1/messages', '/v1/messages/count_tokens', '/v1/responses'];
+      const wrong: string[] = [];
+      for (const role of KEY_ROLES) {
+        const key =
+          role === 'admin'
+            ? srv.adminKey
+            : (await srv.api('POST', '/api/v1/apikeys', { name: `${role} door key`, role })).body.value;
+        for (const route of routes) {
+          // An empty body: let through, it is refused as bad input (400); not let through, a 403.
+          const r = await srv.api('POST', route, {}, key);
+          const allowed = can(role, 'interaction:execute');
+          if (allowed && r.status !== 400) wrong.push(`${role} ${route}: ${r.status} ${JSON.stringify(r.body)}`);
+          if (!allowed && (r.status !== 403 || !JSON.stringify(r.body).includes('interaction:execute')))
+            wrong.push(`${role} ${route}: expected 403, got ${r.status} ${JSON.stringify(r.body)}`);
+        }
+      }
+      assert.deepEqual(wrong, []);
     });
 
     it('the OpenAPI document describes the door at the origin', async () => {

@@ -128,8 +128,13 @@ export class StreamWriter {
   end(run: AnsweredRun): StreamEvent[] {
     const out: StreamEvent[] = [];
     const calls = run.tool_use ?? [];
-    // An answer with neither text nor calls is still one (empty) text block, as a blocking answer is.
-    if (!this.textOpen && !calls.length) out.push(...this.openText());
+    const text = contentOf(run.result);
+    // A run that answered without chunks (a cached answer) gives its text at once; an answer with
+    // neither text nor calls is still one (empty) text block, as a blocking answer is.
+    if (!this.textOpen && (text !== '' || !calls.length)) {
+      out.push(...this.openText());
+      if (text !== '') out.push(ev({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text } }));
+    }
     if (this.textOpen) out.push(ev({ type: 'content_block_stop', index: 0 }));
     for (const c of calls) {
       const index = this.blocks++;
