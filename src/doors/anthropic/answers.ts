@@ -16,7 +16,7 @@ export interface AnsweredRun {
   tool_use?: ToolUse[];
 }
 
-export const messageId = (runId: string): string => `msg_${runId}`;
+const messageId = (runId: string): string => `msg_${runId}`;
 
 /** Orrery's normalised finish reasons in Anthropic's words. */
 function stopReasonOf(run: Pick<AnsweredRun, 'finish_reason' | 'tool_use'>): string {
