@@ -54,6 +54,8 @@ import { createEmbeddings, type Embeddings } from './embeddings/register.ts';
 import { ImportService } from './import/service.ts';
 import { importRoutes } from './import/routes.ts';
 import { createOpenAIDoor } from './doors/openai/register.ts';
+import { createAnthropicDoor } from './doors/anthropic/register.ts';
+import { createResponsesDoor } from './doors/responses/register.ts';
 import { startTelemetry } from './telemetry/start.ts';
 
 export interface Orrery {
@@ -228,6 +230,10 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
     });
     // The OpenAI-compatible door at /v1 (src/doors/openai), with its own error shape.
     await createOpenAIDoor({ database, auth, limiter, interactions, runs, log }).register(app);
+    // Anthropic's Messages API at /v1/messages (src/doors/anthropic), in Anthropic's error shape.
+    await createAnthropicDoor({ database, auth, limiter, interactions, runs, log }).register(app);
+    // OpenAI's Responses API at /v1/responses (src/doors/responses), in OpenAI's error shape.
+    await createResponsesDoor({ auth, limiter, interactions, runs }).register(app);
     // Public context (style F1): the signature in a blob URL is its credential.
     await blobs.registerPublic(app);
     // The web console (src/console), public: the SPA holds no data.

@@ -68,7 +68,7 @@ export function createOpenAIDoor(deps: OpenAIDoorDeps) {
           const notFound = (req: FastifyRequest, reply: FastifyReply) =>
             reply.code(404).send({
               error: {
-                message: `Invalid URL (${req.method} ${req.url.split('?')[0]}): the OpenAI door serves POST /v1/chat/completions, POST /v1/embeddings and GET /v1/models`,
+                message: `Invalid URL (${req.method} ${req.url.split('?')[0]}): the doors serve POST /v1/chat/completions, POST /v1/responses, POST /v1/embeddings, GET /v1/models, POST /v1/messages and POST /v1/messages/count_tokens`,
                 type: 'invalid_request_error',
                 param: null,
                 code: null,

@@ -312,7 +312,7 @@ function samplingOf(body: Json): Json {
 }
 
 /** Tags of a door run: the x-orrery-tags header's, `metadata` as key:value, `user` as user:<value>. */
-function tagsOf(header: unknown, metadata: unknown, user: unknown): string[] {
+export function tagsOf(header: unknown, metadata: unknown, user: unknown): string[] {
   const tags = normaliseTags(typeof header === 'string' ? header : undefined);
   if (tags.length > MAX_HEADER_TAGS)
     throw new OpenAIRequestError(
