@@ -354,6 +354,37 @@ for (const dialect of TEST_DIALECTS) {
       assert.equal(search.status, 200, JSON.stringify(search.body));
     });
 
+    it('reasoning_effort reaches an OpenAI reasoning model as itself and Claude as effort; no temperature to o3-mini', async () => {
+      openaiWire.options = {};
+      const a = await sdk.chat.completions.create({
+        model: 'oa/o3-mini',
+        messages: [{ role: 'user', content: 'Think' }],
+        reasoning_effort: 'high',
+      });
+      assert.equal(a.choices[0].finish_reason, 'stop');
+      const sent = openaiWire.requests.at(-1)!.body;
+      assert.equal(sent.reasoning_effort, 'high');
+      assert.equal('temperature' in sent, false, "OpenAI's default temperature is not sent to a reasoning model");
+      anthropicWire.options = {};
+      await sdk.chat.completions.create({
+        model: 'claude/claude-opus-4-6',
+        messages: [{ role: 'user', content: 'Think' }],
+        reasoning_effort: 'medium',
+      });
+      const claude = anthropicWire.requests.at(-1)!.body;
+      assert.deepEqual(claude.output_config, { effort: 'medium' });
+      assert.deepEqual(claude.thinking, { type: 'adaptive', display: 'omitted' });
+      // An effort Claude does not take is a 400 in OpenAI's shape.
+      await assert.rejects(
+        sdk.chat.completions.create({
+          model: 'claude/claude-opus-4-6',
+          messages: [{ role: 'user', content: 'Think' }],
+          reasoning_effort: 'minimal',
+        }),
+        (err: any) => err instanceof OpenAI.APIError && err.status === 400 && /effort must be one of/.test(err.message),
+      );
+    });
+
     it('errors in OpenAI shape: bad parameters, unknown environment, tool message without its call, images, n', async () => {
       const expect400 = async (body: any, param: string | null, status = 400) => {
         await assert.rejects(sdk.chat.completions.create(body), (err: any) => {

@@ -41,6 +41,7 @@ const APPLIED = new Set([
   'metadata',
   'store',
   'logprobs',
+  'reasoning_effort',
 ]);
 
 /** OpenAI parameters the door does not apply, and why (a 400 naming them). */
@@ -50,7 +51,6 @@ const NOT_APPLIED: Record<string, string> = {
   modalities: 'the door answers text',
   audio: 'the door answers text',
   prediction: 'predicted outputs are OpenAI-only',
-  reasoning_effort: 'set reasoning options on the environment instead',
   service_tier: "OpenAI's service tiers do not apply behind Orrery",
   web_search_options: 'web search is not a provider-neutral tool',
   functions: "the deprecated 'functions'; use 'tools'",
@@ -308,6 +308,16 @@ function samplingOf(body: Json): Json {
   }
   const stop = readStop(body.stop);
   if (stop) out.stop = stop;
+  // As the run's `effort`: OpenAI's reasoning_effort, Claude's effort, Gemini's thinking level (providers/option-sets.ts).
+  if (body.reasoning_effort !== undefined && body.reasoning_effort !== null) {
+    if (typeof body.reasoning_effort !== 'string')
+      throw new OpenAIRequestError(
+        "Invalid type for 'reasoning_effort': expected a string.",
+        'reasoning_effort',
+        'invalid_type',
+      );
+    out.effort = body.reasoning_effort;
+  }
   return out;
 }
 
