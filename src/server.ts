@@ -46,6 +46,7 @@ import { createContent, type Content } from './content/register.ts';
 import { CollectionService, collectionRoutes } from './collections/index.ts';
 import { deleteProjectCollections } from './collections/store.ts';
 import { createDatasets, type Datasets } from './datasets/register.ts';
+import { createScores, type Scores } from './scores/register.ts';
 import { deleteProjectJobs } from './jobs/store.ts';
 import type { EmbeddingService } from './embeddings/service.ts';
 import { systemPrincipal } from './embeddings/settings.ts';
@@ -114,6 +115,18 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
     await replica.start();
     const notifier = openNotifier(database, config.databaseUrl);
     const limiter = new Limiter(db, dialect);
+    // Scores on runs (src/scores): a run's answer carries its latest scores; a score needs its run.
+    const scores = createScores({
+      database,
+      auth,
+      targets: {
+        runExists: (p, id) =>
+          runs.runs.get(p, id).then(
+            () => true,
+            (err: { status?: number }) => (err?.status === 404 ? false : Promise.reject(err)),
+          ),
+      },
+    });
     const runs = createRuns({
       config,
       database,
@@ -134,6 +147,7 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
         inputs: (p, schema, data) => media.inputs(p, schema, data),
         materialize: (p, messages, sent) => media.materialize(p, messages, sent),
       },
+      scores: scores.scores,
     });
     const blobs = await createBlobs({ config, database, urlKey: keys.urls });
     // Content processing and embeddings share a durable job queue (src/jobs).
@@ -225,6 +239,7 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
       blobs,
       content,
       datasets,
+      scores,
     });
     // The OpenAI-compatible door at /v1 (src/doors/openai), with its own error shape.
     await createOpenAIDoor({ database, auth, limiter, interactions, runs, log }).register(app);
@@ -321,6 +336,7 @@ interface ApiParts {
   blobs: Blobs;
   content: Content;
   datasets: Datasets;
+  scores: Scores;
 }
 
 /**
@@ -328,7 +344,7 @@ interface ApiParts {
  * F1): a route is authenticated because it is registered there.
  */
 async function registerApi(app: FastifyInstance, parts: ApiParts): Promise<void> {
-  const { config, auth, limiter, interactions, runs, objects, embeddings, blobs, content, datasets } = parts;
+  const { config, auth, limiter, interactions, runs, objects, embeddings, blobs, content, datasets, scores } = parts;
   const { db, dialect } = parts.database;
   await app.register(
     async (api) => {
@@ -358,6 +374,7 @@ async function registerApi(app: FastifyInstance, parts: ApiParts): Promise<void>
           imports: new ImportService(db, dialect, config.maxInlineJsonBytes, runs.writer),
         });
         await datasets.register(authed);
+        await scores.register(authed);
         await authed.register(collectionRoutes, {
           collections: new CollectionService({
             db,
