@@ -39,6 +39,8 @@ const PERMISSIONS = [
   'audit:read',
   'dataset:read',
   'dataset:write',
+  'evaluator:read',
+  'evaluator:write',
 ] as const;
 export type Permission = (typeof PERMISSIONS)[number];
 
@@ -51,6 +53,7 @@ const READ: Permission[] = [
   'run:read',
   'content:read',
   'dataset:read',
+  'evaluator:read',
 ];
 
 /** What each role may do. `admin` is also account-wide (every project); the others only their key's project. */
@@ -167,6 +170,13 @@ export const ROUTE_PERMISSIONS: Record<string, Needed> = table<Needed>({
   'GET /datasets/:id/items': 'dataset:read',
   'DELETE /datasets/:id/items/:itemId': 'dataset:write',
   'GET /datasets/:id/export': 'dataset:read',
+  'POST /evaluators': 'evaluator:write',
+  'GET /evaluators': 'evaluator:read',
+  'GET /evaluators/:id': 'evaluator:read',
+  'PUT /evaluators/:id': 'evaluator:write',
+  'DELETE /evaluators/:id': 'evaluator:write',
+  // Scores a run (and a judge executes its interaction).
+  'POST /evaluators/:id/evaluate': 'run:score',
 
   'GET /runs': 'run:read',
   'GET /runs/:id': 'run:read',
