@@ -251,5 +251,29 @@ for (const dialect of TEST_DIALECTS) {
       assert.match(refused.body.message, /run:score/);
       assert.equal((await srv.api('GET', `/api/v1/runs/${runs[3]}/scores`, undefined, roles.reader)).status, 200);
     });
+
+    it('scores go with their run and with their project', async () => {
+      const r = await srv.api('POST', '/api/v1/runs', { interaction: interaction.id, data: { text: 'doomed' } });
+      assert.equal((await score(r.body.id, { name: 'quality', value: 0.3 })).status, 200);
+      assert.equal((await srv.api('DELETE', `/api/v1/runs/${r.body.id}`)).status, 200);
+      assert.equal((await srv.api('GET', `/api/v1/runs/${r.body.id}/scores`)).status, 404);
+      const found = await search({ query: 'scores.quality:0.3' });
+      assert.deepEqual(found, []);
+
+      const project = await srv.api('POST', '/api/v1/projects', { name: `Deleted scores ${dialect}` });
+      const key = await srv.api('POST', '/api/v1/apikeys', { name: 'gone', project: project.body.id });
+      const seeded = await seedEcho(srv, { token: key.body.value, name: 'Gone echo' });
+      const run = await srv.api(
+        'POST',
+        '/api/v1/runs',
+        { interaction: seeded.interaction.id, data: { text: 'x' } },
+        key.body.value,
+      );
+      assert.equal((await score(run.body.id, { name: 'quality', value: 1 }, key.body.value)).status, 200);
+      const ev = await srv.api('POST', '/api/v1/evaluators', { name: 'gone', type: 'exact_match' }, key.body.value);
+      assert.equal(ev.status, 200);
+      const deleted = await srv.api('DELETE', `/api/v1/projects/${project.body.id}`);
+      assert.equal(deleted.status, 200, JSON.stringify(deleted.body));
+    });
   });
 }
