@@ -31,7 +31,7 @@ interface VersionTable {
   created_at: string;
 }
 
-export interface EvaluatorsDb {
+interface EvaluatorsDb {
   evaluators: EvaluatorRow;
   evaluator_versions: VersionTable;
 }

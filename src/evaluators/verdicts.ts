@@ -9,7 +9,7 @@ import { BadRequest } from '../util/errors.ts';
 import { compileSchema, describeErrors } from '../interactions/json-schema.ts';
 import type { TemplateEngine } from '../templates/render.ts';
 
-export const EVALUATOR_TYPES = [
+const EVALUATOR_TYPES = [
   'judge',
   'code',
   'exact_match',
@@ -22,7 +22,7 @@ export const EVALUATOR_TYPES = [
 export type EvaluatorType = (typeof EVALUATOR_TYPES)[number];
 
 /** Bounds of an evaluator's config (docs/reference/limits.md). */
-export const CONFIG_BOUNDS = { configBytes: 64 * 1024, patternChars: 1000, containsChars: 10_000 };
+const CONFIG_BOUNDS = { configBytes: 64 * 1024, patternChars: 1000, containsChars: 10_000 };
 
 export interface Candidate {
   input: Record<string, unknown>;

@@ -3,7 +3,7 @@ import { Type } from '@sinclair/typebox';
 
 const closed = { additionalProperties: false };
 
-export const ScoreValue = Type.Union([Type.Number(), Type.Boolean(), Type.String({ minLength: 1, maxLength: 200 })], {
+const ScoreValue = Type.Union([Type.Number(), Type.Boolean(), Type.String({ minLength: 1, maxLength: 200 })], {
   description: 'A number, a boolean or a category string; a name keeps the kind of its first score in the project',
 });
 

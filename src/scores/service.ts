@@ -13,9 +13,9 @@ import * as store from './store.ts';
 import type { Db, ScoreKind, ScoreRow, ScoreSource } from './store.ts';
 
 /** Bounds of what a request may store (docs/reference/limits.md). */
-export const SCORE_BOUNDS = { nameChars: 100, categoryChars: 200, commentChars: 4000, scoresPerRun: 1000 };
+const SCORE_BOUNDS = { nameChars: 100, categoryChars: 200, commentChars: 4000, scoresPerRun: 1000 };
 
-export type ScoreValue = number | boolean | string;
+type ScoreValue = number | boolean | string;
 
 export interface NewScore {
   name: string;
@@ -46,7 +46,7 @@ export interface ScoreTargets {
   evaluatorExists?(p: Principal, id: string): Promise<boolean>;
 }
 
-export const kindOf = (v: ScoreValue): ScoreKind =>
+const kindOf = (v: ScoreValue): ScoreKind =>
   typeof v === 'number' ? 'number' : typeof v === 'boolean' ? 'boolean' : 'category';
 
 const KIND_WORDS: Record<ScoreKind, string> = { number: 'numbers', boolean: 'booleans', category: 'category strings' };

@@ -144,6 +144,19 @@ for (const dialect of TEST_DIALECTS) {
         { _id: 'none', count: 1 },
       ]);
       assert.deepEqual(faceted.facet.values.buckets.map((b: { _id: unknown }) => b._id).sort(), [0.5, 0.8, 0.9]);
+      // The official client's facets route: runs without the score are in no bucket.
+      const clientFacets = await srv.api('POST', '/api/v1/runs/facets', {
+        facets: [{ name: 'thumbs', field: 'scores.thumbs' }],
+        query: { interaction: interaction.id },
+      });
+      assert.equal(clientFacets.status, 200, JSON.stringify(clientFacets.body));
+      assert.deepEqual(clientFacets.body, {
+        thumbs: [
+          { _id: true, count: 2 },
+          { _id: false, count: 1 },
+        ],
+        total: 4,
+      });
       const dateFacet = await srv.api('POST', '/api/v1/runs/search', {
         facets: { q: { path: 'scores.quality', type: 'date', boundaries: ['2024-01-01', '2025-01-01'] } },
       });
