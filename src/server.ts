@@ -46,6 +46,9 @@ import { createContent, type Content } from './content/register.ts';
 import { CollectionService, collectionRoutes } from './collections/index.ts';
 import { deleteProjectCollections } from './collections/store.ts';
 import { createDatasets, type Datasets } from './datasets/register.ts';
+import { createScores, type Scores } from './scores/register.ts';
+import { createEvaluators, type Evaluators } from './evaluators/register.ts';
+import { outputOf } from './evaluators/service.ts';
 import { deleteProjectJobs } from './jobs/store.ts';
 import type { EmbeddingService } from './embeddings/service.ts';
 import { systemPrincipal } from './embeddings/settings.ts';
@@ -116,6 +119,19 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
     await replica.start();
     const notifier = openNotifier(database, config.databaseUrl);
     const limiter = new Limiter(db, dialect);
+    // Scores on runs (src/scores): a run's answer carries its latest scores; a score needs its run.
+    const scores = createScores({
+      database,
+      auth,
+      targets: {
+        runExists: (p, id) =>
+          runs.runs.get(p, id).then(
+            () => true,
+            (err: { status?: number }) => (err?.status === 404 ? false : Promise.reject(err)),
+          ),
+        evaluatorExists: (p, id) => evaluators.evaluators.exists(p, id),
+      },
+    });
     const runs = createRuns({
       config,
       database,
@@ -136,6 +152,7 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
         inputs: (p, schema, data) => media.inputs(p, schema, data),
         materialize: (p, messages, sent) => media.materialize(p, messages, sent),
       },
+      scores: scores.scores,
     });
     const blobs = await createBlobs({ config, database, urlKey: keys.urls });
     // Content processing and embeddings share a durable job queue (src/jobs).
@@ -184,6 +201,26 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
       log,
     });
     const datasets = createDatasets({ database, auth, runs: runs.runs });
+    const evaluators = createEvaluators({
+      database,
+      auth,
+      scores: scores.scores,
+      getRun: (p, id) => runs.runs.get(p, id) as never,
+      verdicts: (p) => ({
+        templates: interactions.templates,
+        interactionExists: (selector) =>
+          interactions.interactions.resolveSelector(p, selector).then(
+            () => true,
+            (err: { status?: number }) => (err?.status === 404 ? false : Promise.reject(err)),
+          ),
+        // A judge's run is an ordinary run of the caller's project, tagged as an evaluator's.
+        judge: async (interaction, data) => {
+          const run = await runs.runs.executeByName(p, { interaction, data, tags: ['evaluator'] }, { ip: 'evaluator' });
+          if (run.status !== 'completed') throw new Error(run.error?.message ?? `the run is ${run.status}`);
+          return outputOf(run as never);
+        },
+      }),
+    });
     const media = new MediaService({ objects: objects.objects, blobs: blobs.blobs, bounds: config.media });
     // A project's deletion asks each feature to delete its rows; its keys and its row go last.
     for (const deleteRows of [
@@ -227,6 +264,8 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
       blobs,
       content,
       datasets,
+      scores,
+      evaluators,
     });
     // The OpenAI-compatible door at /v1 (src/doors/openai), with its own error shape.
     await createOpenAIDoor({ database, auth, limiter, interactions, runs, log }).register(app);
@@ -327,6 +366,8 @@ interface ApiParts {
   blobs: Blobs;
   content: Content;
   datasets: Datasets;
+  scores: Scores;
+  evaluators: Evaluators;
 }
 
 /**
@@ -334,7 +375,20 @@ interface ApiParts {
  * F1): a route is authenticated because it is registered there.
  */
 async function registerApi(app: FastifyInstance, parts: ApiParts): Promise<void> {
-  const { config, auth, limiter, interactions, runs, objects, embeddings, blobs, content, datasets } = parts;
+  const {
+    config,
+    auth,
+    limiter,
+    interactions,
+    runs,
+    objects,
+    embeddings,
+    blobs,
+    content,
+    datasets,
+    scores,
+    evaluators,
+  } = parts;
   const { db, dialect } = parts.database;
   await app.register(
     async (api) => {
@@ -364,6 +418,8 @@ async function registerApi(app: FastifyInstance, parts: ApiParts): Promise<void>
           imports: new ImportService(db, dialect, config.maxInlineJsonBytes, runs.writer),
         });
         await datasets.register(authed);
+        await scores.register(authed);
+        await evaluators.register(authed);
         await authed.register(collectionRoutes, {
           collections: new CollectionService({
             db,

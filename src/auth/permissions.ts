@@ -30,6 +30,7 @@ const PERMISSIONS = [
   'interaction:execute',
   'run:read',
   'run:write',
+  'run:score',
   'content:read',
   'content:create',
   'content:write',
@@ -38,6 +39,8 @@ const PERMISSIONS = [
   'audit:read',
   'dataset:read',
   'dataset:write',
+  'evaluator:read',
+  'evaluator:write',
 ] as const;
 export type Permission = (typeof PERMISSIONS)[number];
 
@@ -50,6 +53,7 @@ const READ: Permission[] = [
   'run:read',
   'content:read',
   'dataset:read',
+  'evaluator:read',
 ];
 
 /** What each role may do. `admin` is also account-wide (every project); the others only their key's project. */
@@ -63,6 +67,7 @@ export const ROLE_PERMISSIONS: Record<KeyRole, ReadonlySet<Permission>> = {
     'interaction:read',
     'interaction:execute',
     'run:read',
+    'run:score',
     'content:read',
     'content:create',
   ]),
@@ -165,6 +170,13 @@ export const ROUTE_PERMISSIONS: Record<string, Needed> = table<Needed>({
   'GET /datasets/:id/items': 'dataset:read',
   'DELETE /datasets/:id/items/:itemId': 'dataset:write',
   'GET /datasets/:id/export': 'dataset:read',
+  'POST /evaluators': 'evaluator:write',
+  'GET /evaluators': 'evaluator:read',
+  'GET /evaluators/:id': 'evaluator:read',
+  'PUT /evaluators/:id': 'evaluator:write',
+  'DELETE /evaluators/:id': 'evaluator:write',
+  // Scores a run (and a judge executes its interaction).
+  'POST /evaluators/:id/evaluate': 'run:score',
 
   'GET /runs': 'run:read',
   'GET /runs/:id': 'run:read',
@@ -175,10 +187,14 @@ export const ROUTE_PERMISSIONS: Record<string, Needed> = table<Needed>({
   'POST /runs/search': 'run:read',
   'GET /runs/export': 'run:read',
   'DELETE /runs/:id': 'run:write',
+  'POST /runs/:id/scores': 'run:score',
+  'GET /runs/:id/scores': 'run:read',
+  'DELETE /runs/:id/scores/:scoreId': 'run:score',
 
   'GET /analytics/runs/summary': 'run:read',
   'GET /analytics/runs/time-series': 'run:read',
   'GET /analytics/runs/token-usage': 'run:read',
+  'GET /analytics/runs/scores': 'run:read',
   'POST /cost/analytics': 'run:read',
   'POST /cost/analytics/global': 'project:admin',
   'GET /cost/model-prices': 'run:read',

@@ -17,7 +17,7 @@
  */
 import { Readable } from 'node:stream';
 import { stringify } from 'csv-stringify/sync';
-import { scopeOf, type Principal } from '../auth/principal.ts';
+import { scopeOf, type Principal, type Scope } from '../auth/principal.ts';
 import type { OrreryDialect } from '../db/dialect.ts';
 import { BadRequest } from '../util/errors.ts';
 import { compileRunQuery, fullTextWords } from '../query/lucene-sql/index.ts';
@@ -89,11 +89,17 @@ export interface ExportAnswer {
 
 type Json = Record<string, unknown>;
 
+/** The latest score per name of runs (src/scores), by run id: a run's answer and its export carry them. */
+export interface RunScores {
+  latest(s: Scope, runs: readonly string[]): Promise<Map<string, Record<string, { value: unknown }>>>;
+}
+
 export class RunExporter {
   constructor(
     private readonly db: Db,
     private readonly dialect: OrreryDialect,
     private readonly pageSize = PAGE,
+    private readonly scores?: RunScores,
   ) {}
 
   async start(p: Principal, q: Json): Promise<ExportAnswer> {
@@ -121,7 +127,12 @@ export class RunExporter {
       : { purpose: 'page' as const };
     const query =
       lucene.query &&
-      compileRunQuery(lucene.query, { dialect: this.dialect.name, defaultPath: lucene.defaultPath, plan });
+      compileRunQuery(lucene.query, {
+        dialect: this.dialect.name,
+        defaultPath: lucene.defaultPath,
+        plan,
+        project: scope.project,
+      });
     const where = whereOf(this.dialect, scope, list.filters, query, plan);
 
     const size = this.pageSize;
@@ -136,12 +147,22 @@ export class RunExporter {
       );
     let first = limit > 0 ? await pageAfter(undefined, Math.min(size, limit)) : [];
     const render = format === 'csv' ? csvPage : jsonlPage;
+    const scores = this.scores;
+    const scored = async (rows: RunRow[]): Promise<Scored[]> => {
+      const of = scores
+        ? await scores.latest(
+            scope,
+            rows.map((r) => r.id),
+          )
+        : new Map();
+      return rows.map((row) => ({ row, scores: of.get(row.id) ?? {} }));
+    };
 
     async function* body(): AsyncGenerator<string> {
-      if (format === 'csv') yield stringify([EXPORT_COLUMNS.map((c) => c.name)], CSV_OPTIONS);
+      if (format === 'csv') yield stringify([[...EXPORT_COLUMNS.map((c) => c.name), 'scores']], CSV_OPTIONS);
       let sent = 0;
       let asked = Math.min(size, limit);
-      let rows = first;
+      let rows = await scored(first);
       first = [];
       for (;;) {
         // Pieces of PER_PIECE runs: small strings die young, whereas a page as one string is a
@@ -151,7 +172,7 @@ export class RunExporter {
         // A short page is the last one.
         if (rows.length < asked || sent >= limit) return;
         asked = Math.min(size, limit - sent);
-        rows = await pageAfter(rows[rows.length - 1], asked);
+        rows = await scored(await pageAfter(rows[rows.length - 1].row, asked));
       }
     }
     const name = `runs-${fileSlug(p.project.name)}-${stamp(new Date())}.${FORMATS[format].ext}`;
@@ -164,11 +185,21 @@ export class RunExporter {
   }
 }
 
-const jsonlPage = (rows: RunRow[]): string => rows.map((r) => JSON.stringify(toRun(r))).join('\n') + '\n';
+interface Scored {
+  row: RunRow;
+  scores: Record<string, { value: unknown }>;
+}
 
-const csvPage = (rows: RunRow[]): string =>
+const jsonlPage = (rows: Scored[]): string =>
+  rows.map((r) => JSON.stringify({ ...toRun(r.row), scores: r.scores })).join('\n') + '\n';
+
+/** The `scores` cell: `{<name>: value}` of the run's latest scores, as JSON (empty when it has none). */
+const scoresCell = (s: Scored['scores']) =>
+  Object.keys(s).length ? JSON.stringify(Object.fromEntries(Object.entries(s).map(([k, v]) => [k, v.value]))) : null;
+
+const csvPage = (rows: Scored[]): string =>
   stringify(
-    rows.map((r) => EXPORT_COLUMNS.map((c) => c.value(r) ?? null)),
+    rows.map((r) => [...EXPORT_COLUMNS.map((c) => c.value(r.row) ?? null), scoresCell(r.scores)]),
     {
       ...CSV_OPTIONS,
       cast: {

@@ -27,7 +27,7 @@ import { RunIntentLog } from './run-intents.ts';
 import { StreamHub } from './stream-hub.ts';
 import { RunRetention } from './retention.ts';
 import { RunFinder } from './find.ts';
-import { RunExporter } from './export.ts';
+import { RunExporter, type RunScores } from './export.ts';
 import { runRoutes } from './routes.ts';
 import { retentionRoutes } from './retention-routes.ts';
 import { deleteProjectRuns, type Db } from './store.ts';
@@ -51,6 +51,8 @@ export interface RunsDeps {
   deleteObjects: (s: Scope, ids: string[]) => Promise<unknown>;
   /** Media inputs as prompt parts (src/media). */
   media?: RunMediaHook;
+  /** The latest scores of runs (src/scores): a run's answer and its export carry them. */
+  scores?: RunScores;
 }
 
 export function createRuns(deps: RunsDeps) {
@@ -138,7 +140,8 @@ export function createRuns(deps: RunsDeps) {
         runs,
         finder: new RunFinder(db, dialect, config.queryTimeoutMs),
         metrics,
-        exporter: new RunExporter(db, dialect),
+        exporter: new RunExporter(db, dialect, undefined, deps.scores),
+        ...(deps.scores ? { scoresOf: deps.scores } : {}),
       });
     },
     registerRetention: (authed: FastifyInstance) => authed.register(retentionRoutes, { retention }),

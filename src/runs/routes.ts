@@ -24,7 +24,7 @@ import {
   ToolResultsBody,
   UserMessageBody,
 } from './schemas.ts';
-import type { RunExporter } from './export.ts';
+import type { RunExporter, RunScores } from './export.ts';
 import { populateOf, type RunFinder } from './find.ts';
 import { scopeOf } from '../auth/principal.ts';
 import type { Metrics } from '../http/metrics.ts';
@@ -44,7 +44,9 @@ export const runRoutes: FastifyPluginAsyncTypebox<{
   finder: RunFinder;
   metrics: Metrics;
   exporter: RunExporter;
-}> = async (app, { runs, finder, metrics, exporter }) => {
+  /** The latest scores of runs (src/scores), answered with a run. */
+  scoresOf?: RunScores;
+}> = async (app, { runs, finder, metrics, exporter, scoresOf }) => {
   const caller = (req: { ip: string; headers: Record<string, unknown> }) => ({
     ip: req.ip,
     userAgent: req.headers['user-agent'] as string | undefined,
@@ -238,10 +240,15 @@ export const runRoutes: FastifyPluginAsyncTypebox<{
         response: { 200: Type.Ref('Run'), ...errorResponses(400, 401, 404) },
       },
     },
-    (req) =>
-      populateOf(req.query.populate)
-        ? runs.get(principalOf(req), req.params.id)
-        : finder.stored(scopeOf(principalOf(req)), req.params.id),
+    async (req) => {
+      const p = principalOf(req);
+      const run = populateOf(req.query.populate)
+        ? await runs.get(p, req.params.id)
+        : await finder.stored(scopeOf(p), req.params.id);
+      const scores = scoresOf && (await scoresOf.latest(scopeOf(p), [run.id])).get(run.id);
+      // Added key first, the run spread after it (runs/search-index.ts, withColumns).
+      return { scores: scores ?? {}, ...run };
+    },
   );
 
   app.get(

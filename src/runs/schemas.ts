@@ -318,6 +318,23 @@ export const RunSchema = OpenObject(
         },
       ),
     ),
+    scores: Type.Optional(
+      Type.Record(
+        Type.String(),
+        Type.Object(
+          {
+            id: Type.String(),
+            value: Type.Union([Type.Number(), Type.Boolean(), Type.String()]),
+            source: Type.String({ description: 'api, human or evaluator' }),
+            evaluator: Type.Optional(Type.String({ description: "The evaluator's id (source evaluator)" })),
+            comment: Type.Optional(Type.String()),
+            created_at: Type.String(),
+          },
+          { additionalProperties: false },
+        ),
+        { description: 'The latest score of each name (POST /runs/:id/scores); answered by GET /runs/:id' },
+      ),
+    ),
     input_embedding: Type.Optional(
       Type.Array(Type.Number(), {
         description:
@@ -379,6 +396,12 @@ export const RunListQuery = Type.Object(
       "Workflow run ids: an async run's (POST /execute/async) is its own id; other runs have none",
     ),
     workflow_ids: ListParam("Workflow ids: an async run's is its own id, as its workflow run id"),
+    score: Type.Optional(
+      Type.Union([Type.String(), Type.Array(Type.String(), { maxItems: 16 })], {
+        description:
+          "A condition on a run's latest score, <name>:<value> or <name>:[<low> TO <high>] as run search's scores.<name> takes it; repeated: every one holds",
+      }),
+    ),
   },
   { additionalProperties: true },
 );
@@ -454,8 +477,9 @@ export const RunSearchBody = OpenObject(
 );
 
 const Bucket = Type.Object({
-  _id: Type.Union([Type.String(), Type.Number(), Type.Null()], {
-    description: 'The value; for number and date facets the lower boundary of the bucket, or the default bucket name',
+  _id: Type.Union([Type.String(), Type.Number(), Type.Boolean(), Type.Null()], {
+    description:
+      'The value (a boolean for a boolean score); for number and date facets the lower boundary of the bucket, or the default bucket name',
   }),
   count: Type.Integer(),
   name: Type.Optional(Type.String({ description: 'interaction and environment buckets: the name' })),

@@ -168,8 +168,32 @@ export function listRequest(q: Json): RunQuery {
         strings(q.workflow_ids, 'workflow_ids'),
       ),
       none: (bool(q.is_root) && Array.isArray(parent) && parent.length > 0) || undefined,
+      scores: scoreFilters(q.score),
     },
   };
+}
+
+/** Conditions on a score per `score` parameter: `<name>:<value>` or `<name>:[<low> TO <high>]`. */
+const MAX_SCORE_FILTERS = 16;
+function scoreFilters(value: unknown): QueryNode[] | undefined {
+  if (value === undefined || value === null || value === '') return undefined;
+  const list = Array.isArray(value) ? value : [value];
+  if (list.length > MAX_SCORE_FILTERS)
+    throw new BadRequest(`score is given at most ${MAX_SCORE_FILTERS} times, got ${list.length}`);
+  return list.map((v) => {
+    const shape = 'score is <name>:<value> or <name>:[<low> TO <high>] (e.g. quality:[0.8 TO *])';
+    if (typeof v !== 'string' || !/^[\p{L}\p{N}_-]+:./u.test(v))
+      throw new BadRequest(`${shape}, got ${JSON.stringify(v)}`);
+    const { query } = luceneOf(`scores.${v}`, undefined);
+    const field = v.slice(0, v.indexOf(':'));
+    if (
+      !query ||
+      !['term', 'range', 'exists'].includes(query.kind) ||
+      (query as { field?: unknown }).field !== `scores.${field}`
+    )
+      throw new BadRequest(`${shape}: one condition per parameter, got ${JSON.stringify(v)}`);
+    return query;
+  });
 }
 
 /** The official client's `RunSearchQuery` (POST /runs/search `query`, POST /runs/facets `query`). */
@@ -308,9 +332,9 @@ const FACET_FIELDS: Readonly<Record<string, { column: FacetColumn; type: FacetTy
   'cost.total': { column: 'cost_total', type: 'number' },
   'tool_use.tool_name': { column: 'tool_name', type: 'string' },
 });
-const FACETABLE = Object.keys(FACET_FIELDS).join(', ');
+const FACETABLE = [...Object.keys(FACET_FIELDS), 'scores.<name>'].join(', ');
 /** Fields with any number of values per run: a run without one is in no bucket (no null bucket). */
-const MULTI_VALUED: ReadonlySet<FacetColumn> = new Set(['tags', 'tool_name']);
+const MULTI_VALUED: ReadonlySet<FacetColumn> = new Set(['tags', 'tool_name', 'score']);
 
 /** More facets than this in one request is refused (each one is a GROUP BY over the matching runs). */
 const MAX_FACETS = 25;
@@ -318,11 +342,20 @@ const MAX_FACETS = 25;
 const MAX_BOUNDARIES = 400;
 const DEFAULT_BUCKETS = 10;
 
-function facetField(value: unknown, what: string) {
+/** `scores.<name>`: the latest score of that name, by value (string) or in buckets (number). */
+function scoreFacet(value: unknown): { column: FacetColumn; type: FacetType; score: string } | null {
+  if (typeof value !== 'string' || !value.startsWith('scores.')) return null;
+  const spec = runField(value);
+  return spec?.score === undefined ? null : { column: 'score', type: 'string', score: spec.score };
+}
+
+function facetField(value: unknown, what: string): { column: FacetColumn; type: FacetType; score?: string } {
+  const score = scoreFacet(value);
+  if (score) return score;
   if (typeof value !== 'string' || !Object.hasOwn(FACET_FIELDS, value)) {
     throw new BadRequest(`${what} must be one of the facetable fields: ${FACETABLE}`, {
       field: value,
-      facetable: Object.keys(FACET_FIELDS),
+      facetable: [...Object.keys(FACET_FIELDS), 'scores.<name>'],
     });
   }
   return FACET_FIELDS[value];
@@ -344,9 +377,10 @@ function interfaceFacets(facets: Json): FacetSpec[] {
       const n = spec.numBuckets ?? DEFAULT_BUCKETS;
       if (typeof n !== 'number' || !Number.isInteger(n) || n < 1 || n > MAX_PAGE)
         throw new BadRequest(`${what}.numBuckets must be an integer from 1 to ${MAX_PAGE}`);
-      return { name, sql: { kind: 'values', column: field.column, limit: n, withNull: false } };
+      return { name, sql: { kind: 'values', column: field.column, limit: n, withNull: false, score: field.score } };
     }
-    if (field.type !== type)
+    // A score facet buckets numbers (a number score); its values are of any kind.
+    if (field.type !== type && !(field.score !== undefined && type === 'number'))
       throw new BadRequest(
         `${what}: a ${type} facet needs a ${type} field (${type === 'number' ? 'execution_time, cost.total' : 'updated_at'}), not ${String(spec.path)}`,
       );
@@ -377,7 +411,7 @@ function interfaceFacets(facets: Json): FacetSpec[] {
     }
     return {
       name,
-      sql: { kind: 'buckets', column: field.column as BucketColumn, boundaries: values },
+      sql: { kind: 'buckets', column: field.column as BucketColumn, boundaries: values, score: field.score },
       labels: b as (number | string)[],
       ...(spec.default !== undefined ? { defaultName: spec.default as string } : {}),
     };
@@ -400,7 +434,13 @@ export function facetsRequest(body: Json): { facets: FacetSpec[]; run: RunQuery 
     const field = facetField(f.field, `facets[${i}].field`);
     return {
       name: f.name,
-      sql: { kind: 'values', column: field.column, limit: MAX_PAGE, withNull: !MULTI_VALUED.has(field.column) },
+      sql: {
+        kind: 'values',
+        column: field.column,
+        limit: MAX_PAGE,
+        withNull: !MULTI_VALUED.has(field.column),
+        score: field.score,
+      },
     };
   });
   if (body.query !== undefined && body.query !== null && !isObject(body.query))

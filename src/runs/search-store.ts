@@ -15,7 +15,8 @@ import { sql, type Expression, type RawBuilder, type SqlBool } from 'kysely';
 import type { Scope } from '../auth/principal.ts';
 import type { OrreryDialect } from '../db/dialect.ts';
 import { jsonMemberStrings, jsonString } from '../db/json-sql.ts';
-import { FALSE, searchSql, TRUE, type Cond, type SearchPlan } from '../query/lucene-sql/index.ts';
+import { compileRunQuery, FALSE, searchSql, TRUE, type Cond, type SearchPlan } from '../query/lucene-sql/index.ts';
+import type { QueryNode } from '../query/lucene/index.ts';
 import { RUN_ROW_COLUMNS, type RunRow } from './model.ts';
 import { decodeRun, type Db } from './store.ts';
 import { armRows, runArms } from './run-arms.ts';
@@ -51,6 +52,8 @@ export interface RunFilters {
   readonly workflowRunIds?: readonly string[];
   /** A filter no run can satisfy (runs here belong to no object or agent). */
   readonly none?: boolean;
+  /** Conditions on latest scores (`scores.<name>` terms or ranges, parsed); every one holds. */
+  readonly scores?: readonly QueryNode[];
 }
 
 export type FacetColumn =
@@ -63,14 +66,27 @@ export type FacetColumn =
   | 'execution_time'
   | 'cost_total'
   | 'tags'
-  | 'tool_name';
-/** The columns a number or date facet buckets. */
-export type BucketColumn = 'updated_at' | 'execution_time' | 'cost_total';
+  | 'tool_name'
+  | 'score';
+/** The columns a number or date facet buckets (`score`: the latest score of the facet's `score` name). */
+export type BucketColumn = 'updated_at' | 'execution_time' | 'cost_total' | 'score';
 
 /** One facet as SQL sees it: group by value, or count per [lower, upper) bucket. */
 export type FacetQuery =
-  | { readonly kind: 'values'; readonly column: FacetColumn; readonly limit: number; readonly withNull: boolean }
-  | { readonly kind: 'buckets'; readonly column: BucketColumn; readonly boundaries: readonly (number | string)[] };
+  | {
+      readonly kind: 'values';
+      readonly column: FacetColumn;
+      readonly limit: number;
+      readonly withNull: boolean;
+      /** column `score`: the score's name. */
+      readonly score?: string;
+    }
+  | {
+      readonly kind: 'buckets';
+      readonly column: BucketColumn;
+      readonly boundaries: readonly (number | string)[];
+      readonly score?: string;
+    };
 
 export interface FacetRow {
   /** The value (values), or the bucket index as text with -1 for "outside every bucket" (buckets). */
@@ -134,6 +150,7 @@ export function whereOf(
   if (f.previousRun === false) parts.push(sql<SqlBool>`runs.previous_run IS NULL`);
   else if (f.previousRun) parts.push(inList(col('previous_run'), f.previousRun));
   parts.push(...timeBounds(col('updated_at'), f.updated), ...timeBounds(col('created_at'), f.created));
+  for (const node of f.scores ?? []) parts.push(compileRunQuery(node, { dialect: d.name, project: scope.project }));
   if (query) parts.push(query);
   return and(parts);
 }
@@ -200,6 +217,7 @@ const FACET_SOURCE: Record<FacetColumn, string[]> = {
   cost_total: ['cost_total'],
   tags: [],
   tool_name: [],
+  score: ['id'],
 };
 const NAME_COLUMN: Partial<Record<FacetColumn, string>> = {
   interaction_id: 'interaction_name',
@@ -234,9 +252,16 @@ export async function countAndFacets(
   const mc = (c: string) => sql.ref(`m.${c}`);
   const byValue = sql`ORDER BY n DESC, (k IS NULL), ${s.orderText(sql.ref('k'))}`;
 
+  // A score facet reads the latest score of its name of each matching run (run_scores_run).
+  const latestScore = (name: string) =>
+    sql`run_scores.run_id = m.id AND run_scores.name = ${name} AND run_scores.latest = 1`;
   const branches: RawBuilder<unknown>[] = facets.map((f, i) => {
     if (f.kind === 'buckets') {
-      const c = mc(f.column);
+      const c = f.column === 'score' ? sql.ref('run_scores.num_value') : mc(f.column);
+      const from =
+        f.column === 'score'
+          ? sql`m LEFT JOIN run_scores ON ${latestScore(f.score!)} AND run_scores.kind = 'number'`
+          : sql`m`;
       const cases = f.boundaries
         .slice(1)
         .map(
@@ -247,9 +272,16 @@ export async function countAndFacets(
       const below = typeof first === 'number' ? s.compareNumber(c, '<', first) : sql`${c} < ${first}`;
       const bucket = sql`(CASE WHEN ${c} IS NULL THEN -1 WHEN ${below} THEN -1 ${sql.join(cases, sql` `)} ELSE -1 END)`;
       return sql`SELECT ${sql.raw(String(i))} AS f, CAST(bucket AS TEXT) AS k, n, CAST(NULL AS TEXT) AS name FROM
-        (SELECT ${bucket} AS bucket, count(*) AS n FROM m GROUP BY 1) AS b${sql.raw(String(i))}`;
+        (SELECT ${bucket} AS bucket, count(*) AS n FROM ${from} GROUP BY 1) AS b${sql.raw(String(i))}`;
     }
     const nulls = f.withNull ? sql`` : sql`WHERE k IS NOT NULL`;
+    if (f.column === 'score') {
+      // The value as text (numbers as the database writes them; search.ts turns them back), its kind as the name.
+      const value = sql`CASE WHEN run_scores.kind = 'number' THEN CAST(run_scores.num_value AS TEXT) ELSE run_scores.text_value END`;
+      return sql`SELECT * FROM (SELECT ${sql.raw(String(i))} AS f, k, count(*) AS n, max(kind) AS name FROM
+        (SELECT ${value} AS k, run_scores.kind AS kind FROM m JOIN run_scores ON ${latestScore(f.score!)}) AS u
+        GROUP BY k ${byValue} LIMIT ${f.limit}) AS f${sql.raw(String(i))}`;
+    }
     if (f.column === 'tags') {
       return sql`SELECT * FROM (SELECT ${sql.raw(String(i))} AS f, k, n, CAST(NULL AS TEXT) AS name FROM (${s.tagCounts()}) AS t
         ${byValue} LIMIT ${f.limit}) AS f${sql.raw(String(i))}`;

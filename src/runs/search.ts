@@ -25,7 +25,7 @@ import { countAndFacets, findRuns, pagePlan, whereOf, type FacetRow } from './se
 import type { Db } from './store.ts';
 
 interface Bucket {
-  _id: string | number | null;
+  _id: string | number | boolean | null;
   count: number;
   name?: string;
 }
@@ -102,7 +102,13 @@ export class RunSearch {
   /** The condition of a request, shaped for its use (SQLite plans pages and counts differently). */
   private where(scope: Scope, req: RunQuery, plan: SearchPlan) {
     const query =
-      req.query && compileRunQuery(req.query, { dialect: this.dialect.name, defaultPath: req.defaultPath, plan });
+      req.query &&
+      compileRunQuery(req.query, {
+        dialect: this.dialect.name,
+        defaultPath: req.defaultPath,
+        plan,
+        project: scope.project,
+      });
     // A query on the run's fields reads each run's search document: its rows count against the read
     // budget. One on columns alone walks an index and keeps it covering.
     const costed =
@@ -128,7 +134,13 @@ export class RunSearch {
   }
 }
 
+/** A score facet's value as the score holds it: its kind came as the row's name (search-store.ts). */
+const scoreValue = (r: FacetRow): string | number | boolean | null =>
+  r.key === null ? null : r.name === 'number' ? Number(r.key) : r.name === 'boolean' ? r.key === 'true' : r.key;
+
 function bucketsOf(f: FacetSpec, rows: FacetRow[], withNames = false): Bucket[] {
+  if (f.sql.kind === 'values' && f.sql.column === 'score')
+    return rows.map((r) => ({ _id: scoreValue(r), count: r.count }));
   if (f.sql.kind === 'values') {
     return rows.map((r) => ({ _id: r.key, count: r.count, ...(withNames && r.name !== null ? { name: r.name } : {}) }));
   }

@@ -164,7 +164,10 @@ describe('unknown fields', () => {
     assert.equal(err.status, 400);
     assert.deepEqual(err.searchable, RUN_FIELD_LIST);
     assert.match(err.message, /^Unknown field "colour" at position 18\. Searchable fields: id, status, modelId, /);
-    assert.match(err.message, /objects, parameters\.<path>, config\.<path>, source\.<path>, media\.<path>$/);
+    assert.match(
+      err.message,
+      /objects, parameters\.<path>, config\.<path>, source\.<path>, media\.<path>, scores\.<name>$/,
+    );
   });
 
   it('are found in every place a field can be named', () => {

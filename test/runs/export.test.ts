@@ -183,7 +183,7 @@ for (const dialect of TEST_DIALECTS) {
         [2, 1, 0],
       );
       const none = await exportOf('limit=0&format=csv');
-      assert.equal(none.text, `${EXPORT_COLUMNS.map((c) => c.name).join(',')}\r\n`);
+      assert.equal(none.text, `${[...EXPORT_COLUMNS.map((c) => c.name), 'scores'].join(',')}\r\n`);
       const theirs = jsonl((await exportOf('', otherKey)).text);
       assert.equal(theirs.length, 1);
     });
@@ -220,6 +220,7 @@ for (const dialect of TEST_DIALECTS) {
         'error_message',
         'result',
         'parameters',
+        'scores',
       ]);
       assert.equal(rows.length, 1 + 3 + 10);
       const byId = new Map(rows.slice(1).map((r) => [r[0], Object.fromEntries(head.map((h, i) => [h, r[i]]))]));

@@ -59,6 +59,8 @@ export interface CompileOptions {
   readonly defaultPath?: string;
   /** How the condition will be used (search-sql.ts `SearchPlan`); only the SQL's shape changes. */
   readonly plan?: SearchPlan;
+  /** The project searched: score fields then walk that project's scores by name (run_scores indexes). */
+  readonly project?: string;
 }
 
 type ColumnKind = 'keyword' | 'number' | 'date';
@@ -98,6 +100,12 @@ const MEMBERS: Readonly<Record<string, { array: readonly string[]; key: string }
 });
 
 const col = (name: string) => sql.ref(`runs.${name}`);
+/** The columns of a score (migration 0032) a condition on `scores.<name>` reads. */
+const SCORE = {
+  kind: sql.ref('run_scores.kind'),
+  num: sql.ref('run_scores.num_value'),
+  text: sql.ref('run_scores.text_value'),
+};
 const doc = sql.ref('runs.doc');
 const fields = sql.ref('runs.search_fields');
 
@@ -141,7 +149,15 @@ const weight = (n: QueryNode, defaultPath: string | undefined): number => {
       // A bare term searches the default path when there is one, else the full text.
       const field = n.field ?? defaultPath ?? null;
       const spec = field === null ? null : runField(field);
-      return spec === null ? 1 : spec.family || MEMBERS[spec.name] ? 2 : spec.kind === 'text' ? 1 : 0;
+      return spec === null
+        ? 1
+        : spec.score !== undefined
+          ? 0
+          : spec.family || MEMBERS[spec.name]
+            ? 2
+            : spec.kind === 'text'
+              ? 1
+              : 0;
     }
     case 'range':
     case 'exists': {
@@ -159,6 +175,7 @@ class Compiler {
     private readonly dialect: DialectName,
     private readonly defaultPath: string | undefined,
     plan: SearchPlan,
+    private readonly project: string | undefined,
   ) {
     this.s = searchSql(dialect, plan);
     this.j = jsonSql(dialect);
@@ -195,6 +212,7 @@ class Compiler {
     const field = t.field ?? this.defaultPath ?? null;
     if (field === null) return this.textTerm('body', t);
     const spec = this.spec(field);
+    if (spec.score !== undefined) return this.scoreTerm(spec.score, t);
     if (spec.name === 'result' || spec.name === 'prompt') return this.textTerm(spec.name, t);
     if (spec.family) return spec.kind === 'text' ? this.familyTextTerm(spec, t) : this.familyKeywordTerm(spec, t);
     if (spec.name === 'tags')
@@ -319,6 +337,37 @@ class Compiler {
       ]);
   }
 
+  // ---- scores -------------------------------------------------------------------------------
+
+  /**
+   * Runs whose latest score `name` meets `cond` (on SCORE's columns). An IN over run_scores, not
+   * a join: a run has one latest score per name, and NOT stays two-valued (ids are never NULL).
+   */
+  private scored(name: string, cond: Cond): Cond {
+    const project = this.project === undefined ? TRUE : sql<SqlBool>`run_scores.project_id = ${this.project}`;
+    return sql<SqlBool>`(runs.id IN (SELECT run_scores.run_id FROM run_scores WHERE ${project}
+      AND run_scores.name = ${name} AND run_scores.latest = 1 AND ${cond}))`;
+  }
+
+  /** A score's value as a keyword: numbers numerically, booleans as true/false, categories exactly (or by glob). */
+  private scoreTerm(name: string, t: TermNode): Cond {
+    if (t.wildcard)
+      return this.scored(
+        name,
+        sql<SqlBool>`(${SCORE.kind} = 'category' AND ${this.s.glob(SCORE.text, globParts(t.value))})`,
+      );
+    const n = parseNumber(t.value);
+    return this.scored(
+      name,
+      or([
+        ...(n !== null
+          ? [sql<SqlBool>`(${SCORE.kind} = 'number' AND ${this.s.compareNumber(SCORE.num, '=', n)})`]
+          : []),
+        sql<SqlBool>`(${SCORE.kind} <> 'number' AND ${SCORE.text} = ${t.value})`,
+      ]),
+    );
+  }
+
   // ---- ranges -------------------------------------------------------------------------------
 
   private range(r: RangeNode): Cond {
@@ -335,6 +384,14 @@ class Compiler {
       and(bounds(r, r.lower, r.upper, (op, v) => this.s.compare(value, op, v)));
     const number = (value: Expression<unknown>) =>
       numeric ? and(bounds(r, numeric.lo, numeric.hi, (op, v) => this.s.compareNumber(value, op, v))) : FALSE;
+    if (spec.score !== undefined)
+      return this.scored(
+        spec.score,
+        or([
+          ...(numeric ? [sql<SqlBool>`(${SCORE.kind} = 'number' AND ${number(SCORE.num)})`] : []),
+          sql<SqlBool>`(${SCORE.kind} = 'category' AND ${text(SCORE.text)})`,
+        ]),
+      );
     if (spec.name === 'result' || spec.name === 'prompt')
       return and([this.s.docHas(spec.name), text(this.s.partsText(spec.name))]);
     if (spec.family) {
@@ -375,6 +432,7 @@ class Compiler {
   // ---- exists -------------------------------------------------------------------------------
 
   private exists(spec: FieldSpec): Cond {
+    if (spec.score !== undefined) return this.scored(spec.score, TRUE);
     if (spec.name === 'result' || spec.name === 'prompt') return this.s.docHas(spec.name);
     if (spec.family) return sql<SqlBool>`(${this.j.type(fields, [spec.name])} IS NOT NULL)`;
     if (spec.name === 'tags') return this.s.anyTag();
@@ -402,7 +460,7 @@ class Compiler {
 export function compileRunQuery(node: QueryNode, opts: CompileOptions): Cond {
   if (opts.defaultPath !== undefined && runField(opts.defaultPath) === null)
     throw new UnknownFieldError(opts.defaultPath, RUN_FIELD_LIST);
-  return new Compiler(opts.dialect, opts.defaultPath, opts.plan ?? {}).compile(node);
+  return new Compiler(opts.dialect, opts.defaultPath, opts.plan ?? {}, opts.project).compile(node);
 }
 
 /**
@@ -442,7 +500,11 @@ export function fullTextWords(node: QueryNode, defaultPath?: string): string[] {
 export function readsColumnsOnly(node: QueryNode, defaultPath?: string): boolean {
   const isColumn = (field: string | null) => {
     const name = field ?? defaultPath;
-    return name !== undefined && (Object.hasOwn(COLUMNS, name) || Object.hasOwn(REFS, name.split('.')[0]));
+    // A score field walks the run_scores indexes, not the run's document.
+    return (
+      name !== undefined &&
+      (Object.hasOwn(COLUMNS, name) || Object.hasOwn(REFS, name.split('.')[0]) || runField(name)?.score !== undefined)
+    );
   };
   switch (node.kind) {
     case 'term':

@@ -66,7 +66,12 @@ export interface FieldSpec {
   readonly path: readonly string[];
   /** Whether the field is one of the families (`parameters.…`, `config.…`, `source.…`). */
   readonly family: boolean;
+  /** `scores.<name>`: the run's latest score of that name (a run answers it at `scores.<name>.value`). */
+  readonly score?: string;
 }
+
+/** The root of score fields: `scores.<name>` matches a run's latest score of that name as a keyword value. */
+const SCORES = 'scores';
 
 /** The spec of a searchable field, or null when the name is not searchable. */
 export const runField = (name: string): FieldSpec | null => {
@@ -76,6 +81,10 @@ export const runField = (name: string): FieldSpec | null => {
   }
   const path = name.split('.');
   const root = path[0];
+  if (root === SCORES) {
+    if (path.length !== 2 || !SEGMENT.test(path[1])) return null;
+    return { name, kind: 'keyword', path: [SCORES, path[1], 'value'], family: false, score: path[1] };
+  }
   if (!Object.hasOwn(RUN_FIELD_FAMILIES, root)) return null;
   if (!path.slice(1).every((s) => SEGMENT.test(s))) return null;
   return { name, kind: RUN_FIELD_FAMILIES[root as keyof typeof RUN_FIELD_FAMILIES], path, family: true };
@@ -88,4 +97,5 @@ export const RUN_FIELD_LIST: readonly string[] = Object.freeze([
   ...Object.keys(RUN_FIELDS),
   ...Object.keys(RUN_FIELD_ALIASES),
   ...Object.keys(RUN_FIELD_FAMILIES).map((f) => `${f}.<path>`),
+  `${SCORES}.<name>`,
 ]);
