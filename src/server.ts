@@ -54,6 +54,7 @@ import { createEmbeddings, type Embeddings } from './embeddings/register.ts';
 import { ImportService } from './import/service.ts';
 import { importRoutes } from './import/routes.ts';
 import { createOpenAIDoor } from './doors/openai/register.ts';
+import { createMcpDoor } from './doors/mcp/register.ts';
 import { startTelemetry } from './telemetry/start.ts';
 
 export interface Orrery {
@@ -228,6 +229,8 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
     });
     // The OpenAI-compatible door at /v1 (src/doors/openai), with its own error shape.
     await createOpenAIDoor({ database, auth, limiter, interactions, runs, log }).register(app);
+    // The MCP server at /mcp (src/doors/mcp), with JSON-RPC's error shape.
+    await createMcpDoor({ auth, limiter, interactions, runs, objects, blobs: blobs.blobs }).register(app);
     // Public context (style F1): the signature in a blob URL is its credential.
     await blobs.registerPublic(app);
     // The web console (src/console), public: the SPA holds no data.
