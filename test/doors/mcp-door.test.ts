@@ -12,6 +12,8 @@ import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import { TEST_DIALECTS, startTestServer, type TestServer } from '../support/server.ts';
 import { secondProject, processed } from '../objects/helpers.ts';
 import { createObject, makePng } from '../content/helpers.ts';
+import { can } from '../../src/auth/permissions.ts';
+import { KEY_ROLES } from '../../src/auth/principal.ts';
 import { waitForEmbeddings } from '../embeddings/helpers.ts';
 
 const TEXT = 'The lighthouse keeper logs the orbit of each passing comet in a brass ledger.';
@@ -55,7 +57,6 @@ for (const dialect of TEST_DIALECTS) {
     let published: { id: string; draft: string };
     let objectId: string;
     let imageId: string;
-    const keys: Record<string, string> = {};
 
     before(async () => {
       srv = await startTestServer(dialect);
@@ -110,11 +111,6 @@ for (const dialect of TEST_DIALECTS) {
       imageId = await createObject(srv, 'wide.png', await makePng(1200, 800));
       await processed(srv, imageId);
 
-      for (const role of ['reader', 'executor']) {
-        const k = await srv.api('POST', '/api/v1/apikeys', { name: `${role} key`, role });
-        assert.equal(k.status, 200, JSON.stringify(k.body));
-        keys[role] = k.body.value;
-      }
       mcp = await connect(srv, srv.adminKey);
     });
     after(async () => {
@@ -319,31 +315,77 @@ for (const dialect of TEST_DIALECTS) {
       assert.equal(unknownMethod.body.error.code, -32601);
     });
 
-    it('roles apply: a reader lists and reads but cannot execute; an executor executes', async () => {
-      const reader = await connect(srv, keys.reader);
-      try {
-        const { tools } = await reader.listTools();
-        const names = tools.map((t) => t.name);
-        assert.ok(names.includes('search_objects') && names.includes('search_runs'));
-        assert.ok(!names.includes('EchoTool'), 'a reader is not offered what it cannot run');
-        const before = (await srv.api('GET', '/api/v1/runs?limit=1000')).body.length;
-        const refused = await reader.callTool({ name: 'EchoTool', arguments: { text: 'as a reader' } });
-        assert.equal(refused.isError, true);
-        assert.match(textOf(refused), /role \(reader\) does not have the permission interaction:execute/);
-        assert.equal((await srv.api('GET', '/api/v1/runs?limit=1000')).body.length, before, 'no run was made');
-        const read = await reader.callTool({ name: 'read_object', arguments: { id: objectId } });
-        assert.ok(textOf(read).includes(TEXT));
-      } finally {
-        await reader.close();
+    it('roles apply: every role lists and reads; only a role with interaction:execute runs an interaction', async () => {
+      for (const role of KEY_ROLES) {
+        const k = await srv.api('POST', '/api/v1/apikeys', { name: `mcp ${role}`, role });
+        assert.equal(k.status, 200, JSON.stringify(k.body));
+        const client = await connect(srv, k.body.value);
+        try {
+          const names = (await client.listTools()).tools.map((t) => t.name);
+          assert.ok(names.includes('search_objects') && names.includes('search_runs'), role);
+          const read = await client.callTool({ name: 'read_object', arguments: { id: objectId } });
+          assert.ok(textOf(read).includes(TEXT), role);
+          const before = (await srv.api('GET', '/api/v1/runs?limit=1000')).body.length;
+          const ran = await client.callTool({ name: 'EchoTool', arguments: { text: `as ${role}` } });
+          const after = (await srv.api('GET', '/api/v1/runs?limit=1000')).body.length;
+          if (can(role, 'interaction:execute')) {
+            assert.ok(names.includes('EchoTool'), role);
+            assert.ok(!ran.isError, `${role}: ${JSON.stringify(ran)}`);
+            assert.match(textOf(ran), new RegExp(`as ${role}`));
+            assert.equal(after, before + 1, `${role}: one run`);
+          } else {
+            assert.ok(!names.includes('EchoTool'), `${role} is not offered what it cannot run`);
+            assert.equal(ran.isError, true, role);
+            assert.match(
+              textOf(ran),
+              new RegExp(`role \\(${role}\\) does not have the permission interaction:execute`),
+            );
+            assert.equal(after, before, `${role}: no run was made`);
+          }
+        } finally {
+          await client.close();
+        }
       }
-      const executor = await connect(srv, keys.executor);
-      try {
-        const ran = await executor.callTool({ name: 'EchoTool', arguments: { text: 'as an executor' } });
-        assert.ok(!ran.isError, JSON.stringify(ran));
-        assert.match(textOf(ran), /as an executor/);
-      } finally {
-        await executor.close();
+    });
+
+    it('limits apply: a 429 with Retry-After in JSON-RPC shape; past its tokens, a key runs no model but still reads', async () => {
+      const key = async (name: string, limits: Record<string, number>) => {
+        const k = await srv.api('POST', '/api/v1/apikeys', { name, limits });
+        assert.equal(k.status, 200, JSON.stringify(k.body));
+        return k.body.value as string;
+      };
+      const list = { jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} };
+      const proto = { 'mcp-protocol-version': '2025-06-18' };
+      const twice = await key('two a minute', { requests_per_minute: 2 });
+      assert.equal((await rpc(srv, list, twice, proto)).status, 200);
+      assert.equal((await rpc(srv, list, twice, proto)).status, 200);
+      const third = await rpc(srv, list, twice, proto);
+      assert.equal(third.status, 429);
+      assert.equal(third.body.jsonrpc, '2.0');
+      assert.equal(third.body.error.code, -32000);
+      assert.ok(Number(third.headers.get('retry-after')) > 0);
+
+      const thrifty = await key('one token a minute', { tokens_per_minute: 1 });
+      const call = (name: string, args: unknown) => ({
+        jsonrpc: '2.0',
+        id: 2,
+        method: 'tools/call',
+        params: { name, arguments: args },
+      });
+      const first = await rpc(srv, call('EchoTool', { text: 'spend the tokens' }), thrifty, proto);
+      assert.equal(first.status, 200, JSON.stringify(first.body));
+      assert.ok(!first.body.result.isError, JSON.stringify(first.body));
+      let refused: Awaited<ReturnType<typeof rpc>> | undefined;
+      // The run's tokens are counted once it has ended: a few calls may pass before the count lands.
+      for (let i = 0; i < 20 && !refused; i++) {
+        const r = await rpc(srv, call('EchoTool', { text: 'once more' }), thrifty, proto);
+        if (r.status === 429) refused = r;
       }
+      assert.ok(refused, 'a call that runs a model is refused past the tokens of the minute');
+      assert.match(refused.body.error.message, /token/);
+      const read = await rpc(srv, call('read_object', { id: objectId }), thrifty, proto);
+      assert.equal(read.status, 200, 'reading runs no model: not refused');
+      assert.ok(!read.body.result.isError);
     });
 
     it("another project's interactions, objects and runs are out of reach", async () => {
