@@ -271,6 +271,12 @@ for (const dialect of TEST_DIALECTS) {
         method: 'initialize',
         params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
       };
+      const doc = (await srv.api('GET', '/api/v1/openapi.json')).body;
+      assert.deepEqual(Object.keys(doc.paths['/mcp']).sort(), ['delete', 'get', 'post']);
+      assert.deepEqual(
+        doc.paths['/mcp'].post.servers.map((s: { url: string }) => s.url),
+        ['/'],
+      );
       const ok = await rpc(srv, init, srv.adminKey);
       assert.equal(ok.status, 200, JSON.stringify(ok.body));
       assert.equal(ok.body.result.serverInfo.name, 'orrery');

@@ -16,7 +16,7 @@ import type { Runs } from '../../runs/register.ts';
 import { installRunReadBarrier } from '../../runs/read-barrier.ts';
 import { JsonRpcParseError, toMcpHttpError } from './errors.ts';
 import { mcpRoutes } from './routes.ts';
-import { methodNotAllowed } from './schemas.ts';
+import { DOOR_SERVERS, methodNotAllowed } from './schemas.ts';
 import { McpDoor } from './service.ts';
 
 /**
@@ -91,7 +91,12 @@ export function createMcpDoor(deps: McpDoorDeps) {
           mcp.route({
             method,
             url: '/mcp',
-            schema: { tags: ['mcp'], summary: `${method} /mcp: 405 (a stateless server)`, response: methodNotAllowed },
+            schema: {
+              tags: ['mcp'],
+              servers: DOOR_SERVERS,
+              summary: `${method} /mcp: 405 (a stateless server)`,
+              response: methodNotAllowed,
+            },
             handler: notAllowed,
           });
         await mcp.register(async (authed) => {

@@ -4,7 +4,7 @@ import { principalOf } from '../../http/auth-hook.ts';
 import type { McpDoor } from './service.ts';
 import { exchange } from './protocol.ts';
 import { MCP_BODY_LIMIT } from './errors.ts';
-import { McpBody, mcpAnswers } from './schemas.ts';
+import { DOOR_SERVERS, McpBody, mcpAnswers } from './schemas.ts';
 
 /** The headers of the Streamable HTTP transport the SDK reads. */
 const TRANSPORT_HEADERS = ['accept', 'content-type', 'mcp-protocol-version', 'mcp-session-id', 'last-event-id'];
@@ -16,6 +16,7 @@ export const mcpRoutes: FastifyPluginAsyncTypebox<{ door: McpDoor }> = async (ap
       bodyLimit: MCP_BODY_LIMIT,
       schema: {
         tags: ['mcp'],
+        servers: DOOR_SERVERS,
         summary:
           "MCP server (Streamable HTTP, stateless): the project's published interactions and Orrery's search tools as MCP tools, objects and runs as resources",
         body: McpBody,

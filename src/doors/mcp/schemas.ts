@@ -45,3 +45,8 @@ export const mcpAnswers = {
 };
 
 export const methodNotAllowed = { 405: RpcError };
+
+/** The door is at {origin}/mcp, not under the document's /api/v1: its operations name the origin. */
+export const DOOR_SERVERS = [
+  { url: '/', description: "The server's origin (MCP clients take {origin}/mcp as the server's URL)" },
+];
