@@ -59,9 +59,9 @@ const FOUND = {
   required: ['results'],
 } as const;
 
-export const SEARCH_OBJECTS = 'search_objects';
-export const SIMILAR_OBJECTS = 'similar_objects';
-export const READ_OBJECT = 'read_object';
+const SEARCH_OBJECTS = 'search_objects';
+const SIMILAR_OBJECTS = 'similar_objects';
+const READ_OBJECT = 'read_object';
 
 export function contentTools(reads: ContentReads): BuiltInTool[] {
   return [

@@ -14,9 +14,9 @@ import type { Run } from '../../runs/model.ts';
 import { runUri } from './uris.ts';
 import type { ToolAnswer } from './tool-model.ts';
 
-export const DOOR = 'mcp';
+const DOOR = 'mcp';
 /** Published interactions listed as tools, at most (docs/reference/limits.md). */
-export const MAX_INTERACTION_TOOLS = 1000;
+const MAX_INTERACTION_TOOLS = 1000;
 
 export type InteractionReads = Pick<InteractionService, 'endpoints' | 'get'>;
 export type RunStarts = Pick<RunService, 'create'>;
@@ -59,7 +59,7 @@ export async function interactionTools(
  * (their properties, and every property one of them requires); always an object schema.
  * Undefined for an interaction whose input is not an object, which MCP cannot express.
  */
-export function mergedInputSchema(interaction: InteractionDto): Tool['inputSchema'] | undefined {
+function mergedInputSchema(interaction: InteractionDto): Tool['inputSchema'] | undefined {
   const own = interaction.interaction_schema;
   if (isObject(own)) {
     if (own.type !== undefined && own.type !== 'object') return undefined;
@@ -112,7 +112,7 @@ export async function callInteraction(
 }
 
 /** A completed run as MCP content: its text and JSON parts, then a link to the run. */
-export function runAnswer(run: Run): ToolAnswer {
+function runAnswer(run: Run): ToolAnswer {
   const content: ToolAnswer['content'] = [];
   for (const part of run.result ?? []) {
     if (part.type === 'text') content.push({ type: 'text', text: part.value });

@@ -28,12 +28,12 @@ export interface ResourceReads {
 }
 
 /** An object's text as a resource, at most this many characters. */
-export const MAX_RESOURCE_TEXT = 1_000_000;
+const MAX_RESOURCE_TEXT = 1_000_000;
 /** A run's JSON as a resource, at most. */
 const MAX_RESOURCE_RUN = 1_000_000;
 /** Renditions answered with an object, and the bytes of each. */
-export const MAX_RENDITIONS = 4;
-export const MAX_RENDITION_BYTES = 5 * 1024 * 1024;
+const MAX_RENDITIONS = 4;
+const MAX_RENDITION_BYTES = 5 * 1024 * 1024;
 /** Objects listed per resources/list page, and how deep the pages go. */
 const PAGE = 100;
 const MAX_LIST_OFFSET = 10_000;

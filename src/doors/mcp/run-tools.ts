@@ -23,8 +23,8 @@ const MAX_OFFSET = 1000;
 /** The most of a run's JSON read_run answers (the rest: GET /runs/:id). */
 const MAX_RUN_CHARS = 100_000;
 
-export const SEARCH_RUNS = 'search_runs';
-export const READ_RUN = 'read_run';
+const SEARCH_RUNS = 'search_runs';
+const READ_RUN = 'read_run';
 
 const FOUND = {
   type: 'object',
