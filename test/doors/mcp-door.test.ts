@@ -249,6 +249,22 @@ for (const dialect of TEST_DIALECTS) {
         assert.equal(r.isError, true, `${name} ${JSON.stringify(args)}: ${JSON.stringify(r)}`);
         assert.match(textOf(r), message, name);
       }
+      // A run that fails at its provider: a tool error naming it; the run is stored, failed.
+      const broken = await srv.api('POST', '/api/v1/interactions', {
+        name: 'Broken',
+        environment: (await srv.api('GET', '/api/v1/environments')).body.find((e: any) => e.name === 'offline').id,
+        model: 'error',
+        prompts: [{ type: 'template', template: (await srv.api('GET', '/api/v1/prompts')).body[0].id }],
+      });
+      assert.equal(broken.status, 200, JSON.stringify(broken.body));
+      assert.equal((await srv.api('POST', `/api/v1/interactions/${broken.body.id}/publish`, {})).status, 200);
+      const failed = await mcp.callTool({ name: 'Broken', arguments: { text: 'fail' } });
+      assert.equal(failed.isError, true, JSON.stringify(failed));
+      const runId = /run (\w+)/.exec(textOf(failed))?.[1];
+      assert.ok(runId, `the error names the run: ${textOf(failed)}`);
+      const run = await srv.api('GET', `/api/v1/runs/${runId}`);
+      assert.equal(run.body.status, 'failed');
+      assert.equal(run.body.source.type, 'mcp');
       await assert.rejects(
         mcp.readResource({ uri: 'https://example.com/x' }),
         (err: unknown) =>
