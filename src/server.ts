@@ -59,6 +59,7 @@ import { importRoutes } from './import/routes.ts';
 import { createOpenAIDoor } from './doors/openai/register.ts';
 import { createAnthropicDoor } from './doors/anthropic/register.ts';
 import { createResponsesDoor } from './doors/responses/register.ts';
+import { createMcpDoor } from './doors/mcp/register.ts';
 import { startTelemetry } from './telemetry/start.ts';
 
 export interface Orrery {
@@ -273,6 +274,8 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
     await createAnthropicDoor({ database, auth, limiter, interactions, runs, log }).register(app);
     // OpenAI's Responses API at /v1/responses (src/doors/responses), in OpenAI's error shape.
     await createResponsesDoor({ auth, limiter, interactions, runs }).register(app);
+    // The MCP server at /mcp (src/doors/mcp), with JSON-RPC's error shape.
+    await createMcpDoor({ auth, limiter, interactions, runs, objects, blobs: blobs.blobs }).register(app);
     // Public context (style F1): the signature in a blob URL is its credential.
     await blobs.registerPublic(app);
     // The web console (src/console), public: the SPA holds no data.

@@ -17,7 +17,7 @@ import { ErrorSchema } from './schemas.ts';
 import { wireError } from '../util/errors.ts';
 import type { Metrics } from './metrics.ts';
 
-const VERSION = '0.1.0';
+export const VERSION = '0.1.0';
 
 export interface AppOptions {
   logger?: boolean | object;

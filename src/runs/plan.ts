@@ -46,6 +46,8 @@ export interface RunCreateInput {
 export interface CallerInfo {
   ip: string;
   userAgent?: string;
+  /** The door a stored interaction was run through (`mcp`): the run's `source.type`. */
+  door?: string;
 }
 
 /** What every plan may carry: the run's cache decision, and the cached answer it is served from. */
@@ -366,7 +368,7 @@ export function describeRun(
 /** Who asked for a run, and from where. */
 export function runSource(p: Principal, caller: CallerInfo): RunSource {
   return {
-    type: /vertesia[-/ ]?cli/i.test(caller.userAgent ?? '') ? 'cli' : 'api',
+    type: caller.door ?? (/vertesia[-/ ]?cli/i.test(caller.userAgent ?? '') ? 'cli' : 'api'),
     label: `apikey:${p.keyId}`,
     principal_type: 'apikey',
     principal_id: p.keyId,

@@ -1,0 +1,42 @@
+/** The MCP door's route: POST /mcp (Streamable HTTP, stateless: JSON answers, no session). */
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { principalOf } from '../../http/auth-hook.ts';
+import type { McpDoor } from './service.ts';
+import { exchange } from './protocol.ts';
+import { MCP_BODY_LIMIT } from './errors.ts';
+import { DOOR_SERVERS, McpBody, mcpAnswers } from './schemas.ts';
+
+/** The headers of the Streamable HTTP transport the SDK reads. */
+const TRANSPORT_HEADERS = ['accept', 'content-type', 'mcp-protocol-version', 'mcp-session-id', 'last-event-id'];
+
+export const mcpRoutes: FastifyPluginAsyncTypebox<{ door: McpDoor }> = async (app, { door }) => {
+  app.post(
+    '/mcp',
+    {
+      bodyLimit: MCP_BODY_LIMIT,
+      schema: {
+        tags: ['mcp'],
+        servers: DOOR_SERVERS,
+        summary:
+          "MCP server (Streamable HTTP, stateless): the project's published interactions and Orrery's search tools as MCP tools, objects and runs as resources",
+        body: McpBody,
+        response: mcpAnswers,
+      },
+    },
+    async (req, reply) => {
+      const headers = new Headers();
+      for (const name of TRANSPORT_HEADERS) {
+        const v = req.headers[name];
+        if (typeof v === 'string') headers.set(name, v);
+      }
+      const request = new Request('http://orrery/mcp', { method: 'POST', headers });
+      const caller = { ip: req.ip, userAgent: req.headers['user-agent'] };
+      const answer = await exchange(door, principalOf(req), caller, request, req.body, (err) =>
+        req.log.error({ err }, 'mcp door: unhandled error'),
+      );
+      reply.code(answer.status as 200);
+      answer.headers.forEach((value, name) => void reply.header(name, value));
+      return reply.send((answer.body || undefined) as never);
+    },
+  );
+};
