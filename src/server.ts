@@ -46,6 +46,7 @@ import { createContent, type Content } from './content/register.ts';
 import { CollectionService, collectionRoutes } from './collections/index.ts';
 import { deleteProjectCollections } from './collections/store.ts';
 import { createDatasets, type Datasets } from './datasets/register.ts';
+import { createAgents, type Agents } from './agents/register.ts';
 import { deleteProjectJobs } from './jobs/store.ts';
 import type { EmbeddingService } from './embeddings/service.ts';
 import { systemPrincipal } from './embeddings/settings.ts';
@@ -182,6 +183,7 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
       log,
     });
     const datasets = createDatasets({ database, auth, runs: runs.runs });
+    const agents = createAgents({ config, database, interactions, runs, objects });
     const media = new MediaService({ objects: objects.objects, blobs: blobs.blobs, bounds: config.media });
     // A project's deletion asks each feature to delete its rows; its keys and its row go last.
     for (const deleteRows of [
@@ -193,6 +195,7 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
       blobs.deleteProjectRows,
       runs.deleteProjectRows,
       interactions.deleteProjectRows,
+      agents.deleteProjectRows,
     ])
       auth.ownsProjectRows(deleteRows);
     /** Checks behind GET /ready; features with an external dependency (blob storage) add theirs. */
@@ -225,6 +228,7 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
       blobs,
       content,
       datasets,
+      agents,
     });
     // The OpenAI-compatible door at /v1 (src/doors/openai), with its own error shape.
     await createOpenAIDoor({ database, auth, limiter, interactions, runs, log }).register(app);
@@ -321,6 +325,7 @@ interface ApiParts {
   blobs: Blobs;
   content: Content;
   datasets: Datasets;
+  agents: Agents;
 }
 
 /**
@@ -328,7 +333,7 @@ interface ApiParts {
  * F1): a route is authenticated because it is registered there.
  */
 async function registerApi(app: FastifyInstance, parts: ApiParts): Promise<void> {
-  const { config, auth, limiter, interactions, runs, objects, embeddings, blobs, content, datasets } = parts;
+  const { config, auth, limiter, interactions, runs, objects, embeddings, blobs, content, datasets, agents } = parts;
   const { db, dialect } = parts.database;
   await app.register(
     async (api) => {
@@ -358,6 +363,7 @@ async function registerApi(app: FastifyInstance, parts: ApiParts): Promise<void>
           imports: new ImportService(db, dialect, config.maxInlineJsonBytes, runs.writer),
         });
         await datasets.register(authed);
+        await agents.register(authed);
         await authed.register(collectionRoutes, {
           collections: new CollectionService({
             db,

@@ -26,7 +26,8 @@ import {
 } from './schemas.ts';
 import type { RunExporter } from './export.ts';
 import { populateOf, type RunFinder } from './find.ts';
-import { scopeOf } from '../auth/principal.ts';
+import { scopeOf, type Principal } from '../auth/principal.ts';
+import type { CallerInfo } from './plan.ts';
 import type { Metrics } from '../http/metrics.ts';
 import { AsyncExecuteBody, asyncRequestOf } from './async-payload.ts';
 
@@ -39,12 +40,17 @@ const AsyncExecutionResult = Type.Object({
 /** The vectors of a run's creation answer, written by http/vector-json.ts rather than number by number. */
 const RUN_VECTORS = ['input_embedding', 'result_embedding'] as const;
 
+/** Starts an agent (`type: "conversation"` on POST /execute/async, src/agents): its run's id. */
+export type ConversationStarter = (p: Principal, body: Record<string, unknown>, caller: CallerInfo) => Promise<string>;
+
 export const runRoutes: FastifyPluginAsyncTypebox<{
   runs: RunService;
   finder: RunFinder;
   metrics: Metrics;
   exporter: RunExporter;
-}> = async (app, { runs, finder, metrics, exporter }) => {
+  /** Absent: `type: "conversation"` is refused as before. */
+  conversations: () => ConversationStarter | undefined;
+}> = async (app, { runs, finder, metrics, exporter, conversations }) => {
   const caller = (req: { ip: string; headers: Record<string, unknown> }) => ({
     ip: req.ip,
     userAgent: req.headers['user-agent'] as string | undefined,
@@ -94,7 +100,13 @@ export const runRoutes: FastifyPluginAsyncTypebox<{
       },
     },
     async (req) => {
-      const { input, extras } = asyncRequestOf(req.body as Record<string, unknown>);
+      const body = req.body as Record<string, unknown>;
+      const agents = body.type === 'conversation' ? conversations() : undefined;
+      if (agents) {
+        const runId = await agents(principalOf(req), body, caller(req));
+        return { runId, workflowId: runId };
+      }
+      const { input, extras } = asyncRequestOf(body);
       const run = await runs.executeAsync(principalOf(req), input, caller(req), extras);
       return { runId: run.id, workflowId: run.id };
     },

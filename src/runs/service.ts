@@ -76,6 +76,7 @@ import { NO_TELEMETRY, type RunTrace, type Telemetry } from '../telemetry/hooks.
 import { runEndOf, runStartOf } from '../telemetry/runs.ts';
 import type { JobQueue } from '../jobs/queue.ts';
 import { AsyncRunner, type AsyncExtras } from './async.ts';
+import { DelegatedRuns } from './delegated-runs.ts';
 
 export type { CallerInfo, RunCreateInput } from './plan.ts';
 
@@ -140,6 +141,8 @@ export class RunService {
   private readonly telemetry: Telemetry;
   private readonly media: RunMediaHook | undefined;
   private readonly asyncRunner: AsyncRunner | undefined;
+  /** Runs another feature's job executes (agents): claimed and ended there (runs/delegated-runs.ts). */
+  readonly delegated: DelegatedRuns;
 
   constructor(deps: RunServiceDeps) {
     const { db, dialect, notifier, metrics, replica } = deps;
@@ -227,6 +230,7 @@ export class RunService {
           execute: (row, doc, plan, live) => this.execute(row, doc, plan, live),
         })
       : undefined;
+    this.delegated = new DelegatedRuns({ db, dialect, writer, signals, hub: deps.hub, replicaId: replica.id });
     this.sweeper = new RunSweeper({
       db,
       dialect,
@@ -290,17 +294,22 @@ export class RunService {
     return recordDoorCall(deps, p, caller, what, call);
   }
 
-  /** POST /runs/tool-results and POST /runs/user-message: a new run that continues `body.run` (runs/continue.ts). */
+  /**
+   * POST /runs/tool-results and POST /runs/user-message: a new run that continues `body.run`
+   * (runs/continue.ts). `parent`: the run it is a child of (an agent's iteration, src/agents).
+   */
   async continueRun(
     p: Principal,
     kind: ContinuationKind,
     body: Record<string, unknown>,
     caller: CallerInfo,
+    parent?: string,
   ): Promise<Run> {
     refuseUnappliedContinuationFields(body);
     this.inFlight.starting++;
     try {
-      return await this.runTurn(p, await this.continuer.plan(p, kind, body), caller);
+      const planned = await this.continuer.plan(p, kind, body);
+      return await this.runTurn(p, parent ? { ...planned, parent } : planned, caller);
     } finally {
       this.inFlight.starting--;
     }
