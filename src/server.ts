@@ -183,7 +183,15 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
       log,
     });
     const datasets = createDatasets({ database, auth, runs: runs.runs });
-    const agents = createAgents({ config, database, interactions, runs, objects });
+    const agents = createAgents({
+      config,
+      database,
+      interactions,
+      runs,
+      objects,
+      encryptionKey: keys.encryption,
+      outbound,
+    });
     const media = new MediaService({ objects: objects.objects, blobs: blobs.blobs, bounds: config.media });
     // A project's deletion asks each feature to delete its rows; its keys and its row go last.
     for (const deleteRows of [

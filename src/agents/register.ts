@@ -14,7 +14,10 @@ import type { Objects } from '../objects/register.ts';
 import { AgentStore } from './store.ts';
 import { AgentTools } from './tools.ts';
 import { AgentRunner } from './runner.ts';
-import { agentRoutes } from './routes.ts';
+import { agentRoutes, mcpServerRoutes } from './routes.ts';
+import { McpServers } from './mcp-servers.ts';
+import { McpTools } from './mcp-tools.ts';
+import type { Outbound } from '../providers/outbound.ts';
 import type { BuiltinSources } from './builtin-tools.ts';
 
 export interface AgentsDeps {
@@ -23,6 +26,10 @@ export interface AgentsDeps {
   interactions: Interactions;
   runs: Runs;
   objects: Objects;
+  /** Seals MCP servers' headers (the server secret's encryption key, as for provider keys). */
+  encryptionKey: Buffer;
+  /** Every MCP request goes through it, and so through the egress policy. */
+  outbound: Outbound;
 }
 
 export function createAgents(deps: AgentsDeps) {
@@ -58,7 +65,9 @@ export function createAgents(deps: AgentsDeps) {
       }));
     },
   };
-  const tools = new AgentTools({ runs: runs.runs, interactions: deps.interactions.interactions, builtins });
+  const servers = new McpServers(db, dialect, deps.encryptionKey, deps.outbound.policy);
+  const mcp = new McpTools(servers, deps.outbound);
+  const tools = new AgentTools({ runs: runs.runs, interactions: deps.interactions.interactions, builtins, mcp });
   const runner = new AgentRunner({
     store,
     tools,
@@ -74,7 +83,10 @@ export function createAgents(deps: AgentsDeps) {
     deleteProjectRows: (trx: Kysely<Database>, s: ProjectScope) =>
       deleteProjectRows(trx, ['agent_steps', 'agent_runs', 'mcp_servers'], s),
     /** Its routes, behind authentication. */
-    register: (authed: FastifyInstance) => authed.register(agentRoutes, { runner }),
+    async register(authed: FastifyInstance): Promise<void> {
+      await authed.register(agentRoutes, { runner });
+      await authed.register(mcpServerRoutes, { servers });
+    },
   };
 }
 

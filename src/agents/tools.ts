@@ -20,8 +20,8 @@ const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
 
 /** The MCP side (agents/mcp-tools.ts): the project's MCP tools, and a call to one. */
 export interface McpToolSource {
-  /** The tools of the project's servers, named `<server>_<tool>`. */
-  find(p: Principal, name: string): Promise<ToolRef | undefined>;
+  /** `<server>_<tool>`: that tool; `<server>`: all its tools; none when no server of the project has that name. */
+  find(p: Principal, name: string): Promise<ToolRef[]>;
   call(
     p: Principal,
     tool: ToolRef,
@@ -68,12 +68,19 @@ export class AgentTools {
       }
       if (!TOOL_NAME.test(name))
         throw new BadRequest(`tool_names: "${name}" is not a tool name (letters, digits, _ and -, at most 64)`);
-      const mcp = await this.deps.mcp?.find(p, name);
-      if (mcp) {
-        tools.push(mcp);
+      const mcp = (await this.deps.mcp?.find(p, name)) ?? [];
+      if (mcp.length) {
+        tools.push(...mcp);
         continue;
       }
       tools.push(await this.interactionTool(p, name, spec, agentInteractionId));
+    }
+    if (tools.length > MAX_TOOLS)
+      throw new BadRequest(`an agent has at most ${MAX_TOOLS} tools; ${tools.length} chosen`);
+    const seen = new Set<string>();
+    for (const t of tools) {
+      if (seen.has(t.name)) throw new BadRequest(`tool_names: two tools are named ${t.name}`);
+      seen.add(t.name);
     }
     return tools;
   }
