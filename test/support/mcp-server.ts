@@ -3,7 +3,7 @@
  * stateless Streamable HTTP transport) on a loopback port. It has a `forecast` tool
  * ({city} → "Sunny in <city>") and records each request's headers and each tool call.
  */
-import { createServer, type IncomingMessage, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { z } from 'zod';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
@@ -33,7 +33,7 @@ export async function startMcpServer(): Promise<TestMcpServer> {
     );
     return mcp;
   };
-  const http: Server = createServer(async (req, res) => {
+  const handle = async (req: IncomingMessage, res: ServerResponse) => {
     requests.push(req.headers);
     const chunks: Buffer[] = [];
     for await (const c of req) chunks.push(c as Buffer);
@@ -46,6 +46,9 @@ export async function startMcpServer(): Promise<TestMcpServer> {
     });
     await mcp.connect(transport);
     await transport.handleRequest(req, res, body);
+  };
+  const http: Server = createServer((req, res) => {
+    handle(req, res).catch(() => res.destroy());
   });
   await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
   const { port } = http.address() as AddressInfo;
