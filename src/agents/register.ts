@@ -77,7 +77,10 @@ export function createAgents(deps: AgentsDeps) {
     stepTimeoutMs: config.agentStepTimeoutMs,
     agentTimeoutMs: config.agentTimeoutMs,
   });
-  runs.setConversationStarter((p, body, caller) => runner.start(p, body, caller));
+  runs.setConversationAgents({
+    start: (p, body, caller) => runner.start(p, body, caller),
+    deliver: (p, body) => runner.deliver(p, body),
+  });
   return {
     /** Deletes its rows of a project, inside the project's deletion (auth.ownsProjectRows). */
     deleteProjectRows: (trx: Kysely<Database>, s: ProjectScope) =>

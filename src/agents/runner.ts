@@ -21,6 +21,10 @@ import type { AgentPrincipal, AgentStore, StepRow } from './store.ts';
 import type { AgentTools } from './tools.ts';
 import { nextStep, tokensOf, type ModelInput, type ModelOutput, type ToolOutput } from './plan.ts';
 import type { ToolUse } from '../providers/driver.ts';
+import { deliverMessage } from './deliver.ts';
+
+const lastAnswer = (steps: readonly StepRow[]): ModelOutput | undefined =>
+  [...steps].reverse().find((st) => st.kind === 'model')?.output as unknown as ModelOutput | undefined;
 
 const AGENT_JOB = 'agent-run';
 const CALLER: CallerInfo = { ip: '127.0.0.1', userAgent: 'orrery-agent' };
@@ -87,6 +91,14 @@ export class AgentRunner {
     return { id: runId, stop_requested: true };
   }
 
+  /** POST /runs/user-message: delivered to the agent its `run` names, if it is one (agents/deliver.ts). */
+  async deliver(p: Principal, body: Record<string, unknown>): Promise<string | undefined> {
+    return deliverMessage(this.deps.store, p, body, async (runId) => {
+      const agent = await this.deps.store.agent(scopeOf(p), runId);
+      if (agent) await this.enqueue(agent.scope, runId, agent.principal);
+    });
+  }
+
   private enqueue(s: Scope, runId: string, principal: AgentJob['principal'], delayMs?: number): Promise<void> {
     return this.deps.queue.enqueue<AgentJob>({
       kind: AGENT_JOB,
@@ -116,8 +128,12 @@ export class AgentRunner {
       if (signal.aborted) throw new JobReleased();
       const fresh = await store.agent(s, id);
       if (!fresh) return;
-      if (fresh.stopRequested || (await runs.delegated.cancelRequested(id)))
+      if (fresh.stopRequested || (await runs.delegated.cancelRequested(id))) {
+        // An interactive agent stopped while it waits for its user has ended its chat: completed.
+        const waiting = steps.at(-1)?.kind === 'wait' && steps.at(-1)?.status === 'started';
+        if (waiting) return this.end(s, id, steps, undefined, lastAnswer(steps));
         return this.end(s, id, steps, { code: 'cancelled', message: 'the agent was stopped between its steps' });
+      }
       const left = Date.parse(fresh.deadlineAt) - Date.now();
       if (left <= 0)
         return this.end(s, id, steps, {

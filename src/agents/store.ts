@@ -171,14 +171,20 @@ export class AgentStore {
     return Number(r.numUpdatedRows) === 1;
   }
 
-  /** The checkpoint after a step: its outcome. */
-  async finish(runId: string, seq: number, status: 'done' | 'failed', output: Record<string, unknown>): Promise<void> {
-    await this.db
+  /** The checkpoint after a step: its outcome; false when the step had already ended. */
+  async finish(
+    runId: string,
+    seq: number,
+    status: 'done' | 'failed',
+    output: Record<string, unknown>,
+  ): Promise<boolean> {
+    const r = await this.db
       .updateTable('agent_steps')
       .set({ status, output: this.d.toJson(output) as string, ended_at: nowIso() })
       .where('run_id', '=', runId)
       .where('seq', '=', seq)
       .where('status', '=', 'started')
-      .execute();
+      .executeTakeFirst();
+    return Number(r.numUpdatedRows) === 1;
   }
 }

@@ -40,8 +40,13 @@ const AsyncExecutionResult = Type.Object({
 /** The vectors of a run's creation answer, written by http/vector-json.ts rather than number by number. */
 const RUN_VECTORS = ['input_embedding', 'result_embedding'] as const;
 
-/** Starts an agent (`type: "conversation"` on POST /execute/async, src/agents): its run's id. */
-export type ConversationStarter = (p: Principal, body: Record<string, unknown>, caller: CallerInfo) => Promise<string>;
+/** Agents (src/agents), once set: `type: "conversation"` on POST /execute/async, and their user messages. */
+export interface ConversationAgents {
+  /** Starts an agent: its run's id. */
+  start(p: Principal, body: Record<string, unknown>, caller: CallerInfo): Promise<string>;
+  /** A user message for the agent `body.run` names: its run's id; undefined when it names no agent. */
+  deliver(p: Principal, body: Record<string, unknown>): Promise<string | undefined>;
+}
 
 export const runRoutes: FastifyPluginAsyncTypebox<{
   runs: RunService;
@@ -49,7 +54,7 @@ export const runRoutes: FastifyPluginAsyncTypebox<{
   metrics: Metrics;
   exporter: RunExporter;
   /** Absent: `type: "conversation"` is refused as before. */
-  conversations: () => ConversationStarter | undefined;
+  conversations: () => ConversationAgents | undefined;
 }> = async (app, { runs, finder, metrics, exporter, conversations }) => {
   const caller = (req: { ip: string; headers: Record<string, unknown> }) => ({
     ip: req.ip,
@@ -103,7 +108,7 @@ export const runRoutes: FastifyPluginAsyncTypebox<{
       const body = req.body as Record<string, unknown>;
       const agents = body.type === 'conversation' ? conversations() : undefined;
       if (agents) {
-        const runId = await agents(principalOf(req), body, caller(req));
+        const runId = await agents.start(principalOf(req), body, caller(req));
         return { runId, workflowId: runId };
       }
       const { input, extras } = asyncRequestOf(body);
@@ -134,15 +139,20 @@ export const runRoutes: FastifyPluginAsyncTypebox<{
           tags: ['runs'],
           summary,
           body,
-          response: { 200: Type.Ref('Run'), ...errorResponses(400, 401, 404, 409, 413, 502) },
+          response: {
+            // A message for a waiting agent (src/agents) is answered at once with the agent's run.
+            200: kind === 'user-message' ? Type.Union([AsyncExecutionResult, Type.Ref('Run')]) : Type.Ref('Run'),
+            ...errorResponses(400, 401, 404, 409, 413, 502),
+          },
         },
       },
-      async (req, reply) =>
-        sendWithVectors(
-          reply,
-          await runs.continueRun(principalOf(req), kind, req.body as Record<string, unknown>, caller(req)),
-          RUN_VECTORS,
-        ),
+      async (req, reply) => {
+        const body = req.body as Record<string, unknown>;
+        const agents = kind === 'user-message' ? conversations() : undefined;
+        const agentRun = agents ? await agents.deliver(principalOf(req), body) : undefined;
+        if (agentRun) return { runId: agentRun, workflowId: agentRun };
+        return sendWithVectors(reply, await runs.continueRun(principalOf(req), kind, body, caller(req)), RUN_VECTORS);
+      },
     );
   }
 

@@ -156,6 +156,60 @@ for (const dialect of TEST_DIALECTS) {
       assert.match(other.body.message, /only stop/);
     });
 
+    it('an interactive agent waits between turns; a user message naming it is delivered and answered at once', async () => {
+      const client = srv.client();
+      const { runId } = await client.interactions.executeAsync({
+        type: 'conversation',
+        interaction: 'Planner',
+        data: { city: 'Quito' },
+        tool_names: ['Weather'],
+        interactive: true,
+      } as never);
+      /** Sends the message once the agent waits (a 409 says it is still running its turn). */
+      const send = async (message: string) => {
+        for (;;) {
+          const r = await srv.api('POST', '/api/v1/runs/user-message', { run: runId, message });
+          if (r.status !== 409) return r;
+          assert.match(r.body.message, /running/);
+          await sleep(50);
+        }
+      };
+      const answered = await send('And in Lima?');
+      assert.equal(answered.status, 200, JSON.stringify(answered.body));
+      assert.deepEqual(answered.body, { runId, workflowId: runId });
+      // Its first turn (model, tool, model) ended before the message; the message starts a second.
+      assert.equal((await srv.api('GET', `/api/v1/runs/${runId}`)).body.status, 'processing');
+      const twice = await send('x'); // delivered once the second turn waits again
+      assert.equal(twice.status, 200);
+      const bad = await srv.api('POST', '/api/v1/runs/user-message', {
+        run: runId,
+        message: 'y',
+        tools: [{ name: 't', description: 'd', input_schema: { type: 'object' } }],
+      });
+      assert.equal(bad.status, 400);
+      assert.match(bad.body.message, /tools does not apply/);
+      // Wait for the third turn to wait, then stop: a waiting chat that is stopped has completed.
+      for (;;) {
+        const kids = await children(runId);
+        if (kids.filter((k) => k.interaction?.name === 'Planner' && k.status === 'completed').length === 6) break;
+        await sleep(50);
+      }
+      const stop = await srv.api('POST', `/api/v1/agents/${runId}/signal/stop`, {});
+      assert.equal(stop.status, 200);
+      const run = await ended(runId);
+      assert.equal(run.status, 'completed', JSON.stringify(run.error));
+      assert.match(run.result.map((r: { value: string }) => r.value).join(''), /^Weather: Weather in /);
+      const turns = (await children(runId)).filter((k) => k.interaction?.name === 'Planner');
+      const prompts = await Promise.all(turns.map(async (k) => (await srv.api('GET', `/api/v1/runs/${k.id}`)).body));
+      assert.ok(
+        prompts.some((r) => JSON.stringify(r.prompt).includes('And in Lima?')),
+        'the message reached the model as a user turn',
+      );
+      const late = await srv.api('POST', '/api/v1/runs/user-message', { run: runId, message: 'late' });
+      assert.equal(late.status, 409);
+      assert.match(late.body.message, /ended/);
+    });
+
     it('refuses by name the fields it does not apply, unknown tools and out-of-bound iterations, before anything runs', async () => {
       const base = { type: 'conversation', interaction: 'Planner', data: { city: 'x' } };
       const cases: Array<[Record<string, unknown>, RegExp]> = [
