@@ -76,8 +76,11 @@ export class McpServers {
     const name = this.readName(input.name);
     const url = this.readUrl(input.url);
     const headers = readHeaders(input.headers ?? undefined);
-    const count = await this.rows(s)
+    const count = await this.db
+      .selectFrom('mcp_servers')
       .select((eb) => eb.fn.countAll().as('n'))
+      .where('account_id', '=', s.account)
+      .where('project_id', '=', s.project)
       .executeTakeFirst();
     if (Number((count as { n?: unknown } | undefined)?.n ?? 0) >= MAX_MCP_SERVERS)
       throw new Conflict(`a project has at most ${MAX_MCP_SERVERS} MCP servers: delete one first`);

@@ -59,7 +59,8 @@ export class AgentRunner {
     const spec = readAgentPayload(body);
     const ix = await this.deps.interactions.resolveSelector(p, spec.interaction);
     spec.tools = await this.deps.tools.resolve(p, spec, ix.parent ?? ix.id);
-    // The job carries what the agent was asked; its first run writes the agent's row from it.
+    // The job carries what the agent was asked, so it can write the agent's row itself.
+    const deadlineAt = new Date(Date.now() + this.deps.agentTimeoutMs).toISOString();
     const run = await this.deps.runs.executeAsync(
       p,
       {
@@ -73,10 +74,14 @@ export class AgentRunner {
         notifyEndpoints: [],
         job: {
           kind: AGENT_JOB,
-          payload: { spec, deadlineAt: new Date(Date.now() + this.deps.agentTimeoutMs).toISOString() },
+          payload: { spec, deadlineAt },
         },
       },
     );
+    // The agent's row before the answer, so a user message right after it finds the agent; the
+    // job writes it too, in case this process stopped between the two.
+    const { account, project, keyId, role, via } = p;
+    await this.deps.store.insertAgent(scopeOf(p), run.id, spec, deadlineAt, { account, project, keyId, role, via });
     return run.id;
   }
 

@@ -71,6 +71,8 @@ export class AgentStore {
         created_at: now,
         updated_at: now,
       })
+      // Written by the start and, if that did not get to it, by the agent's first job.
+      .onConflict((oc) => oc.column('run_id').doNothing())
       .execute();
   }
 
