@@ -6,7 +6,7 @@ import type { Principal } from '../auth/principal.ts';
 import type { ToolRef } from './spec.ts';
 
 /** The largest text a tool answers to the model, in characters (longer is cut, with a marker). */
-export const MAX_TOOL_RESULT = 32_000;
+const MAX_TOOL_RESULT = 32_000;
 const MAX_HITS = 20;
 
 /** What a built-in tool reads through: the features' services, as the routes call them. */

@@ -9,7 +9,7 @@ import { BadRequest, Conflict } from '../util/errors.ts';
 import type { AgentStore } from './store.ts';
 
 /** The longest user message an agent is given, in characters (docs/reference/limits.md). */
-export const MAX_AGENT_MESSAGE = 256 * 1024;
+const MAX_AGENT_MESSAGE = 256 * 1024;
 
 const isEmpty = (v: unknown) =>
   v === undefined ||

@@ -14,7 +14,7 @@ import { BadRequest, Conflict, NotFound } from '../util/errors.ts';
 import { checkEndpointLiteral, EgressRefused, type EgressPolicy } from '../providers/egress.ts';
 
 /** A project's MCP servers at most (docs/reference/limits.md). */
-export const MAX_MCP_SERVERS = 50;
+const MAX_MCP_SERVERS = 50;
 const MAX_HEADERS = 20;
 const MAX_HEADER_VALUE = 8192;
 const MAX_URL = 2048;

@@ -14,7 +14,7 @@ import type { AgentSpec } from './spec.ts';
 import type { StepKind, StepRow } from './store.ts';
 
 /** A step in flight at a crash runs at most this many times in all. */
-export const MAX_STEP_STARTS = 2;
+const MAX_STEP_STARTS = 2;
 
 export interface ModelOutput {
   run: string;

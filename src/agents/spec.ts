@@ -9,7 +9,7 @@ import { readStripOptions, type StripOptions } from '../conversations/strip.ts';
 /** Vertesia's default when max_iterations is absent or <= 0. */
 const DEFAULT_MAX_ITERATIONS = 20;
 /** The most iterations (model calls) one agent may make (docs/reference/limits.md). */
-export const MAX_ITERATIONS = 100;
+const MAX_ITERATIONS = 100;
 /** The most tool names a payload may carry, and tools an agent may be given. */
 export const MAX_TOOLS = 64;
 const MAX_TOOL_NAME = 64;

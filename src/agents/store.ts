@@ -14,7 +14,7 @@ type Db = Kysely<Database>;
 
 export type AgentState = 'running' | 'waiting' | 'ended';
 export type StepKind = 'model' | 'tool' | 'wait';
-export type StepStatus = 'started' | 'done' | 'failed';
+type StepStatus = 'started' | 'done' | 'failed';
 
 /** Who started the agent: its steps run as them. */
 export type AgentPrincipal = Pick<Principal, 'account' | 'project' | 'keyId' | 'role' | 'via'>;

@@ -136,7 +136,7 @@ export class AgentTools {
 }
 
 /** The names an agent gets: the defaults, replaced by unsigned names, plus `+`, minus `-` and the excluded. */
-export function chosenNames(defaults: string[], asked: string[] | undefined, excluded: string[]): string[] {
+function chosenNames(defaults: string[], asked: string[] | undefined, excluded: string[]): string[] {
   const plain = (asked ?? []).filter((n) => !n.startsWith('+') && !n.startsWith('-'));
   const chosen = new Set(plain.length > 0 ? plain : defaults);
   for (const n of asked ?? []) {

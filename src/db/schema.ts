@@ -320,7 +320,7 @@ export interface JobTable {
 
 /** Runs started by POST /execute/async (0030): their durable checkpoint; see src/runs/async.ts. */
 /** An agent (0031, src/agents): its run is `run_id`; `spec` is what it was asked, as JSON. */
-export interface AgentRunTable {
+interface AgentRunTable {
   run_id: string;
   account_id: string;
   project_id: string;
@@ -335,7 +335,7 @@ export interface AgentRunTable {
 }
 
 /** A step of an agent (0031): a model call, a tool call or a wait, written before and after it. */
-export interface AgentStepTable {
+interface AgentStepTable {
   run_id: string;
   seq: number;
   account_id: string;
@@ -354,7 +354,7 @@ export interface AgentStepTable {
 }
 
 /** A remote MCP server of a project (0031): its headers sealed with the server secret. */
-export interface McpServerTable {
+interface McpServerTable {
   id: string;
   account_id: string;
   project_id: string;
