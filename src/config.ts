@@ -79,6 +79,10 @@ export interface Config {
   asyncConcurrency: number;
   /** Visibility timeout of a running async run's job, in milliseconds (a dead replica's is taken over at its heartbeat's end too). */
   asyncLeaseMs: number;
+  /** Longest step of an agent (a model or tool call), in milliseconds (ORRERY_AGENT_STEP_TIMEOUT, seconds). */
+  agentStepTimeoutMs: number;
+  /** Longest life of an agent, waits included, in milliseconds (ORRERY_AGENT_TIMEOUT, seconds). */
+  agentTimeoutMs: number;
   /** Longest wait of GET …/renditions/:format?block_on_generation=true, in milliseconds. */
   renditionWaitMs: number;
   /** Time budget of heavy reads: PostgreSQL statement timeout, SQLite reader-thread deadline (ORRERY_QUERY_TIMEOUT, seconds; db/read-budget.ts). */
@@ -262,6 +266,8 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     jobMaxAttempts: overrides.jobMaxAttempts ?? int(env, 'ORRERY_JOB_ATTEMPTS', 5, 1, 100),
     asyncConcurrency: overrides.asyncConcurrency ?? int(env, 'ORRERY_ASYNC_CONCURRENCY', 16, 1, 1024),
     asyncLeaseMs: overrides.asyncLeaseMs ?? seconds(env, 'ORRERY_ASYNC_LEASE', 10, 0.1, 3600),
+    agentStepTimeoutMs: overrides.agentStepTimeoutMs ?? seconds(env, 'ORRERY_AGENT_STEP_TIMEOUT', 300, 0.1, 86_400),
+    agentTimeoutMs: overrides.agentTimeoutMs ?? seconds(env, 'ORRERY_AGENT_TIMEOUT', 3600, 1, 30 * 86_400),
     renditionWaitMs: overrides.renditionWaitMs ?? seconds(env, 'ORRERY_RENDITION_WAIT', 30, 0, 600),
     queryTimeoutMs: overrides.queryTimeoutMs ?? seconds(env, 'ORRERY_QUERY_TIMEOUT', 5, 0.001, 3600),
     queryMaxReadBytes: overrides.queryMaxReadBytes ?? byteSize(env, 'ORRERY_QUERY_MAX_READ', 2 * 1024 ** 3),

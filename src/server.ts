@@ -49,6 +49,7 @@ import { createDatasets, type Datasets } from './datasets/register.ts';
 import { createScores, type Scores } from './scores/register.ts';
 import { createEvaluators, type Evaluators } from './evaluators/register.ts';
 import { outputOf } from './evaluators/service.ts';
+import { createAgents, type Agents } from './agents/register.ts';
 import { deleteProjectJobs } from './jobs/store.ts';
 import type { EmbeddingService } from './embeddings/service.ts';
 import { systemPrincipal } from './embeddings/settings.ts';
@@ -222,6 +223,15 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
         },
       }),
     });
+    const agents = createAgents({
+      config,
+      database,
+      interactions,
+      runs,
+      objects,
+      encryptionKey: keys.encryption,
+      outbound,
+    });
     const media = new MediaService({ objects: objects.objects, blobs: blobs.blobs, bounds: config.media });
     // A project's deletion asks each feature to delete its rows; its keys and its row go last.
     for (const deleteRows of [
@@ -233,6 +243,7 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
       blobs.deleteProjectRows,
       runs.deleteProjectRows,
       interactions.deleteProjectRows,
+      agents.deleteProjectRows,
     ])
       auth.ownsProjectRows(deleteRows);
     /** Checks behind GET /ready; features with an external dependency (blob storage) add theirs. */
@@ -267,6 +278,7 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
       datasets,
       scores,
       evaluators,
+      agents,
     });
     // The OpenAI-compatible door at /v1 (src/doors/openai), with its own error shape.
     await createOpenAIDoor({ database, auth, limiter, interactions, runs, log }).register(app);
@@ -371,6 +383,7 @@ interface ApiParts {
   datasets: Datasets;
   scores: Scores;
   evaluators: Evaluators;
+  agents: Agents;
 }
 
 /**
@@ -391,6 +404,7 @@ async function registerApi(app: FastifyInstance, parts: ApiParts): Promise<void>
     datasets,
     scores,
     evaluators,
+    agents,
   } = parts;
   const { db, dialect } = parts.database;
   await app.register(
@@ -423,6 +437,7 @@ async function registerApi(app: FastifyInstance, parts: ApiParts): Promise<void>
         await datasets.register(authed);
         await scores.register(authed);
         await evaluators.register(authed);
+        await agents.register(authed);
         await authed.register(collectionRoutes, {
           collections: new CollectionService({
             db,

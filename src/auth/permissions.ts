@@ -157,6 +157,12 @@ export const ROUTE_PERMISSIONS: Record<string, Needed> = table<Needed>({
 
   'POST /execute': 'interaction:execute',
   'POST /execute/async': 'interaction:execute',
+  'POST /agents/:id/signal/:signal': 'interaction:execute',
+  'GET /mcp-servers': 'environment:read',
+  'GET /mcp-servers/:id': 'environment:read',
+  'POST /mcp-servers': 'environment:admin',
+  'PUT /mcp-servers/:id': 'environment:admin',
+  'DELETE /mcp-servers/:id': 'environment:admin',
   'POST /runs': 'interaction:execute',
   'POST /runs/tool-results': 'interaction:execute',
   'POST /runs/user-message': 'interaction:execute',

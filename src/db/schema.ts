@@ -319,6 +319,54 @@ export interface JobTable {
 }
 
 /** Runs started by POST /execute/async (0030): their durable checkpoint; see src/runs/async.ts. */
+/** An agent (0031, src/agents): its run is `run_id`; `spec` is what it was asked, as JSON. */
+interface AgentRunTable {
+  run_id: string;
+  account_id: string;
+  project_id: string;
+  spec: unknown;
+  /** `running`, `waiting` (an interactive agent between turns) or `ended`. */
+  state: string;
+  /** 1 once it was asked to stop. */
+  stop_requested: number;
+  deadline_at: string;
+  created_at: string;
+  updated_at: string;
+}
+
+/** A step of an agent (0031): a model call, a tool call or a wait, written before and after it. */
+interface AgentStepTable {
+  run_id: string;
+  seq: number;
+  account_id: string;
+  project_id: string;
+  /** `model`, `tool` or `wait`. */
+  kind: string;
+  /** `started`, `done` or `failed`. */
+  status: string;
+  /** How many times it was started (a step in flight at a crash runs at most twice). */
+  attempts: number;
+  idempotency_key: string;
+  input: unknown;
+  output: unknown;
+  started_at: string;
+  ended_at: string | null;
+}
+
+/** A remote MCP server of a project (0031): its headers sealed with the server secret. */
+interface McpServerTable {
+  id: string;
+  account_id: string;
+  project_id: string;
+  name: string;
+  url: string;
+  headers_enc: string | null;
+  /** The names of its headers (their values only in headers_enc). */
+  header_names: unknown;
+  created_at: string;
+  updated_at: string;
+}
+
 export interface AsyncRunTable {
   run_id: string;
   account_id: string;
@@ -431,6 +479,9 @@ export interface Database {
   usage_counters: UsageCounterTable;
   jobs: JobTable;
   async_runs: AsyncRunTable;
+  agent_runs: AgentRunTable;
+  agent_steps: AgentStepTable;
+  mcp_servers: McpServerTable;
   object_renditions: ObjectRenditionTable;
   vectors: VectorTable;
   collections: CollectionTable;

@@ -45,6 +45,8 @@ export interface AsyncRunPayload {
 /** What POST /execute/async records besides the run. */
 export interface AsyncExtras {
   notifyEndpoints: readonly string[];
+  /** Another feature's job executes the run instead (an agent, src/agents): its kind and payload. */
+  job?: { kind: string; payload: Record<string, unknown> };
 }
 
 export interface AsyncRunnerDeps {
@@ -78,12 +80,13 @@ export class AsyncRunner {
     const { db, dialect, queue } = this.deps;
     const scope = { account: row.account_id, project: row.project_id };
     const principal = { account: p.account, project: p.project, keyId: p.keyId, role: p.role, via: p.via };
-    this.plans.set(row.id, plan);
+    if (!extras.job) this.plans.set(row.id, plan);
+    const job = extras.job ?? { kind: ASYNC_RUN_JOB, payload: {} };
     try {
       await db.transaction().execute(async (trx) => {
         await insertAsyncRun(trx, dialect, scope, row.id, extras.notifyEndpoints);
         await queue.enqueue<AsyncRunPayload>(
-          { kind: ASYNC_RUN_JOB, scope, subject: row.id, payload: { principal } },
+          { kind: job.kind, scope, subject: row.id, payload: { ...job.payload, principal } },
           trx,
         );
       });

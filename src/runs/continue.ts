@@ -62,6 +62,8 @@ export interface PlannedTurn {
   turn: number;
   /** The run this turn continues; none for a conversation's first turn. */
   previousRun?: string;
+  /** The run this turn is a child of (an agent's run); none for a caller's continuation. */
+  parent?: string;
   /** The history before this turn is not stored: it continues only from the conversation passed back. */
   restricted: boolean;
   stripOptions?: StripOptions;
@@ -225,7 +227,7 @@ export function planTurn(p: Principal, caller: CallerInfo, planned: PlannedTurn)
     environment_id: env.dto.id,
     model_id: model,
     status: planned.stream ? 'created' : 'processing',
-    parent_id: null,
+    parent_id: planned.parent ?? null,
     tags: planned.tags,
     doc,
     executor: null,

@@ -28,7 +28,7 @@ import { StreamHub } from './stream-hub.ts';
 import { RunRetention } from './retention.ts';
 import { RunFinder } from './find.ts';
 import { RunExporter, type RunScores } from './export.ts';
-import { runRoutes } from './routes.ts';
+import { runRoutes, type ConversationAgents } from './routes.ts';
 import { retentionRoutes } from './retention-routes.ts';
 import { deleteProjectRuns, type Db } from './store.ts';
 import type { ProjectScope } from '../db/project-rows.ts';
@@ -125,9 +125,16 @@ export function createRuns(deps: RunsDeps) {
     whenStored: () => runs.whenStored(),
   });
   const timers: NodeJS.Timeout[] = [];
+  let conversations: ConversationAgents | undefined;
 
   return {
     runs,
+    /** The durable queue of async runs: agents (src/agents) register their job on it. */
+    asyncQueue,
+    /** `type: "conversation"` on POST /execute/async goes to the agents (src/agents), once they are set. */
+    setConversationAgents(agents: ConversationAgents): void {
+      conversations = agents;
+    },
     retention,
     /** Deletes its rows of a project, inside the project's deletion (auth.ownsProjectRows). */
     deleteProjectRows: (trx: Db, s: ProjectScope) => deleteProjectRuns(trx, dialect, s),
@@ -142,6 +149,7 @@ export function createRuns(deps: RunsDeps) {
         metrics,
         exporter: new RunExporter(db, dialect, undefined, deps.scores),
         ...(deps.scores ? { scoresOf: deps.scores } : {}),
+        conversations: () => conversations,
       });
     },
     registerRetention: (authed: FastifyInstance) => authed.register(retentionRoutes, { retention }),

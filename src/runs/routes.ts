@@ -26,7 +26,8 @@ import {
 } from './schemas.ts';
 import type { RunExporter, RunScores } from './export.ts';
 import { populateOf, type RunFinder } from './find.ts';
-import { scopeOf } from '../auth/principal.ts';
+import { scopeOf, type Principal } from '../auth/principal.ts';
+import type { CallerInfo } from './plan.ts';
 import type { Metrics } from '../http/metrics.ts';
 import { AsyncExecuteBody, asyncRequestOf } from './async-payload.ts';
 
@@ -39,6 +40,14 @@ const AsyncExecutionResult = Type.Object({
 /** The vectors of a run's creation answer, written by http/vector-json.ts rather than number by number. */
 const RUN_VECTORS = ['input_embedding', 'result_embedding'] as const;
 
+/** Agents (src/agents), once set: `type: "conversation"` on POST /execute/async, and their user messages. */
+export interface ConversationAgents {
+  /** Starts an agent: its run's id. */
+  start(p: Principal, body: Record<string, unknown>, caller: CallerInfo): Promise<string>;
+  /** A user message for the agent `body.run` names: its run's id; undefined when it names no agent. */
+  deliver(p: Principal, body: Record<string, unknown>): Promise<string | undefined>;
+}
+
 export const runRoutes: FastifyPluginAsyncTypebox<{
   runs: RunService;
   finder: RunFinder;
@@ -46,7 +55,9 @@ export const runRoutes: FastifyPluginAsyncTypebox<{
   exporter: RunExporter;
   /** The latest scores of runs (src/scores), answered with a run. */
   scoresOf?: RunScores;
-}> = async (app, { runs, finder, metrics, exporter, scoresOf }) => {
+  /** Absent: `type: "conversation"` is refused as before. */
+  conversations: () => ConversationAgents | undefined;
+}> = async (app, { runs, finder, metrics, exporter, scoresOf, conversations }) => {
   const caller = (req: { ip: string; headers: Record<string, unknown> }) => ({
     ip: req.ip,
     userAgent: req.headers['user-agent'] as string | undefined,
@@ -96,7 +107,13 @@ export const runRoutes: FastifyPluginAsyncTypebox<{
       },
     },
     async (req) => {
-      const { input, extras } = asyncRequestOf(req.body as Record<string, unknown>);
+      const body = req.body as Record<string, unknown>;
+      const agents = body.type === 'conversation' ? conversations() : undefined;
+      if (agents) {
+        const runId = await agents.start(principalOf(req), body, caller(req));
+        return { runId, workflowId: runId };
+      }
+      const { input, extras } = asyncRequestOf(body);
       const run = await runs.executeAsync(principalOf(req), input, caller(req), extras);
       return { runId: run.id, workflowId: run.id };
     },
@@ -124,15 +141,20 @@ export const runRoutes: FastifyPluginAsyncTypebox<{
           tags: ['runs'],
           summary,
           body,
-          response: { 200: Type.Ref('Run'), ...errorResponses(400, 401, 404, 409, 413, 502) },
+          response: {
+            // A message for a waiting agent (src/agents) is answered at once with the agent's run.
+            200: kind === 'user-message' ? Type.Union([AsyncExecutionResult, Type.Ref('Run')]) : Type.Ref('Run'),
+            ...errorResponses(400, 401, 404, 409, 413, 502),
+          },
         },
       },
-      async (req, reply) =>
-        sendWithVectors(
-          reply,
-          await runs.continueRun(principalOf(req), kind, req.body as Record<string, unknown>, caller(req)),
-          RUN_VECTORS,
-        ),
+      async (req, reply) => {
+        const body = req.body as Record<string, unknown>;
+        const agents = kind === 'user-message' ? conversations() : undefined;
+        const agentRun = agents ? await agents.deliver(principalOf(req), body) : undefined;
+        if (agentRun) return { runId: agentRun, workflowId: agentRun };
+        return sendWithVectors(reply, await runs.continueRun(principalOf(req), kind, body, caller(req)), RUN_VECTORS);
+      },
     );
   }
 

@@ -77,6 +77,7 @@ import { runEndOf, runStartOf } from '../telemetry/runs.ts';
 import type { JobQueue } from '../jobs/queue.ts';
 import { AsyncRunner, type AsyncExtras } from './async.ts';
 import { mergedPromptSchema, paramsSchemaOf } from '../interactions/params-schema.ts';
+import { DelegatedRuns } from './delegated-runs.ts';
 
 export type { CallerInfo, RunCreateInput } from './plan.ts';
 
@@ -141,6 +142,8 @@ export class RunService {
   private readonly telemetry: Telemetry;
   private readonly media: RunMediaHook | undefined;
   private readonly asyncRunner: AsyncRunner | undefined;
+  /** Runs another feature's job executes (agents): claimed and ended there (runs/delegated-runs.ts). */
+  readonly delegated: DelegatedRuns;
 
   constructor(deps: RunServiceDeps) {
     const { db, dialect, notifier, metrics, replica } = deps;
@@ -228,6 +231,7 @@ export class RunService {
           execute: (row, doc, plan, live) => this.execute(row, doc, plan, live),
         })
       : undefined;
+    this.delegated = new DelegatedRuns({ db, dialect, writer, signals, hub: deps.hub, replicaId: replica.id });
     this.sweeper = new RunSweeper({
       db,
       dialect,
@@ -291,17 +295,22 @@ export class RunService {
     return recordDoorCall(deps, p, caller, what, call);
   }
 
-  /** POST /runs/tool-results and POST /runs/user-message: a new run that continues `body.run` (runs/continue.ts). */
+  /**
+   * POST /runs/tool-results and POST /runs/user-message: a new run that continues `body.run`
+   * (runs/continue.ts). `parent`: the run it is a child of (an agent's iteration, src/agents).
+   */
   async continueRun(
     p: Principal,
     kind: ContinuationKind,
     body: Record<string, unknown>,
     caller: CallerInfo,
+    parent?: string,
   ): Promise<Run> {
     refuseUnappliedContinuationFields(body);
     this.inFlight.starting++;
     try {
-      return await this.runTurn(p, await this.continuer.plan(p, kind, body), caller);
+      const planned = await this.continuer.plan(p, kind, body);
+      return await this.runTurn(p, parent ? { ...planned, parent } : planned, caller);
     } finally {
       this.inFlight.starting--;
     }

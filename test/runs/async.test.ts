@@ -137,7 +137,7 @@ for (const dialect of TEST_DIALECTS) {
       const count = async () => (await db.selectFrom('async_runs').select('run_id').execute()).length;
       const before = await count();
       const cases: Array<[Record<string, unknown>, number, RegExp]> = [
-        [{ ...base, type: 'conversation' }, 400, /type must be "interaction"/],
+        [{ ...base, type: 'workflow' }, 400, /type must be "interaction"/],
         [{ interaction: 'AsyncEcho' }, 400, /"type"/],
         [{ type: 'interaction' }, 400, /interaction/],
         [{ ...base, interaction: 'NoSuchInteraction' }, 404, /NoSuchInteraction/],
