@@ -152,6 +152,7 @@ export const ROUTE_PERMISSIONS: Record<string, Needed> = table<Needed>({
 
   'POST /execute': 'interaction:execute',
   'POST /execute/async': 'interaction:execute',
+  'POST /workflows/runs/:workflowId/:runId/actions/cancel': 'interaction:execute',
   'POST /runs': 'interaction:execute',
   'POST /runs/tool-results': 'interaction:execute',
   'POST /runs/user-message': 'interaction:execute',

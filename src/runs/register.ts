@@ -29,6 +29,7 @@ import { RunRetention } from './retention.ts';
 import { RunFinder } from './find.ts';
 import { RunExporter } from './export.ts';
 import { runRoutes } from './routes.ts';
+import { asyncRunRoutes } from './async-routes.ts';
 import { retentionRoutes } from './retention-routes.ts';
 import { deleteProjectRuns, type Db } from './store.ts';
 import type { ProjectScope } from '../db/project-rows.ts';
@@ -51,6 +52,8 @@ export interface RunsDeps {
   deleteObjects: (s: Scope, ids: string[]) => Promise<unknown>;
   /** Media inputs as prompt parts (src/media). */
   media?: RunMediaHook;
+  /** Told once an async run ended (src/events); called once requests arrive. */
+  onAsyncEnded?: (s: Scope, runId: string) => Promise<void>;
 }
 
 export function createRuns(deps: RunsDeps) {
@@ -110,6 +113,12 @@ export function createRuns(deps: RunsDeps) {
     writer: runWriter,
     intents,
     asyncQueue,
+    asyncTimeouts: {
+      stepMs: config.asyncStepTimeoutMs,
+      runMs: config.asyncRunTimeoutMs,
+      cancelPollMs: config.asyncCancelPollMs,
+    },
+    ...(deps.onAsyncEnded ? { onAsyncEnded: deps.onAsyncEnded } : {}),
     onRunEnded: (r) =>
       void limiter
         .charge(r.account, r.project, r.keyId, r.tokens, r.cost)
@@ -140,6 +149,7 @@ export function createRuns(deps: RunsDeps) {
         metrics,
         exporter: new RunExporter(db, dialect),
       });
+      await authed.register(asyncRunRoutes, { runs });
     },
     registerRetention: (authed: FastifyInstance) => authed.register(retentionRoutes, { retention }),
     /** The periodic sweeps; resolves once the runs a stopped process of this host left are failed. */
