@@ -55,6 +55,8 @@ import { ImportService } from './import/service.ts';
 import { importRoutes } from './import/routes.ts';
 import { createOpenAIDoor } from './doors/openai/register.ts';
 import { startTelemetry } from './telemetry/start.ts';
+import { createEvents, type Events } from './events/register.ts';
+import { deleteProjectEvents } from './events/store.ts';
 
 export interface Orrery {
   app: FastifyInstance;
@@ -134,6 +136,22 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
         inputs: (p, schema, data) => media.inputs(p, schema, data),
         materialize: (p, messages, sent) => media.materialize(p, messages, sent),
       },
+      // Webhooks and notify_endpoints of async runs: the events feature built below.
+      onAsyncEnded: (s, id, notify) => events.bus.runEnded(s, id, notify),
+    });
+    const events = createEvents({
+      config,
+      database,
+      outbound,
+      encryptionKey: keys.encryption,
+      replicaId: replica.id,
+      metrics,
+      log,
+      readRun: (s, id) =>
+        runs.runs.get(systemPrincipal(s), id).then(
+          (run) => run as unknown as Record<string, unknown>,
+          (err: { status?: number }) => (err?.status === 404 ? undefined : Promise.reject(err)),
+        ),
     });
     const blobs = await createBlobs({ config, database, urlKey: keys.urls });
     // Content processing and embeddings share a durable job queue (src/jobs).
@@ -189,6 +207,7 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
       embeddings.deleteProjectRows,
       content.deleteProjectRows,
       deleteProjectJobs,
+      deleteProjectEvents,
       objects.deleteProjectRows,
       blobs.deleteProjectRows,
       runs.deleteProjectRows,
@@ -225,6 +244,7 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
       blobs,
       content,
       datasets,
+      events,
     });
     // The OpenAI-compatible door at /v1 (src/doors/openai), with its own error shape.
     await createOpenAIDoor({ database, auth, limiter, interactions, runs, log }).register(app);
@@ -234,6 +254,7 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
     await app.register((await import('./console/routes.ts')).consoleRoutes, { traceUrl: config.traceUrl });
 
     await runs.start();
+    events.start();
     blobs.start(log);
     // In this order: the sweeps stop, runs and streams finish, then what they use is released.
     installShutdown(app, shutdown, async () => {
@@ -241,6 +262,7 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
       blobs.stop();
       await runs.close(Date.now() + config.shutdownTimeoutSeconds * 1000);
       await content.close();
+      await events.close();
       embeddings.close();
       await replica.stop();
       await notifier.close();
@@ -321,6 +343,7 @@ interface ApiParts {
   blobs: Blobs;
   content: Content;
   datasets: Datasets;
+  events: Events;
 }
 
 /**
@@ -358,6 +381,7 @@ async function registerApi(app: FastifyInstance, parts: ApiParts): Promise<void>
           imports: new ImportService(db, dialect, config.maxInlineJsonBytes, runs.writer),
         });
         await datasets.register(authed);
+        await parts.events.register(authed);
         await authed.register(collectionRoutes, {
           collections: new CollectionService({
             db,

@@ -69,7 +69,7 @@ export interface AsyncRunnerDeps {
   /** ORRERY_ASYNC_STEP_TIMEOUT, ORRERY_ASYNC_RUN_TIMEOUT, ORRERY_ASYNC_CANCEL_POLL (ms). */
   timeouts: { stepMs: number; runMs: number; cancelPollMs: number };
   /** Told once a run ended (and again after a crash before its job's end): events, notify_endpoints. */
-  onEnded?: (scope: Scope, runId: string) => Promise<void>;
+  onEnded?: (scope: Scope, runId: string, notifyEndpoints: readonly string[]) => Promise<void>;
   /** A run's call and finish: the run as it ended (never throws for a provider failure). */
   execute(row: RunRow, doc: RunDoc, plan: Plan, live: ChunkSink): Promise<RunRow>;
 }
@@ -228,7 +228,11 @@ export class AsyncRunner {
   /** The run ended: its listeners told (their failure is the job's, tried again). */
   private async ended(row: RunRow): Promise<void> {
     this.forget(row.id);
-    await this.deps.onEnded?.({ account: row.account_id, project: row.project_id }, row.id);
+    const { onEnded, db, dialect } = this.deps;
+    if (!onEnded) return;
+    const stored = (await getAsyncRun(db, row.id))?.notify_endpoints;
+    const endpoints = (stored ? dialect.fromJson(stored) : []) as string[];
+    await onEnded({ account: row.account_id, project: row.project_id }, row.id, endpoints);
   }
 
   private forget(id: string): void {

@@ -53,7 +53,7 @@ export interface RunsDeps {
   /** Media inputs as prompt parts (src/media). */
   media?: RunMediaHook;
   /** Told once an async run ended (src/events); called once requests arrive. */
-  onAsyncEnded?: (s: Scope, runId: string) => Promise<void>;
+  onAsyncEnded?: (s: Scope, runId: string, notifyEndpoints: readonly string[]) => Promise<void>;
 }
 
 export function createRuns(deps: RunsDeps) {
