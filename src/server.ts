@@ -23,6 +23,7 @@ import { retentionSettingsOf, type RunRetention } from './runs/retention.ts';
 import { Limiter, limitsOf } from './limits/limiter.ts';
 import { installLimits } from './limits/hook.ts';
 import { limitRoutes } from './limits/routes.ts';
+import { slotRoutes } from './limits/slot-routes.ts';
 import { authenticate } from './http/auth-hook.ts';
 import { createApp, registerProbes } from './http/app.ts';
 import { Metrics } from './http/metrics.ts';
@@ -377,6 +378,18 @@ async function registerApi(app: FastifyInstance, parts: ApiParts): Promise<void>
         await authed.register(auditRoutes, { trail: new AuditTrail(db, dialect) });
         await runs.registerRetention(authed);
         await authed.register(limitRoutes, { limiter });
+        await authed.register(slotRoutes, {
+          limiter,
+          // An id, else an endpoint selector (Name, Name@draft, …), as POST /execute takes it.
+          check: async (p, interaction, environment) => {
+            await interactions.interactions
+              .get(p, interaction)
+              .catch((err: { status?: number }) =>
+                err?.status === 404 ? interactions.interactions.resolveSelector(p, interaction) : Promise.reject(err),
+              );
+            if (environment !== undefined) await interactions.environments.get(p, environment);
+          },
+        });
         await authed.register(importRoutes, {
           imports: new ImportService(db, dialect, config.maxInlineJsonBytes, runs.writer),
         });

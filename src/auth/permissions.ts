@@ -152,6 +152,7 @@ export const ROUTE_PERMISSIONS: Record<string, Needed> = table<Needed>({
 
   'POST /execute': 'interaction:execute',
   'POST /execute/async': 'interaction:execute',
+  'POST /execute/rate-limit/request': 'interaction:execute',
   'POST /workflows/runs/:workflowId/:runId/actions/cancel': 'interaction:execute',
 
   'POST /events/subscriptions': 'project:settings_write',
