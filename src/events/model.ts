@@ -2,7 +2,7 @@
 import type { KeyRole } from '../auth/principal.ts';
 
 export const EVENT_CATEGORIES = ['content', 'workflow', 'security', 'billing', 'system', 'external'] as const;
-export type EventCategory = (typeof EVENT_CATEGORIES)[number];
+type EventCategory = (typeof EVENT_CATEGORIES)[number];
 
 /** A platform event, as Vertesia's `PlatformEvent` (the fields Orrery fills). */
 export interface PlatformEvent {

@@ -6,14 +6,14 @@ import { EVENT_CATEGORIES } from './model.ts';
 export const MAX_SUBSCRIPTIONS = 100;
 const MAX_NAME = 200;
 const MAX_DESCRIPTION = 2000;
-export const MAX_URL_LENGTH = 2048;
+const MAX_URL_LENGTH = 2048;
 const MAX_FILTER_ITEMS = 50;
 const MAX_FILTER_ITEM = 200;
 
 const item = Type.String({ minLength: 1, maxLength: MAX_FILTER_ITEM });
 const Category = Type.Union(EVENT_CATEGORIES.map((c) => Type.Literal(c)));
 
-export const FilterSchema = Type.Object(
+const FilterSchema = Type.Object(
   {
     event_category: Type.Optional(
       Type.Array(Type.Union([Category, Type.Literal('*')]), { maxItems: MAX_FILTER_ITEMS }),

@@ -237,7 +237,7 @@ function runAsRole(p: Principal, v: unknown): string {
 }
 
 /** An http(s) URL without credentials that the egress policy allows (checked again at each delivery). */
-export function checkUrl(value: string, egress: EgressPolicy, field = 'target.url'): string {
+function checkUrl(value: string, egress: EgressPolicy, field = 'target.url'): string {
   let url: URL;
   try {
     url = new URL(value);
