@@ -83,6 +83,18 @@ export interface Config {
   agentStepTimeoutMs: number;
   /** Longest life of an agent, waits included, in milliseconds (ORRERY_AGENT_TIMEOUT, seconds). */
   agentTimeoutMs: number;
+  /** Each attempt of an async run's provider call stops after this long, in milliseconds. */
+  asyncStepTimeoutMs: number;
+  /** An async run fails once this long has passed since its provider call first started, in milliseconds. */
+  asyncRunTimeoutMs: number;
+  /** How often a running async run checks whether its cancellation was asked, in milliseconds. */
+  asyncCancelPollMs: number;
+  /** Attempts of one webhook delivery (the first included) before it is recorded failed. */
+  webhookMaxAttempts: number;
+  /** The wait before a webhook delivery's first retry, in milliseconds; each retry doubles it, up to an hour. */
+  webhookRetryBaseMs: number;
+  /** How long one webhook request may take, in milliseconds. */
+  webhookTimeoutMs: number;
   /** Longest wait of GET …/renditions/:format?block_on_generation=true, in milliseconds. */
   renditionWaitMs: number;
   /** Time budget of heavy reads: PostgreSQL statement timeout, SQLite reader-thread deadline (ORRERY_QUERY_TIMEOUT, seconds; db/read-budget.ts). */
@@ -268,6 +280,12 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     asyncLeaseMs: overrides.asyncLeaseMs ?? seconds(env, 'ORRERY_ASYNC_LEASE', 10, 0.1, 3600),
     agentStepTimeoutMs: overrides.agentStepTimeoutMs ?? seconds(env, 'ORRERY_AGENT_STEP_TIMEOUT', 300, 0.1, 86_400),
     agentTimeoutMs: overrides.agentTimeoutMs ?? seconds(env, 'ORRERY_AGENT_TIMEOUT', 3600, 1, 30 * 86_400),
+    asyncStepTimeoutMs: overrides.asyncStepTimeoutMs ?? seconds(env, 'ORRERY_ASYNC_STEP_TIMEOUT', 600, 0.01, 86_400),
+    asyncRunTimeoutMs: overrides.asyncRunTimeoutMs ?? seconds(env, 'ORRERY_ASYNC_RUN_TIMEOUT', 3600, 0.01, 7 * 86_400),
+    asyncCancelPollMs: overrides.asyncCancelPollMs ?? seconds(env, 'ORRERY_ASYNC_CANCEL_POLL', 1, 0.01, 60),
+    webhookMaxAttempts: overrides.webhookMaxAttempts ?? int(env, 'ORRERY_WEBHOOK_ATTEMPTS', 8, 1, 20),
+    webhookRetryBaseMs: overrides.webhookRetryBaseMs ?? seconds(env, 'ORRERY_WEBHOOK_RETRY_BASE', 10, 0.01, 3600),
+    webhookTimeoutMs: overrides.webhookTimeoutMs ?? seconds(env, 'ORRERY_WEBHOOK_TIMEOUT', 10, 0.1, 120),
     renditionWaitMs: overrides.renditionWaitMs ?? seconds(env, 'ORRERY_RENDITION_WAIT', 30, 0, 600),
     queryTimeoutMs: overrides.queryTimeoutMs ?? seconds(env, 'ORRERY_QUERY_TIMEOUT', 5, 0.001, 3600),
     queryMaxReadBytes: overrides.queryMaxReadBytes ?? byteSize(env, 'ORRERY_QUERY_MAX_READ', 2 * 1024 ** 3),

@@ -23,6 +23,7 @@ import { retentionSettingsOf, type RunRetention } from './runs/retention.ts';
 import { Limiter, limitsOf } from './limits/limiter.ts';
 import { installLimits } from './limits/hook.ts';
 import { limitRoutes } from './limits/routes.ts';
+import { slotRoutes } from './limits/slot-routes.ts';
 import { authenticate } from './http/auth-hook.ts';
 import { createApp, registerProbes } from './http/app.ts';
 import { Metrics } from './http/metrics.ts';
@@ -62,6 +63,8 @@ import { createAnthropicDoor } from './doors/anthropic/register.ts';
 import { createResponsesDoor } from './doors/responses/register.ts';
 import { createMcpDoor } from './doors/mcp/register.ts';
 import { startTelemetry } from './telemetry/start.ts';
+import { createEvents, type Events } from './events/register.ts';
+import { deleteProjectEvents } from './events/store.ts';
 
 export interface Orrery {
   app: FastifyInstance;
@@ -155,6 +158,22 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
         materialize: (p, messages, sent) => media.materialize(p, messages, sent),
       },
       scores: scores.scores,
+      // Webhooks and notify_endpoints of async runs: the events feature built below.
+      onAsyncEnded: (s, id, notify) => events.bus.runEnded(s, id, notify),
+    });
+    const events = createEvents({
+      config,
+      database,
+      outbound,
+      encryptionKey: keys.encryption,
+      replicaId: replica.id,
+      metrics,
+      log,
+      readRun: (s, id) =>
+        runs.runs.get(systemPrincipal(s), id).then(
+          (run) => run as unknown as Record<string, unknown>,
+          (err: { status?: number }) => (err?.status === 404 ? undefined : Promise.reject(err)),
+        ),
     });
     const blobs = await createBlobs({ config, database, urlKey: keys.urls });
     // Content processing and embeddings share a durable job queue (src/jobs).
@@ -239,6 +258,7 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
       embeddings.deleteProjectRows,
       content.deleteProjectRows,
       deleteProjectJobs,
+      deleteProjectEvents,
       objects.deleteProjectRows,
       blobs.deleteProjectRows,
       runs.deleteProjectRows,
@@ -279,6 +299,7 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
       scores,
       evaluators,
       agents,
+      events,
     });
     // The OpenAI-compatible door at /v1 (src/doors/openai), with its own error shape.
     await createOpenAIDoor({ database, auth, limiter, interactions, runs, log }).register(app);
@@ -294,6 +315,7 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
     await app.register((await import('./console/routes.ts')).consoleRoutes, { traceUrl: config.traceUrl });
 
     await runs.start();
+    events.start();
     blobs.start(log);
     // In this order: the sweeps stop, runs and streams finish, then what they use is released.
     installShutdown(app, shutdown, async () => {
@@ -301,6 +323,7 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
       blobs.stop();
       await runs.close(Date.now() + config.shutdownTimeoutSeconds * 1000);
       await content.close();
+      await events.close();
       embeddings.close();
       await replica.stop();
       await notifier.close();
@@ -384,6 +407,7 @@ interface ApiParts {
   scores: Scores;
   evaluators: Evaluators;
   agents: Agents;
+  events: Events;
 }
 
 /**
@@ -431,6 +455,18 @@ async function registerApi(app: FastifyInstance, parts: ApiParts): Promise<void>
         await authed.register(auditRoutes, { trail: new AuditTrail(db, dialect) });
         await runs.registerRetention(authed);
         await authed.register(limitRoutes, { limiter });
+        await authed.register(slotRoutes, {
+          limiter,
+          // An id, else an endpoint selector (Name, Name@draft, …), as POST /execute takes it.
+          check: async (p, interaction, environment) => {
+            await interactions.interactions
+              .get(p, interaction)
+              .catch((err: { status?: number }) =>
+                err?.status === 404 ? interactions.interactions.resolveSelector(p, interaction) : Promise.reject(err),
+              );
+            if (environment !== undefined) await interactions.environments.get(p, environment);
+          },
+        });
         await authed.register(importRoutes, {
           imports: new ImportService(db, dialect, config.maxInlineJsonBytes, runs.writer),
         });
@@ -438,6 +474,7 @@ async function registerApi(app: FastifyInstance, parts: ApiParts): Promise<void>
         await scores.register(authed);
         await evaluators.register(authed);
         await agents.register(authed);
+        await parts.events.register(authed);
         await authed.register(collectionRoutes, {
           collections: new CollectionService({
             db,

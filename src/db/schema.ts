@@ -378,6 +378,48 @@ export interface AsyncRunTable {
   notify_endpoints: unknown;
   created_at: string;
   updated_at: string;
+  /** When its provider call first started (0035): its run timeout counts from there. */
+  started_at: string | null;
+  /** The reason given with its cancellation (0035). */
+  cancel_reason: string | null;
+}
+
+/** Webhook subscriptions of a project (0035, src/events). */
+export interface EventSubscriptionTable {
+  id: string;
+  account_id: string;
+  project_id: string;
+  name: string;
+  description: string | null;
+  filter: unknown;
+  url: string;
+  /** The signing key, encrypted with the server's key. */
+  secret: string;
+  run_as_role: string;
+  enabled: number;
+  created_by: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+/** One event sent to one target (0035, src/events): its id is the delivery's `webhook-id`. */
+export interface EventDeliveryTable {
+  id: string;
+  account_id: string;
+  project_id: string;
+  event_id: string;
+  /** `sub:<subscription id>` or `notify:<url>`: one delivery per event and target. */
+  target: string;
+  subscription_id: string | null;
+  url: string;
+  body: string;
+  status: 'pending' | 'delivered' | 'failed';
+  attempts: number;
+  response_status: number | null;
+  last_error: string | null;
+  created_at: string;
+  updated_at: string;
+  delivered_at: string | null;
 }
 
 /** Image renditions of objects (0005); bytes in blob storage, see src/content/renditions.ts. */
@@ -460,6 +502,8 @@ interface CollectionParentTable {
 }
 
 export interface Database {
+  event_subscriptions: EventSubscriptionTable;
+  event_deliveries: EventDeliveryTable;
   accounts: AccountTable;
   projects: ProjectTable;
   api_keys: ApiKeyTable;

@@ -122,6 +122,30 @@ export class Limiter {
     return headers;
   }
 
+  /**
+   * requestSlot (POST /execute/rate-limit/request): how long the caller should wait before it
+   * executes, from the limits of its key and project and what was used of them; 0: now. It
+   * counts nothing (the execution that follows is counted).
+   */
+  async slotDelay(p: Principal): Promise<number> {
+    const subjects = this.cachedSubjects(p.account.id, p.project.id, p.keyId) ?? (await this.subjectsOf(p));
+    const now = this.now();
+    const minute = Math.floor(now / MINUTE_MS);
+    const toNextMinute = (minute + 1) * MINUTE_MS - now;
+    let delay = 0;
+    for (const s of subjects) {
+      const { requests_per_minute: rpm, tokens_per_minute: tpm, cost_per_day: cpd } = s.limits;
+      const use = await this.read(`${s.kind}:${s.id}`, minute, dayOf(now));
+      if (
+        (rpm !== undefined && use.requests_this_minute >= rpm) ||
+        (tpm !== undefined && use.tokens_this_minute >= tpm)
+      )
+        delay = Math.max(delay, toNextMinute);
+      if (cpd !== undefined && use.cost_today >= cpd) delay = Math.max(delay, nextDay(now) - now);
+    }
+    return Math.ceil(delay);
+  }
+
   /** After a run ended: its tokens and cost count against the limits of its key and project (if they have any). */
   async charge(account: string, project: string, keyId: string | null, tokens: number, cost: number): Promise<void> {
     if (!(tokens > 0) && !(cost > 0)) return;

@@ -456,7 +456,7 @@ class Call {
 }
 
 /** The egress policy's refusal, as thrown by the connector or wrapped by undici. */
-function egressRefusal(err: unknown): EgressRefused | undefined {
+export function egressRefusal(err: unknown): EgressRefused | undefined {
   for (let e = err as { cause?: unknown } | undefined, i = 0; e && i < 4; e = e.cause as typeof e, i++) {
     if (e instanceof EgressRefused) return e;
   }

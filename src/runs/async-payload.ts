@@ -29,7 +29,8 @@ export const AsyncExecuteBody = Type.Object(
     notify_endpoints: Type.Optional(
       Type.Array(Type.String({ maxLength: MAX_URL_LENGTH }), {
         maxItems: MAX_NOTIFY_ENDPOINTS,
-        description: "http(s) URLs, each sent the run once it ended (POST, signed with the project's notify secret)",
+        description:
+          "http(s) URLs, each sent the run once it ended (POST, signed with the project's notify secret, GET /events/notify-secret; retried like webhooks)",
       }),
     ),
     include_previous_error: Type.Optional(
@@ -84,8 +85,6 @@ export function asyncRequestOf(body: Record<string, unknown>): AsyncRequest {
       `visibility ${JSON.stringify(body.visibility)} is not supported: runs are seen by the project`,
     );
   const notifyEndpoints = ((body.notify_endpoints as string[] | undefined) ?? []).map(checkUrl);
-  if (notifyEndpoints.length)
-    throw new BadRequest('notify_endpoints is not supported yet: follow the run with GET /runs/:id/stream');
   const input: RunCreateInput = {
     interaction: body.interaction as string,
     ...(body.data !== undefined ? { data: body.data } : {}),

@@ -10,7 +10,12 @@
  * - ended: nothing to do (a completed step never runs again);
  * - its call counted once and not ended: the call was in flight at the crash, and runs once more;
  * - its call counted twice: it is failed (`interrupted`) rather than called a third time.
- * A cancellation asked for before the call fails the run `cancelled` and makes no call.
+ * Cancellation (POST /workflows/runs/:workflowId/:runId/actions/cancel): a queued run is failed
+ * `cancelled` at once; a running one is stopped at its next check (every ORRERY_ASYNC_CANCEL_POLL,
+ * on whichever replica runs it), its provider call aborted. Timeouts: each attempt of the call
+ * (`step_timeout`, retried as a provider timeout) and the run from its call's first start across
+ * restarts (`run_timeout`). Once a run ended, `onEnded` is told (events, notify_endpoints) before its
+ * job is deleted, so a crash in between tells it again, and it must be idempotent.
  * The sweeps of streamed and lost runs leave these runs to their job (runs/store.ts, notAsync).
  */
 import type { Kysely } from 'kysely';
@@ -30,7 +35,10 @@ import type { StreamHub } from './stream-hub.ts';
 import type { ChunkSink } from './virtual.ts';
 import { forCreation } from './finish.ts';
 import * as store from './store.ts';
-import { countCallStart, getAsyncRun, insertAsyncRun } from './async-store.ts';
+import { cancelRequested, countCallStart, getAsyncRun, insertAsyncRun, requestCancel } from './async-store.ts';
+import { RunStopped } from './call-bounds.ts';
+import { Conflict, NotFound } from '../util/errors.ts';
+import type { Scope } from '../auth/principal.ts';
 
 const ASYNC_RUN_JOB = 'async-run';
 
@@ -60,6 +68,10 @@ export interface AsyncRunnerDeps {
   planner: RunPlanner;
   views: RunViews;
   replicaId: string;
+  /** ORRERY_ASYNC_STEP_TIMEOUT, ORRERY_ASYNC_RUN_TIMEOUT, ORRERY_ASYNC_CANCEL_POLL (ms). */
+  timeouts: { stepMs: number; runMs: number; cancelPollMs: number };
+  /** Told once a run ended (and again after a crash before its job's end): events, notify_endpoints. */
+  onEnded?: (scope: Scope, runId: string, notifyEndpoints: readonly string[]) => Promise<void>;
   /** A run's call and finish: the run as it ended (never throws for a provider failure). */
   execute(row: RunRow, doc: RunDoc, plan: Plan, live: ChunkSink): Promise<RunRow>;
 }
@@ -104,10 +116,14 @@ export class AsyncRunner {
     const row = await store.getRun(db, dialect, job.scope, id);
     const checkpoint = await getAsyncRun(db, id);
     // Gone with its project, or ended (its outcome stored before a crash took the job's deletion).
-    if (!row || !checkpoint || hasEnded(row.status)) return this.forget(id);
-    if (checkpoint.cancel_requested) return this.fail(row, CANCELLED);
+    if (!row || !checkpoint) return this.forget(id);
+    if (hasEnded(row.status)) return this.ended(row);
+    if (checkpoint.cancel_requested) return void (await this.fail(row, cancelled('before', checkpoint.cancel_reason)));
     const starts = Number(checkpoint.attempts);
-    if (starts >= MAX_CALL_STARTS) return this.fail(row, interrupted(starts));
+    if (starts >= MAX_CALL_STARTS) return void (await this.fail(row, interrupted(starts)));
+    const { stepMs, runMs, cancelPollMs } = this.deps.timeouts;
+    const deadline = (checkpoint.started_at ? Date.parse(checkpoint.started_at) : Date.now()) + runMs;
+    if (Date.now() >= deadline) return void (await this.fail(row, runTimeout(runMs)));
     inFlight.executing.add(id);
     const claimed = await writer
       .update(id, { status: 'processing', updated_at: nowIso(), executor: replicaId }, row.status)
@@ -139,14 +155,50 @@ export class AsyncRunner {
     this.plans.delete(id);
     const live = hub.open(id);
     const running: RunRow = { ...row, status: 'processing', executor: replicaId };
+    // What stops the call: the run's deadline, and its cancellation asked on any replica.
+    const stop = new AbortController();
+    const timer = setTimeout(() => stop.abort(new RunStopped(runTimeout(runMs))), deadline - Date.now());
+    const poll = setInterval(
+      () =>
+        void cancelRequested(db, id).then(
+          (asked) => asked && stop.abort(new RunStopped(cancelled('during', asked.reason))),
+          () => {}, // the database away: asked again at the next tick
+        ),
+      cancelPollMs,
+    );
     let final: RunRow;
     try {
-      final = await this.deps.execute(running, docOf(row), plan, live);
+      final = await this.deps.execute(
+        running,
+        docOf(row),
+        { ...plan, bounds: { signal: stop.signal, stepTimeoutMs: stepMs } },
+        live,
+      );
     } catch (err) {
       hub.close(id, undefined);
       throw err;
+    } finally {
+      clearTimeout(timer);
+      clearInterval(poll);
     }
     hub.close(id, await views.withEmbeddings(final, await views.expand(p, final).catch(() => forCreation(final))));
+    await this.ended(final);
+  }
+
+  /**
+   * Asks for an async run's cancellation: a queued run is failed `cancelled` now, a running one
+   * at its next check. Answers whether it ended here.
+   */
+  async cancel(s: Scope, id: string, reason: string | null): Promise<boolean> {
+    const { db, dialect } = this.deps;
+    const row = await store.getRun(db, dialect, s, id);
+    if (!row) throw new NotFound('run', id);
+    if (hasEnded(row.status)) throw new Conflict(`run ${id} already ended (${row.status}): there is nothing to cancel`);
+    if (!(await requestCancel(db, s, id, reason)))
+      throw new Conflict(
+        `run ${id} was not started by POST /execute/async: only async runs can be cancelled (a blocking run ends with its request)`,
+      );
+    return row.status === 'created' && (await this.fail(row, cancelled('before', reason)));
   }
 
   /** The job will not be tried again: its run is failed with the job's last error, if it has not ended. */
@@ -158,10 +210,10 @@ export class AsyncRunner {
     await this.fail(row, { code: 'async_failed', message: `the async run could not be executed: ${message}` });
   }
 
-  private async fail(row: RunRow, error: RunError): Promise<void> {
+  private async fail(row: RunRow, error: RunError): Promise<boolean> {
     const { dialect, writer, signals } = this.deps;
     this.forget(row.id);
-    await writer.run(async (trx) => {
+    const failed = await writer.run(async (trx) => {
       const updated = await store.updateRun(
         trx,
         dialect,
@@ -172,6 +224,18 @@ export class AsyncRunner {
       if (updated) await signals.ended(row.id, trx);
       return updated;
     });
+    if (failed) await this.ended(row);
+    return Boolean(failed);
+  }
+
+  /** The run ended: its listeners told (their failure is the job's, tried again). */
+  private async ended(row: RunRow): Promise<void> {
+    this.forget(row.id);
+    const { onEnded, db, dialect } = this.deps;
+    if (!onEnded) return;
+    const stored = (await getAsyncRun(db, row.id))?.notify_endpoints;
+    const endpoints = (stored ? dialect.fromJson(stored) : []) as string[];
+    await onEnded({ account: row.account_id, project: row.project_id }, row.id, endpoints);
   }
 
   private forget(id: string): void {
@@ -179,7 +243,15 @@ export class AsyncRunner {
   }
 }
 
-const CANCELLED: RunError = { code: 'cancelled', message: 'the run was cancelled before its provider call' };
+const cancelled = (when: 'before' | 'during', reason: string | null): RunError => ({
+  code: 'cancelled',
+  message: `the run was cancelled ${when} its provider call${reason ? `: ${reason}` : ''}`,
+});
+
+const runTimeout = (ms: number): RunError => ({
+  code: 'run_timeout',
+  message: `the run took longer than its run timeout (${ms / 1000} s from its provider call's first start, ORRERY_ASYNC_RUN_TIMEOUT)`,
+});
 
 const interrupted = (starts: number): RunError => ({
   code: 'interrupted',

@@ -21,6 +21,7 @@ import type { ResultPart, RunDoc, RunError, RunRow } from './model.ts';
 import type { Plan, ProviderPlan } from './plan.ts';
 import { InvalidResult, parseResult, repairMessages } from './result-schema.ts';
 import { nextDelay, retryPolicyOf, type Attempt } from './retry.ts';
+import { STEP_TIMEOUT_RETRYABLE, stepSignal, stepTimeoutError, stoppedError } from './call-bounds.ts';
 import type { CachedAnswer } from './result-cache.ts';
 import type { RunSignals } from './run-signals.ts';
 import { textOf, type ChunkSink } from './virtual.ts';
@@ -159,9 +160,10 @@ export class RunCaller {
     // One retry loop (runs/retry.ts); a stream is never retried once a chunk reached a subscriber.
     for (let retry = 0; ; retry++) {
       const attemptStart = performance.now();
+      const step = stepSignal(plan.bounds);
       try {
         if (live) {
-          for await (const chunk of plan.driver.stream(plan.connection, plan.request)) {
+          for await (const chunk of plan.driver.stream(plan.connection, plan.request, step.signal)) {
             if (chunk.text) {
               text += chunk.text;
               chunks++;
@@ -174,7 +176,7 @@ export class RunCaller {
             if (chunk.tool_use) toolUse = chunk.tool_use;
           }
         } else {
-          const completion = await plan.driver.complete(plan.connection, plan.request);
+          const completion = await plan.driver.complete(plan.connection, plan.request, step.signal);
           text = completion.text;
           thoughts = completion.thoughts ?? '';
           usage = completion.token_use;
@@ -186,21 +188,32 @@ export class RunCaller {
         result = [{ type: 'text', value: text }];
         break;
       } catch (err) {
-        const failure = toRunError(err);
+        // An async run stopped (cancelled, out of time) or its step out of time (runs/call-bounds.ts).
+        const stopped = stoppedError(plan.bounds);
+        const timedOut = !stopped && step.timedOut();
+        const failure = stopped ?? (timedOut ? stepTimeoutError(plan.bounds!.stepTimeoutMs) : toRunError(err));
         attempts.push({
           status: 'failed',
           error: { code: failure.code, message: failure.message },
           duration_ms: Math.round(performance.now() - attemptStart),
         });
         this.deps.telemetry.attempt(retry + 1, attemptStart, failure);
-        const delay = chunks > 0 ? undefined : nextDelay(err, retry + 1, performance.now() - started, policy);
+        const retryable = timedOut ? STEP_TIMEOUT_RETRYABLE : err;
+        const delay =
+          chunks > 0 || stopped ? undefined : nextDelay(retryable, retry + 1, performance.now() - started, policy);
         if (delay === undefined) {
           error = failure;
           if (text) result = [{ type: 'text', value: text }];
           break;
         }
         this.deps.metrics.providerRetries.inc({ provider, code: failure.code });
-        await sleep(delay);
+        // A stop during the backoff ends the run at once (the next attempt sees it).
+        await sleep(delay, undefined, plan.bounds ? { signal: plan.bounds.signal } : undefined).catch(() => {});
+        const late = stoppedError(plan.bounds);
+        if (late) {
+          error = late;
+          break;
+        }
       }
     }
     if (!error && plan.request.result_schema) {

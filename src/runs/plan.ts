@@ -3,6 +3,7 @@
  * nothing changed), its model and options chosen and checked, its document and row described, and
  * the plan its call step follows (which provider, which request, which cache entry).
  */
+import type { CallBounds } from './call-bounds.ts';
 import { nowIso, newId } from '../db/ids.ts';
 import { actorOf, scopeOf, type Principal } from '../auth/principal.ts';
 import { BadRequest, NotFound } from '../util/errors.ts';
@@ -54,6 +55,8 @@ export interface CallerInfo {
 interface CachePlan {
   cache?: CacheDecision;
   cached?: CachedAnswer;
+  /** An async run's: what stops its call, and each attempt's timeout (runs/call-bounds.ts). */
+  bounds?: CallBounds;
 }
 
 /** Everything needed to call the provider, fixed when the run is created. */

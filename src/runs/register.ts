@@ -29,6 +29,7 @@ import { RunRetention } from './retention.ts';
 import { RunFinder } from './find.ts';
 import { RunExporter, type RunScores } from './export.ts';
 import { runRoutes, type ConversationAgents } from './routes.ts';
+import { asyncRunRoutes } from './async-routes.ts';
 import { retentionRoutes } from './retention-routes.ts';
 import { deleteProjectRuns, type Db } from './store.ts';
 import type { ProjectScope } from '../db/project-rows.ts';
@@ -53,6 +54,8 @@ export interface RunsDeps {
   media?: RunMediaHook;
   /** The latest scores of runs (src/scores): a run's answer and its export carry them. */
   scores?: RunScores;
+  /** Told once an async run ended (src/events); called once requests arrive. */
+  onAsyncEnded?: (s: Scope, runId: string, notifyEndpoints: readonly string[]) => Promise<void>;
 }
 
 export function createRuns(deps: RunsDeps) {
@@ -112,6 +115,12 @@ export function createRuns(deps: RunsDeps) {
     writer: runWriter,
     intents,
     asyncQueue,
+    asyncTimeouts: {
+      stepMs: config.asyncStepTimeoutMs,
+      runMs: config.asyncRunTimeoutMs,
+      cancelPollMs: config.asyncCancelPollMs,
+    },
+    ...(deps.onAsyncEnded ? { onAsyncEnded: deps.onAsyncEnded } : {}),
     onRunEnded: (r) =>
       void limiter
         .charge(r.account, r.project, r.keyId, r.tokens, r.cost)
@@ -151,6 +160,7 @@ export function createRuns(deps: RunsDeps) {
         ...(deps.scores ? { scoresOf: deps.scores } : {}),
         conversations: () => conversations,
       });
+      await authed.register(asyncRunRoutes, { runs });
     },
     registerRetention: (authed: FastifyInstance) => authed.register(retentionRoutes, { retention }),
     /** The periodic sweeps; resolves once the runs a stopped process of this host left are failed. */

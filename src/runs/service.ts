@@ -75,9 +75,9 @@ import type { ConversationMark } from './model.ts';
 import { NO_TELEMETRY, type RunTrace, type Telemetry } from '../telemetry/hooks.ts';
 import { runEndOf, runStartOf } from '../telemetry/runs.ts';
 import type { JobQueue } from '../jobs/queue.ts';
-import { AsyncRunner, type AsyncExtras } from './async.ts';
 import { mergedPromptSchema, paramsSchemaOf } from '../interactions/params-schema.ts';
 import { DelegatedRuns } from './delegated-runs.ts';
+import { AsyncRunner, type AsyncExtras, type AsyncRunnerDeps } from './async.ts';
 
 export type { CallerInfo, RunCreateInput } from './plan.ts';
 
@@ -114,6 +114,10 @@ export interface RunServiceDeps {
   media?: RunMediaHook;
   /** The durable queue that executes async runs (POST /execute/async, runs/async.ts); absent: none. */
   asyncQueue?: JobQueue;
+  /** Timeouts and cancellation checks of async runs (runs/async.ts); defaults when absent. */
+  asyncTimeouts?: AsyncRunnerDeps['timeouts'];
+  /** Told once an async run ended (src/events: its events and notify_endpoints). */
+  onAsyncEnded?: AsyncRunnerDeps['onEnded'];
 }
 
 /** How a new run executes: called in its request, left for its first subscriber, or queued for a job. */
@@ -228,6 +232,8 @@ export class RunService {
           planner: this.planner,
           views: this.views,
           replicaId: replica.id,
+          timeouts: deps.asyncTimeouts ?? { stepMs: 600_000, runMs: 3_600_000, cancelPollMs: 1000 },
+          ...(deps.onAsyncEnded ? { onEnded: deps.onAsyncEnded } : {}),
           execute: (row, doc, plan, live) => this.execute(row, doc, plan, live),
         })
       : undefined;
@@ -273,6 +279,12 @@ export class RunService {
       undefined,
       extras,
     );
+  }
+
+  /** Cancels an async run (runs/async.ts): true when it ended at once (it was queued). */
+  cancelAsync(p: Principal, id: string, reason: string | null): Promise<boolean> {
+    if (!this.asyncRunner) throw new OrreryError('not_implemented', 501, 'this server executes no async runs');
+    return this.asyncRunner.cancel(scopeOf(p), id, reason);
   }
 
   /**
