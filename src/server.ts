@@ -55,6 +55,7 @@ import { ImportService } from './import/service.ts';
 import { importRoutes } from './import/routes.ts';
 import { createOpenAIDoor } from './doors/openai/register.ts';
 import { startTelemetry } from './telemetry/start.ts';
+import { createUsers, type Users } from './users/register.ts';
 
 export interface Orrery {
   app: FastifyInstance;
@@ -182,6 +183,9 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
       log,
     });
     const datasets = createDatasets({ database, auth, runs: runs.runs });
+    // People (src/users): sessions' tokens are checked there; ORRERY_ADMIN_EMAILS made admins at each start.
+    const users = createUsers({ config, database, audit, auth, jwtKey: keys.jwt, log });
+    await users.start(bootstrap.account.id);
     const media = new MediaService({ objects: objects.objects, blobs: blobs.blobs, bounds: config.media });
     // A project's deletion asks each feature to delete its rows; its keys and its row go last.
     for (const deleteRows of [
@@ -193,6 +197,7 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
       blobs.deleteProjectRows,
       runs.deleteProjectRows,
       interactions.deleteProjectRows,
+      users.deleteProjectRows,
     ])
       auth.ownsProjectRows(deleteRows);
     /** Checks behind GET /ready; features with an external dependency (blob storage) add theirs. */
@@ -225,11 +230,14 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
       blobs,
       content,
       datasets,
+      users,
     });
     // The OpenAI-compatible door at /v1 (src/doors/openai), with its own error shape.
     await createOpenAIDoor({ database, auth, limiter, interactions, runs, log }).register(app);
     // Public context (style F1): the signature in a blob URL is its credential.
     await blobs.registerPublic(app);
+    // Signing in: the password, the link or the session cookie is the credential.
+    await users.registerPublic(app);
     // The web console (src/console), public: the SPA holds no data.
     await app.register((await import('./console/routes.ts')).consoleRoutes, { traceUrl: config.traceUrl });
 
@@ -247,6 +255,7 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
       await outbound.close();
       await interactions.close();
       await db.destroy();
+      users.close();
       await telemetry.close(); // last: the spans of everything above, within OTEL_BSP_EXPORT_TIMEOUT
     });
     await app.ready();
@@ -321,6 +330,7 @@ interface ApiParts {
   blobs: Blobs;
   content: Content;
   datasets: Datasets;
+  users: Users;
 }
 
 /**
@@ -328,7 +338,7 @@ interface ApiParts {
  * F1): a route is authenticated because it is registered there.
  */
 async function registerApi(app: FastifyInstance, parts: ApiParts): Promise<void> {
-  const { config, auth, limiter, interactions, runs, objects, embeddings, blobs, content, datasets } = parts;
+  const { config, auth, limiter, interactions, runs, objects, embeddings, blobs, content, datasets, users } = parts;
   const { db, dialect } = parts.database;
   await app.register(
     async (api) => {
@@ -358,6 +368,7 @@ async function registerApi(app: FastifyInstance, parts: ApiParts): Promise<void>
           imports: new ImportService(db, dialect, config.maxInlineJsonBytes, runs.writer),
         });
         await datasets.register(authed);
+        await users.register(authed);
         await authed.register(collectionRoutes, {
           collections: new CollectionService({
             db,

@@ -35,6 +35,7 @@ import * as m0027 from './migrations/0027-run-trace.ts';
 import * as m0028 from './migrations/0028-previous-run.ts';
 import * as m0029 from './migrations/0029-datasets.ts';
 import * as m0030 from './migrations/0030-async-runs.ts';
+import * as m0033 from './migrations/0033-users.ts';
 
 type Step = { up: (db: Kysely<any>, dialect: DialectName) => Promise<void> };
 
@@ -69,6 +70,7 @@ const steps: Record<string, Step> = {
   '0028_previous_run': m0028,
   '0029_datasets': m0029,
   '0030_async_runs': m0030,
+  '0033_users': m0033,
 };
 
 export class OrreryMigrations implements MigrationProvider {
