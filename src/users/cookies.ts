@@ -5,10 +5,12 @@ const nameOf = (secure: boolean) => (secure ? '__Host-orrery_session' : 'orrery_
 
 export const isSecure = (publicUrl: string): boolean => publicUrl.startsWith('https:');
 
-export function readSessionCookie(req: FastifyRequest, secure: boolean): string | undefined {
+export const readSessionCookie = (req: FastifyRequest, secure: boolean): string | undefined =>
+  readCookie(req, nameOf(secure));
+
+export function readCookie(req: FastifyRequest, name: string): string | undefined {
   const header = req.headers.cookie;
   if (!header) return undefined;
-  const name = nameOf(secure);
   for (const part of header.split(';')) {
     const i = part.indexOf('=');
     if (i > 0 && part.slice(0, i).trim() === name) return part.slice(i + 1).trim() || undefined;

@@ -12,6 +12,7 @@ import { SignIn } from './sign-in.ts';
 import { Mailer } from './mail.ts';
 import { userRoutes } from './routes.ts';
 import { authPublicRoutes } from './auth-routes.ts';
+import { checkOidcSettings, registerOidc } from './oidc.ts';
 
 export interface UsersDeps {
   config: Config;
@@ -26,12 +27,14 @@ export function createUsers(deps: UsersDeps) {
   const { config } = deps;
   const db = usersOf(deps.database.db);
   const settings = config.users;
+  if (settings.oidc) checkOidcSettings(settings.oidc); // a wrong setting stops the start, before any route
   const publicUrl = () => config.publicUrl;
   const mailer = new Mailer(settings.smtp, (err) => deps.log.warn({ err }, 'users: could not send mail'));
   const users = new UsersService(db, settings, publicUrl, mailer, deps.audit, (ids) => deps.auth.keysChanged(ids));
   const sessions = new Sessions(db, settings, deps.jwtKey, publicUrl);
   const signIn = new SignIn(db, settings, users, deps.audit);
   users.onUserChanged((id) => sessions.forgetUser(id));
+  let account = '';
   deps.auth.useUserTokens((claims) => sessions.principalOf(claims));
 
   /** A deleted project's memberships and invitations go with it. */
@@ -46,10 +49,25 @@ export function createUsers(deps: UsersDeps) {
     users,
     sessions,
     deleteProjectRows,
-    start: (account: string) => users.ensureAdmins(account),
+    start: (id: string) => {
+      account = id;
+      return users.ensureAdmins(id);
+    },
     register: (authed: FastifyInstance) => authed.register(userRoutes, { users }),
-    registerPublic: (app: FastifyInstance) =>
-      app.register(authPublicRoutes, { sessions, signIn, settings, publicUrl, sso: false }),
+    registerPublic: async (app: FastifyInstance) => {
+      await app.register(authPublicRoutes, { sessions, signIn, settings, publicUrl, sso: !!settings.oidc });
+      if (settings.oidc)
+        registerOidc(app, {
+          db,
+          settings: { ...settings, oidc: settings.oidc },
+          sessions,
+          signIn,
+          users,
+          jwtKey: deps.jwtKey,
+          publicUrl,
+          account: () => account,
+        });
+    },
     close: () => mailer.close(),
   };
 }

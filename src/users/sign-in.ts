@@ -7,7 +7,7 @@ import { BadRequest, Conflict, OrreryErrorWithHeaders, Unauthorized } from '../u
 import type { AuditLog } from '../audit/log.ts';
 import type { Principal } from '../auth/principal.ts';
 import * as store from './store.ts';
-import type { Db, UserRow } from './store.ts';
+import type { Db, LinkRow, UserRow } from './store.ts';
 import { hashSecret, looksLikeSecret } from './links.ts';
 import { checkPasswordRules, hashPassword, PASSWORD_MAX_LENGTH, verifyPassword } from './passwords.ts';
 import { checkedEmail, checkedName, type UsersService } from './service.ts';
@@ -115,7 +115,16 @@ export class SignIn {
     const password = input.password === undefined ? undefined : checkPasswordRules(input.password);
     if (await store.findUserByEmail(this.db, link.account_id, link.email))
       throw new Conflict(`${link.email} already has a login here: sign in, and ask an admin for the role`);
-    const hash = password === undefined ? null : await hashPassword(password);
+    return this.fromInvite(link, name, password === undefined ? null : await hashPassword(password));
+  }
+
+  /** The newest pending invitation of an address (SSO: signing in with it accepts it). */
+  async pendingInviteOf(account: string, email: string): Promise<LinkRow | undefined> {
+    return (await store.pendingInvites(this.db, account, nowIso())).find((l) => l.email === email);
+  }
+
+  /** A user made from an invitation, which is used up in the same transaction (even under races). */
+  async fromInvite(link: LinkRow, name: string, hash: string | null): Promise<UserRow> {
     const admin = link.role === 'admin';
     const user = {
       ...this.users.newUserRow(link.account_id, link.email, name, admin, link.created_by),
