@@ -27,7 +27,7 @@ export interface Principal {
   requestId?: string;
 }
 
-export interface UserRef {
+interface UserRef {
   id: string;
   email: string;
   name: string;

@@ -10,7 +10,6 @@ import { SignJWT, jwtVerify } from 'jose';
 import * as oidc from 'openid-client';
 import { nowIso } from '../db/ids.ts';
 import { KEY_ROLES, type KeyRole } from '../auth/principal.ts';
-import * as authStore from '../auth/store.ts';
 import * as store from './store.ts';
 import type { Db, UserRow } from './store.ts';
 import type { OidcSettings, UserSettings } from './settings.ts';
@@ -182,8 +181,8 @@ export function registerOidc(app: FastifyInstance, deps: OidcDeps): void {
 
   async function create(account: string, email: string, name: string): Promise<UserRow> {
     const project = s.defaultProject
-      ? await authStore.getProject(deps.db as never, account, s.defaultProject)
-      : (await authStore.listProjects(deps.db as never, account))[0];
+      ? await store.getProject(deps.db, account, s.defaultProject)
+      : (await store.listProjects(deps.db, account))[0];
     if (!project) throw new Refusal(500, `ORRERY_OIDC_DEFAULT_PROJECT names no project (${s.defaultProject})`);
     const row = deps.users.newUserRow(account, email, name, false, 'oidc');
     await deps.db.transaction().execute(async (trx) => {
@@ -205,7 +204,7 @@ export function registerOidc(app: FastifyInstance, deps: OidcDeps): void {
     const values = (Array.isArray(claim) ? claim : [claim])
       .filter((v): v is string => typeof v === 'string')
       .slice(0, 100);
-    const projects = await authStore.listProjects(deps.db as never, user.account_id);
+    const projects = await store.listProjects(deps.db, user.account_id);
     for (const v of values) {
       const [a, b] = v.includes(':') ? v.split(':', 2) : [undefined, v];
       const role = b as KeyRole;

@@ -10,7 +10,7 @@ const PARAMS = { N: 2 ** 15, r: 8, p: 3 } as const;
 const KEY_LENGTH = 64;
 const SALT_BYTES = 16;
 
-export const PASSWORD_MIN_LENGTH = 12;
+const PASSWORD_MIN_LENGTH = 12;
 /** Longer input would only make each hash cost more; nobody types more than this. */
 export const PASSWORD_MAX_LENGTH = 256;
 

@@ -8,7 +8,6 @@ import { newId, nowIso } from '../db/ids.ts';
 import { BadRequest, Conflict, Forbidden, NotFound } from '../util/errors.ts';
 import { actorOf, keyRoleOf, KEY_ROLES, type KeyRole, type KeyRoleInput, type Principal } from '../auth/principal.ts';
 import type { AuditLog } from '../audit/log.ts';
-import * as authStore from '../auth/store.ts';
 import * as store from './store.ts';
 import type { Db, LinkRow, UserRow } from './store.ts';
 import { hashSecret, linkUrl, newSecret } from './links.ts';
@@ -60,7 +59,7 @@ export function checkedName(name: unknown, field = 'name'): string {
   return name.trim();
 }
 
-export function checkedRole(role: unknown): KeyRole {
+function checkedRole(role: unknown): KeyRole {
   if (typeof role !== 'string' || !([...KEY_ROLES, 'member'] as string[]).includes(role))
     throw new BadRequest(`role must be one of ${KEY_ROLES.join(', ')}`);
   return keyRoleOf(role as KeyRoleInput);
@@ -307,7 +306,7 @@ export class UsersService {
       };
     });
     const link = linkUrl(this.publicUrl(), 'invite', secret);
-    const account = await authStore.getAccount(this.db as never, p.account.id);
+    const account = await store.getAccount(this.db, p.account.id);
     const mail = await this.mailer.send(
       email,
       `You are invited to ${account?.name ?? 'Orrery'}`,
@@ -321,8 +320,8 @@ export class UsersService {
     mustAdmin(p);
     const [rows, account, projects] = await Promise.all([
       store.pendingInvites(this.db, p.account.id, nowIso()),
-      authStore.getAccount(this.db as never, p.account.id),
-      authStore.listProjects(this.db as never, p.account.id),
+      store.getAccount(this.db, p.account.id),
+      store.listProjects(this.db, p.account.id),
     ]);
     const users = new Map((await store.listUsers(this.db, p.account.id)).map((u) => [`user:${u.id}`, u]));
     const names = new Map(projects.map((x) => [x.id, x.name]));
@@ -430,7 +429,7 @@ export class UsersService {
   }
 
   private async project(p: Principal, id: string) {
-    const row = await authStore.getProject(this.db as never, p.account.id, id);
+    const row = await store.getProject(this.db, p.account.id, id);
     if (!row) throw new NotFound('project', id);
     return row;
   }

@@ -9,7 +9,6 @@ import { newId } from '../db/ids.ts';
 import { Forbidden, NotFound, Unauthorized } from '../util/errors.ts';
 import { signUserToken, type UserClaims } from '../auth/jwt.ts';
 import type { KeyRole, Principal, Ref } from '../auth/principal.ts';
-import * as authStore from '../auth/store.ts';
 import * as store from './store.ts';
 import type { Db, SessionRow, UserRow } from './store.ts';
 import { hashSecret } from './links.ts';
@@ -116,7 +115,7 @@ export class Sessions {
   /** The projects a user may act in, with their role there. */
   async projectsOf(user: UserRow): Promise<Array<Ref & { role: KeyRole }>> {
     if (user.account_admin)
-      return (await authStore.listProjects(this.db as never, user.account_id)).map((x) => ({
+      return (await store.listProjects(this.db, user.account_id)).map((x) => ({
         id: x.id,
         name: x.name,
         role: 'admin' as const,
@@ -136,7 +135,7 @@ export class Sessions {
       if (project) throw new NotFound('project', project);
       throw new Forbidden('you are not a member of any project yet: ask an admin of the account to give you a role');
     }
-    const account = await authStore.getAccount(this.db as never, s.user.account_id);
+    const account = await store.getAccount(this.db, s.user.account_id);
     const ttl = this.settings.sessionTokenSeconds;
     const token = await signUserToken(
       this.jwtKey,
@@ -165,7 +164,7 @@ export class Sessions {
     const { user } = await this.live(session);
     const role = await this.roleIn(user, claims.project.id);
     if (!role) throw new Unauthorized('you are no longer a member of the project this token was issued for');
-    const project = await authStore.getProject(this.db as never, user.account_id, claims.project.id);
+    const project = await store.getProject(this.db, user.account_id, claims.project.id);
     if (!project) throw new Unauthorized('the project this token was issued for is gone');
     const principal: Principal = {
       account: claims.account,

@@ -180,3 +180,13 @@ export const disableKeys = (db: Db, ids: string[]) =>
 
 export const deleteKeys = (db: Db, ids: string[]) =>
   ids.length ? db.deleteFrom('api_keys').where('id', 'in', ids).execute() : undefined;
+
+/** Reads of the account and its projects (auth owns and writes them). */
+export const getProject = (db: Db, account: string, id: string) =>
+  db.selectFrom('projects').selectAll().where('account_id', '=', account).where('id', '=', id).executeTakeFirst();
+
+export const listProjects = (db: Db, account: string) =>
+  db.selectFrom('projects').selectAll().where('account_id', '=', account).orderBy('created_at').orderBy('id').execute();
+
+export const getAccount = (db: Db, id: string) =>
+  db.selectFrom('accounts').selectAll().where('id', '=', id).executeTakeFirst();

@@ -7,7 +7,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import Provider from 'oidc-provider';
 
-export interface OidcAccount {
+interface OidcAccount {
   email: string;
   email_verified: boolean;
   name: string;
