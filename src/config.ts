@@ -7,6 +7,7 @@ import { resolve } from 'node:path';
 import { table } from './util/own.ts';
 import { EgressPolicy } from './providers/egress.ts';
 import { telemetrySettingsOf, type TelemetrySettings } from './telemetry/settings.ts';
+import { userSettingsOf, type UserSettings } from './users/settings.ts';
 
 export interface Config {
   port: number;
@@ -47,6 +48,8 @@ export interface Config {
   metricsToken?: string;
   /** OpenTelemetry export (the OTEL_* variables, telemetry/settings.ts); absent: off, nothing loaded. */
   telemetry?: TelemetrySettings;
+  /** Users, sessions, sign-in and SSO (src/users/settings.ts). */
+  users: UserSettings;
   /** A link to a run's trace in the console: a URL with `{trace_id}` (ORRERY_TRACE_URL). */
   traceUrl?: string;
   /** Graceful shutdown waits this long for streams, runs and jobs before it exits anyway. */
@@ -254,6 +257,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     metricsToken: overrides.metricsToken ?? nonEmpty(env, 'ORRERY_METRICS_TOKEN'),
     telemetry: 'telemetry' in overrides ? overrides.telemetry : telemetrySettingsOf(env),
     traceUrl: overrides.traceUrl ?? traceUrl(env),
+    users: overrides.users ?? userSettingsOf(env),
     shutdownTimeoutSeconds: overrides.shutdownTimeoutSeconds ?? int(env, 'ORRERY_SHUTDOWN_TIMEOUT', 30, 0, 3600),
     replicaTimeoutSeconds: overrides.replicaTimeoutSeconds ?? int(env, 'ORRERY_REPLICA_TIMEOUT', 30, 2, 3600),
     retentionSweepSeconds: overrides.retentionSweepSeconds ?? int(env, 'ORRERY_RETENTION_SWEEP', 30, 1, 3600),

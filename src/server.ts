@@ -65,6 +65,7 @@ import { createMcpDoor } from './doors/mcp/register.ts';
 import { startTelemetry } from './telemetry/start.ts';
 import { createEvents, type Events } from './events/register.ts';
 import { deleteProjectEvents } from './events/store.ts';
+import { createUsers, type Users } from './users/register.ts';
 
 export interface Orrery {
   app: FastifyInstance;
@@ -251,6 +252,9 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
       encryptionKey: keys.encryption,
       outbound,
     });
+    // People (src/users): sessions' tokens are checked there; ORRERY_ADMIN_EMAILS made admins at each start.
+    const users = createUsers({ config, database, audit, auth, jwtKey: keys.jwt, log });
+    await users.start(bootstrap.account.id);
     const media = new MediaService({ objects: objects.objects, blobs: blobs.blobs, bounds: config.media });
     // A project's deletion asks each feature to delete its rows; its keys and its row go last.
     for (const deleteRows of [
@@ -264,6 +268,7 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
       runs.deleteProjectRows,
       interactions.deleteProjectRows,
       agents.deleteProjectRows,
+      users.deleteProjectRows,
     ])
       auth.ownsProjectRows(deleteRows);
     /** Checks behind GET /ready; features with an external dependency (blob storage) add theirs. */
@@ -300,6 +305,7 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
       evaluators,
       agents,
       events,
+      users,
     });
     // The OpenAI-compatible door at /v1 (src/doors/openai), with its own error shape.
     await createOpenAIDoor({ database, auth, limiter, interactions, runs, log }).register(app);
@@ -311,6 +317,8 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
     await createMcpDoor({ auth, limiter, interactions, runs, objects, blobs: blobs.blobs }).register(app);
     // Public context (style F1): the signature in a blob URL is its credential.
     await blobs.registerPublic(app);
+    // Signing in: the password, the link or the session cookie is the credential.
+    await users.registerPublic(app);
     // The web console (src/console), public: the SPA holds no data.
     await app.register((await import('./console/routes.ts')).consoleRoutes, { traceUrl: config.traceUrl });
 
@@ -330,6 +338,7 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
       await outbound.close();
       await interactions.close();
       await db.destroy();
+      users.close();
       await telemetry.close(); // last: the spans of everything above, within OTEL_BSP_EXPORT_TIMEOUT
     });
     await app.ready();
@@ -408,6 +417,7 @@ interface ApiParts {
   evaluators: Evaluators;
   agents: Agents;
   events: Events;
+  users: Users;
 }
 
 /**
@@ -429,6 +439,7 @@ async function registerApi(app: FastifyInstance, parts: ApiParts): Promise<void>
     scores,
     evaluators,
     agents,
+    users,
   } = parts;
   const { db, dialect } = parts.database;
   await app.register(
@@ -475,6 +486,7 @@ async function registerApi(app: FastifyInstance, parts: ApiParts): Promise<void>
         await evaluators.register(authed);
         await agents.register(authed);
         await parts.events.register(authed);
+        await users.register(authed);
         await authed.register(collectionRoutes, {
           collections: new CollectionService({
             db,

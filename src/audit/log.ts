@@ -62,6 +62,8 @@ export class AuditLog {
   async write(db: Kysely<Database>, p: Principal, entry: AuditEntry): Promise<void> {
     const details = {
       ...(entry.details ?? {}),
+      // Who, by name: a user id alone says nothing once the user is gone.
+      ...(p.user ? { actor: { id: `user:${p.user.id}`, email: p.user.email, name: p.user.name } } : {}),
       ...(entry.changes && Object.keys(entry.changes).length ? { changes: entry.changes } : {}),
     };
     await db
@@ -75,8 +77,8 @@ export class AuditLog {
         resource_id: entry.resourceId,
         event_category: entry.category ?? (SECURITY_TYPES.has(entry.resourceType) ? 'security' : 'content'),
         // The server's own work (retention) and the host's `orrery` command are not keys.
-        principal_type: SYSTEM_ACTORS.has(p.keyId) ? p.keyId : 'apikey',
-        principal_id: SYSTEM_ACTORS.has(p.keyId) ? p.keyId : `apikey:${p.keyId}`,
+        principal_type: p.user ? 'user' : SYSTEM_ACTORS.has(p.keyId) ? p.keyId : 'apikey',
+        principal_id: p.user ? `user:${p.user.id}` : SYSTEM_ACTORS.has(p.keyId) ? p.keyId : `apikey:${p.keyId}`,
         role: p.role,
         request_id: p.requestId ?? null,
         ip: p.ip ?? null,

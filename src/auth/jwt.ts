@@ -49,7 +49,56 @@ export async function signToken(key: Uint8Array, p: Principal, publicUrl: string
     .sign(key);
 }
 
-export type VerifyOutcome = { ok: true; claims: IssuedClaims } | { ok: false; reason: string };
+/** A token issued from a user's console session (src/users/sessions.ts): checked against the session on every use. */
+export interface UserClaims {
+  sub: string;
+  type: 'user';
+  user_id: string;
+  sid: string;
+  email: string;
+  name: string;
+  role: KeyRole;
+  account: Ref;
+  project: Ref & { account: string };
+  account_roles: string[];
+  accounts: Ref[];
+  project_roles: string[];
+  apps: string[];
+  endpoints: { studio: string; store: string; token: string };
+}
+
+export async function signUserToken(
+  key: Uint8Array,
+  p: Principal & { user: NonNullable<Principal['user']> },
+  publicUrl: string,
+  ttlSeconds: number,
+): Promise<string> {
+  const claims: UserClaims = {
+    sub: `user:${p.user.id}`,
+    type: 'user',
+    user_id: p.user.id,
+    sid: p.user.sessionId,
+    email: p.user.email,
+    name: p.user.name,
+    role: p.role,
+    account: p.account,
+    project: { ...p.project, account: p.account.id },
+    account_roles: p.role === 'admin' ? ['account_owner'] : ['account_member'],
+    accounts: [p.account],
+    project_roles: p.role === 'admin' ? ['project_admin'] : [p.role],
+    apps: [],
+    endpoints: { studio: publicUrl, store: publicUrl, token: `${publicUrl}/api/v1` },
+  };
+  return new SignJWT({ ...claims })
+    .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
+    .setIssuer(claims.endpoints.token)
+    .setAudience(JWT_AUDIENCE)
+    .setIssuedAt()
+    .setExpirationTime(Math.floor(Date.now() / 1000) + ttlSeconds)
+    .sign(key);
+}
+
+export type VerifyOutcome = { ok: true; claims: IssuedClaims | UserClaims } | { ok: false; reason: string };
 
 export async function verifyToken(key: Uint8Array, token: string): Promise<VerifyOutcome> {
   try {
@@ -61,6 +110,12 @@ export async function verifyToken(key: Uint8Array, token: string): Promise<Verif
       algorithms: ['HS256'],
       requiredClaims: ['exp'],
     });
+    if (payload.type === 'user') {
+      const u = payload as unknown as UserClaims;
+      if (typeof u.user_id !== 'string' || typeof u.sid !== 'string' || !u.project?.id || !u.account?.id)
+        return { ok: false, reason: 'token is missing its user, session, account or project' };
+      return { ok: true, claims: u };
+    }
     const claims = payload as unknown as IssuedClaims;
     if (typeof claims.key_id !== 'string' || !claims.project?.id || !claims.account?.id) {
       return { ok: false, reason: 'token is missing its key, account or project' };
@@ -68,7 +123,11 @@ export async function verifyToken(key: Uint8Array, token: string): Promise<Verif
     return { ok: true, claims };
   } catch (err) {
     if (err instanceof joseErrors.JWTExpired)
-      return { ok: false, reason: 'token has expired; exchange the API key again at /api/v1/token/issue' };
+      return {
+        ok: false,
+        reason:
+          'token has expired; exchange the API key again at /api/v1/token/issue (the console: POST /auth/token from its session)',
+      };
     return { ok: false, reason: 'token is not a valid Orrery token' };
   }
 }

@@ -41,6 +41,7 @@ const PERMISSIONS = [
   'dataset:write',
   'evaluator:read',
   'evaluator:write',
+  'user:admin',
 ] as const;
 export type Permission = (typeof PERMISSIONS)[number];
 
@@ -59,7 +60,7 @@ const READ: Permission[] = [
 /** What each role may do. `admin` is also account-wide (every project); the others only their key's project. */
 export const ROLE_PERMISSIONS: Record<KeyRole, ReadonlySet<Permission>> = {
   admin: new Set(PERMISSIONS),
-  developer: new Set(PERMISSIONS.filter((p) => p !== 'project:admin' && p !== 'audit:read')),
+  developer: new Set(PERMISSIONS.filter((p) => p !== 'project:admin' && p !== 'audit:read' && p !== 'user:admin')),
   executor: new Set<Permission>([
     'account:read',
     'project:read',
@@ -101,6 +102,18 @@ export const ROUTE_PERMISSIONS: Record<string, Needed> = table<Needed>({
   'DELETE /projects/:id': 'project:admin',
   'PUT /projects/:id': 'project:settings_write',
   'PUT /projects/:id/configuration': 'project:settings_write',
+
+  // People (src/users): the members list is filtered to the caller's project unless admin.
+  'GET /account/members': 'account:read',
+  'GET /users/:id': 'account:read',
+  'GET /account/invites': 'user:admin',
+  'POST /account/invites': 'user:admin',
+  'DELETE /account/invites/:id': 'user:admin',
+  'PUT /users/:id': 'user:admin',
+  'DELETE /users/:id': 'user:admin',
+  'PUT /users/:id/projects/:project': 'user:admin',
+  'DELETE /users/:id/projects/:project': 'user:admin',
+  'POST /users/:id/password-reset': 'user:admin',
 
   'GET /apikeys': 'api_key:read',
   'GET /apikeys/:id': 'api_key:read',

@@ -18,11 +18,21 @@ export interface Principal {
   project: Ref;
   keyId: string;
   role: KeyRole;
-  /** How the caller authenticated: the key itself or a JWT issued for it. */
+  /** How the caller authenticated: the key itself or a JWT issued for it (or for a user's session). */
   via: 'apikey' | 'jwt';
+  /** A person signed in to the console: their session's JWT (src/users). `keyId` is then `user:<id>`. */
+  user?: UserRef;
   /** The request's client address and id, for the audit trail (set per request by the auth hook). */
   ip?: string;
   requestId?: string;
+}
+
+interface UserRef {
+  id: string;
+  email: string;
+  name: string;
+  /** The session the token was issued from. */
+  sessionId: string;
 }
 
 /** The owner scope every query of project data starts from (style D5). */
@@ -33,5 +43,5 @@ export interface Scope {
 
 export const scopeOf = (p: Principal): Scope => ({ account: p.account.id, project: p.project.id });
 
-/** `created_by` / `updated_by` value of the interface: `apikey:<id>`. */
-export const actorOf = (p: Principal): string => `apikey:${p.keyId}`;
+/** `created_by` / `updated_by` value of the interface: `apikey:<id>`, or `user:<id>` for a person. */
+export const actorOf = (p: Principal): string => (p.user ? `user:${p.user.id}` : `apikey:${p.keyId}`);

@@ -9,8 +9,8 @@ import { BadRequest, Conflict, Forbidden, NotFound, Unauthorized } from '../util
 import { deleteProjectData } from './project-store.ts';
 import type { ProjectRowsDeleter } from '../db/project-rows.ts';
 import { generateApiKey, hashApiKey, keyHint, looksLikeApiKey } from './keys.ts';
-import { looksLikeJwt, signToken, verifyToken } from './jwt.ts';
-import { keyRoleOf, type KeyRole, type KeyRoleInput, type Principal, type Scope } from './principal.ts';
+import { looksLikeJwt, signToken, verifyToken, type UserClaims } from './jwt.ts';
+import { actorOf, keyRoleOf, type KeyRole, type KeyRoleInput, type Principal, type Scope } from './principal.ts';
 import { roleWithin } from './permissions.ts';
 import { auditedWrite, changesOf, type AuditEntry, type AuditLog } from '../audit/log.ts';
 import { limitsOf, type Limits } from '../limits/limiter.ts';
@@ -95,6 +95,8 @@ export class AuthService {
   private readonly deletionHandlers: Array<(scope: Scope) => Promise<void>> = [];
   private readonly projectRowOwners: ProjectRowsDeleter[] = [];
   private readonly keyChangeHandlers: Array<(keyId: string) => void> = [];
+  /** Resolves a user session's token (src/users): checked there, on every request, not cached here. */
+  private userTokens?: (claims: UserClaims) => Promise<Principal>;
 
   constructor(
     private readonly db: Db,
@@ -186,6 +188,10 @@ export class AuthService {
     } else if (looksLikeJwt(token)) {
       const verified = await verifyToken(this.jwtKey, token);
       if (!verified.ok) throw new Unauthorized(verified.reason);
+      if (verified.claims.type === 'user') {
+        if (!this.userTokens) throw new Unauthorized('user sign-in is not available on this server');
+        return this.userTokens(verified.claims);
+      }
       found = await store.findKeyById(this.db, verified.claims.key_id);
       if (!found) throw new Unauthorized('the API key this token was issued for has been deleted');
       via = 'jwt';
@@ -306,6 +312,16 @@ export class AuthService {
     return rows
       .filter((r) => p.role === 'admin' || r.id === p.project.id)
       .map((r) => this.toProject(this.decodeProject(r)));
+  }
+
+  /** How a user session's token becomes a principal (src/users/sessions.ts). */
+  useUserTokens(resolve: (claims: UserClaims) => Promise<Principal>): void {
+    this.userTokens = resolve;
+  }
+
+  /** Keys changed outside this service (a user's own keys, disabled with the user). */
+  keysChanged(ids: readonly string[]): void {
+    for (const id of ids) this.forgetKey(id);
   }
 
   /** Told when a key changed or went away (server.ts: the limiter forgets its cached limits). */
@@ -488,7 +504,7 @@ export class AuthService {
     const secret = generateApiKey();
     const limits = input.limits === undefined ? null : limitsOf(input.limits, 'limits');
     const row = {
-      ...this.keyRow(secret, input.name, role, p.account.id, project.id, `apikey:${p.keyId}`, expires),
+      ...this.keyRow(secret, input.name, role, p.account.id, project.id, actorOf(p), expires),
       limits: this.dialect.toJson(limits),
     };
     await this.audited(

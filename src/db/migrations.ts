@@ -37,6 +37,7 @@ import * as m0029 from './migrations/0029-datasets.ts';
 import * as m0030 from './migrations/0030-async-runs.ts';
 import * as m0031 from './migrations/0031-agents.ts';
 import * as m0032 from './migrations/0032-evaluation.ts';
+import * as m0033 from './migrations/0033-users.ts';
 import * as m0035 from './migrations/0035-events.ts';
 
 type Step = { up: (db: Kysely<any>, dialect: DialectName) => Promise<void> };
@@ -74,6 +75,7 @@ const steps: Record<string, Step> = {
   '0030_async_runs': m0030,
   '0031_agents': m0031,
   '0032_evaluation': m0032,
+  '0033_users': m0033,
   '0035_events': m0035,
 };
 
