@@ -259,7 +259,7 @@ const OPENAI_FAMILY = new Set([
 const bare = (model: string) => (model.split('/').pop() ?? model).toLowerCase();
 
 /** o1, o3, o4 and gpt-5 onwards, as llumiverse's isOpenAIReasoningModel (`gpt-5-chat` included, as there). */
-export function isOpenAIReasoningModel(model: string): boolean {
+function isOpenAIReasoningModel(model: string): boolean {
   const m = bare(model);
   if (/(^|[^a-z0-9])o[134](?:$|[-.])/.test(m)) return true;
   const gpt = /gpt-(\d+)/.exec(m);
@@ -269,7 +269,7 @@ export function isOpenAIReasoningModel(model: string): boolean {
 const isClaude = (model: string) => /claude/i.test(model);
 
 /** The family and llumiverse option set of a model on a provider. */
-export function optionProfile(provider: string, model: string): { family: Family; set: string } {
+function optionProfile(provider: string, model: string): { family: Family; set: string } {
   if (provider === 'test') return { family: 'any', set: 'text-fallback' };
   if (OPENAI_FAMILY.has(provider))
     return { family: 'openai', set: isOpenAIReasoningModel(model) ? 'openai-thinking' : 'openai-text' };
