@@ -64,7 +64,7 @@ export interface AsyncRequest {
 export function asyncRequestOf(body: Record<string, unknown>): AsyncRequest {
   if (body.type !== 'interaction')
     throw new BadRequest(
-      `type must be "interaction", got ${JSON.stringify(body.type)}: async conversations (agents) are not supported`,
+      `type must be "interaction" (an interaction run) or "conversation" (an agent), got ${JSON.stringify(body.type)}`,
     );
   const known = new Set([...Object.keys(AsyncExecuteBody.properties)]);
   for (const key of Object.keys(body)) {

@@ -382,19 +382,22 @@ for (const dialect of TEST_DIALECTS) {
       assert.deepEqual((await srv.api('GET', '/api/v1/interactions/catalog', undefined, other.key)).body, []);
     });
 
-    it('refuses an async conversation by name: only interactions execute asynchronously', async () => {
+    it('refuses an async execution of another type by name: interactions and conversations (agents) only', async () => {
       const client = srv.client();
       await assert.rejects(
-        client.interactions.executeAsync({ type: 'conversation', interaction: 'Forked' } as any),
+        client.interactions.executeAsync({ type: 'workflow', interaction: 'Forked' } as any),
         (err: any) => {
           assert.equal(err.status, 400);
           return true;
         },
       );
-      const raw = await srv.api('POST', '/api/v1/execute/async', { type: 'conversation', interaction: 'x' });
+      const raw = await srv.api('POST', '/api/v1/execute/async', { type: 'workflow', interaction: 'x' });
       assert.equal(raw.status, 400);
       assert.equal(raw.body.error, 'bad_request');
-      assert.match(raw.body.message, /type must be "interaction"/);
+      assert.match(
+        raw.body.message,
+        /type must be "interaction" \(an interaction run\) or "conversation" \(an agent\)/,
+      );
     });
 
     it('lists the interactions that use a prompt, its (absent) versions, and forks prompts', async () => {
