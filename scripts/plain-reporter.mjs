@@ -72,3 +72,24 @@ export function closingLines(summaries, slowest = 10) {
     '',
   ].join('\n');
 }
+
+/**
+ * The files that took the most CPU time (their process and its children, user and system), from
+ * the JSON lines of scripts/test-cpu-probe.mjs: the measure to compare a test file by before and
+ * after a change, since wall time depends on what else the machine runs.
+ */
+export function cpuLines(jsonLines, buildRoot, most = 10) {
+  const files = jsonLines
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l))
+    .map(({ file, cpu }) => [relative(buildRoot, file).replace(/\.js$/, '.ts'), cpu])
+    .sort((a, b) => b[1] - a[1]);
+  if (!files.length) return '';
+  const total = files.reduce((n, [, s]) => n + s, 0);
+  return [
+    '',
+    `most CPU time (of ${files.length} files, ${Math.round(total)} s of CPU in all, their processes and children):`,
+    ...files.slice(0, most).map(([f, s]) => `  ${s.toFixed(1).padStart(6)} s  ${f}`),
+  ].join('\n');
+}

@@ -3,13 +3,13 @@
 // (node:test, explicit file list: Node 20 does not expand globs), stops the cluster.
 // ORRERY_TEST_DIALECTS=sqlite skips PostgreSQL; arguments narrow the files (`npm test -- test/runs`,
 // `npm test -- test/runs/stream.test.ts`: the .ts paths, run from the build).
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import pg from 'pg';
 import { startCluster } from './postgres-cluster.mjs';
-import { closingLines } from './plain-reporter.mjs';
+import { closingLines, cpuLines } from './plain-reporter.mjs';
 import { buildTests, compiledPath } from './test-build.mjs';
 
 const root = new URL('..', import.meta.url).pathname;
@@ -96,11 +96,17 @@ const timeOf = (f) => recorded[f] ?? median;
 const ordered = [...files].sort((a, b) => timeOf(b) - timeOf(a));
 const counts = join(mkdtempSync(join(tmpdir(), 'orrery-test-counts-')), 'counts');
 writeFileSync(counts, '');
+// Each file's CPU time (scripts/test-cpu-probe.mjs), in clock ticks of this kernel.
+const cpuTimes = `${counts}.cpu`;
+writeFileSync(cpuTimes, '');
+const clockTicks = spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout?.trim() || '100';
 const concurrency = Number(process.env.ORRERY_TEST_CONCURRENCY ?? 3);
 
 const runFiles = (batch) => {
   const args = [
     '--enable-source-maps',
+    '--import',
+    join(root, 'scripts', 'test-cpu-probe.mjs'),
     '--test',
     `--test-concurrency=${concurrency}`,
     '--test-reporter=spec',
@@ -116,6 +122,8 @@ const runFiles = (batch) => {
       ...process.env,
       ORRERY_TEST_DIALECTS: dialects.join(','),
       ORRERY_TEST_COUNTS: counts,
+      ORRERY_TEST_CPU: cpuTimes,
+      ORRERY_TEST_CLK_TCK: clockTicks,
       ORRERY_TEST_ROOT: root,
       ORRERY_TEST_BUILD: build.root,
       ...(pgUrl ? { ORRERY_TEST_PG_URL: pgUrl, ORRERY_TEST_PG_TEMPLATE: TEMPLATE } : {}),
@@ -133,7 +141,9 @@ const summaries = readFileSync(counts, 'utf8')
   .filter(Boolean)
   .map((l) => JSON.parse(l));
 // ORRERY_TEST_FILE_TIMES=1 lists every file's time, not only the slowest ten.
-console.log(closingLines(summaries, process.env.ORRERY_TEST_FILE_TIMES ? Infinity : 10));
+const listed = process.env.ORRERY_TEST_FILE_TIMES ? Infinity : 10;
+console.log(cpuLines(readFileSync(cpuTimes, 'utf8'), build.root, listed));
+console.log(closingLines(summaries, listed));
 if (process.env.ORRERY_TEST_RECORD_TIMES) {
   // The files of this run at their new times, the others as recorded before.
   const times = { ...recorded };

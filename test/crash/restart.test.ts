@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { TEST_DIALECTS, createPgDatabase } from '../support/server.ts';
-import { startServerProcess, type ServerProcess } from '../support/processes.ts';
+import { startServerProcess, until, type ServerProcess } from '../support/processes.ts';
 
 const KEY = `sk-${'restart'.repeat(4)}`;
 
@@ -65,7 +65,11 @@ for (const dialect of TEST_DIALECTS) {
         });
         const reader = res.body!.getReader();
         await reader.read(); // the first chunk: the run is executing
-        assert.equal((await api('GET', `/runs/${run.id}`)).body.status, 'processing');
+        // Its row says so once the writer has stored that (on SQLite a moment after the first chunk,
+        // on a loaded machine later): the dead process must leave a `processing` row behind.
+        await until('the run to be stored as processing', async () =>
+          (await api('GET', `/runs/${run.id}`)).body.status === 'processing' ? true : undefined,
+        );
 
         await server.kill();
         await reader.cancel().catch(() => {});

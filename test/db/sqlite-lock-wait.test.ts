@@ -58,7 +58,8 @@ describe('sqlite: waiting for the write lock on the main thread', () => {
       ]);
       clearInterval(ticker);
       assert.ok(performance.now() - started >= 140, 'both writes waited for the lock');
-      assert.ok(ticks >= 10, `the event loop kept turning while they waited (${ticks} ticks)`);
+      // A thread held by SQLite's busy handler would tick at most once, after the lock went.
+      assert.ok(ticks >= 2, `the event loop kept turning while they waited (${ticks} ticks)`);
       const ids = (await db.selectFrom('replicas').select('id').orderBy('id').execute()).map((r) => r.id);
       assert.deepEqual(ids, ['a', 'b']);
     },
@@ -78,7 +79,8 @@ describe('sqlite: waiting for the write lock on the main thread', () => {
       const started = performance.now();
       await assert.rejects(whenUnlocked(insert, 100), (err: { code?: string }) => err.code === 'SQLITE_BUSY');
       assert.ok(performance.now() - started >= 100);
-      assert.ok(tries > 3, `tried again while it waited (${tries} tries)`);
+      // How often depends on how busy the machine is: more than once, since it gave up only at the deadline.
+      assert.ok(tries >= 2, `tried again while it waited (${tries} tries)`);
     } finally {
       other.prepare('ROLLBACK').run();
       third.close();

@@ -7,6 +7,7 @@ import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { TEST_DIALECTS, startTestServer, seedEcho, type TestServer } from '../support/server.ts';
+import { TS_LOADER, runnable } from '../support/processes.ts';
 
 const range = (n: number) => Array.from({ length: n }, (_, i) => i);
 
@@ -177,8 +178,8 @@ describe('process guards', () => {
   it('log an uncaught exception and a rejection, count them, and keep the process running', () => {
     const script = `
       import pino from 'pino';
-      import { installProcessGuards } from './src/process-guards.ts';
-      import { Metrics } from './src/http/metrics.ts';
+      import { installProcessGuards } from '${runnable('./src/process-guards.ts')}';
+      import { Metrics } from '${runnable('./src/http/metrics.ts')}';
       const metrics = new Metrics();
       installProcessGuards(pino(), metrics);
       setImmediate(() => { throw new Error('boom in a timer'); });
@@ -189,7 +190,7 @@ describe('process guards', () => {
         console.log('still alive');
       }, 100);
     `;
-    const r = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+    const r = spawnSync(process.execPath, [...TS_LOADER, '--input-type=module', '-e', script], {
       encoding: 'utf8',
       timeout: 30_000,
     });

@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { TEST_DIALECTS, startTestServer, seedEcho, type TestServer } from '../support/server.ts';
-import { startServerProcess } from '../support/processes.ts';
+import { startServerProcess, until } from '../support/processes.ts';
 import { openStream } from '../support/sse.ts';
 
 for (const dialect of TEST_DIALECTS) {
@@ -155,7 +155,7 @@ describe('graceful shutdown', () => {
     const post = async (path: string, body: unknown) =>
       fetch(srv.url + path, { method: 'POST', headers: h, body: JSON.stringify(body) });
     const e = (await (
-      await post('/api/v1/environments', { name: 's', provider: 'test', default_model: 'slow:600' })
+      await post('/api/v1/environments', { name: 's', provider: 'test', default_model: 'slow:3000' })
     ).json()) as any;
     const ix = (await (
       await post('/api/v1/interactions', {
@@ -165,7 +165,12 @@ describe('graceful shutdown', () => {
       })
     ).json()) as any;
     const answers = Array.from({ length: 6 }, () => post('/api/v1/runs', { interaction: ix.id }));
-    await new Promise((r) => setTimeout(r, 200)); // every run is with the provider (600 ms)
+    // Closing begins once the server has every run (listed: received and executing, 3 s each), not
+    // after a guessed delay: on a loaded machine a request sent could still be on its way.
+    await until('the six runs to be received', async () => {
+      const listed = await fetch(`${srv.url}/api/v1/runs?limit=10`, { headers: { authorization: h.authorization } });
+      return ((await listed.json()) as unknown[]).length === 6 ? true : undefined;
+    });
     const exited = srv.stop();
     const replies = await Promise.all(answers);
     assert.deepEqual(

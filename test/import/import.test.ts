@@ -9,6 +9,7 @@ import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { TEST_DIALECTS, startTestServer, type TestServer } from '../support/server.ts';
+import { ORRERY_CLI } from '../support/processes.ts';
 import { FlakyProxy, copiedOf, countsOf, runImport } from './helpers.ts';
 import { processed } from '../objects/helpers.ts';
 
@@ -220,7 +221,7 @@ for (const dialect of TEST_DIALECTS) {
       const envs: any[] = (await dst.client().environments.list()) as any;
       const openai = envs.find((e) => e.name === 'OpenAI');
       assert.equal(openai.has_api_key, false);
-      const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'environments', 'set-key', 'OpenAI'], {
+      const child = spawn(process.execPath, [...ORRERY_CLI, 'environments', 'set-key', 'OpenAI'], {
         cwd: ROOT,
         stdio: ['pipe', 'pipe', 'pipe'],
         env: {

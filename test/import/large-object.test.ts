@@ -11,6 +11,7 @@ import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { Readable } from 'node:stream';
 import { startTestServer, type TestServer } from '../support/server.ts';
+import { ORRERY_CLI } from '../support/processes.ts';
 
 const ROOT = new URL('../..', import.meta.url).pathname;
 const SIZE = 200 * 1024 * 1024;
@@ -69,9 +70,7 @@ describe('orrery import: a 200 MB object', () => {
     const child = spawn(
       process.execPath,
       [
-        '--import',
-        'tsx',
-        'src/cli.ts',
+        ...ORRERY_CLI,
         'import',
         '--from',
         src.url,

@@ -4,18 +4,19 @@
  * the service account's JWT exchanged once for an access token and reused, model options,
  * systemInstruction and merged turns, result_schema, finish reasons, Google's errors (bad
  * signature, 429 with retry-after, 400, 403, a blocked prompt), Claude on Vertex, the model list.
- * Through HTTP and the official client, on both databases.
+ * Through HTTP and the official client.
  */
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { decodeJwt, decodeProtectedHeader } from 'jose';
-import { TEST_DIALECTS, startTestServer, type TestServer } from '../support/server.ts';
+import { ONE_DIALECT, startTestServer, type TestServer } from '../support/server.ts';
 import { startVertexWireServer, CLOUD_PLATFORM_SCOPE, type VertexWireServer } from '../support/vertex-wire-server.ts';
 
 const GEMINI_PATH =
   /^\/v1\/projects\/orrery-test\/locations\/us-central1\/publishers\/google\/models\/gemini-2\.5-flash:generateContent$/;
 
-for (const dialect of TEST_DIALECTS) {
+// One database (ONE_DIALECT): the wire protocol does not depend on the storage.
+for (const dialect of ONE_DIALECT) {
   describe(`${dialect}: Google Vertex AI (Gemini and Claude)`, () => {
     let srv: TestServer;
     let wire: VertexWireServer;

@@ -10,8 +10,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 const ROOT = new URL('../..', import.meta.url).pathname;
+const COMPILED = existsSync(join(ROOT, 'src', 'cli.js'));
+/** The node arguments before a source module run in a child: none in the build, tsx from the sources. */
+export const TS_LOADER: readonly string[] = COMPILED ? [] : ['--import', 'tsx'];
+/** A source module's path as a child loads it: its compiled .js in the build (no transpiling), else the .ts. */
+export const runnable = (path: string): string => (COMPILED ? path.replace(/\.ts$/, '.js') : path);
 /** The node arguments that run Orrery's CLI (from the repository's root): the build's, or the sources'. */
-export const ORRERY_CLI = existsSync(join(ROOT, 'src', 'cli.js')) ? ['src/cli.js'] : ['--import', 'tsx', 'src/cli.ts'];
+export const ORRERY_CLI = [...TS_LOADER, runnable('src/cli.ts')];
 
 import { freePort } from '../../scripts/free-port.mjs';
 

@@ -19,6 +19,14 @@ export const TEST_DIALECTS: TestDialect[] = (process.env.ORRERY_TEST_DIALECTS ??
   .filter((d): d is TestDialect => d === 'sqlite' || d === 'postgres');
 
 /**
+ * The one dialect of a suite whose behaviour does not depend on the storage (a provider's wire
+ * protocol, the content extractors, the template workers): SQLite, unless the run leaves it out.
+ * What such a suite stores (runs, objects, environments) goes through the paths that their own
+ * suites test on both databases; a second pass would check nothing more at twice the cost.
+ */
+export const ONE_DIALECT: TestDialect[] = TEST_DIALECTS.includes('sqlite') ? ['sqlite'] : TEST_DIALECTS.slice(0, 1);
+
+/**
  * The options of a suite that only exists on PostgreSQL: skipped only when the run leaves
  * PostgreSQL out on purpose (ORRERY_TEST_DIALECTS=sqlite). When the run includes it, the suite
  * runs, and fails (createPgDatabase) if there is no cluster to run on, instead of passing unseen.

@@ -9,6 +9,7 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { YoungGenerationTrim, type YoungGenerationDeps } from '../../src/util/young-generation.ts';
+import { TS_LOADER, runnable } from '../support/processes.ts';
 
 const MB = 1024 * 1024;
 
@@ -46,15 +47,16 @@ describe('young generation trim', () => {
   });
 
   it("shrinks this Node's grown new space once idle, without exposing gc to the program", async () => {
-    const module = fileURLToPath(new URL('../../src/util/young-generation.ts', import.meta.url));
+    const module = runnable(fileURLToPath(new URL('../../src/util/young-generation.ts', import.meta.url)));
     const script = `
       import { YoungGenerationTrim, processDeps } from ${JSON.stringify(module)};
       import { runInNewContext } from 'node:vm';
       const deps = processDeps();
       const trim = new YoungGenerationTrim(deps);
       let keep = [];
-      const t0 = Date.now();
-      while (Date.now() - t0 < 1000) { const a = []; for (let i = 0; i < 1000; i++) a.push({ x: 'y'.repeat(50) + i }); keep.push(a); if (keep.length > 30) keep = keep.slice(15); }
+      // A load: allocation until the new space has grown to its maximum (not for a while: a loaded
+      // machine would allocate less in it), with a ceiling on the rounds.
+      for (let round = 0; round < 20000 && deps.newSpaceBytes() < 16 * 1024 * 1024; round++) { const a = []; for (let i = 0; i < 1000; i++) a.push({ x: 'y'.repeat(50) + i }); keep.push(a); if (keep.length > 30) keep = keep.slice(15); }
       keep = [];
       const grown = deps.newSpaceBytes();
       deps.utilization();
@@ -68,7 +70,7 @@ describe('young generation trim', () => {
     `;
     const { stdout } = await promisify(execFile)(
       process.execPath,
-      ['--max-semi-space-size=8', '--import', 'tsx', '--input-type=module', '-e', script],
+      ['--max-semi-space-size=8', ...TS_LOADER, '--input-type=module', '-e', script],
       { timeout: 60_000 },
     );
     const r = JSON.parse(stdout.trim().split('\n').at(-1)!) as {
