@@ -167,12 +167,14 @@ for (const dialect of TEST_DIALECTS) {
       } as never);
       /** Sends the message once the agent waits (a 409 says it is still running its turn). */
       const send = async (message: string) => {
-        for (;;) {
+        // Bounded so that an agent that never waits again fails the test instead of hanging it.
+        for (let i = 0; i < 2400; i++) {
           const r = await srv.api('POST', '/api/v1/runs/user-message', { run: runId, message });
           if (r.status !== 409) return r;
           assert.match(r.body.message, /running/);
           await sleep(50);
         }
+        return assert.fail(`the agent never waited for "${message}"`);
       };
       const answered = await send('And in Lima?');
       assert.equal(answered.status, 200, JSON.stringify(answered.body));
@@ -189,9 +191,12 @@ for (const dialect of TEST_DIALECTS) {
       assert.equal(bad.status, 400);
       assert.match(bad.body.message, /tools does not apply/);
       // Wait for the third turn to wait, then stop: a waiting chat that is stopped has completed.
-      for (;;) {
+      for (let i = 0; ; i++) {
         const kids = await children(runId);
-        if (kids.filter((k) => k.interaction?.name === 'Planner' && k.status === 'completed').length === 6) break;
+        const done = kids.filter((k) => k.interaction?.name === 'Planner' && k.status === 'completed').length;
+        if (done === 6) break;
+        assert.ok(done < 6, `${done} model calls completed where three turns make 6: a step ran twice`);
+        assert.ok(i < 2400, `the third turn never ended (${done} of 6 model calls completed)`);
         await sleep(50);
       }
       const stop = await srv.api('POST', `/api/v1/agents/${runId}/signal/stop`, {});
