@@ -360,7 +360,8 @@ for (const dialect of TEST_DIALECTS) {
         name: 'client vector',
         text: 'Rye bread dough and a sourdough starter.',
       } as any);
-      await idle();
+      // The embed job is queued after the create answers: wait for its vector, not for an idle queue.
+      await vectorAppears(obj.id, 'text');
       const got = await client.objects.retrieve(obj.id, '+embeddings');
       assert.equal(got.embeddings.text!.model, MODEL);
       assert.equal(got.embeddings.text!.values.length, 384);
