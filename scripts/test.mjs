@@ -71,6 +71,14 @@ if (dialects.includes('postgres')) {
   }
   const admin = new pg.Client({ connectionString: pgUrl });
   await admin.connect();
+  // PostgreSQL's JIT compiles a query whose estimated cost passes jit_above_cost: the generated
+  // find and search queries (nested jsonb paths) spent 0.5-2 s of the server's CPU each compiling
+  // what runs in milliseconds on these small tables. Same answers without it; only on the cluster
+  // started here, never on one given by ORRERY_TEST_PG_URL.
+  if (cluster) {
+    await admin.query('ALTER SYSTEM SET jit = off');
+    await admin.query('SELECT pg_reload_conf()');
+  }
   await admin.query(`DROP DATABASE IF EXISTS ${TEMPLATE}`);
   await admin.query(`CREATE DATABASE ${TEMPLATE}`);
   const url = new URL(pgUrl);

@@ -44,7 +44,10 @@ import {
 } from './search-fixtures.ts';
 
 const SEED = Number(process.env.ORRERY_SEARCH_SEED ?? 20240305);
-const RUNS = Number(process.env.ORRERY_SEARCH_RUNS ?? 2500);
+// 1,500 runs: with the default seed every hand-written query that matched some runs out of 2,500
+// still does (token_use.prompt:0 is the rarest), results still span pages of PAGE, and the
+// generated queries match as often (184 of 300, against 185); each query costs the size of its answer.
+const RUNS = Number(process.env.ORRERY_SEARCH_RUNS ?? 1500);
 const QUERIES = Number(process.env.ORRERY_SEARCH_QUERIES ?? 300);
 const PAGE = 1000;
 
