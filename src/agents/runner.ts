@@ -152,9 +152,12 @@ export class AgentRunner {
         case 'fail':
           return this.end(s, id, steps, { code: next.code, message: next.message });
         case 'wait':
-          // An interactive agent between turns: no job until its user writes, or its deadline.
+          // An interactive agent between turns: no job until its user writes, or its deadline. The
+          // deadline's job is queued before the agent is seen waiting: a message delivered in between
+          // would queue its job first, and this one, refreshing it, would push it to the deadline.
+          await this.enqueue(s, id, job.payload.principal, left);
           await store.setState(id, 'running', 'waiting');
-          return this.enqueue(s, id, job.payload.principal, left);
+          return;
         case 'begin': {
           const step = await store.begin(s, id, steps.length + 1, next.kind, next.input);
           steps.push(step);

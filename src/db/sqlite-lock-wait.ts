@@ -31,12 +31,13 @@ export async function whenUnlocked<R>(
   query: () => Promise<QueryResult<R>>,
   waitMs = LOCK_WAIT_MS,
 ): Promise<QueryResult<R>> {
-  const until = Date.now() + waitMs;
+  // The monotonic clock: Date.now() counts whole milliseconds, and a clock set back would stretch the wait.
+  const until = performance.now() + waitMs;
   for (let delay = 1; ; delay = Math.min(delay * 2, 16)) {
     try {
       return await query();
     } catch (err) {
-      if (!isBusy(err) || Date.now() >= until) throw err;
+      if (!isBusy(err) || performance.now() >= until) throw err;
     }
     await sleep(delay);
   }

@@ -2,6 +2,7 @@ import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { TEST_DIALECTS, startTestServer, type TestServer } from '../support/server.ts';
+import { AgentStore } from '../../src/agents/store.ts';
 
 /** An environment and an interaction with one inline template; the interaction's id. */
 async function seedInteraction(
@@ -213,6 +214,47 @@ for (const dialect of TEST_DIALECTS) {
       const late = await srv.api('POST', '/api/v1/runs/user-message', { run: runId, message: 'late' });
       assert.equal(late.status, 409);
       assert.match(late.body.message, /ended/);
+    });
+
+    it('a message delivered the moment an interactive agent is seen waiting starts its next turn (not at its deadline)', async () => {
+      // The message is sent from inside the store's write that makes the agent waiting, before the
+      // runner goes on: the narrowest window a busy machine can open between the two.
+      const original = AgentStore.prototype.setState;
+      let delivered: { status: number; body: any } | undefined;
+      let runId = '';
+      AgentStore.prototype.setState = async function (this: AgentStore, id, from, to) {
+        const changed = await original.call(this, id, from, to);
+        if (changed && to === 'waiting' && id === runId && !delivered)
+          delivered = await srv.api('POST', '/api/v1/runs/user-message', { run: id, message: 'And in Cusco?' });
+        return changed;
+      };
+      try {
+        runId = (
+          await srv.api('POST', '/api/v1/execute/async', {
+            type: 'conversation',
+            interaction: 'Planner',
+            data: { city: 'Quito' },
+            tool_names: ['Weather'],
+            interactive: true,
+          })
+        ).body.runId;
+        for (let i = 0; ; i++) {
+          const done = (await children(runId)).filter(
+            (k) => k.interaction?.name === 'Planner' && k.status === 'completed',
+          ).length;
+          if (done >= 4) break;
+          assert.ok(
+            i < 2400,
+            `the second turn never ran (${done} of 4 model calls completed): the message's job waits for the deadline`,
+          );
+          await sleep(50);
+        }
+      } finally {
+        AgentStore.prototype.setState = original;
+      }
+      assert.equal(delivered?.status, 200, JSON.stringify(delivered?.body));
+      assert.equal((await srv.api('POST', `/api/v1/agents/${runId}/signal/stop`, {})).status, 200);
+      assert.equal((await ended(runId)).status, 'completed');
     });
 
     it('refuses by name the fields it does not apply, unknown tools and out-of-bound iterations, before anything runs', async () => {
