@@ -17,7 +17,8 @@ export function findPgBin() {
   return versions.length ? join(root, versions[0], 'bin') : undefined;
 }
 
-export async function startCluster() {
+/** Starts a throwaway cluster; `settings` are extra server settings (name to value) for its start. */
+export async function startCluster(settings = {}) {
   const bin = findPgBin();
   if (!bin)
     throw new Error(
@@ -43,7 +44,17 @@ export async function startCluster() {
   };
   run('initdb', ['-D', data, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--locale=C']);
   const port = await freePort();
-  const opts = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300`;
+  const server = {
+    listen_addresses: '127.0.0.1',
+    fsync: 'off',
+    synchronous_commit: 'off',
+    full_page_writes: 'off',
+    max_connections: 300,
+    ...settings,
+  };
+  const opts = [`-p ${port} -k ${dir}`, ...Object.entries(server).map(([name, value]) => `-c ${name}=${value}`)].join(
+    ' ',
+  );
   run('pg_ctl', ['-D', data, '-o', opts, '-l', join(dir, 'log'), '-w', 'start']);
   return {
     url: `postgres://postgres@127.0.0.1:${port}/postgres`,

@@ -65,20 +65,16 @@ const TEMPLATE = `orrery_template_${process.pid}`;
 if (dialects.includes('postgres')) {
   t0 = performance.now();
   if (!pgUrl) {
-    cluster = await startCluster();
+    // PostgreSQL's JIT compiles a query whose estimated cost passes jit_above_cost: the generated
+    // find and search queries (nested jsonb paths) spent 0.5-2 s of the server's CPU each compiling
+    // what runs in milliseconds on these small tables. Same answers without it; only on the cluster
+    // started here, never on one given by ORRERY_TEST_PG_URL.
+    cluster = await startCluster({ jit: 'off' });
     pgUrl = cluster.url;
     console.log(`PostgreSQL test cluster at ${cluster.url}`);
   }
   const admin = new pg.Client({ connectionString: pgUrl });
   await admin.connect();
-  // PostgreSQL's JIT compiles a query whose estimated cost passes jit_above_cost: the generated
-  // find and search queries (nested jsonb paths) spent 0.5-2 s of the server's CPU each compiling
-  // what runs in milliseconds on these small tables. Same answers without it; only on the cluster
-  // started here, never on one given by ORRERY_TEST_PG_URL.
-  if (cluster) {
-    await admin.query('ALTER SYSTEM SET jit = off');
-    await admin.query('SELECT pg_reload_conf()');
-  }
   await admin.query(`DROP DATABASE IF EXISTS ${TEMPLATE}`);
   await admin.query(`CREATE DATABASE ${TEMPLATE}`);
   const url = new URL(pgUrl);
