@@ -66,6 +66,9 @@ for (const dialect of TEST_DIALECTS) {
       ((await srv.api('GET', `/api/v1/runs?parent=${id}&limit=100`)).body as Array<Record<string, any>>).sort((a, b) =>
         String(a.created_at).localeCompare(String(b.created_at)),
       );
+    /** The agent's completed model calls (its Planner children). */
+    const modelCallsDone = async (id: string) =>
+      (await children(id)).filter((k) => k.interaction?.name === 'Planner' && k.status === 'completed').length;
 
     it('runs a tool loop with an interaction tool through the official client: iterations are children linked by previous_run', async () => {
       const answer = await srv.client().interactions.executeAsync({
@@ -193,8 +196,7 @@ for (const dialect of TEST_DIALECTS) {
       assert.match(bad.body.message, /tools does not apply/);
       // Wait for the third turn to wait, then stop: a waiting chat that is stopped has completed.
       for (let i = 0; ; i++) {
-        const kids = await children(runId);
-        const done = kids.filter((k) => k.interaction?.name === 'Planner' && k.status === 'completed').length;
+        const done = await modelCallsDone(runId);
         if (done === 6) break;
         assert.ok(done < 6, `${done} model calls completed where three turns make 6: a step ran twice`);
         assert.ok(i < 2400, `the third turn never ended (${done} of 6 model calls completed)`);
@@ -219,15 +221,19 @@ for (const dialect of TEST_DIALECTS) {
     it('a message delivered the moment an interactive agent is seen waiting starts its next turn (not at its deadline)', async () => {
       // The message is sent from inside the store's write that makes the agent waiting, before the
       // runner goes on: the narrowest window a busy machine can open between the two.
+      // The first agent to wait is this test's (the others have ended): its id may not be known yet.
       const original = AgentStore.prototype.setState;
+      let waited: string | undefined;
       let delivered: { status: number; body: any } | undefined;
-      let runId = '';
       AgentStore.prototype.setState = async function (this: AgentStore, id, from, to) {
         const changed = await original.call(this, id, from, to);
-        if (changed && to === 'waiting' && id === runId && !delivered)
+        if (changed && to === 'waiting' && waited === undefined) {
+          waited = id;
           delivered = await srv.api('POST', '/api/v1/runs/user-message', { run: id, message: 'And in Cusco?' });
+        }
         return changed;
       };
+      let runId: string;
       try {
         runId = (
           await srv.api('POST', '/api/v1/execute/async', {
@@ -239,9 +245,7 @@ for (const dialect of TEST_DIALECTS) {
           })
         ).body.runId;
         for (let i = 0; ; i++) {
-          const done = (await children(runId)).filter(
-            (k) => k.interaction?.name === 'Planner' && k.status === 'completed',
-          ).length;
+          const done = await modelCallsDone(runId);
           if (done >= 4) break;
           assert.ok(
             i < 2400,
@@ -252,6 +256,7 @@ for (const dialect of TEST_DIALECTS) {
       } finally {
         AgentStore.prototype.setState = original;
       }
+      assert.equal(waited, runId);
       assert.equal(delivered?.status, 200, JSON.stringify(delivered?.body));
       assert.equal((await srv.api('POST', `/api/v1/agents/${runId}/signal/stop`, {})).status, 200);
       assert.equal((await ended(runId)).status, 'completed');
