@@ -24,6 +24,7 @@ const BENCHES: Record<string, string> = {
   hostile: './hostile.ts',
   conversation: './conversation.ts',
   otel: './otel.ts',
+  agents: './agents.ts',
 };
 const wanted = process.argv.slice(2);
 const names = wanted.length ? wanted : Object.keys(BENCHES);

@@ -7,6 +7,7 @@
  */
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import type { Principal } from '../auth/principal.ts';
 import { scopeOf } from '../auth/principal.ts';
 import type { Outbound } from '../providers/outbound.ts';
@@ -24,6 +25,12 @@ type Undici = typeof import('undici');
 
 export class McpTools implements McpToolSource {
   private undici: Undici | undefined;
+  /**
+   * The schema validator of call sessions. A client compiles validators only when it lists tools,
+   * which a call session never does, so one validator serves every call instead of building a new
+   * Ajv (about 0.6 ms) for each; listings get their own, so no server's schemas pile up in it.
+   */
+  private readonly callValidator = new AjvJsonSchemaValidator();
 
   constructor(
     private readonly servers: McpServers,
@@ -64,11 +71,14 @@ export class McpTools implements McpToolSource {
     const server = await this.servers.target(scopeOf(p), tool.target!);
     if (!server) return { content: `the MCP server of ${tool.name} was deleted`, is_error: true };
     // The step's idempotency key travels in the request's _meta: a server that dedupes can use it.
-    const result = await this.session(server, (client) =>
-      client.callTool({ name: tool.remote!, arguments: input, _meta: { 'orrery/idempotency_key': key } }, undefined, {
-        signal,
-        timeout: 24 * 3600_000, // bounded by the agent's step timeout (signal)
-      }),
+    const result = await this.session(
+      server,
+      (client) =>
+        client.callTool({ name: tool.remote!, arguments: input, _meta: { 'orrery/idempotency_key': key } }, undefined, {
+          signal,
+          timeout: 24 * 3600_000, // bounded by the agent's step timeout (signal)
+        }),
+      this.callValidator,
     );
     const parts = (result.content ?? []) as Array<{ type: string; text?: string }>;
     const text = parts.map((c) => (c.type === 'text' ? (c.text ?? '') : JSON.stringify(c))).join('\n');
@@ -76,7 +86,11 @@ export class McpTools implements McpToolSource {
     return { content: boundedText(content), ...(result.isError ? { is_error: true } : {}) };
   }
 
-  private async session<T>(server: McpServerTarget, work: (client: Client) => Promise<T>): Promise<T> {
+  private async session<T>(
+    server: McpServerTarget,
+    work: (client: Client) => Promise<T>,
+    jsonSchemaValidator = new AjvJsonSchemaValidator(),
+  ): Promise<T> {
     const undici = (this.undici ??= await import('undici'));
     const dispatcher = this.outbound.agent;
     const transport = new StreamableHTTPClientTransport(new URL(server.url), {
@@ -85,7 +99,7 @@ export class McpTools implements McpToolSource {
       fetch: ((url: string | URL, init?: RequestInit) =>
         undici.fetch(url, { ...(init as object), dispatcher } as never)) as never,
     });
-    const client = new Client({ name: 'orrery-agent', version: '1' });
+    const client = new Client({ name: 'orrery-agent', version: '1' }, { jsonSchemaValidator });
     await client.connect(transport);
     try {
       return await work(client);
