@@ -7,7 +7,10 @@
  *   (c) a blocking Orrery run of an interaction on an `openai_compatible` environment,
  *   (d) the door: `model: "<environment>/gpt-4o-mini"`, the SDK's headers, every call a run.
  * Saturated (32 connections) and paced (400 req/s, open loop) in interleaved rounds (the order
- * rotates), medians. At the end every call answered 200 by (c) and (d) must be stored `completed`.
+ * rotates), medians; then the same four with `stream: true`, paced, timed to the first chunk of
+ * text (a streamed run of (c) is `POST /runs` and then `GET /runs/:id/stream`), without Portkey:
+ * 1.15.2 on Node 20 fails every streamed call here (`TypeError: immutable`, as it adds its headers
+ * to the upstream's streamed response). At the end every call answered 200 by (c) and (d) must be stored `completed`.
  *
  *   npm run bench -- gateway       (ROUNDS=3 DURATION=6 PACED_SECONDS=5 RATE=400 by default)
  */
@@ -16,7 +19,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { freePort, machine, ROOT, startChild, startOrrery, type Child } from './lib/processes.ts';
 import { api, median, seedUpstream } from './lib/runs.ts';
-import { paced, type Paced } from './lib/paced.ts';
+import { paced, type Paced, type PacedTarget } from './lib/paced.ts';
 
 const ROUNDS = Number(process.env.ROUNDS ?? 3);
 const DURATION = Number(process.env.DURATION ?? 6);
@@ -89,7 +92,21 @@ const saturated = (t: Target, seconds: number) =>
   });
 
 /** The paced part: lib/paced.ts, at RATE over PACED_CONNECTIONS. */
-const pacedRun = (t: Target, seconds: number) => paced(t, seconds, RATE, PACED_CONNECTIONS);
+const pacedRun = (t: PacedTarget, seconds: number) => paced(t, seconds, RATE, PACED_CONNECTIONS);
+
+/** The streamed form of a target: `stream: true`, timed to the answer's first word. */
+function streamedOf(t: Target, streamPath: (id: string) => string): PacedTarget & { name: Target['name'] } {
+  const body = JSON.stringify({ ...JSON.parse(t.body), stream: true });
+  // The first word of the upstream's text; each form ends with its own last event.
+  const match = /The /;
+  if (t.name !== 'runs') return { ...t, body, firstChunk: { match, end: /data: \[DONE\]\s*$/ } };
+  return {
+    ...t,
+    body,
+    follow: (answer) => streamPath((JSON.parse(answer) as { id: string }).id),
+    firstChunk: { match, end: /event: close\n/ },
+  };
+}
 
 const upstream = await startChild(['bench/lib/openai-upstream.ts'], {}, '/health');
 const portkeyPort = await freePort();
@@ -186,6 +203,27 @@ try {
       );
     }
   }
+  const streamed = targets
+    .filter((t) => t.name !== 'portkey')
+    .map((t) => streamedOf(t, (id) => `/api/v1/runs/${id}/stream`));
+  const first: Record<string, Paced[]> = { upstream: [], runs: [], door: [] };
+  for (const t of streamed) {
+    const r = await pacedRun(t, 1); // warm-up
+    if (r.errors) throw new Error(`${t.name}: ${r.errors} failed streams (warm-up)`);
+    if (t.name === 'runs' || t.name === 'door') answered += r.ok;
+  }
+  for (let i = 0; i < ROUNDS; i++) {
+    const order = [...streamed.slice(i % streamed.length), ...streamed.slice(0, i % streamed.length)];
+    for (const t of order) {
+      const r = await pacedRun(t, PACED_SECONDS);
+      if (r.errors) throw new Error(`${t.name}: ${r.errors} failed streams (paced)`);
+      first[t.name].push(r);
+      if (t.name === 'runs' || t.name === 'door') answered += r.ok;
+      console.log(
+        `round ${i + 1} streamed ${t.name}: ${r.rate.toFixed(0)} req/s sent, first chunk p50 ${r.p50.toFixed(3)} ms, p99 ${r.p99.toFixed(3)} ms`,
+      );
+    }
+  }
   const facets = await api(orrery.url, orrery.adminKey, '/api/v1/runs/facets', {
     facets: [{ name: 'status', field: 'status' }],
   });
@@ -229,6 +267,15 @@ try {
         },
       ]),
     ),
+    firstChunkAdded: Object.fromEntries(
+      (['runs', 'door'] as const).map((k) => [
+        k,
+        {
+          p50: +m(first[k].map((r, i) => r.p50 - first.upstream[i].p50)).toFixed(3),
+          p99: +m(first[k].map((r, i) => r.p99 - first.upstream[i].p99)).toFixed(3),
+        },
+      ]),
+    ),
     doorOverPortkey: +m(sat.door.map((r, i) => r.rps / sat.portkey[i].rps)).toFixed(2),
     doorOverRuns: +m(sat.door.map((r, i) => r.rps / sat.runs[i].rps)).toFixed(2),
     runsOverPortkey: +m(sat.runs.map((r, i) => r.rps / sat.portkey[i].rps)).toFixed(2),
@@ -241,8 +288,12 @@ try {
   console.log(
     `paced ${RATE} req/s, ${PACED_CONNECTIONS} connections: upstream p50 ${summary.paced.upstream.p50} / p99 ${summary.paced.upstream.p99} ms; added p50 / p99: Portkey ${added.portkey.p50} / ${added.portkey.p99} ms, POST /runs ${added.runs.p50} / ${added.runs.p99} ms, door ${added.door.p50} / ${added.door.p99} ms (target: door ≤ POST /runs)`,
   );
+  const fc = summary.firstChunkAdded;
+  console.log(
+    `stream: true, paced ${RATE} req/s: time to first chunk added over the upstream's, p50 / p99: POST /runs + GET stream ${fc.runs.p50} / ${fc.runs.p99} ms, door ${fc.door.p50} / ${fc.door.p99} ms`,
+  );
   console.log(`every run stored: ${answered} answered 200, ${completed} stored completed`);
-  console.log(JSON.stringify({ ...summary, detail: { saturated: sat, paced: pac } }));
+  console.log(JSON.stringify({ ...summary, detail: { saturated: sat, paced: pac, firstChunk: first } }));
 } finally {
   await orrery.stop();
   await portkey.stop();

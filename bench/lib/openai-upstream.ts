@@ -1,7 +1,8 @@
 /**
  * The gateway benchmark's upstream (bench/gateway.ts): a local OpenAI-compatible server in a process of
- * its own that answers every `POST …/chat/completions` with one fixed chat completion, at once,
- * and `GET /health`. Loopback only; port from BARE_PORT (bench/lib/processes.ts `startChild`).
+ * its own that answers every `POST …/chat/completions` with one fixed chat completion, at once
+ * (with `"stream": true`, the same text as `chat.completion.chunk` events, a word per event, then
+ * `data: [DONE]`), and `GET /health`. Loopback only; port from BARE_PORT (bench/lib/processes.ts `startChild`).
  */
 import { createServer } from 'node:http';
 
@@ -20,6 +21,23 @@ const completion = Buffer.from(
   }),
 );
 
+const chunk = (delta: object, finish: string | null = null, usage?: object) =>
+  `data: ${JSON.stringify({
+    id: 'chatcmpl-bench',
+    object: 'chat.completion.chunk',
+    created: 1764028800,
+    model: 'gpt-4o-mini',
+    choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }],
+    ...(usage ? { usage } : {}),
+  })}\n\n`;
+const words = COMPLETION_TEXT.split(/(?<= )/);
+const streamed = [
+  chunk({ role: 'assistant', content: words[0] }),
+  ...words.slice(1).map((w) => chunk({ content: w })),
+  chunk({}, 'stop', { prompt_tokens: 14, completion_tokens: 15, total_tokens: 29 }),
+  'data: [DONE]\n\n',
+];
+
 const server = createServer((req, res) => {
   if (req.method === 'GET' && req.url === '/health') {
     res.writeHead(200, { 'content-type': 'text/plain', 'content-length': 2 }).end('ok');
@@ -29,10 +47,18 @@ const server = createServer((req, res) => {
     res.writeHead(404, { 'content-type': 'application/json' }).end('{"error":{"message":"not found"}}');
     return;
   }
-  req.resume();
+  const body: Buffer[] = [];
+  req.on('data', (b: Buffer) => body.push(b));
   req.on('end', () => {
-    res.writeHead(200, { 'content-type': 'application/json', 'content-length': completion.length });
-    res.end(completion);
+    if (!/"stream"\s*:\s*true/.test(Buffer.concat(body).toString('utf8'))) {
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': completion.length });
+      res.end(completion);
+      return;
+    }
+    // The first event at once, the rest after it, as a provider streams tokens.
+    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+    res.write(streamed[0]);
+    setImmediate(() => res.end(streamed.slice(1).join('')));
   });
 });
 server.keepAliveTimeout = 60_000;

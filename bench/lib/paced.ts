@@ -10,6 +10,13 @@ export interface PacedTarget {
   url: string;
   body: string;
   headers: Record<string, string>;
+  /**
+   * A streamed answer: each request is timed to its first chunk of text (the first body bytes
+   * that match), not to its end; the rest is read and checked to end with `end`.
+   */
+  firstChunk?: { match: RegExp; end: RegExp };
+  /** A stream read with a second request (POST /runs, then GET /runs/:id/stream): its path from the first answer. */
+  follow?: (answer: string) => string;
 }
 
 export interface Paced {
@@ -34,15 +41,17 @@ export async function paced(t: PacedTarget, seconds: number, rate: number, conne
   const one = async () => {
     const start = performance.now();
     try {
-      const r = await pool.request({
+      let r = await pool.request({
         path: u.pathname,
         method: 'POST',
         body: t.body,
         headers: { 'content-type': 'application/json', ...t.headers },
       });
-      await r.body.text();
-      const ms = performance.now() - start;
-      if (r.statusCode === 200) {
+      if (t.follow && r.statusCode === 200)
+        r = await pool.request({ path: t.follow(await r.body.text()), method: 'GET', headers: t.headers });
+      const timed = t.firstChunk ? await untilFirst(r.body, t.firstChunk) : { text: await r.body.text(), ms: 0 };
+      const ms = t.firstChunk ? timed.ms - start : performance.now() - start;
+      if (r.statusCode === 200 && (!t.firstChunk || t.firstChunk.end.test(timed.text))) {
         ok++;
         latencies.push(ms);
       } else errors++;
@@ -68,4 +77,15 @@ export async function paced(t: PacedTarget, seconds: number, rate: number, conne
     errors,
     rate: total / elapsed,
   };
+}
+
+/** Reads a body to its end; `ms`: the performance.now() at which its text first matched `match`. */
+async function untilFirst(body: AsyncIterable<Buffer>, { match }: { match: RegExp }) {
+  let text = '';
+  let ms = 0;
+  for await (const b of body) {
+    text += b.toString('utf8');
+    if (!ms && match.test(text)) ms = performance.now();
+  }
+  return { text, ms: ms || performance.now() };
 }
