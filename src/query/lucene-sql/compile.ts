@@ -50,6 +50,7 @@ import {
   type SearchPlan,
   type SearchSql,
   type TextColumn,
+  type TextQuery,
 } from './search-sql.ts';
 import { table } from '../../util/own.ts';
 
@@ -182,6 +183,10 @@ class Compiler {
   }
 
   compile(node: QueryNode): Cond {
+    // A boolean subtree of full-text terms alone is one match where the backend can join them
+    // (search-sql.ts `textQuery`): the row's text index is then read once for all of them.
+    const text = this.s.textQuery && node.kind !== 'term' ? this.textQuery(node) : null;
+    if (text !== null) return this.s.textQuery!.match(text);
     return visit<Cond>(node, {
       term: (t) => this.term(t),
       range: (r) => this.range(r),
@@ -261,6 +266,49 @@ class Compiler {
       t.wildcard ? this.s.glob(col(c.column), globParts(t.value)) : sql<SqlBool>`${col(c.column)} = ${t.value}`,
       c.nullable,
     );
+  }
+
+  /** The subtree as one text query when every leaf is a phrase or prefix term on the run's text, else null. */
+  private textQuery(node: QueryNode): TextQuery | null {
+    const t = this.s.textQuery!;
+    const all = (nodes: readonly QueryNode[]) => {
+      const parts: TextQuery[] = [];
+      for (const n of nodes) {
+        const q = this.textQuery(n);
+        if (q === null) return null;
+        parts.push(q);
+      }
+      return parts;
+    };
+    switch (node.kind) {
+      case 'and':
+      case 'or': {
+        const parts = all(node.nodes);
+        return parts && (node.kind === 'and' ? t.and(parts) : t.or(parts));
+      }
+      case 'not': {
+        const part = this.textQuery(node.node);
+        return part && t.not(part);
+      }
+      case 'all':
+        return 'true';
+      case 'term': {
+        const field = node.field ?? this.defaultPath ?? null;
+        const column: TextColumn | null =
+          field === null ? 'body' : field === 'result' || field === 'prompt' ? field : null;
+        if (column === null) return null;
+        if (!node.wildcard) {
+          const words = tokenize(node.value);
+          return words.length ? t.phrase(column, words) : 'false';
+        }
+        const parts = this.wordGlob(node);
+        if (parts === null) return 'false';
+        const prefix = parts.length === 2 && parts[0].kind === 'literal' && parts[1].kind === 'any';
+        return prefix ? t.prefix(column, (parts[0] as { text: string }).text) : null;
+      }
+      default:
+        return null;
+    }
   }
 
   /** Words of a text: a phrase, or one word matching a glob. */

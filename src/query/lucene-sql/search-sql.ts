@@ -89,6 +89,30 @@ export interface SearchSql {
   partsText(field: 'result' | 'prompt'): RawBuilder<string>;
   /** Whether the document has a value at `field` (evaluate.ts rule 4: arrays flattened, nulls dropped). */
   docHas(field: 'result' | 'prompt'): Cond;
+  /**
+   * PostgreSQL: full-text terms as pieces of one tsquery, so a boolean subtree of them is one `@@`
+   * and a row's tsvector is read (detoasted) once, whatever the number of terms; each `@@` of its
+   * own read it again (64 terms on a run of a 1 MB tsvector: 64 reads of it). Null on SQLite,
+   * where each FTS5 match is a set the statement builds once.
+   */
+  readonly textQuery: TextQueries | null;
+}
+
+/** A tsquery (with whether its runs are few: see `postgresFor`), or a constant the algebra folds. */
+export type TextQuery = TsQuery | 'true' | 'false';
+interface TsQuery {
+  readonly q: string;
+  readonly rare: boolean;
+}
+const isTsQuery = (p: TextQuery): p is TsQuery => typeof p !== 'string';
+
+export interface TextQueries {
+  phrase(col: TextColumn, words: readonly string[]): TextQuery;
+  prefix(col: TextColumn, prefix: string): TextQuery;
+  and(parts: readonly TextQuery[]): TextQuery;
+  or(parts: readonly TextQuery[]): TextQuery;
+  not(part: TextQuery): TextQuery;
+  match(query: TextQuery): Cond;
 }
 
 const doc = sql.ref('runs.doc');
@@ -250,6 +274,7 @@ const sqliteSql = (plan: SearchPlan): SearchSql => {
     // arrays only: that is evaluate.ts's flattening. Arrays and nulls are not values.
     docHas: (field) => sql<SqlBool>`EXISTS (SELECT 1 FROM json_tree(${doc}, ${`$.${field}`}) AS t
       WHERE t.type NOT IN ('array', 'null') AND instr(substr(t.fullkey, ${field.length + 3}), '.') = 0 LIMIT 1)`,
+    textQuery: null,
   };
 };
 
@@ -259,18 +284,59 @@ const quoteLexeme = (w: string) => `'${w}'`;
 const tsMatch = (query: string): Cond => sql<SqlBool>`runs.search_tsv @@ CAST(${query} AS tsquery)`;
 const tooLong = (words: readonly string[]) => words.some((w) => byteLength(w) > TS_MAX_WORD_BYTES);
 
-/** Runs whose tsvector holds `words` consecutively in the column's weight. */
-const pgPhrase = (col: TextColumn, words: readonly string[]): Cond => {
-  if (tooLong(words)) return FALSE;
+/** The tsquery of runs whose tsvector holds `words` consecutively in the column's weight, or null when none can. */
+const pgPhraseQuery = (col: TextColumn, words: readonly string[]): string | null => {
+  if (tooLong(words)) return null;
   const weight = TS_WEIGHT[col] ? `:${TS_WEIGHT[col]}` : '';
   const pairs = words.slice(1).map((w, i) => pairLexeme(words[i], w));
-  if (tooLong(pairs)) return tsMatch(words.map((w) => `${quoteLexeme(w)}${weight}`).join(' <-> '));
+  if (tooLong(pairs)) return words.map((w) => `${quoteLexeme(w)}${weight}`).join(' <-> ');
   // Two words: their pair lexeme, exact. More: the pairs (for the GIN lookup) and the positions.
-  if (words.length === 1) return tsMatch(`${quoteLexeme(words[0])}${weight}`);
+  if (words.length === 1) return `${quoteLexeme(words[0])}${weight}`;
   const pairQuery = pairs.map((x) => `${quoteLexeme(x)}${weight}`).join(' & ');
-  return tsMatch(
-    words.length === 2 ? pairQuery : `${pairQuery} & (${words.map((w) => `${quoteLexeme(w)}${weight}`).join(' <-> ')})`,
-  );
+  return words.length === 2 ? pairQuery : `${pairQuery} & (${words.map((w) => `${quoteLexeme(w)}${weight}`).join(' <-> ')})`;
+};
+const pgPrefixQuery = (col: TextColumn, prefix: string): string | null =>
+  tooLong([prefix]) ? null : `${quoteLexeme(prefix)}:*${TS_WEIGHT[col]}`;
+
+/** Runs whose tsvector holds `words` consecutively in the column's weight. */
+const pgPhrase = (col: TextColumn, words: readonly string[]): Cond => {
+  const q = pgPhraseQuery(col, words);
+  return q === null ? FALSE : tsMatch(q);
+};
+
+/**
+ * The tsquery algebra of `TextQueries`. Every part is parenthesised (`!` binds tighter than
+ * `<->`, then `&`, then `|`). A part is rare (looked up in the GIN index on pages) when its
+ * runs are few: an AND with one rare part, an OR of rare parts only; a NOT never is.
+ */
+const pgTextQueries = (isRare: ((words: readonly string[]) => boolean) | null): TextQueries => {
+  const of = (q: string | null, rare: boolean): TextQuery => (q === null ? 'false' : { q, rare });
+  const join = (parts: TsQuery[], op: string, rare: boolean): TextQuery =>
+    parts.length === 1 ? parts[0] : { q: parts.map((p) => `(${p.q})`).join(` ${op} `), rare };
+  return {
+    phrase: (col, words) => of(pgPhraseQuery(col, words), isRare?.(words) ?? true),
+    // A prefix stays visible to the GIN index, as `prefix` is.
+    prefix: (col, prefix) => of(pgPrefixQuery(col, prefix), true),
+    and: (parts) => {
+      if (parts.includes('false')) return 'false';
+      const qs = parts.filter(isTsQuery);
+      return qs.length ? join(qs, '&', qs.some((p) => p.rare)) : 'true';
+    },
+    or: (parts) => {
+      if (parts.includes('true')) return 'true';
+      const qs = parts.filter(isTsQuery);
+      return qs.length ? join(qs, '|', qs.every((p) => p.rare)) : 'false';
+    },
+    not: (part) => (part === 'true' ? 'false' : part === 'false' ? 'true' : { q: `!(${part.q})`, rare: false }),
+    match: (query) =>
+      query === 'true'
+        ? TRUE
+        : query === 'false'
+          ? FALSE
+          : query.rare
+            ? tsMatch(query.q)
+            : sql<SqlBool>`COALESCE(${tsMatch(query.q)}, FALSE)`,
+  };
 };
 
 /** `cond` or the run has not ended (its tsvector is still empty): a bitmap OR of GIN and runs_status. */
@@ -282,7 +348,8 @@ const postgresSql: SearchSql = {
   countHint: null,
   phrase: (col, words, orNotEnded) => (orNotEnded ? orNotEndedPg(pgPhrase(col, words)) : pgPhrase(col, words)),
   prefix: (col, prefix, orNotEnded) => {
-    const match = tooLong([prefix]) ? FALSE : tsMatch(`${quoteLexeme(prefix)}:*${TS_WEIGHT[col]}`);
+    const q = pgPrefixQuery(col, prefix);
+    const match = q === null ? FALSE : tsMatch(q);
     return orNotEnded ? orNotEndedPg(match) : match;
   },
   wordGlob: (col, parts) => {
@@ -352,6 +419,7 @@ const postgresSql: SearchSql = {
   docHas: (field) => sql<SqlBool>`EXISTS (WITH RECURSIVE f(v) AS (SELECT ${doc} -> ${field}
       UNION ALL SELECT e.v FROM f, jsonb_array_elements(CASE WHEN jsonb_typeof(f.v) = 'array' THEN f.v ELSE '[]'::jsonb END) AS e(v))
     SELECT 1 FROM f WHERE jsonb_typeof(f.v) NOT IN ('array', 'null'))`,
+  textQuery: pgTextQueries(null),
 };
 
 /**
@@ -366,6 +434,7 @@ const postgresFor = (plan: SearchPlan): SearchSql => {
   if (plan.purpose === 'count' || !isRare) return postgresSql;
   return {
     ...postgresSql,
+    textQuery: pgTextQueries(isRare),
     phrase: (col, words, orNotEnded) => {
       const match = isRare(words) ? pgPhrase(col, words) : sql<SqlBool>`COALESCE(${pgPhrase(col, words)}, FALSE)`;
       return orNotEnded ? orNotEndedPg(match) : match;
