@@ -24,6 +24,8 @@ import { validateInteractionsSearch, validateInteractionDetailSearch } from './s
 import { validateEnvironmentsSearch } from './screens/environments/search.ts';
 import { validateObjectsSearch, validateObjectDetailSearch } from './screens/objects/search.ts';
 import { validateKeysSearch } from './screens/keys/search.ts';
+import { validateDatasetsSearch, validateDatasetDetailSearch } from './screens/datasets/search.ts';
+import { validateEvaluatorsSearch, validateEvaluatorDetailSearch } from './screens/evaluators/search.ts';
 
 const rootRoute = createRootRoute({ component: Outlet, notFoundComponent: NotFound });
 
@@ -113,6 +115,34 @@ const keysRoute = createRoute({
   component: lazyRouteComponent(() => import('./screens/keys/KeysPage.tsx'), 'KeysPage'),
 });
 
+const datasetsRoute = createRoute({
+  getParentRoute: () => appRoute,
+  path: 'datasets',
+  validateSearch: validateDatasetsSearch,
+  component: lazyRouteComponent(() => import('./screens/datasets/DatasetsPage.tsx'), 'DatasetsPage'),
+});
+
+const datasetDetailRoute = createRoute({
+  getParentRoute: () => appRoute,
+  path: 'datasets/$datasetId',
+  validateSearch: validateDatasetDetailSearch,
+  component: lazyRouteComponent(() => import('./screens/datasets/DatasetDetailPage.tsx'), 'DatasetDetailPage'),
+});
+
+const evaluatorsRoute = createRoute({
+  getParentRoute: () => appRoute,
+  path: 'evaluators',
+  validateSearch: validateEvaluatorsSearch,
+  component: lazyRouteComponent(() => import('./screens/evaluators/EvaluatorsPage.tsx'), 'EvaluatorsPage'),
+});
+
+const evaluatorDetailRoute = createRoute({
+  getParentRoute: () => appRoute,
+  path: 'evaluators/$evaluatorId',
+  validateSearch: validateEvaluatorDetailSearch,
+  component: lazyRouteComponent(() => import('./screens/evaluators/EvaluatorDetailPage.tsx'), 'EvaluatorDetailPage'),
+});
+
 /** The shared components at work: an example for screen authors (not in the navigation). */
 const galleryRoute = createRoute({
   getParentRoute: () => appRoute,
@@ -132,6 +162,10 @@ const routeTree = rootRoute.addChildren([
     objectsRoute,
     objectDetailRoute,
     keysRoute,
+    datasetsRoute,
+    datasetDetailRoute,
+    evaluatorsRoute,
+    evaluatorDetailRoute,
     galleryRoute,
   ]),
 ]);

@@ -10,6 +10,8 @@ const NAV = [
   { to: '/environments', label: 'Environments' },
   { to: '/objects', label: 'Objects' },
   { to: '/keys', label: 'Keys' },
+  { to: '/datasets', label: 'Datasets' },
+  { to: '/evaluators', label: 'Evaluators' },
 ] as const;
 
 export function AppShell() {

@@ -22,6 +22,8 @@ import {
   type Ref,
   type RunRef,
 } from './runsApi.ts';
+import { ScoresPanel } from '../scores/ScoresPanel.tsx';
+import { EvaluatePanel } from '../evaluators/EvaluatePanel.tsx';
 import './runs.css';
 
 const route = getRouteApi('/_app/runs/$runId');
@@ -236,6 +238,9 @@ export function RunDetailPage() {
                 <Result parts={r.result} runId={runId} />
               )}
             </section>
+
+            <ScoresPanel runId={runId} />
+            <EvaluatePanel runId={runId} />
 
             <section className="card" aria-labelledby="run-params-h">
               <h2 id="run-params-h">Parameters</h2>

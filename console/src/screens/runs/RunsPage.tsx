@@ -23,11 +23,14 @@ import {
   nextCursor,
   rememberOrder,
   rememberView,
+  searchBody,
   type Bucket,
   type Cursor,
   type RunRef,
 } from './runsApi.ts';
 import { Histogram } from './Histogram.tsx';
+import { AddToDatasetButton } from '../datasets/AddFromRuns.tsx';
+import { scoreColumn, ScoreColumnsPicker, ScoreFacets } from '../scores/ScoreColumns.tsx';
 import './runs.css';
 
 const route = getRouteApi('/_app/runs');
@@ -110,8 +113,13 @@ export function RunsPage() {
   const navigate = route.useNavigate();
   const goTo = useNavigate();
   const qc = useQueryClient();
-  const key = useMemo(() => ({ q: search.q, facets: search.facets }), [search.q, JSON.stringify(search.facets ?? {})]); // deps chosen on purpose: not every value read
+  const key = useMemo(
+    () => ({ q: search.q, facets: search.facets, scoreFilters: search.scoreFilters }),
+    [search.q, JSON.stringify(search.facets ?? {}), JSON.stringify(search.scoreFilters ?? {})],
+  ); // deps chosen on purpose: not every value read
   const keyText = JSON.stringify(key);
+  const scoreNames = search.scores ?? [];
+  const metaKey = useMemo(() => ({ ...key, scores: search.scores }), [keyText, scoreNames.join(',')]); // deps chosen on purpose: not every value read
   useEffect(() => rememberView(search), [search]);
 
   const list = useInfiniteQuery({
@@ -122,8 +130,8 @@ export function RunsPage() {
     staleTime: 30_000,
   });
   const meta = useQuery({
-    queryKey: ['runs', 'meta', key],
-    queryFn: ({ signal }) => fetchMeta(key, signal),
+    queryKey: ['runs', 'meta', metaKey],
+    queryFn: ({ signal }) => fetchMeta(metaKey, signal),
     staleTime: 30_000,
     enabled: !list.error,
   });
@@ -166,7 +174,7 @@ export function RunsPage() {
           setAnnounce(
             `${fresh.length} new or updated run${fresh.length === 1 ? '' : 's'} at ${formatTime(new Date().toISOString())}`,
           );
-          void qc.invalidateQueries({ queryKey: ['runs', 'meta', key] });
+          void qc.invalidateQueries({ queryKey: ['runs', 'meta', metaKey] });
         }
       } catch {
         /* the next poll tries again */
@@ -187,9 +195,34 @@ export function RunsPage() {
   const [saved] = useState(storedColumns);
   const shown: ColumnId[] = search.columns ?? saved ?? [...DEFAULT_COLUMNS];
   const columns = useMemo(
-    () => COLUMNS.filter((c) => shown.includes(c.id)).map((c) => COLUMN_DEFS[c.id]),
-    [shown.join(',')],
+    () => [
+      ...COLUMNS.filter((c) => shown.includes(c.id)).map((c) => COLUMN_DEFS[c.id]),
+      ...scoreNames.map(scoreColumn),
+    ],
+    [shown.join(','), scoreNames.join(',')],
   ); // deps chosen on purpose: not every value read
+  const setScores = (names: string[]) =>
+    void navigate({
+      search: (s: RunsSearch) => {
+        const kept = Object.fromEntries(Object.entries(s.scoreFilters ?? {}).filter(([n]) => names.includes(n)));
+        return {
+          ...s,
+          scores: names.length ? names : undefined,
+          scoreFilters: Object.keys(kept).length ? kept : undefined,
+        };
+      },
+      replace: true,
+    });
+  const toggleScore = (name: string, value: string) =>
+    void navigate({
+      search: (s: RunsSearch) => {
+        const cur = s.scoreFilters?.[name] ?? [];
+        const next = cur.includes(value) ? cur.filter((v) => v !== value) : [...cur, value];
+        const f = { ...s.scoreFilters, [name]: next };
+        if (!next.length) delete f[name];
+        return { ...s, scoreFilters: Object.keys(f).length ? f : undefined };
+      },
+    });
   const setColumns = (ids: ColumnId[]) => {
     try {
       localStorage.setItem(COLUMNS_KEY, JSON.stringify(ids));
@@ -282,7 +315,8 @@ export function RunsPage() {
             Live
             {search.live && <span className="live-dot" aria-hidden="true" />}
           </label>
-          <ColumnPicker shown={shown} onChange={setColumns} />
+          <AddToDatasetButton search={searchBody(key)} />
+          <ColumnPicker shown={shown} onChange={setColumns} scores={scoreNames} onScores={setScores} />
         </>
       }
     >
@@ -298,6 +332,12 @@ export function RunsPage() {
         <div className="runs-layout">
           <aside className="runs-facets" aria-label="Facets">
             <FacetPanel facets={meta.data?.facets} chosen={search.facets} onToggle={toggleFacet} rows={rows} />
+            <ScoreFacets
+              names={scoreNames}
+              facets={meta.data?.scoreFacets}
+              chosen={search.scoreFilters}
+              onToggle={toggleScore}
+            />
           </aside>
           <div className="runs-main">
             {meta.data?.histogram ? (
@@ -334,7 +374,7 @@ export function RunsPage() {
                 selectedId={selected?.id}
                 rowClassName={(r) => (r.status === 'failed' ? 'run-failed' : undefined)}
                 empty={
-                  search.q || search.facets
+                  search.q || search.facets || search.scoreFilters
                     ? 'No run matches this query.'
                     : 'No runs yet: execute an interaction, and its runs show here.'
                 }
@@ -520,7 +560,17 @@ function FacetPanel({
 
 // ---- columns ------------------------------------------------------------------------------------
 
-function ColumnPicker({ shown, onChange }: { shown: ColumnId[]; onChange: (ids: ColumnId[]) => void }) {
+function ColumnPicker({
+  shown,
+  onChange,
+  scores,
+  onScores,
+}: {
+  shown: ColumnId[];
+  onChange: (ids: ColumnId[]) => void;
+  scores: string[];
+  onScores: (names: string[]) => void;
+}) {
   return (
     <details className="column-picker">
       <summary>Columns</summary>
@@ -546,6 +596,7 @@ function ColumnPicker({ shown, onChange }: { shown: ColumnId[]; onChange: (ids: 
         <button type="button" className="link" onClick={() => onChange([...DEFAULT_COLUMNS])}>
           Reset to default
         </button>
+        <ScoreColumnsPicker names={scores} onChange={onScores} />
       </fieldset>
     </details>
   );

@@ -50,8 +50,27 @@ function filtersOf(facets: RunsSearch['facets']): Filters {
 }
 
 function body(search: RunsSearch, extra: Filters = {}) {
-  return { query: search.q ?? '', filters: { ...filtersOf(search.facets), ...extra } };
+  return { query: queryOf(search), filters: { ...filtersOf(search.facets), ...extra } };
 }
+
+/** A score value (as the URL keeps it, JSON) as a Lucene term: numbers and booleans bare, text quoted. */
+function scoreTerm(json: string): string {
+  const v = JSON.parse(json) as unknown;
+  if (typeof v === 'string') return `"${v.replace(/["\\]/g, '\\$&')}"`;
+  return String(v);
+}
+
+/** The query box's query AND, per chosen score, any of its chosen values (`scores.<name>:<value>`). */
+export function queryOf(search: RunsSearch): string {
+  const parts = Object.entries(search.scoreFilters ?? {})
+    .filter(([, values]) => values.length)
+    .map(([name, values]) => `(${values.map((v) => `scores.${name}:${scoreTerm(v)}`).join(' OR ')})`);
+  if (!parts.length) return search.q ?? '';
+  return [search.q ? `(${search.q})` : null, ...parts].filter(Boolean).join(' AND ');
+}
+
+/** The explorer's search as POST /runs/search takes it (datasets copy runs with it: from_runs). */
+export const searchBody = (search: RunsSearch): { query: string; filters: Filters } => body(search);
 
 /**
  * The page of runs after `cursor`: keyset on updated_at (the search's order is updated_at DESC,
@@ -98,6 +117,8 @@ export function fetchNewer(search: RunsSearch, after: string, signal?: AbortSign
 export interface RunsMeta {
   total: number;
   facets: Record<FacetKey, Bucket[]>;
+  /** Score name → its latest values with their counts (runs without the score in none). */
+  scoreFacets: Record<string, Bucket[]>;
   histogram: { from: number; to: number; buckets: { t: number; count: number }[] } | null;
 }
 
@@ -116,7 +137,8 @@ const BARS = 60;
 /** The client's RunSearchQuery for the explorer's search (POST /runs/facets takes it). */
 function clientQuery(search: RunsSearch): Record<string, unknown> {
   const q: Record<string, unknown> = { ...filtersOf(search.facets) };
-  if (search.q) q.query = search.q;
+  const query = queryOf(search);
+  if (query) q.query = query;
   return q;
 }
 
@@ -137,7 +159,10 @@ export async function fetchMeta(search: RunsSearch, signal?: AbortSignal): Promi
       method: 'POST',
       body: {
         ...body(search),
-        facets: { span: { type: 'date', path: 'updated_at', boundaries: spanBounds, default: 'other' } },
+        facets: {
+          span: { type: 'date', path: 'updated_at', boundaries: spanBounds, default: 'other' },
+          ...Object.fromEntries((search.scores ?? []).map((n, i) => [`score_${i}`, { path: `scores.${n}` }])),
+        },
         onlyMeta: true,
       },
       signal,
@@ -154,6 +179,12 @@ export async function fetchMeta(search: RunsSearch, signal?: AbortSignal): Promi
         ];
       }),
     ) as RunsMeta['facets'],
+    scoreFacets: Object.fromEntries(
+      (search.scores ?? []).map((n, i) => [
+        n,
+        (meta.facet[`score_${i}`]?.buckets ?? []).filter((b) => b._id !== null && b.count > 0).slice(0, 12),
+      ]),
+    ),
     histogram: null,
   };
   if (out.total === 0) return out;

@@ -52,7 +52,15 @@ export interface RunsSearch {
   columns?: ColumnId[];
   /** Show new runs as they arrive. */
   live?: boolean;
+  /** Score names shown as columns and as facet groups, in order. */
+  scores?: string[];
+  /** Score name → chosen values, each as JSON (`0.8`, `true`, `"off-topic"`): any of them. */
+  scoreFilters?: Record<string, string[]>;
 }
+
+/** A score name as the server takes it (letters, digits, _ and -). */
+export const SCORE_NAME = /^[\p{L}\p{N}_-]{1,100}$/u;
+const MAX_SCORES = 8;
 
 const MAX_VALUES = 50;
 const isStringArray = (v: unknown): v is string[] => Array.isArray(v) && v.every((x) => typeof x === 'string');
@@ -89,7 +97,33 @@ export function validateRunsSearch(raw: Record<string, unknown>): RunsSearch {
     if (clean.length) out.columns = clean;
   }
   if (raw.live === true || raw.live === 'true') out.live = true;
+  const scores = parsed(raw.scores);
+  if (isStringArray(scores)) {
+    const clean = [...new Set(scores)].filter((n) => SCORE_NAME.test(n)).slice(0, MAX_SCORES);
+    if (clean.length) out.scores = clean;
+  }
+  const sf = parsed(raw.scoreFilters);
+  if (sf && typeof sf === 'object' && !Array.isArray(sf)) {
+    const f: Record<string, string[]> = {};
+    for (const [name, v] of Object.entries(sf as Record<string, unknown>).slice(0, MAX_SCORES)) {
+      if (!SCORE_NAME.test(name)) continue;
+      const list = (typeof v === 'string' ? [v] : isStringArray(v) ? v : []).filter(isJsonScalar);
+      const clean = [...new Set(list)].slice(0, MAX_VALUES);
+      if (clean.length) f[name] = clean;
+    }
+    if (Object.keys(f).length) out.scoreFilters = f;
+  }
   return out;
+}
+
+/** A score value as the URL keeps it: a JSON number, boolean or string. */
+function isJsonScalar(v: string): boolean {
+  try {
+    const x = JSON.parse(v) as unknown;
+    return typeof x === 'number' || typeof x === 'boolean' || typeof x === 'string';
+  } catch {
+    return false;
+  }
 }
 
 /** The run detail takes no search params (j/k use the explorer's list, kept in the session). */
