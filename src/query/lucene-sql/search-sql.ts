@@ -106,7 +106,7 @@ interface TsQuery {
 }
 const isTsQuery = (p: TextQuery): p is TsQuery => typeof p !== 'string';
 
-export interface TextQueries {
+interface TextQueries {
   phrase(col: TextColumn, words: readonly string[]): TextQuery;
   prefix(col: TextColumn, prefix: string): TextQuery;
   and(parts: readonly TextQuery[]): TextQuery;
@@ -293,7 +293,9 @@ const pgPhraseQuery = (col: TextColumn, words: readonly string[]): string | null
   // Two words: their pair lexeme, exact. More: the pairs (for the GIN lookup) and the positions.
   if (words.length === 1) return `${quoteLexeme(words[0])}${weight}`;
   const pairQuery = pairs.map((x) => `${quoteLexeme(x)}${weight}`).join(' & ');
-  return words.length === 2 ? pairQuery : `${pairQuery} & (${words.map((w) => `${quoteLexeme(w)}${weight}`).join(' <-> ')})`;
+  return words.length === 2
+    ? pairQuery
+    : `${pairQuery} & (${words.map((w) => `${quoteLexeme(w)}${weight}`).join(' <-> ')})`;
 };
 const pgPrefixQuery = (col: TextColumn, prefix: string): string | null =>
   tooLong([prefix]) ? null : `${quoteLexeme(prefix)}:*${TS_WEIGHT[col]}`;
@@ -320,12 +322,24 @@ const pgTextQueries = (isRare: ((words: readonly string[]) => boolean) | null): 
     and: (parts) => {
       if (parts.includes('false')) return 'false';
       const qs = parts.filter(isTsQuery);
-      return qs.length ? join(qs, '&', qs.some((p) => p.rare)) : 'true';
+      return qs.length
+        ? join(
+            qs,
+            '&',
+            qs.some((p) => p.rare),
+          )
+        : 'true';
     },
     or: (parts) => {
       if (parts.includes('true')) return 'true';
       const qs = parts.filter(isTsQuery);
-      return qs.length ? join(qs, '|', qs.every((p) => p.rare)) : 'false';
+      return qs.length
+        ? join(
+            qs,
+            '|',
+            qs.every((p) => p.rare),
+          )
+        : 'false';
     },
     not: (part) => (part === 'true' ? 'false' : part === 'false' ? 'true' : { q: `!(${part.q})`, rare: false }),
     match: (query) =>

@@ -39,7 +39,10 @@ export function DatasetDetailPage() {
   const search = route.useSearch() as DatasetDetailSearch;
   const navigate = route.useNavigate();
   const qc = useQueryClient();
-  const dataset = useQuery({ queryKey: ['dataset', datasetId], queryFn: ({ signal }) => getDataset(datasetId, signal) });
+  const dataset = useQuery({
+    queryKey: ['dataset', datasetId],
+    queryFn: ({ signal }) => getDataset(datasetId, signal),
+  });
   const d = dataset.data;
   const version = search.version ?? d?.version;
   const offset = search.offset ?? 0;
@@ -52,7 +55,8 @@ export function DatasetDetailPage() {
   const freeze = useMutation({ mutationFn: () => freezeVersion(datasetId), onSuccess: refresh });
   const remove = useMutation({ mutationFn: (it: DatasetItem) => deleteItem(datasetId, it.id), onSuccess: refresh });
   const exporting = useMutation({
-    mutationFn: async (v: number) => downloadText(await exportJsonl(datasetId, v), `${d?.name ?? datasetId}-v${v}.jsonl`, 'application/x-ndjson'),
+    mutationFn: async (v: number) =>
+      downloadText(await exportJsonl(datasetId, v), `${d?.name ?? datasetId}-v${v}.jsonl`, 'application/x-ndjson'),
   });
   const frozen = d && version !== undefined && d.frozen_version !== null && version <= d.frozen_version;
   const current = d && version === d.version;
@@ -183,7 +187,11 @@ export function DatasetDetailPage() {
             <h3>From runs</h3>
             <AddFromRunsForm datasetId={datasetId} search={searchBody(explorerView())} />
             <p className="muted">
-              The search is the runs explorer’s current one: <Link to="/runs" search={explorerView()}>change it</Link>.
+              The search is the runs explorer’s current one:{' '}
+              <Link to="/runs" search={explorerView()}>
+                change it
+              </Link>
+              .
             </p>
           </section>
           <section className="card" aria-labelledby="freeze-h">
@@ -283,7 +291,9 @@ function AddByHand({ datasetId, onDone }: { datasetId: string; onDone: () => voi
         Add items
       </button>
       <p role="status" className="muted eval-full">
-        {add.data ? `Added ${add.data.ids.length} item${add.data.ids.length === 1 ? '' : 's'} to version ${add.data.version}.` : ''}
+        {add.data
+          ? `Added ${add.data.ids.length} item${add.data.ids.length === 1 ? '' : 's'} to version ${add.data.version}.`
+          : ''}
       </p>
       {bad && (
         <p className="error-banner eval-full" role="alert">

@@ -13,8 +13,8 @@ export function DatasetsPage() {
   return (
     <Page title="Datasets">
       <p className="muted">
-        Inputs with the answers you expect, under versions: a frozen version reads the same forever. Fill one by hand
-        or from the runs explorer’s current search (“Add to dataset”).
+        Inputs with the answers you expect, under versions: a frozen version reads the same forever. Fill one by hand or
+        from the runs explorer’s current search (“Add to dataset”).
       </p>
       {datasets.error ? (
         <ErrorBanner error={datasets.error} onRetry={() => void datasets.refetch()} />

@@ -40,7 +40,7 @@ export interface AddAnswer {
 }
 
 /** The server's bounds (docs/reference/limits.md): items per request, runs copied per request. */
-export const MAX_ITEMS_PER_ADD = 1000;
+const MAX_ITEMS_PER_ADD = 1000;
 export const MAX_FROM_RUNS = 500;
 export const ITEMS_PAGE = 50;
 
@@ -79,23 +79,30 @@ export function parseItems(text: string): NewItem[] {
     const v = JSON.parse(t) as unknown;
     list = Array.isArray(v) ? v : v && typeof v === 'object' && 'items' in v ? (v as { items: unknown }).items : [v];
   } catch {
-    list = t.split('\n').filter((l) => l.trim()).map((l, i) => {
-      try {
-        return JSON.parse(l) as unknown;
-      } catch (err) {
-        throw new Error(`Line ${i + 1} is not JSON: ${(err as Error).message}`);
-      }
-    });
+    list = t
+      .split('\n')
+      .filter((l) => l.trim())
+      .map((l, i) => {
+        try {
+          return JSON.parse(l) as unknown;
+        } catch (err) {
+          throw new Error(`Line ${i + 1} is not JSON: ${(err as Error).message}`, { cause: err });
+        }
+      });
   }
   if (!Array.isArray(list)) throw new Error('items must be an array of {"data": {…}, "expected"?, "metadata"?}.');
-  if (list.length > MAX_ITEMS_PER_ADD) throw new Error(`At most ${MAX_ITEMS_PER_ADD} items at once, got ${list.length}.`);
+  if (list.length > MAX_ITEMS_PER_ADD)
+    throw new Error(`At most ${MAX_ITEMS_PER_ADD} items at once, got ${list.length}.`);
   return list.map((it, i) => {
     if (!it || typeof it !== 'object' || Array.isArray(it)) throw new Error(`Item ${i + 1} must be an object.`);
     const o = it as Record<string, unknown>;
     if (!o.data || typeof o.data !== 'object' || Array.isArray(o.data))
       throw new Error(`Item ${i + 1} needs "data": an object (the interaction's input).`);
     const extra = Object.keys(o).filter((k) => !['data', 'expected', 'metadata'].includes(k));
-    if (extra.length) throw new Error(`Item ${i + 1} has ${extra.map((k) => `"${k}"`).join(', ')}: only data, expected and metadata are kept.`);
+    if (extra.length)
+      throw new Error(
+        `Item ${i + 1} has ${extra.map((k) => `"${k}"`).join(', ')}: only data, expected and metadata are kept.`,
+      );
     return o as unknown as NewItem;
   });
 }

@@ -61,7 +61,7 @@ function scoreTerm(json: string): string {
 }
 
 /** The query box's query AND, per chosen score, any of its chosen values (`scores.<name>:<value>`). */
-export function queryOf(search: RunsSearch): string {
+function queryOf(search: RunsSearch): string {
   const parts = Object.entries(search.scoreFilters ?? {})
     .filter(([, values]) => values.length)
     .map(([name, values]) => `(${values.map((v) => `scores.${name}:${scoreTerm(v)}`).join(' OR ')})`);

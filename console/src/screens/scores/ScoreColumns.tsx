@@ -36,7 +36,12 @@ function ScoreCell({ run, name }: { run: string; name: string }) {
     queryFn: ({ signal }) => runScores(run, signal),
     staleTime: 60_000,
   });
-  if (scores.error) return <span className="muted" title="The scores could not be read">?</span>;
+  if (scores.error)
+    return (
+      <span className="muted" title="The scores could not be read">
+        ?
+      </span>
+    );
   const latest = scores.data?.findLast((s) => s.name === name);
   return <ScoreValueView value={latest?.value} />;
 }
