@@ -13,6 +13,7 @@ import { OrreryMigrations } from './migrations.ts';
 import { LockWaitingSqliteDialect } from './sqlite-lock-wait.ts';
 import { openSqliteHandle } from './sqlite-handle.ts';
 import { loadPg, type Pg } from './pg.ts';
+import { PoolBusyError } from './storage-errors.ts';
 import { attachReaders, SqliteReaders } from './sqlite-readers.ts';
 import { configureReads } from './read-budget.ts';
 import { ReadGate } from './read-gate.ts';
@@ -141,9 +142,22 @@ function withStatementCache(sqlite: SQLite.Database) {
 
 function openPostgres(pg: Pg, url: string, poolWaitMs: number): OpenedDatabase {
   // connectionTimeoutMillis: a query that finds every connection busy fails after this instead of
-  // waiting for ever; pg-pool's "timeout exceeded when trying to connect" is a 503
-  // database_unavailable (db/storage-errors.ts), which a client retries.
+  // waiting for ever. pg-pool says "timeout exceeded when trying to connect" both when the pool
+  // stayed full and when a new connection could not be opened in time: `checkedOut` tells which.
   const pool = new pg.Pool({ connectionString: url, max: POOL_SIZE, connectionTimeoutMillis: poolWaitMs });
+  const checkedOut = {
+    connect: async () => {
+      const full = pool.totalCount >= POOL_SIZE && pool.idleCount === 0;
+      try {
+        return await pool.connect();
+      } catch (err) {
+        if (full && /^timeout exceeded when trying to connect/.test((err as Error).message))
+          throw new PoolBusyError(POOL_SIZE, poolWaitMs, { cause: err });
+        throw err;
+      }
+    },
+    end: () => pool.end(),
+  };
   // JIT off: it compiles the plans of costly searches (counts and facets over many runs) for
   // 20-30 ms and saves less than that on them (measured at 1M runs, bench/README.md). A SET on
   // each new connection, not a startup `options`, which PgBouncer refuses; queued before any
@@ -154,7 +168,7 @@ function openPostgres(pg: Pg, url: string, poolWaitMs: number): OpenedDatabase {
   const safe = new URL(url);
   safe.password = safe.password ? '***' : '';
   return {
-    db: new Kysely<Database>({ dialect: new PostgresDialect({ pool }) }),
+    db: new Kysely<Database>({ dialect: new PostgresDialect({ pool: checkedOut }) }),
     dialect: postgresDialect,
     describe: safe.toString(),
   };

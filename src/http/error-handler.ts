@@ -63,6 +63,19 @@ export function installErrorHandling(app: FastifyInstance): void {
         .code(503)
         .send(wireError('database_unavailable', 503, 'the database cannot be reached; retry later'));
     }
+    if (storage === 'busy') {
+      req.log.warn({ err }, 'database pool busy');
+      reply.header('retry-after', String(DATABASE_RETRY_AFTER_SECONDS));
+      return reply
+        .code(503)
+        .send(
+          wireError(
+            'database_unavailable',
+            503,
+            'every database connection stayed busy with other requests for ORRERY_DATABASE_POOL_WAIT; retry later, or raise ORRERY_DATABASE_POOL_WAIT if requests this slow are expected',
+          ),
+        );
+    }
     if (storage === 'full') {
       req.log.error({ err }, 'storage full');
       return reply

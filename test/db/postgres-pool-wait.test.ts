@@ -52,7 +52,9 @@ describe('postgres: an exhausted pool answers 503 with Retry-After', POSTGRES_ON
       order.push('other');
       assert.equal(other.status, 503, JSON.stringify(other.body));
       assert.deepEqual(other.body, { error: 'database_unavailable', status: 503, message: other.body.message });
-      assert.match(other.body.message, /retry later/);
+      // It says the pool is busy (not that the database cannot be reached) and which setting to raise.
+      assert.match(other.body.message, /every database connection stayed busy/);
+      assert.match(other.body.message, /retry later, or raise ORRERY_DATABASE_POOL_WAIT/);
       assert.match(other.headers.get('retry-after') ?? '', /^\d+$/);
     } finally {
       await holder.query('ROLLBACK');

@@ -3,12 +3,12 @@ import assert from 'node:assert/strict';
 import pg from 'pg';
 import { sql } from 'kysely';
 import { POSTGRES_ONLY, TEST_DIALECTS, startTestServer } from '../support/server.ts';
-import { classifyStorageError } from '../../src/db/storage-errors.ts';
+import { PoolBusyError, classifyStorageError } from '../../src/db/storage-errors.ts';
 
 const withCode = (code: string, message = 'x') => Object.assign(new Error(message), { code });
 
 describe('storage errors are classified by their codes', () => {
-  it('an unreachable database, a full disk, anything else', () => {
+  it('an unreachable database, a busy pool, a full disk, anything else', () => {
     for (const e of [
       withCode('ECONNREFUSED'),
       withCode('57P01'),
@@ -28,6 +28,10 @@ describe('storage errors are classified by their codes', () => {
     ]) {
       assert.equal(classifyStorageError(e), 'full', String(e));
     }
+    // A pool that stayed full is load, not an unreachable database, though pg-pool's message is the same.
+    const busy = new PoolBusyError(10, 10_000, { cause: new Error('timeout exceeded when trying to connect') });
+    assert.equal(classifyStorageError(busy), 'busy');
+    assert.equal(classifyStorageError(Object.assign(new Error('wrapped'), { cause: busy })), 'busy');
     for (const e of [withCode('23505'), withCode('SQLITE_CONSTRAINT'), new Error('boom'), undefined, 'ECONNREFUSED']) {
       assert.equal(classifyStorageError(e), undefined, String(e));
     }
