@@ -6,6 +6,7 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type SQLite from 'better-sqlite3';
+import type { PoolClient } from 'pg';
 import { Kysely, Migrator, PostgresDialect, SqliteDialect } from 'kysely';
 import type { Database } from './schema.ts';
 import { postgresDialect, sqliteDialect, type OrreryDialect } from './dialect.ts';
@@ -143,18 +144,30 @@ function withStatementCache(sqlite: SQLite.Database) {
 function openPostgres(pg: Pg, url: string, poolWaitMs: number): OpenedDatabase {
   // connectionTimeoutMillis: a query that finds every connection busy fails after this instead of
   // waiting for ever. pg-pool says "timeout exceeded when trying to connect" both when the pool
-  // stayed full and when a new connection could not be opened in time: `checkedOut` tells which.
+  // stayed full and when a new connection could not be opened in time (the database is down): the
+  // connections handed out and not yet released tell which. Ones still connecting do not count.
   const pool = new pg.Pool({ connectionString: url, max: POOL_SIZE, connectionTimeoutMillis: poolWaitMs });
+  let inUse = 0;
   const checkedOut = {
     connect: async () => {
-      const full = pool.totalCount >= POOL_SIZE && pool.idleCount === 0;
+      const full = inUse >= POOL_SIZE;
+      let client: PoolClient;
       try {
-        return await pool.connect();
+        client = await pool.connect();
       } catch (err) {
         if (full && /^timeout exceeded when trying to connect/.test((err as Error).message))
           throw new PoolBusyError(POOL_SIZE, poolWaitMs, { cause: err });
         throw err;
       }
+      inUse++;
+      const release = client.release.bind(client);
+      let released = false;
+      client.release = (err?: Error | boolean) => {
+        if (!released) inUse--;
+        released = true;
+        release(err);
+      };
+      return client;
     },
     end: () => pool.end(),
   };
