@@ -11,7 +11,6 @@ import { after, before, describe, it } from 'node:test';
 import type pg from 'pg';
 import { FIND_LIMITS } from '../../src/query/find/ast.ts';
 import { POSTGRES_ONLY, seedEcho, startTestServer, testPgPool, type TestServer } from '../support/server.ts';
-import { toastBlocksOf } from '../support/toast-blocks.ts';
 
 const orOf = (n: number) => ({ $or: Array.from({ length: n }, (_, i) => ({ [`parameters.k${i}`]: `x${i}` })) });
 
@@ -20,17 +19,37 @@ describe('postgres: a find reads each stored document once per row', POSTGRES_ON
   let pool: pg.Pool;
   let bigRun: string;
 
-  /** What one find costs in TOAST blocks; the find must read the large document at least once. */
-  const blocksOf = (query: unknown) =>
-    toastBlocksOf(
-      pool,
-      async () => {
-        const r = await srv.api('POST', '/api/v1/runs/find', { query, select: 'id' });
-        assert.equal(r.status, 200, JSON.stringify(r.body).slice(0, 300));
-        assert.deepEqual(r.body, []);
-      },
-      'the find',
+  /** TOAST blocks of `runs` read so far (shared hits and reads), once the server's backends have reported them. */
+  const toastBlocks = async () => {
+    const { rows } = await pool.query<{ n: string }>(
+      `SELECT coalesce(toast_blks_hit, 0) + coalesce(toast_blks_read, 0) AS n FROM pg_statio_user_tables WHERE relname = 'runs'`,
     );
+    return Number(rows[0].n);
+  };
+  /**
+   * What one find costs in TOAST blocks. A backend reports its counters when it goes idle (at
+   * once, or up to 10 s later when it reported less than a second ago), so the counter is read
+   * until it moves; the find must read the large document at least once.
+   */
+  const blocksOf = async (query: unknown) =>
+    blocksOfRequest(async () => {
+      const r = await srv.api('POST', '/api/v1/runs/find', { query, select: 'id' });
+      assert.equal(r.status, 200, JSON.stringify(r.body).slice(0, 300));
+      assert.deepEqual(r.body, []);
+    });
+  const blocksOfRequest = async (request: () => Promise<void>) => {
+    const before = await toastBlocks();
+    await request();
+    for (let i = 0; i < 300; i++) {
+      const now = await toastBlocks();
+      if (now > before) {
+        await new Promise((res) => setTimeout(res, 200));
+        return (await toastBlocks()) - before;
+      }
+      await new Promise((res) => setTimeout(res, 100));
+    }
+    assert.fail('the find read no TOAST block of the large run');
+  };
 
   before(async () => {
     srv = await startTestServer('postgres');
