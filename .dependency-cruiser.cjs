@@ -7,19 +7,7 @@
 // blobs/ is the storage layer for bytes itself: its blob-store.ts contract is what others use.
 const STORAGE = '^src/[^/]+/(store|[a-z-]*-store)\\.ts$';
 
-// Cross-feature storage imports that need the large refactor (project deletion and reads per
-// feature, through the owner's service) while the second house issue (one-way layers, run
-// service split) is open. Remove each entry when its import is gone. [importer, storage, reason]
-const KNOWN_STORAGE_IMPORTS = [
-  [
-    'src/import/service.ts',
-    'src/runs/store.ts',
-    'the importer writes runs as they were; runs/ has no service method for it yet',
-  ],
-];
-
 const runtime = { dependencyTypesNot: ['type-only'] };
-const escape = (path) => `^${path.replace(/[.]/g, '\\.')}$`;
 
 /** @type {import('dependency-cruiser').IConfiguration} */
 module.exports = {
@@ -45,21 +33,10 @@ module.exports = {
       from: { path: '^src/([^/]+)/' },
       to: {
         path: STORAGE,
-        pathNot: ['^src/$1/', '^src/blobs/', ...new Set(KNOWN_STORAGE_IMPORTS.map(([, to]) => escape(to)))],
+        pathNot: ['^src/$1/', '^src/blobs/'],
         ...runtime,
       },
     },
-    // The known exceptions above, each allowed only for its own importer.
-    ...[...new Set(KNOWN_STORAGE_IMPORTS.map(([, to]) => to))].map((to) => ({
-      name: 'no-other-features-storage',
-      comment: `${to}: only the importers listed in KNOWN_STORAGE_IMPORTS, while the second house issue is open.`,
-      severity: 'error',
-      from: {
-        path: '^src/([^/]+)/',
-        pathNot: KNOWN_STORAGE_IMPORTS.filter(([, t]) => t === to).map(([from]) => escape(from)),
-      },
-      to: { path: escape(to), pathNot: '^src/$1/', ...runtime },
-    })),
   ],
   options: {
     doNotFollow: { path: 'node_modules' },

@@ -54,6 +54,7 @@ import { createAgents, type Agents } from './agents/register.ts';
 import { deleteProjectJobs } from './jobs/store.ts';
 import type { EmbeddingService } from './embeddings/service.ts';
 import { systemPrincipal } from './embeddings/settings.ts';
+import type { Principal } from './auth/principal.ts';
 import { embeddingsStep } from './embeddings/pipeline-step.ts';
 import { createEmbeddings, type Embeddings } from './embeddings/register.ts';
 import { ImportService } from './import/service.ts';
@@ -125,16 +126,18 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
     await replica.start();
     const notifier = openNotifier(database, config.databaseUrl);
     const limiter = new Limiter(db, dialect);
+    // Whether the caller's project holds a run: scores, objects' run links and imports ask.
+    const runExists = (p: Principal, id: string): Promise<boolean> =>
+      runs.runs.get(p, id).then(
+        () => true,
+        (err: { status?: number }) => (err?.status === 404 ? false : Promise.reject(err)),
+      );
     // Scores on runs (src/scores): a run's answer carries its latest scores; a score needs its run.
     const scores = createScores({
       database,
       auth,
       targets: {
-        runExists: (p, id) =>
-          runs.runs.get(p, id).then(
-            () => true,
-            (err: { status?: number }) => (err?.status === 404 ? false : Promise.reject(err)),
-          ),
+        runExists,
         evaluatorExists: (p, id) => evaluators.evaluators.exists(p, id),
       },
     });
@@ -215,11 +218,7 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
       embeddings: embeddings.embeddings,
       processing: content.content,
       renditions: content.renditions,
-      runExists: (p, id) =>
-        runs.runs.get(p, id).then(
-          () => true,
-          (err: { status?: number }) => (err?.status === 404 ? false : Promise.reject(err)),
-        ),
+      runExists,
       log,
     });
     const datasets = createDatasets({ database, auth, runs: runs.runs });
@@ -255,6 +254,17 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
     // People (src/users): sessions' tokens are checked there; ORRERY_ADMIN_EMAILS made admins at each start.
     const users = createUsers({ config, database, audit, auth, jwtKey: keys.jwt, log });
     await users.start(bootstrap.account.id);
+    // Imports (src/import) store runs as records, through the runs' writer.
+    const imports = new ImportService(
+      db,
+      {
+        runExists,
+        interaction: (p, id) => interactions.interactions.get(p, id),
+        environment: (p, id) => interactions.environments.get(p, id),
+        writes: runs.writer,
+      },
+      config.maxInlineJsonBytes,
+    );
     const media = new MediaService({ objects: objects.objects, blobs: blobs.blobs, bounds: config.media });
     // A project's deletion asks each feature to delete its rows; its keys and its row go last.
     for (const deleteRows of [
@@ -306,6 +316,7 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
       agents,
       events,
       users,
+      imports,
     });
     // The OpenAI-compatible door at /v1 (src/doors/openai), with its own error shape.
     await createOpenAIDoor({ database, auth, limiter, interactions, runs, log }).register(app);
@@ -418,6 +429,7 @@ interface ApiParts {
   agents: Agents;
   events: Events;
   users: Users;
+  imports: ImportService;
 }
 
 /**
@@ -426,7 +438,6 @@ interface ApiParts {
  */
 async function registerApi(app: FastifyInstance, parts: ApiParts): Promise<void> {
   const {
-    config,
     auth,
     limiter,
     interactions,
@@ -440,6 +451,7 @@ async function registerApi(app: FastifyInstance, parts: ApiParts): Promise<void>
     evaluators,
     agents,
     users,
+    imports,
   } = parts;
   const { db, dialect } = parts.database;
   await app.register(
@@ -479,7 +491,7 @@ async function registerApi(app: FastifyInstance, parts: ApiParts): Promise<void>
           },
         });
         await authed.register(importRoutes, {
-          imports: new ImportService(db, dialect, config.maxInlineJsonBytes, runs.writer),
+          imports,
         });
         await datasets.register(authed);
         await scores.register(authed);

@@ -5,13 +5,11 @@
  */
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/schema.ts';
-import type { OrreryDialect } from '../db/dialect.ts';
 import { scopeOf, type Principal } from '../auth/principal.ts';
-import { BadRequest, NotFound } from '../util/errors.ts';
+import { BadRequest } from '../util/errors.ts';
 import { DEFAULT_MAX_INLINE_JSON, checkInlineJson } from '../limits/inline-json.ts';
 import { newId } from '../db/ids.ts';
-import { runsIn } from '../runs/store.ts';
-import { RunWriter, type RunWrites } from '../runs/run-writer.ts';
+import type { RunWrites } from '../runs/run-writer.ts';
 import type { ResultPart, RunDoc, RunRow } from '../runs/model.ts';
 import { findLink, linksOf, listLinks, putLink, type ImportLink, type LinksDb } from './links-store.ts';
 
@@ -66,22 +64,30 @@ const ENVELOPE_BYTES = 64 * 1024;
 const maxImportBodyBytes = (maxInlineJson: number = DEFAULT_MAX_INLINE_JSON): number =>
   4 * maxInlineJson + ENVELOPE_BYTES;
 
+/** What an import reads and writes of other features, through their services. */
+export interface ImportTargets {
+  /** Whether the caller's project holds the run. */
+  runExists(p: Principal, id: string): Promise<boolean>;
+  /** The interaction of the caller's project, or NotFound. */
+  interaction(p: Principal, id: string): Promise<{ id: string; name: string; endpoint: string; version: number }>;
+  /** The environment of the caller's project, or NotFound. */
+  environment(p: Principal, id: string): Promise<{ id: string; name: string; provider: string }>;
+  /**
+   * The server's run writer. On SQLite it is the run writer thread, which derives the run's search
+   * fields and writes them off the event loop (a 1 MB run has thousands of JSON paths).
+   */
+  writes: RunWrites;
+}
+
 export class ImportService {
   private readonly links: Kysely<LinksDb>;
-  private readonly writes: RunWrites;
 
-  /**
-   * `writes`: the server's run writer. On SQLite it is the run writer thread, which derives the run's
-   * search fields and writes them off the event loop (a 1 MB run has thousands of JSON paths).
-   */
   constructor(
-    private readonly db: Kysely<Database>,
-    private readonly dialect: OrreryDialect,
+    db: Kysely<Database>,
+    private readonly targets: ImportTargets,
     private readonly maxInlineJson: number = DEFAULT_MAX_INLINE_JSON,
-    writes?: RunWrites,
   ) {
     this.links = linksOf(db as Kysely<unknown>);
-    this.writes = writes ?? new RunWriter(db, dialect);
   }
 
   /** The bound on the body of POST /import/runs, in bytes. */
@@ -131,27 +137,11 @@ export class ImportService {
         throw new BadRequest(`run.${field} must be an ISO 8601 date`);
     }
     const existing = await findLink(this.links, s, key, 'run', sourceId);
-    if (existing && (await runsIn(this.db, s).select('id').where('id', '=', existing.target_id).executeTakeFirst())) {
+    if (existing && (await this.targets.runExists(p, existing.target_id))) {
       return { id: existing.target_id, created: false };
     }
-    const interaction = await this.db
-      .selectFrom('interactions')
-      .select(['id', 'name', 'endpoint', 'version'])
-      .where('account_id', '=', s.account)
-      .where('project_id', '=', s.project)
-      .where('id', '=', run.interaction.id)
-      .executeTakeFirst();
-    if (!interaction) throw new NotFound('interaction', run.interaction.id);
-    const env = run.environment?.id
-      ? await this.db
-          .selectFrom('environments')
-          .select(['id', 'name', 'provider'])
-          .where('account_id', '=', s.account)
-          .where('project_id', '=', s.project)
-          .where('id', '=', run.environment.id)
-          .executeTakeFirst()
-      : undefined;
-    if (run.environment?.id && !env) throw new NotFound('environment', run.environment.id);
+    const interaction = await this.targets.interaction(p, run.interaction.id);
+    const env = run.environment?.id ? await this.targets.environment(p, run.environment.id) : undefined;
     const tokens = run.token_use ?? {};
     const doc: RunDoc = {
       result: (Array.isArray(run.result) ? run.result : []) as ResultPart[],
@@ -210,7 +200,7 @@ export class ImportService {
       target_id: row.id,
       source_version: sourceVersion,
     });
-    await this.writes.insert(row, [...new Set(run.tags ?? [])]);
+    await this.targets.writes.insert(row, [...new Set(run.tags ?? [])]);
     return { id: row.id, created: true };
   }
 }
