@@ -9,7 +9,7 @@ FROM node:20-bookworm-slim AS build
 WORKDIR /app
 # Compilers only for a native module without a prebuilt binary for this platform.
 RUN apt-get update && apt-get install -y --no-install-recommends python3 make g++ && rm -rf /var/lib/apt/lists/*
-COPY package.json package-lock.json tsconfig.json tsconfig.build.json ./
+COPY package.json package-lock.json tsconfig.json ./
 COPY scripts ./scripts
 COPY src ./src
 COPY console ./console

@@ -1,7 +1,8 @@
-// The compiled build: `tsc -p tsconfig.build.json` turns src/ into dist/ (relative `.ts` imports
-// rewritten to `.js`), then every file of src/ that is not TypeScript (worker boot files, the price
-// table and its licence) is copied beside it, at the same relative path, so that `new URL(…,
-// import.meta.url)` finds it from dist/ as it does from src/. Run by `npm run build` and by the
+// The compiled build: every .ts file of src/ compiled into dist/ (scripts/transpile.mjs: esbuild,
+// relative `.ts` imports rewritten to `.js`; `npm run typecheck` checks the types), then every file
+// of src/ that is not TypeScript (worker boot files, the price table and its licence) copied beside
+// it, at the same relative path, so that `new URL(…, import.meta.url)` finds it from dist/ as it
+// does from src/. Run by `npm run build` and by the
 // `prepare` script, so `npm install` / `npm ci` leave a ready build. Then two start-up savings:
 // the dependencies made of hundreds of small ES modules are bundled into dist/vendor/ (below), and
 // the route schemas are compiled into validator and serializer code (scripts/compile-schemas.mjs,
@@ -30,23 +31,24 @@ const dist = join(root, 'dist');
 const out = join(root, `.dist-build-${process.pid}`);
 
 rmSync(out, { recursive: true, force: true });
-let tsc;
+const sources = [];
+(function collect(dir) {
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const from = join(dir, entry.name);
+    if (entry.isDirectory()) collect(from);
+    else if (entry.name.endsWith('.ts') && !entry.name.endsWith('.d.ts')) sources.push(from);
+  }
+})(src);
 try {
-  tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
-} catch {
-  console.error(
-    'build: TypeScript is not installed (a development dependency). Install with them (npm ci), then drop them with npm prune --omit=dev, as the Dockerfile does.',
-  );
-  process.exit(1);
-}
-try {
-  execFileSync(process.execPath, [tsc, '-p', join(root, 'tsconfig.build.json'), '--outDir', out], {
-    cwd: root,
-    stdio: 'inherit',
-  });
-} catch {
+  const { transpile } = await import('./transpile.mjs');
+  await transpile({ files: sources, outbase: src, outdir: out, tsconfig: join(root, 'tsconfig.json') });
+} catch (err) {
   rmSync(out, { recursive: true, force: true });
-  console.error('build failed: tsc reported the errors above');
+  console.error(
+    err?.code === 'ERR_MODULE_NOT_FOUND'
+      ? 'build: esbuild is not installed (a development dependency). Install with them (npm ci), then drop them with npm prune --omit=dev, as the Dockerfile does.'
+      : `build failed: ${err.message}`,
+  );
   process.exit(1);
 }
 
@@ -63,7 +65,7 @@ let copied = 0;
     }
   }
 })(src);
-// Dependencies made of many small modules, bundled (esbuild, the development dependency tsx brings)
+// Dependencies made of many small modules, bundled (esbuild, a development dependency)
 // into one module each under dist/vendor/, with their shared code split into chunks so that each
 // exists once: Node resolves, reads and compiles a few files instead of about 620 at every start
 // (kysely's 262, TypeBox's 247, Ajv's 86, yaml's 75 through @fastify/swagger, prom-client's
@@ -287,7 +289,7 @@ let escaped = 0;
     }
   }
 })(out);
-// The build is as new as its newest input: src/http/compiled/ is written after tsc, so dist/cli.js is
+// The build is as new as its newest input: src/http/compiled/ is written after the code, so dist/cli.js is
 // touched to stay newer than it (the tests and benchmarks rebuild a dist/ older than src/).
 const now = new Date();
 utimesSync(join(out, 'cli.js'), now, now);

@@ -1,15 +1,15 @@
-// The build the tests run: src/ and test/ compiled once per `npm test` with esbuild (which tsx
-// brings), instead of tsx transpiling the whole module graph again in every test process (5-7 s
+// The build the tests run: src/ and test/ compiled once per `npm test` with esbuild (scripts/transpile.mjs),
+// instead of tsx transpiling the whole module graph again in every test process (5-7 s
 // of each file's start on a loaded 2-core machine). The build is a mirror of the repository in a
 // temporary folder: every .ts file of src/ and test/ becomes a .js file (relative `.ts` import
 // specifiers rewritten to `.js`, a source map beside it so that failures name the .ts lines), and
 // is also linked there under its own name, as is every other file of src/ and test/ and every
 // other entry of the repository's root. So `new URL('../..', import.meta.url)` is a root that has
 // node_modules, dist/, console/, package.json and the .ts sources, as it is in the repository.
-import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
-import { build } from 'esbuild';
+import { transpile } from './transpile.mjs';
 
 // console/src: the tests import the console's plain TypeScript modules (its .tsx is Vite's).
 const COMPILED = ['src', 'test', 'console/src'];
@@ -18,9 +18,6 @@ const walk = (dir) =>
   readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
     e.isDirectory() ? walk(join(dir, e.name)) : [join(dir, e.name)],
   );
-
-// Relative specifiers only: `from './x.ts'`, `import './x.ts'`, `import('./x.ts')`, `export … from`.
-const TS_SPECIFIER = /((?:\bfrom|\bimport)\s*\(?\s*)(['"])(\.{1,2}\/[^'"\n]*?)\.ts\2/g;
 
 /** Builds the mirror and returns its root; `remove()` deletes it. */
 export async function buildTests(root) {
@@ -48,27 +45,7 @@ export async function buildTests(root) {
     if (/\.(mjs|cjs|js)$/.test(file)) copyFileSync(file, to);
     else symlinkSync(file, to);
   }
-  const result = await build({
-    entryPoints: ts,
-    outbase: root,
-    outdir: out,
-    format: 'esm',
-    platform: 'node',
-    target: 'node20',
-    sourcemap: 'linked',
-    sourcesContent: false,
-    bundle: false,
-    write: false,
-    logLevel: 'error',
-    tsconfig: join(root, 'tsconfig.json'),
-  });
-  for (const file of result.outputFiles) {
-    mkdirSync(dirname(file.path), { recursive: true });
-    writeFileSync(
-      file.path,
-      file.path.endsWith('.js') ? file.text.replace(TS_SPECIFIER, '$1$2$3.js$2') : file.contents,
-    );
-  }
+  await transpile({ files: ts, outbase: root, outdir: out, tsconfig: join(root, 'tsconfig.json'), sourcemap: true });
   return { root: out, files: ts.length, remove: () => rmSync(out, { recursive: true, force: true }) };
 }
 
