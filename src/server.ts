@@ -321,7 +321,15 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
     // The OpenAI-compatible door at /v1 (src/doors/openai), with its own error shape.
     await createOpenAIDoor({ database, auth, limiter, interactions, runs, log }).register(app);
     // Anthropic's Messages API at /v1/messages (src/doors/anthropic), in Anthropic's error shape.
-    await createAnthropicDoor({ database, auth, limiter, interactions, runs, log }).register(app);
+    await createAnthropicDoor({
+      database,
+      auth,
+      limiter,
+      interactions,
+      runs,
+      log,
+      countTokens: content.countTokens,
+    }).register(app);
     // OpenAI's Responses API at /v1/responses (src/doors/responses), in OpenAI's error shape.
     await createResponsesDoor({ auth, limiter, interactions, runs }).register(app);
     // The MCP server at /mcp (src/doors/mcp), with JSON-RPC's error shape.

@@ -48,6 +48,12 @@ export function createContent({ config, database, blobs, queue, steps, log }: Co
   return {
     content,
     renditions,
+    /**
+     * Tokens of a text (o200k_base), counted in a content worker process: the tokenizer's tables
+     * (about 70 MB) stay out of the server, and a long text does not hold its event loop.
+     */
+    countTokens: (text: string): Promise<number> =>
+      pool.run<number>({ op: 'countTokens', text }, config.contentStepTimeoutMs),
     /** Deletes its rows of a project, inside the project's deletion (auth.ownsProjectRows). */
     deleteProjectRows: deleteProjectRenditions,
     /** Its routes, behind authentication. */

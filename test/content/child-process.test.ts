@@ -8,8 +8,8 @@
  * - an aborted task kills its process;
  * - an object's bytes are copied to a process once for all its steps;
  * - a server (its own process, from the sources) that processed a PNG, a PDF and a WAV through
- *   HTTP has not loaded sharp, pdf.js, canvas or music-metadata, nor mapped libvips or skia, while
- *   its worker processes did.
+ *   HTTP, and counted tokens for the Anthropic door's count_tokens, has not loaded sharp, pdf.js,
+ *   canvas, music-metadata or the tokenizer, nor mapped libvips or skia, while its worker processes did.
  */
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -229,7 +229,7 @@ const mapped = (pid: number) => [
  */
 const HOOKS = `import { appendFileSync } from 'node:fs';
 const LOG = process.env.H22_RESOLVE_LOG;
-const WATCHED = /^(sharp|unpdf|pdfjs-dist|@napi-rs\\/canvas|music-metadata|mammoth|officeparser|postal-mime)(\\/|$)/;
+const WATCHED = /^(sharp|unpdf|pdfjs-dist|@napi-rs\\/canvas|music-metadata|mammoth|officeparser|postal-mime|gpt-tokenizer)(\\/|$)/;
 export async function resolve(specifier, context, next) {
   if (WATCHED.test(specifier)) appendFileSync(LOG, specifier + '\\n');
   return next(specifier, context);
@@ -314,6 +314,16 @@ describe('the server process', () => {
       workers.some((pid) => mapped(pid).some((f) => /skia/.test(f))),
       'a worker process mapped skia (canvas)',
     );
+    // count_tokens counts in a worker process too: the tokenizer's tables (about 70 MB) stay out of the server.
+    const env = await api('POST', '/api/v1/environments', { name: 'counted', provider: 'test' });
+    assert.equal(env.status, 200, JSON.stringify(env.body));
+    const counted = await fetch(`${url}/v1/messages/count_tokens`, {
+      method: 'POST',
+      headers: { 'x-api-key': key, 'content-type': 'application/json', 'anthropic-version': '2023-06-01' },
+      body: JSON.stringify({ model: 'counted/any', messages: [{ role: 'user', content: 'Hello there' }] }),
+    });
+    assert.equal(counted.status, 200, await counted.clone().text());
+    assert.ok(((await counted.json()) as { input_tokens: number }).input_tokens > 3);
     assert.deepEqual(mapped(server.proc.pid!), [], 'the server maps no content library');
     assert.equal(readFileSync(join(dir, 'resolved.log'), 'utf8'), '', 'the server resolved no content library');
   });

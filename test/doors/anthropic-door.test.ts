@@ -1,6 +1,7 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import Anthropic from '@anthropic-ai/sdk';
+import { countTokens } from 'gpt-tokenizer/encoding/o200k_base';
 import { TEST_DIALECTS, startTestServer, type TestServer } from '../support/server.ts';
 import { startOpenAIWireServer, type WireServer } from '../support/openai-wire-server.ts';
 import { startAnthropicWireServer, type AnthropicWireServer } from '../support/anthropic-wire-server.ts';
@@ -350,7 +351,8 @@ for (const dialect of TEST_DIALECTS) {
           },
         ],
       });
-      assert.ok(small.input_tokens > 0);
+      // The message's overhead (3) and its text in o200k_base, counted by a content worker.
+      assert.equal(small.input_tokens, 3 + countTokens('Hello there'));
       assert.ok(large.input_tokens > small.input_tokens + 1600);
       assert.equal(anthropicWire.requests.length, before);
       assert.equal((await srv.api('GET', '/api/v1/runs?limit=1000')).body.length, runsBefore);

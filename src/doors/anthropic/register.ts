@@ -20,6 +20,7 @@ import { ConversationLinks } from '../openai/conversation-links.ts';
 import { toAnthropicError } from './errors.ts';
 import { anthropicRoutes } from './routes.ts';
 import { AnthropicDoor } from './service.ts';
+import type { TokenCounter } from './token-count.ts';
 
 /** What each route of the door needs (auth/permissions.ts): a call is a run, and so is counting toward one. */
 const DOOR_PERMISSIONS: Record<string, Permission> = {
@@ -34,6 +35,8 @@ export interface AnthropicDoorDeps {
   interactions: Interactions;
   runs: Runs;
   log: FastifyBaseLogger;
+  /** Tokens of a text, for count_tokens (content/register.ts: a content worker counts them). */
+  countTokens: TokenCounter;
 }
 
 /** The key of a request: `x-api-key`, else `Authorization: Bearer`. */
@@ -60,7 +63,7 @@ export function createAnthropicDoor(deps: AnthropicDoorDeps) {
   const links = new ConversationLinks(deps.database.db, deps.runs.writer, (err) =>
     log.warn({ err }, 'anthropic door: could not record a conversation turn'),
   );
-  const door = new AnthropicDoor({ runs, addressing, links });
+  const door = new AnthropicDoor({ runs, addressing, links, countTokens: deps.countTokens });
   return {
     door,
     /** Registers /v1/messages on the app (Anthropic's clients take the origin as their base URL). */

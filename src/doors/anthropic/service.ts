@@ -13,7 +13,7 @@ import type { ModelAddressing } from '../openai/addressing.ts';
 import type { ConversationLinks } from '../openai/conversation-links.ts';
 import { AnthropicRequestError, unsupported } from './errors.ts';
 import { readMessages, readStopSequences, readSystem, readToolChoice, readTools } from './messages.ts';
-import { estimateTokens } from './token-count.ts';
+import { estimateTokens, type TokenCounter } from './token-count.ts';
 
 const DOOR = 'anthropic';
 
@@ -81,6 +81,7 @@ export interface AnthropicDoorDeps {
   runs: RunService;
   addressing: ModelAddressing;
   links: ConversationLinks;
+  countTokens: TokenCounter;
 }
 
 export class AnthropicDoor {
@@ -131,7 +132,7 @@ export class AnthropicDoor {
     readToolChoice(body.tool_choice, Boolean(tools?.length));
     readThinking(body.thinking);
     readOutputConfig(body.output_config);
-    return { input_tokens: estimateTokens(messages, tools) };
+    return { input_tokens: await estimateTokens(messages, tools, this.deps.countTokens) };
   }
 }
 

@@ -1,10 +1,9 @@
 /**
  * `count_tokens` without a provider call: text counted with the o200k_base encoding (Anthropic's
- * tokenizer is not public, so this is an estimate of the same order), images and PDF documents at
- * flat estimates. Bounded: a request with more text than MAX_COUNTED_CHARS is refused (the count
- * runs on the event loop).
+ * tokenizer is not public, so this is an estimate of the same order) by `count` (a content worker
+ * process), images and PDF documents at flat estimates. Bounded: a request with more text than
+ * MAX_COUNTED_CHARS is refused before any counting.
  */
-import { countTokens } from '../../content/tokens.ts';
 import type { ChatMessage } from '../../providers/driver.ts';
 import { AnthropicRequestError } from './errors.ts';
 
@@ -17,7 +16,14 @@ const PDF_TOKENS_PER_BYTE = 1 / 50;
 /** What each message adds beyond its content (role and separators). */
 const MESSAGE_OVERHEAD = 3;
 
-export function estimateTokens(messages: ChatMessage[], tools: unknown[] | undefined): number {
+/** Counts the tokens of a text. */
+export type TokenCounter = (text: string) => Promise<number>;
+
+export async function estimateTokens(
+  messages: ChatMessage[],
+  tools: unknown[] | undefined,
+  count: TokenCounter,
+): Promise<number> {
   const texts: string[] = [];
   let fixed = 0;
   for (const m of messages) {
@@ -41,7 +47,10 @@ export function estimateTokens(messages: ChatMessage[], tools: unknown[] | undef
       `count_tokens counts at most ${MAX_COUNTED_CHARS.toLocaleString('en')} characters of text; this request has ${chars.toLocaleString('en')}`,
       413,
     );
-  return fixed + texts.reduce((n, t) => n + (t ? countTokens(t) : 0), 0);
+  // One worker task per text, in turn: each costs a message to the worker, and a request holds few.
+  let tokens = fixed;
+  for (const t of texts) if (t) tokens += await count(t);
+  return tokens;
 }
 
 /** The decoded size of a data URL's bytes (0 for a link). */
