@@ -6,7 +6,7 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, relative } from 'node:path';
+import { dirname, join, relative } from 'node:path';
 import pg from 'pg';
 import { startCluster } from './postgres-cluster.mjs';
 import { closingLines, cpuLines } from './plain-reporter.mjs';
@@ -49,6 +49,7 @@ const cleanUp = () => {
     console.error(`could not stop the PostgreSQL cluster: ${err.message}`);
   }
   cluster = undefined;
+  if (sqliteTemplate) rmSync(dirname(sqliteTemplate), { recursive: true, force: true });
   build.remove();
 };
 // Stopping npm test stops the test runner too.
@@ -86,6 +87,19 @@ if (dialects.includes('postgres')) {
   rmSync(scratch, { recursive: true, force: true });
   await admin.end();
   phase(`PostgreSQL ready, template database ${TEMPLATE} migrated`, t0);
+}
+
+// SQLite too: one migrated database file per run, copied into the data folder of every test server
+// that starts on a folder of its own (test/support/server.ts), instead of migrating each again.
+let sqliteTemplate;
+if (dialects.includes('sqlite')) {
+  t0 = performance.now();
+  const { openDatabase } = await import(compiledPath(build.root, 'src/db/open.ts'));
+  const folder = mkdtempSync(join(tmpdir(), 'orrery-sqlite-template-'));
+  const { db } = await openDatabase({ dataDir: folder });
+  await db.destroy();
+  sqliteTemplate = join(folder, 'orrery.db');
+  phase(`SQLite template database migrated`, t0);
 }
 
 // Longest first: node:test starts the files in the order given, so a long file started last is the
@@ -131,6 +145,7 @@ const runFiles = (batch) => {
       ORRERY_TEST_ROOT: root,
       ORRERY_TEST_BUILD: build.root,
       ...(pgUrl ? { ORRERY_TEST_PG_URL: pgUrl, ORRERY_TEST_PG_TEMPLATE: TEMPLATE } : {}),
+      ...(sqliteTemplate ? { ORRERY_TEST_SQLITE_TEMPLATE: sqliteTemplate } : {}),
     },
   }));
   return new Promise((resolve) => child.on('exit', (c) => resolve(c ?? 1)));

@@ -128,6 +128,44 @@ function libraryVersions(): string {
   return versions;
 }
 
+/**
+ * The JSON text of each schema object, and its keys, taken once: every server a process builds
+ * compiles the same route schema objects (a test process builds dozens; stringifying and hashing
+ * them all again was a third of a server's start). Route schemas are constants, never changed once
+ * declared.
+ */
+const texts = new WeakMap<object, string | undefined>();
+function jsonOfSchema(value: unknown): string | undefined {
+  if (value === null || typeof value !== 'object') return jsonOf(value);
+  if (texts.has(value)) return texts.get(value);
+  const text = jsonOf(value);
+  texts.set(value, text);
+  return text;
+}
+const keys = new WeakMap<object, Map<string, string | undefined>>();
+/** The table key of `schema` in `context` (a validator's kind, a serializer's options), or undefined. */
+function keyOfSchema(
+  schema: object,
+  context: string,
+  make: (source: string) => string | undefined,
+): string | undefined {
+  let byContext = keys.get(schema);
+  if (!byContext) keys.set(schema, (byContext = new Map()));
+  if (byContext.has(context)) return byContext.get(context);
+  const source = jsonOfSchema(schema);
+  const key = source === undefined ? undefined : make(source);
+  byContext.set(context, key);
+  return key;
+}
+
+/** The table's functions, built once per process and shared by its servers (they hold no state of a server). */
+const built = new Map<string, unknown>();
+function fromTable<T>(key: string, factory: () => T): T {
+  let made = built.get(key) as T | undefined;
+  if (made === undefined) built.set(key, (made = factory()));
+  return made;
+}
+
 const keyOf = (...parts: string[]) =>
   createHash('sha256').update(libraryVersions()).update('\0').update(parts.join('\0')).digest('base64url').slice(0, 32);
 
@@ -162,11 +200,11 @@ export function installValidation(app: FastifyInstance): void {
   app.setValidatorCompiler(({ schema, httpPart }) => {
     const kind: ValidatorKind = httpPart === 'body' ? 'json' : 'text';
     // A schema with an $id or a $ref depends on what else this Ajv instance holds: always compiled here.
-    const source = jsonOf(schema);
-    const key =
-      source !== undefined && !source.includes('"$id"') && !source.includes('"$ref"') ? keyOf(kind, source) : undefined;
+    const key = keyOfSchema(schema as object, kind, (source) =>
+      !source.includes('"$id"') && !source.includes('"$ref"') ? keyOf(kind, source) : undefined,
+    );
     const ready = key !== undefined ? compiled()[kind]?.[key] : undefined;
-    if (ready) return ready();
+    if (ready) return fromTable(`${kind}:${key}`, ready);
     if (key !== undefined) recorder?.validator(kind, key, schema as object);
     const ajv = kind === 'json' ? (json ??= makeAjv('json')) : (text ??= makeAjv('text'));
     return ajv.compile(schema as FastifySchema & object);
@@ -187,7 +225,7 @@ export const schemaController: NonNullable<FastifyServerOptions['schemaControlle
       // of them (a route schema whose $id is also a shared schema drops that shared schema).
       let shared = externalSchemas as Record<string, unknown> | undefined;
       let sharedKey: string | undefined | null = null;
-      const optsKey = jsonOf(serializerOpts ?? null);
+      const optsKey = jsonOfSchema(serializerOpts ?? null);
       return (info: { schema: object }) => {
         const id = (info.schema as { $id?: string }).$id;
         if (shared && id && shared[id]) {
@@ -196,14 +234,17 @@ export const schemaController: NonNullable<FastifyServerOptions['schemaControlle
           sharedKey = null;
           return compile(info);
         }
-        if (sharedKey === null) sharedKey = jsonOf(shared ?? null);
-        const source = jsonOf(info.schema);
+        if (sharedKey === null) {
+          const sharedText = jsonOfSchema(shared ?? null);
+          sharedKey = sharedText !== undefined && optsKey !== undefined ? keyOf(optsKey, sharedText) : undefined;
+        }
+        const context = sharedKey;
         const key =
-          source !== undefined && sharedKey !== undefined && optsKey !== undefined
-            ? keyOf('serializer', optsKey, sharedKey, source)
+          context !== undefined
+            ? keyOfSchema(info.schema, `serializer:${context}`, (source) => keyOf('serializer', context, source))
             : undefined;
         const ready = key !== undefined ? compiled().serializers?.[key] : undefined;
-        if (ready) return ready();
+        if (ready) return fromTable(`serializer:${key}`, ready);
         if (key !== undefined)
           recorder?.serializer(key, info.schema, { ...(serializerOpts as object | undefined), schema: shared });
         return compile(info);

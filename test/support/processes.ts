@@ -19,6 +19,7 @@ export const runnable = (path: string): string => (COMPILED ? path.replace(/\.ts
 export const ORRERY_CLI = [...TS_LOADER, runnable('src/cli.ts')];
 
 import { freePort } from '../../scripts/free-port.mjs';
+import { copySqliteTemplate } from './server.ts';
 
 export interface ServerProcess {
   url: string;
@@ -37,6 +38,7 @@ export async function startServerProcess(
 ): Promise<ServerProcess> {
   const port = await freePort();
   const dataDir = env.ORRERY_DATA_DIR ?? mkdtempSync(join(tmpdir(), 'orrery-proc-'));
+  if (!env.ORRERY_DATABASE_URL) copySqliteTemplate(dataDir);
   const proc = spawn(process.execPath, [...nodeFlags, ...ORRERY_CLI, 'serve'], {
     cwd: ROOT,
     env: {

@@ -2,7 +2,7 @@
  * Starts a real Orrery on a free loopback port, on SQLite (a temporary data folder) or on a fresh
  * database of the test PostgreSQL cluster. Every test file runs its cases on each of TEST_DIALECTS.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -101,12 +101,26 @@ export async function createPgDatabase(
   };
 }
 
+/**
+ * A data folder without a database gets a copy of the SQLite database `npm test` migrated once
+ * (ORRERY_TEST_SQLITE_TEMPLATE), as PostgreSQL's get a copy of its template: a server started on it
+ * finds every migration applied. A folder that holds a database (a restart) keeps it.
+ */
+export function copySqliteTemplate(dataDir: string): void {
+  const template = process.env.ORRERY_TEST_SQLITE_TEMPLATE;
+  const file = join(dataDir, 'orrery.db');
+  if (!template || existsSync(file)) return;
+  mkdirSync(dataDir, { recursive: true });
+  copyFileSync(template, file);
+}
+
 export async function startTestServer(
   dialect: TestDialect,
   overrides: Partial<Config> = {},
   serverOptions: BuildOptions = {},
 ): Promise<TestServer> {
   const dataDir = mkdtempSync(join(tmpdir(), 'orrery-test-'));
+  if (dialect === 'sqlite') copySqliteTemplate(overrides.dataDir ?? dataDir);
   const pgdb = dialect === 'postgres' ? await createPgDatabase({ migrated: true }) : undefined;
   const config = loadConfig(
     {},
