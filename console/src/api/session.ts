@@ -210,12 +210,11 @@ export async function signOut(reason?: string): Promise<void> {
   endSession(reason);
 }
 
-/** Why the previous session ended, once (the sign-in page shows it). */
-export function takeEndReason(): string | null {
-  const r = endedBecause;
-  endedBecause = null;
-  return r;
-}
+/**
+ * Why the previous session ended (the sign-in page shows it), until the next sign-in. Read, not
+ * taken: a render the router discards must not swallow it.
+ */
+export const endReason = (): string | null => endedBecause;
 
 /** A valid JWT, refreshed when it is about to expire. Throws 401 when signed out. */
 export async function getToken(): Promise<string> {

@@ -8,6 +8,7 @@ import { useQuery } from '@tanstack/react-query';
 import { Link, useNavigate } from '@tanstack/react-router';
 import { adoptSession, authPost, type UserSession } from '../../api/session.ts';
 import { signInError } from './messages.ts';
+import { useAuthConfig } from './auth-config.ts';
 
 /** The server's bounds (docs/guides/users-and-sso.md): checked here too, to say so before sending. */
 const PASSWORD_MIN = 12;
@@ -129,11 +130,7 @@ export function AcceptInvitePage() {
     retry: false,
     queryFn: () => authPost<InviteInfo>('/auth/invites/describe', { token }),
   });
-  const config = useQuery({
-    queryKey: ['auth', 'config'],
-    queryFn: async () => (await (await fetch('/auth/config')).json()) as { sso: boolean; sso_url?: string },
-    staleTime: Infinity,
-  });
+  const config = useAuthConfig();
 
   const accept = async (password: string) => {
     setBusy(true);

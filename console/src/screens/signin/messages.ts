@@ -9,13 +9,18 @@ export function whenAgain(iso: string, now = Date.now()): string {
   return `${clock} (in ${minutes} minute${minutes === 1 ? '' : 's'})`;
 }
 
+const LOCKED = /locked until (\d{4}-\d\d-\d\dT[\d:.]+Z)/;
+
 const capital = (s: string) => s.charAt(0).toUpperCase() + s.slice(1);
 
 export function signInError(err: unknown): string {
   if (!(err instanceof ApiError)) return errorMessage(err);
   const details = (err.details ?? {}) as { locked_until?: unknown; retry_after?: unknown };
-  if (typeof details.locked_until === 'string')
-    return `Too many failed sign-ins: this account is locked. Try again at ${whenAgain(details.locked_until)}, or ask an admin for a password reset link.`;
+  // The server says when in its message ("locked until <ISO time>"); details carry it when sent.
+  const lockedUntil =
+    typeof details.locked_until === 'string' ? details.locked_until : LOCKED.exec(err.message)?.[1];
+  if (lockedUntil && !Number.isNaN(Date.parse(lockedUntil)))
+    return `Too many failed sign-ins: this account is locked. Try again at ${whenAgain(lockedUntil)}, or ask an admin for a password reset link.`;
   if (err.status === 429) {
     const s = typeof details.retry_after === 'number' ? details.retry_after : undefined;
     const wait = s === undefined ? 'a minute' : `${s} second${s === 1 ? '' : 's'}`;
