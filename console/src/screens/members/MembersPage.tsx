@@ -217,7 +217,7 @@ export function MembersPage() {
                               <button
                                 type="button"
                                 className="link"
-                                aria-label={`Take ${m.email} out of ${p.name}`}
+                                aria-label={`Take out ${m.email} from ${p.name}`}
                                 disabled={busy !== null}
                                 onClick={() =>
                                   void act(`out:${m.id}`, () =>
