@@ -16,6 +16,8 @@ import { startOidcProvider, type TestOidcProvider } from '../support/oidc-provid
 import { userSettingsOf } from '../../src/users/settings.ts';
 import { Browser, tokenOf } from '../users/browser-session.ts';
 import {
+  assertNoHorizontalOverflow,
+  atPhoneWidth,
   checkA11y,
   screenshot,
   sessionStorageOf,
@@ -107,6 +109,7 @@ for (const dialect of TEST_DIALECTS) {
       assert.equal(await toggle.getAttribute('aria-expanded'), 'true');
       await page.getByLabel('API key').waitFor();
       await checkA11y(page, 'sign-in with the key form open');
+      await atPhoneWidth(page, () => assertNoHorizontalOverflow(page));
       await page.close();
     });
 
@@ -254,6 +257,7 @@ for (const dialect of TEST_DIALECTS) {
       await intro.waitFor();
       assert.match(await intro.innerText(), /ivan@example\.com, with the role executor in Telescope project/);
       await checkA11y(page, 'accept invitation');
+      await atPhoneWidth(page, () => assertNoHorizontalOverflow(page));
       await page.getByLabel('Your name').fill('Ivan Invited');
       await page.getByLabel('Password', { exact: true }).fill('short');
       await page.getByLabel('Repeat the password').fill('short');
@@ -373,6 +377,7 @@ for (const dialect of TEST_DIALECTS) {
       await nina.waitFor();
       assert.match(await nina.innerText(), /reader\s+Telescope project/);
       await checkA11y(page, 'members');
+      await atPhoneWidth(page, () => assertNoHorizontalOverflow(page));
       if (dialect === 'sqlite') await screenshot(page, 'members');
       await page.getByRole('button', { name: 'Revoke the invitation of nina@example.com' }).click();
       await nina.waitFor({ state: 'detached' });
