@@ -149,7 +149,12 @@ export async function signIn(page: Page, h: ConsoleHarness, key = h.srv.adminKey
 }
 
 /** Signs in with email and password (the page's first form) and waits to leave the page. */
-export async function signInWithPassword(page: Page, h: ConsoleHarness, email: string, password: string): Promise<void> {
+export async function signInWithPassword(
+  page: Page,
+  h: ConsoleHarness,
+  email: string,
+  password: string,
+): Promise<void> {
   await page.goto(h.url('/signin'));
   await page.getByLabel('Email').fill(email);
   await page.getByLabel('Password', { exact: true }).fill(password);

@@ -114,7 +114,10 @@ for (const dialect of TEST_DIALECTS) {
     });
 
     it('SSO through the console: lands on the runs page as that user, what they make is theirs in the audit trail, sign out ends it', async () => {
-      const inv = await h.srv.api('POST', '/api/v1/account/invites', { email: 'olivia@example.com', role: 'developer' });
+      const inv = await h.srv.api('POST', '/api/v1/account/invites', {
+        email: 'olivia@example.com',
+        role: 'developer',
+      });
       assert.equal(inv.status, 200);
       idp.as = 'olivia';
       const page = await freshPage();
@@ -145,7 +148,10 @@ for (const dialect of TEST_DIALECTS) {
       await page.getByLabel('Provider').selectOption('test');
       await page.getByLabel('Default model').fill('echo');
       await page.getByRole('button', { name: 'Create environment' }).click();
-      await page.getByRole('table', { name: 'Environments' }).getByRole('row', { name: /Olivia env/ }).waitFor();
+      await page
+        .getByRole('table', { name: 'Environments' })
+        .getByRole('row', { name: /Olivia env/ })
+        .waitFor();
       const envs = (await h.srv.api('GET', '/api/v1/environments')).body as Array<{ id: string; name: string }>;
       const env = envs.find((e) => e.name === 'Olivia env');
       assert.ok(env, 'the environment exists');
@@ -169,6 +175,14 @@ for (const dialect of TEST_DIALECTS) {
       await page.goto(h.url('/runs'));
       await page.waitForURL((u) => u.pathname === '/signin');
       await page.getByLabel('Email').waitFor();
+
+      // The page asked for before SSO is where the console goes after it (the provider returns to `/`).
+      await page.goto(h.url(`/signin?redirect=${encodeURIComponent('/objects?q=report')}`));
+      await page.getByRole('link', { name: 'Sign in with SSO' }).click();
+      await page.getByRole('heading', { level: 1, name: 'Objects' }).waitFor();
+      assert.equal(new URL(page.url()).pathname, '/objects');
+      assert.equal(new URL(page.url()).searchParams.get('q'), 'report', 'with its search');
+      await signOut(page);
       assert.deepEqual(h.pageErrors, [], 'no uncaught errors in the pages');
       await page.close();
     });
@@ -316,13 +330,19 @@ for (const dialect of TEST_DIALECTS) {
       // The next request of the open tab (its JWT has minutes left) is refused, and the tab signs out.
       await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Objects' }).click();
       await page.waitForURL((u) => u.pathname === '/signin');
-      await page.getByRole('status').filter({ hasText: 'You were signed out: this user is suspended: ask an admin of the account' }).waitFor();
+      await page
+        .getByRole('status')
+        .filter({ hasText: 'You were signed out: this user is suspended: ask an admin of the account' })
+        .waitFor();
       assert.equal(new URL(page.url()).searchParams.get('redirect'), '/objects', 'and comes back there after');
       // Signing in again is refused too, saying why.
       await page.getByLabel('Email').fill('sam@example.com');
       await page.getByLabel('Password', { exact: true }).fill(PASSWORD);
       await page.getByRole('button', { name: 'Sign in', exact: true }).click();
-      await page.getByRole('alert').filter({ hasText: 'This user is suspended: ask an admin of the account.' }).waitFor();
+      await page
+        .getByRole('alert')
+        .filter({ hasText: 'This user is suspended: ask an admin of the account.' })
+        .waitFor();
       await page.close();
     });
 
@@ -338,7 +358,10 @@ for (const dialect of TEST_DIALECTS) {
       assert.deepEqual(options.sort(), ['Default project · developer', 'Telescope project · reader']);
       await switcher.selectOption({ label: 'Telescope project · reader' });
       await page.getByRole('heading', { level: 1, name: 'Runs' }).waitFor();
-      await page.waitForFunction((id) => (globalThis as any).sessionStorage.getItem('orrery.project') === id, otherProject);
+      await page.waitForFunction(
+        (id) => (globalThis as any).sessionStorage.getItem('orrery.project') === id,
+        otherProject,
+      );
       assert.equal(await page.getByRole('combobox', { name: 'Project' }).inputValue(), otherProject);
       const claims = await claimsOf(page);
       assert.equal(claims.project.id, otherProject);
@@ -396,7 +419,10 @@ for (const dialect of TEST_DIALECTS) {
       await page.getByRole('button', { name: 'Suspend tess@example.com' }).click();
       await page.getByRole('button', { name: 'Reactivate tess@example.com' }).waitFor();
       assert.equal((await tess()).status, 'suspended');
-      const refused = await new Browser(h.srv).call('POST', '/auth/login', { email: 'tess@example.com', password: PASSWORD });
+      const refused = await new Browser(h.srv).call('POST', '/auth/login', {
+        email: 'tess@example.com',
+        password: PASSWORD,
+      });
       assert.equal(refused.status, 401);
       await page.getByRole('button', { name: 'Reactivate tess@example.com' }).click();
       await page.getByRole('button', { name: 'Suspend tess@example.com' }).waitFor();

@@ -60,7 +60,7 @@ const read = (): StoredToken | null => {
 const notify = (signedIn: boolean) => listeners.forEach((l) => l(signedIn));
 
 /** Signed in with a key, or as a user whose session this page has seen. */
-export const isSignedIn = (): boolean => sessionStorage.getItem(KEY) !== null || current !== null;
+const isSignedIn = (): boolean => sessionStorage.getItem(KEY) !== null || current !== null;
 
 /**
  * Whether someone is signed in, asking the server once per page load when the tab holds no key

@@ -108,11 +108,7 @@ function UserBox() {
       {session.projects.length > 1 ? (
         <label className="project-switch">
           <span className="visually-hidden">Project</span>
-          <select
-            value={project?.id ?? ''}
-            disabled={busy}
-            onChange={(e) => void change(e.target.value)}
-          >
+          <select value={project?.id ?? ''} disabled={busy} onChange={(e) => void change(e.target.value)}>
             {session.projects.map((p) => (
               <option key={p.id} value={p.id}>
                 {p.name} · {p.role}

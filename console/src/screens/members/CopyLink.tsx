@@ -23,7 +23,11 @@ export function CopyLink({ value, label }: { value: string; label: string }) {
         </button>
       </div>
       <span role="status" className="muted">
-        {done === 'copied' ? 'Copied.' : done === 'failed' ? 'Copying failed: select the link and copy it by hand.' : ''}
+        {done === 'copied'
+          ? 'Copied.'
+          : done === 'failed'
+            ? 'Copying failed: select the link and copy it by hand.'
+            : ''}
       </span>
     </div>
   );

@@ -121,7 +121,12 @@ export function MembersPage() {
           </div>
         )}
         {removing && (
-          <div className="card confirm" role="alertdialog" aria-labelledby="remove-title" aria-describedby="remove-text">
+          <div
+            className="card confirm"
+            role="alertdialog"
+            aria-labelledby="remove-title"
+            aria-describedby="remove-text"
+          >
             <h3 id="remove-title">Remove {removing.email}?</h3>
             <p id="remove-text">
               Their sessions end at once; their memberships and personal API keys are deleted. What they made stays.
@@ -257,7 +262,9 @@ export function MembersPage() {
                               aria-label={`Reactivate ${m.email}`}
                               disabled={busy !== null}
                               onClick={() =>
-                                void act(`status:${m.id}`, () => client().users.update(m.id, { status: 'active' } as never))
+                                void act(`status:${m.id}`, () =>
+                                  client().users.update(m.id, { status: 'active' } as never),
+                                )
                               }
                             >
                               Reactivate

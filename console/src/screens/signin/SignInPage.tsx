@@ -62,12 +62,7 @@ export function SignInPage() {
           </>
         )}
         <div className="key-form">
-          <button
-            type="button"
-            className="link"
-            aria-expanded={showKey}
-            onClick={() => setShowKey((v) => !v)}
-          >
+          <button type="button" className="link" aria-expanded={showKey} onClick={() => setShowKey((v) => !v)}>
             Use an API key instead
           </button>
           {showKey && <KeyForm onDone={done} />}

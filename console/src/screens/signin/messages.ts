@@ -2,7 +2,7 @@
 import { ApiError, errorMessage } from '../../api/errors.ts';
 
 /** "10:42 (in 15 minutes)", in the browser's time zone. */
-export function whenAgain(iso: string, now = Date.now()): string {
+function whenAgain(iso: string, now = Date.now()): string {
   const at = new Date(iso);
   const minutes = Math.max(1, Math.ceil((at.getTime() - now) / 60_000));
   const clock = at.toLocaleTimeString(undefined, { hour: '2-digit', minute: '2-digit' });
@@ -17,8 +17,7 @@ export function signInError(err: unknown): string {
   if (!(err instanceof ApiError)) return errorMessage(err);
   const details = (err.details ?? {}) as { locked_until?: unknown; retry_after?: unknown };
   // The server says when in its message ("locked until <ISO time>"); details carry it when sent.
-  const lockedUntil =
-    typeof details.locked_until === 'string' ? details.locked_until : LOCKED.exec(err.message)?.[1];
+  const lockedUntil = typeof details.locked_until === 'string' ? details.locked_until : LOCKED.exec(err.message)?.[1];
   if (lockedUntil && !Number.isNaN(Date.parse(lockedUntil)))
     return `Too many failed sign-ins: this account is locked. Try again at ${whenAgain(lockedUntil)}, or ask an admin for a password reset link.`;
   if (err.status === 429) {
