@@ -15,10 +15,11 @@ import {
   Outlet,
   redirect,
 } from '@tanstack/react-router';
-import { isSignedIn } from './api/session.ts';
+import { ensureSignedIn, takeAfterSso } from './api/session.ts';
 import { AppShell } from './components/AppShell.tsx';
 import { NotFound } from './components/NotFound.tsx';
 import { SignInPage, validateSignInSearch } from './screens/signin/SignInPage.tsx';
+import { sameOriginRedirect } from './screens/signin/redirect.ts';
 import { validateRunsSearch, validateRunDetailSearch } from './screens/runs/search.ts';
 import { validateInteractionsSearch, validateInteractionDetailSearch } from './screens/interactions/search.ts';
 import { validateEnvironmentsSearch } from './screens/environments/search.ts';
@@ -36,13 +37,25 @@ const signInRoute = createRoute({
   component: SignInPage,
 });
 
+/** The pages of the links the API hands out: an invitation, a password reset (signed out). */
+const acceptInviteRoute = createRoute({
+  getParentRoute: () => rootRoute,
+  path: '/accept-invite',
+  component: lazyRouteComponent(() => import('./screens/signin/LinkPages.tsx'), 'AcceptInvitePage'),
+});
+const resetPasswordRoute = createRoute({
+  getParentRoute: () => rootRoute,
+  path: '/reset-password',
+  component: lazyRouteComponent(() => import('./screens/signin/LinkPages.tsx'), 'ResetPasswordPage'),
+});
+
 /** Everything behind sign-in: the shell (navigation, sign out) around the screens. */
 const appRoute = createRoute({
   getParentRoute: () => rootRoute,
   id: '_app',
-  beforeLoad: ({ location }) => {
+  beforeLoad: async ({ location }) => {
     // eslint-disable-next-line @typescript-eslint/only-throw-error -- the router's redirects are thrown
-    if (!isSignedIn()) throw redirect({ to: '/signin', search: { redirect: location.href } });
+    if (!(await ensureSignedIn())) throw redirect({ to: '/signin', search: { redirect: location.href } });
   },
   component: AppShell,
 });
@@ -51,8 +64,10 @@ const indexRoute = createRoute({
   getParentRoute: () => appRoute,
   path: '/',
   beforeLoad: () => {
+    // SSO comes back to `/`: the page asked for before it, when it is one of this console.
+    const to = sameOriginRedirect(takeAfterSso(), window.location.origin);
     // eslint-disable-next-line @typescript-eslint/only-throw-error -- the router's redirects are thrown
-    throw redirect({ to: '/runs' });
+    throw to ? redirect({ href: to }) : redirect({ to: '/runs' });
   },
 });
 
@@ -143,6 +158,12 @@ const evaluatorDetailRoute = createRoute({
   component: lazyRouteComponent(() => import('./screens/evaluators/EvaluatorDetailPage.tsx'), 'EvaluatorDetailPage'),
 });
 
+const membersRoute = createRoute({
+  getParentRoute: () => appRoute,
+  path: 'members',
+  component: lazyRouteComponent(() => import('./screens/members/MembersPage.tsx'), 'MembersPage'),
+});
+
 /** The shared components at work: an example for screen authors (not in the navigation). */
 const galleryRoute = createRoute({
   getParentRoute: () => appRoute,
@@ -152,6 +173,8 @@ const galleryRoute = createRoute({
 
 const routeTree = rootRoute.addChildren([
   signInRoute,
+  acceptInviteRoute,
+  resetPasswordRoute,
   appRoute.addChildren([
     indexRoute,
     runsRoute,
@@ -166,6 +189,7 @@ const routeTree = rootRoute.addChildren([
     datasetDetailRoute,
     evaluatorsRoute,
     evaluatorDetailRoute,
+    membersRoute,
     galleryRoute,
   ]),
 ]);

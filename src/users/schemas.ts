@@ -120,6 +120,8 @@ export const InviteInfoSchema = Type.Object({
   email: Type.String(),
   role: Type.String(),
   project: Type.Union([Type.String(), Type.Null()]),
+  /** The project's name, so the page can say where the role applies (null: account admin). */
+  project_name: Type.Union([Type.String(), Type.Null()]),
   expires: Type.String(),
 });
 

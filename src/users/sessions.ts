@@ -153,6 +153,14 @@ export class Sessions {
     return { token, token_type: 'Bearer', expires_in: ttl };
   }
 
+  /** Why a token's session is gone, in the words its user needs (suspension and removal end sessions too). */
+  private async endedWhy(claims: UserClaims): Promise<Error> {
+    const user = await store.getUser(this.db, claims.account.id, claims.user_id);
+    if (!user) return new Unauthorized('this user has been removed');
+    if (user.status !== 'active') return new Unauthorized('this user is suspended: ask an admin of the account');
+    return new Unauthorized('the session of this token has ended: sign in again');
+  }
+
   /** A session token on an API request: the session, the user and the role checked (cached at most 5 s). */
   async principalOf(claims: UserClaims): Promise<Principal> {
     const key = `${claims.sid}:${claims.project.id}`;
@@ -160,7 +168,7 @@ export class Sessions {
     const hit = this.checked.get(key);
     if (hit && hit.until > now) return hit.principal;
     const session = await store.sessionById(this.db, claims.sid);
-    if (!session || session.user_id !== claims.user_id) throw new Unauthorized('the session of this token has ended');
+    if (!session || session.user_id !== claims.user_id) throw await this.endedWhy(claims);
     const { user } = await this.live(session);
     const role = await this.roleIn(user, claims.project.id);
     if (!role) throw new Unauthorized('you are no longer a member of the project this token was issued for');

@@ -100,9 +100,16 @@ export class SignIn {
   /** What an invitation link is for, so the acceptance page can say it (401 when it cannot be used). */
   async describeInvite(
     token: unknown,
-  ): Promise<{ email: string; role: string; project: string | null; expires: string }> {
+  ): Promise<{ email: string; role: string; project: string | null; project_name: string | null; expires: string }> {
     const link = await this.link('invite', token);
-    return { email: link.email, role: link.role ?? 'reader', project: link.project_id, expires: link.expires_at };
+    const project = link.project_id ? await store.getProject(this.db, link.account_id, link.project_id) : undefined;
+    return {
+      email: link.email,
+      role: link.role ?? 'reader',
+      project: link.project_id,
+      project_name: project?.name ?? null,
+      expires: link.expires_at,
+    };
   }
 
   /**

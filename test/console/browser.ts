@@ -62,6 +62,8 @@ export interface ConsoleOptions {
   config?: Partial<Config>;
   /** Reuse a running browser (e.g. the PostgreSQL smoke inside a SQLite file). */
   browser?: Browser;
+  /** Other origins the pages may reach (an OIDC provider on loopback); every other one is still refused. */
+  allowOrigins?: string[];
 }
 
 export interface ConsoleHarness {
@@ -96,13 +98,14 @@ export async function startConsole(opts: ConsoleOptions = {}): Promise<ConsoleHa
     throw err;
   }
   const origin = new URL(srv.url).origin;
+  const allowed = new Set([origin, ...(opts.allowOrigins ?? []).map((o) => new URL(o).origin)]);
   const context = await browser.newContext({ viewport: DESKTOP, baseURL: srv.url, locale: 'en-US', timezoneId: 'UTC' });
   context.setDefaultTimeout(15_000);
   const blocked: string[] = [];
   const pageErrors: string[] = [];
   await context.route('**/*', (route) => {
     const url = route.request().url();
-    if (url.startsWith('data:') || url.startsWith('blob:') || new URL(url).origin === origin) return route.continue();
+    if (url.startsWith('data:') || url.startsWith('blob:') || allowed.has(new URL(url).origin)) return route.continue();
     blocked.push(url);
     return route.abort('blockedbyclient');
   });
@@ -125,13 +128,37 @@ export async function startConsole(opts: ConsoleOptions = {}): Promise<ConsoleHa
 }
 
 /**
- * Signs in through the form (the field labelled "API key") and waits for the runs page.
+ * On the sign-in page: opens the secondary "Use an API key instead" option (when closed), fills
+ * the field labelled "API key" and submits. Does not wait for where the page goes.
+ */
+export async function submitKey(page: Page, key: string): Promise<void> {
+  const toggle = page.getByRole('button', { name: 'Use an API key instead' });
+  if ((await toggle.getAttribute('aria-expanded')) !== 'true') await toggle.click();
+  await page.getByLabel('API key').fill(key);
+  await page.getByRole('button', { name: 'Sign in with the key', exact: true }).click();
+}
+
+/**
+ * Signs in with an API key through the sign-in page's key option and waits to leave the page.
  * Default key: the server's bootstrap admin key.
  */
 export async function signIn(page: Page, h: ConsoleHarness, key = h.srv.adminKey): Promise<void> {
   await page.goto(h.url('/signin'));
-  await page.getByLabel('API key').fill(key);
-  await page.getByRole('button', { name: 'Sign in' }).click();
+  await submitKey(page, key);
+  await page.waitForURL((u) => !u.pathname.startsWith('/signin'));
+}
+
+/** Signs in with email and password (the page's first form) and waits to leave the page. */
+export async function signInWithPassword(
+  page: Page,
+  h: ConsoleHarness,
+  email: string,
+  password: string,
+): Promise<void> {
+  await page.goto(h.url('/signin'));
+  await page.getByLabel('Email').fill(email);
+  await page.getByLabel('Password', { exact: true }).fill(password);
+  await page.getByRole('button', { name: 'Sign in', exact: true }).click();
   await page.waitForURL((u) => !u.pathname.startsWith('/signin'));
 }
 

@@ -20,6 +20,7 @@ import {
   signIn,
   signOut,
   startConsole,
+  submitKey,
   WITH_POSTGRES,
   type ConsoleHarness,
 } from './browser.ts';
@@ -119,11 +120,11 @@ describe('console shell (sqlite)', () => {
   it('a bad key is refused with a message; the sign-in page passes axe', async () => {
     await page.goto(h.url('/runs'));
     await page.waitForURL((u) => u.pathname === '/signin');
+    await page.getByRole('button', { name: 'Use an API key instead' }).click();
     await page.getByLabel('API key').waitFor();
     await checkA11y(page, 'sign-in');
     await screenshot(page, 'console-signin');
-    await page.getByLabel('API key').fill('sk-not-a-real-key');
-    await page.getByRole('button', { name: 'Sign in' }).click();
+    await submitKey(page, 'sk-not-a-real-key');
     await assert.doesNotReject(
       page
         .getByRole('alert')
@@ -141,16 +142,14 @@ describe('console shell (sqlite)', () => {
   it('after sign-in, a redirect to another origin is ignored (the runs page instead); a path of the console is kept', async () => {
     for (const target of ['https://evil.example/', '//evil.example/', '/\\evil.example/']) {
       await page.goto(h.url(`/signin?redirect=${encodeURIComponent(target)}`));
-      await page.getByLabel('API key').fill(h.srv.adminKey);
-      await page.getByRole('button', { name: 'Sign in' }).click();
+      await submitKey(page, h.srv.adminKey);
       await page.getByRole('heading', { level: 1, name: 'Runs' }).waitFor();
       const at = new URL(page.url());
       assert.equal(at.origin, new URL(h.url()).origin, target);
       assert.equal(at.pathname, '/runs', target);
     }
     await page.goto(h.url(`/signin?redirect=${encodeURIComponent('/keys')}`));
-    await page.getByLabel('API key').fill(h.srv.adminKey);
-    await page.getByRole('button', { name: 'Sign in' }).click();
+    await submitKey(page, h.srv.adminKey);
     await page.getByRole('heading', { level: 1, name: 'Keys' }).waitFor();
     await signOut(page);
   });
@@ -236,7 +235,7 @@ describe('console shell (sqlite)', () => {
     await page.goto(h.url('/runs'));
     await page.getByRole('heading', { level: 1, name: 'Runs' }).waitFor();
     await signOut(page);
-    await page.getByLabel('API key').waitFor();
+    await page.getByRole('button', { name: 'Use an API key instead' }).waitFor();
     const left = await sessionStorageOf(page);
     assert.deepEqual(
       Object.keys(left).filter((k) => k.startsWith('orrery.')),

@@ -30,7 +30,7 @@ export interface ApiFetchOptions extends Omit<RequestInit, 'body'> {
 /**
  * `fetch` against `/api/v1` with the session's JWT. `path` is relative to /api/v1 (`/runs/…`).
  * Answers the parsed JSON (or the Response with `raw`); throws ApiError with the server's shape.
- * A 401 signs out (the key was revoked or expired).
+ * A 401 signs out (the key was revoked, the session ended, the user was suspended).
  */
 export async function apiFetch<T = unknown>(path: string, opts: ApiFetchOptions = {}): Promise<T> {
   const { body, query, raw, headers, ...init } = opts;
@@ -51,7 +51,7 @@ export async function apiFetch<T = unknown>(path: string, opts: ApiFetchOptions 
   const res = await fetch(url, { ...init, headers: h, body: payload });
   if (!res.ok) {
     const err = await errorFromResponse(res);
-    if (res.status === 401) signOut();
+    if (res.status === 401) void signOut(err.message);
     throw err;
   }
   if (raw) return res as unknown as T;

@@ -1,8 +1,18 @@
-/** The one TanStack Query client. Errors with a 4xx status are not retried. */
-import { QueryClient } from '@tanstack/react-query';
-import { errorStatus } from './errors.ts';
+/**
+ * The one TanStack Query client. Errors with a 4xx status are not retried; a 401 from any query or
+ * mutation (the official client's calls included) signs the tab out, saying why.
+ */
+import { MutationCache, QueryCache, QueryClient } from '@tanstack/react-query';
+import { errorMessage, errorStatus } from './errors.ts';
+import { signOut } from './session.ts';
+
+const on401 = (err: unknown) => {
+  if (errorStatus(err) === 401) void signOut(errorMessage(err));
+};
 
 export const queryClient = new QueryClient({
+  queryCache: new QueryCache({ onError: on401 }),
+  mutationCache: new MutationCache({ onError: on401 }),
   defaultOptions: {
     queries: {
       staleTime: 10_000,

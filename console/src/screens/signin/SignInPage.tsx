@@ -1,9 +1,15 @@
-/** Sign-in: one field, "API key", exchanged for a JWT (api/session.ts). */
+/**
+ * Sign-in: email and password first, "Sign in with SSO" when the server says an identity provider
+ * is configured (GET /auth/config), and an API key as the secondary way (for key-only installs
+ * and programs' owners). Whatever the way, the page then goes to a path of this origin only.
+ */
 import { useState, type FormEvent } from 'react';
 import { getRouteApi, useNavigate } from '@tanstack/react-router';
-import { signIn } from '../../api/session.ts';
+import { rememberAfterSso, signIn, signInWithPassword, endReason } from '../../api/session.ts';
 import { ApiError, errorMessage } from '../../api/errors.ts';
 import { sameOriginRedirect } from './redirect.ts';
+import { signInError } from './messages.ts';
+import { useAuthConfig } from './auth-config.ts';
 
 export interface SignInSearch {
   /** Where to go after signing in: a path of this console. */
@@ -21,7 +27,54 @@ const route = getRouteApi('/signin');
 export function SignInPage() {
   const { redirect } = route.useSearch();
   const navigate = useNavigate();
-  const [key, setKey] = useState('');
+  const config = useAuthConfig();
+  // Why the previous session ended (suspended, timed out…), said once.
+  const [ended] = useState(endReason);
+  const [showKey, setShowKey] = useState(false);
+
+  const done = async () => {
+    // Checked again where it is used: whatever reached the search, only this origin's paths go.
+    const to = sameOriginRedirect(redirect, window.location.origin);
+    if (to) await navigate({ href: to });
+    else await navigate({ to: '/runs' });
+  };
+
+  const sso = config.data?.sso ? (config.data.sso_url ?? '/auth/oidc/login') : null;
+  return (
+    <main id="main" className="signin">
+      <div className="card signin-card">
+        <h1 id="signin-title">Sign in to Orrery</h1>
+        {ended && (
+          <p className="notice" role="status">
+            You were signed out: {ended}
+          </p>
+        )}
+        {config.data?.password !== false && <PasswordForm onDone={done} />}
+        {sso && (
+          <>
+            <p className="divider" aria-hidden="true">
+              or
+            </p>
+            {/* A plain link: the server redirects to the identity provider, which comes back to `/`. */}
+            <a className="button secondary sso" href={sso} onClick={() => rememberAfterSso(redirect)}>
+              Sign in with SSO
+            </a>
+          </>
+        )}
+        <div className="key-form">
+          <button type="button" className="link" aria-expanded={showKey} onClick={() => setShowKey((v) => !v)}>
+            Use an API key instead
+          </button>
+          {showKey && <KeyForm onDone={done} />}
+        </div>
+      </div>
+    </main>
+  );
+}
+
+function PasswordForm({ onDone }: { onDone: () => Promise<void> }) {
+  const [email, setEmail] = useState('');
+  const [password, setPassword] = useState('');
   const [error, setError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
 
@@ -31,12 +84,68 @@ export function SignInPage() {
     setBusy(true);
     setError(null);
     try {
+      await signInWithPassword(email, password);
+      setPassword('');
+      await onDone();
+    } catch (err) {
+      setError(signInError(err));
+      setPassword('');
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  return (
+    <form className="signin-form" onSubmit={(e) => void submit(e)}>
+      <label htmlFor="email">Email</label>
+      <input
+        id="email"
+        name="email"
+        type="email"
+        autoComplete="username"
+        required
+        maxLength={320}
+        value={email}
+        onChange={(e) => setEmail(e.target.value)}
+      />
+      <label htmlFor="password">Password</label>
+      <input
+        id="password"
+        name="password"
+        type="password"
+        autoComplete="current-password"
+        required
+        maxLength={256}
+        value={password}
+        onChange={(e) => setPassword(e.target.value)}
+        aria-invalid={error ? true : undefined}
+        aria-describedby={error ? 'password-error' : undefined}
+      />
+      {error && (
+        <p id="password-error" className="error-banner" role="alert">
+          {error}
+        </p>
+      )}
+      <button type="submit" disabled={busy}>
+        {busy ? 'Signing in…' : 'Sign in'}
+      </button>
+    </form>
+  );
+}
+
+function KeyForm({ onDone }: { onDone: () => Promise<void> }) {
+  const [key, setKey] = useState('');
+  const [error, setError] = useState<string | null>(null);
+  const [busy, setBusy] = useState(false);
+
+  const submit = async (e: FormEvent) => {
+    e.preventDefault();
+    setBusy(true);
+    setError(null);
+    try {
       await signIn(key);
       setKey('');
-      // Checked again where it is used: whatever reached the search, only this origin's paths go.
-      const to = sameOriginRedirect(redirect, window.location.origin);
-      if (to) await navigate({ href: to });
-      else await navigate({ to: '/runs' });
+      await onDone();
     } catch (err) {
       setError(
         err instanceof ApiError && err.status === 401
@@ -49,34 +158,31 @@ export function SignInPage() {
   };
 
   return (
-    <main id="main" className="signin">
-      <form className="card signin-card" onSubmit={(e) => void submit(e)} aria-labelledby="signin-title">
-        <h1 id="signin-title">Sign in to Orrery</h1>
-        <p className="muted">
-          Use an API key of your project (it starts with <code>sk-</code>). It stays in this tab only.
+    <form id="key-form" className="signin-form" onSubmit={(e) => void submit(e)} aria-label="Sign in with a key">
+      <p className="muted small">
+        An API key of your project (it starts with <code>sk-</code>). It stays in this tab only.
+      </p>
+      <label htmlFor="api-key">API key</label>
+      <input
+        id="api-key"
+        name="api-key"
+        type="password"
+        autoComplete="off"
+        spellCheck={false}
+        required
+        value={key}
+        onChange={(e) => setKey(e.target.value)}
+        aria-invalid={error ? true : undefined}
+        aria-describedby={error ? 'key-error' : undefined}
+      />
+      {error && (
+        <p id="key-error" className="error-banner" role="alert">
+          {error}
         </p>
-        <label htmlFor="api-key">API key</label>
-        <input
-          id="api-key"
-          name="api-key"
-          type="password"
-          autoComplete="off"
-          spellCheck={false}
-          required
-          value={key}
-          onChange={(e) => setKey(e.target.value)}
-          aria-invalid={error ? true : undefined}
-          aria-describedby={error ? 'signin-error' : undefined}
-        />
-        {error && (
-          <p id="signin-error" className="error-banner" role="alert">
-            {error}
-          </p>
-        )}
-        <button type="submit" disabled={busy}>
-          {busy ? 'Signing in…' : 'Sign in'}
-        </button>
-      </form>
-    </main>
+      )}
+      <button type="submit" disabled={busy}>
+        {busy ? 'Signing in…' : 'Sign in with the key'}
+      </button>
+    </form>
   );
 }
