@@ -158,7 +158,7 @@ async function serve(config: Config, publicUrlGiven: boolean): Promise<void> {
   const { bootstrap } = orrery;
   const lines = [
     `Orrery listening on ${address} (public URL ${config.publicUrl}, database ${orrery.database.describe})`,
-    `Web console: ${config.publicUrl}/ (sign in with an API key)`,
+    `Web console: ${config.publicUrl}/ (sign in with your account or an API key)`,
   ];
   if (bootstrap.key) {
     lines.push(

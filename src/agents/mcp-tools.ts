@@ -3,11 +3,12 @@
  * and called through `@modelcontextprotocol/sdk`'s Streamable HTTP client, whose every request goes
  * through Orrery's outbound layer, so the egress policy checks each address it connects to. A tool
  * is named `<server>_<tool>`; naming the server alone gives all its tools. A session is opened for
- * each listing or call and closed after it: nothing is held between an agent's steps.
+ * each listing or call and closed after it: nothing is held between an agent's steps. The SDK (with
+ * zod and Ajv, about 200 files) is loaded at the first listing or call, so a server whose agents
+ * use no MCP server never loads it.
  */
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import type { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import type { Principal } from '../auth/principal.ts';
 import { scopeOf } from '../auth/principal.ts';
 import type { Outbound } from '../providers/outbound.ts';
@@ -23,14 +24,26 @@ const MAX_DESCRIPTION = 4000;
 
 type Undici = typeof import('undici');
 
+/** The parts of the MCP SDK a session uses. */
+const loadSdk = async () => {
+  const [{ Client }, { StreamableHTTPClientTransport }, { AjvJsonSchemaValidator }] = await Promise.all([
+    import('@modelcontextprotocol/sdk/client/index.js'),
+    import('@modelcontextprotocol/sdk/client/streamableHttp.js'),
+    import('@modelcontextprotocol/sdk/validation/ajv'),
+  ]);
+  return { Client, StreamableHTTPClientTransport, AjvJsonSchemaValidator };
+};
+type Sdk = Awaited<ReturnType<typeof loadSdk>>;
+
 export class McpTools implements McpToolSource {
   private undici: Undici | undefined;
+  private sdk: Promise<Sdk> | undefined;
   /**
    * The schema validator of call sessions. A client compiles validators only when it lists tools,
    * which a call session never does, so one validator serves every call instead of building a new
    * Ajv (about 0.6 ms) for each; listings get their own, so no server's schemas pile up in it.
    */
-  private readonly callValidator = new AjvJsonSchemaValidator();
+  private callValidator: AjvJsonSchemaValidator | undefined;
 
   constructor(
     private readonly servers: McpServers,
@@ -78,7 +91,7 @@ export class McpTools implements McpToolSource {
           signal,
           timeout: 24 * 3600_000, // bounded by the agent's step timeout (signal)
         }),
-      this.callValidator,
+      'call',
     );
     const parts = (result.content ?? []) as Array<{ type: string; text?: string }>;
     const text = parts.map((c) => (c.type === 'text' ? (c.text ?? '') : JSON.stringify(c))).join('\n');
@@ -89,8 +102,11 @@ export class McpTools implements McpToolSource {
   private async session<T>(
     server: McpServerTarget,
     work: (client: Client) => Promise<T>,
-    jsonSchemaValidator = new AjvJsonSchemaValidator(),
+    kind: 'list' | 'call' = 'list',
   ): Promise<T> {
+    const { Client, StreamableHTTPClientTransport, AjvJsonSchemaValidator } = await (this.sdk ??= loadSdk());
+    const jsonSchemaValidator =
+      kind === 'call' ? (this.callValidator ??= new AjvJsonSchemaValidator()) : new AjvJsonSchemaValidator();
     const undici = (this.undici ??= await import('undici'));
     const dispatcher = this.outbound.agent;
     const transport = new StreamableHTTPClientTransport(new URL(server.url), {

@@ -9,7 +9,8 @@
  * - an object's bytes are copied to a process once for all its steps;
  * - a server (its own process, from the sources) that processed a PNG, a PDF and a WAV through
  *   HTTP, and counted tokens for the Anthropic door's count_tokens, has not loaded sharp, pdf.js,
- *   canvas, music-metadata or the tokenizer, nor mapped libvips or skia, while its worker processes did.
+ *   canvas, music-metadata or the tokenizer, nor mapped libvips or skia, while its worker processes
+ *   did; nor the MCP SDK (with zod) or nodemailer, which only an MCP request or a mail loads.
  */
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -229,7 +230,7 @@ const mapped = (pid: number) => [
  */
 const HOOKS = `import { appendFileSync } from 'node:fs';
 const LOG = process.env.H22_RESOLVE_LOG;
-const WATCHED = /^(sharp|unpdf|pdfjs-dist|@napi-rs\\/canvas|music-metadata|mammoth|officeparser|postal-mime|gpt-tokenizer)(\\/|$)/;
+const WATCHED = /^(sharp|unpdf|pdfjs-dist|@napi-rs\\/canvas|music-metadata|mammoth|officeparser|postal-mime|gpt-tokenizer|@modelcontextprotocol\\/sdk|nodemailer|zod)(\\/|$)/;
 export async function resolve(specifier, context, next) {
   if (WATCHED.test(specifier)) appendFileSync(LOG, specifier + '\\n');
   return next(specifier, context);

@@ -5,9 +5,31 @@
  * failed run), which the model reads. At the HTTP level (a key refused, a body too large, a rate
  * limit): the HTTP status with a JSON-RPC error body, as the SDK's transport answers its own.
  */
-import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { OrreryError, OrreryErrorWithHeaders } from '../../util/errors.ts';
 import { boundErrorMessage } from '../../util/error-message.ts';
+
+/** JSON-RPC's codes, as the SDK's ErrorCode names them. */
+const ErrorCode = { ParseError: -32700, InvalidRequest: -32600, InvalidParams: -32602, InternalError: -32603 } as const;
+
+/**
+ * A JSON-RPC error inside the protocol, as the SDK's McpError makes it (the same code, message and
+ * data): the SDK's server answers any error with a numeric `code` that way. The door's own class
+ * keeps the SDK (about 200 files, with zod) out of a server until its first MCP request.
+ */
+export class McpProtocolError extends Error {
+  constructor(
+    readonly code: number,
+    message: string,
+    readonly data?: unknown,
+  ) {
+    super(`MCP error ${code}: ${message}`);
+    this.name = 'McpError';
+  }
+}
+
+/** The internal error of a failure of Orrery's own, answered without its details. */
+export const internalProtocolError = () =>
+  new McpProtocolError(ErrorCode.InternalError, 'the server had an error while processing the request');
 
 /** MCP's code for a resource that does not exist. */
 const RESOURCE_NOT_FOUND = -32002;
@@ -18,9 +40,9 @@ const SERVER_ERROR = -32000;
 
 /** JSON-RPC errors the door raises inside the protocol. */
 export const McpRefusal = {
-  invalidParams: (message: string, data?: unknown) => new McpError(ErrorCode.InvalidParams, message, data),
-  notFound: (uri: string, message: string) => new McpError(RESOURCE_NOT_FOUND, message, { uri }),
-  forbidden: (message: string) => new McpError(FORBIDDEN, message),
+  invalidParams: (message: string, data?: unknown) => new McpProtocolError(ErrorCode.InvalidParams, message, data),
+  notFound: (uri: string, message: string) => new McpProtocolError(RESOURCE_NOT_FOUND, message, { uri }),
+  forbidden: (message: string) => new McpProtocolError(FORBIDDEN, message),
 };
 
 /** A body that is not JSON (the door's own JSON parser raises it): JSON-RPC's parse error. */

@@ -2,12 +2,12 @@
  * One MCP exchange: the SDK's Server and its Streamable HTTP transport (stateless, JSON answers)
  * made for one authenticated request, with every method handed to the door's service. Stateless
  * because any replica may take the next request of a client: nothing is kept between requests.
+ * Loaded with the SDK at the door's first request (doors/mcp/routes.ts).
  */
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import {
   CallToolRequestSchema,
-  ErrorCode,
   ListResourceTemplatesRequestSchema,
   ListResourcesRequestSchema,
   ListToolsRequestSchema,
@@ -18,7 +18,7 @@ import type { Principal } from '../../auth/principal.ts';
 import type { CallerInfo } from '../../runs/plan.ts';
 import { VERSION } from '../../http/app.ts';
 import type { McpDoor } from './service.ts';
-import { MCP_BODY_LIMIT } from './errors.ts';
+import { MCP_BODY_LIMIT, McpProtocolError, internalProtocolError } from './errors.ts';
 
 const INSTRUCTIONS =
   "Orrery's tools: the project's published interactions (each call is a recorded run), search_objects, similar_objects and read_object over its content objects, search_runs and read_run over its runs. Resources: orrery://objects/<id> and orrery://runs/<id>.";
@@ -48,9 +48,9 @@ export async function exchange(
     try {
       return await work();
     } catch (err) {
-      if (err instanceof McpError) throw err;
+      if (err instanceof McpProtocolError || err instanceof McpError) throw err;
       onError(err);
-      throw new McpError(ErrorCode.InternalError, 'the server had an error while processing the request');
+      throw internalProtocolError();
     }
   };
   server.setRequestHandler(ListToolsRequestSchema, (req) => guarded(() => door.listTools(p, req.params?.cursor)));

@@ -2,12 +2,14 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { principalOf } from '../../http/auth-hook.ts';
 import type { McpDoor } from './service.ts';
-import { exchange } from './protocol.ts';
 import { MCP_BODY_LIMIT } from './errors.ts';
 import { DOOR_SERVERS, McpBody, mcpAnswers } from './schemas.ts';
 
 /** The headers of the Streamable HTTP transport the SDK reads. */
 const TRANSPORT_HEADERS = ['accept', 'content-type', 'mcp-protocol-version', 'mcp-session-id', 'last-event-id'];
+
+/** The exchange and the SDK it runs on, loaded at the first request: a server no MCP client uses never loads them. */
+let protocol: Promise<typeof import('./protocol.ts')> | undefined;
 
 export const mcpRoutes: FastifyPluginAsyncTypebox<{ door: McpDoor }> = async (app, { door }) => {
   app.post(
@@ -31,6 +33,7 @@ export const mcpRoutes: FastifyPluginAsyncTypebox<{ door: McpDoor }> = async (ap
       }
       const request = new Request('http://orrery/mcp', { method: 'POST', headers });
       const caller = { ip: req.ip, userAgent: req.headers['user-agent'] };
+      const { exchange } = await (protocol ??= import('./protocol.ts'));
       const answer = await exchange(door, principalOf(req), caller, request, req.body, (err) =>
         req.log.error({ err }, 'mcp door: unhandled error'),
       );
