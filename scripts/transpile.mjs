@@ -10,8 +10,21 @@ import { build } from 'esbuild';
 // Relative specifiers only: `from './x.ts'`, `import './x.ts'`, `import('./x.ts')`, `export … from`.
 const TS_SPECIFIER = /((?:\bfrom|\bimport)\s*\(?\s*)(['"])(\.{1,2}\/[^'"\n]*?)\.ts\2/g;
 
-/** Compiles `files` (absolute .ts paths under `outbase`) into `outdir`, at the same relative paths. */
-export async function transpile({ files, outbase, outdir, tsconfig, sourcemap = false }) {
+const escape = (s) => s.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
+
+/**
+ * Compiles `files` (absolute .ts paths under `outbase`) into `outdir`, at the same relative paths.
+ * `packages` maps bare specifiers to the files their imports are pointed at instead.
+ */
+export async function transpile({ files, outbase, outdir, tsconfig, sourcemap = false, packages = {} }) {
+  const names = Object.keys(packages);
+  const bare = names.length
+    ? new RegExp(`((?:\\bfrom|\\bimport)\\s*\\(?\\s*)(['"])(${names.map(escape).join('|')})\\2`, 'g')
+    : undefined;
+  const rewrite = (text) => {
+    const relativeJs = text.replace(TS_SPECIFIER, '$1$2$3.js$2');
+    return bare ? relativeJs.replace(bare, (_m, lead, q, name) => `${lead}${q}${packages[name]}${q}`) : relativeJs;
+  };
   const result = await build({
     entryPoints: files,
     outbase,
@@ -28,9 +41,6 @@ export async function transpile({ files, outbase, outdir, tsconfig, sourcemap = 
   });
   for (const file of result.outputFiles) {
     mkdirSync(dirname(file.path), { recursive: true });
-    writeFileSync(
-      file.path,
-      file.path.endsWith('.js') ? file.text.replace(TS_SPECIFIER, '$1$2$3.js$2') : file.contents,
-    );
+    writeFileSync(file.path, file.path.endsWith('.js') ? rewrite(file.text) : file.contents);
   }
 }
