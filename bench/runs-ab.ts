@@ -12,6 +12,8 @@
  * `THIS_NODE_OPTIONS`: node options for this tree's server only (its NODE_OPTIONS), to compare a
  * setting against the same code without it, e.g. `BASE=HEAD THIS_NODE_OPTIONS=--max-semi-space-size=8`.
  *
+ * `CONNECTIONS` (32 by default): `CONNECTIONS=1` loads one run at a time, each alone on the server.
+ *
  *   BASE=<commit> npm run bench -- runs-ab      (BASE=HEAD, ROUNDS=6, DURATION=6, UPSTREAM unset by default)
  */
 import { startChild, startOrrery } from './lib/processes.ts';

@@ -3,7 +3,8 @@ import autocannon from 'autocannon';
 import { readFileSync } from 'node:fs';
 import type { Child } from './processes.ts';
 
-export const CONNECTIONS = 32;
+/** Connections of a load round (`CONNECTIONS=1`: every run alone, the latency of a lone run). */
+export const CONNECTIONS = Number(process.env.CONNECTIONS ?? 32);
 
 export async function api(base: string, key: string, path: string, body: unknown) {
   const r = await fetch(base + path, {
