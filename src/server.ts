@@ -51,6 +51,7 @@ import { createScores, type Scores } from './scores/register.ts';
 import { createEvaluators, type Evaluators } from './evaluators/register.ts';
 import { outputOf } from './evaluators/service.ts';
 import { createAgents, type Agents } from './agents/register.ts';
+import { createExperiments, type Experiments } from './experiments/register.ts';
 import { deleteProjectJobs } from './jobs/store.ts';
 import type { EmbeddingService } from './embeddings/service.ts';
 import { systemPrincipal } from './embeddings/settings.ts';
@@ -243,6 +244,17 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
         },
       }),
     });
+    // Experiments (src/experiments): their job runs on the queue of async runs, started by runs.start().
+    const experiments = createExperiments({
+      database,
+      auth,
+      runs,
+      interactions,
+      datasets: datasets.datasets,
+      evaluators: evaluators.evaluators,
+      limiter,
+      onError: (err, what) => log.error({ err }, `experiments: could not ${what}`),
+    });
     const agents = createAgents({
       config,
       database,
@@ -303,6 +315,7 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
       datasets,
       scores,
       evaluators,
+      experiments,
       agents,
       events,
       users,
@@ -415,6 +428,7 @@ interface ApiParts {
   datasets: Datasets;
   scores: Scores;
   evaluators: Evaluators;
+  experiments: Experiments;
   agents: Agents;
   events: Events;
   users: Users;
@@ -484,6 +498,7 @@ async function registerApi(app: FastifyInstance, parts: ApiParts): Promise<void>
         await datasets.register(authed);
         await scores.register(authed);
         await evaluators.register(authed);
+        await parts.experiments.register(authed);
         await agents.register(authed);
         await parts.events.register(authed);
         await users.register(authed);
