@@ -55,6 +55,7 @@ import { createExperiments, type Experiments } from './experiments/register.ts';
 import { deleteProjectJobs } from './jobs/store.ts';
 import type { EmbeddingService } from './embeddings/service.ts';
 import { systemPrincipal } from './embeddings/settings.ts';
+import { scopeOf } from './auth/principal.ts';
 import { embeddingsStep } from './embeddings/pipeline-step.ts';
 import { createEmbeddings, type Embeddings } from './embeddings/register.ts';
 import { ImportService } from './import/service.ts';
@@ -236,6 +237,12 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
             () => true,
             (err: { status?: number }) => (err?.status === 404 ? false : Promise.reject(err)),
           ),
+        // embedding_similarity: the project's embeddings (its settings, else the built-in embedder).
+        embed: async (texts) => {
+          const s = scopeOf(p);
+          const resolved = await embeddings.embeddings.resolve(s);
+          return Promise.all(texts.map((t) => embeddings.embeddings.textVector(s, t, resolved)));
+        },
         // A judge's run is an ordinary run of the caller's project, tagged as an evaluator's.
         judge: async (interaction, data) => {
           const run = await runs.runs.executeByName(p, { interaction, data, tags: ['evaluator'] }, { ip: 'evaluator' });
