@@ -218,6 +218,12 @@ export const ROUTE_PERMISSIONS: Record<string, Needed> = table<Needed>({
   'POST /experiments/:id/cancel': 'experiment:write',
   'POST /experiments/:id/items/:itemId/rerun': 'experiment:write',
   'DELETE /experiments/:id': 'experiment:write',
+  // Online evaluation: evaluators' configuration (creating one also needs run:score, rules.ts).
+  'POST /evaluation-rules': 'evaluator:write',
+  'GET /evaluation-rules': 'evaluator:read',
+  'GET /evaluation-rules/:id': 'evaluator:read',
+  'PUT /evaluation-rules/:id': 'evaluator:write',
+  'DELETE /evaluation-rules/:id': 'evaluator:write',
 
   'GET /runs': 'run:read',
   'GET /runs/:id': 'run:read',

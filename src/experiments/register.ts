@@ -16,6 +16,10 @@ import { experimentRoutes } from './routes.ts';
 import { ExperimentRunner, type RunLike } from './runner.ts';
 import { ExperimentService } from './service.ts';
 import { deleteProjectExperiments, experimentsOf } from './store.ts';
+import { EvaluationRules } from './rules.ts';
+import { ruleRoutes } from './rules-routes.ts';
+import { deleteProjectRules, rulesOf } from './rules-store.ts';
+import type { Principal } from '../auth/principal.ts';
 
 export interface ExperimentsDeps {
   database: OpenedDatabase;
@@ -31,6 +35,13 @@ export interface ExperimentsDeps {
 export function createExperiments(deps: ExperimentsDeps) {
   const { database, runs, interactions, evaluators, limiter } = deps;
   const db = experimentsOf(database.db);
+  // An interaction by id first (a version's own id), else by selector (Name@1).
+  const interactionOf = (p: Principal, selector: string) =>
+    interactions.interactions
+      .get(p, selector)
+      .catch((err: { status?: number }) =>
+        err?.status === 404 ? interactions.interactions.resolveSelector(p, selector) : Promise.reject(err),
+      );
   const runner = new ExperimentRunner({
     db,
     dialect: database.dialect,
@@ -59,13 +70,7 @@ export function createExperiments(deps: ExperimentsDeps) {
     db,
     database.dialect,
     {
-      // An id first (a version's own id), else a selector (Name@1).
-      interaction: (p, selector) =>
-        interactions.interactions
-          .get(p, selector)
-          .catch((err: { status?: number }) =>
-            err?.status === 404 ? interactions.interactions.resolveSelector(p, selector) : Promise.reject(err),
-          ),
+      interaction: (p, selector) => interactionOf(p, selector),
       environment: (p, id) => interactions.environments.get(p, id),
       evaluator: async (p, id) => {
         const { row, version } = await evaluators.at(p, id);
@@ -75,11 +80,55 @@ export function createExperiments(deps: ExperimentsDeps) {
     },
     runner,
   );
-  deps.auth.ownsProjectRows((trx, s) => deleteProjectExperiments(experimentsOf(trx), s));
+  const rules = new EvaluationRules({
+    db: rulesOf(database.db),
+    dialect: database.dialect,
+    queue: runs.asyncQueue,
+    // A rule on an interaction covers its draft and every version, published later ones included.
+    interactionIds: async (p, selector) => {
+      const found = (await interactionOf(p, selector)) as { id: string; parent?: string };
+      const draft = found.parent ?? found.id;
+      const versions = await interactions.interactions.versions(p, draft);
+      return [draft, ...versions.map((v) => v.id)];
+    },
+    evaluatorExists: (p, id) => evaluators.exists(p, id),
+    checkQuery: async (p, query) => {
+      await runs.runs.search(p, { query, limit: 1 });
+    },
+    newRuns: async (p, q) => {
+      const found = await runs.runs.search(p, {
+        query: q.query,
+        filters: { status: 'completed', updated_at: { gte: q.since }, ...(q.interaction ? { interaction: q.interaction } : {}) },
+        limit: q.limit,
+      });
+      const list = (Array.isArray(found) ? found : ((found as { results?: unknown[] }).results ?? [])) as Array<{
+        id: string;
+        updated_at: string;
+      }>;
+      return list.map((r) => ({ id: r.id, updated_at: r.updated_at }));
+    },
+    getRun: (p, id) => runs.runs.get(p, id) as never,
+    evaluate: async (p, id, run) => {
+      const { row, version } = await evaluators.at(p, id);
+      return evaluators.judgeAndRecord(p, row, version, run.id, {
+        input: (run.parameters as Record<string, unknown> | undefined) ?? {},
+        output: outputOf(run),
+        run: { execution_time: run.execution_time ?? null, cost: run.cost?.total ?? null },
+      });
+    },
+    admit: async (p) => {
+      if (!limiter.unlimited(p)) await limiter.admit(p, true);
+    },
+  });
+  deps.auth.ownsProjectRows(async (trx, s) => ({
+    ...(await deleteProjectExperiments(experimentsOf(trx), s)),
+    ...(await deleteProjectRules(rulesOf(trx), s)),
+  }));
   return {
     experiments,
     async register(app: FastifyInstance): Promise<void> {
       await app.register(experimentRoutes, { experiments });
+      await app.register(ruleRoutes, { rules });
     },
   };
 }

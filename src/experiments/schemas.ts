@@ -154,3 +154,56 @@ export const Comparison = Type.Object({
     { description: "Per variant name both have: the other's figure minus this one's" },
   ),
 });
+
+// ---- online evaluation rules (rules.ts) ----
+
+const RuleFields = {
+  interaction: Type.Optional(
+    Type.Union([Type.String({ minLength: 1, maxLength: 1000 }), Type.Null()], {
+      description: 'An interaction (id or name): the new runs of any of its versions',
+    }),
+  ),
+  query: Type.Optional(
+    Type.Union([Type.String({ minLength: 1, maxLength: 4000 }), Type.Null()], {
+      description: 'A Lucene run query the new runs must match (with interaction: both)',
+    }),
+  ),
+  evaluators: Type.Optional(Type.Array(Type.String({ minLength: 1 }), { minItems: 1, maxItems: 10 })),
+  sample_rate: Type.Optional(
+    Type.Number({ exclusiveMinimum: 0, maximum: 1, description: 'Share of new runs scored (default 1)' }),
+  ),
+  max_per_minute: Type.Optional(
+    Type.Integer({ minimum: 1, maximum: 600, description: 'Runs scored per minute at most (default 60)' }),
+  ),
+  enabled: Type.Optional(Type.Boolean({ description: 'Default true' })),
+};
+
+export const CreateRuleBody = Type.Object(
+  {
+    name: Type.String({ minLength: 1, maxLength: 200, description: 'Unique in the project' }),
+    ...RuleFields,
+    evaluators: Type.Array(Type.String({ minLength: 1 }), { minItems: 1, maxItems: 10, description: 'Evaluator ids' }),
+  },
+  closed,
+);
+export const UpdateRuleBody = Type.Object(
+  { name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })), ...RuleFields },
+  closed,
+);
+export const Rule = Type.Object({
+  id: Type.String(),
+  name: Type.String(),
+  interaction: Type.Optional(Type.String()),
+  query: Type.Optional(Type.String()),
+  evaluators: Type.Array(Type.String()),
+  sample_rate: Type.Number(),
+  max_per_minute: Type.Integer(),
+  enabled: Type.Boolean(),
+  scored: Type.Integer({ description: 'Runs scored so far' }),
+  last_error: Type.Optional(Type.String({ description: 'The last evaluator error or pause, if any' })),
+  cursor: Type.String({ description: 'Runs completed from this time on are looked at' }),
+  created_by: Type.String(),
+  created_at: Type.String(),
+  updated_at: Type.String(),
+});
+export const ListRulesQuery = Type.Object(PageQuery, closed);

@@ -10,7 +10,8 @@
  * with their experiment (foreign key, on delete cascade).
  *
  * `evaluation_rules`: online evaluation, a sampled share of new production runs of an interaction
- * (or matching a run query) scored in the background; `cursor_at`/`cursor_id` the last run read.
+ * (or matching a run query) scored in the background; `cursor_at`/`cursor_id` the last run read,
+ * `window_minute`/`window_count` what was scored in the current minute.
  */
 import type { Kysely } from 'kysely';
 import type { DialectName } from '../dialect.ts';
@@ -111,6 +112,9 @@ export async function up(db: Kysely<any>, d: DialectName): Promise<void> {
     .addColumn('cursor_at', 'text', (c) => c.notNull())
     .addColumn('cursor_id', 'text', (c) => c.notNull())
     .addColumn('scored', 'integer', (c) => c.notNull())
+    // The per-minute bound: the minute counted (ISO, to the minute) and the runs scored in it.
+    .addColumn('window_minute', 'text', (c) => c.notNull())
+    .addColumn('window_count', 'integer', (c) => c.notNull())
     .addColumn('last_error', 'text')
     .addColumn('created_by', 'text', (c) => c.notNull())
     .addColumn('created_at', 'text', (c) => c.notNull())
