@@ -25,6 +25,7 @@ const BENCHES: Record<string, string> = {
   conversation: './conversation.ts',
   otel: './otel.ts',
   agents: './agents.ts',
+  evals: './evals.ts',
 };
 const wanted = process.argv.slice(2);
 const names = wanted.length ? wanted : Object.keys(BENCHES);

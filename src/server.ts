@@ -51,10 +51,11 @@ import { createScores, type Scores } from './scores/register.ts';
 import { createEvaluators, type Evaluators } from './evaluators/register.ts';
 import { outputOf } from './evaluators/service.ts';
 import { createAgents, type Agents } from './agents/register.ts';
+import { createExperiments, type Experiments } from './experiments/register.ts';
 import { deleteProjectJobs } from './jobs/store.ts';
 import type { EmbeddingService } from './embeddings/service.ts';
 import { systemPrincipal } from './embeddings/settings.ts';
-import type { Principal } from './auth/principal.ts';
+import { scopeOf, type Principal } from './auth/principal.ts';
 import { embeddingsStep } from './embeddings/pipeline-step.ts';
 import { createEmbeddings, type Embeddings } from './embeddings/register.ts';
 import { ImportService } from './import/service.ts';
@@ -234,6 +235,12 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
             () => true,
             (err: { status?: number }) => (err?.status === 404 ? false : Promise.reject(err)),
           ),
+        // embedding_similarity: the project's embeddings (its settings, else the built-in embedder).
+        embed: async (texts) => {
+          const s = scopeOf(p);
+          const resolved = await embeddings.embeddings.resolve(s);
+          return Promise.all(texts.map((t) => embeddings.embeddings.textVector(s, t, resolved)));
+        },
         // A judge's run is an ordinary run of the caller's project, tagged as an evaluator's.
         judge: async (interaction, data) => {
           const run = await runs.runs.executeByName(p, { interaction, data, tags: ['evaluator'] }, { ip: 'evaluator' });
@@ -241,6 +248,17 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
           return outputOf(run as never);
         },
       }),
+    });
+    // Experiments (src/experiments): their job runs on the queue of async runs, started by runs.start().
+    const experiments = createExperiments({
+      database,
+      auth,
+      runs,
+      interactions,
+      datasets: datasets.datasets,
+      evaluators: evaluators.evaluators,
+      limiter,
+      onError: (err, what) => log.error({ err }, `experiments: could not ${what}`),
     });
     const agents = createAgents({
       config,
@@ -313,6 +331,7 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
       datasets,
       scores,
       evaluators,
+      experiments,
       agents,
       events,
       users,
@@ -434,6 +453,7 @@ interface ApiParts {
   datasets: Datasets;
   scores: Scores;
   evaluators: Evaluators;
+  experiments: Experiments;
   agents: Agents;
   events: Events;
   users: Users;
@@ -504,6 +524,7 @@ async function registerApi(app: FastifyInstance, parts: ApiParts): Promise<void>
         await datasets.register(authed);
         await scores.register(authed);
         await evaluators.register(authed);
+        await parts.experiments.register(authed);
         await agents.register(authed);
         await parts.events.register(authed);
         await users.register(authed);

@@ -41,6 +41,8 @@ const PERMISSIONS = [
   'dataset:write',
   'evaluator:read',
   'evaluator:write',
+  'experiment:read',
+  'experiment:write',
   'user:admin',
 ] as const;
 export type Permission = (typeof PERMISSIONS)[number];
@@ -55,6 +57,7 @@ const READ: Permission[] = [
   'content:read',
   'dataset:read',
   'evaluator:read',
+  'experiment:read',
 ];
 
 /** What each role may do. `admin` is also account-wide (every project); the others only their key's project. */
@@ -206,6 +209,21 @@ export const ROUTE_PERMISSIONS: Record<string, Needed> = table<Needed>({
   'DELETE /evaluators/:id': 'evaluator:write',
   // Scores a run (and a judge executes its interaction).
   'POST /evaluators/:id/evaluate': 'run:score',
+  // Starting or re-running one also needs interaction:execute and run:score (experiments/service.ts).
+  'POST /experiments': 'experiment:write',
+  'GET /experiments': 'experiment:read',
+  'GET /experiments/:id': 'experiment:read',
+  'GET /experiments/:id/items': 'experiment:read',
+  'GET /experiments/:id/compare': 'experiment:read',
+  'POST /experiments/:id/cancel': 'experiment:write',
+  'POST /experiments/:id/items/:itemId/rerun': 'experiment:write',
+  'DELETE /experiments/:id': 'experiment:write',
+  // Online evaluation: evaluators' configuration (creating one also needs run:score, rules.ts).
+  'POST /evaluation-rules': 'evaluator:write',
+  'GET /evaluation-rules': 'evaluator:read',
+  'GET /evaluation-rules/:id': 'evaluator:read',
+  'PUT /evaluation-rules/:id': 'evaluator:write',
+  'DELETE /evaluation-rules/:id': 'evaluator:write',
 
   'GET /runs': 'run:read',
   'GET /runs/:id': 'run:read',

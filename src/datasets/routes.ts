@@ -147,7 +147,8 @@ export const datasetRoutes: FastifyPluginAsyncTypebox<{ datasets: DatasetService
     {
       schema: {
         tags,
-        summary: 'Export the items of a version as JSON Lines ({data, expected?, metadata?, source_run?} per line)',
+        summary:
+          "Export the items of a version as JSON Lines ({data, expected?, metadata?, source_run?} per line), or with format=openai_chat in OpenAI's fine-tuning chat format",
         params: IdParams,
         querystring: ExportQuery,
         produces: ['application/x-ndjson'],
@@ -160,6 +161,18 @@ export const datasetRoutes: FastifyPluginAsyncTypebox<{ datasets: DatasetService
     async (req, reply) => {
       const p = principalOf(req);
       const version = await datasets.check(p, req.params.id, req.query.version);
+      if (req.query.format === 'openai_chat') {
+        const skipped = { count: 0 };
+        async function* examples() {
+          for await (const ex of datasets.chatExamples(p, req.params.id, version, skipped)) yield JSON.stringify(ex) + '\n';
+        }
+        // How many items could not be written in the format: known once the last one was read.
+        reply.trailer('x-skipped-items', async () => String(skipped.count));
+        return reply
+          .type('application/x-ndjson')
+          .header('content-disposition', `attachment; filename="dataset-${req.params.id}-v${version}-chat.jsonl"`)
+          .send(Readable.from(examples()) as never);
+      }
       async function* lines() {
         for await (const it of datasets.allItems(p, req.params.id, version)) {
           const { data, expected, metadata, source_run } = it;

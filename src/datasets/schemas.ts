@@ -105,7 +105,12 @@ export const ItemsQuery = Type.Object(
 export const ExportQuery = Type.Object(
   {
     version: Type.Optional(Type.Integer({ minimum: 1, description: 'Default: the current version' })),
-    format: Type.Optional(Type.Literal('jsonl', { description: 'JSON Lines, an item per line (the default)' })),
+    format: Type.Optional(
+      Type.Union([Type.Literal('jsonl'), Type.Literal('openai_chat')], {
+        description:
+          "jsonl: an item per line (the default); openai_chat: OpenAI's fine-tuning chat format, {messages} per item copied from a run (its prompt, then expected as the answer)",
+      }),
+    ),
   },
   closed,
 );

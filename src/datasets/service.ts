@@ -234,6 +234,45 @@ export class DatasetService {
     }
   }
 
+  /**
+   * The items of a version in OpenAI's fine-tuning chat format, `{messages}` per item: the prompt
+   * of the run it was copied from (its system, user and assistant text), then its expected value
+   * as the assistant's final answer. Items that cannot be written so are left out (answered by
+   * `skipped`): one not copied from a run, whose run is gone, with no expected value, or whose
+   * prompt holds more than text (images, tool calls).
+   */
+  async *chatExamples(
+    p: Principal,
+    id: string,
+    version: number,
+    skipped: { count: number },
+  ): AsyncGenerator<{ messages: Array<{ role: string; content: string }> }> {
+    let batch: ItemDto[] = [];
+    const flush = async function* (this: DatasetService) {
+      const runs = await Promise.all(
+        batch.map((it) =>
+          it.source_run && it.expected !== undefined
+            ? this.runs.get(p, it.source_run).then(
+                (r) => r as Record<string, unknown>,
+                (err: { status?: number }) => (err?.status === 404 ? undefined : Promise.reject(err)),
+              )
+            : undefined,
+        ),
+      );
+      for (const [i, it] of batch.entries()) {
+        const messages = runs[i] && chatMessages(runs[i]!, it.expected);
+        if (messages) yield { messages };
+        else skipped.count++;
+      }
+      batch = [];
+    };
+    for await (const it of this.allItems(p, id, version)) {
+      batch.push(it);
+      if (batch.length === RUN_READS_AT_ONCE) yield* flush.call(this);
+    }
+    yield* flush.call(this);
+  }
+
   /** Checks the dataset exists before an export starts answering. */
   async check(p: Principal, id: string, version?: number): Promise<number> {
     return this.versionOf(await this.row(scopeOf(p), id), version);
@@ -318,6 +357,24 @@ function itemDto(r: ItemRow): ItemDto {
     version_added: r.version_added,
     created_at: r.created_at,
   };
+}
+
+const CHAT_ROLES = new Set(['system', 'user', 'assistant']);
+
+/** A run's prompt as chat messages with `expected` as the final answer, or undefined when it holds more than text. */
+function chatMessages(run: Record<string, unknown>, expected: unknown) {
+  const prompt = Array.isArray(run.prompt) ? (run.prompt as Array<{ role?: string; content?: unknown }>) : [];
+  const messages: Array<{ role: string; content: string }> = [];
+  for (const m of prompt) {
+    if (!m.role || !CHAT_ROLES.has(m.role)) return undefined;
+    if (typeof m.content === 'string') messages.push({ role: m.role, content: m.content });
+    else if (Array.isArray(m.content) && m.content.every((c: { type?: string }) => c?.type === 'text'))
+      messages.push({ role: m.role, content: m.content.map((c: { text?: string }) => c.text ?? '').join('') });
+    else return undefined;
+  }
+  if (!messages.length) return undefined;
+  messages.push({ role: 'assistant', content: typeof expected === 'string' ? expected : JSON.stringify(expected) });
+  return messages;
 }
 
 /** A run's data as the item's data, its answer as expected: a JSON answer as itself, text parts joined. */

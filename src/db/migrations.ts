@@ -39,6 +39,7 @@ import * as m0031 from './migrations/0031-agents.ts';
 import * as m0032 from './migrations/0032-evaluation.ts';
 import * as m0033 from './migrations/0033-users.ts';
 import * as m0035 from './migrations/0035-events.ts';
+import * as m0037 from './migrations/0037-experiments.ts';
 
 type Step = { up: (db: Kysely<any>, dialect: DialectName) => Promise<void> };
 
@@ -77,6 +78,7 @@ const steps: Record<string, Step> = {
   '0032_evaluation': m0032,
   '0033_users': m0033,
   '0035_events': m0035,
+  '0037_experiments': m0037,
 };
 
 export class OrreryMigrations implements MigrationProvider {

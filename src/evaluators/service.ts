@@ -175,6 +175,13 @@ export class EvaluatorService {
     return this.judgeAndRecord(p, row, v, run.id, candidate);
   }
 
+  /** The evaluator at a version (its current one unless given): experiments pin it, then score with it. */
+  async at(p: Principal, id: string, version?: number): Promise<{ row: EvaluatorRow; version: VersionRow }> {
+    const s = scopeOf(p);
+    const row = await this.row(s, id);
+    return { row, version: await this.version(s, row, version) };
+  }
+
   /** A verdict recorded as a score on `run`, or the error that stopped it (experiments call this per run). */
   async judgeAndRecord(p: Principal, row: EvaluatorRow, v: VersionRow, run: string, c: Candidate): Promise<Evaluation> {
     const base = { evaluator: row.id, version: v.version };

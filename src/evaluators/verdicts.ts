@@ -18,6 +18,7 @@ const EVALUATOR_TYPES = [
   'json_schema_valid',
   'latency_under',
   'cost_under',
+  'embedding_similarity',
 ] as const;
 export type EvaluatorType = (typeof EVALUATOR_TYPES)[number];
 
@@ -46,6 +47,8 @@ export interface VerdictDeps {
   judge(interaction: string, data: Record<string, unknown>): Promise<unknown>;
   /** Whether an interaction selector (an id, Name, Name@version) resolves in the caller's project. */
   interactionExists(selector: string): Promise<boolean>;
+  /** The project's embeddings of texts (src/embeddings), null for a text with nothing to embed. */
+  embed(texts: string[]): Promise<Array<Float32Array | null>>;
 }
 
 type Config = Record<string, unknown>;
@@ -61,6 +64,7 @@ const KEYS: Record<EvaluatorType, { required: string[]; optional: string[] }> = 
   json_schema_valid: { required: ['schema'], optional: [] },
   latency_under: { required: ['ms'], optional: [] },
   cost_under: { required: ['usd'], optional: [] },
+  embedding_similarity: { required: [], optional: [] },
 };
 
 const CODE_SCHEMA = { type: 'object', properties: { input: {}, output: {}, expected: {} } };
@@ -69,10 +73,8 @@ const REGEX_BODY = 'return new RegExp(pattern, flags).test(text);';
 
 /** Refuses a config its type cannot use, with what to fix. */
 export async function checkConfig(type: string, config: unknown, deps: VerdictDeps): Promise<Config> {
-  if (!(EVALUATOR_TYPES as readonly string[]).includes(type)) {
-    const note = type === 'embedding_similarity' ? ' (embedding_similarity is not available on this server yet)' : '';
-    throw new BadRequest(`type must be one of ${EVALUATOR_TYPES.join(', ')}, got ${JSON.stringify(type)}${note}`);
-  }
+  if (!(EVALUATOR_TYPES as readonly string[]).includes(type))
+    throw new BadRequest(`type must be one of ${EVALUATOR_TYPES.join(', ')}, got ${JSON.stringify(type)}`);
   const t = type as EvaluatorType;
   const c = config ?? {};
   if (!isObject(c)) throw new BadRequest('config must be an object');
@@ -138,6 +140,7 @@ export async function checkConfig(type: string, config: unknown, deps: VerdictDe
         throw new BadRequest('config.usd is a number of dollars, 0 or more');
       break;
     case 'exact_match':
+    case 'embedding_similarity':
       break;
   }
   return c;
@@ -172,6 +175,21 @@ function verdictOf(value: unknown, what: string): Verdict {
   );
 }
 
+/** Cosine similarity, rounded to 6 decimals so that equal texts score exactly 1. */
+function cosine(a: Float32Array, b: Float32Array): number {
+  if (a.length !== b.length) throw new EvaluatorFailure('the two embeddings have different dimensions');
+  let dot = 0;
+  let na = 0;
+  let nb = 0;
+  for (let i = 0; i < a.length; i++) {
+    dot += a[i] * b[i];
+    na += a[i] * a[i];
+    nb += b[i] * b[i];
+  }
+  if (na === 0 || nb === 0) throw new EvaluatorFailure('a text gave an empty embedding: nothing to compare');
+  return Math.round((dot / Math.sqrt(na * nb)) * 1e6) / 1e6;
+}
+
 const parsed = (text: string): unknown => {
   try {
     return JSON.parse(text);
@@ -187,6 +205,14 @@ export async function verdict(type: EvaluatorType, config: Config, c: Candidate,
       if (c.expected === undefined) throw new EvaluatorFailure('exact_match needs an expected value');
       const same = typeof c.expected === 'string' ? out === c.expected : canonical(c.output) === canonical(c.expected);
       return { score: same ? 1 : 0 };
+    }
+    case 'embedding_similarity': {
+      if (c.expected === undefined) throw new EvaluatorFailure('embedding_similarity needs an expected value');
+      const [a, b] = await deps.embed([out, textOf(c.expected)]).catch((err: Error) => {
+        throw new EvaluatorFailure(`embedding_similarity: ${err.message}`);
+      });
+      if (!a || !b) throw new EvaluatorFailure('embedding_similarity: the output or the expected value has no text to embed');
+      return { score: cosine(a, b) };
     }
     case 'contains': {
       const needle = config.value as string;

@@ -112,6 +112,18 @@ for (const dialect of TEST_DIALECTS) {
       assert.equal(judged.reason, 'judged Say: Saturn has rings against rings');
     });
 
+    it("compares the output with the expected value in the project's embeddings (embedding_similarity)", async () => {
+      const ev = await create({ name: 'similar', type: 'embedding_similarity' });
+      const same = await evaluate(ev.id, { run, expected: 'Say: Saturn has rings' });
+      assert.equal(same.score.value, 1, JSON.stringify(same));
+      const near = (await evaluate(ev.id, { run, expected: 'Saturn has rings' })).score.value as number;
+      const far = (await evaluate(ev.id, { run, expected: 'quarterly tax filing deadline' })).score.value as number;
+      assert.ok(near < 1 && far < near, `near ${near}, far ${far}`);
+      const none = await evaluate(ev.id, { run });
+      assert.equal(none.score, undefined);
+      assert.match(none.error.message, /embedding_similarity needs an expected value/);
+    });
+
     it('records the error of an evaluator that throws, and stores no score', async () => {
       const throws = await create({
         name: 'thrower',
@@ -137,7 +149,7 @@ for (const dialect of TEST_DIALECTS) {
     it('refuses bad configs by name before storing anything', async () => {
       const refusals: Array<[Record<string, unknown>, RegExp]> = [
         [{ type: 'nope' }, /type must be one of/],
-        [{ type: 'embedding_similarity' }, /not available/],
+        [{ type: 'embedding_similarity', config: { model: 'x' } }, /config\.model is not a field of a embedding_similarity evaluator \(it takes none\)/],
         [{ type: 'exact_match', config: { value: 1 } }, /config.value is not a field of a exact_match evaluator/],
         [{ type: 'contains' }, /needs config.value/],
         [{ type: 'regex', config: { pattern: '(' } }, /config.pattern/],
