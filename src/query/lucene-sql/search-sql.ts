@@ -122,7 +122,7 @@ export type RunValue = keyof RunValues;
 export const RUN_VALUES: RunValues = {
   doc: sql.ref('runs.doc'),
   fields: sql.ref('runs.search_fields'),
-  tsv: sql.ref('runs.search_tsv'),
+  tsv: sql`runs.search_tsv`,
   tsvText: sql`CAST(runs.search_tsv AS text)`,
 };
 
