@@ -19,6 +19,7 @@ describe('postgres: a find reads each stored document once per row', POSTGRES_ON
   let srv: TestServer;
   let pool: pg.Pool;
   let bigRun: string;
+  let bigObject: string;
 
   /** Blocks one find's own SQL reads (toast-blocks.ts); the find must answer, and find nothing. */
   const blocksOf = (query: unknown) =>
@@ -44,6 +45,12 @@ describe('postgres: a find reads each stored document once per row', POSTGRES_ON
     });
     assert.equal(r.status, 200, JSON.stringify(r.body).slice(0, 300));
     bigRun = r.body.id;
+    const o = await srv.api('POST', '/api/v1/objects', {
+      name: 'large',
+      properties: { text: 'large', blob: randomBytes(300_000).toString('base64') },
+    });
+    assert.equal(o.status, 200, JSON.stringify(o.body).slice(0, 300));
+    bigObject = o.body.id;
   });
   after(async () => {
     await pool?.end();
@@ -59,6 +66,41 @@ describe('postgres: a find reads each stored document once per row', POSTGRES_ON
     // The document is 400 kB (about 50 blocks): a count below that did not see it read at all.
     assert.ok(one >= 45, `one condition read ${a} blocks: the large document was not read`);
     assert.ok(many < one * 2, `one condition read ${a} blocks, ${FIND_LIMITS.jsonConditions} read ${b}`);
+  });
+
+  // objects/find and objects/count on an object's `properties` (the same compiler, query/find).
+  it(`${FIND_LIMITS.jsonConditions} conditions on properties.* read about what one does (objects find and count)`, async (t) => {
+    const props = (n: number) => ({
+      $or: Array.from({ length: n }, (_, i) => ({ [`properties.k${i}`]: `x${i}` })),
+    });
+    for (const path of ['/api/v1/objects/find', '/api/v1/objects/count']) {
+      const blocks = (query: unknown) =>
+        blocksOfRequest(
+          pool,
+          async () => {
+            const r = await srv.api('POST', path, { query });
+            assert.equal(r.status, 200, JSON.stringify(r.body).slice(0, 300));
+          },
+          (text) => /^\s*select/i.test(text) && /\bfrom "?objects"?\b/i.test(text),
+          path,
+        );
+      const one = await blocks(props(1));
+      const many = await blocks(props(FIND_LIMITS.jsonConditions));
+      t.diagnostic(`${path}: blocks read: ${one} for one condition, ${many} for ${FIND_LIMITS.jsonConditions}`);
+      assert.ok(one >= 45, `${path}: one condition read ${one} blocks: the large properties were not read`);
+      assert.ok(
+        many < one * 2,
+        `${path}: one condition read ${one} blocks, ${FIND_LIMITS.jsonConditions} read ${many}`,
+      );
+    }
+    const hit = await srv.api('POST', '/api/v1/objects/find', {
+      query: { name: 'large', $or: [{ 'properties.text': 'large' }, { 'properties.k1': 'x' }] },
+    });
+    assert.equal(hit.status, 200, JSON.stringify(hit.body).slice(0, 300));
+    assert.deepEqual(
+      hit.body.map((o: { id: string }) => o.id),
+      [bigObject],
+    );
   });
 
   it('a find mixing run columns and document paths answers as the document and columns say', async () => {
