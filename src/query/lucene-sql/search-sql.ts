@@ -139,7 +139,7 @@ interface TsQuery {
 }
 const isTsQuery = (p: TextQuery): p is TsQuery => typeof p !== 'string';
 
-export interface TextQueries {
+interface TextQueries {
   phrase(col: TextColumn, words: readonly string[]): TextQuery;
   prefix(col: TextColumn, prefix: string): TextQuery;
   /** The query's runs, and every run not ended yet (whose text is not indexed: evaluate.ts rule 1). */
