@@ -40,6 +40,7 @@ import * as m0032 from './migrations/0032-evaluation.ts';
 import * as m0033 from './migrations/0033-users.ts';
 import * as m0035 from './migrations/0035-events.ts';
 import * as m0037 from './migrations/0037-experiments.ts';
+import * as m0040 from './migrations/0040-jobs-by-project.ts';
 
 type Step = { up: (db: Kysely<any>, dialect: DialectName) => Promise<void> };
 
@@ -79,6 +80,7 @@ const steps: Record<string, Step> = {
   '0033_users': m0033,
   '0035_events': m0035,
   '0037_experiments': m0037,
+  '0040_jobs_by_project': m0040,
 };
 
 export class OrreryMigrations implements MigrationProvider {

@@ -10,7 +10,7 @@ import { escapeLike, jsonScalarsText, type JsonSql } from '../db/json-sql.ts';
 import type { Scope } from '../auth/principal.ts';
 import { BadRequest, OrreryError } from '../util/errors.ts';
 import { isoDate } from '../http/query.ts';
-import { compileFind, FindQueryError } from '../query/find/index.ts';
+import { compileFindReadingOnce, FindQueryError } from '../query/find/index.ts';
 import { OBJECT_STATUSES } from './model.ts';
 import { FIND_FIELDS, resolveObjectField } from './find-fields.ts';
 
@@ -130,7 +130,15 @@ export function compiledMatch(match: Record<string, unknown>, ctx: FilterContext
   if (match === null || typeof match !== 'object' || Array.isArray(match))
     throw new BadRequest('query must be an object of {path: condition}');
   try {
-    return compileFind(match, resolveObjectField, ctx.json, FIND_FIELDS);
+    // `properties` is the large document (up to ORRERY_MAX_INLINE_JSON): read once per row.
+    return compileFindReadingOnce(
+      match,
+      resolveObjectField,
+      ctx.json,
+      FIND_FIELDS,
+      'objects.properties',
+      '_object_props',
+    );
   } catch (err) {
     if (err instanceof FindQueryError)
       throw new OrreryError(err.code, err.status, err.message, err.at ? { at: err.at } : undefined);

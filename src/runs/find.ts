@@ -15,12 +15,12 @@
 import { sql, type SqlBool } from 'kysely';
 import type { Scope } from '../auth/principal.ts';
 import type { OrreryDialect } from '../db/dialect.ts';
-import { jsonSql, readOnce, type JsonSql } from '../db/json-sql.ts';
+import { jsonSql, type JsonSql } from '../db/json-sql.ts';
 import { boundedRead, readCost } from '../db/read-budget.ts';
 import { BadRequest, NotFound, OrreryError } from '../util/errors.ts';
 import { MAX_PAGE, pageOf } from '../http/query.ts';
 import { parseSelect, project } from '../objects/projection.ts';
-import { compileFind, FindQueryError, type FieldRef, type FieldResolver } from '../query/find/index.ts';
+import { compileFindReadingOnce, FindQueryError, type FieldRef, type FieldResolver } from '../query/find/index.ts';
 import type { Cond } from '../query/lucene-sql/index.ts';
 import { table } from '../util/own.ts';
 import { docOf, toRun, type Run, type RunRow } from './model.ts';
@@ -79,48 +79,18 @@ const RUN_FIND_FIELDS = [...Object.keys(COLUMNS), 'updated_by', ...DOC_FIELDS.ma
 
 const DOC = 'runs.doc';
 
-/** A resolver of run fields whose document paths read `doc` (the column, or what readOnce gives for it). */
-const runFields =
-  (doc: string): FieldResolver =>
-  (path) => {
-    if (!path.length) return null;
-    const direct = COLUMNS[path.join('.')];
-    if (direct) return direct;
-    if (path.length === 1 && path[0] === 'updated_by') return { kind: 'json', column: doc, path: ['created_by'] };
-    if (!DOC_FIELDS.includes(path[0])) return null;
-    return { kind: 'json', column: doc, path };
-  };
-const resolveRunField = runFields(DOC);
+const resolveRunField: FieldResolver = (path) => {
+  if (!path.length) return null;
+  const direct = COLUMNS[path.join('.')];
+  if (direct) return direct;
+  if (path.length === 1 && path[0] === 'updated_by') return { kind: 'json', column: DOC, path: ['created_by'] };
+  if (!DOC_FIELDS.includes(path[0])) return null;
+  return { kind: 'json', column: DOC, path };
+};
 
-/**
- * The condition of a find. Its bounds (FIND_LIMITS) hold for the query as sent. Where the
- * dialect reads a document once per use (readOnce), the top-level fields that read the document
- * are compiled together against the value read once per row, and those that read only columns
- * stay outside it, so they still narrow the rows (through their indexes) before any document is read.
- */
+/** The condition of a find, the run's document read once per row (query/find `compileFindReadingOnce`). */
 function findCondition(match: Record<string, unknown>, json: JsonSql): Cond {
-  const compile = (m: Record<string, unknown>, resolve: FieldResolver) =>
-    compileFind(m, resolve, json, RUN_FIND_FIELDS) as unknown as Cond;
-  const whole = compile(match, resolveRunField);
-  const once = readOnce(json.dialect, DOC, '_run_doc');
-  if (once.ref === DOC) return whole;
-  const readsDoc = (key: string) => {
-    let reads = false;
-    compile({ [key]: match[key] }, (path) => {
-      const ref = resolveRunField(path);
-      if (ref?.kind === 'json' && ref.column === DOC) reads = true;
-      return ref;
-    });
-    return reads;
-  };
-  const columns: Record<string, unknown> = {};
-  const documents: Record<string, unknown> = {};
-  for (const key of Object.keys(match)) (readsDoc(key) ? documents : columns)[key] = match[key];
-  if (!Object.keys(documents).length) return whole;
-  const onDocument = once.wrap(compile(documents, runFields(once.ref))) as Cond;
-  return Object.keys(columns).length
-    ? sql<SqlBool>`(${compile(columns, resolveRunField)} AND ${onDocument})`
-    : onDocument;
+  return compileFindReadingOnce(match, resolveRunField, json, RUN_FIND_FIELDS, DOC, '_run_doc') as unknown as Cond;
 }
 
 /** `field` of filter-options → the column whose distinct values are counted. */

@@ -7,7 +7,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { setImmediate as turn } from 'node:timers/promises';
-import { readersOf } from '../../src/db/sqlite-readers.ts';
+import { sql } from 'kysely';
+import { ReadBudgetExceeded, readersOf } from '../../src/db/sqlite-readers.ts';
 import { FIND_LIMITS } from '../../src/query/find/ast.ts';
 import { seedEcho, startTestServer, type TestServer } from '../support/server.ts';
 
@@ -123,6 +124,41 @@ describe('sqlite: the budget of a read on a reader thread', () => {
       assert.equal(small.status, 200);
       const count = await srv.api('POST', '/api/v1/objects/count', { query: { 'properties.text': 'x' } });
       assert.equal(count.status, 422, 'the big object is still among the rows examined');
+    } finally {
+      await srv.close();
+    }
+  });
+});
+
+/**
+ * The backstop of sqlite-readers.ts: a statement that never checks its budget (no `orrery_read`
+ * term: a recursive CTE that never ends stands for one huge row) is answered as over budget once
+ * its deadline and the grace have passed, its thread is terminated, and a fresh thread serves the
+ * next read; the HTTP thread answers all the while.
+ */
+describe('sqlite: a reader thread whose statement never checks its budget', () => {
+  it('is ended past its deadline and replaced, and the server keeps answering', async () => {
+    const srv = await startTestServer('sqlite', { sqliteReaders: 1 });
+    try {
+      const readers = readersOf(srv.orrery.database.db);
+      assert.ok(readers, 'the SQLite database has reader threads');
+      const endless = sql`WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) AS n FROM c`;
+      const stuck = readers.all(endless.compile(srv.orrery.database.db), 50).then(
+        () => assert.fail('an endless statement answered rows'),
+        (err: unknown) => err,
+      );
+      // While the thread is stuck, the HTTP thread still answers.
+      while (readers.busy === 0) await turn();
+      assert.equal((await srv.api('GET', '/health', undefined, null)).status, 200);
+      const err = await stuck;
+      assert.ok(err instanceof ReadBudgetExceeded, String(err));
+      assert.equal(err.budget, 'time');
+      // A fresh thread takes the next read, and a find through HTTP answers.
+      const one = sql<{ n: number }>`SELECT 1 AS n`;
+      assert.deepEqual(await readers.all(one.compile(srv.orrery.database.db), 5000), [{ n: 1 }]);
+      const r = await srv.api('POST', '/api/v1/runs/find', { query: { 'parameters.text': 'x' } });
+      assert.equal(r.status, 200, JSON.stringify(r.body).slice(0, 300));
+      assert.equal(readers.busy, 0);
     } finally {
       await srv.close();
     }

@@ -1,16 +1,19 @@
 /**
  * PostgreSQL: a run search with many full-text terms reads (detoasts) a run's tsvector once per
  * row, not once per term: a boolean subtree of full-text terms is one tsquery (search-sql.ts
- * `textQuery`). Measured with the database's own counter of the TOAST blocks it read for the runs
- * table, as find-reads-once.test.ts does for JSON conditions, so the test holds the cost, not a
- * time. `NOT (...)` keeps the terms out of the GIN index (a page tests them run by run), which is
- * the form that read the tsvector once per term (64 terms: 64 times the blocks of one).
+ * `textQuery`). `NOT (...)` keeps the terms out of the GIN index (a page tests them run by run),
+ * which is the form that read the tsvector once per term (64 terms: 64 times the blocks of one).
+ * The other forms that test a run row by row (`parameters.*` words, wildcards that are not
+ * prefixes, `tool_use.tool_name`) read the run's values once per row too (compile.ts
+ * `compileRoot`). Counted with the blocks of the search's own SQL (support/toast-blocks.ts), as
+ * find-reads-once.test.ts does, so the test holds the cost, not a time.
  */
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { after, before, describe, it } from 'node:test';
+import { after, before, describe, it, type TestContext } from 'node:test';
 import type pg from 'pg';
 import { POSTGRES_ONLY, seedEcho, startTestServer, testPgPool, type TestServer } from '../support/server.ts';
+import { blocksOf as blocksOfRequest, readsRuns } from '../support/toast-blocks.ts';
 
 /** `n` words that no run holds, OR-ed. */
 const absent = (n: number) => Array.from({ length: n }, (_, i) => `absentword${i}`).join(' OR ');
@@ -20,32 +23,31 @@ describe('postgres: a run search reads each run text index once per row', POSTGR
   let pool: pg.Pool;
   let bigRun: string;
   let smallRun: string;
+  let firstWord: string;
 
-  const toastBlocks = async () => {
-    const { rows } = await pool.query<{ n: string }>(
-      `SELECT coalesce(toast_blks_hit, 0) + coalesce(toast_blks_read, 0) AS n FROM pg_statio_user_tables WHERE relname = 'runs'`,
-    );
-    return Number(rows[0].n);
-  };
   const search = async (query: string) => {
     const r = await srv.api('POST', '/api/v1/runs/search', { query, limit: 100 });
     assert.equal(r.status, 200, JSON.stringify(r.body).slice(0, 300));
     return (r.body as { id: string }[]).map((x) => x.id);
   };
-  /** TOAST blocks one search read; a backend reports its counters when idle, so read until they move. */
-  const blocksOf = async (query: string) => {
-    const before = await toastBlocks();
-    const hits = await search(query);
-    assert.ok(hits.includes(bigRun), `the search must reach the large run: ${JSON.stringify(hits)}`);
-    for (let i = 0; i < 300; i++) {
-      const now = await toastBlocks();
-      if (now > before) {
-        await new Promise((res) => setTimeout(res, 200));
-        return (await toastBlocks()) - before;
-      }
-      await new Promise((res) => setTimeout(res, 100));
-    }
-    assert.fail('the search read no TOAST block of the large run');
+  /** Blocks the search's own SQL over `runs` read (toast-blocks.ts); `reach`: it must find the large run. */
+  const blocksOf = (query: string, reach = true) =>
+    blocksOfRequest(
+      pool,
+      async () => {
+        const hits = await search(query);
+        if (reach) assert.ok(hits.includes(bigRun), `the search must reach the large run: ${JSON.stringify(hits)}`);
+      },
+      readsRuns,
+      'the search',
+    );
+  /** The blocks of `one` and of `many`, with the large run's own reads seen in `one`. */
+  const compare = async (t: TestContext, what: string, one: string, many: string, reach = true) => {
+    const a = await blocksOf(one, reach);
+    const b = await blocksOf(many, reach);
+    t.diagnostic(`blocks read: ${a} for one ${what}, ${b} for many`);
+    assert.ok(a >= 45, `one ${what} read ${a} blocks: the large run was not read`);
+    assert.ok(b < a * 2, `one ${what} read ${a} blocks, many read ${b}`);
   };
 
   before(async () => {
@@ -53,7 +55,9 @@ describe('postgres: a run search reads each run text index once per row', POSTGR
     pool = testPgPool(srv.databaseUrl!, 1);
     const ix = await seedEcho(srv, { name: 'Large text' });
     // Many distinct random words: a tsvector near its 1 MB cap, stored out of line (TOAST).
-    const words = Array.from({ length: 40_000 }, () => `w${randomBytes(5).toString('hex')}`).join(' ');
+    const list = Array.from({ length: 40_000 }, () => `w${randomBytes(5).toString('hex')}`);
+    firstWord = list[0];
+    const words = list.join(' ');
     const big = await srv.api('POST', '/api/v1/runs', { interaction: ix.interaction.id, data: { text: words } });
     assert.equal(big.status, 200, JSON.stringify(big.body).slice(0, 300));
     bigRun = big.body.id;
@@ -63,8 +67,6 @@ describe('postgres: a run search reads each run text index once per row', POSTGR
     });
     assert.equal(small.status, 200, JSON.stringify(small.body).slice(0, 300));
     smallRun = small.body.id;
-    // The seeding's own counters may be reported late: one search first.
-    await blocksOf(`NOT (${absent(1)})`);
   });
   after(async () => {
     await pool?.end();
@@ -72,10 +74,26 @@ describe('postgres: a run search reads each run text index once per row', POSTGR
   });
 
   it('64 full-text terms read about what one does', async (t) => {
-    const one = await blocksOf(`NOT (${absent(1)})`);
-    const many = await blocksOf(`NOT (${absent(64)})`);
-    t.diagnostic(`TOAST blocks read: ${one} for one term, ${many} for 64`);
-    assert.ok(many < one * 2, `one term read ${one} TOAST blocks, 64 read ${many}`);
+    await compare(t, 'term', `NOT (${absent(1)})`, `NOT (${absent(64)})`);
+  });
+
+  // A word of the large run's text on a path it lacks: the text index lets the run through, and
+  // its parameters are read to refuse it (once per row, not once per term).
+  it('64 terms on parameters.* read about what one does', async (t) => {
+    const terms = (n: number) => Array.from({ length: n }, (_, i) => `parameters.k${i}:${firstWord}`).join(' OR ');
+    await compare(t, 'parameters term', terms(1), terms(64), false);
+    assert.deepEqual(await search(`parameters.k0:${firstWord} OR parameters.text:${firstWord}`), [bigRun]);
+  });
+
+  it('64 wildcards that are not prefixes read about what one does', async (t) => {
+    const globs = (n: number) => Array.from({ length: n }, (_, i) => `*zq${i}z?`).join(' OR ');
+    await compare(t, 'wildcard', `NOT (${globs(1)})`, `NOT (${globs(64)})`);
+    assert.deepEqual(await search(`*${firstWord.slice(3)}`), [bigRun]);
+  });
+
+  it('64 terms on tool_use.tool_name read about what one does', async (t) => {
+    const tools = (n: number) => Array.from({ length: n }, (_, i) => `tool_use.tool_name:t${i}`).join(' OR ');
+    await compare(t, 'tool_use term', `NOT (${tools(1)})`, `NOT (${tools(64)})`);
   });
 
   it('a joined query answers as its terms say', async () => {

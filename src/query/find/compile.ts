@@ -43,7 +43,14 @@
  * `$type`, `$mod`, `$where`, `$expr`, `$text` and geo operators are refused.
  */
 import { sql, type Expression, type SqlBool } from 'kysely';
-import { jsonFindSql, type JsonFindItem, type JsonFindSql, type JsonKind, type JsonSql } from '../../db/json-sql.ts';
+import {
+  jsonFindSql,
+  readOnce,
+  type JsonFindItem,
+  type JsonFindSql,
+  type JsonKind,
+  type JsonSql,
+} from '../../db/json-sql.ts';
 import { FIND_LIMITS, type Cond, type FindValue, type MatchNode } from './ast.ts';
 import { and, not, or, toSql, type Bool } from './bool.ts';
 import { FindQueryError, quoteName } from './errors.ts';
@@ -335,6 +342,53 @@ export function compileFind(
   fieldList?: readonly string[],
 ): Expression<SqlBool> {
   return compileFindNode(parseFind(match), resolve, json, fieldList);
+}
+
+/**
+ * `compileFind`, with the paths into the JSON column `column` read once per row where the dialect
+ * reads a document once per use (db/json-sql.ts `readOnce`): the top-level fields that read it
+ * are compiled together against the value read once (`alias`), and those that do not stay
+ * outside, so they still narrow the rows (through their indexes) before any document is read.
+ * The bounds (FIND_LIMITS) hold for the query as sent: it is compiled whole first.
+ */
+export function compileFindReadingOnce(
+  match: Record<string, unknown>,
+  resolve: FieldResolver,
+  json: JsonSql,
+  fieldList: readonly string[] | undefined,
+  column: string,
+  alias: string,
+): Expression<SqlBool> {
+  const whole = compileFind(match, resolve, json, fieldList);
+  const once = readOnce(json.dialect, column, alias);
+  if (once.ref === column) return whole;
+  const readsColumn = (ref: FieldRef | null) => ref?.kind === 'json' && ref.column === column;
+  const readsDoc = (key: string) => {
+    let reads = false;
+    compileFind(
+      { [key]: match[key] },
+      (path) => {
+        const ref = resolve(path);
+        if (readsColumn(ref)) reads = true;
+        return ref;
+      },
+      json,
+      fieldList,
+    );
+    return reads;
+  };
+  const columns: Record<string, unknown> = {};
+  const documents: Record<string, unknown> = {};
+  for (const key of Object.keys(match)) (readsDoc(key) ? documents : columns)[key] = match[key];
+  if (!Object.keys(documents).length) return whole;
+  const onceResolve: FieldResolver = (path) => {
+    const ref = resolve(path);
+    return ref && readsColumn(ref) ? { ...ref, column: once.ref } : ref;
+  };
+  const onDocument = once.wrap(compileFind(documents, onceResolve, json, fieldList));
+  return Object.keys(columns).length
+    ? sql<SqlBool>`(${compileFind(columns, resolve, json, fieldList)} AND ${onDocument})`
+    : onDocument;
 }
 
 /** Compile an already parsed query (parse.ts `parseFind`). */

@@ -3,5 +3,5 @@ export * from './ast.ts';
 export { FindQueryError } from './errors.ts';
 export { parseFind } from './parse.ts';
 export { regexToGlob } from './regex.ts';
-export { compileFind, type FieldRef, type FieldResolver } from './compile.ts';
+export { compileFind, compileFindReadingOnce, type FieldRef, type FieldResolver } from './compile.ts';
 export { compileSort, type SortSpec } from './sort.ts';

@@ -44,9 +44,12 @@ import {
   TRUE,
   isWordText,
   leadingLiteral,
+  RUN_VALUES,
   searchSql,
   type CmpOp,
   type Cond,
+  type RunValue,
+  type RunValues,
   type SearchPlan,
   type SearchSql,
   type TextColumn,
@@ -107,8 +110,28 @@ const SCORE = {
   num: sql.ref('run_scores.num_value'),
   text: sql.ref('run_scores.text_value'),
 };
-const doc = sql.ref('runs.doc');
-const fields = sql.ref('runs.search_fields');
+
+/** Values `row` that note each read of theirs in `reads` (how many uses the SQL makes of each). */
+const counting = (row: RunValues, reads: Map<RunValue, number>): RunValues => {
+  const read = (k: RunValue) => {
+    reads.set(k, (reads.get(k) ?? 0) + 1);
+    return row[k];
+  };
+  return {
+    get doc() {
+      return read('doc');
+    },
+    get fields() {
+      return read('fields');
+    },
+    get tsv() {
+      return read('tsv');
+    },
+    get tsvText() {
+      return read('tsvText');
+    },
+  };
+};
 
 const and = (parts: Cond[]): Cond =>
   parts.length === 0 ? TRUE : parts.length === 1 ? parts[0] : sql<SqlBool>`(${sql.join(parts, sql` AND `)})`;
@@ -169,17 +192,68 @@ const weight = (n: QueryNode, defaultPath: string | undefined): number => {
 };
 
 class Compiler {
-  private readonly s: SearchSql;
+  private s: SearchSql;
   private readonly j;
+  /** The run's values the SQL reads: its columns, or what a read-once subquery gives. */
+  private row: RunValues = RUN_VALUES;
+  /** Inside a read-once subquery: index prefilters are left out (the root has one for the whole). */
+  private readingOnce = false;
 
   constructor(
     private readonly dialect: DialectName,
     private readonly defaultPath: string | undefined,
-    plan: SearchPlan,
+    private readonly plan: SearchPlan,
     private readonly project: string | undefined,
   ) {
     this.s = searchSql(dialect, plan);
     this.j = jsonSql(dialect);
+  }
+
+  /**
+   * The whole query. PostgreSQL detoasts a stored value at each operator that reads it, so a
+   * condition that reads the run's documents or text index more than once (32 `parameters.*`
+   * terms: 32 reads of `search_fields` and of the tsvector, per row) is compiled over values
+   * read once per row (search-sql.ts `readOnce`). The top-level conditions that read columns only
+   * stay outside, where their indexes narrow the runs first, and so does one text-index
+   * prefilter the whole condition implies (`impliedText`), which the GIN index can answer.
+   */
+  compileRoot(node: QueryNode): Cond {
+    const once = this.s.readOnce;
+    if (once === null) return this.compile(node);
+    const direct = this.over(RUN_VALUES, false, () => this.compile(node));
+    // One read of the tsvector (an index match) or none: nothing is read twice.
+    if (!direct.reads.size || (direct.reads.size === 1 && direct.reads.get('tsv') === 1)) return direct.cond;
+    const parts = node.kind === 'and' ? node.nodes : [node];
+    const columns: Cond[] = [];
+    const heavy: QueryNode[] = [];
+    for (const part of parts) {
+      const c = this.over(RUN_VALUES, false, () => this.compile(part));
+      if (c.reads.size) heavy.push(part);
+      else columns.push(c.cond);
+    }
+    const byWeight = heavy.sort((a, b) => weight(a, this.defaultPath) - weight(b, this.defaultPath));
+    const inner = this.over(once.values, true, () => and(byWeight.map((n) => this.compile(n))));
+    const text = this.s.textQuery;
+    const implied = text && this.impliedText(heavy.length === 1 ? heavy[0] : { kind: 'and', nodes: heavy });
+    return and([
+      ...columns,
+      ...(implied === null || implied === 'true' || !text ? [] : [text.matchOrNotEnded(implied)]),
+      once.wrap(new Set(inner.reads.keys()), inner.cond),
+    ]);
+  }
+
+  /** Compiles with the run's values `row`, noting which of them the SQL reads and how often. */
+  private over(row: RunValues, readingOnce: boolean, build: () => Cond): { cond: Cond; reads: Map<RunValue, number> } {
+    const reads = new Map<RunValue, number>();
+    const saved = { s: this.s, row: this.row, readingOnce: this.readingOnce };
+    this.row = counting(row, reads);
+    this.s = searchSql(this.dialect, this.plan, this.row);
+    this.readingOnce = readingOnce;
+    try {
+      return { cond: build(), reads };
+    } finally {
+      ({ s: this.s, row: this.row, readingOnce: this.readingOnce } = saved);
+    }
   }
 
   compile(node: QueryNode): Cond {
@@ -227,7 +301,7 @@ class Compiler {
       const parts = t.wildcard ? globParts(t.value) : null;
       return jsonSomeMember(
         this.dialect,
-        doc,
+        this.row.doc,
         member.array,
         member.key,
         parts
@@ -266,6 +340,44 @@ class Compiler {
       t.wildcard ? this.s.glob(col(c.column), globParts(t.value)) : sql<SqlBool>`${col(c.column)} = ${t.value}`,
       c.nullable,
     );
+  }
+
+  /**
+   * A text query that every run matching `node` matches unless it has not ended, or null when
+   * there is none: what the text index can narrow a read-once condition by. A word term on a
+   * `parameters.*` field implies its words in the run's text (every parameter string is part of
+   * an ended run's text, as `familyTextTerm`'s own prefilter says).
+   */
+  private impliedText(node: QueryNode): TextQuery | null {
+    const t = this.s.textQuery!;
+    const exact = this.textQuery(node);
+    if (exact !== null) return exact;
+    switch (node.kind) {
+      case 'and': {
+        const parts = node.nodes.map((n) => this.impliedText(n)).filter((p) => p !== null);
+        return parts.length ? t.and(parts) : null;
+      }
+      case 'or': {
+        const parts = node.nodes.map((n) => this.impliedText(n));
+        return parts.every((p) => p !== null) ? t.or(parts as TextQuery[]) : null;
+      }
+      case 'term': {
+        const field = node.field ?? this.defaultPath ?? null;
+        const spec = field === null ? null : runField(field);
+        if (!spec?.family || spec.kind !== 'text') return null;
+        if (node.wildcard) {
+          const parts = this.wordGlob(node);
+          if (parts === null) return 'false';
+          const lead = leadingLiteral(parts);
+          return lead ? t.prefix('body', lead) : null;
+        }
+        if (this.scalarEquals(node.value, false)) return null;
+        const needle = tokenize(node.value);
+        return needle.length ? t.phrase('body', needle) : 'false';
+      }
+      default:
+        return null;
+    }
   }
 
   /** The subtree as one text query when every leaf is a phrase or prefix term on the run's text, else null. */
@@ -337,24 +449,22 @@ class Compiler {
       const parts = this.wordGlob(t);
       if (parts === null) return FALSE;
       const lead = leadingLiteral(parts);
-      const exact = jsonSomeElement(this.dialect, fields, words, (el) => this.s.wordsGlob(el.text, parts));
+      const exact = jsonSomeElement(this.dialect, this.row.fields, words, (el) => this.s.wordsGlob(el.text, parts));
       // Runs not ended have no full text yet (evaluate.ts rule 1): the prefilter lets them through.
-      return lead ? and([this.s.prefix('body', lead, true), exact]) : exact;
+      return lead && !this.readingOnce ? and([this.s.prefix('body', lead, true), exact]) : exact;
     }
     const branches: Cond[] = [];
     const needle = tokenize(t.value);
     if (needle.length) {
       // Every parameter string is part of an ended run's text, so the index narrows first (runs
       // not ended, which have no full text yet, pass the prefilter).
-      branches.push(
-        and([
-          this.s.phrase('body', needle, true),
-          jsonSomeElement(this.dialect, fields, words, (el) => this.s.wordsContain(el.text, wordString(needle))),
-        ]),
+      const exact = jsonSomeElement(this.dialect, this.row.fields, words, (el) =>
+        this.s.wordsContain(el.text, wordString(needle)),
       );
+      branches.push(this.readingOnce ? exact : and([this.s.phrase('body', needle, true), exact]));
     }
     const scalar = this.scalarEquals(t.value, false);
-    if (scalar) branches.push(jsonSomeElement(this.dialect, fields, [spec.name], scalar));
+    if (scalar) branches.push(jsonSomeElement(this.dialect, this.row.fields, [spec.name], scalar));
     return or(branches);
   }
 
@@ -364,12 +474,12 @@ class Compiler {
       const parts = globParts(t.value);
       return jsonSomeElement(
         this.dialect,
-        fields,
+        this.row.fields,
         [spec.name],
         (el) => sql<SqlBool>`(${el.kind} = 'string' AND ${this.s.glob(el.text, parts)})`,
       );
     }
-    return jsonSomeElement(this.dialect, fields, [spec.name], this.scalarEquals(t.value, true)!);
+    return jsonSomeElement(this.dialect, this.row.fields, [spec.name], this.scalarEquals(t.value, true)!);
   }
 
   /** A JSON element equal to a term's value as keyword (strings only when `strings`), or null when nothing can be. */
@@ -443,7 +553,7 @@ class Compiler {
     if (spec.name === 'result' || spec.name === 'prompt')
       return and([this.s.docHas(spec.name), text(this.s.partsText(spec.name))]);
     if (spec.family) {
-      return jsonSomeElement(this.dialect, fields, [spec.name], (el) =>
+      return jsonSomeElement(this.dialect, this.row.fields, [spec.name], (el) =>
         or([
           sql<SqlBool>`(${el.kind} = 'string' AND ${text(el.text)})`,
           ...(numeric ? [sql<SqlBool>`(${el.kind} = 'number' AND ${number(el.num)})`] : []),
@@ -453,7 +563,7 @@ class Compiler {
     if (spec.name === 'tags') return this.s.someTag((tag) => text(tag));
     const member = MEMBERS[spec.name];
     if (member) {
-      return jsonSomeMember(this.dialect, doc, member.array, member.key, (el) =>
+      return jsonSomeMember(this.dialect, this.row.doc, member.array, member.key, (el) =>
         or([
           sql<SqlBool>`(${el.kind} = 'string' AND ${text(el.text)})`,
           ...(numeric ? [sql<SqlBool>`(${el.kind} = 'number' AND ${number(el.num)})`] : []),
@@ -482,13 +592,13 @@ class Compiler {
   private exists(spec: FieldSpec): Cond {
     if (spec.score !== undefined) return this.scored(spec.score, TRUE);
     if (spec.name === 'result' || spec.name === 'prompt') return this.s.docHas(spec.name);
-    if (spec.family) return sql<SqlBool>`(${this.j.type(fields, [spec.name])} IS NOT NULL)`;
+    if (spec.family) return sql<SqlBool>`(${this.j.type(this.row.fields, [spec.name])} IS NOT NULL)`;
     if (spec.name === 'tags') return this.s.anyTag();
     const member = MEMBERS[spec.name];
     if (member)
       return jsonSomeMember(
         this.dialect,
-        doc,
+        this.row.doc,
         member.array,
         member.key,
         (el) => sql<SqlBool>`(${el.kind} IN ('string', 'number', 'boolean', 'object'))`,
@@ -508,7 +618,7 @@ class Compiler {
 export function compileRunQuery(node: QueryNode, opts: CompileOptions): Cond {
   if (opts.defaultPath !== undefined && runField(opts.defaultPath) === null)
     throw new UnknownFieldError(opts.defaultPath, RUN_FIELD_LIST);
-  return new Compiler(opts.dialect, opts.defaultPath, opts.plan ?? {}, opts.project).compile(node);
+  return new Compiler(opts.dialect, opts.defaultPath, opts.plan ?? {}, opts.project).compileRoot(node);
 }
 
 /**

@@ -96,6 +96,39 @@ export interface SearchSql {
    * where each FTS5 match is a set the statement builds once.
    */
   readonly textQuery: TextQueries | null;
+  /**
+   * PostgreSQL: reads a run's stored values once per row for a condition that tests them many
+   * times (each operator on a TOASTed value detoasts it again: 32 `parameters.*` terms on a run
+   * of a large document read it 32 times, and held as many copies). `values` are the refs to
+   * compile the condition against; `wrap` gives it over a subquery that detoasts each value it
+   * names once. Null on SQLite, whose JSON functions read the row's text in place.
+   */
+  readonly readOnce: ReadOnceValues | null;
+}
+
+/** The stored values of a run that a search condition reads per row. */
+export interface RunValues {
+  readonly doc: Expression<unknown>;
+  /** `search_fields`: the values of the `parameters.*`, `config.*`, `source.*` paths. */
+  readonly fields: Expression<unknown>;
+  /** PostgreSQL: the run's tsvector. */
+  readonly tsv: Expression<unknown>;
+  /** PostgreSQL: the tsvector's text form, the word list a glob scans. */
+  readonly tsvText: Expression<unknown>;
+}
+export type RunValue = keyof RunValues;
+
+/** The run's own columns. */
+export const RUN_VALUES: RunValues = {
+  doc: sql.ref('runs.doc'),
+  fields: sql.ref('runs.search_fields'),
+  tsv: sql`runs.search_tsv`,
+  tsvText: sql`CAST(runs.search_tsv AS text)`,
+};
+
+interface ReadOnceValues {
+  readonly values: RunValues;
+  wrap(used: ReadonlySet<RunValue>, condition: Cond): Cond;
 }
 
 /** A tsquery (with whether its runs are few: see `postgresFor`), or a constant the algebra folds. */
@@ -109,13 +142,13 @@ const isTsQuery = (p: TextQuery): p is TsQuery => typeof p !== 'string';
 interface TextQueries {
   phrase(col: TextColumn, words: readonly string[]): TextQuery;
   prefix(col: TextColumn, prefix: string): TextQuery;
+  /** The query's runs, and every run not ended yet (whose text is not indexed: evaluate.ts rule 1). */
+  matchOrNotEnded(query: TextQuery): Cond;
   and(parts: readonly TextQuery[]): TextQuery;
   or(parts: readonly TextQuery[]): TextQuery;
   not(part: TextQuery): TextQuery;
   match(query: TextQuery): Cond;
 }
-
-const doc = sql.ref('runs.doc');
 
 /** Whether a glob literal can be part of one word (words are runs of letters, digits, marks). */
 export const isWordText = (s: string): boolean => /^[\p{L}\p{N}\p{M}]*$/u.test(s);
@@ -215,7 +248,7 @@ const partText = (
     WHEN ${el.kind} = 'object' AND ${typeOk} THEN ${jsonString(d, el.json, [key])} END)`;
 };
 
-const sqliteSql = (plan: SearchPlan): SearchSql => {
+const sqliteSql = (plan: SearchPlan, { doc }: RunValues): SearchSql => {
   const page = plan.purpose !== 'count';
   const tagWhere = (cond: RawBuilder<unknown>): Cond =>
     page
@@ -275,13 +308,14 @@ const sqliteSql = (plan: SearchPlan): SearchSql => {
     docHas: (field) => sql<SqlBool>`EXISTS (SELECT 1 FROM json_tree(${doc}, ${`$.${field}`}) AS t
       WHERE t.type NOT IN ('array', 'null') AND instr(substr(t.fullkey, ${field.length + 3}), '.') = 0 LIMIT 1)`,
     textQuery: null,
+    readOnce: null,
   };
 };
 
 // ---- PostgreSQL -----------------------------------------------------------------------------
 
 const quoteLexeme = (w: string) => `'${w}'`;
-const tsMatch = (query: string): Cond => sql<SqlBool>`runs.search_tsv @@ CAST(${query} AS tsquery)`;
+const tsMatch = (tsv: Expression<unknown>, query: string): Cond => sql<SqlBool>`${tsv} @@ CAST(${query} AS tsquery)`;
 const tooLong = (words: readonly string[]) => words.some((w) => byteLength(w) > TS_MAX_WORD_BYTES);
 
 /** The tsquery of runs whose tsvector holds `words` consecutively in the column's weight, or null when none can. */
@@ -301,9 +335,9 @@ const pgPrefixQuery = (col: TextColumn, prefix: string): string | null =>
   tooLong([prefix]) ? null : `${quoteLexeme(prefix)}:*${TS_WEIGHT[col]}`;
 
 /** Runs whose tsvector holds `words` consecutively in the column's weight. */
-const pgPhrase = (col: TextColumn, words: readonly string[]): Cond => {
+const pgPhrase = (tsv: Expression<unknown>, col: TextColumn, words: readonly string[]): Cond => {
   const q = pgPhraseQuery(col, words);
-  return q === null ? FALSE : tsMatch(q);
+  return q === null ? FALSE : tsMatch(tsv, q);
 };
 
 /**
@@ -311,7 +345,7 @@ const pgPhrase = (col: TextColumn, words: readonly string[]): Cond => {
  * `<->`, then `&`, then `|`). A part is rare (looked up in the GIN index on pages) when its
  * runs are few: an AND with one rare part, an OR of rare parts only; a NOT never is.
  */
-const pgTextQueries = (isRare: ((words: readonly string[]) => boolean) | null): TextQueries => {
+const pgTextQueries = (row: RunValues, isRare: ((words: readonly string[]) => boolean) | null): TextQueries => {
   const of = (q: string | null, rare: boolean): TextQuery => (q === null ? 'false' : { q, rare });
   const join = (parts: TsQuery[], op: string, rare: boolean): TextQuery =>
     parts.length === 1 ? parts[0] : { q: parts.map((p) => `(${p.q})`).join(` ${op} `), rare };
@@ -342,31 +376,65 @@ const pgTextQueries = (isRare: ((words: readonly string[]) => boolean) | null): 
         : 'false';
     },
     not: (part) => (part === 'true' ? 'false' : part === 'false' ? 'true' : { q: `!(${part.q})`, rare: false }),
+    matchOrNotEnded(query) {
+      return query === 'true' ? TRUE : orNotEndedPg(this.match(query));
+    },
     match: (query) =>
       query === 'true'
         ? TRUE
         : query === 'false'
           ? FALSE
           : query.rare
-            ? tsMatch(query.q)
-            : sql<SqlBool>`COALESCE(${tsMatch(query.q)}, FALSE)`,
+            ? tsMatch(row.tsv, query.q)
+            : sql<SqlBool>`COALESCE(${tsMatch(row.tsv, query.q)}, FALSE)`,
   };
 };
 
 /** `cond` or the run has not ended (its tsvector is still empty): a bitmap OR of GIN and runs_status. */
 const orNotEndedPg = (cond: Cond): Cond => sql<SqlBool>`(${cond} OR ${NOT_ENDED})`;
 
-const postgresSql: SearchSql = {
+/** The alias of the subquery that reads a run's values once (`readOnce`). */
+const ONCE = '_run_read';
+const onceValues: RunValues = {
+  doc: sql.ref(`${ONCE}.doc`),
+  fields: sql.ref(`${ONCE}.fields`),
+  tsv: sql.ref(`${ONCE}.tsv`),
+  tsvText: sql.ref(`${ONCE}.tsv_text`),
+};
+
+/**
+ * `EXISTS` over one row that holds the run's values, each detoasted once: `|| '{}'` (jsonb,
+ * objects here) and `|| ''` (tsvector) return the value itself, read; `OFFSET 0` keeps the
+ * planner from inlining the subquery back into each use. The text form of the tsvector is made
+ * from the tsvector read once, a level above.
+ */
+const pgReadOnce = (used: ReadonlySet<RunValue>, condition: Cond): Cond => {
+  const tsv = used.has('tsv') || used.has('tsvText');
+  const inner = [
+    ...(used.has('doc') ? [sql`runs.doc || '{}'::jsonb AS doc`] : []),
+    ...(used.has('fields') ? [sql`runs.search_fields || '{}'::jsonb AS fields`] : []),
+    ...(tsv ? [sql`runs.search_tsv || ''::tsvector AS tsv`] : []),
+  ];
+  if (!inner.length) return condition;
+  const read = sql`(SELECT ${sql.join(inner)} OFFSET 0)`;
+  const from = used.has('tsvText')
+    ? sql`(SELECT r.*, CAST(r.tsv AS text) AS tsv_text FROM ${read} AS r OFFSET 0)`
+    : read;
+  return sql<SqlBool>`EXISTS (SELECT 1 FROM ${from} AS ${sql.id(ONCE)} WHERE ${condition})`;
+};
+
+const pgSql = (row: RunValues): SearchSql => ({
   name: 'postgres',
   rowKey: sql`runs.id`,
   countHint: null,
-  phrase: (col, words, orNotEnded) => (orNotEnded ? orNotEndedPg(pgPhrase(col, words)) : pgPhrase(col, words)),
+  phrase: (col, words, orNotEnded) =>
+    orNotEnded ? orNotEndedPg(pgPhrase(row.tsv, col, words)) : pgPhrase(row.tsv, col, words),
   prefix: (col, prefix, orNotEnded) => {
     const q = pgPrefixQuery(col, prefix);
-    const match = q === null ? FALSE : tsMatch(q);
+    const match = q === null ? FALSE : tsMatch(row.tsv, q);
     return orNotEnded ? orNotEndedPg(match) : match;
   },
-  wordGlob: (col, parts) => {
+  wordGlob(col, parts) {
     // The tsvector's text form lists each word once as 'word':positions, weights after positions.
     // `[^' ]`: a word's characters (pair lexemes hold a space; words never hold one, nor a quote).
     const word = parts
@@ -374,8 +442,8 @@ const postgresSql: SearchSql = {
       .join('');
     const weight = TS_WEIGHT[col] ? `[0-9A-D,]*${TS_WEIGHT[col]}` : '';
     const lead = leadingLiteral(parts);
-    const scan = sql<SqlBool>`(runs.search_tsv::text ~ ${`'${word}':${weight}`})`;
-    return lead ? sql<SqlBool>`(${postgresSql.prefix(col, lead)} AND ${scan})` : scan;
+    const scan = sql<SqlBool>`(${row.tsvText} ~ ${`'${word}':${weight}`})`;
+    return lead ? sql<SqlBool>`(${this.prefix(col, lead)} AND ${scan})` : scan;
   },
   glob: (value, parts) => sql<SqlBool>`COALESCE(${value} LIKE ${likePattern(parts)} ESCAPE '\\', FALSE)`,
   compare: (value, op, bound) => sql<SqlBool>`COALESCE((${value}) COLLATE "C" ${ops[op]} ${bound}, FALSE)`,
@@ -390,11 +458,12 @@ const postgresSql: SearchSql = {
   anyTag: () =>
     sql<SqlBool>`(CASE WHEN jsonb_typeof(runs.tags) = 'array' THEN jsonb_array_length(runs.tags) > 0 ELSE FALSE END)`,
   // One containment test per tag: each is a GIN lookup, OR-ed as a bitmap.
-  hasAnyTag: (tags) =>
-    sql<SqlBool>`(${sql.join(
-      tags.map((t) => postgresSql.hasTag(t)),
+  hasAnyTag(tags) {
+    return sql<SqlBool>`(${sql.join(
+      tags.map((t) => this.hasTag(t)),
       sql` OR `,
-    )})`,
+    )})`;
+  },
   tagCounts: () => sql`SELECT t.tag AS k, count(*) AS n FROM m CROSS JOIN LATERAL jsonb_array_elements_text(CASE
     WHEN jsonb_typeof(m.tags) = 'array' THEN m.tags ELSE '[]'::jsonb END) AS t(tag) GROUP BY t.tag`,
   orderText: (value) => sql`${value} COLLATE "C"`,
@@ -417,7 +486,7 @@ const postgresSql: SearchSql = {
     return sql<SqlBool>`COALESCE(${words} ~ ${` ${word} `}, FALSE)`;
   },
   partsText: (field) => {
-    const value = sql`(${doc} -> ${field})`;
+    const value = sql`(${row.doc} -> ${field})`;
     const piece = partText('postgres', field, {
       kind: sql`jsonb_typeof(x.e)`,
       self: sql`(x.e #>> '{}')`,
@@ -430,11 +499,12 @@ const postgresSql: SearchSql = {
         WHERE p.piece IS NOT NULL), '')
       ELSE '' END)`;
   },
-  docHas: (field) => sql<SqlBool>`EXISTS (WITH RECURSIVE f(v) AS (SELECT ${doc} -> ${field}
+  docHas: (field) => sql<SqlBool>`EXISTS (WITH RECURSIVE f(v) AS (SELECT ${row.doc} -> ${field}
       UNION ALL SELECT e.v FROM f, jsonb_array_elements(CASE WHEN jsonb_typeof(f.v) = 'array' THEN f.v ELSE '[]'::jsonb END) AS e(v))
     SELECT 1 FROM f WHERE jsonb_typeof(f.v) NOT IN ('array', 'null'))`,
-  textQuery: pgTextQueries(null),
-};
+  textQuery: pgTextQueries(row, null),
+  readOnce: { values: onceValues, wrap: pgReadOnce },
+});
 
 /**
  * PostgreSQL pages: a phrase whose words are all common (known from the statistics, `isRare`
@@ -443,18 +513,21 @@ const postgresSql: SearchSql = {
  * is looked up in the GIN index. Without the hint, the planner chose GIN AND-ed with the status
  * and model indexes for common phrases, then sorted thousands of matches (bench/README.md).
  */
-const postgresFor = (plan: SearchPlan): SearchSql => {
+const postgresFor = (plan: SearchPlan, row: RunValues): SearchSql => {
   const isRare = plan.isRare;
-  if (plan.purpose === 'count' || !isRare) return postgresSql;
+  const base = pgSql(row);
+  if (plan.purpose === 'count' || !isRare) return base;
   return {
-    ...postgresSql,
-    textQuery: pgTextQueries(isRare),
+    ...base,
+    textQuery: pgTextQueries(row, isRare),
     phrase: (col, words, orNotEnded) => {
-      const match = isRare(words) ? pgPhrase(col, words) : sql<SqlBool>`COALESCE(${pgPhrase(col, words)}, FALSE)`;
+      const phrase = pgPhrase(row.tsv, col, words);
+      const match = isRare(words) ? phrase : sql<SqlBool>`COALESCE(${phrase}, FALSE)`;
       return orNotEnded ? orNotEndedPg(match) : match;
     },
   };
 };
 
-export const searchSql = (dialect: DialectName, plan: SearchPlan = {}): SearchSql =>
-  dialect === 'postgres' ? postgresFor(plan) : sqliteSql(plan);
+/** The search SQL of a dialect, over the run's values `row` (its columns, or what `readOnce` read). */
+export const searchSql = (dialect: DialectName, plan: SearchPlan = {}, row: RunValues = RUN_VALUES): SearchSql =>
+  dialect === 'postgres' ? postgresFor(plan, row) : sqliteSql(plan, row);
