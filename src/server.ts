@@ -1,63 +1,54 @@
 /**
- * The composition root (style F5): opens the database, builds each feature with explicit
- * dependencies (src/<feature>/register.ts: its stores, services and routes), registers their routes
- * in the authenticated API context or the public one, and starts and stops them. `cli.ts` calls
- * `listen`; tests call `buildServer` and listen.
+ * The composition root (style F5): opens the database, builds the core (keys, authentication,
+ * the app, outbound HTTP) and the features (features.ts: each from src/<feature>/register.ts with
+ * explicit dependencies), registers their routes in the authenticated API context or the public
+ * one, and starts and stops them. `cli.ts` calls `listen`; tests call `buildServer` and listen.
  */
-import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import { sql } from 'kysely';
 import { egressPolicyOf, type Config } from './config.ts';
 import { Outbound } from './providers/outbound.ts';
 import type { Resolver } from './providers/egress.ts';
 import { openDatabase, type OpenedDatabase } from './db/open.ts';
-import { openNotifier } from './db/notify.ts';
 import { deriveKeys, resolveSecret } from './auth/secret.ts';
 import { AuthService, type BootstrapResult } from './auth/service.ts';
-import { getProject } from './auth/store.ts';
 import { authRoutes } from './auth/routes.ts';
 import { installPermissions } from './auth/permissions.ts';
 import { AuditLog } from './audit/log.ts';
 import { AuditTrail } from './audit/trail.ts';
 import { auditRoutes } from './audit/routes.ts';
-import { retentionSettingsOf, type RunRetention } from './runs/retention.ts';
-import { Limiter, limitsOf } from './limits/limiter.ts';
+import { type RunRetention } from './runs/retention.ts';
+import { Limiter } from './limits/limiter.ts';
 import { installLimits } from './limits/hook.ts';
 import { limitRoutes } from './limits/routes.ts';
 import { slotRoutes } from './limits/slot-routes.ts';
 import { authenticate } from './http/auth-hook.ts';
 import { createApp, registerProbes } from './http/app.ts';
 import { Metrics } from './http/metrics.ts';
-import { createInteractions, type Interactions } from './interactions/register.ts';
+import { type Interactions } from './interactions/register.ts';
 import type { RunService } from './runs/service.ts';
-import { createRuns, type Runs } from './runs/register.ts';
+import { type Runs } from './runs/register.ts';
 import { installRunReadBarrier } from './runs/read-barrier.ts';
 import { installReadCancellation } from './db/read-context.ts';
 import { RunRefSchema, RunSchema } from './runs/schemas.ts';
 import type { WalCheckpointer } from './db/wal-checkpointer.ts';
 import { AnalyticsService, analyticsRoutes } from './analytics/index.ts';
 import { assertFreeDisk } from './util/free-disk.ts';
-import { createBlobs, type Blobs } from './blobs/register.ts';
-import { createObjects, type Objects } from './objects/register.ts';
-import { MediaService } from './media/service.ts';
+import { type Blobs } from './blobs/register.ts';
+import { type Objects } from './objects/register.ts';
 import { ObjectRecordSchema, ObjectTypeSchema } from './objects/schemas.ts';
 import { ReplicaRegistry } from './cluster/replicas.ts';
 import { JobQueue } from './jobs/queue.ts';
 import type { ContentPipeline } from './content/pipeline.ts';
-import { createContent, type Content } from './content/register.ts';
+import { type Content } from './content/register.ts';
 import { CollectionService, collectionRoutes } from './collections/index.ts';
-import { deleteProjectCollections } from './collections/store.ts';
-import { createDatasets, type Datasets } from './datasets/register.ts';
-import { createScores, type Scores } from './scores/register.ts';
-import { createEvaluators, type Evaluators } from './evaluators/register.ts';
-import { outputOf } from './evaluators/service.ts';
-import { createAgents, type Agents } from './agents/register.ts';
-import { createExperiments, type Experiments } from './experiments/register.ts';
-import { deleteProjectJobs } from './jobs/store.ts';
+import { type Datasets } from './datasets/register.ts';
+import { type Scores } from './scores/register.ts';
+import { type Evaluators } from './evaluators/register.ts';
+import { type Agents } from './agents/register.ts';
+import { type Experiments } from './experiments/register.ts';
 import type { EmbeddingService } from './embeddings/service.ts';
-import { systemPrincipal } from './embeddings/settings.ts';
-import { scopeOf, type Principal } from './auth/principal.ts';
-import { embeddingsStep } from './embeddings/pipeline-step.ts';
-import { createEmbeddings, type Embeddings } from './embeddings/register.ts';
+import { type Embeddings } from './embeddings/register.ts';
 import { ImportService } from './import/service.ts';
 import { importRoutes } from './import/routes.ts';
 import { createOpenAIDoor } from './doors/openai/register.ts';
@@ -65,9 +56,9 @@ import { createAnthropicDoor } from './doors/anthropic/register.ts';
 import { createResponsesDoor } from './doors/responses/register.ts';
 import { createMcpDoor } from './doors/mcp/register.ts';
 import { startTelemetry } from './telemetry/start.ts';
-import { createEvents, type Events } from './events/register.ts';
-import { deleteProjectEvents } from './events/store.ts';
-import { createUsers, type Users } from './users/register.ts';
+import { type Events } from './events/register.ts';
+import { type Users } from './users/register.ts';
+import { createFeatures, type Core, type Features } from './features.ts';
 
 export interface Orrery {
   app: FastifyInstance;
@@ -100,287 +91,15 @@ export interface BuildOptions {
 
 export async function buildServer(config: Config, opts: BuildOptions = {}): Promise<Orrery> {
   const database = await openDatabase(config);
-  const { db, dialect } = database;
   try {
-    const keys = deriveKeys(await resolveSecret(config, db, dialect));
-    const audit = new AuditLog(db, dialect);
-    const auth = new AuthService(db, dialect, config, keys.jwt, audit);
-    const bootstrap = await auth.bootstrap();
-    const metrics = new Metrics();
-    // OpenTelemetry (src/telemetry): a no-op, with nothing of the SDK loaded, unless OTEL_* asks for it.
-    const telemetry = await startTelemetry(config.telemetry, { onDropped: (n) => metrics.otelSpansDropped.inc(n) });
-    const { app, routes } = await createApp(config, {
-      logger: opts.logger,
-      metrics,
-      schemas: [RunSchema, RunRefSchema, ObjectRecordSchema, ObjectTypeSchema],
-    });
-    telemetry.installHttp(app);
-    const log = app.log;
-    const outbound = new Outbound({
-      policy: egressPolicyOf(config),
-      resolve: opts.resolve,
-      maxResultBytes: config.maxResultBytes,
-      ...(telemetry.enabled ? { tracer: telemetry } : {}),
-    });
-    const interactions = createInteractions({ config, database, encryptionKey: keys.encryption, outbound, audit });
-    const replica = new ReplicaRegistry(db, config.replicaTimeoutSeconds * 1000);
-    await replica.start();
-    const notifier = openNotifier(database, config.databaseUrl);
-    const limiter = new Limiter(db, dialect);
-    // Whether the caller's project holds a run: scores, objects' run links and imports ask.
-    const runExists = (p: Principal, id: string): Promise<boolean> =>
-      runs.runs.get(p, id).then(
-        () => true,
-        (err: { status?: number }) => (err?.status === 404 ? false : Promise.reject(err)),
-      );
-    // Scores on runs (src/scores): a run's answer carries its latest scores; a score needs its run.
-    const scores = createScores({
-      database,
-      auth,
-      targets: {
-        runExists,
-        evaluatorExists: (p, id) => evaluators.evaluators.exists(p, id),
-      },
-    });
-    const runs = createRuns({
-      config,
-      database,
-      interactions,
-      replica,
-      notifier,
-      metrics,
-      telemetry,
-      limiter,
-      audit,
-      log,
-      projectExists: async (trx, account, project) => (await getProject(trx, account, project)) !== undefined,
-      // Run embeddings: the hook reaches the embedding service built below, once requests arrive.
-      embeddings: { embedRun: (s, r) => embeddings.embeddings.embedRun(s, r) },
-      deleteObjects: (s, ids) => objects.objects.bulkDelete(systemPrincipal(s), ids),
-      // Media inputs: the media service built below, once requests arrive.
-      media: {
-        inputs: (p, schema, data) => media.inputs(p, schema, data),
-        materialize: (p, messages, sent) => media.materialize(p, messages, sent),
-      },
-      scores: scores.scores,
-      // Webhooks and notify_endpoints of async runs: the events feature built below.
-      onAsyncEnded: (s, id, notify) => events.bus.runEnded(s, id, notify),
-    });
-    const events = createEvents({
-      config,
-      database,
-      outbound,
-      encryptionKey: keys.encryption,
-      replicaId: replica.id,
-      metrics,
-      log,
-      readRun: (s, id) =>
-        runs.runs.get(systemPrincipal(s), id).then(
-          (run) => run as unknown as Record<string, unknown>,
-          (err: { status?: number }) => (err?.status === 404 ? undefined : Promise.reject(err)),
-        ),
-    });
-    const blobs = await createBlobs({ config, database, urlKey: keys.urls });
-    // Content processing and embeddings share a durable job queue (src/jobs).
-    const jobs = new JobQueue(db, dialect, {
-      concurrency: config.contentWorkers,
-      perProject: config.jobProjectConcurrency,
-      leaseMs: config.jobLeaseMs,
-      maxAttempts: config.jobMaxAttempts,
-      owner: replica.id,
-      metrics,
-      onError: (err, what) => log.error({ err }, `jobs: could not ${what}`),
-    });
-    const embeddings = createEmbeddings({
-      config,
-      database,
-      notifier,
-      replicaId: replica.id,
-      metrics,
-      environments: interactions.environments,
-      queue: jobs,
-      blobStore: blobs.store,
-      log,
-    });
-    wireProjectSettings(auth, { limiter, blobs, embeddings, log });
-    const content = createContent({
-      config,
-      database,
-      blobs: blobs.blobs,
-      queue: jobs,
-      steps: [embeddingsStep(embeddings.embeddings)],
-      log,
-    });
-    const objects = createObjects({
-      config,
-      database,
-      audit,
-      blobs: blobs.blobs,
-      embeddings: embeddings.embeddings,
-      processing: content.content,
-      renditions: content.renditions,
-      runExists,
-      log,
-    });
-    const datasets = createDatasets({ database, auth, runs: runs.runs });
-    const evaluators = createEvaluators({
-      database,
-      auth,
-      scores: scores.scores,
-      getRun: (p, id) => runs.runs.get(p, id) as never,
-      verdicts: (p) => ({
-        templates: interactions.templates,
-        interactionExists: (selector) =>
-          interactions.interactions.resolveSelector(p, selector).then(
-            () => true,
-            (err: { status?: number }) => (err?.status === 404 ? false : Promise.reject(err)),
-          ),
-        // embedding_similarity: the project's embeddings (its settings, else the built-in embedder).
-        embed: async (texts) => {
-          const s = scopeOf(p);
-          const resolved = await embeddings.embeddings.resolve(s);
-          return Promise.all(texts.map((t) => embeddings.embeddings.textVector(s, t, resolved)));
-        },
-        // A judge's run is an ordinary run of the caller's project, tagged as an evaluator's.
-        judge: async (interaction, data) => {
-          const run = await runs.runs.executeByName(p, { interaction, data, tags: ['evaluator'] }, { ip: 'evaluator' });
-          if (run.status !== 'completed') throw new Error(run.error?.message ?? `the run is ${run.status}`);
-          return outputOf(run as never);
-        },
-      }),
-    });
-    // Experiments (src/experiments): their job runs on the queue of async runs, started by runs.start().
-    const experiments = createExperiments({
-      database,
-      auth,
-      runs,
-      interactions,
-      datasets: datasets.datasets,
-      evaluators: evaluators.evaluators,
-      limiter,
-      onError: (err, what) => log.error({ err }, `experiments: could not ${what}`),
-    });
-    const agents = createAgents({
-      config,
-      database,
-      interactions,
-      runs,
-      objects,
-      encryptionKey: keys.encryption,
-      outbound,
-    });
-    // People (src/users): sessions' tokens are checked there; ORRERY_ADMIN_EMAILS made admins at each start.
-    const users = createUsers({ config, database, audit, auth, jwtKey: keys.jwt, log });
-    await users.start(bootstrap.account.id);
-    // Imports (src/import) store runs as records, through the runs' writer.
-    const imports = new ImportService(
-      db,
-      {
-        runExists,
-        interaction: (p, id) => interactions.interactions.get(p, id),
-        environment: (p, id) => interactions.environments.get(p, id),
-        writes: runs.writer,
-      },
-      config.maxInlineJsonBytes,
-    );
-    const media = new MediaService({ objects: objects.objects, blobs: blobs.blobs, bounds: config.media });
-    // A project's deletion asks each feature to delete its rows; its keys and its row go last.
-    for (const deleteRows of [
-      deleteProjectCollections,
-      embeddings.deleteProjectRows,
-      content.deleteProjectRows,
-      deleteProjectJobs,
-      deleteProjectEvents,
-      objects.deleteProjectRows,
-      blobs.deleteProjectRows,
-      runs.deleteProjectRows,
-      interactions.deleteProjectRows,
-      agents.deleteProjectRows,
-      users.deleteProjectRows,
-    ])
-      auth.ownsProjectRows(deleteRows);
-    /** Checks behind GET /ready; features with an external dependency (blob storage) add theirs. */
-    const readiness: Array<() => Promise<unknown>> = [() => sql`SELECT 1`.execute(db), () => blobs.blobs.check()];
-    // The data folder holds the SQLite database, local blobs or intent logs: a full disk fails writes.
-    if (database.file || !config.blobUrl) readiness.push(() => assertFreeDisk(config.dataDir, config.minFreeDiskBytes));
+    const core = await createCore(config, database, opts);
+    const features = await createFeatures(config, database, core);
+    const readiness = readinessOf(config, database, features);
     const shutdown = { draining: false };
-    installReadCancellation(app); // before the probes: every later route's reads can be cancelled
-    registerProbes(app, {
-      config,
-      metrics,
-      replicaId: replica.id,
-      readiness,
-      draining: () => shutdown.draining,
-      refreshMetrics: async () => {
-        metrics.executing.set(runs.runs.executing);
-        await jobs.refreshMetrics().catch((err) => log.warn({ err }, 'jobs: could not count queued jobs'));
-        await runs.refreshMetrics().catch((err) => log.warn({ err }, 'async runs: could not count queued runs'));
-      },
-    });
-    await registerApi(app, {
-      config,
-      database,
-      auth,
-      limiter,
-      interactions,
-      runs,
-      objects,
-      embeddings,
-      blobs,
-      content,
-      datasets,
-      scores,
-      evaluators,
-      experiments,
-      agents,
-      events,
-      users,
-      imports,
-    });
-    // The OpenAI-compatible door at /v1 (src/doors/openai), with its own error shape.
-    await createOpenAIDoor({ database, auth, limiter, interactions, runs, log }).register(app);
-    // Anthropic's Messages API at /v1/messages (src/doors/anthropic), in Anthropic's error shape.
-    await createAnthropicDoor({
-      database,
-      auth,
-      limiter,
-      interactions,
-      runs,
-      log,
-      countTokens: content.countTokens,
-    }).register(app);
-    // OpenAI's Responses API at /v1/responses (src/doors/responses), in OpenAI's error shape.
-    await createResponsesDoor({ auth, limiter, interactions, runs }).register(app);
-    // The MCP server at /mcp (src/doors/mcp), with JSON-RPC's error shape.
-    await createMcpDoor({ auth, limiter, interactions, runs, objects, blobs: blobs.blobs }).register(app);
-    // Public context (style F1): the signature in a blob URL is its credential.
-    await blobs.registerPublic(app);
-    // Signing in: the password, the link or the session cookie is the credential.
-    await users.registerPublic(app);
-    // The web console (src/console), public: the SPA holds no data.
-    await app.register((await import('./console/routes.ts')).consoleRoutes, { traceUrl: config.traceUrl });
-
-    await runs.start();
-    events.start();
-    blobs.start(log);
-    // In this order: the sweeps stop, runs and streams finish, then what they use is released.
-    installShutdown(app, shutdown, async () => {
-      runs.stopSweeps();
-      blobs.stop();
-      await runs.close(Date.now() + config.shutdownTimeoutSeconds * 1000);
-      await content.close();
-      await events.close();
-      embeddings.close();
-      await replica.stop();
-      await notifier.close();
-      await outbound.close();
-      await interactions.close();
-      await db.destroy();
-      users.close();
-      await telemetry.close(); // last: the spans of everything above, within OTEL_BSP_EXPORT_TIMEOUT
-    });
-    await app.ready();
-    content.start();
+    await registerRoutes(config, database, core, features, readiness, shutdown);
+    await start(config, database, core, features, shutdown);
+    const { auth, app, routes, bootstrap, metrics } = core;
+    const { runs, jobs, content, embeddings, replica } = features;
     return {
       app,
       config,
@@ -401,42 +120,129 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
       readiness,
     } as Orrery;
   } catch (err) {
-    await db.destroy().catch(() => {
+    await database.db.destroy().catch(() => {
       // The error that stopped the build is the one to report.
     });
     throw err;
   }
 }
 
-/** The hooks and settings that tie a project's life to the features that keep data for it. */
-function wireProjectSettings(
-  auth: AuthService,
-  {
+/** What every feature is built on: the keys, the audit log, authentication, metrics, telemetry, the app, outbound HTTP. */
+async function createCore(config: Config, database: OpenedDatabase, opts: BuildOptions): Promise<Core> {
+  const { db, dialect } = database;
+  const keys = deriveKeys(await resolveSecret(config, db, dialect));
+  const audit = new AuditLog(db, dialect);
+  const auth = new AuthService(db, dialect, config, keys.jwt, audit);
+  const bootstrap = await auth.bootstrap();
+  const metrics = new Metrics();
+  // OpenTelemetry (src/telemetry): a no-op, with nothing of the SDK loaded, unless OTEL_* asks for it.
+  const telemetry = await startTelemetry(config.telemetry, { onDropped: (n) => metrics.otelSpansDropped.inc(n) });
+  const { app, routes } = await createApp(config, {
+    logger: opts.logger,
+    metrics,
+    schemas: [RunSchema, RunRefSchema, ObjectRecordSchema, ObjectTypeSchema],
+  });
+  telemetry.installHttp(app);
+  const log = app.log;
+  const outbound = new Outbound({
+    policy: egressPolicyOf(config),
+    resolve: opts.resolve,
+    maxResultBytes: config.maxResultBytes,
+    ...(telemetry.enabled ? { tracer: telemetry } : {}),
+  });
+  return { keys, audit, auth, bootstrap, metrics, telemetry, app, routes, log, outbound };
+}
+
+/** Checks behind GET /ready; features with an external dependency (blob storage) add theirs. */
+function readinessOf(config: Config, database: OpenedDatabase, { blobs }: Features): Array<() => Promise<unknown>> {
+  const readiness: Array<() => Promise<unknown>> = [
+    () => sql`SELECT 1`.execute(database.db),
+    () => blobs.blobs.check(),
+  ];
+  // The data folder holds the SQLite database, local blobs or intent logs: a full disk fails writes.
+  if (database.file || !config.blobUrl) readiness.push(() => assertFreeDisk(config.dataDir, config.minFreeDiskBytes));
+  return readiness;
+}
+
+/** The probes, the API, the doors, the public routes and the console, each in its context. */
+async function registerRoutes(
+  config: Config,
+  database: OpenedDatabase,
+  core: Core,
+  features: Features,
+  readiness: Array<() => Promise<unknown>>,
+  shutdown: { draining: boolean },
+): Promise<void> {
+  const { app, auth, metrics, log } = core;
+  const { replica, jobs, runs, limiter, interactions, objects, blobs, content, users } = features;
+  installReadCancellation(app); // before the probes: every later route's reads can be cancelled
+  registerProbes(app, {
+    config,
+    metrics,
+    replicaId: replica.id,
+    readiness,
+    draining: () => shutdown.draining,
+    refreshMetrics: async () => {
+      metrics.executing.set(runs.runs.executing);
+      await jobs.refreshMetrics().catch((err) => log.warn({ err }, 'jobs: could not count queued jobs'));
+      await runs.refreshMetrics().catch((err) => log.warn({ err }, 'async runs: could not count queued runs'));
+    },
+  });
+  await registerApi(app, { config, database, auth, ...features });
+  // The OpenAI-compatible door at /v1 (src/doors/openai), with its own error shape.
+  await createOpenAIDoor({ database, auth, limiter, interactions, runs, log }).register(app);
+  // Anthropic's Messages API at /v1/messages (src/doors/anthropic), in Anthropic's error shape.
+  await createAnthropicDoor({
+    database,
+    auth,
     limiter,
-    blobs,
-    embeddings,
+    interactions,
+    runs,
     log,
-  }: { limiter: Limiter; blobs: Blobs; embeddings: Embeddings; log: FastifyBaseLogger },
-): void {
-  auth.onProjectDeleted(async (s) => {
-    await blobs.blobs
-      .purgeProject(s)
-      .catch((err) => log.error({ err }, `could not delete the blobs of deleted project ${s.project}`));
-    await embeddings
-      .pruneProject(s.project)
-      .catch((err) => log.error({ err }, `could not delete the similarity graphs of deleted project ${s.project}`));
+    countTokens: content.countTokens,
+  }).register(app);
+  // OpenAI's Responses API at /v1/responses (src/doors/responses), in OpenAI's error shape.
+  await createResponsesDoor({ auth, limiter, interactions, runs }).register(app);
+  // The MCP server at /mcp (src/doors/mcp), with JSON-RPC's error shape.
+  await createMcpDoor({ auth, limiter, interactions, runs, objects, blobs: blobs.blobs }).register(app);
+  // Public context (style F1): the signature in a blob URL is its credential.
+  await blobs.registerPublic(app);
+  // Signing in: the password, the link or the session cookie is the credential.
+  await users.registerPublic(app);
+  // The web console (src/console), public: the SPA holds no data.
+  await app.register((await import('./console/routes.ts')).consoleRoutes, { traceUrl: config.traceUrl });
+}
+
+/** Starts the features' work, and stops it in order at shutdown. */
+async function start(
+  config: Config,
+  database: OpenedDatabase,
+  { app, outbound, telemetry, log }: Core,
+  features: Features,
+  shutdown: { draining: boolean },
+): Promise<void> {
+  const { runs, events, blobs, content, embeddings, replica, notifier, interactions, users } = features;
+  await runs.start();
+  events.start();
+  blobs.start(log);
+  // In this order: the sweeps stop, runs and streams finish, then what they use is released.
+  installShutdown(app, shutdown, async () => {
+    runs.stopSweeps();
+    blobs.stop();
+    await runs.close(Date.now() + config.shutdownTimeoutSeconds * 1000);
+    await content.close();
+    await events.close();
+    embeddings.close();
+    await replica.stop();
+    await notifier.close();
+    await outbound.close();
+    await interactions.close();
+    await database.db.destroy();
+    users.close();
+    await telemetry.close(); // last: the spans of everything above, within OTEL_BSP_EXPORT_TIMEOUT
   });
-  auth.useSetting('limits', {
-    current: (_s, stored) => stored ?? null,
-    prepare: async (_s, value) => limitsOf(value, 'limits'),
-    changed: async (s) => limiter.forget('project', s.project),
-  });
-  auth.onKeyChanged((id) => limiter.forget('key', id));
-  auth.useSetting('retention', {
-    current: (_s, stored) => stored ?? null,
-    prepare: async (_s, value) => retentionSettingsOf(value),
-  });
-  auth.useSetting('embeddings', embeddings.setting);
+  await app.ready();
+  content.start();
 }
 
 interface ApiParts {
