@@ -3,7 +3,7 @@
  * after a revision (rows written and tombstones), and the build lease of a partition.
  */
 import { sql, type Kysely } from 'kysely';
-import type { DialectName } from '../db/dialect.ts';
+import { capsOf, type DialectName } from '../db/dialect.ts';
 import type { Db, PartitionKey } from './store.ts';
 
 /** The advisory lock key vector writers take shared on PostgreSQL (0021). */
@@ -18,7 +18,8 @@ const anyDb = (db: Db) => db as unknown as Kysely<any>;
  * order, so in-flight writers (holding the shared lock) are waited for first, for an instant.
  */
 export async function settledRevision(db: Db, dialect: DialectName): Promise<number> {
-  if (dialect === 'sqlite') {
+  // One writer at a time: the counter row is exact. Several: the sequence, after the writers in flight.
+  if (!capsOf(dialect).concurrentWriters) {
     const r = await anyDb(db)
       .selectFrom('vector_clock')
       .select('revision')

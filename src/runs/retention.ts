@@ -10,9 +10,10 @@
  * newest-first `runs_recent` index read from its old end), and yields between batches so run
  * writes go on meanwhile.
  */
-import { sql, type Kysely } from 'kysely';
+import type { Kysely } from 'kysely';
 import type { Database } from '../db/schema.ts';
 import type { OrreryDialect } from '../db/dialect.ts';
+import { deleteFullTextRows } from '../db/full-text-rows.ts';
 import { scopeOf, type Principal, type Scope } from '../auth/principal.ts';
 import { BadRequest, Conflict, NotFound } from '../util/errors.ts';
 import type { AuditLog } from '../audit/log.ts';
@@ -294,8 +295,8 @@ async function deleteSomeRunRows(
 ): Promise<number> {
   if (!ids.length) return 0;
   // The runs of the scope among the ids, read once: every other delete is then by key.
-  // `search_rowid` keys the full-text row on SQLite; PostgreSQL has no such column (its tsvector is in the row).
-  const columns = d.name === 'sqlite' ? (['id', 'search_rowid'] as const) : (['id'] as const);
+  // `search_rowid` keys the full-text row where it is a side table; otherwise there is no such column (the full text is in the row).
+  const columns = d.caps.fullTextSideTable ? (['id', 'search_rowid'] as const) : (['id'] as const);
   const mine: Array<{ id: string; search_rowid?: number | null }> = await trx
     .selectFrom('runs')
     .select([...columns])
@@ -308,8 +309,7 @@ async function deleteSomeRunRows(
   await trx.deleteFrom('run_tags').where('run_id', 'in', runIds).execute();
   await trx.deleteFrom('run_chunks').where('run_id', 'in', runIds).execute();
   const rowids = mine.map((r) => r.search_rowid).filter((x): x is number => typeof x === 'number');
-  if (d.name === 'sqlite' && rowids.length)
-    await sql`DELETE FROM runs_fts WHERE rowid IN (${sql.join(rowids)})`.execute(trx);
+  await deleteFullTextRows(trx, d, 'runs_fts', rowids);
   for (const owner of owners) await owner(trx, s, runIds);
   await trx.deleteFrom('run_cache').where('run_id', 'in', runIds).where('project_id', '=', s.project).execute();
   const r = await trx.deleteFrom('runs').where('id', 'in', runIds).executeTakeFirst();
