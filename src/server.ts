@@ -12,6 +12,7 @@ import type { Resolver } from './providers/egress.ts';
 import { openDatabase, type OpenedDatabase } from './db/open.ts';
 import { openNotifier } from './db/notify.ts';
 import { deriveKeys, resolveSecret } from './auth/secret.ts';
+import { authReads } from './auth/reads.ts';
 import { AuthService, type BootstrapResult } from './auth/service.ts';
 import { getProject } from './auth/store.ts';
 import { authRoutes } from './auth/routes.ts';
@@ -125,7 +126,7 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
     const replica = new ReplicaRegistry(db, config.replicaTimeoutSeconds * 1000);
     await replica.start();
     const notifier = openNotifier(database, config.databaseUrl);
-    const limiter = new Limiter(db, dialect);
+    const limiter = new Limiter(db, authReads(db, dialect));
     // Whether the caller's project holds a run: scores, objects' run links and imports ask.
     const runExists = (p: Principal, id: string): Promise<boolean> =>
       runs.runs.get(p, id).then(

@@ -14,6 +14,7 @@ import type { Kysely } from 'kysely';
 import type { Database } from '../db/schema.ts';
 import type { OrreryDialect } from '../db/dialect.ts';
 import { deleteFullTextRows } from '../db/full-text-rows.ts';
+import { authReads } from '../auth/reads.ts';
 import { scopeOf, type Principal, type Scope } from '../auth/principal.ts';
 import { BadRequest, Conflict, NotFound } from '../util/errors.ts';
 import type { AuditLog } from '../audit/log.ts';
@@ -257,11 +258,11 @@ export class RunRetention {
   }
 
   private async projectsWithRetention(): Promise<Array<{ id: string; account: string; days: number }>> {
-    const rows = await this.deps.db.selectFrom('projects').select(['id', 'account_id', 'settings']).execute();
+    // Projects are auth's: their settings are read through it.
+    const rows = await authReads(this.deps.db, this.deps.dialect).allProjectSettings();
     return rows.flatMap((r) => {
-      const settings = this.deps.dialect.fromJson<Record<string, unknown> | null>(r.settings) ?? {};
-      const days = (settings.retention as RetentionSettings | undefined)?.runs_days;
-      return typeof days === 'number' && days > 0 ? [{ id: r.id, account: r.account_id, days }] : [];
+      const days = (r.settings.retention as RetentionSettings | undefined)?.runs_days;
+      return typeof days === 'number' && days > 0 ? [{ id: r.id, account: r.account, days }] : [];
     });
   }
 }
