@@ -156,7 +156,12 @@ export class VectorIndexes {
   async pruneGraphs(project?: string): Promise<number> {
     const g = this.opts.graphs;
     if (!g) return 0;
-    const { deleted, kept } = await pruneGraphs({ store: g.store, prefix: g.prefix, projectSettings: g.projectSettings, project });
+    const { deleted, kept } = await pruneGraphs({
+      store: g.store,
+      prefix: g.prefix,
+      projectSettings: g.projectSettings,
+      project,
+    });
     for (const d of deleted) g.events?.('pruned', d.project, d.key);
     for (const [id, entry] of this.loaded) {
       const p = entry.key.scope.project;
