@@ -82,10 +82,6 @@ const KNOWN = {
   'src/scores/store.ts': ['runs'],
   // The door's turns join their runs.
   'src/doors/openai/store.ts': ['runs'],
-  // Expired objects are found by runs' retention sweep.
-  'src/runs/retention.ts': ['objects'],
-  // Blob references held by objects.
-  'src/blobs/blob-service.ts': ['objects'],
   // Collections join their members' objects and types.
   'src/collections/service.ts': ['object_types', 'objects'],
   'src/collections/store.ts': ['objects'],

@@ -196,6 +196,27 @@ export async function countBySource(db: Db, s: Scope, source: string): Promise<n
   return Number(r.n);
 }
 
+/** Up to `limit` objects of any project whose ttl passed by `at` (ISO), the soonest expired first. */
+export const expiredObjects = (db: Db, at: string, limit: number) =>
+  db
+    .selectFrom('objects')
+    .select(['id', 'account_id', 'project_id'])
+    .where('expires_at', 'is not', null)
+    .where('expires_at', '<=', at)
+    .orderBy('expires_at')
+    .limit(limit)
+    .execute();
+
+/** Whether an object of the project points at `source` (content_source). */
+export async function contentInUse(db: Db, s: Scope, source: string): Promise<boolean> {
+  const r = await objectsIn(db, s)
+    .select('objects.id')
+    .where('objects.content_source', '=', source)
+    .limit(1)
+    .executeTakeFirst();
+  return r !== undefined;
+}
+
 export async function objectExists(db: Db, s: Scope, id: string): Promise<boolean> {
   return (await objectsIn(db, s).select('objects.id').where('objects.id', '=', id).executeTakeFirst()) !== undefined;
 }

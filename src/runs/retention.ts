@@ -15,6 +15,7 @@ import type { Database } from '../db/schema.ts';
 import type { OrreryDialect } from '../db/dialect.ts';
 import { deleteFullTextRows } from '../db/full-text-rows.ts';
 import { authReads } from '../auth/reads.ts';
+import { expiredObjects } from '../objects/reads.ts';
 import { scopeOf, type Principal, type Scope } from '../auth/principal.ts';
 import { BadRequest, Conflict, NotFound } from '../util/errors.ts';
 import type { AuditLog } from '../audit/log.ts';
@@ -192,14 +193,7 @@ export class RunRetention {
     }
     if (this.deps.deleteObjects) {
       for (;;) {
-        const rows = await this.deps.db
-          .selectFrom('objects')
-          .select(['id', 'account_id', 'project_id'])
-          .where('expires_at', 'is not', null)
-          .where('expires_at', '<=', at)
-          .orderBy('expires_at')
-          .limit(RETENTION_BATCH)
-          .execute();
+        const rows = await expiredObjects(this.deps.db, at, RETENTION_BATCH);
         for (const [s, group] of byScope(rows))
           await this.deps.deleteObjects(
             s,
