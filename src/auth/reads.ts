@@ -11,6 +11,9 @@ import * as store from './store.ts';
 /** A project's settings as stored: each feature's key in them (`limits`, `retention`, `embeddings`…). */
 export type ProjectSettings = Record<string, unknown>;
 
+/** The account and its projects, over a connection or a transaction (users/ reads them inside its own). */
+export { getAccount, getProject, listProjects } from './store.ts';
+
 export interface AuthReads {
   /** The settings of a project (of `account` when given), or null when there is no such project. */
   projectSettings(project: string, account?: string): Promise<ProjectSettings | null>;

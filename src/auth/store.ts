@@ -131,3 +131,18 @@ export const adminKeyOf = (db: Db, account: string, preferredProject: string, no
     .orderBy(sql`case when project_id = ${preferredProject} then 0 else 1 end`)
     .orderBy('created_at')
     .executeTakeFirst();
+
+export const keyIdsCreatedBy = async (db: Db, account: string, createdBy: string): Promise<string[]> =>
+  (
+    await db
+      .selectFrom('api_keys')
+      .select('id')
+      .where('account_id', '=', account)
+      .where('created_by', '=', createdBy)
+      .execute()
+  ).map((r) => r.id);
+
+export const disableKeyRows = (db: Db, ids: string[]) =>
+  db.updateTable('api_keys').set({ enabled: 0 }).where('id', 'in', ids).execute();
+
+export const deleteKeyRows = (db: Db, ids: string[]) => db.deleteFrom('api_keys').where('id', 'in', ids).execute();
