@@ -79,8 +79,6 @@ const KNOWN = {
   'src/analytics/store.ts': ['projects', 'runs'],
   // Score summaries group scores by columns of their runs.
   'src/scores/store.ts': ['runs'],
-  // The door's turns join their runs.
-  'src/doors/openai/store.ts': ['runs'],
   // Collections join their members' objects and types.
   'src/collections/service.ts': ['object_types', 'objects'],
   'src/collections/store.ts': ['objects'],
