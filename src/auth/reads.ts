@@ -9,7 +9,7 @@ import type { OrreryDialect } from '../db/dialect.ts';
 import * as store from './store.ts';
 
 /** A project's settings as stored: each feature's key in them (`limits`, `retention`, `embeddings`…). */
-export type ProjectSettings = Record<string, unknown>;
+type ProjectSettings = Record<string, unknown>;
 
 /** The account and its projects, over a connection or a transaction (users/ reads them inside its own). */
 export { getAccount, getProject, listProjects } from './store.ts';

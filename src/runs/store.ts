@@ -31,7 +31,7 @@ export const decodeRun = (d: OrreryDialect, row: RunRow): RunRow => ({
   doc: d.fromJson(row.doc),
 });
 
-export const runsIn = (db: Db, s: Scope) =>
+const runsIn = (db: Db, s: Scope) =>
   db.selectFrom('runs').where('runs.account_id', '=', s.account).where('runs.project_id', '=', s.project);
 
 /**
