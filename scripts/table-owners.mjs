@@ -82,9 +82,8 @@ const KNOWN = {
   // Collections join their members' objects and types.
   'src/collections/service.ts': ['object_types', 'objects'],
   'src/collections/store.ts': ['objects'],
-  // Content processing and embedding enqueue jobs and read objects in their own transactions.
-  'src/content/store.ts': ['jobs', 'objects'],
-  'src/embeddings/service.ts': ['jobs', 'objects'],
+  // Embeddings read the objects they embed (objects import embeddings, so this needs injecting).
+  'src/embeddings/service.ts': ['objects'],
 };
 
 const names = Object.keys(OWNERS).join('|');
