@@ -107,4 +107,22 @@ export default tseslint.config(
       'no-control-regex': 'off',
     },
   },
+  {
+    // Feature code asks the dialect what it can do (`dialect.caps`, the helpers of src/db/), never
+    // which one it is: a comparison with 'sqlite' or 'postgres' belongs in src/db/ (style D3/K1).
+    // Left out for now: src/runs/search-index.ts, src/runs/search-store.ts and src/query/, whose
+    // full-text SQL is still per dialect in their own folders.
+    files: ['src/**/*.ts'],
+    ignores: ['src/db/**', 'src/runs/search-index.ts', 'src/runs/search-store.ts', 'src/query/**'],
+    rules: {
+      'no-restricted-syntax': [
+        'error',
+        ...['BinaryExpression[operator=/^[!=]==?$/]', 'SwitchCase'].map((parent) => ({
+          selector: `${parent} > Literal[value=/^(sqlite|postgres)$/]`,
+          message:
+            'Feature code names no dialect: ask `dialect.caps` (src/db/dialect.ts) or a helper in src/db/ what the database can do, and add the capability there if it is missing.',
+        })),
+      ],
+    },
+  },
 );

@@ -39,6 +39,7 @@ import { upsertVectors, type PartitionKey, type VectorRow } from '../src/embeddi
 import { filteredSearch } from '../src/embeddings/filtered-search.ts';
 import { normalise } from '../src/embeddings/vectors.ts';
 import { LocalBlobStore } from '../src/blobs/local-store.ts';
+import { authReads } from '../src/auth/reads.ts';
 import { deleteVectors } from '../src/embeddings/store.ts';
 import { PartitionIndex, DEFAULT_HNSW, searchExpansion } from '../src/embeddings/vector-index.ts';
 import type { ScalarKind } from '../src/embeddings/graph-file.ts';
@@ -280,6 +281,7 @@ async function restartMode(): Promise<void> {
         store: new LocalBlobStore(join(dir, 'vector-graphs'), { durable: false }),
         prefix: '',
         dialect: 'sqlite',
+        projectSettings: authReads(opened.db, opened.dialect).projectSettings,
         // The benchmark's partition belongs to no configured project: the periodic sweep would delete its graph.
         pruneEveryMs: 0,
         events: (e, _p, detail) => {

@@ -1,6 +1,6 @@
-// `npm run lint`: Prettier, ESLint, the import boundaries and knip, each failing the run. ESLint
-// with type information is most of the time and uses one core; the other checks run beside it, in
-// turn, so the whole stays within two minutes on a two-core machine. Each check's output is
+// `npm run lint`: Prettier, ESLint, the import boundaries, the table owners and knip, each failing
+// the run. ESLint with type information is most of the time and uses one core; the other checks run
+// beside it, in turn, so the whole stays within two minutes on a two-core machine. Each check's output is
 // printed when it ends, under its name.
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
@@ -35,6 +35,7 @@ const results = await Promise.all([
   inTurn(
     () => run('prettier', bin('prettier'), ['--check', '.']),
     () => run('import boundaries', process.execPath, [join(root, 'scripts', 'lint-boundaries.mjs')]),
+    () => run('table owners', process.execPath, [join(root, 'scripts', 'table-owners.mjs')]),
     () => run('knip', bin('knip'), []),
   ),
 ]);

@@ -10,6 +10,7 @@ import type { OpenedDatabase } from './db/open.ts';
 import { openNotifier } from './db/notify.ts';
 import type { SecretKeys } from './auth/secret.ts';
 import type { AuthService, BootstrapResult } from './auth/service.ts';
+import { authReads } from './auth/reads.ts';
 import { getProject } from './auth/store.ts';
 import type { AuditLog } from './audit/log.ts';
 import { retentionSettingsOf } from './runs/retention.ts';
@@ -65,7 +66,7 @@ export async function createFeatures(config: Config, database: OpenedDatabase, c
   const replica = new ReplicaRegistry(db, config.replicaTimeoutSeconds * 1000);
   await replica.start();
   const notifier = openNotifier(database, config.databaseUrl);
-  const limiter = new Limiter(db, dialect);
+  const limiter = new Limiter(db, authReads(db, dialect));
   // Whether the caller's project holds a run: scores, objects' run links and imports ask.
   const runExists = (p: Principal, id: string): Promise<boolean> =>
     runs.runs.get(p, id).then(

@@ -7,11 +7,11 @@
  * never printed. It lives beside the composition root, not in import/, which the server itself
  * mounts: cli.ts passes it to the import commands.
  */
-import { sql } from 'kysely';
 import type { Config } from './config.ts';
 import { buildServer } from './server.ts';
 import { deriveKeys, resolveSecret } from './auth/secret.ts';
 import { signToken } from './auth/jwt.ts';
+import { authReads } from './auth/reads.ts';
 import type { Principal } from './auth/principal.ts';
 import { HttpTarget } from './import/target.ts';
 import type { LocalTarget } from './import/command.ts';
@@ -39,30 +39,14 @@ export async function openLocalTarget(
       via: 'apikey',
       ip: 'cli',
     };
-    const target = project
-      ? await db
-          .selectFrom('projects')
-          .select(['id', 'name'])
-          .where('account_id', '=', boot.account.id)
-          .where((eb) => eb.or([eb('id', '=', project), eb('name', '=', project)]))
-          .executeTakeFirst()
-      : boot.project;
+    const reads = authReads(db, orrery.database.dialect);
+    const target = project ? await reads.projectByIdOrName(boot.account.id, project) : boot.project;
     if (!target) throw new Error(`project ${JSON.stringify(project)} was not found (orrery projects list shows them)`);
     // The import acts as an admin key in the target project (the routes of the links need
     // project:admin): a JWT issued for that project to an admin key of the account, as
     // `POST /token/issue {project}` would issue it, so no key is made for the import. Only an
     // account without any admin key (none made by hand or at bootstrap) gets one, "orrery import".
-    const now = new Date().toISOString();
-    let key = await db
-      .selectFrom('api_keys')
-      .select(['id'])
-      .where('account_id', '=', boot.account.id)
-      .where('role', '=', 'admin')
-      .where('enabled', '=', 1)
-      .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', now)]))
-      .orderBy(sql`case when project_id = ${target.id} then 0 else 1 end`)
-      .orderBy('created_at')
-      .executeTakeFirst();
+    let key = await reads.adminKeyOf(boot.account.id, target.id);
     if (!key) {
       if (dryRun)
         throw new Error(

@@ -1,7 +1,8 @@
 /**
  * The server secret signs JWTs and URLs and encrypts provider keys. From ORRERY_SECRET when set;
- * otherwise generated once and kept: in the data folder on SQLite, in the database on PostgreSQL
- * (so replicas that share the database share the secret; decisions.md, Scale-out).
+ * otherwise generated once and kept: in the data folder where one process owns the database
+ * (SQLite), in the database otherwise (so replicas that share the database share the secret;
+ * decisions.md, Scale-out).
  */
 import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -22,7 +23,7 @@ export async function resolveSecret(
   dialect: OrreryDialect,
 ): Promise<string> {
   if (opts.secret) return opts.secret;
-  if (dialect.name === 'sqlite') {
+  if (dialect.caps.keepsSecretInFile) {
     mkdirSync(opts.dataDir, { recursive: true });
     const file = join(opts.dataDir, 'secret');
     if (!existsSync(file)) writeFileSync(file, randomBytes(32).toString('base64url'), { mode: 0o600, flag: 'wx' });

@@ -1,5 +1,5 @@
 /** SQL for accounts, projects and API keys. No rules here: the auth service holds them. */
-import type { Insertable, Kysely, Updateable } from 'kysely';
+import { sql, type Insertable, type Kysely, type Updateable } from 'kysely';
 import type { Database, ApiKeyTable, ProjectTable } from '../db/schema.ts';
 
 export type Db = Kysely<Database>;
@@ -98,3 +98,51 @@ export const firstAccount = (db: Db) =>
 
 export const updateProjectRow = (db: Db, account: string, id: string, patch: Partial<ProjectTable>) =>
   db.updateTable('projects').set(patch).where('account_id', '=', account).where('id', '=', id).execute();
+
+/** The reads other features make through reads.ts. */
+export const projectSettingsRow = (db: Db, project: string, account?: string) => {
+  let q = db.selectFrom('projects').select('settings').where('id', '=', project);
+  if (account !== undefined) q = q.where('account_id', '=', account);
+  return q.executeTakeFirst();
+};
+
+export const allProjectSettingsRows = (db: Db) =>
+  db.selectFrom('projects').select(['id', 'account_id', 'settings']).execute();
+
+export const keyLimitsRow = (db: Db, id: string) =>
+  db.selectFrom('api_keys').select('limits').where('id', '=', id).executeTakeFirst();
+
+export const projectByIdOrName = (db: Db, account: string, idOrName: string) =>
+  db
+    .selectFrom('projects')
+    .select(['id', 'name'])
+    .where('account_id', '=', account)
+    .where((eb) => eb.or([eb('id', '=', idOrName), eb('name', '=', idOrName)]))
+    .executeTakeFirst();
+
+export const adminKeyOf = (db: Db, account: string, preferredProject: string, now: string) =>
+  db
+    .selectFrom('api_keys')
+    .select(['id'])
+    .where('account_id', '=', account)
+    .where('role', '=', 'admin')
+    .where('enabled', '=', 1)
+    .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', now)]))
+    .orderBy(sql`case when project_id = ${preferredProject} then 0 else 1 end`)
+    .orderBy('created_at')
+    .executeTakeFirst();
+
+export const keyIdsCreatedBy = async (db: Db, account: string, createdBy: string): Promise<string[]> =>
+  (
+    await db
+      .selectFrom('api_keys')
+      .select('id')
+      .where('account_id', '=', account)
+      .where('created_by', '=', createdBy)
+      .execute()
+  ).map((r) => r.id);
+
+export const disableKeyRows = (db: Db, ids: string[]) =>
+  db.updateTable('api_keys').set({ enabled: 0 }).where('id', 'in', ids).execute();
+
+export const deleteKeyRows = (db: Db, ids: string[]) => db.deleteFrom('api_keys').where('id', 'in', ids).execute();

@@ -682,18 +682,11 @@ export class BlobService {
     });
   }
 
-  /** Forgets and deletes a claimed blob that no object came to point at (its write failed). */
+  /**
+   * Forgets and deletes a claimed blob whose object was not written. The objects feature, which
+   * owns the references, calls it only once no object came to point at the blob.
+   */
   async unclaim(s: Scope, claimed: ClaimedBlob): Promise<void> {
-    if (
-      await this.db
-        .selectFrom('objects')
-        .select('id')
-        .where('project_id', '=', s.project)
-        .where('content_source', '=', claimed.uri)
-        .limit(1)
-        .executeTakeFirst()
-    )
-      return;
     await deleteBlobRow(this.db, s, claimed.key);
     await this.store.delete(this.physicalKey(s, claimed.key));
   }

@@ -28,8 +28,8 @@ import { sniff } from './sniff.ts';
 import type { WorkerPool } from './worker/pool.ts';
 import { DEFAULT_STEPS, type PipelineStep, type ProcessingResult, type StepContext } from './steps.ts';
 import { canRender, RenditionMaker, renditionPrefix, type RenditionFormat } from './rendition-maker.ts';
-import { contentKey, loadObject, writeResults } from '../objects/processing-results.ts';
-import { deleteStaleRenditions, orphanedObjects } from './store.ts';
+import { contentKey, loadObject, orphanedObjects, writeResults } from '../objects/processing-results.ts';
+import { deleteStaleRenditions } from './store.ts';
 
 const CONTENT_JOB = 'content';
 const RENDITION_JOB = 'rendition';

@@ -1,8 +1,8 @@
 /**
- * SQL of content processing: renditions, and finding objects whose processing was lost (the
- * object's own row is read and written through objects/processing-results.ts).
+ * SQL of content processing: renditions (the object's own row is read and written, and objects
+ * whose processing was lost are found, through objects/processing-results.ts).
  */
-import { sql, type Kysely, type Selectable } from 'kysely';
+import type { Kysely, Selectable } from 'kysely';
 import type { Database, ObjectRenditionTable } from '../db/schema.ts';
 import type { Scope } from '../auth/principal.ts';
 import { deleteProjectRows, type ProjectScope } from '../db/project-rows.ts';
@@ -82,26 +82,6 @@ export async function deleteStaleRenditions(
     )
     .execute();
   return stale.map((r) => r.blob_key).filter((k): k is string => !!k);
-}
-
-/**
- * Objects left `created` or `processing` with content and no job (a crash between the write that
- * committed and the enqueue, or a job given up without a verdict): the recovery sweep queues them.
- */
-export async function orphanedObjects(
-  db: Db,
-  olderThan: string,
-  limit: number,
-): Promise<Array<{ id: string; scope: Scope }>> {
-  const rows = await db
-    .selectFrom('objects as o')
-    .select(['o.id', 'o.account_id', 'o.project_id'])
-    .where(sql<boolean>`o.status IN ('created', 'processing') AND o.content_source IS NOT NULL`)
-    .where('o.updated_at', '<', olderThan)
-    .where((eb) => eb.not(eb.exists(eb.selectFrom('jobs as j').select('j.id').whereRef('j.subject', '=', 'o.id'))))
-    .limit(limit)
-    .execute();
-  return rows.map((r) => ({ id: r.id, scope: { account: r.account_id, project: r.project_id } }));
 }
 
 /** A project's renditions of objects. */

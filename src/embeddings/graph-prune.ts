@@ -6,7 +6,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { BlobStore } from '../blobs/blob-store.ts';
-import type { Db } from './store.ts';
+import type { AuthReads } from '../auth/reads.ts';
 import { EMBEDDING_KINDS, isDisabled, parseStored } from './settings.ts';
 
 const SUFFIX = '.graph';
@@ -18,15 +18,13 @@ export function graphKeyOf(prefix: string, project: string, partition: string): 
 }
 
 /** The partition ids of a project whose graphs are kept; null when the project is gone. */
-async function configuredPartitions(db: Db, project: string): Promise<Set<string> | null> {
-  const row = await db.selectFrom('projects').select('settings').where('id', '=', project).executeTakeFirst();
-  if (!row) return null;
-  // SQLite answers JSON as text, PostgreSQL as an object.
-  const all = (typeof row.settings === 'string' ? JSON.parse(row.settings) : row.settings) as Record<
-    string,
-    unknown
-  > | null;
-  const settings = parseStored(all?.embeddings);
+async function configuredPartitions(
+  projectSettings: AuthReads['projectSettings'],
+  project: string,
+): Promise<Set<string> | null> {
+  const all = await projectSettings(project);
+  if (!all) return null;
+  const settings = parseStored(all.embeddings);
   // Vectors are stored for objects only (a run's are answered, not kept).
   return new Set(
     EMBEDDING_KINDS.filter((type) => !isDisabled(settings, type)).map(
@@ -38,7 +36,8 @@ async function configuredPartitions(db: Db, project: string): Promise<Set<string
 export interface PruneInput {
   store: BlobStore;
   prefix: string;
-  db: Db;
+  /** A project's settings (auth's rows), null when it is gone. */
+  projectSettings: AuthReads['projectSettings'];
   /** One project (after it was deleted or its settings changed); absent: every project in the store. */
   project?: string;
 }
@@ -65,7 +64,7 @@ export async function pruneGraphs(
   const deleted: Array<{ project: string; key: string }> = [];
   const kept = new Map<string, Set<string> | null>();
   for (const [project, keys] of byProject) {
-    const configured = await configuredPartitions(i.db, project);
+    const configured = await configuredPartitions(i.projectSettings, project);
     kept.set(project, configured);
     const wanted = new Set([...(configured ?? [])].map((p) => graphKeyOf(i.prefix, project, p)));
     for (const key of keys) {

@@ -2,8 +2,9 @@
  * SQL behind persisted graphs (0021): the vector revision counter, the changes of a partition
  * after a revision (rows written and tombstones), and the build lease of a partition.
  */
-import { sql, type Kysely } from 'kysely';
-import type { DialectName } from '../db/dialect.ts';
+import type { Kysely } from 'kysely';
+import { capsOf, type DialectName } from '../db/dialect.ts';
+import { settledSequenceValue } from '../db/revision-counter.ts';
 import type { Db, PartitionKey } from './store.ts';
 
 /** The advisory lock key vector writers take shared on PostgreSQL (0021). */
@@ -18,7 +19,8 @@ const anyDb = (db: Db) => db as unknown as Kysely<any>;
  * order, so in-flight writers (holding the shared lock) are waited for first, for an instant.
  */
 export async function settledRevision(db: Db, dialect: DialectName): Promise<number> {
-  if (dialect === 'sqlite') {
+  // One writer at a time: the counter row is exact. Several: the sequence, after the writers in flight.
+  if (!capsOf(dialect).concurrentWriters) {
     const r = await anyDb(db)
       .selectFrom('vector_clock')
       .select('revision')
@@ -26,13 +28,7 @@ export async function settledRevision(db: Db, dialect: DialectName): Promise<num
       .executeTakeFirstOrThrow();
     return Number(r.revision);
   }
-  return db.transaction().execute(async (trx) => {
-    await sql`SELECT pg_advisory_xact_lock(${WRITERS_LOCK})`.execute(trx);
-    const r = await sql<{
-      v: string;
-    }>`SELECT CASE WHEN is_called THEN last_value ELSE 0 END AS v FROM vector_revision_seq`.execute(trx);
-    return Number(r.rows[0].v);
-  });
+  return settledSequenceValue(db, 'vector_revision_seq', WRITERS_LOCK);
 }
 
 /** The lowest revision whose tombstones are all kept: a graph saved before it cannot be replayed. */

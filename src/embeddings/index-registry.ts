@@ -27,6 +27,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { BlobStat, BlobStore } from '../blobs/blob-store.ts';
 import type { DialectName } from '../db/dialect.ts';
+import type { AuthReads } from '../auth/reads.ts';
 import type { Notifier } from '../db/notify.ts';
 import type { Scope } from '../auth/principal.ts';
 import type { OwnerKind } from './embedder.ts';
@@ -69,6 +70,8 @@ interface GraphPersistence {
   /** Key prefix in the store ('' or ending in '/'). */
   prefix: string;
   dialect: DialectName;
+  /** Which partitions a project configures is in its settings (auth's rows, read through auth/reads.ts). */
+  projectSettings: AuthReads['projectSettings'];
   /** The build lease (renewed while building; a crashed builder's lease expires). Default 120 s. */
   leaseMs?: number;
   /** How often a replica that found the lease held looks for the published graph. Default 5 s. */
@@ -153,7 +156,12 @@ export class VectorIndexes {
   async pruneGraphs(project?: string): Promise<number> {
     const g = this.opts.graphs;
     if (!g) return 0;
-    const { deleted, kept } = await pruneGraphs({ store: g.store, prefix: g.prefix, db: this.db, project });
+    const { deleted, kept } = await pruneGraphs({
+      store: g.store,
+      prefix: g.prefix,
+      projectSettings: g.projectSettings,
+      project,
+    });
     for (const d of deleted) g.events?.('pruned', d.project, d.key);
     for (const [id, entry] of this.loaded) {
       const p = entry.key.scope.project;

@@ -14,6 +14,7 @@ import type { JobQueue } from '../jobs/queue.ts';
 import type { EnvironmentService } from '../interactions/environments.ts';
 import type { BlobStore } from '../blobs/blob-store.ts';
 import { LocalBlobStore } from '../blobs/local-store.ts';
+import { authReads } from '../auth/reads.ts';
 import { EmbeddingService } from './service.ts';
 import { EmbeddingSettingsStore, parseStored, type EmbeddingSettings } from './settings.ts';
 import { VectorIndexes } from './index-registry.ts';
@@ -37,6 +38,7 @@ export interface EmbeddingsDeps {
 export function createEmbeddings(deps: EmbeddingsDeps) {
   const { config, database, notifier, metrics, log } = deps;
   const { db, dialect } = database;
+  const { projectSettings } = authReads(db, dialect);
   const vectorIndexes = new VectorIndexes(db, notifier, {
     exactBelow: config.vectorExactThreshold,
     replicaId: deps.replicaId,
@@ -49,6 +51,7 @@ export function createEmbeddings(deps: EmbeddingsDeps) {
         : new LocalBlobStore(join(config.dataDir, 'vector-graphs'), { durable: false }),
       prefix: config.blobUrl ? 'vector-graphs/' : '',
       dialect: dialect.name,
+      projectSettings,
       leaseMs: config.vectorGraphLeaseMs,
       pollMs: config.vectorGraphPollMs,
       events: (event, partition, detail) => {
@@ -62,7 +65,7 @@ export function createEmbeddings(deps: EmbeddingsDeps) {
   const embeddings = new EmbeddingService({
     db,
     dialect,
-    settings: new EmbeddingSettingsStore(db, dialect, deps.environments),
+    settings: new EmbeddingSettingsStore(projectSettings, deps.environments),
     indexes: vectorIndexes,
     queue: deps.queue,
     onError: (err, what) => log.error({ err }, `embeddings: could not ${what}`),

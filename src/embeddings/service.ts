@@ -22,6 +22,7 @@ import type { Database } from '../db/schema.ts';
 import type { OrreryDialect } from '../db/dialect.ts';
 import type { Scope } from '../auth/principal.ts';
 import type { JobQueue } from '../jobs/queue.ts';
+import { countProjectJobs } from '../jobs/reads.ts';
 import { BadRequest, Conflict, NotFound } from '../util/errors.ts';
 import { embedLong } from './chunking.ts';
 import type { EmbeddingType, ObjectEmbeddingType, OwnerKind } from './embedder.ts';
@@ -450,13 +451,7 @@ export class EmbeddingService implements RunEmbeddingHook {
     const { settings, embedder } = await this.resolve(s);
     const key: PartitionKey = { scope: s, kind: 'object', type: type as EmbeddingType, model: settings.model };
     const [jobs, objects, withVectors, models] = await Promise.all([
-      this.deps.db
-        .selectFrom('jobs')
-        .select((eb) => eb.fn.countAll<number>().as('n'))
-        .where('account_id', '=', s.account)
-        .where('project_id', '=', s.project)
-        .where('kind', 'in', [EMBED_OBJECT_JOB, EMBED_PROJECT_JOB, 'content'])
-        .executeTakeFirstOrThrow(),
+      countProjectJobs(this.deps.db, s, [EMBED_OBJECT_JOB, EMBED_PROJECT_JOB, 'content']),
       this.deps.db
         .selectFrom('objects')
         .select((eb) => eb.fn.countAll<number>().as('n'))
@@ -466,7 +461,7 @@ export class EmbeddingService implements RunEmbeddingHook {
       countPartition(this.deps.db, key),
       modelsOf(this.deps.db, s, 'object', type),
     ]);
-    const inProgress = Number(jobs.n);
+    const inProgress = jobs;
     const index = await this.deps.indexes.get(key, settings.dimensions);
     return {
       status:

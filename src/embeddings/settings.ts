@@ -4,9 +4,7 @@
  * provider has an embeddings endpoint (openai, openai_compatible). Kept in the project's
  * `settings.embeddings`; read through a short cache, because runs ask on every execution.
  */
-import type { Kysely } from 'kysely';
-import type { Database } from '../db/schema.ts';
-import type { OrreryDialect } from '../db/dialect.ts';
+import type { AuthReads } from '../auth/reads.ts';
 import type { Principal, Scope } from '../auth/principal.ts';
 import { BadRequest, NotFound, OrreryError } from '../util/errors.ts';
 import { providerFailure } from '../providers/provider-failure.ts';
@@ -63,8 +61,8 @@ export class EmbeddingSettingsStore {
   private readonly cache = new Map<string, { value: Promise<ResolvedEmbedder>; until: number }>();
 
   constructor(
-    private readonly db: Kysely<Database>,
-    private readonly dialect: OrreryDialect,
+    /** A project's settings (auth's rows, read through auth/reads.ts). */
+    private readonly projectSettings: AuthReads['projectSettings'],
     private readonly environments: EnvironmentService,
   ) {}
 
@@ -91,13 +89,7 @@ export class EmbeddingSettingsStore {
   }
 
   async settings(s: Scope): Promise<EmbeddingSettings> {
-    const row = await this.db
-      .selectFrom('projects')
-      .select('settings')
-      .where('account_id', '=', s.account)
-      .where('id', '=', s.project)
-      .executeTakeFirst();
-    const all = row ? (this.dialect.fromJson<Record<string, unknown> | null>(row.settings) ?? {}) : {};
+    const all = (await this.projectSettings(s.project, s.account)) ?? {};
     return parseStored(all.embeddings);
   }
 

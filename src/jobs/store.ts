@@ -313,3 +313,19 @@ export async function expireLeasesOfDead(
     .executeTakeFirst();
   return Number(r.numUpdatedRows);
 }
+
+/** How many jobs of the given kinds a project has (queued, running or waiting to retry). */
+export async function countProjectJobs(
+  db: Db,
+  s: { account: string; project: string },
+  kinds: string[],
+): Promise<number> {
+  const r = await db
+    .selectFrom('jobs')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('account_id', '=', s.account)
+    .where('project_id', '=', s.project)
+    .where('kind', 'in', kinds)
+    .executeTakeFirstOrThrow();
+  return Number(r.n);
+}

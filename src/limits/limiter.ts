@@ -12,8 +12,8 @@
  */
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../db/schema.ts';
-import type { OrreryDialect } from '../db/dialect.ts';
 import type { Principal } from '../auth/principal.ts';
+import type { AuthReads } from '../auth/reads.ts';
 import { BadRequest, OrreryErrorWithHeaders } from '../util/errors.ts';
 
 export interface Limits {
@@ -73,7 +73,8 @@ export class Limiter {
 
   constructor(
     private readonly db: Kysely<Database>,
-    private readonly dialect: OrreryDialect,
+    // Projects and keys are auth's: their limits are read through it (auth imports this module).
+    private readonly auth: Pick<AuthReads, 'projectSettings' | 'keyLimits'>,
     private readonly now: () => number = Date.now,
   ) {}
 
@@ -213,21 +214,14 @@ export class Limiter {
 
   private async projectLimits(account: string, project: string): Promise<Limits | null> {
     return this.cached(this.projects, project, async () => {
-      const row = await this.db
-        .selectFrom('projects')
-        .select('settings')
-        .where('account_id', '=', account)
-        .where('id', '=', project)
-        .executeTakeFirst();
-      const settings = row ? (this.dialect.fromJson<Record<string, unknown> | null>(row.settings) ?? {}) : {};
+      const settings = (await this.auth.projectSettings(project, account)) ?? {};
       return (settings.limits as Limits | null | undefined) ?? null;
     });
   }
 
   private async keyLimits(keyId: string): Promise<Limits | null> {
     return this.cached(this.keys, keyId, async () => {
-      const row = await this.db.selectFrom('api_keys').select('limits').where('id', '=', keyId).executeTakeFirst();
-      return (row ? this.dialect.fromJson<Limits | null>(row.limits) : null) ?? null;
+      return ((await this.auth.keyLimits(keyId)) as Limits | null) ?? null;
     });
   }
 

@@ -1,6 +1,7 @@
 /**
- * What content processing (src/content) reads and writes of an object: the object as stored, and
- * its processing results, written only while its content is still the content that was processed.
+ * What content processing (src/content) reads and writes of an object: the object as stored, its
+ * processing results, written only while its content is still the content that was processed, and
+ * the objects whose processing was lost.
  */
 import { randomBytes } from 'node:crypto';
 import type { Kysely, Updateable } from 'kysely';
@@ -9,6 +10,8 @@ import type { OrreryDialect } from '../db/dialect.ts';
 import { nowIso } from '../db/ids.ts';
 import type { Scope } from '../auth/principal.ts';
 import { getObject, updateObject } from './store.ts';
+
+export { orphanedObjects } from './store.ts';
 import type { ObjectRow } from './model.ts';
 
 type Db = Kysely<Database>;

@@ -3,13 +3,14 @@
  * columns are encoded and decoded here and nowhere else, so services hold plain values.
  * Hidden fields (text, embeddings, parts, transcript) are read only when asked for.
  */
-import type { Kysely, SelectExpression, Updateable } from 'kysely';
+import { sql, type Kysely, type SelectExpression, type Updateable } from 'kysely';
 import type { Database, ObjectTable } from '../db/schema.ts';
 import type { OrreryDialect } from '../db/dialect.ts';
 import type { Scope } from '../auth/principal.ts';
 import { IN_LIST_CHUNK } from '../db/in-list.ts';
 import { HIDDEN_COLUMNS, OBJECT_JSON_COLUMNS, type HiddenField, type ObjectRow } from './model.ts';
 import { deleteProjectRows, type ProjectScope } from '../db/project-rows.ts';
+import { hasJob } from '../jobs/reads.ts';
 
 export type Db = Kysely<Database>;
 
@@ -196,6 +197,27 @@ export async function countBySource(db: Db, s: Scope, source: string): Promise<n
   return Number(r.n);
 }
 
+/** Up to `limit` objects of any project whose ttl passed by `at` (ISO), the soonest expired first. */
+export const expiredObjects = (db: Db, at: string, limit: number) =>
+  db
+    .selectFrom('objects')
+    .select(['id', 'account_id', 'project_id'])
+    .where('expires_at', 'is not', null)
+    .where('expires_at', '<=', at)
+    .orderBy('expires_at')
+    .limit(limit)
+    .execute();
+
+/** Whether an object of the project points at `source` (content_source). */
+export async function contentInUse(db: Db, s: Scope, source: string): Promise<boolean> {
+  const r = await objectsIn(db, s)
+    .select('objects.id')
+    .where('objects.content_source', '=', source)
+    .limit(1)
+    .executeTakeFirst();
+  return r !== undefined;
+}
+
 export async function objectExists(db: Db, s: Scope, id: string): Promise<boolean> {
   return (await objectsIn(db, s).select('objects.id').where('objects.id', '=', id).executeTakeFirst()) !== undefined;
 }
@@ -223,3 +245,24 @@ export async function countByType(db: Db, s: Scope, typeId: string): Promise<num
 
 /** A project's objects and its object types. */
 export const deleteProjectObjects = (db: Db, s: ProjectScope) => deleteProjectRows(db, ['objects', 'object_types'], s);
+
+/**
+ * Objects left `created` or `processing` with content and no job (a crash between the write that
+ * committed and the enqueue, or a job given up without a verdict): the recovery sweep queues them.
+ */
+export async function orphanedObjects(
+  db: Db,
+  olderThan: string,
+  limit: number,
+): Promise<Array<{ id: string; scope: Scope }>> {
+  const rows = await db
+    .selectFrom('objects as o')
+    .select(['o.id', 'o.account_id', 'o.project_id'])
+    .where(sql<boolean>`o.status IN ('created', 'processing') AND o.content_source IS NOT NULL`)
+    .where('o.updated_at', '<', olderThan)
+    // The queue's table is the jobs feature's: it writes the condition.
+    .where((eb) => eb.not(hasJob('o.id')))
+    .limit(limit)
+    .execute();
+  return rows.map((r) => ({ id: r.id, scope: { account: r.account_id, project: r.project_id } }));
+}

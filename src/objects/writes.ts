@@ -16,7 +16,7 @@ import { noProcessing, type ContentChange, type ObjectProcessingHook } from './p
 import type { PreparedEmbeddings, StoredEmbeddings } from './embeddings-hook.ts';
 import type { InputContext, ObjectPatch } from './input.ts';
 import { toRecord } from './dto.ts';
-import { countBySource, objectExists, updateObject } from './store.ts';
+import { contentInUse, countBySource, objectExists, updateObject } from './store.ts';
 import type { ContentSource, ObjectInput, ObjectRow } from './model.ts';
 import { changesOf, type AuditEntry } from '../audit/log.ts';
 import type { ObjectServiceDeps, WrittenObject } from './service.ts';
@@ -105,8 +105,7 @@ export class ObjectWrites {
     try {
       return await write();
     } catch (err) {
-      if (claimed)
-        this.background(this.deps.blobs.unclaim(s, claimed), 'delete the content of an object that was not written');
+      this.unclaim(s, claimed);
       throw err;
     }
   }
@@ -207,10 +206,13 @@ export class ObjectWrites {
       this.background(this.deps.embeddings.objectDeleted(s, objectId), 'delete the embeddings of a deleted object');
   }
 
-  /** Claimed uploads of objects that were not written go again. */
+  /** Claimed uploads of objects that were not written go again, unless an object came to point at them. */
   unclaim(s: Scope, claimed: ClaimedBlob | undefined): void {
-    if (claimed)
-      this.background(this.deps.blobs.unclaim(s, claimed), 'delete the content of an object that was not written');
+    if (!claimed) return;
+    const unclaim = async () => {
+      if (!(await contentInUse(this.db, s, claimed.uri))) await this.deps.blobs.unclaim(s, claimed);
+    };
+    this.background(unclaim(), 'delete the content of an object that was not written');
   }
 }
 

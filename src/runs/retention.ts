@@ -10,9 +10,12 @@
  * newest-first `runs_recent` index read from its old end), and yields between batches so run
  * writes go on meanwhile.
  */
-import { sql, type Kysely } from 'kysely';
+import type { Kysely } from 'kysely';
 import type { Database } from '../db/schema.ts';
 import type { OrreryDialect } from '../db/dialect.ts';
+import { deleteFullTextRows } from '../db/full-text-rows.ts';
+import { authReads } from '../auth/reads.ts';
+import { expiredObjects } from '../objects/reads.ts';
 import { scopeOf, type Principal, type Scope } from '../auth/principal.ts';
 import { BadRequest, Conflict, NotFound } from '../util/errors.ts';
 import type { AuditLog } from '../audit/log.ts';
@@ -190,14 +193,7 @@ export class RunRetention {
     }
     if (this.deps.deleteObjects) {
       for (;;) {
-        const rows = await this.deps.db
-          .selectFrom('objects')
-          .select(['id', 'account_id', 'project_id'])
-          .where('expires_at', 'is not', null)
-          .where('expires_at', '<=', at)
-          .orderBy('expires_at')
-          .limit(RETENTION_BATCH)
-          .execute();
+        const rows = await expiredObjects(this.deps.db, at, RETENTION_BATCH);
         for (const [s, group] of byScope(rows))
           await this.deps.deleteObjects(
             s,
@@ -256,11 +252,11 @@ export class RunRetention {
   }
 
   private async projectsWithRetention(): Promise<Array<{ id: string; account: string; days: number }>> {
-    const rows = await this.deps.db.selectFrom('projects').select(['id', 'account_id', 'settings']).execute();
+    // Projects are auth's: their settings are read through it.
+    const rows = await authReads(this.deps.db, this.deps.dialect).allProjectSettings();
     return rows.flatMap((r) => {
-      const settings = this.deps.dialect.fromJson<Record<string, unknown> | null>(r.settings) ?? {};
-      const days = (settings.retention as RetentionSettings | undefined)?.runs_days;
-      return typeof days === 'number' && days > 0 ? [{ id: r.id, account: r.account_id, days }] : [];
+      const days = (r.settings.retention as RetentionSettings | undefined)?.runs_days;
+      return typeof days === 'number' && days > 0 ? [{ id: r.id, account: r.account, days }] : [];
     });
   }
 }
@@ -294,8 +290,8 @@ async function deleteSomeRunRows(
 ): Promise<number> {
   if (!ids.length) return 0;
   // The runs of the scope among the ids, read once: every other delete is then by key.
-  // `search_rowid` keys the full-text row on SQLite; PostgreSQL has no such column (its tsvector is in the row).
-  const columns = d.name === 'sqlite' ? (['id', 'search_rowid'] as const) : (['id'] as const);
+  // `search_rowid` keys the full-text row where it is a side table; otherwise there is no such column (the full text is in the row).
+  const columns = d.caps.fullTextSideTable ? (['id', 'search_rowid'] as const) : (['id'] as const);
   const mine: Array<{ id: string; search_rowid?: number | null }> = await trx
     .selectFrom('runs')
     .select([...columns])
@@ -308,8 +304,7 @@ async function deleteSomeRunRows(
   await trx.deleteFrom('run_tags').where('run_id', 'in', runIds).execute();
   await trx.deleteFrom('run_chunks').where('run_id', 'in', runIds).execute();
   const rowids = mine.map((r) => r.search_rowid).filter((x): x is number => typeof x === 'number');
-  if (d.name === 'sqlite' && rowids.length)
-    await sql`DELETE FROM runs_fts WHERE rowid IN (${sql.join(rowids)})`.execute(trx);
+  await deleteFullTextRows(trx, d, 'runs_fts', rowids);
   for (const owner of owners) await owner(trx, s, runIds);
   await trx.deleteFrom('run_cache').where('run_id', 'in', runIds).where('project_id', '=', s.project).execute();
   const r = await trx.deleteFrom('runs').where('id', 'in', runIds).executeTakeFirst();

@@ -7,7 +7,7 @@
  * NULL. On PostgreSQL a read is its one condition, as before.
  */
 import { sql, type RawBuilder, type SqlBool } from 'kysely';
-import type { DialectName } from '../db/dialect.ts';
+import { capsOf, type DialectName } from '../db/dialect.ts';
 
 type Cond = RawBuilder<SqlBool>;
 
@@ -20,7 +20,9 @@ const IN_FLIGHT: Cond = sql<SqlBool>`runs.status = 'processing'`;
  * `where` itself on PostgreSQL. `where` is parenthesised, so an OR in it stays within its arm.
  */
 export const runArms = (d: DialectName, where: Cond): Cond[] =>
-  d === 'sqlite' ? [sql<SqlBool>`(${where}) AND ${NOT_IN_FLIGHT}`, sql<SqlBool>`(${where}) AND ${IN_FLIGHT}`] : [where];
+  capsOf(d).partialIndexNeedsItsTerm
+    ? [sql<SqlBool>`(${where}) AND ${NOT_IN_FLIGHT}`, sql<SqlBool>`(${where}) AND ${IN_FLIGHT}`]
+    : [where];
 
 /** `SELECT ${columns} FROM runs` of each arm, as one `UNION ALL`. */
 export const armRows = (d: DialectName, columns: RawBuilder<unknown>, where: Cond): RawBuilder<unknown> =>

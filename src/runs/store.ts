@@ -1,6 +1,7 @@
 /** SQL for runs. Every query starts from the caller's project (style D5). */
-import { sql, type ExpressionBuilder, type Kysely, type Updateable } from 'kysely';
+import type { ExpressionBuilder, Kysely, Updateable } from 'kysely';
 import { deleteProjectRows } from '../db/project-rows.ts';
+import { deleteFullTextRows } from '../db/full-text-rows.ts';
 import type { Database, RunTable } from '../db/schema.ts';
 import type { OrreryDialect } from '../db/dialect.ts';
 import type { Scope } from '../auth/principal.ts';
@@ -191,11 +192,17 @@ export async function deleteProjectRuns(db: Db, d: OrreryDialect, s: Scope): Pro
       (await db.deleteFrom('run_chunks').where('run_id', 'in', runIds).executeTakeFirst()).numDeletedRows,
     ),
   };
-  if (d.name === 'sqlite') {
-    // SQLite keeps the full text beside the row (runs_fts, keyed by search_rowid); PostgreSQL's is a column.
-    await sql`DELETE FROM runs_fts WHERE rowid IN (SELECT search_rowid FROM runs WHERE project_id = ${s.project} AND account_id = ${s.account} AND search_rowid IS NOT NULL)`.execute(
-      db,
-    );
-  }
+  // Where the full text is beside the row (keyed by search_rowid) its rows go first; a column goes with the row.
+  await deleteFullTextRows(
+    db,
+    d,
+    'runs_fts',
+    db
+      .selectFrom('runs')
+      .select('search_rowid')
+      .where('project_id', '=', s.project)
+      .where('account_id', '=', s.account)
+      .where('search_rowid', 'is not', null),
+  );
   return { ...counts, ...(await deleteProjectRows(db, ['async_runs', 'run_cache', 'runs'], s)) };
 }

@@ -1,6 +1,9 @@
 /** SQL for users, their memberships, their links (invitations, resets) and sessions. No rules here. */
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/schema.ts';
+import type { Db as AuthDb } from '../auth/store.ts';
+import * as keys from '../auth/personal-keys.ts';
+import * as reads from '../auth/reads.ts';
 
 export interface UserRow {
   id: string;
@@ -164,29 +167,19 @@ export const deleteSession = (db: Db, id: string) => db.deleteFrom('user_session
 export const deleteUserSessions = (db: Db, user: string) =>
   db.deleteFrom('user_sessions').where('user_id', '=', user).execute();
 
+// A user's personal keys, the account and its projects are auth's rows: auth answers for them,
+// over this connection or transaction (the same database; only its type names other tables).
+const authDb = (db: Db) => db as unknown as AuthDb;
+
 /** The ids of the API keys a user made (their personal keys). */
-export const personalKeys = async (db: Db, account: string, user: string): Promise<string[]> =>
-  (
-    await db
-      .selectFrom('api_keys')
-      .select('id')
-      .where('account_id', '=', account)
-      .where('created_by', '=', `user:${user}`)
-      .execute()
-  ).map((r) => r.id);
+export const personalKeys = (db: Db, account: string, user: string) => keys.personalKeys(authDb(db), account, user);
 
-export const disableKeys = (db: Db, ids: string[]) =>
-  ids.length ? db.updateTable('api_keys').set({ enabled: 0 }).where('id', 'in', ids).execute() : undefined;
+export const disableKeys = (db: Db, ids: string[]) => keys.disableKeys(authDb(db), ids);
 
-export const deleteKeys = (db: Db, ids: string[]) =>
-  ids.length ? db.deleteFrom('api_keys').where('id', 'in', ids).execute() : undefined;
+export const deleteKeys = (db: Db, ids: string[]) => keys.deleteKeys(authDb(db), ids);
 
-/** Reads of the account and its projects (auth owns and writes them). */
-export const getProject = (db: Db, account: string, id: string) =>
-  db.selectFrom('projects').selectAll().where('account_id', '=', account).where('id', '=', id).executeTakeFirst();
+export const getProject = (db: Db, account: string, id: string) => reads.getProject(authDb(db), account, id);
 
-export const listProjects = (db: Db, account: string) =>
-  db.selectFrom('projects').selectAll().where('account_id', '=', account).orderBy('created_at').orderBy('id').execute();
+export const listProjects = (db: Db, account: string) => reads.listProjects(authDb(db), account);
 
-export const getAccount = (db: Db, id: string) =>
-  db.selectFrom('accounts').selectAll().where('id', '=', id).executeTakeFirst();
+export const getAccount = (db: Db, id: string) => reads.getAccount(authDb(db), id);

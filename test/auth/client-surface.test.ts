@@ -9,6 +9,7 @@ import { after, before, describe, it } from 'node:test';
 import type { VertesiaClient } from '@vertesia/client';
 import { sql, type Kysely } from 'kysely';
 import { TEST_DIALECTS, seedEcho, startTestServer, type TestServer } from '../support/server.ts';
+import { until } from '../support/processes.ts';
 
 /** The HTTP status a client call fails with (200 when it succeeds). */
 const statusOf = async (p: Promise<unknown>): Promise<number> => {
@@ -194,6 +195,14 @@ for (const dialect of TEST_DIALECTS) {
         key.value,
       );
       assert.equal(run.status, 200, JSON.stringify(run.body));
+      // A second run, so the full-text rows of more than one run must go with the project.
+      const again = await srv.api(
+        'POST',
+        '/api/v1/runs',
+        { interaction: seeded.interaction.id, data: { text: 'bye' } },
+        key.value,
+      );
+      assert.equal(again.status, 200, JSON.stringify(again.body));
       const obj = await srv.api('POST', '/api/v1/objects', { name: 'doomed object', properties: { a: 1 } }, key.value);
       assert.equal(obj.status, 200, JSON.stringify(obj.body));
       // Data of the default project, which must survive.
@@ -213,6 +222,19 @@ for (const dialect of TEST_DIALECTS) {
       assert.match(own.body.message, /lock you out/);
       assert.equal(await statusOf(client.projects.delete('no-such-project')), 404);
 
+      const { db } = srv.orrery.database;
+      // SQLite keeps the full text in a side table (runs_fts) keyed by the run's search_rowid.
+      const fullTextRowsOfDoomed = async () => {
+        const { rows } = await sql<{
+          n: number;
+        }>`SELECT count(*) AS n FROM runs_fts WHERE runs_fts MATCH 'bye'`.execute(db);
+        return Number(rows[0]!.n);
+      };
+      if (dialect === 'sqlite')
+        await until('both runs of the doomed project are in the full-text table', async () =>
+          (await fullTextRowsOfDoomed()) === 2 ? true : undefined,
+        );
+
       const deleted = await client.projects.delete(doomed.id);
       assert.deepEqual(deleted, { id: doomed.id });
       assert.equal(await statusOf(client.projects.retrieve(doomed.id)), 404);
@@ -222,7 +244,7 @@ for (const dialect of TEST_DIALECTS) {
         "the project's keys went with it",
       );
       assert.equal(await statusOf(client.projects.delete(doomed.id)), 404);
-      const { db } = srv.orrery.database;
+      if (dialect === 'sqlite') assert.equal(await fullTextRowsOfDoomed(), 0, 'no full-text row outlives its run');
       // Every table that keys rows by project, read from the database itself: a feature that adds
       // one and forgets to delete its rows fails here.
       // The audit trail outlives a deleted project (docs/guides/governance.md; test/audit).

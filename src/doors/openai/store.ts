@@ -5,6 +5,7 @@
 import type { Kysely } from 'kysely';
 import type { Scope } from '../../auth/principal.ts';
 import type { ProjectScope } from '../../db/project-rows.ts';
+import { isCompletedRun } from '../../runs/reads.ts';
 
 interface DoorTurnTable {
   account_id: string;
@@ -15,15 +16,8 @@ interface DoorTurnTable {
   created_at: string;
 }
 
-interface RunSlice {
-  id: string;
-  project_id: string;
-  status: string;
-}
-
 export interface TurnsDb {
   door_turns: DoorTurnTable;
-  runs: RunSlice;
 }
 
 export const turnsOf = (db: object) => db as Kysely<TurnsDb>;
@@ -34,18 +28,19 @@ export async function longestTurn(
   s: Scope,
   hashes: string[],
 ): Promise<{ run_id: string; length: number } | undefined> {
-  return db
-    .selectFrom('door_turns')
-    .innerJoin('runs', 'runs.id', 'door_turns.run_id')
-    .select(['door_turns.run_id', 'door_turns.length'])
-    .where('door_turns.project_id', '=', s.project)
-    .where('door_turns.account_id', '=', s.account)
-    .where('door_turns.hash', 'in', hashes)
-    .where('runs.project_id', '=', s.project)
-    .where('runs.status', '=', 'completed')
-    .orderBy('door_turns.length', 'desc')
-    .limit(1)
-    .executeTakeFirst();
+  return (
+    db
+      .selectFrom('door_turns')
+      .select(['door_turns.run_id', 'door_turns.length'])
+      .where('door_turns.project_id', '=', s.project)
+      .where('door_turns.account_id', '=', s.account)
+      .where('door_turns.hash', 'in', hashes)
+      // The run is runs' row: runs writes the condition.
+      .where(isCompletedRun(s, 'door_turns.run_id'))
+      .orderBy('door_turns.length', 'desc')
+      .limit(1)
+      .executeTakeFirst()
+  );
 }
 
 /** Records a conversation's hash (the first run that answered it keeps it). */
