@@ -128,13 +128,22 @@ for (const dialect of TEST_DIALECTS) {
         enabled: false,
       });
       assert.equal(ok.status, 200);
-      const dup = await srv.api('POST', '/api/v1/evaluation-rules', { name: 'twice', interaction: 'Online', evaluators: [says] });
+      const dup = await srv.api('POST', '/api/v1/evaluation-rules', {
+        name: 'twice',
+        interaction: 'Online',
+        evaluators: [says],
+      });
       assert.equal(dup.status, 409);
       assert.equal((await srv.api('PUT', `/api/v1/evaluation-rules/${ok.body.id}`, {})).status, 400);
 
       const reader = (await srv.api('POST', '/api/v1/apikeys', { name: 'rules reader', role: 'reader' })).body.value;
       assert.equal((await srv.api('GET', `/api/v1/evaluation-rules/${ok.body.id}`, undefined, reader)).status, 200);
-      const refused = await srv.api('POST', '/api/v1/evaluation-rules', { name: 'x', query: 'tags:a', evaluators: [says] }, reader);
+      const refused = await srv.api(
+        'POST',
+        '/api/v1/evaluation-rules',
+        { name: 'x', query: 'tags:a', evaluators: [says] },
+        reader,
+      );
       assert.equal(refused.status, 403);
       const project = await srv.api('POST', '/api/v1/projects', { name: `Other rules ${dialect}` });
       const other = (await srv.api('POST', '/api/v1/apikeys', { name: 'other', project: project.body.id })).body.value;
@@ -142,7 +151,12 @@ for (const dialect of TEST_DIALECTS) {
       assert.equal((await srv.api('DELETE', `/api/v1/evaluation-rules/${ok.body.id}`, undefined, other)).status, 404);
       assert.deepEqual((await srv.api('GET', '/api/v1/evaluation-rules', undefined, other)).body, []);
       // My evaluator is not theirs.
-      const theirs = await srv.api('POST', '/api/v1/evaluation-rules', { name: 'x', query: 'tags:a', evaluators: [says] }, other);
+      const theirs = await srv.api(
+        'POST',
+        '/api/v1/evaluation-rules',
+        { name: 'x', query: 'tags:a', evaluators: [says] },
+        other,
+      );
       assert.equal(theirs.status, 400);
     });
   });
