@@ -105,6 +105,41 @@ for (const dialect of TEST_DIALECTS) {
       assert.ok(list.body.some((r: { id: string }) => r.id === created.body.id));
     });
 
+    it("pauses at the project's daily cost quota with the limiter's message, and resumes once raised", async () => {
+      // USD 1 per prompt token and 2 per answer token: a run of "Say: q" costs 2 + 4 = 6.
+      const { interaction: priced } = await seedEcho(srv, {
+        name: 'Priced online',
+        config: { prices: { echo: { input: 1_000_000, output: 2_000_000 } } },
+      });
+      const rule = await srv.api('POST', '/api/v1/evaluation-rules', {
+        name: 'quota bound',
+        interaction: 'Priced online',
+        evaluators: [says],
+        enabled: false,
+      });
+      assert.equal(rule.status, 200, JSON.stringify(rule.body));
+      // The quota first (a cost counts against the limits there are when its run ends), then a run over it.
+      const project = (await srv.api('GET', '/api/v1/projects')).body[0].id;
+      assert.equal((await srv.api('PUT', `/api/v1/projects/${project}`, { limits: { cost_per_day: 1 } })).status, 200);
+      let r: { status: number; body: any };
+      try {
+        r = await srv.api('POST', '/api/v1/runs', { interaction: priced.id, data: { text: 'q' } });
+        assert.equal(r.status, 200, JSON.stringify(r.body));
+        assert.equal(r.body.cost.total, 6);
+        await srv.api('PUT', `/api/v1/evaluation-rules/${rule.body.id}`, { enabled: true });
+        const paused = await untilRule(rule.body.id, (x) => x.last_error !== undefined);
+        assert.match(paused.last_error, /scoring paused: .*USD 1 of run cost per day/);
+        assert.equal(paused.scored, 0);
+        assert.equal((await srv.api('GET', `/api/v1/runs/${r.body.id}`)).body.scores?.says, undefined);
+      } finally {
+        assert.equal((await srv.api('PUT', `/api/v1/projects/${project}`, { limits: null })).status, 200);
+      }
+      const resumed = await untilRule(rule.body.id, (x) => x.scored === 1);
+      assert.equal(resumed.scored, 1);
+      assert.equal((await srv.api('GET', `/api/v1/runs/${r!.body.id}`)).body.scores.says.value, 1);
+      await srv.api('DELETE', `/api/v1/evaluation-rules/${rule.body.id}`);
+    });
+
     it('refuses bad rules by name, and keeps to roles and projects', async () => {
       const refusals: Array<[Record<string, unknown>, number, RegExp]> = [
         [{ name: 'r', evaluators: [says] }, 400, /interaction .* and\/or query/],
