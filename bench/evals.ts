@@ -14,7 +14,9 @@ import { api } from './lib/runs.ts';
 const ITEMS = Number(process.env.ITEMS ?? 1000);
 const CONCURRENCY = Number(process.env.CONCURRENCY ?? 16);
 
-const orrery = await startOrrery(process.env.ORRERY_DATABASE_URL ? { ORRERY_DATABASE_URL: process.env.ORRERY_DATABASE_URL } : {});
+const orrery = await startOrrery(
+  process.env.ORRERY_DATABASE_URL ? { ORRERY_DATABASE_URL: process.env.ORRERY_DATABASE_URL } : {},
+);
 try {
   const key = orrery.adminKey;
   const call = (path: string, body: unknown) => api(orrery.url, key, `/api/v1${path}`, body);
@@ -25,7 +27,12 @@ try {
   };
   const env = await call('/environments', { name: 'bench', provider: 'test', default_model: 'echo' });
   const p1 = await call('/prompts', { name: 'p1', role: 'user', content: 'Say: {{text}}', content_type: 'handlebars' });
-  const p2 = await call('/prompts', { name: 'p2', role: 'user', content: 'Answer: {{text}}', content_type: 'handlebars' });
+  const p2 = await call('/prompts', {
+    name: 'p2',
+    role: 'user',
+    content: 'Answer: {{text}}',
+    content_type: 'handlebars',
+  });
   const ix = await call('/interactions', {
     name: 'Bench',
     status: 'draft',

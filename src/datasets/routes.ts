@@ -164,7 +164,8 @@ export const datasetRoutes: FastifyPluginAsyncTypebox<{ datasets: DatasetService
       if (req.query.format === 'openai_chat') {
         const skipped = { count: 0 };
         async function* examples() {
-          for await (const ex of datasets.chatExamples(p, req.params.id, version, skipped)) yield JSON.stringify(ex) + '\n';
+          for await (const ex of datasets.chatExamples(p, req.params.id, version, skipped))
+            yield JSON.stringify(ex) + '\n';
         }
         // How many items could not be written in the format: known once the last one was read.
         reply.trailer('x-skipped-items', async () => String(skipped.count));

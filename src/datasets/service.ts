@@ -256,7 +256,7 @@ export class DatasetService {
                 (r) => r as Record<string, unknown>,
                 (err: { status?: number }) => (err?.status === 404 ? undefined : Promise.reject(err)),
               )
-            : undefined,
+            : Promise.resolve(undefined),
         ),
       );
       for (const [i, it] of batch.entries()) {

@@ -211,7 +211,8 @@ export async function verdict(type: EvaluatorType, config: Config, c: Candidate,
       const [a, b] = await deps.embed([out, textOf(c.expected)]).catch((err: Error) => {
         throw new EvaluatorFailure(`embedding_similarity: ${err.message}`);
       });
-      if (!a || !b) throw new EvaluatorFailure('embedding_similarity: the output or the expected value has no text to embed');
+      if (!a || !b)
+        throw new EvaluatorFailure('embedding_similarity: the output or the expected value has no text to embed');
       return { score: cosine(a, b) };
     }
     case 'contains': {

@@ -6,12 +6,12 @@
 import type { CellRow, CellScores } from './store.ts';
 
 /** A number passes from this value up; true passes, false does not (docs/guides/evaluation.md). */
-export const PASS_THRESHOLD = 0.5;
+const PASS_THRESHOLD = 0.5;
 /** Distinct values a distribution lists one by one; beyond, numbers go in DISTRIBUTION_BUCKETS equal ranges. */
 const DISTINCT_VALUES = 20;
 const DISTRIBUTION_BUCKETS = 10;
 
-export interface ScoreFigures {
+interface ScoreFigures {
   mean: number | null;
   min: number | null;
   max: number | null;
@@ -50,7 +50,8 @@ function distributionOf(values: ReadonlyArray<number | boolean | string>): Recor
   const min = Math.min(...numbers);
   const width = (Math.max(...numbers) - min) / DISTRIBUTION_BUCKETS;
   const out: Record<string, number> = {};
-  for (let b = 0; b < DISTRIBUTION_BUCKETS; b++) out[`[${round(min + b * width)}, ${round(min + (b + 1) * width)})`] = 0;
+  for (let b = 0; b < DISTRIBUTION_BUCKETS; b++)
+    out[`[${round(min + b * width)}, ${round(min + (b + 1) * width)})`] = 0;
   const keys = Object.keys(out);
   for (const n of numbers) out[keys[Math.min(DISTRIBUTION_BUCKETS - 1, Math.floor((n - min) / width))]]++;
   return out;
@@ -70,7 +71,9 @@ function figuresOf(entries: ReadonlyArray<CellScores[string]>): ScoreFigures {
     else values.push(e.value);
   }
   // Booleans count as 1 and 0 in the mean; category strings have a distribution only.
-  const numeric = values.filter((v) => typeof v !== 'string').map((v) => (v === true ? 1 : v === false ? 0 : v)) as number[];
+  const numeric = values
+    .filter((v) => typeof v !== 'string')
+    .map((v) => (v === true ? 1 : v === false ? 0 : v)) as number[];
   const passes = values.filter((v) => v === true || (typeof v === 'number' && v >= PASS_THRESHOLD)).length;
   return {
     mean: numeric.length ? round(numeric.reduce((a, b) => a + b, 0) / numeric.length) : null,
@@ -105,7 +108,10 @@ export function aggregate(
     const result = mine.reduce((n, c) => n + (c.result_tokens ?? 0), 0);
     return {
       name,
-      runs: { completed: mine.filter((c) => c.error === null).length, failed: mine.filter((c) => c.error !== null).length },
+      runs: {
+        completed: mine.filter((c) => c.error === null).length,
+        failed: mine.filter((c) => c.error !== null).length,
+      },
       scores,
       latency: { p50: percentile(latencies, 0.5), p95: percentile(latencies, 0.95) },
       tokens: prompt + result,

@@ -98,7 +98,11 @@ export function createExperiments(deps: ExperimentsDeps) {
     newRuns: async (p, q) => {
       const found = await runs.runs.search(p, {
         query: q.query,
-        filters: { status: 'completed', updated_at: { gte: q.since }, ...(q.interaction ? { interaction: q.interaction } : {}) },
+        filters: {
+          status: 'completed',
+          updated_at: { gte: q.since },
+          ...(q.interaction ? { interaction: q.interaction } : {}),
+        },
         limit: q.limit,
       });
       const list = (Array.isArray(found) ? found : ((found as { results?: unknown[] }).results ?? [])) as Array<{

@@ -27,7 +27,7 @@ interface RuleTable {
   updated_at: string;
 }
 
-export interface RulesDb {
+interface RulesDb {
   evaluation_rules: RuleTable;
 }
 

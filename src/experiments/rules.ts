@@ -24,12 +24,12 @@ import { BadRequest, Conflict, Forbidden, NotFound, OrreryError } from '../util/
 import * as store from './rules-store.ts';
 import type { RuleRow, RulesDbHandle } from './rules-store.ts';
 
-export const RULE_JOB = 'evaluation-rule';
+const RULE_JOB = 'evaluation-rule';
 /** How often a rule looks for new runs. */
-export const TICK_MS = 2000;
+const TICK_MS = 2000;
 /** Runs read per tick: beyond, the older ones of that tick are not looked at. */
 const PAGE = 1000;
-export const RULE_BOUNDS = { nameChars: 200, evaluators: 10, maxPerMinute: 600, queryChars: 4000, pageLimit: 1000 };
+const RULE_BOUNDS = { nameChars: 200, evaluators: 10, maxPerMinute: 600, queryChars: 4000, pageLimit: 1000 };
 const DEFAULT_PER_MINUTE = 60;
 const NOT_PRODUCTION = 'NOT tags:experiment AND NOT tags:evaluator';
 
@@ -190,7 +190,13 @@ export class EvaluationRules {
       max_per_minute: input.max_per_minute ?? row.max_per_minute,
     });
     const enabled = input.enabled ?? row.enabled;
-    const patch = { name, ...fields, enabled, updated_at: nowIso(), ...(enabled && !row.enabled ? { last_error: null } : {}) };
+    const patch = {
+      name,
+      ...fields,
+      enabled,
+      updated_at: nowIso(),
+      ...(enabled && !row.enabled ? { last_error: null } : {}),
+    };
     await store.updateRule(this.deps.db, this.deps.dialect, s, id, patch);
     if (enabled && !row.enabled) await this.schedule(s, id, 0);
     return dto({ ...row, ...patch });
@@ -254,7 +260,9 @@ export class EvaluationRules {
     let lastError: string | null = null;
     let scored = 0;
     let cursor = { at: rule.cursor_at, id: rule.cursor_id };
-    const interaction = rule.interaction ? await this.deps.interactionIds(p, rule.interaction).catch(() => []) : undefined;
+    const interaction = rule.interaction
+      ? await this.deps.interactionIds(p, rule.interaction).catch(() => [])
+      : undefined;
     if (interaction && !interaction.length)
       lastError = `interaction ${JSON.stringify(rule.interaction)} no longer exists: the rule scores nothing`;
     else {

@@ -21,7 +21,7 @@ import { OrreryError } from '../util/errors.ts';
 import * as store from './store.ts';
 import type { CellRow, CellScores, Db, ExperimentRow, ItemRow } from './store.ts';
 
-export const EXPERIMENT_JOB = 'experiment';
+const EXPERIMENT_JOB = 'experiment';
 
 /** Queued cells read at once; the pool takes from them. */
 const BATCH = 200;
@@ -41,7 +41,7 @@ export interface RunLike {
   error?: { message?: string } | null;
 }
 
-export interface Evaluation {
+interface Evaluation {
   score?: { id: string; value: number | boolean | string };
   error?: { message: string };
 }
@@ -121,10 +121,9 @@ export class ExperimentRunner {
         const cells = await store.queuedCells(db, dialect, s, exp.id, BATCH);
         if (!cells.length) break;
         const items = new Map(
-          (await store.getItems(db, dialect, s, exp.id, { ids: [...new Set(cells.map((c) => c.item_id))] })).map((i) => [
-            i.item_id,
-            i,
-          ]),
+          (await store.getItems(db, dialect, s, exp.id, { ids: [...new Set(cells.map((c) => c.item_id))] })).map(
+            (i) => [i.item_id, i],
+          ),
         );
         let next = 0;
         const worker = async () => {

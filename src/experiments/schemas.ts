@@ -36,7 +36,7 @@ export const CreateExperimentBody = Type.Object(
     evaluators: Type.Optional(
       Type.Array(Type.String({ minLength: 1 }), {
         maxItems: 10,
-        description: "Evaluator ids; each is pinned at its current version",
+        description: 'Evaluator ids; each is pinned at its current version',
       }),
     ),
     concurrency: Type.Optional(Type.Integer({ minimum: 1, maximum: 16, description: 'Runs at once (default 4)' })),
@@ -68,7 +68,7 @@ const Variant = Type.Object({
   latency: Type.Optional(
     Type.Object(
       { p50: Nullable(Type.Number()), p95: Nullable(Type.Number()) },
-      { description: "Milliseconds, of the runs that completed" },
+      { description: 'Milliseconds, of the runs that completed' },
     ),
   ),
   tokens: Type.Optional(Type.Integer()),

@@ -17,7 +17,7 @@ import * as store from './store.ts';
 import type { CellRow, Db, ExperimentRow, ItemRow, StoredEvaluator, StoredVariant } from './store.ts';
 
 /** Bounds of what a request may make the server do (docs/reference/limits.md). */
-export const EXPERIMENT_BOUNDS = {
+const EXPERIMENT_BOUNDS = {
   variants: 10,
   evaluators: 10,
   items: 10_000,
@@ -85,10 +85,10 @@ export interface ExperimentDto {
   ended_at?: string;
 }
 
-const isObject = (v: unknown): v is Record<string, unknown> =>
-  typeof v === 'object' && v !== null && !Array.isArray(v);
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
-const wholeIn = (v: unknown, min: number, max: number) => Number.isInteger(v) && (v as number) >= min && (v as number) <= max;
+const wholeIn = (v: unknown, min: number, max: number) =>
+  Number.isInteger(v) && (v as number) >= min && (v as number) <= max;
 
 export class ExperimentService {
   constructor(
@@ -101,7 +101,9 @@ export class ExperimentService {
   async create(p: Principal, input: CreateInput): Promise<ExperimentDto> {
     const missing = NEEDED.filter((perm) => !can(p.role, perm));
     if (missing.length)
-      throw new Forbidden(`an experiment executes and scores runs: the caller's role (${p.role}) needs ${missing.join(' and ')}`);
+      throw new Forbidden(
+        `an experiment executes and scores runs: the caller's role (${p.role}) needs ${missing.join(' and ')}`,
+      );
     const name = input.name?.trim();
     if (name !== undefined && (!name || name.length > EXPERIMENT_BOUNDS.nameChars))
       throw new BadRequest(`name is 1 to ${EXPERIMENT_BOUNDS.nameChars} characters`);
@@ -174,7 +176,13 @@ export class ExperimentService {
       id,
       items.map((i) => i.item_id),
     );
-    return items.map((it) => itemAnswer(row, it, cells.filter((c) => c.item_id === it.item_id)));
+    return items.map((it) =>
+      itemAnswer(
+        row,
+        it,
+        cells.filter((c) => c.item_id === it.item_id),
+      ),
+    );
   }
 
   /** Stops it: its queued runs are not made; the ones being made finish and are scored. */
@@ -283,7 +291,9 @@ export class ExperimentService {
         throw new BadRequest(`${at}.environment is an environment id`);
       await this.deps.environment(p, config.environment).catch((err: unknown) => {
         if (err instanceof OrreryError && err.status === 404)
-          throw new BadRequest(`${at}.environment ${JSON.stringify(config.environment)} names no environment of this project`);
+          throw new BadRequest(
+            `${at}.environment ${JSON.stringify(config.environment)} names no environment of this project`,
+          );
         throw err;
       });
     }

@@ -63,7 +63,7 @@ interface CellTable {
   updated_at: string;
 }
 
-export interface ExperimentsDb {
+interface ExperimentsDb {
   experiments: ExperimentTable;
   experiment_items: ItemTable;
   experiment_cells: CellTable;
@@ -205,7 +205,12 @@ export async function insertExperiment(
   });
 }
 
-export async function getExperiment(db: Db, d: OrreryDialect, s: Scope, id: string): Promise<ExperimentRow | undefined> {
+export async function getExperiment(
+  db: Db,
+  d: OrreryDialect,
+  s: Scope,
+  id: string,
+): Promise<ExperimentRow | undefined> {
   const r = await experimentsIn(db, s).selectAll().where('id', '=', id).executeTakeFirst();
   return r ? decodeExperiment(d, r) : undefined;
 }
@@ -218,7 +223,12 @@ export async function listExperiments(
 ): Promise<ExperimentRow[]> {
   let q = experimentsIn(db, s).selectAll();
   if (page.dataset) q = q.where('dataset_id', '=', page.dataset);
-  const rows = await q.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(page.limit).offset(page.offset).execute();
+  const rows = await q
+    .orderBy('created_at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(page.limit)
+    .offset(page.offset)
+    .execute();
   return rows.map((r) => decodeExperiment(d, r));
 }
 
@@ -325,13 +335,7 @@ export async function updateCell(
 }
 
 /** Cells of the experiment from one status to another (all of them, or one item's); how many moved. */
-export async function moveCells(
-  db: Db,
-  id: string,
-  from: CellStatus,
-  to: CellStatus,
-  item?: string,
-): Promise<number> {
+export async function moveCells(db: Db, id: string, from: CellStatus, to: CellStatus, item?: string): Promise<number> {
   let q = db
     .updateTable('experiment_cells')
     .set({ status: to, updated_at: nowIso() })

@@ -10,7 +10,10 @@ import { request } from 'node:http';
 import { TEST_DIALECTS, seedEcho, startTestServer, type TestServer } from '../support/server.ts';
 
 /** GET with node:http, which reads trailers (fetch does not). */
-function getWithTrailers(url: string, key: string): Promise<{ status: number; body: string; trailers: NodeJS.Dict<string> }> {
+function getWithTrailers(
+  url: string,
+  key: string,
+): Promise<{ status: number; body: string; trailers: NodeJS.Dict<string> }> {
   return new Promise((resolve, reject) => {
     request(url, { headers: { authorization: `Bearer ${key}` } }, (res) => {
       let body = '';
@@ -35,7 +38,11 @@ for (const dialect of TEST_DIALECTS) {
     it('writes the run prompt and the final answer of each item copied from a run', async () => {
       const { interaction } = await seedEcho(srv, { name: `Chat export ${dialect}` });
       for (const text of ['first question', 'second question']) {
-        const r = await srv.api('POST', '/api/v1/runs', { interaction: interaction.id, data: { text }, tags: ['tune'] });
+        const r = await srv.api('POST', '/api/v1/runs', {
+          interaction: interaction.id,
+          data: { text },
+          tags: ['tune'],
+        });
         assert.equal(r.status, 200, JSON.stringify(r.body));
       }
       const ds = await srv.api('POST', '/api/v1/datasets', { name: `chats ${dialect}` });
@@ -44,9 +51,14 @@ for (const dialect of TEST_DIALECTS) {
       });
       assert.equal(copied.body.ids.length, 2, JSON.stringify(copied.body));
       // Written by hand: no run to take a prompt from.
-      await srv.api('POST', `/api/v1/datasets/${ds.body.id}/items`, { items: [{ data: { text: 'x' }, expected: 'y' }] });
+      await srv.api('POST', `/api/v1/datasets/${ds.body.id}/items`, {
+        items: [{ data: { text: 'x' }, expected: 'y' }],
+      });
 
-      const out = await getWithTrailers(`${srv.url}/api/v1/datasets/${ds.body.id}/export?format=openai_chat`, srv.adminKey);
+      const out = await getWithTrailers(
+        `${srv.url}/api/v1/datasets/${ds.body.id}/export?format=openai_chat`,
+        srv.adminKey,
+      );
       assert.equal(out.status, 200, out.body);
       const lines = out.body
         .trim()

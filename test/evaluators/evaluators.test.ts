@@ -149,7 +149,10 @@ for (const dialect of TEST_DIALECTS) {
     it('refuses bad configs by name before storing anything', async () => {
       const refusals: Array<[Record<string, unknown>, RegExp]> = [
         [{ type: 'nope' }, /type must be one of/],
-        [{ type: 'embedding_similarity', config: { model: 'x' } }, /config\.model is not a field of a embedding_similarity evaluator \(it takes none\)/],
+        [
+          { type: 'embedding_similarity', config: { model: 'x' } },
+          /config\.model is not a field of a embedding_similarity evaluator \(it takes none\)/,
+        ],
         [{ type: 'exact_match', config: { value: 1 } }, /config.value is not a field of a exact_match evaluator/],
         [{ type: 'contains' }, /needs config.value/],
         [{ type: 'regex', config: { pattern: '(' } }, /config.pattern/],

@@ -21,7 +21,15 @@ const KEY = `sk-${'experiments'.repeat(2)}`;
 async function serve(dataDir: string, databaseUrl: string | undefined): Promise<{ orrery: Orrery; srv: TestServer }> {
   const config = loadConfig(
     {},
-    { port: 0, host: '127.0.0.1', dataDir, databaseUrl, logLevel: 'silent', adminKey: KEY, secret: 'experiments-secret-0123456789' },
+    {
+      port: 0,
+      host: '127.0.0.1',
+      dataDir,
+      databaseUrl,
+      logLevel: 'silent',
+      adminKey: KEY,
+      secret: 'experiments-secret-0123456789',
+    },
   );
   const orrery = await buildServer(config, { logger: false });
   const url = await orrery.app.listen({ port: 0, host: '127.0.0.1' });
@@ -97,7 +105,10 @@ for (const dialect of TEST_DIALECTS) {
         const second = await serve(dataDir, pgdb?.url);
         current = second.orrery;
         const stopped = await second.srv.api('GET', `/api/v1/experiments/${r.body.id}`);
-        assert.ok(stopped.body.progress.done < 12, `it ended before the restart: ${JSON.stringify(stopped.body.progress)}`);
+        assert.ok(
+          stopped.body.progress.done < 12,
+          `it ended before the restart: ${JSON.stringify(stopped.body.progress)}`,
+        );
         const done = await until(second.srv, r.body.id, ['completed', 'failed']);
         assert.equal(done.status, 'completed', JSON.stringify(done));
         assert.deepEqual(done.progress, { done: 12, total: 12, completed: 12, failed: 0, canceled: 0 });

@@ -150,7 +150,11 @@ for (const dialect of TEST_DIALECTS) {
 
     it('freezes the dataset at the version it used', async () => {
       const fresh = await dataset(srv, `frozen ${dialect}`, [{ data: { text: 'one' }, expected: 'Say: one' }]);
-      const r = await start({ dataset: fresh, variants: [{ name: 'a', interaction: versions.v1 }], evaluators: [exact] });
+      const r = await start({
+        dataset: fresh,
+        variants: [{ name: 'a', interaction: versions.v1 }],
+        evaluators: [exact],
+      });
       assert.equal(r.status, 200, JSON.stringify(r.body));
       const d = await srv.api('GET', `/api/v1/datasets/${fresh}`);
       assert.equal(d.body.frozen_version, 1);
@@ -179,18 +183,56 @@ for (const dialect of TEST_DIALECTS) {
       assert.equal((await srv.api('DELETE', `/api/v1/interactions/${v3.body.id}`)).status, 200);
       const before = (await srv.api('GET', '/api/v1/experiments?limit=1000')).body.length;
       const refusals: Array<[Record<string, unknown>, number, RegExp]> = [
-        [{ dataset: ds, variants: [{ name: 'gone', interaction: `${name}@3` }] }, 400, /variants\[0\]\.interaction .*deleted/],
+        [
+          { dataset: ds, variants: [{ name: 'gone', interaction: `${name}@3` }] },
+          400,
+          /variants\[0\]\.interaction .*deleted/,
+        ],
         [{ dataset: ds, variants: [{ name: 'gone', interaction: v3.body.id }] }, 400, /names no interaction version/],
         [{ dataset: ds, variants: [] }, 400, /variants/],
-        [{ dataset: ds, variants: [{ name: 'a', interaction: versions.v1 }, { name: 'a', interaction: versions.v2 }] }, 400, /used twice/],
-        [{ dataset: 'nope', variants: [{ name: 'a', interaction: versions.v1 }] }, 400, /dataset "nope" names no dataset/],
-        [{ dataset: ds, variants: [{ name: 'a', interaction: versions.v1 }], evaluators: ['nope'] }, 400, /evaluators\[0\]/],
-        [{ dataset: ds, variants: [{ name: 'a', interaction: versions.v1 }], evaluators: [exact, exact] }, 400, /twice/],
+        [
+          {
+            dataset: ds,
+            variants: [
+              { name: 'a', interaction: versions.v1 },
+              { name: 'a', interaction: versions.v2 },
+            ],
+          },
+          400,
+          /used twice/,
+        ],
+        [
+          { dataset: 'nope', variants: [{ name: 'a', interaction: versions.v1 }] },
+          400,
+          /dataset "nope" names no dataset/,
+        ],
+        [
+          { dataset: ds, variants: [{ name: 'a', interaction: versions.v1 }], evaluators: ['nope'] },
+          400,
+          /evaluators\[0\]/,
+        ],
+        [
+          { dataset: ds, variants: [{ name: 'a', interaction: versions.v1 }], evaluators: [exact, exact] },
+          400,
+          /twice/,
+        ],
         [{ dataset: ds, variants: [{ name: 'a', interaction: versions.v1 }], concurrency: 17 }, 400, /concurrency/],
         [{ dataset: ds, variants: [{ name: 'a', interaction: versions.v1 }], repetitions: 0 }, 400, /repetitions/],
-        [{ dataset: ds, variants: [{ name: 'a', interaction: versions.v1, config: { temperature: 1 } }] }, 400, /temperature/],
-        [{ dataset: ds, variants: [{ name: 'a', interaction: versions.v1, config: { environment: 'nope' } }] }, 400, /config\.environment "nope"/],
-        [{ dataset: ds, variants: [{ name: 'a', interaction: versions.v1 }], dataset_version: 9 }, 400, /dataset_version/],
+        [
+          { dataset: ds, variants: [{ name: 'a', interaction: versions.v1, config: { temperature: 1 } }] },
+          400,
+          /temperature/,
+        ],
+        [
+          { dataset: ds, variants: [{ name: 'a', interaction: versions.v1, config: { environment: 'nope' } }] },
+          400,
+          /config\.environment "nope"/,
+        ],
+        [
+          { dataset: ds, variants: [{ name: 'a', interaction: versions.v1 }], dataset_version: 9 },
+          400,
+          /dataset_version/,
+        ],
         [{ dataset: ds, variants: [{ name: 'a', interaction: versions.v1 }], extra: 1 }, 400, /extra/],
       ];
       for (const [body, status, message] of refusals) {
@@ -283,7 +325,10 @@ for (const dialect of TEST_DIALECTS) {
       assert.deepEqual(cmp.body.deltas.v1.scores.picky, { mean: 0, pass_rate: 0 });
       // "Answer:" and "Say:" are one word each: the same tokens.
       assert.equal(cmp.body.deltas.v1.tokens, 0);
-      assert.equal((await srv.api('GET', `/api/v1/experiments/${first.body.id}/compare?with=${first.body.id}`)).status, 400);
+      assert.equal(
+        (await srv.api('GET', `/api/v1/experiments/${first.body.id}/compare?with=${first.body.id}`)).status,
+        400,
+      );
       assert.equal((await srv.api('GET', `/api/v1/experiments/${first.body.id}/compare?with=nope`)).status, 404);
       assert.equal((await srv.api('GET', `/api/v1/experiments/${first.body.id}/compare`)).status, 400);
 

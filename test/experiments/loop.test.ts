@@ -20,7 +20,7 @@ for (const dialect of TEST_DIALECTS) {
 
     it('scores runs, makes a dataset from a run search, and compares two published versions', async () => {
       const name = `Loop ${dialect}`;
-      const versions = await twoVersions(srv, name);
+      await twoVersions(srv, name);
       // Production: four runs of version 1, two of them liked.
       const texts = ['north wind', 'south sea islands', 'east', 'west coast'];
       const runs: string[] = [];
@@ -30,7 +30,11 @@ for (const dialect of TEST_DIALECTS) {
         runs.push(r.body.id);
       }
       for (const [i, liked] of [true, true, false, false].entries()) {
-        const s = await srv.api('POST', `/api/v1/runs/${runs[i]}/scores`, { name: 'thumbs', value: liked, source: 'human' });
+        const s = await srv.api('POST', `/api/v1/runs/${runs[i]}/scores`, {
+          name: 'thumbs',
+          value: liked,
+          source: 'human',
+        });
         assert.equal(s.status, 200, JSON.stringify(s.body));
       }
 
@@ -42,13 +46,17 @@ for (const dialect of TEST_DIALECTS) {
       assert.equal(copied.status, 200, JSON.stringify(copied.body));
       assert.equal(copied.body.ids.length, 2);
       const items = await srv.api('GET', `/api/v1/datasets/${ds.body.id}/items`);
-      assert.deepEqual(
-        items.body.items.map((i: { expected: string }) => i.expected).sort(),
-        ['Say: north wind', 'Say: south sea islands'],
-      );
+      assert.deepEqual(items.body.items.map((i: { expected: string }) => i.expected).sort(), [
+        'Say: north wind',
+        'Say: south sea islands',
+      ]);
 
       // A judge (an interaction of the test provider answering {score, reason}) and a code evaluator.
-      const env = await srv.api('POST', '/api/v1/environments', { name: 'Judge env', provider: 'test', default_model: 'echo' });
+      const env = await srv.api('POST', '/api/v1/environments', {
+        name: 'Judge env',
+        provider: 'test',
+        default_model: 'echo',
+      });
       const prompt = await srv.api('POST', '/api/v1/prompts', {
         name: 'judge prompt',
         role: 'user',
@@ -83,11 +91,35 @@ for (const dialect of TEST_DIALECTS) {
       assert.equal(done.status, 'completed', JSON.stringify(done));
       assert.deepEqual(done.progress, { done: 4, total: 4, completed: 4, failed: 0, canceled: 0 });
       const [v1, v2] = done.variants;
-      const judged = { mean: 0.75, min: 0.75, max: 0.75, count: 2, errors: 0, pass_rate: 1, distribution: { '0.75': 2 } };
+      const judged = {
+        mean: 0.75,
+        min: 0.75,
+        max: 0.75,
+        count: 2,
+        errors: 0,
+        pass_rate: 1,
+        distribution: { '0.75': 2 },
+      };
       assert.deepEqual(v1.scores.judge, judged);
       assert.deepEqual(v2.scores.judge, judged);
-      assert.deepEqual(v1.scores.same, { mean: 1, min: 1, max: 1, count: 2, errors: 0, pass_rate: 1, distribution: { '1': 2 } });
-      assert.deepEqual(v2.scores.same, { mean: 0, min: 0, max: 0, count: 2, errors: 0, pass_rate: 0, distribution: { '0': 2 } });
+      assert.deepEqual(v1.scores.same, {
+        mean: 1,
+        min: 1,
+        max: 1,
+        count: 2,
+        errors: 0,
+        pass_rate: 1,
+        distribution: { '1': 2 },
+      });
+      assert.deepEqual(v2.scores.same, {
+        mean: 0,
+        min: 0,
+        max: 0,
+        count: 2,
+        errors: 0,
+        pass_rate: 0,
+        distribution: { '0': 2 },
+      });
       // "Say: north wind" (3 words) and "Say: south sea islands" (4), prompt and answer alike.
       assert.deepEqual(v1.token_use, { prompt: 7, result: 7, total: 14 });
       assert.deepEqual(v2.token_use, { prompt: 7, result: 7, total: 14 });
@@ -103,7 +135,9 @@ for (const dialect of TEST_DIALECTS) {
       assert.equal(v2run.body.scores.judge.value, 0.75);
       assert.equal(v2run.body.scores.judge.comment, 'read Answer: north wind');
       // The experiment's runs are searchable by their scores like production ones.
-      const low = await srv.api('POST', '/api/v1/runs/search', { query: `scores.same:0 AND tags:"experiment:${r.body.id}"` });
+      const low = await srv.api('POST', '/api/v1/runs/search', {
+        query: `scores.same:0 AND tags:"experiment:${r.body.id}"`,
+      });
       assert.equal(low.status, 200, JSON.stringify(low.body));
       const found = (Array.isArray(low.body) ? low.body : low.body.results) as Array<{ id: string }>;
       assert.equal(found.length, 2, JSON.stringify(low.body));

@@ -105,6 +105,41 @@ for (const dialect of TEST_DIALECTS) {
       assert.ok(list.body.some((r: { id: string }) => r.id === created.body.id));
     });
 
+    it("pauses at the project's daily cost quota with the limiter's message, and resumes once raised", async () => {
+      // USD 1 per prompt token and 2 per answer token: a run of "Say: q" costs 2 + 4 = 6.
+      const { interaction: priced } = await seedEcho(srv, {
+        name: 'Priced online',
+        config: { prices: { echo: { input: 1_000_000, output: 2_000_000 } } },
+      });
+      const rule = await srv.api('POST', '/api/v1/evaluation-rules', {
+        name: 'quota bound',
+        interaction: 'Priced online',
+        evaluators: [says],
+        enabled: false,
+      });
+      assert.equal(rule.status, 200, JSON.stringify(rule.body));
+      // The quota first (a cost counts against the limits there are when its run ends), then a run over it.
+      const project = (await srv.api('GET', '/api/v1/projects')).body[0].id;
+      assert.equal((await srv.api('PUT', `/api/v1/projects/${project}`, { limits: { cost_per_day: 1 } })).status, 200);
+      let r: { status: number; body: any };
+      try {
+        r = await srv.api('POST', '/api/v1/runs', { interaction: priced.id, data: { text: 'q' } });
+        assert.equal(r.status, 200, JSON.stringify(r.body));
+        assert.equal(r.body.cost.total, 6);
+        await srv.api('PUT', `/api/v1/evaluation-rules/${rule.body.id}`, { enabled: true });
+        const paused = await untilRule(rule.body.id, (x) => x.last_error !== undefined);
+        assert.match(paused.last_error, /scoring paused: .*USD 1 of run cost per day/);
+        assert.equal(paused.scored, 0);
+        assert.equal((await srv.api('GET', `/api/v1/runs/${r.body.id}`)).body.scores?.says, undefined);
+      } finally {
+        assert.equal((await srv.api('PUT', `/api/v1/projects/${project}`, { limits: null })).status, 200);
+      }
+      const resumed = await untilRule(rule.body.id, (x) => x.scored === 1);
+      assert.equal(resumed.scored, 1);
+      assert.equal((await srv.api('GET', `/api/v1/runs/${r!.body.id}`)).body.scores.says.value, 1);
+      await srv.api('DELETE', `/api/v1/evaluation-rules/${rule.body.id}`);
+    });
+
     it('refuses bad rules by name, and keeps to roles and projects', async () => {
       const refusals: Array<[Record<string, unknown>, number, RegExp]> = [
         [{ name: 'r', evaluators: [says] }, 400, /interaction .* and\/or query/],
@@ -128,13 +163,22 @@ for (const dialect of TEST_DIALECTS) {
         enabled: false,
       });
       assert.equal(ok.status, 200);
-      const dup = await srv.api('POST', '/api/v1/evaluation-rules', { name: 'twice', interaction: 'Online', evaluators: [says] });
+      const dup = await srv.api('POST', '/api/v1/evaluation-rules', {
+        name: 'twice',
+        interaction: 'Online',
+        evaluators: [says],
+      });
       assert.equal(dup.status, 409);
       assert.equal((await srv.api('PUT', `/api/v1/evaluation-rules/${ok.body.id}`, {})).status, 400);
 
       const reader = (await srv.api('POST', '/api/v1/apikeys', { name: 'rules reader', role: 'reader' })).body.value;
       assert.equal((await srv.api('GET', `/api/v1/evaluation-rules/${ok.body.id}`, undefined, reader)).status, 200);
-      const refused = await srv.api('POST', '/api/v1/evaluation-rules', { name: 'x', query: 'tags:a', evaluators: [says] }, reader);
+      const refused = await srv.api(
+        'POST',
+        '/api/v1/evaluation-rules',
+        { name: 'x', query: 'tags:a', evaluators: [says] },
+        reader,
+      );
       assert.equal(refused.status, 403);
       const project = await srv.api('POST', '/api/v1/projects', { name: `Other rules ${dialect}` });
       const other = (await srv.api('POST', '/api/v1/apikeys', { name: 'other', project: project.body.id })).body.value;
@@ -142,7 +186,12 @@ for (const dialect of TEST_DIALECTS) {
       assert.equal((await srv.api('DELETE', `/api/v1/evaluation-rules/${ok.body.id}`, undefined, other)).status, 404);
       assert.deepEqual((await srv.api('GET', '/api/v1/evaluation-rules', undefined, other)).body, []);
       // My evaluator is not theirs.
-      const theirs = await srv.api('POST', '/api/v1/evaluation-rules', { name: 'x', query: 'tags:a', evaluators: [says] }, other);
+      const theirs = await srv.api(
+        'POST',
+        '/api/v1/evaluation-rules',
+        { name: 'x', query: 'tags:a', evaluators: [says] },
+        other,
+      );
       assert.equal(theirs.status, 400);
     });
   });
