@@ -86,8 +86,6 @@ const KNOWN = {
   // Collections join their members' objects and types.
   'src/collections/service.ts': ['object_types', 'objects'],
   'src/collections/store.ts': ['objects'],
-  // Embeddings read the objects they embed (objects import embeddings, so this needs injecting).
-  'src/embeddings/service.ts': ['objects'],
 };
 
 const names = Object.keys(OWNERS).join('|');

@@ -20,6 +20,7 @@ import { createInteractions } from './interactions/register.ts';
 import { createRuns } from './runs/register.ts';
 import { createBlobs, type Blobs } from './blobs/register.ts';
 import { createObjects } from './objects/register.ts';
+import * as objectReads from './objects/reads.ts';
 import { MediaService } from './media/service.ts';
 import { ReplicaRegistry } from './cluster/replicas.ts';
 import { JobQueue } from './jobs/queue.ts';
@@ -140,6 +141,12 @@ export async function createFeatures(config: Config, database: OpenedDatabase, c
     environments: interactions.environments,
     queue: jobs,
     blobStore: blobs.store,
+    // The objects they embed, read by the objects feature (which is built on embeddings).
+    objects: {
+      get: (s, id) => objectReads.embeddedObject(db, dialect, s, id),
+      page: (s, after, limit) => objectReads.embeddedObjects(db, dialect, s, after, limit),
+      count: (s) => objectReads.countObjects(db, s),
+    },
     log,
   });
   wireProjectSettings(auth, { limiter, blobs, embeddings, log });

@@ -15,7 +15,7 @@ import type { EnvironmentService } from '../interactions/environments.ts';
 import type { BlobStore } from '../blobs/blob-store.ts';
 import { LocalBlobStore } from '../blobs/local-store.ts';
 import { authReads } from '../auth/reads.ts';
-import { EmbeddingService } from './service.ts';
+import { EmbeddingService, type EmbeddableObjects } from './service.ts';
 import { EmbeddingSettingsStore, parseStored, type EmbeddingSettings } from './settings.ts';
 import { VectorIndexes } from './index-registry.ts';
 import { DEFAULT_HNSW } from './vector-index.ts';
@@ -32,6 +32,8 @@ export interface EmbeddingsDeps {
   queue: JobQueue;
   /** The blob store: saved graphs go there when it is S3. */
   blobStore: BlobStore;
+  /** The objects' rows they embed, read by the objects feature. */
+  objects: EmbeddableObjects;
   log: FastifyBaseLogger;
 }
 
@@ -68,6 +70,7 @@ export function createEmbeddings(deps: EmbeddingsDeps) {
     settings: new EmbeddingSettingsStore(projectSettings, deps.environments),
     indexes: vectorIndexes,
     queue: deps.queue,
+    objects: deps.objects,
     onError: (err, what) => log.error({ err }, `embeddings: could not ${what}`),
   });
   /** The project setting `embeddings` (PUT /projects/:id). */

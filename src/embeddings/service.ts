@@ -71,7 +71,17 @@ export interface EmbeddingServiceDeps {
   settings: EmbeddingSettingsStore;
   indexes: VectorIndexes;
   queue: JobQueue;
+  /** The objects' rows, read by their feature (objects import embeddings, so they are given here). */
+  objects: EmbeddableObjects;
   onError?: (err: unknown, what: string) => void;
+}
+
+/** What embeddings read of the objects (objects/reads.ts). */
+export interface EmbeddableObjects {
+  get(s: Scope, id: string): Promise<EmbeddableObject | undefined>;
+  /** A page in id order after `after` (null: from the first). */
+  page(s: Scope, after: string | null, limit: number): Promise<EmbeddableObject[]>;
+  count(s: Scope): Promise<number>;
 }
 
 /** An object as embeddings read it. */
@@ -80,8 +90,6 @@ export interface EmbeddableObject extends SourceFields {
   status?: string;
   content_source?: string | null;
 }
-
-const OBJECT_COLUMNS = ['id', 'name', 'description', 'text', 'properties', 'status', 'content_source'] as const;
 
 /** What `storeEmbeddings` wrote, for the indexes once committed. */
 export interface StoredEmbeddings {
@@ -302,15 +310,8 @@ export class EmbeddingService implements RunEmbeddingHook {
     return this.deps.indexes.get({ scope: s, kind, type, model: settings.model }, settings.dimensions);
   }
 
-  private async objectRow(s: Scope, id: string): Promise<EmbeddableObject | undefined> {
-    const row = await this.deps.db
-      .selectFrom('objects')
-      .select([...OBJECT_COLUMNS])
-      .where('account_id', '=', s.account)
-      .where('project_id', '=', s.project)
-      .where('id', '=', id)
-      .executeTakeFirst();
-    return row && { ...row, properties: this.deps.dialect.fromJson(row.properties) };
+  private objectRow(s: Scope, id: string): Promise<EmbeddableObject | undefined> {
+    return this.deps.objects.get(s, id);
   }
 
   // ---- runs ----
@@ -424,19 +425,8 @@ export class EmbeddingService implements RunEmbeddingHook {
     for (;;) {
       signal.throwIfAborted();
       if (!(await stillCurrent())) return; // a newer change queued its own job
-      let q = this.deps.db
-        .selectFrom('objects')
-        .select([...OBJECT_COLUMNS])
-        .where('account_id', '=', s.account)
-        .where('project_id', '=', s.project);
-      if (after !== null) q = q.where('id', '>', after);
-      const rows = await q.orderBy('id').limit(PAGE).execute();
-      for (const row of rows)
-        await this.embedObject(
-          s,
-          { ...row, properties: this.deps.dialect.fromJson(row.properties) },
-          { signal, resolved, force },
-        );
+      const rows = await this.deps.objects.page(s, after, PAGE);
+      for (const row of rows) await this.embedObject(s, row, { signal, resolved, force });
       await yieldToRequests();
       if (rows.length < PAGE) break;
       after = rows[rows.length - 1].id;
@@ -452,12 +442,7 @@ export class EmbeddingService implements RunEmbeddingHook {
     const key: PartitionKey = { scope: s, kind: 'object', type: type as EmbeddingType, model: settings.model };
     const [jobs, objects, withVectors, models] = await Promise.all([
       countProjectJobs(this.deps.db, s, [EMBED_OBJECT_JOB, EMBED_PROJECT_JOB, 'content']),
-      this.deps.db
-        .selectFrom('objects')
-        .select((eb) => eb.fn.countAll<number>().as('n'))
-        .where('account_id', '=', s.account)
-        .where('project_id', '=', s.project)
-        .executeTakeFirstOrThrow(),
+      this.deps.objects.count(s),
       countPartition(this.deps.db, key),
       modelsOf(this.deps.db, s, 'object', type),
     ]);
@@ -472,7 +457,7 @@ export class EmbeddingService implements RunEmbeddingHook {
             : 'ready',
       enabled: !isDisabled(settings, type),
       embeddingRunsInProgress: inProgress,
-      totalIndexableObjects: Number(objects.n),
+      totalIndexableObjects: objects,
       embeddingsModels: models.length ? models : [settings.model],
       objectsWithEmbeddings: withVectors,
       model: settings.model,

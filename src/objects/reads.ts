@@ -2,4 +2,4 @@
  * What other features read of the objects' rows, so that none of them names the objects' tables:
  * each asks here, and the objects' store keeps the SQL.
  */
-export { expiredObjects } from './store.ts';
+export { countObjects, embeddedObject, embeddedObjects, expiredObjects } from './store.ts';

@@ -208,6 +208,37 @@ export const expiredObjects = (db: Db, at: string, limit: number) =>
     .limit(limit)
     .execute();
 
+/** The columns of an object that its embeddings are made from. */
+const EMBEDDED_COLUMNS = ['id', 'name', 'description', 'text', 'properties', 'status', 'content_source'] as const;
+const embeddedRow = <R extends { properties: unknown }>(d: OrreryDialect, row: R) => ({
+  ...row,
+  properties: d.fromJson<Record<string, unknown> | null>(row.properties),
+});
+
+/** An object of the project as its embeddings read it, or undefined. */
+export async function embeddedObject(db: Db, d: OrreryDialect, s: Scope, id: string) {
+  const row = await objectsIn(db, s)
+    .select([...EMBEDDED_COLUMNS])
+    .where('objects.id', '=', id)
+    .executeTakeFirst();
+  return row && embeddedRow(d, row);
+}
+
+/** A page of the project's objects, as their embeddings read them, in id order after `after`. */
+export async function embeddedObjects(db: Db, d: OrreryDialect, s: Scope, after: string | null, limit: number) {
+  let q = objectsIn(db, s).select([...EMBEDDED_COLUMNS]);
+  if (after !== null) q = q.where('objects.id', '>', after);
+  return (await q.orderBy('objects.id').limit(limit).execute()).map((row) => embeddedRow(d, row));
+}
+
+/** How many objects the project holds. */
+export async function countObjects(db: Db, s: Scope): Promise<number> {
+  const r = await objectsIn(db, s)
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .executeTakeFirstOrThrow();
+  return Number(r.n);
+}
+
 /** Whether an object of the project points at `source` (content_source). */
 export async function contentInUse(db: Db, s: Scope, source: string): Promise<boolean> {
   const r = await objectsIn(db, s)
