@@ -19,6 +19,8 @@
  *   npm run bench -- hostile
  *   BASE=main ROUNDS=3 npm run bench -- hostile
  *   DIALECT=postgres npm run bench -- hostile     (a throwaway PostgreSQL cluster)
+ *   FORMS=wildcard,bulk npm run bench -- hostile  (only the forms whose name holds one of these)
+ *   CPU_PROF=/tmp/prof npm run bench -- hostile   (the server's CPU profile, node --cpu-prof, written there)
  */
 import { readFileSync } from 'node:fs';
 import { machine, startOrrery, type Child } from './lib/processes.ts';
@@ -29,6 +31,14 @@ import { hostileForms, seedHostileFixture, type HostileFixture } from '../test/f
 const ROUNDS = Number(process.env.ROUNDS ?? 3);
 const BASE = process.env.BASE;
 const DIALECT = process.env.DIALECT ?? 'sqlite';
+/** Measure only the forms whose name holds one of these (comma-separated, case-insensitive): one form alone on a shared machine. */
+const FORMS = (process.env.FORMS ?? '')
+  .split(',')
+  .map((f) => f.trim().toLowerCase())
+  .filter(Boolean);
+const chosen = (name: string) => !FORMS.length || FORMS.some((f) => name.toLowerCase().includes(f));
+/** A directory for the server's CPU profile (this tree's server only), to find what holds its loop. */
+const CPU_PROF = process.env.CPU_PROF;
 const TARGET_MS = 100;
 const IDLE_MS = 1000;
 const SETTLE_MS = 200;
@@ -135,7 +145,8 @@ try {
     databases.push(db);
     return { ORRERY_DATABASE_URL: db.url };
   };
-  servers.push({ ...(await startOrrery(await envFor())), label: 'this tree' } as Server);
+  const profArgs = CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${CPU_PROF}`] : [];
+  servers.push({ ...(await startOrrery(await envFor(), undefined, profArgs)), label: 'this tree' } as Server);
   if (BASE) {
     base = checkoutBase(BASE);
     servers.push({ ...(await startOrrery(await envFor(), base.dir)), label: `base ${base.sha}` } as Server);
@@ -146,7 +157,9 @@ try {
     console.log(`${srv.label}: fixture seeded in ${((performance.now() - t) / 1000).toFixed(1)} s`);
   }
 
-  const names = ['idle (no request)', ...hostileForms(servers[0].fixture!).map((f) => f.name)];
+  const formsOf = (srv: Server) => hostileForms(srv.fixture!).filter((f) => chosen(f.name));
+  const names = ['idle (no request)', ...formsOf(servers[0]).map((f) => f.name)];
+  if (names.length === 1) throw new Error(`FORMS=${process.env.FORMS} names no form of the corpus`);
   const samples = new Map<string, Map<string, Sample[]>>(
     servers.map((s) => [s.label, new Map(names.map((n) => [n, []]))]),
   );
@@ -162,7 +175,7 @@ try {
           return 0;
         }),
       );
-      for (const form of hostileForms(srv.fixture!)) {
+      for (const form of formsOf(srv)) {
         const s = await measure(srv, async () => {
           const r = await fetch(srv.url + form.path, {
             method: form.method,
