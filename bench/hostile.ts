@@ -19,6 +19,8 @@
  *   npm run bench -- hostile
  *   BASE=main ROUNDS=3 npm run bench -- hostile
  *   DIALECT=postgres npm run bench -- hostile     (a throwaway PostgreSQL cluster)
+ *   FORMS=wildcard,bulk npm run bench -- hostile  (only the forms whose name holds one of these)
+ *   CPU_PROF=/tmp/prof npm run bench -- hostile   (the server's CPU profile, node --cpu-prof, written there)
  */
 import { readFileSync } from 'node:fs';
 import { machine, startOrrery, type Child } from './lib/processes.ts';
@@ -29,6 +31,14 @@ import { hostileForms, seedHostileFixture, type HostileFixture } from '../test/f
 const ROUNDS = Number(process.env.ROUNDS ?? 3);
 const BASE = process.env.BASE;
 const DIALECT = process.env.DIALECT ?? 'sqlite';
+/** Measure only the forms whose name holds one of these (comma-separated, case-insensitive): one form alone on a shared machine. */
+const FORMS = (process.env.FORMS ?? '')
+  .split(',')
+  .map((f) => f.trim().toLowerCase())
+  .filter(Boolean);
+const chosen = (name: string) => !FORMS.length || FORMS.some((f) => name.toLowerCase().includes(f));
+/** A directory for the server's CPU profile (this tree's server only), to find what holds its loop. */
+const CPU_PROF = process.env.CPU_PROF;
 const TARGET_MS = 100;
 const IDLE_MS = 1000;
 const SETTLE_MS = 200;
@@ -52,10 +62,17 @@ const rssOf = (pid: number) => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/pr
 
 /** The server's event-loop max delay since the previous scrape, in ms (the scrape resets it). */
 async function loopMaxMs(srv: Server): Promise<number> {
+  return (await scrape(srv)).maxMs;
+}
+
+/** The loop's max delay since the previous scrape and the background jobs still queued. */
+async function scrape(srv: Server): Promise<{ maxMs: number; jobsQueued: number }> {
   const text = await (await fetch(`${srv.url}/metrics`)).text();
   const m = /^orrery_nodejs_eventloop_lag_max_seconds (\S+)$/m.exec(text);
   if (!m) throw new Error('no orrery_nodejs_eventloop_lag_max_seconds in /metrics');
-  return Number(m[1]) * 1000;
+  let jobsQueued = 0;
+  for (const q of text.matchAll(/^orrery_jobs_queued\{[^}]*\} (\S+)$/gm)) jobsQueued += Number(q[1]);
+  return { maxMs: Number(m[1]) * 1000, jobsQueued };
 }
 
 /** Waits until a SETTLE_MS window of the server's loop is quiet (seeding's own jobs, the previous form). */
@@ -83,15 +100,16 @@ async function measure(srv: Server, send: () => Promise<number>): Promise<Sample
   }
   const timeMs = performance.now() - t;
   // Work the request leaves behind (indexing, the jobs it queued) holds the loop too: the form's
-  // delay is the worst of the windows until one is quiet (the scrape waits for the loop), so it
-  // never spills into the next form's figures.
+  // delay is the worst of the windows until one is quiet with no job left queued (the scrape
+  // waits for the loop), so it never spills into the next form's figures: a bulk create's 1,000
+  // embeddings jobs ran in windows under QUIET_MS and were counted in the forms after it.
   let delayMs = 0;
   let quietAfterMs = 0;
   for (const until = performance.now() + QUIET_WITHIN_MS; ;) {
     await new Promise((r) => setTimeout(r, SETTLE_MS));
-    const windowMax = await loopMaxMs(srv);
-    delayMs = Math.max(delayMs, windowMax);
-    if (windowMax < QUIET_MS || performance.now() > until) break;
+    const window = await scrape(srv);
+    delayMs = Math.max(delayMs, window.maxMs);
+    if ((window.maxMs < QUIET_MS && window.jobsQueued === 0) || performance.now() > until) break;
     quietAfterMs = performance.now() - t - timeMs;
   }
   clearInterval(sampler);
@@ -135,7 +153,8 @@ try {
     databases.push(db);
     return { ORRERY_DATABASE_URL: db.url };
   };
-  servers.push({ ...(await startOrrery(await envFor())), label: 'this tree' } as Server);
+  const profArgs = CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${CPU_PROF}`] : [];
+  servers.push({ ...(await startOrrery(await envFor(), undefined, profArgs)), label: 'this tree' } as Server);
   if (BASE) {
     base = checkoutBase(BASE);
     servers.push({ ...(await startOrrery(await envFor(), base.dir)), label: `base ${base.sha}` } as Server);
@@ -146,7 +165,9 @@ try {
     console.log(`${srv.label}: fixture seeded in ${((performance.now() - t) / 1000).toFixed(1)} s`);
   }
 
-  const names = ['idle (no request)', ...hostileForms(servers[0].fixture!).map((f) => f.name)];
+  const formsOf = (srv: Server) => hostileForms(srv.fixture!).filter((f) => chosen(f.name));
+  const names = ['idle (no request)', ...formsOf(servers[0]).map((f) => f.name)];
+  if (names.length === 1) throw new Error(`FORMS=${process.env.FORMS} names no form of the corpus`);
   const samples = new Map<string, Map<string, Sample[]>>(
     servers.map((s) => [s.label, new Map(names.map((n) => [n, []]))]),
   );
@@ -162,7 +183,7 @@ try {
           return 0;
         }),
       );
-      for (const form of hostileForms(srv.fixture!)) {
+      for (const form of formsOf(srv)) {
         const s = await measure(srv, async () => {
           const r = await fetch(srv.url + form.path, {
             method: form.method,
