@@ -158,8 +158,8 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
       deleteObjects: (s, ids) => objects.objects.bulkDelete(systemPrincipal(s), ids),
       // Media inputs: the media service built below, once requests arrive.
       media: {
-        inputs: (p, schema, data) => media.inputs(p, schema, data),
-        materialize: (p, messages, sent) => media.materialize(p, messages, sent),
+        inputs: (p, schema, data, target) => media.inputs(p, schema, data, target),
+        materialize: (p, messages, sent, target) => media.materialize(p, messages, sent, target),
       },
       scores: scores.scores,
       // Webhooks and notify_endpoints of async runs: the events feature built below.
@@ -265,7 +265,13 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
       },
       config.maxInlineJsonBytes,
     );
-    const media = new MediaService({ objects: objects.objects, blobs: blobs.blobs, bounds: config.media });
+    const media = new MediaService({
+      objects: objects.objects,
+      // A PDF for a model without PDFs: its extracted text, or its rendition.
+      fallbacks: { text: (p, id) => objects.objects.text(p, id), renditions: (p, id) => content.renditions.list(p, id) },
+      blobs: blobs.blobs,
+      bounds: config.media,
+    });
     // A project's deletion asks each feature to delete its rows; its keys and its row go last.
     for (const deleteRows of [
       deleteProjectCollections,
