@@ -119,7 +119,12 @@ for (const dialect of TEST_DIALECTS) {
 
     it('refuses an image to a model without vision with a 400 media_unsupported naming the parameter', async () => {
       const ix = await onOpenAI('gpt-3.5-turbo');
-      const r = await refused(ix, { photo: `store:${ids.png}` }, 400, /data\.photo is an image, and model "gpt-3\.5-turbo"/);
+      const r = await refused(
+        ix,
+        { photo: `store:${ids.png}` },
+        400,
+        /data\.photo is an image, and model "gpt-3\.5-turbo"/,
+      );
       assert.equal(r.body.error, 'media_unsupported');
       await refused(ix, { photo: `data:image/png;base64,${png.toString('base64')}` }, 400, /takes no images/);
       await refused(ix, { photo: 'https://example.com/a.png' }, 400, /data\.photo is an image/);
