@@ -106,6 +106,10 @@ const TABLES: Record<string, ProviderTable> = {
     unknown: [false, false],
   },
   test: { families: [], unknown: [true, true] },
+  // A virtual environment's entry is chosen at call time: its media go as they are, and an entry
+  // whose model cannot read them answers with its provider's error.
+  virtual_lb: { families: [], unknown: [true, true] },
+  virtual_mediator: { families: [], unknown: [true, true] },
 };
 
 /** Providers with no media form: their drivers send text only. */

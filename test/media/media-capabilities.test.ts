@@ -75,7 +75,7 @@ for (const dialect of TEST_DIALECTS) {
       const ix = await srv.api('POST', '/api/v1/interactions', {
         name: `Caps ${model} ${Math.random().toString(36).slice(2, 7)}`,
         environment: e.body.id,
-        model,
+        ...(model ? { model } : {}),
         interaction_schema: SCHEMA,
         prompts: [{ type: 'template', template: { role: 'user', content: 'Read it', content_type: 'text' } }],
       });
@@ -200,6 +200,25 @@ for (const dialect of TEST_DIALECTS) {
         ['text', 'text'],
       );
       assert.match(blocks[1].text, /The rent is 900 euros a month\./);
+    });
+
+    it('passes media through a virtual environment to the entry that runs it', async () => {
+      const real = await srv.api('POST', '/api/v1/environments', {
+        name: `real ${dialect}`,
+        provider: 'openai_compatible',
+        endpoint_url: openai.url,
+        api_key: 'sk-test',
+      });
+      const ix = await interaction(
+        { provider: 'virtual_lb', config: { entries: [{ model: `${real.body.id}::gpt-4o-mini`, weight: 1 }] } },
+        '',
+      );
+      openai.requests.length = 0;
+      const run = await srv.client().interactions.execute(ix, { data: { photo: `store:${ids.png}` } });
+      assert.equal(run.status, 'completed', JSON.stringify(run.error));
+      const content = lastUserContent();
+      assert.equal(content[1].type, 'image_url');
+      assert.deepEqual(Buffer.from(content[1].image_url.url.split(',')[1], 'base64'), png);
     });
 
     it('lets config.capabilities override the table, for all models or by model id', async () => {
