@@ -268,7 +268,10 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
     const media = new MediaService({
       objects: objects.objects,
       // A PDF for a model without PDFs: its extracted text, or its rendition.
-      fallbacks: { text: (p, id) => objects.objects.text(p, id), renditions: (p, id) => content.renditions.list(p, id) },
+      fallbacks: {
+        text: (p, id) => objects.objects.text(p, id),
+        renditions: (p, id) => content.renditions.list(p, id),
+      },
       blobs: blobs.blobs,
       bounds: config.media,
     });

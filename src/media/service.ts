@@ -128,7 +128,11 @@ export class MediaService {
     if (known) return known;
     const { object: _object, ...wire } = part;
     if (part.url.startsWith('store:')) {
-      const loaded = await this.load(p, { param: where, kind: part.type, ref: parseRef(part.url, where, part.type) }, target);
+      const loaded = await this.load(
+        p,
+        { param: where, kind: part.type, ref: parseRef(part.url, where, part.type) },
+        target,
+      );
       sent.set(part.url, loaded.wire);
       return loaded.wire;
     }
@@ -204,7 +208,13 @@ export class MediaService {
       size: bytes.length,
     };
     const name = checked.kind === 'document' && content.name ? { name: content.name } : {};
-    const part: MediaPart = { type: checked.kind, url: `store:${ref.id}`, media_type: checked.media_type, ...name, object };
+    const part: MediaPart = {
+      type: checked.kind,
+      url: `store:${ref.id}`,
+      media_type: checked.media_type,
+      ...name,
+      object,
+    };
     const kind = KIND_NAME[checked.kind];
     if (target && !takes(target, kind)) {
       if (checked.kind === 'image') throw cannotTake(target, kind, param);
@@ -235,10 +245,17 @@ export class MediaService {
     const text = (await fallbacks?.text(p, id))?.text?.trim();
     if (text) return { kind: 'text', wire: { type: 'text', text: `Document ${name ?? id}:\n\n${text}` } };
     if (fallbacks && takes(target, 'images')) {
-      const drawn = (await fallbacks.renditions(p, id)).find((r) => r.content?.source && r.content.type === 'image/jpeg');
+      const drawn = (await fallbacks.renditions(p, id)).find(
+        (r) => r.content?.source && r.content.type === 'image/jpeg',
+      );
       if (drawn?.content?.source) {
         const s = scopeOf(p);
-        const key = this.deps.blobs.keyOf(s, drawn.content.source, param, () => new NotFound(`rendition of ${param}`, id));
+        const key = this.deps.blobs.keyOf(
+          s,
+          drawn.content.source,
+          param,
+          () => new NotFound(`rendition of ${param}`, id),
+        );
         const bytes = await readBounded(await this.deps.blobs.read(s, key), this.deps.bounds.maxBytes, param);
         const url = `data:image/jpeg;base64,${bytes.toString('base64')}`;
         return { kind: 'rendition', wire: { type: 'image', url, media_type: 'image/jpeg' } };
