@@ -38,6 +38,7 @@ import { AnalyticsService, analyticsRoutes } from './analytics/index.ts';
 import { assertFreeDisk } from './util/free-disk.ts';
 import { createBlobs, type Blobs } from './blobs/register.ts';
 import { createObjects, type Objects } from './objects/register.ts';
+import { DEFAULT_MEDIA_BOUNDS } from './media/bounds.ts';
 import { MediaService } from './media/service.ts';
 import { ObjectRecordSchema, ObjectTypeSchema } from './objects/schemas.ts';
 import { ReplicaRegistry } from './cluster/replicas.ts';
@@ -95,6 +96,8 @@ export interface BuildOptions {
   logger?: boolean | object;
   /** DNS for the outbound layer; tests stub it so that no name is resolved outside the machine. */
   resolve?: Resolver;
+  /** Certificates the outbound layer trusts instead of the system's (tests' local https servers). */
+  ca?: string;
 }
 
 export async function buildServer(config: Config, opts: BuildOptions = {}): Promise<Orrery> {
@@ -118,6 +121,7 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
     const outbound = new Outbound({
       policy: egressPolicyOf(config),
       resolve: opts.resolve,
+      ...(opts.ca ? { ca: opts.ca } : {}),
       maxResultBytes: config.maxResultBytes,
       ...(telemetry.enabled ? { tracer: telemetry } : {}),
     });
@@ -274,6 +278,11 @@ export async function buildServer(config: Config, opts: BuildOptions = {}): Prom
       },
       blobs: blobs.blobs,
       bounds: config.media,
+      // https inputs for providers that take bytes only: read through the egress policy.
+      remote: {
+        dispatcher: () => outbound.agent,
+        timeoutMs: config.media.fetchTimeoutMs ?? DEFAULT_MEDIA_BOUNDS.fetchTimeoutMs!,
+      },
     });
     // A project's deletion asks each feature to delete its rows; its keys and its row go last.
     for (const deleteRows of [

@@ -182,3 +182,12 @@ export function cannotTake(target: MediaTarget, kind: MediaKindName, param: stri
     `${param} is ${what}, and model "${target.model}" of environment "${target.name}" (${target.provider}) takes no ${kind}: ${reason}`,
   );
 }
+
+/**
+ * Whether the provider's form takes an `https` input as a link it fetches itself: OpenAI-shaped
+ * image parts and Anthropic's own API. Any other is sent the bytes, which Orrery fetches.
+ */
+export function takesUrl(provider: string, kind: 'image' | 'document'): boolean {
+  if (provider === 'anthropic') return true;
+  return kind === 'image' && (provider === 'openai' || TABLES[provider] === OPENAI_SHAPED);
+}

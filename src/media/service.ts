@@ -15,7 +15,8 @@ import { Conflict, NotFound, OrreryError, PayloadTooLarge, UnsupportedMediaType 
 import type { MediaBounds } from './bounds.ts';
 import { mediaInputs, parseRef, type MediaInput } from './inputs.ts';
 import { readImageHeader } from './image-header.ts';
-import { cannotTake, takes, type MediaKindName, type MediaTarget } from './capabilities.ts';
+import { cannotTake, takes, takesUrl, type MediaKindName, type MediaTarget } from './capabilities.ts';
+import { fetchMedia, type RemoteFetch } from './remote.ts';
 
 const KIND_NAME: Record<'image' | 'document', MediaKindName> = { image: 'images', document: 'documents' };
 
@@ -56,6 +57,8 @@ export interface MediaServiceDeps {
   fallbacks?: MediaFallbacks;
   blobs: MediaBlobs;
   bounds: MediaBounds;
+  /** How `https` inputs are read for providers that take bytes only; without it they go as links. */
+  remote?: RemoteFetch;
 }
 
 /** A run's media: the parts it stores, and the part to send in place of each stored reference. */
@@ -127,7 +130,7 @@ export class MediaService {
     const known = sent.get(part.url);
     if (known) return known;
     const { object: _object, ...wire } = part;
-    if (part.url.startsWith('store:')) {
+    if (part.url.startsWith('store:') || part.url.startsWith('https:')) {
       const loaded = await this.load(
         p,
         { param: where, kind: part.type, ref: parseRef(part.url, where, part.type) },
@@ -152,7 +155,20 @@ export class MediaService {
     if (ref.kind === 'https') {
       const kind = input.kind === 'image' ? 'images' : 'documents';
       if (target && !takes(target, kind)) throw cannotTake(target, kind, param);
-      return { part: { type: input.kind, url: ref.url }, wire: { type: input.kind, url: ref.url } };
+      if (!target || takesUrl(target.provider, input.kind) || !this.deps.remote)
+        return { part: { type: input.kind, url: ref.url }, wire: { type: input.kind, url: ref.url } };
+      // A provider that takes bytes only: Orrery reads the URL, within the same bounds as a data: URL.
+      const limit = input.kind === 'document' ? this.deps.bounds.maxPdfBytes : this.deps.bounds.maxBytes;
+      const got = await fetchMedia(this.deps.remote, ref.url, limit, param, readBounded);
+      const checked = this.check(got.bytes, param, got.type);
+      if (!takes(target, KIND_NAME[checked.kind])) throw cannotTake(target, KIND_NAME[checked.kind], param);
+      const sha256 = createHash('sha256').update(got.bytes).digest('hex');
+      const object: MediaObjectRef = { type: checked.media_type, size: got.bytes.length, sha256 };
+      const url = `data:${checked.media_type};base64,${got.bytes.toString('base64')}`;
+      return {
+        part: { type: checked.kind, url: ref.url, media_type: checked.media_type, object },
+        wire: { type: checked.kind, url, media_type: checked.media_type },
+      };
     }
     if (ref.kind === 'data') {
       const bytes = Buffer.from(ref.base64, 'base64');
