@@ -9,7 +9,7 @@ import type { Dispatcher } from 'undici';
 import { BadRequest, PayloadTooLarge } from '../util/errors.ts';
 
 /** Redirects followed at most; each must stay https. */
-export const MAX_MEDIA_REDIRECTS = 3;
+const MAX_MEDIA_REDIRECTS = 3;
 
 export interface RemoteFetch {
   dispatcher: () => Dispatcher;

@@ -1,15 +1,12 @@
 /**
  * `https` media inputs that Orrery itself reads, for providers that take bytes only (Bedrock
  * here): through the egress policy, within ORRERY_MEDIA_* while the answer streams in. Against a
- * local https server with a certificate made for the test (the outbound layer trusts it through
+ * local https server with a certificate kept for the tests (the outbound layer trusts it through
  * BuildOptions.ca) and an egress policy that allows 127.0.0.1 only, named explicitly.
  */
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import sharp from 'sharp';
@@ -26,20 +23,12 @@ import { regionOf } from '../../src/providers/bedrock.ts';
 const SCHEMA = { type: 'object', properties: { photo: { type: 'string', editor: 'media' } } };
 const LIMIT = 4096;
 
-/** A key and a self-signed certificate for 127.0.0.1. */
-function certificate(): { key: string; cert: string } {
-  const dir = mkdtempSync(join(tmpdir(), 'orrery-media-tls-'));
-  try {
-    execFileSync('openssl', [
-      'req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes',
-      '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1', '-days', '2',
-      '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem'),
-    ], { stdio: 'ignore' }); // prettier-ignore
-    return { key: readFileSync(join(dir, 'key.pem'), 'utf8'), cert: readFileSync(join(dir, 'cert.pem'), 'utf8') };
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
-}
+/** A key and a self-signed certificate for 127.0.0.1, made for these tests only (test/fixtures/tls). */
+const TLS_FIXTURES = new URL('../fixtures/tls/', import.meta.url);
+const certificate = () => ({
+  key: readFileSync(new URL('loopback-key.pem', TLS_FIXTURES), 'utf8'),
+  cert: readFileSync(new URL('loopback-cert.pem', TLS_FIXTURES), 'utf8'),
+});
 
 for (const dialect of TEST_DIALECTS) {
   describe(`${dialect}: https media inputs read by Orrery`, () => {
