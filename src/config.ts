@@ -251,6 +251,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
       maxPixels: int(env, 'ORRERY_MEDIA_MAX_PIXELS', DEFAULT_MEDIA_BOUNDS.maxPixels, 1),
       maxPdfBytes: byteSize(env, 'ORRERY_MEDIA_MAX_PDF_BYTES', DEFAULT_MEDIA_BOUNDS.maxPdfBytes),
       maxPdfPages: int(env, 'ORRERY_MEDIA_MAX_PDF_PAGES', DEFAULT_MEDIA_BOUNDS.maxPdfPages, 1),
+      fetchTimeoutMs: seconds(env, 'ORRERY_MEDIA_FETCH_TIMEOUT', 30, 0.1, 600),
     },
     blobFsync: overrides.blobFsync ?? flag(env, 'ORRERY_BLOB_FSYNC', true),
     logLevel: overrides.logLevel ?? nonEmpty(env, 'ORRERY_LOG_LEVEL') ?? 'info',

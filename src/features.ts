@@ -21,6 +21,7 @@ import { createRuns } from './runs/register.ts';
 import { createBlobs, type Blobs } from './blobs/register.ts';
 import { createObjects } from './objects/register.ts';
 import * as objectReads from './objects/reads.ts';
+import { DEFAULT_MEDIA_BOUNDS } from './media/bounds.ts';
 import { MediaService } from './media/service.ts';
 import { ReplicaRegistry } from './cluster/replicas.ts';
 import { JobQueue } from './jobs/queue.ts';
@@ -100,8 +101,8 @@ export async function createFeatures(config: Config, database: OpenedDatabase, c
     deleteObjects: (s, ids) => objects.objects.bulkDelete(systemPrincipal(s), ids),
     // Media inputs: the media service built below, once requests arrive.
     media: {
-      inputs: (p, schema, data) => media.inputs(p, schema, data),
-      materialize: (p, messages, sent) => media.materialize(p, messages, sent),
+      inputs: (p, schema, data, target) => media.inputs(p, schema, data, target),
+      materialize: (p, messages, sent, target) => media.materialize(p, messages, sent, target),
     },
     scores: scores.scores,
     // Webhooks and notify_endpoints of async runs: the events feature built below.
@@ -230,7 +231,21 @@ export async function createFeatures(config: Config, database: OpenedDatabase, c
     },
     config.maxInlineJsonBytes,
   );
-  const media = new MediaService({ objects: objects.objects, blobs: blobs.blobs, bounds: config.media });
+  const media = new MediaService({
+    objects: objects.objects,
+    // A PDF for a model without PDFs: its extracted text, or its rendition.
+    fallbacks: {
+      text: (p, id) => objects.objects.text(p, id),
+      renditions: (p, id) => content.renditions.list(p, id),
+    },
+    blobs: blobs.blobs,
+    bounds: config.media,
+    // https inputs for providers that take bytes only: read through the egress policy.
+    remote: {
+      dispatcher: () => outbound.agent,
+      timeoutMs: config.media.fetchTimeoutMs ?? DEFAULT_MEDIA_BOUNDS.fetchTimeoutMs!,
+    },
+  });
   // A project's deletion asks each feature to delete its rows; its keys and its row go last.
   for (const deleteRows of [
     deleteProjectCollections,

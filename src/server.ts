@@ -87,6 +87,8 @@ export interface BuildOptions {
   logger?: boolean | object;
   /** DNS for the outbound layer; tests stub it so that no name is resolved outside the machine. */
   resolve?: Resolver;
+  /** Certificates the outbound layer trusts instead of the system's (tests' local https servers). */
+  ca?: string;
 }
 
 export async function buildServer(config: Config, opts: BuildOptions = {}): Promise<Orrery> {
@@ -147,6 +149,7 @@ async function createCore(config: Config, database: OpenedDatabase, opts: BuildO
   const outbound = new Outbound({
     policy: egressPolicyOf(config),
     resolve: opts.resolve,
+    ...(opts.ca ? { ca: opts.ca } : {}),
     maxResultBytes: config.maxResultBytes,
     ...(telemetry.enabled ? { tracer: telemetry } : {}),
   });

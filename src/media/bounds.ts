@@ -8,6 +8,8 @@ export interface MediaBounds {
   maxPdfBytes: number;
   /** Pages of a PDF input at most (ORRERY_MEDIA_MAX_PDF_PAGES). */
   maxPdfPages: number;
+  /** Longest read of an `https` input Orrery fetches, in milliseconds (ORRERY_MEDIA_FETCH_TIMEOUT, seconds). */
+  fetchTimeoutMs?: number;
 }
 
 export const DEFAULT_MEDIA_BOUNDS: MediaBounds = {
@@ -15,4 +17,5 @@ export const DEFAULT_MEDIA_BOUNDS: MediaBounds = {
   maxPixels: 40_000_000,
   maxPdfBytes: 32 * 1024 ** 2,
   maxPdfPages: 100,
+  fetchTimeoutMs: 30_000,
 };

@@ -15,6 +15,10 @@ import { Conflict, NotFound, OrreryError, PayloadTooLarge, UnsupportedMediaType 
 import type { MediaBounds } from './bounds.ts';
 import { mediaInputs, parseRef, type MediaInput } from './inputs.ts';
 import { readImageHeader } from './image-header.ts';
+import { cannotTake, takes, takesUrl, type MediaKindName, type MediaTarget } from './capabilities.ts';
+import { fetchMedia, type RemoteFetch } from './remote.ts';
+
+const KIND_NAME: Record<'image' | 'document', MediaKindName> = { image: 'images', document: 'documents' };
 
 /** The slice of the object service media inputs need. */
 interface MediaObjects {
@@ -31,6 +35,17 @@ interface MediaObjects {
   }>;
 }
 
+/** The slice of the object service a PDF's fallbacks need. */
+interface MediaFallbacks {
+  /** The object's extracted text (none until its content is processed). */
+  text(p: Principal, id: string): Promise<{ text?: string }>;
+  /** The object's ready renditions of its current content, largest first. */
+  renditions(
+    p: Principal,
+    id: string,
+  ): Promise<{ content?: { source?: string; type?: string } | null; properties?: Record<string, unknown> | null }[]>;
+}
+
 /** The slice of the blob service media inputs need. */
 interface MediaBlobs {
   keyOf(s: Scope, ref: string, field: string, notFound: () => Error): string;
@@ -39,15 +54,18 @@ interface MediaBlobs {
 
 export interface MediaServiceDeps {
   objects: MediaObjects;
+  fallbacks?: MediaFallbacks;
   blobs: MediaBlobs;
   bounds: MediaBounds;
+  /** How `https` inputs are read for providers that take bytes only; without it they go as links. */
+  remote?: RemoteFetch;
 }
 
-/** A run's media: the parts it stores, and the bytes to send in place of each stored reference. */
+/** A run's media: the parts it stores, and the part to send in place of each stored reference. */
 export interface RunMedia {
   parts: ContentPart[];
-  /** Stored part url → the data URL a provider is sent. */
-  sent: Map<string, string>;
+  /** Stored part url → the part a provider is sent (the bytes as a data URL, or a fallback). */
+  sent: Map<string, ContentPart>;
 }
 
 type MediaPart = Extract<ContentPart, { type: 'image' | 'document' }>;
@@ -57,14 +75,17 @@ const isBlobMissing = (err: unknown) => (err as { name?: string } | null)?.name 
 export class MediaService {
   constructor(private readonly deps: MediaServiceDeps) {}
 
-  /** The media inputs of `data` (per the input schema) as parts; a 4xx naming the first one wrong. */
-  async inputs(p: Principal, schema: unknown, data: unknown): Promise<RunMedia> {
+  /**
+   * The media inputs of `data` (per the input schema) as parts, each in a form `target`'s model
+   * takes (capabilities.ts); a 4xx naming the first one wrong.
+   */
+  async inputs(p: Principal, schema: unknown, data: unknown, target?: MediaTarget): Promise<RunMedia> {
     const found = mediaInputs(schema, data);
     const media: RunMedia = { parts: [], sent: new Map() };
     for (const input of found) {
-      const { part, url } = await this.load(p, input);
+      const { part, wire } = await this.load(p, input, target);
       media.parts.push(part);
-      media.sent.set(part.url, url);
+      media.sent.set(part.url, wire);
     }
     return media;
   }
@@ -73,7 +94,12 @@ export class MediaService {
    * The messages as a provider is sent them: each `store:` part's bytes read (and checked) and put
    * in as a data URL. Parts the run read already come from `sent`.
    */
-  async materialize(p: Principal, messages: ChatMessage[], sent = new Map<string, string>()): Promise<ChatMessage[]> {
+  async materialize(
+    p: Principal,
+    messages: ChatMessage[],
+    sent = new Map<string, ContentPart>(),
+    target?: MediaTarget,
+  ): Promise<ChatMessage[]> {
     if (!messages.some((m) => typeof m.content !== 'string' && m.content.some(isMedia))) return messages;
     const out: ChatMessage[] = [];
     for (const [i, m] of messages.entries()) {
@@ -87,7 +113,7 @@ export class MediaService {
           content.push(part);
           continue;
         }
-        content.push(await this.sendable(p, part, sent, `messages[${i}].content[${j}]`));
+        content.push(await this.sendable(p, part, sent, `messages[${i}].content[${j}]`, target));
       }
       out.push({ ...m, content });
     }
@@ -97,32 +123,61 @@ export class MediaService {
   private async sendable(
     p: Principal,
     part: MediaPart,
-    sent: Map<string, string>,
+    sent: Map<string, ContentPart>,
     where: string,
+    target?: MediaTarget,
   ): Promise<ContentPart> {
     const known = sent.get(part.url);
+    if (known) return known;
     const { object: _object, ...wire } = part;
-    if (known) return { ...wire, url: known };
-    if (part.url.startsWith('store:')) {
-      const { url } = await this.load(p, { param: where, kind: part.type, ref: parseRef(part.url, where, part.type) });
-      sent.set(part.url, url);
-      return { ...wire, url };
+    if (part.url.startsWith('store:') || part.url.startsWith('https:')) {
+      const loaded = await this.load(
+        p,
+        { param: where, kind: part.type, ref: parseRef(part.url, where, part.type) },
+        target,
+      );
+      sent.set(part.url, loaded.wire);
+      return loaded.wire;
     }
     // An inline input kept by its digest only: its bytes went with the turn that carried them.
     if (part.object?.sha256) return { type: 'text', text: `[${part.type} ${part.object.sha256.slice(0, 12)} omitted]` };
+    if (target && !takes(target, part.type === 'image' ? 'images' : 'documents'))
+      throw cannotTake(target, part.type === 'image' ? 'images' : 'documents', where);
     return wire;
   }
 
-  private async load(p: Principal, input: MediaInput): Promise<{ part: MediaPart; url: string }> {
+  private async load(
+    p: Principal,
+    input: MediaInput,
+    target?: MediaTarget,
+  ): Promise<{ part: MediaPart; wire: ContentPart }> {
     const { param, ref } = input;
     if (ref.kind === 'https') {
-      return { part: { type: input.kind, url: ref.url }, url: ref.url };
+      const kind = input.kind === 'image' ? 'images' : 'documents';
+      if (target && !takes(target, kind)) throw cannotTake(target, kind, param);
+      if (!target || takesUrl(target.provider, input.kind) || !this.deps.remote)
+        return { part: { type: input.kind, url: ref.url }, wire: { type: input.kind, url: ref.url } };
+      // A provider that takes bytes only: Orrery reads the URL, within the same bounds as a data: URL.
+      const limit = input.kind === 'document' ? this.deps.bounds.maxPdfBytes : this.deps.bounds.maxBytes;
+      const got = await fetchMedia(this.deps.remote, ref.url, limit, param, readBounded);
+      const checked = this.check(got.bytes, param, got.type);
+      if (!takes(target, KIND_NAME[checked.kind])) throw cannotTake(target, KIND_NAME[checked.kind], param);
+      const sha256 = createHash('sha256').update(got.bytes).digest('hex');
+      const object: MediaObjectRef = { type: checked.media_type, size: got.bytes.length, sha256 };
+      const url = `data:${checked.media_type};base64,${got.bytes.toString('base64')}`;
+      return {
+        part: { type: checked.kind, url: ref.url, media_type: checked.media_type, object },
+        wire: { type: checked.kind, url, media_type: checked.media_type },
+      };
     }
     if (ref.kind === 'data') {
       const bytes = Buffer.from(ref.base64, 'base64');
       const checked = this.check(bytes, param, ref.media_type);
+      // A data: URL has no object behind it: no extracted text, no rendition to fall back on.
+      if (target && !takes(target, KIND_NAME[checked.kind])) throw cannotTake(target, KIND_NAME[checked.kind], param);
       const sha256 = createHash('sha256').update(bytes).digest('hex');
       const object: MediaObjectRef = { sha256, type: checked.media_type, size: bytes.length };
+      const url = `data:${checked.media_type};base64,${bytes.toString('base64')}`;
       return {
         part: {
           type: checked.kind,
@@ -130,7 +185,7 @@ export class MediaService {
           media_type: checked.media_type,
           object,
         },
-        url: `data:${checked.media_type};base64,${bytes.toString('base64')}`,
+        wire: { type: checked.kind, url, media_type: checked.media_type },
       };
     }
     const s = scopeOf(p);
@@ -168,16 +223,67 @@ export class MediaService {
       type: checked.media_type,
       size: bytes.length,
     };
-    return {
-      part: {
-        type: checked.kind,
-        url: `store:${ref.id}`,
-        media_type: checked.media_type,
-        ...(checked.kind === 'document' && content.name ? { name: content.name } : {}),
-        object,
-      },
-      url: `data:${checked.media_type};base64,${bytes.toString('base64')}`,
+    const name = checked.kind === 'document' && content.name ? { name: content.name } : {};
+    const part: MediaPart = {
+      type: checked.kind,
+      url: `store:${ref.id}`,
+      media_type: checked.media_type,
+      ...name,
+      object,
     };
+    const kind = KIND_NAME[checked.kind];
+    if (target && !takes(target, kind)) {
+      if (checked.kind === 'image') throw cannotTake(target, kind, param);
+      const fallback = await this.documentFallback(p, ref.id, record.status, content.name, param, target);
+      return { part: { ...part, object: { ...object, fallback: fallback.kind } }, wire: fallback.wire };
+    }
+    const url = `data:${checked.media_type};base64,${bytes.toString('base64')}`;
+    return { part, wire: { type: checked.kind, url, media_type: checked.media_type, ...name } };
+  }
+
+  /**
+   * A PDF for a model that takes no PDFs: its extracted text; else (a scan, no text) its
+   * rendition (the page drawn as an image) where the model takes images; else a 400 saying so.
+   */
+  private async documentFallback(
+    p: Principal,
+    id: string,
+    status: string | undefined,
+    name: string | undefined,
+    param: string,
+    target: MediaTarget,
+  ): Promise<{ kind: 'text' | 'rendition'; wire: ContentPart }> {
+    const fallbacks = this.deps.fallbacks;
+    if (fallbacks && (status === 'created' || status === 'processing'))
+      throw new Conflict(
+        `${param}: model "${target.model}" takes no PDF documents, and object ${JSON.stringify(id)} is still being processed (its text and renditions are what it is sent instead); run again when its status is ready`,
+      );
+    const text = (await fallbacks?.text(p, id))?.text?.trim();
+    if (text) return { kind: 'text', wire: { type: 'text', text: `Document ${name ?? id}:\n\n${text}` } };
+    if (fallbacks && takes(target, 'images')) {
+      const drawn = (await fallbacks.renditions(p, id)).find(
+        (r) => r.content?.source && r.content.type === 'image/jpeg',
+      );
+      if (drawn?.content?.source) {
+        const s = scopeOf(p);
+        const key = this.deps.blobs.keyOf(
+          s,
+          drawn.content.source,
+          param,
+          () => new NotFound(`rendition of ${param}`, id),
+        );
+        const bytes = await readBounded(await this.deps.blobs.read(s, key), this.deps.bounds.maxBytes, param);
+        const url = `data:image/jpeg;base64,${bytes.toString('base64')}`;
+        return { kind: 'rendition', wire: { type: 'image', url, media_type: 'image/jpeg' } };
+      }
+    }
+    throw new OrreryError(
+      'media_unsupported',
+      400,
+      `${param} is a PDF document, and model "${target.model}" of environment "${target.name}" (${target.provider}) takes no PDFs; ` +
+        `the object has no extracted text${takes(target, 'images') ? ' nor rendition' : ''} to send instead: ` +
+        'choose a model that reads PDFs, or set config.capabilities.documents on the environment if it can',
+    );
   }
 
   /** What the bytes are (an image the providers take, or a PDF), within the bounds; else a 413 or 415. */

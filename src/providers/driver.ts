@@ -46,6 +46,11 @@ export interface MediaObjectRef {
   sha256?: string;
   type: string;
   size: number;
+  /**
+   * Sent in another form because the model cannot take this one: the PDF's extracted `text`, or
+   * its `rendition` (the page drawn as an image). Absent: sent as it is.
+   */
+  fallback?: 'text' | 'rendition';
 }
 
 /** The model asked for a tool: `ToolUse` as llumiverse and Vertesia name it. */

@@ -26,6 +26,8 @@ export interface OutboundOptions {
   maxResultBytes?: number;
   /** Spans of provider calls, with the traceparent they send (src/telemetry). */
   tracer?: Pick<Telemetry, 'providerCall'>;
+  /** Certificates trusted instead of the system's: tests give their local https servers' own. */
+  ca?: string;
 }
 
 export const MAX_RESULT_VARIABLE = 'ORRERY_MAX_RESULT_SIZE';
@@ -56,7 +58,7 @@ export class Outbound {
     const { Agent, buildConnector } = loadUndici();
     const opts = this.opts;
     const resolve = opts.resolve ?? systemResolver;
-    const connect = buildConnector({ timeout: 30_000 });
+    const connect = buildConnector({ timeout: 30_000, ...(opts.ca ? { ca: opts.ca } : {}) });
     return new Agent({
       connections: opts.connections ?? 128,
       keepAliveTimeout: 30_000,

@@ -20,7 +20,7 @@ import { docOf, type RunDoc, type RunRow, type RunSource } from './model.ts';
 import { buildRequest, type SamplingOptions } from './call.ts';
 import { decideOptions } from '../providers/option-sets.ts';
 import { validateInput } from './render.ts';
-import { mediaObjectsOf, type RunMediaHook } from './run-media.ts';
+import { mediaObjectsOf, mediaTargetOf, type RunMediaHook } from './run-media.ts';
 import type { CacheDecision, CachedAnswer, ResultCache } from './result-cache.ts';
 import type { RunsInFlight } from './in-flight.ts';
 import * as store from './store.ts';
@@ -251,7 +251,13 @@ export class RunPlanner {
         : {}),
     });
     // Media references in the prompt are read again here: the process that created the run held their bytes.
-    if (this.deps.media) request.messages = await this.deps.media.materialize(p, request.messages);
+    if (this.deps.media)
+      request.messages = await this.deps.media.materialize(
+        p,
+        request.messages,
+        undefined,
+        mediaTargetOf(env.dto, row.model_id ?? ''),
+      );
     if (isVirtualProvider(env.dto.provider))
       return { kind: 'virtual', ...(await this.virtualTargets(p, env)), connection: env.connection, request };
     return { kind: 'provider', driver: getDriver(env.dto.provider), connection: env.connection, request };

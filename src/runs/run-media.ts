@@ -6,11 +6,35 @@
 import type { Principal } from '../auth/principal.ts';
 import type { ChatMessage, ContentPart } from '../providers/driver.ts';
 
+/** The model a run's media go to: what it takes decides their form (src/media/capabilities.ts). */
+export interface MediaTarget {
+  provider: string;
+  /** The environment's name, for messages. */
+  name: string;
+  config?: Record<string, unknown> | null;
+  model: string;
+}
+
+export const mediaTargetOf = (
+  env: { name: string; provider: string; config?: Record<string, unknown> | null },
+  model: string,
+): MediaTarget => ({ provider: env.provider, name: env.name, config: env.config, model });
+
 export interface RunMediaHook {
-  /** The media inputs of `data` (by the input schema) as stored parts, and the data URLs to send for them. */
-  inputs(p: Principal, schema: unknown, data: unknown): Promise<{ parts: ContentPart[]; sent: Map<string, string> }>;
-  /** The messages as a provider is sent them: stored media references replaced by their bytes. */
-  materialize(p: Principal, messages: ChatMessage[], sent?: Map<string, string>): Promise<ChatMessage[]>;
+  /** The media inputs of `data` (by the input schema) as stored parts, and the parts to send for them. */
+  inputs(
+    p: Principal,
+    schema: unknown,
+    data: unknown,
+    target: MediaTarget,
+  ): Promise<{ parts: ContentPart[]; sent: Map<string, ContentPart> }>;
+  /** The messages as a provider is sent them: stored media references replaced by their bytes (or a fallback). */
+  materialize(
+    p: Principal,
+    messages: ChatMessage[],
+    sent: Map<string, ContentPart> | undefined,
+    target: MediaTarget,
+  ): Promise<ChatMessage[]>;
 }
 
 /** The prompt with the media parts after the text of its last user message (a new one when it has none). */

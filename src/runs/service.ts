@@ -46,7 +46,7 @@ import {
   type RunCreateInput,
 } from './plan.ts';
 import { renderPrompt, type RenderedPrompt } from './render.ts';
-import { withMedia, type RunMediaHook } from './run-media.ts';
+import { mediaTargetOf, withMedia, type RunMediaHook } from './run-media.ts';
 import { RunCaller } from './call.ts';
 import { VirtualCaller } from './call-virtual.ts';
 import { RunFinisher, forCreation, type RunEndedListener } from './finish.ts';
@@ -70,7 +70,7 @@ import {
 } from '../conversations/conversation.ts';
 import { InvalidConversation } from '../conversations/errors.ts';
 import { jsonBytes } from '../conversations/messages.ts';
-import type { ChatMessage } from '../providers/driver.ts';
+import type { ChatMessage, ContentPart } from '../providers/driver.ts';
 import type { ConversationMark } from './model.ts';
 import { NO_TELEMETRY, type RunTrace, type Telemetry } from '../telemetry/hooks.ts';
 import { runEndOf, runStartOf } from '../telemetry/runs.ts';
@@ -335,7 +335,13 @@ export class RunService {
   async runTurn(p: Principal, planned: PlannedTurn, caller: CallerInfo): Promise<Run> {
     const { row, plan } = planTurn(p, caller, planned);
     // Media of the history are read (and checked) before the turn's row is written.
-    if (this.media) plan.request.messages = await this.media.materialize(p, plan.request.messages);
+    if (this.media)
+      plan.request.messages = await this.media.materialize(
+        p,
+        plan.request.messages,
+        undefined,
+        mediaTargetOf(planned.env.dto, planned.model),
+      );
     const answer = await this.launch(row, plan, planned.tags, planned.stream ? 'stream' : 'blocking');
     // A streamed turn is answered before it runs: its conversation names it, without messages.
     const conversation = answer.final
@@ -444,12 +450,14 @@ export class RunService {
       : await renderPrompt(this.templates, interaction, input.data, model, p.project.id);
     const { resultSchema, ttl } = await this.planner.check(p, input, interaction);
     // Media inputs are checked (project, bounds) and read before anything is stored.
-    let sent: Map<string, string> | undefined;
+    let sent: Map<string, ContentPart> | undefined;
+    const target = mediaTargetOf(env.dto, model);
     if (this.media && !turn && !prompt.failure) {
       const media = await this.media.inputs(
         p,
         paramsSchemaOf(interaction.interaction_schema, mergedPromptSchema(interaction.prompts.map((s) => s.template))),
         input.data,
+        target,
       );
       if (media.parts.length) prompt = { messages: withMedia(prompt.messages, media.parts) };
       sent = media.sent;
@@ -512,7 +520,7 @@ export class RunService {
       trace,
     });
     const messages = before.length > 0 ? [...before, ...prompt.messages] : prompt.messages;
-    const sending = this.media ? await this.media.materialize(p, messages, sent) : messages;
+    const sending = this.media ? await this.media.materialize(p, messages, sent, target) : messages;
     const answer = await this.launch(
       row,
       () => this.planner.plan(p, run, messages, resultSchema, input.data, sending),
