@@ -10,6 +10,7 @@ import assert from 'node:assert/strict';
 import type { Page } from 'playwright-core';
 import { TEST_DIALECTS, seedEcho } from '../support/server.ts';
 import { checkA11y, screenshot, signIn, startConsole, type ConsoleHarness } from './browser.ts';
+import { dataset, evaluator, twoVersions, until } from '../experiments/support.ts';
 
 interface ApiScore {
   id: string;
@@ -277,6 +278,88 @@ for (const dialect of TEST_DIALECTS) {
       const scores = page.getByRole('table', { name: 'Scores of the run' });
       await scores.getByRole('row').filter({ hasText: 'mentions-hello' }).waitFor();
       await checkA11y(page, 'the run detail after an evaluation');
+    });
+
+    it('starts an experiment from two versions, shows its progress, figures and answers side by side', async () => {
+      await twoVersions(h.srv, 'Planets');
+      await dataset(h.srv, 'three questions', [
+        { data: { text: 'hello one' } },
+        { data: { text: 'hello two' } },
+        { data: { text: 'hello three' } },
+      ]);
+      await evaluator(h.srv, { name: 'says', type: 'contains', config: { value: 'Say:' } });
+      await page.goto(h.url('/experiments'));
+      await page.getByRole('heading', { level: 1, name: 'Experiments' }).waitFor();
+      await page.getByText('No experiments yet.').waitFor();
+      const form = page.getByRole('form', { name: 'New experiment' });
+      await form.getByLabel('Name').fill('say or answer');
+      await form.getByLabel('Dataset').selectOption({ label: 'three questions (v1, 3 items)' });
+      await form.getByLabel('Interaction').selectOption({ label: 'Planets' });
+      await form.getByLabel('Variant A').selectOption({ label: 'Planets v1' });
+      await form.getByLabel('Variant B').selectOption({ label: 'Planets v1' });
+      await form.getByRole('status').filter({ hasText: 'Pick two different versions.' }).waitFor();
+      assert.equal(await form.getByRole('button', { name: 'Start experiment' }).isDisabled(), true);
+      await form.getByLabel('Variant B').selectOption({ label: 'Planets v2' });
+      await form.getByRole('checkbox', { name: 'says (contains)' }).check();
+      await checkA11y(page, 'the new experiment form');
+      await form.getByRole('button', { name: 'Start experiment' }).click();
+
+      await page.getByRole('heading', { level: 1, name: 'Experiment say or answer' }).waitFor();
+      const id = new URL(page.url()).pathname.split('/').pop()!;
+      const ended = await until(h.srv, id, ['completed', 'failed', 'canceled']);
+      assert.equal(ended.status, 'completed', JSON.stringify(ended));
+      await page
+        .getByRole('status')
+        .filter({ hasText: 'completed: 6 of 6 runs done (6 completed, 0 failed)' })
+        .waitFor();
+
+      const figures = page.getByRole('table', { name: 'Figures per variant' });
+      const rowOf = (name: string) => figures.getByRole('row').filter({ has: page.getByRole('rowheader', { name }) });
+      // The test provider echoes the prompt: version 1 says "Say: …", version 2 "Answer: …".
+      const api = ended.variants as Array<{ name: string; scores: Record<string, { mean: number }>; tokens: number }>;
+      assert.deepEqual(
+        api.map((v) => [v.name, v.scores.says.mean]),
+        [
+          ['Planets v1', 1],
+          ['Planets v2', 0],
+        ],
+      );
+      assert.match(
+        await rowOf('Planets v1').innerText(),
+        new RegExp(`^Planets v1\\t1 \\(100 %, 3\\)\\t3 / 0\\t.*\\t${api[0].tokens}\\t`),
+      );
+      assert.match(
+        await rowOf('Planets v2').innerText(),
+        new RegExp(`^Planets v2\\t0 \\(0 %, 3\\)\\t3 / 0\\t.*\\t${api[1].tokens}\\t`),
+      );
+
+      const pairs = page.getByRole('table', { name: 'Answers side by side' });
+      await pairs.locator('tbody tr').nth(2).waitFor();
+      assert.equal(await pairs.locator('tbody tr').count(), 3);
+      const first = pairs.locator('tbody tr').first();
+      await first.locator('mark').nth(1).waitFor();
+      assert.deepEqual(
+        await first.locator('mark').allInnerTexts(),
+        ['Say:', 'Answer:'],
+        'only the differing words are marked',
+      );
+      assert.match(await first.locator('td').nth(3).innerText(), /Say: hello one[\s\S]*says 1/);
+      assert.match(await first.locator('td').nth(4).innerText(), /Answer: hello one[\s\S]*says 0/);
+      await checkA11y(page, 'the experiment detail');
+      await screenshot(page, 'console-experiment');
+
+      // Swapping the sides is in the URL and swaps the columns.
+      await page.getByLabel('Left').selectOption('Planets v2');
+      await page.getByLabel('Right').selectOption('Planets v1');
+      await first.locator('td').nth(3).filter({ hasText: 'Answer: hello one' }).waitFor();
+      assert.equal(new URL(page.url()).searchParams.get('a'), 'Planets v2');
+
+      await page.goto(h.url('/experiments'));
+      const listed = page
+        .getByRole('table', { name: 'Experiments' })
+        .getByRole('row')
+        .filter({ hasText: 'say or answer' });
+      assert.match(await listed.innerText(), /completed\s+6 \/ 6\s+Planets v1, Planets v2/);
     });
   });
 }
