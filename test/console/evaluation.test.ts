@@ -102,7 +102,8 @@ for (const dialect of TEST_DIALECTS) {
       await panel.getByLabel('Score name').fill('quality');
 
       await checkA11y(page, 'the run detail with scores');
-      await screenshot(page, 'console-run-scores');
+      await panel.scrollIntoViewIfNeeded();
+      await screenshot(page, 'run-scores');
 
       await panel.getByRole('button', { name: /^Delete the score quality = 0\.75/ }).click();
       await panel.getByRole('status').filter({ hasText: 'Deleted the score quality = 0.75.' }).waitFor();
@@ -227,7 +228,7 @@ for (const dialect of TEST_DIALECTS) {
       const table = page.getByRole('table', { name: 'Items' });
       await table.getByRole('link', { name: picked[0] }).waitFor();
       assert.equal(await table.locator('tbody tr').count(), TAGGED);
-      await screenshot(page, 'console-dataset');
+      await screenshot(page, 'dataset');
     });
 
     it('lists evaluators, makes one, shows it, and evaluates a run with it', async () => {
@@ -346,7 +347,8 @@ for (const dialect of TEST_DIALECTS) {
       assert.match(await first.locator('td').nth(3).innerText(), /Say: hello one[\s\S]*says 1/);
       assert.match(await first.locator('td').nth(4).innerText(), /Answer: hello one[\s\S]*says 0/);
       await checkA11y(page, 'the experiment detail');
-      await screenshot(page, 'console-experiment');
+      await page.getByRole('heading', { name: 'Comparison' }).scrollIntoViewIfNeeded();
+      await screenshot(page, 'experiment');
 
       // Swapping the sides is in the URL and swaps the columns.
       await page.getByLabel('Left').selectOption('Planets v2');
