@@ -114,6 +114,44 @@ for (const dialect of TEST_DIALECTS) {
       );
     });
 
+    it('shows scores in the runs explorer as columns and facet chips that filter', async () => {
+      const verdicts = ['good', 'good', 'bad'];
+      for (const [i, value] of verdicts.entries()) {
+        const r = await h.srv.api('POST', `/api/v1/runs/${runIds[i + 2]}/scores`, { name: 'verdict', value });
+        assert.equal(r.status, 200, JSON.stringify(r.body));
+      }
+      await page.goto(h.url('/runs'));
+      await page.locator('.runs-summary').filter({ hasText: '5 runs' }).waitFor();
+      await page.getByText('Columns', { exact: true }).click();
+      const picker = page.getByRole('group', { name: 'Score columns' });
+      await picker.getByLabel('Score name').fill('verdict');
+      await picker.getByRole('button', { name: 'Add score column' }).click();
+      const table = page.getByRole('table', { name: 'Runs' });
+      await table.getByRole('columnheader', { name: 'Score verdict' }).waitFor();
+      const cellOf = async (run: string) => {
+        const row = table.locator(`tbody tr[data-row-id="${run}"]`);
+        return (await row.locator('td').last().innerText()).trim();
+      };
+      await table.locator(`tbody tr[data-row-id="${runIds[4]}"] td`).last().filter({ hasText: 'bad' }).waitFor();
+      assert.equal(await cellOf(runIds[2]), 'good');
+      assert.equal(await cellOf(runIds[1]), '', 'a run without the score shows nothing');
+
+      const facets = page.getByRole('complementary', { name: 'Facets' });
+      const good = facets.getByRole('button', { name: 'score verdict: good 2 runs' });
+      await good.waitFor();
+      await facets.getByRole('button', { name: 'score verdict: bad 1 runs' }).waitFor();
+      await checkA11y(page, 'the runs explorer with a score column and facet');
+      await good.click();
+      await page.locator('.runs-summary').filter({ hasText: '2 runs' }).waitFor();
+      const shown = await table
+        .locator('tbody tr[data-row-id]')
+        .evaluateAll((trs) => trs.map((tr) => tr.getAttribute('data-row-id')));
+      assert.deepEqual(shown.sort(), [runIds[2], runIds[3]].sort());
+      assert.match(new URL(page.url()).searchParams.get('scoreFilters') ?? '', /verdict/);
+      await facets.getByRole('button', { name: /Remove filter verdict: good/ }).click();
+      await page.locator('.runs-summary').filter({ hasText: '5 runs' }).waitFor();
+    });
+
     it('makes a dataset, adds items by hand, pages them, exports them as JSONL', async () => {
       await page.goto(h.url('/datasets'));
       await page.getByRole('heading', { level: 1, name: 'Datasets' }).waitFor();

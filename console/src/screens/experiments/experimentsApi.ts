@@ -3,7 +3,7 @@ import { apiFetch } from '../../api/client.ts';
 
 export type ExperimentStatus = 'queued' | 'running' | 'completed' | 'failed' | 'canceled';
 
-export interface ScoreFigures {
+interface ScoreFigures {
   mean: number | null;
   min: number | null;
   max: number | null;
@@ -13,7 +13,7 @@ export interface ScoreFigures {
   distribution: Record<string, number>;
 }
 
-export interface Variant {
+interface Variant {
   name: string;
   interaction: string;
   runs?: { completed: number; failed: number };
