@@ -27,6 +27,7 @@ import { validateObjectsSearch, validateObjectDetailSearch } from './screens/obj
 import { validateKeysSearch } from './screens/keys/search.ts';
 import { validateDatasetsSearch, validateDatasetDetailSearch } from './screens/datasets/search.ts';
 import { validateEvaluatorsSearch, validateEvaluatorDetailSearch } from './screens/evaluators/search.ts';
+import { validateExperimentsSearch, validateExperimentDetailSearch } from './screens/experiments/search.ts';
 
 const rootRoute = createRootRoute({ component: Outlet, notFoundComponent: NotFound });
 
@@ -158,6 +159,20 @@ const evaluatorDetailRoute = createRoute({
   component: lazyRouteComponent(() => import('./screens/evaluators/EvaluatorDetailPage.tsx'), 'EvaluatorDetailPage'),
 });
 
+const experimentsRoute = createRoute({
+  getParentRoute: () => appRoute,
+  path: 'experiments',
+  validateSearch: validateExperimentsSearch,
+  component: lazyRouteComponent(() => import('./screens/experiments/ExperimentsPage.tsx'), 'ExperimentsPage'),
+});
+
+const experimentDetailRoute = createRoute({
+  getParentRoute: () => appRoute,
+  path: 'experiments/$experimentId',
+  validateSearch: validateExperimentDetailSearch,
+  component: lazyRouteComponent(() => import('./screens/experiments/ExperimentDetailPage.tsx'), 'ExperimentDetailPage'),
+});
+
 const membersRoute = createRoute({
   getParentRoute: () => appRoute,
   path: 'members',
@@ -189,6 +204,8 @@ const routeTree = rootRoute.addChildren([
     datasetDetailRoute,
     evaluatorsRoute,
     evaluatorDetailRoute,
+    experimentsRoute,
+    experimentDetailRoute,
     membersRoute,
     galleryRoute,
   ]),

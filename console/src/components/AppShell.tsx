@@ -17,6 +17,7 @@ const NAV = [
   { to: '/keys', label: 'Keys' },
   { to: '/datasets', label: 'Datasets' },
   { to: '/evaluators', label: 'Evaluators' },
+  { to: '/experiments', label: 'Experiments' },
   { to: '/members', label: 'Members', admins: true },
 ] as const;
 

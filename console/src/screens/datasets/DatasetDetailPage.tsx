@@ -141,7 +141,7 @@ export function DatasetDetailPage() {
                               className="link"
                               disabled={remove.isPending}
                               onClick={() => remove.mutate(it)}
-                              aria-label={`Take item ${offset + i + 1} out`}
+                              aria-label={`Remove item ${offset + i + 1}`}
                             >
                               Remove
                             </button>

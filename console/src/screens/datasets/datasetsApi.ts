@@ -51,8 +51,14 @@ export const listDatasets = (signal?: AbortSignal) =>
 export const getDataset = (id: string, signal?: AbortSignal) => apiFetch<Dataset>(path(id), { signal });
 export const createDataset = (body: { name: string; description?: string }) =>
   apiFetch<Dataset>('/datasets', { method: 'POST', body });
-export const datasetItems = (id: string, q: { version?: number; offset: number }, signal?: AbortSignal) =>
-  apiFetch<DatasetItem[]>(path(id, '/items'), { query: { ...q, limit: ITEMS_PAGE }, signal });
+/** A page of a version's items (the answer is `{version, items}`: the page reads the items). */
+export const datasetItems = async (id: string, q: { version?: number; offset: number }, signal?: AbortSignal) =>
+  (
+    await apiFetch<{ version: number; items: DatasetItem[] }>(path(id, '/items'), {
+      query: { ...q, limit: ITEMS_PAGE },
+      signal,
+    })
+  ).items;
 export const addItems = (id: string, items: NewItem[]) =>
   apiFetch<AddAnswer>(path(id, '/items'), { method: 'POST', body: { items } });
 export const addFromRuns = (id: string, from: { query?: string; filters?: Record<string, unknown>; limit: number }) =>
