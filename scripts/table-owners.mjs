@@ -83,9 +83,6 @@ const KNOWN = {
   'src/analytics/store.ts': ['projects', 'runs'],
   // Score summaries group scores by columns of their runs.
   'src/scores/store.ts': ['runs'],
-  // Collections join their members' objects and types.
-  'src/collections/service.ts': ['object_types', 'objects'],
-  'src/collections/store.ts': ['objects'],
 };
 
 const names = Object.keys(OWNERS).join('|');

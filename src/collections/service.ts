@@ -23,6 +23,7 @@ import { compiledMatch, type FilterContext, type ObjectFilters } from '../object
 import type { ObjectRecord } from '../objects/model.ts';
 import { checkLayout, type ColumnLayout, type ObjectTypeService } from '../objects/types-service.ts';
 import type { ObjectSimilarity } from '../objects/similarity.ts';
+import { inHistoryOf, typeIsOneOf, typesOfObjects } from '../objects/reads.ts';
 import { COLLECTION_FIND_FIELDS, resolveCollectionField } from './fields.ts';
 import { COLLECTION_STATUSES, DEFAULT_COLLECTION_PAGE, MAX_COLLECTIONS_CHECKED, MAX_IDS_PER_CALL } from './schemas.ts';
 import {
@@ -34,7 +35,6 @@ import {
   decodeCollection,
   deleteCollection,
   existingCollections,
-  existingObjects,
   getCollection,
   insertCollection,
   parentsOf,
@@ -374,7 +374,7 @@ export class CollectionService {
     const ids = [...new Set(members)];
     const now = nowIso();
     if (action === 'add') {
-      const found = await existingObjects(this.db, s, ids);
+      const found = await typesOfObjects(this.db, s, ids);
       const missing = ids.filter((x) => !found.has(x));
       if (missing.length) {
         throw new OrreryError(
@@ -635,21 +635,7 @@ export class CollectionService {
     if (q.name) all.push(this.json.likeCaseInsensitive(eb.ref('collections.name'), `%${escapeLike(q.name)}%`));
     const types = [...(q.types ?? []), ...(q.type ? [q.type] : [])];
     if (types.length) {
-      all.push(
-        eb.or([
-          eb('collections.type_id', 'in', types),
-          eb(
-            'collections.type_id',
-            'in',
-            eb
-              .selectFrom('object_types')
-              .select('object_types.id')
-              .where('object_types.account_id', '=', s.account)
-              .where('object_types.project_id', '=', s.project)
-              .where('object_types.name', 'in', types),
-          ),
-        ]),
-      );
+      all.push(typeIsOneOf(eb, eb.ref('collections.type_id'), s, types));
     }
     if (q.match && Object.keys(q.match).length) {
       try {
@@ -719,14 +705,7 @@ function membership(c: CollectionRow): (eb: ObjectsEb, ctx: FilterContext) => Ex
   if (c.doc.skip_head_sync) return (eb) => eb('objects.id', 'in', rows(eb).select('collection_members.object_id'));
   // Members follow their history (skip_head_sync false, the default): a member revised since it
   // was added is listed as the head of its history (the listing shows heads only).
-  return (eb) =>
-    eb(
-      sql<string>`COALESCE(objects.revision_root, objects.id)`,
-      'in',
-      rows(eb)
-        .innerJoin('objects as member', 'member.id', 'collection_members.object_id')
-        .select(sql<string>`COALESCE(member.revision_root, member.id)`.as('root')),
-    );
+  return (eb) => inHistoryOf(eb, rows(eb).select('collection_members.object_id'));
 }
 
 function checkIdCount(what: string, n: number): void {

@@ -3,6 +3,7 @@
  * caller's project (style D5); JSON columns are encoded and decoded here and nowhere else.
  */
 import { sql, type Kysely } from 'kysely';
+import { revisionsInHistoriesOf } from '../objects/reads.ts';
 import type { CollectionTable, Database } from '../db/schema.ts';
 import type { OrreryDialect } from '../db/dialect.ts';
 import type { Scope } from '../auth/principal.ts';
@@ -120,22 +121,6 @@ export async function deleteCollection(db: Db, s: Scope, id: string): Promise<nu
   return Number(r.numDeletedRows);
 }
 
-/** The ids among `ids` that name an object of the project. */
-export async function existingObjects(db: Db, s: Scope, ids: readonly string[]): Promise<Map<string, string | null>> {
-  const found = new Map<string, string | null>();
-  for (let i = 0; i < ids.length; i += IN_LIST_CHUNK) {
-    const rows = await db
-      .selectFrom('objects')
-      .select(['objects.id', 'objects.type_id'])
-      .where('objects.account_id', '=', s.account)
-      .where('objects.project_id', '=', s.project)
-      .where('objects.id', 'in', ids.slice(i, i + IN_LIST_CHUNK))
-      .execute();
-    for (const r of rows) found.set(r.id, r.type_id);
-  }
-  return found;
-}
-
 /** The ids among `ids` that name a collection of the project. */
 export async function existingCollections(db: Db, s: Scope, ids: readonly string[]): Promise<Set<string>> {
   const found = new Set<string>();
@@ -186,24 +171,12 @@ export async function removeMemberHistories(
   let n = 0;
   for (let i = 0; i < objectIds.length; i += IN_LIST_CHUNK) {
     const chunk = objectIds.slice(i, i + IN_LIST_CHUNK);
-    const roots = db
-      .selectFrom('objects as given')
-      .select(sql<string>`COALESCE(given.revision_root, given.id)`.as('root'))
-      .where('given.account_id', '=', s.account)
-      .where('given.project_id', '=', s.project)
-      .where('given.id', 'in', chunk);
-    const revisions = db
-      .selectFrom('objects as rev')
-      .select('rev.id')
-      .where('rev.account_id', '=', s.account)
-      .where('rev.project_id', '=', s.project)
-      .where(sql<string>`COALESCE(rev.revision_root, rev.id)`, 'in', roots);
     const r = await db
       .deleteFrom('collection_members')
       .where('account_id', '=', s.account)
       .where('project_id', '=', s.project)
       .where('collection_id', '=', collectionId)
-      .where((eb) => eb.or([eb('object_id', 'in', chunk), eb('object_id', 'in', revisions)]))
+      .where((eb) => eb.or([eb('object_id', 'in', chunk), eb('object_id', 'in', revisionsInHistoriesOf(eb, s, chunk))]))
       .executeTakeFirst();
     n += Number(r.numDeletedRows);
   }

@@ -13,6 +13,7 @@ import { isoDate } from '../http/query.ts';
 import { compileFindReadingOnce, FindQueryError } from '../query/find/index.ts';
 import { OBJECT_STATUSES } from './model.ts';
 import { FIND_FIELDS, resolveObjectField } from './find-fields.ts';
+import { typeIsOneOf } from './table-conditions.ts';
 
 export interface ObjectFilters {
   ids?: string[];
@@ -68,21 +69,7 @@ export function filterCondition(eb: Eb, f: ObjectFilters, ctx: FilterContext): E
   }
   if (f.types?.length) {
     // An id, or the name of a type of the project.
-    all.push(
-      eb.or([
-        eb('objects.type_id', 'in', f.types),
-        eb(
-          'objects.type_id',
-          'in',
-          eb
-            .selectFrom('object_types')
-            .select('object_types.id')
-            .where('object_types.account_id', '=', ctx.scope.account)
-            .where('object_types.project_id', '=', ctx.scope.project)
-            .where('object_types.name', 'in', f.types),
-        ),
-      ]),
-    );
+    all.push(typeIsOneOf(eb, eb.ref('objects.type_id'), ctx.scope, f.types));
   }
   if (f.parent !== undefined) all.push(eb('objects.parent_id', '=', f.parent));
   if (f.location !== undefined) all.push(eb('objects.location', '=', f.location));

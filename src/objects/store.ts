@@ -254,6 +254,22 @@ export async function objectExists(db: Db, s: Scope, id: string): Promise<boolea
 }
 
 /** Names of the given objects (for `parent: {id, name}` in list items). */
+/** The objects among `ids` of the project, each with its type id (null: untyped). */
+export async function typesOfObjects(db: Db, s: Scope, ids: readonly string[]): Promise<Map<string, string | null>> {
+  const found = new Map<string, string | null>();
+  for (let i = 0; i < ids.length; i += IN_LIST_CHUNK) {
+    const rows = await db
+      .selectFrom('objects')
+      .select(['objects.id', 'objects.type_id'])
+      .where('objects.account_id', '=', s.account)
+      .where('objects.project_id', '=', s.project)
+      .where('objects.id', 'in', ids.slice(i, i + IN_LIST_CHUNK))
+      .execute();
+    for (const r of rows) found.set(r.id, r.type_id);
+  }
+  return found;
+}
+
 export async function objectNames(db: Db, s: Scope, ids: readonly string[]): Promise<Map<string, string>> {
   const out = new Map<string, string>();
   for (let i = 0; i < ids.length; i += IN_LIST_CHUNK) {
