@@ -90,16 +90,23 @@ export const updateUser = (db: Db, account: string, id: string, patch: Partial<U
 export const deleteUser = (db: Db, account: string, id: string) =>
   db.deleteFrom('users').where('account_id', '=', account).where('id', '=', id).executeTakeFirst();
 
-/** Memberships with their project's name, of one user or of every user of the account. */
-export const memberships = (db: Db, account: string, user?: string) => {
+/**
+ * Memberships with their project's name, of one user or of every user of the account, in the
+ * projects' order. The names come from auth's projects (an account has few), joined here.
+ */
+export async function memberships(db: Db, account: string, user?: string) {
   let q = db
     .selectFrom('user_memberships as m')
-    .innerJoin('projects as p', 'p.id', 'm.project_id')
-    .select(['m.user_id', 'm.project_id', 'm.role', 'p.name as project_name'])
+    .select(['m.user_id', 'm.project_id', 'm.role'])
     .where('m.account_id', '=', account);
   if (user) q = q.where('m.user_id', '=', user);
-  return q.orderBy('p.created_at').orderBy('p.id').execute();
-};
+  const [rows, projects] = await Promise.all([q.execute(), listProjects(db, account)]);
+  const names = new Map(projects.map((p, i) => [p.id, { name: p.name, order: i }]));
+  return rows
+    .filter((m) => names.has(m.project_id))
+    .map((m) => ({ ...m, project_name: names.get(m.project_id)!.name }))
+    .sort((a, b) => names.get(a.project_id)!.order - names.get(b.project_id)!.order);
+}
 
 export const membership = (db: Db, user: string, project: string) =>
   db
