@@ -12,6 +12,7 @@ import { apiFetch, client } from '../../api/client.ts';
 import { userSession } from '../../api/session.ts';
 import { Loading, Page } from '../../components/Page.tsx';
 import { ErrorBanner } from '../../components/ErrorBanner.tsx';
+import { RowAction } from '../../components/RowAction.tsx';
 import { CopyLink } from './CopyLink.tsx';
 import './members.css';
 
@@ -219,19 +220,17 @@ export function MembersPage() {
                                   ))}
                                 </select>
                               </label>
-                              <button
-                                type="button"
-                                className="link"
-                                aria-label={`Take out ${m.email} from ${p.name}`}
+                              <RowAction
+                                label="Take out"
+                                name={`Take out ${m.email} from ${p.name}`}
+                                look="link"
                                 disabled={busy !== null}
                                 onClick={() =>
                                   void act(`out:${m.id}`, () =>
                                     apiFetch(`/users/${m.id}/projects/${p.id}`, { method: 'DELETE' }),
                                   )
                                 }
-                              >
-                                Take out
-                              </button>
+                              />
                             </li>
                           ))}
                         </ul>
@@ -240,55 +239,34 @@ export function MembersPage() {
                     <td>{dateTime(m.last_sign_in_at)}</td>
                     <td>
                       <div className="row-actions">
-                        {m.id !== me &&
-                          (m.status === 'active' ? (
-                            <button
-                              type="button"
-                              className="secondary"
-                              aria-label={`Suspend ${m.email}`}
-                              disabled={busy !== null}
-                              onClick={() =>
-                                void act(`status:${m.id}`, () =>
-                                  client().users.update(m.id, { status: 'suspended' } as never),
-                                )
-                              }
-                            >
-                              Suspend
-                            </button>
-                          ) : (
-                            <button
-                              type="button"
-                              className="secondary"
-                              aria-label={`Reactivate ${m.email}`}
-                              disabled={busy !== null}
-                              onClick={() =>
-                                void act(`status:${m.id}`, () =>
-                                  client().users.update(m.id, { status: 'active' } as never),
-                                )
-                              }
-                            >
-                              Reactivate
-                            </button>
-                          ))}
-                        <button
-                          type="button"
-                          className="secondary"
-                          aria-label={`Password reset link for ${m.email}`}
+                        {m.id !== me && (
+                          <RowAction
+                            label={m.status === 'active' ? 'Suspend' : 'Reactivate'}
+                            name={`${m.status === 'active' ? 'Suspend' : 'Reactivate'} ${m.email}`}
+                            disabled={busy !== null}
+                            onClick={() =>
+                              void act(`status:${m.id}`, () =>
+                                client().users.update(m.id, {
+                                  status: m.status === 'active' ? 'suspended' : 'active',
+                                } as never),
+                              )
+                            }
+                          />
+                        )}
+                        <RowAction
+                          label="Reset link"
+                          name={`Password reset link for ${m.email}`}
                           disabled={busy !== null}
                           onClick={() => void resetLink(m)}
-                        >
-                          Reset link
-                        </button>
+                        />
                         {m.id !== me && (
-                          <button
-                            type="button"
-                            className="link danger-link"
-                            aria-label={`Remove ${m.email}`}
+                          <RowAction
+                            label="Remove"
+                            name={`Remove ${m.email}`}
+                            look="danger"
                             disabled={busy !== null}
                             onClick={() => setRemoving(m)}
-                          >
-                            Remove
-                          </button>
+                          />
                         )}
                       </div>
                     </td>

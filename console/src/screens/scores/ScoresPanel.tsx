@@ -6,6 +6,7 @@
 import { useState, type FormEvent } from 'react';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { ErrorBanner } from '../../components/ErrorBanner.tsx';
+import { RowAction } from '../../components/RowAction.tsx';
 import { formatTime } from '../runs/runsApi.ts';
 import { addScore, byWhom, deleteScore, formatScore, isMine, runScores, SCORE_NAME, type Score } from './scoresApi.ts';
 import './scores.css';
@@ -142,15 +143,13 @@ export function ScoresPanel({ runId }: { runId: string }) {
                 <td className="score-comment-cell">{s.comment ?? ''}</td>
                 <td>
                   {isMine(s) && (
-                    <button
-                      type="button"
-                      className="link"
+                    <RowAction
+                      label="Delete"
+                      name={`Delete the score ${s.name} = ${formatScore(s.value)} of ${formatTime(s.created_at)}`}
+                      look="link"
                       disabled={remove.isPending}
                       onClick={() => remove.mutate(s)}
-                      aria-label={`Delete the score ${s.name} = ${formatScore(s.value)} of ${formatTime(s.created_at)}`}
-                    >
-                      Delete
-                    </button>
+                    />
                   )}
                 </td>
               </tr>
