@@ -16,7 +16,12 @@
  *   npm run bench -- runs-search              RUNS=1000000 ITER=200 BACKENDS=sqlite,postgres
  *   ORRERY_BENCH_PG_URL=postgres://…          use that server instead of a throwaway cluster
  *
- * Targets (issue 4): list p95 < 50 ms, query p95 < 150 ms, query + 3 facets p95 < 300 ms.
+ * Targets: list p95 < 50 ms, query p95 < 150 ms, query + 3 facets p95 < 300 ms.
+ *
+ * SCORES=1: then one `quality` score (a number) is given to every run straight in the database,
+ * the server restarted, and the same requests timed again (with the runs now carrying their
+ * scores), plus a query on the score (`scores.quality:[0.8 TO *] AND` the query): the p95 with the
+ * scores against the p95 without them, same database, same requests (target: within 20 %).
  */
 import { rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
@@ -36,6 +41,7 @@ const RUNS = Number(process.env.RUNS ?? 1_000_000);
 const ITER = Number(process.env.ITER ?? 200);
 const WARMUP = Number(process.env.WARMUP ?? 20);
 const BATCH = 2000;
+const SCORES = process.env.SCORES === '1';
 const BACKENDS = (process.env.BACKENDS ?? 'sqlite,postgres')
   .split(',')
   .map((s) => s.trim())
@@ -334,7 +340,7 @@ async function time(
   return { p50: percentile(samples, 50), p95: percentile(samples, 95) };
 }
 
-async function measure(orrery: Child & { adminKey: string }) {
+async function measure(orrery: Child & { adminKey: string }, scoredToo = false) {
   r = prng(9);
   const list = await time(
     orrery,
@@ -360,7 +366,41 @@ async function measure(orrery: Child & { adminKey: string }) {
       if (b.facet.statuses.buckets.length < 1) throw new Error('no facet buckets');
     },
   );
-  return { list, query, facets, avgHits: hits / (WARMUP + ITER), avgMatches: total / (WARMUP + ITER) };
+  let scoredHits = 0;
+  const scored = scoredToo
+    ? await time(
+        orrery,
+        () => ({
+          path: '/api/v1/runs/search',
+          body: { query: `scores.quality:[0.8 TO *] AND ${luceneQuery()}`, limit: 100 },
+        }),
+        (b) => {
+          scoredHits += b.length;
+        },
+      )
+    : undefined;
+  return {
+    list,
+    query,
+    facets,
+    ...(scored ? { scored, avgScoredHits: scoredHits / (WARMUP + ITER) } : {}),
+    avgHits: hits / (WARMUP + ITER),
+    avgMatches: total / (WARMUP + ITER),
+  };
+}
+
+/** One `quality` score for every run, written as the scores' store writes a latest score. */
+async function scoreEveryRun(db: Kysely<Database>, d: OrreryDialect): Promise<number> {
+  const started = performance.now();
+  const value = d.name === 'sqlite' ? sql`(abs(random()) % 1000) / 1000.0` : sql`floor(random() * 1000) / 1000.0`;
+  await sql`INSERT INTO score_names (project_id, name, kind, created_at)
+    SELECT DISTINCT project_id, 'quality', 'number', '2026-01-01T00:00:00.000Z' FROM runs`.execute(db);
+  await sql`INSERT INTO run_scores (id, account_id, project_id, run_id, name, kind, num_value, text_value, comment,
+      source, evaluator_id, latest, created_by, created_at)
+    SELECT 's' || id, account_id, project_id, id, 'quality', 'number', ${value}, NULL, NULL, 'api', NULL, 1, 'bench',
+      created_at FROM runs`.execute(db);
+  await sql.raw(d.name === 'sqlite' ? 'ANALYZE' : 'VACUUM ANALYZE').execute(db);
+  return (performance.now() - started) / 1000;
 }
 
 // ---- backends -------------------------------------------------------------------------------
@@ -453,6 +493,23 @@ for (const name of BACKENDS) {
     const m = await measure(orrery);
     results[name] = { ...load_, ...m };
     console.log(`${name}: ${JSON.stringify(results[name])}`);
+    if (SCORES) {
+      orrery.proc.kill('SIGTERM');
+      await new Promise((r) => orrery.proc.once('exit', r));
+      const { db, d } = backend.open({ dataDir });
+      const scoreSeconds = await scoreEveryRun(db, d);
+      await db.destroy();
+      const again = await startOrrery({ ...backend.env, ORRERY_DATA_DIR: dataDir, ORRERY_LOG_LEVEL: 'warn' });
+      orrery = { ...again, stop: () => again.stop() };
+      const withScores = await measure(orrery, true);
+      const ratio = (k: 'list' | 'query' | 'facets') => +(withScores[k].p95 / m[k].p95).toFixed(2);
+      results[`${name} with a score on every run`] = {
+        scoreSeconds: Math.round(scoreSeconds),
+        ...withScores,
+        p95Ratio: { list: ratio('list'), query: ratio('query'), facets: ratio('facets') },
+      };
+      console.log(`${name} with scores: ${JSON.stringify(results[`${name} with a score on every run`])}`);
+    }
   } finally {
     await orrery.stop().catch(() => {});
     if (KEEP || reuse) {
