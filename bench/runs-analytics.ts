@@ -24,7 +24,7 @@ import type { RunDoc, RunRow } from '../src/runs/model.ts';
 import { insertRuns, type NewRun } from '../src/runs/search-index.ts';
 import { encodeRun } from '../src/runs/store.ts';
 import { costOf } from '../src/pricing/cost.ts';
-import * as analytics from '../src/analytics/store.ts';
+import * as analytics from '../src/runs/aggregates.ts';
 import { machine, percentile, startOrrery, type Child } from './lib/processes.ts';
 import { benchDatabase } from './lib/pg-bench.ts';
 

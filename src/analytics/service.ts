@@ -2,7 +2,7 @@
  * Usage analytics (issue 18, point 5): the official client's `analytics` (run counts by status,
  * environment and interaction; runs per time bucket; tokens per environment) and `store.cost`
  * (cost per model, environment, interaction, provider, project or account and per time bucket;
- * the price catalog; the price of one run). Rules live here; store.ts holds the SQL.
+ * the price catalog; the price of one run). Rules live here; runs/aggregates.ts holds the SQL.
  *
  * - Ranges are on the runs' `created_at`. `start`/`from` is inclusive; an `end`/`to` written as a
  *   date or date-time covers its precision (`end=2026-03-31` includes that day), as in run search;
@@ -27,7 +27,8 @@ import { parseDateInterval } from '../query/lucene/index.ts';
 import { priceTable, tableEntry } from '../pricing/cost.ts';
 import { RUN_STATUSES } from '../runs/model.ts';
 import type { Db } from '../runs/store.ts';
-import * as store from './store.ts';
+import * as store from '../runs/aggregates.ts';
+import { listProjects } from '../auth/reads.ts';
 
 const MAX_RANGE_DAYS = 366;
 const DAY = 86_400_000;
@@ -247,14 +248,19 @@ export class AnalyticsService {
     if (scope === null) throw new BadRequest(`scope must be project or org, got ${JSON.stringify(q.scope)}`);
     if (scope === 'org' && p.role !== 'admin')
       throw new Forbidden('scope org (every project of the account) needs an admin key');
-    return this.costAnalytics(p, q, scope === 'org' ? { account: p.account.id } : { project: p.project.id }, 'model');
+    return this.costAnalytics(p, q, scope === 'org' ? this.accountScope(p) : { project: p.project.id }, 'model');
   }
 
   /** POST /cost/analytics/global: every project of the caller's account, grouped by account unless asked. Admin keys only. */
   global(p: Principal, q: CostQuery) {
     if (p.role !== 'admin')
       throw new Forbidden('global cost analytics (every project of the account) need an admin key');
-    return this.costAnalytics(p, q, { account: p.account.id }, 'account');
+    return this.costAnalytics(p, q, this.accountScope(p), 'account');
+  }
+
+  /** Every project of the caller's account (auth's rows, asked of auth). */
+  private async accountScope(p: Principal): Promise<store.AnalyticsScope> {
+    return { projects: (await listProjects(this.db, p.account.id)).map((x) => x.id) };
   }
 
   /** GET /cost/model-prices: the vendored price table, USD per million tokens. */
@@ -340,7 +346,13 @@ export class AnalyticsService {
     };
   }
 
-  private async costAnalytics(p: Principal, q: CostQuery, scope: store.AnalyticsScope, defaultGroup: Group) {
+  private async costAnalytics(
+    p: Principal,
+    q: CostQuery,
+    scoped: store.AnalyticsScope | Promise<store.AnalyticsScope>,
+    defaultGroup: Group,
+  ) {
+    const scope = await scoped;
     const group = (q.group_by ?? defaultGroup) as Group;
     if (typeof group !== 'string' || !(GROUPS as readonly string[]).includes(group)) {
       throw new BadRequest(

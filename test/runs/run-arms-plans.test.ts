@@ -17,7 +17,7 @@ import { sqliteDialect } from '../../src/db/dialect.ts';
 import type { Database } from '../../src/db/schema.ts';
 import { RunSearch } from '../../src/runs/search.ts';
 import { RunFinder } from '../../src/runs/find.ts';
-import * as analytics from '../../src/analytics/store.ts';
+import * as analytics from '../../src/runs/aggregates.ts';
 
 /** The partial indexes of migration 0023. */
 const READ_INDEXES =
@@ -125,13 +125,13 @@ if (TEST_DIALECTS.includes('sqlite')) {
         ['token sums', () => analytics.tokenSums(db, d, { scope: { project: scope.project } })],
         [
           'cost of the account',
-          () => analytics.costRows(db, d, { scope: { account: scope.account } }, 'model_id', 'day', true),
+          () => analytics.costRows(db, d, { scope: { projects: [scope.project] } }, 'model_id', 'day', true),
         ],
         ['providers', () => analytics.providersOf(db, d, { project: scope.project }, [seeded.env.id])],
       ];
       for (const [name, read] of reads) assertIndexed(name, await plansOf(read));
       // One run and its children: by id (the children through runs_parent), never along the project.
-      for (const scoped of [{ project: scope.project }, { account: scope.account }]) {
+      for (const scoped of [{ project: scope.project }, { projects: [scope.project] }]) {
         const one = (
           await plansOf(() => analytics.costRows(db, d, { scope: scoped, run: runId }, 'model_id', null, false))
         ).flat();

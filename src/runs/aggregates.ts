@@ -1,7 +1,7 @@
 /**
- * SQL for usage analytics: aggregates (COUNT, SUM, GROUP BY) over the runs table, never rows
- * loaded into JavaScript. Every statement starts from the caller's project, or from the projects
- * of its account for the account-wide cost views (style D5). The range is on `created_at`
+ * Aggregates over the runs table for the usage analytics (src/analytics holds their rules):
+ * COUNT, SUM, GROUP BY in SQL, never rows loaded into JavaScript. Every statement starts from the
+ * caller's project, or from the given projects of its account for the account-wide cost views. The range is on `created_at`
  * (`from` inclusive, `to` exclusive, as stored ISO text); the columns read are all in
  * `runs_analytics` (migration 0016), so the aggregates walk that index and not the wide rows.
  */
@@ -10,11 +10,11 @@ import type { OrreryDialect } from '../db/dialect.ts';
 import { jsonSql } from '../db/json-sql.ts';
 import { bucketOf, type TimeBucket } from '../db/time-buckets.ts';
 import { indexedBy } from '../db/index-hint.ts';
-import type { Db } from '../runs/store.ts';
-import { runArms } from '../runs/run-arms.ts';
+import type { Db } from './store.ts';
+import { runArms } from './run-arms.ts';
 
-/** Whose runs: one project, or every project of an account. */
-export type AnalyticsScope = { readonly project: string } | { readonly account: string };
+/** Whose runs: one project, or the projects of an account (auth knows them; the caller asks it). */
+export type AnalyticsScope = { readonly project: string } | { readonly projects: readonly string[] };
 
 export interface RunFilter {
   readonly scope: AnalyticsScope;
@@ -90,9 +90,8 @@ const plus = (a: number | null, b: number | null): number | null =>
 const inScope = (table: string, scope: AnalyticsScope, indexed = true) => {
   const column = sql.ref(`${table}.project_id`);
   const project = indexed ? column : sql`(${column} || '')`;
-  return 'project' in scope
-    ? sql<SqlBool>`${project} = ${scope.project}`
-    : sql<SqlBool>`${project} IN (SELECT id FROM projects WHERE account_id = ${scope.account})`;
+  if ('project' in scope) return sql<SqlBool>`${project} = ${scope.project}`;
+  return scope.projects.length ? sql<SqlBool>`${project} IN (${sql.join(scope.projects)})` : sql<SqlBool>`1 = 0`;
 };
 
 function whereOf(f: RunFilter, d?: OrreryDialect): RawBuilder<SqlBool> {

@@ -1,0 +1,2 @@
+import { it } from 'node:test';
+it('nothing', () => {});
