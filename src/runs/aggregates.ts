@@ -5,8 +5,9 @@
  * (`from` inclusive, `to` exclusive, as stored ISO text); the columns read are all in
  * `runs_analytics` (migration 0016), so the aggregates walk that index and not the wide rows.
  */
-import { sql, type RawBuilder, type SqlBool } from 'kysely';
-import type { OrreryDialect } from '../db/dialect.ts';
+import { sql, type QueryExecutorProvider, type RawBuilder, type SqlBool } from 'kysely';
+import type { DialectName, OrreryDialect } from '../db/dialect.ts';
+import type { Scope } from '../auth/principal.ts';
 import { jsonSql } from '../db/json-sql.ts';
 import { bucketOf, type TimeBucket } from '../db/time-buckets.ts';
 import { indexedBy } from '../db/index-hint.ts';
@@ -313,4 +314,63 @@ export async function runExists(db: Db, scope: AnalyticsScope, id: string): Prom
     one: number;
   }>`SELECT 1 AS one FROM runs WHERE ${whereOf({ scope })} AND runs.id = ${id}`.execute(db);
   return rows.length > 0;
+}
+
+/** How values given to runs are grouped by their runs. */
+export type RunValueGroup = 'interaction_version' | 'model' | 'day';
+
+export interface RunValueAggregate {
+  key: string;
+  interaction: string | null;
+  version: number | null;
+  mean: number;
+  min: number;
+  max: number;
+  count: number;
+}
+
+/**
+ * Mean, min, max and count of `values` (a statement of `run_id, value` rows, one per run, e.g. the
+ * latest scores of a name) per group of their runs of the project created in [from, to): one GROUP
+ * BY over the values joined to the runs by id. Ordered by key.
+ */
+export async function aggregateRunValues(
+  db: QueryExecutorProvider,
+  d: DialectName,
+  s: Scope,
+  values: RawBuilder<{ run_id: string; value: number }>,
+  q: { group: RunValueGroup; from?: string; to?: string; interaction?: string },
+): Promise<RunValueAggregate[]> {
+  const version = jsonSql(d).number(sql.ref('runs.doc'), ['interaction', 'version']);
+  const key =
+    q.group === 'model'
+      ? sql`COALESCE(runs.model_id, '')`
+      : q.group === 'day'
+        ? sql`substr(runs.created_at, 1, 10)`
+        : sql`runs.interaction_id`;
+  const where = [
+    sql`runs.project_id = ${s.project}`,
+    ...(q.from ? [sql`runs.created_at >= ${q.from}`] : []),
+    ...(q.to ? [sql`runs.created_at < ${q.to}`] : []),
+    ...(q.interaction ? [sql`runs.interaction_id = ${q.interaction}`] : []),
+  ];
+  const byVersion = q.group === 'interaction_version';
+  const { rows } = await sql<{ k: string; v: number | null; mean: number; mn: number; mx: number; n: number }>`
+    SELECT ${key} AS k, ${byVersion ? version : sql`NULL`} AS v, avg(vals.value) AS mean, min(vals.value) AS mn,
+      max(vals.value) AS mx, count(*) AS n
+    FROM (${values}) AS vals JOIN runs ON runs.id = vals.run_id
+    WHERE ${sql.join(where, sql` AND `)}
+    GROUP BY 1, 2 ORDER BY 1, 2`.execute(db);
+  return rows.map((r) => {
+    const v = r.v === null || r.v === undefined ? null : Number(r.v);
+    return {
+      key: byVersion ? `${r.k}@${v ?? ''}` : String(r.k),
+      interaction: byVersion ? String(r.k) : null,
+      version: v,
+      mean: Number(r.mean),
+      min: Number(r.mn),
+      max: Number(r.mx),
+      count: Number(r.n),
+    };
+  });
 }

@@ -8,3 +8,5 @@ import type { Scope } from '../auth/principal.ts';
 /** True where the run whose id is in column `runId` (e.g. 'door_turns.run_id') is a completed run of the project. */
 export const isCompletedRun = (s: Scope, runId: string): RawBuilder<SqlBool> =>
   sql<SqlBool>`EXISTS (SELECT 1 FROM runs WHERE runs.id = ${sql.ref(runId)} AND runs.project_id = ${s.project} AND runs.status = 'completed')`;
+
+export { aggregateRunValues, type RunValueGroup } from './aggregates.ts';

@@ -9,6 +9,7 @@ import type { DialectName } from '../db/dialect.ts';
 import { newId, nowIso } from '../db/ids.ts';
 import { isPathSegment } from '../query/lucene/index.ts';
 import { BadRequest, Conflict, NotFound, PayloadTooLarge } from '../util/errors.ts';
+import { aggregateRunValues, type RunValueGroup } from '../runs/reads.ts';
 import * as store from './store.ts';
 import type { Db, ScoreKind, ScoreRow, ScoreSource } from './store.ts';
 
@@ -157,7 +158,7 @@ export class ScoreService {
   /** Means per interaction version, model or day of a number or boolean score (GET /analytics/runs/scores). */
   async analytics(
     p: Principal,
-    q: { name: string; group_by: store.ScoreGroup; from?: string; to?: string; interaction?: string },
+    q: { name: string; group_by: RunValueGroup; from?: string; to?: string; interaction?: string },
   ) {
     const s = scopeOf(p);
     const name = ScoreService.checkName(q.name);
@@ -176,8 +177,7 @@ export class ScoreService {
         `score ${JSON.stringify(name)} holds category strings: a mean needs numbers or booleans (facet it in run search instead)`,
       );
     const groups = kind
-      ? await store.aggregateScores(this.db, this.dialect, s, {
-          name,
+      ? await aggregateRunValues(this.db, this.dialect, s, store.latestNumbers(s, name), {
           group: q.group_by,
           from,
           to,

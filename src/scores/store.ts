@@ -6,8 +6,6 @@
  */
 import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Scope } from '../auth/principal.ts';
-import type { DialectName } from '../db/dialect.ts';
-import { jsonSql } from '../db/json-sql.ts';
 import type { ProjectScope } from '../db/project-rows.ts';
 
 export type ScoreKind = 'number' | 'boolean' | 'category';
@@ -138,67 +136,16 @@ export async function countOfRun(trx: Transaction<ScoresDb>, run: string): Promi
   return Number(r.n);
 }
 
-export type ScoreGroup = 'interaction_version' | 'model' | 'day';
-
-export interface ScoreAggregate {
-  key: string;
-  interaction: string | null;
-  version: number | null;
-  mean: number;
-  min: number;
-  max: number;
-  count: number;
-}
-
 /**
- * Mean, min, max and count of the latest scores `name` (numbers, booleans as 1 and 0) per group
- * of their runs, created in [from, to): one GROUP BY from the run_scores_numbers index joined to
- * the runs by id. Ordered by key.
+ * The latest scores `name` of the project as numbers (booleans as 1 and 0), one row per run
+ * (`run_id`, `value`): read from the run_scores_numbers index, for the runs' aggregates to join.
  */
-export async function aggregateScores(
-  db: Db,
-  d: DialectName,
-  s: Scope,
-  q: { name: string; group: ScoreGroup; from?: string; to?: string; interaction?: string },
-): Promise<ScoreAggregate[]> {
-  const version = jsonSql(d).number(sql.ref('runs.doc'), ['interaction', 'version']);
-  const key =
-    q.group === 'model'
-      ? sql`COALESCE(runs.model_id, '')`
-      : q.group === 'day'
-        ? sql`substr(runs.created_at, 1, 10)`
-        : sql`runs.interaction_id`;
-  const value = sql`CASE WHEN run_scores.kind = 'number' THEN run_scores.num_value WHEN run_scores.text_value = 'true' THEN 1 ELSE 0 END`;
-  const where = [
-    sql`run_scores.project_id = ${s.project}`,
-    sql`run_scores.name = ${q.name}`,
-    sql`run_scores.latest = 1`,
-    sql`run_scores.kind <> 'category'`,
-    sql`runs.project_id = ${s.project}`,
-    ...(q.from ? [sql`runs.created_at >= ${q.from}`] : []),
-    ...(q.to ? [sql`runs.created_at < ${q.to}`] : []),
-    ...(q.interaction ? [sql`runs.interaction_id = ${q.interaction}`] : []),
-  ];
-  const byVersion = q.group === 'interaction_version';
-  const { rows } = await sql<{ k: string; v: number | null; mean: number; mn: number; mx: number; n: number }>`
-    SELECT ${key} AS k, ${byVersion ? version : sql`NULL`} AS v, avg(${value}) AS mean, min(${value}) AS mn,
-      max(${value}) AS mx, count(*) AS n
-    FROM run_scores JOIN runs ON runs.id = run_scores.run_id
-    WHERE ${sql.join(where, sql` AND `)}
-    GROUP BY 1, 2 ORDER BY 1, 2`.execute(db);
-  return rows.map((r) => {
-    const v = r.v === null || r.v === undefined ? null : Number(r.v);
-    return {
-      key: byVersion ? `${r.k}@${v ?? ''}` : String(r.k),
-      interaction: byVersion ? String(r.k) : null,
-      version: v,
-      mean: Number(r.mean),
-      min: Number(r.mn),
-      max: Number(r.mx),
-      count: Number(r.n),
-    };
-  });
-}
+export const latestNumbers = (s: Scope, name: string) =>
+  sql<{ run_id: string; value: number }>`SELECT run_scores.run_id,
+      CASE WHEN run_scores.kind = 'number' THEN run_scores.num_value WHEN run_scores.text_value = 'true' THEN 1 ELSE 0 END AS value
+    FROM run_scores
+    WHERE run_scores.project_id = ${s.project} AND run_scores.name = ${name} AND run_scores.latest = 1
+      AND run_scores.kind <> 'category'`;
 
 /** The kind a name holds in the project, if any score was given under it. */
 export async function kindOfName(db: Db, s: Scope, name: string): Promise<ScoreKind | undefined> {
