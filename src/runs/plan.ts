@@ -532,7 +532,7 @@ export function modelOptions(
   return out;
 }
 
-export const CONFIG_MODES = ['RUN_AND_INTERACTION_CONFIG', 'RUN_CONFIG_ONLY', 'INTERACTION_CONFIG_ONLY'] as const;
+const CONFIG_MODES = ['RUN_AND_INTERACTION_CONFIG', 'RUN_CONFIG_ONLY', 'INTERACTION_CONFIG_ONLY'] as const;
 type ConfigMode = (typeof CONFIG_MODES)[number];
 /** The run config fields a configMode of INTERACTION_CONFIG_ONLY does not apply. */
 const RUN_OPTION_FIELDS = ['environment', 'model', 'model_options', 'temperature', 'max_tokens'] as const;
