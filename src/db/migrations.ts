@@ -41,6 +41,7 @@ import * as m0033 from './migrations/0033-users.ts';
 import * as m0035 from './migrations/0035-events.ts';
 import * as m0037 from './migrations/0037-experiments.ts';
 import * as m0040 from './migrations/0040-jobs-by-project.ts';
+import * as m0041 from './migrations/0041-interaction-run-options.ts';
 
 type Step = { up: (db: Kysely<any>, dialect: DialectName) => Promise<void> };
 
@@ -81,6 +82,7 @@ const steps: Record<string, Step> = {
   '0035_events': m0035,
   '0037_experiments': m0037,
   '0040_jobs_by_project': m0040,
+  '0041_interaction_run_options': m0041,
 };
 
 export class OrreryMigrations implements MigrationProvider {

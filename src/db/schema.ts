@@ -119,6 +119,10 @@ export interface InteractionTable {
   tags: unknown;
   /** Vertesia's CachePolicy (0010); null: no caching. */
   cache_policy: unknown;
+  /** 0041: the interaction's own temperature and max_tokens, and its RunDataStorageLevel. */
+  temperature: number | null;
+  max_tokens: number | null;
+  restriction: string | null;
   visibility: string;
   /** 0011: the interaction (draft or version) this draft was forked from. */
   forked_from: string | null;

@@ -90,6 +90,9 @@ export class InteractionService {
       result_schema: input.result_schema ?? null,
       interaction_schema: input.interaction_schema ?? null,
       cache_policy: input.cache_policy ?? null,
+      temperature: input.temperature ?? null,
+      max_tokens: input.max_tokens ?? null,
+      restriction: input.restriction ?? null,
       test_data: input.test_data ?? null,
       tags: input.tags ?? [],
       visibility: input.visibility ?? 'private',
@@ -159,6 +162,9 @@ export class InteractionService {
     if (input.result_schema !== undefined) patch.result_schema = input.result_schema;
     if (input.interaction_schema !== undefined) patch.interaction_schema = input.interaction_schema;
     if (input.cache_policy !== undefined) patch.cache_policy = input.cache_policy;
+    if (input.temperature !== undefined) patch.temperature = input.temperature;
+    if (input.max_tokens !== undefined) patch.max_tokens = input.max_tokens;
+    if (input.restriction !== undefined) patch.restriction = input.restriction;
     if (input.test_data !== undefined) patch.test_data = input.test_data;
     if (input.tags !== undefined) patch.tags = input.tags;
     if (input.visibility !== undefined) patch.visibility = input.visibility;
@@ -650,6 +656,7 @@ export class InteractionService {
 
   private async checkRefs(p: Principal, input: InteractionInput) {
     if (input.environment) await this.environmentExists(p, input.environment);
+    checkRestriction(input.restriction);
     for (const [field, schema] of [
       ['result_schema', input.result_schema],
       ['interaction_schema', input.interaction_schema],
@@ -724,4 +731,17 @@ export class InteractionService {
     if (!found.has(id)) throw new NotFound('prompt', id);
     return { ...seg, template_id: id };
   }
+}
+
+/**
+ * `restriction`: Vertesia's RunDataStorageLevel. STANDARD is what every Orrery run does; a level
+ * that stores less (RESTRICTED) or more (DEBUG) is refused by name rather than kept and ignored.
+ */
+function checkRestriction(level: unknown): void {
+  if (level === undefined || level === null || level === 'STANDARD') return;
+  if (level === 'RESTRICTED' || level === 'DEBUG')
+    throw new BadRequest(
+      `restriction ${level} is not applied by Orrery yet: every run stores its parameters, prompt and result (STANDARD); remove it or set STANDARD`,
+    );
+  throw new BadRequest(`restriction must be STANDARD, RESTRICTED or DEBUG, got ${JSON.stringify(level)}`);
 }

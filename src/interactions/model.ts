@@ -37,6 +37,12 @@ export interface CachePolicy {
   refresh_probability?: number;
 }
 
+/**
+ * Vertesia's RunDataStorageLevel. Orrery stores every run's content as STANDARD does; the other
+ * levels are refused (schemas.ts) until restricted runs are applied.
+ */
+export type RunDataStorageLevel = 'STANDARD';
+
 export interface InteractionInput {
   name?: string;
   endpoint?: string;
@@ -49,6 +55,9 @@ export interface InteractionInput {
   result_schema?: Record<string, unknown> | null;
   interaction_schema?: Record<string, unknown> | null;
   cache_policy?: CachePolicy | null;
+  temperature?: number | null;
+  max_tokens?: number | null;
+  restriction?: RunDataStorageLevel | null;
   test_data?: unknown;
   tags?: string[];
   visibility?: 'public' | 'private';
@@ -88,6 +97,10 @@ export interface InteractionDto {
   result_schema?: Record<string, unknown>;
   interaction_schema?: Record<string, unknown>;
   cache_policy?: CachePolicy;
+  /** The interaction's own options: under its model_options, which win (runs/plan.ts). */
+  temperature?: number;
+  max_tokens?: number;
+  restriction?: RunDataStorageLevel;
   test_data?: unknown;
   parent?: string;
   project: string;

@@ -1,10 +1,10 @@
-import { Type } from '@sinclair/typebox';
+import { Type, type TSchema } from '@sinclair/typebox';
 import { OpenObject, ShortString, TagList } from '../http/schemas.ts';
 import { CONTENT_TYPES, PROMPT_ROLES } from './prompts.ts';
 
 const lit = <T extends readonly string[]>(xs: T) => Type.Union(xs.map((x) => Type.Literal(x)));
 const INTERACTION_STATUS_LITERALS = [Type.Literal('draft'), Type.Literal('published'), Type.Literal('archived')];
-const Nullable = <T extends ReturnType<typeof Type.String>>(t: T) => Type.Union([t, Type.Null()]);
+const Nullable = <T extends TSchema>(t: T) => Type.Union([t, Type.Null()]);
 
 export const EnvironmentBody = OpenObject({
   name: Type.Optional(ShortString({ minLength: 1 })),
@@ -138,6 +138,22 @@ export const InteractionBody = OpenObject({
   result_schema: Type.Optional(Type.Union([Type.Record(Type.String(), Type.Unknown()), Type.Null()])),
   interaction_schema: Type.Optional(Type.Union([Type.Record(Type.String(), Type.Unknown()), Type.Null()])),
   cache_policy: Type.Optional(Type.Union([CachePolicySchema, Type.Null()])),
+  temperature: Type.Optional(
+    Nullable(Type.Number({ minimum: 0, maximum: 2, description: "Under model_options.temperature and the run's" })),
+  ),
+  max_tokens: Type.Optional(
+    Nullable(
+      Type.Integer({ minimum: 1, maximum: 10_000_000, description: "Under model_options.max_tokens and the run's" }),
+    ),
+  ),
+  restriction: Type.Optional(
+    Nullable(
+      Type.String({
+        description:
+          'RunDataStorageLevel: STANDARD (what Orrery does: a run stores its parameters, prompt and result); RESTRICTED and DEBUG are refused',
+      }),
+    ),
+  ),
   test_data: Type.Optional(Type.Unknown()),
   tags: Type.Optional(Type.Array(Type.String())),
   visibility: Type.Optional(Type.Union([Type.Literal('public'), Type.Literal('private')])),

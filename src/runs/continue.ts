@@ -38,6 +38,7 @@ import { docOf, type ConversationMark, type RunDoc, type RunRow } from './model.
 import { buildRequest, type SamplingOptions } from './call.ts';
 import {
   modelOptions,
+  sentOptions,
   newRunRow,
   normaliseTags,
   runConfig,
@@ -208,6 +209,7 @@ export function planTurn(p: Principal, caller: CallerInfo, planned: PlannedTurn)
     parameters: planned.parameters,
     prompt: planned.input,
     config: runConfig(planned.config, env.dto.id, model, planned.options),
+    options: sentOptions(planned.options),
     source: runSource(p, caller),
     ttl: planned.ttl,
     stream: planned.stream,

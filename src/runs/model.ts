@@ -1,5 +1,6 @@
 /** The run as the interface and the official client see it, and its mapping from a row. */
 import type { Attempt } from './retry.ts';
+import type { SamplingOptions } from './call.ts';
 import type { Selectable } from 'kysely';
 import type { RunTable } from '../db/schema.ts';
 import type { Ref } from '../auth/principal.ts';
@@ -81,6 +82,8 @@ export interface RunDoc {
   previous_run?: string;
   /** A run of a conversation: its turn (runs/conversation-turns.ts). */
   conversation?: ConversationMark;
+  /** The sampling and reasoning options its request was sent: a replanned run (runs/plan.ts) is sent them again. */
+  options?: SamplingOptions;
 }
 
 /**

@@ -53,14 +53,6 @@ function refuseNoValidate(where: string, value: unknown): void {
     );
 }
 
-/** `configMode`: Orrery merges the interaction's and the run's options (RUN_AND_INTERACTION_CONFIG). */
-function refuseConfigMode(value: unknown): void {
-  if (value !== undefined && value !== 'RUN_AND_INTERACTION_CONFIG')
-    throw new BadRequest(
-      `config.configMode ${JSON.stringify(value)} is not applied by Orrery: only RUN_AND_INTERACTION_CONFIG (the interaction's options, then the run's); remove it`,
-    );
-}
-
 /** POST /runs and POST /execute. */
 export function refuseUnappliedRunFields(body: Record<string, unknown>): void {
   refuse('', body, NOT_APPLIED_RUN);
@@ -69,7 +61,6 @@ export function refuseUnappliedRunFields(body: Record<string, unknown>): void {
   if (!isObject(config)) return;
   refuse('config.', config, NOT_APPLIED_CONFIG);
   refuseNoValidate('config.', config.do_validate);
-  refuseConfigMode(config.configMode);
 }
 
 /** POST /runs/tool-results and POST /runs/user-message. */

@@ -142,7 +142,10 @@ export class RunPlanner {
       throw new BadRequest('body must have property "interaction"');
     checkInlineJson(input.data, 'data', this.deps.maxInlineJson);
     const config = { ...(input.config ?? {}) };
-    const { interaction, env } = await this.context(p, config.environment as string | undefined, load, cacheKey);
+    const mode = configModeOf(config);
+    const context = await this.context(p, config.environment as string | undefined, load, cacheKey);
+    const { env } = context;
+    const interaction = interactionConfigFor(mode, context.interaction);
     const virtual = isVirtualProvider(env.dto.provider) ? await this.virtualTargets(p, env) : undefined;
     if (!virtual && !isImplemented(env.dto.provider)) {
       throw new BadRequest(
@@ -241,7 +244,8 @@ export class RunPlanner {
     const request = buildRequest({
       model: row.model_id ?? '',
       messages: doc.previous_run || doc.conversation?.restricted ? await this.historyOf(p, row) : prompt,
-      options: {
+      // Every option as the run was first sent it; rows written before runs kept them: the two in config.
+      options: doc.options ?? {
         temperature: c.temperature as number | undefined,
         ...(c.max_tokens !== undefined ? { max_tokens: c.max_tokens as number } : {}),
       },
@@ -356,6 +360,7 @@ export function describeRun(
     prompt: at.messages,
     ...(objects.length ? { media: { objects } } : {}),
     config: runConfig(run.config, env.dto.id, run.model, run.options),
+    options: sentOptions(run.options),
     source,
     ttl: at.ttl,
     stream: at.stream,
@@ -450,6 +455,12 @@ export function runConfig(
   return out;
 }
 
+/** The options a request is sent (what `dropped` lists is not sent): a run's plan is rebuilt from them. */
+export function sentOptions(options: SamplingOptions): SamplingOptions {
+  const { dropped: _dropped, ...sent } = options;
+  return sent;
+}
+
 /**
  * Options from the interaction, then config, then config.model_options (which wins: decisions.md).
  * Vertesia's names are accepted too: `stop_sequence` for `stop`. With the `target` model known,
@@ -464,7 +475,11 @@ export function modelOptions(
 ): SamplingOptions {
   const fromModelOptions = (config.model_options ?? {}) as Record<string, unknown>;
   // Copied with Object.assign, not a spread: keys added to a spread copy cost a hidden class per run.
-  const merged: Record<string, unknown> = Object.assign({}, interaction.model_options);
+  const merged: Record<string, unknown> = {};
+  // The interaction's own temperature and max_tokens, under its model_options (as the run's config is).
+  if (interaction.temperature !== undefined) merged.temperature = interaction.temperature;
+  if (interaction.max_tokens !== undefined) merged.max_tokens = interaction.max_tokens;
+  Object.assign(merged, interaction.model_options);
   for (const k of ['temperature', 'max_tokens', 'top_p', 'stop']) if (config[k] !== undefined) merged[k] = config[k];
   Object.assign(merged, fromModelOptions);
   if (merged.stop === undefined && merged.stop_sequence !== undefined) merged.stop = merged.stop_sequence;
@@ -515,6 +530,47 @@ export function modelOptions(
     out.stop = stop as string[];
   }
   return out;
+}
+
+const CONFIG_MODES = ['RUN_AND_INTERACTION_CONFIG', 'RUN_CONFIG_ONLY', 'INTERACTION_CONFIG_ONLY'] as const;
+type ConfigMode = (typeof CONFIG_MODES)[number];
+/** The run config fields a configMode of INTERACTION_CONFIG_ONLY does not apply. */
+const RUN_OPTION_FIELDS = ['environment', 'model', 'model_options', 'temperature', 'max_tokens'] as const;
+
+/**
+ * `config.configMode`, Vertesia's ConfigModes: which side's execution options apply.
+ * RUN_AND_INTERACTION_CONFIG (the default): the interaction's, then the run's over them.
+ * RUN_CONFIG_ONLY: the run's alone (the interaction's environment, model and options are not
+ * used, so the run names its environment). INTERACTION_CONFIG_ONLY: the interaction's alone; a run
+ * that still sends its own options is refused by name rather than having them ignored.
+ */
+function configModeOf(config: Record<string, unknown>): ConfigMode {
+  const mode = config.configMode ?? 'RUN_AND_INTERACTION_CONFIG';
+  if (!CONFIG_MODES.includes(mode as ConfigMode))
+    throw new BadRequest(`config.configMode must be one of ${CONFIG_MODES.join(', ')}, got ${JSON.stringify(mode)}`);
+  if (mode === 'RUN_CONFIG_ONLY' && typeof config.environment !== 'string')
+    throw new BadRequest(
+      "config.configMode RUN_CONFIG_ONLY uses the run's config alone, so it needs config.environment; pass one, or use RUN_AND_INTERACTION_CONFIG",
+    );
+  if (mode === 'INTERACTION_CONFIG_ONLY') {
+    const sent = RUN_OPTION_FIELDS.filter((k) => config[k] !== undefined);
+    if (sent.length)
+      throw new BadRequest(
+        `config.configMode INTERACTION_CONFIG_ONLY applies the interaction's options alone, so config.${sent.join(', config.')} would not apply; remove ${sent.length > 1 ? 'them' : 'it'}, or use RUN_AND_INTERACTION_CONFIG`,
+      );
+  }
+  return mode as ConfigMode;
+}
+
+/**
+ * The interaction as the run's options see it: under RUN_CONFIG_ONLY without its environment,
+ * model and sampling options (its prompts, schemas, tools and cache policy still define the run).
+ */
+function interactionConfigFor(mode: ConfigMode, interaction: InteractionDto): InteractionDto {
+  if (mode !== 'RUN_CONFIG_ONLY') return interaction;
+  const { environment: _e, model: _m, model_options, temperature: _t, max_tokens: _x, ...rest } = interaction;
+  const tools = model_options?.tool_definitions;
+  return tools === undefined ? rest : { ...rest, model_options: { tool_definitions: tools } };
 }
 
 /** Tags: a comma-separated string or an array whose items may hold commas (`-T a,b`). */

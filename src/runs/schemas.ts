@@ -153,7 +153,7 @@ export const RunCreateBody = StrictObject({
       configMode: Type.Optional(
         Type.String({
           description:
-            "RUN_AND_INTERACTION_CONFIG (what Orrery does: the interaction's options, then the run's); the other modes are refused",
+            "RUN_AND_INTERACTION_CONFIG (the default: the interaction's options, then the run's over them), RUN_CONFIG_ONLY (the run's alone; needs config.environment) or INTERACTION_CONFIG_ONLY (the interaction's alone; the run's environment, model and options are refused)",
         }),
       ),
       run_data: NotApplied('run_data'),

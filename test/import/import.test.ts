@@ -62,6 +62,9 @@ async function seed(src: TestServer) {
   await c.interactions.update(inter.id, {
     description: 'second',
     result_schema: { type: 'object', properties: { answer: { type: 'string' } } },
+    temperature: 0.4,
+    max_tokens: 64,
+    restriction: 'STANDARD',
   } as any);
   const v2: any = await c.interactions.publish(inter.id, { tags: ['beta'] } as any);
   await c.interactions.update(inter.id, { description: 'the draft now' } as any);
@@ -155,6 +158,7 @@ for (const dialect of TEST_DIALECTS) {
       assert.deepEqual(draft.interaction_schema, seeded.inter.interaction_schema);
       assert.deepEqual(draft.result_schema, { type: 'object', properties: { answer: { type: 'string' } } });
       assert.deepEqual(draft.tags, ['demo']);
+      assert.deepEqual([draft.temperature, draft.max_tokens, draft.restriction], [0.4, 64, 'STANDARD']);
       const versions: any[] = (await c.interactions.listVersions(draft.id)) as any;
       assert.deepEqual(versions.map((v) => [v.version, v.tags]).sort(), [
         [1, ['stable']],
@@ -162,6 +166,7 @@ for (const dialect of TEST_DIALECTS) {
       ]);
       const v1: any = await c.interactions.retrieve(versions.find((v) => v.version === 1).id);
       assert.equal(v1.result_schema, undefined, 'version 1 had no result schema');
+      assert.equal(v1.temperature, undefined, 'nor a temperature');
       assert.equal(v1.environment, env.id);
       assert.deepEqual(
         v1.prompts.map((s: any) => s.template.content),
@@ -169,6 +174,7 @@ for (const dialect of TEST_DIALECTS) {
       );
       const v2: any = await c.interactions.retrieve(versions.find((v) => v.version === 2).id);
       assert.equal(v2.description, 'second');
+      assert.deepEqual([v2.temperature, v2.max_tokens, v2.restriction], [0.4, 64, 'STANDARD']);
       // The copy runs: version 1 by its tag, on the copied environment.
       const ran: any = await c.interactions.executeByName('EchoBot@stable', { data: { text: 'copied' } } as any);
       assert.equal(ran.status, 'completed');

@@ -84,10 +84,23 @@ for (const dialect of TEST_DIALECTS) {
         /^config\.prompt_cache_key is not applied/,
       );
       await refused('/api/v1/runs', { ...ok, config: { http_timeout: {} } }, /^config\.http_timeout is not applied/);
+    });
+
+    it('config.configMode now applies: each of its modes passes, an unknown one is a 400 naming it', async () => {
+      const ok = { interaction: seeded.interaction.id, data: { text: 'x' } };
+      for (const config of [
+        { configMode: 'RUN_CONFIG_ONLY', environment: seeded.env.id },
+        { configMode: 'INTERACTION_CONFIG_ONLY' },
+      ]) {
+        const r = await srv.api('POST', '/api/v1/runs', { ...ok, config });
+        assert.equal(r.status, 200, JSON.stringify(r.body));
+        assert.equal(r.body.status, 'completed');
+        assert.equal(r.body.config.configMode, config.configMode);
+      }
       await refused(
         '/api/v1/runs',
-        { ...ok, config: { configMode: 'RUN_CONFIG_ONLY' } },
-        /^config\.configMode "RUN_CONFIG_ONLY" is not applied/,
+        { ...ok, config: { configMode: 'run_only' } },
+        /^config\.configMode must be one of/,
       );
     });
 
