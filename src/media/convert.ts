@@ -87,7 +87,7 @@ export class ImageFitter {
     const form = formName(limits);
     const key = cacheFor && cacheKey(cacheFor, form);
     if (cacheFor && key) {
-      const cached = await this.cached(cacheFor.scope, key);
+      const cached = await this.read(cacheFor.scope, key);
       if (cached) return fitted(cached, form, true);
     }
     let data: Buffer;
@@ -106,7 +106,14 @@ export class ImageFitter {
     return fitted(data, form, false);
   }
 
-  private async cached(s: Scope, key: string): Promise<Buffer | undefined> {
+  /** The cached conversion of a stored object for the target's form, if there is one. */
+  async cached(s: Scope, target: MediaTarget, cacheFor: CacheFor): Promise<Fitted | undefined> {
+    const form = formName(imageLimitsOf(target));
+    const bytes = await this.read(s, cacheKey(cacheFor, form));
+    return bytes && fitted(bytes, form, true);
+  }
+
+  private async read(s: Scope, key: string): Promise<Buffer | undefined> {
     try {
       const chunks: Buffer[] = [];
       for await (const c of (await this.cache.read(s, key)) as AsyncIterable<Buffer>) chunks.push(c);

@@ -214,8 +214,10 @@ export class MediaService {
         `${param}: object ${JSON.stringify(ref.id)} has no content yet; upload its file, then run again`,
       );
     const declared = content.type?.toLowerCase();
-    const limit = declared === 'application/pdf' ? this.deps.bounds.maxPdfBytes : this.deps.bounds.maxBytes;
     const key = this.deps.blobs.keyOf(s, content.source, param, missing);
+    const known = await this.knownConversion(s, ref.id, record, param, target);
+    if (known) return known;
+    const limit = declared === 'application/pdf' ? this.deps.bounds.maxPdfBytes : this.deps.bounds.maxBytes;
     let bytes: Buffer;
     try {
       bytes = await readBounded(await this.deps.blobs.read(s, key), limit, param);
@@ -252,6 +254,39 @@ export class MediaService {
     const sent = await this.fit(bytes, checked, param, target, { scope: s, id: ref.id, version });
     if (sent.converted) part.object = { ...object, converted: sent.converted };
     return { part, wire: { type: checked.kind, url: dataUrl(sent), media_type: sent.media_type, ...name } };
+  }
+
+  /**
+   * A stored image converted for this form before, at this version of its content: the cached
+   * result, without reading the original again (its bounds were checked when it was converted;
+   * its size and pixels, recorded by its processing, are checked against today's). Undefined when
+   * there is none, or the object's processing has not recorded this version.
+   */
+  private async knownConversion(
+    s: Scope,
+    id: string,
+    record: Awaited<ReturnType<MediaObjects['get']>>['record'],
+    param: string,
+    target?: MediaTarget,
+  ): Promise<{ part: MediaPart; wire: ContentPart } | undefined> {
+    const content = record.content!;
+    const meta = record.metadata ?? {};
+    const type = content.type?.toLowerCase();
+    if (!this.fitter || !target || !content.etag || !type?.startsWith('image/')) return undefined;
+    if (meta.etag !== content.etag || typeof meta.size !== 'number') return undefined;
+    if (!takes(target, 'images')) return undefined;
+    const b = this.deps.bounds;
+    const d = meta.dimensions as { width?: unknown; height?: unknown } | undefined;
+    if (typeof d?.width !== 'number' || typeof d.height !== 'number') return undefined;
+    // Past today's bounds: the full path reads it and answers the 413.
+    if (meta.size > b.maxBytes || d.width * d.height > b.maxPixels) return undefined;
+    const sent = await this.fitter.cached(s, target, { scope: s, id, version: content.etag });
+    if (!sent) return undefined;
+    const object: MediaObjectRef = { id, revision: content.etag, type, size: meta.size, converted: sent.converted };
+    return {
+      part: { type: 'image', url: `store:${id}`, media_type: type, object },
+      wire: { type: 'image', url: dataUrl(sent), media_type: sent.media_type },
+    };
   }
 
   /**

@@ -14,7 +14,7 @@ import { TEST_DIALECTS, startTestServer, type TestServer } from '../support/serv
 import { startOpenAIWireServer, type WireServer } from '../support/openai-wire-server.ts';
 import { startAnthropicWireServer, type AnthropicWireServer } from '../support/anthropic-wire-server.ts';
 import { startVertexWireServer, type VertexWireServer } from '../support/vertex-wire-server.ts';
-import { upload } from '../objects/helpers.ts';
+import { processed, upload } from '../objects/helpers.ts';
 import { startServerProcess, type ServerProcess } from '../support/processes.ts';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -130,6 +130,22 @@ for (const dialect of TEST_DIALECTS) {
       const cm = await sharp(Buffer.from(block.source.data, 'base64')).metadata();
       assert.deepEqual([cm.width, cm.height], [1568, 784]);
       assert.equal((await run(an, `store:${id}`)).object.converted.cached, true);
+    });
+
+    it('a processed object converted before is sent from the cache, the same bytes, with the same stored part', async () => {
+      const big = await noisyPng(2500, 500);
+      const id = await object('processed.png', big, 'image/png');
+      const done = await processed(srv, id);
+      assert.equal(done.status, 'ready', JSON.stringify(done.error));
+      const first = await run(oa, `store:${id}`);
+      assert.equal(first.object.converted.cached, false);
+      const bytes = sentToOpenAI().bytes;
+      const again = await run(oa, `store:${id}`);
+      assert.deepEqual(again, {
+        ...first,
+        object: { ...first.object, converted: { ...first.object.converted, cached: true } },
+      });
+      assert.deepEqual(sentToOpenAI().bytes, bytes);
     });
 
     it('sends an image within the limits byte for byte, and re-encodes one over 5 MB', async () => {
