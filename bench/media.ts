@@ -135,7 +135,10 @@ try {
   // Warm-up: the worker processes started, sharp loaded, the statements prepared.
   const warm = await newObject();
   await run({ photo: `store:${warm}` });
-  for (let i = 0; i < 5; i++) (await run({ photo: `store:${warm}` }), await run({}));
+  for (let i = 0; i < 5; i++) {
+    await run({ photo: `store:${warm}` });
+    await run({});
+  }
 
   const rounds: {
     first: { ms: number; cpuMs: number };
