@@ -26,6 +26,7 @@ const BENCHES: Record<string, string> = {
   otel: './otel.ts',
   agents: './agents.ts',
   evals: './evals.ts',
+  media: './media.ts',
 };
 const wanted = process.argv.slice(2);
 const names = wanted.length ? wanted : Object.keys(BENCHES);

@@ -240,6 +240,8 @@ export async function createFeatures(config: Config, database: OpenedDatabase, c
     },
     blobs: blobs.blobs,
     bounds: config.media,
+    // Images outside their provider's limits are converted in the content workers (src/media/convert.ts).
+    convert: content.convertImage,
     // https inputs for providers that take bytes only: read through the egress policy.
     remote: {
       dispatcher: () => outbound.agent,

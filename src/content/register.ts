@@ -8,6 +8,7 @@ import type { OpenedDatabase } from '../db/open.ts';
 import type { JobQueue } from '../jobs/queue.ts';
 import type { BlobService } from '../blobs/blob-service.ts';
 import { WorkerPool } from './worker/pool.ts';
+import type { Converted, ConvertSpec } from './worker/protocol.ts';
 import { ContentPipeline } from './pipeline.ts';
 import { RenditionService } from './renditions.ts';
 import { DEFAULT_STEPS, type PipelineStep } from './steps.ts';
@@ -54,6 +55,13 @@ export function createContent({ config, database, blobs, queue, steps, log }: Co
      */
     countTokens: (text: string): Promise<number> =>
       pool.run<number>({ op: 'countTokens', text }, config.contentStepTimeoutMs),
+    /**
+     * An image input of a run converted for its provider (JPEG q85, fitted to `spec`), in a content
+     * worker process: libvips never runs on the server's event loop, and a hostile image can only
+     * end its process. A refusal is a ContentError (`pixel_limit`, `corrupt_file`, `unsupported_file`).
+     */
+    convertImage: (bytes: Uint8Array, spec: ConvertSpec): Promise<Converted> =>
+      pool.run<Converted>({ op: 'convertImage', bytes, spec }, config.contentStepTimeoutMs),
     /** Deletes its rows of a project, inside the project's deletion (auth.ownsProjectRows). */
     deleteProjectRows: deleteProjectRenditions,
     /** Its routes, behind authentication. */

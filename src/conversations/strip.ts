@@ -2,7 +2,10 @@
  * `strip_options` as Vertesia defines them (ConversationStripOptions), applied to the turns before
  * the one being sent, by their age (how many turns ago they were):
  *  - images_after_turns (default 5): images and documents older than N turns become a placeholder
- *    (0: gone from the history after their own turn).
+ *    (0: gone from the history after their own turn). Counted per part, from the turn that sent
+ *    it, as packages/common documents it ("keep images for N turns before stripping"); the
+ *    llumiverse drivers Vertesia's workflow passes it to count the conversation's turns instead
+ *    (everything goes once the conversation has N), which drops a late image at once.
  *  - text_max_tokens (default none): text and tool results of earlier turns longer than N tokens
  *    (about 4 characters each) are cut, with a marker.
  *  - heartbeats_after_turns (default 1, keep only the most recent): a text that is one

@@ -54,3 +54,64 @@ function jpeg(b: Uint8Array, v: DataView): ImageHeader | undefined {
   }
   return undefined;
 }
+
+/** Image formats the providers are not sent as they are: converted (or, HEIC, refused) first. */
+export type OtherImageType = 'image/tiff' | 'image/svg+xml' | 'image/avif' | 'image/heic';
+
+/** TIFF, SVG, AVIF or HEIC by their first bytes; undefined for anything else. */
+export function otherImageType(b: Uint8Array): OtherImageType | undefined {
+  const head = ascii(b, 0, 4);
+  if (head === 'II*\0' || head === 'MM\0*') return 'image/tiff';
+  if (b.length >= 12 && ascii(b, 4, 4) === 'ftyp') {
+    const brand = ascii(b, 8, 4);
+    if (brand === 'avif' || brand === 'avis') return 'image/avif';
+    if (['heic', 'heix', 'heim', 'heis', 'hevc', 'hevx', 'mif1', 'msf1'].includes(brand)) return 'image/heic';
+  }
+  const text = ascii(b, 0, 1024)
+    .replace(/^\uFEFF/, '')
+    .trimStart();
+  if ((text.startsWith('<?xml') || text.startsWith('<svg') || text.startsWith('<!--')) && /<svg[\s>]/.test(text))
+    return 'image/svg+xml';
+  return undefined;
+}
+
+/**
+ * Whether the file ends where its format says it does (JPEG's end-of-image marker, PNG's IEND
+ * chunk, GIF's trailer, WebP's RIFF size): a cheap test for a truncated upload, no decoding.
+ */
+export function isComplete(b: Uint8Array, type: ImageHeader['media_type']): boolean {
+  const tail = Buffer.from(b.subarray(Math.max(0, b.length - 4096)));
+  switch (type) {
+    case 'image/jpeg':
+      return tail.lastIndexOf(Buffer.from([0xff, 0xd9])) >= 0;
+    case 'image/png':
+      return tail.lastIndexOf('IEND', undefined, 'latin1') >= 0;
+    case 'image/gif':
+      return tail.subarray(-16).lastIndexOf(0x3b) >= 0;
+    case 'image/webp':
+      return new DataView(b.buffer, b.byteOffset, b.byteLength).getUint32(4, true) + 8 <= b.length;
+  }
+}
+
+/** Whether the image is animated (APNG, an animated GIF or WebP): only its first frame is sent. */
+export function isAnimated(b: Uint8Array, type: ImageHeader['media_type']): boolean {
+  const buf = Buffer.from(b.buffer, b.byteOffset, b.byteLength);
+  switch (type) {
+    case 'image/png': {
+      // acTL comes before the first IDAT in an APNG.
+      const idat = buf.indexOf('IDAT', 8, 'latin1');
+      const actl = buf.indexOf('acTL', 8, 'latin1');
+      return actl >= 0 && (idat < 0 || actl < idat);
+    }
+    case 'image/gif': {
+      // More than one graphic control extension: more than one frame.
+      const gce = Buffer.from([0x21, 0xf9, 0x04]);
+      const first = buf.indexOf(gce);
+      return first >= 0 && buf.indexOf(gce, first + 3) >= 0;
+    }
+    case 'image/webp':
+      return ascii(b, 12, 4) === 'VP8X' && (b[20]! & 0x02) !== 0;
+    case 'image/jpeg':
+      return false;
+  }
+}

@@ -14,7 +14,8 @@ import type { ChatMessage, ContentPart, MediaObjectRef } from '../providers/driv
 import { Conflict, NotFound, OrreryError, PayloadTooLarge, UnsupportedMediaType } from '../util/errors.ts';
 import type { MediaBounds } from './bounds.ts';
 import { mediaInputs, parseRef, type MediaInput } from './inputs.ts';
-import { readImageHeader } from './image-header.ts';
+import { isComplete, otherImageType, readImageHeader } from './image-header.ts';
+import { ImageFitter, type CacheFor, type CheckedImage, type ConvertImage, type Fitted } from './convert.ts';
 import { cannotTake, takes, takesUrl, type MediaKindName, type MediaTarget } from './capabilities.ts';
 import { fetchMedia, type RemoteFetch } from './remote.ts';
 
@@ -50,6 +51,7 @@ interface MediaFallbacks {
 interface MediaBlobs {
   keyOf(s: Scope, ref: string, field: string, notFound: () => Error): string;
   read(s: Scope, key: string): Promise<Readable>;
+  putDerived(s: Scope, key: string, bytes: Buffer, contentType: string, name: string): Promise<unknown>;
 }
 
 export interface MediaServiceDeps {
@@ -59,6 +61,8 @@ export interface MediaServiceDeps {
   bounds: MediaBounds;
   /** How `https` inputs are read for providers that take bytes only; without it they go as links. */
   remote?: RemoteFetch;
+  /** Converts an image in a content worker process; without it images go as they are (convert.ts). */
+  convert?: ConvertImage;
 }
 
 /** A run's media: the parts it stores, and the part to send in place of each stored reference. */
@@ -72,8 +76,15 @@ type MediaPart = Extract<ContentPart, { type: 'image' | 'document' }>;
 
 const isBlobMissing = (err: unknown) => (err as { name?: string } | null)?.name === 'BlobMissing';
 
+type Checked =
+  { kind: 'document'; media_type: 'application/pdf' } | { kind: 'image'; media_type: string; image: CheckedImage };
+
 export class MediaService {
-  constructor(private readonly deps: MediaServiceDeps) {}
+  private readonly fitter?: ImageFitter;
+
+  constructor(private readonly deps: MediaServiceDeps) {
+    if (deps.convert) this.fitter = new ImageFitter(deps.convert, deps.blobs, deps.bounds.maxPixels);
+  }
 
   /**
    * The media inputs of `data` (per the input schema) as parts, each in a form `target`'s model
@@ -163,11 +174,11 @@ export class MediaService {
       const checked = this.check(got.bytes, param, got.type);
       if (!takes(target, KIND_NAME[checked.kind])) throw cannotTake(target, KIND_NAME[checked.kind], param);
       const sha256 = createHash('sha256').update(got.bytes).digest('hex');
-      const object: MediaObjectRef = { type: checked.media_type, size: got.bytes.length, sha256 };
-      const url = `data:${checked.media_type};base64,${got.bytes.toString('base64')}`;
+      const sent = await this.fit(got.bytes, checked, param, target);
+      const object: MediaObjectRef = { type: checked.media_type, size: got.bytes.length, sha256, ...convertedOf(sent) };
       return {
         part: { type: checked.kind, url: ref.url, media_type: checked.media_type, object },
-        wire: { type: checked.kind, url, media_type: checked.media_type },
+        wire: { type: checked.kind, url: dataUrl(sent), media_type: sent.media_type },
       };
     }
     if (ref.kind === 'data') {
@@ -176,8 +187,8 @@ export class MediaService {
       // A data: URL has no object behind it: no extracted text, no rendition to fall back on.
       if (target && !takes(target, KIND_NAME[checked.kind])) throw cannotTake(target, KIND_NAME[checked.kind], param);
       const sha256 = createHash('sha256').update(bytes).digest('hex');
-      const object: MediaObjectRef = { sha256, type: checked.media_type, size: bytes.length };
-      const url = `data:${checked.media_type};base64,${bytes.toString('base64')}`;
+      const sent = await this.fit(bytes, checked, param, target);
+      const object: MediaObjectRef = { sha256, type: checked.media_type, size: bytes.length, ...convertedOf(sent) };
       return {
         part: {
           type: checked.kind,
@@ -185,7 +196,7 @@ export class MediaService {
           media_type: checked.media_type,
           object,
         },
-        wire: { type: checked.kind, url, media_type: checked.media_type },
+        wire: { type: checked.kind, url: dataUrl(sent), media_type: sent.media_type },
       };
     }
     const s = scopeOf(p);
@@ -203,8 +214,10 @@ export class MediaService {
         `${param}: object ${JSON.stringify(ref.id)} has no content yet; upload its file, then run again`,
       );
     const declared = content.type?.toLowerCase();
-    const limit = declared === 'application/pdf' ? this.deps.bounds.maxPdfBytes : this.deps.bounds.maxBytes;
     const key = this.deps.blobs.keyOf(s, content.source, param, missing);
+    const known = await this.knownConversion(s, ref.id, record, param, target);
+    if (known) return known;
+    const limit = declared === 'application/pdf' ? this.deps.bounds.maxPdfBytes : this.deps.bounds.maxBytes;
     let bytes: Buffer;
     try {
       bytes = await readBounded(await this.deps.blobs.read(s, key), limit, param);
@@ -237,8 +250,43 @@ export class MediaService {
       const fallback = await this.documentFallback(p, ref.id, record.status, content.name, param, target);
       return { part: { ...part, object: { ...object, fallback: fallback.kind } }, wire: fallback.wire };
     }
-    const url = `data:${checked.media_type};base64,${bytes.toString('base64')}`;
-    return { part, wire: { type: checked.kind, url, media_type: checked.media_type, ...name } };
+    const version = content.etag ?? createHash('sha256').update(bytes).digest('hex');
+    const sent = await this.fit(bytes, checked, param, target, { scope: s, id: ref.id, version });
+    if (sent.converted) part.object = { ...object, converted: sent.converted };
+    return { part, wire: { type: checked.kind, url: dataUrl(sent), media_type: sent.media_type, ...name } };
+  }
+
+  /**
+   * A stored image converted for this form before, at this version of its content: the cached
+   * result, without reading the original again (its bounds were checked when it was converted;
+   * its size and pixels, recorded by its processing, are checked against today's). Undefined when
+   * there is none, or the object's processing has not recorded this version.
+   */
+  private async knownConversion(
+    s: Scope,
+    id: string,
+    record: Awaited<ReturnType<MediaObjects['get']>>['record'],
+    param: string,
+    target?: MediaTarget,
+  ): Promise<{ part: MediaPart; wire: ContentPart } | undefined> {
+    const content = record.content!;
+    const meta = record.metadata ?? {};
+    const type = content.type?.toLowerCase();
+    if (!this.fitter || !target || !content.etag || !type?.startsWith('image/')) return undefined;
+    if (meta.etag !== content.etag || typeof meta.size !== 'number') return undefined;
+    if (!takes(target, 'images')) return undefined;
+    const b = this.deps.bounds;
+    const d = meta.dimensions as { width?: unknown; height?: unknown } | undefined;
+    if (typeof d?.width !== 'number' || typeof d.height !== 'number') return undefined;
+    // Past today's bounds: the full path reads it and answers the 413.
+    if (meta.size > b.maxBytes || d.width * d.height > b.maxPixels) return undefined;
+    const sent = await this.fitter.cached(s, target, { scope: s, id, version: content.etag });
+    if (!sent) return undefined;
+    const object: MediaObjectRef = { id, revision: content.etag, type, size: meta.size, converted: sent.converted };
+    return {
+      part: { type: 'image', url: `store:${id}`, media_type: type, object },
+      wire: { type: 'image', url: dataUrl(sent), media_type: sent.media_type },
+    };
   }
 
   /**
@@ -286,13 +334,26 @@ export class MediaService {
     );
   }
 
-  /** What the bytes are (an image the providers take, or a PDF), within the bounds; else a 413 or 415. */
-  private check(
+  /** A document as it is; an image fitted to the target's provider (convert.ts), when there is one. */
+  private async fit(
     bytes: Buffer,
+    checked: Checked,
     param: string,
-    declared: string | undefined,
-    knownPages?: number,
-  ): { kind: 'image' | 'document'; media_type: string } {
+    target?: MediaTarget,
+    cacheFor?: CacheFor,
+  ): Promise<Fitted> {
+    if (checked.kind === 'document' || !target || !this.fitter) {
+      if (checked.kind === 'image' && checked.image.other) throw notSendable(param, checked.image.other);
+      return { bytes, media_type: checked.media_type };
+    }
+    return this.fitter.fit(bytes, checked.image, param, target, cacheFor);
+  }
+
+  /**
+   * What the bytes are (an image, or a PDF), within the bounds; else a 413, 415 or 422. Read from
+   * their first bytes and their end only: the pixels are decoded in a content worker, if at all.
+   */
+  private check(bytes: Buffer, param: string, declared: string | undefined, knownPages?: number): Checked {
     const b = this.deps.bounds;
     if (bytes.subarray(0, 5).toString('latin1') === '%PDF-') {
       if (bytes.length > b.maxPdfBytes)
@@ -311,11 +372,13 @@ export class MediaService {
         `${param} is ${bytes.length} bytes; the limit is ${b.maxBytes} (ORRERY_MEDIA_MAX_BYTES)`,
       );
     const header = readImageHeader(bytes);
+    const other = header ? undefined : otherImageType(bytes);
+    if (other) return { kind: 'image', media_type: other, image: { other } };
     if (!header) {
       const named = declared && declared !== 'application/octet-stream' ? ` (${declared})` : '';
       throw new UnsupportedMediaType(
         declared?.startsWith('image/') && !SENT_IMAGES.has(declared)
-          ? `${param} is ${declared}: media inputs take PNG, JPEG, GIF and WebP images and PDF documents`
+          ? `${param} is ${declared}: media inputs take PNG, JPEG, GIF, WebP, TIFF, SVG and AVIF images and PDF documents`
           : `${param}${named} is not a readable PNG, JPEG, GIF or WebP image nor a PDF`,
       );
     }
@@ -323,9 +386,20 @@ export class MediaService {
       throw new PayloadTooLarge(
         `${param} is ${header.width}×${header.height} pixels; the limit is ${b.maxPixels} (ORRERY_MEDIA_MAX_PIXELS)`,
       );
-    return { kind: 'image', media_type: header.media_type };
+    if (!isComplete(bytes, header.media_type))
+      throw new OrreryError(
+        'media_unreadable',
+        422,
+        `${param} (${header.media_type}) is truncated: the file ends before the image does; upload the whole file again`,
+      );
+    return { kind: 'image', media_type: header.media_type, image: { header } };
   }
 }
+
+const dataUrl = (f: Fitted) => `data:${f.media_type};base64,${f.bytes.toString('base64')}`;
+const convertedOf = (f: Fitted) => (f.converted ? { converted: f.converted } : {});
+const notSendable = (param: string, type: string) =>
+  new UnsupportedMediaType(`${param} is ${type}: it must be converted first, and this server cannot convert images`);
 
 const SENT_IMAGES: ReadonlySet<string> = new Set(['image/png', 'image/jpeg', 'image/gif', 'image/webp']);
 

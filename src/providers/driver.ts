@@ -51,6 +51,11 @@ export interface MediaObjectRef {
    * its `rendition` (the page drawn as an image). Absent: sent as it is.
    */
   fallback?: 'text' | 'rendition';
+  /**
+   * Sent converted for the provider (src/media/convert.ts): the form's name, the JPEG's type, size
+   * and pixels, and whether it came from the cache (no conversion in this run). Absent: sent as it is.
+   */
+  converted?: { form: string; type: string; size: number; width: number; height: number; cached: boolean };
 }
 
 /** The model asked for a tool: `ToolUse` as llumiverse and Vertesia name it. */

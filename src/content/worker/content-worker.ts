@@ -9,6 +9,7 @@ import { probeMedia } from '../extract/media.ts';
 import { countTokens } from '../tokens.ts';
 import { getResolvedPDFJS } from 'unpdf';
 import { drawRenditions } from './draw.ts';
+import { convertImage } from './convert.ts';
 import type { WorkerReady, WorkerReply, WorkerRequest } from './protocol.ts';
 
 // pdf.js 5 needs ES2024's ArrayBuffer transfer methods, which Node 20 lacks: without them fonts
@@ -49,6 +50,8 @@ async function handle(req: WorkerRequest): Promise<unknown> {
       return drawRenditions(req.family, req.bytes, req.specs, req.limits, () => send({ id: req.id, lap: true }));
     case 'countTokens':
       return countTokens(req.text);
+    case 'convertImage':
+      return convertImage(req.bytes, req.spec);
   }
 }
 

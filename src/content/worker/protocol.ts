@@ -15,6 +15,26 @@ export interface Drawn {
   height: number;
 }
 
+/** How an image input of a run is converted (worker/convert.ts). */
+export interface ConvertSpec {
+  /** Longest side of the result, in pixels. */
+  maxSide: number;
+  /** Encoded size of the result at most, in bytes. */
+  maxBytes: number;
+  /** Pixels (width × height) of the source at most: more is refused before decoding. */
+  maxPixels: number;
+  /** The source is an SVG: refused when it names an external resource. */
+  svg?: boolean;
+}
+
+/** A converted image: JPEG bytes, their size in pixels, and the format sharp read. */
+export interface Converted {
+  data: Uint8Array;
+  width: number;
+  height: number;
+  source: string;
+}
+
 export type WorkerTask =
   | { op: 'extract'; family: ContentFamily; mime: string; bytes: Uint8Array; limits: ContentLimits }
   | { op: 'probe'; family: ContentFamily; mime: string; bytes: Uint8Array; limits: ContentLimits }
@@ -23,7 +43,9 @@ export type WorkerTask =
    * source, each encoding) gets its own deadline, through `lap` messages.
    */
   | { op: 'renditions'; family: 'image' | 'pdf'; bytes: Uint8Array; specs: DrawSpec[]; limits: ContentLimits }
-  | { op: 'countTokens'; text: string };
+  | { op: 'countTokens'; text: string }
+  /** An image input of a run in a form its provider takes (worker/convert.ts). */
+  | { op: 'convertImage'; bytes: Uint8Array; spec: ConvertSpec };
 
 /**
  * A task as sent: `held` names the task's input bytes; when the process already holds that input
