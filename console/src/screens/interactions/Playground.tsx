@@ -21,6 +21,7 @@ import { EnvironmentOptions } from './EnvironmentOptions.tsx';
 import { parseTools } from './toolDefinitions.ts';
 import { ToolsEditor } from './ToolsEditor.tsx';
 import { PlaygroundConversation } from './PlaygroundConversation.tsx';
+import { resultText as partsText } from '../../components/conversation/types.ts';
 
 interface FinalRun {
   id: string;
@@ -188,11 +189,14 @@ export function Playground({
         ? final.error
         : (final.error?.message ?? 'the run failed')
       : null;
+  // A result of parts (the run's shape) is shown as their text: a turn that only calls tools has none.
   const resultText =
     final && !answer && final.result !== undefined && final.result !== null
       ? typeof final.result === 'string'
         ? final.result
-        : pretty(final.result)
+        : Array.isArray(final.result)
+          ? partsText(final.result)
+          : pretty(final.result)
       : '';
 
   return (

@@ -27,14 +27,21 @@ interface TurnRun {
 
 const retrieve = (id: string) => client().runs.retrieve(id) as Promise<unknown> as Promise<TurnRun>;
 
-function messagesOf(run: TurnRun, first: boolean): Message[] {
+/**
+ * What a turn shows: what it sent (none for the first: the rendered prompt is above) and what the
+ * model answered, its text and, unless they wait for an answer in the form below, its tool calls.
+ */
+function messagesOf(run: TurnRun, first: boolean, pending: boolean): Message[] {
   const input = first || !Array.isArray(run.prompt) ? [] : run.prompt.map(asMessage).filter((m): m is Message => !!m);
-  const answer = answerMessage(first ? { tool_use: run.tool_use } : run);
+  const answer = answerMessage({
+    result: first ? undefined : run.result,
+    tool_use: pending ? undefined : run.tool_use,
+  });
   return answer ? [...input, answer] : input;
 }
 
-function TurnView({ run, n }: { run: TurnRun; n: number }) {
-  const messages = messagesOf(run, n === 1);
+function TurnView({ run, n, pending }: { run: TurnRun; n: number; pending: boolean }) {
+  const messages = messagesOf(run, n === 1, pending);
   if (!messages.length) return null;
   return (
     <li className="turn">
@@ -86,7 +93,7 @@ export function PlaygroundConversation({ firstRunId }: { firstRunId: string }) {
     <div className="playground-conversation" aria-busy={busy}>
       <ol className="turns" aria-label="Playground conversation">
         {turns.map((r, i) => (
-          <TurnView key={r.id} run={r} n={i + 1} />
+          <TurnView key={r.id} run={r} n={i + 1} pending={r === last && calls.length > 0} />
         ))}
       </ol>
       {last.status === 'failed' ? (
