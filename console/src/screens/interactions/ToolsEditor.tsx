@@ -2,7 +2,7 @@
 import { CodeEditor } from '../../components/CodeEditor.tsx';
 import type { ParsedTools } from './toolDefinitions.ts';
 
-export const TOOLS_LABEL = 'Tools (tool_definitions JSON)';
+const TOOLS_LABEL = 'Tools (tool_definitions JSON)';
 
 export function ToolsEditor({
   text,

@@ -3,13 +3,13 @@
  * with the rules POST /runs applies to tool_definitions (name pattern, at most 128, an object
  * input_schema), so a mistake is shown at the field instead of coming back as a 400.
  */
-export interface ToolDefinition {
+interface ToolDefinition {
   name: string;
   description?: string;
   input_schema: Record<string, unknown>;
 }
 
-export const MAX_TOOLS = 128;
+const MAX_TOOLS = 128;
 const NAME = /^[a-zA-Z0-9_-]{1,64}$/;
 const KEYS = new Set(['name', 'description', 'input_schema']);
 

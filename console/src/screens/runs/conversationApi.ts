@@ -8,7 +8,7 @@ import { apiFetch, client } from '../../api/client.ts';
 import { errorStatus } from '../../api/errors.ts';
 import type { RunRef } from './runsApi.ts';
 
-export const MAX_TURNS = 200;
+const MAX_TURNS = 200;
 /** Forks of one run are rare; past this many, the list says "more". */
 export const MAX_NEXT = 50;
 
