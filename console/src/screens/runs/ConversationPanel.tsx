@@ -9,7 +9,7 @@ import { ErrorBanner } from '../../components/ErrorBanner.tsx';
 import { Loading } from '../../components/Page.tsx';
 import { MessageList } from '../../components/conversation/MessageList.tsx';
 import { answerMessage, asMessage, type Message } from '../../components/conversation/types.ts';
-import { fetchChain, fetchNextRuns, MAX_NEXT, type TurnRun } from './conversationApi.ts';
+import { fetchEarlier, fetchNextRuns, MAX_NEXT, type TurnRun } from './conversationApi.ts';
 import type { RunRef } from './runsApi.ts';
 
 /** Whether a run is a turn of a conversation: it continues a run, asked for tools, or was continued. */
@@ -92,26 +92,30 @@ function Turn({ run, n, current }: { run: TurnRun; n: number; current: boolean }
 }
 
 export function ConversationPanel({ run }: { run: TurnRun }) {
-  const chain = useQuery({ queryKey: ['run', run.id, 'chain'], queryFn: () => fetchChain(run) });
+  // The earlier turns are read once; this run's turn is the live run (it may still be streaming).
+  const earlier = useQuery({
+    queryKey: ['run-earlier', run.previous_run ?? null],
+    queryFn: () => fetchEarlier(run.previous_run),
+  });
   return (
     <section className="card" aria-labelledby="run-conversation-h">
       <h2 id="run-conversation-h">Conversation</h2>
       <ConversationLinks run={run} />
-      {chain.error ? (
-        <ErrorBanner error={chain.error} onRetry={() => void chain.refetch()} title="Earlier turns" />
-      ) : !chain.data ? (
+      {earlier.error ? (
+        <ErrorBanner error={earlier.error} onRetry={() => void earlier.refetch()} title="Earlier turns" />
+      ) : !earlier.data ? (
         <Loading label="Loading the earlier turns…" />
       ) : (
         <>
-          {chain.data.cut && (
+          {earlier.data.cut && (
             <p className="muted">
-              Earlier turns are not shown, from run <span className="mono">{chain.data.cut.id}</span> back:{' '}
-              {chain.data.cut.reason}. Turns are numbered from the first one shown.
+              Earlier turns are not shown, from run <span className="mono">{earlier.data.cut.id}</span> back:{' '}
+              {earlier.data.cut.reason}. Turns are numbered from the first one shown.
             </p>
           )}
           <ol className="turns" aria-label="Turns">
-            {chain.data.runs.map((r, i) => (
-              <Turn key={r.id} run={r} n={i + 1} current={r.id === run.id} />
+            {[...earlier.data.runs, run].map((r, i) => (
+              <Turn key={r.id} run={r} n={i + 1} current={r === run} />
             ))}
           </ol>
         </>

@@ -23,18 +23,19 @@ export interface TurnRun {
 }
 
 export interface Chain {
-  /** The runs of the conversation up to this one, oldest first (this one last). */
+  /** The runs of the conversation before this one, oldest first. */
   runs: TurnRun[];
   /** Set when the walk stopped before the first turn: the run it could not read, and why. */
   cut?: { id: string; reason: string };
 }
 
-export async function fetchChain(run: TurnRun): Promise<Chain> {
-  const runs = [run];
-  let prev: string | undefined = run.previous_run;
+/** The turns before a run, from the run it continues (`previous`) back to the first. */
+export async function fetchEarlier(previous: string | undefined): Promise<Chain> {
+  const runs: TurnRun[] = [];
+  let prev: string | undefined = previous;
   while (prev) {
     const id: string = prev;
-    if (runs.length >= MAX_TURNS)
+    if (runs.length >= MAX_TURNS - 1)
       return { runs: runs.reverse(), cut: { id, reason: `only the last ${MAX_TURNS} turns are shown` } };
     try {
       const r = (await client().runs.retrieve(id)) as unknown as TurnRun;
