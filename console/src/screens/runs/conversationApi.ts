@@ -43,7 +43,7 @@ export async function fetchEarlier(previous: string | undefined): Promise<Chain>
       prev = r.previous_run;
     } catch (err) {
       if (errorStatus(err) !== 404) throw err;
-      return { runs: runs.reverse(), cut: { id, reason: 'it was deleted or is not in this project' } };
+      return { runs: runs.reverse(), cut: { id, reason: 'it is not found in this project' } };
     }
   }
   return { runs: runs.reverse() };
