@@ -3,6 +3,9 @@
  * test data, the input schema or the templates' variables), the prompt rendered for that data
  * role by role from the editor's segments as they are (POST /prompts/render), an environment and a model, and
  * "Run": a normal streamed run (POST /runs with stream: true, then GET /runs/:id/stream), linked.
+ * Tools (tool_definitions, checked before anything is sent) may be given; every run starts a
+ * conversation, continued below the answer (PlaygroundConversation: tool calls answered by hand,
+ * user messages).
  */
 import { useEffect, useMemo, useRef, useState } from 'react';
 import { Link } from '@tanstack/react-router';
@@ -15,6 +18,10 @@ import { Loading } from '../../components/Page.tsx';
 import { api, parseData, pretty, sampleData, type Interaction } from './model.ts';
 import type { EditSegment } from './InteractionDetailPage.tsx';
 import { EnvironmentOptions } from './EnvironmentOptions.tsx';
+import { parseTools } from './toolDefinitions.ts';
+import { ToolsEditor } from './ToolsEditor.tsx';
+import { PlaygroundConversation } from './PlaygroundConversation.tsx';
+import { resultText as partsText } from '../../components/conversation/types.ts';
 
 interface FinalRun {
   id: string;
@@ -59,6 +66,8 @@ export function Playground({
     retry: false,
   });
   const chosenEnv = envs.data?.find((e) => e.id === envId);
+  const [toolsText, setToolsText] = useState('');
+  const tools = useMemo(() => parseTools(toolsText), [toolsText]);
 
   // The segments as edited (saved or not, stored or inline) render on the server, as a run would
   // render them: Run saves the edits first, so this is what it sends.
@@ -111,6 +120,10 @@ export function Playground({
 
   const run = async () => {
     if (!parsed.value) return;
+    if (tools.error) {
+      setRunError({ message: `Nothing was sent: the tools are not valid (${tools.error}).` });
+      return;
+    }
     source.current?.close();
     setRunError(null);
     setFinal(null);
@@ -128,6 +141,8 @@ export function Playground({
         data: parsed.value,
         stream: true,
         tags: ['playground'],
+        conversation: true,
+        ...(tools.tools?.length ? { tool_definitions: tools.tools } : {}),
         config: { ...(envId ? { environment: envId } : {}), ...(model ? { model } : {}) },
       })) as FinalRun;
       setRunId(created.id);
@@ -174,11 +189,14 @@ export function Playground({
         ? final.error
         : (final.error?.message ?? 'the run failed')
       : null;
+  // A result of parts (the run's shape) is shown as their text: a turn that only calls tools has none.
   const resultText =
     final && !answer && final.result !== undefined && final.result !== null
       ? typeof final.result === 'string'
         ? final.result
-        : pretty(final.result)
+        : Array.isArray(final.result)
+          ? partsText(final.result)
+          : pretty(final.result)
       : '';
 
   return (
@@ -217,6 +235,8 @@ export function Playground({
           ))}
         </ol>
       )}
+
+      <ToolsEditor text={toolsText} parsed={tools} onChange={setToolsText} />
 
       <div className="settings-grid">
         <label>
@@ -275,6 +295,7 @@ export function Playground({
           )}
         </div>
       )}
+      {runId && final?.status === 'completed' && <PlaygroundConversation key={runId} firstRunId={runId} />}
     </section>
   );
 }

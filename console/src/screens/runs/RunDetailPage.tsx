@@ -24,6 +24,10 @@ import {
 } from './runsApi.ts';
 import { ScoresPanel } from '../scores/ScoresPanel.tsx';
 import { EvaluatePanel } from '../evaluators/EvaluatePanel.tsx';
+import { MessageList } from '../../components/conversation/MessageList.tsx';
+import { asMessage, toolCallsOf, type Message } from '../../components/conversation/types.ts';
+import { ToolCallView } from '../../components/conversation/ToolCallView.tsx';
+import { ConversationPanel, inConversation, useNextRuns } from './ConversationPanel.tsx';
 import './runs.css';
 
 const route = getRouteApi('/_app/runs/$runId');
@@ -52,6 +56,8 @@ interface Run extends Omit<RunRef, 'interaction' | 'environment'> {
     run?: string;
   }>;
   result_schema?: unknown;
+  tool_use?: unknown;
+  previous_run?: string;
   trace_id?: string;
   span_id?: string;
 }
@@ -81,6 +87,7 @@ export function RunDetailPage() {
     void qc.invalidateQueries({ queryKey: ['runs'] });
   });
   const nav = useRunKeys(runId);
+  const next = useNextRuns(runId);
 
   const r = run.data;
   return (
@@ -211,10 +218,14 @@ export function RunDetailPage() {
               </section>
             )}
 
-            <section className="card" aria-labelledby="run-prompt-h">
-              <h2 id="run-prompt-h">Prompt</h2>
-              <Messages prompt={r.prompt} runId={runId} />
-            </section>
+            {inConversation(r, next.data) ? (
+              <ConversationPanel run={r} />
+            ) : (
+              <section className="card" aria-labelledby="run-prompt-h">
+                <h2 id="run-prompt-h">Prompt</h2>
+                <Messages prompt={r.prompt} runId={runId} />
+              </section>
+            )}
 
             <section className="card" aria-labelledby="run-result-h">
               <h2 id="run-result-h">Result</h2>
@@ -235,7 +246,12 @@ export function RunDetailPage() {
                   />
                 </div>
               ) : (
-                <Result parts={r.result} runId={runId} />
+                <>
+                  <Result parts={r.result} runId={runId} />
+                  {toolCallsOf(r.tool_use).map((c) => (
+                    <ToolCallView key={c.id} call={c} />
+                  ))}
+                </>
               )}
             </section>
 
@@ -325,40 +341,19 @@ function Kv({ k, children }: { k: string; children: ReactNode }) {
 
 // ---- prompt and result --------------------------------------------------------------------------
 
-function contentText(content: unknown): string {
-  if (typeof content === 'string') return content;
-  if (Array.isArray(content))
-    return content
-      .map((p) => (typeof p === 'string' ? p : typeof p?.text === 'string' ? p.text : JSON.stringify(p, null, 2)))
-      .join('\n');
-  return JSON.stringify(content, null, 2) ?? '';
-}
-
 const MAX_MESSAGES = 200;
 
 function Messages({ prompt, runId }: { prompt: unknown; runId: string }) {
   if (prompt === undefined || prompt === null) return <p className="muted">No prompt recorded.</p>;
   if (!Array.isArray(prompt)) return <JsonView value={prompt} label="Prompt" filename={`${runId}-prompt.json`} />;
-  const shown = prompt.slice(0, MAX_MESSAGES);
+  const shown = prompt
+    .slice(0, MAX_MESSAGES)
+    .map((m) => asMessage(m) ?? { role: 'message', content: JSON.stringify(m, null, 2) ?? '' }) satisfies Message[];
   return (
-    <ol className="messages">
-      {shown.map((m, i) => {
-        const role = typeof m?.role === 'string' ? m.role : 'message';
-        return (
-          <li key={i} className={`message role-${role}`}>
-            <div className="message-role">{role}</div>
-            <CappedText
-              text={contentText(m?.content ?? m)}
-              limit={8000}
-              label={`Message ${i + 1} (${role})`}
-              filename={`${runId}-message-${i + 1}.txt`}
-              className="code-block message-content"
-            />
-          </li>
-        );
-      })}
+    <>
+      <MessageList messages={shown} label="Message" />
       {prompt.length > MAX_MESSAGES && (
-        <li className="muted">
+        <p className="muted">
           {prompt.length - MAX_MESSAGES} more messages.{' '}
           <button
             type="button"
@@ -367,9 +362,9 @@ function Messages({ prompt, runId }: { prompt: unknown; runId: string }) {
           >
             Download the whole prompt
           </button>
-        </li>
+        </p>
       )}
-    </ol>
+    </>
   );
 }
 
