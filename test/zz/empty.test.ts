@@ -1,2 +1,0 @@
-import { it } from 'node:test';
-it('nothing', () => {});
