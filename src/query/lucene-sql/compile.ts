@@ -498,32 +498,36 @@ class Compiler {
   // ---- scores -------------------------------------------------------------------------------
 
   /**
-   * Runs whose latest score `name` meets `cond` (on SCORE's columns). An IN over run_scores, not
-   * a join: a run has one latest score per name, and NOT stays two-valued (ids are never NULL).
+   * Runs whose latest score `name` meets one of `arms` (each on SCORE's columns, of one kind): an
+   * IN over run_scores or an EXISTS probe (search-sql.ts `hasRows`), not a join, so NOT stays
+   * two-valued. The arms compare the value columns plainly (NULL is no match inside the
+   * subquery), so the set walks the index of its kind by value, not every score of the name.
    */
-  private scored(name: string, cond: Cond): Cond {
+  private scored(name: string, arms: Cond[]): Cond {
     const project = this.project === undefined ? TRUE : sql<SqlBool>`run_scores.project_id = ${this.project}`;
-    return sql<SqlBool>`(runs.id IN (SELECT run_scores.run_id FROM run_scores WHERE ${project}
-      AND run_scores.name = ${name} AND run_scores.latest = 1 AND ${cond}))`;
+    const latest = sql`run_scores.name = ${name} AND run_scores.latest = 1`;
+    const rows = sql`FROM run_scores WHERE ${project} AND ${latest} AND (${or(arms)})`;
+    // A run's own scores (the run_scores_run index), for a probe run by run.
+    const probe = sql`FROM run_scores WHERE run_scores.run_id = runs.id AND ${latest} AND (${or(arms)})`;
+    return sql<SqlBool>`(${this.s.hasRows('run_scores', rows, probe)})`;
+  }
+
+  /** A text arm: the rows with a text value (the index skips the numbers' NULLs), tested by `cond`. */
+  private scoreText(kind: Cond, cond: Cond): Cond {
+    return sql<SqlBool>`(${kind} AND ${SCORE.text} IS NOT NULL AND ${cond})`;
   }
 
   /** A score's value as a keyword: numbers numerically, booleans as true/false, categories exactly (or by glob). */
   private scoreTerm(name: string, t: TermNode): Cond {
     if (t.wildcard)
-      return this.scored(
-        name,
-        sql<SqlBool>`(${SCORE.kind} = 'category' AND ${this.s.glob(SCORE.text, globParts(t.value))})`,
-      );
+      return this.scored(name, [
+        this.scoreText(sql<SqlBool>`${SCORE.kind} = 'category'`, this.s.glob(SCORE.text, globParts(t.value))),
+      ]);
     const n = parseNumber(t.value);
-    return this.scored(
-      name,
-      or([
-        ...(n !== null
-          ? [sql<SqlBool>`(${SCORE.kind} = 'number' AND ${this.s.compareNumber(SCORE.num, '=', n)})`]
-          : []),
-        sql<SqlBool>`(${SCORE.kind} <> 'number' AND ${SCORE.text} = ${t.value})`,
-      ]),
-    );
+    return this.scored(name, [
+      ...(n !== null ? [sql<SqlBool>`(${SCORE.kind} = 'number' AND ${this.s.indexedNumber(SCORE.num, '=', n)})`] : []),
+      sql<SqlBool>`(${SCORE.kind} <> 'number' AND ${SCORE.text} = ${t.value})`,
+    ]);
   }
 
   // ---- ranges -------------------------------------------------------------------------------
@@ -543,13 +547,16 @@ class Compiler {
     const number = (value: Expression<unknown>) =>
       numeric ? and(bounds(r, numeric.lo, numeric.hi, (op, v) => this.s.compareNumber(value, op, v))) : FALSE;
     if (spec.score !== undefined)
-      return this.scored(
-        spec.score,
-        or([
-          ...(numeric ? [sql<SqlBool>`(${SCORE.kind} = 'number' AND ${number(SCORE.num)})`] : []),
-          sql<SqlBool>`(${SCORE.kind} = 'category' AND ${text(SCORE.text)})`,
-        ]),
-      );
+      return this.scored(spec.score, [
+        ...(numeric
+          ? [
+              sql<SqlBool>`(${SCORE.kind} = 'number' AND ${SCORE.num} IS NOT NULL AND ${and(
+                bounds(r, numeric.lo, numeric.hi, (op, v) => this.s.indexedNumber(SCORE.num, op, v)),
+              )})`,
+            ]
+          : []),
+        this.scoreText(sql<SqlBool>`${SCORE.kind} = 'category'`, text(SCORE.text)),
+      ]);
     if (spec.name === 'result' || spec.name === 'prompt')
       return and([this.s.docHas(spec.name), text(this.s.partsText(spec.name))]);
     if (spec.family) {
@@ -590,7 +597,7 @@ class Compiler {
   // ---- exists -------------------------------------------------------------------------------
 
   private exists(spec: FieldSpec): Cond {
-    if (spec.score !== undefined) return this.scored(spec.score, TRUE);
+    if (spec.score !== undefined) return this.scored(spec.score, [TRUE]);
     if (spec.name === 'result' || spec.name === 'prompt') return this.s.docHas(spec.name);
     if (spec.family) return sql<SqlBool>`(${this.j.type(this.row.fields, [spec.name])} IS NOT NULL)`;
     if (spec.name === 'tags') return this.s.anyTag();

@@ -58,6 +58,18 @@ export interface SearchSql {
   compare(value: Expression<unknown>, op: CmpOp, bound: string): Cond;
   /** Compares a numeric value with a bound number. */
   compareNumber(value: Expression<unknown>, op: CmpOp, bound: number): Cond;
+  /**
+   * Compares an indexed numeric column with a bound, as its index can: NULL where the column is
+   * NULL (so only inside a subquery whose rows are kept or not, never under NOT).
+   */
+  indexedNumber(column: Expression<unknown>, op: CmpOp, bound: number): Cond;
+  /**
+   * Runs that have a row of `rows` (FROM and WHERE of a table with a `run_id` column, e.g. a
+   * run's scores): SQLite pages probe each run's rows by its id (`probe`: the same rows of the run
+   * at hand) while they walk the newest-first index, which stops after the page; counts and
+   * PostgreSQL start from the set of ids.
+   */
+  hasRows(table: string, rows: RawBuilder<unknown>, probe: RawBuilder<unknown>): Cond;
   /** Runs carrying the tag (exactly). */
   hasTag(tag: string): Cond;
   /** Runs with some tag satisfying `test`. */
@@ -272,6 +284,11 @@ const sqliteSql = (plan: SearchPlan, { doc }: RunValues): SearchSql => {
     glob: (value, parts) => sql<SqlBool>`COALESCE(${value} GLOB ${sqliteGlob(parts)}, FALSE)`,
     compare: (value, op, bound) => sql<SqlBool>`COALESCE(${value} ${ops[op]} ${bound}, FALSE)`,
     compareNumber: (value, op, bound) => sql<SqlBool>`COALESCE(${value} ${ops[op]} ${bound}, FALSE)`,
+    indexedNumber: (column, op, bound) => sql<SqlBool>`${column} ${ops[op]} ${bound}`,
+    hasRows: (table, rows, probe) =>
+      page
+        ? sql<SqlBool>`EXISTS (SELECT 1 ${probe} LIMIT 1)`
+        : sql<SqlBool>`runs.id IN (SELECT ${sql.ref(`${table}.run_id`)} ${rows})`,
     hasTag: (tag) => tagWhere(sql`t.tag = ${tag}`),
     someTag: (test) => tagWhere(test(sql.ref('t.tag'))),
     anyTag: () => sql<SqlBool>`EXISTS (SELECT 1 FROM run_tags AS t WHERE t.run_id = runs.id LIMIT 1)`,
@@ -449,6 +466,8 @@ const pgSql = (row: RunValues): SearchSql => ({
   compare: (value, op, bound) => sql<SqlBool>`COALESCE((${value}) COLLATE "C" ${ops[op]} ${bound}, FALSE)`,
   compareNumber: (value, op, bound) =>
     sql<SqlBool>`COALESCE(${value} ${ops[op]} CAST(${bound} AS double precision), FALSE)`,
+  indexedNumber: (column, op, bound) => sql<SqlBool>`${column} ${ops[op]} CAST(${bound} AS double precision)`,
+  hasRows: (table, rows) => sql<SqlBool>`runs.id IN (SELECT ${sql.ref(`${table}.run_id`)} ${rows})`,
   // `IS NOT NULL AND`, not COALESCE: never NULL, and the containment stays visible to the GIN index.
   hasTag: (tag) => sql<SqlBool>`(runs.tags IS NOT NULL AND runs.tags @> CAST(${JSON.stringify([tag])} AS jsonb))`,
   someTag: (
