@@ -6,6 +6,7 @@ import {
   toolInputOf,
   type ChatMessage,
   type ContentPart,
+  type ThinkingPart,
   type ToolChoice,
   type ToolDefinition,
   type ToolUse,
@@ -69,7 +70,9 @@ function toBlock(p: ContentPart): Block[] {
         },
       ];
     case 'thinking':
-      // Thinking goes back only with its signature; the API refuses unsigned thinking blocks.
+      // Thinking goes back unchanged and only with its signature (the API refuses unsigned blocks);
+      // a redacted block goes back as the data it came with.
+      if (p.redacted !== undefined) return [{ type: 'redacted_thinking', data: p.redacted }];
       return p.signature ? [{ type: 'thinking', thinking: p.text, signature: p.signature }] : [];
   }
 }
@@ -99,8 +102,11 @@ export const toAnthropicToolChoice = (choice: ToolChoice) => ({
 export interface AnthropicBlock {
   type?: string;
   text?: string;
-  /** A `thinking` block's reasoning. */
+  /** A `thinking` block's reasoning, and its signature. */
   thinking?: string;
+  signature?: string;
+  /** A `redacted_thinking` block's encrypted reasoning. */
+  data?: string;
   id?: string;
   name?: string;
   input?: unknown;
@@ -121,6 +127,49 @@ export function fromAnthropicBlocks(blocks: AnthropicBlock[]): ToolUse[] | undef
     });
   }
   return out.length > 0 ? out : undefined;
+}
+
+/** A `thinking` or `redacted_thinking` block as the part that keeps it; undefined for other blocks. */
+export function thinkingPartOf(b: AnthropicBlock | undefined): ThinkingPart | undefined {
+  if (b?.type === 'redacted_thinking' && typeof b.data === 'string') return { type: 'thinking', text: '', redacted: b.data };
+  if (b?.type !== 'thinking' || typeof b.thinking !== 'string') return undefined;
+  return { type: 'thinking', text: b.thinking, ...(typeof b.signature === 'string' ? { signature: b.signature } : {}) };
+}
+
+/** The reasoning blocks of an answer, in order. */
+export function thinkingOf(blocks: AnthropicBlock[]): ThinkingPart[] | undefined {
+  const out = blocks.map(thinkingPartOf).filter((p) => p !== undefined);
+  return out.length > 0 ? out : undefined;
+}
+
+/**
+ * Streamed reasoning blocks: content_block_start opens one (a redacted block comes whole in it),
+ * `thinking_delta` and `signature_delta` events fill it, content_block_stop closes it.
+ */
+export class ThinkingBlockAssembler {
+  private readonly open = new Map<number, ThinkingPart>();
+
+  start(index: number, block: AnthropicBlock | undefined): void {
+    const part = thinkingPartOf(block);
+    if (part) this.open.set(index, part);
+  }
+
+  thinking(index: number, text: string): void {
+    const p = this.open.get(index);
+    if (p && p.redacted === undefined) p.text += text;
+  }
+
+  signature(index: number, signature: string): void {
+    const p = this.open.get(index);
+    if (p && p.redacted === undefined) p.signature = (p.signature ?? '') + signature;
+  }
+
+  /** The block closed at `index`, whole; undefined when it was no reasoning block. */
+  stop(index: number): ThinkingPart | undefined {
+    const p = this.open.get(index);
+    this.open.delete(index);
+    return p;
+  }
 }
 
 /**

@@ -65,11 +65,18 @@ export interface ToolResultPart {
   is_error?: boolean;
 }
 
-interface ThinkingPart {
+/**
+ * The model's reasoning as a block of its answer. Anthropic signs each block and requires it back
+ * unchanged in the next turn (in a tool loop, with thinking on); a block its safety system
+ * encrypted is `redacted` (its opaque data), with no text.
+ */
+export interface ThinkingPart {
   type: 'thinking';
   text: string;
   /** The provider's signature over the thinking (Anthropic), needed to send it back. */
   signature?: string;
+  /** A `redacted_thinking` block's encrypted data (Anthropic); `text` is empty. */
+  redacted?: string;
 }
 
 export interface ChatMessage {
@@ -184,6 +191,8 @@ export interface Completion {
   tool_use?: ToolUse[];
   /** The model's reasoning, when `include_thoughts` asked for it and the provider returned it. */
   thoughts?: string;
+  /** The signed reasoning blocks of the answer, in order, to send back with it (whatever include_thoughts says). */
+  thinking?: ThinkingPart[];
 }
 
 /** One piece of a streamed completion; the final piece may carry only usage and finish_reason. */
@@ -195,6 +204,8 @@ export interface CompletionChunk {
   token_use?: TokenUsage;
   /** On the final piece: the whole calls, assembled from the provider's deltas. */
   tool_use?: ToolUse[];
+  /** A reasoning block of the answer, whole (signed), as soon as the provider closed it. */
+  thinking_block?: ThinkingPart;
 }
 
 /** Where and how to reach the provider: from the execution environment. */

@@ -4,7 +4,7 @@ import type { Selectable } from 'kysely';
 import type { RunTable } from '../db/schema.ts';
 import type { Ref } from '../auth/principal.ts';
 import type { RunCost } from '../pricing/cost.ts';
-import type { ContentPart, ToolChoice, ToolDefinition, ToolUse } from '../providers/driver.ts';
+import type { ContentPart, ThinkingPart, ToolChoice, ToolDefinition, ToolUse } from '../providers/driver.ts';
 import type { StripOptions } from '../conversations/strip.ts';
 
 export const RUN_STATUSES = ['created', 'processing', 'completed', 'failed'] as const;
@@ -74,6 +74,8 @@ export interface RunDoc {
   tool_choice?: ToolChoice;
   /** The calls the model asked for (finish_reason tool_use). */
   tool_use?: ToolUse[];
+  /** The model's signed reasoning blocks (Claude), sent back unchanged with the answer in the next turn. */
+  thinking?: ThinkingPart[];
   /**
    * The run this one continues: its prompt holds only its own turn (POST /runs/tool-results,
    * /runs/user-message; a door request whose messages extend an earlier door run's).
@@ -129,6 +131,7 @@ export interface Run {
   span_id?: string;
   result_schema?: Record<string, unknown>;
   tool_use?: ToolUse[];
+  thinking?: ThinkingPart[];
   previous_run?: string;
   /** The conversation an answer carries (a run started with conversation: true, and every continuation). */
   conversation?: unknown;
@@ -256,6 +259,7 @@ export function toRun(r: RunRow): Run {
     ...(d.evaluation ? { evaluation: d.evaluation } : {}),
     ...(d.cached ? { cached: true, cached_from: d.cached_from } : {}),
     ...(d.tool_use ? { tool_use: d.tool_use } : {}),
+    ...(d.thinking ? { thinking: d.thinking } : {}),
     ...(d.previous_run ? { previous_run: d.previous_run } : {}),
   };
 }

@@ -284,6 +284,20 @@ export const RunSchema = OpenObject(
         { description: 'The tool calls the model asked for, in its order' },
       ),
     ),
+    thinking: Type.Optional(
+      Type.Array(
+        Type.Object({
+          type: Type.Literal('thinking'),
+          text: Type.String({ description: 'The reasoning; empty for a redacted block' }),
+          signature: Type.Optional(Type.String({ description: "Anthropic's signature over the reasoning" })),
+          redacted: Type.Optional(Type.String({ description: 'A redacted_thinking block\'s encrypted data' })),
+        }),
+        {
+          description:
+            "Claude's reasoning blocks, signed, in its order: the next turn of the conversation sends them back unchanged",
+        },
+      ),
+    ),
     previous_run: Type.Optional(
       Type.String({ description: 'The run this one continues (POST /runs/tool-results, /runs/user-message)' }),
     ),

@@ -4,7 +4,7 @@ import Anthropic from '@anthropic-ai/sdk';
 import { countTokens } from 'gpt-tokenizer/encoding/o200k_base';
 import { TEST_DIALECTS, startTestServer, type TestServer } from '../support/server.ts';
 import { startOpenAIWireServer, type WireServer } from '../support/openai-wire-server.ts';
-import { startAnthropicWireServer, type AnthropicWireServer } from '../support/anthropic-wire-server.ts';
+import { startAnthropicWireServer, signatureOf, type AnthropicWireServer } from '../support/anthropic-wire-server.ts';
 import { can } from '../../src/auth/permissions.ts';
 import { KEY_ROLES } from '../../src/auth/principal.ts';
 
@@ -299,7 +299,7 @@ for (const dialect of TEST_DIALECTS) {
           {
             role: 'assistant',
             content: [
-              { type: 'thinking', thinking: 'The user wants Rome.', signature: 'sig-1' },
+              { type: 'thinking', thinking: 'The user wants Rome.', signature: signatureOf('The user wants Rome.') },
               ...first.content,
             ] as Anthropic.ContentBlockParam[],
           },
@@ -311,7 +311,7 @@ for (const dialect of TEST_DIALECTS) {
       });
       assert.deepEqual(second.content, [{ type: 'text', text: 'Warm in Rome.' }]);
       const turns = anthropicWire.requests.at(-1)!.body.messages;
-      assert.deepEqual(turns[1].content[0], { type: 'thinking', thinking: 'The user wants Rome.', signature: 'sig-1' });
+      assert.deepEqual(turns[1].content[0], { type: 'thinking', thinking: 'The user wants Rome.', signature: signatureOf('The user wants Rome.') });
       assert.deepEqual(turns[2].content, [{ type: 'tool_result', tool_use_id: 'toolu_1', content: '25°C' }]);
     });
 
@@ -422,8 +422,8 @@ for (const dialect of TEST_DIALECTS) {
       await expect400({ model, max_tokens: 5, messages: user, speed: 'fast' }, /^speed: not supported/);
       await expect400({ model, max_tokens: 5, messages: user, service_tier: 'auto' }, /^service_tier: not supported/);
       await expect400(
-        { model, max_tokens: 5, messages: user, thinking: { type: 'enabled', budget_tokens: 1024 } },
-        /^thinking:/,
+        { model, max_tokens: 5, messages: user, thinking: { type: 'adaptive' } },
+        /^thinking: not supported/,
       );
       await expect400({ model, max_tokens: 5, messages: [] }, /^messages:/);
       await expect400({ model, max_tokens: 5, messages: [{ role: 'system', content: 'x' }] }, /^messages\.0\.role/);

@@ -126,10 +126,15 @@ function readBlock(b: unknown, at: string, role: 'user' | 'assistant', calls: Se
       if (typeof b.thinking !== 'string') throw invalid(`${at}.thinking: Input should be a valid string`);
       if (typeof b.signature !== 'string') throw invalid(`${at}.signature: Field required`);
       return { type: 'thinking', text: b.thinking, signature: b.signature };
+    case 'redacted_thinking':
+      if (role !== 'assistant') throw invalid(`${at}: redacted_thinking blocks go in assistant messages`);
+      checkKeys(b, at, ['data']);
+      if (typeof b.data !== 'string' || !b.data) throw invalid(`${at}.data: Field required`);
+      return { type: 'thinking', text: '', redacted: b.data };
     default:
       throw unsupported(
         `${at}.type`,
-        `${JSON.stringify(b.type)} blocks; the door takes text, image, document, tool_use, tool_result and thinking`,
+        `${JSON.stringify(b.type)} blocks; the door takes text, image, document, tool_use, tool_result, thinking and redacted_thinking`,
       );
   }
 }

@@ -99,8 +99,13 @@ async function stream(p: Principal, runs: RunService, call: MessagesCall, reply:
     };
     return poll();
   }
-  unsubscribe = followed.live.subscribe(0, (e) => {
+  const stopThinking = followed.live.subscribeThinking((b) => send(writer.thinking(b)));
+  const unsubscribeText = followed.live.subscribe(0, (e) => {
     if (e.kind === 'chunk') send(writer.text(e.text));
     else end(e.run as Run | undefined);
   });
+  unsubscribe = () => {
+    stopThinking();
+    unsubscribeText();
+  };
 }

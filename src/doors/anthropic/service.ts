@@ -63,6 +63,9 @@ const COUNTED = new Set([
   'cache_control',
 ]);
 
+/** Anthropic's least thinking budget; the most is below max_tokens. */
+const MIN_THINKING_BUDGET = 1024;
+
 /** A user id (metadata.user_id) at most this long; it becomes the tag user:<id>. */
 const MAX_USER = 256;
 /** Bound on the x-orrery-tags header's tags. */
@@ -94,11 +97,20 @@ export class AnthropicDoor {
     const messages = conversationOf(body);
     const tools = readTools(body.tools);
     const toolChoice = readToolChoice(body.tool_choice, Boolean(tools?.length));
-    readThinking(body.thinking);
+    const budget = readThinking(body.thinking);
     const resultSchema = readOutputConfig(body.output_config);
     const stream = readFlag(body.stream, 'stream');
     const options = samplingOf(body);
     if (toolChoice) options.tool_choice = toolChoice;
+    if (budget !== undefined) {
+      if (budget >= (options.max_tokens as number))
+        throw new AnthropicRequestError(
+          `thinking.budget_tokens: ${budget} must be less than max_tokens (${String(options.max_tokens)}), which counts the thinking too`,
+        );
+      options.thinking_budget_tokens = budget;
+      // Claude takes no temperature but 1 with thinking on: unset unless the caller asked (then Claude refuses it).
+      if (body.temperature === undefined || body.temperature === null) delete options.temperature;
+    }
     const tags = tagsOf(tagHeader, body.metadata);
     const link = await this.deps.links.find(p, env.id, model, messages);
     const run = await this.deps.runs.executeMessages(
@@ -159,19 +171,33 @@ function checkFields(body: Json, known: Set<string>): void {
   }
 }
 
-/** Extended thinking is not relayed: the door answers the model's text and tool calls. */
-function readThinking(value: unknown): void {
-  if (value === undefined || value === null) return;
+/**
+ * Extended thinking: `{type: "enabled", budget_tokens}` becomes the run's thinking budget (the
+ * model's signed thinking blocks are answered and kept for the next turn); `adaptive` is refused.
+ */
+function readThinking(value: unknown): number | undefined {
+  if (value === undefined || value === null) return undefined;
   if (typeof value !== 'object' || Array.isArray(value))
     throw new AnthropicRequestError('thinking: expected {type: "enabled", budget_tokens} or {type: "disabled"}');
-  const type = (value as Json).type;
-  if (type === 'disabled') return;
-  if (type === 'enabled' || type === 'adaptive')
-    throw unsupported(
-      'thinking',
-      'extended thinking is not relayed by the door yet; leave thinking out or set {type: "disabled"}',
+  const t = value as Json;
+  if (t.type === 'disabled') {
+    for (const key of Object.keys(t))
+      if (key !== 'type')
+        throw new AnthropicRequestError(`thinking.${key.slice(0, 64)}: Extra inputs are not permitted`);
+    return undefined;
+  }
+  if (t.type === 'adaptive') throw unsupported('thinking', 'adaptive thinking; send {type: "enabled", budget_tokens}');
+  if (t.type !== 'enabled')
+    throw new AnthropicRequestError(`thinking.type: ${JSON.stringify(t.type)}; expected "enabled" or "disabled"`);
+  for (const key of Object.keys(t))
+    if (key !== 'type' && key !== 'budget_tokens')
+      throw new AnthropicRequestError(`thinking.${key.slice(0, 64)}: Extra inputs are not permitted`);
+  const budget = t.budget_tokens;
+  if (!Number.isSafeInteger(budget) || (budget as number) < MIN_THINKING_BUDGET)
+    throw new AnthropicRequestError(
+      `thinking.budget_tokens: an integer of at least ${MIN_THINKING_BUDGET} (Anthropic's minimum) is required`,
     );
-  throw new AnthropicRequestError(`thinking.type: ${JSON.stringify(type)}; expected "enabled" or "disabled"`);
+  return budget as number;
 }
 
 /** `output_config`: its JSON Schema format as the run's result schema; effort is not relayed. */
