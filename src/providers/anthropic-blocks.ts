@@ -49,7 +49,15 @@ const resultsFirst = (blocks: Block[]) => [
   ...blocks.filter((b) => b.type !== 'tool_result'),
 ];
 
+/** A part's cache breakpoint goes on the block it became. */
 function toBlock(p: ContentPart): Block[] {
+  const blocks = toBlocks(p);
+  if (p.type !== 'thinking' && p.cache_control && blocks.length > 0)
+    blocks[blocks.length - 1] = { ...blocks[blocks.length - 1], cache_control: p.cache_control };
+  return blocks;
+}
+
+function toBlocks(p: ContentPart): Block[] {
   switch (p.type) {
     case 'text':
       return p.text === '' ? [] : [{ type: 'text', text: p.text }];
@@ -92,7 +100,34 @@ export const toAnthropicTools = (tools: ToolDefinition[]) =>
     name: t.name,
     ...(t.description !== undefined ? { description: t.description } : {}),
     input_schema: t.input_schema,
+    ...(t.cache_control ? { cache_control: t.cache_control } : {}),
   }));
+
+/**
+ * The system prompt: one string, or text blocks when a part carries a cache breakpoint (the
+ * blocks keep it; Anthropic caches the prompt up to the block).
+ */
+export function toAnthropicSystem(system: ChatMessage[], extra: string[]): string | Block[] | undefined {
+  const parts = system.flatMap((m) =>
+    typeof m.content === 'string' ? [{ type: 'text' as const, text: m.content }] : m.content,
+  );
+  const texts = parts.filter((p) => p.type === 'text' && p.text !== '') as Array<{
+    type: 'text';
+    text: string;
+    cache_control?: Block;
+  }>;
+  if (texts.some((t) => t.cache_control)) {
+    const blocks: Block[] = texts.map((t) => ({
+      type: 'text',
+      text: t.text,
+      ...(t.cache_control ? { cache_control: t.cache_control } : {}),
+    }));
+    for (const e of extra) blocks.push({ type: 'text', text: e });
+    return blocks;
+  }
+  const joined = [...texts.map((t) => t.text), ...extra];
+  return joined.length > 0 ? joined.join('\n\n') : undefined;
+}
 
 /** Anthropic has auto, any and none; `required` is its `any`. */
 export const toAnthropicToolChoice = (choice: ToolChoice) => ({
@@ -131,7 +166,8 @@ export function fromAnthropicBlocks(blocks: AnthropicBlock[]): ToolUse[] | undef
 
 /** A `thinking` or `redacted_thinking` block as the part that keeps it; undefined for other blocks. */
 export function thinkingPartOf(b: AnthropicBlock | undefined): ThinkingPart | undefined {
-  if (b?.type === 'redacted_thinking' && typeof b.data === 'string') return { type: 'thinking', text: '', redacted: b.data };
+  if (b?.type === 'redacted_thinking' && typeof b.data === 'string')
+    return { type: 'thinking', text: '', redacted: b.data };
   if (b?.type !== 'thinking' || typeof b.thinking !== 'string') return undefined;
   return { type: 'thinking', text: b.thinking, ...(typeof b.signature === 'string' ? { signature: b.signature } : {}) };
 }

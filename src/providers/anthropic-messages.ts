@@ -3,7 +3,6 @@
  */
 import {
   ProviderError,
-  messageText,
   type Completion,
   type CompletionChunk,
   type CompletionRequest,
@@ -25,6 +24,7 @@ import {
   ToolBlockAssembler,
   fromAnthropicBlocks,
   thinkingOf,
+  toAnthropicSystem,
   toAnthropicToolChoice,
   toAnthropicTools,
   toAnthropicTurns,
@@ -241,8 +241,10 @@ export class AnthropicMessagesDriver implements ModelDriver {
 
 /** The Messages request: system text goes top-level, turns stay in order. */
 function requestBody(req: CompletionRequest, stream: boolean): Record<string, unknown> {
-  const system = req.messages.filter((m) => m.role === 'system').map(messageText);
-  if (req.result_schema) system.push(schemaInstruction(req.result_schema));
+  const system = toAnthropicSystem(
+    req.messages.filter((m) => m.role === 'system'),
+    req.result_schema ? [schemaInstruction(req.result_schema)] : [],
+  );
   const budget = req.thinking_budget_tokens;
   const body: Record<string, unknown> = {
     model: req.model,
@@ -255,7 +257,7 @@ function requestBody(req: CompletionRequest, stream: boolean): Record<string, un
   if (req.effort) body.output_config = { effort: req.effort };
   if (req.tools && req.tools.length > 0) body.tools = toAnthropicTools(req.tools);
   if (req.tool_choice) body.tool_choice = toAnthropicToolChoice(req.tool_choice);
-  if (system.length > 0) body.system = system.join('\n\n');
+  if (system !== undefined) body.system = system;
   if (req.temperature !== undefined) body.temperature = req.temperature;
   if (req.top_p !== undefined) body.top_p = req.top_p;
   if (req.top_k !== undefined) body.top_k = req.top_k;

@@ -14,12 +14,25 @@ export type ChatRole = 'system' | 'user' | 'assistant' | 'tool';
  */
 export type ContentPart = TextPart | ImagePart | DocumentPart | ToolUsePart | ToolResultPart | ThinkingPart;
 
-interface TextPart {
+/**
+ * A prompt-cache breakpoint on a block (Anthropic's `cache_control`): the prompt up to and
+ * including it is cached. Sent to Claude; other providers cache on their own or not at all.
+ */
+export interface CacheControl {
+  type: 'ephemeral';
+  ttl?: '5m' | '1h';
+}
+
+interface Cacheable {
+  cache_control?: CacheControl;
+}
+
+interface TextPart extends Cacheable {
   type: 'text';
   text: string;
 }
 
-interface ImagePart {
+interface ImagePart extends Cacheable {
   type: 'image';
   /** An https or data URL, or `store:<object id>` for a content object. */
   url: string;
@@ -28,7 +41,7 @@ interface ImagePart {
   object?: MediaObjectRef;
 }
 
-interface DocumentPart {
+interface DocumentPart extends Cacheable {
   type: 'document';
   url: string;
   media_type?: string;
@@ -54,11 +67,11 @@ export interface MediaObjectRef {
 }
 
 /** The model asked for a tool: `ToolUse` as llumiverse and Vertesia name it. */
-interface ToolUsePart extends ToolUse {
+interface ToolUsePart extends ToolUse, Cacheable {
   type: 'tool_use';
 }
 
-export interface ToolResultPart {
+export interface ToolResultPart extends Cacheable {
   type: 'tool_result';
   tool_use_id: string;
   content: string;
@@ -85,7 +98,7 @@ export interface ChatMessage {
 }
 
 /** A tool the model may call (Vertesia's `ToolDefinition`). */
-export interface ToolDefinition {
+export interface ToolDefinition extends Cacheable {
   name: string;
   description?: string;
   /** JSON Schema of the tool's arguments (an object schema). */

@@ -110,6 +110,9 @@ export class RunFinisher {
       ...(cachedFrom ? { cached: true, cached_from: cachedFrom } : {}),
       ...(toolUse ? { tool_use: toolUse } : {}),
       ...(thinking ? { thinking } : {}),
+      ...(usage?.cache_read || usage?.cache_write
+        ? { token_cache: { read: usage.cache_read ?? 0, write: usage.cache_write ?? 0 } }
+        : {}),
       ...doc,
       result,
     };

@@ -21,6 +21,9 @@ export interface TokenUse {
   prompt?: number;
   result?: number;
   total?: number;
+  /** Of `prompt`, the tokens read from and written to the provider's prompt cache. */
+  cache_read?: number;
+  cache_write?: number;
 }
 
 export interface RunSource {
@@ -76,6 +79,8 @@ export interface RunDoc {
   tool_use?: ToolUse[];
   /** The model's signed reasoning blocks (Claude), sent back unchanged with the answer in the next turn. */
   thinking?: ThinkingPart[];
+  /** Of the prompt tokens, those the provider read from and wrote to its prompt cache (when any). */
+  token_cache?: { read: number; write: number };
   /**
    * The run this one continues: its prompt holds only its own turn (POST /runs/tool-results,
    * /runs/user-message; a door request whose messages extend an earlier door run's).
@@ -220,6 +225,11 @@ const tokenUse = (r: RunRow): TokenUse => {
   if (r.token_prompt !== null) use.prompt = r.token_prompt;
   if (r.token_result !== null) use.result = r.token_result;
   if (r.token_total !== null) use.total = r.token_total;
+  const cache = docOf(r).token_cache;
+  if (cache) {
+    use.cache_read = cache.read;
+    use.cache_write = cache.write;
+  }
   return use;
 };
 

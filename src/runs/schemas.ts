@@ -201,6 +201,8 @@ const TokenUse = Type.Object({
   prompt: Type.Optional(Type.Number()),
   result: Type.Optional(Type.Number()),
   total: Type.Optional(Type.Number()),
+  cache_read: Type.Optional(Type.Number({ description: "Of prompt, tokens read from the provider's prompt cache" })),
+  cache_write: Type.Optional(Type.Number({ description: "Of prompt, tokens written to the provider's prompt cache" })),
 });
 
 const usd = (description: string) => Type.Number({ description: `USD: ${description}` });
@@ -290,7 +292,7 @@ export const RunSchema = OpenObject(
           type: Type.Literal('thinking'),
           text: Type.String({ description: 'The reasoning; empty for a redacted block' }),
           signature: Type.Optional(Type.String({ description: "Anthropic's signature over the reasoning" })),
-          redacted: Type.Optional(Type.String({ description: 'A redacted_thinking block\'s encrypted data' })),
+          redacted: Type.Optional(Type.String({ description: "A redacted_thinking block's encrypted data" })),
         }),
         {
           description:

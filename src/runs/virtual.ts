@@ -10,7 +10,14 @@
  *    picks one; each judged child records `evaluation {score, selected}`.
  * Cooldowns are per process: a replica learns about a failing entry from its own runs.
  */
-import { messageText, toolInputText, type ChatMessage, type ThinkingPart, type TokenUsage, type ToolUse } from '../providers/driver.ts';
+import {
+  messageText,
+  toolInputText,
+  type ChatMessage,
+  type ThinkingPart,
+  type TokenUsage,
+  type ToolUse,
+} from '../providers/driver.ts';
 import type { VirtualConfig, VirtualEntry } from '../interactions/virtual-config.ts';
 import type { ResultPart, RunError } from './model.ts';
 import type { Attempt } from './retry.ts';

@@ -110,7 +110,8 @@ for (const dialect of TEST_DIALECTS) {
       assert.equal(message.usage.output_tokens, 4);
       const sent = anthropicWire.requests.at(-1)!.body;
       assert.equal(sent.model, 'claude-sonnet-4-5');
-      assert.equal(sent.system, 'Be brief.');
+      // The breakpoint reaches Claude on the block it was on (anthropic-cache.test.ts has the rest).
+      assert.deepEqual(sent.system, [{ type: 'text', text: 'Be brief.', cache_control: { type: 'ephemeral' } }]);
       assert.equal(sent.max_tokens, 64);
       assert.equal(sent.temperature, 0.3);
       assert.equal(sent.top_k, 5);
@@ -124,7 +125,7 @@ for (const dialect of TEST_DIALECTS) {
       assert.ok(run.tags.includes('user:alice'));
       assert.ok(run.tags.includes('door-test'));
       assert.deepEqual(run.prompt, [
-        { role: 'system', content: 'Be brief.' },
+        { role: 'system', content: [{ type: 'text', text: 'Be brief.', cache_control: { type: 'ephemeral' } }] },
         { role: 'user', content: 'Hi' },
       ]);
       const viaClient = await srv.client().runs.retrieve(run.id);
@@ -311,7 +312,11 @@ for (const dialect of TEST_DIALECTS) {
       });
       assert.deepEqual(second.content, [{ type: 'text', text: 'Warm in Rome.' }]);
       const turns = anthropicWire.requests.at(-1)!.body.messages;
-      assert.deepEqual(turns[1].content[0], { type: 'thinking', thinking: 'The user wants Rome.', signature: signatureOf('The user wants Rome.') });
+      assert.deepEqual(turns[1].content[0], {
+        type: 'thinking',
+        thinking: 'The user wants Rome.',
+        signature: signatureOf('The user wants Rome.'),
+      });
       assert.deepEqual(turns[2].content, [{ type: 'tool_result', tool_use_id: 'toolu_1', content: '25°C' }]);
     });
 

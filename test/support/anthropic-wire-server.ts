@@ -161,7 +161,28 @@ function validate(body: any): string | undefined {
   ) {
     return 'temperature: Input should be less than or equal to 1';
   }
-  return checkThinking(body) ?? checkThinkingHistory(body);
+  return checkThinking(body) ?? checkThinkingHistory(body) ?? checkCacheControl(body);
+}
+
+/** Prompt caching's rules (Prompt caching, "Cache limitations"), with the API's wording. */
+function checkCacheControl(body: any): string | undefined {
+  const blocks: any[] = [
+    ...(Array.isArray(body.system) ? body.system : []),
+    ...(Array.isArray(body.tools) ? body.tools : []),
+    ...body.messages.flatMap((m: any) => (Array.isArray(m?.content) ? m.content : [])),
+  ];
+  const marked = blocks.filter((b) => b?.cache_control !== undefined);
+  for (const b of marked) {
+    const c = b.cache_control;
+    if (c?.type !== 'ephemeral') return "cache_control.type: Input should be 'ephemeral'";
+    if (c.ttl !== undefined && c.ttl !== '5m' && c.ttl !== '1h')
+      return "cache_control.ttl: Input should be '5m' or '1h'";
+    if (Object.keys(c).some((k) => k !== 'type' && k !== 'ttl')) return 'cache_control: Extra inputs are not permitted';
+    if (b.type === 'thinking' || b.type === 'redacted_thinking')
+      return 'cache_control cannot be set for thinking blocks';
+  }
+  if (marked.length > 4) return `A maximum of 4 blocks with cache_control may be provided. Found ${marked.length}.`;
+  return undefined;
 }
 
 /** The signature the server gives a reasoning text: a block sent back with other text fails its check. */

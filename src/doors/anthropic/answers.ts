@@ -50,12 +50,15 @@ const thinkingBlock = (b: ThinkingPart) =>
     ? { type: 'redacted_thinking' as const, data: b.redacted }
     : { type: 'thinking' as const, thinking: b.text, signature: b.signature ?? '' };
 
+/** Anthropic's usage: input_tokens leaves out the tokens read from and written to the cache. */
 function usageOf(use: TokenUse) {
+  const read = use.cache_read ?? 0;
+  const write = use.cache_write ?? 0;
   return {
-    input_tokens: use.prompt ?? 0,
+    input_tokens: Math.max(0, (use.prompt ?? 0) - read - write),
     output_tokens: use.result ?? 0,
-    cache_creation_input_tokens: 0,
-    cache_read_input_tokens: 0,
+    cache_creation_input_tokens: write,
+    cache_read_input_tokens: read,
   };
 }
 

@@ -12,7 +12,14 @@ import { normaliseTags } from '../../runs/plan.ts';
 import type { ModelAddressing } from '../openai/addressing.ts';
 import type { ConversationLinks } from '../openai/conversation-links.ts';
 import { AnthropicRequestError, unsupported } from './errors.ts';
-import { readMessages, readStopSequences, readSystem, readToolChoice, readTools } from './messages.ts';
+import {
+  readCacheControl,
+  readMessages,
+  readStopSequences,
+  readSystem,
+  readToolChoice,
+  readTools,
+} from './messages.ts';
 import { estimateTokens, type TokenCounter } from './token-count.ts';
 
 const DOOR = 'anthropic';
@@ -76,6 +83,11 @@ export interface MessagesCall {
   /** The model as the request named it (answered back as `model`). */
   model: string;
   stream: boolean;
+  /**
+   * The request's cache_control breakpoints: `forwarded` to a Claude provider, `not_applied` for
+   * one without such caching (answered in the x-orrery-prompt-cache header); undefined: none given.
+   */
+  promptCache?: 'forwarded' | 'not_applied';
   /** Records the run's conversation once it completed, for the next turn to extend. */
   ended(final: Run): void;
 }
@@ -97,6 +109,9 @@ export class AnthropicDoor {
     const messages = conversationOf(body);
     const tools = readTools(body.tools);
     const toolChoice = readToolChoice(body.tool_choice, Boolean(tools?.length));
+    const breakpoints = countBreakpoints(messages, tools);
+    const promptCache =
+      breakpoints === 0 ? undefined : takesCacheControl(env.provider, model) ? 'forwarded' : 'not_applied';
     const budget = readThinking(body.thinking);
     const resultSchema = readOutputConfig(body.output_config);
     const stream = readFlag(body.stream, 'stream');
@@ -132,7 +147,7 @@ export class AnthropicDoor {
     );
     const ended = (final: Run) => this.deps.links.remember(p, env.id, model, messages, final);
     if (!stream) ended(run);
-    return { run, model: body.model as string, stream, ended };
+    return { run, model: body.model as string, stream, ended, ...(promptCache ? { promptCache } : {}) };
   }
 
   /** POST /v1/messages/count_tokens: the request checked as a call would be, its tokens estimated (no run). */
@@ -142,22 +157,59 @@ export class AnthropicDoor {
     const messages = conversationOf(body);
     const tools = readTools(body.tools);
     readToolChoice(body.tool_choice, Boolean(tools?.length));
+    countBreakpoints(messages, tools);
     readThinking(body.thinking);
     readOutputConfig(body.output_config);
     return { input_tokens: await estimateTokens(messages, tools, this.deps.countTokens) };
   }
 }
 
-/** The system text, then the messages; an assistant turn of text alone as its text (as a run's answer reads back). */
+/**
+ * The system text, then the messages; an assistant turn of text alone as its text (as a run's
+ * answer reads back). A top-level `cache_control` is Anthropic's automatic breakpoint: on the last
+ * block of the request.
+ */
 function conversationOf(body: Json): ChatMessage[] {
   const system = readSystem(body.system);
   const messages = readMessages(body.messages).map((m): ChatMessage => {
     if (m.role !== 'assistant' || typeof m.content === 'string') return m;
-    if (!m.content.every((c) => c.type === 'text')) return m;
+    if (!m.content.every((c) => c.type === 'text' && !c.cache_control)) return m;
     return { role: 'assistant', content: m.content.map((c) => (c.type === 'text' ? c.text : '')).join('') };
   });
+  const automatic = readCacheControl(body.cache_control, 'cache_control');
+  if (automatic) {
+    const last = messages[messages.length - 1];
+    const parts =
+      typeof last.content === 'string' ? [{ type: 'text' as const, text: last.content }] : [...last.content];
+    const end = parts.length - 1;
+    if (end < 0 || parts[end].type === 'thinking')
+      throw new AnthropicRequestError(
+        'cache_control: the last message has no block to cache; put cache_control on a block',
+      );
+    parts[end] = { ...parts[end], cache_control: automatic } as (typeof parts)[number];
+    messages[messages.length - 1] = { ...last, content: parts } as ChatMessage;
+  }
   return system ? [system, ...messages] : messages;
 }
+
+/** Anthropic's most cache_control breakpoints in one request (its API refuses more). */
+const MAX_BREAKPOINTS = 4;
+
+/** The request's cache breakpoints, at most MAX_BREAKPOINTS. */
+function countBreakpoints(messages: ChatMessage[], tools: Json[] | undefined): number {
+  let n = (tools ?? []).filter((t) => t.cache_control).length;
+  for (const m of messages)
+    if (typeof m.content !== 'string') n += m.content.filter((p) => p.type !== 'thinking' && p.cache_control).length;
+  if (n > MAX_BREAKPOINTS)
+    throw new AnthropicRequestError(
+      `cache_control: ${n} blocks have cache_control; at most ${MAX_BREAKPOINTS} breakpoints in a request`,
+    );
+  return n;
+}
+
+/** Providers that take Claude's cache_control breakpoints: Anthropic, and Claude on Vertex AI. */
+const takesCacheControl = (provider: string, model: string): boolean =>
+  provider === 'anthropic' || (provider === 'vertexai' && /(^|\/)claude/i.test(model));
 
 function checkFields(body: Json, known: Set<string>): void {
   for (const key of Object.keys(body)) {
