@@ -262,8 +262,22 @@ function requestBody(req: CompletionRequest, stream: boolean): Record<string, un
   if (req.top_p !== undefined) body.top_p = req.top_p;
   if (req.top_k !== undefined) body.top_k = req.top_k;
   if (req.stop && req.stop.length > 0) body.stop_sequences = req.stop;
+  if (req.prompt_cache) placeBreakpoints(body, req.prompt_cache);
   if (stream) body.stream = true;
   return body;
+}
+
+/**
+ * The run's cache breakpoints, as llumiverse places them: on the last system block and the last
+ * tool (the prompt before the messages, which repeats from call to call).
+ */
+function placeBreakpoints(body: Record<string, unknown>, cache: NonNullable<CompletionRequest['prompt_cache']>): void {
+  const mark = { type: 'ephemeral', ...(cache.ttl ? { ttl: cache.ttl } : {}) };
+  if (typeof body.system === 'string') body.system = [{ type: 'text', text: body.system }];
+  const system = body.system as Array<Record<string, unknown>> | undefined;
+  if (system?.length) system[system.length - 1] = { ...system[system.length - 1], cache_control: mark };
+  const tools = body.tools as Array<Record<string, unknown>> | undefined;
+  if (tools?.length) tools[tools.length - 1] = { ...tools[tools.length - 1], cache_control: mark };
 }
 
 /**

@@ -178,6 +178,10 @@ export interface CompletionRequest {
   thinking_budget_tokens?: number;
   include_thoughts?: boolean;
   image_detail?: ReasoningOptions['image_detail'];
+  /** Cache breakpoints at the end of the system prompt and of the tools (Claude); `required` fails a run that cached nothing. */
+  prompt_cache?: ReasoningOptions['prompt_cache'];
+  /** OpenAI's `prompt_cache_key`. */
+  prompt_cache_key?: string;
 }
 
 export interface TokenUsage {

@@ -225,6 +225,13 @@ export class RunCaller {
         }
       }
     }
+    // prompt_cache_mode "required": a Claude answer that neither wrote nor read the cache fails the run.
+    if (!error && plan.request.prompt_cache?.required && !usage?.cache_write && !usage?.cache_read)
+      error = {
+        code: 'prompt_cache_missed',
+        message:
+          'config.prompt_cache_mode is "required" and the provider reported no cache write or read (a prompt shorter than the model\'s minimum cacheable length is not cached)',
+      };
     if (!error && plan.request.result_schema) {
       const structured = await this.structuredResult(plan, text, finishReason, attempts);
       if ('error' in structured) {

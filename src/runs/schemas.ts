@@ -157,7 +157,15 @@ export const RunCreateBody = StrictObject({
         }),
       ),
       run_data: NotApplied('run_data'),
-      prompt_cache_key: NotApplied('prompt_cache_key'),
+      prompt_cache_key: Type.Optional(
+        Type.String({ description: "OpenAI's prompt_cache_key (OpenAI-family models only), at most 256 characters" }),
+      ),
+      prompt_cache_mode: Type.Optional(
+        Type.String({
+          description:
+            'auto: Claude cache breakpoints at the end of the system prompt and of the tools; off: none; required: as auto, and the run fails when Claude reports no cache write or read',
+        }),
+      ),
       prompt_cache_schema_suffix: NotApplied('prompt_cache_schema_suffix'),
       http_timeout: NotApplied('http_timeout'),
       temperature: Type.Optional(Type.Number()),
