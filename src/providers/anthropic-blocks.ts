@@ -165,7 +165,7 @@ export function fromAnthropicBlocks(blocks: AnthropicBlock[]): ToolUse[] | undef
 }
 
 /** A `thinking` or `redacted_thinking` block as the part that keeps it; undefined for other blocks. */
-export function thinkingPartOf(b: AnthropicBlock | undefined): ThinkingPart | undefined {
+function thinkingPartOf(b: AnthropicBlock | undefined): ThinkingPart | undefined {
   if (b?.type === 'redacted_thinking' && typeof b.data === 'string')
     return { type: 'thinking', text: '', redacted: b.data };
   if (b?.type !== 'thinking' || typeof b.thinking !== 'string') return undefined;
