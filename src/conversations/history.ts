@@ -3,7 +3,7 @@
  * it added, and its answer) and the id of the run before it, so storage grows with the turn and
  * not with the history; the server walks the chain back to the first run.
  */
-import type { ChatMessage, ToolUse } from '../providers/driver.ts';
+import type { ChatMessage, ThinkingPart, ToolUse } from '../providers/driver.ts';
 import { checkBytes, checkTurns, type ConversationBounds } from './conversation.ts';
 import { ConversationTurnLost } from './errors.ts';
 import { jsonBytes } from './messages.ts';
@@ -74,14 +74,22 @@ export async function rebuildHistory(lastId: string, load: TurnLoader, bounds: C
   return { turns, messages, bytes };
 }
 
-/** The assistant message of an answer: its text and its calls, in that order. */
-export function answerMessage(text: string, toolUse: ToolUse[] | undefined): ChatMessage {
-  if (!toolUse || toolUse.length === 0) return { role: 'assistant', content: text };
+/**
+ * The assistant message of an answer: its signed reasoning blocks (sent back unchanged, as
+ * Anthropic requires with thinking and tools), its text and its calls, in that order.
+ */
+export function answerMessage(
+  text: string,
+  toolUse: ToolUse[] | undefined,
+  thinking: ThinkingPart[] = [],
+): ChatMessage {
+  if ((!toolUse || toolUse.length === 0) && thinking.length === 0) return { role: 'assistant', content: text };
   return {
     role: 'assistant',
     content: [
+      ...thinking,
       ...(text !== '' ? [{ type: 'text' as const, text }] : []),
-      ...toolUse.map((t) => ({ type: 'tool_use' as const, ...t })),
+      ...(toolUse ?? []).map((t) => ({ type: 'tool_use' as const, ...t })),
     ],
   };
 }

@@ -3,7 +3,7 @@
  * options) and `config.model_options.tool_choice`, checked before anything is stored or sent.
  */
 import { BadRequest } from '../util/errors.ts';
-import type { ToolChoice, ToolDefinition } from '../providers/driver.ts';
+import type { CacheControl, ToolChoice, ToolDefinition } from '../providers/driver.ts';
 import { assertCanCallTools, type ToolTarget } from '../providers/tool-capabilities.ts';
 
 /** Bound on the tools of one request (OpenAI's own limit is 128). */
@@ -26,7 +26,7 @@ function readToolDefinitions(value: unknown): ToolDefinition[] | undefined {
   return value.map((t, i) => {
     const at = `tool_definitions[${i}]`;
     if (t === null || typeof t !== 'object' || Array.isArray(t)) throw new BadRequest(`${at} must be an object`);
-    const { name, description, input_schema } = t as Record<string, unknown>;
+    const { name, description, input_schema, cache_control } = t as Record<string, unknown>;
     if (typeof name !== 'string' || !TOOL_NAME.test(name))
       throw new BadRequest(`${at}.name must be 1 to 64 letters, digits, _ or -`);
     if (names.has(name)) throw new BadRequest(`${at}.name "${name}" is given twice`);
@@ -37,12 +37,25 @@ function readToolDefinitions(value: unknown): ToolDefinition[] | undefined {
       throw new BadRequest(`${at}.input_schema must be a JSON Schema object`);
     if ((input_schema as Record<string, unknown>).type !== 'object')
       throw new BadRequest(`${at}.input_schema must have type "object": a tool takes named arguments`);
+    const cache = cacheControlOf(cache_control, `${at}.cache_control`);
     return {
       name,
       ...(description !== undefined ? { description } : {}),
       input_schema: input_schema as Record<string, unknown>,
+      ...(cache ? { cache_control: cache } : {}),
     };
   });
+}
+
+/** A tool's prompt-cache breakpoint (Anthropic's cache_control), sent to Claude providers. */
+function cacheControlOf(value: unknown, at: string): CacheControl | undefined {
+  if (value === undefined || value === null) return undefined;
+  const c = value as Record<string, unknown>;
+  if (typeof value !== 'object' || Array.isArray(value) || c.type !== 'ephemeral')
+    throw new BadRequest(`${at} must be {type: "ephemeral", ttl?: "5m" | "1h"}`);
+  if (Object.keys(c).some((k) => k !== 'type' && k !== 'ttl')) throw new BadRequest(`${at} takes only type and ttl`);
+  if (c.ttl !== undefined && c.ttl !== '5m' && c.ttl !== '1h') throw new BadRequest(`${at}.ttl must be "5m" or "1h"`);
+  return c.ttl ? { type: 'ephemeral', ttl: c.ttl as '5m' | '1h' } : { type: 'ephemeral' };
 }
 
 function readToolChoice(modelOptions: unknown): ToolChoice | undefined {

@@ -6,6 +6,7 @@ import {
   toolInputOf,
   type ChatMessage,
   type ContentPart,
+  type ThinkingPart,
   type ToolChoice,
   type ToolDefinition,
   type ToolUse,
@@ -48,7 +49,15 @@ const resultsFirst = (blocks: Block[]) => [
   ...blocks.filter((b) => b.type !== 'tool_result'),
 ];
 
+/** A part's cache breakpoint goes on the block it became. */
 function toBlock(p: ContentPart): Block[] {
+  const blocks = toBlocks(p);
+  if (p.type !== 'thinking' && p.cache_control && blocks.length > 0)
+    blocks[blocks.length - 1] = { ...blocks[blocks.length - 1], cache_control: p.cache_control };
+  return blocks;
+}
+
+function toBlocks(p: ContentPart): Block[] {
   switch (p.type) {
     case 'text':
       return p.text === '' ? [] : [{ type: 'text', text: p.text }];
@@ -69,7 +78,9 @@ function toBlock(p: ContentPart): Block[] {
         },
       ];
     case 'thinking':
-      // Thinking goes back only with its signature; the API refuses unsigned thinking blocks.
+      // Thinking goes back unchanged and only with its signature (the API refuses unsigned blocks);
+      // a redacted block goes back as the data it came with.
+      if (p.redacted !== undefined) return [{ type: 'redacted_thinking', data: p.redacted }];
       return p.signature ? [{ type: 'thinking', thinking: p.text, signature: p.signature }] : [];
   }
 }
@@ -89,7 +100,34 @@ export const toAnthropicTools = (tools: ToolDefinition[]) =>
     name: t.name,
     ...(t.description !== undefined ? { description: t.description } : {}),
     input_schema: t.input_schema,
+    ...(t.cache_control ? { cache_control: t.cache_control } : {}),
   }));
+
+/**
+ * The system prompt: one string, or text blocks when a part carries a cache breakpoint (the
+ * blocks keep it; Anthropic caches the prompt up to the block).
+ */
+export function toAnthropicSystem(system: ChatMessage[], extra: string[]): string | Block[] | undefined {
+  const parts = system.flatMap((m) =>
+    typeof m.content === 'string' ? [{ type: 'text' as const, text: m.content }] : m.content,
+  );
+  const texts = parts.filter((p) => p.type === 'text' && p.text !== '') as Array<{
+    type: 'text';
+    text: string;
+    cache_control?: Block;
+  }>;
+  if (texts.some((t) => t.cache_control)) {
+    const blocks: Block[] = texts.map((t) => ({
+      type: 'text',
+      text: t.text,
+      ...(t.cache_control ? { cache_control: t.cache_control } : {}),
+    }));
+    for (const e of extra) blocks.push({ type: 'text', text: e });
+    return blocks;
+  }
+  const joined = [...texts.map((t) => t.text), ...extra];
+  return joined.length > 0 ? joined.join('\n\n') : undefined;
+}
 
 /** Anthropic has auto, any and none; `required` is its `any`. */
 export const toAnthropicToolChoice = (choice: ToolChoice) => ({
@@ -99,8 +137,11 @@ export const toAnthropicToolChoice = (choice: ToolChoice) => ({
 export interface AnthropicBlock {
   type?: string;
   text?: string;
-  /** A `thinking` block's reasoning. */
+  /** A `thinking` block's reasoning, and its signature. */
   thinking?: string;
+  signature?: string;
+  /** A `redacted_thinking` block's encrypted reasoning. */
+  data?: string;
   id?: string;
   name?: string;
   input?: unknown;
@@ -121,6 +162,50 @@ export function fromAnthropicBlocks(blocks: AnthropicBlock[]): ToolUse[] | undef
     });
   }
   return out.length > 0 ? out : undefined;
+}
+
+/** A `thinking` or `redacted_thinking` block as the part that keeps it; undefined for other blocks. */
+function thinkingPartOf(b: AnthropicBlock | undefined): ThinkingPart | undefined {
+  if (b?.type === 'redacted_thinking' && typeof b.data === 'string')
+    return { type: 'thinking', text: '', redacted: b.data };
+  if (b?.type !== 'thinking' || typeof b.thinking !== 'string') return undefined;
+  return { type: 'thinking', text: b.thinking, ...(typeof b.signature === 'string' ? { signature: b.signature } : {}) };
+}
+
+/** The reasoning blocks of an answer, in order. */
+export function thinkingOf(blocks: AnthropicBlock[]): ThinkingPart[] | undefined {
+  const out = blocks.map(thinkingPartOf).filter((p) => p !== undefined);
+  return out.length > 0 ? out : undefined;
+}
+
+/**
+ * Streamed reasoning blocks: content_block_start opens one (a redacted block comes whole in it),
+ * `thinking_delta` and `signature_delta` events fill it, content_block_stop closes it.
+ */
+export class ThinkingBlockAssembler {
+  private readonly open = new Map<number, ThinkingPart>();
+
+  start(index: number, block: AnthropicBlock | undefined): void {
+    const part = thinkingPartOf(block);
+    if (part) this.open.set(index, part);
+  }
+
+  thinking(index: number, text: string): void {
+    const p = this.open.get(index);
+    if (p && p.redacted === undefined) p.text += text;
+  }
+
+  signature(index: number, signature: string): void {
+    const p = this.open.get(index);
+    if (p && p.redacted === undefined) p.signature = (p.signature ?? '') + signature;
+  }
+
+  /** The block closed at `index`, whole; undefined when it was no reasoning block. */
+  stop(index: number): ThinkingPart | undefined {
+    const p = this.open.get(index);
+    this.open.delete(index);
+    return p;
+  }
 }
 
 /**

@@ -3,7 +3,6 @@
  */
 import {
   ProviderError,
-  messageText,
   type Completion,
   type CompletionChunk,
   type CompletionRequest,
@@ -21,8 +20,11 @@ import {
 } from './provider-http.ts';
 import { table } from '../util/own.ts';
 import {
+  ThinkingBlockAssembler,
   ToolBlockAssembler,
   fromAnthropicBlocks,
+  thinkingOf,
+  toAnthropicSystem,
   toAnthropicToolChoice,
   toAnthropicTools,
   toAnthropicTurns,
@@ -123,6 +125,9 @@ export class AnthropicMessagesDriver implements ModelDriver {
         .join('\n\n');
       if (thoughts) out.thoughts = thoughts;
     }
+    // Kept whatever include_thoughts says: the next turn of a tool loop must carry them back.
+    const thinking = thinkingOf(answer.content);
+    if (thinking) out.thinking = thinking;
     const calls = fromAnthropicBlocks(answer.content);
     if (answer.stop_reason) out.finish_reason = toFinish(answer.stop_reason);
     if (calls) {
@@ -145,6 +150,7 @@ export class AnthropicMessagesDriver implements ModelDriver {
     let stop: string | undefined;
     let stopped = false;
     const calls = new ToolBlockAssembler();
+    const thinking = new ThinkingBlockAssembler();
     for await (const ev of res.events()) {
       let data: StreamEvent;
       try {
@@ -158,14 +164,23 @@ export class AnthropicMessagesDriver implements ModelDriver {
       const type = typeof data?.type === 'string' ? data.type : ev.event;
       if (type === 'error') throw streamError(label, data);
       if (type === 'message_start') startUsage = data.message?.usage ?? undefined;
-      else if (type === 'content_block_start') calls.start(data.index ?? 0, data.content_block);
-      else if (type === 'content_block_delta') {
+      else if (type === 'content_block_start') {
+        calls.start(data.index ?? 0, data.content_block);
+        thinking.start(data.index ?? 0, data.content_block);
+      } else if (type === 'content_block_delta') {
         const d = data.delta;
         if (d?.type === 'text_delta' && typeof d.text === 'string' && d.text !== '') yield { text: d.text };
-        if (d?.type === 'thinking_delta' && req.include_thoughts && typeof d.thinking === 'string' && d.thinking)
-          yield { thoughts: d.thinking };
+        if (d?.type === 'thinking_delta' && typeof d.thinking === 'string' && d.thinking) {
+          thinking.thinking(data.index ?? 0, d.thinking);
+          if (req.include_thoughts) yield { thoughts: d.thinking };
+        }
+        if (d?.type === 'signature_delta' && typeof d.signature === 'string')
+          thinking.signature(data.index ?? 0, d.signature);
         if (d?.type === 'input_json_delta' && typeof d.partial_json === 'string')
           calls.delta(data.index ?? 0, d.partial_json);
+      } else if (type === 'content_block_stop') {
+        const block = thinking.stop(data.index ?? 0);
+        if (block) yield { thinking_block: block };
       } else if (type === 'message_delta') {
         if (data.delta?.stop_reason) stop = data.delta.stop_reason;
         if (data.usage) deltaUsage = data.usage;
@@ -173,7 +188,7 @@ export class AnthropicMessagesDriver implements ModelDriver {
         stopped = true;
         break;
       }
-      // ping, content_block_stop and unknown future events carry nothing to keep
+      // ping and unknown future events carry nothing to keep
     }
     if (!stopped) throw new ProviderError('provider_error', `${label} ended the stream before message_stop`);
     const last: CompletionChunk = {};
@@ -226,8 +241,10 @@ export class AnthropicMessagesDriver implements ModelDriver {
 
 /** The Messages request: system text goes top-level, turns stay in order. */
 function requestBody(req: CompletionRequest, stream: boolean): Record<string, unknown> {
-  const system = req.messages.filter((m) => m.role === 'system').map(messageText);
-  if (req.result_schema) system.push(schemaInstruction(req.result_schema));
+  const system = toAnthropicSystem(
+    req.messages.filter((m) => m.role === 'system'),
+    req.result_schema ? [schemaInstruction(req.result_schema)] : [],
+  );
   const budget = req.thinking_budget_tokens;
   const body: Record<string, unknown> = {
     model: req.model,
@@ -240,13 +257,27 @@ function requestBody(req: CompletionRequest, stream: boolean): Record<string, un
   if (req.effort) body.output_config = { effort: req.effort };
   if (req.tools && req.tools.length > 0) body.tools = toAnthropicTools(req.tools);
   if (req.tool_choice) body.tool_choice = toAnthropicToolChoice(req.tool_choice);
-  if (system.length > 0) body.system = system.join('\n\n');
+  if (system !== undefined) body.system = system;
   if (req.temperature !== undefined) body.temperature = req.temperature;
   if (req.top_p !== undefined) body.top_p = req.top_p;
   if (req.top_k !== undefined) body.top_k = req.top_k;
   if (req.stop && req.stop.length > 0) body.stop_sequences = req.stop;
+  if (req.prompt_cache) placeBreakpoints(body, req.prompt_cache);
   if (stream) body.stream = true;
   return body;
+}
+
+/**
+ * The run's cache breakpoints, as llumiverse places them: on the last system block and the last
+ * tool (the prompt before the messages, which repeats from call to call).
+ */
+function placeBreakpoints(body: Record<string, unknown>, cache: NonNullable<CompletionRequest['prompt_cache']>): void {
+  const mark = { type: 'ephemeral', ...(cache.ttl ? { ttl: cache.ttl } : {}) };
+  if (typeof body.system === 'string') body.system = [{ type: 'text', text: body.system }];
+  const system = body.system as Array<Record<string, unknown>> | undefined;
+  if (system?.length) system[system.length - 1] = { ...system[system.length - 1], cache_control: mark };
+  const tools = body.tools as Array<Record<string, unknown>> | undefined;
+  if (tools?.length) tools[tools.length - 1] = { ...tools[tools.length - 1], cache_control: mark };
 }
 
 /**
@@ -336,7 +367,14 @@ interface StreamEvent {
   message?: { usage?: AnthropicUsage | null };
   index?: number;
   content_block?: AnthropicBlock;
-  delta?: { type?: string; text?: string; thinking?: string; partial_json?: string; stop_reason?: string | null };
+  delta?: {
+    type?: string;
+    text?: string;
+    thinking?: string;
+    signature?: string;
+    partial_json?: string;
+    stop_reason?: string | null;
+  };
   usage?: AnthropicUsage;
   error?: { type?: string; message?: string };
 }

@@ -14,12 +14,25 @@ export type ChatRole = 'system' | 'user' | 'assistant' | 'tool';
  */
 export type ContentPart = TextPart | ImagePart | DocumentPart | ToolUsePart | ToolResultPart | ThinkingPart;
 
-interface TextPart {
+/**
+ * A prompt-cache breakpoint on a block (Anthropic's `cache_control`): the prompt up to and
+ * including it is cached. Sent to Claude; other providers cache on their own or not at all.
+ */
+export interface CacheControl {
+  type: 'ephemeral';
+  ttl?: '5m' | '1h';
+}
+
+interface Cacheable {
+  cache_control?: CacheControl;
+}
+
+interface TextPart extends Cacheable {
   type: 'text';
   text: string;
 }
 
-interface ImagePart {
+interface ImagePart extends Cacheable {
   type: 'image';
   /** An https or data URL, or `store:<object id>` for a content object. */
   url: string;
@@ -28,7 +41,7 @@ interface ImagePart {
   object?: MediaObjectRef;
 }
 
-interface DocumentPart {
+interface DocumentPart extends Cacheable {
   type: 'document';
   url: string;
   media_type?: string;
@@ -59,22 +72,29 @@ export interface MediaObjectRef {
 }
 
 /** The model asked for a tool: `ToolUse` as llumiverse and Vertesia name it. */
-interface ToolUsePart extends ToolUse {
+interface ToolUsePart extends ToolUse, Cacheable {
   type: 'tool_use';
 }
 
-export interface ToolResultPart {
+export interface ToolResultPart extends Cacheable {
   type: 'tool_result';
   tool_use_id: string;
   content: string;
   is_error?: boolean;
 }
 
-interface ThinkingPart {
+/**
+ * The model's reasoning as a block of its answer. Anthropic signs each block and requires it back
+ * unchanged in the next turn (in a tool loop, with thinking on); a block its safety system
+ * encrypted is `redacted` (its opaque data), with no text.
+ */
+export interface ThinkingPart {
   type: 'thinking';
   text: string;
   /** The provider's signature over the thinking (Anthropic), needed to send it back. */
   signature?: string;
+  /** A `redacted_thinking` block's encrypted data (Anthropic); `text` is empty. */
+  redacted?: string;
 }
 
 export interface ChatMessage {
@@ -83,7 +103,7 @@ export interface ChatMessage {
 }
 
 /** A tool the model may call (Vertesia's `ToolDefinition`). */
-export interface ToolDefinition {
+export interface ToolDefinition extends Cacheable {
   name: string;
   description?: string;
   /** JSON Schema of the tool's arguments (an object schema). */
@@ -163,6 +183,10 @@ export interface CompletionRequest {
   thinking_budget_tokens?: number;
   include_thoughts?: boolean;
   image_detail?: ReasoningOptions['image_detail'];
+  /** Cache breakpoints at the end of the system prompt and of the tools (Claude); `required` fails a run that cached nothing. */
+  prompt_cache?: ReasoningOptions['prompt_cache'];
+  /** OpenAI's `prompt_cache_key`. */
+  prompt_cache_key?: string;
 }
 
 export interface TokenUsage {
@@ -189,6 +213,8 @@ export interface Completion {
   tool_use?: ToolUse[];
   /** The model's reasoning, when `include_thoughts` asked for it and the provider returned it. */
   thoughts?: string;
+  /** The signed reasoning blocks of the answer, in order, to send back with it (whatever include_thoughts says). */
+  thinking?: ThinkingPart[];
 }
 
 /** One piece of a streamed completion; the final piece may carry only usage and finish_reason. */
@@ -200,6 +226,8 @@ export interface CompletionChunk {
   token_use?: TokenUsage;
   /** On the final piece: the whole calls, assembled from the provider's deltas. */
   tool_use?: ToolUse[];
+  /** A reasoning block of the answer, whole (signed), as soon as the provider closed it. */
+  thinking_block?: ThinkingPart;
 }
 
 /** Where and how to reach the provider: from the execution environment. */

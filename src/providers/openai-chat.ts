@@ -231,6 +231,7 @@ export class OpenAIChatDriver implements ModelDriver {
     if (req.frequency_penalty !== undefined) body.frequency_penalty = req.frequency_penalty;
     if (req.seed !== undefined) body.seed = req.seed;
     if (req.effort !== undefined) body.reasoning_effort = req.effort;
+    if (req.prompt_cache_key !== undefined) body.prompt_cache_key = req.prompt_cache_key;
     if (req.max_tokens !== undefined) body[maxTokensFieldOf(conn) ?? this.opts.maxTokensField] = req.max_tokens;
     if (req.stop && req.stop.length > 0) body.stop = req.stop;
     if (req.result_schema) {

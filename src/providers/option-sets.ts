@@ -17,7 +17,20 @@ export interface ReasoningOptions {
   include_thoughts?: boolean;
   /** OpenAI's `detail` on image inputs. */
   image_detail?: 'low' | 'high' | 'auto';
+  /** Claude's cache breakpoints (model_options.cache_enabled / cache_ttl, config.prompt_cache_mode). */
+  prompt_cache?: { ttl?: '5m' | '1h'; required?: boolean };
+  /** OpenAI's `prompt_cache_key` (config.prompt_cache_key). */
+  prompt_cache_key?: string;
 }
+
+/** The run config's prompt-cache fields, as the caller wrote them. */
+export interface PromptCacheConfig {
+  mode?: unknown;
+  key?: unknown;
+}
+
+/** OpenAI's own bound on a prompt_cache_key is not documented; Orrery keeps it to this many characters. */
+const MAX_PROMPT_CACHE_KEY = 256;
 
 /**
  * The option keys of llumiverse's text option sets (`@llumiverse/common` schemas/model-options.ts),
@@ -221,8 +234,6 @@ const EXTENSIONS = ['effort', 'reasoning_effort', 'thinking_budget_tokens', 'inc
 const NOT_APPLIED = [
   'service_tier',
   'flex',
-  'cache_enabled',
-  'cache_ttl',
   'thinking_level',
   'verbosity',
   'reasoning_format',
@@ -307,12 +318,14 @@ export function decideOptions(
   model: string,
   merged: Record<string, unknown>,
   sources: readonly (Record<string, unknown> | null | undefined)[],
+  cache: PromptCacheConfig = {},
 ): OptionDecision {
   const { family, set } = optionProfile(provider, model);
   for (const source of sources) checkOptionSet(source);
   for (const k of NOT_APPLIED)
     if (!asksDefault(k, merged[k])) throw new BadRequest(`model_options.${k} is not applied by Orrery; remove it`);
   const reasoning = reasoningOptions(merged, family);
+  Object.assign(reasoning, promptCacheOptions(merged, cache, family, provider, model));
   if (merged.reasoning_effort !== undefined && merged.effort !== undefined && merged.reasoning_effort !== merged.effort)
     throw new BadRequest('model_options.effort and model_options.reasoning_effort differ; send one of them');
   for (const k of EXTENSIONS) {
@@ -342,6 +355,60 @@ export function decideOptions(
   const thinking = family === 'claude' && reasoning.thinking_budget_tokens !== undefined;
   if (thinking) for (const k of THINKING_DROPS) if (given(k)) drops.add(k);
   return { takesTemperature: set !== 'openai-thinking' && !thinking, drops, reasoning };
+}
+
+/**
+ * Prompt caching asked for: Claude gets breakpoints (cache_enabled, or prompt_cache_mode auto or
+ * required; `off` places none), OpenAI its prompt_cache_key. Each is a 400 on a model that has no
+ * such thing, and `required` only where the provider reports cache writes (Claude).
+ */
+function promptCacheOptions(
+  o: Record<string, unknown>,
+  cache: PromptCacheConfig,
+  family: Family,
+  provider: string,
+  model: string,
+): ReasoningOptions {
+  const out: ReasoningOptions = {};
+  const claude = family === 'claude' || family === 'any';
+  const enabled = o.cache_enabled;
+  if (enabled !== undefined && enabled !== null && typeof enabled !== 'boolean')
+    throw new BadRequest('model_options.cache_enabled must be true or false');
+  const ttl = o.cache_ttl;
+  if (ttl !== undefined && ttl !== null && ttl !== '5m' && ttl !== '1h')
+    throw new BadRequest('model_options.cache_ttl must be "5m" or "1h"');
+  const mode = cache.mode;
+  if (mode !== undefined && mode !== null && mode !== 'auto' && mode !== 'off' && mode !== 'required')
+    throw new BadRequest('config.prompt_cache_mode must be auto, off or required');
+  if (!claude && (enabled === true || (ttl !== undefined && ttl !== null)))
+    throw new BadRequest(
+      `model_options.${enabled === true ? 'cache_enabled' : 'cache_ttl'} places Claude cache breakpoints; ${provider} model "${model}" has none (OpenAI caches long prompts on its own); remove it`,
+    );
+  if (mode === 'required' && !claude)
+    throw new BadRequest(
+      `config.prompt_cache_mode "required" needs a provider that reports cache writes (Claude); ${provider} model "${model}" does not`,
+    );
+  if (mode === 'off' && enabled === true)
+    throw new BadRequest(
+      'model_options.cache_enabled: true contradicts config.prompt_cache_mode "off"; send one of them',
+    );
+  const place = claude && (mode === 'auto' || mode === 'required' || (mode !== 'off' && enabled === true));
+  if (place)
+    out.prompt_cache = {
+      ...(ttl === '5m' || ttl === '1h' ? { ttl } : {}),
+      ...(mode === 'required' ? { required: true } : {}),
+    };
+  const key = cache.key;
+  if (key !== undefined && key !== null) {
+    if (typeof key !== 'string' || key === '' || key.length > MAX_PROMPT_CACHE_KEY)
+      throw new BadRequest(`config.prompt_cache_key must be a string of 1 to ${MAX_PROMPT_CACHE_KEY} characters`);
+    if (family !== 'openai' && family !== 'any')
+      throw new BadRequest(
+        `config.prompt_cache_key is OpenAI's prompt_cache_key; ${provider} model "${model}" takes none; remove it`,
+      );
+    out.prompt_cache_key = key;
+  }
+  return out;
 }
 
 /** With an `_option_id`, every key the caller sent must be one of that set's. */

@@ -10,6 +10,7 @@ import {
   ProviderError,
   type ChatMessage,
   type CompletionRequest,
+  type ThinkingPart,
   type TokenUsage,
   type ToolUse,
 } from '../providers/driver.ts';
@@ -89,6 +90,8 @@ export interface Outcome {
   cachedFrom?: string;
   /** The tool calls the model asked for. */
   toolUse?: ToolUse[];
+  /** The model's signed reasoning blocks (Claude), kept to go back with the answer. */
+  thinking?: ThinkingPart[];
 }
 
 export interface RunCallerDeps {
@@ -152,6 +155,7 @@ export class RunCaller {
     let usage: TokenUsage | undefined;
     let finishReason: string | undefined;
     let toolUse: ToolUse[] | undefined;
+    let thinking: ThinkingPart[] = [];
     let chunks = 0;
     let error: RunError | undefined;
     let result: ResultPart[] = [];
@@ -174,6 +178,10 @@ export class RunCaller {
             if (chunk.token_use) usage = chunk.token_use;
             if (chunk.finish_reason) finishReason = chunk.finish_reason;
             if (chunk.tool_use) toolUse = chunk.tool_use;
+            if (chunk.thinking_block) {
+              thinking.push(chunk.thinking_block);
+              live.thinking?.(chunk.thinking_block);
+            }
           }
         } else {
           const completion = await plan.driver.complete(plan.connection, plan.request, step.signal);
@@ -182,6 +190,7 @@ export class RunCaller {
           usage = completion.token_use;
           finishReason = completion.finish_reason;
           toolUse = completion.tool_use;
+          thinking = completion.thinking ?? [];
         }
         attempts.push({ status: 'completed', duration_ms: Math.round(performance.now() - attemptStart) });
         if (retry > 0) this.deps.telemetry.attempt(retry + 1, attemptStart);
@@ -216,6 +225,13 @@ export class RunCaller {
         }
       }
     }
+    // prompt_cache_mode "required": a Claude answer that neither wrote nor read the cache fails the run.
+    if (!error && plan.request.prompt_cache?.required && !usage?.cache_write && !usage?.cache_read)
+      error = {
+        code: 'prompt_cache_missed',
+        message:
+          'config.prompt_cache_mode is "required" and the provider reported no cache write or read (a prompt shorter than the model\'s minimum cacheable length is not cached)',
+      };
     if (!error && plan.request.result_schema) {
       const structured = await this.structuredResult(plan, text, finishReason, attempts);
       if ('error' in structured) {
@@ -229,7 +245,16 @@ export class RunCaller {
     }
     // The reasoning comes before the answer, as the model wrote it, in a part of its own.
     if (thoughts) result = [{ type: 'thoughts', value: thoughts }, ...result];
-    return { result, error, usage, finishReason, attempts, chunks, ...(toolUse ? { toolUse } : {}) };
+    return {
+      result,
+      error,
+      usage,
+      finishReason,
+      attempts,
+      chunks,
+      ...(toolUse ? { toolUse } : {}),
+      ...(thinking.length ? { thinking } : {}),
+    };
   }
 
   /**

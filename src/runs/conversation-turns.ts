@@ -18,7 +18,7 @@ export const turnNumberOf = (row: RunRow): number => docOf(row).conversation?.tu
 export function answerOf(row: RunRow): ChatMessage | undefined {
   const doc = docOf(row);
   if (row.status !== 'completed') return undefined;
-  return answerMessage(textOf(doc.result), doc.tool_use);
+  return answerMessage(textOf(doc.result), doc.tool_use, doc.thinking);
 }
 
 function turnOf(row: RunRow): StoredTurn {

@@ -73,7 +73,7 @@ export class RunFinisher {
    * not yet known committed): see endAhead.
    */
   async finish(row: RunRow, doc: RunDoc, plan: Plan, outcome: Outcome, opts: FinishOptions): Promise<RunRow> {
-    const { result, error, usage, finishReason, attempts, chunks, cost, cachedFrom, toolUse } = outcome;
+    const { result, error, usage, finishReason, attempts, chunks, cost, cachedFrom, toolUse, thinking } = outcome;
     const { streamed, executionTime, claim, ahead } = opts;
     const { metrics, onRunEnded } = this.deps;
     const provider = doc.environment?.provider ?? 'unknown';
@@ -109,6 +109,10 @@ export class RunFinisher {
       ...(attempts.length > 1 ? { attempts } : {}),
       ...(cachedFrom ? { cached: true, cached_from: cachedFrom } : {}),
       ...(toolUse ? { tool_use: toolUse } : {}),
+      ...(thinking ? { thinking } : {}),
+      ...(usage?.cache_read || usage?.cache_write
+        ? { token_cache: { read: usage.cache_read ?? 0, write: usage.cache_write ?? 0 } }
+        : {}),
       ...doc,
       result,
     };

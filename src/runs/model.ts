@@ -5,7 +5,7 @@ import type { Selectable } from 'kysely';
 import type { RunTable } from '../db/schema.ts';
 import type { Ref } from '../auth/principal.ts';
 import type { RunCost } from '../pricing/cost.ts';
-import type { ContentPart, ToolChoice, ToolDefinition, ToolUse } from '../providers/driver.ts';
+import type { ContentPart, ThinkingPart, ToolChoice, ToolDefinition, ToolUse } from '../providers/driver.ts';
 import type { StripOptions } from '../conversations/strip.ts';
 
 export const RUN_STATUSES = ['created', 'processing', 'completed', 'failed'] as const;
@@ -22,6 +22,9 @@ export interface TokenUse {
   prompt?: number;
   result?: number;
   total?: number;
+  /** Of `prompt`, the tokens read from and written to the provider's prompt cache. */
+  cache_read?: number;
+  cache_write?: number;
 }
 
 export interface RunSource {
@@ -75,6 +78,10 @@ export interface RunDoc {
   tool_choice?: ToolChoice;
   /** The calls the model asked for (finish_reason tool_use). */
   tool_use?: ToolUse[];
+  /** The model's signed reasoning blocks (Claude), sent back unchanged with the answer in the next turn. */
+  thinking?: ThinkingPart[];
+  /** Of the prompt tokens, those the provider read from and wrote to its prompt cache (when any). */
+  token_cache?: { read: number; write: number };
   /**
    * The run this one continues: its prompt holds only its own turn (POST /runs/tool-results,
    * /runs/user-message; a door request whose messages extend an earlier door run's).
@@ -132,6 +139,7 @@ export interface Run {
   span_id?: string;
   result_schema?: Record<string, unknown>;
   tool_use?: ToolUse[];
+  thinking?: ThinkingPart[];
   previous_run?: string;
   /** The conversation an answer carries (a run started with conversation: true, and every continuation). */
   conversation?: unknown;
@@ -220,6 +228,11 @@ const tokenUse = (r: RunRow): TokenUse => {
   if (r.token_prompt !== null) use.prompt = r.token_prompt;
   if (r.token_result !== null) use.result = r.token_result;
   if (r.token_total !== null) use.total = r.token_total;
+  const cache = docOf(r).token_cache;
+  if (cache) {
+    use.cache_read = cache.read;
+    use.cache_write = cache.write;
+  }
   return use;
 };
 
@@ -259,6 +272,7 @@ export function toRun(r: RunRow): Run {
     ...(d.evaluation ? { evaluation: d.evaluation } : {}),
     ...(d.cached ? { cached: true, cached_from: d.cached_from } : {}),
     ...(d.tool_use ? { tool_use: d.tool_use } : {}),
+    ...(d.thinking ? { thinking: d.thinking } : {}),
     ...(d.previous_run ? { previous_run: d.previous_run } : {}),
   };
 }

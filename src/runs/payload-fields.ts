@@ -15,7 +15,6 @@ const NOT_APPLIED_RUN: Record<string, string> = {
 };
 const NOT_APPLIED_CONFIG: Record<string, string> = {
   run_data: 'restricted runs are not supported yet',
-  prompt_cache_key: 'prompt cache routing keys are not forwarded yet',
   prompt_cache_schema_suffix: 'the result schema is always sent in the provider request',
   http_timeout: 'per-run HTTP timeouts are not supported; the environment timeouts apply',
 };

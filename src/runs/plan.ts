@@ -484,10 +484,13 @@ export function modelOptions(
   Object.assign(merged, fromModelOptions);
   if (merged.stop === undefined && merged.stop_sequence !== undefined) merged.stop = merged.stop_sequence;
   const decision = target
-    ? decideOptions(target.provider, target.model, merged, [
-        interaction.model_options,
-        config.model_options as Record<string, unknown> | undefined,
-      ])
+    ? decideOptions(
+        target.provider,
+        target.model,
+        merged,
+        [interaction.model_options, config.model_options as Record<string, unknown> | undefined],
+        { mode: config.prompt_cache_mode, key: config.prompt_cache_key },
+      )
     : undefined;
   for (const k of decision?.drops ?? []) delete merged[k];
   const given = (k: string) => merged[k] !== undefined && merged[k] !== null;

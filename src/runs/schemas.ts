@@ -157,7 +157,15 @@ export const RunCreateBody = StrictObject({
         }),
       ),
       run_data: NotApplied('run_data'),
-      prompt_cache_key: NotApplied('prompt_cache_key'),
+      prompt_cache_key: Type.Optional(
+        Type.String({ description: "OpenAI's prompt_cache_key (OpenAI-family models only), at most 256 characters" }),
+      ),
+      prompt_cache_mode: Type.Optional(
+        Type.String({
+          description:
+            'auto: Claude cache breakpoints at the end of the system prompt and of the tools; off: none; required: as auto, and the run fails when Claude reports no cache write or read',
+        }),
+      ),
       prompt_cache_schema_suffix: NotApplied('prompt_cache_schema_suffix'),
       http_timeout: NotApplied('http_timeout'),
       temperature: Type.Optional(Type.Number()),
@@ -201,6 +209,8 @@ const TokenUse = Type.Object({
   prompt: Type.Optional(Type.Number()),
   result: Type.Optional(Type.Number()),
   total: Type.Optional(Type.Number()),
+  cache_read: Type.Optional(Type.Number({ description: "Of prompt, tokens read from the provider's prompt cache" })),
+  cache_write: Type.Optional(Type.Number({ description: "Of prompt, tokens written to the provider's prompt cache" })),
 });
 
 const usd = (description: string) => Type.Number({ description: `USD: ${description}` });
@@ -282,6 +292,20 @@ export const RunSchema = OpenObject(
           ),
         }),
         { description: 'The tool calls the model asked for, in its order' },
+      ),
+    ),
+    thinking: Type.Optional(
+      Type.Array(
+        Type.Object({
+          type: Type.Literal('thinking'),
+          text: Type.String({ description: 'The reasoning; empty for a redacted block' }),
+          signature: Type.Optional(Type.String({ description: "Anthropic's signature over the reasoning" })),
+          redacted: Type.Optional(Type.String({ description: "A redacted_thinking block's encrypted data" })),
+        }),
+        {
+          description:
+            "Claude's reasoning blocks, signed, in its order: the next turn of the conversation sends them back unchanged",
+        },
       ),
     ),
     previous_run: Type.Optional(

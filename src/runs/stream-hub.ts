@@ -3,9 +3,12 @@
  * reconnecting subscriber gets them all (replay after Last-Event-ID, then live); the entry goes
  * once the run ends, after which the stream answers from the stored run.
  */
+import type { ThinkingPart } from '../providers/driver.ts';
+
 type StreamEvent = { kind: 'chunk'; seq: number; text: string } | { kind: 'close'; run: unknown };
 
 type Listener = (e: StreamEvent) => void;
+type ThinkingListener = (block: ThinkingPart) => void;
 
 /**
  * One subscriber's failure (its connection broke mid-write, say) must not stop the run or the
@@ -21,7 +24,10 @@ function deliver(listener: Listener, e: StreamEvent): void {
 
 export class LiveRun {
   readonly chunks: string[] = [];
+  /** Signed reasoning blocks, for the doors that relay them (Anthropic's); they precede every chunk. */
+  readonly thinkingBlocks: ThinkingPart[] = [];
   private readonly listeners = new Set<Listener>();
+  private readonly thinkingListeners = new Set<ThinkingListener>();
   private final: unknown;
   private done = false;
 
@@ -32,12 +38,36 @@ export class LiveRun {
     for (const l of this.listeners) deliver(l, e);
   }
 
+  thinking(block: ThinkingPart): void {
+    if (this.done) return;
+    this.thinkingBlocks.push(block);
+    for (const l of this.thinkingListeners) {
+      try {
+        l(block);
+      } catch {
+        // as deliver(): one subscriber's failure stops only its own stream
+      }
+    }
+  }
+
   finish(run: unknown): void {
     if (this.done) return;
     this.done = true;
     this.final = run;
     for (const l of this.listeners) deliver(l, { kind: 'close', run });
     this.listeners.clear();
+    this.thinkingListeners.clear();
+  }
+
+  /**
+   * Reasoning blocks so far, then live. Kept apart from the chunks so that a stream of text
+   * (GET /runs/:id/stream, the OpenAI doors) is unchanged; subscribe before `subscribe()`.
+   */
+  subscribeThinking(listener: ThinkingListener): () => void {
+    for (const b of this.thinkingBlocks) listener(b);
+    if (this.done) return () => {};
+    this.thinkingListeners.add(listener);
+    return () => this.thinkingListeners.delete(listener);
   }
 
   /** Replays chunks after `afterSeq`, then follows live (still skipping those up to `afterSeq`). */

@@ -10,7 +10,14 @@
  *    picks one; each judged child records `evaluation {score, selected}`.
  * Cooldowns are per process: a replica learns about a failing entry from its own runs.
  */
-import { messageText, toolInputText, type ChatMessage, type TokenUsage, type ToolUse } from '../providers/driver.ts';
+import {
+  messageText,
+  toolInputText,
+  type ChatMessage,
+  type ThinkingPart,
+  type TokenUsage,
+  type ToolUse,
+} from '../providers/driver.ts';
 import type { VirtualConfig, VirtualEntry } from '../interactions/virtual-config.ts';
 import type { ResultPart, RunError } from './model.ts';
 import type { Attempt } from './retry.ts';
@@ -18,6 +25,8 @@ import type { Attempt } from './retry.ts';
 /** Where a run's text goes as it streams (a LiveRun, or a forwarder to the virtual run's). */
 export interface ChunkSink {
   push(text: string): void;
+  /** A signed reasoning block of the answer, whole, as soon as the provider closed it (before the text). */
+  thinking?(block: ThinkingPart): void;
 }
 
 /** A finished child run, as the virtual run needs it. */

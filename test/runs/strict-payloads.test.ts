@@ -78,11 +78,15 @@ for (const dialect of TEST_DIALECTS) {
       await refused('/api/v1/runs', { ...ok, do_validate: false }, /^do_validate: false is not applied/);
       await refused('/api/v1/runs', { ...ok, config: { do_validate: false } }, /^config\.do_validate: false/);
       await refused('/api/v1/runs', { ...ok, config: { run_data: 'RESTRICTED' } }, /^config\.run_data is not applied/);
-      await refused(
-        '/api/v1/execute',
-        { interaction: 'Echo@draft', data: { text: 'x' }, config: { prompt_cache_key: 'k' } },
-        /^config\.prompt_cache_key is not applied/,
-      );
+      // config.prompt_cache_key is applied now (OpenAI's prompt_cache_key: test/providers/prompt-cache.test.ts).
+      const keyed = await srv.api('POST', '/api/v1/execute', {
+        interaction: 'Echo@draft',
+        data: { text: 'x' },
+        config: { prompt_cache_key: 'k', prompt_cache_mode: 'auto' },
+      });
+      assert.equal(keyed.status, 200, JSON.stringify(keyed.body));
+      assert.equal(keyed.body.config.prompt_cache_key, 'k');
+      assert.equal(keyed.body.config.prompt_cache_mode, 'auto');
       await refused('/api/v1/runs', { ...ok, config: { http_timeout: {} } }, /^config\.http_timeout is not applied/);
     });
 

@@ -28,6 +28,8 @@ export interface AnthropicWireOptions {
   stopReason?: string;
   /** With `thinking` enabled or adaptive in the request: this reasoning as a thinking block before the text. */
   thinking?: string;
+  /** With thinking on: also a `redacted_thinking` block with this data, after the thinking block. */
+  redactedThinking?: string;
   /** Answer these tool_use blocks after the text (input streamed as its JSON text); a function sees the body. */
   toolUse?: WireToolUse[] | ((body: Record<string, unknown>) => WireToolUse[] | undefined);
   /** Stream each input's JSON in pieces of this many characters (default 8). */
@@ -159,7 +161,57 @@ function validate(body: any): string | undefined {
   ) {
     return 'temperature: Input should be less than or equal to 1';
   }
-  return checkThinking(body);
+  return checkThinking(body) ?? checkThinkingHistory(body) ?? checkCacheControl(body);
+}
+
+/** Prompt caching's rules (Prompt caching, "Cache limitations"), with the API's wording. */
+function checkCacheControl(body: any): string | undefined {
+  const blocks: any[] = [
+    ...(Array.isArray(body.system) ? body.system : []),
+    ...(Array.isArray(body.tools) ? body.tools : []),
+    ...body.messages.flatMap((m: any) => (Array.isArray(m?.content) ? m.content : [])),
+  ];
+  const marked = blocks.filter((b) => b?.cache_control !== undefined);
+  for (const b of marked) {
+    const c = b.cache_control;
+    if (c?.type !== 'ephemeral') return "cache_control.type: Input should be 'ephemeral'";
+    if (c.ttl !== undefined && c.ttl !== '5m' && c.ttl !== '1h')
+      return "cache_control.ttl: Input should be '5m' or '1h'";
+    if (Object.keys(c).some((k) => k !== 'type' && k !== 'ttl')) return 'cache_control: Extra inputs are not permitted';
+    if (b.type === 'thinking' || b.type === 'redacted_thinking')
+      return 'cache_control cannot be set for thinking blocks';
+  }
+  if (marked.length > 4) return `A maximum of 4 blocks with cache_control may be provided. Found ${marked.length}.`;
+  return undefined;
+}
+
+/** The signature the server gives a reasoning text: a block sent back with other text fails its check. */
+export const signatureOf = (thought: string) => 'sig_' + createHash('sha1').update(thought).digest('hex').slice(0, 16);
+/** Redacted data the server wrote: what a redacted_thinking block sent back must carry, unchanged. */
+const redactedOf = (data: string) => 'redacted_' + createHash('sha1').update(data).digest('base64url');
+
+/**
+ * Thinking blocks in the history (Extended thinking, "Preserving thinking blocks"): each sent back
+ * unchanged with its signature; with thinking on, a final assistant turn that called tools starts
+ * with its thinking, with the API's wording.
+ */
+function checkThinkingHistory(body: any): string | undefined {
+  for (const [i, m] of body.messages.entries()) {
+    if (!Array.isArray(m?.content)) continue;
+    for (const [j, b] of m.content.entries()) {
+      if (b?.type === 'thinking' && (typeof b.signature !== 'string' || b.signature !== signatureOf(b.thinking)))
+        return `messages.${i}.content.${j}: Invalid \`signature\` in \`thinking\` block`;
+      if (b?.type === 'redacted_thinking' && (typeof b.data !== 'string' || !b.data.startsWith('redacted_')))
+        return `messages.${i}.content.${j}: Invalid \`data\` in \`redacted_thinking\` block`;
+    }
+  }
+  if (!thinks(body)) return undefined;
+  const last = body.messages.findLastIndex((m: any) => m?.role === 'assistant');
+  const m = body.messages[last];
+  if (!Array.isArray(m?.content) || !m.content.some((b: any) => b?.type === 'tool_use')) return undefined;
+  const first = m.content[0]?.type;
+  if (first === 'thinking' || first === 'redacted_thinking') return undefined;
+  return `messages.${last}.content.0.type: Expected \`thinking\` or \`redacted_thinking\`, but found \`${String(first)}\`. When \`thinking\` is enabled, a final \`assistant\` message must start with a thinking block (preceeding the lastmost set of \`tool_use\` and \`tool_result\` blocks). We recommend you include thinking blocks from previous turns. To avoid this requirement, disable \`thinking\`. Please consult our documentation at https://docs.claude.com/en/docs/build-with-claude/extended-thinking`;
 }
 
 /** Extended thinking's rules (Building with extended thinking), with the API's wording. */
@@ -252,12 +304,8 @@ export async function messages(res: ServerResponse, body: any, o: AnthropicWireO
   const stop = o.stopReason ?? (calls.length > 0 ? 'tool_use' : 'end_turn');
   const toolBlocks = calls.map((c) => ({ type: 'tool_use', id: c.id, name: c.name, input: c.input }));
   const thought = o.thinking !== undefined && thinks(body) ? o.thinking : undefined;
-  const signature =
-    'sig_' +
-    createHash('sha1')
-      .update(thought ?? '')
-      .digest('hex')
-      .slice(0, 16);
+  const signature = signatureOf(thought ?? '');
+  const redacted = o.redactedThinking !== undefined && thinks(body) ? redactedOf(o.redactedThinking) : undefined;
   const id = `msg_${createHash('sha1').update(JSON.stringify(body)).digest('hex').slice(0, 24)}`;
 
   if (body.stream !== true) {
@@ -268,6 +316,7 @@ export async function messages(res: ServerResponse, body: any, o: AnthropicWireO
       model: body.model,
       content: [
         ...(thought !== undefined ? [{ type: 'thinking', thinking: thought, signature }] : []),
+        ...(redacted !== undefined ? [{ type: 'redacted_thinking', data: redacted }] : []),
         ...(text !== '' || calls.length === 0 ? [{ type: 'text', text }] : []),
         ...toolBlocks,
       ],
@@ -303,14 +352,19 @@ export async function messages(res: ServerResponse, body: any, o: AnthropicWireO
       },
     },
   });
-  // A thinking block comes first, at index 0; the text and the calls follow it.
-  const first = thought !== undefined ? 1 : 0;
+  // A thinking block comes first, at index 0 (a redacted one, whole in its start, next); the text and the calls follow.
+  const first = (thought !== undefined ? 1 : 0) + (redacted !== undefined ? 1 : 0);
   if (thought !== undefined) {
-    send('content_block_start', { index: 0, content_block: { type: 'thinking', thinking: '' } });
+    send('content_block_start', { index: 0, content_block: { type: 'thinking', thinking: '', signature: '' } });
     for (const piece of thought.split(/(?<= )/).filter((p) => p !== ''))
       send('content_block_delta', { index: 0, delta: { type: 'thinking_delta', thinking: piece } });
     send('content_block_delta', { index: 0, delta: { type: 'signature_delta', signature } });
     send('content_block_stop', { index: 0 });
+  }
+  if (redacted !== undefined) {
+    const index = first - 1;
+    send('content_block_start', { index, content_block: { type: 'redacted_thinking', data: redacted } });
+    send('content_block_stop', { index });
   }
   const withText = text !== '' || calls.length === 0;
   if (withText) send('content_block_start', { index: first, content_block: { type: 'text', text: '' } });

@@ -3,7 +3,7 @@
  * provider answered. Ids are the run's (`msg_<run id>`), so an answer leads back to its run; stop
  * reasons are Anthropic's (`end_turn`, `max_tokens`, `tool_use`, `refusal`).
  */
-import type { ToolUse } from '../../providers/driver.ts';
+import type { ThinkingPart, ToolUse } from '../../providers/driver.ts';
 import type { ResultPart, TokenUse } from '../../runs/model.ts';
 import { contentOf } from '../openai/answers.ts';
 
@@ -14,6 +14,7 @@ export interface AnsweredRun {
   finish_reason?: string;
   token_use: TokenUse;
   tool_use?: ToolUse[];
+  thinking?: ThinkingPart[];
 }
 
 const messageId = (runId: string): string => `msg_${runId}`;
@@ -43,12 +44,21 @@ const toolBlock = (c: ToolUse) => ({
   input: c.tool_input ?? {},
 });
 
+/** A reasoning block as Anthropic wrote it: signed thinking, or redacted data. */
+const thinkingBlock = (b: ThinkingPart) =>
+  b.redacted !== undefined
+    ? { type: 'redacted_thinking' as const, data: b.redacted }
+    : { type: 'thinking' as const, thinking: b.text, signature: b.signature ?? '' };
+
+/** Anthropic's usage: input_tokens leaves out the tokens read from and written to the cache. */
 function usageOf(use: TokenUse) {
+  const read = use.cache_read ?? 0;
+  const write = use.cache_write ?? 0;
   return {
-    input_tokens: use.prompt ?? 0,
+    input_tokens: Math.max(0, (use.prompt ?? 0) - read - write),
     output_tokens: use.result ?? 0,
-    cache_creation_input_tokens: 0,
-    cache_read_input_tokens: 0,
+    cache_creation_input_tokens: write,
+    cache_read_input_tokens: read,
   };
 }
 
@@ -60,7 +70,11 @@ export function toMessage(run: AnsweredRun, model: string) {
     type: 'message' as const,
     role: 'assistant' as const,
     model,
-    content: [...(text !== '' || !calls.length ? [{ type: 'text' as const, text }] : []), ...calls.map(toolBlock)],
+    content: [
+      ...(run.thinking ?? []).map(thinkingBlock),
+      ...(text !== '' || !calls.length ? [{ type: 'text' as const, text }] : []),
+      ...calls.map(toolBlock),
+    ],
     stop_reason: stopReasonOf(run),
     stop_sequence: null,
     usage: usageOf(run.token_use),
@@ -79,14 +93,19 @@ const ev = (data: Record<string, unknown> & { type: string }): StreamEvent => ({
 });
 
 /**
- * Writes one run's events in Anthropic's order: message_start, ping, a text block
+ * Writes one run's events in Anthropic's order: message_start, ping, each reasoning block
+ * (content_block_start, thinking_delta, signature_delta, content_block_stop; a redacted block whole
+ * in its start), a text block
  * (content_block_start, its text_delta events, content_block_stop) while text arrives, then each
  * tool_use block (its input as one input_json_delta), message_delta with the stop reason and the
  * usage (input_tokens too: the run knows its usage only at its end), message_stop.
  */
 export class StreamWriter {
   private textOpen = false;
+  private textIndex = 0;
   private blocks = 0;
+  /** Blocks written, so that the end does not write again those the live stream wrote. */
+  private thinkingWritten = 0;
 
   constructor(
     private readonly runId: string,
@@ -112,30 +131,51 @@ export class StreamWriter {
     ];
   }
 
+  /** A whole reasoning block; Claude closes every one before its text, so it comes before the text block. */
+  thinking(block: ThinkingPart): StreamEvent[] {
+    if (this.textOpen) return []; // cannot happen with Claude; the block is still in the run
+    const index = this.blocks++;
+    this.thinkingWritten++;
+    if (block.redacted !== undefined)
+      return [
+        ev({ type: 'content_block_start', index, content_block: thinkingBlock(block) }),
+        ev({ type: 'content_block_stop', index }),
+      ];
+    return [
+      ev({ type: 'content_block_start', index, content_block: { type: 'thinking', thinking: '', signature: '' } }),
+      ev({ type: 'content_block_delta', index, delta: { type: 'thinking_delta', thinking: block.text } }),
+      ev({ type: 'content_block_delta', index, delta: { type: 'signature_delta', signature: block.signature ?? '' } }),
+      ev({ type: 'content_block_stop', index }),
+    ];
+  }
+
   text(text: string): StreamEvent[] {
     const out: StreamEvent[] = [];
     if (!this.textOpen) out.push(...this.openText());
-    out.push(ev({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text } }));
+    out.push(ev({ type: 'content_block_delta', index: this.textIndex, delta: { type: 'text_delta', text } }));
     return out;
   }
 
   private openText(): StreamEvent[] {
     this.textOpen = true;
-    this.blocks = 1;
-    return [ev({ type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } })];
+    this.textIndex = this.blocks++;
+    return [ev({ type: 'content_block_start', index: this.textIndex, content_block: { type: 'text', text: '' } })];
   }
 
   end(run: AnsweredRun): StreamEvent[] {
     const out: StreamEvent[] = [];
     const calls = run.tool_use ?? [];
     const text = contentOf(run.result);
+    // Blocks the live stream did not carry (a run followed after its end, a blocking call's cache).
+    for (const b of (run.thinking ?? []).slice(this.thinkingWritten)) out.push(...this.thinking(b));
     // A run that answered without chunks (a cached answer) gives its text at once; an answer with
     // neither text nor calls is still one (empty) text block, as a blocking answer is.
     if (!this.textOpen && (text !== '' || !calls.length)) {
       out.push(...this.openText());
-      if (text !== '') out.push(ev({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text } }));
+      if (text !== '')
+        out.push(ev({ type: 'content_block_delta', index: this.textIndex, delta: { type: 'text_delta', text } }));
     }
-    if (this.textOpen) out.push(ev({ type: 'content_block_stop', index: 0 }));
+    if (this.textOpen) out.push(ev({ type: 'content_block_stop', index: this.textIndex }));
     for (const c of calls) {
       const index = this.blocks++;
       out.push(ev({ type: 'content_block_start', index, content_block: { ...toolBlock(c), input: {} } }));

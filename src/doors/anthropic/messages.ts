@@ -4,7 +4,7 @@
  * `tools` and `tool_choice` as a run's tool definitions. Every refusal names the field at fault
  * with Anthropic's dotted paths (`messages.2.content.0.source`).
  */
-import type { ChatMessage, ContentPart, ToolChoice } from '../../providers/driver.ts';
+import type { CacheControl, ChatMessage, ContentPart, ToolChoice } from '../../providers/driver.ts';
 import { AnthropicRequestError, unsupported } from './errors.ts';
 
 type Json = Record<string, unknown>;
@@ -22,11 +22,29 @@ const isObject = (v: unknown): v is Json => v !== null && typeof v === 'object' 
 
 const invalid = (message: string) => new AnthropicRequestError(message);
 
-/** Keys a block may carry beyond its own: `cache_control` is a caching hint (docs: accepted, not forwarded). */
+/** Keys a block may carry beyond its own: `cache_control`, a prompt-cache breakpoint, is read by cacheOf. */
 function checkKeys(block: Json, at: string, allowed: readonly string[]): void {
   for (const key of Object.keys(block))
     if (key !== 'type' && key !== 'cache_control' && !allowed.includes(key))
       throw invalid(`${at}.${key}: Extra inputs are not permitted`);
+}
+
+/** A block's `cache_control` ({type: "ephemeral", ttl?: "5m" | "1h"}), checked; undefined when absent. */
+export function readCacheControl(value: unknown, at: string): CacheControl | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (!isObject(value) || value.type !== 'ephemeral')
+    throw invalid(`${at}: expected {type: "ephemeral", ttl?: "5m" | "1h"}`);
+  for (const key of Object.keys(value))
+    if (key !== 'type' && key !== 'ttl') throw invalid(`${at}.${key.slice(0, 64)}: Extra inputs are not permitted`);
+  if (value.ttl === undefined || value.ttl === null) return { type: 'ephemeral' };
+  if (value.ttl !== '5m' && value.ttl !== '1h') throw invalid(`${at}.ttl: Input should be '5m' or '1h'`);
+  return { type: 'ephemeral', ttl: value.ttl };
+}
+
+/** The part with the block's cache breakpoint, when it has one. */
+function cached<T extends ContentPart>(part: T, b: Json, at: string): T {
+  const c = readCacheControl(b.cache_control, `${at}.cache_control`);
+  return c ? { ...part, cache_control: c } : part;
 }
 
 /** `system`: a string or text blocks, as one system message. */
@@ -34,14 +52,17 @@ export function readSystem(value: unknown): ChatMessage | undefined {
   if (value === undefined || value === null) return undefined;
   if (typeof value === 'string') return value ? { role: 'system', content: value } : undefined;
   if (!Array.isArray(value)) throw invalid('system: Input should be a valid string or a list of text blocks');
-  const texts = value.map((b, i) => {
+  const parts = value.map((b, i) => {
     const at = `system.${i}`;
     if (!isObject(b) || b.type !== 'text' || typeof b.text !== 'string')
       throw invalid(`${at}: system takes text blocks {type: "text", text}`);
     checkKeys(b, at, ['text']);
-    return b.text;
+    const part: ContentPart = { type: 'text', text: b.text };
+    return cached(part, b, at);
   });
-  const text = texts.join('\n\n');
+  // Blocks with a cache breakpoint stay blocks (a Claude provider is sent them so); otherwise one text.
+  if (parts.some((p) => p.cache_control)) return { role: 'system', content: parts };
+  const text = parts.map((p) => (p.type === 'text' ? p.text : '')).join('\n\n');
   return text ? { role: 'system', content: text } : undefined;
 }
 
@@ -66,7 +87,18 @@ export function readMessages(value: unknown): ChatMessage[] {
       continue;
     }
     if (!Array.isArray(m.content)) throw invalid(`${at}.content: Input should be a string or a list of content blocks`);
-    const parts = m.content.map((b, j) => readBlock(b, `${at}.content.${j}`, m.role as 'user' | 'assistant', calls));
+    const parts = m.content.map((b, j) => {
+      const where = `${at}.content.${j}`;
+      const part = readBlock(b, where, m.role as 'user' | 'assistant', calls);
+      if (part.type === 'thinking') {
+        if (isObject(b) && b.cache_control !== undefined && b.cache_control !== null)
+          throw invalid(
+            `${where}.cache_control: thinking blocks cannot be cached directly; put the breakpoint on a later block`,
+          );
+        return part;
+      }
+      return cached(part, b as Json, where);
+    });
     if (m.role === 'assistant') {
       out.push({ role: 'assistant', content: parts });
       continue;
@@ -126,10 +158,15 @@ function readBlock(b: unknown, at: string, role: 'user' | 'assistant', calls: Se
       if (typeof b.thinking !== 'string') throw invalid(`${at}.thinking: Input should be a valid string`);
       if (typeof b.signature !== 'string') throw invalid(`${at}.signature: Field required`);
       return { type: 'thinking', text: b.thinking, signature: b.signature };
+    case 'redacted_thinking':
+      if (role !== 'assistant') throw invalid(`${at}: redacted_thinking blocks go in assistant messages`);
+      checkKeys(b, at, ['data']);
+      if (typeof b.data !== 'string' || !b.data) throw invalid(`${at}.data: Field required`);
+      return { type: 'thinking', text: '', redacted: b.data };
     default:
       throw unsupported(
         `${at}.type`,
-        `${JSON.stringify(b.type)} blocks; the door takes text, image, document, tool_use, tool_result and thinking`,
+        `${JSON.stringify(b.type)} blocks; the door takes text, image, document, tool_use, tool_result, thinking and redacted_thinking`,
       );
   }
 }
@@ -225,10 +262,12 @@ export function readTools(value: unknown): Json[] | undefined {
       throw invalid(`${at}.description: Input should be a valid string`);
     if (!isObject(t.input_schema) || t.input_schema.type !== 'object')
       throw invalid(`${at}.input_schema: a JSON Schema of type "object"`);
+    const cache = readCacheControl(t.cache_control, `${at}.cache_control`);
     return {
       name: t.name,
       ...(t.description !== undefined ? { description: t.description } : {}),
       input_schema: t.input_schema,
+      ...(cache ? { cache_control: cache } : {}),
     };
   });
 }

@@ -16,6 +16,9 @@ const DOOR_SERVERS = [
   { url: '/', description: "The server's origin (Anthropic clients take the origin as their base URL)" },
 ];
 
+/** Whether the request's cache_control breakpoints reached the provider (docs/guides/gateway.md). */
+const PROMPT_CACHE_HEADER = 'x-orrery-prompt-cache';
+
 /** A ping this often keeps an idle stream's proxies from closing it. */
 const KEEP_ALIVE_MS = 15_000;
 
@@ -44,6 +47,7 @@ export const anthropicRoutes: FastifyPluginAsyncTypebox<{ door: AnthropicDoor; r
         req.headers['x-orrery-tags'],
       );
       reply.header('x-orrery-run-id', call.run.id);
+      if (call.promptCache) reply.header(PROMPT_CACHE_HEADER, call.promptCache);
       if (!call.stream)
         return reply.type('application/json').send(JSON.stringify(toMessage(call.run, call.model)) as never);
       return stream(p, runs, call, reply);
@@ -73,7 +77,10 @@ export const anthropicRoutes: FastifyPluginAsyncTypebox<{ door: AnthropicDoor; r
 async function stream(p: Principal, runs: RunService, call: MessagesCall, reply: FastifyReply) {
   const followed = await runs.follow(p, call.run.id);
   const writer = new StreamWriter(call.run.id, call.model);
-  const sse = openSse(reply, KEEP_ALIVE_MS, { 'x-orrery-run-id': call.run.id });
+  const sse = openSse(reply, KEEP_ALIVE_MS, {
+    'x-orrery-run-id': call.run.id,
+    ...(call.promptCache ? { [PROMPT_CACHE_HEADER]: call.promptCache } : {}),
+  });
   const send = (events: StreamEvent[]) => {
     for (const e of events) sse.send(e);
   };
@@ -99,8 +106,13 @@ async function stream(p: Principal, runs: RunService, call: MessagesCall, reply:
     };
     return poll();
   }
-  unsubscribe = followed.live.subscribe(0, (e) => {
+  const stopThinking = followed.live.subscribeThinking((b) => send(writer.thinking(b)));
+  const unsubscribeText = followed.live.subscribe(0, (e) => {
     if (e.kind === 'chunk') send(writer.text(e.text));
     else end(e.run as Run | undefined);
   });
+  unsubscribe = () => {
+    stopThinking();
+    unsubscribeText();
+  };
 }

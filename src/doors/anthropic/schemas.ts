@@ -25,12 +25,17 @@ const fields = {
   }),
   messages: Type.Array(Type.Unknown(), {
     description:
-      'user and assistant turns: text, image, document, tool_use, tool_result and thinking blocks; at most 2048',
+      'user and assistant turns: text, image, document, tool_use, tool_result, thinking and redacted_thinking blocks; at most 2048',
   }),
   system: Type.Optional(Type.Unknown({ description: 'A string or text blocks' })),
   tools: Type.Optional(Type.Unknown({ description: 'Custom tools {name, description, input_schema}, at most 128' })),
   tool_choice: Type.Optional(Type.Unknown({ description: '{type: auto | any | none}' })),
-  thinking: Type.Optional(Type.Unknown({ description: '{type: "disabled"} only: extended thinking is not relayed' })),
+  thinking: Type.Optional(
+    Type.Unknown({
+      description:
+        '{type: "enabled", budget_tokens} (at least 1024, less than max_tokens) or {type: "disabled"}; the answer carries thinking blocks with their signature',
+    }),
+  ),
 };
 
 export const MessagesBody = Type.Object(
@@ -65,6 +70,8 @@ export const MessageAnswer = Type.Object(
     content: Type.Array(
       Type.Union([
         Type.Object({ type: Type.Literal('text'), text: Type.String() }),
+        Type.Object({ type: Type.Literal('thinking'), thinking: Type.String(), signature: Type.String() }),
+        Type.Object({ type: Type.Literal('redacted_thinking'), data: Type.String() }),
         Type.Object({
           type: Type.Literal('tool_use'),
           id: Type.String(),

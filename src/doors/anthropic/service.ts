@@ -12,7 +12,14 @@ import { normaliseTags } from '../../runs/plan.ts';
 import type { ModelAddressing } from '../openai/addressing.ts';
 import type { ConversationLinks } from '../openai/conversation-links.ts';
 import { AnthropicRequestError, unsupported } from './errors.ts';
-import { readMessages, readStopSequences, readSystem, readToolChoice, readTools } from './messages.ts';
+import {
+  readCacheControl,
+  readMessages,
+  readStopSequences,
+  readSystem,
+  readToolChoice,
+  readTools,
+} from './messages.ts';
 import { estimateTokens, type TokenCounter } from './token-count.ts';
 
 const DOOR = 'anthropic';
@@ -63,6 +70,9 @@ const COUNTED = new Set([
   'cache_control',
 ]);
 
+/** Anthropic's least thinking budget; the most is below max_tokens. */
+const MIN_THINKING_BUDGET = 1024;
+
 /** A user id (metadata.user_id) at most this long; it becomes the tag user:<id>. */
 const MAX_USER = 256;
 /** Bound on the x-orrery-tags header's tags. */
@@ -73,6 +83,11 @@ export interface MessagesCall {
   /** The model as the request named it (answered back as `model`). */
   model: string;
   stream: boolean;
+  /**
+   * The request's cache_control breakpoints: `forwarded` to a Claude provider, `not_applied` for
+   * one without such caching (answered in the x-orrery-prompt-cache header); undefined: none given.
+   */
+  promptCache?: 'forwarded' | 'not_applied';
   /** Records the run's conversation once it completed, for the next turn to extend. */
   ended(final: Run): void;
 }
@@ -94,11 +109,23 @@ export class AnthropicDoor {
     const messages = conversationOf(body);
     const tools = readTools(body.tools);
     const toolChoice = readToolChoice(body.tool_choice, Boolean(tools?.length));
-    readThinking(body.thinking);
+    const breakpoints = countBreakpoints(messages, tools);
+    const promptCache =
+      breakpoints === 0 ? undefined : takesCacheControl(env.provider, model) ? 'forwarded' : 'not_applied';
+    const budget = readThinking(body.thinking);
     const resultSchema = readOutputConfig(body.output_config);
     const stream = readFlag(body.stream, 'stream');
     const options = samplingOf(body);
     if (toolChoice) options.tool_choice = toolChoice;
+    if (budget !== undefined) {
+      if (budget >= (options.max_tokens as number))
+        throw new AnthropicRequestError(
+          `thinking.budget_tokens: ${budget} must be less than max_tokens (${String(options.max_tokens)}), which counts the thinking too`,
+        );
+      options.thinking_budget_tokens = budget;
+      // Claude takes no temperature but 1 with thinking on: unset unless the caller asked (then Claude refuses it).
+      if (body.temperature === undefined || body.temperature === null) delete options.temperature;
+    }
     const tags = tagsOf(tagHeader, body.metadata);
     const link = await this.deps.links.find(p, env.id, model, messages);
     const run = await this.deps.runs.executeMessages(
@@ -120,7 +147,7 @@ export class AnthropicDoor {
     );
     const ended = (final: Run) => this.deps.links.remember(p, env.id, model, messages, final);
     if (!stream) ended(run);
-    return { run, model: body.model as string, stream, ended };
+    return { run, model: body.model as string, stream, ended, ...(promptCache ? { promptCache } : {}) };
   }
 
   /** POST /v1/messages/count_tokens: the request checked as a call would be, its tokens estimated (no run). */
@@ -130,22 +157,59 @@ export class AnthropicDoor {
     const messages = conversationOf(body);
     const tools = readTools(body.tools);
     readToolChoice(body.tool_choice, Boolean(tools?.length));
+    countBreakpoints(messages, tools);
     readThinking(body.thinking);
     readOutputConfig(body.output_config);
     return { input_tokens: await estimateTokens(messages, tools, this.deps.countTokens) };
   }
 }
 
-/** The system text, then the messages; an assistant turn of text alone as its text (as a run's answer reads back). */
+/**
+ * The system text, then the messages; an assistant turn of text alone as its text (as a run's
+ * answer reads back). A top-level `cache_control` is Anthropic's automatic breakpoint: on the last
+ * block of the request.
+ */
 function conversationOf(body: Json): ChatMessage[] {
   const system = readSystem(body.system);
   const messages = readMessages(body.messages).map((m): ChatMessage => {
     if (m.role !== 'assistant' || typeof m.content === 'string') return m;
-    if (!m.content.every((c) => c.type === 'text')) return m;
+    if (!m.content.every((c) => c.type === 'text' && !c.cache_control)) return m;
     return { role: 'assistant', content: m.content.map((c) => (c.type === 'text' ? c.text : '')).join('') };
   });
+  const automatic = readCacheControl(body.cache_control, 'cache_control');
+  if (automatic) {
+    const last = messages[messages.length - 1];
+    const parts =
+      typeof last.content === 'string' ? [{ type: 'text' as const, text: last.content }] : [...last.content];
+    const end = parts.length - 1;
+    if (end < 0 || parts[end].type === 'thinking')
+      throw new AnthropicRequestError(
+        'cache_control: the last message has no block to cache; put cache_control on a block',
+      );
+    parts[end] = { ...parts[end], cache_control: automatic } as (typeof parts)[number];
+    messages[messages.length - 1] = { ...last, content: parts } as ChatMessage;
+  }
   return system ? [system, ...messages] : messages;
 }
+
+/** Anthropic's most cache_control breakpoints in one request (its API refuses more). */
+const MAX_BREAKPOINTS = 4;
+
+/** The request's cache breakpoints, at most MAX_BREAKPOINTS. */
+function countBreakpoints(messages: ChatMessage[], tools: Json[] | undefined): number {
+  let n = (tools ?? []).filter((t) => t.cache_control).length;
+  for (const m of messages)
+    if (typeof m.content !== 'string') n += m.content.filter((p) => p.type !== 'thinking' && p.cache_control).length;
+  if (n > MAX_BREAKPOINTS)
+    throw new AnthropicRequestError(
+      `cache_control: ${n} blocks have cache_control; at most ${MAX_BREAKPOINTS} breakpoints in a request`,
+    );
+  return n;
+}
+
+/** Providers that take Claude's cache_control breakpoints: Anthropic, and Claude on Vertex AI. */
+const takesCacheControl = (provider: string, model: string): boolean =>
+  provider === 'anthropic' || (provider === 'vertexai' && /(^|\/)claude/i.test(model));
 
 function checkFields(body: Json, known: Set<string>): void {
   for (const key of Object.keys(body)) {
@@ -159,19 +223,33 @@ function checkFields(body: Json, known: Set<string>): void {
   }
 }
 
-/** Extended thinking is not relayed: the door answers the model's text and tool calls. */
-function readThinking(value: unknown): void {
-  if (value === undefined || value === null) return;
+/**
+ * Extended thinking: `{type: "enabled", budget_tokens}` becomes the run's thinking budget (the
+ * model's signed thinking blocks are answered and kept for the next turn); `adaptive` is refused.
+ */
+function readThinking(value: unknown): number | undefined {
+  if (value === undefined || value === null) return undefined;
   if (typeof value !== 'object' || Array.isArray(value))
     throw new AnthropicRequestError('thinking: expected {type: "enabled", budget_tokens} or {type: "disabled"}');
-  const type = (value as Json).type;
-  if (type === 'disabled') return;
-  if (type === 'enabled' || type === 'adaptive')
-    throw unsupported(
-      'thinking',
-      'extended thinking is not relayed by the door yet; leave thinking out or set {type: "disabled"}',
+  const t = value as Json;
+  if (t.type === 'disabled') {
+    for (const key of Object.keys(t))
+      if (key !== 'type')
+        throw new AnthropicRequestError(`thinking.${key.slice(0, 64)}: Extra inputs are not permitted`);
+    return undefined;
+  }
+  if (t.type === 'adaptive') throw unsupported('thinking', 'adaptive thinking; send {type: "enabled", budget_tokens}');
+  if (t.type !== 'enabled')
+    throw new AnthropicRequestError(`thinking.type: ${JSON.stringify(t.type)}; expected "enabled" or "disabled"`);
+  for (const key of Object.keys(t))
+    if (key !== 'type' && key !== 'budget_tokens')
+      throw new AnthropicRequestError(`thinking.${key.slice(0, 64)}: Extra inputs are not permitted`);
+  const budget = t.budget_tokens;
+  if (!Number.isSafeInteger(budget) || (budget as number) < MIN_THINKING_BUDGET)
+    throw new AnthropicRequestError(
+      `thinking.budget_tokens: an integer of at least ${MIN_THINKING_BUDGET} (Anthropic's minimum) is required`,
     );
-  throw new AnthropicRequestError(`thinking.type: ${JSON.stringify(type)}; expected "enabled" or "disabled"`);
+  return budget as number;
 }
 
 /** `output_config`: its JSON Schema format as the run's result schema; effort is not relayed. */

@@ -81,9 +81,10 @@ export class ConversationLinks {
 /** The assistant message a client sends back for a run's answer, as the door reads it (messages.ts). */
 function answerOf(run: Run): ChatMessage {
   const text = contentOf(run.result);
-  if (!run.tool_use?.length) return { role: 'assistant', content: text };
-  const parts: ContentPart[] = text ? [{ type: 'text', text }] : [];
-  for (const c of run.tool_use) {
+  if (!run.tool_use?.length && !run.thinking?.length) return { role: 'assistant', content: text };
+  // Signed reasoning first, as the Anthropic door answered it and reads it back.
+  const parts: ContentPart[] = [...(run.thinking ?? []), ...(text ? [{ type: 'text' as const, text }] : [])];
+  for (const c of run.tool_use ?? []) {
     const args =
       c.tool_input_invalid && c.tool_input_text !== undefined ? c.tool_input_text : JSON.stringify(c.tool_input ?? {});
     parts.push({ type: 'tool_use', id: c.id, tool_name: c.tool_name, ...toolInputOf(args) });
