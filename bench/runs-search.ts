@@ -21,7 +21,8 @@
  * SCORES=1: then one `quality` score (a number) is given to every run straight in the database,
  * the server restarted, and the same requests timed again (with the runs now carrying their
  * scores), plus a query on the score (`scores.quality:[0.8 TO *] AND` the query): the p95 with the
- * scores against the p95 without them, same database, same requests (target: within 20 %).
+ * scores against the p95 without them, same database, same requests (target: within 20 %); a
+ * control measure after a plain restart comes first, for the spread of two measures alike.
  */
 import { rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
@@ -494,6 +495,19 @@ for (const name of BACKENDS) {
     results[name] = { ...load_, ...m };
     console.log(`${name}: ${JSON.stringify(results[name])}`);
     if (SCORES) {
+      // The control: the same requests after a restart without any change, so the ratios below
+      // are read against the spread of two measures of the same database.
+      orrery.proc.kill('SIGTERM');
+      await new Promise((r) => orrery.proc.once('exit', r));
+      const control = await startOrrery({ ...backend.env, ORRERY_DATA_DIR: dataDir, ORRERY_LOG_LEVEL: 'warn' });
+      orrery = { ...control, stop: () => control.stop() };
+      const repeated = await measure(orrery);
+      const controlRatio = (k: 'list' | 'query' | 'facets') => +(repeated[k].p95 / m[k].p95).toFixed(2);
+      results[`${name} again (control)`] = {
+        ...repeated,
+        p95Ratio: { list: controlRatio('list'), query: controlRatio('query'), facets: controlRatio('facets') },
+      };
+      console.log(`${name} again: ${JSON.stringify(results[`${name} again (control)`])}`);
       orrery.proc.kill('SIGTERM');
       await new Promise((r) => orrery.proc.once('exit', r));
       const { db, d } = backend.open({ dataDir });
