@@ -152,10 +152,10 @@ export class ImportService {
     // A later turn: its chain must be whole here, so the copy continues like the source run.
     const turn = run.previous_run
       ? 1 +
-        (await this.targets.runTurn(p, run.previous_run).catch((err: { status?: number }) => {
-          throw err?.status === 404
-            ? new BadRequest(`run.previous_run ${run.previous_run} is no run of this project: import it first`)
-            : err;
+        (await this.targets.runTurn(p, run.previous_run).catch((err: unknown) => {
+          if ((err as { status?: number } | null)?.status === 404)
+            throw new BadRequest(`run.previous_run ${run.previous_run} is no run of this project: import it first`);
+          throw err instanceof Error ? err : new Error(String(err));
         }))
       : 1;
     const tokens = run.token_use ?? {};
