@@ -225,6 +225,7 @@ export async function createFeatures(config: Config, database: OpenedDatabase, c
     db,
     {
       runExists,
+      runTurn: (p, id) => runs.runs.turnOf(p, id),
       interaction: (p, id) => interactions.interactions.get(p, id),
       environment: (p, id) => interactions.environments.get(p, id),
       writes: runs.writer,

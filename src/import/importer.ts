@@ -378,54 +378,88 @@ export class Importer {
   }
 
   private async runs(p: KindProgress): Promise<void> {
-    for await (const ref of this.source.runRefs(this.opts.since)) {
-      const version = String(ref.updated_at ?? '');
-      if (this.link('run', ref.id)?.source_version === version) {
-        p.skipped++;
-        p.done++;
-        this.progress.update(p);
-        continue;
-      }
-      if (ref.status !== 'completed' && ref.status !== 'failed') {
-        p.done++;
-        this.summary.notes.push(`run ${ref.id} is "${ref.status}", not ended: not copied`);
-        continue;
-      }
-      await this.copyOne(p, 'runs', { ...ref, name: undefined }, version, null, async () => {
-        const run = await this.source.run(ref.id);
-        const interactionId = idOf(run.interaction);
-        const interaction =
-          this.mapped('interaction', interactionId) ?? this.mapped('interaction_version', interactionId);
-        if (!interaction) throw new Error(`its interaction ${interactionId} was not copied`);
-        const envId = idOf(run.environment);
-        const environment = envId ? this.mapped('environment', envId) : undefined;
-        if (envId && !environment) throw new Error(`its environment ${envId} was not copied`);
-        const imported: ImportedRun = {
-          status: run.status,
-          interaction: { id: interaction },
-          environment: environment ? { id: environment } : null,
-          modelId: run.modelId ?? run.model ?? null,
-          parent: this.mapped('run', run.parent) ?? null,
-          finish_reason: run.finish_reason ?? null,
-          execution_time: run.execution_time ?? null,
-          token_use: run.token_use ?? null,
-          tags: run.tags ?? [],
-          result: run.result,
-          parameters: run.parameters,
-          prompt: run.prompt,
-          config: run.config ?? {},
-          error: run.error ?? null,
-          source: run.source ?? null,
-          ttl: run.ttl ?? null,
-          result_schema: run.result_schema ?? null,
-          cost: run.cost ?? null,
-          created_by: run.created_by,
-          created_at: run.created_at,
-          updated_at: run.updated_at,
-        };
-        return (await this.target.importRun(this.sourceKey, ref.id, version, imported)).id;
-      });
+    for await (const ref of this.source.runRefs(this.opts.since)) await this.copyRun(p, ref, 0);
+  }
+
+  /**
+   * One source run. A run that continues another (`previous_run`, a turn of a conversation) is
+   * copied after the run it continues, so that the copy's chain is whole: the source lists runs
+   * newest first, so the earlier turns are fetched and copied first, at most MAX_CHAIN of them.
+   */
+  private async copyRun(p: KindProgress, ref: Json, depth: number, fetched?: Json): Promise<void> {
+    const version = String(ref.updated_at ?? '');
+    if (this.link('run', ref.id)?.source_version === version) {
+      p.skipped++;
+      p.done++;
+      this.progress.update(p);
+      return;
     }
+    if (ref.status !== 'completed' && ref.status !== 'failed') {
+      p.done++;
+      this.summary.notes.push(`run ${ref.id} is "${ref.status}", not ended: not copied`);
+      return;
+    }
+    await this.copyOne(p, 'runs', { ...ref, name: undefined }, version, null, async () => {
+      const run = fetched ?? (await this.source.run(ref.id));
+      const previous = await this.previousOf(p, run, depth);
+      const interactionId = idOf(run.interaction);
+      const interaction =
+        this.mapped('interaction', interactionId) ?? this.mapped('interaction_version', interactionId);
+      if (!interaction) throw new Error(`its interaction ${interactionId} was not copied`);
+      const envId = idOf(run.environment);
+      const environment = envId ? this.mapped('environment', envId) : undefined;
+      if (envId && !environment) throw new Error(`its environment ${envId} was not copied`);
+      if (run.conversation !== undefined && !previous && !isOrreryConversation(run.conversation)) {
+        // A Vertesia run's conversation is its driver's own state; Orrery rebuilds a history from
+        // its runs, so the copy starts a conversation at this run's prompt and answer.
+        this.summary.notes.push(
+          `run ${ref.id}: its conversation state is not copied; continuing the copy starts from its prompt and answer`,
+        );
+      }
+      const imported: ImportedRun = {
+        status: run.status,
+        interaction: { id: interaction },
+        environment: environment ? { id: environment } : null,
+        modelId: run.modelId ?? run.model ?? null,
+        parent: this.mapped('run', run.parent) ?? null,
+        finish_reason: run.finish_reason ?? null,
+        execution_time: run.execution_time ?? null,
+        token_use: run.token_use ?? null,
+        tags: run.tags ?? [],
+        result: run.result,
+        parameters: run.parameters,
+        prompt: run.prompt,
+        config: run.config ?? {},
+        error: run.error ?? null,
+        source: run.source ?? null,
+        ttl: run.ttl ?? null,
+        result_schema: run.result_schema ?? null,
+        cost: run.cost ?? null,
+        ...(Array.isArray(run.tool_use) && run.tool_use.length ? { tool_use: run.tool_use } : {}),
+        ...(previous ? { previous_run: previous } : {}),
+        created_by: run.created_by,
+        created_at: run.created_at,
+        updated_at: run.updated_at,
+      };
+      return (await this.target.importRun(this.sourceKey, ref.id, version, imported)).id;
+    });
+  }
+
+  /** The copy of the run `run` continues, copied first when it is not yet; undefined for a first run. */
+  private async previousOf(p: KindProgress, run: Json, depth: number): Promise<string | undefined> {
+    const prevId = idOf(run.previous_run);
+    if (!prevId) return undefined;
+    if (!this.mapped('run', prevId)) {
+      if (depth >= MAX_CHAIN)
+        throw new Error(`its conversation has more than ${MAX_CHAIN} turns before it that are not copied yet`);
+      const prev = await this.source.run(prevId).catch((err) => {
+        throw new Error(`it continues run ${prevId}, which the source could not give: ${messageOf(err)}`);
+      });
+      await this.copyRun(p, prev, depth + 1, prev);
+    }
+    const copy = this.mapped('run', prevId);
+    if (!copy) throw new Error(`it continues run ${prevId}, which was not copied`);
+    return copy;
   }
 
   private async objects(p: KindProgress): Promise<void> {
@@ -529,6 +563,13 @@ export class Importer {
     }
   }
 }
+
+/** The most earlier turns of one conversation an import copies ahead of a run. */
+const MAX_CHAIN = 100_000;
+
+/** An answer's conversation made by an Orrery server: its history is the chain of runs, copied through previous_run. */
+const isOrreryConversation = (c: unknown): boolean =>
+  c === null || (typeof c === 'object' && (c as Json).orrery_conversation !== undefined);
 
 const objectVersion = (o: Json) => `${o.updated_at ?? ''}|${o.content?.etag ?? ''}`;
 

@@ -46,6 +46,13 @@ export const ImportedRunSchema = OpenObject({
   ttl: Type.Optional(Nullable(Num)),
   result_schema: Type.Optional(Nullable(OpenObject({}))),
   cost: Type.Optional(Type.Unknown()),
+  tool_use: Type.Optional(
+    Type.Array(
+      OpenObject({ id: Type.String({ minLength: 1, maxLength: 1000 }), tool_name: Str, tool_input: Type.Unknown() }),
+      { maxItems: 1000 },
+    ),
+  ),
+  previous_run: Type.Optional(Nullable(Type.String({ minLength: 1, maxLength: 100 }))),
   created_by: Type.Optional(Str),
   created_at: Type.String(),
   updated_at: Type.String(),

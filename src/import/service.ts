@@ -11,6 +11,7 @@ import { DEFAULT_MAX_INLINE_JSON, checkInlineJson } from '../limits/inline-json.
 import { newId } from '../db/ids.ts';
 import type { RunWrites } from '../runs/run-writer.ts';
 import type { ResultPart, RunDoc, RunRow } from '../runs/model.ts';
+import type { ToolUse } from '../providers/driver.ts';
 import { findLink, linksOf, listLinks, putLink, type ImportLink, type LinksDb } from './links-store.ts';
 
 export const LINK_KINDS = [
@@ -43,6 +44,10 @@ export interface ImportedRun {
   ttl?: number | null;
   result_schema?: Record<string, unknown> | null;
   cost?: unknown;
+  /** The calls the model asked for. */
+  tool_use?: ToolUse[];
+  /** The copy of the run this one continues (a later turn of a conversation), already imported. */
+  previous_run?: string | null;
   created_by?: string;
   created_at: string;
   updated_at: string;
@@ -51,7 +56,7 @@ export interface ImportedRun {
 const num = (v: unknown): number | null => (typeof v === 'number' && Number.isFinite(v) ? v : null);
 
 /** Fields of an imported run stored inline besides parameters, result and prompt: each under the same bound. */
-const OTHER_STORED = ['config', 'error', 'source', 'result_schema', 'cost'] as const;
+const OTHER_STORED = ['config', 'error', 'source', 'result_schema', 'cost', 'tool_use'] as const;
 
 /** What an import's JSON carries besides its run's fields (source, ids, the envelope). */
 const ENVELOPE_BYTES = 64 * 1024;
@@ -68,6 +73,8 @@ const maxImportBodyBytes = (maxInlineJson: number = DEFAULT_MAX_INLINE_JSON): nu
 export interface ImportTargets {
   /** Whether the caller's project holds the run. */
   runExists(p: Principal, id: string): Promise<boolean>;
+  /** The turn of the caller's run in its conversation, or NotFound. */
+  runTurn(p: Principal, id: string): Promise<number>;
   /** The interaction of the caller's project, or NotFound. */
   interaction(p: Principal, id: string): Promise<{ id: string; name: string; endpoint: string; version: number }>;
   /** The environment of the caller's project, or NotFound. */
@@ -142,6 +149,15 @@ export class ImportService {
     }
     const interaction = await this.targets.interaction(p, run.interaction.id);
     const env = run.environment?.id ? await this.targets.environment(p, run.environment.id) : undefined;
+    // A later turn: its chain must be whole here, so the copy continues like the source run.
+    const turn = run.previous_run
+      ? 1 +
+        (await this.targets.runTurn(p, run.previous_run).catch((err: unknown) => {
+          if ((err as { status?: number } | null)?.status === 404)
+            throw new BadRequest(`run.previous_run ${run.previous_run} is no run of this project: import it first`);
+          throw err instanceof Error ? err : new Error(String(err));
+        }))
+      : 1;
     const tokens = run.token_use ?? {};
     const doc: RunDoc = {
       result: (Array.isArray(run.result) ? run.result : []) as ResultPart[],
@@ -171,6 +187,8 @@ export class ImportService {
       project: p.project,
       created_by: run.created_by ?? `apikey:${p.keyId}`,
       cost: (run.cost ?? null) as RunDoc['cost'],
+      ...(run.tool_use?.length ? { tool_use: run.tool_use } : {}),
+      ...(run.previous_run ? { previous_run: run.previous_run, conversation: { turn } } : {}),
     };
     const row: RunRow = {
       id: newId(),

@@ -355,6 +355,11 @@ export class RunService {
     return this.views.expand(p, await this.views.row(p, id));
   }
 
+  /** The turn of the caller's run in its conversation (1 for a run that continues none); NotFound when it is not there. */
+  async turnOf(p: Principal, id: string): Promise<number> {
+    return docOf(await this.views.row(p, id)).conversation?.turn ?? 1;
+  }
+
   /** GET /runs: the query parameters as they came (runs/search.ts reads them). */
   list(p: Principal, query: Record<string, unknown>) {
     return this.searcher.list(scopeOf(p), query);
