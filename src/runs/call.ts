@@ -19,7 +19,7 @@ import type { RunCost } from '../pricing/cost.ts';
 import type { ReasoningOptions } from '../providers/option-sets.ts';
 import type { ResultPart, RunDoc, RunError, RunRow } from './model.ts';
 import type { Plan, ProviderPlan } from './plan.ts';
-import { InvalidResult, parseResult, repairMessages } from './result-schema.ts';
+import { InvalidResult, parseResult, parseUnvalidated, repairMessages } from './result-schema.ts';
 import { nextDelay, retryPolicyOf, type Attempt } from './retry.ts';
 import { STEP_TIMEOUT_RETRYABLE, stepSignal, stepTimeoutError, stoppedError } from './call-bounds.ts';
 import type { CachedAnswer } from './result-cache.ts';
@@ -89,6 +89,8 @@ export interface Outcome {
   cachedFrom?: string;
   /** The tool calls the model asked for. */
   toolUse?: ToolUse[];
+  /** Under `do_validate: false`, why the answer kept does not match result_schema (the run's `result_validation`). */
+  invalid?: string;
 }
 
 export interface RunCallerDeps {
@@ -216,7 +218,13 @@ export class RunCaller {
         }
       }
     }
-    if (!error && plan.request.result_schema) {
+    let invalid: string | undefined;
+    if (!error && plan.request.result_schema && plan.validate === false) {
+      // Vertesia's do_validate: false: the answer as the model gave it, no re-ask; recorded as not matching.
+      const kept = unvalidatedResult(text, plan.request.result_schema);
+      result = kept.result;
+      invalid = kept.invalid;
+    } else if (!error && plan.request.result_schema) {
       const structured = await this.structuredResult(plan, text, finishReason, attempts);
       if ('error' in structured) {
         error = structured.error;
@@ -229,7 +237,16 @@ export class RunCaller {
     }
     // The reasoning comes before the answer, as the model wrote it, in a part of its own.
     if (thoughts) result = [{ type: 'thoughts', value: thoughts }, ...result];
-    return { result, error, usage, finishReason, attempts, chunks, ...(toolUse ? { toolUse } : {}) };
+    return {
+      result,
+      error,
+      usage,
+      finishReason,
+      attempts,
+      chunks,
+      ...(toolUse ? { toolUse } : {}),
+      ...(invalid ? { invalid } : {}),
+    };
   }
 
   /**
@@ -299,6 +316,20 @@ export class RunCaller {
       });
       return { error: { code: 'invalid_result', message }, text: second.text, ...more };
     }
+  }
+}
+
+/** An answer under `do_validate: false`: JSON when it parses, else its text; `invalid` says why it does not match. */
+function unvalidatedResult(text: string, schema: Record<string, unknown>): { result: ResultPart[]; invalid?: string } {
+  try {
+    return { result: [{ type: 'json', value: parseResult(text, schema).value }] };
+  } catch (err) {
+    if (!(err instanceof InvalidResult)) throw err;
+    const value = parseUnvalidated(text);
+    return {
+      result: [value === undefined ? { type: 'text', value: text } : { type: 'json', value }],
+      invalid: err.message,
+    };
   }
 }
 

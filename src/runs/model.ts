@@ -69,6 +69,8 @@ export interface RunDoc {
   /** Answered from the result cache (runs/result-cache.ts), with the answer of run `cached_from`. */
   cached?: boolean;
   cached_from?: string;
+  /** Under `do_validate: false`, an answer kept that does not match result_schema: why. */
+  result_validation?: ResultValidation;
   /** The tools the run offered the model, and its tool choice. */
   tools?: ToolDefinition[];
   tool_choice?: ToolChoice;
@@ -92,6 +94,11 @@ export interface ConversationMark {
   turn: number;
   restricted?: true;
   strip_options?: StripOptions;
+}
+
+interface ResultValidation {
+  valid: false;
+  message: string;
 }
 
 interface Evaluation {
@@ -139,6 +146,7 @@ export interface Run {
   evaluation?: Evaluation;
   cached?: boolean;
   cached_from?: string;
+  result_validation?: ResultValidation;
 }
 
 /** The search columns (0003) are derived by the store and never read back as part of a run. */
@@ -255,6 +263,7 @@ export function toRun(r: RunRow): Run {
     ...(d.attempts ? { attempts: d.attempts } : {}),
     ...(d.evaluation ? { evaluation: d.evaluation } : {}),
     ...(d.cached ? { cached: true, cached_from: d.cached_from } : {}),
+    ...(d.result_validation ? { result_validation: d.result_validation } : {}),
     ...(d.tool_use ? { tool_use: d.tool_use } : {}),
     ...(d.previous_run ? { previous_run: d.previous_run } : {}),
   };

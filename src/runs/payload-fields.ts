@@ -45,14 +45,6 @@ function refuse(where: string, value: unknown, table: Record<string, string>): v
     if (value[k] !== undefined) throw new BadRequest(`${where}${k} is not applied by Orrery: ${table[k]}; remove it`);
 }
 
-/** `do_validate`: Orrery always validates against the result schema, so only `true` is what it does. */
-function refuseNoValidate(where: string, value: unknown): void {
-  if (value !== undefined && value !== true)
-    throw new BadRequest(
-      `${where}do_validate: false is not applied by Orrery (answers are always validated); remove it`,
-    );
-}
-
 /** `configMode`: Orrery merges the interaction's and the run's options (RUN_AND_INTERACTION_CONFIG). */
 function refuseConfigMode(value: unknown): void {
   if (value !== undefined && value !== 'RUN_AND_INTERACTION_CONFIG')
@@ -64,11 +56,9 @@ function refuseConfigMode(value: unknown): void {
 /** POST /runs and POST /execute. */
 export function refuseUnappliedRunFields(body: Record<string, unknown>): void {
   refuse('', body, NOT_APPLIED_RUN);
-  refuseNoValidate('', body.do_validate);
   const config = body.config;
   if (!isObject(config)) return;
   refuse('config.', config, NOT_APPLIED_CONFIG);
-  refuseNoValidate('config.', config.do_validate);
   refuseConfigMode(config.configMode);
 }
 
