@@ -64,7 +64,15 @@ export type Features = Awaited<ReturnType<typeof createFeatures>>;
 export async function createFeatures(config: Config, database: OpenedDatabase, core: Core) {
   const { db, dialect } = database;
   const { keys, audit, auth, bootstrap, metrics, telemetry, log, outbound } = core;
-  const interactions = createInteractions({ config, database, encryptionKey: keys.encryption, outbound, audit });
+  const interactions = createInteractions({
+    config,
+    database,
+    encryptionKey: keys.encryption,
+    outbound,
+    audit,
+    // result_schema references to object types: the objects feature built below, once requests arrive.
+    typeSchemas: async (p, id) => (await objects.types.get(p, id)).object_schema ?? null,
+  });
   const replica = new ReplicaRegistry(db, config.replicaTimeoutSeconds * 1000);
   await replica.start();
   const notifier = openNotifier(database, config.databaseUrl);

@@ -13,6 +13,7 @@ import { actorOf, scopeOf, type Principal } from '../auth/principal.ts';
 import { BadRequest, Conflict, NotFound } from '../util/errors.ts';
 import { CONTENT_TYPES, PROMPT_ROLES, type PromptService } from './prompts.ts';
 import { compileSchema } from './json-schema.ts';
+import { resolveSchemaRef, type ObjectTypeSchemas } from './schema-ref.ts';
 import type { ChangeClock } from './change-clock.ts';
 import { computeFacets, type FacetSpec } from './facets.ts';
 import { endpointOf, INTERACTION_STATUSES } from './model.ts';
@@ -54,6 +55,8 @@ export class InteractionService {
     private readonly environmentExists: (p: Principal, id: string) => Promise<EnvironmentInfo>,
     private readonly changes: ChangeClock,
     audit?: AuditLog,
+    /** Object types' schemas, for a result_schema `{ $uri: "store:<typeId>" }` (interactions/schema-ref.ts). */
+    private readonly typeSchemas?: ObjectTypeSchemas,
   ) {
     this.table = new ScopedTable(
       db,
@@ -657,6 +660,9 @@ export class InteractionService {
   private async checkRefs(p: Principal, input: InteractionInput) {
     if (input.environment) await this.environmentExists(p, input.environment);
     checkRestriction(input.restriction);
+    // A reference to an object type's schema is stored as the schema it names.
+    if (input.result_schema)
+      input.result_schema = await resolveSchemaRef(p, 'result_schema', input.result_schema, this.typeSchemas);
     for (const [field, schema] of [
       ['result_schema', input.result_schema],
       ['interaction_schema', input.interaction_schema],

@@ -10,6 +10,7 @@ import { PromptService } from './prompts.ts';
 import { InteractionService } from './interactions.ts';
 import { ChangeClock } from './change-clock.ts';
 import { interactionRoutes } from './routes.ts';
+import type { ObjectTypeSchemas } from './schema-ref.ts';
 import { deleteProjectInteractions } from './store.ts';
 
 export interface InteractionsDeps {
@@ -19,9 +20,18 @@ export interface InteractionsDeps {
   encryptionKey: Buffer;
   outbound: Outbound;
   audit: AuditLog;
+  /** Object types' schemas (src/objects), for result_schema references; called once requests arrive. */
+  typeSchemas?: ObjectTypeSchemas;
 }
 
-export function createInteractions({ config, database, encryptionKey, outbound, audit }: InteractionsDeps) {
+export function createInteractions({
+  config,
+  database,
+  encryptionKey,
+  outbound,
+  audit,
+  typeSchemas,
+}: InteractionsDeps) {
   const { db, dialect } = database;
   const changes = new ChangeClock();
   const environments = new EnvironmentService(db, dialect, encryptionKey, changes, outbound, audit);
@@ -34,7 +44,15 @@ export function createInteractions({ config, database, encryptionKey, outbound, 
     },
   });
   const prompts = new PromptService(db, dialect, changes, templates, audit);
-  const interactions = new InteractionService(db, dialect, prompts, (p, id) => environments.get(p, id), changes, audit);
+  const interactions = new InteractionService(
+    db,
+    dialect,
+    prompts,
+    (p, id) => environments.get(p, id),
+    changes,
+    audit,
+    typeSchemas,
+  );
   return {
     changes,
     /** Deletes its rows of a project, inside the project's deletion (auth.ownsProjectRows). */
@@ -43,6 +61,7 @@ export function createInteractions({ config, database, encryptionKey, outbound, 
     templates,
     prompts,
     interactions,
+    typeSchemas,
     /** Its routes, behind authentication. */
     register: (authed: FastifyInstance) => authed.register(interactionRoutes, { environments, prompts, interactions }),
     /** Ends the template workers (shutdown). */

@@ -20,7 +20,7 @@ import type { RunCost } from '../pricing/cost.ts';
 import type { ReasoningOptions } from '../providers/option-sets.ts';
 import type { ResultPart, RunDoc, RunError, RunRow } from './model.ts';
 import type { Plan, ProviderPlan } from './plan.ts';
-import { InvalidResult, parseResult, repairMessages } from './result-schema.ts';
+import { InvalidResult, parseResult, parseUnvalidated, repairMessages } from './result-schema.ts';
 import { nextDelay, retryPolicyOf, type Attempt } from './retry.ts';
 import { STEP_TIMEOUT_RETRYABLE, stepSignal, stepTimeoutError, stoppedError } from './call-bounds.ts';
 import type { CachedAnswer } from './result-cache.ts';
@@ -92,6 +92,8 @@ export interface Outcome {
   toolUse?: ToolUse[];
   /** The model's signed reasoning blocks (Claude), kept to go back with the answer. */
   thinking?: ThinkingPart[];
+  /** Under `do_validate: false`, why the answer kept does not match result_schema (the run's `result_validation`). */
+  invalid?: string;
 }
 
 export interface RunCallerDeps {
@@ -232,7 +234,13 @@ export class RunCaller {
         message:
           'config.prompt_cache_mode is "required" and the provider reported no cache write or read (a prompt shorter than the model\'s minimum cacheable length is not cached)',
       };
-    if (!error && plan.request.result_schema) {
+    let invalid: string | undefined;
+    if (!error && plan.request.result_schema && plan.validate === false) {
+      // Vertesia's do_validate: false: the answer as the model gave it, no re-ask; recorded as not matching.
+      const kept = unvalidatedResult(text, plan.request.result_schema);
+      result = kept.result;
+      invalid = kept.invalid;
+    } else if (!error && plan.request.result_schema) {
       const structured = await this.structuredResult(plan, text, finishReason, attempts);
       if ('error' in structured) {
         error = structured.error;
@@ -254,6 +262,7 @@ export class RunCaller {
       chunks,
       ...(toolUse ? { toolUse } : {}),
       ...(thinking.length ? { thinking } : {}),
+      ...(invalid ? { invalid } : {}),
     };
   }
 
@@ -324,6 +333,20 @@ export class RunCaller {
       });
       return { error: { code: 'invalid_result', message }, text: second.text, ...more };
     }
+  }
+}
+
+/** An answer under `do_validate: false`: JSON when it parses, else its text; `invalid` says why it does not match. */
+function unvalidatedResult(text: string, schema: Record<string, unknown>): { result: ResultPart[]; invalid?: string } {
+  try {
+    return { result: [{ type: 'json', value: parseResult(text, schema).value }] };
+  } catch (err) {
+    if (!(err instanceof InvalidResult)) throw err;
+    const value = parseUnvalidated(text);
+    return {
+      result: [value === undefined ? { type: 'text', value: text } : { type: 'json', value }],
+      invalid: err.message,
+    };
   }
 }
 

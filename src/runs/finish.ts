@@ -73,7 +73,8 @@ export class RunFinisher {
    * not yet known committed): see endAhead.
    */
   async finish(row: RunRow, doc: RunDoc, plan: Plan, outcome: Outcome, opts: FinishOptions): Promise<RunRow> {
-    const { result, error, usage, finishReason, attempts, chunks, cost, cachedFrom, toolUse, thinking } = outcome;
+    const { result, error, usage, finishReason, attempts, chunks, cost, cachedFrom, toolUse, thinking, invalid } =
+      outcome;
     const { streamed, executionTime, claim, ahead } = opts;
     const { metrics, onRunEnded } = this.deps;
     const provider = doc.environment?.provider ?? 'unknown';
@@ -113,6 +114,7 @@ export class RunFinisher {
       ...(usage?.cache_read || usage?.cache_write
         ? { token_cache: { read: usage.cache_read ?? 0, write: usage.cache_write ?? 0 } }
         : {}),
+      ...(invalid ? { result_validation: { valid: false as const, message: invalid } } : {}),
       ...doc,
       result,
     };
@@ -132,7 +134,8 @@ export class RunFinisher {
     // A provider's answer may go before its run is stored; not under a cache policy (a cache entry is written once its run is stored).
     if (ahead) await this.endAhead({ ...row, ...patch }, patch, ahead, plan.kind === 'provider' && !plan.cache);
     else await this.storeEnd(row.id, patch, streamed, claim);
-    if (plan.cache && !error && !cachedFrom) {
+    // An answer kept without matching result_schema (do_validate: false) answers no later run.
+    if (plan.cache && !error && !cachedFrom && !invalid) {
       await this.deps.cache
         .store({ account: row.account_id, project: row.project_id }, plan.cache, row.id, result, finishReason)
         .catch(() => {

@@ -73,6 +73,8 @@ export interface RunDoc {
   /** Answered from the result cache (runs/result-cache.ts), with the answer of run `cached_from`. */
   cached?: boolean;
   cached_from?: string;
+  /** Under `do_validate: false`, an answer kept that does not match result_schema: why. */
+  result_validation?: ResultValidation;
   /** The tools the run offered the model, and its tool choice. */
   tools?: ToolDefinition[];
   tool_choice?: ToolChoice;
@@ -102,6 +104,11 @@ export interface ConversationMark {
   turn: number;
   restricted?: true;
   strip_options?: StripOptions;
+}
+
+interface ResultValidation {
+  valid: false;
+  message: string;
 }
 
 interface Evaluation {
@@ -150,6 +157,7 @@ export interface Run {
   evaluation?: Evaluation;
   cached?: boolean;
   cached_from?: string;
+  result_validation?: ResultValidation;
 }
 
 /** The search columns (0003) are derived by the store and never read back as part of a run. */
@@ -271,6 +279,7 @@ export function toRun(r: RunRow): Run {
     ...(d.attempts ? { attempts: d.attempts } : {}),
     ...(d.evaluation ? { evaluation: d.evaluation } : {}),
     ...(d.cached ? { cached: true, cached_from: d.cached_from } : {}),
+    ...(d.result_validation ? { result_validation: d.result_validation } : {}),
     ...(d.tool_use ? { tool_use: d.tool_use } : {}),
     ...(d.thinking ? { thinking: d.thinking } : {}),
     ...(d.previous_run ? { previous_run: d.previous_run } : {}),

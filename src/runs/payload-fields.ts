@@ -44,22 +44,12 @@ function refuse(where: string, value: unknown, table: Record<string, string>): v
     if (value[k] !== undefined) throw new BadRequest(`${where}${k} is not applied by Orrery: ${table[k]}; remove it`);
 }
 
-/** `do_validate`: Orrery always validates against the result schema, so only `true` is what it does. */
-function refuseNoValidate(where: string, value: unknown): void {
-  if (value !== undefined && value !== true)
-    throw new BadRequest(
-      `${where}do_validate: false is not applied by Orrery (answers are always validated); remove it`,
-    );
-}
-
 /** POST /runs and POST /execute. */
 export function refuseUnappliedRunFields(body: Record<string, unknown>): void {
   refuse('', body, NOT_APPLIED_RUN);
-  refuseNoValidate('', body.do_validate);
   const config = body.config;
   if (!isObject(config)) return;
   refuse('config.', config, NOT_APPLIED_CONFIG);
-  refuseNoValidate('config.', config.do_validate);
 }
 
 /** POST /runs/tool-results and POST /runs/user-message. */

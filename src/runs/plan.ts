@@ -14,6 +14,7 @@ import type { EnvironmentService, ResolvedEnvironment } from '../interactions/en
 import type { InteractionDto, InteractionService } from '../interactions/interactions.ts';
 import type { ChangeClock } from '../interactions/change-clock.ts';
 import { compileSchema } from '../interactions/json-schema.ts';
+import { resolveSchemaRef, type ObjectTypeSchemas } from '../interactions/schema-ref.ts';
 import { isVirtualProvider, parseVirtualConfig, type VirtualConfig } from '../interactions/virtual-config.ts';
 import type { OrreryDialect } from '../db/dialect.ts';
 import { docOf, type RunDoc, type RunRow, type RunSource } from './model.ts';
@@ -42,6 +43,8 @@ export interface RunCreateInput {
   tool_definitions?: unknown;
   /** true, or a conversation passed back (conversations/conversation.ts). */
   conversation?: unknown;
+  /** false: the answer is kept even when it does not match result_schema (as `config.do_validate`). */
+  do_validate?: boolean;
 }
 
 export interface CallerInfo {
@@ -57,6 +60,8 @@ interface CachePlan {
   cached?: CachedAnswer;
   /** An async run's: what stops its call, and each attempt's timeout (runs/call-bounds.ts). */
   bounds?: CallBounds;
+  /** false (`do_validate: false`): an answer that does not match result_schema is kept, not failed. */
+  validate?: false;
 }
 
 /** Everything needed to call the provider, fixed when the run is created. */
@@ -114,6 +119,8 @@ export interface RunPlannerDeps {
   maxInlineJson?: number;
   /** Reads media references into the bytes a provider is sent (runs/run-media.ts). */
   media?: RunMediaHook;
+  /** Object types' schemas, for a result_schema `{ $uri: "store:<typeId>" }` (interactions/schema-ref.ts). */
+  typeSchemas?: ObjectTypeSchemas;
 }
 
 const DEFAULT_TEMPERATURE = 0.7;
@@ -142,6 +149,8 @@ export class RunPlanner {
       throw new BadRequest('body must have property "interaction"');
     checkInlineJson(input.data, 'data', this.deps.maxInlineJson);
     const config = { ...(input.config ?? {}) };
+    // Vertesia takes do_validate at the top or in config; the run records it in its config.
+    if (input.do_validate === false) config.do_validate = false;
     const mode = configModeOf(config);
     const context = await this.context(p, config.environment as string | undefined, load, cacheKey);
     const { env } = context;
@@ -188,10 +197,13 @@ export class RunPlanner {
     input: RunCreateInput,
     interaction: InteractionDto,
   ): Promise<{ resultSchema: Record<string, unknown> | undefined; ttl: number }> {
-    const resultSchema = input.result_schema ?? interaction.result_schema ?? undefined;
-    if (input.result_schema) {
+    const given = input.result_schema
+      ? await resolveSchemaRef(p, 'result_schema', input.result_schema, this.deps.typeSchemas)
+      : input.result_schema;
+    const resultSchema = given ?? interaction.result_schema ?? undefined;
+    if (given) {
       try {
-        compileSchema(input.result_schema);
+        compileSchema(given);
       } catch (err) {
         throw new BadRequest(`result_schema is not a valid JSON Schema: ${(err as Error).message}`);
       }
@@ -232,6 +244,7 @@ export class RunPlanner {
       data,
     });
     if (plan.cache && !plan.cache.refresh) plan.cached = await this.deps.cache.lookup(scopeOf(p), plan.cache.key);
+    if (run.config.do_validate === false) plan.validate = false;
     return plan;
   }
 
@@ -262,9 +275,16 @@ export class RunPlanner {
         undefined,
         mediaTargetOf(env.dto, row.model_id ?? ''),
       );
+    const validate = c.do_validate === false ? { validate: false as const } : {};
     if (isVirtualProvider(env.dto.provider))
-      return { kind: 'virtual', ...(await this.virtualTargets(p, env)), connection: env.connection, request };
-    return { kind: 'provider', driver: getDriver(env.dto.provider), connection: env.connection, request };
+      return {
+        kind: 'virtual',
+        ...(await this.virtualTargets(p, env)),
+        connection: env.connection,
+        request,
+        ...validate,
+      };
+    return { kind: 'provider', driver: getDriver(env.dto.provider), connection: env.connection, request, ...validate };
   }
 
   /**

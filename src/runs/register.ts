@@ -61,7 +61,7 @@ export interface RunsDeps {
 export function createRuns(deps: RunsDeps) {
   const { config, database, replica, notifier, metrics, limiter, log } = deps;
   const { db, dialect } = database;
-  const { interactions, environments, templates, changes } = deps.interactions;
+  const { interactions, environments, templates, changes, typeSchemas } = deps.interactions;
   // SQLite runs in this process: with a second core, its run writes get a thread of their own
   // (on one core the thread only adds its hand-over cost; bench/README.md). A container's CPU
   // quota counts, not only the CPUs the process may be scheduled on (util/cpu-quota.ts).
@@ -112,6 +112,7 @@ export function createRuns(deps: RunsDeps) {
     conversationBounds: { maxTurns: config.conversationMaxTurns, maxBytes: config.conversationMaxBytes },
     embeddings: deps.embeddings,
     ...(deps.media ? { media: deps.media } : {}),
+    ...(typeSchemas ? { typeSchemas } : {}),
     writer: runWriter,
     intents,
     asyncQueue,

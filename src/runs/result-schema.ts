@@ -21,8 +21,20 @@ export interface ParsedResult {
   repaired: boolean;
 }
 
+/**
+ * An answer that did not match result_schema under `do_validate: false`: its JSON value when it
+ * parses (mended if needed), else undefined (the text is kept as text).
+ */
+export function parseUnvalidated(text: string): unknown {
+  try {
+    return parseResult(text, undefined).value;
+  } catch {
+    return undefined;
+  }
+}
+
 /** Parse (mending once if needed) and validate; throws InvalidResult with what is wrong. */
-export function parseResult(text: string, schema: Record<string, unknown>): ParsedResult {
+export function parseResult(text: string, schema: Record<string, unknown> | undefined): ParsedResult {
   const fenced = /^\s*```(?:json)?\s*([\s\S]*?)\s*```\s*$/.exec(text);
   const body = fenced ? fenced[1] : text;
   let value: unknown;
@@ -38,6 +50,7 @@ export function parseResult(text: string, schema: Record<string, unknown>): Pars
   // Stored results must stay searchable like any stored JSON (http/json-body.ts).
   const deep = tooDeep(value, MAX_JSON_DEPTH);
   if (deep) throw new InvalidResult(`the model's answer nests deeper than ${MAX_JSON_DEPTH} levels at ${deep}`);
+  if (!schema) return { value, repaired };
   const validate = compileSchema(schema);
   if (!validate(value))
     throw new InvalidResult(

@@ -316,6 +316,15 @@ export const RunSchema = OpenObject(
       Type.Boolean({ description: "true when the interaction's cache_policy answered this run from the result cache" }),
     ),
     cached_from: Type.Optional(Type.String({ description: 'The run whose answer the cache served' })),
+    result_validation: Type.Optional(
+      Type.Object(
+        { valid: Type.Boolean(), message: Type.String() },
+        {
+          description:
+            'Set when do_validate: false kept an answer that does not match result_schema: valid false, and why',
+        },
+      ),
+    ),
     evaluation: Type.Optional(
       Type.Object(
         { score: Type.Optional(Type.Number()), selected: Type.Optional(Type.Boolean()) },

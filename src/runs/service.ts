@@ -24,6 +24,7 @@ import type { Notifier } from '../db/notify.ts';
 import type { Metrics } from '../http/metrics.ts';
 import type { RunEmbeddingHook } from '../embeddings/run-embeddings.ts';
 import type { TemplateEngine } from '../templates/render.ts';
+import type { ObjectTypeSchemas } from '../interactions/schema-ref.ts';
 import { docOf, type Run, type RunDoc, type RunRow } from './model.ts';
 import * as store from './store.ts';
 import { refuseUnappliedContinuationFields, refuseUnappliedRunFields } from './payload-fields.ts';
@@ -112,6 +113,8 @@ export interface RunServiceDeps {
   conversationBounds?: ConversationBounds;
   /** Media inputs (src/media): store: objects and data: URLs as prompt parts; absent: none. */
   media?: RunMediaHook;
+  /** Object types' schemas, for result_schema references (interactions/schema-ref.ts); absent: none. */
+  typeSchemas?: ObjectTypeSchemas;
   /** The durable queue that executes async runs (POST /execute/async, runs/async.ts); absent: none. */
   asyncQueue?: JobQueue;
   /** Timeouts and cancellation checks of async runs (runs/async.ts); defaults when absent. */
@@ -181,6 +184,7 @@ export class RunService {
       inFlight,
       maxInlineJson: deps.maxInlineJson,
       ...(deps.media ? { media: deps.media } : {}),
+      ...(deps.typeSchemas ? { typeSchemas: deps.typeSchemas } : {}),
     });
     const virtual = new VirtualCaller({
       writer,

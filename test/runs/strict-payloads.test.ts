@@ -75,8 +75,6 @@ for (const dialect of TEST_DIALECTS) {
       await refused('/api/v1/runs', { ...ok, prompts: [] }, /^prompts is not applied by Orrery: ad-hoc/);
       await refused('/api/v1/runs', { ...ok, workflow: { run_id: 'r', workflow_id: 'w' } }, /^workflow is not applied/);
       await refused('/api/v1/runs', { ...ok, asyncCompletion: {} }, /^asyncCompletion is not applied/);
-      await refused('/api/v1/runs', { ...ok, do_validate: false }, /^do_validate: false is not applied/);
-      await refused('/api/v1/runs', { ...ok, config: { do_validate: false } }, /^config\.do_validate: false/);
       await refused('/api/v1/runs', { ...ok, config: { run_data: 'RESTRICTED' } }, /^config\.run_data is not applied/);
       // config.prompt_cache_key is applied now (OpenAI's prompt_cache_key: test/providers/prompt-cache.test.ts).
       const keyed = await srv.api('POST', '/api/v1/execute', {
@@ -118,6 +116,16 @@ for (const dialect of TEST_DIALECTS) {
       assert.equal(r.status, 200, JSON.stringify(r.body));
       assert.equal(r.body.config.id, 'cfg-1');
       assert.equal(r.body.config.max_tokens, 20);
+      // do_validate: false now applies (test/runs/validate-schema-refs.test.ts): at the top and in config.
+      for (const body of [{ do_validate: false }, { config: { do_validate: false } }]) {
+        const kept = await srv.api('POST', '/api/v1/runs', {
+          interaction: seeded.interaction.id,
+          data: { text: 'x' },
+          ...body,
+        });
+        assert.equal(kept.status, 200, JSON.stringify(kept.body));
+        assert.equal(kept.body.config.do_validate, false);
+      }
       const client = srv.client();
       const byId = await client.interactions.execute(seeded.interaction.id, {
         data: { text: 'hi' },
