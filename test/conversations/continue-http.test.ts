@@ -235,6 +235,90 @@ for (const dialect of TEST_DIALECTS) {
       ]);
     });
 
+    it('OpenAI, streamed: the tool loop streams each turn, whose close carries the calls assembled from their deltas', async () => {
+      let turn = 0;
+      openai.options = {
+        toolCalls: () =>
+          turn++ === 0 ? [{ id: 'call_s1', name: 'get_weather', arguments: '{"city":"Oslo"}' }] : undefined,
+        text: (body: any) => (lastIsResult(body) ? 'Cold in Oslo.' : 'Checking.'),
+      };
+      openai.requests.length = 0;
+      const chunks: string[] = [];
+      const started: any = await srv
+        .client()
+        .interactions.execute(
+          ix.openai,
+          { data: { city: 'Oslo' }, tool_definitions: [WEATHER], conversation: true } as any,
+          (c: string) => chunks.push(c),
+        );
+      assert.equal(chunks.join(''), 'Checking.');
+      assert.equal(openai.requests[0].body.stream, true, 'the provider was asked to stream');
+      const first: any = await srv.client().runs.retrieve(started.id);
+      assert.equal(first.finish_reason, 'tool_use');
+      assert.deepEqual(first.tool_use, [{ id: 'call_s1', tool_name: 'get_weather', tool_input: { city: 'Oslo' } }]);
+      const next = await srv.api('POST', '/api/v1/runs/tool-results', {
+        run: { id: started.id },
+        environment: env.openai,
+        options: { model: 'gpt-4o-mini' },
+        stream: true,
+        results: [{ tool_use_id: 'call_s1', content: 'Oslo: -3C' }],
+      });
+      assert.equal(next.status, 200, JSON.stringify(next.body));
+      const s = await openStream(
+        `${srv.url}/api/v1/runs/${next.body.id}/stream?access_token=${encodeURIComponent(srv.adminKey)}`,
+      );
+      const events = await s.all();
+      const text = events.filter((e) => e.event === 'message').map((e) => JSON.parse(e.data));
+      assert.equal(text.join(''), 'Cold in Oslo.');
+      const close = JSON.parse(events.find((e) => e.event === 'close')!.data);
+      assert.equal(close.status, 'completed');
+      assert.equal(close.previous_run, started.id);
+      assert.equal(close.tool_use, undefined);
+      const body = openai.requests.at(-1)!.body;
+      assert.equal(body.stream, true);
+      assert.deepEqual(body.messages, [
+        { role: 'user', content: 'Weather in Oslo?' },
+        {
+          role: 'assistant',
+          content: 'Checking.',
+          tool_calls: [
+            { id: 'call_s1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Oslo"}' } },
+          ],
+        },
+        { role: 'tool', tool_call_id: 'call_s1', content: 'Oslo: -3C' },
+      ]);
+    });
+
+    it("a compatible model of unknown tool support is sent the tools, and the provider's own refusal is reported", async () => {
+      const compat = await srv.api('POST', '/api/v1/environments', {
+        name: 'compat-unknown',
+        provider: 'openai_compatible',
+        endpoint_url: openai.url,
+        apiKey: 'sk-test',
+        default_model: 'my-local-model',
+      });
+      assert.equal(compat.status, 200, JSON.stringify(compat.body));
+      openai.options = { fail: { status: 400, message: 'tools are not supported by my-local-model', times: 1 } };
+      openai.requests.length = 0;
+      const r = await srv.api('POST', '/api/v1/runs', {
+        interaction: ix.openai,
+        data: { city: 'Oslo' },
+        tool_definitions: [WEATHER],
+        config: { environment: compat.body.id, model: 'my-local-model' },
+      });
+      assert.equal(openai.requests.length, 1, 'the tools were sent: the model is assumed capable');
+      assert.equal(openai.requests[0].body.tools[0].function.name, 'get_weather');
+      // The upstream's 400 is the caller's to fix, said as the provider said it, with the run failed.
+      assert.equal(r.status, 502, JSON.stringify(r.body));
+      assert.equal(r.body.error, 'provider_bad_request');
+      assert.match(r.body.message, /HTTP 400: tools are not supported by my-local-model/);
+      const stored: any = await srv.client().runs.retrieve(r.body.id);
+      assert.equal(stored.status, 'failed');
+      assert.equal(stored.error.code, 'provider_bad_request');
+      assert.match(stored.error.message, /tools are not supported by my-local-model/);
+      openai.options = {};
+    });
+
     it('a chat continued with runs.sendUserMessage sends the history in order', async () => {
       openai.options = { text: (body: any) => `answer ${body.messages.length}` };
       openai.requests.length = 0;
