@@ -2,7 +2,7 @@
  * SQL for collections, their member rows and their parent links. Every query starts from the
  * caller's project (style D5); JSON columns are encoded and decoded here and nowhere else.
  */
-import { sql, type Kysely } from 'kysely';
+import type { Kysely } from 'kysely';
 import { revisionsInHistoriesOf } from '../objects/reads.ts';
 import type { CollectionTable, Database } from '../db/schema.ts';
 import type { OrreryDialect } from '../db/dialect.ts';
