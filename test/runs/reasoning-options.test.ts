@@ -231,7 +231,8 @@ for (const dialect of TEST_DIALECTS) {
           /_option_id "openai-dalle" is not a text option set/,
         ],
         [ix.gpt4!, { model_options: { service_tier: 'priority' } }, /service_tier is not applied by Orrery/],
-        [ix.claude!, { model_options: { cache_enabled: true } }, /cache_enabled is not applied by Orrery/],
+        // Claude's cache breakpoints apply on Claude (test/providers/prompt-cache.test.ts); OpenAI has no such option.
+        [ix.gpt4!, { model_options: { cache_enabled: true } }, /cache_enabled places Claude cache breakpoints/],
         [
           ix.claude!,
           { model_options: { thinking_budget_tokens: 100 } },
