@@ -154,26 +154,23 @@ function NewExperiment() {
             ))}
           </select>
         </label>
-        <label>
-          Variant A
-          <select value={a} onChange={(e) => setVersionA(e.target.value)}>
-            {vs.map((v) => (
-              <option key={v.id} value={v.id}>
-                {label(v.id)}
-              </option>
-            ))}
-          </select>
-        </label>
-        <label>
-          Variant B
-          <select value={b} onChange={(e) => setVersionB(e.target.value)}>
-            {vs.map((v) => (
-              <option key={v.id} value={v.id}>
-                {label(v.id)}
-              </option>
-            ))}
-          </select>
-        </label>
+        {(
+          [
+            ['Variant A', a, setVersionA],
+            ['Variant B', b, setVersionB],
+          ] as const
+        ).map(([name, value, set]) => (
+          <label key={name}>
+            {name}
+            <select value={value} onChange={(e) => set(e.target.value)}>
+              {vs.map((v) => (
+                <option key={v.id} value={v.id}>
+                  {label(v.id)}
+                </option>
+              ))}
+            </select>
+          </label>
+        ))}
         <fieldset className="eval-full experiment-evaluators">
           <legend>Evaluators</legend>
           {(evaluators.data ?? []).length === 0 && <p className="muted">No evaluators: runs are made, not scored.</p>}
