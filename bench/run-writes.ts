@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { tmpdir } from 'node:os';
 import SQLite from 'better-sqlite3';
 import { openDatabase } from '../src/db/open.ts';
-import { ftsRow, runSearchDoc } from '../src/query/lucene-sql/index.ts';
+import { ftsRow, runSearchDoc } from '../src/runs/lucene-sql/index.ts';
 import { machine } from './lib/processes.ts';
 
 const N = Number(process.env.N ?? 4000);

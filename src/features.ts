@@ -18,6 +18,7 @@ import { Limiter, limitsOf } from './limits/limiter.ts';
 import type { Metrics } from './http/metrics.ts';
 import { createInteractions } from './interactions/register.ts';
 import { createRuns } from './runs/register.ts';
+import { aggregateRunValues } from './runs/reads.ts';
 import { createBlobs, type Blobs } from './blobs/register.ts';
 import { createObjects } from './objects/register.ts';
 import * as objectReads from './objects/reads.ts';
@@ -90,6 +91,7 @@ export async function createFeatures(config: Config, database: OpenedDatabase, c
     targets: {
       runExists,
       evaluatorExists: (p, id) => evaluators.evaluators.exists(p, id),
+      aggregateRuns: (s, values, q) => aggregateRunValues(db, dialect.name, s, values, q),
     },
   });
   const runs = createRuns({

@@ -20,7 +20,7 @@ import { stringify } from 'csv-stringify/sync';
 import { scopeOf, type Principal, type Scope } from '../auth/principal.ts';
 import type { OrreryDialect } from '../db/dialect.ts';
 import { BadRequest } from '../util/errors.ts';
-import { compileRunQuery, fullTextWords } from '../query/lucene-sql/index.ts';
+import { compileRunQuery, fullTextWords } from './lucene-sql/index.ts';
 import { sql, type SqlBool } from 'kysely';
 import { CSV_OPTIONS, escapeFormula } from '../util/csv.ts';
 import { docOf, toRun, type RunRow } from './model.ts';

@@ -21,7 +21,7 @@ import { BadRequest, NotFound, OrreryError } from '../util/errors.ts';
 import { MAX_PAGE, pageOf } from '../http/query.ts';
 import { parseSelect, project } from '../objects/projection.ts';
 import { compileFindReadingOnce, FindQueryError, type FieldRef, type FieldResolver } from '../query/find/index.ts';
-import type { Cond } from '../query/lucene-sql/index.ts';
+import type { Cond } from './lucene-sql/index.ts';
 import { table } from '../util/own.ts';
 import { docOf, toRun, type Run, type RunRow } from './model.ts';
 import { listRequest } from './search-request.ts';

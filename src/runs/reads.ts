@@ -9,4 +9,4 @@ import type { Scope } from '../auth/principal.ts';
 export const isCompletedRun = (s: Scope, runId: string): RawBuilder<SqlBool> =>
   sql<SqlBool>`EXISTS (SELECT 1 FROM runs WHERE runs.id = ${sql.ref(runId)} AND runs.project_id = ${s.project} AND runs.status = 'completed')`;
 
-export { aggregateRunValues, type RunValueGroup } from './aggregates.ts';
+export { aggregateRunValues, type RunValueAggregate, type RunValueGroup } from './aggregates.ts';

@@ -10,7 +10,7 @@
  *
  * A column list travels as one string (`"id,status,…"`): the thread keys its statements by it.
  */
-import type { FtsRow } from '../query/lucene-sql/index.ts';
+import type { FtsRow } from './lucene-sql/index.ts';
 import type { PreparedRunWrite } from './store.ts';
 
 /** Columns named in one string, and their values in that order (undefined values left out). */

@@ -1,7 +1,7 @@
 /**
  * Writes a run's search data with its row, in the same transaction, on insert and on every update
  * that changes the document (the final update of a run, a sweep that fails it). The data comes
- * from `runSearchDoc` (query/lucene-sql), the same functions the reference evaluator uses:
+ * from `runSearchDoc` (lucene-sql/), the same functions the reference evaluator uses:
  * SQLite fills the FTS5 row keyed by `search_rowid`, PostgreSQL the `search_tsv` column.
  * Bulk loads (tests, benchmarks) use `insertRuns`; one run takes the same path, prepared (`prepareInsert`,
  * `prepareUpdate`: encoded columns and search data) where it is cheapest, then written.
@@ -23,7 +23,7 @@ import {
   type FtsRow,
   type RunSearchDoc,
   type SearchSource,
-} from '../query/lucene-sql/index.ts';
+} from './lucene-sql/index.ts';
 import { hasEnded, type RunRow } from './model.ts';
 import type { Db } from './store.ts';
 
@@ -229,7 +229,7 @@ async function insertFts(trx: Db, entries: { rowid: number; f: FtsRow }[]): Prom
   }
 }
 
-const sqliteIndex: IndexDialect = {
+const sideTableIndex: IndexDialect = {
   fieldsFromText: true,
   searchDoc: (doc, words, fields) => searchData(doc as SearchSource, words, doc as SearchSource, fields),
   withColumns: (d, s, doc, _text, rest, fields) =>
@@ -284,7 +284,7 @@ const sqliteIndex: IndexDialect = {
   },
 };
 
-const postgresIndex: IndexDialect = {
+const columnIndex: IndexDialect = {
   fieldsFromText: false,
   // jsonb does not keep key order, and the order of parameter strings is the order of the words
   // in runText: index the document in the order PostgreSQL will answer it.
@@ -344,7 +344,11 @@ const jsonbOrder = (v: unknown): unknown =>
         )
       : v;
 
-const indexOf = (d: OrreryDialect): IndexDialect => (d.name === 'postgres' ? postgresIndex : sqliteIndex);
+/**
+ * Full text in a side table (SQLite's FTS5, whose JSON text keeps the document's key order) or as
+ * a column of the row (PostgreSQL's tsvector, beside a jsonb document that orders its keys).
+ */
+const indexOf = (d: OrreryDialect): IndexDialect => (d.caps.fullTextSideTable ? sideTableIndex : columnIndex);
 
 const inTransaction = <T>(db: Db, fn: (trx: Db) => Promise<T>): Promise<T> =>
   db.isTransaction ? fn(db) : db.transaction().execute(fn);

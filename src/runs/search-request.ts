@@ -18,7 +18,7 @@ import {
   runField,
   type QueryNode,
 } from '../query/lucene/index.ts';
-import { isoBound } from '../query/lucene-sql/index.ts';
+import { isoBound } from './lucene-sql/index.ts';
 import { RUN_STATUSES } from './model.ts';
 import type { BucketColumn, FacetColumn, FacetQuery, RunFilters, TimeBounds } from './search-store.ts';
 import { table } from '../util/own.ts';

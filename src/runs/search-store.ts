@@ -15,11 +15,12 @@ import { sql, type Expression, type RawBuilder, type SqlBool } from 'kysely';
 import type { Scope } from '../auth/principal.ts';
 import type { OrreryDialect } from '../db/dialect.ts';
 import { jsonMemberStrings, jsonString } from '../db/json-sql.ts';
-import { compileRunQuery, FALSE, searchSql, TRUE, type Cond, type SearchPlan } from '../query/lucene-sql/index.ts';
+import { compileRunQuery, FALSE, searchSql, TRUE, type Cond, type SearchPlan } from './lucene-sql/index.ts';
 import type { QueryNode } from '../query/lucene/index.ts';
 import { RUN_ROW_COLUMNS, type RunRow } from './model.ts';
 import { decodeRun, type Db } from './store.ts';
 import { armRows, runArms } from './run-arms.ts';
+import { SCORE_COLUMNS, SCORE_VALUE_TEXT, joinLatestScore } from '../scores/table-conditions.ts';
 
 /** Timestamp bounds, as stored ISO strings. */
 export interface TimeBounds {
@@ -244,24 +245,19 @@ export async function countAndFacets(
     return { total: Number(rows[0].n), facets: [] };
   }
   const s = searchSql(d.name);
-  // Only what the facets read, so an index covers it (tags: SQLite joins run_tags by id, PostgreSQL reads the column).
+  // Only what the facets read, so an index covers it.
   const needs = new Set<string>();
   for (const f of facets) for (const c of FACET_SOURCE[f.column]) needs.add(c);
-  if (facets.some((f) => f.column === 'tags')) needs.add(d.name === 'postgres' ? 'tags' : 'id');
+  if (facets.some((f) => f.column === 'tags')) needs.add(s.tagFacetColumn);
   const m = sql.join([sql`${s.rowKey} AS k0`, ...[...needs].map((c) => sql.ref(`runs.${c}`))]);
   const mc = (c: string) => sql.ref(`m.${c}`);
   const byValue = sql`ORDER BY n DESC, (k IS NULL), ${s.orderText(sql.ref('k'))}`;
 
   // A score facet reads the latest score of its name of each matching run (run_scores_run).
-  const latestScore = (name: string) =>
-    sql`run_scores.run_id = m.id AND run_scores.name = ${name} AND run_scores.latest = 1`;
   const branches: RawBuilder<unknown>[] = facets.map((f, i) => {
     if (f.kind === 'buckets') {
-      const c = f.column === 'score' ? sql.ref('run_scores.num_value') : mc(f.column);
-      const from =
-        f.column === 'score'
-          ? sql`m LEFT JOIN run_scores ON ${latestScore(f.score!)} AND run_scores.kind = 'number'`
-          : sql`m`;
+      const c = f.column === 'score' ? SCORE_COLUMNS.num : mc(f.column);
+      const from = f.column === 'score' ? sql`m ${joinLatestScore('left', mc('id'), f.score!, true)}` : sql`m`;
       const cases = f.boundaries
         .slice(1)
         .map(
@@ -277,9 +273,8 @@ export async function countAndFacets(
     const nulls = f.withNull ? sql`` : sql`WHERE k IS NOT NULL`;
     if (f.column === 'score') {
       // The value as text (numbers as the database writes them; search.ts turns them back), its kind as the name.
-      const value = sql`CASE WHEN run_scores.kind = 'number' THEN CAST(run_scores.num_value AS TEXT) ELSE run_scores.text_value END`;
       return sql`SELECT * FROM (SELECT ${sql.raw(String(i))} AS f, k, count(*) AS n, max(kind) AS name FROM
-        (SELECT ${value} AS k, run_scores.kind AS kind FROM m JOIN run_scores ON ${latestScore(f.score!)}) AS u
+        (SELECT ${SCORE_VALUE_TEXT} AS k, ${SCORE_COLUMNS.kind} AS kind FROM m ${joinLatestScore('inner', mc('id'), f.score!)}) AS u
         GROUP BY k ${byValue} LIMIT ${f.limit}) AS f${sql.raw(String(i))}`;
     }
     if (f.column === 'tags') {

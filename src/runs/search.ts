@@ -1,6 +1,6 @@
 /**
  * Listing, searching and faceting runs (issue 4). Requests are read by search-request.ts, the
- * Lucene query is compiled by query/lucene-sql, and search-store.ts runs the SQL; this file holds
+ * Lucene query is compiled by lucene-sql/, and search-store.ts runs the SQL; this file holds
  * the rules of the answers:
  *
  * - GET /runs and a search without facets answer an array of run references;
@@ -18,7 +18,7 @@ import type { Scope } from '../auth/principal.ts';
 import { sql, type SqlBool } from 'kysely';
 import type { OrreryDialect } from '../db/dialect.ts';
 import { boundedRead, readCost } from '../db/read-budget.ts';
-import { compileRunQuery, fullTextWords, readsColumnsOnly, type SearchPlan } from '../query/lucene-sql/index.ts';
+import { compileRunQuery, fullTextWords, readsColumnsOnly, type SearchPlan } from './lucene-sql/index.ts';
 import { toRunRef, type RunRef } from './model.ts';
 import { facetsRequest, listRequest, searchRequest, type FacetSpec, type RunQuery } from './search-request.ts';
 import { countAndFacets, findRuns, pagePlan, whereOf, type FacetRow } from './search-store.ts';

@@ -4,7 +4,7 @@
  * better-sqlite3 statements prepared once, in synchronous transactions.
  * Through Kysely every statement of every run was built, compiled and awaited anew: a fifth of
  * the thread's CPU per run (bench/README.md, issue 17). These are the statements Kysely built
- * (runs/search-index.ts `sqliteIndex`, runs/store.ts `applyRunWrite`), which stay the path of every
+ * (runs/search-index.ts `sideTableIndex`, runs/store.ts `applyRunWrite`), which stay the path of every
  * other writer; test/runs/run-writer-thread.test.ts writes the same runs both ways and compares
  * every column, tag and full-text row.
  */
@@ -19,8 +19,8 @@ import {
   type WireTag,
   type WireWrite,
 } from './run-write-wire.ts';
-import { runSearchDoc, runSearchFieldsJson, type SearchSource } from '../query/lucene-sql/search-doc.ts';
-import { ftsRow } from '../query/lucene-sql/text-index.ts';
+import { runSearchDoc, runSearchFieldsJson, type SearchSource } from './lucene-sql/search-doc.ts';
+import { ftsRow } from '../db/run-text-index.ts';
 import type { PreparedRunWrite } from './store.ts';
 
 export type WriteOutcome = { value: boolean } | { error: unknown };

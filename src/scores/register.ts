@@ -8,7 +8,7 @@ import { deleteProjectScores, scoresOf } from './store.ts';
 
 export function createScores(deps: { database: OpenedDatabase; auth: AuthService; targets: ScoreTargets }) {
   const db = scoresOf(deps.database.db);
-  const scores = new ScoreService(db, deps.database.dialect.name, deps.targets);
+  const scores = new ScoreService(db, deps.targets);
   // Before the runs go: a score references its run.
   deps.auth.ownsProjectRows((trx, s) => deleteProjectScores(scoresOf(trx), s));
   return {

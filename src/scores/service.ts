@@ -5,11 +5,11 @@
  * A run keeps every score given to it; it answers the latest per name.
  */
 import { actorOf, scopeOf, type Principal, type Scope } from '../auth/principal.ts';
-import type { DialectName } from '../db/dialect.ts';
 import { newId, nowIso } from '../db/ids.ts';
 import { isPathSegment } from '../query/lucene/index.ts';
 import { BadRequest, Conflict, NotFound, PayloadTooLarge } from '../util/errors.ts';
-import { aggregateRunValues, type RunValueGroup } from '../runs/reads.ts';
+import type { RawBuilder } from 'kysely';
+import type { RunValueAggregate, RunValueGroup } from '../runs/reads.ts';
 import * as store from './store.ts';
 import type { Db, ScoreKind, ScoreRow, ScoreSource } from './store.ts';
 
@@ -41,10 +41,16 @@ export interface ScoreDto {
 /** A run's latest score of a name, as the run answers it. */
 export type LatestScore = Omit<ScoreDto, 'run' | 'name' | 'created_by'>;
 
-/** What scores need of runs and evaluators: whether the caller's project holds them. */
+/** What scores need of runs and evaluators: whether the caller's project holds them, and the runs' means. */
 export interface ScoreTargets {
   runExists(p: Principal, id: string): Promise<boolean>;
   evaluatorExists?(p: Principal, id: string): Promise<boolean>;
+  /** Per-run `values` aggregated over the project's runs (runs/reads.ts `aggregateRunValues`). */
+  aggregateRuns(
+    s: Scope,
+    values: RawBuilder<{ run_id: string; value: number }>,
+    q: { group: RunValueGroup; from?: string; to?: string; interaction?: string },
+  ): Promise<RunValueAggregate[]>;
 }
 
 const kindOf = (v: ScoreValue): ScoreKind =>
@@ -75,7 +81,6 @@ function dto(r: ScoreRow): ScoreDto {
 export class ScoreService {
   constructor(
     private readonly db: Db,
-    private readonly dialect: DialectName,
     private readonly targets: ScoreTargets,
   ) {}
 
@@ -177,7 +182,7 @@ export class ScoreService {
         `score ${JSON.stringify(name)} holds category strings: a mean needs numbers or booleans (facet it in run search instead)`,
       );
     const groups = kind
-      ? await aggregateRunValues(this.db, this.dialect, s, store.latestNumbers(s, name), {
+      ? await this.targets.aggregateRuns(s, store.latestNumbers(s, name), {
           group: q.group_by,
           from,
           to,

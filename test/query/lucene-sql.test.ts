@@ -27,7 +27,7 @@ import {
   tokenize,
   type QueryNode,
 } from '../../src/query/lucene/index.ts';
-import { allWords, compileRunQuery, ftsRow, runSearchDoc, tsvectorLiteral } from '../../src/query/lucene-sql/index.ts';
+import { allWords, compileRunQuery, ftsRow, runSearchDoc, tsvectorLiteral } from '../../src/runs/lucene-sql/index.ts';
 import { printQuery, runDoc, wellFormed } from './lucene-gen.ts';
 
 const cold = (dialect: 'sqlite' | 'postgres') =>

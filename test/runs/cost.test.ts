@@ -29,7 +29,7 @@ import { OrreryMigrations } from '../../src/db/migrations.ts';
 import { postgresDialect, sqliteDialect, type OrreryDialect } from '../../src/db/dialect.ts';
 import type { Database } from '../../src/db/schema.ts';
 import { parseLucene } from '../../src/query/lucene/index.ts';
-import { compileRunQuery } from '../../src/query/lucene-sql/index.ts';
+import { compileRunQuery } from '../../src/runs/lucene-sql/index.ts';
 import { encodeRun } from '../../src/runs/store.ts';
 import { findRuns, whereOf } from '../../src/runs/search-store.ts';
 import { generateRuns, rng } from './search-fixtures.ts';

@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { openDatabase } from '../../src/db/open.ts';
 import { newId, nowIso } from '../../src/db/ids.ts';
 import { parseLucene } from '../../src/query/lucene/index.ts';
-import { compileRunQuery } from '../../src/query/lucene-sql/index.ts';
+import { compileRunQuery } from '../../src/runs/lucene-sql/index.ts';
 import { getRun, prepareRunInsert, prepareRunUpdate } from '../../src/runs/store.ts';
 import { openSqliteHandle } from '../../src/db/sqlite-handle.ts';
 import { SqliteRunWrites } from '../../src/runs/sqlite-run-writes.ts';

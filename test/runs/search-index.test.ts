@@ -7,7 +7,7 @@ import { after, describe, it } from 'node:test';
 import { openDatabase } from '../../src/db/open.ts';
 import { nowIso, newId } from '../../src/db/ids.ts';
 import { parseLucene } from '../../src/query/lucene/index.ts';
-import { compileRunQuery, fullTextWords } from '../../src/query/lucene-sql/index.ts';
+import { compileRunQuery, fullTextWords } from '../../src/runs/lucene-sql/index.ts';
 import { sql } from 'kysely';
 import { insertRun, updateRun } from '../../src/runs/store.ts';
 import { findRuns, pagePlan, whereOf } from '../../src/runs/search-store.ts';

@@ -14,7 +14,7 @@ import { OrreryMigrations } from '../../src/db/migrations.ts';
 import { postgresDialect, sqliteDialect, type OrreryDialect } from '../../src/db/dialect.ts';
 import type { Database } from '../../src/db/schema.ts';
 import { compileMatcher, parseLucene } from '../../src/query/lucene/index.ts';
-import { compileRunQuery, runSearchDoc, tsvectorLiteral } from '../../src/query/lucene-sql/index.ts';
+import { compileRunQuery, runSearchDoc, tsvectorLiteral } from '../../src/runs/lucene-sql/index.ts';
 import { encodeRun } from '../../src/runs/store.ts';
 import { findRuns, whereOf } from '../../src/runs/search-store.ts';
 import { TEST_DIALECTS, createPgDatabase, testPgPool } from '../support/server.ts';

@@ -1,6 +1,6 @@
 /**
  * 0003: run search. Frozen (style K7): the backfill below carries its own copy of the word and
- * path rules of src/query/lucene-sql/search-doc.ts as they were when this was written; the
+ * path rules of src/runs/lucene-sql/search-doc.ts as they were when this was written; the
  * runtime writes the same data through runs/search-index.ts for every run from then on.
  *
  * Columns (derived from `doc`, written with the row):

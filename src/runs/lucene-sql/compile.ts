@@ -37,7 +37,7 @@ import {
   type QueryNode,
   type RangeNode,
   type TermNode,
-} from '../lucene/index.ts';
+} from '../../query/lucene/index.ts';
 import { WORDS_KEY, wordString } from './search-doc.ts';
 import {
   FALSE,
@@ -54,14 +54,15 @@ import {
   type SearchSql,
   type TextColumn,
   type TextQuery,
-} from './search-sql.ts';
+} from '../../db/run-search-sql.ts';
 import { table } from '../../util/own.ts';
+import { SCORE_COLUMNS, SCORES_TABLE, latestScoresMeeting } from '../../scores/table-conditions.ts';
 
 export interface CompileOptions {
   readonly dialect: DialectName;
   /** The field a bare term searches (`defaultQueryPath`); absent = the run's text. */
   readonly defaultPath?: string;
-  /** How the condition will be used (search-sql.ts `SearchPlan`); only the SQL's shape changes. */
+  /** How the condition will be used (db/run-search-sql.ts `SearchPlan`); only the SQL's shape changes. */
   readonly plan?: SearchPlan;
   /** The project searched: score fields then walk that project's scores by name (run_scores indexes). */
   readonly project?: string;
@@ -104,12 +105,8 @@ const MEMBERS: Readonly<Record<string, { array: readonly string[]; key: string }
 });
 
 const col = (name: string) => sql.ref(`runs.${name}`);
-/** The columns of a score (migration 0032) a condition on `scores.<name>` reads. */
-const SCORE = {
-  kind: sql.ref('run_scores.kind'),
-  num: sql.ref('run_scores.num_value'),
-  text: sql.ref('run_scores.text_value'),
-};
+/** The columns of a score a condition on `scores.<name>` reads. */
+const SCORE = SCORE_COLUMNS;
 
 /** Values `row` that note each read of theirs in `reads` (how many uses the SQL makes of each). */
 const counting = (row: RunValues, reads: Map<RunValue, number>): RunValues => {
@@ -213,7 +210,7 @@ class Compiler {
    * The whole query. PostgreSQL detoasts a stored value at each operator that reads it, so a
    * condition that reads the run's documents or text index more than once (32 `parameters.*`
    * terms: 32 reads of `search_fields` and of the tsvector, per row) is compiled over values
-   * read once per row (search-sql.ts `readOnce`). The top-level conditions that read columns only
+   * read once per row (db/run-search-sql.ts `readOnce`). The top-level conditions that read columns only
    * stay outside, where their indexes narrow the runs first, and so does one text-index
    * prefilter the whole condition implies (`impliedText`), which the GIN index can answer.
    */
@@ -258,7 +255,7 @@ class Compiler {
 
   compile(node: QueryNode): Cond {
     // A boolean subtree of full-text terms alone is one match where the backend can join them
-    // (search-sql.ts `textQuery`): the row's text index is then read once for all of them.
+    // (db/run-search-sql.ts `textQuery`): the row's text index is then read once for all of them.
     const text = this.s.textQuery && node.kind !== 'term' ? this.textQuery(node) : null;
     if (text !== null) return this.s.textQuery!.match(text);
     return visit<Cond>(node, {
@@ -499,17 +496,13 @@ class Compiler {
 
   /**
    * Runs whose latest score `name` meets one of `arms` (each on SCORE's columns, of one kind): an
-   * IN over run_scores or an EXISTS probe (search-sql.ts `hasRows`), not a join, so NOT stays
+   * IN over run_scores or an EXISTS probe (db/run-search-sql.ts `hasRows`), not a join, so NOT stays
    * two-valued. The arms compare the value columns plainly (NULL is no match inside the
    * subquery), so the set walks the index of its kind by value, not every score of the name.
    */
   private scored(name: string, arms: Cond[]): Cond {
-    const project = this.project === undefined ? TRUE : sql<SqlBool>`run_scores.project_id = ${this.project}`;
-    const latest = sql`run_scores.name = ${name} AND run_scores.latest = 1`;
-    const rows = sql`FROM run_scores WHERE ${project} AND ${latest} AND (${or(arms)})`;
-    // A run's own scores (the run_scores_run index), for a probe run by run.
-    const probe = sql`FROM run_scores WHERE run_scores.run_id = runs.id AND ${latest} AND (${or(arms)})`;
-    return sql<SqlBool>`(${this.s.hasRows('run_scores', rows, probe)})`;
+    const { rows, probe } = latestScoresMeeting(this.project, name, or(arms));
+    return sql<SqlBool>`(${this.s.hasRows(SCORES_TABLE, rows, probe)})`;
   }
 
   /** A text arm: the rows with a text value (the index skips the numbers' NULLs), tested by `cond`. */
@@ -630,7 +623,7 @@ export function compileRunQuery(node: QueryNode, opts: CompileOptions): Cond {
 
 /**
  * The words of the query's full-text terms (not wildcards), for a plan that asks how common they
- * are (search-sql.ts `SearchPlan.isRare`).
+ * are (db/run-search-sql.ts `SearchPlan.isRare`).
  */
 export function fullTextWords(node: QueryNode, defaultPath?: string): string[] {
   const out = new Set<string>();

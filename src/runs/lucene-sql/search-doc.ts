@@ -10,7 +10,14 @@
  *   `" w1 w2 "` under `w:<path>`. A path segment that no query can name (evaluate.ts only walks
  *   keys that run-fields.ts accepts) is left out, so a dotted key never aliases a nested one.
  */
-import { RUN_FIELD_FAMILIES, isPathSegment, promptText, resultText, stringLeaves, tokenize } from '../lucene/index.ts';
+import {
+  RUN_FIELD_FAMILIES,
+  isPathSegment,
+  promptText,
+  resultText,
+  stringLeaves,
+  tokenize,
+} from '../../query/lucene/index.ts';
 
 /** The parts of a run document the index is built from. */
 export interface SearchSource {
@@ -96,6 +103,3 @@ export function runSearchFieldsJson(docText: string): string {
   const doc: unknown = JSON.parse(docText);
   return JSON.stringify(runSearchFields(isObject(doc) ? doc : {}));
 }
-
-/** Every word of the run's default text (`runText`), in order. */
-export const allWords = (s: RunSearchDoc): string[] => [...s.promptWords, ...s.resultWords, ...s.paramWords];

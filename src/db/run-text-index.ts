@@ -16,7 +16,10 @@
  * (words and word pairs are lexemes of their own); words over 2,046 bytes are not indexed; a
  * tsvector stops growing at ~1 MB.
  */
-import { allWords, type RunSearchDoc } from './search-doc.ts';
+import type { RunSearchDoc } from '../runs/lucene-sql/search-doc.ts';
+
+/** Every word of a run, in the order of runText: the prompt's, the result's, the parameters'. */
+export const allWords = (s: RunSearchDoc): string[] => [...s.promptWords, ...s.resultWords, ...s.paramWords];
 
 export interface FtsRow {
   readonly body: string;

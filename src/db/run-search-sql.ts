@@ -12,11 +12,11 @@
  * search-eval.test.ts); a subquery with a LIMIT is left alone.
  */
 import { sql, type Expression, type RawBuilder, type SqlBool } from 'kysely';
-import type { DialectName } from '../../db/dialect.ts';
-import { escapeLike, jsonSql, jsonString } from '../../db/json-sql.ts';
-import type { GlobPart } from '../lucene/index.ts';
-import { TS_MAX_WORD_BYTES, TS_WEIGHT, byteLength, pairLexeme } from './text-index.ts';
-import { table } from '../../util/own.ts';
+import type { DialectName } from './dialect.ts';
+import { escapeLike, jsonSql, jsonString } from './json-sql.ts';
+import type { GlobPart } from '../query/lucene/index.ts';
+import { TS_MAX_WORD_BYTES, TS_WEIGHT, byteLength, pairLexeme } from './run-text-index.ts';
+import { table } from '../util/own.ts';
 
 export type Cond = RawBuilder<SqlBool>;
 
@@ -80,6 +80,8 @@ export interface SearchSql {
   hasAnyTag(tags: readonly string[]): Cond;
   /** `SELECT tag AS k, count(*) AS n` over the tags of the runs of CTE `m` (facets). */
   tagCounts(): RawBuilder<unknown>;
+  /** The runs column `tagCounts` reads from each matching run (SQLite joins run_tags by id; PostgreSQL reads the column). */
+  readonly tagFacetColumn: 'id' | 'tags';
   /** A text expression as ORDER BY sorts it by code point. */
   orderText(value: Expression<unknown>): RawBuilder<unknown>;
   /** The key a page query selects first and then reads rows by (SQLite: the rowid, in every index). */
@@ -294,6 +296,7 @@ const sqliteSql = (plan: SearchPlan, { doc }: RunValues): SearchSql => {
     anyTag: () => sql<SqlBool>`EXISTS (SELECT 1 FROM run_tags AS t WHERE t.run_id = runs.id LIMIT 1)`,
     hasAnyTag: (tags) => tagWhere(sql`t.tag IN (${sql.join(tags.map((t) => sql`${t}`))})`),
     tagCounts: () => sql`SELECT t.tag AS k, count(*) AS n FROM m JOIN run_tags AS t ON t.run_id = m.id GROUP BY t.tag`,
+    tagFacetColumn: 'id',
     orderText: (value) => sql`${value}`,
     // One equality lookup per word (fts5vocab answers `term = ?` from the index, not `IN`).
     wordRuns: (words) =>
@@ -485,6 +488,7 @@ const pgSql = (row: RunValues): SearchSql => ({
   },
   tagCounts: () => sql`SELECT t.tag AS k, count(*) AS n FROM m CROSS JOIN LATERAL jsonb_array_elements_text(CASE
     WHEN jsonb_typeof(m.tags) = 'array' THEN m.tags ELSE '[]'::jsonb END) AS t(tag) GROUP BY t.tag`,
+  tagFacetColumn: 'tags',
   orderText: (value) => sql`${value} COLLATE "C"`,
   // PostgreSQL's own statistics of the tsvector (ANALYZE keeps its most common lexemes with their
   // frequencies): an estimate of the runs holding each word. A word missing from the list is rarer
