@@ -24,7 +24,10 @@ export const AsyncExecuteBody = Type.Object(
     result_schema,
     tags: Type.Optional(Type.Array(tags.anyOf[0], { maxItems: 100 })),
     do_validate: Type.Optional(
-      Type.Boolean({ description: 'Only true: the result is always checked against result_schema' }),
+      Type.Boolean({
+        description:
+          'false: the answer is kept even when it does not match result_schema (recorded as result_validation)',
+      }),
     ),
     notify_endpoints: Type.Optional(
       Type.Array(Type.String({ maxLength: MAX_URL_LENGTH }), {
@@ -72,8 +75,6 @@ export function asyncRequestOf(body: Record<string, unknown>): AsyncRequest {
       throw new BadRequest(`${key} is not supported: ${REFUSED[key]}`);
     if (!known.has(key)) throw new BadRequest(`${key} is not a field of an async interaction execution: leave it out`);
   }
-  if (body.do_validate === false)
-    throw new BadRequest('do_validate: false is not supported: a result is always checked against result_schema');
   if (body.include_previous_error === true)
     throw new BadRequest(
       'include_previous_error: true is not supported: an async run is executed once (with its provider retries), never again after a failure',
@@ -93,6 +94,7 @@ export function asyncRequestOf(body: Record<string, unknown>): AsyncRequest {
       ? { result_schema: body.result_schema as Record<string, unknown> | null }
       : {}),
     ...(body.tags !== undefined ? { tags: body.tags as string[] } : {}),
+    ...(body.do_validate === false ? { do_validate: false } : {}),
   };
   return { input, extras: { notifyEndpoints } };
 }

@@ -139,7 +139,10 @@ export const RunCreateBody = StrictObject({
     Type.Union([Type.String(), Type.Array(Type.String())], { description: 'Comma-separated string or array' }),
   ),
   do_validate: Type.Optional(
-    Type.Boolean({ description: 'true (what Orrery always does): the answer is validated; false is refused' }),
+    Type.Boolean({
+      description:
+        'false: the answer is kept even when it does not match result_schema (recorded as result_validation, never cached)',
+    }),
   ),
   workflow: NotApplied('workflow'),
   prompts: NotApplied('ad-hoc prompts'),

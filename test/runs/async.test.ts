@@ -151,7 +151,6 @@ for (const dialect of TEST_DIALECTS) {
         [{ ...base, include_previous_error: true }, 400, /include_previous_error: true is not supported/],
         [{ ...base, generate_topic: true }, 400, /generate_topic: true/],
         [{ ...base, visibility: 'private' }, 400, /visibility "private"/],
-        [{ ...base, do_validate: false }, 400, /do_validate: false/],
         [{ ...base, notify_endpoints: ['ftp://example.com/x'] }, 400, /notify_endpoints\[0\] must be an http/],
         [{ ...base, notify_endpoints: ['not a url'] }, 400, /notify_endpoints\[0\] is not a URL/],
         [{ ...base, notify_endpoints: Array(11).fill('http://127.0.0.1/x') }, 400, /notify_endpoints/],

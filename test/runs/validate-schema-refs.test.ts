@@ -7,6 +7,7 @@
  */
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { TEST_DIALECTS, startTestServer, type TestServer } from '../support/server.ts';
 import { startOpenAIWireServer, type WireServer } from '../support/openai-wire-server.ts';
 import { secondProject } from '../objects/helpers.ts';
@@ -84,6 +85,45 @@ for (const dialect of TEST_DIALECTS) {
       assert.deepEqual(inConfig.result, [{ type: 'text', value: 'I would rather not rate it' }]);
       const kept = (await srv.api('GET', `/api/v1/runs/${inConfig.id}`)).body;
       assert.match(kept.result_validation.message, /is not JSON/);
+    });
+
+    it("do_validate: false on POST /execute/async (the official client's executeAsync) keeps the answer, recorded as not matching", async () => {
+      const ix = await interaction({ result_schema: SCHEMA });
+      answer = '{"title": "Dune", "score": "six"}';
+      const from = wire.requests.length;
+      const client = srv.client();
+      const { runId } = await client.interactions.executeAsync({
+        type: 'interaction',
+        interaction: ix.name,
+        data: { text: 'rate' },
+        do_validate: false,
+      });
+      let run = await client.runs.retrieve(runId);
+      while (run.status !== 'completed' && run.status !== 'failed') {
+        await sleep(50);
+        run = await client.runs.retrieve(runId);
+      }
+      assert.equal(run.status, 'completed', JSON.stringify(run.error));
+      assert.deepEqual(run.result, [{ type: 'json', value: { title: 'Dune', score: 'six' } }]);
+      assert.equal(wire.requests.length - from, 1, 'one call: no re-ask');
+      const stored = (await srv.api('GET', `/api/v1/runs/${runId}`)).body;
+      assert.equal(stored.result_validation.valid, false);
+      assert.match(stored.result_validation.message, /does not match result_schema.*score/);
+      assert.equal(stored.config.do_validate, false);
+
+      // Without it, the same answer fails the async run.
+      const strict = await client.interactions.executeAsync({
+        type: 'interaction',
+        interaction: ix.name,
+        data: { text: 'rate' },
+      });
+      let failed = await client.runs.retrieve(strict.runId);
+      while (failed.status !== 'completed' && failed.status !== 'failed') {
+        await sleep(50);
+        failed = await client.runs.retrieve(strict.runId);
+      }
+      assert.equal(failed.status, 'failed');
+      assert.equal(failed.error?.code, 'invalid_result');
     });
 
     it('do_validate: false with an answer that matches records nothing; without it, the same answer fails', async () => {
