@@ -2,7 +2,8 @@
  * The console's evaluation screens in Chromium, on SQLite and PostgreSQL: scoring a run from its
  * detail (thumbs, a number with a comment, the scores listed, deleting one), the datasets screens
  * (create, add items by hand, add from the runs explorer's current query, items paged, the JSONL
- * export), and the evaluators screens (list, create, detail, "Evaluate this run").
+ * export), the evaluators screens (list, create, detail, "Evaluate this run"), and the experiment
+ * screens (start one, its figures and answers side by side, a failed item run again, two compared).
  * Every figure the page shows is checked against what the API answers.
  */
 import { describe, it, before, after } from 'node:test';
@@ -400,6 +401,91 @@ for (const dialect of TEST_DIALECTS) {
         .getByRole('row')
         .filter({ hasText: 'say or answer' });
       assert.match(await listed.innerText(), /completed\s+6 \/ 6\s+Planets v1, Planets v2/);
+    });
+
+    it('runs a failed item again, and compares the experiment with another one', async () => {
+      const moons = await twoVersions(h.srv, 'Moons');
+      const ds = await dataset(h.srv, 'two questions', [
+        { data: { text: 'hello one' } },
+        { data: { text: 'hello two' } },
+      ]);
+      const says = await h.srv.api('GET', '/api/v1/evaluators');
+      const saysId = (says.body as Array<{ id: string; name: string }>).find((e) => e.name === 'says')!.id;
+      const picky = await evaluator(h.srv, {
+        name: 'no-two',
+        type: 'code',
+        config: { body: 'if (input.text === "hello two") throw new Error("no two"); return true;' },
+      });
+      // The variant names of the first experiment, on the other version each: its "says" means swap.
+      const started = await h.srv.api('POST', '/api/v1/experiments', {
+        name: 'swapped',
+        dataset: ds,
+        variants: [
+          { name: 'Planets v1', interaction: moons.v2 },
+          { name: 'Planets v2', interaction: moons.v1 },
+        ],
+        evaluators: [saysId, picky],
+      });
+      assert.equal(started.status, 200, JSON.stringify(started.body));
+      const id = started.body.id as string;
+      const ended = await until(h.srv, id, ['completed', 'failed']);
+      assert.equal(ended.progress.failed, 2, 'item 2 fails in both variants: its evaluator throws');
+      const before = await h.srv.api('GET', `/api/v1/experiments/${id}/items`);
+      const oldRuns = Object.values(before.body[1].runs as Record<string, { run: string }>).map((c) => c.run);
+
+      await page.goto(h.url(`/experiments/${id}`));
+      await page.getByRole('heading', { level: 1, name: 'Experiment swapped' }).waitFor();
+      const pairs = page.getByRole('table', { name: 'Answers side by side' });
+      await pairs.locator('tbody tr').nth(1).waitFor();
+      assert.equal(await pairs.getByRole('button', { name: 'Run again item 1' }).count(), 0, 'item 1 did not fail');
+      await pairs.getByRole('button', { name: 'Run again item 2' }).click();
+      // The item's failed runs are made again (new runs), and fail again the same way.
+      let after = before;
+      for (let i = 0; i < 2400; i++) {
+        after = await h.srv.api('GET', `/api/v1/experiments/${id}/items`);
+        const runs = Object.values(after.body[1].runs as Record<string, { run?: string; status: string }>);
+        if (runs.every((c) => c.status === 'failed' && c.run && !oldRuns.includes(c.run))) break;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      const newRuns = Object.values(after.body[1].runs as Record<string, { run: string }>).map((c) => c.run);
+      assert.equal(newRuns.filter((r) => oldRuns.includes(r)).length, 0, `new runs: ${newRuns} after ${oldRuns}`);
+      await page
+        .getByRole('status')
+        .filter({ hasText: 'completed: 4 of 4 runs done (2 completed, 2 failed)' })
+        .waitFor();
+
+      const first = (await h.srv.api('GET', '/api/v1/experiments?limit=100')).body.find(
+        (e: { name?: string }) => e.name === 'say or answer',
+      );
+      const compare = page.getByRole('region', { name: 'Compare with another experiment' });
+      await compare.getByLabel('Compare with').selectOption({ label: 'say or answer (completed)' });
+      assert.equal(new URL(page.url()).searchParams.get('with'), first.id, 'the comparison is in the URL');
+      const cmp = await h.srv.api('GET', `/api/v1/experiments/${id}/compare?with=${first.id}`);
+      assert.equal(cmp.status, 200, JSON.stringify(cmp.body));
+      assert.equal(cmp.body.same_dataset, false);
+      const table = compare.getByRole('table', { name: 'Differences with say or answer' });
+      await table.waitFor();
+      await compare.getByText('different datasets or dataset versions', { exact: false }).waitFor();
+      const sign = (n: number, digits: number) =>
+        n > 0
+          ? `+${Number.isInteger(n) ? n : n.toFixed(digits)}`
+          : n < 0
+            ? `−${Number.isInteger(n) ? -n : (-n).toFixed(digits)}`
+            : '0';
+      for (const variant of ['Planets v1', 'Planets v2']) {
+        const d = cmp.body.deltas[variant];
+        const row = table.getByRole('row').filter({ has: page.getByRole('rowheader', { name: variant }) });
+        const cells = await row.locator('td').allInnerTexts();
+        const s = d.scores.says;
+        assert.equal(cells[0], `${sign(s.mean, 3)} (${sign(Math.round(s.pass_rate * 1000) / 10, 1)} pt)`, variant);
+        assert.equal(cells[2], sign(d.tokens, 0), `${variant} tokens`);
+      }
+      // "Say:" answers score 1 on "says", "Answer:" 0: the first experiment's v1 said, this one's answered.
+      assert.ok(cmp.body.deltas['Planets v1'].scores.says.mean > 0, JSON.stringify(cmp.body.deltas));
+      assert.ok(cmp.body.deltas['Planets v2'].scores.says.mean < 0, JSON.stringify(cmp.body.deltas));
+      await checkA11y(page, 'the experiment compared with another');
+      await compare.scrollIntoViewIfNeeded();
+      await screenshot(page, 'experiment-compare');
     });
   });
 }

@@ -1,7 +1,8 @@
 /**
  * One experiment: its status and progress (polled until it ends), cancel, the comparison table
- * (per variant: each evaluator's mean, pass rate and count, latency p50/p95, tokens, cost) and the
- * items with two variants' answers side by side, what differs marked.
+ * (per variant: each evaluator's mean, pass rate and count, latency p50/p95, tokens, cost), the
+ * differences with another experiment, and the items with two variants' answers side by side, what
+ * differs marked, a failed one run again.
  */
 import { getRouteApi, Link } from '@tanstack/react-router';
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
@@ -17,11 +18,14 @@ import {
   getExperiment,
   ITEMS_PAGE,
   pct,
+  rerunItem,
   type Cell,
   type Experiment,
 } from './experimentsApi.ts';
 import { wordDiff, type Piece } from './diff.ts';
 import type { ExperimentDetailSearch } from './search.ts';
+import { CompareExperiments } from './CompareExperiments.tsx';
+import { RowAction } from '../../components/RowAction.tsx';
 import '../datasets/eval-screens.css';
 import './experiments.css';
 
@@ -66,6 +70,11 @@ export function ExperimentDetailPage() {
         <>
           <Progress x={x} />
           <Figures x={x} />
+          <CompareExperiments
+            x={x}
+            other={search.with}
+            onPick={(other) => void navigate({ search: { ...search, with: other }, replace: true })}
+          />
           <SideBySide
             x={x}
             search={search}
@@ -172,6 +181,11 @@ function SideBySide({
     placeholderData: (prev) => prev,
   });
   const pick = (which: 'a' | 'b', name: string) => onSearch({ [which]: name });
+  const qc = useQueryClient();
+  const rerun = useMutation({
+    mutationFn: (item: string) => rerunItem(x.id, item),
+    onSuccess: () => void qc.invalidateQueries({ queryKey: ['experiment', x.id] }),
+  });
   return (
     <section className="card" aria-labelledby="items-h">
       <h2 id="items-h">Items side by side</h2>
@@ -193,6 +207,7 @@ function SideBySide({
           </select>
         </label>
       </div>
+      <ErrorBanner error={rerun.error} title="Not run again" />
       {items.error ? (
         <ErrorBanner error={items.error} onRetry={() => void items.refetch()} />
       ) : !items.data ? (
@@ -215,7 +230,20 @@ function SideBySide({
               <tbody>
                 {items.data.map((it, i) => (
                   <tr key={it.item}>
-                    <td className="num">{offset + i + 1}</td>
+                    <td className="num">
+                      {offset + i + 1}
+                      {Object.values(it.runs).some((c) => c.status === 'failed') && x.status !== 'canceled' && (
+                        <>
+                          {' '}
+                          <RowAction
+                            label="Run again"
+                            name={`Run again item ${offset + i + 1}`}
+                            disabled={rerun.isPending}
+                            onClick={() => rerun.mutate(it.item)}
+                          />
+                        </>
+                      )}
+                    </td>
                     <td className="mono eval-wrap">{JSON.stringify(it.data)}</td>
                     <td className="mono eval-wrap">
                       {it.expected === undefined

@@ -1,4 +1,7 @@
-/** Experiments (src/experiments over HTTP): list, start, one with its figures, its items, cancel; a run's answer text. */
+/**
+ * Experiments (src/experiments over HTTP): list, start, one with its figures, its items, cancel, re-run
+ * an item, compare two; a run's answer text.
+ */
 import { apiFetch } from '../../api/client.ts';
 
 export type ExperimentStatus = 'queued' | 'running' | 'completed' | 'failed' | 'canceled';
@@ -70,6 +73,23 @@ export const experimentItems = (id: string, offset: number, signal?: AbortSignal
   apiFetch<ExperimentItem[]>(path(id, '/items'), { query: { limit: ITEMS_PAGE, offset }, signal });
 export const startExperiment = (body: NewExperiment) => apiFetch<Experiment>('/experiments', { method: 'POST', body });
 export const cancelExperiment = (id: string) => apiFetch<Experiment>(path(id, '/cancel'), { method: 'POST' });
+export const rerunItem = (id: string, item: string) =>
+  apiFetch<Experiment>(path(id, `/items/${encodeURIComponent(item)}/rerun`), { method: 'POST' });
+
+/** Per variant name both experiments have: the other's figure minus this one's (null where either has none). */
+export interface VariantDelta {
+  scores: Record<string, { mean: number | null; pass_rate: number | null }>;
+  latency_p50: number | null;
+  cost: number | null;
+  tokens: number | null;
+}
+export interface Comparison {
+  experiments: [Experiment, Experiment];
+  same_dataset: boolean;
+  deltas: Record<string, VariantDelta>;
+}
+export const compareExperiments = (id: string, other: string, signal?: AbortSignal) =>
+  apiFetch<Comparison>(path(id, '/compare'), { query: { with: other }, signal });
 
 /** A run's answer as text: its text parts joined, JSON parts as JSON. */
 export async function answerText(run: string, signal?: AbortSignal): Promise<string> {
@@ -86,3 +106,9 @@ export const fmt = (n: number | null | undefined, digits = 3): string =>
   n === null || n === undefined ? '—' : Number.isInteger(n) ? n.toLocaleString() : n.toFixed(digits);
 export const pct = (n: number | null | undefined): string =>
   n === null || n === undefined ? '—' : `${Math.round(n * 1000) / 10} %`;
+/** A difference with its sign: "+0.5", "−1", "0". */
+export const signed = (n: number | null | undefined, digits = 3): string =>
+  n === null || n === undefined ? '—' : n > 0 ? `+${fmt(n, digits)}` : n < 0 ? `−${fmt(-n, digits)}` : '0';
+/** A difference of two rates, in percentage points. */
+export const signedPoints = (n: number | null | undefined): string =>
+  n === null || n === undefined ? '—' : `${signed(Math.round(n * 1000) / 10, 1)} pt`;

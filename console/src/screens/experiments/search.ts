@@ -8,6 +8,8 @@ export interface ExperimentDetailSearch {
   b?: string;
   /** The first item shown (a multiple of the page size). */
   offset?: number;
+  /** Another experiment compared with this one. */
+  with?: string;
 }
 export function validateExperimentDetailSearch(raw: Record<string, unknown>): ExperimentDetailSearch {
   const out: ExperimentDetailSearch = {};
@@ -15,5 +17,6 @@ export function validateExperimentDetailSearch(raw: Record<string, unknown>): Ex
   if (typeof raw.b === 'string' && raw.b.length <= 100) out.b = raw.b;
   const o = Number(raw.offset);
   if (Number.isInteger(o) && o > 0 && o <= 100_000) out.offset = o;
+  if (typeof raw.with === 'string' && raw.with.length > 0 && raw.with.length <= 100) out.with = raw.with;
   return out;
 }
