@@ -77,7 +77,7 @@ export const rerunItem = (id: string, item: string) =>
   apiFetch<Experiment>(path(id, `/items/${encodeURIComponent(item)}/rerun`), { method: 'POST' });
 
 /** Per variant name both experiments have: the other's figure minus this one's (null where either has none). */
-export interface VariantDelta {
+interface VariantDelta {
   scores: Record<string, { mean: number | null; pass_rate: number | null }>;
   latency_p50: number | null;
   cost: number | null;
